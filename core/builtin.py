@@ -1,0 +1,69 @@
+"""The core's own plugin: the standard tick jobs and the loopback transport.
+
+Registered like any other plugin, so ``tessera plugins`` lists it and other
+plugins' jobs interleave with these by ``order``.
+"""
+
+from __future__ import annotations
+
+from core import drain, hookimpl, publish
+from core.protocol import Job
+
+
+def _incoming(tick) -> int:
+    return _loop(tick, lambda: drain.process_next_incoming(tick.runtime, tick.lease))
+
+
+def _deferred(tick) -> int:
+    return _loop(tick, lambda: drain.process_next_deferred(tick.runtime, tick.lease))
+
+
+def _recheck(tick) -> int:
+    done = 0
+    while tick.has_budget():
+        handled = drain.drain_next_marker(tick.runtime, tick.lease)
+        if handled is None:
+            break
+        done += max(handled, 1)
+        tick.spend(max(handled, 1))
+    return done
+
+
+def _loop(tick, step) -> int:
+    done = 0
+    while tick.has_budget():
+        outcome = step()
+        if outcome is None:
+            break
+        tick.record(outcome)
+        done += 1
+    return done
+
+
+def _publish(tick) -> int:
+    sent = publish.publish_due(tick.runtime, tick.lease)
+    tick.spend(sent)
+    return sent
+
+
+def _sweep(tick) -> int:
+    return drain.sweep_expired_blocked(tick.runtime, tick.lease)
+
+
+CORE_JOBS = (
+    Job("process_incoming", order=10, run=_incoming),
+    Job("drain_deferred", order=20, run=_deferred),
+    Job("drain_recheck", order=30, run=_recheck),
+    Job("publish_outgoing", order=40, run=_publish),
+    Job("sweep_blocked", order=90, run=_sweep),
+)
+
+
+@hookimpl
+def register_jobs():
+    return list(CORE_JOBS)
+
+
+@hookimpl
+def register_transports():
+    return [publish.LoopbackTransport()]

@@ -1,0 +1,311 @@
+"""SQLite connections and transactions.
+
+One :class:`Database` wraps one apsw connection.  Write transactions start
+with ``BEGIN IMMEDIATE`` so a writer takes the lock up front instead of
+failing on upgrade halfway through; read transactions pin one WAL snapshot.
+
+Nesting, by design:
+
+- ``write()`` inside ``write()`` is a SAVEPOINT: an exception inside it rolls
+  back only the inner block, and the outer transaction goes on.  The runner
+  uses this to isolate one item or one projector.
+- ``read()`` inside ``write()`` simply reads inside the write transaction.
+- ``write()`` inside ``read()`` raises :class:`TransactionError`: a WAL read
+  snapshot cannot be upgraded safely, so open the write first.
+
+Every statement runs through apsw's profiling hook: statements slower than
+``slow_statement_ms`` are logged with their SQL, and :class:`Counters` keeps
+statements, rows written, idempotent no-ops and busy retries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import apsw
+import attrs
+
+from core.errors import DatabaseBusy, StorageError, TransactionError
+from core.settings import Settings
+
+log = logging.getLogger("tessera.db")
+
+_IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE")
+
+
+@attrs.define
+class Counters:
+    """Running totals for one connection.
+
+    Attributes:
+        statements: SQL statements executed (including trigger bodies).
+        rows_written: rows inserted, updated or deleted by committed transactions.
+        idempotent_noops: inserts that hit ON CONFLICT DO NOTHING / OR IGNORE.
+        busy_retries: BEGIN IMMEDIATE attempts that found the lock taken.
+        slow_statements: statements slower than the slow-statement threshold.
+    """
+
+    statements: int = 0
+    rows_written: int = 0
+    idempotent_noops: int = 0
+    busy_retries: int = 0
+    slow_statements: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return attrs.asdict(self)
+
+
+# --- connection settings: one pragma each, each with its reason -----------
+
+
+def connection_wal(conn: apsw.Connection) -> None:
+    """WAL lets readers keep a consistent snapshot while one writer commits."""
+    mode = conn.pragma("journal_mode", "wal")
+    if mode != "wal":
+        raise StorageError(f"could not switch {conn.filename!r} to WAL (got {mode!r})")
+
+
+def connection_synchronous_normal(conn: apsw.Connection) -> None:
+    """In WAL, NORMAL syncs at checkpoints only: a power cut may lose the last
+    commits but never corrupts the file, and commits stay in the microseconds."""
+    conn.pragma("synchronous", "NORMAL")
+
+
+def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int) -> None:
+    """Wait for a busy lock inside SQLite before giving up to our own retry loop."""
+    conn.set_busy_timeout(timeout_ms)
+
+
+def connection_foreign_keys(conn: apsw.Connection) -> None:
+    """Protocol schemas may declare foreign keys; SQLite ignores them unless asked."""
+    conn.pragma("foreign_keys", "ON")
+
+
+def connection_cache_size(conn: apsw.Connection, mib: int) -> None:
+    """A page cache sized for the hot index pages of the event log (negative = KiB)."""
+    conn.pragma("cache_size", -mib * 1024)
+
+
+def connection_temp_store_memory(conn: apsw.Connection) -> None:
+    """Sorts and temporary indexes stay in memory instead of temp files."""
+    conn.pragma("temp_store", "MEMORY")
+
+
+def open_connection(path: str, settings: Settings, *, readonly: bool = False) -> apsw.Connection:
+    """Open and configure one apsw connection to ``path``."""
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        connection_busy_timeout(conn, settings.busy_timeout_ms)
+        if not readonly:
+            connection_wal(conn)
+        connection_synchronous_normal(conn)
+        connection_foreign_keys(conn)
+        connection_cache_size(conn, settings.cache_mib)
+        connection_temp_store_memory(conn)
+    except apsw.Error as exc:
+        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    return conn
+
+
+class Database:
+    """One connection plus the transaction discipline described in the module docs."""
+
+    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False):
+        self.path = path
+        self.settings = settings or Settings()
+        self.readonly = readonly
+        self.conn = open_connection(path, self.settings, readonly=readonly)
+        self.counters = Counters()
+        self._mode: str | None = None
+        self._depth = 0
+        self._after_commit: list[Callable[[], None]] = []
+        self._on_begin: list[Callable[[], None]] = []
+        self._last_total_changes = 0
+        self._ignore_sql: dict[str, bool] = {}
+        self._slow_ns = self.settings.slow_statement_ms * 1_000_000
+        self.conn.trace_v2(apsw.SQLITE_TRACE_PROFILE, self._profile, id="tessera")
+
+    # --- observation -------------------------------------------------------
+
+    def _profile(self, info: dict) -> None:
+        counters = self.counters
+        counters.statements += 1
+        total = info["total_changes"]
+        changed = total - self._last_total_changes
+        self._last_total_changes = total
+        sql = info["sql"]
+        if changed == 0 and self._is_ignoring_insert(sql):
+            counters.idempotent_noops += 1
+        if info["nanoseconds"] > self._slow_ns:
+            counters.slow_statements += 1
+            log.warning("slow statement (%.1f ms): %s", info["nanoseconds"] / 1e6, sql[:500])
+
+    def _is_ignoring_insert(self, sql: str) -> bool:
+        known = self._ignore_sql.get(sql)
+        if known is None:
+            upper = sql.upper()
+            known = upper.lstrip().startswith("INSERT") and any(m in upper for m in _IGNORE_MARKERS)
+            if len(self._ignore_sql) < 4096:
+                self._ignore_sql[sql] = known
+        return known
+
+    def on_begin(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at the start of every outermost transaction."""
+        self._on_begin.append(callback)
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current transaction has committed.
+
+        A rolled-back transaction (or savepoint) drops the callbacks registered
+        inside it, so subscribers only ever hear about durable rows.
+        """
+        if self._mode != "write":
+            raise TransactionError("after_commit() needs an open write transaction")
+        self._after_commit.append(callback)
+
+    # --- transactions ------------------------------------------------------
+
+    @property
+    def in_write(self) -> bool:
+        return self._mode == "write"
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._mode is not None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Database]:
+        """A write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""
+        if self._mode == "read":
+            raise TransactionError(
+                "cannot start a write inside a read transaction: a read snapshot cannot be "
+                "upgraded safely; open the write() transaction first"
+            )
+        if self._mode == "write":
+            with self._savepoint():
+                yield self
+            return
+        if self.readonly:
+            raise TransactionError(f"{self.path!r} was opened read-only; open it writable to write")
+        self._begin_immediate()
+        yield from self._run_outermost("write")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Database]:
+        """A read transaction on one consistent snapshot (no-op when nested)."""
+        if self._mode is not None:
+            yield self
+            return
+        self.conn.execute("BEGIN DEFERRED")
+        # The snapshot is pinned at the first read, not at BEGIN.
+        self.conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+        yield from self._run_outermost("read")
+
+    def _run_outermost(self, mode: str) -> Iterator[Database]:
+        self._mode = mode
+        start_changes = self.conn.total_changes()
+        for callback in self._on_begin:
+            callback()
+        try:
+            yield self
+        except BaseException:
+            self._rollback()
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            self._rollback()
+            raise StorageError(f"commit failed on {self.path!r}: {exc}") from exc
+        finally:
+            self._mode = None
+        self.counters.rows_written += self.conn.total_changes() - start_changes
+        self._fire_after_commit()
+
+    def _rollback(self) -> None:
+        self._mode = None
+        self._after_commit.clear()
+        if not self.conn.get_autocommit():
+            self.conn.execute("ROLLBACK")
+
+    def _fire_after_commit(self) -> None:
+        callbacks, self._after_commit = self._after_commit, []
+        for callback in callbacks:
+            callback()
+
+    @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self._depth += 1
+        name = f"tessera_sp{self._depth}"
+        pending = len(self._after_commit)
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            if not self.conn.get_autocommit():
+                self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
+            del self._after_commit[pending:]
+            raise
+        else:
+            self.conn.execute(f"RELEASE {name}")
+        finally:
+            self._depth -= 1
+
+    def _begin_immediate(self) -> None:
+        attempts = self.settings.busy_retries + 1
+        delay = 0.05
+        for attempt in range(attempts):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except apsw.BusyError as exc:
+                if attempt == attempts - 1:
+                    raise DatabaseBusy(
+                        f"{self.path!r} stayed locked by another writer through {attempts} attempts "
+                        f"of {self.settings.busy_timeout_ms} ms; find the process holding the write "
+                        "lock or raise TESSERA_BUSY_TIMEOUT_MS"
+                    ) from exc
+                self.counters.busy_retries += 1
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 2.0)
+
+    # --- statements ----------------------------------------------------------
+
+    def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
+        """Run one statement with ``?`` parameters."""
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> apsw.Cursor:
+        return self.conn.executemany(sql, rows)
+
+    def one(self, sql: str, params: Any = None) -> tuple | None:
+        """The first row, or None."""
+        for row in self.conn.execute(sql, params):
+            return row
+        return None
+
+    def value(self, sql: str, params: Any = None, default: Any = None) -> Any:
+        """The first column of the first row, or ``default``."""
+        for row in self.conn.execute(sql, params):
+            return row[0]
+        return default
+
+    def all(self, sql: str, params: Any = None) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def changes(self) -> int:
+        return self.conn.changes()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

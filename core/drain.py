@@ -1,0 +1,150 @@
+"""Single units of queue work, each in its own transaction.
+
+The tick daemon (``jobs``) loops over these under its lease; the projector
+test kit and scripts call :func:`run_until_idle`.  When a lease is given,
+each transaction first checks its fencing token, so a holder that lost the
+lease cannot commit.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from core import leases, queues, recheck
+from core.leases import Lease
+from core.pipeline import Outcome, process_item
+from core.runtime import Runtime
+
+
+def _fence(rt: Runtime, lease: Lease | None, now_ms: int) -> None:
+    if lease is not None:
+        leases.check_fence(rt.db, lease, now_ms)
+
+
+def process_next_incoming(rt: Runtime, lease: Lease | None = None) -> Outcome | None:
+    """Pop and process the oldest incoming item; None when the queue is empty."""
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        item = queues.oldest_incoming(rt.db)
+        if item is None:
+            return None
+        return process_item(rt, item, now)
+
+
+def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | None:
+    """Process the next due deferred item (heads of partitions only)."""
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        item = queues.next_due_deferred(rt.db, now)
+        if item is None:
+            return None
+        return process_item(rt, item, now)
+
+
+def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100) -> int | None:
+    """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
+
+    Returns how many items were re-handled, or None when no marker was due.
+    """
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        marker = recheck.claim_marker(rt.db, now)
+    if marker is None:
+        return None
+    handled, last_id, still_blocked = 0, 0, False
+    while True:
+        with rt.db.read():
+            items = recheck.blocked_items(rt.db, marker.reason_type, marker.reason_key, last_id, batch)
+        for item in items:
+            still_blocked |= _recheck_item(rt, lease, item, marker)
+            handled += 1
+            last_id = item.source_id
+        if len(items) < batch:
+            break
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        retry_at = now + rt.db.settings.retry_delay_ms(marker.attempts + 1)
+        recheck.finish_marker(rt.db, marker, still_blocked, retry_at, now)
+    return handled
+
+
+def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker) -> bool:
+    """Re-handle one blocked item; True if it is still blocked on the marker's reason."""
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        current = recheck.blocked_row(rt.db, item.source_id)
+        if current is None or current[:2] != (marker.reason_type, marker.reason_key):
+            return False  # already moved on (e.g. parked, or re-blocked elsewhere)
+        item = attrs.evolve(item, attempts=current[2])
+        process_item(rt, item, now)
+        after = recheck.blocked_row(rt.db, item.source_id)
+        return after is not None and after[:2] == (marker.reason_type, marker.reason_key)
+
+
+def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
+    """Park blocked items that waited past ``blocked_max_age_ms`` with no marker."""
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        expired = recheck.expired_blocked(rt.db, now - rt.db.settings.blocked_max_age_ms)
+        for item in expired:
+            queues.park(rt.db, item, "blocked too long: the dependency it waits for never arrived",
+                        item.attempts + 1, now)
+            recheck.unblock(rt.db, item.source_id)
+    return len(expired)
+
+
+def recover_claims(rt: Runtime, lease: Lease | None = None) -> int:
+    """Re-arm markers a crashed or superseded drainer left claimed."""
+    now = rt.clock.now_ms()
+    with rt.db.write():
+        _fence(rt, lease, now)
+        return recheck.reset_claims(rt.db)
+
+
+def next_due_ms(rt: Runtime) -> int | None:
+    """Earliest time scheduled work (deferred items, recheck markers) becomes due."""
+    with rt.db.read():
+        times = [queues.next_deferred_due_at(rt.db), recheck.next_marker_due_at(rt.db)]
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
+@attrs.define
+class DrainSummary:
+    """Counts of what :func:`run_until_idle` did."""
+
+    outcomes: dict[str, int] = attrs.field(factory=dict)
+    rechecked: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
+
+
+def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int = 10_000_000) -> DrainSummary:
+    """Drain incoming, due deferred items and recheck markers until nothing is left.
+
+    With ``advance_clock`` (a ManualClock), jump the clock to scheduled work
+    instead of stopping; otherwise stop when only future work remains.
+    """
+    summary = DrainSummary()
+    recover_claims(rt)
+    for _ in range(max_units):
+        outcome = process_next_incoming(rt) or process_next_deferred(rt)
+        if outcome is not None:
+            summary.add(outcome)
+            continue
+        rechecked = drain_next_marker(rt)
+        if rechecked is not None:
+            summary.rechecked += rechecked
+            continue
+        due = next_due_ms(rt)
+        if due is None or not advance_clock:
+            return summary
+        rt.clock.now = max(rt.clock.now, due)
+    return summary

@@ -1,0 +1,180 @@
+"""The errors a user of Tessera can cause, in one short hierarchy.
+
+Every error carries a message that says what was wrong and what to do about
+it; the CLI prints ``str(error)`` on one line and exits non-zero.  Errors
+subclass the builtin that already means the same thing (a malformed input is
+also a ``ValueError``, a missing row also a ``LookupError``) so callers that
+do not know Tessera still catch them sensibly.
+
+Protocol-specific errors live in their protocol package and subclass one of
+these.
+"""
+
+from __future__ import annotations
+
+
+class TesseraError(Exception):
+    """Base of every error Tessera raises on purpose."""
+
+
+# --- input --------------------------------------------------------------
+
+
+class InvalidInput(TesseraError, ValueError):
+    """Input was malformed, oversized, wrongly signed or otherwise unusable."""
+
+
+class EncodingError(InvalidInput):
+    """A value cannot be encoded canonically (e.g. a float in an event payload)."""
+
+
+class NotFound(TesseraError, LookupError):
+    """A named thing (parked item, blob, projection, command) does not exist."""
+
+
+# --- storage ------------------------------------------------------------
+
+
+class StorageError(TesseraError):
+    """SQLite refused an operation; the original apsw error is chained."""
+
+
+class DatabaseBusy(StorageError):
+    """The write lock stayed taken through every bounded retry."""
+
+
+class TransactionError(StorageError):
+    """A transaction was used the wrong way (e.g. a write inside a read)."""
+
+
+# --- schema -------------------------------------------------------------
+
+
+class SchemaError(TesseraError, ValueError):
+    """A schema.sql or migration cannot be applied; nothing was changed.
+
+    ``path`` and ``line`` locate the problem when it is in a file.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+
+
+class SchemaSyntaxError(SchemaError):
+    """The SQL does not parse."""
+
+
+class UnsupportedStatement(SchemaError):
+    """A schema file holds a statement other than CREATE TABLE/INDEX/VIEW/TRIGGER."""
+
+
+class InvalidIdentifier(SchemaError):
+    """A name is not a plain identifier ``[A-Za-z_][A-Za-z0-9_]*``."""
+
+
+class OwnershipConflict(SchemaError):
+    """Two schema owners define the same table, index, view or trigger."""
+
+
+class SchemaChanged(SchemaError):
+    """schema.sql changed since it was applied, without a migration to match."""
+
+
+class MigrationError(SchemaError):
+    """A numbered migration failed or left a schema that differs from schema.sql."""
+
+
+# --- plugins and commands ----------------------------------------------
+
+
+class PluginError(TesseraError):
+    """A plugin is missing, misnamed or registered something twice."""
+
+
+class UnknownProtocol(PluginError, LookupError):
+    """No installed plugin provides this protocol name."""
+
+
+class ProtocolNotEnabled(PluginError):
+    """The protocol is installed but its schema was never applied to this database."""
+
+
+class UnknownCommand(PluginError, LookupError):
+    """No plugin registered a command of this name."""
+
+
+class UnknownHandler(PluginError, LookupError):
+    """The protocol has no handler for this envelope type."""
+
+
+class UnknownIntent(TesseraError, TypeError):
+    """A command returned an infra intent outside the allowlist."""
+
+
+# --- item processing ----------------------------------------------------
+
+
+class ItemError(TesseraError):
+    """Raised by a decoder or handler to say how an item failed.
+
+    Subclasses tell the tick what to do with the item: a transient failure is
+    retried with backoff, a permanent one is parked at once.
+    """
+
+
+class TransientError(ItemError):
+    """Worth retrying later (a dependency is down, a lock is held elsewhere)."""
+
+
+class PermanentError(ItemError):
+    """Retrying cannot help (malformed, wrongly signed, undecryptable for good)."""
+
+
+class DecodeError(PermanentError, InvalidInput):
+    """The wire blob could not be decoded into an envelope."""
+
+
+# --- leases ------------------------------------------------------------
+
+
+class LeaseError(TesseraError):
+    """A lease could not be taken, or a fenced operation ran under a stale token."""
+
+
+class LeaseLost(LeaseError):
+    """Our fencing token is no longer current: another owner took the lease."""
+
+
+# --- blobs ---------------------------------------------------------------
+
+
+class BlobError(TesseraError):
+    """A file slice was refused, or a blob is incomplete or corrupt."""
+
+
+class SliceOutOfOrder(BlobError, InvalidInput):
+    """A slice arrived before the one the blob expects next; resend from ``expected``."""
+
+    def __init__(self, message: str, *, expected: int):
+        self.expected = expected
+        super().__init__(message)
+
+
+class SliceConflict(BlobError, InvalidInput):
+    """A slice number was already stored with different bytes."""
+
+
+class BlobCorrupt(BlobError):
+    """The assembled blob does not match its content hash or declared size."""
+
+
+# --- projections -------------------------------------------------------
+
+
+class ProjectionError(TesseraError):
+    """A projector failed, or a rebuild/verification could not proceed."""

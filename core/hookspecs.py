@@ -1,0 +1,114 @@
+"""The plugin contract: every hook a Tessera plugin may implement.
+
+A plugin is a module (or object) with functions decorated by
+``core.hookimpl`` whose names match the hooks below.  Built-in protocols and
+pip-installed ones are found the same way, through the ``tessera.protocols``
+entry-point group.  A misspelled hook name fails loudly at load time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("tessera")
+
+# --- registration ------------------------------------------------------------
+
+
+@hookspec
+def register_protocol() -> Any:
+    """Register a protocol.
+
+    Called once when the plugin manager builds its registry.
+
+    :return: a :class:`core.protocol.Protocol` carrying the protocol's name,
+        the package holding its ``schema.sql``, ``decode(blob) -> Envelope``,
+        handlers per envelope type, commands, projectors and upcasters; or
+        None when the plugin is not a protocol.
+    """
+
+
+@hookspec
+def register_jobs() -> Any:
+    """Add jobs to the tick.
+
+    Called once when the registry is built.
+
+    :return: a list of :class:`core.protocol.Job`; each names whether it needs
+        the ``tick`` lease and its order within a pass.
+    """
+
+
+@hookspec
+def register_transports() -> Any:
+    """Provide transports that publish the ``outgoing`` queue.
+
+    :return: a list of objects with a ``name`` and ``send(runtime, item)``
+        (see :class:`core.protocol.Transport`).
+    """
+
+
+@hookspec
+def register_cli_commands(cli: Any) -> None:
+    """Add subcommands to the ``tessera`` command line.
+
+    :param cli: the root ``click.Group``; add a group named after the protocol
+        (``tessera marmot ...``).  Inside a command,
+        ``click.get_current_context().obj.app()`` opens the database.
+    """
+
+
+# --- lifecycle ---------------------------------------------------------------
+
+
+@hookspec
+def prepare_connection(conn: Any) -> None:
+    """Customise each new database connection.
+
+    Called for every connection the core opens, after its pragmas.
+
+    :param conn: the ``apsw.Connection``; register SQL functions or
+        collations here.  Do not start transactions.
+    """
+
+
+# --- observability -------------------------------------------------------------
+
+
+@hookspec
+def on_item_processed(protocol: str, source: str, item_id: int, outcome: str, reason: str | None) -> None:
+    """Observe each item the pipeline finished with.
+
+    Called after the item's transaction committed.
+
+    :param protocol: the item's protocol.
+    :param source: ``incoming``, ``deferred`` or ``blocked``.
+    :param item_id: its row id in that table.
+    :param outcome: ``handled``, ``duplicate``, ``blocked``, ``retry`` or ``parked``.
+    :param reason: why, for blocked, retry and parked items.
+    """
+
+
+@hookspec
+def on_events_committed(events: Any) -> None:
+    """Observe events once they are durable.
+
+    Called after every commit that appended events (never for a rollback).
+
+    :param events: list of :class:`core.records.StoredEvent`, in seq order.
+    """
+
+
+@hookspec
+def on_projection_failed(projection: str, seq: int, error: str) -> None:
+    """Observe a projector failure that was isolated so its transaction could commit.
+
+    Called after the commit.  The event is in the log; ``tessera rebuild
+    --projection NAME`` repairs the read model once the cause is fixed.
+
+    :param projection: projector name.
+    :param seq: the event that failed.
+    :param error: the exception text.
+    """

@@ -1,0 +1,112 @@
+"""Infra intents: the allowlist of side effects a pure handler may ask for.
+
+The core applies them inside the item's transaction; anything else a
+handler returns is refused with :class:`UnknownIntent`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from core.errors import InvalidInput
+
+
+def _nonneg(instance: object, attribute: attrs.Attribute, value: int) -> None:
+    if not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{attribute.name} must be a non-negative integer, got {value!r}")
+
+
+@attrs.frozen
+class EnqueueOutgoing:
+    """Publish ``payload`` through ``transport`` (at least once).
+
+    Attributes:
+        payload: the wire bytes.
+        transport: name of a registered transport (see ``register_transports``).
+        destination: transport-specific address (a relay URL, a topic).
+        idempotency_key: a second enqueue with the same key is a no-op.
+    """
+
+    payload: bytes
+    transport: str
+    destination: str = ""
+    idempotency_key: str | None = None
+
+
+@attrs.frozen
+class EnqueueDeferred:
+    """Handle ``payload`` (a wire blob of the same protocol) later.
+
+    Attributes:
+        payload: wire blob decoded again when due.
+        available_at_ms: not before this time.
+        partition_key: items of one partition drain in FIFO order.
+        idempotency_key: a second enqueue with the same key is a no-op.
+    """
+
+    payload: bytes
+    available_at_ms: int = attrs.field(validator=_nonneg)
+    partition_key: str = ""
+    idempotency_key: str | None = None
+
+
+@attrs.frozen
+class RemoveIncoming:
+    """Delete one row of ``incoming`` (for commands that pop items themselves)."""
+
+    incoming_id: int
+
+
+@attrs.frozen
+class AppendBlobSlice:
+    """Store the next slice of a file.
+
+    Attributes:
+        file_id: SHA-256 of the whole content, lowercase hex.
+        slice_no: 0-based slice number; slices must arrive in order.
+        data: the slice bytes.
+        total_size: size of the whole file in bytes.
+        mime: optional media type.
+    """
+
+    file_id: str
+    slice_no: int = attrs.field(validator=_nonneg)
+    data: bytes = b""
+    total_size: int = attrs.field(default=0, validator=_nonneg)
+    mime: str | None = None
+
+
+@attrs.frozen
+class EnqueueRecheck:
+    """Wake items blocked on ``(reason_type, reason_key)``: one coalesced marker.
+
+    Attributes:
+        reason_type, reason_key: the dependency that is now satisfied.
+        available_at_ms: when to recheck (None = now); only ever moves earlier.
+    """
+
+    reason_type: str
+    reason_key: str
+    available_at_ms: int | None = None
+
+
+@attrs.frozen
+class WriteProtocolState:
+    """Set (or with ``value=None`` delete) one opaque state value of the protocol.
+
+    Protocol state is authoritative (e.g. MLS group state): it is written
+    before projectors run and is never rebuilt from events.
+    """
+
+    key: str
+    value: bytes | None
+
+
+ALLOWED_INTENTS = (
+    EnqueueOutgoing,
+    EnqueueDeferred,
+    RemoveIncoming,
+    AppendBlobSlice,
+    EnqueueRecheck,
+    WriteProtocolState,
+)

@@ -1,0 +1,159 @@
+"""The item pipeline: one wire blob -> decode -> handler -> apply -> dispose.
+
+``process_item`` runs inside the caller's write transaction (the tick opens
+one per item).  Decoding, handling and applying run in a savepoint, so a
+failure rolls back the item's partial effects and the item is then moved
+where it belongs, in the same transaction:
+
+========== ==================================================================
+handled    its events and intents are applied; the source row is deleted
+duplicate  the handler (or the log) saw it before; the source row is deleted
+blocked    moved to ``blocked`` under the handler's reason (same reason again:
+           one more attempt, parked after ``max_attempts``)
+retry      a transient failure: rescheduled in ``deferred`` with exponential
+           backoff, parked after ``max_attempts``
+parked     a permanent failure or exhausted retries: moved to ``parked`` with
+           its reason, attempts and original blob
+========== ==================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+
+from core import queues, recheck
+from core.errors import ItemError, PermanentError, TesseraError, TransientError
+from core.queues import WorkItem
+from core.records import Blocked, Result, StoredEvent
+from core.runtime import Runtime
+
+log = logging.getLogger("tessera.pipeline")
+
+
+@attrs.frozen
+class Outcome:
+    """How an item ended.
+
+    Attributes:
+        kind: ``handled``, ``duplicate``, ``blocked``, ``retry`` or ``parked``.
+        reason: why, for the last three.
+        events: events appended (new ones only).
+    """
+
+    kind: str
+    reason: str | None = None
+    events: tuple[StoredEvent, ...] = ()
+
+
+@attrs.frozen
+class _Handled:
+    result: Result | Blocked
+    partition_key: str
+    events: tuple[StoredEvent, ...] = ()
+
+
+def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
+    """Handle ``item`` and move it to its next place (see the module table)."""
+    try:
+        with rt.db.write():
+            handled = _handle(rt, item, now_ms)
+    except PermanentError as exc:
+        outcome = _park(rt, item, _describe(exc), now_ms)
+    except TransientError as exc:
+        outcome = _retry(rt, item, _describe(exc), now_ms)
+    except TesseraError as exc:
+        # Misconfiguration (unknown protocol or handler, bad intent): retrying cannot help.
+        outcome = _park(rt, item, _describe(exc), now_ms)
+    except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the queue
+        log.exception("item %s:%d raised unexpectedly", item.source, item.source_id)
+        outcome = _retry(rt, item, f"unexpected {_describe(exc)}", now_ms)
+    else:
+        outcome = _dispose(rt, item, handled, now_ms)
+    rt.db.after_commit(lambda: _observe(rt, item, outcome))
+    return outcome
+
+
+def _handle(rt: Runtime, item: WorkItem, now_ms: int) -> _Handled:
+    limit = rt.db.settings.max_item_bytes
+    if len(item.blob) > limit:
+        raise PermanentError(f"item is {len(item.blob)} bytes; the limit is {limit} (TESSERA_MAX_ITEM_BYTES)")
+    protocol = rt.registry.protocol(item.protocol)
+    envelope = protocol.decode(item.blob)
+    handler = rt.registry.handler(protocol.name, envelope.type)
+    result = handler(rt.context(protocol.name, now_ms), envelope)
+    if isinstance(result, Blocked):
+        return _Handled(result, envelope.partition_key)
+    if not isinstance(result, Result):
+        raise ItemError(f"handler for {protocol.name}/{envelope.type} returned {type(result).__name__}, "
+                        "not Result or Blocked")
+    events = rt.apply(protocol.name, result, now_ms)
+    return _Handled(result, envelope.partition_key, tuple(events))
+
+
+def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Outcome:
+    result = handled.result
+    if isinstance(result, Blocked):
+        return _block(rt, item, result, handled.partition_key, now_ms)
+    _remove_source(rt, item)
+    duplicate = result.duplicate or (bool(result.events) and not handled.events)
+    return Outcome("duplicate" if duplicate else "handled", events=handled.events)
+
+
+def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, now_ms: int) -> Outcome:
+    reason = f"{blocked.reason_type}:{blocked.reason_key}" + (f" ({blocked.detail})" if blocked.detail else "")
+    if item.source == "blocked":
+        current = recheck.blocked_row(rt.db, item.source_id)
+        if current is not None and current[:2] == (blocked.reason_type, blocked.reason_key):
+            attempts = recheck.bump_attempts(rt.db, item.source_id)
+            if attempts >= rt.db.settings.max_attempts:
+                return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
+            return Outcome("blocked", reason)
+    recheck.block(rt.db, item, blocked.reason_type, blocked.reason_key, partition_key, now_ms)
+    if item.source != "blocked":
+        _remove_source(rt, item)
+    return Outcome("blocked", reason)
+
+
+def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
+    attempts = item.attempts + 1
+    settings = rt.db.settings
+    if attempts >= settings.max_attempts:
+        return _park(rt, item, f"gave up after {attempts} attempts: {reason}", now_ms, attempts)
+    due = now_ms + settings.retry_delay_ms(attempts)
+    first = item.first_failed_at_ms or now_ms
+    if item.source == "deferred":
+        queues.reschedule_deferred(rt.db, item.source_id, due, attempts, first, reason)
+    elif item.source == "blocked":
+        recheck.bump_attempts(rt.db, item.source_id)
+    else:
+        queues.enqueue_deferred(rt.db, item.protocol, item.blob, due, partition_key=item.partition_key,
+                                attempts=attempts, first_failed_at_ms=first, last_error=reason, origin="retry")
+        _remove_source(rt, item)
+    return Outcome("retry", reason)
+
+
+def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
+    queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
+    _remove_source(rt, item)
+    log.warning("parked %s item %s:%d: %s", item.protocol, item.source, item.source_id, reason)
+    return Outcome("parked", reason)
+
+
+def _remove_source(rt: Runtime, item: WorkItem) -> None:
+    if item.source == "incoming":
+        queues.delete_incoming(rt.db, item.source_id)
+    elif item.source == "deferred":
+        queues.delete_deferred(rt.db, item.source_id)
+    elif item.source == "blocked":
+        recheck.unblock(rt.db, item.source_id)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _observe(rt: Runtime, item: WorkItem, outcome: Outcome) -> None:
+    rt.registry.hook.on_item_processed(protocol=item.protocol, source=item.source, item_id=item.source_id,
+                                       outcome=outcome.kind, reason=outcome.reason)

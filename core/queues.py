@@ -1,0 +1,209 @@
+"""The work queues: incoming, deferred, outgoing and parked (dead letters).
+
+Every function runs inside the caller's transaction; the caller decides the
+transaction boundaries (one item per transaction in the tick).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from core.db import Database
+from core.errors import NotFound
+
+
+@attrs.frozen
+class WorkItem:
+    """One wire blob on its way through the item pipeline.
+
+    Attributes:
+        protocol: protocol whose decoder reads ``blob``.
+        blob: the wire bytes.
+        source: where it came from: ``incoming``, ``deferred`` or ``blocked``.
+        source_id: row id in that table.
+        attempts: failed tries so far.
+        first_failed_at_ms: time of the first failure, if any.
+        partition_key: known partition (deferred/blocked rows), else ''.
+    """
+
+    protocol: str
+    blob: bytes
+    source: str
+    source_id: int
+    attempts: int = 0
+    first_failed_at_ms: int | None = None
+    partition_key: str = ""
+
+
+# --- incoming ---------------------------------------------------------------
+
+
+def push_incoming(db: Database, protocol: str, blobs: Iterable[bytes], now_ms: int) -> int:
+    """Queue wire blobs; returns how many were queued."""
+    rows = [(protocol, blob, now_ms) for blob in blobs]
+    db.executemany("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES (?, ?, ?)", rows)
+    return len(rows)
+
+
+def oldest_incoming(db: Database) -> WorkItem | None:
+    row = db.one("SELECT id, protocol, blob FROM incoming ORDER BY id LIMIT 1")
+    if row is None:
+        return None
+    return WorkItem(protocol=row[1], blob=row[2], source="incoming", source_id=row[0])
+
+
+def delete_incoming(db: Database, incoming_id: int) -> None:
+    db.execute("DELETE FROM incoming WHERE id = ?", (incoming_id,))
+
+
+# --- deferred ---------------------------------------------------------------
+
+_ENQUEUE_DEFERRED = (
+    "INSERT INTO deferred(protocol, payload, partition_key, idempotency_key, available_at_ms, attempts, "
+    "first_failed_at_ms, last_error, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+
+# The head of each partition only ('' = no partition: every item is its own head).
+_NEXT_DUE = (
+    "SELECT id, protocol, payload, partition_key, attempts, first_failed_at_ms FROM deferred AS d "
+    "WHERE available_at_ms <= ? AND (partition_key = '' OR NOT EXISTS ("
+    "  SELECT 1 FROM deferred AS e WHERE e.partition_key = d.partition_key AND e.id < d.id)) "
+    "ORDER BY available_at_ms, id LIMIT 1"
+)
+
+
+def enqueue_deferred(db: Database, protocol: str, payload: bytes, available_at_ms: int, *,
+                     partition_key: str = "", idempotency_key: str | None = None, attempts: int = 0,
+                     first_failed_at_ms: int | None = None, last_error: str | None = None,
+                     origin: str = "scheduled") -> bool:
+    """Schedule ``payload``; False when the idempotency key was already queued."""
+    db.execute(_ENQUEUE_DEFERRED, (protocol, payload, partition_key, idempotency_key, available_at_ms,
+                                   attempts, first_failed_at_ms, last_error, origin))
+    return db.changes() == 1
+
+
+def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:
+    row = db.one(_NEXT_DUE, (now_ms,))
+    if row is None:
+        return None
+    return WorkItem(protocol=row[1], blob=row[2], source="deferred", source_id=row[0], attempts=row[4],
+                    first_failed_at_ms=row[5], partition_key=row[3])
+
+
+def reschedule_deferred(db: Database, deferred_id: int, available_at_ms: int, attempts: int,
+                        first_failed_at_ms: int, error: str) -> None:
+    """Keep the row (and so its FIFO place) but move its due time."""
+    db.execute(
+        "UPDATE deferred SET available_at_ms = ?, attempts = ?, first_failed_at_ms = ?, last_error = ? WHERE id = ?",
+        (available_at_ms, attempts, first_failed_at_ms, error, deferred_id),
+    )
+
+
+def delete_deferred(db: Database, deferred_id: int) -> None:
+    db.execute("DELETE FROM deferred WHERE id = ?", (deferred_id,))
+
+
+def next_deferred_due_at(db: Database) -> int | None:
+    return db.value("SELECT min(available_at_ms) FROM deferred")
+
+
+# --- outgoing ---------------------------------------------------------------
+
+
+@attrs.frozen
+class OutgoingItem:
+    id: int
+    protocol: str
+    transport: str
+    destination: str
+    payload: bytes
+    attempts: int
+    created_at_ms: int
+
+
+def enqueue_outgoing(db: Database, protocol: str, transport: str, destination: str, payload: bytes,
+                     now_ms: int, idempotency_key: str | None = None) -> bool:
+    db.execute(
+        "INSERT INTO outgoing(protocol, transport, destination, payload, idempotency_key, available_at_ms, "
+        "created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (protocol, transport, destination, payload, idempotency_key, now_ms, now_ms),
+    )
+    return db.changes() == 1
+
+
+def due_outgoing(db: Database, now_ms: int, limit: int = 100) -> list[OutgoingItem]:
+    rows = db.all(
+        "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
+        "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?",
+        (now_ms, limit),
+    )
+    return [OutgoingItem(*row) for row in rows]
+
+
+def mark_sent(db: Database, outgoing_id: int, now_ms: int) -> None:
+    db.execute("UPDATE outgoing SET status = 'sent', sent_at_ms = ?, last_error = NULL WHERE id = ?",
+               (now_ms, outgoing_id))
+
+
+def retry_outgoing(db: Database, outgoing_id: int, available_at_ms: int, error: str) -> None:
+    db.execute(
+        "UPDATE outgoing SET attempts = attempts + 1, available_at_ms = ?, last_error = ? "
+        "WHERE id = ? AND status = 'pending'",
+        (available_at_ms, error, outgoing_id),
+    )
+
+
+def next_outgoing_due_at(db: Database) -> int | None:
+    return db.value("SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending'")
+
+
+# --- parked -----------------------------------------------------------------
+
+PARKED_COLUMNS = ("id", "protocol", "source", "partition_key", "reason", "attempts",
+                  "first_failed_at_ms", "last_failed_at_ms", "size")
+
+
+def park(db: Database, item: WorkItem, reason: str, attempts: int, now_ms: int, *,
+         transport: str | None = None, destination: str | None = None) -> int:
+    """Keep a failed item, with its reason, its attempts and the original blob."""
+    return db.value(
+        "INSERT INTO parked(protocol, source, blob, partition_key, reason, attempts, first_failed_at_ms, "
+        "last_failed_at_ms, transport, destination) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (item.protocol, item.source, item.blob, item.partition_key, reason[:2000], attempts,
+         item.first_failed_at_ms or now_ms, now_ms, transport, destination),
+    )
+
+
+def list_parked(db: Database, limit: int = 1000) -> list[dict]:
+    rows = db.all(
+        "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
+        "length(blob) FROM parked ORDER BY id LIMIT ?",
+        (limit,),
+    )
+    return [dict(zip(PARKED_COLUMNS, row)) for row in rows]
+
+
+def retry_parked(db: Database, parked_ids: Sequence[int] | None, now_ms: int) -> int:
+    """Send parked items back where they came from (None = all); returns how many."""
+    if parked_ids is None:
+        parked_ids = [r[0] for r in db.all("SELECT id FROM parked ORDER BY id")]
+    for parked_id in parked_ids:
+        row = db.one("SELECT protocol, source, blob, transport, destination FROM parked WHERE id = ?",
+                     (parked_id,))
+        if row is None:
+            raise NotFound(f"no parked item {parked_id}; `tessera parked list` shows the ids")
+        protocol, source, blob, transport, destination = row
+        if source == "outgoing":
+            enqueue_outgoing(db, protocol, transport, destination or "", blob, now_ms)
+        else:
+            push_incoming(db, protocol, [blob], now_ms)
+        db.execute("DELETE FROM parked WHERE id = ?", (parked_id,))
+    return len(parked_ids)
+
+
+def drop_parked(db: Database, parked_id: int) -> None:
+    db.execute("DELETE FROM parked WHERE id = ?", (parked_id,))
+    if db.changes() == 0:
+        raise NotFound(f"no parked item {parked_id}; `tessera parked list` shows the ids")

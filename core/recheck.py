@@ -1,0 +1,125 @@
+"""Blocked items and the coalesced recheck queue.
+
+An item that cannot be handled yet is parked in ``blocked`` under its
+``(reason_type, reason_key)``.  The transaction that satisfies the
+dependency enqueues one marker for that reason (:func:`enqueue_marker`);
+many blocked items share it.  The drainer claims a marker by setting its
+status to ``processing``; an unblock that lands meanwhile can only set
+``dirty`` or pull ``available_at_ms`` earlier — it never adds a second row.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from core.db import Database
+from core.queues import WorkItem
+
+_ENQUEUE = (
+    "INSERT INTO recheck_queue(reason_type, reason_key, available_at_ms) "
+    "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM blocked WHERE reason_type = ? AND reason_key = ?) "
+    "ON CONFLICT(reason_type, reason_key) DO UPDATE SET "
+    "  available_at_ms = min(available_at_ms, excluded.available_at_ms), "
+    "  dirty = CASE WHEN status = 'processing' THEN 1 ELSE dirty END"
+)
+
+
+@attrs.frozen
+class Marker:
+    reason_type: str
+    reason_key: str
+    attempts: int
+
+
+def block(db: Database, item: WorkItem, reason_type: str, reason_key: str, partition_key: str,
+          now_ms: int) -> None:
+    """Park ``item`` under a reason; a blocked item that blocks again keeps its row and FIFO place."""
+    if item.source == "blocked":
+        db.execute(
+            "UPDATE blocked SET reason_type = ?, reason_key = ?, attempts = 0, blocked_at_ms = ? WHERE id = ?",
+            (reason_type, reason_key, now_ms, item.source_id),
+        )
+        return
+    db.execute(
+        "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms) "
+        "VALUES (?, ?, ?, ?, ?, 0, ?)",
+        (item.protocol, item.blob, reason_type, reason_key, partition_key, now_ms),
+    )
+
+
+def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at_ms: int) -> None:
+    """Upsert the one marker for this reason, if anything is blocked on it."""
+    db.execute(_ENQUEUE, (reason_type, reason_key, available_at_ms, reason_type, reason_key))
+
+
+def claim_marker(db: Database, now_ms: int) -> Marker | None:
+    """Claim the most overdue ready marker (status -> processing)."""
+    row = db.one(
+        "UPDATE recheck_queue SET status = 'processing', dirty = 0 WHERE (reason_type, reason_key) = ("
+        "  SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' AND available_at_ms <= ? "
+        "  ORDER BY available_at_ms LIMIT 1) RETURNING reason_type, reason_key, attempts",
+        (now_ms,),
+    )
+    return Marker(*row) if row else None
+
+
+def blocked_items(db: Database, reason_type: str, reason_key: str, after_id: int = 0,
+                  limit: int = 100) -> list[WorkItem]:
+    rows = db.all(
+        "SELECT id, protocol, blob, partition_key, attempts FROM blocked "
+        "WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?",
+        (reason_type, reason_key, after_id, limit),
+    )
+    return [WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
+                     partition_key=r[3]) for r in rows]
+
+
+def blocked_row(db: Database, blocked_id: int) -> tuple | None:
+    """(reason_type, reason_key, attempts) of a blocked row, or None once it left."""
+    return db.one("SELECT reason_type, reason_key, attempts FROM blocked WHERE id = ?", (blocked_id,))
+
+
+def bump_attempts(db: Database, blocked_id: int) -> int:
+    return db.value("UPDATE blocked SET attempts = attempts + 1 WHERE id = ? RETURNING attempts", (blocked_id,))
+
+
+def unblock(db: Database, blocked_id: int) -> None:
+    db.execute("DELETE FROM blocked WHERE id = ?", (blocked_id,))
+
+
+def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms: int, now_ms: int) -> None:
+    """Release a claimed marker: re-arm it now when dirty, back off when items
+    are still blocked on it, delete it otherwise."""
+    row = db.one("SELECT dirty FROM recheck_queue WHERE reason_type = ? AND reason_key = ?",
+                 (marker.reason_type, marker.reason_key))
+    key = (marker.reason_type, marker.reason_key)
+    if row is not None and row[0]:
+        db.execute("UPDATE recheck_queue SET status = 'ready', dirty = 0, available_at_ms = ?, attempts = 0 "
+                   "WHERE reason_type = ? AND reason_key = ?", (now_ms, *key))
+    elif still_blocked:
+        db.execute("UPDATE recheck_queue SET status = 'ready', available_at_ms = ?, attempts = attempts + 1 "
+                   "WHERE reason_type = ? AND reason_key = ?", (retry_at_ms, *key))
+    else:
+        db.execute("DELETE FROM recheck_queue WHERE reason_type = ? AND reason_key = ?", key)
+
+
+def reset_claims(db: Database) -> int:
+    """After a crash or takeover, make interrupted claims ready again."""
+    db.execute("UPDATE recheck_queue SET status = 'ready' WHERE status = 'processing'")
+    return db.changes()
+
+
+def next_marker_due_at(db: Database) -> int | None:
+    return db.value("SELECT min(available_at_ms) FROM recheck_queue WHERE status = 'ready'")
+
+
+def expired_blocked(db: Database, older_than_ms: int, limit: int = 100) -> list[WorkItem]:
+    """Blocked items that waited longer than allowed with no marker to wake them."""
+    rows = db.all(
+        "SELECT b.id, b.protocol, b.blob, b.partition_key, b.attempts FROM blocked AS b "
+        "WHERE b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
+        "  WHERE q.reason_type = b.reason_type AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?",
+        (older_than_ms, limit),
+    )
+    return [WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
+                     partition_key=r[3]) for r in rows]

@@ -1,0 +1,160 @@
+"""The records that flow through the core: envelopes, events, handler results.
+
+All are frozen attrs classes; make changed copies with ``attrs.evolve``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from core import encoding
+from core.errors import InvalidInput
+
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+MAX_EVENT_ID_BYTES = 64
+MAX_PARTITION_KEY = 256
+
+
+def _type_name(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    if not isinstance(value, str) or not _TYPE_NAME.match(value):
+        raise InvalidInput(
+            f"{attribute.name} {value!r} must be 1-64 characters of letters, digits and _.:- starting with a letter"
+        )
+
+
+def _event_id(instance: Any, attribute: attrs.Attribute, value: bytes) -> None:
+    if not isinstance(value, bytes) or not 1 <= len(value) <= MAX_EVENT_ID_BYTES:
+        raise InvalidInput(f"event_id must be 1-{MAX_EVENT_ID_BYTES} bytes, got {value!r:.80}")
+
+
+def _partition(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    if not isinstance(value, str) or len(value) > MAX_PARTITION_KEY:
+        raise InvalidInput(f"partition_key must be a string of at most {MAX_PARTITION_KEY} characters")
+
+
+def _timestamp(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInput(f"{attribute.name} must be a non-negative integer of milliseconds, got {value!r}")
+
+
+def derive_event_id(*parts: str | bytes | int) -> bytes:
+    """A 32-byte event id from stable parts, for facts with no natural id.
+
+    Use it so a replayed input derives the same id and its append is a no-op.
+    """
+    digest = hashlib.sha256()
+    for part in parts:
+        raw = part if isinstance(part, bytes) else str(part).encode()
+        digest.update(len(raw).to_bytes(4, "big") + raw)
+    return digest.digest()
+
+
+@attrs.frozen
+class Envelope:
+    """A decoded wire item, ready for its protocol's handler.
+
+    Attributes:
+        protocol: name of the protocol that decoded it.
+        type: the handler to route it to.
+        event_id: protocol-defined identity (bytes), e.g. a Nostr event id.
+        partition_key: the aggregate it belongs to (a group, a conversation).
+        created_at_ms: the time the item claims, in milliseconds.
+        payload: whatever the decoder parsed (the handler's input).
+    """
+
+    protocol: str = attrs.field(validator=_type_name)
+    type: str = attrs.field(validator=_type_name)
+    event_id: bytes = attrs.field(validator=_event_id)
+    partition_key: str = attrs.field(validator=_partition)
+    created_at_ms: int = attrs.field(validator=_timestamp)
+    payload: Any = None
+
+
+@attrs.frozen
+class Event:
+    """A fact a handler or command decided, before it is appended.
+
+    Attributes:
+        type: past-tense name, e.g. ``message_posted``.
+        event_id: identity; appending an id twice is a no-op.
+        partition_key: the aggregate (rebuilds partition by it).
+        created_at_ms: when the fact happened, as the protocol sees it.
+        data: JSON-compatible payload (canonical JSON when stored).
+        version: payload schema version, for upcasting older events.
+    """
+
+    type: str = attrs.field(validator=_type_name)
+    event_id: bytes = attrs.field(validator=_event_id)
+    partition_key: str = attrs.field(validator=_partition)
+    created_at_ms: int = attrs.field(validator=_timestamp)
+    data: Mapping[str, Any] = attrs.field(factory=dict)
+    version: int = 1
+
+    def encode(self) -> bytes:
+        return encoding.dumps(self.data)
+
+
+@attrs.frozen
+class StoredEvent:
+    """An event as the log holds it.
+
+    Attributes:
+        seq: position in the log; strictly increasing.
+        protocol: owner protocol.
+        type, version, event_id, partition_key, created_at_ms: as in :class:`Event`.
+        recorded_at_ms: when the log appended it (not part of any projection).
+        payload: canonical JSON bytes of ``data``.
+    """
+
+    seq: int
+    protocol: str
+    type: str
+    version: int
+    event_id: bytes
+    partition_key: str
+    created_at_ms: int
+    recorded_at_ms: int
+    payload: bytes
+    _data: Any = attrs.field(default=None, eq=False, repr=False, alias="data")
+
+    @property
+    def data(self) -> Any:
+        """The decoded payload (decoded once, then cached)."""
+        if self._data is None:
+            object.__setattr__(self, "_data", encoding.loads(self.payload))
+        return self._data
+
+
+@attrs.frozen
+class Result:
+    """What a pure handler or command returns: events to append, intents to apply.
+
+    Attributes:
+        events: facts to append (duplicates are no-ops).
+        intents: infra intents from the allowlist in :mod:`core.intents`.
+        duplicate: the handler recognised the input as already handled.
+    """
+
+    events: tuple[Event, ...] = attrs.field(default=(), converter=tuple)
+    intents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    duplicate: bool = False
+
+
+@attrs.frozen
+class Blocked:
+    """A handler cannot handle the item yet; park it under a reason.
+
+    Attributes:
+        reason_type: kind of dependency, e.g. ``marmot.epoch``.
+        reason_key: which one, e.g. a group id and epoch.
+        detail: human-readable explanation for logs and status.
+    """
+
+    reason_type: str = attrs.field(validator=_type_name)
+    reason_key: str = attrs.field(validator=_partition)
+    detail: str = ""

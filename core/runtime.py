@@ -1,0 +1,239 @@
+"""The command runner: pure commands in, events + intents applied in one transaction.
+
+``Runtime.apply`` is the one place where a handler's or command's
+:class:`~core.records.Result` becomes durable, in this order:
+
+1. append the events (duplicates are no-ops and are not projected again);
+2. apply the infra intents — protocol state first of all, so authoritative
+   state is written even when a history projection fails;
+3. run the projectors of the new events (a projector that declares
+   ``isolate_failures`` runs in a savepoint; its failure is recorded and the
+   rest commits);
+4. after COMMIT only: notify subscribers and ``on_events_committed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from core import blobs, eventlog, queues, recheck
+from core.clock import SystemClock
+from core.db import Database
+from core.errors import PluginError, UnknownIntent
+from core.intents import (
+    AppendBlobSlice,
+    EnqueueDeferred,
+    EnqueueOutgoing,
+    EnqueueRecheck,
+    RemoveIncoming,
+    WriteProtocolState,
+)
+from core.kv import KV
+from core.leases import Lease
+from core.records import Result, StoredEvent
+from core.registry import Registry
+from core.state import ProtocolState
+
+log = logging.getLogger("tessera.runtime")
+
+Subscriber = Callable[[StoredEvent], None]
+
+
+@attrs.define
+class Context:
+    """What a handler or command gets: read access and the current time.
+
+    Attributes:
+        db: the database, inside the caller's transaction (read through it only).
+        protocol: the protocol being served.
+        now_ms: the time this unit of work started.
+        kv: tiny flags and counters.
+        state: the protocol's authoritative state values.
+        runtime: the runtime, for commands that manage their own transactions.
+    """
+
+    db: Database
+    protocol: str
+    now_ms: int
+    kv: KV
+    state: ProtocolState
+    runtime: Runtime
+
+    @property
+    def conn(self) -> Any:
+        return self.db.conn
+
+
+@attrs.frozen
+class CommandOutcome:
+    """What ``run_command`` did: the events it appended (new ones only) and the result."""
+
+    events: list[StoredEvent]
+    result: Any
+
+
+class Runtime:
+    """Runs commands and applies results against one database."""
+
+    def __init__(self, db: Database, registry: Registry, *, clock: Any = None, lease: Lease | None = None):
+        self.db = db
+        self.registry = registry
+        self.clock = clock or SystemClock()
+        self.lease = lease
+        self.kv = KV(db)
+        self._subscribers: dict[tuple[str | None, str], list[Subscriber]] = defaultdict(list)
+
+    # --- contexts and commands ----------------------------------------------
+
+    def context(self, protocol: str, now_ms: int | None = None) -> Context:
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        return Context(self.db, protocol, now, self.kv, ProtocolState(self.db, protocol), self)
+
+    def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome:
+        """Run command ``name`` (``protocol.command``) in exactly one transaction.
+
+        The command reads through ``ctx`` and returns a Result; any exception
+        rolls back everything.  Commands declaring ``manages_transactions``
+        run outside any transaction and their return value is passed through.
+        """
+        protocol, command = self.registry.command(name)
+        params = dict(params or {})
+        if command.manages_transactions:
+            return CommandOutcome(events=[], result=command.fn(self.context(protocol.name), params))
+        with self.db.write():
+            ctx = self.context(protocol.name)
+            result = command.fn(ctx, params)
+            if not isinstance(result, Result):
+                raise PluginError(f"command {name!r} returned {type(result).__name__}; commands return core.Result")
+            events = self.apply(protocol.name, result, ctx.now_ms)
+        return CommandOutcome(events=events, result=result)
+
+    # --- applying results ---------------------------------------------------
+
+    def apply(self, protocol: str, result: Result, now_ms: int) -> list[StoredEvent]:
+        """Make ``result`` durable inside the current write transaction."""
+        appended = eventlog.append(self.db, protocol, result.events, now_ms) if result.events else []
+        for intent in result.intents:
+            self.apply_intent(protocol, intent, now_ms)
+        if appended:
+            self.project(appended, now_ms)
+            self.db.after_commit(lambda: self._notify(appended))
+        return appended
+
+    def apply_intent(self, protocol: str, intent: Any, now_ms: int) -> None:
+        applier = _INTENT_APPLIERS.get(type(intent))
+        if applier is None:
+            allowed = ", ".join(cls.__name__ for cls in _INTENT_APPLIERS)
+            raise UnknownIntent(f"{type(intent).__name__} is not an infra intent the core applies (allowed: {allowed})")
+        applier(self, protocol, intent, now_ms)
+
+    def project(self, events: list[StoredEvent], now_ms: int) -> None:
+        """Run the projectors of ``events`` and advance their last-applied seq."""
+        touched: dict[str, int] = {}
+        for event in events:
+            projectors = self.registry.projectors_for(event.protocol, event.type)
+            if not projectors:
+                continue
+            event = self.upcast(event)
+            for projector in projectors:
+                self._apply_projector(projector, event, now_ms)
+                touched[projector.name] = event.seq
+        for name, seq in touched.items():
+            self.db.execute(
+                "UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name = ?", (seq, name)
+            )
+
+    def upcast(self, event: StoredEvent) -> StoredEvent:
+        """The event with its payload upgraded by the protocol's upcasters, if any apply."""
+        if not self.registry.has_upcaster(event.protocol, event.type, event.version):
+            return event
+        version, data = self.registry.upcast(event.protocol, event.type, event.version, event.data)
+        return attrs.evolve(event, version=version, data=data)
+
+    def _apply_projector(self, projector: Any, event: StoredEvent, now_ms: int) -> None:
+        if not projector.isolate_failures:
+            projector.apply(self.db.conn, event)
+            return
+        try:
+            with self.db.write():
+                projector.apply(self.db.conn, event)
+        except Exception as exc:  # noqa: BLE001 - isolation is the point
+            self._record_projection_failure(projector.name, event.seq, exc, now_ms)
+
+    def _record_projection_failure(self, name: str, seq: int, exc: Exception, now_ms: int) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("projection %s failed at seq %d (isolated, state still commits): %s", name, seq, error)
+        self.db.execute(
+            "INSERT INTO projection_failures(projection, seq, error, failed_at_ms) VALUES (?, ?, ?, ?)",
+            (name, seq, error[:2000], now_ms),
+        )
+        self.db.execute("UPDATE projections SET failures = failures + 1 WHERE name = ?", (name,))
+        self.db.after_commit(lambda: self.registry.hook.on_projection_failed(projection=name, seq=seq, error=error))
+
+    # --- subscriptions ------------------------------------------------------
+
+    def subscribe(self, event_type: str, callback: Subscriber, *, protocol: str | None = None) -> Callable[[], None]:
+        """Call ``callback(event)`` for each committed event of ``event_type``.
+
+        Only durable events are delivered: the call happens after COMMIT and
+        never for a rolled-back transaction.  Returns an unsubscribe function.
+        """
+        key = (protocol, event_type)
+        self._subscribers[key].append(callback)
+        return lambda: self._subscribers[key].remove(callback)
+
+    def _notify(self, events: list[StoredEvent]) -> None:
+        for event in events:
+            for key in ((event.protocol, event.type), (None, event.type)):
+                for callback in list(self._subscribers.get(key, ())):
+                    callback(event)
+        self.registry.hook.on_events_committed(events=events)
+
+
+# --- intent appliers -----------------------------------------------------------
+
+
+def _outgoing(rt: Runtime, protocol: str, intent: EnqueueOutgoing, now_ms: int) -> None:
+    if intent.transport not in rt.registry.transports:
+        known = ", ".join(sorted(rt.registry.transports)) or "none"
+        raise PluginError(f"no transport {intent.transport!r} is registered (known: {known})")
+    queues.enqueue_outgoing(rt.db, protocol, intent.transport, intent.destination, intent.payload, now_ms,
+                            intent.idempotency_key)
+
+
+def _deferred(rt: Runtime, protocol: str, intent: EnqueueDeferred, now_ms: int) -> None:
+    queues.enqueue_deferred(rt.db, protocol, intent.payload, intent.available_at_ms,
+                            partition_key=intent.partition_key, idempotency_key=intent.idempotency_key)
+
+
+def _remove_incoming(rt: Runtime, protocol: str, intent: RemoveIncoming, now_ms: int) -> None:
+    queues.delete_incoming(rt.db, intent.incoming_id)
+
+
+def _blob_slice(rt: Runtime, protocol: str, intent: AppendBlobSlice, now_ms: int) -> None:
+    blobs.append_slice(rt.db, intent.file_id, intent.slice_no, intent.data, intent.total_size, now_ms,
+                       mime=intent.mime, max_slice_bytes=rt.db.settings.blob_slice_max_bytes)
+
+
+def _recheck(rt: Runtime, protocol: str, intent: EnqueueRecheck, now_ms: int) -> None:
+    due = now_ms if intent.available_at_ms is None else intent.available_at_ms
+    recheck.enqueue_marker(rt.db, intent.reason_type, intent.reason_key, due)
+
+
+def _state(rt: Runtime, protocol: str, intent: WriteProtocolState, now_ms: int) -> None:
+    ProtocolState(rt.db, protocol).put(intent.key, intent.value, now_ms)
+
+
+_INTENT_APPLIERS: dict[type, Callable[[Runtime, str, Any, int], None]] = {
+    EnqueueOutgoing: _outgoing,
+    EnqueueDeferred: _deferred,
+    RemoveIncoming: _remove_incoming,
+    AppendBlobSlice: _blob_slice,
+    EnqueueRecheck: _recheck,
+    WriteProtocolState: _state,
+}

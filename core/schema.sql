@@ -1,0 +1,179 @@
+-- Tessera core tables, shared by every protocol.
+-- Timestamps are integer milliseconds since the Unix epoch (*_ms).
+-- Inline INDEX lines are turned into CREATE INDEX statements by schema_loader.
+
+-- Wire blobs waiting for process_incoming, oldest first (by id).
+CREATE TABLE incoming (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol        TEXT    NOT NULL,
+    blob            BLOB    NOT NULL,
+    received_at_ms  INTEGER NOT NULL
+);
+
+-- The append-only event log: facts as handlers decided them.
+-- seq never goes backwards (AUTOINCREMENT never reuses a value), and
+-- (protocol, event_id) makes a replayed append a no-op.
+CREATE TABLE events (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol        TEXT    NOT NULL,
+    event_type      TEXT    NOT NULL,
+    version         INTEGER NOT NULL,
+    event_id        BLOB    NOT NULL,
+    partition_key   TEXT    NOT NULL,
+    created_at_ms   INTEGER NOT NULL,
+    recorded_at_ms  INTEGER NOT NULL,
+    payload         BLOB    NOT NULL,
+    UNIQUE (protocol, event_id)
+    INDEX events_by_partition (protocol, partition_key, seq)
+);
+
+-- Work scheduled for later: retries of failed items and protocol timers.
+-- Drained FIFO per partition, one item per transaction, only when due.
+CREATE TABLE deferred (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol            TEXT    NOT NULL,
+    payload             BLOB    NOT NULL,
+    partition_key       TEXT    NOT NULL DEFAULT '',
+    idempotency_key     TEXT,
+    available_at_ms     INTEGER NOT NULL,
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    first_failed_at_ms  INTEGER,
+    last_error          TEXT,
+    origin              TEXT    NOT NULL DEFAULT 'scheduled',
+    INDEX deferred_by_partition (partition_key, id)
+    INDEX deferred_by_due (available_at_ms, id)
+);
+CREATE UNIQUE INDEX deferred_by_idempotency_key ON deferred (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+-- Wire messages to publish through a transport, at least once.
+CREATE TABLE outgoing (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol            TEXT    NOT NULL,
+    transport           TEXT    NOT NULL,
+    destination         TEXT    NOT NULL DEFAULT '',
+    payload             BLOB    NOT NULL,
+    idempotency_key     TEXT,
+    status              TEXT    NOT NULL DEFAULT 'pending'
+                        CHECK (status IN ('pending', 'sent')),
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    available_at_ms     INTEGER NOT NULL,
+    created_at_ms       INTEGER NOT NULL,
+    sent_at_ms          INTEGER,
+    last_error          TEXT
+);
+CREATE INDEX outgoing_pending ON outgoing (available_at_ms, id) WHERE status = 'pending';
+CREATE UNIQUE INDEX outgoing_by_idempotency_key ON outgoing (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+-- Named leases with fencing tokens; the token grows at every takeover.
+CREATE TABLE leases (
+    name            TEXT    PRIMARY KEY,
+    owner           TEXT    NOT NULL,
+    token           INTEGER NOT NULL,
+    expires_at_ms   INTEGER NOT NULL,
+    acquired_at_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Items that cannot be handled until something else happens.
+CREATE TABLE blocked (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol        TEXT    NOT NULL,
+    blob            BLOB    NOT NULL,
+    reason_type     TEXT    NOT NULL,
+    reason_key      TEXT    NOT NULL,
+    partition_key   TEXT    NOT NULL DEFAULT '',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    blocked_at_ms   INTEGER NOT NULL,
+    INDEX blocked_by_reason (reason_type, reason_key, id)
+    INDEX blocked_by_age (blocked_at_ms)
+);
+
+-- One coalesced marker per blocking reason: "look at these items again".
+-- status 'processing' is the drainer's claim; an unblock that lands during
+-- the claim only sets dirty, so the marker is never duplicated.
+CREATE TABLE recheck_queue (
+    reason_type     TEXT    NOT NULL,
+    reason_key      TEXT    NOT NULL,
+    available_at_ms INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    status          TEXT    NOT NULL DEFAULT 'ready'
+                    CHECK (status IN ('ready', 'processing')),
+    dirty           INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (reason_type, reason_key)
+    INDEX recheck_ready (status, available_at_ms)
+) WITHOUT ROWID;
+
+-- Dead letters: items that failed for good, with everything needed to retry.
+CREATE TABLE parked (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    protocol            TEXT    NOT NULL,
+    source              TEXT    NOT NULL,
+    blob                BLOB    NOT NULL,
+    partition_key       TEXT    NOT NULL DEFAULT '',
+    reason              TEXT    NOT NULL,
+    attempts            INTEGER NOT NULL,
+    first_failed_at_ms  INTEGER NOT NULL,
+    last_failed_at_ms   INTEGER NOT NULL,
+    transport           TEXT,
+    destination         TEXT
+);
+
+-- Tiny flags and counters only; large data belongs in tables.
+CREATE TABLE kv (
+    key     TEXT PRIMARY KEY,
+    value   ANY
+) WITHOUT ROWID;
+
+-- Files that arrive as slices; file_id is the SHA-256 of the content (hex).
+CREATE TABLE blobs (
+    file_id         TEXT    PRIMARY KEY,
+    total_size      INTEGER NOT NULL,
+    mime            TEXT,
+    next_slice      INTEGER NOT NULL DEFAULT 0,
+    received_bytes  INTEGER NOT NULL DEFAULT 0,
+    status          TEXT    NOT NULL DEFAULT 'receiving'
+                    CHECK (status IN ('receiving', 'complete', 'corrupt')),
+    reason          TEXT,
+    created_at_ms   INTEGER NOT NULL,
+    completed_at_ms INTEGER
+) WITHOUT ROWID;
+
+CREATE TABLE blob_slices (
+    file_id     TEXT    NOT NULL,
+    slice_no    INTEGER NOT NULL,
+    offset      INTEGER NOT NULL,
+    data        BLOB    NOT NULL,
+    PRIMARY KEY (file_id, slice_no)
+) WITHOUT ROWID;
+
+-- Opaque protocol state written through intents (e.g. MLS group snapshots).
+CREATE TABLE protocol_state (
+    protocol        TEXT    NOT NULL,
+    key             TEXT    NOT NULL,
+    value           BLOB    NOT NULL,
+    updated_at_ms   INTEGER NOT NULL,
+    PRIMARY KEY (protocol, key)
+) WITHOUT ROWID;
+
+-- One row per projector: whether it is live and the seq it was built through.
+CREATE TABLE projections (
+    name                TEXT    PRIMARY KEY,
+    protocol            TEXT    NOT NULL,
+    status              TEXT    NOT NULL DEFAULT 'live'
+                        CHECK (status IN ('live', 'needs_rebuild')),
+    built_through_seq   INTEGER NOT NULL DEFAULT 0,
+    last_applied_seq    INTEGER NOT NULL DEFAULT 0,
+    rebuilt_at_ms       INTEGER,
+    failures            INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+-- Projector failures that were isolated so authoritative state could commit.
+CREATE TABLE projection_failures (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    projection  TEXT    NOT NULL,
+    seq         INTEGER NOT NULL,
+    error       TEXT    NOT NULL,
+    failed_at_ms INTEGER NOT NULL,
+    INDEX projection_failures_by_name (projection, id)
+);

@@ -1,0 +1,95 @@
+"""Compare tables row by row, and checksum them independent of row order."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+_MOD = 1 << 256
+
+
+def columns(conn: Any, table: str) -> list[str]:
+    """Declared columns (no hidden rowid), in order."""
+    return [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def table_rows(conn: Any, table: str, cols: Sequence[str] | None = None) -> list[tuple]:
+    """Every row, each value tagged with its type (so 1, 1.0 and '1' differ), sorted."""
+    cols = list(cols or columns(conn, table))
+    select = ", ".join(_quote(c) for c in cols)
+    rows = conn.execute(f"SELECT {select} FROM {_quote(table)}").fetchall()
+    return sorted((tuple((type(v).__name__, v) for v in row) for row in rows), key=_sort_key)
+
+
+def _sort_key(row: tuple) -> tuple:
+    return tuple((tag, "" if v is None else v if tag != "bytes" else v.hex()) for tag, v in row)
+
+
+def row_digest(row: tuple) -> int:
+    digest = hashlib.sha256(repr(row).encode()).digest()
+    return int.from_bytes(digest, "big")
+
+
+def checksum(conn: Any, table: str, cols: Sequence[str] | None = None) -> tuple[int, str]:
+    """(row count, order-independent checksum): a sum of per-row hashes mod 2**256."""
+    cols = list(cols or columns(conn, table))
+    select = ", ".join(_quote(c) for c in cols)
+    total, count = 0, 0
+    for row in conn.execute(f"SELECT {select} FROM {_quote(table)}"):
+        total = (total + row_digest(tuple((type(v).__name__, v) for v in row))) % _MOD
+        count += 1
+    return count, f"{total:064x}"
+
+
+@attrs.frozen
+class TableDifference:
+    """How two copies of one table differ: counts and the first differing rows."""
+
+    table: str
+    left_count: int
+    right_count: int
+    only_left: tuple = ()
+    only_right: tuple = ()
+
+    def describe(self, left: str = "expected", right: str = "actual") -> str:
+        lines = [f"table {self.table}: {left} has {self.left_count} rows, {right} has {self.right_count}"]
+        if self.only_left:
+            lines.append(f"  first row only in {left}: {_plain(self.only_left)}")
+        if self.only_right:
+            lines.append(f"  first row only in {right}: {_plain(self.only_right)}")
+        return "\n".join(lines)
+
+
+def _plain(row: tuple) -> tuple:
+    return tuple(v for _, v in row)
+
+
+def diff_tables(left: Any, right: Any, table: str, right_table: str | None = None) -> TableDifference | None:
+    """None when equal; else the counts and the first row present on one side only."""
+    cols = columns(left, table)
+    a = table_rows(left, table, cols)
+    b = table_rows(right, right_table or table, cols)
+    if a == b:
+        return None
+    only_a = _first_missing(a, b)
+    only_b = _first_missing(b, a)
+    return TableDifference(table, len(a), len(b), only_a or (), only_b or ())
+
+
+def _first_missing(rows: list[tuple], other: list[tuple]) -> tuple | None:
+    remaining: dict[tuple, int] = {}
+    for row in other:
+        remaining[row] = remaining.get(row, 0) + 1
+    for row in rows:
+        if remaining.get(row, 0):
+            remaining[row] -= 1
+        else:
+            return row
+    return None

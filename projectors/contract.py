@@ -1,0 +1,73 @@
+"""The projector contract.
+
+A projector turns events into rows of the tables it owns.  It must be
+
+- **idempotent**: applying an event twice leaves the same rows as once
+  (use ``INSERT ... ON CONFLICT DO NOTHING`` / upserts keyed on event data);
+- **deterministic**: its rows depend only on the events — never on the wall
+  clock, randomness, or rowids assigned in arrival order;
+- **partition-local**: with a ``rebuild_key``, it reads and writes only rows
+  of the event's partition, so a rebuild may replay partitions in any order
+  and in parallel.
+
+It reads and writes only its own tables through the connection it is given
+and never commits.  ``projectors.testkit`` checks all of this for a plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from core.errors import InvalidInput
+from core.records import StoredEvent
+
+REBUILD_KEYS = ("partition_key", None)
+
+Apply = Callable[[Any, StoredEvent], None]
+
+
+def _rebuild_key(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
+    if value not in REBUILD_KEYS:
+        raise InvalidInput(f"rebuild_key must be 'partition_key' (the event's aggregate) or None, got {value!r}")
+
+
+@attrs.frozen
+class Projector:
+    """One read model.
+
+    Attributes:
+        name: unique projector name (also the rebuild unit).
+        protocol: the protocol whose events it consumes.
+        tables: the tables it owns (defined in the protocol's schema.sql).
+        handlers: event type -> ``fn(conn, event)``; ``event.data`` is upcast.
+        rebuild_key: ``"partition_key"`` to replay partitions independently,
+            or None to replay the whole log as one ordered partition.
+        isolate_failures: a failure is recorded and skipped so the item's
+            authoritative state still commits (invariant 7); without it a
+            failure rolls the item back.
+        order_independent: events within a partition commute (the test kit
+            then also replays them shuffled).
+        description: one line for ``tessera plugins``.
+    """
+
+    name: str
+    protocol: str
+    tables: tuple[str, ...] = attrs.field(converter=tuple)
+    handlers: Mapping[str, Apply] = attrs.field(factory=dict)
+    rebuild_key: str | None = attrs.field(default="partition_key", validator=_rebuild_key)
+    isolate_failures: bool = False
+    order_independent: bool = False
+    description: str = ""
+
+    @property
+    def event_types(self) -> frozenset[str]:
+        return frozenset(self.handlers)
+
+    def apply(self, conn: Any, event: StoredEvent) -> None:
+        """Apply one event (ignores types it does not handle)."""
+        handler = self.handlers.get(event.type)
+        if handler is not None:
+            handler(conn, event)

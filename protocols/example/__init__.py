@@ -1,0 +1,30 @@
+"""The example protocol: a signed chat log, small enough to read in one sitting.
+
+It shows the whole plugin contract: a schema with inline indexes, a decoder
+that verifies signatures, pure handlers (one of which blocks until another
+message arrives), a command, two idempotent projectors and CLI subcommands.
+"""
+
+from core import hookimpl
+from core.protocol import Command, Protocol
+from protocols.example import handlers, projectors
+
+
+@hookimpl
+def register_protocol():
+    return Protocol(
+        name="example",
+        package="protocols.example",
+        decode=handlers.decode,
+        handlers={"post": handlers.handle_post, "delete": handlers.handle_delete},
+        commands={"post": Command(handlers.command_post, description="post a signed message to a room")},
+        projectors=(projectors.MESSAGES, projectors.ROOMS),
+        description="signed chat log with keyset-paged rooms",
+    )
+
+
+@hookimpl
+def register_cli_commands(cli):
+    from protocols.example.cli import example
+
+    cli.add_command(example)

@@ -1,0 +1,62 @@
+"""Pure handlers and commands of the example protocol."""
+
+from __future__ import annotations
+
+import nacl.signing
+
+from core.errors import InvalidInput, PermanentError
+from core.intents import EnqueueOutgoing, EnqueueRecheck
+from core.records import Blocked, Envelope, Event, Result
+from protocols.example import wire
+
+WAITING_FOR_MESSAGE = "example.message"
+
+
+def decode(blob: bytes) -> Envelope:
+    message = wire.parse(blob)
+    return Envelope(protocol="example", type=message["kind"], event_id=bytes.fromhex(message["id"]),
+                    partition_key=message["room"], created_at_ms=message["ts"], payload=message)
+
+
+def _posted(message: dict) -> Event:
+    return Event("message_posted", bytes.fromhex(message["id"]), message["room"], message["ts"],
+                 {"author": message["author"], "text": message["body"]})
+
+
+def handle_post(ctx, envelope: Envelope) -> Result:
+    message = envelope.payload
+    # Deletes that arrived first wait under this message's id; wake them.
+    return Result(events=[_posted(message)], intents=[EnqueueRecheck(WAITING_FOR_MESSAGE, message["id"])])
+
+
+def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
+    message = envelope.payload
+    target = message["body"]
+    row = ctx.db.one("SELECT author FROM example_messages WHERE room = ? AND id = ?",
+                     (message["room"], bytes.fromhex(target)))
+    if row is None:
+        return Blocked(WAITING_FOR_MESSAGE, target, "delete arrived before the message it removes")
+    if row[0] != message["author"]:
+        raise PermanentError(f"only the author may delete message {target[:12]}…")
+    event = Event("message_deleted", bytes.fromhex(message["id"]), message["room"], message["ts"],
+                  {"target": target, "author": message["author"]})
+    return Result(events=[event])
+
+
+def command_post(ctx, params: dict) -> Result:
+    """Post ``text`` to ``room`` as the holder of ``secret_key`` (hex Ed25519 seed).
+
+    The message is recorded at once (the sender sees it immediately) and
+    queued for publishing; its echo later arrives as a duplicate.
+    """
+    try:
+        key = nacl.signing.SigningKey(bytes.fromhex(params["secret_key"]))
+        room, text = params["room"], params["text"]
+    except (KeyError, ValueError) as exc:
+        raise InvalidInput(f"post needs room, text and a 64-hex secret_key ({exc})") from None
+    ts = int(params.get("ts_ms") or ctx.now_ms)
+    blob = wire.sign("post", room, text, ts, key)
+    message = wire.parse(blob)
+    return Result(events=[_posted(message)],
+                  intents=[EnqueueOutgoing(blob, transport=params.get("transport", "loopback"),
+                                           idempotency_key=f"example:{message['id']}")])

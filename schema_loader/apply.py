@@ -1,0 +1,213 @@
+"""Apply schema owners' schema.sql files, versioned, with numbered migrations.
+
+Rules, per owner (``core``, then each enabled protocol):
+
+- first time: run schema.sql, record its checksum, record every migration
+  beside it as a baseline (a new database already has their result);
+- same checksum, no new migration: nothing happens (applying twice is a no-op);
+- new migrations (``migrations/NNN_name.sql`` numbered above the recorded
+  version): run them in order, then check the result has exactly the
+  structure schema.sql describes;
+- checksum changed with no new migration: refused, naming the file.
+
+Everything, for all owners, happens in one transaction: nothing is ever
+half-applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import re
+import time
+from collections.abc import Sequence
+
+import apsw
+import attrs
+
+from core.db import Database
+from core.errors import MigrationError, SchemaChanged, SchemaError
+from schema_loader import validate
+from schema_loader.parser import ParsedSchema, parse, split_statements, strip_comments
+
+_MIGRATION_NAME = re.compile(r"^(?P<number>\d{3,})_(?P<name>[a-z0-9_]+)\.sql$")
+_TRANSACTION_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
+                                  re.IGNORECASE)
+LOADER_OWNER = "schema_loader"
+
+
+@attrs.frozen
+class Migration:
+    number: int
+    name: str
+    text: str
+    path: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@attrs.frozen
+class SchemaSource:
+    """One owner's schema: the text of schema.sql and its migrations."""
+
+    owner: str
+    text: str
+    path: str
+    migrations: tuple[Migration, ...] = ()
+
+    @property
+    def latest(self) -> int:
+        return max((m.number for m in self.migrations), default=0)
+
+
+@attrs.frozen
+class ApplyReport:
+    owner: str
+    action: str  # created | unchanged | migrated
+    version: int
+    migrations_run: tuple[int, ...] = ()
+
+
+def source_for_package(owner: str, package: str) -> SchemaSource:
+    """Find ``schema.sql`` and ``migrations/*.sql`` inside an importable package."""
+    root = importlib.resources.files(package)
+    schema = root / "schema.sql"
+    if not schema.is_file():
+        raise SchemaError(f"package {package!r} has no schema.sql; every schema owner ships one")
+    migrations = []
+    folder = root / "migrations"
+    if folder.is_dir():
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if not entry.name.endswith(".sql"):
+                continue
+            match = _MIGRATION_NAME.match(entry.name)
+            if match is None:
+                raise SchemaError("migration files are named NNN_name.sql (lowercase)", path=str(entry))
+            migrations.append(Migration(int(match["number"]), match["name"], entry.read_text("utf-8"), str(entry)))
+    numbers = [m.number for m in migrations]
+    if len(numbers) != len(set(numbers)):
+        raise SchemaError(f"two migrations share a number in {folder}; renumber one")
+    return SchemaSource(owner, schema.read_text("utf-8"), str(schema), tuple(migrations))
+
+
+def apply_schemas(db: Database, sources: Sequence[SchemaSource], *, now_ms: int | None = None) -> list[ApplyReport]:
+    """Apply ``sources`` in order, all in one transaction (see module docs)."""
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    with db.write():
+        _bootstrap(db, now)
+        return [_apply_one(db, source, now) for source in sources]
+
+
+def applied_versions(db: Database) -> dict[str, tuple[int, str]]:
+    """owner -> (version, checksum) of every applied schema (empty for a new file)."""
+    if not db.conn.table_exists(None, "schema_versions"):
+        return {}
+    return {o: (v, c) for o, v, c in db.all("SELECT owner, version, checksum FROM schema_versions")}
+
+
+def _bootstrap(db: Database, now: int) -> None:
+    if db.conn.table_exists(None, "schema_versions"):
+        return
+    source = source_for_package(LOADER_OWNER, "schema_loader")
+    parsed = parse(source.text, source.path)
+    for statement in parsed.statements:
+        db.execute(statement.sql)
+    _record(db, source, parsed.checksum, 0, now)
+    _record_objects(db, LOADER_OWNER, [s.name for s in parsed.statements])
+
+
+def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
+    parsed = parse(source.text, source.path)
+    row = db.one("SELECT version, checksum FROM schema_versions WHERE owner = ?", (source.owner,))
+    pending = [m for m in source.migrations if row is not None and m.number > row[0]]
+    if row is not None:
+        _check_applied_migrations(db, source)
+        if row[1] == parsed.checksum and not pending:
+            return ApplyReport(source.owner, "unchanged", row[0])
+        if not pending:
+            raise SchemaChanged(
+                f"changed since it was applied to {db.path} (version {row[0]}), and no migration numbered above "
+                f"{row[0]:03d} exists; add migrations/{row[0] + 1:03d}_<what>.sql that brings an existing "
+                "database to the new schema, or revert the change", path=source.path)
+    owners = dict(db.all("SELECT name, owner FROM schema_objects WHERE owner != ?", (source.owner,)))
+    own = [r[0] for r in db.all("SELECT name FROM schema_objects WHERE owner = ?", (source.owner,))]
+    expected = validate.validate(parsed, validate.scratch_copy(db.conn, exclude=own), owners, source.owner,
+                                 source.path)
+    if row is None:
+        return _create(db, source, parsed, now)
+    return _migrate(db, source, parsed, pending, expected, owners, now)
+
+
+def _create(db: Database, source: SchemaSource, parsed: ParsedSchema, now: int) -> ApplyReport:
+    for statement in parsed.statements:
+        db.execute(statement.sql)
+    _record_objects(db, source.owner, [s.name for s in parsed.statements])
+    for migration in source.migrations:
+        _record_migration(db, source.owner, migration, now, baseline=True)
+    _record(db, source, parsed.checksum, source.latest, now)
+    return ApplyReport(source.owner, "created", source.latest)
+
+
+def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: list[Migration],
+             expected: validate.Structure, owners: dict[str, str], now: int) -> ApplyReport:
+    for migration in pending:
+        _run_migration(db, migration)
+        _record_migration(db, source.owner, migration, now, baseline=False)
+    own = [name for name in validate.list_objects(db.conn) if name not in owners]
+    actual = validate.structure(db.conn, own)
+    differences = validate.describe_differences(expected, actual)
+    if differences:
+        raise MigrationError("after running the migrations the database does not match schema.sql: "
+                             + "; ".join(differences[:5]), path=source.path)
+    db.execute("DELETE FROM schema_objects WHERE owner = ?", (source.owner,))
+    _record_objects(db, source.owner, own)
+    _record(db, source, parsed.checksum, source.latest, now)
+    return ApplyReport(source.owner, "migrated", source.latest, tuple(m.number for m in pending))
+
+
+def _run_migration(db: Database, migration: Migration) -> None:
+    for sql, line in split_statements(strip_comments(migration.text)):
+        if _TRANSACTION_CONTROL.match(sql):
+            raise MigrationError(f"{sql.split()[0].upper()} is not allowed: the loader owns the transaction",
+                                 path=migration.path, line=line)
+        try:
+            db.execute(sql)
+        except apsw.Error as exc:
+            raise MigrationError(str(exc), path=migration.path, line=line) from exc
+
+
+def _check_applied_migrations(db: Database, source: SchemaSource) -> None:
+    recorded = dict(db.all("SELECT number, checksum FROM schema_migrations WHERE owner = ?", (source.owner,)))
+    for migration in source.migrations:
+        if migration.number in recorded and recorded[migration.number] != migration.checksum:
+            raise SchemaChanged("was edited after it was applied; add a new numbered migration instead",
+                                path=migration.path)
+
+
+def _record(db: Database, source: SchemaSource, checksum: str, version: int, now: int) -> None:
+    db.execute(
+        "INSERT INTO schema_versions(owner, version, checksum, applied_at_ms) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(owner) DO UPDATE SET version = excluded.version, checksum = excluded.checksum, "
+        "applied_at_ms = excluded.applied_at_ms",
+        (source.owner, version, checksum, now),
+    )
+
+
+def _record_migration(db: Database, owner: str, migration: Migration, now: int, *, baseline: bool) -> None:
+    db.execute(
+        "INSERT INTO schema_migrations(owner, number, name, checksum, applied_at_ms, baseline) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (owner, migration.number, migration.name, migration.checksum, now, int(baseline)),
+    )
+
+
+def _record_objects(db: Database, owner: str, names: Sequence[str]) -> None:
+    objects = validate.list_objects(db.conn)
+    db.executemany(
+        "INSERT INTO schema_objects(name, owner, type, table_name) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, type = excluded.type, "
+        "table_name = excluded.table_name",
+        [(name, owner, objects[name][0], objects[name][1]) for name in names],
+    )

@@ -1,0 +1,318 @@
+"""Parse a ``schema.sql`` into statements, with inline INDEX lines lifted out.
+
+A schema file holds CREATE TABLE / INDEX / VIEW / TRIGGER statements only.
+Inside a CREATE TABLE block, a line of its own of the form::
+
+    [UNIQUE] INDEX name (col [COLLATE c] [ASC|DESC], ...) [WHERE expr][,]
+
+is removed from the table and becomes ``CREATE [UNIQUE] INDEX name ON
+table (...)`` right after it.  Columns keep their own separating commas; a
+comma left dangling before the closing parenthesis is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import apsw
+import attrs
+
+from core.errors import InvalidIdentifier, SchemaSyntaxError, UnsupportedStatement
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_SUFFIXES = ("__rebuild", "__retired")
+
+_HEAD = re.compile(
+    r"^CREATE\s+(?:(?P<temp>TEMP|TEMPORARY)\s+)?(?P<unique>UNIQUE\s+)?(?P<kind>TABLE|INDEX|VIEW|TRIGGER)\s+"
+    r"(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(.]+)(?P<dot>\s*\.)?",
+    re.IGNORECASE | re.DOTALL,
+)
+_INDEX_ON = re.compile(r"\bON\s+(?P<table>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(]+)", re.IGNORECASE)
+_TRIGGER_ON = re.compile(r"\bON\s+(?P<table>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(]+)\s+(?:FOR|BEGIN|WHEN)\b",
+                         re.IGNORECASE)
+_INLINE_INDEX = re.compile(r"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>[^\s(]+)\s*\(", re.IGNORECASE)
+_INDEX_COLUMN = re.compile(
+    r"^\s*(?P<col>[A-Za-z_][A-Za-z0-9_]*)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
+    re.IGNORECASE,
+)
+
+
+@attrs.frozen
+class IndexDef:
+    """An index, from an inline INDEX line or a CREATE INDEX statement."""
+
+    name: str
+    table: str
+    unique: bool
+    columns: str
+    where: str | None
+    line: int
+
+    def render(self, name: str | None = None, table: str | None = None) -> str:
+        unique = "UNIQUE " if self.unique else ""
+        where = f" WHERE {self.where}" if self.where else ""
+        return f"CREATE {unique}INDEX {name or self.name} ON {table or self.table} ({self.columns}){where}"
+
+
+@attrs.frozen
+class TableDef:
+    """A table without its inline index lines; ``render`` can rename it."""
+
+    name: str
+    body: str
+    suffix: str
+    line: int
+
+    def render(self, name: str | None = None) -> str:
+        return f"CREATE TABLE {name or self.name} ({self.body}){self.suffix}"
+
+
+@attrs.frozen
+class Statement:
+    """One executable statement of a schema file."""
+
+    kind: str
+    name: str
+    sql: str
+    line: int
+    table: str | None = None
+
+
+@attrs.frozen
+class ParsedSchema:
+    statements: tuple[Statement, ...]
+    tables: dict[str, TableDef]
+    indexes: tuple[IndexDef, ...]
+
+    @property
+    def checksum(self) -> str:
+        """SHA-256 of the normalised statements: comments and spacing do not count."""
+        text = ";\n".join(" ".join(s.sql.split()) for s in self.statements)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def indexes_of(self, table: str) -> list[IndexDef]:
+        return [i for i in self.indexes if i.table == table]
+
+
+# --- lexical helpers ---------------------------------------------------------
+
+
+def strip_comments(text: str) -> str:
+    """Blank out ``--`` and ``/* */`` comments, keeping newlines and quoted text."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`[":
+            end = _quote_end(text, i)
+            out.append(text[i:end])
+            i = end
+        elif text.startswith("--", i):
+            end = text.find("\n", i)
+            end = n if end == -1 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end == -1 else end + 2
+            out.append("".join(c if c == "\n" else " " for c in text[i:end]))
+            i = end
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _quote_end(text: str, start: int) -> int:
+    """Index just past the quoted token starting at ``start`` (doubled quotes escape)."""
+    close = "]" if text[start] == "[" else text[start]
+    i = start + 1
+    while i < len(text):
+        if text[i] == close:
+            if close != "]" and i + 1 < len(text) and text[i + 1] == close:
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _matching_paren(text: str, open_at: int) -> int:
+    depth, i = 0, open_at
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[":
+            i = _quote_end(text, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def split_statements(text: str) -> list[tuple[str, int]]:
+    """Split comment-free SQL into (statement, first line) pairs.
+
+    A ``;`` ends a statement only where SQLite agrees the text so far is
+    complete, which keeps trigger bodies (``BEGIN ...; END``) whole.
+    """
+    statements: list[tuple[str, int]] = []
+    start, i = 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[":
+            i = _quote_end(text, i)
+            continue
+        if ch == ";" and apsw.complete(text[start:i + 1]):
+            _add_statement(statements, text, start, i)
+            start = i + 1
+        i += 1
+    if text[start:].strip():
+        _add_statement(statements, text, start, len(text))
+    return statements
+
+
+def _add_statement(out: list[tuple[str, int]], text: str, start: int, end: int) -> None:
+    chunk = text[start:end]
+    stripped = chunk.strip()
+    if stripped:
+        leading = len(chunk) - len(chunk.lstrip())
+        out.append((stripped, text.count("\n", 0, start + leading) + 1))
+
+
+def unquote(token: str) -> str:
+    if token[:1] in "\"`[":
+        inner = token[1:-1]
+        return inner.replace('""', '"') if token[0] == '"' else inner
+    return token
+
+
+def check_identifier(name: str, what: str, path: str | None, line: int | None) -> str:
+    """Return ``name`` if it is a plain identifier, else raise InvalidIdentifier."""
+    if not IDENTIFIER.match(name):
+        raise InvalidIdentifier(
+            f"{what} name {name!r} is not a plain identifier [A-Za-z_][A-Za-z0-9_]*; rename it",
+            path=path, line=line)
+    if name.lower().startswith("sqlite_") or name.endswith(RESERVED_SUFFIXES):
+        raise InvalidIdentifier(
+            f"{what} name {name!r} is reserved (sqlite_* and *__rebuild / *__retired belong to SQLite and rebuilds)",
+            path=path, line=line)
+    return name
+
+
+# --- statements ----------------------------------------------------------------
+
+
+def parse(text: str, path: str | None = None) -> ParsedSchema:
+    """Parse a schema file (see the module docs); raises SchemaError subclasses."""
+    statements: list[Statement] = []
+    tables: dict[str, TableDef] = {}
+    indexes: list[IndexDef] = []
+    for sql, line in split_statements(strip_comments(text)):
+        head = _HEAD.match(sql)
+        if head is None:
+            first = " ".join(sql.split()[:3])
+            raise UnsupportedStatement(
+                f"'{first} ...' is not allowed in a schema file: only CREATE TABLE, INDEX, VIEW and TRIGGER; "
+                "put other SQL in a numbered migration", path=path, line=line)
+        _check_head(head, path, line)
+        kind = head["kind"].upper()
+        name = check_identifier(unquote(head["name"]), kind.lower(), path, line)
+        if kind == "TABLE":
+            table, inline = _parse_table(sql, head, name, path, line)
+            tables[name] = table
+            statements.append(Statement("table", name, table.render(), line))
+            for index in inline:
+                indexes.append(index)
+                statements.append(Statement("index", index.name, index.render(), index.line, name))
+        elif kind == "INDEX":
+            index = _parse_create_index(sql, head, name, path, line)
+            indexes.append(index)
+            statements.append(Statement("index", name, sql, line, index.table))
+        else:
+            target = _TRIGGER_ON.search(sql) if kind == "TRIGGER" else None
+            table = unquote(target["table"]) if target else None
+            statements.append(Statement(kind.lower(), name, sql, line, table))
+    return ParsedSchema(tuple(statements), tables, tuple(indexes))
+
+
+def _check_head(head: re.Match, path: str | None, line: int) -> None:
+    if head["temp"]:
+        raise UnsupportedStatement("TEMP objects vanish with their connection; remove TEMP", path=path, line=line)
+    if head["dot"]:
+        raise InvalidIdentifier("schema-qualified names (x.y) are not allowed; name the object plainly",
+                                path=path, line=line)
+    if head["unique"] and head["kind"].upper() != "INDEX":
+        raise SchemaSyntaxError("UNIQUE applies to indexes only", path=path, line=line)
+
+
+def _parse_table(sql: str, head: re.Match, name: str, path: str | None,
+                 line: int) -> tuple[TableDef, list[IndexDef]]:
+    if re.match(r"\s*AS\b", sql[head.end():], re.IGNORECASE):
+        raise UnsupportedStatement("CREATE TABLE ... AS SELECT is not allowed; declare the columns",
+                                   path=path, line=line)
+    open_at = sql.find("(", head.end())
+    close_at = _matching_paren(sql, open_at) if open_at != -1 else -1
+    if close_at == -1:
+        raise SchemaSyntaxError(f"table {name}: cannot find its parenthesised column list", path=path, line=line)
+    body_start_line = line + sql.count("\n", 0, open_at)
+    body, inline = _lift_inline_indexes(sql[open_at + 1:close_at], name, body_start_line, path)
+    suffix = sql[close_at + 1:].rstrip().rstrip(";")
+    return TableDef(name, body, suffix, line), inline
+
+
+def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | None) -> tuple[str, list[IndexDef]]:
+    kept: list[str] = []
+    found: list[IndexDef] = []
+    for offset, text in enumerate(body.split("\n")):
+        match = _INLINE_INDEX.match(text)
+        if match is None:
+            kept.append(text)
+            continue
+        found.append(_inline_index(text, match, table, first_line + offset, path))
+    cleaned = "\n".join(kept).rstrip()
+    if cleaned.endswith(","):
+        cleaned = cleaned[:-1]
+    return cleaned + "\n", found
+
+
+def _inline_index(text: str, match: re.Match, table: str, line: int, path: str | None) -> IndexDef:
+    name = check_identifier(match["name"], "index", path, line)
+    open_at = match.end() - 1
+    close_at = _matching_paren(text, open_at)
+    if close_at == -1:
+        raise SchemaSyntaxError(f"INDEX {name}: unbalanced parentheses", path=path, line=line)
+    columns = text[open_at + 1:close_at]
+    for column in columns.split(","):
+        if not _INDEX_COLUMN.match(column):
+            raise SchemaSyntaxError(
+                f"INDEX {name}: {column.strip()!r} is not 'column [COLLATE c] [ASC|DESC]'; "
+                "write expression indexes as CREATE INDEX statements", path=path, line=line)
+    rest = text[close_at + 1:].strip().rstrip(",").strip()
+    where = None
+    if rest:
+        where_match = re.match(r"^WHERE\s+(.+)$", rest, re.IGNORECASE | re.DOTALL)
+        if where_match is None:
+            raise SchemaSyntaxError(f"INDEX {name}: unexpected {rest!r} after the column list", path=path, line=line)
+        where = where_match.group(1)
+    return IndexDef(name, table, bool(match["unique"]), columns.strip(), where, line)
+
+
+def _parse_create_index(sql: str, head: re.Match, name: str, path: str | None, line: int) -> IndexDef:
+    on = _INDEX_ON.search(sql, head.end())
+    open_at = sql.find("(", on.end()) if on else -1
+    close_at = _matching_paren(sql, open_at) if open_at != -1 else -1
+    if on is None or close_at == -1:
+        raise SchemaSyntaxError(f"index {name}: expected 'ON table (columns)'", path=path, line=line)
+    table = unquote(on["table"])
+    rest = sql[close_at + 1:].strip().rstrip(";").strip()
+    where_match = re.match(r"^WHERE\s+(.+)$", rest, re.IGNORECASE | re.DOTALL)
+    if rest and where_match is None:
+        raise SchemaSyntaxError(f"index {name}: unexpected {rest!r}", path=path, line=line)
+    return IndexDef(name, table, bool(head["unique"]), sql[open_at + 1:close_at].strip(),
+                    where_match.group(1) if where_match else None, line)

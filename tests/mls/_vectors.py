@@ -1,0 +1,22 @@
+"""Loader for the vendored RFC 9420 test vectors (see tests/vectors/mls/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+VECTOR_DIR = Path(__file__).resolve().parent.parent / "vectors" / "mls"
+
+
+def load(name: str, *, suite_only: bool = True) -> list[dict]:
+    """Entries of ``<name>.json``; by default only cipher suite 1 entries."""
+    entries = json.loads((VECTOR_DIR / f"{name}.json").read_text())
+    if suite_only:
+        entries = [e for e in entries if e.get("cipher_suite") == 1]
+    assert entries, f"no usable entries in {name}.json"
+    return entries
+
+
+def h(value: str | None) -> bytes:
+    """Hex string from a vector to bytes."""
+    return bytes.fromhex(value or "")
