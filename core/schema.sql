@@ -11,10 +11,11 @@ CREATE TABLE incoming (
 );
 
 -- The append-only event log: facts as handlers decided them.
--- seq never goes backwards (AUTOINCREMENT never reuses a value), and
+-- seq never goes backwards: rows are never deleted, so max(seq)+1 only grows,
+-- and a duplicate append consumes no number (no gaps from replays); and
 -- (protocol, event_id) makes a replayed append a no-op.
 CREATE TABLE events (
-    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq             INTEGER PRIMARY KEY,
     protocol        TEXT    NOT NULL,
     event_type      TEXT    NOT NULL,
     version         INTEGER NOT NULL,
@@ -26,6 +27,16 @@ CREATE TABLE events (
     UNIQUE (protocol, event_id)
     INDEX events_by_partition (protocol, partition_key, seq)
 );
+
+-- The log is append-only; the seq guarantee above depends on it.
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only: the log is the source of every rebuild');
+END;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only: the log is the source of every rebuild');
+END;
 
 -- Work scheduled for later: retries of failed items and protocol timers.
 -- Drained FIFO per partition, one item per transaction, only when due.

@@ -15,16 +15,21 @@ from typing import Any
 import apsw
 
 from core.records import StoredEvent
+from schema_loader.extract import tables_ddl
 
 Upcast = Callable[[StoredEvent], StoredEvent]
 
 
-def open_target(ddl: Sequence[str]) -> apsw.Connection:
-    """A fresh in-memory database with the projection tables."""
+def open_target(ddl: Sequence[str], authorizer: Callable[..., int] | None = None) -> apsw.Connection:
+    """A fresh in-memory database with the projection tables.
+
+    ``authorizer`` (an apsw authorizer) can deny SQL the projectors must not use.
+    """
     conn = apsw.Connection(":memory:")
     conn.pragma("foreign_keys", "ON")
     for statement in ddl:
         conn.execute(statement)
+    conn.authorizer = authorizer
     return conn
 
 
@@ -33,13 +38,15 @@ def partition_of(event: StoredEvent, rebuild_key: str | None) -> str:
     return event.partition_key if rebuild_key == "partition_key" else ""
 
 
-def group_partitions(events: Iterable[StoredEvent], rebuild_key: str | None) -> dict[str, list[StoredEvent]]:
-    """Events per partition, each list in seq order."""
+def group_partitions(events: Iterable[StoredEvent], rebuild_key: str | None, *,
+                     keep_order: bool = False) -> dict[str, list[StoredEvent]]:
+    """Events per partition, each list in seq order (or as given, with ``keep_order``)."""
     groups: dict[str, list[StoredEvent]] = defaultdict(list)
     for event in events:
         groups[partition_of(event, rebuild_key)].append(event)
-    for group in groups.values():
-        group.sort(key=lambda e: e.seq)
+    if not keep_order:
+        for group in groups.values():
+            group.sort(key=lambda e: e.seq)
     return groups
 
 
@@ -66,18 +73,67 @@ def apply_events(conn: apsw.Connection, projectors: Sequence[Any], events: Itera
 
 def replay(ddl: Sequence[str], projectors: Sequence[Any], events: Iterable[StoredEvent],
            upcast: Upcast | None = None, *, partition_order: Callable[[list[str]], list[str]] | None = None,
-           times: int = 1) -> apsw.Connection:
+           times: int = 1, keep_order: bool = False, authorizer: Callable[..., int] | None = None,
+           ) -> apsw.Connection:
     """Replay ``events`` partition by partition into a fresh target; return it.
 
     All ``projectors`` must share one rebuild key (rebuilds group them so).
     """
     keys = {p.rebuild_key for p in projectors}
     rebuild_key = keys.pop() if len(keys) == 1 else None
-    groups = group_partitions(events, rebuild_key)
+    groups = group_partitions(events, rebuild_key, keep_order=keep_order)
     order = sorted(groups)
     if partition_order is not None:
         order = partition_order(order)
-    conn = open_target(ddl)
+    conn = open_target(ddl, authorizer)
     for key in order:
         apply_events(conn, projectors, groups[key], upcast, times=times)
     return conn
+
+
+def projector_groups(projectors: Sequence[Any]) -> dict[str | None, list[Any]]:
+    """Projectors grouped by rebuild key (each group replays as one partitioning)."""
+    groups: dict[str | None, list[Any]] = {}
+    for projector in projectors:
+        groups.setdefault(projector.rebuild_key, []).append(projector)
+    return groups
+
+
+def copy_tables(source: apsw.Connection, target: apsw.Connection, ddl: Sequence[str],
+                tables: Sequence[str]) -> None:
+    """Create ``ddl`` in ``target`` and copy ``tables`` over from ``source``."""
+    for statement in ddl:
+        target.execute(statement)
+    with target:
+        for table in tables:
+            rows = source.execute(f'SELECT * FROM "{table}"').fetchall()
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                target.executemany(f'INSERT INTO "{table}" VALUES ({marks})', rows)
+
+
+def replay_log(events: Sequence[StoredEvent], projectors: Sequence[Any],
+               ddl_for: Callable[[Sequence[Any]], list[str]], upcast: Upcast | None = None, *,
+               reorder: Callable[[Sequence[Any], Sequence[StoredEvent]], Sequence[StoredEvent]] | None = None,
+               **options: Any) -> apsw.Connection:
+    """Replay ``events`` for every group of ``projectors`` into one in-memory database.
+
+    ``ddl_for(group)`` gives the CREATE statements of a group's tables;
+    ``reorder(group, events)`` may hand a group its events in another order
+    (then pass ``keep_order=True``); other ``options`` go to :func:`replay`.
+    """
+    target = apsw.Connection(":memory:")
+    for group in projector_groups(projectors).values():
+        ddl = ddl_for(group)
+        stream = reorder(group, events) if reorder is not None else events
+        conn = replay(ddl, group, stream, upcast, **options)
+        copy_tables(conn, target, ddl, [t for p in group for t in p.tables])
+    return target
+
+
+def projection_ddl(app: Any, projectors: Sequence[Any]) -> list[str]:
+    """CREATE statements of the projectors' tables, from their protocols' schema.sql."""
+    statements: list[str] = []
+    for projector in projectors:
+        statements += tables_ddl(app.registry.protocol(projector.protocol).package, projector.tables)
+    return statements

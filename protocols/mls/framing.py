@@ -109,11 +109,13 @@ def confirmed_transcript_input(framed: bytes, signature: bytes) -> bytes:
     return Writer().u16(WIRE_FORMAT_PRIVATE).raw(framed).opaque(signature).bytes()
 
 
-def _sender_data_aad(group_id: bytes, epoch: int, content_type: int) -> bytes:
+def sender_data_aad(group_id: bytes, epoch: int, content_type: int) -> bytes:
+    """SenderDataAAD {group_id<V>, epoch, content_type}."""
     return Writer().opaque(group_id).u64(epoch).u8(content_type).bytes()
 
 
-def _content_aad(group_id: bytes, epoch: int, content_type: int) -> bytes:
+def content_aad(group_id: bytes, epoch: int, content_type: int) -> bytes:
+    """PrivateContentAAD {group_id<V>, epoch, content_type, authenticated_data<V> = empty}."""
     return Writer().opaque(group_id).u64(epoch).u8(content_type).opaque(b"").bytes()
 
 
@@ -125,11 +127,11 @@ def seal(
     w = Writer().opaque(content.body).opaque(content.signature)
     if content_type == COMMIT:
         w.opaque(content.confirmation_tag or b"")
-    aad = _content_aad(group_id, epoch, content_type)
+    aad = content_aad(group_id, epoch, content_type)
     ciphertext = suite.aead_seal(key, apply_reuse_guard(nonce, sender.reuse_guard), w.bytes(), aad)
     sd_key, sd_nonce = sender_data_key_nonce(sender_data_secret, ciphertext)
     sd_plain = Writer().u32(sender.leaf).u32(sender.generation).raw(sender.reuse_guard).bytes()
-    sd_aad = _sender_data_aad(group_id, epoch, content_type)
+    sd_aad = sender_data_aad(group_id, epoch, content_type)
     encrypted_sd = suite.aead_seal(sd_key, sd_nonce, sd_plain, sd_aad)
     out = wire.writer(wire.KIND_GROUP_MESSAGE).opaque(group_id).u64(epoch).u8(content_type)
     return out.opaque(encrypted_sd).opaque(ciphertext).bytes()
@@ -138,7 +140,7 @@ def seal(
 def open_sender_data(env: Envelope, sender_data_secret: bytes) -> SenderData:
     """Decrypt the sender data (any member of the epoch can)."""
     sd_key, sd_nonce = sender_data_key_nonce(sender_data_secret, env.ciphertext)
-    aad = _sender_data_aad(env.group_id, env.epoch, env.content_type)
+    aad = sender_data_aad(env.group_id, env.epoch, env.content_type)
     r = Reader(suite.aead_open(sd_key, sd_nonce, env.encrypted_sender_data, aad))
     sender = SenderData(r.u32(), r.u32(), r.take(4))
     r.done()
@@ -147,7 +149,7 @@ def open_sender_data(env: Envelope, sender_data_secret: bytes) -> SenderData:
 
 def open_content(env: Envelope, key: bytes, nonce: bytes, reuse_guard: bytes) -> Content:
     """Decrypt and parse the content with the sender's ratchet key."""
-    aad = _content_aad(env.group_id, env.epoch, env.content_type)
+    aad = content_aad(env.group_id, env.epoch, env.content_type)
     r = Reader(suite.aead_open(key, apply_reuse_guard(nonce, reuse_guard), env.ciphertext, aad))
     body, signature = r.opaque(), r.opaque()
     tag = r.opaque() if env.content_type == COMMIT else None

@@ -17,9 +17,10 @@ import hmac
 import os
 from typing import Callable
 
-from cryptography.exceptions import InvalidSignature as _CryptoInvalidSignature
+import nacl.bindings as _sodium
+import nacl.exceptions as _sodium_exc
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives import serialization
@@ -121,10 +122,18 @@ def sign(private: bytes, message: bytes) -> bytes:
 
 
 def verify(public: bytes, message: bytes, signature: bytes) -> bool:
-    """Ed25519 verification; malformed keys or signatures simply fail."""
+    """Ed25519 verification; malformed keys or signatures simply fail.
+
+    Uses libsodium (via PyNaCl): about twice as fast as OpenSSL here, and
+    stricter (it refuses small-order keys and non-canonical signatures),
+    which matters because every received message costs one verification.
+    """
+    if len(public) != PUBLIC_KEY_LENGTH or len(signature) != SIGNATURE_LENGTH:
+        # crypto_sign_open splits signature||message itself: lengths must be exact.
+        return False
     try:
-        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
-    except (_CryptoInvalidSignature, ValueError):
+        _sodium.crypto_sign_open(bytes(signature) + bytes(message), bytes(public))
+    except (_sodium_exc.BadSignatureError, ValueError, TypeError):
         return False
     return True
 

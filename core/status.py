@@ -1,0 +1,47 @@
+"""``tessera status``: one snapshot of queues, lease, projections and counters.
+
+The keys are fixed (documented in docs/operations.md); scripts may rely on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import leases
+from core.db import Database
+
+STATUS_KEYS = ("database", "events", "head_seq", "incoming", "outgoing", "deferred", "blocked", "parked",
+               "recheck_markers", "lease", "projections", "counters", "schema")
+COUNTER_PREFIX = "counters."
+
+
+def _count(db: Database, sql: str) -> int:
+    return db.value(sql, default=0)
+
+
+def snapshot(db: Database) -> dict[str, Any]:
+    """Everything ``status --json`` prints, read in one snapshot."""
+    with db.read():
+        projections = {
+            name: {"status": status, "last_applied_seq": last, "built_through_seq": built, "failures": failures}
+            for name, status, last, built, failures in db.all(
+                "SELECT name, status, last_applied_seq, built_through_seq, failures FROM projections ORDER BY name")
+        }
+        counters = {key[len(COUNTER_PREFIX):]: value for key, value in db.all(
+            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
+            (COUNTER_PREFIX, COUNTER_PREFIX + "\U0010ffff"))}
+        return {
+            "database": db.path,
+            "events": _count(db, "SELECT count(*) FROM events"),
+            "head_seq": _count(db, "SELECT coalesce(max(seq), 0) FROM events"),
+            "incoming": _count(db, "SELECT count(*) FROM incoming"),
+            "outgoing": _count(db, "SELECT count(*) FROM outgoing WHERE status = 'pending'"),
+            "deferred": _count(db, "SELECT count(*) FROM deferred"),
+            "blocked": _count(db, "SELECT count(*) FROM blocked"),
+            "parked": _count(db, "SELECT count(*) FROM parked"),
+            "recheck_markers": _count(db, "SELECT count(*) FROM recheck_queue"),
+            "lease": leases.current(db, "tick") or {"owner": None, "expires_at_ms": None, "token": None},
+            "projections": projections,
+            "counters": counters,
+            "schema": dict(db.all("SELECT owner, version FROM schema_versions ORDER BY owner")),
+        }

@@ -1,0 +1,258 @@
+"""The ``tessera`` command line.
+
+Every error a user can cause is printed as one line (``Error: ...``) with a
+non-zero exit; protocols add their own subcommands through the
+``register_cli_commands`` hook.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from core import blobs, queues
+from core.app import App
+from core.errors import TesseraError
+from core.plugins import get_plugins, make_plugin_manager
+from core.settings import SETTINGS, Settings
+from core.status import snapshot
+from jobs import ingest as ingest_job
+from jobs.logs import configure_logging
+from schema_loader.setup import open_app
+
+
+class CliState:
+    """Settings and a lazily opened :class:`App`, shared by every subcommand."""
+
+    def __init__(self, settings: Settings, pm: Any):
+        self.settings = settings
+        self.pm = pm
+        self._app: App | None = None
+
+    def app(self, *, create: bool = False, enable: tuple[str, ...] = ()) -> App:
+        if self._app is None or enable:
+            if self._app is not None:
+                self._app.close()
+            self._app = open_app(self.settings, self.pm, enable=enable, create=create)
+        return self._app
+
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()
+            self._app = None
+
+
+class TesseraGroup(click.Group):
+    """Turns TesseraError into a one-line message and exit status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TesseraError as exc:
+            message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise click.ClickException(message) from exc
+
+
+_pm = make_plugin_manager()
+
+
+@click.group(cls=TesseraGroup)
+@click.option("--db", "db_path", envvar="TESSERA_DB", default="tessera.db", show_default=True,
+              help="SQLite database file (or TESSERA_DB).")
+@click.option("--log-level", default="WARNING", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False), help="Log verbosity.")
+@click.option("--log-format", default="text", show_default=True, type=click.Choice(["text", "json"]),
+              help="Log line format (json: one object per line, for log shippers).")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str, log_level: str, log_format: str) -> None:
+    """Tessera: event-sourced storage and processing for encrypted group messaging."""
+    configure_logging(log_level, log_format)
+    state = CliState(Settings.load(db=db_path), _pm)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+@cli.command()
+@click.option("--protocol", "protocols", multiple=True, help="Protocol to enable (repeatable; default: all installed).")
+@click.pass_obj
+def init(obj: CliState, protocols: tuple[str, ...]) -> None:
+    """Create (or upgrade) the database and enable protocols."""
+    from core.registry import Registry
+
+    wanted = protocols or tuple(sorted(Registry(obj.pm).protocols))
+    app = obj.app(create=True, enable=wanted)
+    click.echo(f"{app.db.path}: core + {', '.join(app.enabled) or 'no protocols'} ready")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def plugins(obj: CliState, as_json: bool) -> None:
+    """List plugins and their hooks, then protocols with their handlers, tables and projectors."""
+    from core.registry import Registry
+
+    registry = Registry(obj.pm)
+    listing = {
+        "plugins": get_plugins(obj.pm),
+        "protocols": [
+            {"name": p.name, "package": p.package, "description": p.description, "handlers": sorted(p.handlers),
+             "commands": sorted(p.commands), "projectors": {pr.name: list(pr.tables) for pr in p.projectors}}
+            for p in registry.protocols.values()
+        ],
+        "jobs": [j.name for j in sorted(registry.jobs.values(), key=lambda j: j.order)],
+        "transports": sorted(registry.transports),
+    }
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
+    for plugin in listing["plugins"]:
+        click.echo(f"plugin {plugin['name']}: {', '.join(plugin['hooks'])}")
+    for info in listing["protocols"]:
+        click.echo(f"protocol {info['name']} ({info['package']}): {info['description']}")
+        click.echo(f"  handlers: {', '.join(info['handlers'])}; commands: {', '.join(info['commands']) or '-'}")
+        for name, tables in info["projectors"].items():
+            click.echo(f"  projector {name}: {', '.join(tables)}")
+    click.echo(f"jobs: {', '.join(listing['jobs'])}; transports: {', '.join(listing['transports'])}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with fixed keys (see docs/operations.md).")
+@click.pass_obj
+def status(obj: CliState, as_json: bool) -> None:
+    """Show queue depths, the lease, projections and counters."""
+    report = snapshot(obj.app().db)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+        return
+    from jobs.render import print_status
+
+    print_status(report)
+
+
+@cli.command()
+@click.option("--protocol", required=True, help="Protocol whose decoder reads the blobs.")
+@click.argument("source", default="-", type=click.Path(allow_dash=True, dir_okay=False, path_type=str))
+@click.option("--batch", default=1000, show_default=True, help="Blobs per transaction.")
+@click.pass_obj
+def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
+    """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin)."""
+    app = obj.app()
+    app.require_enabled(protocol)
+    queued = ingest_job.ingest_lines(app, protocol, source, batch=batch)
+    click.echo(f"queued {queued} blobs for {protocol}")
+
+
+@cli.command()
+@click.option("--once", "mode", flag_value="once", help="Run one pass and exit.")
+@click.option("--until-idle", "mode", flag_value="until_idle",
+              help="Run until no pending or scheduled work is left, then exit 0.")
+@click.option("--max-items", type=int, help="Stop after this many items.")
+@click.option("--lease-ttl-ms", type=int, help="Tick lease lifetime (default TESSERA_LEASE_TTL_MS or 15000).")
+@click.pass_obj
+def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None) -> None:
+    """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
+    from jobs.tick import TickDaemon
+
+    if lease_ttl_ms is not None:
+        obj.settings = Settings.load(db=obj.settings.db, lease_ttl_ms=lease_ttl_ms)
+    daemon = TickDaemon(obj.app(), mode=mode or "forever", max_items=max_items)
+    daemon.install_signal_handlers()
+    report = daemon.run()
+    outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
+    click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+
+
+@cli.group()
+def parked() -> None:
+    """Dead letters: list, retry or drop them."""
+
+
+@parked.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@click.pass_obj
+def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
+    """List parked items with their reasons."""
+    rows = queues.list_parked(obj.app().db, limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
+    click.echo(f"{len(rows)} parked")
+
+
+@parked.command("retry")
+@click.argument("parked_id", required=False, type=int)
+@click.option("--all", "retry_all", is_flag=True, help="Retry every parked item.")
+@click.pass_obj
+def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
+    """Send a parked item (or --all) back to its queue."""
+    if (parked_id is None) == (not retry_all):
+        raise click.UsageError("give exactly one of ID or --all")
+    app = obj.app()
+    with app.db.write():
+        count = queues.retry_parked(app.db, None if retry_all else [parked_id], app.clock.now_ms())
+    click.echo(f"re-queued {count} parked item(s)")
+
+
+@parked.command("drop")
+@click.argument("parked_id", type=int)
+@click.option("--yes", is_flag=True, help="Confirm: the item is deleted for good.")
+@click.pass_obj
+def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
+    """Delete a parked item for good (needs --yes)."""
+    if not yes:
+        raise click.UsageError(f"dropping parked item {parked_id} deletes it for good; add --yes to confirm")
+    app = obj.app()
+    with app.db.write():
+        queues.drop_parked(app.db, parked_id)
+    click.echo(f"dropped parked item {parked_id}")
+
+
+@cli.group()
+def blob() -> None:
+    """Files stored as slices."""
+
+
+@blob.command("export")
+@click.argument("file_id")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_obj
+def blob_export(obj: CliState, file_id: str, path: Path) -> None:
+    """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+    written = blobs.export(obj.app().db, file_id, path)
+    click.echo(f"wrote {written} bytes to {path}")
+
+
+@cli.command("settings")
+def settings_command() -> None:
+    """List every setting, its environment key, default and meaning."""
+    for setting in SETTINGS:
+        click.echo(f"TESSERA_{setting.name.upper():<22} {setting.default!s:<12} {setting.help}")
+
+
+@cli.command()
+@click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"),
+              show_default=True, help="Where the demo database and files go (recreated each run).")
+@click.option("--messages", default=3000, show_default=True, help="Messages to simulate.")
+@click.pass_obj
+def demo(obj: CliState, workdir: Path, messages: int) -> None:
+    """Run the end-to-end demo on a fresh embedded database."""
+    from jobs.demo import run_demo
+
+    run_demo(obj.pm, workdir, messages=messages)
+
+
+def _register_plugin_commands() -> None:
+    _pm.hook.register_cli_commands(cli=cli)
+
+
+_register_plugin_commands()
+
+
+def main() -> None:
+    cli()

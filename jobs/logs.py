@@ -1,0 +1,32 @@
+"""Logging set-up: readable text, or one JSON object per line for log shippers."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+_STANDARD = set(vars(logging.makeLogRecord({})))
+
+
+class JsonFormatter(logging.Formatter):
+    """Every record as one JSON object; ``extra=`` fields become keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"ts": record.created, "level": record.levelname, "logger": record.name,
+                 "message": record.getMessage()}
+        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: str = "WARNING", fmt: str = "text") -> None:
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("tessera")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False

@@ -1,0 +1,83 @@
+"""Helpers that build small groups with a seeded rng for the engine tests."""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+import protocols.mls as mls
+
+
+def seeded(seed: int = 1):
+    """A reproducible ``rng(n) -> bytes``."""
+    return random.Random(seed).randbytes
+
+
+def cred(i: int) -> str:
+    return f"{i:064x}"
+
+
+@attrs.define
+class Group:
+    """Identities and current states of a simulated group; member 0 is the admin/creator."""
+
+    rng: object
+    identities: list
+    states: dict  # credential -> GroupState (current members)
+    gone: dict = attrs.field(factory=dict)  # credential -> final state of removed members
+
+    def state(self, i: int) -> mls.GroupState:
+        return self.states[cred(i)]
+
+    def set(self, i: int, state: mls.GroupState) -> None:
+        self.states[cred(i)] = state
+
+    def send(self, i: int, text: bytes) -> bytes:
+        msg, new = mls.encrypt_application(self.state(i), text, rng=self.rng)
+        self.set(i, new)
+        return msg
+
+    def deliver(self, message: bytes, *, skip=()) -> dict:
+        """Process ``message`` at every member except those in ``skip``; adopt new states."""
+        results = {}
+        for c, st in list(self.states.items()):
+            if c in skip:
+                continue
+            res = mls.process_message(st, message)
+            self.states[c] = res.new_state
+            results[c] = res
+        return results
+
+    def commit(self, i: int, **kwargs) -> mls.CommitResult:
+        """Member ``i`` commits; everyone else processes it; joiners join from their welcome."""
+        res = mls.commit(self.state(i), rng=self.rng, **kwargs)
+        results = self.deliver(res.message, skip={cred(i)} | set(res.welcomes))
+        self.set(i, res.new_state)
+        for c, r in results.items():
+            if r.we_were_removed:
+                self.gone[c] = self.states.pop(c)
+        return res
+
+
+def make_group(n: int = 4, seed: int = 1) -> Group:
+    """Create a group of ``n`` members (credentials cred(1)..cred(n)) at epoch 1."""
+    rng = seeded(seed)
+    ids = [mls.new_identity(cred(i), rng=rng) for i in range(1, n + 1)]
+    g = Group(rng, ids, {ids[0].credential: mls.create_group(ids[0], b"test-group", rng=rng)})
+    if n > 1:
+        kps = [mls.create_key_package(ident, rng=rng) for ident in ids[1:]]
+        res = g.commit(1, add=[kp for kp, _ in kps])
+        for ident, (_, priv) in zip(ids[1:], kps):
+            g.states[ident.credential] = mls.join_from_welcome(ident, priv, res.welcomes[ident.credential])
+    return g
+
+
+def add_member(g: Group, committer: int, new: int) -> mls.CommitResult:
+    """Admin ``committer`` adds a fresh member cred(new)."""
+    ident = mls.new_identity(cred(new), rng=g.rng)
+    kp, priv = mls.create_key_package(ident, rng=g.rng)
+    res = g.commit(committer, add=[kp])
+    g.identities.append(ident)
+    g.states[ident.credential] = mls.join_from_welcome(ident, priv, res.welcomes[ident.credential])
+    return res
