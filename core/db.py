@@ -214,6 +214,9 @@ class Database:
             callback()
         try:
             yield self
+        except apsw.Error as exc:
+            self._rollback()
+            raise StorageError(f"{self.path}: {exc}") from exc
         except BaseException:
             self._rollback()
             raise

@@ -22,7 +22,7 @@ _BY_PARTITION = (
     f"SELECT {_COLUMNS} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _BY_ID = f"SELECT {_COLUMNS} FROM events WHERE protocol = ? AND event_id = ?"
-_HEAD = "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"
+_HEAD = "SELECT coalesce(max(seq), 0) FROM events"
 
 
 def _stored(row: tuple) -> StoredEvent:

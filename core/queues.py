@@ -47,8 +47,11 @@ def push_incoming(db: Database, protocol: str, blobs: Iterable[bytes], now_ms: i
     return len(rows)
 
 
+_OLDEST_INCOMING = "SELECT id, protocol, blob FROM incoming WHERE id = (SELECT min(id) FROM incoming)"
+
+
 def oldest_incoming(db: Database) -> WorkItem | None:
-    row = db.one("SELECT id, protocol, blob FROM incoming ORDER BY id LIMIT 1")
+    row = db.one(_OLDEST_INCOMING)
     if row is None:
         return None
     return WorkItem(protocol=row[1], blob=row[2], source="incoming", source_id=row[0])

@@ -167,21 +167,31 @@ def _shifted_clock() -> Iterator[None]:
         yield
 
 
-def _deny_nondeterministic(action: int, arg1: Any, arg2: Any, dbname: Any, trigger: Any) -> int:
-    if action == apsw.SQLITE_FUNCTION and (arg2 or "").lower() in NONDETERMINISTIC_SQL:
-        return apsw.SQLITE_DENY
-    return apsw.SQLITE_OK
+class _NondeterminismGuard:
+    """An apsw authorizer that denies SQL reading the clock or randomness, and remembers what."""
+
+    def __init__(self) -> None:
+        self.denied: list[str] = []
+
+    def __call__(self, action: int, arg1: Any, arg2: Any, dbname: Any, trigger: Any) -> int:
+        if action == apsw.SQLITE_FUNCTION and (arg2 or "").lower() in NONDETERMINISTIC_SQL:
+            self.denied.append(arg2)
+            return apsw.SQLITE_DENY
+        return apsw.SQLITE_OK
 
 
 def check_deterministic(kit: ProjectorKit, items: Sequence[Item]) -> None:
     """Replaying the log (clock shifted, SQL time/random denied) reproduces the live tables."""
     live = kit.run(items, name="live")
+    guard = _NondeterminismGuard()
     try:
         with _shifted_clock():
-            replayed = kit.replay(live, authorizer=_deny_nondeterministic)
-    except apsw.AuthError as exc:
+            replayed = kit.replay(live, authorizer=guard)
+    except apsw.Error as exc:
+        if not guard.denied:
+            raise
         raise ProjectorContractError(
-            f"a projector calls an SQL function that reads the clock or randomness ({exc}); compute values "
+            f"a projector calls SQL {guard.denied[0]}(), which reads the clock or randomness; compute values "
             "from the event (event.created_at_ms, event.data) instead") from exc
     assert_same_tables(replayed, live.db.conn, kit.owned_tables(live),
                        "replaying the event log did not reproduce the live tables (expected = replay, "

@@ -23,19 +23,24 @@ from core.errors import InvalidIdentifier, SchemaSyntaxError, UnsupportedStateme
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_SUFFIXES = ("__rebuild", "__retired")
 
+# A quoted name as SQLite reads it: "..." and `...` escape their quote by doubling it; [...] cannot.
+_QUOTED = r"\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|\[[^\]]*\]"
 _HEAD = re.compile(
     r"^CREATE\s+(?:(?P<temp>TEMP|TEMPORARY)\s+)?(?P<unique>UNIQUE\s+)?(?P<kind>TABLE|INDEX|VIEW|TRIGGER)\s+"
-    r"(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(.]+)(?P<dot>\s*\.)?",
+    rf"(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>{_QUOTED}|[^\s(.]+)(?P<dot>\s*\.)?",
     re.IGNORECASE | re.DOTALL,
 )
-_INDEX_ON = re.compile(r"\bON\s+(?P<table>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(]+)", re.IGNORECASE)
-_TRIGGER_ON = re.compile(r"\bON\s+(?P<table>\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|[^\s(]+)\s+(?:FOR|BEGIN|WHEN)\b",
-                         re.IGNORECASE)
-_INLINE_INDEX = re.compile(r"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>[^\s(]+)\s*\(", re.IGNORECASE)
+_INDEX_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)", re.IGNORECASE)
+_TRIGGER_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)\s+(?:FOR|BEGIN|WHEN)\b", re.IGNORECASE)
+# Quoted names are matched too, so that a non-plain one is refused as such instead of
+# being left in the table body for SQLite to stumble over.
+_INLINE_INDEX = re.compile(rf"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>{_QUOTED}|[^\s(]+)\s*\(", re.IGNORECASE)
 _INDEX_COLUMN = re.compile(
-    r"^\s*(?P<col>[A-Za-z_][A-Za-z0-9_]*)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
+    rf"^\s*(?P<col>{_QUOTED}|\w+)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
     re.IGNORECASE,
 )
+# Tokens for the checksum: quoted text verbatim, words, and single punctuation characters.
+_TOKEN = re.compile(r"'(?:[^']|'')*'|" + _QUOTED + r"|[A-Za-z0-9_$]+|\S")
 
 
 @attrs.frozen
@@ -88,7 +93,7 @@ class ParsedSchema:
     @property
     def checksum(self) -> str:
         """SHA-256 of the normalised statements: comments and spacing do not count."""
-        text = ";\n".join(" ".join(s.sql.split()) for s in self.statements)
+        text = ";\n".join(normalize_sql(s.sql) for s in self.statements)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def indexes_of(self, table: str) -> list[IndexDef]:
@@ -96,6 +101,15 @@ class ParsedSchema:
 
 
 # --- lexical helpers ---------------------------------------------------------
+
+
+def normalize_sql(sql: str) -> str:
+    """Comment-free ``sql`` as tokens joined by one space.
+
+    Spacing between tokens never matters to SQLite (``(a,b)`` is ``(a, b)``),
+    but spacing inside a string literal is data, so literals stay verbatim.
+    """
+    return " ".join(_TOKEN.findall(sql))
 
 
 def strip_comments(text: str) -> str:
@@ -186,19 +200,23 @@ def _add_statement(out: list[tuple[str, int]], text: str, start: int, end: int) 
 
 
 def unquote(token: str) -> str:
-    if token[:1] in "\"`[":
-        inner = token[1:-1]
-        return inner.replace('""', '"') if token[0] == '"' else inner
+    """The name a (possibly quoted) identifier token stands for."""
+    if token[:1] == "[":
+        return token[1:-1]
+    if token[:1] in "\"`":
+        return token[1:-1].replace(token[0] * 2, token[0])
     return token
 
 
 def check_identifier(name: str, what: str, path: str | None, line: int | None) -> str:
     """Return ``name`` if it is a plain identifier, else raise InvalidIdentifier."""
-    if not IDENTIFIER.match(name):
+    # fullmatch: with match, "$" would also accept a name ending in a newline.
+    if not IDENTIFIER.fullmatch(name):
         raise InvalidIdentifier(
             f"{what} name {name!r} is not a plain identifier [A-Za-z_][A-Za-z0-9_]*; rename it",
             path=path, line=line)
-    if name.lower().startswith("sqlite_") or name.endswith(RESERVED_SUFFIXES):
+    # SQLite compares names case-insensitively, so X__REBUILD would collide with x__rebuild.
+    if name.lower().startswith("sqlite_") or name.lower().endswith(RESERVED_SUFFIXES):
         raise InvalidIdentifier(
             f"{what} name {name!r} is reserved (sqlite_* and *__rebuild / *__retired belong to SQLite and rebuilds)",
             path=path, line=line)
@@ -282,17 +300,19 @@ def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | Non
 
 
 def _inline_index(text: str, match: re.Match, table: str, line: int, path: str | None) -> IndexDef:
-    name = check_identifier(match["name"], "index", path, line)
+    name = check_identifier(unquote(match["name"]), "index", path, line)
     open_at = match.end() - 1
     close_at = _matching_paren(text, open_at)
     if close_at == -1:
         raise SchemaSyntaxError(f"INDEX {name}: unbalanced parentheses", path=path, line=line)
     columns = text[open_at + 1:close_at]
     for column in columns.split(","):
-        if not _INDEX_COLUMN.match(column):
+        column_match = _INDEX_COLUMN.match(column)
+        if column_match is None:
             raise SchemaSyntaxError(
                 f"INDEX {name}: {column.strip()!r} is not 'column [COLLATE c] [ASC|DESC]'; "
                 "write expression indexes as CREATE INDEX statements", path=path, line=line)
+        check_identifier(unquote(column_match["col"]), f"column of index {name}", path, line)
     rest = text[close_at + 1:].strip().rstrip(",").strip()
     where = None
     if rest:

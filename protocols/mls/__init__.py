@@ -43,6 +43,7 @@ from .errors import (
     KeyAlreadyUsed,
     MlsError,
     NotAMember,
+    RatchetExhausted,
     UnauthorizedCommit,
     WrongEpoch,
 )
@@ -55,7 +56,8 @@ __all__ = [
     "DecryptionFailed", "ENGINE", "FlatTreeEngine", "GroupEngine", "GroupState", "Identity", "InvalidArgument",
     "InvalidMessage", "InvalidSignature", "InvalidSnapshot", "KeyAlreadyUsed", "KeyPackage", "KeyPackagePrivate",
     "LeafNode", "MessageHeader", "MlsError", "NotAMember", "ProcessResult", "ProposalReceived",
-    "UnauthorizedCommit", "WrongEpoch", "commit", "create_group", "create_key_package", "encrypt_application",
+    "RatchetExhausted", "UnauthorizedCommit", "WrongEpoch", "commit", "create_group", "create_key_package",
+    "encrypt_application",
     "exporter_secret", "identity_from_bytes", "identity_to_bytes", "join_from_welcome", "key_package_from_bytes",
     "key_package_private_from_bytes", "key_package_private_to_bytes", "key_package_to_bytes", "new_identity",
     "peek", "process_message", "propose", "restore", "snapshot",

@@ -9,7 +9,9 @@ from .results import ApplicationReceived
 from .state import GroupState, require_active
 
 
-def encrypt_application(state: GroupState, plaintext: bytes, *, rng: suite.Rng | None = None) -> tuple[bytes, GroupState]:
+def encrypt_application(
+    state: GroupState, plaintext: bytes, *, rng: suite.Rng | None = None
+) -> tuple[bytes, GroupState]:
     """Encrypt and sign ``plaintext`` for the group: ``(message, new_state)``.
 
     The key of the generation used is gone from ``new_state``: not even the

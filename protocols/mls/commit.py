@@ -22,15 +22,22 @@ import hmac
 import attrs
 
 from . import framing, key_schedule as ks, roster as rosters, suite
-from .credentials import SOURCE_COMMIT, KeyPackage, LeafNode, make_leaf, normalize_credential, verify_key_package, verify_leaf
+from .credentials import (
+    SOURCE_COMMIT,
+    KeyPackage,
+    LeafNode,
+    make_leaf,
+    normalize_credential,
+    verify_key_package,
+    verify_leaf,
+)
 from .errors import ConfirmationMismatch, InvalidArgument, InvalidMessage, MlsError, UnauthorizedCommit
 from .framing import Content
 from .labels import decrypt_with_label, encrypt_with_label, ref_hash
 from .proposals import Add, Proposal, Remove, SelfRemove, SetAdmins, decode_proposal, encode_proposal
 from .protect import Received, seal_with_next_key, sign_content
 from .results import CommitApplied, CommitResult
-from .secret_tree import new_tree
-from .state import GroupState, PendingCommit, as_past_epoch, context_of, make_state, require_active
+from .state import GroupState, PendingCommit, as_past_epoch, context_of, epoch_fields, make_state, require_active
 from .tls import Reader, Writer
 from .welcome import build_welcomes
 
@@ -151,26 +158,28 @@ def recipients(plan: Plan, committer: int) -> list[tuple[int, LeafNode]]:
     return [(i, leaf) for i, leaf in rosters.members(plan.roster) if i != committer and i not in joiners]
 
 
-def next_epoch_state(prev: GroupState, plan: Plan, confirmed: bytes, tag: bytes, secrets: ks.EpochSecrets, *, hpke_private: bytes, signing_private: bytes) -> GroupState:
+def next_epoch_state(
+    prev: GroupState, plan: Plan, confirmed: bytes, tag: bytes, secrets: ks.EpochSecrets, *,
+    hpke_private: bytes, signing_private: bytes,
+) -> GroupState:
     """The state at epoch + 1; the previous epoch joins the retained window."""
     past = ((as_past_epoch(prev),) + prev.past_epochs)[: prev.max_past_epochs]
     return make_state(
         group_id=prev.group_id, epoch=prev.epoch + 1, roster=plan.roster, admins=plan.admins,
         own_leaf=prev.own_leaf, own_hpke_private=hpke_private, own_signing_private=signing_private,
         confirmed_transcript_hash=confirmed, interim_transcript_hash=ks.next_interim_transcript_hash(confirmed, tag),
-        init_secret=secrets.init_secret, exporter_secret=secrets.exporter_secret,
-        confirmation_key=secrets.confirmation_key, epoch_authenticator=secrets.epoch_authenticator,
-        sender_data_secret=secrets.sender_data_secret, tree=new_tree(secrets.encryption_secret, len(plan.roster)),
+        **epoch_fields(secrets, len(plan.roster)),
         past_epochs=past, max_past_epochs=prev.max_past_epochs,
     )
 
 
-def _provisional_context(state: GroupState, plan: Plan) -> bytes:
-    return context_of(state.group_id, state.epoch + 1, plan.roster, state.confirmed_transcript_hash, plan.admins).encode()
-
-
 def _new_context(state: GroupState, plan: Plan, confirmed: bytes) -> bytes:
     return context_of(state.group_id, state.epoch + 1, plan.roster, confirmed, plan.admins).encode()
+
+
+def _provisional_context(state: GroupState, plan: Plan) -> bytes:
+    """The new epoch's context with the OLD transcript hash (the new one depends on the commit)."""
+    return _new_context(state, plan, state.confirmed_transcript_hash)
 
 
 # --- committer side ---------------------------------------------------------------
@@ -203,8 +212,25 @@ def _proposals_from_args(state: GroupState, add, remove, proposals_by_ref, admin
 def _self_update(state: GroupState, rng) -> tuple[LeafNode, bytes, bytes]:
     hpke_private, hpke_public = suite.hpke_key_pair(rng)
     signing_private, _ = suite.signature_key_pair(rng)
-    leaf = make_leaf(state.own_credential, signing_private, hpke_public, group_id=state.group_id, leaf_index=state.own_leaf)
+    leaf = make_leaf(
+        state.own_credential, signing_private, hpke_public, group_id=state.group_id, leaf_index=state.own_leaf
+    )
     return leaf, hpke_private, signing_private
+
+
+def _encrypt_commit_secret(state: GroupState, plan: Plan, commit_secret: bytes, rng) -> tuple[EncryptedSecret, ...]:
+    provisional = _provisional_context(state, plan)
+    return tuple(
+        EncryptedSecret(i, *encrypt_with_label(leaf.encryption_key, UPDATE_LABEL, provisional, commit_secret, rng))
+        for i, leaf in recipients(plan, state.own_leaf)
+    )
+
+
+def _epoch_after(state: GroupState, plan: Plan, framed: bytes, signature: bytes, commit_secret: bytes):
+    """``(confirmed_transcript_hash, EpochSecrets)`` of the epoch a commit creates."""
+    confirmed_input = framing.confirmed_transcript_input(framed, signature)
+    confirmed = ks.next_confirmed_transcript_hash(state.interim_transcript_hash, confirmed_input)
+    return confirmed, ks.derive_epoch(state.init_secret, commit_secret, _new_context(state, plan, confirmed))
 
 
 def create_commit(
@@ -221,25 +247,25 @@ def create_commit(
         check_authorized(state, state.own_leaf, proposals, update)
     plan = plan_commit(state, state.own_leaf, proposals, update, InvalidArgument)
     commit_secret = suite.random_bytes(rng, suite.NH)
-    provisional = _provisional_context(state, plan)
-    secrets = tuple(
-        EncryptedSecret(i, *encrypt_with_label(leaf.encryption_key, UPDATE_LABEL, provisional, commit_secret, rng))
-        for i, leaf in recipients(plan, state.own_leaf)
-    )
-    body = encode_commit(CommitBody(proposals, update, secrets))
+    body = encode_commit(CommitBody(proposals, update, _encrypt_commit_secret(state, plan, commit_secret, rng)))
     framed, signature = sign_content(state, framing.COMMIT, body)
-    confirmed = ks.next_confirmed_transcript_hash(state.interim_transcript_hash, framing.confirmed_transcript_input(framed, signature))
-    epoch_secrets = ks.derive_epoch(state.init_secret, commit_secret, _new_context(state, plan, confirmed))
-    tag = ks.confirmation_tag(epoch_secrets.confirmation_key, confirmed)
+    confirmed, secrets = _epoch_after(state, plan, framed, signature, commit_secret)
+    tag = ks.confirmation_tag(secrets.confirmation_key, confirmed)
     message, sent_state, _ = seal_with_next_key(state, framing.COMMIT, Content(body, signature, tag), rng)
-    new_state = next_epoch_state(sent_state, plan, confirmed, tag, epoch_secrets, hpke_private=hpke_private, signing_private=signing_private)
-    welcomes = build_welcomes(new_state, [kp for _, kp in plan.added], epoch_secrets, tag, rng)
-    pending = PendingCommit(message_ref(message), _creds(plan.added), tuple(c for _, c in plan.removed), plan.updated, new_state)
+    new_state = next_epoch_state(
+        sent_state, plan, confirmed, tag, secrets, hpke_private=hpke_private, signing_private=signing_private
+    )
+    welcomes = build_welcomes(new_state, [kp for _, kp in plan.added], secrets, tag, rng)
+    pending = PendingCommit(message_ref(message), _creds(plan.added), _removed_creds(plan), plan.updated, new_state)
     return CommitResult(message, welcomes, new_state, attrs.evolve(sent_state, pending_commit=pending))
 
 
 def _creds(added) -> tuple[str, ...]:
     return tuple(kp.credential for _, kp in added)
+
+
+def _removed_creds(plan: Plan) -> tuple[str, ...]:
+    return tuple(cred for _, cred in plan.removed)
 
 
 # --- receiver side ---------------------------------------------------------------
@@ -249,7 +275,9 @@ def own_commit_applied(state: GroupState) -> CommitApplied:
     """Result for our own pending commit coming back: adopt the state it prepared."""
     p = state.pending_commit
     assert p is not None
-    return CommitApplied(state.own_credential, p.new_state.epoch, p.added, p.removed, p.updated, False, p.new_state.admins, p.new_state)
+    return CommitApplied(
+        state.own_credential, p.new_state.epoch, p.added, p.removed, p.updated, False, p.new_state.admins, p.new_state
+    )
 
 
 def _check_secret_coverage(plan: Plan, committer: int, body: CommitBody) -> None:
@@ -261,7 +289,8 @@ def _check_secret_coverage(plan: Plan, committer: int, body: CommitBody) -> None
 
 def _decrypt_commit_secret(state: GroupState, plan: Plan, body: CommitBody) -> bytes:
     entry = next(s for s in body.secrets if s.leaf == state.own_leaf)
-    secret = decrypt_with_label(state.own_hpke_private, UPDATE_LABEL, _provisional_context(state, plan), entry.kem_output, entry.ciphertext)
+    context = _provisional_context(state, plan)
+    secret = decrypt_with_label(state.own_hpke_private, UPDATE_LABEL, context, entry.kem_output, entry.ciphertext)
     if len(secret) != suite.NH:
         raise InvalidMessage("commit secret has the wrong length")
     return secret
@@ -274,16 +303,17 @@ def apply_commit(state: GroupState, received: Received) -> CommitApplied:
     check_authorized(state, committer, body.proposals, body.update)
     plan = plan_commit(state, committer, body.proposals, body.update, InvalidMessage)
     _check_secret_coverage(plan, committer, body)
-    summary = (received.signer.credential, state.epoch + 1, _creds(plan.added), tuple(c for _, c in plan.removed), plan.updated)
+    summary = (received.signer.credential, state.epoch + 1, _creds(plan.added), _removed_creds(plan), plan.updated)
     if any(leaf == state.own_leaf for leaf, _ in plan.removed):
         gone = attrs.evolve(state, active=False, pending_proposals=(), pending_commit=None)
         return CommitApplied(*summary, True, plan.admins, gone)
     commit_secret = _decrypt_commit_secret(state, plan, body)
-    confirmed_input = framing.confirmed_transcript_input(received.framed, received.content.signature)
-    confirmed = ks.next_confirmed_transcript_hash(state.interim_transcript_hash, confirmed_input)
-    secrets = ks.derive_epoch(state.init_secret, commit_secret, _new_context(state, plan, confirmed))
+    confirmed, secrets = _epoch_after(state, plan, received.framed, received.content.signature, commit_secret)
     tag = received.content.confirmation_tag or b""
     if not hmac.compare_digest(ks.confirmation_tag(secrets.confirmation_key, confirmed), tag):
         raise ConfirmationMismatch("commit confirmation tag does not match: our view of the new epoch differs")
-    new_state = next_epoch_state(state, plan, confirmed, tag, secrets, hpke_private=state.own_hpke_private, signing_private=state.own_signing_private)
+    new_state = next_epoch_state(
+        state, plan, confirmed, tag, secrets,
+        hpke_private=state.own_hpke_private, signing_private=state.own_signing_private,
+    )
     return CommitApplied(*summary, False, plan.admins, new_state)

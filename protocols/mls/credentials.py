@@ -125,7 +125,8 @@ def _leaf_tbs(enc, sig_key, cred, source, group_id: bytes | None, leaf_index: in
 
 
 def make_leaf(
-    cred: str, signing_private: bytes, encryption_key: bytes, *, group_id: bytes | None = None, leaf_index: int | None = None
+    cred: str, signing_private: bytes, encryption_key: bytes, *,
+    group_id: bytes | None = None, leaf_index: int | None = None,
 ) -> LeafNode:
     """Build and sign a leaf; pass ``group_id``/``leaf_index`` for a commit (update) leaf."""
     source = SOURCE_KEY_PACKAGE if group_id is None else SOURCE_COMMIT

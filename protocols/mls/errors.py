@@ -80,6 +80,10 @@ class KeyAlreadyUsed(MlsError):
     """
 
 
+class RatchetExhausted(MlsError):
+    """A sender used up every uint32 generation of a ratchet in one epoch; commit first."""
+
+
 class UnauthorizedCommit(MlsError):
     """A non-admin committed something other than a pure self-update."""
 

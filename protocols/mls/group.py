@@ -5,8 +5,7 @@ from __future__ import annotations
 from . import key_schedule as ks, suite
 from .credentials import Identity, make_leaf, normalize_credential
 from .errors import InvalidArgument, WrongEpoch
-from .secret_tree import new_tree
-from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, context_of, make_state
+from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, context_of, epoch_fields, make_state
 
 
 def create_group(
@@ -33,9 +32,7 @@ def create_group(
         group_id=bytes(group_id), epoch=0, roster=roster, admins=admin_set, own_leaf=0,
         own_hpke_private=hpke_private, own_signing_private=identity.signing_private,
         confirmed_transcript_hash=b"", interim_transcript_hash=ks.next_interim_transcript_hash(b"", tag),
-        init_secret=secrets.init_secret, exporter_secret=secrets.exporter_secret,
-        confirmation_key=secrets.confirmation_key, epoch_authenticator=secrets.epoch_authenticator,
-        sender_data_secret=secrets.sender_data_secret, tree=new_tree(secrets.encryption_secret, 1),
+        **epoch_fields(secrets, 1),
         max_past_epochs=max_past_epochs,
     )
 

@@ -58,7 +58,9 @@ def _key_schedule(shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
     return key, nonce
 
 
-def seal_base(public: bytes, info: bytes, aad: bytes, plaintext: bytes, rng: suite.Rng | None = None) -> tuple[bytes, bytes]:
+def seal_base(
+    public: bytes, info: bytes, aad: bytes, plaintext: bytes, rng: suite.Rng | None = None
+) -> tuple[bytes, bytes]:
     """SealBase: returns ``(enc, ciphertext)``; the ephemeral key comes from ``rng``."""
     eph_private, enc = suite.hpke_key_pair(rng)
     try:

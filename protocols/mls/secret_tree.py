@@ -24,7 +24,7 @@ from typing import Mapping
 import attrs
 
 from . import suite, treemath
-from .errors import DecryptionFailed, InvalidMessage, KeyAlreadyUsed
+from .errors import DecryptionFailed, InvalidMessage, KeyAlreadyUsed, RatchetExhausted
 from .labels import derive_tree_secret, expand_with_label
 
 HANDSHAKE = 0
@@ -34,6 +34,9 @@ APPLICATION = 1
 MAX_FORWARD_GAP = 1000
 #: How many skipped-generation keys each ratchet retains (oldest evicted first).
 MAX_SKIPPED_KEYS = 1000
+#: Generations travel as uint32; the last value is kept unused so the ratchet's
+#: "next generation" always fits a uint32 too.
+MAX_GENERATION = 0xFFFFFFFE
 
 EMPTY: Mapping = MappingProxyType({})
 
@@ -131,6 +134,8 @@ def next_send_key(tree: SecretTree, leaf: int, kind: int) -> tuple[SecretTree, i
     """
     tree, ratchet = _get_ratchet(tree, leaf, kind)
     gen = ratchet.generation
+    if gen > MAX_GENERATION:
+        raise RatchetExhausted("this ratchet has no generations left in this epoch; commit to start a new one")
     key, nonce = key_nonce(ratchet.secret, gen)
     advanced = Ratchet(gen + 1, _step(ratchet.secret, gen), ratchet.skipped)
     return _with_ratchet(tree, leaf, kind, advanced), gen, key, nonce
@@ -149,7 +154,7 @@ def receive_key(tree: SecretTree, leaf: int, kind: int, generation: int) -> tupl
         skipped = dict(ratchet.skipped)
         key, nonce = skipped.pop(generation)
         return _with_ratchet(tree, leaf, kind, attrs.evolve(ratchet, skipped=frozen_map(skipped))), key, nonce
-    if generation - ratchet.generation > MAX_FORWARD_GAP:
+    if generation - ratchet.generation > MAX_FORWARD_GAP or generation > MAX_GENERATION:
         raise DecryptionFailed(f"generation {generation} is too far ahead of {ratchet.generation}")
     return _advance_to(tree, leaf, kind, ratchet, generation)
 

@@ -21,7 +21,8 @@ from .errors import NotAMember
 from .key_schedule import GroupContext
 from .proposals import Proposal, admins_extension
 from .roster import Roster, tree_hash
-from .secret_tree import SecretTree
+from .key_schedule import EpochSecrets
+from .secret_tree import SecretTree, new_tree
 
 DEFAULT_MAX_PAST_EPOCHS = 5
 
@@ -119,6 +120,15 @@ def make_state(**fields) -> GroupState:
         fields["group_id"], fields["epoch"], fields["roster"], fields["confirmed_transcript_hash"], fields["admins"]
     )
     return GroupState(**fields, group_context=ctx.encode())
+
+
+def epoch_fields(secrets: EpochSecrets, n_members: int) -> dict:
+    """The state fields that come from an epoch's key schedule (plus its fresh secret tree)."""
+    return dict(
+        init_secret=secrets.init_secret, exporter_secret=secrets.exporter_secret,
+        confirmation_key=secrets.confirmation_key, epoch_authenticator=secrets.epoch_authenticator,
+        sender_data_secret=secrets.sender_data_secret, tree=new_tree(secrets.encryption_secret, n_members),
+    )
 
 
 def signers_of(roster: Roster) -> tuple[Optional[Signer], ...]:

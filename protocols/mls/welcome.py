@@ -29,8 +29,7 @@ from .credentials import SOURCE_COMMIT, Identity, KeyPackage, KeyPackagePrivate,
 from .errors import ConfirmationMismatch, InvalidArgument, InvalidMessage, InvalidSignature
 from .labels import decrypt_with_label, encrypt_with_label, sign_with_label, verify_with_label
 from .proposals import ADMINS_EXTENSION, decode_admins
-from .secret_tree import new_tree
-from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, make_state
+from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, epoch_fields, make_state
 from .tls import Reader, Writer
 
 WELCOME_LABEL = "Welcome"
@@ -41,7 +40,9 @@ def _group_info_tbs(group_context: bytes, roster: rosters.Roster, tag: bytes, si
     return Writer().raw(group_context).raw(rosters.encode_roster(roster)).opaque(tag).u32(signer).bytes()
 
 
-def build_welcomes(new_state: GroupState, added: list[KeyPackage], secrets: ks.EpochSecrets, tag: bytes, rng) -> dict[str, bytes]:
+def build_welcomes(
+    new_state: GroupState, added: list[KeyPackage], secrets: ks.EpochSecrets, tag: bytes, rng
+) -> dict[str, bytes]:
     """One Welcome per added key package, keyed by credential."""
     if not added:
         return {}
@@ -142,9 +143,7 @@ def join_from_welcome(
         own_hpke_private=kp_private.encryption_private, own_signing_private=identity.signing_private,
         confirmed_transcript_hash=ctx.confirmed_transcript_hash,
         interim_transcript_hash=ks.next_interim_transcript_hash(ctx.confirmed_transcript_hash, tag),
-        init_secret=secrets.init_secret, exporter_secret=secrets.exporter_secret,
-        confirmation_key=secrets.confirmation_key, epoch_authenticator=secrets.epoch_authenticator,
-        sender_data_secret=secrets.sender_data_secret, tree=new_tree(secrets.encryption_secret, len(roster)),
+        **epoch_fields(secrets, len(roster)),
         max_past_epochs=max_past_epochs,
     )
     if state.group_context != ctx.encode():

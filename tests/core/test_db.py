@@ -1,0 +1,185 @@
+"""Connections and transactions on real SQLite files."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import apsw
+import pytest
+
+from core.db import Database
+from core.errors import DatabaseBusy, StorageError, TransactionError
+from core.settings import Settings
+
+
+@pytest.fixture
+def table(fresh_db):
+    with fresh_db.write():
+        fresh_db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT UNIQUE)")
+    return fresh_db
+
+
+def test_pragmas_are_applied(fresh_db, settings):
+    conn = fresh_db.conn
+    assert conn.pragma("journal_mode") == "wal"
+    assert conn.pragma("synchronous") == 1  # NORMAL
+    assert conn.pragma("busy_timeout") == settings.busy_timeout_ms
+    assert conn.pragma("foreign_keys") == 1
+    assert conn.pragma("cache_size") == -settings.cache_mib * 1024
+    assert conn.pragma("temp_store") == 2  # MEMORY
+
+
+def test_write_takes_the_lock_at_begin(table, db_path, settings):
+    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=50, busy_retries=0))
+    with table.write():
+        table.execute("INSERT INTO t(v) VALUES ('a')")
+        # BEGIN IMMEDIATE: a second writer cannot even start while we hold the lock.
+        with pytest.raises(DatabaseBusy, match="locked by another writer"):
+            with other.write():
+                pass
+    with other.write():
+        other.execute("INSERT INTO t(v) VALUES ('b')")
+    assert other.counters.busy_retries == 0
+    other.close()
+
+
+def test_busy_writer_is_retried_until_the_lock_frees(table, db_path):
+    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=20, busy_retries=8))
+    release = threading.Event()
+
+    def hold_lock():
+        with table.write():
+            table.execute("INSERT INTO t(v) VALUES ('held')")
+            release.wait(5)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    time.sleep(0.05)
+    threading.Timer(0.1, release.set).start()
+    with other.write():
+        other.execute("INSERT INTO t(v) VALUES ('after')")
+    holder.join()
+    assert other.counters.busy_retries >= 1
+    assert other.value("SELECT count(*) FROM t") == 2
+    other.close()
+
+
+def test_read_is_one_snapshot(table, db_path, settings):
+    writer = Database(db_path, settings)
+    with table.read():
+        before = table.value("SELECT count(*) FROM t")
+        with writer.write():
+            writer.execute("INSERT INTO t(v) VALUES ('x')")
+        assert table.value("SELECT count(*) FROM t") == before
+    assert table.value("SELECT count(*) FROM t") == before + 1
+    writer.close()
+
+
+def test_nested_write_is_a_savepoint(table):
+    with table.write():
+        table.execute("INSERT INTO t(v) VALUES ('outer')")
+        with pytest.raises(ValueError):
+            with table.write():
+                table.execute("INSERT INTO t(v) VALUES ('inner')")
+                raise ValueError("inner fails")
+        table.execute("INSERT INTO t(v) VALUES ('outer2')")
+    assert [r[0] for r in table.all("SELECT v FROM t ORDER BY k")] == ["outer", "outer2"]
+
+
+def test_write_inside_read_is_refused(table):
+    with table.read():
+        with pytest.raises(TransactionError, match="open the write"):
+            with table.write():
+                pass
+
+
+def test_read_inside_write_reads_the_write(table):
+    with table.write():
+        table.execute("INSERT INTO t(v) VALUES ('mine')")
+        with table.read():
+            assert table.value("SELECT v FROM t") == "mine"
+
+
+def test_exception_rolls_everything_back(table):
+    with pytest.raises(RuntimeError):
+        with table.write():
+            table.execute("INSERT INTO t(v) VALUES ('gone')")
+            raise RuntimeError
+    assert table.value("SELECT count(*) FROM t") == 0
+    assert not table.in_transaction
+
+
+def test_readonly_database_refuses_writes(table, db_path, settings):
+    reader = Database(db_path, settings, readonly=True)
+    with pytest.raises(TransactionError, match="read-only"):
+        with reader.write():
+            pass
+    reader.close()
+
+
+def test_after_commit_runs_only_for_committed_work(table):
+    calls = []
+    with table.write():
+        table.after_commit(lambda: calls.append("committed"))
+    with pytest.raises(RuntimeError):
+        with table.write():
+            table.after_commit(lambda: calls.append("rolled back"))
+            raise RuntimeError
+    with table.write():
+        with pytest.raises(RuntimeError):
+            with table.write():
+                table.after_commit(lambda: calls.append("savepoint rolled back"))
+                raise RuntimeError
+        table.after_commit(lambda: calls.append("outer"))
+    assert calls == ["committed", "outer"]
+
+
+def test_after_commit_needs_a_write(table):
+    with pytest.raises(TransactionError):
+        table.after_commit(lambda: None)
+
+
+def test_counters(table):
+    start = table.counters.as_dict()
+    with table.write():
+        table.execute("INSERT INTO t(v) VALUES ('a')")
+        table.execute("INSERT INTO t(v) VALUES ('a') ON CONFLICT DO NOTHING")
+        table.execute("INSERT OR IGNORE INTO t(v) VALUES ('a')")
+        table.execute("UPDATE t SET v = 'b'")
+    end = table.counters.as_dict()
+    assert end["statements"] - start["statements"] >= 4
+    assert end["rows_written"] - start["rows_written"] == 2
+    assert end["idempotent_noops"] - start["idempotent_noops"] == 2
+
+
+def test_slow_statements_are_logged_with_their_sql(db_path, caplog):
+    db = Database(db_path, Settings.load(env={}, slow_statement_ms=1))
+    slow = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) "
+            "SELECT sum(i) FROM n")
+    with caplog.at_level(logging.WARNING, logger="tessera.db"):
+        db.value(slow)
+    assert db.counters.slow_statements >= 1
+    assert any("WITH RECURSIVE n(i)" in r.getMessage() for r in caplog.records)
+    db.close()
+
+
+def test_commit_failure_is_a_storage_error(table):
+    with pytest.raises(StorageError, match="commit failed"):
+        with table.write():
+            table.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+            table.execute("CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+            table.execute("INSERT INTO child VALUES (42)")
+    assert not table.conn.table_exists(None, "child")
+
+
+def test_cannot_open_a_directory(tmp_path, settings):
+    with pytest.raises(StorageError, match="cannot open database"):
+        Database(str(tmp_path), settings)
+
+
+def test_apsw_sees_wal_files(table, db_path):
+    with table.write():
+        table.execute("INSERT INTO t(v) VALUES ('w')")
+    assert apsw.Connection(db_path).execute("SELECT count(*) FROM t").fetchall() == [(1,)]

@@ -1,0 +1,136 @@
+"""Hypothesis state machine: random commands, some raising, some repeated.
+
+The database must always equal a plain-Python model of the ledger, and a
+second connection must never see a command half-applied: a spy projector,
+running *inside* each command's transaction, checks that another connection
+still sees exactly the state before the command.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from core import hookimpl
+from core.db import Database
+from core.errors import InvalidInput
+from core.plugins import make_plugin_manager
+from core.protocol import Protocol
+from core.settings import Settings
+from projectors import Projector
+from schema_loader.setup import open_app
+from tests.fixtures import ledger
+
+ACCOUNTS = st.sampled_from(["alice", "bob", "carol"])
+IDS = st.sampled_from([f"id{n}" for n in range(12)])
+
+
+class Spy:
+    """A projector that asks a second connection what it can see."""
+
+    def __init__(self) -> None:
+        self.check = None
+        self.violations: list[str] = []
+
+    def apply(self, conn, event) -> None:
+        if self.check is not None:
+            problem = self.check()
+            if problem:
+                self.violations.append(problem)
+
+
+class RunnerMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="tessera-stateful-")
+        self.spy = Spy()
+        spy_projector = Projector("ledger.spy", "ledger", ("ledger_entries",), {"deposited": self.spy.apply})
+
+        class Plugin:
+            @hookimpl
+            def register_protocol(self):
+                return Protocol("ledger", "tests.fixtures.ledger", ledger.decode,
+                                commands=ledger.register_protocol().commands,
+                                projectors=(ledger.BALANCES, spy_projector))
+
+        s = Settings.load(env={}, busy_timeout_ms=2000)
+        self.app = open_app(s, make_plugin_manager([Plugin()], entry_points=False), enable=["ledger"],
+                            create=True, path=f"{self.dir}/db.sqlite")
+        self.reader = Database(f"{self.dir}/db.sqlite", s, readonly=True)
+        self.balances: dict[str, int] = {}
+        self.entries: set[str] = set()
+        self.last: tuple[str, dict] | None = None
+        self.spy.check = self._outside_view_unchanged
+
+    def teardown(self) -> None:
+        self.reader.close()
+        self.app.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- model --------------------------------------------------------------------
+
+    def _outside_view_unchanged(self) -> str | None:
+        seen = dict(self.reader.all("SELECT account, balance FROM ledger_accounts"))
+        expected = {a: b for a, b in self.balances.items()}
+        if seen != expected:
+            return f"another connection saw {seen} mid-command; committed state was {expected}"
+        return None
+
+    def _run(self, name: str, params: dict) -> None:
+        self.app.runtime.run_command(name, params)
+        self.last = (name, params)
+
+    # --- rules ----------------------------------------------------------------------
+
+    @rule(entry=IDS, account=ACCOUNTS, amount=st.integers(1, 50))
+    def deposit(self, entry, account, amount):
+        self._run("ledger.deposit", {"id": entry, "account": account, "amount": amount})
+        if entry not in self.entries:
+            self.entries.add(entry)
+            self.balances[account] = self.balances.get(account, 0) + amount
+
+    @rule(entry=IDS, source=ACCOUNTS, dest=ACCOUNTS, amount=st.integers(1, 60), explode=st.booleans())
+    def transfer(self, entry, source, dest, amount, explode):
+        params = {"id": entry, "from": source, "to": dest, "amount": amount, "explode": explode}
+        if explode or self.balances.get(source, 0) < amount:
+            expected = RuntimeError if self.balances.get(source, 0) >= amount else InvalidInput
+            try:
+                self.app.runtime.run_command("ledger.transfer", params)
+            except expected:
+                return
+            raise AssertionError(f"transfer should have raised {expected.__name__}")
+        self._run("ledger.transfer", params)
+        for suffix, account, delta in ((":out", source, -amount), (":in", dest, amount)):
+            if entry + suffix not in self.entries:
+                self.entries.add(entry + suffix)
+                self.balances[account] = self.balances.get(account, 0) + delta
+
+    @precondition(lambda self: self.last is not None)
+    @rule()
+    def repeat_last(self):
+        name, params = self.last
+        self.app.runtime.run_command(name, params)
+
+    # --- invariants ---------------------------------------------------------------------
+
+    @invariant()
+    def database_equals_model(self):
+        seen = dict(self.app.db.all("SELECT account, balance FROM ledger_accounts"))
+        assert seen == self.balances
+        assert self.app.db.value("SELECT count(*) FROM events") == len(self.entries)
+        assert self.app.db.value("SELECT count(*) FROM ledger_entries") == len(self.entries)
+
+    @invariant()
+    def other_connections_see_the_same(self):
+        assert dict(self.reader.all("SELECT account, balance FROM ledger_accounts")) == self.balances
+
+    @invariant()
+    def nothing_partial_was_ever_visible(self):
+        assert self.spy.violations == []
+
+
+TestRunnerStateMachine = RunnerMachine.TestCase
+TestRunnerStateMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
