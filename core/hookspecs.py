@@ -67,7 +67,8 @@ def register_cli_commands(cli: Any) -> None:
 def prepare_connection(conn: Any) -> None:
     """Customise each new database connection.
 
-    Called for every connection the core opens, after its pragmas.
+    Called when an app's connection is opened (CLI, tick daemon, test kit),
+    after its pragmas.
 
     :param conn: the ``apsw.Connection``; register SQL functions or
         collations here.  Do not start transactions.

@@ -79,17 +79,30 @@ def source_for_package(owner: str, package: str) -> SchemaSource:
     migrations = []
     folder = root / "migrations"
     if folder.is_dir():
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        for entry in folder.iterdir():
             if not entry.name.endswith(".sql"):
                 continue
             match = _MIGRATION_NAME.match(entry.name)
             if match is None:
                 raise SchemaError("migration files are named NNN_name.sql (lowercase)", path=str(entry))
             migrations.append(Migration(int(match["number"]), match["name"], entry.read_text("utf-8"), str(entry)))
-    numbers = [m.number for m in migrations]
-    if len(numbers) != len(set(numbers)):
-        raise SchemaError(f"two migrations share a number in {folder}; renumber one")
-    return SchemaSource(owner, schema.read_text("utf-8"), str(schema), tuple(migrations))
+    source = SchemaSource(owner, schema.read_text("utf-8"), str(schema), _in_order(migrations))
+    _check_numbers(source)
+    return source
+
+
+def _in_order(migrations: Sequence[Migration]) -> tuple[Migration, ...]:
+    # By number, not by file name: "1000_x.sql" sorts before "999_y.sql" as text.
+    return tuple(sorted(migrations, key=lambda m: m.number))
+
+
+def _check_numbers(source: SchemaSource) -> None:
+    seen: dict[int, str] = {}
+    for migration in source.migrations:
+        if migration.number in seen:
+            raise SchemaError(f"migrations {seen[migration.number]} and {migration.path} share number "
+                              f"{migration.number:03d}; renumber one", path=migration.path)
+        seen[migration.number] = migration.path
 
 
 def apply_schemas(db: Database, sources: Sequence[SchemaSource], *, now_ms: int | None = None) -> list[ApplyReport]:
@@ -119,11 +132,13 @@ def _bootstrap(db: Database, now: int) -> None:
 
 
 def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
+    _check_numbers(source)
     parsed = parse(source.text, source.path)
     row = db.one("SELECT version, checksum FROM schema_versions WHERE owner = ?", (source.owner,))
-    pending = [m for m in source.migrations if row is not None and m.number > row[0]]
+    # A SchemaSource built by hand may list its migrations in any order; they run by number.
+    pending = [m for m in _in_order(source.migrations) if row is not None and m.number > row[0]]
     if row is not None:
-        _check_applied_migrations(db, source)
+        _check_applied_migrations(db, source, row[0])
         if row[1] == parsed.checksum and not pending:
             return ApplyReport(source.owner, "unchanged", row[0])
         if not pending:
@@ -152,9 +167,11 @@ def _create(db: Database, source: SchemaSource, parsed: ParsedSchema, now: int) 
 
 def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: list[Migration],
              expected: validate.Structure, owners: dict[str, str], now: int) -> ApplyReport:
+    others_before = _others_objects(db, owners)
     for migration in pending:
         _run_migration(db, migration)
         _record_migration(db, source.owner, migration, now, baseline=False)
+    _check_others_untouched(db, source, owners, others_before)
     own = [name for name in validate.list_objects(db.conn) if name not in owners]
     actual = validate.structure(db.conn, own)
     differences = validate.describe_differences(expected, actual)
@@ -178,12 +195,36 @@ def _run_migration(db: Database, migration: Migration) -> None:
             raise MigrationError(str(exc), path=migration.path, line=line) from exc
 
 
-def _check_applied_migrations(db: Database, source: SchemaSource) -> None:
+def _others_objects(db: Database, owners: dict[str, str]) -> dict[str, tuple]:
+    return {name: obj for name, obj in validate.list_objects(db.conn).items() if name in owners}
+
+
+def _check_others_untouched(db: Database, source: SchemaSource, owners: dict[str, str],
+                            before: dict[str, tuple]) -> None:
+    """A migration may only change its own owner's objects.
+
+    Another owner's table dropped or altered here would go unnoticed: that
+    owner's checksum still matches, so nothing would ever put it back.
+    """
+    after = _others_objects(db, owners)
+    for name in sorted(set(before) | set(after)):
+        if before.get(name) != after.get(name):
+            raise MigrationError(f"the migrations changed {before.get(name, after.get(name))[0]} {name}, which "
+                                 f"{owners[name]} owns; a migration may only change {source.owner}'s objects",
+                                 path=source.path)
+
+
+def _check_applied_migrations(db: Database, source: SchemaSource, version: int) -> None:
     recorded = dict(db.all("SELECT number, checksum FROM schema_migrations WHERE owner = ?", (source.owner,)))
     for migration in source.migrations:
         if migration.number in recorded and recorded[migration.number] != migration.checksum:
             raise SchemaChanged("was edited after it was applied; add a new numbered migration instead",
                                 path=migration.path)
+        if migration.number not in recorded and migration.number <= version:
+            # It would never run: only migrations above the recorded version are pending.
+            raise MigrationError(f"is numbered at or below version {version} of {source.owner}, which this "
+                                 f"database already has, but was never applied; renumber it above {version:03d}",
+                                 path=migration.path)
 
 
 def _record(db: Database, source: SchemaSource, checksum: str, version: int, now: int) -> None:

@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping
 import apsw
 
 from core.errors import OwnershipConflict, SchemaSyntaxError
-from schema_loader.parser import ParsedSchema, check_identifier
+from schema_loader.parser import ParsedSchema, Statement, check_identifier, normalize_sql
 
 Structure = dict[str, tuple]
 
-_INTERNAL = "name NOT LIKE 'sqlite_%'"
+# "_" is a LIKE wildcard: unescaped, 'sqlite_%' would also hide a user table named sqlitedata.
+_INTERNAL = "name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
 
 
 def list_objects(conn: apsw.Connection) -> dict[str, tuple[str, str, str | None]]:
@@ -31,37 +32,87 @@ def list_objects(conn: apsw.Connection) -> dict[str, tuple[str, str, str | None]
 
 def scratch_copy(conn: apsw.Connection, exclude: Iterable[str] = ()) -> apsw.Connection:
     """An in-memory database with the same objects (no rows), minus ``exclude``."""
-    skip = set(exclude)
+    skip = {name.lower() for name in exclude}
     scratch = apsw.Connection(":memory:")
     rows = conn.execute(
-        f"SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL AND {_INTERNAL} "
+        f"SELECT name, type, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL AND {_INTERNAL} "
         "ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid"
     ).fetchall()
-    for name, sql in rows:
-        if name not in skip:
+    for name, kind, table, sql in rows:
+        # An index or trigger cannot outlive its table; without this, one left on an
+        # excluded table (e.g. renamed by a rebuild) would make the copy itself fail.
+        on_skipped = kind in ("index", "trigger") and table.lower() in skip
+        if name.lower() not in skip and not on_skipped:
             scratch.execute(sql)
     return scratch
 
 
 def validate(parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str, str], owner: str,
              path: str | None) -> Structure:
-    """Run ``parsed`` in ``scratch``; return the structure of what it created."""
-    before = set(list_objects(scratch))
+    """Run ``parsed`` in ``scratch``; return the structure of what it created.
+
+    ``owners`` maps every object of the other owners to its owner.
+    """
+    # SQLite names are case-insensitive: Events clashes with events.
+    owner_of = {name.lower(): other for name, other in owners.items()}
+    taken = {name.lower() for name in list_objects(scratch)}
+    defined_at: dict[str, int] = {}
     for statement in parsed.statements:
-        if statement.name in before:
-            other = owners.get(statement.name, "an unrecorded object")
-            raise OwnershipConflict(
-                f"{statement.kind} {statement.name!r} is already defined by {other}; "
-                f"pick another name in {owner}'s schema", path=path, line=statement.line)
-        try:
-            scratch.execute(statement.sql)
-        except apsw.Error as exc:
-            raise SchemaSyntaxError(f"{statement.kind} {statement.name}: {exc}", path=path,
-                                    line=statement.line) from exc
-        before.add(statement.name)
-    created = [s.name for s in parsed.statements]
+        _check_name_free(statement, taken, defined_at, owner_of, owner, path)
+        _run_statement(scratch, statement, path)
+        _check_own_table(scratch, statement, owner_of, owner, path)
+        taken.add(statement.name.lower())
+        defined_at[statement.name.lower()] = statement.line
     _check_object_identifiers(scratch, parsed, path)
-    return structure(scratch, created)
+    return structure(scratch, [s.name for s in parsed.statements])
+
+
+def _check_name_free(statement: Statement, taken: set[str], defined_at: dict[str, int],
+                     owner_of: Mapping[str, str], owner: str, path: str | None) -> None:
+    key = statement.name.lower()
+    if key in defined_at:
+        raise OwnershipConflict(
+            f"{statement.kind} {statement.name!r} is already defined at line {defined_at[key]} of this file; "
+            "each name is defined once", path=path, line=statement.line)
+    if key in taken:
+        other = owner_of.get(key, "an unrecorded object")
+        raise OwnershipConflict(
+            f"{statement.kind} {statement.name!r} is already defined by {other}; "
+            f"pick another name in {owner}'s schema", path=path, line=statement.line)
+
+
+def _run_statement(scratch: apsw.Connection, statement: Statement, path: str | None) -> None:
+    """Execute one statement; check by reading back that it made exactly the object it names."""
+    before = set(list_objects(scratch))
+    try:
+        scratch.execute(statement.sql)
+    except apsw.Error as exc:
+        raise SchemaSyntaxError(f"{statement.kind} {statement.name}: {exc}", path=path,
+                                line=statement.line) from exc
+    created = sorted(set(list_objects(scratch)) - before)
+    # Read back from SQLite itself: whatever quoting fooled the parser, this is the real name.
+    for name in created:
+        check_identifier(name, statement.kind, path, statement.line)
+    if created != [statement.name]:
+        raise SchemaSyntaxError(f"{statement.kind} {statement.name}: the statement created {created}, "
+                                f"not just {statement.name!r}", path=path, line=statement.line)
+
+
+def _check_own_table(scratch: apsw.Connection, statement: Statement, owner_of: Mapping[str, str], owner: str,
+                     path: str | None) -> None:
+    """Indexes and triggers go on the owner's own tables only.
+
+    Another owner rebuilds and migrates its tables without knowing about them:
+    they would vanish with the table, or break that owner's next validation.
+    """
+    if statement.kind not in ("index", "trigger"):
+        return
+    table = scratch.execute("SELECT tbl_name FROM sqlite_schema WHERE name = ?", (statement.name,)).fetchall()[0][0]
+    other = owner_of.get(table.lower())
+    if other is not None:
+        raise OwnershipConflict(
+            f"{statement.kind} {statement.name!r} is on table {table!r}, which {other} owns; "
+            f"{owner} may only add indexes and triggers to its own tables", path=path, line=statement.line)
 
 
 def _check_object_identifiers(conn: apsw.Connection, parsed: ParsedSchema, path: str | None) -> None:
@@ -89,22 +140,46 @@ def logical_index_name(name: str) -> str:
 
 
 def structure(conn: apsw.Connection, names: Iterable[str]) -> Structure:
-    """A comparable description of the named objects (columns, index keys, SQL)."""
+    """A comparable description of the named objects (columns, constraints, index keys, SQL)."""
     objects = list_objects(conn)
     out: Structure = {}
     for name in names:
         kind, table, sql = objects[name]
         if kind == "table":
-            without_rowid = bool(re.search(r"WITHOUT\s+ROWID\s*$", sql or "", re.IGNORECASE))
-            out[name] = ("table", tuple(_columns(conn, name)), without_rowid)
+            out[name] = ("table", tuple(_columns(conn, name)), _table_options(conn, name),
+                         _unique_constraints(conn, name), _foreign_keys(conn, name))
         elif kind == "index":
-            unique = bool(re.match(r"\s*CREATE\s+UNIQUE", sql or "", re.IGNORECASE))
-            where = re.search(r"\bWHERE\b(.*)$", sql or "", re.IGNORECASE | re.DOTALL)
-            out[logical_index_name(name)] = ("index", table, unique, _index_columns(conn, name),
-                                             " ".join(where.group(1).split()) if where else None)
+            unique, partial = conn.execute('SELECT "unique", partial FROM pragma_index_list(?) WHERE name = ?',
+                                           (table, name)).fetchall()[0]
+            where = re.search(r"\bWHERE\b(.*)$", sql or "", re.IGNORECASE | re.DOTALL) if partial else None
+            out[logical_index_name(name)] = ("index", table, bool(unique), _index_columns(conn, name),
+                                             normalize_sql(where.group(1)) if where else None)
         else:
-            out[name] = (kind, table, " ".join((sql or "").split()))
+            out[name] = (kind, table, normalize_sql(sql or ""))
     return out
+
+
+def _table_options(conn: apsw.Connection, table: str) -> tuple:
+    """(WITHOUT ROWID, STRICT), from SQLite rather than from the text of the SQL."""
+    row = conn.execute("SELECT wr, strict FROM pragma_table_list(?) WHERE schema = 'main'", (table,)).fetchall()[0]
+    return bool(row[0]), bool(row[1])
+
+
+def _unique_constraints(conn: apsw.Connection, table: str) -> tuple:
+    """UNIQUE and PRIMARY KEY constraints (their automatic indexes): a rebuild may drop one."""
+    rows = conn.execute("SELECT name, origin FROM pragma_index_list(?) WHERE origin != 'c'", (table,)).fetchall()
+    return tuple(sorted((origin, _index_columns(conn, name)) for name, origin in rows))
+
+
+def _foreign_keys(conn: apsw.Connection, table: str) -> tuple:
+    keys: dict[int, list] = {}
+    for fk_id, _seq, parent, child, parent_col, on_update, on_delete, match in conn.execute(
+            "SELECT id, seq, \"table\", \"from\", \"to\", on_update, on_delete, \"match\" "
+            "FROM pragma_foreign_key_list(?) ORDER BY id, seq", (table,)):
+        keys.setdefault(fk_id, [parent, [], [], on_update, on_delete, match])
+        keys[fk_id][1].append(child)
+        keys[fk_id][2].append(parent_col)
+    return tuple(sorted((p, tuple(c), tuple(pc), u, d, m) for p, c, pc, u, d, m in keys.values()))
 
 
 def describe_differences(expected: Structure, actual: Structure) -> list[str]:

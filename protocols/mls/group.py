@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import key_schedule as ks, suite
 from .credentials import Identity, make_leaf, normalize_credential
 from .errors import InvalidArgument, WrongEpoch
-from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, context_of, epoch_fields, make_state
+from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, check_max_past_epochs, context_of, epoch_fields, make_state
 
 
 def create_group(
@@ -19,8 +19,7 @@ def create_group(
     """
     if not isinstance(group_id, (bytes, bytearray)) or not 0 < len(group_id) <= 255:
         raise InvalidArgument("group_id must be 1..255 bytes")
-    if not 0 <= max_past_epochs <= 255:
-        raise InvalidArgument("max_past_epochs must be within 0..255")
+    check_max_past_epochs(max_past_epochs)
     admin_set = frozenset(normalize_credential(a) for a in (admins if admins is not None else {identity.credential}))
     hpke_private, hpke_public = suite.hpke_key_pair(rng)
     roster = (make_leaf(identity.credential, identity.signing_private, hpke_public),)

@@ -17,7 +17,7 @@ from typing import Optional
 import attrs
 
 from .credentials import LeafNode
-from .errors import NotAMember
+from .errors import InvalidArgument, NotAMember
 from .key_schedule import GroupContext
 from .proposals import Proposal, admins_extension
 from .roster import Roster, tree_hash
@@ -142,6 +142,13 @@ def as_past_epoch(state: GroupState) -> PastEpoch:
         state.epoch, state.group_context, state.sender_data_secret, state.exporter_secret,
         state.tree, signers_of(state.roster),
     )
+
+
+def check_max_past_epochs(n: int) -> int:
+    """Validate the retention setting (it is stored as a uint8)."""
+    if not isinstance(n, int) or not 0 <= n <= 255:
+        raise InvalidArgument("max_past_epochs must be an integer within 0..255")
+    return n
 
 
 def require_active(state: GroupState) -> None:

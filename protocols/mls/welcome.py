@@ -29,7 +29,7 @@ from .credentials import SOURCE_COMMIT, Identity, KeyPackage, KeyPackagePrivate,
 from .errors import ConfirmationMismatch, InvalidArgument, InvalidMessage, InvalidSignature
 from .labels import decrypt_with_label, encrypt_with_label, sign_with_label, verify_with_label
 from .proposals import ADMINS_EXTENSION, decode_admins
-from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, epoch_fields, make_state
+from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, check_max_past_epochs, epoch_fields, make_state
 from .tls import Reader, Writer
 
 WELCOME_LABEL = "Welcome"
@@ -128,6 +128,7 @@ def join_from_welcome(
     identity: Identity, kp_private: KeyPackagePrivate, welcome: bytes, *, max_past_epochs: int = DEFAULT_MAX_PAST_EPOCHS
 ) -> GroupState:
     """Join a group from a Welcome addressed to our key package."""
+    check_max_past_epochs(max_past_epochs)
     joiner, encrypted_info = _open_group_secrets(kp_private, welcome)
     key, nonce = ks.welcome_key_nonce(ks.welcome_secret(joiner))
     ctx, roster, tag, signer, signature = _parse_group_info(suite.aead_open(key, nonce, encrypted_info, b""))

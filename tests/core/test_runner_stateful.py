@@ -111,8 +111,12 @@ class RunnerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.last is not None)
     @rule()
     def repeat_last(self):
+        # A repeat either dedupes or is refused (a transfer re-checks the balance); never applies twice.
         name, params = self.last
-        self.app.runtime.run_command(name, params)
+        try:
+            self.app.runtime.run_command(name, params)
+        except InvalidInput:
+            pass
 
     # --- invariants ---------------------------------------------------------------------
 

@@ -287,3 +287,19 @@ def test_ratchet_generation_space_is_bounded(monkeypatch):
     g.send(1, b"b")
     with pytest.raises(mls.RatchetExhausted):
         g.send(1, b"c")
+
+
+def test_retention_window_can_be_disabled():
+    rng = seeded(21)
+    alice, bob = mls.new_identity(cred(1), rng=rng), mls.new_identity(cred(2), rng=rng)
+    state = mls.create_group(alice, b"strict", max_past_epochs=0, rng=rng)
+    kp, priv = mls.create_key_package(bob, rng=rng)
+    res = mls.commit(state, add=[kp], rng=rng)
+    a, b = res.new_state, mls.join_from_welcome(bob, priv, res.welcomes[cred(2)], max_past_epochs=0)
+    late, a = mls.encrypt_application(a, b"late", rng=rng)
+    b = mls.process_message(b, mls.commit(a, self_update=True, rng=rng).message).new_state
+    assert b.past_epochs == ()
+    with pytest.raises(mls.WrongEpoch):
+        mls.process_message(b, late)
+    with pytest.raises(mls.InvalidArgument):
+        mls.create_group(alice, b"x", max_past_epochs=300)

@@ -1,0 +1,220 @@
+"""The plugin contract: every hook documented and tested, loading, validation."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import click
+import pluggy
+import pytest
+
+from core import drain, hookimpl, hookspecs, queues
+from core.errors import PluginError, TransientError
+from core.plugins import make_plugin_manager
+from core.protocol import Job, Protocol
+from core.registry import Registry
+from projectors import Projector
+from tests.conftest import ROOT
+from tests.fixtures import ledger
+
+HOOKS = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+               if hasattr(fn, "tessera_spec"))
+
+
+def test_hookspecs_are_found():
+    assert "register_protocol" in HOOKS and len(HOOKS) >= 8
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_has_a_docstring(hook):
+    doc = getattr(hookspecs, hook).__doc__ or ""
+    assert len(doc.strip()) > 40, f"{hook} needs a docstring saying when it is called and what it returns"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_is_documented_in_the_plugin_guide(hook):
+    guide = (ROOT / "docs" / "plugin-guide.md").read_text()
+    assert re.search(rf"^### {hook}\(", guide, re.MULTILINE), f"docs/plugin-guide.md lacks a '### {hook}(' section"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_has_a_test(hook):
+    source = (ROOT / "tests" / "test_plugins.py").read_text()
+    assert f"def test_hook_{hook}(" in source
+
+
+def test_entry_points_find_the_builtin_protocols():
+    registry = Registry(make_plugin_manager())
+    assert "example" in registry.protocols
+    assert "process_incoming" in registry.jobs and "loopback" in registry.transports
+
+
+def test_a_misspelled_hook_fails_at_load():
+    class Typo:
+        @hookimpl
+        def register_protocl(self):
+            return None
+
+    with pytest.raises(pluggy.PluginValidationError, match="register_protocl"):
+        make_plugin_manager([Typo()], entry_points=False)
+
+
+def test_two_plugins_with_one_protocol_name_are_refused():
+    class Twin:
+        @hookimpl
+        def register_protocol(self):
+            return Protocol("ledger", "tests.fixtures.ledger", ledger.decode)
+
+    with pytest.raises(PluginError, match="two plugins register a protocol named 'ledger'"):
+        Registry(make_plugin_manager([ledger, Twin()], entry_points=False))
+
+
+def test_a_projector_must_belong_to_its_protocol():
+    class Stray:
+        @hookimpl
+        def register_protocol(self):
+            return Protocol("stray", "tests.fixtures.ledger", ledger.decode,
+                            projectors=(Projector("x", "other", ("t",)),))
+
+    with pytest.raises(PluginError, match="says protocol 'other'"):
+        Registry(make_plugin_manager([Stray()], entry_points=False))
+
+
+def test_register_protocol_must_return_a_protocol():
+    class Wrong:
+        @hookimpl
+        def register_protocol(self):
+            return {"name": "wrong"}
+
+    with pytest.raises(PluginError, match="must return core.protocol.Protocol"):
+        Registry(make_plugin_manager([Wrong()], entry_points=False))
+
+
+# --- one test per hook ---------------------------------------------------------
+
+
+def test_hook_register_protocol(make_app):
+    app = make_app([ledger], ["ledger"])
+    assert app.registry.protocol("ledger").description == "test-only ledger"
+    assert app.registry.projector("ledger.balances").tables == ("ledger_accounts", "ledger_entries")
+
+
+def test_hook_register_jobs(make_app):
+    from jobs.tick import TickDaemon
+
+    ran = []
+
+    class Jobs:
+        @hookimpl
+        def register_jobs(self):
+            return [Job("count_passes", order=5, run=lambda tick: ran.append(tick.lease.token) or 0)]
+
+    app = make_app([ledger, Jobs()], ["ledger"])
+    report = TickDaemon(app, mode="once").run()
+    assert ran == [1] and report.passes == 1
+    assert [j.name for j in TickDaemon(app).jobs][:2] == ["count_passes", "process_incoming"]
+
+
+def test_hook_register_transports(make_app):
+    sent = []
+
+    class Flaky:
+        name = "flaky"
+
+        def send(self, runtime, item):
+            if not sent:
+                sent.append("failed once")
+                raise TransientError("relay unreachable")
+            sent.append(item.payload)
+
+    class Transports:
+        @hookimpl
+        def register_transports(self):
+            return [Flaky()]
+
+    from core import publish
+    from core.intents import EnqueueOutgoing
+    from core.records import Result
+
+    app = make_app([ledger, Transports()], ["ledger"])
+    with app.db.write():
+        app.runtime.apply("ledger", Result(intents=[EnqueueOutgoing(b"hello", transport="flaky")]), 0)
+    publish.publish_due(app.runtime)
+    assert app.db.one("SELECT status, attempts FROM outgoing") == ("pending", 1)
+    app.clock.advance(60_000)
+    publish.publish_due(app.runtime)
+    assert sent == ["failed once", b"hello"]
+    assert app.db.value("SELECT status FROM outgoing") == "sent"
+
+
+def test_hook_register_cli_commands():
+    group = click.Group("t")
+    pm = make_plugin_manager(entry_points=True)
+    pm.hook.register_cli_commands(cli=group)
+    assert "example" in group.commands
+
+
+def test_hook_prepare_connection(make_app):
+    class Functions:
+        @hookimpl
+        def prepare_connection(self, conn):
+            conn.create_scalar_function("shout", lambda s: s.upper() + "!", 1, deterministic=True)
+
+    app = make_app([ledger, Functions()], ["ledger"])
+    assert app.db.value("SELECT shout('hi')") == "HI!"
+
+
+def test_hook_on_item_processed(make_app):
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def on_item_processed(self, protocol, source, item_id, outcome, reason):
+            seen.append((protocol, source, outcome, reason))
+
+    app = make_app([ledger, Observer()], ["ledger"])
+    with app.db.write():
+        queues.push_incoming(app.db, "ledger", [ledger.wire("deposit", "a"), ledger.wire("permanent", "b"),
+                                                b"garbage"], 0)
+    drain.run_until_idle(app.runtime)
+    assert [s[2] for s in seen] == ["handled", "parked", "parked"]
+    assert "can never work" in seen[1][3] and "not a ledger item" in seen[2][3]
+
+
+def test_hook_on_events_committed(make_app):
+    batches = []
+
+    class Observer:
+        @hookimpl
+        def on_events_committed(self, events):
+            batches.append([e.type for e in events])
+
+    app = make_app([ledger, Observer()], ["ledger"])
+    app.runtime.run_command("ledger.deposit", {"id": "1", "account": "a", "amount": 5})
+    app.runtime.run_command("ledger.transfer", {"id": "2", "from": "a", "to": "b", "amount": 1})
+    app.runtime.run_command("ledger.deposit", {"id": "1", "account": "a", "amount": 5})  # duplicate: silent
+    assert batches == [["deposited"], ["deposited", "deposited"]]
+
+
+def test_hook_on_projection_failed(make_app):
+    failures = []
+
+    def broken(conn, event):
+        raise ValueError("disk full")
+
+    class Plugin:
+        @hookimpl
+        def register_protocol(self):
+            base = ledger.register_protocol()
+            return Protocol("ledger", base.package, base.decode, commands=base.commands,
+                            projectors=(Projector("ledger.broken", "ledger", ("ledger_entries",),
+                                                  {"deposited": broken}, isolate_failures=True),))
+
+        @hookimpl
+        def on_projection_failed(self, projection, seq, error):
+            failures.append((projection, seq, error))
+
+    app = make_app([Plugin()], ["ledger"])
+    app.runtime.run_command("ledger.deposit", {"id": "1", "account": "a", "amount": 5})
+    assert failures == [("ledger.broken", 1, "ValueError: disk full")]
