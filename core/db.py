@@ -20,11 +20,10 @@ statements, rows written, idempotent no-ops and busy retries.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -127,24 +126,27 @@ class Database:
         self._after_commit: list[Callable[[], None]] = []
         self._on_begin: list[Callable[[], None]] = []
         self._last_total_changes = 0
+        self._start_changes = 0
         self._ignore_sql: dict[str, bool] = {}
         self._slow_ns = self.settings.slow_statement_ms * 1_000_000
-        self.conn.trace_v2(apsw.SQLITE_TRACE_PROFILE, self._profile, id="tessera")
+        self._total_changes = self.conn.total_changes
+        self.conn.set_profile(self._profile)
 
     # --- observation -------------------------------------------------------
 
-    def _profile(self, info: dict) -> None:
+    def _profile(self, sql: str, nanoseconds: int) -> None:
+        # Runs after every statement: keep it lean.
         counters = self.counters
         counters.statements += 1
-        total = info["total_changes"]
-        changed = total - self._last_total_changes
-        self._last_total_changes = total
-        sql = info["sql"]
-        if changed == 0 and self._is_ignoring_insert(sql):
-            counters.idempotent_noops += 1
-        if info["nanoseconds"] > self._slow_ns:
+        total = self._total_changes()
+        if total == self._last_total_changes:
+            if self._is_ignoring_insert(sql):
+                counters.idempotent_noops += 1
+        else:
+            self._last_total_changes = total
+        if nanoseconds > self._slow_ns:
             counters.slow_statements += 1
-            log.warning("slow statement (%.1f ms): %s", info["nanoseconds"] / 1e6, sql[:500])
+            log.warning("slow statement (%.1f ms): %s", nanoseconds / 1e6, sql[:500])
 
     def _is_ignoring_insert(self, sql: str) -> bool:
         known = self._ignore_sql.get(sql)
@@ -179,56 +181,37 @@ class Database:
     def in_transaction(self) -> bool:
         return self._mode is not None
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Database]:
+    def write(self) -> _Write:
         """A write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""
-        if self._mode == "read":
-            raise TransactionError(
-                "cannot start a write inside a read transaction: a read snapshot cannot be "
-                "upgraded safely; open the write() transaction first"
-            )
-        if self._mode == "write":
-            with self._savepoint():
-                yield self
-            return
-        if self.readonly:
-            raise TransactionError(f"{self.path!r} was opened read-only; open it writable to write")
-        self._begin_immediate()
-        yield from self._run_outermost("write")
+        return _Write(self)
 
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Database]:
+    def read(self) -> _Read:
         """A read transaction on one consistent snapshot (no-op when nested)."""
-        if self._mode is not None:
-            yield self
-            return
-        self.conn.execute("BEGIN DEFERRED")
-        # The snapshot is pinned at the first read, not at BEGIN.
-        self.conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
-        yield from self._run_outermost("read")
+        return _Read(self)
 
-    def _run_outermost(self, mode: str) -> Iterator[Database]:
+    def _begin(self, mode: str) -> None:
         self._mode = mode
-        start_changes = self.conn.total_changes()
+        self._start_changes = self.conn.total_changes()
         for callback in self._on_begin:
             callback()
-        try:
-            yield self
-        except apsw.Error as exc:
+
+    def _finish(self, exc: BaseException | None) -> None:
+        """End the outermost transaction: commit, or roll back on ``exc``."""
+        if exc is not None:
             self._rollback()
-            raise StorageError(f"{self.path}: {exc}") from exc
-        except BaseException:
-            self._rollback()
-            raise
+            if isinstance(exc, apsw.Error):
+                raise StorageError(f"{self.path}: {exc}") from exc
+            return
         try:
             self.conn.execute("COMMIT")
-        except apsw.Error as exc:
+        except apsw.Error as commit_error:
             self._rollback()
-            raise StorageError(f"commit failed on {self.path!r}: {exc}") from exc
+            raise StorageError(f"commit failed on {self.path!r}: {commit_error}") from commit_error
         finally:
             self._mode = None
-        self.counters.rows_written += self.conn.total_changes() - start_changes
-        self._fire_after_commit()
+        self.counters.rows_written += self.conn.total_changes() - self._start_changes
+        if self._after_commit:
+            self._fire_after_commit()
 
     def _rollback(self) -> None:
         self._mode = None
@@ -241,41 +224,28 @@ class Database:
         for callback in callbacks:
             callback()
 
-    @contextlib.contextmanager
-    def _savepoint(self) -> Iterator[None]:
-        self._depth += 1
-        name = f"tessera_sp{self._depth}"
-        pending = len(self._after_commit)
-        self.conn.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            if not self.conn.get_autocommit():
-                self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
-            del self._after_commit[pending:]
-            raise
-        else:
-            self.conn.execute(f"RELEASE {name}")
-        finally:
-            self._depth -= 1
-
     def _begin_immediate(self) -> None:
-        attempts = self.settings.busy_retries + 1
-        delay = 0.05
-        for attempt in range(attempts):
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError:
+            self._begin_with_backoff()
+
+    def _begin_with_backoff(self) -> None:
+        delay, last_error = 0.05, None
+        for _ in range(self.settings.busy_retries):
+            self.counters.busy_retries += 1
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
             except apsw.BusyError as exc:
-                if attempt == attempts - 1:
-                    raise DatabaseBusy(
-                        f"{self.path!r} stayed locked by another writer through {attempts} attempts "
-                        f"of {self.settings.busy_timeout_ms} ms; find the process holding the write "
-                        "lock or raise TESSERA_BUSY_TIMEOUT_MS"
-                    ) from exc
-                self.counters.busy_retries += 1
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 2.0)
+                last_error = exc
+        raise DatabaseBusy(
+            f"{self.path!r} stayed locked by another writer through {self.settings.busy_retries + 1} attempts "
+            f"of {self.settings.busy_timeout_ms} ms; find the process holding the write lock or raise "
+            "TESSERA_BUSY_TIMEOUT_MS"
+        ) from last_error
 
     # --- statements ----------------------------------------------------------
 
@@ -312,3 +282,72 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Write:
+    """Context manager behind :meth:`Database.write` (a class: this is the hot path)."""
+
+    __slots__ = ("db", "savepoint", "pending")
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.savepoint: str | None = None
+
+    def __enter__(self) -> Database:
+        db = self.db
+        if db._mode == "write":
+            db._depth += 1
+            self.savepoint = f"tessera_sp{db._depth}"
+            self.pending = len(db._after_commit)
+            db.conn.execute(f"SAVEPOINT {self.savepoint}")
+            return db
+        if db._mode == "read":
+            raise TransactionError(
+                "cannot start a write inside a read transaction: a read snapshot cannot be "
+                "upgraded safely; open the write() transaction first"
+            )
+        if db.readonly:
+            raise TransactionError(f"{db.path!r} was opened read-only; open it writable to write")
+        db._begin_immediate()
+        db._begin("write")
+        return db
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
+        db = self.db
+        if self.savepoint is None:
+            db._finish(exc)
+            return
+        name, self.savepoint = self.savepoint, None
+        db._depth -= 1
+        if exc is None:
+            db.conn.execute(f"RELEASE {name}")
+            return
+        if not db.conn.get_autocommit():
+            db.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
+        del db._after_commit[self.pending:]
+
+
+class _Read:
+    """Context manager behind :meth:`Database.read`."""
+
+    __slots__ = ("db", "outermost")
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.outermost = False
+
+    def __enter__(self) -> Database:
+        db = self.db
+        if db._mode is not None:
+            return db
+        db.conn.execute("BEGIN DEFERRED")
+        # The snapshot is pinned at the first read, not at BEGIN.
+        db.conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+        db._begin("read")
+        self.outermost = True
+        return db
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
+        if self.outermost:
+            self.outermost = False
+            self.db._finish(exc)

@@ -16,8 +16,21 @@ from core.errors import EncodingError
 _encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+_SCALARS = (str, int, bool, type(None))
+
+
+def _flat(value: dict) -> bool:
+    """True for the common payload: string keys, scalar values (checked without recursion)."""
+    for key, item in value.items():
+        if type(key) is not str or type(item) not in _SCALARS:
+            return False
+    return True
+
+
 def _check(value: Any, path: str) -> None:
     if value is None or isinstance(value, (bool, int, str)):
+        return
+    if type(value) is dict and _flat(value):
         return
     if isinstance(value, float):
         raise EncodingError(f"{path} is a float ({value!r}); store integers (e.g. milliseconds, cents) instead")

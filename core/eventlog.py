@@ -38,7 +38,7 @@ def append(db: Database, protocol: str, events: Sequence[Event], recorded_at_ms:
     conn = db.conn
     appended: list[StoredEvent] = []
     for event in events:
-        payload = event.encode()
+        payload = event.payload
         conn.execute(
             _APPEND,
             (protocol, event.type, event.version, event.event_id, event.partition_key,
@@ -56,7 +56,7 @@ def append_batch(db: Database, protocol: str, events: Sequence[Event], recorded_
     """Bulk form of :func:`append`: one ``executemany`` whose RETURNING rows
     name exactly the events that were new."""
     rows = [
-        (protocol, e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, recorded_at_ms, e.encode())
+        (protocol, e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, recorded_at_ms, e.payload)
         for e in events
     ]
     by_event_id = {e.event_id: (row, e) for row, e in zip(rows, events)}

@@ -71,7 +71,8 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
         outcome = _retry(rt, item, f"unexpected {_describe(exc)}", now_ms)
     else:
         outcome = _dispose(rt, item, handled, now_ms)
-    rt.db.after_commit(lambda: _observe(rt, item, outcome))
+    if rt.registry.observes_items:
+        rt.db.after_commit(lambda: _observe(rt, item, outcome))
     return outcome
 
 

@@ -94,8 +94,12 @@ class Event:
     created_at_ms: int = attrs.field(validator=_timestamp)
     data: Mapping[str, Any] = attrs.field(factory=dict)
     version: int = 1
+    # Encoded when the event is made, so a payload that is not canonical JSON
+    # fails in the protocol code that built it, and is encoded only once.
+    payload: bytes = attrs.field(init=False, eq=False, repr=False)
 
-    def encode(self) -> bytes:
+    @payload.default
+    def _encode(self) -> bytes:
         return encoding.dumps(self.data)
 
 

@@ -32,6 +32,9 @@ class Registry:
         for transports in self.hook.register_transports():
             for transport in transports or ():
                 self._add_unique(self.transports, transport.name, transport, "transport")
+        # Observer hooks cost a call per commit; skip them when no plugin listens.
+        self.observes_commits = bool(self.hook.on_events_committed.get_hookimpls())
+        self.observes_items = bool(self.hook.on_item_processed.get_hookimpls())
 
     @staticmethod
     def _add_unique(table: dict, name: str, value: Any, kind: str) -> None:

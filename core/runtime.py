@@ -44,7 +44,6 @@ log = logging.getLogger("tessera.runtime")
 Subscriber = Callable[[StoredEvent], None]
 
 
-@attrs.define
 class Context:
     """What a handler or command gets: read access and the current time.
 
@@ -57,16 +56,31 @@ class Context:
         runtime: the runtime, for commands that manage their own transactions.
     """
 
-    db: Database
-    protocol: str
-    now_ms: int
-    kv: KV
-    state: ProtocolState
-    runtime: Runtime
+    __slots__ = ("runtime", "protocol", "now_ms")
+
+    def __init__(self, runtime: Runtime, protocol: str, now_ms: int):
+        self.runtime = runtime
+        self.protocol = protocol
+        self.now_ms = now_ms
+
+    @property
+    def db(self) -> Database:
+        return self.runtime.db
 
     @property
     def conn(self) -> Any:
-        return self.db.conn
+        return self.runtime.db.conn
+
+    @property
+    def kv(self) -> KV:
+        return self.runtime.kv
+
+    @property
+    def state(self) -> ProtocolState:
+        return ProtocolState(self.runtime.db, self.protocol)
+
+    def __repr__(self) -> str:
+        return f"Context(protocol={self.protocol!r}, now_ms={self.now_ms})"
 
 
 @attrs.frozen
@@ -91,8 +105,7 @@ class Runtime:
     # --- contexts and commands ----------------------------------------------
 
     def context(self, protocol: str, now_ms: int | None = None) -> Context:
-        now = self.clock.now_ms() if now_ms is None else now_ms
-        return Context(self.db, protocol, now, self.kv, ProtocolState(self.db, protocol), self)
+        return Context(self, protocol, self.clock.now_ms() if now_ms is None else now_ms)
 
     def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome:
         """Run command ``name`` (``protocol.command``) in exactly one transaction.
@@ -122,7 +135,8 @@ class Runtime:
             self.apply_intent(protocol, intent, now_ms)
         if appended:
             self.project(appended, now_ms)
-            self.db.after_commit(lambda: self._notify(appended))
+            if self._subscribers or self.registry.observes_commits:
+                self.db.after_commit(lambda: self._notify(appended))
         return appended
 
     def apply_intent(self, protocol: str, intent: Any, now_ms: int) -> None:
@@ -192,7 +206,8 @@ class Runtime:
             for key in ((event.protocol, event.type), (None, event.type)):
                 for callback in list(self._subscribers.get(key, ())):
                     callback(event)
-        self.registry.hook.on_events_committed(events=events)
+        if self.registry.observes_commits:
+            self.registry.hook.on_events_committed(events=events)
 
 
 # --- intent appliers -----------------------------------------------------------

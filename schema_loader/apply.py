@@ -28,7 +28,7 @@ import attrs
 from core.db import Database
 from core.errors import MigrationError, SchemaChanged, SchemaError
 from schema_loader import validate
-from schema_loader.parser import ParsedSchema, parse, split_statements, strip_comments
+from schema_loader.parser import ParsedSchema, check_no_nul, parse, split_statements, strip_comments
 
 _MIGRATION_NAME = re.compile(r"^(?P<number>\d{3,})_(?P<name>[a-z0-9_]+)\.sql$")
 _TRANSACTION_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
@@ -185,6 +185,7 @@ def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: 
 
 
 def _run_migration(db: Database, migration: Migration) -> None:
+    check_no_nul(migration.text, migration.path, MigrationError)
     for sql, line in split_statements(strip_comments(migration.text)):
         if _TRANSACTION_CONTROL.match(sql):
             raise MigrationError(f"{sql.split()[0].upper()} is not allowed: the loader owns the transaction",

@@ -18,7 +18,7 @@ import re
 import apsw
 import attrs
 
-from core.errors import InvalidIdentifier, SchemaSyntaxError, UnsupportedStatement
+from core.errors import InvalidIdentifier, SchemaError, SchemaSyntaxError, UnsupportedStatement
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_SUFFIXES = ("__rebuild", "__retired")
@@ -35,6 +35,8 @@ _TRIGGER_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)\s+(?:FOR|BEGIN|W
 # Quoted names are matched too, so that a non-plain one is refused as such instead of
 # being left in the table body for SQLite to stumble over.
 _INLINE_INDEX = re.compile(rf"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>{_QUOTED}|[^\s(]+)\s*\(", re.IGNORECASE)
+# INDEX is a reserved word, so a body line starting with it can only be a (malformed) inline index.
+_INLINE_START = re.compile(r"^\s*(?:UNIQUE\s+)?INDEX\b", re.IGNORECASE)
 _INDEX_COLUMN = re.compile(
     rf"^\s*(?P<col>{_QUOTED}|\w+)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
     re.IGNORECASE,
@@ -169,6 +171,21 @@ def _matching_paren(text: str, open_at: int) -> int:
     return -1
 
 
+def _split_commas(text: str) -> list[str]:
+    """Split on commas outside quotes: a quoted name may itself hold a comma."""
+    parts, start, i = [], 0, 0
+    while i < len(text):
+        if text[i] in "'\"`[":
+            i = _quote_end(text, i)
+            continue
+        if text[i] == ",":
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
 def split_statements(text: str) -> list[tuple[str, int]]:
     """Split comment-free SQL into (statement, first line) pairs.
 
@@ -208,6 +225,13 @@ def unquote(token: str) -> str:
     return token
 
 
+def check_no_nul(text: str, path: str | None, error: type[SchemaError] = SchemaSyntaxError) -> None:
+    """Refuse NUL characters: SQLite would cut the text there, and apsw refuses it untyped."""
+    at = text.find("\x00")
+    if at != -1:
+        raise error("the file contains a NUL character; remove it", path=path, line=text.count("\n", 0, at) + 1)
+
+
 def check_identifier(name: str, what: str, path: str | None, line: int | None) -> str:
     """Return ``name`` if it is a plain identifier, else raise InvalidIdentifier."""
     # fullmatch: with match, "$" would also accept a name ending in a newline.
@@ -228,6 +252,7 @@ def check_identifier(name: str, what: str, path: str | None, line: int | None) -
 
 def parse(text: str, path: str | None = None) -> ParsedSchema:
     """Parse a schema file (see the module docs); raises SchemaError subclasses."""
+    check_no_nul(text, path)
     statements: list[Statement] = []
     tables: dict[str, TableDef] = {}
     indexes: list[IndexDef] = []
@@ -278,6 +303,10 @@ def _parse_table(sql: str, head: re.Match, name: str, path: str | None,
     close_at = _matching_paren(sql, open_at) if open_at != -1 else -1
     if close_at == -1:
         raise SchemaSyntaxError(f"table {name}: cannot find its parenthesised column list", path=path, line=line)
+    # The table is re-rendered from its parts, so text skipped here would vanish unseen by SQLite.
+    junk = sql[head.end():open_at].strip()
+    if junk:
+        raise SchemaSyntaxError(f"table {name}: unexpected {junk!r} before the column list", path=path, line=line)
     body_start_line = line + sql.count("\n", 0, open_at)
     body, inline = _lift_inline_indexes(sql[open_at + 1:close_at], name, body_start_line, path)
     suffix = sql[close_at + 1:].rstrip().rstrip(";")
@@ -290,6 +319,10 @@ def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | Non
     for offset, text in enumerate(body.split("\n")):
         match = _INLINE_INDEX.match(text)
         if match is None:
+            if _INLINE_START.match(text):
+                raise SchemaSyntaxError(
+                    f"table {table}: an inline index is '[UNIQUE] INDEX name (columns) [WHERE expr]' "
+                    "on a line of its own", path=path, line=first_line + offset)
             kept.append(text)
             continue
         found.append(_inline_index(text, match, table, first_line + offset, path))
@@ -306,7 +339,7 @@ def _inline_index(text: str, match: re.Match, table: str, line: int, path: str |
     if close_at == -1:
         raise SchemaSyntaxError(f"INDEX {name}: unbalanced parentheses", path=path, line=line)
     columns = text[open_at + 1:close_at]
-    for column in columns.split(","):
+    for column in _split_commas(columns):
         column_match = _INDEX_COLUMN.match(column)
         if column_match is None:
             raise SchemaSyntaxError(

@@ -1,0 +1,164 @@
+"""Event append throughput through the runner, beside the raw apsw ceiling.
+
+    python bench/append.py [--batched N] [--per-item N] [--payload BYTES]
+
+Both paths write the same rows into the same ``events`` table (core schema:
+UNIQUE (protocol, event_id) with random 32-byte ids, the partition index).
+Batched: 1,000 events per transaction (runner: one command returning 1,000
+events; raw: ``executemany``).  Per item: one event per transaction (runner:
+``run_command``; raw: BEGIN IMMEDIATE / INSERT / COMMIT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import apsw
+from common import Workdir, console, report, timed
+from rich.progress import track
+
+import benchproto
+from core import eventlog
+from core.plugins import make_plugin_manager
+from core.records import Event
+from core.db import open_connection
+from core.settings import Settings
+from schema_loader.setup import open_app
+
+BATCH = 1000
+
+
+def make_events(count: int, payload: int, seed: int) -> list[Event]:
+    rng = os.urandom  # ids are random hashes in Nostr and MLS: the worst case for the unique index
+    text = "x" * payload
+    return [Event("benchmarked", rng(32), f"group-{i % 64}", 1_700_000_000_000 + i, {"body": text, "n": i})
+            for i in range(count)]
+
+
+def open_bench(path: str):
+    return open_app(Settings.load(env={}), make_plugin_manager([benchproto], entry_points=False),
+                    enable=["bench"], create=True, path=path)
+
+
+def raw_rows(events: list[Event]) -> list[tuple]:
+    return [("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload)
+            for e in events]
+
+
+def raw_connection(path: str) -> apsw.Connection:
+    """A bare apsw connection with the same pragmas as the runner's, and nothing else."""
+    return open_connection(path, Settings.load(env={}))
+
+
+def raw_batched(path: str, events: list[Event]) -> int:
+    app = open_bench(path)  # same schema, then plain apsw on the same file
+    app.close()
+    conn = raw_connection(path)
+    rows = raw_rows(events)
+
+    def run() -> int:
+        for start in track(range(0, len(rows), BATCH), description="raw executemany", console=console,
+                           transient=True):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(eventlog._APPEND, rows[start:start + BATCH])
+            conn.execute("COMMIT")
+        return len(rows)
+
+    return _finish(timed(run), conn)
+
+
+def chunks(items: list, description: str):
+    """Slices of 1,000 with a progress bar that moves per slice, not per item (it costs µs)."""
+    return track([items[i:i + BATCH] for i in range(0, len(items), BATCH)], description=description,
+                 console=console, transient=True)
+
+
+def raw_per_item(path: str, events: list[Event]) -> int:
+    app = open_bench(path)
+    app.close()
+    conn = raw_connection(path)
+    rows = raw_rows(events)
+
+    def run() -> int:
+        for chunk in chunks(rows, "raw per-item loop"):
+            for row in chunk:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(eventlog._APPEND, row)
+                conn.execute("COMMIT")
+        return len(rows)
+
+    return _finish(timed(run), conn)
+
+
+def runner_batched(path: str, events: list[Event]) -> tuple[int, float]:
+    app = open_bench(path)
+    batches = [events[i:i + BATCH] for i in range(0, len(events), BATCH)]
+
+    def run() -> int:
+        for batch in track(batches, description="runner, 1,000 per command", console=console, transient=True):
+            app.runtime.run_command("bench.append", {"events": batch})
+        return len(events)
+
+    return _finish(timed(run), app)
+
+
+def runner_per_item(path: str, events: list[Event]) -> tuple[int, float]:
+    app = open_bench(path)
+
+    def run() -> int:
+        for chunk in chunks(events, "runner, one per command"):
+            for event in chunk:
+                app.runtime.run_command("bench.append", {"events": [event]})
+        return len(events)
+
+    return _finish(timed(run), app)
+
+
+def _finish(result: tuple[int, float], closable) -> tuple[int, float]:
+    closable.close()
+    return result
+
+
+def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple[float, float, list[float]]:
+    """Alternate raw and runner rounds on fresh files; return median rates and per-round ratios."""
+    raw_rates, our_rates = [], []
+    for _ in range(rounds):
+        count, seconds = raw(work.db("raw"), events)
+        raw_rates.append(count / seconds)
+        count, seconds = ours(work.db("runner"), events)
+        our_rates.append(count / seconds)
+    ratios = [o / r for o, r in zip(our_rates, raw_rates)]
+    return statistics.median(raw_rates), statistics.median(our_rates), ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batched", type=int, default=200_000, help="events for the batched comparison")
+    parser.add_argument("--per-item", type=int, default=20_000, help="events for the per-item comparison")
+    parser.add_argument("--payload", type=int, default=450, help="bytes of text per event payload")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (median)")
+    parser.add_argument("--keep", help="keep the database files in this folder")
+    args = parser.parse_args()
+    work = Workdir(args.keep)
+    try:
+        rows = []
+        for label, raw, ours, count, target in (
+            ("batched (1,000/txn)", raw_batched, runner_batched, args.batched, 0.70),
+            ("per item (1/txn)", raw_per_item, runner_per_item, args.per_item, 0.80),
+        ):
+            events = make_events(count, args.payload, 1)
+            raw_rate, our_rate, ratios = compare(work, raw, ours, events, args.rounds)
+            ratio = our_rate / raw_rate
+            rows.append((label, f"{count:,}", f"{raw_rate:,.0f}", f"{our_rate:,.0f}", f"{ratio:.0%}",
+                         " ".join(f"{r:.0%}" for r in ratios), f">= {target:.0%}",
+                         "ok" if ratio >= target else "BELOW TARGET"))
+        report(f"Event append, ~{args.payload + 60}-byte payloads, random 32-byte ids (median of {args.rounds} rounds)",
+               rows, ("mode", "events", "raw apsw/s", "runner/s", "runner/raw", "rounds", "target", ""))
+    finally:
+        work.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+-- The benchmark protocol owns no tables: it measures the core alone.

@@ -1,0 +1,51 @@
+"""Helpers shared by the benchmarks: fresh files, timing, result tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+console = Console(width=150)
+
+
+class Workdir:
+    """A temporary folder of database files, removed at exit."""
+
+    def __init__(self, keep: str | None = None):
+        self.path = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="tessera-bench-"))
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.keep = keep is not None
+        self._n = 0
+
+    def db(self, name: str) -> str:
+        self._n += 1
+        return str(self.path / f"{self._n:02d}-{name}.db")
+
+    def close(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def timed(fn: Callable[[], int]) -> tuple[int, float]:
+    start = time.perf_counter()
+    count = fn()
+    return count, time.perf_counter() - start
+
+
+def report(title: str, rows: list[tuple], columns: tuple[str, ...]) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right" if column != columns[0] else "left")
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
+    console.print(f"[dim]{os.cpu_count()} cores, Python {sys.version.split()[0]}[/]")

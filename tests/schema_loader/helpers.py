@@ -1,0 +1,77 @@
+"""Shared helpers for the schema loader tests: sources, snapshots, index introspection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.db import Database
+from schema_loader.apply import Migration, SchemaSource, source_for_package
+
+BOOKKEEPING = ("schema_versions", "schema_migrations", "schema_objects")
+
+
+def core_source() -> SchemaSource:
+    return source_for_package("core", "core")
+
+
+def source(owner: str, text: str, *migrations: Migration, path: str | None = None) -> SchemaSource:
+    """A SchemaSource built directly; the path looks like a package's."""
+    return SchemaSource(owner, text, path or f"/pkg/{owner}/schema.sql", tuple(migrations))
+
+
+def migration(owner: str, number: int, name: str, text: str) -> Migration:
+    return Migration(number, name, text, f"/pkg/{owner}/migrations/{number:03d}_{name}.sql")
+
+
+def snapshot(db: Database) -> dict[str, list[tuple]]:
+    """Everything a refused apply must leave alone: the schema, its cookie, the bookkeeping rows."""
+    snap = {
+        "sqlite_schema": db.all("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name"),
+        "schema_version": db.all("PRAGMA schema_version"),
+    }
+    for table in BOOKKEEPING:
+        if db.conn.table_exists(None, table):
+            snap[table] = db.all(f"SELECT * FROM {table} ORDER BY 1, 2")
+    return snap
+
+
+def user_objects(db: Database, kind: str | None = None) -> set[str]:
+    rows = db.all("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+    return {name for k, name in rows if kind is None or k == kind}
+
+
+def columns(db: Database, table: str) -> list[tuple]:
+    """(name, declared type, pk position) per column, in order."""
+    return [tuple(r) for r in db.all("SELECT name, type, pk FROM pragma_table_xinfo(?)", (table,))]
+
+
+def without_rowid(db: Database, table: str) -> bool:
+    return bool(db.value("SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (table,)))
+
+
+def indexes(db: Database, table: str) -> dict[str, tuple]:
+    """name -> (unique, partial, ((column, desc, collation), ...)) for the explicit indexes of ``table``."""
+    out = {}
+    for name, unique, origin, partial in db.all(
+            'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)):
+        if origin != "c":
+            continue
+        keys = tuple((c, bool(d), coll.upper()) for c, d, coll in db.all(
+            "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)))
+        out[name] = (bool(unique), bool(partial), keys)
+    return out
+
+
+def write_package(root: Path, name: str, schema: str | None, migrations: dict[str, str] | None = None) -> Path:
+    """An importable package ``name`` under ``root`` with schema.sql and migrations/ files."""
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    if schema is not None:
+        (package / "schema.sql").write_text(schema)
+    if migrations is not None:
+        folder = package / "migrations"
+        folder.mkdir()
+        for filename, text in migrations.items():
+            (folder / filename).write_text(text)
+    return package

@@ -1,0 +1,292 @@
+"""Numbered migrations: running, recording, refusing, baselines."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.db import Database
+from core.errors import MigrationError, SchemaChanged, SchemaError
+from schema_loader.apply import Migration, apply_schemas, source_for_package
+from schema_loader.parser import parse
+from tests.schema_loader.helpers import columns, core_source, indexes, migration, snapshot, source, write_package
+
+V0 = """\
+CREATE TABLE notes (
+    id      INTEGER PRIMARY KEY,
+    body    TEXT    NOT NULL,
+    INDEX notes_by_body (body)
+);
+"""
+V1 = V0.replace("    body    TEXT    NOT NULL,\n", "    body    TEXT    NOT NULL,\n    pinned  INTEGER NOT NULL DEFAULT 0,\n")
+ADD_PINNED = "-- pinned notes\nALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;\n"
+
+
+@pytest.fixture
+def v0_db(fresh_db: Database) -> Database:
+    """core plus the notes owner at version 0, with a row in it."""
+    apply_schemas(fresh_db, [core_source(), source("notes", V0)], now_ms=1)
+    fresh_db.execute("INSERT INTO notes (body) VALUES ('hello')")
+    return fresh_db
+
+
+def migrations_of(db: Database, owner: str) -> list[tuple]:
+    return db.all("SELECT number, name, baseline FROM schema_migrations WHERE owner = ? ORDER BY number", (owner,))
+
+
+def test_add_column_migration(v0_db):
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    (report,) = apply_schemas(v0_db, [source("notes", V1, m1)], now_ms=2)
+    assert (report.action, report.version, report.migrations_run) == ("migrated", 1, (1,))
+    assert [c[0] for c in columns(v0_db, "notes")] == ["id", "body", "pinned"]
+    assert v0_db.all("SELECT body, pinned FROM notes") == [("hello", 0)]
+    assert migrations_of(v0_db, "notes") == [(1, "add_pinned", 0)]
+    assert v0_db.one("SELECT version, checksum, applied_at_ms FROM schema_versions WHERE owner = 'notes'") == \
+        (1, parse(V1).checksum, 2)
+    before = snapshot(v0_db)
+    (again,) = apply_schemas(v0_db, [source("notes", V1, m1)], now_ms=3)
+    assert again.action == "unchanged"
+    assert snapshot(v0_db) == before
+
+
+def test_migration_objects_are_recorded(v0_db):
+    v1 = V1 + "CREATE TABLE tags (note INTEGER NOT NULL, tag TEXT NOT NULL\n    INDEX tags_by_tag (tag)\n);\n"
+    m1 = migration("notes", 1, "tags", ADD_PINNED + "CREATE TABLE tags (note INTEGER NOT NULL, tag TEXT NOT NULL);\n"
+                   "CREATE INDEX tags_by_tag ON tags (tag);\n")
+    apply_schemas(v0_db, [source("notes", v1, m1)])
+    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == \
+        [("notes",), ("notes_by_body",), ("tags",), ("tags_by_tag",)]
+
+
+MISMATCHES = [
+    ("wrong-type", "ALTER TABLE notes ADD COLUMN pinned TEXT NOT NULL DEFAULT 0;", V1, "table notes differs"),
+    ("wrong-default", "ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 1;", V1, "table notes differs"),
+    ("missing-column", "UPDATE notes SET body = body;", V1, "table notes differs"),
+    ("extra-table", ADD_PINNED + "CREATE TABLE scratchpad (x);", V1, "table scratchpad exists after migrating"),
+    ("missing-index", ADD_PINNED + "DROP INDEX notes_by_body;", V1, "index notes_by_body is in schema.sql"),
+    ("index-desc", ADD_PINNED + "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body DESC);", V1,
+     "index notes_by_body differs"),
+    ("index-not-unique", "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace("INDEX notes_by_body", "UNIQUE INDEX notes_by_body"), "index notes_by_body differs"),
+    ("index-not-partial", "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace("(body)\n", "(body) WHERE body != ''\n"), "index notes_by_body differs"),
+    ("lost-unique-constraint",
+     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+     "CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace("body    TEXT    NOT NULL,", "body    TEXT    NOT NULL UNIQUE,"), "table notes differs"),
+    ("lost-without-rowid",
+     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+     "CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace(");\n", ") WITHOUT ROWID;\n"), "table notes differs"),
+    ("lost-foreign-key",
+     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+     "CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace("id      INTEGER PRIMARY KEY,", "id      INTEGER PRIMARY KEY REFERENCES notes (id),"),
+     "table notes differs"),
+    ("view-differs", "CREATE VIEW note_bodies AS SELECT body FROM notes;",
+     V0 + "CREATE VIEW note_bodies AS SELECT id, body FROM notes;", "view note_bodies differs"),
+]
+
+
+@pytest.mark.parametrize("sql,schema,message", [c[1:] for c in MISMATCHES], ids=[c[0] for c in MISMATCHES])
+def test_migration_that_does_not_match_schema_is_refused(v0_db, sql, schema, message):
+    before = snapshot(v0_db)
+    rows = v0_db.all("SELECT * FROM notes")
+    with pytest.raises(MigrationError) as info:
+        apply_schemas(v0_db, [source("notes", schema, migration("notes", 1, "m", sql))])
+    assert message in str(info.value)
+    assert info.value.path == "/pkg/notes/schema.sql"
+    assert snapshot(v0_db) == before
+    assert v0_db.all("SELECT * FROM notes") == rows
+
+
+def test_view_recreated_with_other_spacing_matches(v0_db):
+    schema = V0 + "CREATE VIEW note_bodies AS SELECT id, body FROM notes;"
+    m1 = migration("notes", 1, "view", "CREATE VIEW note_bodies AS\n    SELECT id,body\n    FROM notes;")
+    (report,) = apply_schemas(v0_db, [source("notes", schema, m1)])
+    assert report.action == "migrated"
+
+
+def test_migration_with_sql_error_names_file_and_line(v0_db):
+    before = snapshot(v0_db)
+    text = "-- step one\n" + ADD_PINNED + "\n/* step\n   two */\nUPDATE notes SET nosuch = 1;\n"
+    m1 = migration("notes", 1, "broken", text)
+    with pytest.raises(MigrationError) as info:
+        apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert (info.value.path, info.value.line) == (m1.path, 7)
+    assert "nosuch" in str(info.value)
+    assert str(info.value).startswith(f"{m1.path}:7: ")
+    assert snapshot(v0_db) == before
+
+
+@pytest.mark.parametrize("statement", ["BEGIN;", "begin immediate;", "BEGIN TRANSACTION;", "COMMIT;", "END;",
+                                       "ROLLBACK;", "SAVEPOINT s;", "RELEASE s;", "VACUUM;",
+                                       "ATTACH DATABASE ':memory:' AS x;", "DETACH DATABASE x;"])
+def test_transaction_control_in_migrations_is_refused(v0_db, statement):
+    before = snapshot(v0_db)
+    m1 = migration("notes", 1, "tx", f"-- wrapped\n{statement}\n{ADD_PINNED}COMMIT;\n")
+    with pytest.raises(MigrationError, match="the loader owns the transaction") as info:
+        apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert (info.value.path, info.value.line) == (m1.path, 2)
+    assert snapshot(v0_db) == before
+    assert not v0_db.in_transaction
+
+
+def test_trigger_in_a_migration_is_not_transaction_control(v0_db):
+    trigger = ("CREATE TRIGGER notes_no_delete BEFORE DELETE ON notes\nBEGIN\n"
+               "    SELECT RAISE(ABORT, 'keep; notes');\nEND;\n")
+    m1 = migration("notes", 1, "guard", trigger)
+    (report,) = apply_schemas(v0_db, [source("notes", V0 + trigger, m1)])
+    assert report.action == "migrated"
+    with pytest.raises(Exception, match="keep; notes"):
+        v0_db.execute("DELETE FROM notes")
+
+
+def test_data_migration_runs_once(v0_db):
+    m1 = migration("notes", 1, "shout", "UPDATE notes SET body = upper(body) || '!';")
+    (report,) = apply_schemas(v0_db, [source("notes", V0, m1)])
+    assert (report.action, report.version) == ("migrated", 1)
+    assert v0_db.all("SELECT body FROM notes") == [("HELLO!",)]
+    for _ in range(2):
+        (again,) = apply_schemas(v0_db, [source("notes", V0, m1)])
+        assert again.action == "unchanged"
+    assert v0_db.all("SELECT body FROM notes") == [("HELLO!",)]
+    assert migrations_of(v0_db, "notes") == [(1, "shout", 0)]
+
+
+def test_migrations_run_in_numeric_order(v0_db):
+    def step(n: int):
+        return migration("notes", n, f"step{n}", f"UPDATE notes SET body = body || ',{n}';")
+
+    # Given out of order on purpose; numbers above 999 must not sort as text.
+    steps = (step(1000), step(2), step(999), step(10))
+    (report,) = apply_schemas(v0_db, [source("notes", V0, *steps)])
+    assert report.migrations_run == (2, 10, 999, 1000)
+    assert report.version == 1000
+    assert v0_db.value("SELECT body FROM notes") == "hello,2,10,999,1000"
+
+
+def test_package_migrations_run_in_numeric_order(tmp_path, monkeypatch, fresh_db):
+    package = write_package(tmp_path, "pkg_ordered", V0, {})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    apply_schemas(fresh_db, [core_source(), source_for_package("ordered", "pkg_ordered")])
+    fresh_db.execute("INSERT INTO notes (body) VALUES ('x')")
+    for number in (999, 1000, 1001):
+        (package / "migrations" / f"{number}_step.sql").write_text(
+            f"UPDATE notes SET body = body || ',{number}';")
+    (report,) = apply_schemas(fresh_db, [source_for_package("ordered", "pkg_ordered")])
+    assert report.migrations_run == (999, 1000, 1001)
+    assert fresh_db.value("SELECT body FROM notes") == "x,999,1000,1001"
+
+
+def test_pending_migrations_only(v0_db):
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    apply_schemas(v0_db, [source("notes", V1, m1)])
+    m2 = migration("notes", 2, "pin_all", "UPDATE notes SET pinned = 1;")
+    (report,) = apply_schemas(v0_db, [source("notes", V1, m1, m2)])
+    assert report.migrations_run == (2,)
+    assert migrations_of(v0_db, "notes") == [(1, "add_pinned", 0), (2, "pin_all", 0)]
+
+
+@pytest.mark.parametrize("edit", [lambda t: t + "\n-- and a comment", lambda t: t.replace("DEFAULT 0", "DEFAULT 1")],
+                         ids=["comment", "sql"])
+def test_edited_applied_migration_is_refused(v0_db, edit):
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    apply_schemas(v0_db, [source("notes", V1, m1)])
+    before = snapshot(v0_db)
+    edited = migration("notes", 1, "add_pinned", edit(ADD_PINNED))
+    with pytest.raises(SchemaChanged, match="edited after it was applied") as info:
+        apply_schemas(v0_db, [source("notes", V1, edited)])
+    assert info.value.path == edited.path
+    assert snapshot(v0_db) == before
+
+
+def test_edited_baseline_migration_is_refused(fresh_db):
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    apply_schemas(fresh_db, [core_source(), source("notes", V1, m1)])
+    with pytest.raises(SchemaChanged, match="edited after it was applied"):
+        apply_schemas(fresh_db, [source("notes", V1, migration("notes", 1, "add_pinned", ADD_PINNED + "SELECT 1;"))])
+
+
+def test_fresh_database_records_migrations_as_baseline(fresh_db):
+    # Run on this database, 001 would fail: schema.sql already has the column.
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    m2 = migration("notes", 2, "impossible", "UPDATE nosuch SET x = 1;")
+    reports = apply_schemas(fresh_db, [core_source(), source("notes", V1, m1, m2)], now_ms=7)
+    assert (reports[1].action, reports[1].version, reports[1].migrations_run) == ("created", 2, ())
+    assert migrations_of(fresh_db, "notes") == [(1, "add_pinned", 1), (2, "impossible", 1)]
+    assert [c[0] for c in columns(fresh_db, "notes")] == ["id", "body", "pinned"]
+    assert fresh_db.value("SELECT version FROM schema_versions WHERE owner = 'notes'") == 2
+    (again,) = apply_schemas(fresh_db, [source("notes", V1, m1, m2)])
+    assert again.action == "unchanged"
+
+
+def test_the_same_migration_runs_on_an_old_database(v0_db, db_path, settings, tmp_path):
+    """The baseline above is right because an older database does run it."""
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    apply_schemas(v0_db, [source("notes", V1, m1)])
+    with Database(str(tmp_path / "new.db"), settings) as new:
+        apply_schemas(new, [core_source(), source("notes", V1, m1)])
+        assert columns(new, "notes") == columns(v0_db, "notes")
+        assert indexes(new, "notes") == indexes(v0_db, "notes")
+
+
+def test_new_owner_on_existing_database_is_baselined(v0_db):
+    m1 = migration("later", 1, "never", "DROP TABLE nosuch;")
+    (report,) = apply_schemas(v0_db, [source("later", "CREATE TABLE later_t (a INTEGER);", m1)])
+    assert (report.action, report.version) == ("created", 1)
+    assert migrations_of(v0_db, "later") == [(1, "never", 1)]
+
+
+def test_migration_numbered_below_the_version_is_refused(v0_db):
+    m1 = migration("notes", 1, "one", "UPDATE notes SET body = body || '1';")
+    m3 = migration("notes", 3, "three", "UPDATE notes SET body = body || '3';")
+    apply_schemas(v0_db, [source("notes", V0, m1, m3)])
+    before = snapshot(v0_db)
+    m2 = migration("notes", 2, "two", "UPDATE notes SET body = body || '2';")
+    with pytest.raises(MigrationError, match="never applied; renumber it above 003") as info:
+        apply_schemas(v0_db, [source("notes", V0, m1, m2, m3)])
+    assert info.value.path == m2.path
+    assert snapshot(v0_db) == before
+
+
+def test_duplicate_migration_numbers_are_refused(v0_db):
+    before = snapshot(v0_db)
+    with pytest.raises(SchemaError, match="share number 001"):
+        apply_schemas(v0_db, [source("notes", V0, migration("notes", 1, "a", "SELECT 1;"),
+                                     Migration(1, "b", "SELECT 2;", "/elsewhere/001_b.sql"))])
+    assert snapshot(v0_db) == before
+
+
+def test_migration_may_not_touch_another_owners_objects(v0_db):
+    apply_schemas(v0_db, [source("other", "CREATE TABLE other_t (a INTEGER\n INDEX other_a (a)\n);")])
+    before = snapshot(v0_db)
+    for sql in ("DROP TABLE other_t;", "DROP INDEX other_a;", "ALTER TABLE other_t ADD COLUMN b TEXT;",
+                "ALTER TABLE other_t RENAME TO notes_extra;"):
+        with pytest.raises(MigrationError, match="which other owns"):
+            apply_schemas(v0_db, [source("notes", V0, migration("notes", 1, "evil", sql))])
+        assert snapshot(v0_db) == before
+
+
+def test_failing_migration_rolls_back_other_owners(v0_db):
+    apply_schemas(v0_db, [source("second", "CREATE TABLE second_t (a INTEGER);")])
+    before = snapshot(v0_db)
+    good = source("notes", V1, migration("notes", 1, "add_pinned", ADD_PINNED))
+    bad = source("second", "CREATE TABLE second_t (a INTEGER);",
+                 migration("second", 1, "broken", "UPDATE second_t SET nosuch = 1;"))
+    with pytest.raises(MigrationError):
+        apply_schemas(v0_db, [core_source(), good, bad])
+    assert snapshot(v0_db) == before
+    assert [c[0] for c in columns(v0_db, "notes")] == ["id", "body"]
+
+
+def test_migration_on_core_keeps_other_owners_views(fresh_db):
+    """Revalidating core must cope with another owner's view over core tables."""
+    apply_schemas(fresh_db, [core_source(), source("p", "CREATE VIEW p_events AS SELECT seq, protocol FROM events;")])
+    core = core_source()
+    m1 = migration("core", 1, "touch", "UPDATE kv SET value = value;")
+    (report,) = apply_schemas(fresh_db, [source("core", core.text, m1, path=core.path)])
+    assert report.action == "migrated"
+    assert fresh_db.all("SELECT * FROM p_events") == []
