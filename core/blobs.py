@@ -45,8 +45,13 @@ def info(db: Database, file_id: str) -> BlobInfo | None:
 def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_size: int, now_ms: int, *,
                  mime: str | None = None, max_slice_bytes: int) -> BlobInfo:
     """Store one slice inside the current write transaction (see module docs)."""
-    _validate(file_id, data, total_size, max_slice_bytes)
-    blob = info(db, file_id) or _create(db, file_id, total_size, mime, now_ms)
+    _validate(file_id, slice_no, data, total_size, max_slice_bytes)
+    blob = info(db, file_id)
+    is_new = blob is None
+    if blob is None:
+        # Not created until a slice is accepted: a refused first slice must
+        # not leave a row whose declared size would refuse the correct resend.
+        blob = BlobInfo(file_id, total_size, mime, 0, 0, "receiving", None)
     if blob.total_size != total_size:
         raise InvalidInput(f"blob {file_id[:12]}… was declared {blob.total_size} bytes, this slice says {total_size}")
     if slice_no < blob.next_slice:
@@ -58,6 +63,8 @@ def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_s
             f"{blob.next_slice}", expected=blob.next_slice)
     if blob.received_bytes + len(data) > total_size:
         raise InvalidInput(f"slice {slice_no} overruns blob {file_id[:12]}… ({total_size} bytes declared)")
+    if is_new:
+        _create(db, file_id, total_size, mime, now_ms)
     db.execute("INSERT INTO blob_slices(file_id, slice_no, offset, data) VALUES (?, ?, ?, ?)",
                (file_id, slice_no, blob.received_bytes, data))
     received = blob.received_bytes + len(data)
@@ -68,9 +75,11 @@ def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_s
     return info(db, file_id)
 
 
-def _validate(file_id: str, data: bytes, total_size: int, max_slice_bytes: int) -> None:
+def _validate(file_id: str, slice_no: int, data: bytes, total_size: int, max_slice_bytes: int) -> None:
     if not _HEX64.match(file_id):
         raise InvalidInput(f"file_id must be the lowercase hex SHA-256 of the content, got {file_id!r:.80}")
+    if slice_no < 0 or total_size < 0:
+        raise InvalidInput(f"slice_no and total_size must be non-negative, got {slice_no} and {total_size}")
     if not data and total_size:
         raise InvalidInput("a slice must carry at least one byte")
     if len(data) > max_slice_bytes:
@@ -106,24 +115,39 @@ def _chunks(db: Database, file_id: str) -> Iterator[bytes]:
         yield data
 
 
-def stream(db: Database, file_id: str) -> Iterator[bytes]:
-    """Yield a complete blob slice by slice (never the whole file in memory)."""
+def _require_complete(db: Database, file_id: str) -> BlobInfo:
     blob = info(db, file_id)
     if blob is None:
         raise NotFound(f"no blob {file_id}")
     if blob.status != "complete":
         detail = blob.reason or f"{blob.received_bytes}/{blob.total_size} bytes received"
         raise BlobCorrupt(f"blob {file_id[:12]}… is {blob.status} ({detail}); it cannot be read")
+    return blob
+
+
+def stream(db: Database, file_id: str) -> Iterator[bytes]:
+    """Yield a complete blob slice by slice (never the whole file in memory)."""
+    _require_complete(db, file_id)
     yield from _chunks(db, file_id)
 
 
 def export(db: Database, file_id: str, path: Path) -> int:
-    """Write a complete blob to ``path`` atomically; returns bytes written."""
+    """Write a complete blob to ``path`` atomically; returns bytes written.
+
+    A missing, incomplete or corrupt blob is refused before anything is
+    written, and a failed export leaves neither ``path`` nor a ``.part`` file.
+    """
     tmp = path.with_name(path.name + ".part")
     written = 0
-    with db.read(), open(tmp, "wb") as out:
-        for chunk in stream(db, file_id):
-            out.write(chunk)
-            written += len(chunk)
+    with db.read():
+        _require_complete(db, file_id)
+        try:
+            with open(tmp, "wb") as out:
+                for chunk in _chunks(db, file_id):
+                    out.write(chunk)
+                    written += len(chunk)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     tmp.replace(path)
     return written

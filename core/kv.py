@@ -1,12 +1,18 @@
 """A tiny key/value store for flags and counters.
 
-Read-through: values are cached per connection and the cache is dropped at
-the start of every transaction, so no connection ever reads a value older
-than the last commit it could see.  Large data belongs in tables.
+Read-through: inside a transaction, values are cached per connection and the
+cache is dropped at the start of every transaction, so no connection ever
+reads a value older than the last commit it could see.  Outside a
+transaction every read goes to the database (another connection may have
+committed since).  A key written in the current transaction is always read
+back from the database, because a savepoint rolled back around the write
+would otherwise leave the cache ahead of the data.  Every :class:`KV` on the
+same :class:`~core.db.Database` shares one cache.  Large data belongs in tables.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from core.db import Database
@@ -16,18 +22,42 @@ MAX_VALUE_BYTES = 1024
 _MISSING = object()
 
 
+class _Cache:
+    """The read cache of one connection, reset at every transaction start."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.written: set[str] = set()
+
+    def reset(self) -> None:
+        self.values.clear()
+        self.written.clear()
+
+
+_CACHES: weakref.WeakKeyDictionary[Database, _Cache] = weakref.WeakKeyDictionary()
+
+
+def _cache_for(db: Database) -> _Cache:
+    cache = _CACHES.get(db)
+    if cache is None:
+        cache = _CACHES[db] = _Cache()
+        db.on_begin(cache.reset)
+    return cache
+
+
 class KV:
     def __init__(self, db: Database):
         self.db = db
-        self._cache: dict[str, Any] = {}
-        db.on_begin(self._cache.clear)
+        self._cache = _cache_for(db)
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self._cache.get(key, _MISSING)
+        cache = self._cache
+        cacheable = self.db.in_transaction and key not in cache.written
+        value = cache.values.get(key, _MISSING) if cacheable else _MISSING
         if value is _MISSING:
             value = self.db.value("SELECT value FROM kv WHERE key = ?", (key,), default=_MISSING)
-            if self.db.in_transaction:
-                self._cache[key] = value
+            if cacheable:
+                cache.values[key] = value
         return default if value is _MISSING else value
 
     def set(self, key: str, value: int | str | bytes | None) -> None:
@@ -37,7 +67,7 @@ class KV:
             "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
-        self._cache[key] = value
+        self._written(key)
 
     def incr(self, key: str, by: int = 1) -> int:
         """Add ``by`` to an integer counter (missing counts as 0)."""
@@ -47,18 +77,22 @@ class KV:
             "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value RETURNING value",
             (key, by),
         )
-        self._cache[key] = value
+        self._written(key)
         return value
 
     def delete(self, key: str) -> None:
         self._require_write()
         self.db.execute("DELETE FROM kv WHERE key = ?", (key,))
-        self._cache[key] = _MISSING
+        self._written(key)
 
     def items(self, prefix: str = "") -> dict[str, Any]:
         rows = self.db.all("SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
                            (prefix, prefix + "\U0010ffff"))
         return dict(rows)
+
+    def _written(self, key: str) -> None:
+        self._cache.values.pop(key, None)
+        self._cache.written.add(key)
 
     def _require_write(self) -> None:
         if not self.db.in_write:

@@ -69,12 +69,19 @@ _ENQUEUE_DEFERRED = (
 )
 
 # The head of each partition only ('' = no partition: every item is its own head).
+_HEAD_ONLY = (
+    "(partition_key = '' OR NOT EXISTS ("
+    "  SELECT 1 FROM deferred AS e WHERE e.partition_key = d.partition_key AND e.id < d.id))"
+)
 _NEXT_DUE = (
     "SELECT id, protocol, payload, partition_key, attempts, first_failed_at_ms FROM deferred AS d "
-    "WHERE available_at_ms <= ? AND (partition_key = '' OR NOT EXISTS ("
-    "  SELECT 1 FROM deferred AS e WHERE e.partition_key = d.partition_key AND e.id < d.id)) "
+    f"WHERE available_at_ms <= ? AND {_HEAD_ONLY} "
     "ORDER BY available_at_ms, id LIMIT 1"
 )
+# When the next item becomes due: a non-head row waits for its head however
+# early its own time is, so only heads count (else a drainer that sleeps until
+# this time wakes to find nothing due, and spins).
+_NEXT_DUE_AT = f"SELECT available_at_ms FROM deferred AS d WHERE {_HEAD_ONLY} ORDER BY available_at_ms, id LIMIT 1"
 
 
 def enqueue_deferred(db: Database, protocol: str, payload: bytes, available_at_ms: int, *,
@@ -109,7 +116,8 @@ def delete_deferred(db: Database, deferred_id: int) -> None:
 
 
 def next_deferred_due_at(db: Database) -> int | None:
-    return db.value("SELECT min(available_at_ms) FROM deferred")
+    """When :func:`next_due_deferred` will next return an item (None = queue empty)."""
+    return db.value(_NEXT_DUE_AT)
 
 
 # --- outgoing ---------------------------------------------------------------

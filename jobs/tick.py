@@ -103,7 +103,8 @@ class TickDaemon:
     # --- one pass -------------------------------------------------------------
 
     def _pass(self) -> int:
-        self._ensure_lease()
+        if self.lease is None or self.rt.clock.now_ms() >= self._renew_at:
+            self._ensure_lease()  # a write: only when standing by or when renewal is due
         if self.lease is None:
             return 0
         budget = None if self.max_items is None else self.max_items - self.report.items
@@ -118,7 +119,7 @@ class TickDaemon:
                     break
         except LeaseLost as exc:
             log.warning("%s; going back to standby", exc)
-            self.lease = None
+            self.lease = self.rt.lease = None
         for kind, count in tick.outcomes.items():
             self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + count
         self.report.passes += 1
@@ -145,6 +146,7 @@ class TickDaemon:
         ttl = self.settings.lease_ttl_ms
         previous = self.lease
         self.lease = leases.try_acquire(self.app.db, "tick", self.owner, ttl, now)
+        self.rt.lease = self.lease  # handlers may read the fencing token (ctx.runtime.lease)
         self._renew_at = now + ttl // 3
         if self.lease is None:
             if previous is not None:
@@ -159,7 +161,7 @@ class TickDaemon:
         if self.lease is not None:
             leases.release(self.app.db, self.lease)
             log.info("released the tick lease (token %d)", self.lease.token)
-            self.lease = None
+            self.lease = self.rt.lease = None
 
     # --- idling ----------------------------------------------------------------
 

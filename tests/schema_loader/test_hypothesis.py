@@ -9,13 +9,14 @@ text is compared with the model through SQLite's PRAGMAs.
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from core.db import Database
@@ -24,7 +25,9 @@ from schema_loader.apply import apply_schemas
 from schema_loader.parser import IDENTIFIER, parse
 from tests.schema_loader.helpers import columns, core_source, indexes, snapshot, source, without_rowid
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# SCHEMA_LOADER_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast.
+FAST = settings(max_examples=int(os.environ.get("SCHEMA_LOADER_EXAMPLES", "60")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
 PATH = "/pkg/gen/schema.sql"
 TYPES = ("INTEGER", "TEXT", "BLOB", "REAL")
 CORE = core_source()
@@ -287,7 +290,7 @@ BROKEN = ["CREATE TABLE broken_a (a INTEGER,, b TEXT)", "CREATE TABLE broken_b (
 
 @st.composite
 def hostile_cases(draw):
-    """(schema text, expected error class, expected line or None)."""
+    """(kind, schema text, expected error class, expected line or None)."""
     model = draw(models())
     rng = draw(st.randoms(use_true_random=False))
     kind = draw(st.sampled_from(["name", "unsupported", "duplicate", "broken", "extra-object"]))
@@ -295,8 +298,8 @@ def hostile_cases(draw):
         targets = [t.name for t in model] + [c.name for t in model for c in t.columns] \
             + [i.name for t in model for i in t.indexes]
         victim = draw(st.sampled_from(targets))
-        return join(render_statements(rename_everywhere(model, victim, draw(hostile_names())), rng), rng), \
-            InvalidIdentifier, None
+        text = join(render_statements(rename_everywhere(model, victim, draw(hostile_names())), rng), rng)
+        return kind, text, InvalidIdentifier, None
     statements = render_statements(model, rng)
     at = draw(st.integers(0, len(statements)))
     offset = 0  # the error's line, counted from the inserted statement's first line
@@ -328,7 +331,7 @@ def hostile_cases(draw):
         error = InvalidIdentifier
     before = join(statements[:at], rng)
     text = before + extra + ";\n" + join(statements[at:], rng)
-    return text, error, before.count("\n") + 1 + offset
+    return kind, text, error, before.count("\n") + 1 + offset
 
 
 @pytest.fixture(scope="module")
@@ -343,7 +346,8 @@ def core_file(tmp_path_factory) -> Path:
 @FAST
 @given(case=hostile_cases())
 def test_hostile_variants_are_refused_and_change_nothing(core_file, case):
-    text, error, line = case
+    kind, text, error, line = case
+    event(kind)
     with tempfile.TemporaryDirectory() as directory:
         (Path(directory) / "gen.db").write_bytes(core_file.read_bytes())
         with new_db(directory) as db:

@@ -121,6 +121,13 @@ def test_migration_with_sql_error_names_file_and_line(v0_db):
     assert snapshot(v0_db) == before
 
 
+def test_migration_with_nul_character_is_refused(v0_db):
+    m1 = migration("notes", 1, "nul", ADD_PINNED + "UPDATE notes SET body = 'a\x00b';\n")
+    with pytest.raises(MigrationError, match="NUL") as info:
+        apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert (info.value.path, info.value.line) == (m1.path, 3)
+
+
 @pytest.mark.parametrize("statement", ["BEGIN;", "begin immediate;", "BEGIN TRANSACTION;", "COMMIT;", "END;",
                                        "ROLLBACK;", "SAVEPOINT s;", "RELEASE s;", "VACUUM;",
                                        "ATTACH DATABASE ':memory:' AS x;", "DETACH DATABASE x;"])
@@ -290,3 +297,13 @@ def test_migration_on_core_keeps_other_owners_views(fresh_db):
     (report,) = apply_schemas(fresh_db, [source("core", core.text, m1, path=core.path)])
     assert report.action == "migrated"
     assert fresh_db.all("SELECT * FROM p_events") == []
+
+
+def test_migration_after_a_rebuild_renamed_an_index(v0_db):
+    """Rebuilds alternate index names between x and x__rebuild; the next migration must still work."""
+    v0_db.execute("DROP INDEX notes_by_body")
+    v0_db.execute("CREATE INDEX notes_by_body__rebuild ON notes (body)")
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    (report,) = apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert report.action == "migrated"
+    assert "notes_by_body__rebuild" in indexes(v0_db, "notes")

@@ -249,6 +249,9 @@ ERROR_CASES = [
     ("index-without-on", "CREATE INDEX i (a);", SchemaSyntaxError, 8),
     ("schema-qualified", "CREATE TABLE main.u (a);", InvalidIdentifier, 8),
     ("quoted-qualified", 'CREATE VIEW "main" . "v" AS SELECT 1;', InvalidIdentifier, 8),
+    # SQLite would stop reading at the NUL; apsw refuses such text with a bare ValueError.
+    ("nul-character", 'CREATE TABLE u (\n "a\x00b" INTEGER\n);', SchemaSyntaxError, 9),
+    ("inline-index-over-two-lines", "CREATE TABLE u (\n a TEXT,\n INDEX u_a\n (a)\n);", SchemaSyntaxError, 10),
 ]
 
 

@@ -1,0 +1,246 @@
+"""The tick daemon as real processes on one real file.
+
+- two daemons + an ingester + two readers: every item exactly once, one lease
+  holder at a time, readers never see a half-applied item;
+- kill -9 at random moments, restart, repeat: the end state equals an
+  uninterrupted run;
+- a SIGSTOPped holder that resumes after a takeover commits nothing more;
+- SIGTERM finishes the item, releases the lease, exits 0;
+- a standby takes over within one TTL after the holder is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.conftest import ROOT
+from tests.fixtures import ledger
+
+
+def spawn(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fixtures.tick_worker", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    return proc
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {out}\n{err[-3000:]}"
+    return out
+
+
+def query(path: str, sql: str, params=()) -> list:
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(10_000)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def write_items(path: Path, blobs: list[bytes]) -> str:
+    path.write_bytes(b"\n".join(blobs) + b"\n")
+    return str(path)
+
+
+def init(db: str) -> None:
+    from tests.fixtures.tick_worker import open_ledger
+
+    open_ledger(db).close()
+
+
+def wait_until(predicate, timeout: float, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+# --- exactly once, one holder, no torn reads ---------------------------------------------
+
+
+def test_two_daemons_an_ingester_and_two_readers(tmp_path):
+    db = str(tmp_path / "multi.db")
+    init(db)
+    count = 20_000
+    stream = write_items(tmp_path / "items.jsonl",
+                         [ledger.wire("stamp", f"s{n}", f"acc{n % 50}", n % 7 + 1) for n in range(count)])
+    daemons = [spawn("tick", db, "--ttl", "1000") for _ in range(2)]
+    readers = [spawn("read", db, "12") for _ in range(2)]
+    ingester = spawn("ingest", db, stream, "--batch", "500")
+    assert finish(ingester).startswith(f"done {count}")
+    assert wait_until(lambda: query(db, "SELECT count(*) FROM incoming")[0][0] == 0
+                      and query(db, "SELECT count(*) FROM events")[0][0] == count, timeout=90)
+    for reader in readers:
+        assert finish(reader).startswith("done")
+    for daemon in daemons:
+        daemon.send_signal(signal.SIGTERM)
+        finish(daemon)
+    events = query(db, "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token'), "
+                       "json_extract(payload, '$.owner') FROM events ORDER BY seq")
+    assert sorted(e[0] for e in events) == sorted(f"s{n}" for n in range(count))  # each exactly once
+    assert query(db, "SELECT count(*) FROM ledger_entries")[0][0] == count
+    assert query(db, "SELECT sum(balance) FROM ledger_accounts")[0][0] == sum(n % 7 + 1 for n in range(count))
+    owners_by_token: dict[int, set] = {}
+    for _, token, owner in events:
+        owners_by_token.setdefault(token, set()).add(owner)
+    assert all(len(owners) == 1 for owners in owners_by_token.values()), "a token had two holders"
+    tokens = [token for _, token, _ in events]
+    assert tokens == sorted(tokens), "work committed under an older token after a newer one"
+
+
+# --- crash loop ------------------------------------------------------------------------------
+
+
+def crash_stream(count: int, seed: int) -> list[bytes]:
+    """Deposits, items blocked until a later deposit, transient and permanent failures."""
+    rng = random.Random(seed)
+    blobs = []
+    for n in range(count):
+        roll = rng.random()
+        if roll < 0.05:
+            blobs.append(ledger.wire("needs", f"n{n}", f"late{n % 20}", 1))
+        elif roll < 0.07:
+            blobs.append(ledger.wire("transient", f"t{n}"))
+        elif roll < 0.09:
+            blobs.append(ledger.wire("permanent", f"p{n}"))
+        elif roll < 0.10:
+            blobs.append(ledger.wire("deposit", f"x{rng.randrange(n + 1)}", "dup", 1))  # duplicates
+        else:
+            blobs.append(ledger.wire("deposit", f"d{n}", f"acc{n % 30}", n % 5 + 1))
+    blobs += [ledger.wire("deposit", f"open{k}", f"late{k}", 100) for k in range(20)]  # unblock the needs
+    return blobs
+
+
+def end_state(db: str) -> dict:
+    return {
+        "events": sorted(query(db, "SELECT event_type, hex(event_id), payload FROM events")),
+        "balances": sorted(query(db, "SELECT account, balance FROM ledger_accounts")),
+        "entries": sorted(query(db, "SELECT hex(entry_id), account, amount FROM ledger_entries")),
+        "parked": sorted(query(db, "SELECT hex(blob), substr(reason, 1, 40), attempts FROM parked")),
+        "left": query(db, "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
+                          "(SELECT count(*) FROM blocked), (SELECT count(*) FROM recheck_queue)"),
+        "integrity": query(db, "PRAGMA integrity_check"),
+    }
+
+
+def run_clean(tmp_path: Path, stream: str) -> dict:
+    db = str(tmp_path / "clean.db")
+    init(db)
+    finish(spawn("ingest", db, stream))
+    finish(spawn("tick", db, "--mode", "until_idle"))
+    return end_state(db)
+
+
+def run_with_kills(tmp_path: Path, stream: str, kills: int, seed: int) -> dict:
+    db = str(tmp_path / "killed.db")
+    init(db)
+    finish(spawn("ingest", db, stream))
+    rng = random.Random(seed)
+    for _ in range(kills):
+        daemon = spawn("tick", db, "--ttl", "300")
+        time.sleep(rng.uniform(0.0, 0.25))
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+        assert query(db, "PRAGMA quick_check") == [("ok",)]
+    time.sleep(0.35)  # let the last lease lapse
+    finish(spawn("tick", db, "--mode", "until_idle"))
+    return end_state(db)
+
+
+def test_crash_loop_equals_an_uninterrupted_run(tmp_path):
+    stream = write_items(tmp_path / "crash.jsonl", crash_stream(3_000, seed=3))
+    clean = run_clean(tmp_path, stream)
+    killed = run_with_kills(tmp_path, stream, kills=25, seed=4)
+    assert clean["left"] == [(0, 0, 0, 0)]
+    assert killed == clean
+
+
+@pytest.mark.slow
+def test_crash_loop_200_kills_over_20000_items(tmp_path):
+    stream = write_items(tmp_path / "crash.jsonl", crash_stream(20_000, seed=5))
+    clean = run_clean(tmp_path, stream)
+    killed = run_with_kills(tmp_path, stream, kills=200, seed=6)
+    assert killed == clean
+
+
+# --- fencing ------------------------------------------------------------------------------
+
+
+def test_a_paused_holder_cannot_commit_after_a_takeover(tmp_path):
+    db = str(tmp_path / "fence.db")
+    init(db)
+    first = spawn("tick", db, "--ttl", "600")
+    finish(spawn("ingest", db, write_items(tmp_path / "a.jsonl",
+                                           [ledger.wire("stamp", f"a{n}") for n in range(300)])))
+    assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 300, timeout=20)
+    first.send_signal(signal.SIGSTOP)  # the holder freezes with its lease (token 1) in hand
+    second = spawn("tick", db, "--ttl", "600")
+    assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(2,)], timeout=10), "no takeover"
+    first.send_signal(signal.SIGCONT)  # it wakes up believing it still holds the lease
+    finish(spawn("ingest", db, write_items(tmp_path / "b.jsonl",
+                                           [ledger.wire("stamp", f"b{n}") for n in range(300)])))
+    assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 600, timeout=30)
+    time.sleep(0.5)  # give the resumed holder every chance to (wrongly) commit
+    for proc in (first, second):
+        proc.send_signal(signal.SIGTERM)
+    first_log = first.communicate(timeout=30)[1]
+    finish(second)
+    stamped = query(db, "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token') "
+                        "FROM events ORDER BY seq")
+    assert {token for entry, token in stamped if entry.startswith("a")} == {1}
+    assert {token for entry, token in stamped if entry.startswith("b")} == {2}, "the old holder committed work"
+    assert "lost the tick lease" in first_log or "no longer ours" in first_log
+
+
+# --- signals and standby -----------------------------------------------------------------------
+
+
+def test_sigterm_finishes_releases_and_exits_zero(tmp_path):
+    db = str(tmp_path / "term.db")
+    init(db)
+    finish(spawn("ingest", db, write_items(tmp_path / "t.jsonl",
+                                           [ledger.wire("deposit", f"d{n}") for n in range(2000)])))
+    daemon = spawn("tick", db)
+    assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] > 50, timeout=10)
+    daemon.send_signal(signal.SIGTERM)
+    out = finish(daemon, timeout=10)
+    assert out.splitlines()[-1].startswith("done signal")
+    assert query(db, "SELECT expires_at_ms FROM leases") == [(0,)]
+    handled = query(db, "SELECT count(*) FROM events")[0][0]
+    assert handled + query(db, "SELECT count(*) FROM incoming")[0][0] == 2000
+
+
+def test_standby_takes_over_within_one_ttl(tmp_path):
+    db = str(tmp_path / "standby.db")
+    init(db)
+    ttl_ms = 800
+    holder = spawn("tick", db, "--ttl", str(ttl_ms))
+    assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(1,)], timeout=10)
+    standby = spawn("tick", db, "--ttl", str(ttl_ms))
+    time.sleep(0.3)
+    assert query(db, "SELECT token FROM leases") == [(1,)], "the standby must not take a live lease"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    killed_at = time.monotonic()
+    finish(spawn("ingest", db, write_items(tmp_path / "s.jsonl", [ledger.wire("stamp", "after")])))
+    assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 1, timeout=10)
+    took = time.monotonic() - killed_at
+    assert query(db, "SELECT json_extract(payload, '$.token') FROM events") == [(2,)]
+    assert took < ttl_ms / 1000 * 2.5, f"takeover took {took:.2f} s"
+    standby.send_signal(signal.SIGTERM)
+    finish(standby)
