@@ -76,8 +76,27 @@ def connection_synchronous_normal(conn: apsw.Connection) -> None:
 
 
 def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int) -> None:
-    """Wait for a busy lock inside SQLite before giving up to our own retry loop."""
-    conn.set_busy_timeout(timeout_ms)
+    """Wait up to ``timeout_ms`` for a busy lock, polling every few milliseconds.
+
+    SQLite's own busy handler backs off to sleeps of 25-100 ms; a writer
+    waiting behind a daemon that takes the lock again right after each commit
+    then keeps losing, and its latency grows to hundreds of milliseconds.
+    Short, bounded polls give waiting writers a fair chance at each gap.
+    """
+    deadline_s = timeout_ms / 1000
+    schedule = (0.0002, 0.0005, 0.001, 0.002)
+    started: list[float] = [0.0]
+
+    def handler(attempts: int) -> bool:
+        now = time.monotonic()
+        if attempts == 0:
+            started[0] = now
+        elif now - started[0] >= deadline_s:
+            return False
+        time.sleep(schedule[min(attempts, len(schedule) - 1)] * (0.5 + random.random()))
+        return True
+
+    conn.set_busy_handler(handler)
 
 
 def connection_foreign_keys(conn: apsw.Connection) -> None:

@@ -87,11 +87,14 @@ class TickDaemon:
                 if did:
                     idle_sleep_ms = 10
                     continue
+                # Read the data version *before* looking for work: a commit that lands
+                # after the look must still wake the sleep below.
+                version = self.app.db.conn.data_version()
                 wait_ms = self._idle_wait_ms(idle_sleep_ms)
                 if wait_ms is None:
                     self.report.exit_reason = "idle"
                     break
-                self._sleep_until_work(wait_ms)
+                self._sleep_until_work(wait_ms, version)
                 idle_sleep_ms = min(idle_sleep_ms * 2, self.settings.idle_max_ms)
             else:
                 self.report.exit_reason = "signal"
@@ -179,9 +182,8 @@ class TickDaemon:
             return max(min(due - now, idle_sleep_ms), 1)
         return idle_sleep_ms
 
-    def _sleep_until_work(self, wait_ms: int) -> None:
-        """Sleep up to ``wait_ms``, waking early when another connection commits."""
-        version = self.app.db.conn.data_version()
+    def _sleep_until_work(self, wait_ms: int, version: int) -> None:
+        """Sleep up to ``wait_ms``, waking early once the data version moves past ``version``."""
         deadline = time.monotonic() + wait_ms / 1000
         while not self.stopping and time.monotonic() < deadline:
             time.sleep(min(0.01, max(deadline - time.monotonic(), 0)))

@@ -25,10 +25,21 @@ def test_pragmas_are_applied(fresh_db, settings):
     conn = fresh_db.conn
     assert conn.pragma("journal_mode") == "wal"
     assert conn.pragma("synchronous") == 1  # NORMAL
-    assert conn.pragma("busy_timeout") == settings.busy_timeout_ms
     assert conn.pragma("foreign_keys") == 1
     assert conn.pragma("cache_size") == -settings.cache_mib * 1024
     assert conn.pragma("temp_store") == 2  # MEMORY
+
+
+def test_busy_handler_waits_about_busy_timeout(table, db_path):
+    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=300, busy_retries=0))
+    with table.write():
+        started = time.monotonic()
+        with pytest.raises(DatabaseBusy):
+            with other.write():
+                pass
+        waited = time.monotonic() - started
+    assert 0.3 <= waited < 1.5
+    other.close()
 
 
 def test_write_takes_the_lock_at_begin(table, db_path, settings):

@@ -1,0 +1,211 @@
+"""The tick's process_incoming throughput, and ingest-to-visible latency.
+
+    python bench/tick.py [--items N] [--latency-items N] [--rate PER_S]
+
+1. Throughput: N queued example-protocol items (~500-byte signed messages)
+   through process_incoming, one item per transaction, beside the raw apsw
+   ceiling measured in the same run: a loop doing the same row work per item
+   (pop the oldest incoming row, insert the event, the message row and the
+   room counter, delete the incoming row) with nothing else — no decoding,
+   no signature check, no framework.
+2. Latency: a `tessera tick` daemon runs as its own process while this one
+   ingests at a steady rate; each message's delay from its ingest commit to
+   its row being visible in the read model is recorded (p50/p99).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+import nacl.signing
+from common import Workdir, console, report, timed
+from rich.progress import track
+
+from core import drain, queues
+from core.db import open_connection
+from core.plugins import make_plugin_manager
+from core.settings import Settings
+from protocols.example import handlers, wire
+from schema_loader.setup import open_app
+
+ROOM_UPSERT = (
+    "INSERT INTO example_rooms(room, message_count, deleted_count, last_ts_ms, last_seq) VALUES (?, 1, 0, ?, ?) "
+    "ON CONFLICT(room) DO UPDATE SET message_count = message_count + 1, last_ts_ms = max(last_ts_ms, "
+    "excluded.last_ts_ms), last_seq = excluded.last_seq WHERE example_rooms.last_seq < excluded.last_seq"
+)
+
+
+def messages(count: int, seed: int = 1) -> list[bytes]:
+    """Signed posts of about 500 bytes, eight rooms, four authors, bursts of equal timestamps."""
+    rng = random.Random(seed)
+    keys = [nacl.signing.SigningKey(rng.randbytes(32)) for _ in range(4)]
+    filler = "lorem ipsum dolor sit amet " * 7
+    ts, blobs = 1_700_000_000_000, []
+    for n in range(count):
+        ts += rng.choice((0, 1, 3, 40))
+        body = f"message {n}: {filler}"[:170]
+        blobs.append(wire.sign("post", f"room-{n % 8}", body, ts, keys[n % 4]))
+    return blobs
+
+
+def open_example(path: str):
+    import protocols.example as example
+
+    return open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False),
+                    enable=["example"], create=True, path=path)
+
+
+def queue(app, blobs: list[bytes]) -> None:
+    for start in range(0, len(blobs), 5000):
+        with app.db.write():
+            queues.push_incoming(app.db, "example", blobs[start:start + 5000], 0)
+
+
+def framework(path: str, blobs: list[bytes]) -> tuple[int, float]:
+    app = open_example(path)
+    queue(app, blobs)
+
+    def run() -> int:
+        done = 0
+        for _ in track(range(0, len(blobs), 1000), description="process_incoming", console=console,
+                       transient=True):
+            for _ in range(1000):
+                if drain.process_next_incoming(app.runtime) is None:
+                    return done
+                done += 1
+        return done
+
+    result = timed(run)
+    app.close()
+    return result
+
+
+def raw(path: str, blobs: list[bytes]) -> tuple[int, float]:
+    app = open_example(path)
+    queue(app, blobs)
+    app.close()
+    parsed = {}
+    for blob in blobs:  # decode up front: the ceiling measures storage work only
+        message = json.loads(blob)
+        parsed[blob] = (message, json.dumps({"author": message["author"], "text": message["body"]}).encode())
+    conn = open_connection(path, Settings.load(env={}))
+
+    def run() -> int:
+        done = 0
+        for _ in track(range(0, len(blobs), 1000), description="raw apsw loop", console=console, transient=True):
+            for _ in range(1000):
+                conn.execute("BEGIN IMMEDIATE")
+                row = conn.execute("SELECT id, protocol, blob FROM incoming WHERE id = "
+                                   "(SELECT min(id) FROM incoming)").fetchone()
+                if row is None:
+                    conn.execute("COMMIT")
+                    return done
+                message, payload = parsed[row[2]]
+                event_id = bytes.fromhex(message["id"])
+                seq = conn.execute(
+                    "INSERT INTO events(protocol, event_type, version, event_id, partition_key, created_at_ms, "
+                    "recorded_at_ms, payload) VALUES ('example', 'message_posted', 1, ?, ?, ?, 0, ?) "
+                    "ON CONFLICT DO NOTHING RETURNING seq",
+                    (event_id, message["room"], message["ts"], payload)).fetchone()[0]
+                conn.execute("INSERT INTO example_messages(room, id, author, ts_ms, text, seq) VALUES (?, ?, ?, ?, ?, ?) "
+                             "ON CONFLICT DO NOTHING",
+                             (message["room"], event_id, message["author"], message["ts"], message["body"], seq))
+                conn.execute(ROOM_UPSERT, (message["room"], message["ts"], seq))
+                conn.execute("DELETE FROM incoming WHERE id = ?", (row[0],))
+                conn.execute("COMMIT")
+                done += 1
+        return done
+
+    result = timed(run)
+    conn.close()
+    return result
+
+
+def latency(path: str, blobs: list[bytes], rate: int) -> list[float]:
+    """Ingest at ``rate`` items/s next to a daemon process; return per-item delays in ms."""
+    open_example(path).close()
+    env = dict(os.environ, TESSERA_IDLE_MAX_MS="1000")
+    daemon = subprocess.Popen([sys.executable, "-m", "jobs", "--db", path, "tick"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    writer = open_example(path)
+    reader = open_connection(path, Settings.load(env={}))
+    ids = [bytes.fromhex(json.loads(b)["id"]) for b in blobs]
+    sent_at: dict[bytes, float] = {}
+    delays: list[float] = []
+    interval, batch = 0.01, max(1, rate // 100)
+    last_seq, position = 0, 0
+    try:
+        deadline = time.monotonic() + 60
+        while not reader.execute("SELECT 1 FROM leases WHERE name = 'tick' AND expires_at_ms > 0").fetchall():
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                raise RuntimeError("the tick daemon did not start")
+            time.sleep(0.05)
+        next_send = time.perf_counter()
+        while len(delays) < len(blobs):
+            now = time.perf_counter()
+            if position < len(blobs) and now >= next_send:
+                chunk = blobs[position:position + batch]
+                with writer.db.write():
+                    queues.push_incoming(writer.db, "example", chunk, 0)
+                committed = time.perf_counter()
+                for mid in ids[position:position + batch]:
+                    sent_at[mid] = committed
+                position += len(chunk)
+                next_send += interval
+            rows = reader.execute("SELECT id, seq FROM example_messages WHERE seq > ? ORDER BY seq", (last_seq,)).fetchall()
+            seen = time.perf_counter()
+            for mid, seq in rows:
+                delays.append((seen - sent_at[mid]) * 1000)
+                last_seq = max(last_seq, seq)
+            time.sleep(0.0005)
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        writer.close()
+        reader.close()
+    return delays
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=100_000, help="queued items for the throughput run")
+    parser.add_argument("--latency-items", type=int, default=5_000, help="items for the latency run")
+    parser.add_argument("--rate", type=int, default=1_000, help="ingest rate during the latency run (items/s)")
+    parser.add_argument("--keep", help="keep the database files in this folder")
+    args = parser.parse_args()
+    work = Workdir(args.keep)
+    try:
+        console.print(f"signing {args.items:,} example messages ...")
+        blobs = messages(args.items)
+        raw_n, raw_s = raw(work.db("raw"), blobs)
+        ours_n, ours_s = framework(work.db("tick"), blobs)
+        decode_n, decode_s = timed(lambda: sum(1 for blob in blobs if handlers.decode(blob)))
+        per_item_us = 1e6 * (ours_s / ours_n - raw_s / raw_n - decode_s / decode_n)
+        rows = [("process_incoming, 1 item/txn", f"{ours_n:,}", f"{raw_n / raw_s:,.0f}", f"{ours_n / ours_s:,.0f}",
+                 f"{(ours_n / ours_s) / (raw_n / raw_s):.0%}", f"{decode_n / decode_s:,.0f}", f"{per_item_us:.0f}")]
+        report("Tick throughput (example protocol: Ed25519-verified ~500-byte posts)", rows,
+               ("path", "items", "raw apsw items/s", "tessera items/s", "tessera/raw", "decode alone items/s",
+                "framework µs/item beyond raw + decode"))
+        delays = latency(work.db("latency"), messages(args.latency_items), args.rate)
+        report(f"Ingest -> visible in the read model, daemon in its own process, {args.rate:,} items/s offered",
+               [(f"{len(delays):,}", f"{percentile(delays, 0.5):.1f}", f"{percentile(delays, 0.99):.1f}",
+                 f"{max(delays):.1f}", f"{statistics.mean(delays):.1f}")],
+               ("items", "p50 ms", "p99 ms", "max ms", "mean ms"))
+    finally:
+        work.close()
+
+
+if __name__ == "__main__":
+    main()
