@@ -83,7 +83,7 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int) -> _Handled:
     protocol = rt.registry.protocol(item.protocol)
     envelope = protocol.decode(item.blob)
     handler = rt.registry.handler(protocol.name, envelope.type)
-    result = handler(rt.context(protocol.name, now_ms), envelope)
+    result = handler(rt.context(protocol.name, now_ms, item.attempts), envelope)
     if isinstance(result, Blocked):
         return _Handled(result, envelope.partition_key)
     if not isinstance(result, Result):
@@ -110,11 +110,18 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
             attempts = recheck.bump_attempts(rt.db, item.source_id)
             if attempts >= rt.db.settings.max_attempts:
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
+            _schedule_recheck(rt, blocked, now_ms)
             return Outcome("blocked", reason)
     recheck.block(rt.db, item, blocked.reason_type, blocked.reason_key, partition_key, now_ms)
     if item.source != "blocked":
         _remove_source(rt, item)
+    _schedule_recheck(rt, blocked, now_ms)
     return Outcome("blocked", reason)
+
+
+def _schedule_recheck(rt: Runtime, blocked: Blocked, now_ms: int) -> None:
+    if blocked.recheck_after_ms is not None:
+        recheck.schedule_marker(rt.db, blocked.reason_type, blocked.reason_key, now_ms + blocked.recheck_after_ms)
 
 
 def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:

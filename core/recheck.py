@@ -52,6 +52,27 @@ def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at
     db.execute(_ENQUEUE, (reason_type, reason_key, available_at_ms, reason_type, reason_key))
 
 
+_SCHEDULE = (
+    "INSERT INTO recheck_queue(reason_type, reason_key, available_at_ms) "
+    "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM blocked WHERE reason_type = ? AND reason_key = ?) "
+    "ON CONFLICT(reason_type, reason_key) DO UPDATE SET "
+    "  available_at_ms = CASE WHEN status = 'ready' THEN min(available_at_ms, excluded.available_at_ms) "
+    "                    ELSE available_at_ms END, "
+    "  timer_at_ms = CASE WHEN status = 'processing' "
+    "                THEN min(coalesce(timer_at_ms, excluded.available_at_ms), excluded.available_at_ms) "
+    "                ELSE timer_at_ms END"
+)
+
+
+def schedule_marker(db: Database, reason_type: str, reason_key: str, at_ms: int) -> None:
+    """Ask for a recheck at ``at_ms`` without claiming the dependency was met.
+
+    Unlike :func:`enqueue_marker` it never sets ``dirty``: during a claim it
+    only records the time, which :func:`finish_marker` then uses.
+    """
+    db.execute(_SCHEDULE, (reason_type, reason_key, at_ms, reason_type, reason_key))
+
+
 def claim_marker(db: Database, now_ms: int) -> Marker | None:
     """Claim the most overdue ready marker (status -> processing)."""
     row = db.one(
@@ -88,17 +109,20 @@ def unblock(db: Database, blocked_id: int) -> None:
 
 
 def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms: int, now_ms: int) -> None:
-    """Release a claimed marker: re-arm it now when dirty, back off when items
-    are still blocked on it, delete it otherwise."""
-    row = db.one("SELECT dirty FROM recheck_queue WHERE reason_type = ? AND reason_key = ?",
+    """Release a claimed marker: re-arm it now when dirty, back off (or use a
+    timed request made meanwhile) when items are still blocked on it, delete
+    it otherwise."""
+    row = db.one("SELECT dirty, timer_at_ms FROM recheck_queue WHERE reason_type = ? AND reason_key = ?",
                  (marker.reason_type, marker.reason_key))
     key = (marker.reason_type, marker.reason_key)
     if row is not None and row[0]:
-        db.execute("UPDATE recheck_queue SET status = 'ready', dirty = 0, available_at_ms = ?, attempts = 0 "
-                   "WHERE reason_type = ? AND reason_key = ?", (now_ms, *key))
+        db.execute("UPDATE recheck_queue SET status = 'ready', dirty = 0, timer_at_ms = NULL, available_at_ms = ?, "
+                   "attempts = 0 WHERE reason_type = ? AND reason_key = ?", (now_ms, *key))
     elif still_blocked:
-        db.execute("UPDATE recheck_queue SET status = 'ready', available_at_ms = ?, attempts = attempts + 1 "
-                   "WHERE reason_type = ? AND reason_key = ?", (retry_at_ms, *key))
+        # An item's own timed request wins over the marker's generic backoff.
+        due = row[1] if row is not None and row[1] is not None else retry_at_ms
+        db.execute("UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ?, "
+                   "attempts = attempts + 1 WHERE reason_type = ? AND reason_key = ?", (due, *key))
     else:
         db.execute("DELETE FROM recheck_queue WHERE reason_type = ? AND reason_key = ?", key)
 

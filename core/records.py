@@ -157,8 +157,12 @@ class Blocked:
         reason_type: kind of dependency, e.g. ``marmot.epoch``.
         reason_key: which one, e.g. a group id and epoch.
         detail: human-readable explanation for logs and status.
+        recheck_after_ms: also look again after this long even if nothing
+            unblocks the reason (for dependencies that may never announce
+            themselves); None waits for an ``EnqueueRecheck`` only.
     """
 
     reason_type: str = attrs.field(validator=_type_name)
     reason_key: str = attrs.field(validator=_partition)
     detail: str = ""
+    recheck_after_ms: int | None = None

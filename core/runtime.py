@@ -54,14 +54,17 @@ class Context:
         kv: tiny flags and counters.
         state: the protocol's authoritative state values.
         runtime: the runtime, for commands that manage their own transactions.
+        attempts: how often this item was tried or rechecked before (0 for
+            commands and first tries), so a handler can give up on its own terms.
     """
 
-    __slots__ = ("runtime", "protocol", "now_ms")
+    __slots__ = ("runtime", "protocol", "now_ms", "attempts")
 
-    def __init__(self, runtime: Runtime, protocol: str, now_ms: int):
+    def __init__(self, runtime: Runtime, protocol: str, now_ms: int, attempts: int = 0):
         self.runtime = runtime
         self.protocol = protocol
         self.now_ms = now_ms
+        self.attempts = attempts
 
     @property
     def db(self) -> Database:
@@ -104,8 +107,8 @@ class Runtime:
 
     # --- contexts and commands ----------------------------------------------
 
-    def context(self, protocol: str, now_ms: int | None = None) -> Context:
-        return Context(self, protocol, self.clock.now_ms() if now_ms is None else now_ms)
+    def context(self, protocol: str, now_ms: int | None = None, attempts: int = 0) -> Context:
+        return Context(self, protocol, self.clock.now_ms() if now_ms is None else now_ms, attempts)
 
     def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome:
         """Run command ``name`` (``protocol.command``) in exactly one transaction.

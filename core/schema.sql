@@ -102,7 +102,8 @@ CREATE TABLE blocked (
 
 -- One coalesced marker per blocking reason: "look at these items again".
 -- status 'processing' is the drainer's claim; an unblock that lands during
--- the claim only sets dirty, so the marker is never duplicated.
+-- the claim only sets dirty, and a timed recheck asked for during the claim
+-- only sets timer_at_ms, so the marker is never duplicated.
 CREATE TABLE recheck_queue (
     reason_type     TEXT    NOT NULL,
     reason_key      TEXT    NOT NULL,
@@ -111,6 +112,7 @@ CREATE TABLE recheck_queue (
     status          TEXT    NOT NULL DEFAULT 'ready'
                     CHECK (status IN ('ready', 'processing')),
     dirty           INTEGER NOT NULL DEFAULT 0,
+    timer_at_ms     INTEGER,
     PRIMARY KEY (reason_type, reason_key)
     INDEX recheck_ready (status, available_at_ms)
 ) WITHOUT ROWID;

@@ -25,9 +25,11 @@ RESERVED_SUFFIXES = ("__rebuild", "__retired")
 
 # A quoted name as SQLite reads it: "..." and `...` escape their quote by doubling it; [...] cannot.
 _QUOTED = r"\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|\[[^\]]*\]"
+# A keyword may touch a quoted name (CREATE TABLE"x"): SQLite needs no space there, so neither do we.
+_GAP = r"(?:\s+|(?=[\"`\[]))"
 _HEAD = re.compile(
-    r"^CREATE\s+(?:(?P<temp>TEMP|TEMPORARY)\s+)?(?P<unique>UNIQUE\s+)?(?P<kind>TABLE|INDEX|VIEW|TRIGGER)\s+"
-    rf"(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>{_QUOTED}|[^\s(.]+)(?P<dot>\s*\.)?",
+    rf"^CREATE\s+(?:(?P<temp>TEMP|TEMPORARY)\s+)?(?P<unique>UNIQUE\s+)?(?P<kind>TABLE|INDEX|VIEW|TRIGGER){_GAP}"
+    rf"(?:IF\s+NOT\s+EXISTS{_GAP})?(?P<name>{_QUOTED}|[^\s(.\"`\[]+)(?P<dot>\s*\.)?",
     re.IGNORECASE | re.DOTALL,
 )
 _INDEX_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)", re.IGNORECASE)

@@ -27,6 +27,7 @@ QUERIES = [
     ("due outgoing", "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
                      "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?", (0, 10)),
     ("enqueue marker", recheck._ENQUEUE, ("a", "b", 0, "a", "b")),
+    ("schedule marker", recheck._SCHEDULE, ("a", "b", 0, "a", "b")),
     ("claim marker", "SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' "
                      "AND available_at_ms <= ? ORDER BY available_at_ms LIMIT 1", (0,)),
     ("blocked by reason", "SELECT id, protocol, blob, partition_key, attempts FROM blocked "

@@ -230,3 +230,19 @@ def test_projection_registered_late_needs_rebuild(make_app, tmp_path):
 
 def test_event_ids_are_derived_deterministically():
     assert ledger.deposited("x", "a", 1).event_id == derive_event_id("entry", "x")
+
+
+def test_blocked_items_can_schedule_their_own_recheck_and_see_attempts(app):
+    from core import drain, queues
+
+    with app.db.write():
+        queues.push_incoming(app.db, "ledger", [ledger.wire("patient", "p1", "ghost", 1, give_up_after=2)], 0)
+    drain.run_until_idle(app.runtime)
+    assert app.db.one("SELECT reason_key, attempts FROM blocked") == ("ghost", 0)
+    assert app.db.value("SELECT available_at_ms FROM recheck_queue") == app.clock.now_ms() + 100
+    before = app.clock.now_ms()
+    summary = drain.run_until_idle(app.runtime, advance_clock=True)  # timer rechecks, no unblocking event
+    assert summary.rechecked == 3
+    assert app.clock.now_ms() - before == 300, "each recheck waited the 100 ms the item asked for"
+    assert app.db.value("SELECT json_extract(payload, '$.attempts') FROM events WHERE event_type = 'gave_up'") == 2
+    assert app.db.value("SELECT count(*) FROM blocked") == 0

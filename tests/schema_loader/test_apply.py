@@ -189,6 +189,8 @@ CONFLICTS = [
      "table 'things' is already defined by p1", 2),
     ("same-table-other-case", "CREATE TABLE things (a INTEGER);", "CREATE TABLE Things (b TEXT);",
      "table 'Things' is already defined by p1", 1),
+    ("same-table-first-in-mixed-case", "CREATE TABLE Things (a INTEGER);", "CREATE TABLE things (b TEXT);",
+     "table 'things' is already defined by p1", 1),
     ("index-name-clash", "CREATE TABLE things (\n a INTEGER\n INDEX shared_idx (a)\n);",
      "CREATE TABLE stuff (\n b INTEGER,\n INDEX shared_idx (b)\n);", "index 'shared_idx' is already defined by p1", 3),
     ("view-named-like-a-table", "CREATE TABLE things (a INTEGER);", "CREATE VIEW things AS SELECT 1 AS x;",
@@ -310,6 +312,23 @@ def test_hostile_schema_on_a_new_file_leaves_it_empty(fresh_db, text, error):
     with pytest.raises(error):
         apply_schemas(fresh_db, [core_source(), source("bad", text)])
     assert snapshot(fresh_db) == {"sqlite_schema": [], "schema_version": [(0,)]}
+
+
+def test_validation_reads_names_back_from_sqlite():
+    """Whatever name the parser saw, the name SQLite created is the one checked."""
+    import apsw
+
+    from core.errors import InvalidIdentifier
+    from schema_loader.parser import ParsedSchema, Statement
+    from schema_loader.validate import validate
+
+    fooled = ParsedSchema((Statement("view", "v", 'CREATE VIEW "v w" AS SELECT 1 AS a', 4),), {}, ())
+    with pytest.raises(InvalidIdentifier, match="'v w'") as info:
+        validate(fooled, apsw.Connection(":memory:"), {}, "p", "/pkg/p/schema.sql")
+    assert info.value.line == 4
+    other = ParsedSchema((Statement("view", "v", "CREATE VIEW w AS SELECT 1 AS a", 4),), {}, ())
+    with pytest.raises(SchemaSyntaxError, match="created"):
+        validate(other, apsw.Connection(":memory:"), {}, "p", "/pkg/p/schema.sql")
 
 
 def test_tables_named_like_sqlite_are_still_recorded(core_db):

@@ -79,6 +79,11 @@ MISMATCHES = [
      "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
      "CREATE INDEX notes_by_body ON notes (body);",
      V0.replace(");\n", ") WITHOUT ROWID;\n"), "table notes differs"),
+    ("lost-strict",
+     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+     "CREATE INDEX notes_by_body ON notes (body);",
+     V0.replace(");\n", ") STRICT;\n"), "table notes differs"),
     ("lost-foreign-key",
      "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
      "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"

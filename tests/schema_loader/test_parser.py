@@ -95,6 +95,14 @@ CREATE TABLE t (   -- the table
     INDEX t_b (b), -- the real one
     /* INDEX also_not (b) */
 );""", ["a", "b"], {"t_b": (False, False, (("b", False, B),))}, {"t_b": 7}),
+    ("open-paren-on-a-later-line", """\
+CREATE TABLE t
+    -- the columns:
+(
+    a INTEGER,
+    b TEXT,
+    INDEX t_b (b DESC)
+);""", ["a", "b"], {"t_b": (False, False, (("b", True, B),))}, {"t_b": 6}),
     ("first-column-on-open-paren-line", """\
 CREATE TABLE t (a INTEGER,
     b TEXT,
@@ -304,11 +312,28 @@ def test_quoted_plain_names_are_plain(name):
     assert [i.name for i in parsed.indexes] == [name[1:-1] + "_i"]
 
 
-@pytest.mark.parametrize("column", ['"a b"', "[x;drop]", "café", '"a""b"', "sqlite_col"])
+@pytest.mark.parametrize("column", ['"a b"', "[x;drop]", "café", '"a""b"', "sqlite_col", '"a,b"', '"a)b"', "`a, DESC`"])
 def test_hostile_inline_index_columns_are_refused(column):
     with pytest.raises(InvalidIdentifier) as info:
         parse(f"CREATE TABLE t (\n {column} INTEGER\n INDEX t_x ({column} DESC)\n);", PATH)
     assert info.value.line == 3
+
+
+@pytest.mark.parametrize("text,kind,name", [
+    ('CREATE TABLE"x y"(a INTEGER);', "table", "x y"),
+    ('CREATE VIEW IF NOT EXISTS"x y" AS SELECT 1 AS a;', "view", "x y"),
+    ("CREATE INDEX[a b]ON t (a);", "index", "a b"),
+    ("CREATE TRIGGER IF NOT EXISTS`a;b`AFTER INSERT ON t BEGIN SELECT 1; END;", "trigger", "a;b"),
+])
+def test_quoted_names_touching_keywords(text, kind, name):
+    """SQLite needs no space between a keyword and a quoted name; the parser must see the same name."""
+    with pytest.raises(InvalidIdentifier, match=f"{kind} name {name!r}"):
+        parse("CREATE TABLE t (a INTEGER);\n" + text, PATH)
+
+
+def test_quoted_plain_name_touching_keyword_is_that_name():
+    parsed = parse('CREATE TABLE"t"(a INTEGER);\nCREATE VIEW IF NOT EXISTS"v" AS SELECT a FROM t;', PATH)
+    assert [s.name for s in parsed.statements] == ["t", "v"]
 
 
 @pytest.mark.parametrize("name", ["a", "A_b", "_x", "t1", "abc_DEF_123", "sqlitex", "rebuild", "x_rebuild"])
