@@ -228,6 +228,44 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     click.echo(f"wrote {written} bytes to {path}")
 
 
+@cli.command()
+@click.option("--projection", "projections", multiple=True, help="Projector to rebuild (repeatable).")
+@click.option("--protocol", help="Rebuild every projector of this protocol.")
+@click.option("--engine", type=click.Choice(["spark", "local"]), default=None,
+              help="Replay engine (default: spark when pyspark is importable).")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL, e.g. spark://host:7077.")
+@click.option("--conf", "confs", multiple=True, help="Spark setting KEY=VALUE (repeatable).")
+@click.option("--partitions", type=int, help="Spark partitions for the replay (default: 2 x cores).")
+@click.option("--verify", is_flag=True, help="Rebuild into shadow tables and compare with the live ones; swap nothing.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
+              help="Work directory for the Parquet export and replay output (default: DB.rebuild/).")
+@click.pass_obj
+def rebuild(obj: CliState, projections, protocol, engine, master, confs, partitions, verify, workdir) -> None:
+    """Rebuild read models from the event log and swap them in atomically (or --verify)."""
+    from jobs.rebuild import RebuildOptions
+    from jobs.rebuild import rebuild as run_rebuild
+    from jobs.rebuild.spark_session import spark_available
+    from jobs.render import print_rebuild, stage_progress
+
+    options = RebuildOptions(projections=projections, protocol=protocol,
+                             engine=engine or ("spark" if spark_available() else "local"), master=master,
+                             verify=verify, workdir=workdir, conf=_parse_conf(confs), partitions=partitions)
+    report = run_rebuild(obj.app(), options, progress=stage_progress)
+    print_rebuild(report, options)
+    if verify and not report.equal:
+        raise SystemExit(1)
+
+
+def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
+    parsed = {}
+    for conf in confs:
+        key, sep, value = conf.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--conf takes KEY=VALUE, got {conf!r}")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
 @cli.command("settings")
 def settings_command() -> None:
     """List every setting, its environment key, default and meaning."""

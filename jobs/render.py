@@ -48,3 +48,43 @@ def print_status(report: dict[str, Any]) -> None:
     out.print("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))
     if report["counters"]:
         out.print("counters: " + ", ".join(f"{k}={v}" for k, v in report["counters"].items()))
+
+
+@contextlib.contextmanager
+def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """One progress bar per rebuild stage (an indeterminate one when the size is unknown)."""
+    with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.completed:,}"),
+                  TimeRemainingColumn(), console=console, transient=False) as progress:
+        task = progress.add_task(stage, total=total or None)
+        yield lambda n: progress.advance(task, n)
+        if total is None:
+            progress.update(task, total=progress.tasks[0].completed or 1, completed=progress.tasks[0].completed or 1)
+
+
+def print_rebuild(report: Any, options: Any) -> None:
+    out = Console()
+    mode = "verify" if options.verify else "rebuild"
+    out.print(f"{mode} with the {options.engine} engine"
+              + (f" on {options.master}" if options.engine == "spark" else "")
+              + f": watermark seq {report.watermark:,}, {report.events_replayed:,} events replayed, "
+              f"{report.exported:,} newly exported, {report.caught_up:,} caught up after the watermark")
+    timings = Table("stage", "seconds")
+    for stage, seconds in report.seconds.items():
+        timings.add_row(stage, f"{seconds:.2f}")
+    out.print(timings)
+    if options.verify:
+        verdicts = Table("table", "live rows", "rebuilt rows", "checksum", "verdict")
+        for v in report.verdicts:
+            verdicts.add_row(v.table, f"{v.live_rows:,}", f"{v.rebuilt_rows:,}", v.live_checksum[:16],
+                             "equal" if v.equal else "DIFFERENT")
+        out.print(verdicts)
+        for v in report.verdicts:
+            if not v.equal:
+                out.print(f"{v.table}: first row only live: {v.only_live}; first row only rebuilt: {v.only_rebuilt}")
+        out.print("[bold green]rebuilt == live[/]" if report.equal else "[bold red]rebuilt != live[/]")
+        return
+    rows = Table("table", "rows written")
+    for table, count in report.rows.items():
+        rows.add_row(table, f"{count:,}")
+    out.print(rows)
+    out.print(f"swapped in: {', '.join(report.projectors)}")

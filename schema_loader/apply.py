@@ -16,11 +16,12 @@ half-applied.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import apsw
 import attrs
@@ -31,8 +32,10 @@ from schema_loader import validate
 from schema_loader.parser import ParsedSchema, check_no_nul, parse, split_statements, strip_comments
 
 _MIGRATION_NAME = re.compile(r"^(?P<number>\d{3,})_(?P<name>[a-z0-9_]+)\.sql$")
-_TRANSACTION_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
+# SQLite skips a U+FEFF before a statement as if it were a space, so the pattern does too.
+_TRANSACTION_CONTROL = re.compile(r"^[\s\ufeff]*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
                                   re.IGNORECASE)
+_DENIED_ACTIONS = frozenset({apsw.SQLITE_TRANSACTION, apsw.SQLITE_SAVEPOINT, apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH})
 LOADER_OWNER = "schema_loader"
 
 
@@ -97,6 +100,7 @@ def _in_order(migrations: Sequence[Migration]) -> tuple[Migration, ...]:
 
 
 def _check_numbers(source: SchemaSource) -> None:
+    """Refuse two migrations with one number: which would run first, and which was recorded?"""
     seen: dict[int, str] = {}
     for migration in source.migrations:
         if migration.number in seen:
@@ -139,6 +143,10 @@ def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
     pending = [m for m in _in_order(source.migrations) if row is not None and m.number > row[0]]
     if row is not None:
         _check_applied_migrations(db, source, row[0])
+        if row[1] == parsed.legacy_checksum != parsed.checksum and not pending:
+            # Recorded by a loader that normalised spacing less carefully: same schema, new checksum.
+            db.execute("UPDATE schema_versions SET checksum = ? WHERE owner = ?", (parsed.checksum, source.owner))
+            return ApplyReport(source.owner, "unchanged", row[0])
         if row[1] == parsed.checksum and not pending:
             return ApplyReport(source.owner, "unchanged", row[0])
         if not pending:
@@ -186,17 +194,42 @@ def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: 
 
 def _run_migration(db: Database, migration: Migration) -> None:
     check_no_nul(migration.text, migration.path, MigrationError)
-    for sql, line in split_statements(strip_comments(migration.text)):
-        if _TRANSACTION_CONTROL.match(sql):
-            raise MigrationError(f"{sql.split()[0].upper()} is not allowed: the loader owns the transaction",
-                                 path=migration.path, line=line)
-        try:
-            db.execute(sql)
-        except apsw.Error as exc:
-            raise MigrationError(str(exc), path=migration.path, line=line) from exc
+    with _transaction_control_denied(db.conn):
+        for sql, line in split_statements(strip_comments(migration.text)):
+            match = _TRANSACTION_CONTROL.match(sql)
+            if match:
+                raise MigrationError(f"{match[1].upper()} is not allowed: the loader owns the transaction",
+                                     path=migration.path, line=line)
+            try:
+                db.execute(sql)
+            except apsw.Error as exc:
+                raise MigrationError(str(exc), path=migration.path, line=line) from exc
+
+
+@contextlib.contextmanager
+def _transaction_control_denied(conn: apsw.Connection) -> Iterator[None]:
+    """Make SQLite itself refuse BEGIN/COMMIT/SAVEPOINT/ATTACH while migrations run.
+
+    The pattern above gives the friendly message; this is the guarantee.  A
+    COMMIT it missed would make everything before it permanent, and a later
+    failure could no longer roll the migration back.
+    """
+    previous = conn.authorizer
+
+    def authorize(action: int, *args: object) -> int:
+        if action in _DENIED_ACTIONS:
+            return apsw.SQLITE_DENY
+        return previous(action, *args) if previous else apsw.SQLITE_OK
+
+    conn.authorizer = authorize
+    try:
+        yield
+    finally:
+        conn.authorizer = previous
 
 
 def _others_objects(db: Database, owners: dict[str, str]) -> dict[str, tuple]:
+    """name -> (type, table, sql) of the objects other owners recorded."""
     return {name: obj for name, obj in validate.list_objects(db.conn).items() if name in owners}
 
 

@@ -100,6 +100,12 @@ class ParsedSchema:
         text = ";\n".join(normalize_sql(s.sql) for s in self.statements)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    @property
+    def legacy_checksum(self) -> str:
+        """The checksum earlier loaders recorded (plain whitespace folding), to recognise their databases."""
+        text = ";\n".join(" ".join(s.sql.split()) for s in self.statements)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def indexes_of(self, table: str) -> list[IndexDef]:
         return [i for i in self.indexes if i.table == table]
 
@@ -255,6 +261,8 @@ def check_identifier(name: str, what: str, path: str | None, line: int | None) -
 def parse(text: str, path: str | None = None) -> ParsedSchema:
     """Parse a schema file (see the module docs); raises SchemaError subclasses."""
     check_no_nul(text, path)
+    # Editors may save a byte-order mark; SQLite ignores it, so a schema file may carry one.
+    text = text.removeprefix("\ufeff")
     statements: list[Statement] = []
     tables: dict[str, TableDef] = {}
     indexes: list[IndexDef] = []

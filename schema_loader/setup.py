@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pluggy
+import ulid
 
 from core.app import App, register_projections
 from core.db import Database
@@ -15,6 +16,7 @@ from core.settings import Settings
 from schema_loader.apply import LOADER_OWNER, applied_versions, apply_schemas, source_for_package
 
 CORE_OWNER = "core"
+INSTANCE_KEY = "db.instance_id"
 
 
 def enabled_protocols(db: Database) -> list[str]:
@@ -46,6 +48,9 @@ def open_app(settings: Settings, pm: pluggy.PluginManager, *, enable: Iterable[s
         app = App(db, registry, wanted, clock=clock)
         with db.write():
             register_projections(db, app.projectors())
+            if app.runtime.kv.get(INSTANCE_KEY) is None:
+                # Identifies this database to rebuild work directories (exports are reused only for it).
+                app.runtime.kv.set(INSTANCE_KEY, str(ulid.ULID()))
         return app
     except BaseException:
         db.close()

@@ -172,6 +172,7 @@ def _unique_constraints(conn: apsw.Connection, table: str) -> tuple:
 
 
 def _foreign_keys(conn: apsw.Connection, table: str) -> tuple:
+    """Each foreign key as (parent, child columns, parent columns, actions), in a stable order."""
     keys: dict[int, list] = {}
     for fk_id, _seq, parent, child, parent_col, on_update, on_delete, match in conn.execute(
             "SELECT id, seq, \"table\", \"from\", \"to\", on_update, on_delete, \"match\" "

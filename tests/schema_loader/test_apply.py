@@ -61,8 +61,6 @@ def core_db(fresh_db: Database) -> Database:
 
 
 def test_core_and_example_schemas_apply(fresh_db):
-    import protocols.example  # noqa: F401  (the package must be importable)
-
     reports = apply_schemas(fresh_db, [core_source(), source_for_package("example", "protocols.example")], now_ms=5)
     assert [(r.owner, r.action, r.version) for r in reports] == [("core", "created", 0), ("example", "created", 0)]
     assert indexes(fresh_db, "example_messages") == {
@@ -176,6 +174,28 @@ def test_comment_and_whitespace_edits_are_not_changes(core_db, edit):
     assert snapshot(core_db) == before
 
 
+def test_byte_order_mark_is_not_a_change(core_db):
+    apply_schemas(core_db, [source("w", WIDGETS)])
+    (report,) = apply_schemas(core_db, [source("w", "\ufeff" + WIDGETS)])
+    assert report.action == "unchanged"
+
+
+def test_checksum_recorded_by_an_earlier_loader_is_upgraded(core_db):
+    """Databases whose checksum folded whitespace the old way are recognised, not refused."""
+    from schema_loader.parser import parse
+
+    apply_schemas(core_db, [source("w", WIDGETS)])
+    parsed = parse(WIDGETS)
+    assert parsed.legacy_checksum != parsed.checksum
+    core_db.execute("UPDATE schema_versions SET checksum = ? WHERE owner = 'w'", (parsed.legacy_checksum,))
+    (report,) = apply_schemas(core_db, [source("w", WIDGETS)])
+    assert report.action == "unchanged"
+    assert core_db.value("SELECT checksum FROM schema_versions WHERE owner = 'w'") == parsed.checksum
+    before = snapshot(core_db)
+    apply_schemas(core_db, [source("w", WIDGETS)])
+    assert snapshot(core_db) == before
+
+
 def test_string_literal_edit_is_a_change(core_db):
     apply_schemas(core_db, [source("w", WIDGETS)])
     with pytest.raises(SchemaChanged):
@@ -246,7 +266,8 @@ HOSTILE = [
     ("bad-view", "CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELEC a FROM t;", SchemaSyntaxError, 2),
     ("trigger-without-end", "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1;",
      SchemaSyntaxError, 2),
-    ("trigger-on-missing-table", "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON nosuch BEGIN SELECT 1; END;",
+    ("trigger-on-missing-table",
+     "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON nosuch BEGIN SELECT 1; END;",
      SchemaSyntaxError, 2),
     ("drop", "CREATE TABLE t (a INTEGER);\nDROP TABLE events;", UnsupportedStatement, 2),
     ("insert", "CREATE TABLE t (a INTEGER);\n\nINSERT INTO t VALUES (1);", UnsupportedStatement, 3),

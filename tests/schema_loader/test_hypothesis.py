@@ -137,7 +137,7 @@ def render_table(table: Table, rng: random.Random) -> str:
              for n, item in enumerate(items)]
     # Anywhere among the columns, but in model order: the order of the indexes is part of the schema.
     slots = sorted(rng.randint(0, len(lines)) for _ in inline)
-    for shift, (slot, index) in enumerate(zip(slots, inline)):
+    for shift, (slot, index) in enumerate(zip(slots, inline, strict=True)):
         text = f"{'UNIQUE ' if index.unique else ''}INDEX {index.name} ({index_columns(index)}){index_tail(index)}"
         lines.insert(slot + shift, text + ("," if rng.random() < 0.5 else ""))
     body = []

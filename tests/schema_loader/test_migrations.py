@@ -17,7 +17,8 @@ CREATE TABLE notes (
     INDEX notes_by_body (body)
 );
 """
-V1 = V0.replace("    body    TEXT    NOT NULL,\n", "    body    TEXT    NOT NULL,\n    pinned  INTEGER NOT NULL DEFAULT 0,\n")
+V1 = V0.replace("    body    TEXT    NOT NULL,\n",
+                "    body    TEXT    NOT NULL,\n    pinned  INTEGER NOT NULL DEFAULT 0,\n")
 ADD_PINNED = "-- pinned notes\nALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;\n"
 
 
@@ -57,6 +58,11 @@ def test_migration_objects_are_recorded(v0_db):
         [("notes",), ("notes_by_body",), ("tags",), ("tags_by_tag",)]
 
 
+# Rebuilds notes as a plain rowid table without constraints, keeping its rows and its index.
+REBUILD = ("CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+           "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+           "CREATE INDEX notes_by_body ON notes (body);")
+
 MISMATCHES = [
     ("wrong-type", "ALTER TABLE notes ADD COLUMN pinned TEXT NOT NULL DEFAULT 0;", V1, "table notes differs"),
     ("wrong-default", "ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 1;", V1, "table notes differs"),
@@ -70,24 +76,16 @@ MISMATCHES = [
     ("index-not-partial", "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
      V0.replace("(body)\n", "(body) WHERE body != ''\n"), "index notes_by_body differs"),
     ("lost-unique-constraint",
-     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
-     "CREATE INDEX notes_by_body ON notes (body);",
+     REBUILD,
      V0.replace("body    TEXT    NOT NULL,", "body    TEXT    NOT NULL UNIQUE,"), "table notes differs"),
     ("lost-without-rowid",
-     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
-     "CREATE INDEX notes_by_body ON notes (body);",
+     REBUILD,
      V0.replace(");\n", ") WITHOUT ROWID;\n"), "table notes differs"),
     ("lost-strict",
-     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
-     "CREATE INDEX notes_by_body ON notes (body);",
+     REBUILD,
      V0.replace(");\n", ") STRICT;\n"), "table notes differs"),
     ("lost-foreign-key",
-     "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-     "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
-     "CREATE INDEX notes_by_body ON notes (body);",
+     REBUILD,
      V0.replace("id      INTEGER PRIMARY KEY,", "id      INTEGER PRIMARY KEY REFERENCES notes (id),"),
      "table notes differs"),
     ("view-differs", "CREATE VIEW note_bodies AS SELECT body FROM notes;",
@@ -144,6 +142,33 @@ def test_transaction_control_in_migrations_is_refused(v0_db, statement):
     assert (info.value.path, info.value.line) == (m1.path, 2)
     assert snapshot(v0_db) == before
     assert not v0_db.in_transaction
+
+
+def test_commit_behind_a_byte_order_mark_is_refused(v0_db):
+    """SQLite skips U+FEFF like a space: a COMMIT behind one would make the migration half-applied."""
+    before = snapshot(v0_db)
+    rows = v0_db.all("SELECT * FROM notes")
+    m1 = migration("notes", 1, "bom", "\ufeffCOMMIT;\nINSERT INTO notes (body) VALUES ('x');\nUPDATE nosuch SET a = 1;")
+    with pytest.raises(MigrationError, match="COMMIT is not allowed") as info:
+        apply_schemas(v0_db, [source("notes", V0, m1)])
+    assert info.value.line == 1
+    assert snapshot(v0_db) == before
+    assert v0_db.all("SELECT * FROM notes") == rows
+
+
+@pytest.mark.parametrize("sql", ["COMMIT", "BEGIN", "SAVEPOINT x", "ATTACH ':memory:' AS y"])
+def test_sqlite_itself_refuses_transaction_control_during_migrations(v0_db, sql):
+    """The guarantee behind the pattern check: the authorizer installed while migrations run."""
+    import apsw
+
+    from schema_loader.apply import _transaction_control_denied
+
+    previous = v0_db.conn.authorizer
+    with v0_db.write():
+        with _transaction_control_denied(v0_db.conn), pytest.raises(apsw.AuthError):
+            v0_db.execute(sql)
+        assert not v0_db.conn.get_autocommit()
+    assert v0_db.conn.authorizer is previous
 
 
 def test_trigger_in_a_migration_is_not_transaction_control(v0_db):

@@ -1,0 +1,114 @@
+"""Stage 2: export the event log up to the watermark to Parquet, incrementally.
+
+Files are ``events/events-<from>-<to>.parquet`` (one per exported seq range)
+described by ``events/manifest.json``.  The log is append-only, so a file
+never goes stale; a later rebuild exports only the seqs after the last one.
+The manifest remembers the database instance and the id of the last
+exported event: if either no longer matches (another database, or a
+restored backup), everything is exported again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.db import Database
+from projectors.arrow import EVENT_SCHEMA
+
+ROWS_PER_FILE = 1_000_000
+READ_BATCH = 50_000
+_COLUMNS = ", ".join(EVENT_SCHEMA.names)
+
+
+@attrs.frozen
+class ExportResult:
+    directory: Path
+    exported: int
+    through_seq: int
+    reused_through: int
+
+
+def _manifest_path(directory: Path) -> Path:
+    return directory / "manifest.json"
+
+
+def _load_manifest(db: Database, directory: Path, instance: str) -> dict:
+    """The manifest if it still describes this database, else a fresh one (old files removed)."""
+    path = _manifest_path(directory)
+    if path.exists():
+        manifest = json.loads(path.read_text())
+        last = manifest.get("through_seq", 0)
+        expected = db.value("SELECT hex(event_id) FROM events WHERE seq = ?", (last,))
+        if manifest.get("instance") == instance and (last == 0 or expected == manifest.get("last_event_id")):
+            return manifest
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    return {"instance": instance, "through_seq": 0, "last_event_id": None, "files": []}
+
+
+def export_events(db: Database, directory: Path, watermark: int, instance: str,
+                  advance: Callable[[int], None] = lambda n: None) -> ExportResult:
+    """Write events with ``seq <= watermark`` not yet exported; returns what was done."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for leftover in directory.glob("*.tmp"):
+        leftover.unlink()
+    with db.read():
+        manifest = _load_manifest(db, directory, instance)
+    reused, start, exported = manifest["through_seq"], manifest["through_seq"], 0
+    while start < watermark:
+        end = min(start + ROWS_PER_FILE, watermark)
+        count, last_seq = _write_file(db, directory, start, end, advance)
+        if count:
+            manifest["files"].append(f"events-{start + 1:012d}-{last_seq:012d}.parquet")
+            exported += count
+        with db.read():
+            manifest["last_event_id"] = db.value("SELECT hex(event_id) FROM events WHERE seq = ?", (end,))
+        manifest["through_seq"] = end
+        _save_manifest(directory, manifest)
+        start = end
+    return ExportResult(directory, exported, max(watermark, reused), reused)
+
+
+def _write_file(db: Database, directory: Path, start: int, end: int,
+                advance: Callable[[int], None]) -> tuple[int, int]:
+    """Export seqs in (start, end] to one Parquet file, written atomically."""
+    final = directory / f"events-{start + 1:012d}-{end:012d}.parquet"
+    tmp = final.with_suffix(".tmp")
+    count, cursor, last_seq = 0, start, start
+    with pq.ParquetWriter(tmp, EVENT_SCHEMA, compression="zstd") as writer:
+        while cursor < end:
+            with db.read():
+                rows = db.all(f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                              (cursor, end, READ_BATCH))
+            if not rows:
+                break
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [pa.array(col, f.type) for col, f in zip(zip(*rows), EVENT_SCHEMA)], schema=EVENT_SCHEMA))
+            count += len(rows)
+            cursor = last_seq = rows[-1][0]
+            advance(len(rows))
+    if count == 0:
+        tmp.unlink()
+        return 0, start
+    final = directory / f"events-{start + 1:012d}-{last_seq:012d}.parquet"
+    os.replace(tmp, final)
+    return count, last_seq
+
+
+def _save_manifest(directory: Path, manifest: dict) -> None:
+    tmp = _manifest_path(directory).with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, _manifest_path(directory))
+
+
+def exported_files(directory: Path) -> list[str]:
+    manifest = json.loads(_manifest_path(directory).read_text())
+    return [str(directory / name) for name in manifest["files"]]

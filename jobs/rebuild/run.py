@@ -1,0 +1,232 @@
+"""``tessera rebuild``: export -> partitioned replay -> shadow tables -> catch-up -> swap.
+
+The tick daemon keeps running throughout: it projects into the live tables
+until the swap.  Only projectors run — no handler, so no intent (outgoing
+message, deferred work) is ever produced again.  Until the swap commits the
+live tables are untouched, so a rebuild that fails or is killed at any point
+can simply be run again: leftover shadow tables are dropped and the export
+is reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from core import eventlog
+from core.app import App
+from core.errors import InvalidInput
+from jobs.rebuild import engines, shadow
+from jobs.rebuild.export import export_events, exported_files
+from jobs.rebuild.verify import TableVerdict, compare_tables
+from projectors import arrow, replay
+from schema_loader.setup import INSTANCE_KEY
+
+log = logging.getLogger("tessera.rebuild")
+
+STAGES = ("watermark", "export", "replay", "load", "catch-up", "swap")
+ProgressFactory = Callable[[str, int | None], Any]
+
+
+@attrs.define
+class RebuildOptions:
+    """What to rebuild and how (see ``tessera rebuild --help``)."""
+
+    projections: Sequence[str] = ()
+    protocol: str | None = None
+    engine: str = "spark"
+    master: str = "local[*]"
+    verify: bool = False
+    workdir: Path | None = None
+    conf: dict[str, str] = attrs.field(factory=dict)
+    partitions: int | None = None
+
+
+@attrs.define
+class RebuildReport:
+    """What a rebuild did: counts, timings and, for --verify, the verdicts."""
+
+    projectors: list[str] = attrs.field(factory=list)
+    watermark: int = 0
+    exported: int = 0
+    events_replayed: int = 0
+    caught_up: int = 0
+    rows: dict[str, int] = attrs.field(factory=dict)
+    seconds: dict[str, float] = attrs.field(factory=dict)
+    verdicts: list[TableVerdict] = attrs.field(factory=list)
+    swapped: bool = False
+
+    @property
+    def equal(self) -> bool:
+        return all(v.equal for v in self.verdicts)
+
+
+def select_projectors(app: App, options: RebuildOptions) -> list[Any]:
+    """The projectors to rebuild: named ones, a protocol's, or every enabled one."""
+    if options.projections and options.protocol:
+        raise InvalidInput("give --projection or --protocol, not both")
+    if options.projections:
+        chosen = [app.registry.projector(name) for name in options.projections]
+        for projector in chosen:
+            app.require_enabled(projector.protocol)
+        return chosen
+    if options.protocol:
+        app.require_enabled(options.protocol)
+        return app.projectors([options.protocol])
+    return app.projectors()
+
+
+def _spec(app: App, projectors: Sequence[Any]) -> arrow.ReplaySpec:
+    ddl = replay.projection_ddl(app, projectors)
+    tables = [t for p in projectors for t in p.tables]
+    upcasters = {p.protocol: dict(app.registry.protocol(p.protocol).upcasters) for p in projectors}
+    return arrow.ReplaySpec(tuple(projectors), tuple(ddl), tuple(arrow.table_shapes(ddl, tables)), upcasters)
+
+
+class _Stages:
+    """Times each stage and tells the progress factory about it."""
+
+    def __init__(self, report: RebuildReport, progress: ProgressFactory):
+        self.report = report
+        self.progress = progress
+
+    def run(self, name: str, total: int | None, work: Callable[[Callable[[int], None]], Any]) -> Any:
+        log.info("rebuild stage %s started", name)
+        started = time.perf_counter()
+        with self.progress(name, total) as advance:
+            result = work(advance)
+        self.report.seconds[name] = self.report.seconds.get(name, 0.0) + time.perf_counter() - started
+        return result
+
+
+def _no_progress(name: str, total: int | None):
+    return contextlib.nullcontext(lambda n: None)
+
+
+def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
+            progress: ProgressFactory = _no_progress) -> RebuildReport:
+    """Run the whole pipeline (see the module docs); returns the report."""
+    if options.engine not in ("spark", "local"):
+        raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
+    projectors = select_projectors(app, options)
+    if not projectors:
+        raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
+    tables = [t for p in projectors for t in p.tables]
+    packages = {t: app.registry.protocol(p.protocol).package for p in projectors for t in p.tables}
+    db = app.db
+    shadow.check_swappable(db, tables)
+    with _rebuild_pragmas(db):
+        return _rebuild(app, options, spark, progress, projectors, tables, packages)
+
+
+def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFactory, projectors: list[Any],
+             tables: list[str], packages: dict[str, str]) -> RebuildReport:
+    db = app.db
+    report = RebuildReport(projectors=[p.name for p in projectors])
+    stages = _Stages(report, progress)
+    workdir = Path(options.workdir or f"{db.path}.rebuild")
+    with db.read():
+        report.watermark = eventlog.head(db)
+    instance = app.runtime.kv.get(INSTANCE_KEY)
+    exported = stages.run("export", report.watermark,
+                          lambda advance: export_events(db, workdir / "events", report.watermark, instance, advance))
+    report.exported = exported.exported
+    files = exported_files(workdir / "events")
+    out_root = workdir / "replay"
+    shutil.rmtree(out_root, ignore_errors=True)
+    groups = list(replay.projector_groups(projectors).items())
+    specs = [(key, _spec(app, group)) for key, group in groups]
+    session = _spark(spark, options) if options.engine == "spark" else None
+    try:
+        for index, (key, spec) in enumerate(specs):
+            report.events_replayed += engines.count_events(files, spec, report.watermark) if files else 0
+            stages.run("replay", len(specs), lambda advance, i=index, k=key, s=spec: _replay(
+                session, files, s, k, report.watermark, out_root / f"group-{i}", options, advance))
+    finally:
+        if session is not None and spark is None:
+            session.stop()
+    shadow.drop_leftovers(db, tables)
+    for index, (key, spec) in enumerate(specs):
+        stages.run("load", None, lambda advance, i=index, s=spec: _load(db, s, out_root / f"group-{i}",
+                                                                           packages, report, advance))
+    caught = stages.run("catch-up", None, lambda advance: shadow.catch_up(
+        db, app.runtime, projectors, tables, report.watermark, None, advance))
+    report.caught_up = _finish(app, options, projectors, tables, packages, caught, report, stages)
+    shutil.rmtree(out_root, ignore_errors=True)
+    return report
+
+
+@contextlib.contextmanager
+def _rebuild_pragmas(db: Any) -> Iterator[None]:
+    # Renames must not rewrite views or foreign keys that name the live tables,
+    # and shadow rows are checked against nothing until they become live.
+    db.conn.pragma("legacy_alter_table", True)
+    db.conn.pragma("foreign_keys", False)
+    try:
+        yield
+    finally:
+        db.conn.pragma("legacy_alter_table", False)
+        db.conn.pragma("foreign_keys", True)
+
+
+def _spark(spark: Any, options: RebuildOptions) -> Any:
+    if spark is not None:
+        return spark
+    from jobs.rebuild.spark_session import make_session
+
+    return make_session(options.master, options.conf, options.partitions)
+
+
+def _replay(session: Any, files: Sequence[str], spec: arrow.ReplaySpec, rebuild_key: str | None, watermark: int,
+            out_dir: Path, options: RebuildOptions, advance: Callable[[int], None]) -> None:
+    if not files:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    elif session is None:
+        engines.replay_local(files, spec, watermark, out_dir)
+    else:
+        partitions = options.partitions or int(session.conf.get("spark.sql.shuffle.partitions"))
+        engines.replay_spark(session, files, spec, rebuild_key, watermark, out_dir, partitions)
+    advance(1)
+
+
+def _load(db: Any, spec: arrow.ReplaySpec, out_dir: Path, packages: dict[str, str], report: RebuildReport,
+          advance: Callable[[int], None]) -> None:
+    for shape in spec.shapes:
+        indexes = shadow.create_shadow(db, packages[shape.name], shape.name)
+        report.rows[shape.name] = shadow.load(db, shape, engines.read_rows(out_dir, shape.name), advance)
+        shadow.create_indexes(db, indexes)
+
+
+def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables: Sequence[str],
+            packages: dict[str, str], caught: int, report: RebuildReport, stages: _Stages) -> int:
+    """Last catch-up inside one BEGIN IMMEDIATE, then compare (--verify) or swap."""
+    db = app.db
+
+    def final(advance: Callable[[int], None]) -> int:
+        with db.write():
+            last = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
+            if options.verify:
+                report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
+                for table in tables:
+                    db.execute(f'DROP TABLE "{table}{shadow.SHADOW}"')
+                return last
+            shadow.swap(db, tables, packages)
+            head = eventlog.head(db)
+            db.executemany(
+                "UPDATE projections SET status = 'live', built_through_seq = ?, "
+                "last_applied_seq = max(last_applied_seq, ?), rebuilt_at_ms = ?, failures = 0 WHERE name = ?",
+                [(head, head, app.clock.now_ms(), p.name) for p in projectors])
+            report.swapped = True
+            return last
+
+    last = stages.run("swap", None, final)
+    if report.swapped:
+        shadow.drop_retired(db, tables)
+    return last - report.watermark

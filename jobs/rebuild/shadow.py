@@ -1,0 +1,170 @@
+"""Stages 4-6: shadow tables, catch-up and the atomic swap.
+
+Shadow tables are ``<table>__rebuild`` with the same columns and indexes.
+SQLite cannot rename an index, so a projection table's indexes alternate
+between their schema name ``x`` and ``x__rebuild`` from one rebuild to the
+next; the schema loader compares indexes by their base name.
+
+Catch-up runs the unchanged projector code against the shadow tables through
+:class:`RenamingConnection`, which maps the owned table names in each SQL
+statement to their shadow names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from core import eventlog
+from core.db import Database
+from core.errors import ProjectionError
+from projectors.arrow import TableShape, rows_of
+from schema_loader.extract import parsed_package_schema
+
+SHADOW = "__rebuild"
+RETIRED = "__retired"
+LOAD_BATCH = 10_000
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\[[^\]]*\]|`[^`]*`|[A-Za-z_][A-Za-z0-9_]*|.", re.DOTALL)
+
+
+class RenamingConnection:
+    """A connection whose statements address shadow tables by their live names."""
+
+    def __init__(self, conn: Any, mapping: dict[str, str]):
+        self._conn = conn
+        self._mapping = {name.lower(): shadow for name, shadow in mapping.items()}
+        self._cache: dict[str, str] = {}
+
+    def _rename(self, sql: str) -> str:
+        renamed = self._cache.get(sql)
+        if renamed is None:
+            renamed = "".join(self._map_token(token) for token in _TOKEN.findall(sql))
+            self._cache[sql] = renamed
+        return renamed
+
+    def _map_token(self, token: str) -> str:
+        if token[:1] in "\"[`":
+            inner = token[1:-1]
+            return f'"{self._mapping[inner.lower()]}"' if inner.lower() in self._mapping else token
+        return self._mapping.get(token.lower(), token)
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        return self._conn.execute(self._rename(sql), params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        return self._conn.executemany(self._rename(sql), rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def check_swappable(db: Database, tables: Sequence[str]) -> None:
+    """Refuse tables a rename-swap would break: triggers, or columns named like an owned table."""
+    owned = {t.lower() for t in tables}
+    for table in tables:
+        trigger = db.value("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?", (table,))
+        if trigger:
+            raise ProjectionError(f"table {table} has trigger {trigger}; a rebuild swaps tables and would lose it. "
+                                  "Move the trigger's logic into the projector")
+        for (column,) in db.all("SELECT name FROM pragma_table_info(?)", (table,)):
+            if column.lower() in owned:
+                raise ProjectionError(f"column {table}.{column} is named like a projection table; rename it so "
+                                      "catch-up can address shadow tables unambiguously")
+
+
+def drop_leftovers(db: Database, tables: Sequence[str]) -> list[str]:
+    """Drop shadow and retired copies left by an interrupted rebuild."""
+    dropped = []
+    with db.write():
+        for table in tables:
+            for name in (table + SHADOW, table + RETIRED):
+                if db.conn.table_exists(None, name):
+                    db.execute(f'DROP TABLE "{name}"')
+                    dropped.append(name)
+    return dropped
+
+
+def _index_names(db: Database, package: str, table: str) -> list[tuple[Any, str]]:
+    """(index definition, name for the shadow's copy): whichever variant the live table does not use."""
+    plan = []
+    for index in parsed_package_schema(package).indexes_of(table):
+        live_uses_base = db.one("SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?", (index.name,))
+        plan.append((index, index.name + SHADOW if live_uses_base else index.name))
+    return plan
+
+
+def create_shadow(db: Database, package: str, table: str) -> list[str]:
+    """Create the empty shadow table; return its index statements (run after loading)."""
+    parsed = parsed_package_schema(package)
+    with db.write():
+        db.execute(parsed.tables[table].render(table + SHADOW))
+    return [index.render(name, table + SHADOW) for index, name in _index_names(db, package, table)]
+
+
+def load(db: Database, shape: TableShape, rows: Any, advance: Callable[[int], None]) -> int:
+    """Insert replayed rows into the shadow table in batched transactions."""
+    if rows is None:
+        return 0
+    marks = ", ".join("?" * len(shape.columns))
+    columns = ", ".join(f'"{c}"' for c in shape.columns)
+    sql = f'INSERT INTO "{shape.name}{SHADOW}" ({columns}) VALUES ({marks})'
+    loaded, batch = 0, []
+    for row in rows_of(rows, shape):
+        batch.append(row)
+        if len(batch) >= LOAD_BATCH:
+            loaded += _insert(db, sql, batch, advance)
+            batch = []
+    return loaded + (_insert(db, sql, batch, advance) if batch else 0)
+
+
+def _insert(db: Database, sql: str, batch: list[tuple], advance: Callable[[int], None]) -> int:
+    with db.write():
+        db.executemany(sql, batch)
+    advance(len(batch))
+    return len(batch)
+
+
+def create_indexes(db: Database, statements: Iterable[str]) -> None:
+    with db.write():
+        for statement in statements:
+            db.execute(statement)
+
+
+def catch_up(db: Database, runtime: Any, projectors: Sequence[Any], tables: Sequence[str], after_seq: int,
+             upto_seq: int | None, advance: Callable[[int], None] = lambda n: None, *, batch: int = 1000) -> int:
+    """Apply events after ``after_seq`` to the shadow tables; returns the last seq applied.
+
+    Must run inside a write transaction when ``upto_seq`` is None (the swap),
+    so no event can slip in between the catch-up and the swap.
+    """
+    conn = RenamingConnection(db.conn, {t: t + SHADOW for t in tables})
+    wanted = {(p.protocol, t) for p in projectors for t in p.event_types}
+    last = after_seq
+    for event in eventlog.read_range(db, after_seq, upto_seq, batch=batch):
+        if (event.protocol, event.type) in wanted:
+            event = runtime.upcast(event)
+            for projector in projectors:
+                if event.protocol == projector.protocol and event.type in projector.event_types:
+                    projector.apply(conn, event)
+        last = event.seq
+        advance(1)
+    return last
+
+
+def swap(db: Database, tables: Sequence[str], packages: dict[str, str]) -> None:
+    """Inside the caller's write transaction: live -> retired, shadow -> live, bookkeeping."""
+    for table in tables:
+        renamed = [(index.name, name) for index, name in _index_names(db, packages[table], table)]
+        db.execute(f'ALTER TABLE "{table}" RENAME TO "{table}{RETIRED}"')
+        db.execute(f'ALTER TABLE "{table}{SHADOW}" RENAME TO "{table}"')
+        for base, physical in renamed:
+            old_physical = base if physical != base else base + SHADOW
+            db.execute("UPDATE schema_objects SET name = ? WHERE name = ?", (physical, old_physical))
+
+
+def drop_retired(db: Database, tables: Sequence[str]) -> None:
+    with db.write():
+        for table in tables:
+            if db.conn.table_exists(None, table + RETIRED):
+                db.execute(f'DROP TABLE "{table}{RETIRED}"')

@@ -1,0 +1,168 @@
+"""Arrow in, Arrow out: the partition fold shared by the Spark and local engines.
+
+Both rebuild engines hand :func:`fold` an iterator of event record batches,
+sorted by (partition key, seq).  The fold applies the *same projector code*
+the daemon runs to an in-memory SQLite database carrying only the projection
+tables, then emits every row of those tables as record batches of one union
+schema: a ``__table`` column plus ``<table>__<column>`` for every column of
+every table.  Values keep their SQLite types exactly (a TEXT column holding
+an integer is refused rather than silently converted), so loading the rows
+back reproduces the tables byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import apsw
+import attrs
+import pyarrow as pa
+
+from core.errors import ProjectionError
+from core.records import StoredEvent
+from projectors import replay
+
+EVENT_SCHEMA = pa.schema([
+    ("seq", pa.int64()),
+    ("protocol", pa.string()),
+    ("event_type", pa.string()),
+    ("version", pa.int64()),
+    ("event_id", pa.binary()),
+    ("partition_key", pa.string()),
+    ("created_at_ms", pa.int64()),
+    ("recorded_at_ms", pa.int64()),
+    ("payload", pa.binary()),
+])
+TABLE_COLUMN = "__table"
+OUTPUT_BATCH_ROWS = 10_000
+
+
+def affinity_type(declared: str) -> pa.DataType:
+    """The Arrow type for a column, by SQLite's type-affinity rules."""
+    upper = (declared or "").upper()
+    if "INT" in upper:
+        return pa.int64()
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return pa.string()
+    if "BLOB" in upper or not upper:
+        return pa.binary()
+    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
+        return pa.float64()
+    return pa.int64()  # NUMERIC affinity: integers in every table we generate
+
+
+def out_field(table: str, column: str) -> str:
+    return f"{table}__{column}"
+
+
+@attrs.frozen
+class TableShape:
+    """A projection table's columns and their Arrow types."""
+
+    name: str
+    columns: tuple[str, ...]
+    types: tuple[pa.DataType, ...]
+
+
+def table_shapes(ddl: Sequence[str], tables: Sequence[str]) -> list[TableShape]:
+    """Shapes of ``tables`` as created by ``ddl`` (read back from SQLite itself)."""
+    conn = replay.open_target(ddl)
+    shapes = []
+    for table in tables:
+        rows = conn.execute("SELECT name, type FROM pragma_table_info(?)", (table,)).fetchall()
+        shapes.append(TableShape(table, tuple(r[0] for r in rows), tuple(affinity_type(r[1]) for r in rows)))
+    conn.close()
+    return shapes
+
+
+def output_schema(shapes: Sequence[TableShape]) -> pa.Schema:
+    fields = [pa.field(TABLE_COLUMN, pa.string())]
+    for shape in shapes:
+        fields += [pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types)]
+    return pa.schema(fields)
+
+
+@attrs.frozen
+class ReplaySpec:
+    """Everything a fold needs; picklable, so Spark ships it to its workers.
+
+    Attributes:
+        projectors: the projectors replayed together (one rebuild key).
+        ddl: CREATE statements of their tables.
+        shapes: the tables' columns and Arrow types.
+        upcasters: ``{protocol: {(event_type, version): fn}}``.
+    """
+
+    projectors: tuple[Any, ...]
+    ddl: tuple[str, ...]
+    shapes: tuple[TableShape, ...]
+    upcasters: dict[str, dict[tuple[str, int], Any]] = attrs.field(factory=dict)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return output_schema(self.shapes)
+
+    def upcast(self, event: StoredEvent) -> StoredEvent:
+        chain = self.upcasters.get(event.protocol, {})
+        if (event.type, event.version) not in chain:
+            return event
+        version, data = event.version, event.data
+        while (event.type, version) in chain:
+            data = chain[(event.type, version)](data)
+            version += 1
+        return attrs.evolve(event, version=version, data=data)
+
+    def wanted(self) -> list[tuple[str, str]]:
+        """(protocol, event type) pairs these projectors consume."""
+        return sorted({(p.protocol, t) for p in self.projectors for t in p.event_types})
+
+
+def events_of(batch: pa.RecordBatch) -> Iterator[StoredEvent]:
+    columns = [batch.column(name).to_pylist() for name in EVENT_SCHEMA.names]
+    for row in zip(*columns):
+        yield StoredEvent(*row)
+
+
+def fold(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
+    """Apply the events to fresh projection tables; yield every resulting row."""
+    conn = replay.open_target(spec.ddl)
+    projectors = list(spec.projectors)
+    for batch in batches:
+        replay.apply_events(conn, projectors, events_of(batch), spec.upcast)
+    yield from dump(conn, spec)
+    conn.close()
+
+
+def dump(conn: apsw.Connection, spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
+    """Every row of the spec's tables as union-schema record batches."""
+    schema = spec.schema
+    for shape in spec.shapes:
+        rows: list[tuple] = []
+        for row in conn.execute(f'SELECT * FROM "{shape.name}"'):
+            rows.append(row)
+            if len(rows) == OUTPUT_BATCH_ROWS:
+                yield _batch(schema, shape, rows)
+                rows = []
+        if rows:
+            yield _batch(schema, shape, rows)
+
+
+def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple]) -> pa.RecordBatch:
+    arrays = {TABLE_COLUMN: pa.array([shape.name] * len(rows), pa.string())}
+    for index, (column, kind) in enumerate(zip(shape.columns, shape.types)):
+        values = [row[index] for row in rows]
+        try:
+            arrays[out_field(shape.name, column)] = pa.array(values, kind)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise ProjectionError(
+                f"table {shape.name}, column {column}: a value does not match its declared type ({exc}); "
+                "store one type per column (declare it, or make the table STRICT)") from exc
+    columns = [arrays[f.name] if f.name in arrays else pa.nulls(len(rows), f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def rows_of(table: pa.Table, shape: TableShape) -> Iterator[tuple]:
+    """Rows of one projection table from union-schema data (its columns only)."""
+    columns = [table.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
+    return zip(*columns)
