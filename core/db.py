@@ -290,6 +290,11 @@ class Database:
     def all(self, sql: str, params: Any = None) -> list[tuple]:
         return self.conn.execute(sql, params).fetchall()
 
+    def has_table(self, name: str) -> bool:
+        """Whether table ``name`` exists now (asks sqlite_schema: apsw's table_exists can
+        answer from a schema cache that another process has since changed)."""
+        return self.one("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (name,)) is not None
+
     def changes(self) -> int:
         return self.conn.changes()
 

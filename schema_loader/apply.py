@@ -119,13 +119,13 @@ def apply_schemas(db: Database, sources: Sequence[SchemaSource], *, now_ms: int 
 
 def applied_versions(db: Database) -> dict[str, tuple[int, str]]:
     """owner -> (version, checksum) of every applied schema (empty for a new file)."""
-    if not db.conn.table_exists(None, "schema_versions"):
+    if not db.has_table("schema_versions"):
         return {}
     return {o: (v, c) for o, v, c in db.all("SELECT owner, version, checksum FROM schema_versions")}
 
 
 def _bootstrap(db: Database, now: int) -> None:
-    if db.conn.table_exists(None, "schema_versions"):
+    if db.has_table("schema_versions"):
         return
     source = source_for_package(LOADER_OWNER, "schema_loader")
     parsed = parse(source.text, source.path)
@@ -160,7 +160,7 @@ def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
                                  source.path)
     if row is None:
         return _create(db, source, parsed, now)
-    return _migrate(db, source, parsed, pending, expected, owners, now)
+    return _migrate(db, source, parsed, pending, expected, owners, own, now)
 
 
 def _create(db: Database, source: SchemaSource, parsed: ParsedSchema, now: int) -> ApplyReport:
@@ -174,13 +174,16 @@ def _create(db: Database, source: SchemaSource, parsed: ParsedSchema, now: int) 
 
 
 def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: list[Migration],
-             expected: validate.Structure, owners: dict[str, str], now: int) -> ApplyReport:
+             expected: validate.Structure, owners: dict[str, str], recorded: list[str], now: int) -> ApplyReport:
     others_before = _others_objects(db, owners)
+    existing = set(validate.list_objects(db.conn))
     for migration in pending:
         _run_migration(db, migration)
         _record_migration(db, source.owner, migration, now, baseline=False)
     _check_others_untouched(db, source, owners, others_before)
-    own = [name for name in validate.list_objects(db.conn) if name not in owners]
+    # Ours: what we had plus what the migrations made.  Objects nobody recorded (a
+    # rebuild's shadow or retired tables, say) are not ours to compare or to claim.
+    own = [name for name in validate.list_objects(db.conn) if name in recorded or name not in existing]
     actual = validate.structure(db.conn, own)
     differences = validate.describe_differences(expected, actual)
     if differences:

@@ -53,9 +53,11 @@ def validate(parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str
 
     ``owners`` maps every object of the other owners to its owner.
     """
-    # SQLite names are case-insensitive: Events clashes with events.
-    owner_of = {name.lower(): other for name, other in owners.items()}
-    taken = {name.lower() for name in list_objects(scratch)}
+    # SQLite names are case-insensitive: Events clashes with events.  An index a rebuild
+    # renamed to x__rebuild (and recorded so) still holds x, which the next rebuild takes back.
+    owner_of = {logical_index_name(name).lower(): other for name, other in owners.items()}
+    owner_of.update({name.lower(): other for name, other in owners.items()})
+    taken = {name.lower() for name in list_objects(scratch)} | set(owner_of)
     defined_at: dict[str, int] = {}
     for statement in parsed.statements:
         _check_name_free(statement, taken, defined_at, owner_of, owner, path)

@@ -74,6 +74,8 @@ def export_events(db: Database, directory: Path, watermark: int, instance: str,
         manifest["through_seq"] = end
         _save_manifest(directory, manifest)
         start = end
+    if not _manifest_path(directory).exists():
+        _save_manifest(directory, manifest)  # an empty log still gets its (empty) manifest
     return ExportResult(directory, exported, max(watermark, reused), reused)
 
 

@@ -79,7 +79,7 @@ def drop_leftovers(db: Database, tables: Sequence[str]) -> list[str]:
     with db.write():
         for table in tables:
             for name in (table + SHADOW, table + RETIRED):
-                if db.conn.table_exists(None, name):
+                if db.has_table(name):
                     db.execute(f'DROP TABLE "{name}"')
                     dropped.append(name)
     return dropped
@@ -166,5 +166,5 @@ def swap(db: Database, tables: Sequence[str], packages: dict[str, str]) -> None:
 def drop_retired(db: Database, tables: Sequence[str]) -> None:
     with db.write():
         for table in tables:
-            if db.conn.table_exists(None, table + RETIRED):
+            if db.has_table(table + RETIRED):
                 db.execute(f'DROP TABLE "{table}{RETIRED}"')

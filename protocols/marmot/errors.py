@@ -12,7 +12,7 @@ itself says what was wrong and what the caller can do about it.
 
 from __future__ import annotations
 
-from core.errors import InvalidInput, TesseraError
+from core.errors import InvalidInput, NotFound, TesseraError, TransientError
 
 
 class MarmotError(TesseraError):
@@ -90,3 +90,37 @@ class InvalidKey(Nip44Error):
     """
 
     default_reason = "bad_key"
+
+
+# --- group state at rest ---------------------------------------------------
+
+
+class StateKeyError(MarmotError, TransientError):
+    """The at-rest key for group state is missing, malformed or wrong.
+
+    A ``TransientError``: an item that meets it is retried once the operator
+    fixes the configuration, instead of being parked as if it were bad input.
+    """
+
+
+class StateKeyMissing(StateKeyError):
+    """Neither TESSERA_MARMOT_STATE_KEY nor TESSERA_MARMOT_STATE_KEY_FILE is set."""
+
+
+class StateKeyInvalid(StateKeyError):
+    """The configured key is not 64 hex characters, or its file cannot be read."""
+
+
+class StateKeyWrong(StateKeyError):
+    """Stored group state does not open with the configured key."""
+
+
+# --- groups ----------------------------------------------------------------
+
+
+class GroupNotFound(MarmotError, NotFound):
+    """No joined group has this id."""
+
+
+class InvalidRumor(MarmotError, InvalidInput):
+    """A decrypted application message is not a well-formed Nostr rumor."""

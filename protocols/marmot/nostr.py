@@ -418,13 +418,15 @@ def make_group_event(
     *,
     secret_key: bytes | None = None,
     extra_tags: Iterable[list[str]] = (),
+    aux_rand: bytes | None = None,
 ) -> tuple[dict, bytes]:
     """Build and sign a kind-445 group event; return ``(event, signing_secret_key)``.
 
     Without ``secret_key`` a fresh ephemeral key is generated for every call,
     so group messages cannot be linked to a member's long-term identity.
     ``content`` is normally a NIP-44 payload.  ``extra_tags`` may not contain
-    another ``h`` tag.
+    another ``h`` tag.  ``aux_rand`` (32 bytes) makes the signature
+    reproducible, for seeded simulations; leave it None otherwise.
     """
     if type(nostr_group_id_hex) is not str or _HEX64.fullmatch(nostr_group_id_hex) is None:
         raise _not_group("nostr_group_id_hex must be 64 lowercase hex characters")
@@ -442,4 +444,4 @@ def make_group_event(
         "tags": [["h", nostr_group_id_hex], *extra],
         "content": content,
     }
-    return sign_event(unsigned, key), key
+    return sign_event(unsigned, key, aux_rand=aux_rand), key

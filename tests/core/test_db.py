@@ -182,7 +182,7 @@ def test_commit_failure_is_a_storage_error(table):
             table.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
             table.execute("CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
             table.execute("INSERT INTO child VALUES (42)")
-    assert not table.conn.table_exists(None, "child")
+    assert not table.has_table("child")
 
 
 def test_cannot_open_a_directory(tmp_path, settings):

@@ -30,7 +30,7 @@ def snapshot(db: Database) -> dict[str, list[tuple]]:
         "schema_version": db.all("PRAGMA schema_version"),
     }
     for table in BOOKKEEPING:
-        if db.conn.table_exists(None, table):
+        if db.has_table(table):
             snap[table] = db.all(f"SELECT * FROM {table} ORDER BY 1, 2")
     return snap
 

@@ -422,3 +422,15 @@ def test_tables_ddl_renames_tables_and_indexes(tmp_path, monkeypatch):
         conn.execute(statement)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite%'")}
     assert names == {"parts__rebuild", "parts_by_part__rebuild", "parts_named_x"}
+
+
+def test_index_name_held_by_a_rebuilt_index_is_taken(core_db):
+    """A rebuild leaves index x as x__rebuild (and records that); x stays its owner's."""
+    apply_schemas(core_db, [source("p1", "CREATE TABLE things (\n a INTEGER\n INDEX things_a (a)\n);")])
+    core_db.execute("DROP INDEX things_a")
+    core_db.execute("CREATE INDEX things_a__rebuild ON things (a)")
+    core_db.execute("UPDATE schema_objects SET name = 'things_a__rebuild' WHERE name = 'things_a'")
+    before = snapshot(core_db)
+    with pytest.raises(OwnershipConflict, match="'things_a' is already defined by p1"):
+        apply_schemas(core_db, [source("p2", "CREATE TABLE stuff (\n b INTEGER\n INDEX things_a (b)\n);")])
+    assert snapshot(core_db) == before

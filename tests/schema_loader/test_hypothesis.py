@@ -114,9 +114,8 @@ def filler(rng: random.Random) -> str:
 
 
 def index_columns(index: Index) -> str:
-    spacing = ", "
-    return spacing.join(f"{c}{' COLLATE NOCASE' if nocase else ''}{' ' + order if order else ''}"
-                        for c, order, nocase in index.keys)
+    return ", ".join(f"{c}{' COLLATE NOCASE' if nocase else ''}{' ' + order if order else ''}"
+                     for c, order, nocase in index.keys)
 
 
 def index_tail(index: Index) -> str:
@@ -285,7 +284,8 @@ BROKEN = ["CREATE TABLE broken_a (a INTEGER,, b TEXT)", "CREATE TABLE broken_b (
           "CREATE TABLE broken_e (\n  a TEXT\n  INDEX broken_e_l (lower(a))\n)",
           "CREATE TABLE broken_f (\n  a TEXT,\n  INDEX broken_f_a (a) ASC\n)",
           "CREATE TRIGGER broken_t AFTER INSERT ON nosuch_table BEGIN SELECT 1; END",
-          "CREATE TABLE broken_g (a INTEGER CHECK (a >))", "CREATE UNIQUE TABLE broken_h (a)"]
+          "CREATE TABLE broken_g (a INTEGER CHECK (a >))", "CREATE UNIQUE TABLE broken_h (a)",
+          "CREATE TABLE broken_k (\n  a INTEGER\n  INDEX broken_k_b (b)\n)"]
 
 
 @st.composite

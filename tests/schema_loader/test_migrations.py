@@ -330,10 +330,34 @@ def test_migration_on_core_keeps_other_owners_views(fresh_db):
 
 
 def test_migration_after_a_rebuild_renamed_an_index(v0_db):
-    """Rebuilds alternate index names between x and x__rebuild; the next migration must still work."""
+    """Rebuilds alternate index names between x and x__rebuild (and record it, as jobs.rebuild.shadow
+    does); the next migration compares the index by its schema name."""
     v0_db.execute("DROP INDEX notes_by_body")
     v0_db.execute("CREATE INDEX notes_by_body__rebuild ON notes (body)")
+    v0_db.execute("UPDATE schema_objects SET name = 'notes_by_body__rebuild' WHERE name = 'notes_by_body'")
     m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
     (report,) = apply_schemas(v0_db, [source("notes", V1, m1)])
     assert report.action == "migrated"
     assert "notes_by_body__rebuild" in indexes(v0_db, "notes")
+    assert v0_db.value("SELECT owner FROM schema_objects WHERE name = 'notes_by_body__rebuild'") == "notes"
+
+
+def test_migration_with_an_unrecorded_index_on_an_owned_table(v0_db):
+    """The scratch copy leaves out the owner's tables, so it must leave out indexes on them too."""
+    v0_db.execute("CREATE INDEX adhoc_by_body ON notes (body, id)")
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    (report,) = apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert report.action == "migrated"
+    assert "adhoc_by_body" in indexes(v0_db, "notes")
+
+
+def test_unrecorded_objects_are_not_claimed_by_a_migration(v0_db):
+    """A rebuild in progress leaves shadow and retired tables that no owner recorded."""
+    v0_db.execute("CREATE TABLE notes__rebuild (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+    v0_db.execute("CREATE INDEX notes_by_body__rebuild ON notes__rebuild (body)")
+    v0_db.execute("CREATE TABLE other__retired (x)")
+    m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
+    (report,) = apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert report.action == "migrated"
+    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == \
+        [("notes",), ("notes_by_body",)]

@@ -1,0 +1,188 @@
+"""``tessera marmot ...``: simulate a group, join it, send, read history, backfill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from core.errors import InvalidInput
+from protocols.marmot import ingest, keys, queries
+from protocols.marmot.cursor import Cursor
+from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.history import GroupHistoryStore
+
+
+@click.group()
+def marmot():
+    """Marmot group messaging (MLS over Nostr kind-445 events)."""
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{path}: cannot read the {what} file ({exc})") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{path}: the {what} file must hold a JSON object")
+    return value
+
+
+def _gid(value: str) -> str:
+    gid = value.strip().lower()
+    if len(gid) != 64 or any(c not in "0123456789abcdef" for c in gid):
+        raise InvalidInput(f"--group must be a 64-hex group id, got {value!r}")
+    return gid
+
+
+def _require_group(app, gid: str) -> None:
+    if not any(g["group"] == gid for g in queries.groups(app.db)):
+        raise GroupNotFound(f"no joined marmot group {gid}; `tessera marmot groups` lists them")
+
+
+@marmot.command()
+@click.option("--members", default=4, show_default=True, help="Members besides the observer.")
+@click.option("--messages", default=200, show_default=True, help="Visible messages to send.")
+@click.option("--commits", default=8, show_default=True, help="Commits (races included).")
+@click.option("--races", default=2, show_default=True, help="Commits that race a competitor for their epoch.")
+@click.option("--garbage", default=10, show_default=True, help="Garbage lines mixed into the stream.")
+@click.option("--duplicates", default=10, show_default=True, help="Events delivered twice.")
+@click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same stream).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
+def simulate(members: int, messages: int, commits: int, races: int, garbage: int, duplicates: int, seed: int,
+             out: Path):
+    """Run a real group and write its relay stream plus the observer's files."""
+    from protocols.marmot import simulate as sim
+
+    if members < 2 or races > commits or min(messages, commits, races, garbage, duplicates) < 0:
+        raise InvalidInput("need --members >= 2, --races <= --commits and no negative counts")
+    result = sim.simulate(sim.Config(members=members, messages=messages, commits=commits, races=races,
+                                     garbage=garbage, duplicates=duplicates, seed=seed))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
+    (out / "observer.identity.json").write_text(json.dumps(result.identity, indent=2) + "\n")
+    (out / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2) + "\n")
+    (out / "state.key").write_text(keys.new_key_hex() + "\n")
+    (out / "expected.json").write_text(json.dumps(result.expected, indent=2) + "\n")
+    click.echo(f"wrote {len(result.lines)} relay lines for group {result.expected['group']} to {out}")
+
+
+@marmot.command()
+@click.option("--identity", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSON file with identity and key_package_private (hex).")
+@click.option("--welcome", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSON file with the welcome (hex).")
+@click.pass_obj
+def join(obj, identity: Path, welcome: Path):
+    """Join a group from a Welcome (needs TESSERA_MARMOT_STATE_KEY or _KEY_FILE)."""
+    who, invite = _read_json(identity, "identity"), _read_json(welcome, "welcome")
+    params = {"identity": who.get("identity"), "key_package_private": who.get("key_package_private"),
+              "welcome": invite.get("welcome")}
+    outcome = obj.app().runtime.run_command("marmot.join", params)
+    if not outcome.events:
+        click.echo("already a member of that group")
+        return
+    event = outcome.events[0]
+    click.echo(f"joined group {event.partition_key} at epoch {event.data['epoch']}")
+
+
+@marmot.command()
+@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.argument("text")
+@click.pass_obj
+def send(obj, gid: str, text: str):
+    """Send TEXT to a group (recorded now, published by the tick)."""
+    outcome = obj.app().runtime.run_command("marmot.send", {"group": _gid(gid), "text": text})
+    if not outcome.events:
+        click.echo("already sent (same text within the same second)")
+        return
+    click.echo(f"sent rumor {outcome.events[0].data['rumor']['id']} (Created until the relay echoes it)")
+
+
+@marmot.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def groups(obj, as_json: bool):
+    """List joined groups with their epochs and outer-event states."""
+    rows = queries.groups(obj.app().db)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
+        click.echo(f"{row['group']}  epoch {row['epoch']}  {row['members']} members  {states}")
+    click.echo(f"{len(rows)} group(s)")
+
+
+@marmot.command()
+@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--until", help="Cursor CREATED_AT:ID: show rumors strictly older than it.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Page size.")
+@click.option("--include-invalidated", is_flag=True, help="Also show rumors of rolled-back epochs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def history(obj, gid: str, until: str | None, limit: int, include_invalidated: bool, as_json: bool):
+    """Show the newest rumors of a group (or those just older than --until), oldest first."""
+    app, gid = obj.app(), _gid(gid)
+    _require_group(app, gid)
+    cursor = Cursor.parse(until) if until else None
+    with app.db.read():
+        rows = GroupHistoryStore(app.db, gid).query_rumors(cursor, limit, include_invalidated=include_invalidated)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    for row in rows:
+        mark = "" if row["state"] == "Processed" else f" [{row['state']}]"
+        click.echo(f"{row['created_at']}:{row['id'][:12]}  {row['pubkey'][:8]}  {row['content']}{mark}")
+    if rows:
+        click.echo(f"older: --until {rows[0]['created_at']}:{rows[0]['id']}")
+
+
+@marmot.command()
+@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--state", default="Failed", show_default=True,
+              type=click.Choice(["Created", "Processed", "ProcessedCommit", "Failed", "EpochInvalidated",
+                                 "Retryable"]), help="Which processing state to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def outer(obj, gid: str, state: str, as_json: bool):
+    """List a group's outer events in one processing state (default: Failed, with reasons)."""
+    app, gid = obj.app(), _gid(gid)
+    _require_group(app, gid)
+    rows = queries.outer_events(app.db, gid, state)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['created_at']}:{row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
+                   f"{row['detail'] or ''}")
+    click.echo(f"{len(rows)} {state}")
+
+
+@marmot.command("filter")
+@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.pass_obj
+def relay_filter(obj, gid: str):
+    """Print the relay filter (JSON) that fetches what the group has not processed yet."""
+    app, gid = obj.app(), _gid(gid)
+    _require_group(app, gid)
+    with app.db.read():
+        cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
+    click.echo(json.dumps(ingest.relay_filter(gid, cursor)))
+
+
+@marmot.command()
+@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_obj
+def backfill(obj, gid: str, source: Path):
+    """Process relay events of one group from SOURCE (one JSON event per line) right now."""
+    try:
+        lines = [line for line in source.read_bytes().splitlines() if line.strip()]
+    except OSError as exc:
+        raise InvalidInput(f"{source}: cannot read ({exc})") from None
+    report = obj.app().runtime.run_command("marmot.backfill", {"group": _gid(gid), "events": lines}).result
+    outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
+    click.echo(f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
+               f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds")

@@ -1,0 +1,96 @@
+"""Commands: join a group from a Welcome, send a message.
+
+Both run in one transaction (``runtime.run_command``) and, like handlers,
+return facts and intents; the engine state they change is written through
+``WriteProtocolState``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import protocols.mls as mls
+from core.errors import InvalidInput
+from core.intents import EnqueueOutgoing, EnqueueRecheck
+from core.records import Result
+from protocols.marmot import facts, group, outer, rumors
+from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.handlers import WAITING_FOR_GROUP
+from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
+
+
+def _hex_param(params: dict, name: str) -> bytes:
+    try:
+        return bytes.fromhex(params[name])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInput(f"parameter {name!r} must be a hex string") from None
+
+
+def command_join(ctx: Any, params: dict) -> Result:
+    """Join the group a Welcome invites us to.
+
+    ``params``: ``identity`` and ``key_package_private`` (hex of the engine
+    encodings) and ``welcome`` (hex).  Joining a group we are in is a no-op.
+    """
+    welcome = _hex_param(params, "welcome")
+    try:
+        identity = mls.identity_from_bytes(_hex_param(params, "identity"))
+        private = mls.key_package_private_from_bytes(_hex_param(params, "key_package_private"))
+        state = mls.join_from_welcome(identity, private, welcome)
+    except mls.MlsError as exc:
+        raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
+    if len(state.group_id) != 32:
+        raise InvalidInput("a Marmot group id must be 32 bytes (it is the Nostr h tag)")
+    gid = state.group_id.hex()
+    values = SealedValues(ctx.state)
+    verify_key(values)  # missing or wrong key: fail now, before anything is stored
+    if values.raw(meta_name(gid)) is not None:
+        return Result(duplicate=True)
+    intents = [group.state_intent(values, gid, state),
+               group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch))]
+    check = keycheck_intent(values)
+    intents += [check] if check is not None else []
+    intents.append(EnqueueRecheck(WAITING_FOR_GROUP, gid))  # events that arrived before we joined
+    fact = facts.joined(gid, state.epoch, state.own_credential, len(state.member_credentials()),
+                        sorted(state.admins), hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
+    return Result(events=[fact], intents=intents)
+
+
+def command_send(ctx: Any, params: dict) -> Result:
+    """Send ``text`` to ``group``: recorded Created now, published by the tick.
+
+    The rumor's id covers author, second and text, so sending the same text
+    again within one second is treated as a retry of the same message.
+    ``created_at`` (seconds) and ``kind`` may be given; ``transport``
+    defaults to ``loopback``.
+    """
+    gid, text = params.get("group"), params.get("text")
+    if not isinstance(text, str) or not text:
+        raise InvalidInput("send needs a non-empty text")
+    kind = params.get("kind", rumors.CHAT_KIND)
+    if kind == rumors.DELETION_KIND:
+        raise InvalidInput("deletions are not sent with send; kind 5 is reserved")
+    loaded = _group(ctx, gid)
+    state = loaded.state
+    if not state.active:
+        raise InvalidInput(f"we were removed from group {gid}; it is read-only")
+    created_at = int(params.get("created_at") or ctx.now_ms // 1000)
+    rumor = rumors.make(state.own_credential, created_at, text, kind=kind, tags=params.get("tags"))
+    if GroupHistoryStore(ctx.db, gid).rumor_record(rumor["id"]) is not None:
+        return Result(duplicate=True)
+    message, new_state = mls.encrypt_application(state, rumors.encode(rumor))
+    event = outer.seal(state, message, gid, created_at)
+    fact = facts.about(facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch,
+                       rumor=rumor)
+    publish = EnqueueOutgoing(outer.to_bytes(event), transport=params.get("transport", "loopback"),
+                              idempotency_key=f"marmot:{event['id']}")
+    return Result(events=[fact], intents=[group.state_intent(SealedValues(ctx.state), gid, new_state), publish])
+
+
+def _group(ctx: Any, gid: Any) -> group.LoadedGroup:
+    loaded = group.load(ctx.state, gid) if isinstance(gid, str) else None
+    if loaded is None:
+        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
+    return loaded

@@ -1,0 +1,118 @@
+"""The facts the Marmot plugin records, and their stable ids.
+
+Every fact about an outer event derives its id from the group, the outer
+event id and the group's rollback *generation*: replaying the same input in
+the same generation derives the same id (so the append is a no-op), while an
+outer event that is legitimately processed again after a rollback (a
+Retryable event that fails once more, a winning commit applied during a
+rollback) gets a fresh id.
+
+Failure reasons come from a short fixed vocabulary (:data:`REASONS`); the
+detail is text the plugin writes itself, never an exception message, so no
+key material or raw decoder output can leak into the log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from core.records import Event, derive_event_id
+from protocols.marmot.cursor import Cursor
+
+GROUP_JOINED = "group_joined"
+MESSAGE_SENT = "message_sent"
+RUMOR_RECEIVED = "rumor_received"
+OWN_MESSAGE_ECHOED = "own_message_echoed"
+OUTER_PROCESSED = "outer_processed"
+COMMIT_APPLIED = "commit_applied"
+COMMIT_REWRAPPED = "commit_rewrapped"
+PROPOSAL_RECEIVED = "proposal_received"
+DELETION_RECEIVED = "deletion_received"
+OUTER_FAILED = "outer_failed"
+EPOCH_ROLLED_BACK = "epoch_rolled_back"
+
+# Facts that close the processing of an outer event successfully.
+PROCESSED_FACTS = (RUMOR_RECEIVED, OWN_MESSAGE_ECHOED, OUTER_PROCESSED, COMMIT_APPLIED, COMMIT_REWRAPPED,
+                   PROPOSAL_RECEIVED, DELETION_RECEIVED)
+
+REASONS = {
+    "retry_exhausted": "no retained epoch key opened it within the retry budget",
+    "malformed_payload": "the content is not a NIP-44 v2 payload",
+    "invalid_message": "the payload is not a well-formed MLS message",
+    "wrong_group": "the MLS message names another group",
+    "undecryptable": "the MLS layer could not decrypt it",
+    "bad_signature": "the MLS signature does not verify",
+    "replayed": "the MLS message key was already used",
+    "epoch_expired": "its epoch is no longer retained",
+    "not_a_member": "we are not a member of the group any more",
+    "invalid_rumor": "the decrypted payload is not a valid rumor",
+    "sender_mismatch": "the rumor's pubkey differs from the MLS sender",
+    "unauthorized_commit": "the committer was not allowed to make this commit",
+    "confirmation_mismatch": "the commit's confirmation tag does not match",
+    "commit_lost_race": "a better commit was already applied for its epoch",
+    "commit_too_old": "its epoch is outside the rollback window",
+}
+# Failures that a rollback may cure (the event may belong to the winning branch).
+RETRYABLE_REASONS = frozenset({"retry_exhausted", "undecryptable"})
+
+
+@attrs.frozen
+class Outer:
+    """The outer (kind-445) event an item carries."""
+
+    gid: str
+    event: dict = attrs.field(repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.event["id"]
+
+    @property
+    def created_at(self) -> int:
+        return self.event["created_at"]
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.created_at, self.id)
+
+    def raw(self) -> str:
+        return json.dumps(self.event, separators=(",", ":"), ensure_ascii=False)
+
+
+def fact_id(kind: str, gid: str, outer_id: str, generation: int) -> bytes:
+    return derive_event_id("marmot", kind, gid, outer_id, generation)
+
+
+def about(kind: str, outer: Outer, generation: int, **data: Any) -> Event:
+    """A fact about ``outer`` (its time is the outer event's time)."""
+    payload = {"outer_id": outer.id, "outer_created_at": outer.created_at, "generation": generation, **data}
+    return Event(kind, fact_id(kind, outer.gid, outer.id, generation), outer.gid, outer.created_at * 1000, payload)
+
+
+def failed(outer: Outer, generation: int, reason: str, detail: str = "", *, epoch: int | None = None,
+           content_type: str | None = None) -> Event:
+    """Outer event failed for ``reason``; keeps the raw event when a rollback could cure it."""
+    if reason not in REASONS:
+        raise ValueError(f"unknown failure reason {reason!r}")  # a typo here would corrupt the vocabulary
+    raw = outer.raw() if reason in RETRYABLE_REASONS else None
+    return about(OUTER_FAILED, outer, generation, reason=reason, detail=detail or REASONS[reason], epoch=epoch,
+                 content_type=content_type, raw=raw)
+
+
+def joined(gid: str, epoch: int, self_pubkey: str, members: int, admins: list[str], welcome_digest: str,
+           now_ms: int) -> Event:
+    data = {"epoch": epoch, "self": self_pubkey, "members": members, "admins": admins, "joined_at_ms": now_ms}
+    return Event(GROUP_JOINED, derive_event_id("marmot", GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
+
+
+def rolled_back(outer: Outer, epoch: int, loser: Cursor, generation: int, invalidated: list[str],
+                invalidated_rumors: list[str], retryable: list[str]) -> Event:
+    """One fact per rollback: which commit won, what became invalid, what may be retried."""
+    event_id = derive_event_id("marmot", EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id)
+    data = {"epoch": epoch, "winner": {"outer_id": outer.id, "created_at": outer.created_at},
+            "loser": {"outer_id": loser.id, "created_at": loser.created_at}, "generation": generation,
+            "invalidated": invalidated, "invalidated_rumors": invalidated_rumors, "retryable": retryable}
+    return Event(EPOCH_ROLLED_BACK, event_id, outer.gid, outer.created_at * 1000, data)

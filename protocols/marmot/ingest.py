@@ -1,0 +1,222 @@
+"""Draining and backfilling outer events.
+
+**Live path.**  The core tick drains the whole ``incoming`` queue before it
+looks at recheck markers or due deferred items.  For Marmot that is wrong:
+an event that arrived one item before the commit that makes it readable
+would wait behind the entire backlog, by which time its epoch may have left
+the engine's retained window.  :func:`step` therefore prefers due recheck
+markers, then due deferred items, then the next incoming item; the
+``marmot_interleave`` tick job (which runs before the core's
+``process_incoming``) and :func:`run_until_idle` use it.
+
+**Backfill.**  :func:`backfill` takes a batch of relay events for one group,
+drops everything at or before the resume cursor, and feeds the rest through
+the normal pipeline, one transaction per event, in the order that needs the
+fewest retries: in rounds, the events the current epoch keys can open —
+non-commits first, then commits by ``(epoch, created_at, id)`` — until a
+round opens nothing more; what is still unreadable then goes through the
+pipeline too and waits on ``marmot.epoch`` with the usual bounded budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+import protocols.mls as mls
+from core import drain, queues, recheck
+from core.pipeline import Outcome, process_item
+from core.state import ProtocolState
+from protocols.marmot import group, nostr, outer
+from protocols.marmot.cursor import Cursor, newer_than
+from protocols.marmot.errors import GroupNotFound, InvalidEvent, Nip44Error
+from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.history import GroupHistoryStore
+
+_HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"
+
+
+def has_groups(db: Any) -> bool:
+    """True when this database has joined at least one marmot group."""
+    return db.one(_HAS_GROUPS) is not None
+
+
+def relay_filter(gid: str, cursor: Cursor | None) -> dict:
+    """The relay subscription filter for a backfill after ``cursor``.
+
+    Relays filter by timestamp only, so ``since`` is the cursor's second;
+    events of that second at or before the cursor's id come back too and
+    :func:`backfill` drops them.
+    """
+    found: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": [gid]}
+    if cursor is not None:
+        found["since"] = cursor.created_at
+    return found
+
+
+# --- live draining -------------------------------------------------------------------
+
+
+def step(rt: Any, lease: Any = None) -> Outcome | int | None:
+    """One unit of work: a due recheck marker, else a due deferred item, else an incoming item.
+
+    Returns the item outcome, the number of items a marker re-handled, or
+    None when nothing is due.
+    """
+    now = rt.clock.now_ms()
+    due = recheck.next_marker_due_at(rt.db)
+    if due is not None and due <= now:
+        handled = drain.drain_next_marker(rt, lease)
+        if handled is not None:
+            return handled
+    due = queues.next_deferred_due_at(rt.db)
+    if due is not None and due <= now:
+        outcome = drain.process_next_deferred(rt, lease)
+        if outcome is not None:
+            return outcome
+    return drain.process_next_incoming(rt, lease)
+
+
+def interleave_job(tick: Any) -> int:
+    """Tick job (order 9): drain with :func:`step` while marmot groups exist."""
+    rt = tick.runtime
+    if not has_groups(rt.db):
+        return 0
+    done = 0
+    while tick.has_budget():
+        unit = step(rt, tick.lease)
+        if unit is None:
+            break
+        if isinstance(unit, Outcome):
+            tick.record(unit)
+        else:
+            tick.spend(max(unit, 1))
+        done += 1
+    return done
+
+
+@attrs.define
+class DrainReport:
+    outcomes: dict[str, int] = attrs.field(factory=dict)
+    rechecked: int = 0
+
+
+def run_until_idle(rt: Any, *, advance_clock: bool = False, max_units: int = 10_000_000) -> DrainReport:
+    """Like ``core.drain.run_until_idle`` but with :func:`step`'s priorities."""
+    report = DrainReport()
+    drain.recover_claims(rt)
+    for _ in range(max_units):
+        unit = step(rt)
+        if isinstance(unit, Outcome):
+            report.outcomes[unit.kind] = report.outcomes.get(unit.kind, 0) + 1
+            continue
+        if unit is not None:
+            report.rechecked += unit
+            continue
+        due = drain.next_due_ms(rt)
+        if due is None or not advance_clock:
+            break
+        rt.clock.now = max(rt.clock.now, due)
+    return report
+
+
+# --- backfill --------------------------------------------------------------------------
+
+
+@attrs.define
+class BackfillReport:
+    """What a backfill did with its batch."""
+
+    outcomes: dict[str, int] = attrs.field(factory=dict)
+    skipped_old: int = 0
+    skipped_other_group: int = 0
+    invalid: int = 0
+    rounds: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
+
+
+def backfill(ctx: Any, params: dict) -> BackfillReport:
+    """Command ``marmot.backfill`` (manages its transactions): ``group`` and ``events`` (lines)."""
+    rt, gid = ctx.runtime, params.get("group")
+    with rt.db.read():
+        loaded = group.load(ProtocolState(rt.db, PROTOCOL), gid) if isinstance(gid, str) else None
+        cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor() if loaded is not None else None
+    if loaded is None:
+        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
+    report = BackfillReport()
+    pending = _select(params.get("events", ()), gid, cursor, report, rt)
+    while pending:
+        report.rounds += 1
+        readable, pending = _classify(rt, gid, pending)
+        if not readable:
+            break
+        for event in _order(readable):
+            report.add(_process(rt, gid, outer.to_bytes(event)))
+    for event in sorted(pending, key=_cursor_key):
+        report.add(_process(rt, gid, outer.to_bytes(event)))  # waits on marmot.epoch, bounded as usual
+    return report
+
+
+def _select(lines: Iterable[Any], gid: str, cursor: Cursor | None, report: BackfillReport, rt: Any) -> list[dict]:
+    """The batch's events of ``gid`` strictly newer than ``cursor``, each once."""
+    chosen: dict[str, dict] = {}
+    for line in lines:
+        blob = line.encode() if isinstance(line, str) else bytes(line)
+        try:
+            event = nostr.parse_event(blob)
+            nostr.verify_event(event)
+            event_gid = nostr.group_id_of(event)
+        except InvalidEvent:
+            report.invalid += 1
+            report.add(_process(rt, gid, blob))  # parked with its reason, as the tick would
+            continue
+        if event_gid != gid:
+            report.skipped_other_group += 1
+        elif not newer_than(Cursor(event["created_at"], event["id"]), cursor):
+            report.skipped_old += 1
+        else:
+            chosen[event["id"]] = event
+    return sorted(chosen.values(), key=_cursor_key)
+
+
+def _cursor_key(event: dict) -> tuple[int, str]:
+    return Cursor(event["created_at"], event["id"]).key()
+
+
+def _classify(rt: Any, gid: str, events: list[dict]) -> tuple[list[tuple[dict, mls.MessageHeader | None]], list[dict]]:
+    """Split into events the current keys open (with their MLS header) and the rest."""
+    with rt.db.read():
+        state = group.load(ProtocolState(rt.db, PROTOCOL), gid).state
+    readable, unreadable = [], []
+    for event in events:
+        try:
+            opened = outer.open_content(state, event["content"])
+        except Nip44Error:
+            readable.append((event, None))  # malformed: the handler records it Failed
+            continue
+        if opened is None:
+            unreadable.append(event)
+            continue
+        try:
+            readable.append((event, mls.peek(opened[1])))
+        except mls.MlsError:
+            readable.append((event, None))
+    return readable, unreadable
+
+
+def _order(readable: list[tuple[dict, mls.MessageHeader | None]]) -> list[dict]:
+    """Non-commits by cursor, then commits by (epoch, created_at, id)."""
+    others = [e for e, h in readable if h is None or h.content_type != "commit"]
+    commits = [(h.epoch, _cursor_key(e), e) for e, h in readable if h is not None and h.content_type == "commit"]
+    return sorted(others, key=_cursor_key) + [e for _, _, e in sorted(commits, key=lambda c: (c[0], c[1]))]
+
+
+def _process(rt: Any, gid: str, blob: bytes) -> Outcome:
+    """One event through the core pipeline, in its own transaction."""
+    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source="backfill", source_id=0, partition_key=gid)
+    with rt.db.write():
+        return process_item(rt, item, rt.clock.now_ms())

@@ -1,0 +1,42 @@
+"""Tick jobs of the Marmot plugin.
+
+``marmot_state_key`` (order 1) stops ``tessera tick`` with one clear line
+when marmot groups exist but the at-rest key is missing, malformed or wrong,
+before any item is touched: otherwise every queued group event would fail
+(and, after its retries, be parked) for a configuration problem.
+
+``marmot_interleave`` (order 9) drains with the priorities of
+:func:`protocols.marmot.ingest.step` (see that module for why).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.protocol import Job
+from core.state import ProtocolState
+from protocols.marmot import ingest
+from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.state_store import SealedValues, verify_key
+
+_verified: set[tuple[str, bytes, bytes]] = set()
+
+
+def check_state_key(tick: Any) -> int:
+    """Raise the key's StateKeyError when groups exist and the key cannot open their state."""
+    db = tick.runtime.db
+    if not ingest.has_groups(db):
+        return 0
+    values = SealedValues(ProtocolState(db, PROTOCOL))
+    sealed = values.raw("keycheck") or b""
+    seen = (db.path, values.key, sealed)
+    if seen not in _verified:
+        verify_key(values)
+        _verified.add(seen)
+    return 0
+
+
+JOBS = (
+    Job("marmot_state_key", order=1, run=check_state_key),
+    Job("marmot_interleave", order=9, run=ingest.interleave_job),
+)

@@ -1,0 +1,128 @@
+"""Application messages and proposals (every content type but commits).
+
+Outcomes:
+
+- a rumor whose pubkey is the MLS sender's credential: Processed, stored in
+  the history (unless it is a deletion, which only changes its target);
+- our own message without a local record (another device of ours, a
+  restored database): Processed, nothing to show — we cannot decrypt it;
+- add/remove proposals: Processed, kept pending for an admin's commit; a
+  self-remove is committed at once when we are an admin; other kinds are
+  ignored with a warning;
+- anything the MLS layer refuses: Failed with a reason from the vocabulary.
+"""
+
+from __future__ import annotations
+
+import logging
+import protocols.mls as mls
+from core.intents import EnqueueOutgoing
+from core.records import Blocked, Result
+from protocols.marmot import facts, outer, rumors
+from protocols.marmot.errors import InvalidRumor
+from protocols.marmot.handlers import Item, wait_or_give_up
+
+log = logging.getLogger("tessera.marmot")
+
+
+def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
+    """Decrypt an application message or proposal with the current state and record the outcome."""
+    try:
+        result = mls.process_message(item.group.state, message)
+    except mls.CannotDecryptOwnMessage:
+        return item.fact(facts.OUTER_PROCESSED, epoch=header.epoch, content_type=header.content_type,
+                         note="our own message, sent from elsewhere; not readable here")
+    except mls.WrongEpoch as exc:
+        if exc.message_epoch > exc.state_epoch:
+            return wait_or_give_up(item, f"it is for epoch {exc.message_epoch}")
+        return item.fail("epoch_expired", epoch=header.epoch, content_type=header.content_type)
+    except mls.MlsError as exc:
+        return item.fail(mls_reason(exc), epoch=header.epoch, content_type=header.content_type)
+    if isinstance(result, mls.ApplicationReceived):
+        return application(item, result)
+    if isinstance(result, mls.ProposalReceived):
+        return proposal(item, result)
+    return item.fail("invalid_message", epoch=header.epoch, content_type=header.content_type)
+
+
+def mls_reason(exc: Exception) -> str:
+    """The vocabulary word for an engine refusal (the exception text is never stored)."""
+    for kind, reason in _MLS_REASONS:
+        if isinstance(exc, kind):
+            return reason
+    return "invalid_message"
+
+
+_MLS_REASONS = (
+    (mls.KeyAlreadyUsed, "replayed"),
+    (mls.NotAMember, "not_a_member"),
+    (mls.DecryptionFailed, "undecryptable"),
+    (mls.InvalidSignature, "bad_signature"),
+    (mls.UnauthorizedCommit, "unauthorized_commit"),
+    (mls.ConfirmationMismatch, "confirmation_mismatch"),
+    (mls.WrongEpoch, "epoch_expired"),
+)
+
+
+def application(item: Item, received: mls.ApplicationReceived) -> Result:
+    # The key is consumed either way; keep the new state even when the rumor is refused.
+    keep = (item.state_intent(received.new_state),)
+    try:
+        rumor = rumors.decode(received.plaintext)
+    except InvalidRumor as exc:
+        return item.fail("invalid_rumor", str(exc), epoch=received.epoch, content_type="application", intents=keep)
+    if rumor["pubkey"] != received.sender_credential:
+        return item.fail("sender_mismatch", epoch=received.epoch, content_type="application", intents=keep)
+    if rumor["kind"] == rumors.DELETION_KIND:
+        return deletion(item, rumor, received.epoch, keep)
+    deleted = _deleted_in_advance(item, rumor)
+    return item.fact(facts.RUMOR_RECEIVED, intents=keep, epoch=received.epoch, sender=received.sender_credential,
+                     rumor=rumor, deleted=deleted)
+
+
+def _deleted_in_advance(item: Item, rumor: dict) -> bool:
+    """True when its author's deletion arrived before the rumor itself."""
+    row = item.ctx.db.one(
+        "SELECT 1 FROM marmot_pending_deletions WHERE gid = ? AND target = ? AND pubkey = ? LIMIT 1",
+        (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]), rumor["pubkey"]))
+    return row is not None
+
+
+def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
+    """A kind-5 rumor: deletes each named rumor its author sent; ignored for anyone else's."""
+    targets = []
+    for target in rumors.deletion_targets(rumor):
+        known = item.history.rumor_record(target)
+        if known is None:
+            effect = "pending"  # applied if the target arrives later from the same author
+        else:
+            effect = "deleted" if known[1] == rumor["pubkey"] else "ignored"
+        targets.append({"id": target, "effect": effect})
+    return item.fact(facts.DELETION_RECEIVED, intents=keep, epoch=epoch, rumor_id=rumor["id"],
+                     pubkey=rumor["pubkey"], targets=targets)
+
+
+def proposal(item: Item, received: mls.ProposalReceived) -> Result:
+    state = received.new_state
+    if received.kind == "other":
+        log.warning("marmot group %s: ignoring a %s proposal from %s", item.outer.gid[:12], received.kind,
+                    received.proposer_credential[:12])
+        return _proposal_fact(item, received, "ignored", (item.state_intent(state),))
+    if received.kind == "self_remove" and state.own_credential in state.admins:
+        return _auto_commit(item, received)
+    return _proposal_fact(item, received, "pending", (item.state_intent(state),))
+
+
+def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
+    return item.fact(facts.PROPOSAL_RECEIVED, intents=intents, epoch=received.epoch, kind=received.kind,
+                     proposer=received.proposer_credential, subject=received.subject_credential,
+                     ref=received.proposal_ref.hex(), action=action)
+
+
+def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
+    """As an admin, commit a member's self-removal and publish it; adopt it when it comes back."""
+    committed = mls.commit(received.new_state, proposals_by_ref=[received.proposal_ref])
+    event = outer.seal(received.new_state, committed.message, item.outer.gid, item.ctx.now_ms // 1000)
+    publish = EnqueueOutgoing(outer.to_bytes(event), transport="loopback", idempotency_key=f"marmot:{event['id']}")
+    # The pending state knows the commit; processing the echo with it applies it.
+    return _proposal_fact(item, received, "auto_committed", (item.state_intent(committed.pending_state), publish))

@@ -1,0 +1,97 @@
+"""Observability callbacks for Marmot ingest, fired only after COMMIT.
+
+Attach an :class:`Observer` (override what you need) to a runtime::
+
+    detach = observe.attach(app.runtime, MyObserver())
+
+Callbacks that follow from facts go through ``runtime.subscribe`` (called
+after the commit that made the fact durable, never for a rollback).
+Outcomes that record no fact — a duplicate, an outer event we cannot read
+yet — are noted by the handler with ``db.after_commit``, which a rolled-back
+item discards along with everything else it did.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from protocols.marmot import facts
+
+DUPLICATE = "duplicate"
+UNREADABLE = "unreadable"
+PROCESSED = "processed"
+RETRY_EXHAUSTED = "retry_exhausted"
+FAILED = "failed"
+
+
+class Observer:
+    """Base class: every callback does nothing.  ``group`` is the group id (hex)."""
+
+    def on_outer_event_processed(self, id: str, created_at: int, outcome: str, *, group: str) -> None:
+        """``outcome``: processed, duplicate, unreadable, retry_exhausted or failed."""
+
+    def on_commit_applied(self, epoch: int, *, group: str) -> None:
+        """A commit moved the group to ``epoch``."""
+
+    def on_rumor_persisted(self, rumor_id: str, outer_event_id: str, *, group: str) -> None:
+        """A rumor is durably in the history."""
+
+    def on_epoch_rolled_back(self, invalidated: list[str], retryable: list[str], *, group: str) -> None:
+        """A better commit won: ``invalidated`` rumor ids, ``retryable`` outer event ids (re-queued)."""
+
+
+class _Hub:
+    def __init__(self, runtime: Any):
+        self.observers: list[Observer] = []
+        self.runtime = weakref.ref(runtime)
+        self.stops = [runtime.subscribe(kind, self._fact, protocol="marmot") for kind in _FACT_KINDS]
+
+    def each(self, method: str, *args: Any, **kwargs: Any) -> None:
+        for observer in list(self.observers):
+            getattr(observer, method)(*args, **kwargs)
+
+    def _fact(self, event: Any) -> None:
+        data, group = event.data, event.partition_key
+        if event.type in facts.PROCESSED_FACTS:
+            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], PROCESSED, group=group)
+        if event.type == facts.OUTER_FAILED:
+            outcome = RETRY_EXHAUSTED if data["reason"] == "retry_exhausted" else FAILED
+            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], outcome, group=group)
+        elif event.type == facts.COMMIT_APPLIED:
+            self.each("on_commit_applied", data["new_epoch"], group=group)
+        elif event.type in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT):
+            self._rumor(data, group)
+        elif event.type == facts.EPOCH_ROLLED_BACK:
+            self.each("on_epoch_rolled_back", list(data["invalidated_rumors"]), list(data["retryable"]), group=group)
+
+    def _rumor(self, data: dict, group: str) -> None:
+        from protocols.marmot.history import GroupHistoryStore
+
+        runtime = self.runtime()
+        rumor_id = data["rumor"]["id"]
+        # An isolated history projector may have failed: only a stored row counts as persisted.
+        if runtime is not None and GroupHistoryStore(runtime.db, group).rumor_exists(rumor_id):
+            self.each("on_rumor_persisted", rumor_id, data["outer_id"], group=group)
+
+
+_FACT_KINDS = (*facts.PROCESSED_FACTS, facts.OUTER_FAILED, facts.MESSAGE_SENT, facts.EPOCH_ROLLED_BACK)
+_hubs: "weakref.WeakKeyDictionary[Any, _Hub]" = weakref.WeakKeyDictionary()
+
+
+def attach(runtime: Any, observer: Observer) -> Callable[[], None]:
+    """Deliver Marmot callbacks of ``runtime`` to ``observer``; returns a detach function."""
+    hub = _hubs.get(runtime)
+    if hub is None:
+        hub = _hubs[runtime] = _Hub(runtime)
+    hub.observers.append(observer)
+    return lambda: observer in hub.observers and hub.observers.remove(observer)
+
+
+def note(ctx: Any, group: str, outer_id: str, created_at: int, outcome: str) -> None:
+    """From a handler: report an outcome that records no fact, once the item commits."""
+    hub = _hubs.get(ctx.runtime)
+    if hub is not None and hub.observers:
+        ctx.db.after_commit(lambda: hub.each("on_outer_event_processed", outer_id, created_at, outcome,
+                                             group=group))

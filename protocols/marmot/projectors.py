@@ -1,0 +1,197 @@
+"""The Marmot read models.
+
+``marmot.processed`` (groups, the per-outer-event processing record, pending
+proposals and early deletions) is what the handler reads to dedupe and to
+decide rollbacks, so it runs inside the item like the state it belongs with.
+``marmot.history`` (the decrypted rumors) declares ``isolate_failures``: if
+it fails, the failure is recorded and the item's group state still commits
+(``tessera rebuild --projection marmot.history`` repairs it later).
+
+Both are partition-local (partition = group id), read only their event's
+data and are idempotent: state changes go through guarded transitions,
+counters through a ``last_seq`` guard, the resume cursor through a max.
+"""
+
+from __future__ import annotations
+
+import json
+
+from core.records import StoredEvent
+from projectors import Projector
+from protocols.marmot import facts
+from protocols.marmot.cursor import Cursor
+from protocols.marmot.history import GroupHistoryStore
+
+
+def _store(conn, event: StoredEvent) -> GroupHistoryStore:
+    return GroupHistoryStore(conn, event.partition_key)
+
+
+def _outer(event: StoredEvent) -> Cursor:
+    return Cursor(event.data["outer_created_at"], event.data["outer_id"])
+
+
+def _group_update(conn, event: StoredEvent, sql: str, params: tuple) -> None:
+    """Apply ``SET sql`` to the group row once, in log order (``last_seq`` guard)."""
+    conn.execute(f"UPDATE marmot_groups SET {sql}, last_seq = ? WHERE gid = ? AND last_seq < ?",
+                 (*params, event.seq, bytes.fromhex(event.partition_key), event.seq))
+
+
+# --- marmot.processed ----------------------------------------------------------------
+
+
+def _joined(conn, event: StoredEvent) -> None:
+    d = event.data
+    conn.execute(
+        "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid) DO NOTHING",
+        (bytes.fromhex(event.partition_key), d["self"], d["epoch"], d["epoch"], d["members"],
+         json.dumps(d["admins"]), event.seq))
+
+
+def _sent(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Created", content_type="application",
+                                                   epoch=d["epoch"], rumor_id=d["rumor"]["id"],
+                                                   rumor_pubkey=d["rumor"]["pubkey"])
+
+
+def _received(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="application",
+                                                   epoch=d["epoch"], rumor_id=d["rumor"]["id"],
+                                                   rumor_pubkey=d["rumor"]["pubkey"])
+
+
+def _echoed(conn, event: StoredEvent) -> None:
+    store = _store(conn, event)
+    store.set_outer_states([event.data["outer_id"]], "Processed", ("Created",))
+    store.advance_resume_cursor(_outer(event))
+
+
+def _processed(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type=d.get("content_type"),
+                                                   epoch=d.get("epoch"))
+
+
+def _commit(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "ProcessedCommit", content_type="commit",
+                                                   epoch=d["epoch"])
+    if event.type == facts.COMMIT_APPLIED:
+        _group_update(conn, event, "epoch = ?, members = ?, admins = ?, active = ?",
+                      (d["new_epoch"], d["members"], json.dumps(d["admins"]), 0 if d["we_were_removed"] else 1))
+        # The epoch ended: its proposals were committed or are void.
+        conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch <= ?",
+                     (bytes.fromhex(event.partition_key), d["epoch"]))
+
+
+def _proposal(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="proposal",
+                                                   epoch=d["epoch"])
+    if d["action"] == "pending":
+        conn.execute(
+            "INSERT INTO marmot_proposals(gid, ref, epoch, kind, proposer, subject, outer_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid, ref) DO NOTHING",
+            (bytes.fromhex(event.partition_key), bytes.fromhex(d["ref"]), d["epoch"], d["kind"], d["proposer"],
+             d["subject"], bytes.fromhex(d["outer_id"])))
+
+
+def _deletion(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="application",
+                                                   epoch=d["epoch"], rumor_id=d["rumor_id"], rumor_pubkey=d["pubkey"])
+    for target in d["targets"]:
+        if target["effect"] == "pending":
+            conn.execute(
+                "INSERT INTO marmot_pending_deletions(gid, target, pubkey, deletion_id) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (bytes.fromhex(event.partition_key), bytes.fromhex(target["id"]), d["pubkey"],
+                 bytes.fromhex(d["rumor_id"])))
+
+
+def _failed(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).mark_outer_event_processed(_outer(event), "Failed", content_type=d["content_type"],
+                                                   epoch=d["epoch"], reason=d["reason"], detail=d["detail"],
+                                                   raw=d["raw"])
+
+
+def _rolled_back(conn, event: StoredEvent) -> None:
+    d = event.data
+    store = _store(conn, event)
+    store.set_outer_states(d["invalidated"], "EpochInvalidated", ("Processed", "Created"))
+    store.set_outer_states(d["retryable"], "Retryable", ("Failed",))
+    conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch > ?",
+                 (bytes.fromhex(event.partition_key), d["epoch"]))
+    _group_update(conn, event, "rollbacks = rollbacks + ?", (1,))
+
+
+PROCESSED = Projector(
+    name="marmot.processed",
+    protocol="marmot",
+    tables=("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_pending_deletions"),
+    handlers={
+        facts.GROUP_JOINED: _joined,
+        facts.MESSAGE_SENT: _sent,
+        facts.RUMOR_RECEIVED: _received,
+        facts.OWN_MESSAGE_ECHOED: _echoed,
+        facts.OUTER_PROCESSED: _processed,
+        facts.COMMIT_APPLIED: _commit,
+        facts.COMMIT_REWRAPPED: _commit,
+        facts.PROPOSAL_RECEIVED: _proposal,
+        facts.DELETION_RECEIVED: _deletion,
+        facts.OUTER_FAILED: _failed,
+        facts.EPOCH_ROLLED_BACK: _rolled_back,
+    },
+    description="joined groups, the processing state of every outer event, pending proposals",
+)
+
+
+# --- marmot.history -------------------------------------------------------------------
+
+
+def _history_sent(conn, event: StoredEvent) -> None:
+    _store(conn, event).add_rumor(event.data["rumor"], _outer(event), epoch=event.data["epoch"], state="Created")
+
+
+def _history_received(conn, event: StoredEvent) -> None:
+    d = event.data
+    _store(conn, event).add_rumor(d["rumor"], _outer(event), epoch=d["epoch"],
+                                  state="Deleted" if d["deleted"] else "Processed")
+
+
+def _history_echoed(conn, event: StoredEvent) -> None:
+    rumor_id = event.data["rumor_id"]
+    if rumor_id is not None:
+        _store(conn, event).set_rumor_states([rumor_id], "Processed", ("Created",))
+
+
+def _history_deletion(conn, event: StoredEvent) -> None:
+    store = _store(conn, event)
+    for target in event.data["targets"]:
+        if target["effect"] == "deleted":
+            store.delete_rumor(target["id"], event.data["pubkey"])
+
+
+def _history_rolled_back(conn, event: StoredEvent) -> None:
+    _store(conn, event).set_rumor_states(event.data["invalidated_rumors"], "EpochInvalidated",
+                                         ("Processed", "Created"))
+
+
+HISTORY = Projector(
+    name="marmot.history",
+    protocol="marmot",
+    tables=("marmot_messages",),
+    handlers={
+        facts.MESSAGE_SENT: _history_sent,
+        facts.RUMOR_RECEIVED: _history_received,
+        facts.OWN_MESSAGE_ECHOED: _history_echoed,
+        facts.DELETION_RECEIVED: _history_deletion,
+        facts.EPOCH_ROLLED_BACK: _history_rolled_back,
+    },
+    isolate_failures=True,
+    description="decrypted rumors of every group, keyset-paged by (created_at, id)",
+)

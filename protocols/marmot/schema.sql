@@ -1,0 +1,83 @@
+-- Marmot (MLS over Nostr): read models built from the plugin's facts.
+-- Group, outer-event and rumor ids are 32-byte BLOBs: SQLite compares them
+-- bytewise, which is the same order as their lowercase hex, so the
+-- (created_at, id) cursor rule holds in SQL and in Python alike.
+-- created_at columns are Nostr timestamps (seconds).
+
+-- One row per joined group.  last_seq makes epoch changes apply once, in log
+-- order; the resume cursor only ever moves forward (row-value max).
+CREATE TABLE marmot_groups (
+    gid                 BLOB    PRIMARY KEY,
+    self_pubkey         TEXT    NOT NULL,
+    joined_epoch        INTEGER NOT NULL,
+    epoch               INTEGER NOT NULL,
+    members             INTEGER NOT NULL,
+    admins              TEXT    NOT NULL,
+    active              INTEGER NOT NULL DEFAULT 1,
+    rollbacks           INTEGER NOT NULL DEFAULT 0,
+    resume_created_at   INTEGER NOT NULL DEFAULT -1,
+    resume_id           BLOB    NOT NULL DEFAULT x'',
+    last_seq            INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Every outer (kind-445) event the plugin decided something about, with its
+-- processing state.  The handler reads it before decrypting (dedupe), so it
+-- belongs to the non-isolated projector.  raw keeps the event JSON only for
+-- failures a rollback may make retryable.
+CREATE TABLE marmot_processed (
+    gid                 BLOB    NOT NULL,
+    outer_id            BLOB    NOT NULL,
+    outer_created_at    INTEGER NOT NULL,
+    state               TEXT    NOT NULL CHECK (state IN ('Created', 'Processed', 'ProcessedCommit', 'Failed',
+                                                          'EpochInvalidated', 'Retryable')),
+    content_type        TEXT,
+    epoch               INTEGER,
+    rumor_id            BLOB,
+    rumor_pubkey        TEXT,
+    reason              TEXT,
+    detail              TEXT,
+    raw                 TEXT,
+    PRIMARY KEY (gid, outer_id)
+    INDEX marmot_processed_by_state (gid, state, epoch)
+    INDEX marmot_processed_by_rumor (gid, rumor_id) WHERE rumor_id IS NOT NULL
+) WITHOUT ROWID;
+
+-- Add/remove proposals waiting for an admin's commit (dropped when their epoch ends).
+CREATE TABLE marmot_proposals (
+    gid                 BLOB    NOT NULL,
+    ref                 BLOB    NOT NULL,
+    epoch               INTEGER NOT NULL,
+    kind                TEXT    NOT NULL,
+    proposer            TEXT    NOT NULL,
+    subject             TEXT,
+    outer_id            BLOB    NOT NULL,
+    PRIMARY KEY (gid, ref)
+) WITHOUT ROWID;
+
+-- Deletions that arrived before the rumor they delete; applied when it arrives.
+CREATE TABLE marmot_pending_deletions (
+    gid                 BLOB    NOT NULL,
+    target              BLOB    NOT NULL,
+    pubkey              TEXT    NOT NULL,
+    deletion_id         BLOB    NOT NULL,
+    PRIMARY KEY (gid, target, deletion_id)
+) WITHOUT ROWID;
+
+-- The decrypted history: one row per application rumor (deletion rumors are
+-- not shown; they only change the state of their target).  Pages are keyset
+-- scans of marmot_messages_page by (created_at, rumor_id).
+CREATE TABLE marmot_messages (
+    gid                 BLOB    NOT NULL,
+    rumor_id            BLOB    NOT NULL,
+    created_at          INTEGER NOT NULL,
+    pubkey              TEXT    NOT NULL,
+    kind                INTEGER NOT NULL,
+    content             TEXT    NOT NULL,
+    tags                TEXT    NOT NULL,
+    outer_id            BLOB    NOT NULL,
+    outer_created_at    INTEGER NOT NULL,
+    epoch               INTEGER NOT NULL,
+    state               TEXT    NOT NULL CHECK (state IN ('Created', 'Processed', 'Deleted', 'EpochInvalidated')),
+    PRIMARY KEY (gid, rumor_id)
+    INDEX marmot_messages_page (gid, created_at, rumor_id)
+) WITHOUT ROWID;

@@ -1,0 +1,334 @@
+"""A seeded simulation of a real Marmot group, as a relay would deliver it.
+
+Members run the real engine (:mod:`protocols.mls`): they send rumors,
+commit self-updates, adds and removes, and sometimes race two commits for
+one epoch.  One member, the *observer*, never sends; the relay stream starts
+at its join, and the files written for it let a Tessera database join as
+that observer and ingest the stream.
+
+Delivery is plausible rather than orderly: messages are swapped with their
+neighbours (delivered up to two commits late, or one commit early), some
+events are delivered twice, and garbage is mixed in (lines that are not
+JSON, broken signatures, wrong kinds, and valid kind-445 events nobody can
+decrypt).  Races are delivered in one of two unambiguous shapes:
+
+``loser_first``
+    losing commit, messages on the losing branch, maybe a message of the
+    winning branch, then the winning commit.  The losing-branch messages are
+    decrypted and then invalidated by the rollback; the winning-branch
+    message waits and is decrypted after it.
+``winner_first``
+    winning commit, then the late losing commit (rejected) and its branch's
+    messages, which nobody on the winning branch can ever decrypt.
+
+The expected outcome comes from the simulation's own ground truth (the
+winning branch), never from running the plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+
+import attrs
+
+import protocols.mls as mls
+from protocols.marmot import nip44, nostr, outer, rumors
+from protocols.marmot.cursor import Cursor, compare
+
+START = 1_700_000_000
+MAX_EARLY = 1  # commits an event may arrive before the one that makes it readable
+MAX_LATE = 2  # commits an event may arrive after; well inside the engine's 5 retained epochs
+
+
+@attrs.frozen
+class Config:
+    members: int = 4
+    messages: int = 100
+    commits: int = 5
+    races: int = 1
+    garbage: int = 5
+    duplicates: int = 5
+    seed: int = 0
+    swaps: float = 0.5  # adjacent swaps attempted per block
+
+
+@attrs.define
+class Member:
+    name: str
+    identity: mls.Identity = attrs.field(repr=False)
+    state: mls.GroupState | None = attrs.field(default=None, repr=False)
+    invited: mls.KeyPackagePrivate | None = attrs.field(default=None, repr=False)  # until its welcome
+
+    @property
+    def pubkey(self) -> str:
+        return self.identity.credential
+
+
+@attrs.define
+class Block:
+    """Deliveries that move together; only single messages may move at all."""
+
+    lines: list[bytes]
+    kind: str  # message | commit | race
+    shift: int = 0  # commits crossed: > 0 late, < 0 early
+
+
+@attrs.frozen
+class Simulation:
+    """The relay stream, the observer's files, and what the observer must end with."""
+
+    lines: list[bytes]
+    identity: dict
+    welcome: dict
+    expected: dict
+
+
+class _Group:
+    """Ground truth: the members' engine states on the winning branch."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.draw: Callable[[int], bytes] = self.rng.randbytes
+        self.now = START
+        self.gid = self.draw(32)
+        self.members: list[Member] = []
+        self.blocks: list[Block] = []
+        self.visible: list[tuple[Cursor, str]] = []  # (rumor cursor, rumor id) the observer must show
+        self.invalidated: list[str] = []
+        self.failed = 0
+        self.races: list[dict] = []
+        self.sent = 0
+        self.observer = self._new_member("observer")
+        self.welcome = b""
+        self.observer_private: mls.KeyPackagePrivate | None = None
+
+    # --- setup ----------------------------------------------------------------------
+
+    def _new_member(self, name: str) -> Member:
+        return Member(name, mls.new_identity(self.draw(32).hex(), rng=self.draw))
+
+    def setup(self) -> None:
+        creator = self._new_member("m0")
+        creator.state = mls.create_group(creator.identity, self.gid, rng=self.draw)
+        others = [self._new_member(f"m{i}") for i in range(1, self.config.members)]
+        packages = [mls.create_key_package(m.identity, rng=self.draw) for m in (*others, self.observer)]
+        result = mls.commit(creator.state, add=[kp for kp, _ in packages], rng=self.draw)
+        creator.state = result.new_state
+        for member, (kp, private) in zip((*others, self.observer), packages):
+            member.state = mls.join_from_welcome(member.identity, private, result.welcomes[member.pubkey])
+        self.welcome = result.welcomes[self.observer.pubkey]
+        self.observer_private = packages[-1][1]
+        self.members = [creator, *others]
+
+    # --- time and wrapping -----------------------------------------------------------
+
+    def tick(self) -> int:
+        self.now += self.rng.choice((0, 0, 1, 1, 2))
+        return self.now
+
+    def wrap(self, state: mls.GroupState, message: bytes, created_at: int) -> bytes:
+        return outer.to_bytes(outer.seal(state, message, self.gid.hex(), created_at, rng=self.draw))
+
+    def active(self) -> list[Member]:
+        return [m for m in self.members if m.state is not None]
+
+    # --- messages -------------------------------------------------------------------------
+
+    def message(self, sender: Member, created_at: int) -> tuple[bytes, dict]:
+        self.sent += 1
+        rumor = rumors.make(sender.pubkey, created_at, f"message {self.sent} from {sender.name}")
+        ciphertext, sender.state = mls.encrypt_application(sender.state, rumors.encode(rumor), rng=self.draw)
+        return self.wrap(sender.state, ciphertext, created_at), rumor
+
+    def send_visible(self) -> None:
+        created_at = self.tick()
+        line, rumor = self.message(self.rng.choice(self.active()), created_at)
+        self.visible.append((Cursor(created_at, rumor["id"]), rumor["id"]))
+        self.blocks.append(Block([line], "message"))
+
+    # --- commits ------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        committer, kwargs = self._commit_plan()
+        created_at = self.tick()
+        result = mls.commit(committer.state, rng=self.draw, **kwargs)
+        line = self.wrap(committer.state, result.message, created_at)
+        self._adopt(committer, result, result.message)
+        self.blocks.append(Block([line], "commit"))
+
+    def _commit_plan(self) -> tuple[Member, dict]:
+        admin = self.members[0]
+        roll = self.rng.random()
+        if roll < 0.15 and len(self.active()) < self.config.members + 3:
+            joiner = self._new_member(f"m{len(self.members)}")
+            package, joiner.invited = mls.create_key_package(joiner.identity, rng=self.draw)
+            self.members.append(joiner)
+            return admin, {"add": [package]}
+        removable = self.active()[1:]
+        if roll < 0.25 and len(removable) > 2:
+            return admin, {"remove": [self.rng.choice(removable).pubkey]}
+        return self.rng.choice(self.active()), {"self_update": True}
+
+    def _adopt(self, committer: Member, result: mls.CommitResult, message: bytes) -> None:
+        """Everyone but the committer processes the commit; joiners join; the removed leave."""
+        for member in [*self.active(), self.observer]:
+            if member is not committer:
+                member.state = mls.process_message(member.state, message).new_state
+        committer.state = result.new_state
+        for member in self.members:
+            if member.pubkey in result.welcomes:
+                member.state = mls.join_from_welcome(member.identity, member.invited, result.welcomes[member.pubkey])
+                member.invited = None
+            elif member.state is not None and not member.state.active:
+                member.state = None  # removed: sends nothing more
+
+    # --- races -----------------------------------------------------------------------------
+
+    def race(self) -> None:
+        first, second = self.rng.sample(self.active(), 2)
+        base = self.tick()
+        times = (base, base + self.rng.choice((0, 1)))
+        results = [mls.commit(m.state, self_update=True, rng=self.draw) for m in (first, second)]
+        lines = [self.wrap(m.state, r.message, t) for m, r, t in zip((first, second), results, times)]
+        events = [nostr.parse_event(line) for line in lines]
+        cursors = [Cursor(e["created_at"], e["id"]) for e in events]
+        w = 0 if compare(cursors[0], cursors[1]) < 0 else 1
+        winner, loser = (first, second)[w], (first, second)[1 - w]
+        scenario = self.rng.choice(("loser_first", "winner_first"))
+        epoch = first.state.epoch  # the epoch both commits compete for
+        loser_lines = self._loser_branch(loser, results[1 - w], max(times))
+        winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
+        self._deliver_race(scenario, lines[w], lines[1 - w], loser_lines, winner_lines)
+        self.races.append({"epoch": epoch, "scenario": scenario, "winner": cursors[w].id, "loser": cursors[1 - w].id})
+
+    def _loser_branch(self, loser: Member, result: mls.CommitResult, after: int) -> list[tuple[bytes, str]]:
+        """Messages the losing committer sends on its own branch before it sees the winner."""
+        branch = Member(loser.name, loser.identity, result.new_state)
+        out = []
+        for _ in range(self.rng.randint(1, 2)):
+            self.now = max(self.now, after)
+            line, rumor = self.message(branch, self.tick())
+            out.append((line, rumor["id"]))
+        return out
+
+    def _settle_race(self, winner: Member, loser: Member, won: mls.CommitResult, lost: mls.CommitResult,
+                     scenario: str) -> list[bytes]:
+        """Everyone adopts the winner (the loser from its pending state); maybe one early winner message."""
+        loser.state = lost.pending_state
+        self._adopt(winner, won, won.message)
+        if scenario != "loser_first" or self.rng.random() < 0.5:
+            return []
+        created_at = self.tick()
+        line, rumor = self.message(self.rng.choice(self.active()), created_at)
+        self.visible.append((Cursor(created_at, rumor["id"]), rumor["id"]))
+        return [line]
+
+    def _deliver_race(self, scenario: str, won: bytes, lost: bytes, loser_lines: list[tuple[bytes, str]],
+                      winner_lines: list[bytes]) -> None:
+        branch = [line for line, _ in loser_lines]
+        if scenario == "loser_first":
+            self.blocks.append(Block([lost, *branch, *winner_lines, won], "race"))
+            self.invalidated += [rumor_id for _, rumor_id in loser_lines]
+        else:
+            self.blocks.append(Block([won, lost, *branch], "race"))
+            self.failed += 1 + len(branch)
+
+    # --- the script -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.setup()
+        slots = ["message"] * self.config.messages + ["commit"] * (self.config.commits - self.config.races)
+        slots += ["race"] * self.config.races
+        self.rng.shuffle(slots)
+        for slot in slots:
+            {"message": self.send_visible, "commit": self.commit, "race": self.race}[slot]()
+
+
+# --- delivery ---------------------------------------------------------------------------------
+
+
+def _reorder(blocks: list[Block], rng: random.Random, attempts: int) -> None:
+    """Adjacent swaps, keeping races intact and each message within its lateness bounds."""
+    for _ in range(attempts):
+        if len(blocks) < 2:
+            return
+        i = rng.randrange(len(blocks) - 1)
+        a, b = blocks[i], blocks[i + 1]
+        if a.kind == "message" and b.kind == "message":
+            blocks[i], blocks[i + 1] = b, a
+        elif a.kind == "message" and b.kind == "commit" and a.shift < MAX_LATE:
+            a.shift += 1
+            blocks[i], blocks[i + 1] = b, a
+        elif a.kind == "commit" and b.kind == "message" and b.shift > -MAX_EARLY:
+            b.shift -= 1
+            blocks[i], blocks[i + 1] = b, a
+
+
+def _duplicate(lines: list[bytes], rng: random.Random, count: int) -> list[bytes]:
+    """Re-deliver ``count`` lines, each somewhere after its first delivery."""
+    out = list(lines)
+    for _ in range(count if lines else 0):
+        source = rng.randrange(len(out))
+        out.insert(rng.randint(source + 1, len(out)), out[source])
+    return out
+
+
+def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes, bool]]:
+    """``(line, counts as a Failed outer event)`` for each piece of garbage."""
+    rng, draw, out = group.rng, group.draw, []
+    for n in range(count):
+        kind = rng.choice(("not_json", "bad_signature", "wrong_kind", "undecryptable"))
+        created_at = rng.randint(START, max(group.now, START))
+        if kind == "not_json":
+            out.append((b"{not json " + draw(6).hex().encode(), False))
+        elif kind == "bad_signature" and valid:
+            event = nostr.parse_event(rng.choice(valid))
+            event["sig"] = ("0" if event["sig"][0] != "0" else "1") + event["sig"][1:]
+            out.append((outer.to_bytes(event), False))
+        elif kind == "wrong_kind":
+            event = nostr.sign_event({"created_at": created_at, "kind": 1, "tags": [["h", group.gid.hex()]],
+                                      "content": f"noise {n}"}, _key(draw), aux_rand=draw(32))
+            out.append((outer.to_bytes(event), False))
+        else:
+            content = nip44.encrypt(draw(200), draw(32), nonce=draw(32))
+            event, _ = nostr.make_group_event(content, group.gid.hex(), created_at, secret_key=_key(draw),
+                                              aux_rand=draw(32))
+            out.append((outer.to_bytes(event), True))
+    return out
+
+
+def _key(draw: Callable[[int], bytes]) -> bytes:
+    return hashlib.sha256(draw(32)).digest()
+
+
+def _mix(lines: list[bytes], garbage: list[tuple[bytes, bool]], rng: random.Random) -> list[bytes]:
+    out = list(lines)
+    for line, _ in garbage:
+        out.insert(rng.randint(0, len(out)), line)
+    return out
+
+
+def simulate(config: Config) -> Simulation:
+    """Run the group and build the delivered stream plus the observer's expected outcome."""
+    group = _Group(config)
+    group.run()
+    _reorder(group.blocks, group.rng, int(len(group.blocks) * config.swaps))
+    lines = [line for block in group.blocks for line in block.lines]
+    garbage = _garbage(group, lines, config.garbage)
+    lines = _mix(_duplicate(lines, group.rng, config.duplicates), garbage, group.rng)
+    expected = {
+        "group": group.gid.hex(),
+        "final_epoch": group.observer.state.epoch,
+        "rumor_ids": [rumor_id for _, rumor_id in sorted(group.visible, key=lambda v: v[0].key())],
+        "invalidated_ids": group.invalidated,
+        "failed": group.failed + sum(1 for _, counts in garbage if counts),
+        "races": group.races,
+        "lines": len(lines),
+    }
+    identity = {"pubkey": group.observer.pubkey, "identity": mls.identity_to_bytes(group.observer.identity).hex(),
+                "key_package_private": mls.key_package_private_to_bytes(group.observer_private).hex()}
+    welcome = {"group": group.gid.hex(), "welcome": group.welcome.hex()}
+    return Simulation(lines, identity, welcome, expected)

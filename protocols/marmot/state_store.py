@@ -1,0 +1,128 @@
+"""Authoritative per-group state in core ``protocol_state``, sealed at rest.
+
+Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
+
+``state/<gid>``
+    the engine snapshot of our current group state;
+``meta/<gid>``
+    :class:`~protocols.marmot.group.GroupMeta` as JSON (epochs, applied
+    commits, snapshot list, rollback generation);
+``snap/<gid>/<epoch>``
+    the engine snapshot taken just before the commit of ``epoch`` was
+    applied, kept for rollbacks;
+``keycheck``
+    a sealed constant, so a wrong key is detected before any group is touched.
+
+Every value is sealed with :mod:`protocols.marmot.keys`.  Inside a handler
+values are read through ``ctx.state`` and written by returning the
+``WriteProtocolState`` intents built here; outside handlers (inside an open
+write transaction) the direct setters may be used.
+"""
+
+from __future__ import annotations
+
+from core.intents import WriteProtocolState
+from core.state import ProtocolState
+from protocols.marmot import keys
+
+STATE = "state/"
+META = "meta/"
+SNAP = "snap/"
+KEYCHECK = "keycheck"
+_KEYCHECK_PLAINTEXT = b"tessera marmot state key check v1"
+
+
+def state_name(gid: str) -> str:
+    return STATE + gid
+
+
+def meta_name(gid: str) -> str:
+    return META + gid
+
+
+def snap_name(gid: str, epoch: int) -> str:
+    # Zero-padded so the keys of one group sort by epoch.
+    return f"{SNAP}{gid}/{epoch:020d}"
+
+
+class SealedValues:
+    """Get and set sealed values of the marmot protocol state (key loaded lazily)."""
+
+    def __init__(self, state: ProtocolState):
+        self.state = state
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = keys.load_key()
+        return self._key
+
+    def raw(self, name: str) -> bytes | None:
+        """The stored (sealed) bytes, without opening them."""
+        return self.state.get(name)
+
+    def get(self, name: str) -> bytes | None:
+        sealed = self.state.get(name)
+        return None if sealed is None else keys.open_sealed(self.key, name, sealed)
+
+    def sealed(self, name: str, value: bytes) -> bytes:
+        return keys.seal(self.key, name, value)
+
+    def intent(self, name: str, value: bytes | None) -> WriteProtocolState:
+        """A WriteProtocolState that stores ``value`` sealed (None deletes)."""
+        return WriteProtocolState(name, None if value is None else self.sealed(name, value))
+
+    def put(self, name: str, value: bytes | None, now_ms: int) -> None:
+        """Store directly; only inside an open write transaction, never in a handler."""
+        self.state.put(name, None if value is None else self.sealed(name, value), now_ms)
+
+    def names(self, prefix: str) -> list[str]:
+        return self.state.keys(prefix)
+
+
+class GroupStateStore:
+    """Opaque engine-state bytes per group: get / set / list / remove.
+
+    ``set`` is one ``protocol_state`` upsert, atomic for that key.  Handlers
+    use :meth:`set_intent` / :meth:`remove_intents` instead of the setters.
+    """
+
+    def __init__(self, state: ProtocolState):
+        self.values = SealedValues(state)
+
+    def get(self, gid: str) -> bytes | None:
+        return self.values.get(state_name(gid))
+
+    def set(self, gid: str, state_bytes: bytes, now_ms: int) -> None:
+        self.values.put(state_name(gid), state_bytes, now_ms)
+
+    def set_intent(self, gid: str, state_bytes: bytes) -> WriteProtocolState:
+        return self.values.intent(state_name(gid), state_bytes)
+
+    def list(self) -> list[str]:
+        """Group ids (hex) that have a stored state."""
+        return [name[len(STATE):] for name in self.values.names(STATE)]
+
+    def remove(self, gid: str, now_ms: int) -> None:
+        for intent in self.remove_intents(gid):
+            self.values.state.put(intent.key, None, now_ms)
+
+    def remove_intents(self, gid: str) -> list[WriteProtocolState]:
+        """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
+        names = [state_name(gid), meta_name(gid), *self.values.names(f"{SNAP}{gid}/")]
+        return [WriteProtocolState(name, None) for name in names]
+
+
+def keycheck_intent(values: SealedValues) -> WriteProtocolState | None:
+    """An intent storing the key-check value, or None when one is stored already."""
+    if values.raw(KEYCHECK) is not None:
+        return None
+    return values.intent(KEYCHECK, _KEYCHECK_PLAINTEXT)
+
+
+def verify_key(values: SealedValues) -> None:
+    """Load the key (StateKeyMissing/Invalid) and check it opens the stored key-check value (StateKeyWrong)."""
+    values.key
+    if values.raw(KEYCHECK) is not None:
+        values.get(KEYCHECK)

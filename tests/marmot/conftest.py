@@ -1,0 +1,39 @@
+"""Fixtures for the Marmot plugin tests: an at-rest key in the environment, apps, delivery helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+import protocols.marmot as marmot
+from core import queues
+from protocols.marmot import ingest
+
+KEY_HEX = "5a" * 32
+
+
+@pytest.fixture(autouse=True)
+def state_key(monkeypatch):
+    """Every test runs with a known at-rest key and the plugin's defaults (unless it changes them)."""
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
+    for name in ("TESSERA_MARMOT_STATE_KEY_FILE", "TESSERA_MARMOT_MAX_RETRIES", "TESSERA_MARMOT_RETRY_MS",
+                 "TESSERA_MARMOT_SNAPSHOTS"):
+        monkeypatch.delenv(name, raising=False)
+    return KEY_HEX
+
+
+@pytest.fixture
+def marmot_app(make_app):
+    """``marmot_app()``: a fresh app with only the marmot protocol, on a real file."""
+    return lambda **kwargs: make_app([marmot], ["marmot"], **kwargs)
+
+
+def deliver(app, *lines: bytes) -> ingest.DrainReport:
+    """Queue ``lines`` and drain (clock not advanced: only commits wake blocked events)."""
+    with app.db.write():
+        queues.push_incoming(app.db, "marmot", list(lines), app.clock.now_ms())
+    return ingest.run_until_idle(app.runtime)
+
+
+def settle(app) -> ingest.DrainReport:
+    """Drain everything, jumping the clock to scheduled rechecks (budgets run out)."""
+    return ingest.run_until_idle(app.runtime, advance_clock=True)

@@ -1,0 +1,36 @@
+"""Rebuild fixtures: an example-protocol database with history, one SparkSession per run."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from core import drain, queues
+from projectors import compare
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test run (starting one costs ~10 s)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from jobs.rebuild.spark_session import make_session
+
+    session = make_session("local[2]", {"spark.driver.memory": "1g"}, partitions=4)
+    yield session
+    session.stop()
+
+
+def ingest(app, blobs, protocol="example"):
+    with app.db.write():
+        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
+    return drain.run_until_idle(app.runtime, advance_clock=True)
+
+
+def snapshot_tables(app, tables):
+    """Rows of each table, sorted, type-tagged (see projectors.compare)."""
+    return {table: compare.table_rows(app.db.conn, table) for table in tables}
+
+
+EXAMPLE_TABLES = ("example_messages", "example_rooms")
