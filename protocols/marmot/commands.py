@@ -16,8 +16,8 @@ from core.intents import EnqueueOutgoing, EnqueueRecheck
 from core.records import Result
 from protocols.marmot import facts, group, outer, rumors
 from protocols.marmot.errors import GroupNotFound
-from protocols.marmot.handlers import WAITING_FOR_GROUP
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.item import WAITING_FOR_GROUP
 from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
 
 
@@ -80,8 +80,9 @@ def command_send(ctx: Any, params: dict) -> Result:
     rumor = rumors.make(state.own_credential, created_at, text, kind=kind, tags=params.get("tags"))
     if GroupHistoryStore(ctx.db, gid).rumor_record(rumor["id"]) is not None:
         return Result(duplicate=True)
-    message, new_state = mls.encrypt_application(state, rumors.encode(rumor))
-    event = outer.seal(state, message, gid, created_at)
+    draw = outer.derived_rng(state.own_signing_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
+    message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
+    event = outer.seal(state, message, gid, created_at, rng=draw)
     fact = facts.about(facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch,
                        rumor=rumor)
     publish = EnqueueOutgoing(outer.to_bytes(event), transport=params.get("transport", "loopback"),

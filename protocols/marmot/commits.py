@@ -31,7 +31,7 @@ from core.records import Blocked, Event, Result
 from protocols.marmot import facts, group, settings
 from protocols.marmot.cursor import compare
 from protocols.marmot.group import CommitRecord
-from protocols.marmot.handlers import WAITING_FOR_EPOCH, Item, wait_or_give_up
+from protocols.marmot.item import WAITING_FOR_EPOCH, Item, wait_or_give_up
 from protocols.marmot.messages import mls_reason
 
 _INVALIDATED = (

@@ -86,10 +86,11 @@ def fact_id(kind: str, gid: str, outer_id: str, generation: int) -> bytes:
     return derive_event_id("marmot", kind, gid, outer_id, generation)
 
 
-def about(kind: str, outer: Outer, generation: int, **data: Any) -> Event:
+def about(fact_type: str, outer: Outer, generation: int, /, **data: Any) -> Event:
     """A fact about ``outer`` (its time is the outer event's time)."""
     payload = {"outer_id": outer.id, "outer_created_at": outer.created_at, "generation": generation, **data}
-    return Event(kind, fact_id(kind, outer.gid, outer.id, generation), outer.gid, outer.created_at * 1000, payload)
+    return Event(fact_type, fact_id(fact_type, outer.gid, outer.id, generation), outer.gid,
+                 outer.created_at * 1000, payload)
 
 
 def failed(outer: Outer, generation: int, reason: str, detail: str = "", *, epoch: int | None = None,

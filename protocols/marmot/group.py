@@ -7,10 +7,11 @@ keeps, and the rollback generation that keeps fact ids distinct when an
 outer event is legitimately processed again after a rollback.
 
 Restoring an engine snapshot costs more than everything else in an item, so
-restored states are cached per group, keyed by the exact sealed bytes read
-from the database: a cached value is used only when the stored bytes are
-byte-for-byte the ones it came from, so a rolled-back write or another
-process's write can never be served stale.
+restored states are cached per group, keyed by the at-rest key and the exact
+sealed bytes read from the database: a cached value is used only when the
+stored bytes are byte-for-byte the ones it came from (so a rolled-back write
+or another process's write is never served stale) and the configured key is
+the one that opened them (so a wrong key fails at once).
 """
 
 from __future__ import annotations
@@ -92,20 +93,21 @@ class LoadedGroup:
     snapshot_bytes: bytes = attrs.field(repr=False)
 
 
-# sealed bytes -> opened value, per store name; bounded LRU.
-_cache: OrderedDict[str, tuple[bytes, Any]] = OrderedDict()
+# store name -> (key, sealed bytes, opened value); bounded LRU.  The key is part of
+# the match so a changed (wrong) key is noticed at once, never served from memory.
+_cache: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
 
 
-def _cached(name: str, sealed: bytes) -> Any:
+def _cached(name: str, key: bytes, sealed: bytes) -> Any:
     hit = _cache.get(name)
-    if hit is not None and hit[0] == sealed:
+    if hit is not None and hit[1] == sealed and hit[0] == key:
         _cache.move_to_end(name)
-        return hit[1]
+        return hit[2]
     return None
 
 
-def _remember(name: str, sealed: bytes, value: Any) -> None:
-    _cache[name] = (sealed, value)
+def _remember(name: str, key: bytes, sealed: bytes, value: Any) -> None:
+    _cache[name] = (key, sealed, value)
     _cache.move_to_end(name)
     while len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)
@@ -125,10 +127,10 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
 
 
 def _open(values: SealedValues, name: str, sealed: bytes, parse) -> Any:
-    found = _cached(name, sealed)
+    found = _cached(name, values.key, sealed)
     if found is None:
         found = parse(keys.open_sealed(values.key, name, sealed))
-        _remember(name, sealed, found)
+        _remember(name, values.key, sealed, found)
     return found
 
 
@@ -136,13 +138,13 @@ def state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> W
     """Store ``new_state`` (and prime the cache with it, keyed by the sealed bytes)."""
     plain = mls.snapshot(new_state)
     sealed = values.sealed(state_name(gid), plain)
-    _remember(state_name(gid), sealed, (plain, new_state))
+    _remember(state_name(gid), values.key, sealed, (plain, new_state))
     return WriteProtocolState(state_name(gid), sealed)
 
 
 def meta_intent(values: SealedValues, meta: GroupMeta) -> WriteProtocolState:
     sealed = values.sealed(meta_name(meta.gid), meta.to_bytes())
-    _remember(meta_name(meta.gid), sealed, meta)
+    _remember(meta_name(meta.gid), values.key, sealed, meta)
     return WriteProtocolState(meta_name(meta.gid), sealed)
 
 

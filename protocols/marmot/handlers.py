@@ -26,16 +26,14 @@ import attrs
 import protocols.mls as mls
 from core.errors import DecodeError
 from core.records import Blocked, Envelope, Result
-from protocols.marmot import facts, group, nostr, observe, outer, settings
+from protocols.marmot import commits, facts, group, messages, nostr, observe, outer
 from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.facts import Outer
-from protocols.marmot.history import GroupHistoryStore, OuterRecord
-from protocols.marmot.state_store import SealedValues
+from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.item import WAITING_FOR_GROUP, Item, epochs_text, wait_or_give_up
 
 PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
-WAITING_FOR_GROUP = "marmot.group"
-WAITING_FOR_EPOCH = "marmot.epoch"
 DUPLICATE_STATES = frozenset({"Processed", "ProcessedCommit", "Failed", "EpochInvalidated"})
 
 
@@ -51,42 +49,6 @@ def decode(blob: bytes) -> Envelope:
                     created_at_ms=event["created_at"] * 1000, payload=event)
 
 
-@attrs.frozen
-class Item:
-    """One outer event being handled, with what the handler has read so far."""
-
-    ctx: Any
-    outer: Outer
-    seen: OuterRecord | None
-    group: group.LoadedGroup | None = None
-
-    @property
-    def generation(self) -> int:
-        return self.group.meta.generation if self.group is not None else 0
-
-    @property
-    def values(self) -> SealedValues:
-        return SealedValues(self.ctx.state)
-
-    @property
-    def history(self) -> GroupHistoryStore:
-        return GroupHistoryStore(self.ctx.db, self.outer.gid)
-
-    def fail(self, reason: str, detail: str = "", *, epoch: int | None = None, content_type: str | None = None,
-             intents: tuple = ()) -> Result:
-        fact = facts.failed(self.outer, self.generation, reason, detail, epoch=epoch, content_type=content_type)
-        return Result(events=[fact], intents=intents)
-
-    def fact(self, kind: str, *, intents: tuple | list = (), **data: Any) -> Result:
-        return Result(events=[facts.about(kind, self.outer, self.generation, **data)], intents=intents)
-
-    def note(self, outcome: str) -> None:
-        observe.note(self.ctx, self.outer.gid, self.outer.id, self.outer.created_at, outcome)
-
-    def state_intent(self, new_state: mls.GroupState):
-        return group.state_intent(self.values, self.outer.gid, new_state)
-
-
 def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does)."""
     out = Outer(envelope.partition_key, envelope.payload)
@@ -94,13 +56,14 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if item.seen is not None and item.seen.state in DUPLICATE_STATES:
         item.note(observe.DUPLICATE)
         return Result(duplicate=True)
-    if item.seen is not None and item.seen.state == "Created":
-        # The processing record already proves it is ours; its key is gone anyway.
-        return item.fact(facts.OWN_MESSAGE_ECHOED, rumor_id=item.seen.rumor_id)
     loaded = group.load(ctx.state, out.gid)
     if loaded is None:
         return Blocked(WAITING_FOR_GROUP, out.gid, "not a member of this group (yet)")
-    return _open(attrs.evolve(item, group=loaded))
+    item = attrs.evolve(item, group=loaded)
+    if item.seen is not None and item.seen.state == "Created":
+        # The processing record already proves it is ours; its key is gone anyway.
+        return item.fact(facts.OWN_MESSAGE_ECHOED, rumor_id=item.seen.rumor_id)
+    return _open(item)
 
 
 def _open(item: Item) -> Result | Blocked:
@@ -110,36 +73,15 @@ def _open(item: Item) -> Result | Blocked:
     except Nip44Error:
         return item.fail("malformed_payload")
     if opened is None:
-        return wait_or_give_up(item, f"no key of epochs {_epochs(state)} opens it")
+        return wait_or_give_up(item, f"no key of epochs {epochs_text(state)} opens it")
     try:
         header = mls.peek(opened[1])
     except mls.MlsError:
         return item.fail("invalid_message")
     if header.group_id != state.group_id:
         return item.fail("wrong_group", epoch=header.epoch)
-    from protocols.marmot import commits, messages
-
     if header.content_type == "commit":
         return commits.handle_commit(item, header, opened[1])
     if header.epoch > state.epoch:
         return wait_or_give_up(item, f"it is for epoch {header.epoch}, we are at {state.epoch}")
     return messages.handle_message(item, header, opened[1])
-
-
-def wait_or_give_up(item: Item, why: str) -> Result | Blocked:
-    """Block until the next commit (or a backoff) — or, once the budget is spent, record Failed.
-
-    The budget (``TESSERA_MARMOT_MAX_RETRIES``) stays below the core's
-    parking limit, so the plugin always records the outcome itself.
-    """
-    marmot = settings.current()
-    if item.ctx.attempts >= marmot.budget(item.ctx.db.settings.max_attempts):
-        return item.fail("retry_exhausted", f"still unreadable after {item.ctx.attempts} rechecks: {why}")
-    item.note(observe.UNREADABLE)
-    return Blocked(WAITING_FOR_EPOCH, item.outer.gid, f"outer event {item.outer.id[:12]} unreadable: {why}",
-                   recheck_after_ms=marmot.backoff_ms(item.ctx.attempts))
-
-
-def _epochs(state: mls.GroupState) -> str:
-    epochs = [state.epoch, *(p.epoch for p in state.past_epochs)]
-    return f"{min(epochs)}-{max(epochs)}" if len(epochs) > 1 else str(epochs[0])

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
 
 PROCESSED_STATES = ("Processed", "ProcessedCommit", "EpochInvalidated")
@@ -178,8 +179,6 @@ class GroupHistoryStore:
         history row really exists (a failed, isolated history projection
         stored nothing).  Returns an unsubscribe function.
         """
-        from protocols.marmot import facts
-
         def deliver(event: Any) -> None:
             if event.partition_key != self.gid:
                 return

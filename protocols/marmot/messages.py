@@ -15,12 +15,13 @@ Outcomes:
 from __future__ import annotations
 
 import logging
+
 import protocols.mls as mls
 from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
 from protocols.marmot import facts, outer, rumors
 from protocols.marmot.errors import InvalidRumor
-from protocols.marmot.handlers import Item, wait_or_give_up
+from protocols.marmot.item import Item, wait_or_give_up
 
 log = logging.getLogger("tessera.marmot")
 

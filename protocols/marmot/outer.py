@@ -13,9 +13,11 @@ a branch we are not on) open with none of them.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 
 import protocols.mls as mls
 from protocols.marmot import nip44, nostr
@@ -72,6 +74,27 @@ def seal(state: mls.GroupState, message: bytes, gid: str, created_at: int, *,
     content = nip44.encrypt(message, current_key(state), nonce=draw(32))
     event, _ = nostr.make_group_event(content, gid, created_at, secret_key=_secret_key(draw), aux_rand=draw(32))
     return event
+
+
+def derived_rng(secret: bytes, *parts: bytes) -> Callable[[int], bytes]:
+    """A deterministic ``rng(n)`` from a secret only we hold and parts unique to one message.
+
+    Used for what sending a message draws (NIP-44 nonce, ephemeral signing
+    key, MLS reuse guard), so the same command on the same state produces the
+    same event, as replays and the projector test kit expect.  Outsiders
+    cannot predict it without the secret; it is never used for commit secrets.
+    """
+    seed = hmac.digest(secret, b"tessera/marmot/send-rng\x00" + b"\x00".join(parts), "sha256")
+    counter = [0]
+
+    def draw(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            counter[0] += 1
+            out += hmac.digest(seed, counter[0].to_bytes(8, "big"), "sha256")
+        return out[:n]
+
+    return draw
 
 
 def to_bytes(event: dict) -> bytes:

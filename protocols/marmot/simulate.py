@@ -52,6 +52,8 @@ class Config:
     duplicates: int = 5
     seed: int = 0
     swaps: float = 0.5  # adjacent swaps attempted per block
+    race_shapes: tuple[str, ...] = ("loser_first", "winner_first")
+    garbage_kinds: tuple[str, ...] = ("not_json", "bad_signature", "wrong_kind", "undecryptable")
 
 
 @attrs.define
@@ -197,7 +199,7 @@ class _Group:
         cursors = [Cursor(e["created_at"], e["id"]) for e in events]
         w = 0 if compare(cursors[0], cursors[1]) < 0 else 1
         winner, loser = (first, second)[w], (first, second)[1 - w]
-        scenario = self.rng.choice(("loser_first", "winner_first"))
+        scenario = self.rng.choice(self.config.race_shapes)
         epoch = first.state.epoch  # the epoch both commits compete for
         loser_lines = self._loser_branch(loser, results[1 - w], max(times))
         winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
@@ -280,7 +282,7 @@ def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes,
     """``(line, counts as a Failed outer event)`` for each piece of garbage."""
     rng, draw, out = group.rng, group.draw, []
     for n in range(count):
-        kind = rng.choice(("not_json", "bad_signature", "wrong_kind", "undecryptable"))
+        kind = rng.choice(group.config.garbage_kinds)
         created_at = rng.randint(START, max(group.now, START))
         if kind == "not_json":
             out.append((b"{not json " + draw(6).hex().encode(), False))

@@ -283,8 +283,10 @@ class Gates:
         self.open: set[str] = set()
 
 
-def gate_wire(name: str, gates: list[str]) -> bytes:
-    return json.dumps({"id": name, "gates": gates}).encode()
+def gate_wire(name: str, gates: list[str], timer: int | None = None) -> bytes:
+    """An item that passes once all ``gates`` are open; while blocked it may ask
+    for a timed recheck ``timer`` ms later (``Blocked.recheck_after_ms``)."""
+    return json.dumps({"id": name, "gates": gates, "timer": timer}).encode()
 
 
 def gate_plugin(world: Gates):
@@ -295,7 +297,7 @@ def gate_plugin(world: Gates):
     def handle(ctx, envelope):
         for gate in envelope.payload["gates"]:
             if gate not in world.open:
-                return Blocked("gate", gate, "closed")
+                return Blocked("gate", gate, "closed", recheck_after_ms=envelope.payload["timer"])
         name = envelope.payload["id"]
         return Result(events=[Event("passed", name.encode(), "", 0, {"id": name})])
 
@@ -318,9 +320,9 @@ def passed(app) -> list[str]:
                                                         "ORDER BY seq")]
 
 
-def ingest(app, name: str, gates: list[str]):
+def ingest(app, name: str, gates: list[str], timer: int | None = None):
     with app.db.write():
-        queues.push_incoming(app.db, "ledger", [gate_wire(name, gates)], app.clock.now_ms())
+        queues.push_incoming(app.db, "ledger", [gate_wire(name, gates, timer)], app.clock.now_ms())
     return drain.process_next_incoming(app.runtime)
 
 
@@ -522,6 +524,7 @@ GATES = ["g0", "g1", "g2"]
 GATE = st.sampled_from(GATES)
 DELAYS = st.sampled_from([0, 0, 3, 50])
 THEN = st.integers(0, 2)
+ITEM = st.tuples(st.lists(GATE, min_size=1, max_size=2, unique=True), st.sampled_from([None, None, 10, 200]))
 
 
 class RecheckMachine(RuleBasedStateMachine):
@@ -529,8 +532,8 @@ class RecheckMachine(RuleBasedStateMachine):
 
     A claim is driven step by step with the functions ``drain_next_marker``
     is made of (claim, re-handle one item per transaction, finish), so unblock
-    events, crashes and sweeps can land between the steps; ``drain_next_marker``
-    itself runs as one rule too.
+    events, timed recheck requests, new items, crashes and sweeps can land
+    between the steps; ``drain_next_marker`` itself runs as one rule too.
     """
 
     def __init__(self) -> None:
@@ -544,9 +547,9 @@ class RecheckMachine(RuleBasedStateMachine):
         self.rt = self.app.runtime
         self.n = 0
         # model
-        self.items: dict[str, dict] = {}      # name -> gates, gate (None once gone), attempts, blocked_at
+        self.items: dict[str, dict] = {}      # name -> gates, timer, gate (None once gone), attempts, blocked_at
         self.order: list[str] = []            # blocked items in blocked.id order
-        self.markers: dict[str, dict] = {}    # gate -> available, attempts, status, dirty
+        self.markers: dict[str, dict] = {}    # gate -> available, attempts, status, dirty, timer
         self.wakeups: set[str] = set()        # gates woken while items waited, not yet drained
         self.parked: dict[str, str] = {}
         self.passed: list[str] = []
@@ -576,6 +579,24 @@ class RecheckMachine(RuleBasedStateMachine):
                if m["status"] == "ready" and m["available"] <= self.now()}
         return {g for g, t in due.items() if t == min(due.values())} if due else set()
 
+    def model_schedule(self, gate: str, at: int) -> None:
+        """A timed recheck request (``schedule_marker``): never dirty, never later."""
+        if not self.waiting_on(gate):
+            return
+        marker = self.markers.get(gate)
+        if marker is None:
+            self.markers[gate] = {"available": at, "attempts": 0, "status": "ready", "dirty": False, "timer": None}
+        elif marker["status"] == "ready":
+            marker["available"] = min(marker["available"], at)
+        else:
+            marker["timer"] = at if marker["timer"] is None else min(marker["timer"], at)
+
+    def model_blocked_on(self, name: str, gate: str) -> None:
+        """The pipeline blocked ``name`` on ``gate``: its own timer request follows."""
+        timer = self.items[name]["timer"]
+        if timer is not None:
+            self.model_schedule(gate, self.now() + timer)
+
     def model_claim(self, gate: str) -> None:
         self.markers[gate].update(status="processing", dirty=False)
         self.wakeups.discard(gate)
@@ -596,23 +617,31 @@ class RecheckMachine(RuleBasedStateMachine):
                 self.gone(name)
                 self.parked[name] = f"still blocked after {item['attempts']} rechecks: gate:{gate} (closed)"
                 return False
+            self.model_blocked_on(name, gate)
             return True
         item.update(gate=closed, attempts=0, blocked_at=self.now())
+        self.model_blocked_on(name, closed)
         return False
 
     def model_finish(self, gate: str, still_blocked: bool) -> None:
         marker = self.markers[gate]
         if marker["dirty"]:
             assert gate in self.wakeups
-            marker.update(status="ready", dirty=False, available=self.now(), attempts=0)
+            marker.update(status="ready", dirty=False, available=self.now(), attempts=0, timer=None)
         elif still_blocked:
-            marker.update(status="ready", available=self.now() + self.settings.retry_delay_ms(marker["attempts"] + 1),
-                          attempts=marker["attempts"] + 1)
+            # An item's own timed request wins over the marker's generic backoff.
+            backoff = self.now() + self.settings.retry_delay_ms(marker["attempts"] + 1)
+            marker.update(status="ready", available=backoff if marker["timer"] is None else marker["timer"],
+                          attempts=marker["attempts"] + 1, timer=None)
+        elif marker["timer"] is not None:
+            # Nothing the claim looked at is still blocked, but an item blocked
+            # meanwhile asked for a timed recheck: keep it.
+            marker.update(status="ready", available=marker["timer"], timer=None)
         else:
             del self.markers[gate]
 
     def db_marker(self, gate: str):
-        return self.app.db.one("SELECT available_at_ms, attempts, status, dirty FROM recheck_queue "
+        return self.app.db.one("SELECT available_at_ms, attempts, status, dirty, timer_at_ms FROM recheck_queue "
                                "WHERE reason_type = 'gate' AND reason_key = ?", (gate,))
 
     # --- rules: the world ---------------------------------------------------------------
@@ -621,24 +650,32 @@ class RecheckMachine(RuleBasedStateMachine):
     # testing"), so every example starts with items waiting on gates, and every
     # rule lets the drainer take a few steps after its own action.
 
-    @initialize(batch=st.lists(st.lists(GATE, min_size=1, max_size=2, unique=True), min_size=2, max_size=6))
+    @initialize(batch=st.lists(ITEM, min_size=2, max_size=6))
     def first_items(self, batch):
-        for gates in batch:
-            self.ingest_one(gates)
+        for gates, timer in batch:
+            self.ingest_one(gates, timer)
 
-    @rule(batch=st.lists(st.lists(GATE, min_size=1, max_size=2, unique=True), min_size=1, max_size=3),
-          then=THEN)
+    @rule(batch=st.lists(ITEM, min_size=1, max_size=3), then=THEN)
     def ingest(self, batch, then):
-        for gates in batch:
-            self.ingest_one(gates)
+        for gates, timer in batch:
+            self.ingest_one(gates, timer)
         self.drainer_steps(then)
 
-    @rule(gate=GATE, action=st.sampled_from(["open", "open", "close", "wake"]), delay=DELAYS, then=THEN)
+    @rule(gate=GATE, action=st.sampled_from(["open", "open", "close", "wake", "timer"]), delay=DELAYS, then=THEN)
     def gate_event(self, gate, action, delay, then):
         """Open a gate (its transaction enqueues the marker, as an unblocking
-        event does), close it again, or wake its items without opening it."""
+        event does), close it again, wake its items without opening it, or
+        ask for a timed recheck of its items."""
         if action == "close":
             self.world.open.discard(gate)
+        elif action == "timer":
+            before = self.db_marker(gate)
+            with self.app.db.write():
+                recheck.schedule_marker(self.app.db, "gate", gate, self.now() + delay)
+            after = self.db_marker(gate)
+            if before is not None:
+                assert after[0] <= before[0], "a timed request moved a marker later"
+            self.model_schedule(gate, self.now() + delay)
         else:
             if action == "open":
                 self.world.open.add(gate)
@@ -668,11 +705,11 @@ class RecheckMachine(RuleBasedStateMachine):
 
     # --- the drainer ---------------------------------------------------------------------
 
-    def ingest_one(self, gates: list[str]) -> None:
+    def ingest_one(self, gates: list[str], timer: int | None) -> None:
         self.n += 1
         name = f"i{self.n}"
-        self.items[name] = {"gates": gates, "gate": None, "attempts": 0, "blocked_at": self.now()}
-        outcome = ingest(self.app, name, gates)
+        self.items[name] = {"gates": gates, "timer": timer, "gate": None, "attempts": 0, "blocked_at": self.now()}
+        outcome = ingest(self.app, name, gates, timer)
         closed = self.closed_gate(name)
         if closed is None:
             assert outcome.kind == "handled"
@@ -681,6 +718,7 @@ class RecheckMachine(RuleBasedStateMachine):
             assert outcome.kind == "blocked"
             self.items[name]["gate"] = closed
             self.order.append(name)
+            self.model_blocked_on(name, closed)
 
     def unblock(self, gate: str, delay: int) -> None:
         before = self.db_marker(gate)
@@ -694,7 +732,8 @@ class RecheckMachine(RuleBasedStateMachine):
         self.wakeups.add(gate)
         marker = self.markers.get(gate)
         if marker is None:
-            self.markers[gate] = {"available": self.now() + delay, "attempts": 0, "status": "ready", "dirty": False}
+            self.markers[gate] = {"available": self.now() + delay, "attempts": 0, "status": "ready", "dirty": False,
+                                  "timer": None}
         else:
             marker["available"] = min(marker["available"], self.now() + delay)
             if marker["status"] == "processing":
@@ -743,7 +782,7 @@ class RecheckMachine(RuleBasedStateMachine):
         self.model_finish(marker.reason_key, still)
         self.claim = None
         if dirty:  # an unblock landed during the claim: re-armed for now, never lost
-            assert self.db_marker(marker.reason_key) == (now, 0, "ready", 0)
+            assert self.db_marker(marker.reason_key) == (now, 0, "ready", 0, None)
 
     def drain_whole_marker(self) -> None:
         candidates = self.candidates()
@@ -780,9 +819,9 @@ class RecheckMachine(RuleBasedStateMachine):
 
     @invariant()
     def recheck_queue_equals_model(self):
-        rows = self.app.db.all("SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty "
+        rows = self.app.db.all("SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty, timer_at_ms "
                                "FROM recheck_queue ORDER BY reason_key")
-        assert rows == [("gate", g, m["available"], m["attempts"], m["status"], int(m["dirty"]))
+        assert rows == [("gate", g, m["available"], m["attempts"], m["status"], int(m["dirty"]), m["timer"])
                         for g, m in sorted(self.markers.items())]
         per_reason = self.app.db.value("SELECT max(n) FROM (SELECT count(*) AS n FROM recheck_queue "
                                        "GROUP BY reason_type, reason_key)")

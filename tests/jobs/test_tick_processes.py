@@ -181,6 +181,30 @@ def test_crash_loop_200_kills_over_20000_items(tmp_path):
 # --- fencing ------------------------------------------------------------------------------
 
 
+def pause_between_transactions(proc: subprocess.Popen, db: str) -> None:
+    """SIGSTOP ``proc`` at a moment it holds no write transaction.
+
+    A process frozen inside a write transaction blocks every writer until it
+    resumes (SQLite has one writer) — no takeover can happen then, so its
+    commit stays valid.  The fencing case is a holder frozen between units.
+    """
+    for _ in range(50):
+        proc.send_signal(signal.SIGSTOP)
+        conn = apsw.Connection(db)
+        conn.set_busy_timeout(50)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return
+        except apsw.BusyError:
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.05)
+        finally:
+            conn.close()
+    raise AssertionError("could not pause the holder outside a write transaction")
+
+
+
 def test_a_paused_holder_cannot_commit_after_a_takeover(tmp_path):
     db = str(tmp_path / "fence.db")
     init(db)
@@ -188,7 +212,7 @@ def test_a_paused_holder_cannot_commit_after_a_takeover(tmp_path):
     finish(spawn("ingest", db, write_items(tmp_path / "a.jsonl",
                                            [ledger.wire("stamp", f"a{n}") for n in range(300)])))
     assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 300, timeout=20)
-    first.send_signal(signal.SIGSTOP)  # the holder freezes with its lease (token 1) in hand
+    pause_between_transactions(first, db)  # the holder freezes with its lease (token 1) in hand
     second = spawn("tick", db, "--ttl", "600")
     assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(2,)], timeout=10), "no takeover"
     first.send_signal(signal.SIGCONT)  # it wakes up believing it still holds the lease

@@ -57,13 +57,16 @@ def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
 
     def feed():
         from core import queues
+        from core.db import Database
 
+        feeder_db = Database(app.db.path, app.db.settings)  # a connection of its own: one per thread
         for start in range(0, len(more), 50):
             if stop.is_set():
-                return
-            with app.db.write():
-                queues.push_incoming(app.db, "example", more[start:start + 50], 0)
+                break
+            with feeder_db.write():
+                queues.push_incoming(feeder_db, "example", more[start:start + 50], 0)
             time.sleep(0.01)
+        feeder_db.close()
 
     feeder = threading.Thread(target=feed)
     feeder.start()

@@ -1,0 +1,213 @@
+"""Marmot ingest throughput beside its NIP-44 ceiling, and history paging latency at 1M rumors.
+
+    python bench/marmot.py [--messages N] [--members N] [--commits N] [--rumors N] [--queries N]
+
+Throughput: a simulated group (real engine, real signatures) is ingested
+through the full pipeline — verify, NIP-44 decrypt, MLS engine, one
+transaction per item with the state write and both projections — and
+compared with decrypting the same number of same-sized NIP-44 payloads
+(the ceiling), and with verify + decrypt, measured in the same run.
+
+Paging: ``--rumors`` rows are generated straight into ``marmot_messages``
+(bulk inserts, not through the engine), then the newest page and pages
+``--until`` random cursors are timed, ``--limit 50``, as ``tessera marmot
+history`` runs them (one read transaction per page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import statistics
+import time
+
+from common import Workdir, console, report, timed
+
+import protocols.marmot as marmot
+import protocols.mls as mls
+from core import queues
+from core.plugins import make_plugin_manager
+from core.settings import Settings
+from protocols.marmot import ingest, nip44, nostr, outer, simulate
+from protocols.marmot.cursor import Cursor
+from protocols.marmot.history import GroupHistoryStore
+from schema_loader.setup import open_app
+
+GID = "5e" * 32
+
+
+def open_marmot(path: str):
+    # Bulk loads commit large batches on purpose: do not log them as slow statements.
+    return open_app(Settings.load(env={}, slow_statement_ms=60_000), make_plugin_manager([marmot], entry_points=False),
+                    enable=["marmot"], create=True, path=path)
+
+
+# --- throughput --------------------------------------------------------------------------------
+
+
+def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
+    app = open_marmot(work.db("pipeline"))
+    app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
+                                            "key_package_private": sim.identity["key_package_private"],
+                                            "welcome": sim.welcome["welcome"]})
+    with app.db.write():
+        queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
+
+    def run() -> int:
+        outcomes = ingest.run_until_idle(app.runtime).outcomes
+        return outcomes.get("handled", 0)
+
+    result = timed(run)
+    app.close()
+    return result
+
+
+def same_sized_payloads(sim: simulate.Simulation) -> tuple[list[str], bytes]:
+    """Fresh NIP-44 payloads with the plaintext sizes of the stream's MLS messages, one key."""
+    key = nip44.group_conversation_key(os.urandom(32))
+    sizes = [len(base64.b64decode(json.loads(line)["content"])) - 99 for line in sim.lines]
+    return [nip44.encrypt(os.urandom(max(size, 1)), key) for size in sizes], key
+
+
+def decrypt_only(payloads: list[str], key: bytes) -> tuple[int, float]:
+    return timed(lambda: sum(1 for payload in payloads if nip44.decrypt(payload, key)))
+
+
+def verify_and_decrypt(sim: simulate.Simulation, payloads: list[str], key: bytes) -> tuple[int, float]:
+    def run() -> int:
+        for line, payload in zip(sim.lines, payloads):
+            nostr.verify_event(nostr.parse_event(line))
+            nip44.decrypt(payload, key)
+        return len(payloads)
+
+    return timed(run)
+
+
+def engine_in_memory(sim: simulate.Simulation, *, with_snapshot: bool) -> tuple[int, float]:
+    """NIP-44 + engine over the stream with the state kept in memory (no database)."""
+    identity = mls.identity_from_bytes(bytes.fromhex(sim.identity["identity"]))
+    private = mls.key_package_private_from_bytes(bytes.fromhex(sim.identity["key_package_private"]))
+    state = mls.join_from_welcome(identity, private, bytes.fromhex(sim.welcome["welcome"]))
+    events = [json.loads(line) for line in sim.lines]
+
+    def run() -> int:
+        nonlocal state
+        for event in events:
+            _, message = outer.open_content(state, event["content"])
+            state = mls.process_message(state, message).new_state
+            if with_snapshot:
+                mls.snapshot(state)
+        return len(events)
+
+    return timed(run)
+
+
+def throughput(work: Workdir, args: argparse.Namespace) -> None:
+    config = simulate.Config(members=args.members, messages=args.messages, commits=args.commits, races=0,
+                             garbage=0, duplicates=0, seed=1, swaps=0)
+    with console.status("simulating the group"):
+        sim = simulate.simulate(config)
+    payloads, key = same_sized_payloads(sim)
+    ceiling = max(decrypt_only(payloads, key)[0] / decrypt_only(payloads, key)[1] for _ in range(3))
+    count, seconds = verify_and_decrypt(sim, payloads, key)
+    verified = count / seconds
+    engine = [n / t for n, t in (engine_in_memory(sim, with_snapshot=flag) for flag in (False, True))]
+    with console.status("ingesting through the pipeline"):
+        count, seconds = pipeline(work, sim)
+    full = count / seconds
+    rows = [
+        ("NIP-44 decrypt only (ceiling)", f"{len(payloads):,}", f"{ceiling:,.0f}", "100%"),
+        ("parse + verify + NIP-44 decrypt", f"{len(payloads):,}", f"{verified:,.0f}", f"{verified / ceiling:.1%}"),
+        ("NIP-44 + MLS engine, state in memory", f"{len(sim.lines):,}", f"{engine[0]:,.0f}",
+         f"{engine[0] / ceiling:.1%}"),
+        ("  + serialising the state after each message", f"{len(sim.lines):,}", f"{engine[1]:,.0f}",
+         f"{engine[1] / ceiling:.1%}"),
+        ("full pipeline (verify, decrypt, engine, sealed state write, projections, 1 txn/item)", f"{count:,}",
+         f"{full:,.0f}", f"{full / ceiling:.1%}"),
+    ]
+    report(f"Marmot ingest, {args.members + 1}-member group, {args.messages:,} messages, {args.commits} commits",
+           rows, ("stage", "events", "events/s", "vs ceiling"))
+
+
+# --- history paging ---------------------------------------------------------------------------------
+
+
+def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
+    """``count`` rumors straight into marmot_messages; returns about 1,000 of their cursors.
+
+    Sampled cursors have at least a page of older rumors behind them.
+    """
+    rng = random.Random(seed)
+    with app.db.write():
+        app.db.execute("INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
+                       "VALUES (?, ?, 1, 1, 10, '[]', 0)", (bytes.fromhex(GID), "11" * 32))
+    created, sample, every = 1_700_000_000, [], max(count // 1000, 1)
+    for start in range(0, count, 50_000):
+        rows = []
+        for n in range(start, min(start + 50_000, count)):
+            created += rng.choice((0, 0, 0, 1, 2))  # many rumors share a second
+            rumor_id = rng.randbytes(32)
+            state = "EpochInvalidated" if rng.random() < 0.01 else "Processed"
+            rows.append((bytes.fromhex(GID), rumor_id, created, "ab" * 32, 9, f"message text number {n}",
+                         "[]", rng.randbytes(32), created, 1 + n // 10_000, state))
+            if n >= 200 and n % every == 0:
+                sample.append(Cursor(created, rumor_id.hex()))
+        with app.db.write():
+            app.db.executemany("INSERT INTO marmot_messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return sample
+
+
+def page_latencies(app, cursors: list[Cursor | None], queries: int) -> list[float]:
+    store = GroupHistoryStore(app.db, GID)
+    times = []
+    for n in range(queries):
+        until = cursors[n % len(cursors)]
+        start = time.perf_counter()
+        with app.db.read():
+            page = store.query_rumors(until, 50)
+        times.append(time.perf_counter() - start)
+        assert len(page) == 50
+    return times
+
+
+def paging(work: Workdir, args: argparse.Namespace) -> None:
+    app = open_marmot(work.db("history"))
+    start = time.perf_counter()
+    with console.status(f"generating {args.rumors:,} rumors"):
+        sample = fill_history(app, args.rumors)
+    seconds = time.perf_counter() - start
+    random.Random(3).shuffle(sample)
+    rows = []
+    for label, cursors in (("newest page", [None]), ("--until a random cursor", sample)):
+        page_latencies(app, cursors, min(args.queries, 200))  # warm the page cache
+        times = sorted(page_latencies(app, cursors, args.queries))
+        p50, p99 = statistics.median(times), times[max(int(len(times) * 0.99) - 1, 0)]
+        rows.append((label, f"{args.queries:,}", f"{p50 * 1000:.3f}", f"{p99 * 1000:.3f}"))
+    app.close()
+    report(f"history --limit 50 over {args.rumors:,} rumors (generated in {seconds:.1f} s)", rows,
+           ("query", "runs", "p50 ms", "p99 ms"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=3000, help="messages in the simulated stream")
+    parser.add_argument("--members", type=int, default=9, help="members besides the observer")
+    parser.add_argument("--commits", type=int, default=30, help="commits in the simulated stream")
+    parser.add_argument("--rumors", type=int, default=1_000_000, help="rumors for the paging benchmark")
+    parser.add_argument("--queries", type=int, default=2000, help="timed page queries per kind")
+    parser.add_argument("--keep", help="keep the database files in this folder")
+    args = parser.parse_args()
+    os.environ.setdefault("TESSERA_MARMOT_STATE_KEY", os.urandom(32).hex())
+    work = Workdir(args.keep)
+    try:
+        throughput(work, args)
+        paging(work, args)
+    finally:
+        work.close()
+
+
+if __name__ == "__main__":
+    main()

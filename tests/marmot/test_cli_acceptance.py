@@ -1,0 +1,136 @@
+"""The acceptance flow with the real ``tessera`` command line, each step its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+TESSERA = [sys.executable, "-m", "jobs"]
+FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50", "TESSERA_MARMOT_RETRY_MS": "40"}
+
+
+def run(workdir: Path, *args: str, key_file: Path | None = None, check: bool = True,
+        **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
+    environ.update(PYTHONPATH=str(ROOT), TESSERA_DB=str(workdir / "tessera.db"), **FAST, **env)
+    if key_file is not None:
+        environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(key_file)
+    proc = subprocess.run([*TESSERA, *args], capture_output=True, text=True, cwd=workdir, env=environ, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tessera {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return proc
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
+    return lines[0]
+
+
+def test_simulate_join_ingest_tick_history(tmp_path):
+    out = tmp_path / "D"
+    run(tmp_path, "marmot", "simulate", "--members", "4", "--messages", "120", "--commits", "8", "--races", "3",
+        "--garbage", "12", "--duplicates", "10", "--seed", "7", "--out", str(out))
+    expected = json.loads((out / "expected.json").read_text())
+    key = out / "state.key"
+    run(tmp_path, "init")
+    joined = run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
+                 "--welcome", str(out / "observer.welcome.json"), key_file=key)
+    assert expected["group"] in joined.stdout
+    run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
+    ticked = run(tmp_path, "tick", "--until-idle", key_file=key)
+    assert "tick stopped (idle)" in ticked.stdout
+    gid = expected["group"]
+    shown = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--json").stdout)
+    assert [r["id"] for r in shown] == expected["rumor_ids"]
+    assert set(shown[0]) >= {"id", "created_at", "pubkey", "kind", "content", "outer_id", "outer_created_at", "state"}
+    everything = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000",
+                                "--include-invalidated", "--json").stdout)
+    states = {r["id"]: r["state"] for r in everything}
+    assert expected["invalidated_ids"] and all(states[i] == "EpochInvalidated" for i in expected["invalidated_ids"])
+    [group] = json.loads(run(tmp_path, "marmot", "groups", "--json").stdout)
+    assert group["group"] == gid and group["epoch"] == expected["final_epoch"]
+    assert group["outer_events"]["Failed"] == expected["failed"]
+    failed = json.loads(run(tmp_path, "marmot", "outer", "--group", gid, "--json").stdout)
+    assert len(failed) == expected["failed"] and all(f["reason"] for f in failed)
+    # Paging with --until walks back through the same history.
+    page = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "5", "--until",
+                          f"{shown[-5]['created_at']}:{shown[-5]['id']}", "--json").stdout)
+    assert [r["id"] for r in page] == expected["rumor_ids"][-10:-5]
+    # Our own message: Created, published by the tick, Processed on its echo.
+    sent = run(tmp_path, "marmot", "send", "--group", gid, "hello from the observer", key_file=key)
+    rumor_id = sent.stdout.split("rumor ")[1].split()[0]
+    run(tmp_path, "tick", "--until-idle", key_file=key)
+    last = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)[-1]
+    assert (last["id"], last["state"], last["content"]) == (rumor_id, "Processed", "hello from the observer")
+    filter_ = json.loads(run(tmp_path, "marmot", "filter", "--group", gid).stdout)
+    assert filter_["#h"] == [gid] and filter_["kinds"] == [445] and "since" in filter_
+
+
+def test_backfill_command_processes_a_file_at_once(tmp_path):
+    out = tmp_path / "D"
+    run(tmp_path, "marmot", "simulate", "--messages", "40", "--commits", "4", "--races", "0", "--garbage", "0",
+        "--duplicates", "0", "--seed", "3", "--out", str(out))
+    expected = json.loads((out / "expected.json").read_text())
+    key = out / "state.key"
+    run(tmp_path, "init", "--protocol", "marmot")
+    run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
+        "--welcome", str(out / "observer.welcome.json"), key_file=key)
+    done = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
+    assert "backfill: handled=" in done.stdout
+    again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"),
+                key_file=key)
+    assert "nothing new" in again.stdout
+    shown = json.loads(run(tmp_path, "marmot", "history", "--group", expected["group"], "--limit", "1000",
+                           "--json").stdout)
+    assert [r["id"] for r in shown] == expected["rumor_ids"]
+
+
+def test_user_errors_are_one_line(tmp_path):
+    out = tmp_path / "D"
+    run(tmp_path, "marmot", "simulate", "--messages", "5", "--commits", "1", "--races", "0", "--out", str(out))
+    run(tmp_path, "init")
+    missing = one_line_error(run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
+                                 "--welcome", str(out / "observer.welcome.json"), check=False))
+    assert "TESSERA_MARMOT_STATE_KEY" in missing and "TESSERA_MARMOT_STATE_KEY_FILE" in missing
+    run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
+        "--welcome", str(out / "observer.welcome.json"), key_file=out / "state.key")
+    run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
+    assert "TESSERA_MARMOT_STATE_KEY" in one_line_error(run(tmp_path, "tick", "--until-idle", check=False))
+    wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False,
+                               TESSERA_MARMOT_STATE_KEY="ab" * 32))
+    assert "cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY?" in wrong
+    status = json.loads(run(tmp_path, "status", "--json").stdout)
+    assert status["incoming"] > 0 and status["parked"] == 0  # nothing was consumed by a misconfiguration
+    assert "no joined marmot group" in one_line_error(
+        run(tmp_path, "marmot", "history", "--group", "cd" * 32, check=False))
+    assert "64-hex" in one_line_error(run(tmp_path, "marmot", "history", "--group", "nope", check=False))
+    assert "CREATED_AT:ID" in one_line_error(run(tmp_path, "marmot", "history", "--group",
+                                                 json.loads((out / "expected.json").read_text())["group"],
+                                                 "--until", "yesterday", check=False))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert "JSON object" in one_line_error(run(tmp_path, "marmot", "join", "--identity", str(bad), "--welcome",
+                                               str(bad), key_file=out / "state.key", check=False))
+
+
+@pytest.mark.parametrize("args", [["--races", "3", "--commits", "2"], ["--members", "1"]])
+def test_simulate_refuses_impossible_settings(tmp_path, args):
+    error = one_line_error(run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), *args, check=False))
+    assert "--races" in error
+
+
+def test_simulate_is_deterministic_for_a_seed(tmp_path):
+    for name in ("a", "b"):
+        run(tmp_path, "marmot", "simulate", "--messages", "30", "--seed", "5", "--out", str(tmp_path / name))
+    for name in ("relay.jsonl", "expected.json", "observer.identity.json", "observer.welcome.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "state.key").read_text() != (tmp_path / "b" / "state.key").read_text()

@@ -1,0 +1,135 @@
+"""Group state encrypted at rest: the key's configuration, wrong keys, and no plaintext on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import protocols.mls as mls
+from core.protocol import TickContext
+from core.state import ProtocolState
+from jobs.tick import TickDaemon
+from protocols.marmot import group, jobs, keys
+from protocols.marmot.errors import StateKeyError, StateKeyInvalid, StateKeyMissing, StateKeyWrong
+from protocols.marmot.state_store import GroupStateStore, SealedValues
+from tests.marmot._net import T0, Net
+from tests.marmot._read import history_ids
+from tests.marmot.conftest import deliver
+
+
+@pytest.fixture
+def net():
+    return Net(3)
+
+
+@pytest.fixture
+def app(marmot_app, net):
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    return app
+
+
+def test_missing_key_says_exactly_what_to_set(marmot_app, net, monkeypatch):
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    app = marmot_app()
+    with pytest.raises(StateKeyMissing) as caught:
+        app.runtime.run_command("marmot.join", net.join_params)
+    assert "TESSERA_MARMOT_STATE_KEY" in str(caught.value) and "TESSERA_MARMOT_STATE_KEY_FILE" in str(caught.value)
+    assert app.db.value("SELECT count(*) FROM protocol_state") == 0
+
+
+@pytest.mark.parametrize("value", ["abc", "zz" * 32, "11" * 31])
+def test_malformed_key_is_refused(marmot_app, net, monkeypatch, value):
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", value)
+    with pytest.raises(StateKeyInvalid, match="64 hex"):
+        marmot_app().runtime.run_command("marmot.join", net.join_params)
+
+
+def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch, tmp_path: Path):
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "absent.key"))
+    app = marmot_app()
+    with pytest.raises(StateKeyInvalid, match="TESSERA_MARMOT_STATE_KEY_FILE"):
+        app.runtime.run_command("marmot.join", net.join_params)
+    (tmp_path / "state.key").write_text(keys.new_key_hex() + "\n")
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "state.key"))
+    app.runtime.run_command("marmot.join", net.join_params)
+    line, rumor = net.send(1, "with a key file", T0 + 1)
+    deliver(app, line)
+    assert history_ids(app, net.gid) == [rumor["id"]]
+
+
+def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
+    with pytest.raises(StateKeyWrong, match=r"cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
+        group.load(ProtocolState(app.db, "marmot"), net.gid)
+    line, _ = net.send(1, "waits for the right key", T0 + 1)
+    report = deliver(app, line)
+    assert report.outcomes == {"retry": 1}  # transient: retried, not parked as bad input
+    assert app.db.value("SELECT last_error FROM deferred").startswith("StateKeyWrong")
+    assert app.db.value("SELECT count(*) FROM parked") == 0
+
+
+def test_tick_fails_fast_when_groups_exist_but_the_key_does_not_fit(app, net, monkeypatch):
+    line, rumor = net.send(1, "queued", T0 + 1)
+    from core import queues
+
+    with app.db.write():
+        queues.push_incoming(app.db, "marmot", [line], app.clock.now_ms())
+    for env in ({"TESSERA_MARMOT_STATE_KEY": None}, {"TESSERA_MARMOT_STATE_KEY": "7e" * 32}):
+        for name, value in env.items():
+            if value is None:
+                monkeypatch.delenv(name)
+            else:
+                monkeypatch.setenv(name, value)
+        with pytest.raises(StateKeyError) as caught:
+            TickDaemon(app, mode="until_idle").run()
+        assert "\n" not in str(caught.value) and "TESSERA_MARMOT_STATE_KEY" in str(caught.value)
+        assert app.db.value("SELECT count(*) FROM incoming") == 1  # nothing was touched
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "5a" * 32)
+    TickDaemon(app, mode="until_idle").run()
+    assert history_ids(app, net.gid) == [rumor["id"]]
+
+
+def test_the_key_job_is_silent_without_groups(marmot_app, monkeypatch):
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    app = marmot_app()
+    assert jobs.check_state_key(TickContext(runtime=app.runtime)) == 0
+
+
+def test_state_on_disk_is_never_plaintext(app, net):
+    for n in range(5):
+        deliver(app, net.send(n % 3, f"message {n}", T0 + n)[0])
+    deliver(app, net.commit(0, T0 + 10))
+    loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
+    secrets = [loaded.snapshot_bytes[:64], loaded.state.own_signing_private, loaded.state.own_hpke_private,
+               loaded.state.exporter_secret, loaded.state.init_secret]
+    app.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    files = b"".join(Path(app.db.path + suffix).read_bytes() for suffix in ("", "-wal")
+                     if Path(app.db.path + suffix).exists())
+    for secret in secrets:
+        assert secret not in files
+    for key, value in app.db.all("SELECT key, value FROM protocol_state WHERE protocol = 'marmot'"):
+        assert value[:1] == b"\x01" and mls.snapshot(loaded.state)[:16] not in value, key
+
+
+def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):
+    values = SealedValues(ProtocolState(app.db, "marmot"))
+    sealed = values.raw(f"state/{net.gid}")
+    with pytest.raises(StateKeyWrong):
+        keys.open_sealed(values.key, f"state/{'00' * 32}", sealed)
+
+
+def test_group_state_store_get_set_list_remove(app, net):
+    store = GroupStateStore(ProtocolState(app.db, "marmot"))
+    assert store.list() == [net.gid]
+    current = store.get(net.gid)
+    assert mls.restore(current).group_id.hex() == net.gid
+    with app.db.write():
+        store.set("cd" * 32, b"opaque state bytes", app.clock.now_ms())
+    assert sorted(store.list()) == sorted([net.gid, "cd" * 32]) and store.get("cd" * 32) == b"opaque state bytes"
+    assert store.set_intent("cd" * 32, b"x").key == f"state/{'cd' * 32}"
+    with app.db.write():
+        store.remove("cd" * 32, app.clock.now_ms())
+    assert store.list() == [net.gid] and store.get("cd" * 32) is None
