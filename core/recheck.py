@@ -123,8 +123,16 @@ def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms
         due = row[1] if row is not None and row[1] is not None else retry_at_ms
         db.execute("UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ?, "
                    "attempts = attempts + 1 WHERE reason_type = ? AND reason_key = ?", (due, *key))
+    elif row is not None and row[1] is not None and db.one(_ANY_BLOCKED, key):
+        # Nothing the claim looked at is still blocked, but an item blocked on
+        # this reason during the claim asked for a timed recheck: keep it.
+        db.execute("UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ? "
+                   "WHERE reason_type = ? AND reason_key = ?", (row[1], *key))
     else:
         db.execute("DELETE FROM recheck_queue WHERE reason_type = ? AND reason_key = ?", key)
+
+
+_ANY_BLOCKED = "SELECT 1 FROM blocked WHERE reason_type = ? AND reason_key = ? LIMIT 1"
 
 
 def reset_claims(db: Database) -> int:

@@ -8,7 +8,8 @@ import attrs
 
 import protocols.mls as mls
 from core.records import Blocked, Result
-from protocols.marmot import facts, group, observe, settings
+from protocols.marmot import facts, observe, settings
+from protocols.marmot import group as groups
 from protocols.marmot.facts import Outer
 from protocols.marmot.history import GroupHistoryStore, OuterRecord
 from protocols.marmot.state_store import SealedValues
@@ -24,7 +25,7 @@ class Item:
     ctx: Any
     outer: Outer
     seen: OuterRecord | None
-    group: group.LoadedGroup | None = None
+    group: groups.LoadedGroup | None = None
 
     @property
     def generation(self) -> int:
@@ -50,7 +51,7 @@ class Item:
         observe.note(self.ctx, self.outer.gid, self.outer.id, self.outer.created_at, outcome)
 
     def state_intent(self, new_state: mls.GroupState):
-        return group.state_intent(self.values, self.outer.gid, new_state)
+        return groups.state_intent(self.values, self.outer.gid, new_state)
 
 
 def wait_or_give_up(item: Item, why: str) -> Result | Blocked:

@@ -237,6 +237,54 @@ def test_finish_backs_off_while_items_stay_blocked_else_deletes(db):
     assert marker_rows(db) == []
 
 
+def test_timed_request_never_dirties_and_only_moves_a_ready_marker_earlier(db):
+    with db.write():
+        recheck.schedule_marker(db, "r", "k", T0)
+    assert marker_rows(db) == []  # nothing blocked on it
+    block(db, "a", "k")
+    with db.write():
+        recheck.schedule_marker(db, "r", "k", T0 + 100)
+        recheck.schedule_marker(db, "r", "k", T0 + 200)
+    assert marker_rows(db) == [("r", "k", T0 + 100, 0, "ready", 0)]
+    with db.write():
+        recheck.schedule_marker(db, "r", "k", T0 + 50)
+    assert marker_rows(db) == [("r", "k", T0 + 50, 0, "ready", 0)]
+
+
+def test_timed_request_during_a_claim_sets_the_next_due_time(db):
+    block(db, "a", "k")
+    unblock_event(db, "k", T0)
+    with db.write():
+        marker = recheck.claim_marker(db, T0)
+        recheck.schedule_marker(db, "r", "k", T0 + 500)
+        recheck.schedule_marker(db, "r", "k", T0 + 300)
+    assert db.one("SELECT available_at_ms, status, dirty, timer_at_ms FROM recheck_queue") == (
+        T0, "processing", 0, T0 + 300)
+    with db.write():
+        recheck.finish_marker(db, marker, still_blocked=True, retry_at_ms=T0 + 40, now_ms=T0 + 1)
+    assert db.one("SELECT available_at_ms, attempts, status, timer_at_ms FROM recheck_queue") == (
+        T0 + 300, 1, "ready", None)
+
+
+def test_a_timer_asked_for_during_a_claim_survives_the_finish(db):
+    """Regression: an item that blocked on the claimed reason during the claim
+    and asked for a timed recheck lost it when nothing the claim had looked at
+    was still blocked (finish_marker deleted the marker, timer and all)."""
+    block(db, "a", "k")
+    unblock_event(db, "k", T0)
+    with db.write():
+        marker = recheck.claim_marker(db, T0)
+    with db.write():  # the claim re-handles "a": it is done
+        recheck.unblock(db, recheck.blocked_items(db, "r", "k")[0].source_id)
+    block(db, "b", "k")  # meanwhile a new item blocks on the same reason ...
+    with db.write():
+        recheck.schedule_marker(db, "r", "k", T0 + 300)  # ... and asks to be looked at later
+    with db.write():
+        recheck.finish_marker(db, marker, still_blocked=False, retry_at_ms=T0 + 40, now_ms=T0 + 1)
+    assert db.one("SELECT available_at_ms, attempts, status, timer_at_ms FROM recheck_queue") == (
+        T0 + 300, 0, "ready", None)
+
+
 def test_reset_claims_rearms_interrupted_markers(db):
     block(db, "a", "k")
     unblock_event(db, "k", T0)
@@ -633,7 +681,7 @@ class RecheckMachine(RuleBasedStateMachine):
             backoff = self.now() + self.settings.retry_delay_ms(marker["attempts"] + 1)
             marker.update(status="ready", available=backoff if marker["timer"] is None else marker["timer"],
                           attempts=marker["attempts"] + 1, timer=None)
-        elif marker["timer"] is not None:
+        elif marker["timer"] is not None and self.waiting_on(gate):
             # Nothing the claim looked at is still blocked, but an item blocked
             # meanwhile asked for a timed recheck: keep it.
             marker.update(status="ready", available=marker["timer"], timer=None)

@@ -36,9 +36,19 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_simulate_join_ingest_tick_history(tmp_path):
+    acceptance(tmp_path, "--members", "4", "--messages", "120", "--commits", "8", "--races", "3", "--garbage", "12",
+               "--duplicates", "10", "--seed", "7")
+
+
+@pytest.mark.slow
+def test_acceptance_with_a_bigger_group_and_stream(tmp_path):
+    acceptance(tmp_path, "--members", "9", "--messages", "3000", "--commits", "40", "--races", "8", "--garbage",
+               "60", "--duplicates", "100", "--seed", "8")
+
+
+def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     out = tmp_path / "D"
-    run(tmp_path, "marmot", "simulate", "--members", "4", "--messages", "120", "--commits", "8", "--races", "3",
-        "--garbage", "12", "--duplicates", "10", "--seed", "7", "--out", str(out))
+    run(tmp_path, "marmot", "simulate", *simulate_args, "--out", str(out))
     expected = json.loads((out / "expected.json").read_text())
     key = out / "state.key"
     run(tmp_path, "init")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,17 @@ def deliveries(draw):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=deliveries())
 def test_bounded_reordering_with_duplicates_converges(tmp_path, settings, case):
-    sim, lines = case
+    converges(tmp_path, settings, *case)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=deliveries())
+def test_bounded_reordering_with_duplicates_converges_many_orders(tmp_path, settings, case):
+    converges(tmp_path, settings, *case)
+
+
+def converges(tmp_path, settings, sim: simulate.Simulation, lines: list[bytes]) -> None:
     app = open_app(settings, make_plugin_manager([marmot], entry_points=False), enable=["marmot"], create=True,
                    clock=ManualClock(), path=str(tmp_path / f"c{next(_counter)}.db"))
     try:
