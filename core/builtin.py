@@ -11,7 +11,18 @@ from core.protocol import Job
 
 
 def _incoming(tick) -> int:
-    return _loop(tick, lambda: drain.process_next_incoming(tick.runtime, tick.lease))
+    """Incoming items, with due rechecks and deferred items taken first at every step."""
+    done = 0
+    while tick.has_budget():
+        unit = drain.step(tick.runtime, tick.lease)
+        if unit is None:
+            break
+        if isinstance(unit, int):
+            tick.spend(max(unit, 1))
+        else:
+            tick.record(unit)
+        done += 1
+    return done
 
 
 def _deferred(tick) -> int:
@@ -51,9 +62,9 @@ def _sweep(tick) -> int:
 
 
 CORE_JOBS = (
-    Job("process_incoming", order=10, run=_incoming),
+    Job("drain_recheck", order=10, run=_recheck),
     Job("drain_deferred", order=20, run=_deferred),
-    Job("drain_recheck", order=30, run=_recheck),
+    Job("process_incoming", order=30, run=_incoming),
     Job("publish_outgoing", order=40, run=_publish),
     Job("sweep_blocked", order=90, run=_sweep),
 )

@@ -43,12 +43,41 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
         return process_item(rt, item, now)
 
 
+def step(rt: Runtime, lease: Lease | None = None) -> Outcome | int | None:
+    """One unit of queue work, oldest obligations first.
+
+    A due recheck marker, else a due deferred item, else the next incoming
+    item.  Checking the first two before every incoming item means an item
+    unblocked by the one just processed is handled next, not after the
+    whole backlog (where, for a protocol like Marmot, its epoch keys might
+    already have been retired).  Returns an item outcome, the number of
+    items a marker re-handled, or None when nothing is due.
+    """
+    now = rt.clock.now_ms()
+    with rt.db.read():
+        marker_due = recheck.next_marker_due_at(rt.db)
+        deferred_due = queues.next_deferred_due_at(rt.db)
+    if marker_due is not None and marker_due <= now:
+        handled = drain_next_marker(rt, lease)
+        if handled is not None:
+            return handled
+    if deferred_due is not None and deferred_due <= now:
+        outcome = process_next_deferred(rt, lease)
+        if outcome is not None:
+            return outcome
+    return process_next_incoming(rt, lease)
+
+
 def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100) -> int | None:
     """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
 
     Returns how many items were re-handled, or None when no marker was due.
     """
     now = rt.clock.now_ms()
+    with rt.db.read():
+        due = recheck.next_marker_due_at(rt.db)
+    if due is None or due > now:
+        return None  # checked with a read first: a claim is a write transaction
     with rt.db.write():
         _fence(rt, lease, now)
         marker = recheck.claim_marker(rt.db, now)
@@ -127,7 +156,7 @@ class DrainSummary:
 
 
 def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int = 10_000_000) -> DrainSummary:
-    """Drain incoming, due deferred items and recheck markers until nothing is left.
+    """Drain with :func:`step` until nothing is left.
 
     With ``advance_clock`` (a ManualClock), jump the clock to scheduled work
     instead of stopping; otherwise stop when only future work remains.
@@ -135,13 +164,12 @@ def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int =
     summary = DrainSummary()
     recover_claims(rt)
     for _ in range(max_units):
-        outcome = process_next_incoming(rt) or process_next_deferred(rt)
-        if outcome is not None:
-            summary.add(outcome)
+        unit = step(rt)
+        if isinstance(unit, Outcome):
+            summary.add(unit)
             continue
-        rechecked = drain_next_marker(rt)
-        if rechecked is not None:
-            summary.rechecked += rechecked
+        if unit is not None:
+            summary.rechecked += unit
             continue
         due = next_due_ms(rt)
         if due is None or not advance_clock:

@@ -83,7 +83,9 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int) -> _Handled:
     protocol = rt.registry.protocol(item.protocol)
     envelope = protocol.decode(item.blob)
     handler = rt.registry.handler(protocol.name, envelope.type)
-    result = handler(rt.context(protocol.name, now_ms, item.attempts), envelope)
+    # A blocked row counts rechecks that blocked again; its first handling was a try too.
+    tries_before = item.attempts + 1 if item.source == "blocked" else item.attempts
+    result = handler(rt.context(protocol.name, now_ms, tries_before), envelope)
     if isinstance(result, Blocked):
         return _Handled(result, envelope.partition_key)
     if not isinstance(result, Result):

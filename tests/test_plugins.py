@@ -113,7 +113,8 @@ def test_hook_register_jobs(make_app):
     app = make_app([ledger, Jobs()], ["ledger"])
     report = TickDaemon(app, mode="once").run()
     assert ran == [1] and report.passes == 1
-    assert [j.name for j in TickDaemon(app).jobs][:2] == ["count_passes", "process_incoming"]
+    assert [j.name for j in TickDaemon(app).jobs][:4] == ["count_passes", "drain_recheck", "drain_deferred",
+                                                          "process_incoming"]
 
 
 def test_hook_register_transports(make_app):

@@ -1,13 +1,9 @@
 """Draining and backfilling outer events.
 
-**Live path.**  The core tick drains the whole ``incoming`` queue before it
-looks at recheck markers or due deferred items.  For Marmot that is wrong:
-an event that arrived one item before the commit that makes it readable
-would wait behind the entire backlog, by which time its epoch may have left
-the engine's retained window.  :func:`step` therefore prefers due recheck
-markers, then due deferred items, then the next incoming item; the
-``marmot_interleave`` tick job (which runs before the core's
-``process_incoming``) and :func:`run_until_idle` use it.
+**Live path.**  Items go through the core tick, whose ``core.drain.step``
+takes due recheck markers and deferred items before each incoming item: an
+event that arrived just before the commit that makes it readable is
+rechecked right after that commit, while its epoch keys are still retained.
 
 **Backfill.**  :func:`backfill` takes a batch of relay events for one group,
 drops everything at or before the resume cursor, and feeds the rest through
@@ -26,7 +22,7 @@ from typing import Any
 import attrs
 
 import protocols.mls as mls
-from core import drain, queues, recheck
+from core import queues
 from core.pipeline import Outcome, process_item
 from core.state import ProtocolState
 from protocols.marmot import group, nostr, outer
@@ -54,72 +50,6 @@ def relay_filter(gid: str, cursor: Cursor | None) -> dict:
     if cursor is not None:
         found["since"] = cursor.created_at
     return found
-
-
-# --- live draining -------------------------------------------------------------------
-
-
-def step(rt: Any, lease: Any = None) -> Outcome | int | None:
-    """One unit of work: a due recheck marker, else a due deferred item, else an incoming item.
-
-    Returns the item outcome, the number of items a marker re-handled, or
-    None when nothing is due.
-    """
-    now = rt.clock.now_ms()
-    due = recheck.next_marker_due_at(rt.db)
-    if due is not None and due <= now:
-        handled = drain.drain_next_marker(rt, lease)
-        if handled is not None:
-            return handled
-    due = queues.next_deferred_due_at(rt.db)
-    if due is not None and due <= now:
-        outcome = drain.process_next_deferred(rt, lease)
-        if outcome is not None:
-            return outcome
-    return drain.process_next_incoming(rt, lease)
-
-
-def interleave_job(tick: Any) -> int:
-    """Tick job (order 9): drain with :func:`step` while marmot groups exist."""
-    rt = tick.runtime
-    if not has_groups(rt.db):
-        return 0
-    done = 0
-    while tick.has_budget():
-        unit = step(rt, tick.lease)
-        if unit is None:
-            break
-        if isinstance(unit, Outcome):
-            tick.record(unit)
-        else:
-            tick.spend(max(unit, 1))
-        done += 1
-    return done
-
-
-@attrs.define
-class DrainReport:
-    outcomes: dict[str, int] = attrs.field(factory=dict)
-    rechecked: int = 0
-
-
-def run_until_idle(rt: Any, *, advance_clock: bool = False, max_units: int = 10_000_000) -> DrainReport:
-    """Like ``core.drain.run_until_idle`` but with :func:`step`'s priorities."""
-    report = DrainReport()
-    drain.recover_claims(rt)
-    for _ in range(max_units):
-        unit = step(rt)
-        if isinstance(unit, Outcome):
-            report.outcomes[unit.kind] = report.outcomes.get(unit.kind, 0) + 1
-            continue
-        if unit is not None:
-            report.rechecked += unit
-            continue
-        due = drain.next_due_ms(rt)
-        if due is None or not advance_clock:
-            break
-        rt.clock.now = max(rt.clock.now, due)
-    return report
 
 
 # --- backfill --------------------------------------------------------------------------

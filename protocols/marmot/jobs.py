@@ -4,9 +4,6 @@
 when marmot groups exist but the at-rest key is missing, malformed or wrong,
 before any item is touched: otherwise every queued group event would fail
 (and, after its retries, be parked) for a configuration problem.
-
-``marmot_interleave`` (order 9) drains with the priorities of
-:func:`protocols.marmot.ingest.step` (see that module for why).
 """
 
 from __future__ import annotations
@@ -36,7 +33,4 @@ def check_state_key(tick: Any) -> int:
     return 0
 
 
-JOBS = (
-    Job("marmot_state_key", order=1, run=check_state_key),
-    Job("marmot_interleave", order=9, run=ingest.interleave_job),
-)
+JOBS = (Job("marmot_state_key", order=1, run=check_state_key),)

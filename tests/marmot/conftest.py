@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 import protocols.marmot as marmot
-from core import queues
-from protocols.marmot import ingest
+from core import drain, queues
 
 KEY_HEX = "5a" * 32
 
@@ -27,13 +26,13 @@ def marmot_app(make_app):
     return lambda **kwargs: make_app([marmot], ["marmot"], **kwargs)
 
 
-def deliver(app, *lines: bytes) -> ingest.DrainReport:
+def deliver(app, *lines: bytes) -> drain.DrainSummary:
     """Queue ``lines`` and drain (clock not advanced: only commits wake blocked events)."""
     with app.db.write():
         queues.push_incoming(app.db, "marmot", list(lines), app.clock.now_ms())
-    return ingest.run_until_idle(app.runtime)
+    return drain.run_until_idle(app.runtime)
 
 
-def settle(app) -> ingest.DrainReport:
+def settle(app) -> drain.DrainSummary:
     """Drain everything, jumping the clock to scheduled rechecks (budgets run out)."""
-    return ingest.run_until_idle(app.runtime, advance_clock=True)
+    return drain.run_until_idle(app.runtime, advance_clock=True)
