@@ -276,13 +276,15 @@ def settings_command() -> None:
 @cli.command()
 @click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"),
               show_default=True, help="Where the demo database and files go (recreated each run).")
-@click.option("--messages", default=3000, show_default=True, help="Messages to simulate.")
+@click.option("--messages", default=1500, show_default=True, help="Messages the simulated group sends.")
+@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
+              help="Rebuild engine for the last step.")
 @click.pass_obj
-def demo(obj: CliState, workdir: Path, messages: int) -> None:
-    """Run the end-to-end demo on a fresh embedded database."""
+def demo(obj: CliState, workdir: Path, messages: int, engine: str) -> None:
+    """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
     from jobs.demo import run_demo
 
-    run_demo(obj.pm, workdir, messages=messages)
+    run_demo(obj.pm, workdir, messages=messages, engine=engine)
 
 
 def _register_plugin_commands() -> None:

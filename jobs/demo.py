@@ -1,12 +1,20 @@
 """``tessera demo``: the end-to-end run on a fresh embedded database.
 
-Simulate a stream, ingest it, run the tick until idle, show the newest page
-and the status, then replay the event log into fresh tables and show that
-the rebuilt read models equal the live ones, table by table.
+1. simulate a real Marmot group (members, messages, commits, a commit race,
+   duplicates and garbage) and write its relay stream;
+2. join it as the observer member and ingest the stream;
+3. run the tick daemon until idle;
+4. show the newest page of the conversation, check it against the
+   simulation's own ground truth, and show the status;
+5. rebuild every projection with Spark (local[*]) in --verify mode, then for
+   real, and show that rebuilt equals live.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -14,14 +22,12 @@ from typing import Any
 
 from rich.console import Console
 
-from core import eventlog
 from core.errors import InvalidInput
 from core.settings import Settings
 from core.status import snapshot
 from jobs.ingest import ingest_lines
-from jobs.render import count_progress, print_status
+from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
-from projectors import compare, replay
 from schema_loader.setup import open_app
 
 MARKER = ".tessera-demo"
@@ -38,34 +44,60 @@ def prepare_workdir(workdir: Path) -> None:
     (workdir / MARKER).write_text("created by tessera demo; safe to delete\n")
 
 
-def run_demo(pm: Any, workdir: Path, *, messages: int = 3000) -> None:
-    from protocols.example import queries, simulate
-
+def run_demo(pm: Any, workdir: Path, *, messages: int = 1500, engine: str = "spark") -> None:
     prepare_workdir(workdir)
     started = time.perf_counter()
+    logging.getLogger("tessera.pipeline").setLevel(logging.ERROR)  # garbage is parked on purpose
+    out.rule("1. simulate a Marmot group")
+    expected = _simulate(workdir, messages)
+    os.environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(workdir / "state.key")
     settings = Settings.load(db=str(workdir / "demo.db"), retry_base_ms=50, retry_max_ms=500)
-    app = open_app(settings, pm, enable=["example"], create=True)
-    out.rule("1. simulate")
-    stream = workdir / "example.jsonl"
-    blobs = simulate.generate(messages, seed=42)
-    stream.write_bytes(b"\n".join(blobs) + b"\n")
-    out.print(f"{len(blobs)} signed wire blobs (with duplicates, garbage and deletes before their posts) -> {stream}")
-    out.rule("2. ingest")
-    queued = ingest_lines(app, "example", str(stream))
-    out.print(f"queued {queued} blobs")
+    app = open_app(settings, pm, enable=["marmot"], create=True)
+    out.rule("2. join as the observer and ingest the relay stream")
+    _join(app, workdir)
+    queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl"))
+    out.print(f"queued {queued:,} relay events")
     out.rule("3. tick until idle")
     _tick(app, queued)
-    out.rule("4. newest page of room-0")
-    for row in reversed(queries.page(app.db, "room-0", limit=10)):
-        mark = " [deleted]" if row["deleted"] else ""
-        out.print(f"  {row['ts_ms']}  {row['author'][:8]}  {row['text']}{mark}")
-    out.rule("5. status")
+    out.rule("4. the conversation")
+    matches = _show_history(app, expected)
     print_status(snapshot(app.db))
-    out.rule("6. rebuild from the event log (local replay) and compare")
-    equal = _verify(app)
-    out.print(f"done in {time.perf_counter() - started:.1f} s; database at {settings.db}")
-    if not equal:
+    out.rule(f"5. rebuild every projection ({engine})")
+    equal = _rebuild(app, workdir, engine)
+    app.close()
+    out.print(f"done in {time.perf_counter() - started:.0f} s; everything is in {workdir}")
+    if not (equal and matches):
         raise SystemExit(1)
+
+
+def _simulate(workdir: Path, messages: int) -> dict:
+    from protocols.marmot import keys
+    from protocols.marmot import simulate as sim
+
+    result = sim.simulate(sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25,
+                                     duplicates=40, seed=7))
+    (workdir / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
+    (workdir / "observer.identity.json").write_text(json.dumps(result.identity, indent=2))
+    (workdir / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2))
+    (workdir / "state.key").write_text(keys.new_key_hex() + "\n")
+    (workdir / "expected.json").write_text(json.dumps(result.expected, indent=2))
+    expected = result.expected
+    out.print(f"6 members, {len(result.lines):,} relay lines for group {expected['group'][:16]}…: "
+              f"{len(expected['rumor_ids']):,} visible messages, final epoch {expected['final_epoch']}, "
+              f"{len(expected['invalidated_ids'])} messages on a losing commit branch, "
+              f"{expected['failed']} events that can never decrypt, duplicates and garbage")
+    return expected
+
+
+def _join(app: Any, workdir: Path) -> None:
+    identity = json.loads((workdir / "observer.identity.json").read_text())
+    welcome = json.loads((workdir / "observer.welcome.json").read_text())
+    outcome = app.runtime.run_command("marmot.join", {"identity": identity["identity"],
+                                                      "key_package_private": identity["key_package_private"],
+                                                      "welcome": welcome["welcome"]})
+    event = outcome.events[0]
+    out.print(f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
+              "(group state is encrypted at rest with state.key)")
 
 
 def _tick(app: Any, queued: int) -> None:
@@ -76,25 +108,46 @@ def _tick(app: Any, queued: int) -> None:
             advance(report.items - seen[0])
             seen[0] = report.items
 
-        daemon = TickDaemon(app, mode="until_idle", on_pass=on_pass)
-        report = daemon.run()
-    out.print("outcomes: " + ", ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())))
+        report = TickDaemon(app, mode="until_idle", on_pass=on_pass).run()
+    out.print("outcomes: " + ", ".join(f"{k}={v:,}" for k, v in sorted(report.outcomes.items())))
 
 
-def _verify(app: Any) -> bool:
-    projectors = app.projectors()
+def _show_history(app: Any, expected: dict) -> bool:
+    from protocols.marmot.history import GroupHistoryStore
+
     with app.db.read():
-        events = list(eventlog.read_range(app.db))
-    rebuilt = replay.replay_log(events, projectors, lambda group: replay.projection_ddl(app, group),
-                                app.runtime.upcast)
-    equal = True
-    for projector in projectors:
-        for table in projector.tables:
-            count, digest = compare.checksum(rebuilt, table)
-            live_count, live_digest = compare.checksum(app.db.conn, table)
-            same = (count, digest) == (live_count, live_digest)
-            equal &= same
-            verdict = "equal" if same else "DIFFERENT"
-            out.print(f"  {table}: rebuilt {count} rows / live {live_count} rows, checksum {digest[:16]}… {verdict}")
-    out.print("[bold green]rebuilt == live[/]" if equal else "[bold red]rebuilt != live[/]")
-    return equal
+        store = GroupHistoryStore(app.db, expected["group"])
+        page = store.query_rumors(None, 8)
+        everything = store.query_rumors(None, 10_000_000)
+        invalidated = store.query_rumors(None, 10_000_000, include_invalidated=True)
+    for row in page:
+        out.print(f"  {row['created_at']}  {row['pubkey'][:8]}  {row['content']}")
+    shown = [row["id"] for row in everything]
+    rolled_back = {row["id"] for row in invalidated if row["state"] == "EpochInvalidated"}
+    matches = shown == expected["rumor_ids"] and rolled_back == set(expected["invalidated_ids"])
+    verdict = "[bold green]matches[/]" if matches else "[bold red]DIFFERS FROM[/]"
+    out.print(f"history ({len(shown):,} messages, {len(rolled_back)} invalidated by the commit race) {verdict} "
+              "the simulation's ground truth")
+    return matches
+
+
+def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
+    from jobs.rebuild import RebuildOptions, rebuild
+
+    options = RebuildOptions(engine=engine, verify=True, workdir=workdir / "rebuild")
+    session = None
+    if engine == "spark":
+        from jobs.rebuild.spark_session import make_session
+
+        out.print("starting Spark (local[*]) ...")
+        session = make_session("local[*]", {})
+    try:
+        report = rebuild(app, options, spark=session, progress=stage_progress)
+        print_rebuild(report, options)
+        options = RebuildOptions(engine=engine, workdir=workdir / "rebuild")
+        swapped = rebuild(app, options, spark=session, progress=stage_progress)
+        print_rebuild(swapped, options)
+    finally:
+        if session is not None:
+            session.stop()
+    return report.equal and swapped.swapped
