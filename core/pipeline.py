@@ -56,19 +56,20 @@ class _Handled:
 
 def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     """Handle ``item`` and move it to its next place (see the module table)."""
+    decoded: list[str] = []  # the envelope's partition, once known: retries keep their FIFO place
     try:
         with rt.db.write():
-            handled = _handle(rt, item, now_ms)
+            handled = _handle(rt, item, now_ms, decoded)
     except PermanentError as exc:
-        outcome = _park(rt, item, _describe(exc), now_ms)
+        outcome = _park(rt, _with_partition(item, decoded), _describe(exc), now_ms)
     except TransientError as exc:
-        outcome = _retry(rt, item, _describe(exc), now_ms)
+        outcome = _retry(rt, _with_partition(item, decoded), _describe(exc), now_ms)
     except TesseraError as exc:
         # Misconfiguration (unknown protocol or handler, bad intent): retrying cannot help.
         outcome = _park(rt, item, _describe(exc), now_ms)
     except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the queue
         log.exception("item %s:%d raised unexpectedly", item.source, item.source_id)
-        outcome = _retry(rt, item, f"unexpected {_describe(exc)}", now_ms)
+        outcome = _retry(rt, _with_partition(item, decoded), f"unexpected {_describe(exc)}", now_ms)
     else:
         outcome = _dispose(rt, item, handled, now_ms)
     if rt.registry.observes_items:
@@ -76,12 +77,17 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     return outcome
 
 
-def _handle(rt: Runtime, item: WorkItem, now_ms: int) -> _Handled:
+def _with_partition(item: WorkItem, decoded: list[str]) -> WorkItem:
+    return attrs.evolve(item, partition_key=decoded[0]) if decoded and not item.partition_key else item
+
+
+def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Handled:
     limit = rt.db.settings.max_item_bytes
     if len(item.blob) > limit:
         raise PermanentError(f"item is {len(item.blob)} bytes; the limit is {limit} (TESSERA_MAX_ITEM_BYTES)")
     protocol = rt.registry.protocol(item.protocol)
     envelope = protocol.decode(item.blob)
+    decoded.append(envelope.partition_key)
     handler = rt.registry.handler(protocol.name, envelope.type)
     # A blocked row counts rechecks that blocked again; its first handling was a try too.
     tries_before = item.attempts + 1 if item.source == "blocked" else item.attempts

@@ -251,3 +251,12 @@ def test_parked_items_can_be_sent_back(app, settings):
     assert parked(app) == []
     with app.db.write(), pytest.raises(NotFound, match="no parked item 999"):
         queues.retry_parked(app.db, [999], app.clock.now_ms())
+
+
+def test_a_transient_retry_keeps_its_partition_fifo(make_app):
+    """A retried item keeps its aggregate's partition, so later items of that aggregate wait behind it."""
+    app = make_app([ledger], ["ledger"])
+    with app.db.write():
+        queues.push_incoming(app.db, "ledger", [ledger.wire("transient", "t", "alice")], 0)
+    drain.process_next_incoming(app.runtime)
+    assert app.db.one("SELECT partition_key, attempts FROM deferred") == ("alice", 1)

@@ -23,7 +23,7 @@ QUERIES = [
     ("log head", eventlog._HEAD, ()),
     ("oldest incoming", queues._OLDEST_INCOMING, ()),
     ("next due deferred", queues._NEXT_DUE, (0,)),
-    ("deferred due time", "SELECT min(available_at_ms) FROM deferred", ()),
+    ("deferred due time", queues._NEXT_DUE_AT, ()),
     ("due outgoing", "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
                      "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?", (0, 10)),
     ("enqueue marker", recheck._ENQUEUE, ("a", "b", 0, "a", "b")),
