@@ -11,12 +11,11 @@ events; raw: ``executemany``).  Per item: one event per transaction (runner:
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 
 import apsw
-from common import Workdir, console, report, timed
+from common import Workdir, parser, console, report, timed
 from rich.progress import track
 
 import benchproto
@@ -134,15 +133,13 @@ def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batched", type=int, default=200_000, help="events for the batched comparison")
-    parser.add_argument("--per-item", type=int, default=20_000, help="events for the per-item comparison")
-    parser.add_argument("--payload", type=int, default=450, help="bytes of text per event payload")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (median)")
-    parser.add_argument("--keep", help="keep the database files in this folder")
-    args = parser.parse_args()
-    work = Workdir(args.keep)
-    try:
+    options = parser(__doc__)
+    options.add_argument("--batched", type=int, default=200_000, help="events for the batched comparison")
+    options.add_argument("--per-item", type=int, default=20_000, help="events for the per-item comparison")
+    options.add_argument("--payload", type=int, default=450, help="bytes of text per event payload")
+    options.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (median)")
+    args = options.parse_args()
+    with Workdir(args.keep) as work:
         rows = []
         for label, raw, ours, count, target in (
             ("batched (1,000/txn)", raw_batched, runner_batched, args.batched, 0.70),
@@ -156,8 +153,6 @@ def main() -> None:
                          "ok" if ratio >= target else "BELOW TARGET"))
         report(f"Event append, ~{args.payload + 60}-byte payloads, random 32-byte ids (median of {args.rounds} rounds)",
                rows, ("mode", "events", "raw apsw/s", "runner/s", "runner/raw", "rounds", "target", ""))
-    finally:
-        work.close()
 
 
 if __name__ == "__main__":

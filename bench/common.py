@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -33,6 +34,19 @@ class Workdir:
     def close(self) -> None:
         if not self.keep:
             shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> Workdir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """An argument parser showing the benchmark's docstring, with the shared --keep option."""
+    found = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    found.add_argument("--keep", help="keep the database and work files in this folder")
+    return found
 
 
 def timed(fn: Callable[[], int]) -> tuple[int, float]:

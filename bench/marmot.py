@@ -24,14 +24,14 @@ import random
 import statistics
 import time
 
-from common import Workdir, console, report, timed
+from common import Workdir, parser, console, report, timed
 
 import protocols.marmot as marmot
 import protocols.mls as mls
-from core import queues
+from core import drain, queues
 from core.plugins import make_plugin_manager
 from core.settings import Settings
-from protocols.marmot import ingest, nip44, nostr, outer, simulate
+from protocols.marmot import nip44, nostr, outer, simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 from schema_loader.setup import open_app
@@ -57,7 +57,7 @@ def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
         queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
 
     def run() -> int:
-        outcomes = ingest.run_until_idle(app.runtime).outcomes
+        outcomes = drain.run_until_idle(app.runtime).outcomes
         return outcomes.get("handled", 0)
 
     result = timed(run)
@@ -192,21 +192,17 @@ def paging(work: Workdir, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--messages", type=int, default=3000, help="messages in the simulated stream")
-    parser.add_argument("--members", type=int, default=9, help="members besides the observer")
-    parser.add_argument("--commits", type=int, default=30, help="commits in the simulated stream")
-    parser.add_argument("--rumors", type=int, default=1_000_000, help="rumors for the paging benchmark")
-    parser.add_argument("--queries", type=int, default=2000, help="timed page queries per kind")
-    parser.add_argument("--keep", help="keep the database files in this folder")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--messages", type=int, default=3000, help="messages in the simulated stream")
+    options.add_argument("--members", type=int, default=9, help="members besides the observer")
+    options.add_argument("--commits", type=int, default=30, help="commits in the simulated stream")
+    options.add_argument("--rumors", type=int, default=1_000_000, help="rumors for the paging benchmark")
+    options.add_argument("--queries", type=int, default=2000, help="timed page queries per kind")
+    args = options.parse_args()
     os.environ.setdefault("TESSERA_MARMOT_STATE_KEY", os.urandom(32).hex())
-    work = Workdir(args.keep)
-    try:
+    with Workdir(args.keep) as work:
         throughput(work, args)
         paging(work, args)
-    finally:
-        work.close()
 
 
 if __name__ == "__main__":

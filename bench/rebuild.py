@@ -12,13 +12,12 @@ engine; events/s per stage are events replayed divided by stage time.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
 import time
 
-from common import Workdir, console, report
+from common import Workdir, parser, console, report
 
 import protocols.example as example
 from core.plugins import make_plugin_manager
@@ -63,15 +62,13 @@ def run_engine(path: str, engine: str, workdir: str, spark) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--slow", action="store_true", help="10,000,000 events")
-    parser.add_argument("--engines", default="local,spark")
-    parser.add_argument("--keep", help="keep the database and work files in this folder")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--events", type=int, default=1_000_000)
+    options.add_argument("--slow", action="store_true", help="10,000,000 events")
+    options.add_argument("--engines", default="local,spark")
+    args = options.parse_args()
     count = 10_000_000 if args.slow else args.events
-    work = Workdir(args.keep)
-    try:
+    with Workdir(args.keep) as work:
         path = work.db("rebuild")
         fill_rate = fill(path, count)
         rows = []
@@ -98,8 +95,6 @@ def main() -> None:
         report(f"Rebuild of {count:,} events (~500 bytes) — incremental projection ran at {fill_rate:,.0f} events/s",
                rows, ("engine", "events", "export ev/s", "replay ev/s", "load rows/s", "verify s", "total s",
                       "end-to-end ev/s"))
-    finally:
-        work.close()
 
 
 if __name__ == "__main__":

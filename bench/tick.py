@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -25,7 +24,7 @@ import sys
 import time
 
 import nacl.signing
-from common import Workdir, console, report, timed
+from common import Workdir, parser, console, report, timed
 from rich.progress import track
 
 from core import drain, queues
@@ -179,14 +178,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=100_000, help="queued items for the throughput run")
-    parser.add_argument("--latency-items", type=int, default=5_000, help="items for the latency run")
-    parser.add_argument("--rate", type=int, default=1_000, help="ingest rate during the latency run (items/s)")
-    parser.add_argument("--keep", help="keep the database files in this folder")
-    args = parser.parse_args()
-    work = Workdir(args.keep)
-    try:
+    options = parser(__doc__)
+    options.add_argument("--items", type=int, default=100_000, help="queued items for the throughput run")
+    options.add_argument("--latency-items", type=int, default=5_000, help="items for the latency run")
+    options.add_argument("--rate", type=int, default=1_000, help="ingest rate during the latency run (items/s)")
+    args = options.parse_args()
+    with Workdir(args.keep) as work:
         console.print(f"signing {args.items:,} example messages ...")
         blobs = messages(args.items)
         raw_n, raw_s = raw(work.db("raw"), blobs)
@@ -203,8 +200,6 @@ def main() -> None:
                [(f"{len(delays):,}", f"{percentile(delays, 0.5):.1f}", f"{percentile(delays, 0.99):.1f}",
                  f"{max(delays):.1f}", f"{statistics.mean(delays):.1f}")],
                ("items", "p50 ms", "p99 ms", "max ms", "mean ms"))
-    finally:
-        work.close()
 
 
 if __name__ == "__main__":

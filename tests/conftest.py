@@ -45,6 +45,31 @@ def fresh_db(db_path: str, settings: Settings):
     db.close()
 
 
+def open_core_db(path: str, settings: Settings) -> Database:
+    """A Database at ``path`` with the core schema applied."""
+    from schema_loader import apply_schemas, source_for_package
+
+    db = Database(path, settings)
+    apply_schemas(db, [source_for_package("core", "core")])
+    return db
+
+
+@pytest.fixture
+def db(db_path: str, settings: Settings):
+    """A real file with the core schema."""
+    database = open_core_db(db_path, settings)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def other(db, settings: Settings):
+    """A second connection to the same file (another process, in real life)."""
+    database = Database(db.path, settings)
+    yield database
+    database.close()
+
+
 @pytest.fixture
 def make_app(tmp_path: Path, settings: Settings, clock: ManualClock):
     """``make_app(plugins, protocols, path=None)``: an App on a real file in tmp_path."""

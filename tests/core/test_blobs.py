@@ -13,7 +13,13 @@ import pytest
 
 from core import blobs, hookimpl
 from core.db import Database
-from core.errors import BlobCorrupt, InvalidInput, NotFound, SliceConflict, SliceOutOfOrder
+from core.errors import (
+    BlobCorrupt,
+    InvalidInput,
+    NotFound,
+    SliceConflict,
+    SliceOutOfOrder,
+)
 from core.intents import AppendBlobSlice
 from core.protocol import Command, Protocol
 from core.records import Result
@@ -31,14 +37,6 @@ EMPTY_ID = hashlib.sha256(b"").hexdigest()
 
 def slices(data: bytes, size: int) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
-
-
-@pytest.fixture
-def db(db_path, settings):
-    database = Database(db_path, settings)
-    apply_schemas(database, [source_for_package("core", "core")])
-    yield database
-    database.close()
 
 
 def append(db, slice_no: int, data: bytes, *, file_id: str = FILE_ID, total: int = len(DATA),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from core import encoding, eventlog
 from core.errors import EncodingError, InvalidInput, StorageError

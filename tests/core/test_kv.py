@@ -6,26 +6,8 @@ import threading
 
 import pytest
 
-from core.db import Database
 from core.errors import InvalidInput, TransactionError
 from core.kv import KV, MAX_VALUE_BYTES
-from schema_loader import apply_schemas, source_for_package
-
-
-@pytest.fixture
-def db(db_path, settings):
-    database = Database(db_path, settings)
-    apply_schemas(database, [source_for_package("core", "core")])
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def other(db, settings):
-    """A second connection to the same file."""
-    database = Database(db.path, settings)
-    yield database
-    database.close()
 
 
 def stored(db, key):

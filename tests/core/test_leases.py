@@ -6,39 +6,20 @@ import shutil
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings as hsettings, strategies as st
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from core import drain, leases, queues
 from core.db import Database
 from core.errors import LeaseLost
 from core.settings import Settings
-from schema_loader import apply_schemas, source_for_package
+from tests.conftest import open_core_db
 from tests.fixtures import ledger
 
 T0 = 1_700_000_000_000
 TTL = 1_000
-
-
-def core_db(path: str, settings: Settings) -> Database:
-    db = Database(path, settings)
-    apply_schemas(db, [source_for_package("core", "core")])
-    return db
-
-
-@pytest.fixture
-def db(db_path, settings):
-    database = core_db(db_path, settings)
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def other(db, settings):
-    """A second connection to the same file (another process, in real life)."""
-    database = Database(db.path, settings)
-    yield database
-    database.close()
 
 
 def test_first_taker_gets_token_one(db):
@@ -157,7 +138,7 @@ class LeaseMachine(RuleBasedStateMachine):
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="tessera-lease-")
         settings = Settings.load(env={}, busy_timeout_ms=2000)
-        core_db(f"{self.dir}/db.sqlite", settings).close()
+        open_core_db(f"{self.dir}/db.sqlite", settings).close()
         self.dbs = {owner: Database(f"{self.dir}/db.sqlite", settings) for owner in "abc"}
         self.now = T0
         self.held: dict[str, leases.Lease] = {}  # each owner's latest lease object

@@ -14,34 +14,22 @@ import shutil
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings as hsettings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from core import drain, hookimpl, queues, recheck
 from core.clock import ManualClock
-from core.db import Database
 from core.plugins import make_plugin_manager
 from core.protocol import Protocol
 from core.queues import WorkItem
 from core.records import Blocked, Envelope, Event, Result
 from core.settings import Settings
-from schema_loader import apply_schemas, source_for_package
 from schema_loader.setup import open_app
+from tests.conftest import open_core_db
 
 T0 = 1_700_000_000_000
-
-
-def core_db(path: str, settings: Settings) -> Database:
-    db = Database(path, settings)
-    apply_schemas(db, [source_for_package("core", "core")])
-    return db
-
-
-@pytest.fixture
-def db(db_path, settings):
-    database = core_db(db_path, settings)
-    yield database
-    database.close()
 
 
 def deferred_rows(db):
@@ -455,7 +443,7 @@ class DeferredMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="tessera-deferred-")
-        self.db = core_db(f"{self.dir}/db.sqlite", Settings.load(env={}))
+        self.db = open_core_db(f"{self.dir}/db.sqlite", Settings.load(env={}))
         self.clock = ManualClock()
         self.rows: dict[int, dict] = {}  # id -> partition, key, available, attempts
         self.payloads = 0

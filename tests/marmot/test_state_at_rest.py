@@ -11,7 +11,12 @@ from core.protocol import TickContext
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols.marmot import group, jobs, keys
-from protocols.marmot.errors import StateKeyError, StateKeyInvalid, StateKeyMissing, StateKeyWrong
+from protocols.marmot.errors import (
+    StateKeyError,
+    StateKeyInvalid,
+    StateKeyMissing,
+    StateKeyWrong,
+)
 from protocols.marmot.state_store import GroupStateStore, SealedValues
 from tests.marmot._net import T0, Net
 from tests.marmot._read import history_ids

@@ -9,9 +9,15 @@ the RFC's application_priv with the engine's functions.
 
 from __future__ import annotations
 
-from protocols.mls import framing, key_schedule as ks, suite
+from protocols.mls import framing, suite
+from protocols.mls import key_schedule as ks
 from protocols.mls.labels import verify_with_label
-from protocols.mls.secret_tree import APPLICATION, apply_reuse_guard, new_tree, receive_key
+from protocols.mls.secret_tree import (
+    APPLICATION,
+    apply_reuse_guard,
+    new_tree,
+    receive_key,
+)
 from protocols.mls.tls import Reader
 
 from ._vectors import h, load

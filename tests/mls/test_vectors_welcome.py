@@ -7,7 +7,8 @@ signature and the confirmation tag from a joiner_secret.
 
 from __future__ import annotations
 
-from protocols.mls import key_schedule as ks, suite
+from protocols.mls import key_schedule as ks
+from protocols.mls import suite
 from protocols.mls.labels import decrypt_with_label, ref_hash, verify_with_label
 from protocols.mls.tls import Reader
 

@@ -9,6 +9,7 @@ import pytest
 
 from core import drain, queues
 from projectors import compare
+from tests.marmot.conftest import state_key  # noqa: F401 - autouse: Marmot's at-rest key for every rebuild test
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ import json
 import threading
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 import protocols.example as example
 from core import eventlog

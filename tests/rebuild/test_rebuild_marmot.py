@@ -8,13 +8,15 @@ the better commit second (a rollback) or first (the worse one is rejected).
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 import protocols.marmot as marmot
 from jobs.rebuild import RebuildOptions, rebuild
 from protocols.marmot import simulate
 from tests.marmot._net import T0, Net
-from tests.marmot.conftest import deliver, settle, state_key  # noqa: F401 - the at-rest key fixture
+from tests.marmot.conftest import deliver, settle
 from tests.rebuild.conftest import snapshot_tables
 
 MARMOT_TABLES = ("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_pending_deletions",
@@ -76,7 +78,7 @@ def marmot_history(make_app, lines: list[bytes], net: Net):
 @given(ops=OPS, seed=st.integers(0, 1000))
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
-def test_local_rebuild_equals_live_for_any_marmot_stream(make_app, ops, seed, state_key):
+def test_local_rebuild_equals_live_for_any_marmot_stream(make_app, ops, seed):
     net = Net(3, seed=seed)
     app = marmot_history(make_app, build_stream(net, ops), net)
     live = snapshot_tables(app, MARMOT_TABLES)

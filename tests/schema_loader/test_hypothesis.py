@@ -20,10 +20,23 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from core.db import Database
-from core.errors import InvalidIdentifier, OwnershipConflict, SchemaError, SchemaSyntaxError, UnsupportedStatement
+from core.errors import (
+    InvalidIdentifier,
+    OwnershipConflict,
+    SchemaError,
+    SchemaSyntaxError,
+    UnsupportedStatement,
+)
 from schema_loader.apply import apply_schemas
 from schema_loader.parser import IDENTIFIER, parse
-from tests.schema_loader.helpers import columns, core_source, indexes, snapshot, source, without_rowid
+from tests.schema_loader.helpers import (
+    columns,
+    core_source,
+    indexes,
+    snapshot,
+    source,
+    without_rowid,
+)
 
 # SCHEMA_LOADER_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast.
 FAST = settings(max_examples=int(os.environ.get("SCHEMA_LOADER_EXAMPLES", "60")), deadline=None,
