@@ -74,6 +74,11 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
         outcome = _dispose(rt, item, handled, now_ms)
     if rt.registry.observes_items:
         rt.db.after_commit(lambda: _observe(rt, item, outcome))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s item %s:%d %s%s", item.protocol, item.source, item.source_id, outcome.kind,
+                  f" ({outcome.reason})" if outcome.reason else "",
+                  extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
+                         "outcome": outcome.kind, "events": [e.seq for e in outcome.events]})
     return outcome
 
 
@@ -153,7 +158,9 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
 def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
     queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
     _remove_source(rt, item)
-    log.warning("parked %s item %s:%d: %s", item.protocol, item.source, item.source_id, reason)
+    log.warning("parked %s item %s:%d: %s", item.protocol, item.source, item.source_id, reason,
+                extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
+                       "outcome": "parked"})
     return Outcome("parked", reason)
 
 

@@ -117,3 +117,17 @@ def test_every_command_has_help(path, command):
     assert command.help and len(command.help.strip()) > 10, f"tessera {' '.join(path)} needs help text"
     result = CliRunner().invoke(cli, [*path, "--help"])
     assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_json_logs_carry_item_ids(tmp_path):
+    db = tmp_path / "logs.db"
+    tessera(db, "init", "--protocol", "example")
+    blobs = simulate.generate(3, seed=1, garbage=0, duplicates=0, deletes=0)
+    tessera(db, "ingest", "--protocol", "example", "-", input=b"\n".join(blobs) + b"\nnot json\n")
+    proc = tessera(db, "--log-format", "json", "--log-level", "DEBUG", "tick", "--until-idle")
+    records = [json.loads(line) for line in proc.stderr.decode().splitlines() if line.startswith("{")]
+    items = [r for r in records if "item_id" in r]
+    assert sorted(r["outcome"] for r in items if r["level"] == "DEBUG") == ["handled", "handled", "handled",
+                                                                              "parked"]
+    parked = [r for r in items if r["level"] == "WARNING"]
+    assert len(parked) == 1 and parked[0]["item_id"] == 4 and "not a JSON object" in parked[0]["message"]
