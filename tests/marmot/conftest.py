@@ -26,6 +26,22 @@ def marmot_app(make_app):
     return lambda **kwargs: make_app([marmot], ["marmot"], **kwargs)
 
 
+@pytest.fixture
+def net():
+    """A real three-member group (member 0 is the admin) that the app can join as observer."""
+    from tests.marmot._net import Net
+
+    return Net(3)
+
+
+@pytest.fixture
+def app(marmot_app, net):
+    """A marmot app that has joined ``net``'s group."""
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    return app
+
+
 def deliver(app, *lines: bytes) -> drain.DrainSummary:
     """Queue ``lines`` and drain (clock not advanced: only commits wake blocked events)."""
     with app.db.write():

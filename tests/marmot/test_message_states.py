@@ -25,18 +25,6 @@ from tests.marmot._read import (
 from tests.marmot.conftest import deliver, settle
 
 
-@pytest.fixture
-def net():
-    return Net(3)
-
-
-@pytest.fixture
-def app(marmot_app, net):
-    app = marmot_app()
-    app.runtime.run_command("marmot.join", net.join_params)
-    return app
-
-
 class Recorder(observe.Observer):
     def __init__(self):
         self.outcomes: list[tuple[str, str]] = []

@@ -18,21 +18,9 @@ from protocols.marmot.errors import (
     StateKeyWrong,
 )
 from protocols.marmot.state_store import GroupStateStore, SealedValues
-from tests.marmot._net import T0, Net
+from tests.marmot._net import T0
 from tests.marmot._read import history_ids
 from tests.marmot.conftest import deliver
-
-
-@pytest.fixture
-def net():
-    return Net(3)
-
-
-@pytest.fixture
-def app(marmot_app, net):
-    app = marmot_app()
-    app.runtime.run_command("marmot.join", net.join_params)
-    return app
 
 
 def test_missing_key_says_exactly_what_to_set(marmot_app, net, monkeypatch):
