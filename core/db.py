@@ -132,7 +132,11 @@ def open_connection(path: str, settings: Settings, *, readonly: bool = False) ->
 
 
 class Database:
-    """One connection plus the transaction discipline described in the module docs."""
+    """One connection plus the transaction discipline described in the module docs.
+
+    A Database keeps its transaction state in Python, so it belongs to one
+    thread at a time: give each thread (and each process) its own.
+    """
 
     def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False):
         self.path = path
