@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -68,9 +69,20 @@ def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
             time.sleep(0.01)
         feeder_db.close()
 
+    watermark: list[int] = []
+
+    def progress(stage, total):
+        if stage == "export":
+            watermark.append(total)  # the export stage's total is the rebuild's watermark
+        elif stage == "load":  # hold the rebuild until the daemon has committed past the watermark
+            deadline = time.time() + 60
+            while eventlog.head(app.db) <= watermark[0] and time.time() < deadline:
+                time.sleep(0.05)
+        return contextlib.nullcontext(lambda n: None)
+
     feeder = threading.Thread(target=feed)
     feeder.start()
-    report = rebuild(app, RebuildOptions(engine="local"))
+    report = rebuild(app, RebuildOptions(engine="local"), progress=progress)
     feeder.join()
     deadline = time.time() + 60
     while app.db.value("SELECT count(*) FROM incoming") and time.time() < deadline:
