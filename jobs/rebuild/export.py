@@ -82,8 +82,7 @@ def export_events(db: Database, directory: Path, watermark: int, instance: str,
 def _write_file(db: Database, directory: Path, start: int, end: int,
                 advance: Callable[[int], None]) -> tuple[int, int]:
     """Export seqs in (start, end] to one Parquet file, written atomically."""
-    final = directory / f"events-{start + 1:012d}-{end:012d}.parquet"
-    tmp = final.with_suffix(".tmp")
+    tmp = directory / f"events-{start + 1:012d}.tmp"
     count, cursor, last_seq = 0, start, start
     with pq.ParquetWriter(tmp, EVENT_SCHEMA, compression="zstd") as writer:
         while cursor < end:

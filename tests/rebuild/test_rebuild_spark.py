@@ -37,10 +37,7 @@ def test_spark_equals_local_equals_live(make_app, spark, seed, tmp_path):
 
 def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partition(make_app, spark, tmp_path):
     """ledger.balances keeps last_seq per account; a global-order projector sees every event in seq order."""
-    from core import hookimpl
-    from core.protocol import Protocol
-    from projectors import Projector
-    from tests.fixtures import ledger
+    from tests.fixtures.bad_projectors import plugin_with
 
     def number(conn, event):
         # Depends on global order: numbers entries 1, 2, 3 ... across all accounts.
@@ -48,16 +45,7 @@ def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partiti
         conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) "
                      "ON CONFLICT DO NOTHING", (event.event_id, event.data["account"], event.data["amount"], position))
 
-    ordered = Projector("ledger.ordered", "ledger", ("ledger_entries",), {"deposited": number}, rebuild_key=None)
-
-    class Plugin:
-        @hookimpl
-        def register_protocol(self):
-            base = ledger.register_protocol()
-            return Protocol("ledger", base.package, base.decode, handlers=base.handlers, commands=base.commands,
-                            projectors=(ordered,))
-
-    app = make_app([Plugin()], ["ledger"])
+    app = make_app([plugin_with(number, rebuild_key=None)], ["ledger"])
     for n in range(300):
         app.runtime.run_command("ledger.deposit", {"id": f"e{n}", "account": f"acc{n % 9}", "amount": n})
     live = snapshot_tables(app, ["ledger_entries"])
