@@ -2,6 +2,7 @@
 
     python bench/rebuild.py [--events N] [--slow]      # --slow: 10,000,000 events
     python bench/rebuild.py --db FILE --engines local  # rebuild an already-filled database
+    python bench/rebuild.py --slow --engines '' --keep DIR  # only fill (DIR/01-rebuild.db)
 
 The database is filled through the runtime's normal path — example-protocol
 ``message_posted`` events (~500 bytes, random 32-byte ids, 64 rooms) applied
@@ -9,12 +10,15 @@ The database is filled through the runtime's normal path — example-protocol
 is reported as the incremental projection rate.  Then the same log is
 rebuilt with ``--verify`` (export, replay, load, catch-up, compare) by each
 engine; events/s per stage are events replayed divided by stage time.
+Peak RSS is this process's (the local engine runs here; Spark's executors
+do not), so run one engine per invocation to read it per engine.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import resource
 import sys
 import time
 
@@ -75,7 +79,7 @@ def main() -> None:
         fill_rate = fill(path, count) if not args.db else None
         rows = []
         spark = None
-        for engine in args.engines.split(","):
+        for engine in [name for name in args.engines.split(",") if name]:
             if engine == "spark" and spark is None:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
                 from jobs.rebuild.spark_session import make_session
@@ -91,13 +95,14 @@ def main() -> None:
                          (rebuilt.seconds.get(st, 0) for st in ("export", "replay", "load"))]
             rows.append((engine if engine == "local" else "spark local[2]", f"{replayed:,}", *per_stage,
                          f"{rebuilt.seconds.get('swap', 0):.1f}", f"{result['total']:.1f}",
-                         f"{replayed / result['total']:,.0f}"))
+                         f"{replayed / result['total']:,.0f}",
+                         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}"))
         if spark is not None:
             spark.stop()
         measured = f"incremental projection ran at {fill_rate:,.0f} events/s" if fill_rate else "existing database"
         report(f"Rebuild of {count:,} events (~500 bytes) — {measured}",
                rows, ("engine", "events", "export ev/s", "replay ev/s", "load rows/s", "verify s", "total s",
-                      "end-to-end ev/s"))
+                      "end-to-end ev/s", "peak RSS MiB"))
 
 
 if __name__ == "__main__":

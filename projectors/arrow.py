@@ -124,45 +124,73 @@ def events_of(batch: pa.RecordBatch) -> Iterator[StoredEvent]:
         yield StoredEvent(*row)
 
 
-def fold(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
-    """Apply the events to fresh projection tables; yield every resulting row."""
+def replay_into(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> apsw.Connection:
+    """Apply the events to fresh in-memory projection tables; return that database."""
     conn = replay.open_target(spec.ddl)
     projectors = list(spec.projectors)
     for batch in batches:
         replay.apply_events(conn, projectors, events_of(batch), spec.upcast)
-    yield from dump(conn, spec)
-    conn.close()
+    return conn
+
+
+def fold(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
+    """Apply the events to fresh projection tables; yield every resulting row (union schema)."""
+    conn = replay_into(batches, spec)
+    try:
+        yield from dump(conn, spec)
+    finally:
+        conn.close()
 
 
 def dump(conn: apsw.Connection, spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
     """Every row of the spec's tables as union-schema record batches."""
     schema = spec.schema
     for shape in spec.shapes:
-        rows: list[tuple] = []
-        for row in conn.execute(f'SELECT * FROM "{shape.name}"'):
-            rows.append(row)
-            if len(rows) == OUTPUT_BATCH_ROWS:
-                yield _batch(schema, shape, rows)
-                rows = []
-        if rows:
+        for batch in table_batches(conn, shape):
+            yield _widen(schema, shape, batch)
+
+
+def table_schema(shape: TableShape) -> pa.Schema:
+    """One table's columns, named as in the union schema."""
+    return pa.schema([pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types)])
+
+
+def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.RecordBatch]:
+    """Every row of one table as record batches of :func:`table_schema`."""
+    schema = table_schema(shape)
+    rows: list[tuple] = []
+    for row in conn.execute(f'SELECT * FROM "{shape.name}"'):
+        rows.append(row)
+        if len(rows) == OUTPUT_BATCH_ROWS:
             yield _batch(schema, shape, rows)
+            rows = []
+    if rows:
+        yield _batch(schema, shape, rows)
 
 
 def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple]) -> pa.RecordBatch:
-    arrays = {TABLE_COLUMN: pa.array([shape.name] * len(rows), pa.string())}
+    arrays = []
     for index, (column, kind) in enumerate(zip(shape.columns, shape.types)):
         values = [row[index] for row in rows]
         try:
-            arrays[out_field(shape.name, column)] = pa.array(values, kind)
+            arrays.append(pa.array(values, kind))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise ProjectionError(
                 f"table {shape.name}, column {column}: a value does not match its declared type ({exc}); "
                 "store one type per column (declare it, or make the table STRICT)") from exc
-    columns = [arrays[f.name] if f.name in arrays else pa.nulls(len(rows), f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _widen(schema: pa.Schema, shape: TableShape, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A table's batch padded with nulls to the union schema, tagged with the table name."""
+    own = set(batch.schema.names)
+    columns = [pa.array([shape.name] * batch.num_rows, pa.string())]
+    columns += [batch.column(f.name) if f.name in own else pa.nulls(batch.num_rows, f.type) for f in schema
+                if f.name != TABLE_COLUMN]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def rows_of(table: pa.Table, shape: TableShape) -> Iterator[tuple]:
-    """Rows of one projection table from union-schema data (its columns only)."""
-    columns = [table.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
+def rows_of(data: pa.Table | pa.RecordBatch, shape: TableShape) -> Iterator[tuple]:
+    """Rows of one projection table from union-schema or table-schema data (its columns only)."""
+    columns = [data.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
     return zip(*columns)

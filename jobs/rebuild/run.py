@@ -47,6 +47,7 @@ class RebuildOptions:
     workdir: Path | None = None
     conf: dict[str, str] = attrs.field(factory=dict)
     partitions: int | None = None
+    bucket_events: int = 1_000_000
 
 
 @attrs.define
@@ -115,6 +116,8 @@ def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
     """Run the whole pipeline (see the module docs); returns the report."""
     if options.engine not in ("spark", "local"):
         raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
+    if options.bucket_events < 1:
+        raise InvalidInput(f"--bucket-events must be at least 1, got {options.bucket_events}")
     projectors = select_projectors(app, options)
     if not projectors:
         raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
@@ -144,11 +147,16 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
     groups = list(replay.projector_groups(projectors).items())
     specs = [(key, _spec(app, group)) for key, group in groups]
     session = _spark(spark, options) if options.engine == "spark" else None
-    try:
+    counts = [engines.count_events(files, spec, report.watermark) if files else 0 for _, spec in specs]
+    report.events_replayed = sum(counts)
+
+    def replay_groups(advance: Callable[[int], None]) -> None:
         for index, (key, spec) in enumerate(specs):
-            report.events_replayed += engines.count_events(files, spec, report.watermark) if files else 0
-            stages.run("replay", len(specs), lambda advance, i=index, k=key, s=spec: _replay(
-                session, files, s, k, report.watermark, out_root / f"group-{i}", options, advance))
+            _replay(session, files, spec, key, report.watermark, counts[index], out_root / f"group-{index}",
+                    options, advance)
+
+    try:
+        stages.run("replay", report.events_replayed, replay_groups)
     finally:
         if session is not None and spark is None:
             session.stop()
@@ -185,22 +193,25 @@ def _spark(spark: Any, options: RebuildOptions) -> Any:
 
 
 def _replay(session: Any, files: Sequence[str], spec: arrow.ReplaySpec, rebuild_key: str | None, watermark: int,
-            out_dir: Path, options: RebuildOptions, advance: Callable[[int], None]) -> None:
+            events: int, out_dir: Path, options: RebuildOptions, advance: Callable[[int], None]) -> None:
+    """Replay one projector group; ``advance`` counts its events (Spark: all at once, when done)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     if not files:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    elif session is None:
-        engines.replay_local(files, spec, watermark, out_dir)
+        return
+    if session is None:
+        engines.replay_local(files, spec, rebuild_key, watermark, out_dir, events=events,
+                             bucket_events=options.bucket_events, advance=advance)
     else:
         partitions = options.partitions or int(session.conf.get("spark.sql.shuffle.partitions"))
         engines.replay_spark(session, files, spec, rebuild_key, watermark, out_dir, partitions)
-    advance(1)
+        advance(events)
 
 
 def _load(db: Any, spec: arrow.ReplaySpec, out_dir: Path, packages: dict[str, str], report: RebuildReport,
           advance: Callable[[int], None]) -> None:
     for shape in spec.shapes:
         indexes = shadow.create_shadow(db, packages[shape.name], shape.name)
-        report.rows[shape.name] = shadow.load(db, shape, engines.read_rows(out_dir, shape.name), advance)
+        report.rows[shape.name] = shadow.load(db, shape, engines.replayed_batches(out_dir, shape.name), advance)
         shadow.create_indexes(db, indexes)
 
 

@@ -102,19 +102,18 @@ def create_shadow(db: Database, package: str, table: str) -> list[str]:
     return [index.render(name, table + SHADOW) for index, name in _index_names(db, package, table)]
 
 
-def load(db: Database, shape: TableShape, rows: Any, advance: Callable[[int], None]) -> int:
-    """Insert replayed rows into the shadow table in batched transactions."""
-    if rows is None:
-        return 0
+def load(db: Database, shape: TableShape, batches: Iterable[Any], advance: Callable[[int], None]) -> int:
+    """Insert replayed rows (Arrow record batches) into the shadow table in batched transactions."""
     marks = ", ".join("?" * len(shape.columns))
     columns = ", ".join(f'"{c}"' for c in shape.columns)
     sql = f'INSERT INTO "{shape.name}{SHADOW}" ({columns}) VALUES ({marks})'
     loaded, batch = 0, []
-    for row in rows_of(rows, shape):
-        batch.append(row)
-        if len(batch) >= LOAD_BATCH:
-            loaded += _insert(db, sql, batch, advance)
-            batch = []
+    for replayed in batches:
+        for row in rows_of(replayed, shape):
+            batch.append(row)
+            if len(batch) >= LOAD_BATCH:
+                loaded += _insert(db, sql, batch, advance)
+                batch = []
     return loaded + (_insert(db, sql, batch, advance) if batch else 0)
 
 
