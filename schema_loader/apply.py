@@ -35,7 +35,12 @@ _MIGRATION_NAME = re.compile(r"^(?P<number>\d{3,})_(?P<name>[a-z0-9_]+)\.sql$")
 # SQLite skips a U+FEFF before a statement as if it were a space, so the pattern does too.
 _TRANSACTION_CONTROL = re.compile(r"^[\s\ufeff]*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
                                   re.IGNORECASE)
+_PRAGMA = re.compile(r"^[\s\ufeff]*PRAGMA\b", re.IGNORECASE)
 _DENIED_ACTIONS = frozenset({apsw.SQLITE_TRANSACTION, apsw.SQLITE_SAVEPOINT, apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH})
+# Read-only introspection a migration may use through table-valued functions
+# (SELECT ... FROM pragma_table_info('t')); every other pragma is refused.
+_READ_ONLY_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+                                "foreign_key_list", "collation_list", "function_list", "module_list", "pragma_list"})
 LOADER_OWNER = "schema_loader"
 
 
@@ -203,6 +208,10 @@ def _run_migration(db: Database, migration: Migration) -> None:
             if match:
                 raise MigrationError(f"{match[1].upper()} is not allowed: the loader owns the transaction",
                                      path=migration.path, line=line)
+            if _PRAGMA.match(sql):
+                raise MigrationError("PRAGMA is not allowed in a migration: a pragma changes the connection or the "
+                                     "file beyond the migration's transaction; write plain DDL/DML (the loader "
+                                     "checks the result against schema.sql)", path=migration.path, line=line)
             try:
                 db.execute(sql)
             except apsw.Error as exc:
@@ -211,7 +220,7 @@ def _run_migration(db: Database, migration: Migration) -> None:
 
 @contextlib.contextmanager
 def _transaction_control_denied(conn: apsw.Connection) -> Iterator[None]:
-    """Make SQLite itself refuse BEGIN/COMMIT/SAVEPOINT/ATTACH while migrations run.
+    """Make SQLite itself refuse BEGIN/COMMIT/SAVEPOINT/ATTACH and pragmas while migrations run.
 
     The pattern above gives the friendly message; this is the guarantee.  A
     COMMIT it missed would make everything before it permanent, and a later
@@ -221,6 +230,8 @@ def _transaction_control_denied(conn: apsw.Connection) -> Iterator[None]:
 
     def authorize(action: int, *args: object) -> int:
         if action in _DENIED_ACTIONS:
+            return apsw.SQLITE_DENY
+        if action == apsw.SQLITE_PRAGMA and str(args[0]).lower() not in _READ_ONLY_PRAGMAS:
             return apsw.SQLITE_DENY
         return previous(action, *args) if previous else apsw.SQLITE_OK
 

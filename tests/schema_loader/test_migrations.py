@@ -152,6 +152,34 @@ def test_transaction_control_in_migrations_is_refused(v0_db, statement):
     assert not v0_db.in_transaction
 
 
+@pytest.mark.parametrize("statement", ["PRAGMA writable_schema = 1;", "pragma foreign_keys = OFF;",
+                                       "PRAGMA journal_mode = DELETE;", "PRAGMA user_version = 9;",
+                                       "PRAGMA table_info(notes);"])
+def test_pragmas_in_migrations_are_refused(v0_db, statement):
+    before = snapshot(v0_db)
+    m1 = migration("notes", 1, "pragma", f"{ADD_PINNED}{statement}\n")
+    with pytest.raises(MigrationError, match="PRAGMA is not allowed") as info:
+        apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert info.value.line == ADD_PINNED.count("\n") + 1
+    assert snapshot(v0_db) == before
+    assert v0_db.value("PRAGMA journal_mode") == "wal"
+
+
+def test_a_pragma_hidden_in_a_select_is_refused_by_sqlite(v0_db):
+    before = snapshot(v0_db)
+    m1 = migration("notes", 1, "hidden", f"{ADD_PINNED}SELECT * FROM pragma_user_version;\n")
+    with pytest.raises(MigrationError, match="not authorized"):
+        apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert snapshot(v0_db) == before
+
+
+def test_introspection_pragmas_still_work_in_a_migration(v0_db):
+    check = "INSERT INTO notes (body) SELECT name FROM pragma_table_info('notes') WHERE name = 'pinned';\n"
+    m1 = migration("notes", 1, "introspect", ADD_PINNED + check)
+    apply_schemas(v0_db, [source("notes", V1, m1)])
+    assert v0_db.value("SELECT count(*) FROM notes WHERE body = 'pinned'") == 1
+
+
 def test_commit_behind_a_byte_order_mark_is_refused(v0_db):
     """SQLite skips U+FEFF like a space: a COMMIT behind one would make the migration half-applied."""
     before = snapshot(v0_db)
