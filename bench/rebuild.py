@@ -94,7 +94,7 @@ def main() -> None:
             per_stage = [f"{replayed / s:,.0f}" if s > 0 else "-" for s in
                          (rebuilt.seconds.get(st, 0) for st in ("export", "replay", "load"))]
             rows.append((engine if engine == "local" else "spark local[2]", f"{replayed:,}", *per_stage,
-                         f"{rebuilt.seconds.get('swap', 0):.1f}", f"{result['total']:.1f}",
+                         f"{rebuilt.seconds.get('verify', 0):.1f}", f"{result['total']:.1f}",
                          f"{replayed / result['total']:,.0f}",
                          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}"))
         if spark is not None:

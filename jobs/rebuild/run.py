@@ -31,7 +31,7 @@ from schema_loader.setup import INSTANCE_KEY
 
 log = logging.getLogger("tessera.rebuild")
 
-STAGES = ("watermark", "export", "replay", "load", "catch-up", "swap")
+VERIFY_SNAPSHOT_ATTEMPTS = 20
 ProgressFactory = Callable[[str, int | None], Any]
 
 
@@ -217,17 +217,14 @@ def _load(db: Any, spec: arrow.ReplaySpec, out_dir: Path, packages: dict[str, st
 
 def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables: Sequence[str],
             packages: dict[str, str], caught: int, report: RebuildReport, stages: _Stages) -> int:
-    """Last catch-up inside one BEGIN IMMEDIATE, then compare (--verify) or swap."""
+    """Last catch-up inside one BEGIN IMMEDIATE, then swap; or, with --verify, compare."""
     db = app.db
+    if options.verify:
+        return stages.run("verify", None, lambda advance: _verify(app, projectors, tables, caught, report, advance))
 
     def final(advance: Callable[[int], None]) -> int:
         with db.write():
             last = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
-            if options.verify:
-                report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
-                for table in tables:
-                    db.execute(f'DROP TABLE "{table}{shadow.SHADOW}"')
-                return last
             shadow.swap(db, tables, packages)
             head = eventlog.head(db)
             db.executemany(
@@ -238,6 +235,33 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
             return last
 
     last = stages.run("swap", None, final)
-    if report.swapped:
-        shadow.drop_retired(db, tables)
+    shadow.drop_retired(db, tables)
     return last - report.watermark
+
+
+def _verify(app: App, projectors: Sequence[Any], tables: Sequence[str], caught: int, report: RebuildReport,
+            advance: Callable[[int], None]) -> int:
+    """Compare shadow and live tables on one snapshot where both stand at the same event.
+
+    Checksumming millions of rows takes minutes, too long to hold the write
+    lock the daemon needs.  So the last catch-up commits, and the comparison
+    runs on the read snapshot taken right after it, provided nothing was
+    committed in between (WAL readers never block the daemon).  If the daemon
+    wins that race every time, the comparison runs under the lock.
+    """
+    db = app.db
+    for _ in range(VERIFY_SNAPSHOT_ATTEMPTS):
+        with db.write():
+            caught = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
+        with db.read():
+            if eventlog.head(db) == caught:
+                report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
+                break
+    else:
+        with db.write():
+            caught = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
+            report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
+    with db.write():
+        for table in tables:
+            db.execute(f'DROP TABLE "{table}{shadow.SHADOW}"')
+    return caught

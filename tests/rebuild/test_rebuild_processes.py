@@ -50,24 +50,37 @@ def populated(make_app, tmp_path):
     return app
 
 
-def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
-    app = populated
-    daemon = tessera(app.db.path, "tick")
-    more = simulate.generate(1500, seed=22, rooms=6, start_ms=1_750_000_000_000, garbage=0, duplicates=0)
+def feed_in_background(path: str, settings, blobs: list[bytes]) -> tuple[threading.Thread, threading.Event]:
+    """Push ``blobs`` into incoming, 50 every 10 ms, from a thread with its own connection."""
     stop = threading.Event()
 
     def feed():
         from core import queues
         from core.db import Database
 
-        feeder_db = Database(app.db.path, app.db.settings)  # a connection of its own: one per thread
-        for start in range(0, len(more), 50):
+        feeder_db = Database(path, settings)  # a connection of its own: one per thread
+        for start in range(0, len(blobs), 50):
             if stop.is_set():
                 break
             with feeder_db.write():
-                queues.push_incoming(feeder_db, "example", more[start:start + 50], 0)
+                queues.push_incoming(feeder_db, "example", blobs[start:start + 50], 0)
             time.sleep(0.01)
         feeder_db.close()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    return feeder, stop
+
+
+def stop_daemon(daemon: subprocess.Popen) -> None:
+    daemon.send_signal(signal.SIGTERM)
+    daemon.communicate(timeout=30)
+
+
+def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
+    app = populated
+    daemon = tessera(app.db.path, "tick")
+    more = simulate.generate(1500, seed=22, rooms=6, start_ms=1_750_000_000_000, garbage=0, duplicates=0)
 
     watermark: list[int] = []
 
@@ -80,22 +93,45 @@ def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
                 time.sleep(0.05)
         return contextlib.nullcontext(lambda n: None)
 
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    feeder, _ = feed_in_background(app.db.path, app.db.settings, more)
     report = rebuild(app, RebuildOptions(engine="local"), progress=progress)
     feeder.join()
     deadline = time.time() + 60
     while app.db.value("SELECT count(*) FROM incoming") and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
-    daemon.send_signal(signal.SIGTERM)
-    daemon.communicate(timeout=30)
+    stop_daemon(daemon)
     assert report.swapped and report.caught_up > 0, "the daemon should have committed events during the rebuild"
     assert app.db.value("SELECT count(*) FROM incoming") == 0
     posts = app.db.value("SELECT count(*) FROM events WHERE event_type = 'message_posted'")
     assert app.db.value("SELECT count(*) FROM example_messages") == posts  # nothing missing, nothing doubled
     assert app.db.value("SELECT sum(message_count) FROM example_rooms") == posts
     assert rebuild(app, RebuildOptions(engine="local", verify=True)).equal
+
+
+@pytest.mark.parametrize("attempts", [20, 0], ids=["on-a-snapshot", "under-the-lock"])
+def test_verify_while_the_daemon_projects_compares_one_state(populated, monkeypatch, attempts):
+    """Live tables move on while verify compares; it must still compare them at the shadow's event."""
+    from jobs.rebuild import run as rebuild_run
+
+    monkeypatch.setattr(rebuild_run, "VERIFY_SNAPSHOT_ATTEMPTS", attempts)
+    app = populated
+    start_head = eventlog.head(app.db)
+    daemon = tessera(app.db.path, "tick")
+    more = simulate.generate(3000, seed=23, rooms=6, start_ms=1_760_000_000_000, garbage=0, duplicates=0)
+    feeder, stop = feed_in_background(app.db.path, app.db.settings, more)
+    try:
+        deadline = time.time() + 60
+        while eventlog.head(app.db) == start_head and time.time() < deadline:
+            time.sleep(0.05)  # verify once the daemon is committing
+        report = rebuild(app, RebuildOptions(engine="local", verify=True))
+    finally:
+        stop.set()
+        feeder.join()
+        stop_daemon(daemon)
+    assert report.equal, report.verdicts
+    assert report.caught_up > 0, "the daemon should have committed events during the verify"
+    assert not app.db.has_table("example_messages__rebuild")
 
 
 @pytest.mark.parametrize("stage", ["export", "replay", "load", "catch-up", "swap"])
