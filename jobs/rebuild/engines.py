@@ -16,6 +16,7 @@ and write the rows as Parquet under ``out_dir/__table=<name>/``.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,6 +28,8 @@ import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
 from projectors.arrow import EVENT_SCHEMA, TABLE_COLUMN, ReplaySpec, fold, replay_into, table_batches
+
+log = logging.getLogger("tessera.rebuild")
 
 READ_BATCH_ROWS = 20_000
 SPILL_FLUSH_ROWS = 50_000
@@ -54,9 +57,11 @@ def replay_local(files: Sequence[str], spec: ReplaySpec, rebuild_key: str | None
         return
     spill_dir = out_dir.with_name(out_dir.name + ".buckets")
     shutil.rmtree(spill_dir, ignore_errors=True)
+    log.info("local replay of %d events in %d buckets: spilling", events, buckets)
     paths = _spill(_ordered_batches(files, spec, watermark), buckets, spill_dir)
     for index, path in enumerate(paths):
         if path.exists():
+            log.info("local replay: bucket %d of %d", index + 1, buckets)
             batches = pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH_ROWS)
             _fold_bucket(_counted(batches, advance), spec, out_dir, index)
             path.unlink()

@@ -134,13 +134,20 @@ def test_verify_while_the_daemon_projects_compares_one_state(populated, monkeypa
     assert not app.db.has_table("example_messages__rebuild")
 
 
-@pytest.mark.parametrize("stage", ["export", "replay", "load", "catch-up", "swap"])
+KILL_POINTS = {stage: f"rebuild stage {stage} started" for stage in ("export", "replay", "load", "catch-up", "swap")}
+KILL_POINTS["spill"] = "buckets: spilling"
+KILL_POINTS["bucket"] = "local replay: bucket 3 of"
+
+
+@pytest.mark.parametrize("stage", list(KILL_POINTS))
 def test_sigkill_at_each_stage_leaves_live_tables_alone(populated, tmp_path, stage):
     app = populated
     before = checksums(app.db)
     workdir = str(tmp_path / "work")
-    proc = tessera(app.db.path, "--log-level", "INFO", "rebuild", "--engine", "local", "--workdir", workdir)
-    marker = f"rebuild stage {stage} started"
+    # Small buckets, so a kill in the replay leaves bucket spill files and partial output behind.
+    proc = tessera(app.db.path, "--log-level", "INFO", "rebuild", "--engine", "local", "--workdir", workdir,
+                   "--bucket-events", "500")
+    marker = KILL_POINTS[stage]
     seen = []
     for line in proc.stderr:
         seen.append(line)
