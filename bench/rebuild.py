@@ -54,11 +54,12 @@ def fill(path: str, count: int) -> float:
     return rate
 
 
-def run_engine(path: str, engine: str, workdir: str, spark) -> dict:
+def run_engine(path: str, engine: str, workdir: str, spark, partition_events: int) -> dict:
     app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False), path=path)
     started = time.perf_counter()
     result = rebuild(app, RebuildOptions(engine=engine, verify=True, workdir=workdir, master="local[2]",
-                                         partitions=8), spark=spark, progress=stage_progress)
+                                         partition_events=partition_events),
+                     spark=spark, progress=stage_progress)
     total = time.perf_counter() - started
     app.close()
     if not result.equal:
@@ -72,6 +73,8 @@ def main() -> None:
     options.add_argument("--slow", action="store_true", help="10,000,000 events")
     options.add_argument("--engines", default="local,spark")
     options.add_argument("--db", help="rebuild this already-filled database instead of filling a new one")
+    options.add_argument("--partition-events", type=int, default=RebuildOptions().partition_events,
+                         help="events per replay partition (local bucket; sets the least Spark partition count)")
     args = options.parse_args()
     count = 10_000_000 if args.slow else args.events
     with Workdir(args.keep) as work:
@@ -88,7 +91,8 @@ def main() -> None:
                 spark = make_session("local[2]", {"spark.driver.memory": "4g"}, partitions=8)
                 console.print(f"SparkSession up in {time.perf_counter() - started:.1f} s (not counted below)")
             # Each engine exports afresh so the export stage is measured every time.
-            result = run_engine(path, engine, str(work.path / f"work-{engine}"), spark if engine == "spark" else None)
+            result = run_engine(path, engine, str(work.path / f"work-{engine}"), spark if engine == "spark" else None,
+                                args.partition_events)
             rebuilt = result["report"]
             replayed = max(rebuilt.events_replayed, 1)
             per_stage = [f"{replayed / s:,.0f}" if s > 0 else "-" for s in

@@ -235,14 +235,16 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
               help="Replay engine (default: spark when pyspark is importable).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL, e.g. spark://host:7077.")
 @click.option("--conf", "confs", multiple=True, help="Spark setting KEY=VALUE (repeatable).")
-@click.option("--partitions", type=click.IntRange(min=1), help="Spark partitions for the replay (default: 2 x cores).")
-@click.option("--bucket-events", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Local engine: events per in-memory replay bucket; lower it to use less memory.")
+@click.option("--partitions", type=click.IntRange(min=1), help="Spark partitions for the replay (default: the larger of 2 x cores and "
+                   "events / --partition-events).")
+@click.option("--partition-events", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Target events per replay partition (each is folded in memory): the local engine's bucket "
+                   "size, and events / this is the least number of Spark partitions.")
 @click.option("--verify", is_flag=True, help="Rebuild into shadow tables and compare with the live ones; swap nothing.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
               help="Work directory for the Parquet export and replay output (default: DB.rebuild/).")
 @click.pass_obj
-def rebuild(obj: CliState, projections, protocol, engine, master, confs, partitions, bucket_events, verify,
+def rebuild(obj: CliState, projections, protocol, engine, master, confs, partitions, partition_events, verify,
             workdir) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
     from jobs.rebuild import RebuildOptions
@@ -253,7 +255,7 @@ def rebuild(obj: CliState, projections, protocol, engine, master, confs, partiti
     options = RebuildOptions(projections=projections, protocol=protocol,
                              engine=engine or ("spark" if spark_available() else "local"), master=master,
                              verify=verify, workdir=workdir, conf=_parse_conf(confs), partitions=partitions,
-                             bucket_events=bucket_events)
+                             partition_events=partition_events)
     report = run_rebuild(obj.app(), options, progress=stage_progress)
     print_rebuild(report, options)
     if verify and not report.equal:

@@ -3,8 +3,8 @@
 Both engines run the same projector code the daemon runs (:mod:`projectors.arrow`)
 and write the rows as Parquet under ``out_dir/__table=<name>/``.
 
-- ``local``: hashes the rebuild key into buckets of about ``bucket_events``
-  events each, spills every bucket in seq order to its own Parquet file, then
+- ``local``: hashes the rebuild key into buckets of about ``partition_events``
+  events each, spills every bucket in seq order to its own Parquet runs, then
   replays one bucket at a time into a fresh in-memory database and streams
   its tables out.  Memory is bounded by one bucket's projection, not by the
   whole log.  Projectors without a rebuild key replay as one bucket.
@@ -32,7 +32,8 @@ from projectors.arrow import EVENT_SCHEMA, TABLE_COLUMN, ReplaySpec, fold, repla
 log = logging.getLogger("tessera.rebuild")
 
 READ_BATCH_ROWS = 20_000
-SPILL_FLUSH_ROWS = 50_000
+SPILL_RUN_ROWS = 50_000
+SPILL_HELD_ROWS = 400_000
 
 
 def _wanted_filter(spec: ReplaySpec, watermark: int) -> pc.Expression:
@@ -48,24 +49,24 @@ def count_events(files: Sequence[str], spec: ReplaySpec, watermark: int) -> int:
 
 
 def replay_local(files: Sequence[str], spec: ReplaySpec, rebuild_key: str | None, watermark: int,
-                 out_dir: Path, *, events: int, bucket_events: int,
+                 out_dir: Path, *, events: int, partition_events: int,
                  advance: Callable[[int], None] = lambda n: None) -> None:
     """Replay ``events`` exported events bucket by bucket; ``advance`` counts events folded."""
-    buckets = 1 if rebuild_key is None else max(1, -(-events // bucket_events))
+    buckets = 1 if rebuild_key is None else max(1, -(-events // partition_events))
     if buckets == 1:
         _fold_bucket(_counted(_ordered_batches(files, spec, watermark), advance), spec, out_dir, 0)
         return
-    spill_dir = out_dir.with_name(out_dir.name + ".buckets")
-    shutil.rmtree(spill_dir, ignore_errors=True)
     log.info("local replay of %d events in %d buckets: spilling", events, buckets)
-    paths = _spill(_ordered_batches(files, spec, watermark), buckets, spill_dir)
-    for index, path in enumerate(paths):
-        if path.exists():
+    spill = _Spill(out_dir.with_name(out_dir.name + ".buckets"), buckets)
+    for batch in _ordered_batches(files, spec, watermark):
+        spill.add(batch)
+    spill.finish()
+    for index in range(buckets):
+        if spill.runs[index]:
             log.info("local replay: bucket %d of %d", index + 1, buckets)
-            batches = pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH_ROWS)
-            _fold_bucket(_counted(batches, advance), spec, out_dir, index)
-            path.unlink()
-    shutil.rmtree(spill_dir, ignore_errors=True)
+            _fold_bucket(_counted(spill.bucket(index), advance), spec, out_dir, index)
+            spill.discard(index)
+    shutil.rmtree(spill.folder, ignore_errors=True)
 
 
 def _ordered_batches(files: Sequence[str], spec: ReplaySpec, watermark: int) -> Iterator[pa.RecordBatch]:
@@ -93,33 +94,57 @@ def bucket_of(keys: pa.Array, buckets: int) -> pa.Array:
     return pa.array(per_key, pa.int32()).take(encoded.indices)
 
 
-def _spill(batches: Iterable[pa.RecordBatch], buckets: int, spill_dir: Path) -> list[Path]:
-    """Split the seq-ordered stream into one seq-ordered Parquet file per bucket."""
-    spill_dir.mkdir(parents=True)
-    paths = [spill_dir / f"bucket-{index:05d}.parquet" for index in range(buckets)]
-    writers: dict[int, pq.ParquetWriter] = {}
-    pending: dict[int, list[pa.RecordBatch]] = {index: [] for index in range(buckets)}
+class _Spill:
+    """Each bucket's events, in seq order, as numbered Parquet runs on disk.
 
-    def flush(index: int) -> None:
-        if index not in writers:
-            writers[index] = pq.ParquetWriter(paths[index], EVENT_SCHEMA)
-        writers[index].write_table(pa.Table.from_batches(pending[index], EVENT_SCHEMA))
-        pending[index] = []
+    No file stays open (a log can have thousands of buckets), and at most
+    ``SPILL_HELD_ROWS`` events wait in memory across all buckets.
+    """
 
-    try:
-        for batch in batches:
-            ids = bucket_of(batch.column("partition_key"), buckets)
-            for index in pc.unique(ids).to_pylist():
-                pending[index].append(batch.filter(pc.equal(ids, index)))
-                if sum(b.num_rows for b in pending[index]) >= SPILL_FLUSH_ROWS:
-                    flush(index)
-        for index, held in pending.items():
-            if held:
-                flush(index)
-    finally:
-        for writer in writers.values():
-            writer.close()
-    return paths
+    def __init__(self, folder: Path, buckets: int):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        self.folder = folder
+        self.pending: list[list[pa.RecordBatch]] = [[] for _ in range(buckets)]
+        self.rows = [0] * buckets
+        self.runs = [0] * buckets
+        self.held = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        ids = bucket_of(batch.column("partition_key"), len(self.pending))
+        for index in pc.unique(ids).to_pylist():
+            part = batch.filter(pc.equal(ids, index))
+            self.pending[index].append(part)
+            self.rows[index] += part.num_rows
+            self.held += part.num_rows
+            if self.rows[index] >= SPILL_RUN_ROWS:
+                self._flush(index)
+        if self.held >= SPILL_HELD_ROWS:
+            self.finish()
+
+    def finish(self) -> None:
+        """Write every bucket's waiting events."""
+        for index, rows in enumerate(self.rows):
+            if rows:
+                self._flush(index)
+
+    def _flush(self, index: int) -> None:
+        pq.write_table(pa.Table.from_batches(self.pending[index], EVENT_SCHEMA), self._path(index, self.runs[index]))
+        self.runs[index] += 1
+        self.held -= self.rows[index]
+        self.pending[index], self.rows[index] = [], 0
+
+    def _path(self, index: int, run: int) -> Path:
+        return self.folder / f"bucket-{index:05d}-run-{run:06d}.parquet"
+
+    def bucket(self, index: int) -> Iterator[pa.RecordBatch]:
+        """The bucket's events in seq order (its runs were written in seq order)."""
+        for run in range(self.runs[index]):
+            yield from pq.ParquetFile(self._path(index, run)).iter_batches(batch_size=READ_BATCH_ROWS)
+
+    def discard(self, index: int) -> None:
+        for run in range(self.runs[index]):
+            self._path(index, run).unlink(missing_ok=True)
 
 
 def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: Path, index: int) -> None:

@@ -47,7 +47,7 @@ class RebuildOptions:
     workdir: Path | None = None
     conf: dict[str, str] = attrs.field(factory=dict)
     partitions: int | None = None
-    bucket_events: int = 1_000_000
+    partition_events: int = 100_000
 
 
 @attrs.define
@@ -116,8 +116,8 @@ def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
     """Run the whole pipeline (see the module docs); returns the report."""
     if options.engine not in ("spark", "local"):
         raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
-    if options.bucket_events < 1:
-        raise InvalidInput(f"--bucket-events must be at least 1, got {options.bucket_events}")
+    if options.partition_events < 1:
+        raise InvalidInput(f"--partition-events must be at least 1, got {options.partition_events}")
     projectors = select_projectors(app, options)
     if not projectors:
         raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
@@ -200,9 +200,10 @@ def _replay(session: Any, files: Sequence[str], spec: arrow.ReplaySpec, rebuild_
         return
     if session is None:
         engines.replay_local(files, spec, rebuild_key, watermark, out_dir, events=events,
-                             bucket_events=options.bucket_events, advance=advance)
+                             partition_events=options.partition_events, advance=advance)
     else:
-        partitions = options.partitions or int(session.conf.get("spark.sql.shuffle.partitions"))
+        partitions = options.partitions or max(int(session.conf.get("spark.sql.shuffle.partitions")),
+                                               -(-events // options.partition_events))
         engines.replay_spark(session, files, spec, rebuild_key, watermark, out_dir, partitions)
         advance(events)
 

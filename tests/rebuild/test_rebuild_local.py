@@ -33,17 +33,17 @@ def verify(app, **options):
 
 @given(messages=st.integers(0, 150), rooms=st.integers(1, 5), duplicates=st.floats(0, 0.3),
        deletes=st.floats(0, 0.3), garbage=st.floats(0, 0.1), seed=st.integers(0, 10_000),
-       bucket_events=st.sampled_from([5, 40, 1_000_000]))
+       partition_events=st.sampled_from([5, 40, 1_000_000]))
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_local_rebuild_equals_live_for_any_stream(make_app, messages, rooms, duplicates, deletes, garbage, seed,
-                                                  bucket_events):
+                                                  partition_events):
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(messages, rooms=rooms, seed=seed, duplicates=duplicates, deletes=deletes,
                                   garbage=garbage))
     live = snapshot_tables(app, EXAMPLE_TABLES)
-    report = verify(app, bucket_events=bucket_events)
+    report = verify(app, partition_events=partition_events)
     assert report.equal and not report.swapped
-    report = rebuild(app, RebuildOptions(engine="local", bucket_events=bucket_events))
+    report = rebuild(app, RebuildOptions(engine="local", partition_events=partition_events))
     assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
     app.close()
 

@@ -146,7 +146,7 @@ def test_sigkill_at_each_stage_leaves_live_tables_alone(populated, tmp_path, sta
     workdir = str(tmp_path / "work")
     # Small buckets, so a kill in the replay leaves bucket spill files and partial output behind.
     proc = tessera(app.db.path, "--log-level", "INFO", "rebuild", "--engine", "local", "--workdir", workdir,
-                   "--bucket-events", "500")
+                   "--partition-events", "500")
     marker = KILL_POINTS[stage]
     seen = []
     for line in proc.stderr:
