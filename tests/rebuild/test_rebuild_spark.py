@@ -35,6 +35,25 @@ def test_spark_equals_local_equals_live(make_app, spark, seed, tmp_path):
         "SELECT count(*) FROM events WHERE event_type IN ('message_posted', 'message_deleted')")
 
 
+def test_spark_uses_more_partitions_when_partitions_would_be_large(make_app, spark, tmp_path):
+    import contextlib
+
+    app = make_app([example], ["example"])
+    ingest(app, simulate.generate(600, rooms=40, seed=4))
+    live = snapshot_tables(app, EXAMPLE_TABLES)
+    parts: list[int] = []
+
+    def progress(stage, total):
+        if stage == "load":  # one Parquet file per non-empty Spark partition
+            parts.append(len(list((tmp_path / "w" / "replay" / "group-0").glob("__table=example_messages/*.parquet"))))
+        return contextlib.nullcontext(lambda n: None)
+
+    report = rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w", partition_events=40), spark=spark,
+                     progress=progress)
+    assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
+    assert parts[0] > 4, "600 events in partitions of 40 need more than the session's 4 shuffle partitions"
+
+
 def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partition(make_app, spark, tmp_path):
     """ledger.balances keeps last_seq per account; a global-order projector sees every event in seq order."""
     from tests.fixtures.bad_projectors import plugin_with
