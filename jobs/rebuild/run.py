@@ -221,7 +221,8 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
     """Last catch-up inside one BEGIN IMMEDIATE, then swap; or, with --verify, compare."""
     db = app.db
     if options.verify:
-        return stages.run("verify", None, lambda advance: _verify(app, projectors, tables, caught, report, advance))
+        last = stages.run("verify", None, lambda advance: _verify(app, projectors, tables, caught, report, advance))
+        return last - report.watermark
 
     def final(advance: Callable[[int], None]) -> int:
         with db.write():

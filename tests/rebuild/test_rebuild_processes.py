@@ -131,6 +131,7 @@ def test_verify_while_the_daemon_projects_compares_one_state(populated, monkeypa
         stop_daemon(daemon)
     assert report.equal, report.verdicts
     assert report.caught_up > 0, "the daemon should have committed events during the verify"
+    assert report.watermark + report.caught_up <= eventlog.head(app.db)
     assert not app.db.has_table("example_messages__rebuild")
 
 
