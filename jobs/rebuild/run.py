@@ -4,8 +4,9 @@ The tick daemon keeps running throughout: it projects into the live tables
 until the swap.  Only projectors run — no handler, so no intent (outgoing
 message, deferred work) is ever produced again.  Until the swap commits the
 live tables are untouched, so a rebuild that fails or is killed at any point
-can simply be run again: leftover shadow tables are dropped and the export
-is reused.
+can simply be run again: leftover shadow tables are discarded and the
+export is reused.  Tables are discarded a batch of rows per transaction, so
+dropping millions of rows never holds the daemon's write lock for long.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ class _Stages:
         self.report.seconds[name] = self.report.seconds.get(name, 0.0) + time.perf_counter() - started
         return result
 
+    def discard(self, db: Any, names: Sequence[str]) -> list[str]:
+        """Stage "discard": empty and drop those of ``names`` that exist, without long write locks."""
+        return self.run("discard", None, lambda advance: shadow.discard_existing(db, names, advance))
+
 
 def _no_progress(name: str, total: int | None):
     return contextlib.nullcontext(lambda n: None)
@@ -160,7 +165,7 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
     finally:
         if session is not None and spark is None:
             session.stop()
-    shadow.drop_leftovers(db, tables)
+    stages.discard(db, shadow.copies(tables, shadow.SHADOW, shadow.RETIRED))
     for index, (key, spec) in enumerate(specs):
         stages.run("load", None, lambda advance, i=index, s=spec: _load(db, s, out_root / f"group-{i}",
                                                                            packages, report, advance))
@@ -222,6 +227,7 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
     db = app.db
     if options.verify:
         last = stages.run("verify", None, lambda advance: _verify(app, projectors, tables, caught, report, advance))
+        stages.discard(db, shadow.copies(tables, shadow.SHADOW))
         return last - report.watermark
 
     def final(advance: Callable[[int], None]) -> int:
@@ -237,7 +243,7 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
             return last
 
     last = stages.run("swap", None, final)
-    shadow.drop_retired(db, tables)
+    stages.discard(db, shadow.copies(tables, shadow.RETIRED))
     return last - report.watermark
 
 
@@ -263,7 +269,4 @@ def _verify(app: App, projectors: Sequence[Any], tables: Sequence[str], caught: 
         with db.write():
             caught = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
             report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
-    with db.write():
-        for table in tables:
-            db.execute(f'DROP TABLE "{table}{shadow.SHADOW}"')
     return caught

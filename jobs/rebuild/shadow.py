@@ -1,4 +1,4 @@
-"""Stages 4-6: shadow tables, catch-up and the atomic swap.
+"""Stages 4-7: shadow tables, catch-up, the atomic swap, and discarding the old copies.
 
 Shadow tables are ``<table>__rebuild`` with the same columns and indexes.
 SQLite cannot rename an index, so a projection table's indexes alternate
@@ -12,7 +12,9 @@ statement to their shadow names.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,9 +24,15 @@ from core.errors import ProjectionError
 from projectors.arrow import TableShape, rows_of
 from schema_loader.extract import parsed_package_schema
 
+log = logging.getLogger("tessera.rebuild")
+
 SHADOW = "__rebuild"
 RETIRED = "__retired"
 LOAD_BATCH = 10_000
+# One discard transaction aims at this long (under the default slow-statement threshold),
+# so the daemon never waits much longer than that for the lock.
+DISCARD_SECONDS = 0.02
+DISCARD_BATCH_LIMITS = (100, 50_000)
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\[[^\]]*\]|`[^`]*`|[A-Za-z_][A-Za-z0-9_]*|.", re.DOTALL)
 
 
@@ -73,16 +81,59 @@ def check_swappable(db: Database, tables: Sequence[str]) -> None:
                                       "catch-up can address shadow tables unambiguously")
 
 
-def drop_leftovers(db: Database, tables: Sequence[str]) -> list[str]:
-    """Drop shadow and retired copies left by an interrupted rebuild."""
-    dropped = []
-    with db.write():
-        for table in tables:
-            for name in (table + SHADOW, table + RETIRED):
-                if db.has_table(name):
-                    db.execute(f'DROP TABLE "{name}"')
-                    dropped.append(name)
-    return dropped
+def discard_existing(db: Database, names: Iterable[str], advance: Callable[[int], None] = lambda n: None) -> list[str]:
+    """Discard those of the named tables that exist (see :func:`discard`); returns their names."""
+    found = []
+    for name in names:
+        with db.read():
+            exists = db.has_table(name)
+        if exists:
+            log.info("discarding %s", name)
+            discard(db, name, advance)
+            found.append(name)
+    return found
+
+
+def copies(tables: Iterable[str], *suffixes: str) -> list[str]:
+    """Shadow and/or retired names of ``tables``."""
+    return [table + suffix for table in tables for suffix in suffixes]
+
+
+def discard(db: Database, name: str, advance: Callable[[int], None] = lambda n: None) -> int:
+    """Empty table ``name`` in short transactions, then drop it; returns the rows deleted.
+
+    A single DROP TABLE frees every page of the table and its indexes in one
+    transaction: for millions of rows on a slow disk that holds the write lock
+    for minutes, and the daemon would stall that long.  Deleting a batch per
+    transaction, sized to take about DISCARD_SECONDS, lets the daemon's
+    transactions run in between.  The table must be one nothing else writes.
+    """
+    with db.read():
+        key = _row_key(db, name)
+    sql = f'DELETE FROM "{name}" WHERE ({key}) IN (SELECT {key} FROM "{name}" LIMIT ?)'
+    least, most = DISCARD_BATCH_LIMITS
+    batch, deleted = min(most, least * 10), 0
+    while True:
+        started = time.perf_counter()
+        with db.write():
+            db.execute(sql, (batch,))
+            removed = db.changes()
+            if removed < batch:
+                db.execute(f'DROP TABLE "{name}"')
+        deleted += removed
+        advance(removed)
+        if removed < batch:
+            return deleted
+        took = max(time.perf_counter() - started, 1e-6)
+        batch = int(min(most, max(least, batch * min(2.0, DISCARD_SECONDS / took))))
+
+
+def _row_key(db: Database, name: str) -> str:
+    """What identifies a row: rowid, or the primary-key columns of a WITHOUT ROWID table."""
+    if not db.value("SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (name,)):
+        return "rowid"
+    columns = db.all("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (name,))
+    return ", ".join('"' + c.replace('"', '""') + '"' for (c,) in columns)
 
 
 def _index_names(db: Database, package: str, table: str) -> list[tuple[Any, str]]:
@@ -160,10 +211,3 @@ def swap(db: Database, tables: Sequence[str], packages: dict[str, str]) -> None:
         for base, physical in renamed:
             old_physical = base if physical != base else base + SHADOW
             db.execute("UPDATE schema_objects SET name = ? WHERE name = ?", (physical, old_physical))
-
-
-def drop_retired(db: Database, tables: Sequence[str]) -> None:
-    with db.write():
-        for table in tables:
-            if db.has_table(table + RETIRED):
-                db.execute(f'DROP TABLE "{table}{RETIRED}"')

@@ -138,6 +138,8 @@ def test_verify_while_the_daemon_projects_compares_one_state(populated, monkeypa
 KILL_POINTS = {stage: f"rebuild stage {stage} started" for stage in ("export", "replay", "load", "catch-up", "swap")}
 KILL_POINTS["spill"] = "buckets: spilling"
 KILL_POINTS["bucket"] = "local replay: bucket 3 of"
+# After the swap: the old tables, renamed __retired, are being emptied batch by batch.
+KILL_POINTS["discard"] = "discarding example_messages__retired"
 
 
 @pytest.mark.parametrize("stage", list(KILL_POINTS))

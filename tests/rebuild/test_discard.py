@@ -1,0 +1,66 @@
+"""Discarding shadow and retired tables batch by batch, so other writers get the lock in between."""
+
+from __future__ import annotations
+
+import pytest
+
+import protocols.example as example
+from core.db import Database
+from jobs.rebuild import RebuildOptions, rebuild, shadow
+from protocols.example import simulate
+from tests.rebuild.conftest import EXAMPLE_TABLES, ingest
+
+ROWS = 5_000
+TABLES = {
+    "rowid": "CREATE TABLE doomed (a INTEGER, b TEXT)",
+    "without rowid": "CREATE TABLE doomed (a INTEGER, b TEXT, c BLOB, PRIMARY KEY (b, a)) WITHOUT ROWID",
+}
+
+
+@pytest.mark.parametrize("kind", list(TABLES))
+def test_discard_deletes_in_short_transactions_then_drops(make_app, settings, monkeypatch, kind):
+    app = make_app([example], ["example"])
+    db = app.db
+    with db.write():
+        db.execute(TABLES[kind])
+        db.execute("CREATE INDEX doomed_by_a ON doomed (a)")
+        db.executemany("INSERT INTO doomed (a, b) VALUES (?, ?)", [(i, f"row-{i % 97}") for i in range(ROWS)])
+        db.execute("CREATE TABLE bystander (batch INTEGER)")
+    monkeypatch.setattr(shadow, "DISCARD_BATCH_LIMITS", (100, 300))
+    other = Database(db.path, settings)
+    batches = []
+
+    def advance(deleted: int) -> None:
+        batches.append(deleted)
+        # Between two batches the write lock is free: another connection commits at once
+        # (were it still held, this would wait out the busy timeout and raise).
+        with other.write():
+            other.execute("INSERT INTO bystander VALUES (?)", (len(batches),))
+
+    assert shadow.discard(db, "doomed", advance) == ROWS
+    other.close()
+    assert sum(batches) == ROWS
+    assert max(batches) <= 300 and len(batches) >= ROWS // 300
+    assert db.value("SELECT count(*) FROM bystander") == len(batches)
+    assert not db.has_table("doomed")
+    assert db.value("SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'doomed'") == 0
+
+
+def test_discard_existing_skips_missing_tables(make_app):
+    app = make_app([example], ["example"])
+    with app.db.write():
+        app.db.execute("CREATE TABLE example_rooms__retired (room TEXT)")
+    names = shadow.copies(EXAMPLE_TABLES, shadow.SHADOW, shadow.RETIRED)
+    assert shadow.discard_existing(app.db, names) == ["example_rooms__retired"]
+    assert not any(app.db.has_table(name) for name in names)
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_rebuild_leaves_no_shadow_or_retired_table(make_app, verify):
+    app = make_app([example], ["example"])
+    ingest(app, simulate.generate(300, seed=11))
+    report = rebuild(app, RebuildOptions(engine="local", verify=verify))
+    assert report.equal
+    assert "discard" in report.seconds
+    assert not any(app.db.has_table(name) for name in shadow.copies(EXAMPLE_TABLES, shadow.SHADOW, shadow.RETIRED))
+    assert app.db.value("SELECT count(*) FROM example_messages") > 0
