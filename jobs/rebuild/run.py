@@ -216,9 +216,8 @@ def _replay(session: Any, files: Sequence[str], spec: arrow.ReplaySpec, rebuild_
 def _load(db: Any, spec: arrow.ReplaySpec, out_dir: Path, packages: dict[str, str], report: RebuildReport,
           advance: Callable[[int], None]) -> None:
     for shape in spec.shapes:
-        indexes = shadow.create_shadow(db, packages[shape.name], shape.name)
+        shadow.create_shadow(db, packages[shape.name], shape.name)
         report.rows[shape.name] = shadow.load(db, shape, engines.replayed_batches(out_dir, shape.name), advance)
-        shadow.create_indexes(db, indexes)
 
 
 def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables: Sequence[str],

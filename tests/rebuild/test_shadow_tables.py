@@ -1,4 +1,4 @@
-"""Discarding shadow and retired tables batch by batch, so other writers get the lock in between."""
+"""Shadow tables: indexed before the load, discarded batch by batch so other writers get the lock in between."""
 
 from __future__ import annotations
 
@@ -64,3 +64,13 @@ def test_rebuild_leaves_no_shadow_or_retired_table(make_app, verify):
     assert "discard" in report.seconds
     assert not any(app.db.has_table(name) for name in shadow.copies(EXAMPLE_TABLES, shadow.SHADOW, shadow.RETIRED))
     assert app.db.value("SELECT count(*) FROM example_messages") > 0
+
+
+def test_shadow_tables_have_their_indexes_before_the_first_row(make_app):
+    """Each load batch maintains the indexes, so no single transaction has to build one over every row."""
+    app = make_app([example], ["example"])
+    shadow.create_shadow(app.db, app.registry.protocol("example").package, "example_messages")
+    indexes = app.db.all("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
+                         "AND tbl_name = 'example_messages__rebuild'")
+    assert [name for (name,) in indexes] == ["example_messages_page__rebuild"]
+    assert app.db.value("SELECT count(*) FROM example_messages__rebuild") == 0
