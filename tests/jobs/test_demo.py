@@ -1,0 +1,40 @@
+"""`tessera demo` end to end, as the README's first command runs it: a real process, real Spark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+# Wide enough that rich does not wrap the lines asserted on.
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+           COLUMNS="250")
+
+
+def demo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jobs", "demo", *args], env=ENV, cwd=ROOT, capture_output=True,
+                          text=True, timeout=900, check=False)
+
+
+def test_demo_runs_end_to_end_and_twice_in_the_same_directory(tmp_path):
+    workdir = tmp_path / "demo"
+    for engine in ("spark", "local"):
+        proc = demo("--dir", str(workdir), "--messages", "120", "--engine", engine)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "matches" in proc.stdout and "the simulation's ground truth" in proc.stdout
+        assert proc.stdout.count("rebuilt == live") == 1
+        assert "swapped in: marmot." in proc.stdout
+    assert (workdir / "demo.db").exists()
+
+
+def test_demo_refuses_to_wipe_a_directory_it_did_not_make(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    proc = demo("--dir", str(precious), "--messages", "10", "--engine", "local")
+    assert proc.returncode != 0
+    assert "was not made by `tessera demo`" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert (precious / "notes.txt").read_text() == "keep me"
