@@ -8,8 +8,8 @@ The database is filled through the runtime's normal path — example-protocol
 ``message_posted`` events (~500 bytes, random 32-byte ids, 64 rooms) applied
 1,000 per transaction with their projectors running inline — and that rate
 is reported as the incremental projection rate.  Then the same log is
-rebuilt with ``--verify`` (export, replay, load, catch-up, compare, discard) by each
-engine; events/s per stage are events replayed divided by stage time.
+rebuilt with ``--verify`` (export, replay, load, catch-up, compare,
+discard) by each engine; events/s per stage are events replayed divided by stage time.
 Peak RSS is this process's (the local engine runs here; Spark's executors
 do not), so run one engine per invocation to read it per engine.
 """
@@ -110,8 +110,8 @@ def main() -> None:
             spark.stop()
         measured = f"incremental projection ran at {fill_rate:,.0f} events/s" if fill_rate else "existing database"
         report(f"Rebuild of {count:,} events (~500 bytes) — {measured}",
-               rows, ("engine", "events", "export ev/s", "replay ev/s", "load rows/s", "verify s", "discard s", "total s",
-                      "end-to-end ev/s", "without verify ev/s", "peak RSS MiB"))
+               rows, ("engine", "events", "export ev/s", "replay ev/s", "load rows/s", "verify s", "discard s",
+                      "total s", "end-to-end ev/s", "without verify ev/s", "peak RSS MiB"))
 
 
 if __name__ == "__main__":
