@@ -116,15 +116,17 @@ def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marke
 
 
 def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
-    """Park blocked items that waited past ``blocked_max_age_ms`` with no marker."""
+    """Park waits that ran out: patient ones past their horizon (with their own
+    reason), counted ones older than ``blocked_max_age_ms`` with no marker."""
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
-        expired = recheck.expired_blocked(rt.db, now - rt.db.settings.blocked_max_age_ms)
-        for item in expired:
-            queues.park(rt.db, item, "blocked too long: the dependency it waits for never arrived",
-                        item.attempts + 1, now)
-            recheck.unblock(rt.db, item.source_id)
+        expired = [recheck.ExpiredWait(item, "blocked too long: the dependency it waits for never arrived")
+                   for item in recheck.expired_blocked(rt.db, now - rt.db.settings.blocked_max_age_ms)]
+        expired += recheck.expired_patient_waits(rt.db, now)
+        for wait in expired:
+            queues.park(rt.db, wait.item, wait.reason, wait.item.attempts + 1, now)
+            recheck.unblock(rt.db, wait.item.source_id)
     return len(expired)
 
 

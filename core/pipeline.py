@@ -117,7 +117,7 @@ def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Out
 
 def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, now_ms: int) -> Outcome:
     reason = f"{blocked.reason_type}:{blocked.reason_key}" + (f" ({blocked.detail})" if blocked.detail else "")
-    if item.source == "blocked":
+    if item.source == "blocked" and not blocked.patient:
         current = recheck.blocked_row(rt.db, item.source_id)
         if current is not None and current[:2] == (blocked.reason_type, blocked.reason_key):
             attempts = recheck.bump_attempts(rt.db, item.source_id)
@@ -125,7 +125,8 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
             _schedule_recheck(rt, blocked, now_ms)
             return Outcome("blocked", reason)
-    recheck.block(rt.db, item, blocked.reason_type, blocked.reason_key, partition_key, now_ms)
+    recheck.block(rt.db, item, blocked.reason_type, blocked.reason_key, partition_key, now_ms,
+                  horizon_ms=blocked.horizon_ms, expired_reason=blocked.expired_reason)
     if item.source != "blocked":
         _remove_source(rt, item)
     _schedule_recheck(rt, blocked, now_ms)

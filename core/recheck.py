@@ -32,19 +32,32 @@ class Marker:
 
 
 def block(db: Database, item: WorkItem, reason_type: str, reason_key: str, partition_key: str,
-          now_ms: int) -> None:
-    """Park ``item`` under a reason; a blocked item that blocks again keeps its row and FIFO place."""
+          now_ms: int, *, horizon_ms: int | None = None, expired_reason: str | None = None) -> None:
+    """Park ``item`` under a reason; a blocked item that blocks again keeps its row and FIFO place.
+
+    With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
+    the item first blocked, however often it blocks again in between.
+    """
     if item.source == "blocked":
-        db.execute(
-            "UPDATE blocked SET reason_type = ?, reason_key = ?, attempts = 0, blocked_at_ms = ? WHERE id = ?",
-            (reason_type, reason_key, now_ms, item.source_id),
-        )
+        db.execute(_REBLOCK, (reason_type, reason_key, now_ms, now_ms, horizon_ms, now_ms, horizon_ms,
+                              expired_reason if horizon_ms is not None else None, item.source_id))
         return
+    expires = None if horizon_ms is None else now_ms + horizon_ms
     db.execute(
-        "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms) "
-        "VALUES (?, ?, ?, ?, ?, 0, ?)",
-        (item.protocol, item.blob, reason_type, reason_key, partition_key, now_ms),
+        "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms, "
+        "waiting_since_ms, expires_at_ms, expired_reason) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+        (item.protocol, item.blob, reason_type, reason_key, partition_key, now_ms, now_ms, expires,
+         expired_reason if horizon_ms is not None else None),
     )
+
+
+_REBLOCK = (
+    "UPDATE blocked SET reason_type = ?, reason_key = ?, attempts = 0, blocked_at_ms = ?, "
+    "  waiting_since_ms = coalesce(waiting_since_ms, ?), "
+    "  expires_at_ms = CASE WHEN ? IS NULL THEN NULL ELSE coalesce(waiting_since_ms, ?) + ? END, "
+    "  expired_reason = ? "
+    "WHERE id = ?"
+)
 
 
 def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at_ms: int) -> None:
@@ -146,12 +159,34 @@ def next_marker_due_at(db: Database) -> int | None:
 
 
 def expired_blocked(db: Database, older_than_ms: int, limit: int = 100) -> list[WorkItem]:
-    """Blocked items that waited longer than allowed with no marker to wake them."""
+    """Counted waits older than allowed with no marker to wake them."""
     rows = db.all(
         "SELECT b.id, b.protocol, b.blob, b.partition_key, b.attempts FROM blocked AS b "
-        "WHERE b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
+        "WHERE b.expires_at_ms IS NULL AND b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
         "  WHERE q.reason_type = b.reason_type AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?",
         (older_than_ms, limit),
     )
     return [WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
                      partition_key=r[3]) for r in rows]
+
+
+@attrs.frozen
+class ExpiredWait:
+    """A patient wait past its horizon: the item and why it is parked."""
+
+    item: WorkItem
+    reason: str
+
+
+def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[ExpiredWait]:
+    """Patient waits whose horizon has passed, whether or not a marker is queued for them."""
+    rows = db.all(
+        "SELECT id, protocol, blob, partition_key, attempts, reason_type, reason_key, waiting_since_ms, "
+        "expired_reason FROM blocked WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? "
+        "ORDER BY expires_at_ms LIMIT ?",
+        (now_ms, limit),
+    )
+    return [ExpiredWait(WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
+                                 partition_key=r[3], first_failed_at_ms=r[7]),
+                        f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
+            for r in rows]

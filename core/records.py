@@ -160,9 +160,28 @@ class Blocked:
         recheck_after_ms: also look again after this long even if nothing
             unblocks the reason (for dependencies that may never announce
             themselves); None waits for an ``EnqueueRecheck`` only.
+        horizon_ms: make this a *patient* wait: rechecks that find the item
+            still blocked never count as attempts, and the item is parked
+            only once it has waited this long since it first blocked (the
+            clock does not restart when it blocks again on another key).
+            None (the default) counts every recheck against ``max_attempts``.
+        expired_reason: the parked reason of a patient wait that outlived its
+            horizon, e.g. ``epoch_never_arrived``.
     """
 
     reason_type: str = attrs.field(validator=_type_name)
     reason_key: str = attrs.field(validator=_partition)
     detail: str = ""
     recheck_after_ms: int | None = None
+    horizon_ms: int | None = attrs.field(default=None)
+    expired_reason: str = "dependency_never_arrived"
+
+    @horizon_ms.validator
+    def _check_horizon(self, attribute: attrs.Attribute, value: int | None) -> None:
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            raise InvalidInput(f"horizon_ms must be a positive number of milliseconds or None, got {value!r}")
+
+    @property
+    def patient(self) -> bool:
+        """True when rechecks of this wait do not consume attempts."""
+        return self.horizon_ms is not None

@@ -96,9 +96,16 @@ CREATE TABLE blocked (
     partition_key   TEXT    NOT NULL DEFAULT '',
     attempts        INTEGER NOT NULL DEFAULT 0,
     blocked_at_ms   INTEGER NOT NULL,
+    -- A patient wait (the handler gave a horizon) never counts rechecks as
+    -- attempts; it is parked with expired_reason once expires_at_ms passes,
+    -- counted from waiting_since_ms, its first block.
+    waiting_since_ms INTEGER,
+    expires_at_ms   INTEGER,
+    expired_reason  TEXT,
     INDEX blocked_by_reason (reason_type, reason_key, id)
     INDEX blocked_by_age (blocked_at_ms)
 );
+CREATE INDEX blocked_by_expiry ON blocked (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
 
 -- One coalesced marker per blocking reason: "look at these items again".
 -- status 'processing' is the drainer's claim; an unblock that lands during

@@ -359,8 +359,8 @@ def test_migration_on_core_keeps_other_owners_views(fresh_db):
     """Revalidating core must cope with another owner's view over core tables."""
     apply_schemas(fresh_db, [core_source(), source("p", "CREATE VIEW p_events AS SELECT seq, protocol FROM events;")])
     core = core_source()
-    m1 = migration("core", 1, "touch", "UPDATE kv SET value = value;")
-    (report,) = apply_schemas(fresh_db, [source("core", core.text, m1, path=core.path)])
+    touch = migration("core", core.latest + 1, "touch", "UPDATE kv SET value = value;")
+    (report,) = apply_schemas(fresh_db, [source("core", core.text, *core.migrations, touch, path=core.path)])
     assert report.action == "migrated"
     assert fresh_db.all("SELECT * FROM p_events") == []
 

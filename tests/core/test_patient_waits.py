@@ -1,0 +1,161 @@
+"""Patient waits: a blocked item that waits for a dependency without spending attempts.
+
+A handler returns ``Blocked(..., horizon_ms=H, expired_reason=R)`` when the
+thing it waits for may take long but will surely come (an epoch, a join):
+rechecks that find it still blocked never count, it may move from one key to
+the next (epoch 3, then 4, ...), and only after H since its *first* block is
+it parked, with reason R; ``parked retry`` brings it back.
+"""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+import pytest
+
+from core import drain, hookimpl, queues, recheck
+from core.plugins import make_plugin_manager
+from core.protocol import Protocol
+from core.records import Blocked, Envelope, Event, Result
+from schema_loader.setup import open_app
+
+HORIZON_MS = 60_000
+
+
+class Stages:
+    """The world the handler looks at: how far the awaited sequence has got."""
+
+    def __init__(self) -> None:
+        self.reached = 0
+
+
+def waiting_plugin(world: Stages):
+    def decode(blob: bytes) -> Envelope:
+        item = json.loads(blob)
+        return Envelope("ledger", "staged", item["id"].encode(), "p", 0, item)
+
+    def handle(ctx, envelope):
+        needed = envelope.payload["stage"]
+        if world.reached < needed:
+            # Wait for the next stage only: its arrival wakes us, and we move on to the one after.
+            return Blocked("stage", str(world.reached + 1), f"needs stage {needed}", horizon_ms=HORIZON_MS,
+                           expired_reason="stage_never_arrived")
+        return Result(events=[Event("passed", envelope.event_id, "p", 0, {"id": envelope.payload["id"]})])
+
+    class Plugin:
+        @hookimpl
+        def register_protocol(self):
+            return Protocol("ledger", "tests.fixtures.ledger", decode, handlers={"staged": handle})
+
+    return Plugin()
+
+
+@pytest.fixture
+def staged(tmp_path, settings, clock):
+    world = Stages()
+    app = open_app(settings, make_plugin_manager([waiting_plugin(world)], entry_points=False), enable=["ledger"],
+                   create=True, clock=clock, path=str(tmp_path / "staged.db"))
+    yield app, world
+    app.close()
+
+
+def push(app, name: str, stage: int) -> None:
+    with app.db.write():
+        queues.push_incoming(app.db, "ledger", [json.dumps({"id": name, "stage": stage}).encode()],
+                             app.clock.now_ms())
+
+
+def reach(app, world: Stages, stage: int) -> None:
+    world.reached = stage
+    with app.db.write():
+        recheck.enqueue_marker(app.db, "stage", str(stage), app.clock.now_ms())
+
+
+def blocked_rows(app) -> list[tuple]:
+    return app.db.all("SELECT reason_key, attempts, waiting_since_ms, expires_at_ms FROM blocked ORDER BY id")
+
+
+def test_rechecks_of_a_patient_wait_never_spend_attempts(staged, settings):
+    app, world = staged
+    start = app.clock.now_ms()
+    push(app, "far", settings.max_attempts + 5)
+    drain.run_until_idle(app.runtime)
+    for stage in range(1, settings.max_attempts + 5):
+        app.clock.advance(10)
+        reach(app, world, stage)
+        drain.run_until_idle(app.runtime)
+        assert blocked_rows(app) == [(str(stage + 1), 0, start, start + HORIZON_MS)]
+    reach(app, world, settings.max_attempts + 5)
+    drain.run_until_idle(app.runtime)
+    assert app.db.value("SELECT count(*) FROM events WHERE event_type = 'passed'") == 1
+    assert app.db.value("SELECT count(*) FROM parked") == 0
+
+
+def test_the_same_key_woken_again_still_costs_nothing(staged, settings):
+    app, world = staged
+    push(app, "far", 3)
+    drain.run_until_idle(app.runtime)
+    for _ in range(settings.max_attempts * 3):  # woken for stage 1, but stage 1 never really came
+        with app.db.write():
+            recheck.enqueue_marker(app.db, "stage", "1", app.clock.now_ms())
+        drain.run_until_idle(app.runtime)
+    assert [r[:2] for r in blocked_rows(app)] == [("1", 0)]
+    assert app.db.value("SELECT count(*) FROM parked") == 0
+
+
+def test_a_wait_that_outlives_its_horizon_is_parked_with_its_reason_and_comes_back(staged):
+    app, world = staged
+    push(app, "never", 9)
+    drain.run_until_idle(app.runtime)
+    app.clock.advance(HORIZON_MS // 2)
+    reach(app, world, 1)  # moves to another key; the horizon still counts from the first block
+    drain.run_until_idle(app.runtime)
+    app.clock.advance(HORIZON_MS // 2 - 1)
+    assert drain.sweep_expired_blocked(app.runtime) == 0
+    app.clock.advance(1)
+    assert drain.sweep_expired_blocked(app.runtime) == 1
+    (reason,) = app.db.one("SELECT reason FROM parked")
+    assert reason.startswith("stage_never_arrived: ") and "stage:2" in reason
+    assert blocked_rows(app) == []
+    with app.db.write():
+        assert queues.retry_parked(app.db, None, app.clock.now_ms()) == 1
+    world.reached = 9
+    drain.run_until_idle(app.runtime)
+    assert app.db.value("SELECT count(*) FROM events WHERE event_type = 'passed'") == 1
+
+
+def test_a_patient_wait_is_not_swept_by_the_counted_age_limit(tmp_path, settings, clock):
+    short_age = attrs.evolve(settings, blocked_max_age_ms=1_000)
+    app = open_app(short_age, make_plugin_manager([waiting_plugin(Stages())], entry_points=False),
+                   enable=["ledger"], create=True, clock=clock, path=str(tmp_path / "age.db"))
+    try:
+        push(app, "slow", 2)
+        drain.run_until_idle(app.runtime)
+        app.clock.advance(HORIZON_MS - 1)  # far past blocked_max_age_ms, inside the horizon
+        assert drain.sweep_expired_blocked(app.runtime) == 0
+        assert len(blocked_rows(app)) == 1
+    finally:
+        app.close()
+
+
+def test_horizon_must_be_positive():
+    with pytest.raises(ValueError, match="horizon_ms"):
+        Blocked("stage", "1", horizon_ms=0)
+
+
+def test_a_database_from_before_patient_waits_migrates(fresh_db):
+    from schema_loader import apply_schemas, source_for_package
+    from tests.schema_loader.helpers import source
+
+    core = source_for_package("core", "core")
+    columns = core.text.index("    -- A patient wait")
+    before = core.text[:columns] + core.text[core.text.index("    INDEX blocked_by_reason"):]
+    before = before.replace(
+        "CREATE INDEX blocked_by_expiry ON blocked (expires_at_ms) WHERE expires_at_ms IS NOT NULL;\n", "")
+    apply_schemas(fresh_db, [source("core", before, path=core.path)])
+    fresh_db.execute("INSERT INTO blocked(protocol, blob, reason_type, reason_key, blocked_at_ms) "
+                     "VALUES ('p', x'00', 'r', 'k', 5)")
+    (report,) = apply_schemas(fresh_db, [core])
+    assert (report.action, report.migrations_run) == ("migrated", (1,))
+    assert fresh_db.all("SELECT reason_key, waiting_since_ms, expires_at_ms FROM blocked") == [("k", None, None)]
