@@ -76,6 +76,10 @@ def prepare_connection(conn: Any) -> None:
 
 
 # --- observability -------------------------------------------------------------
+#
+# Observers run after the work they observe has committed.  One that raises is
+# logged (with the plugin's name) and ignored: the other plugins still hear
+# about the work, and the daemon goes on.
 
 
 @hookspec

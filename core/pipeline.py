@@ -179,5 +179,5 @@ def _describe(exc: BaseException) -> str:
 
 
 def _observe(rt: Runtime, item: WorkItem, outcome: Outcome) -> None:
-    rt.registry.hook.on_item_processed(protocol=item.protocol, source=item.source, item_id=item.source_id,
-                                       outcome=outcome.kind, reason=outcome.reason)
+    rt.registry.notify("on_item_processed", protocol=item.protocol, source=item.source, item_id=item.source_id,
+                       outcome=outcome.kind, reason=outcome.reason)

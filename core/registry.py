@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,8 @@ import pluggy
 
 from core.errors import PluginError, UnknownCommand, UnknownHandler, UnknownProtocol
 from core.protocol import Command, Job, ProjectorLike, Protocol
+
+log = logging.getLogger("tessera.plugins")
 
 
 class Registry:
@@ -35,6 +38,22 @@ class Registry:
         # Observer hooks cost a call per commit; skip them when no plugin listens.
         self.observes_commits = bool(self.hook.on_events_committed.get_hookimpls())
         self.observes_items = bool(self.hook.on_item_processed.get_hookimpls())
+
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call every plugin's observer hook ``hook_name`` (``on_*``), each on its own.
+
+        Observers run after the work they observe has committed, so a failure
+        there changes nothing durable: it is logged with the plugin's name and
+        the other plugins still hear about it.  (Calling the hook through
+        pluggy would stop at the first one that raises, and the exception
+        would reach the daemon.)
+        """
+        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):  # pluggy's own calling order
+            try:
+                impl.function(*(kwargs[name] for name in impl.argnames))
+            except Exception:  # noqa: BLE001 - an observer's bug must not stop the work it observes
+                log.exception("plugin %s: observer hook %s raised; ignored (the observed work is committed)",
+                              impl.plugin_name, hook_name)
 
     @staticmethod
     def _add_unique(table: dict, name: str, value: Any, kind: str) -> None:

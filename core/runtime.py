@@ -190,7 +190,8 @@ class Runtime:
             (name, seq, error[:2000], now_ms),
         )
         self.db.execute("UPDATE projections SET failures = failures + 1 WHERE name = ?", (name,))
-        self.db.after_commit(lambda: self.registry.hook.on_projection_failed(projection=name, seq=seq, error=error))
+        self.db.after_commit(
+            lambda: self.registry.notify("on_projection_failed", projection=name, seq=seq, error=error))
 
     # --- subscriptions ------------------------------------------------------
 
@@ -208,9 +209,13 @@ class Runtime:
         for event in events:
             for key in ((event.protocol, event.type), (None, event.type)):
                 for callback in list(self._subscribers.get(key, ())):
-                    callback(event)
+                    try:
+                        callback(event)
+                    except Exception:  # noqa: BLE001 - the event is durable: a subscriber's bug must not stop us
+                        log.exception("subscriber %s of %s event seq %d raised; ignored",
+                                      getattr(callback, "__qualname__", repr(callback)), event.type, event.seq)
         if self.registry.observes_commits:
-            self.registry.hook.on_events_committed(events=events)
+            self.registry.notify("on_events_committed", events=events)
 
 
 # --- intent appliers -----------------------------------------------------------
