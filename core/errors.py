@@ -28,6 +28,18 @@ class EncodingError(InvalidInput):
     """A value cannot be encoded canonically (e.g. a float in an event payload)."""
 
 
+class InvalidSetting(InvalidInput):
+    """A setting's value is not an integer, or lies outside the range its table row allows.
+
+    ``setting`` is the setting's name and ``value`` the value refused.
+    """
+
+    def __init__(self, message: str, *, setting: str, value: object):
+        self.setting = setting
+        self.value = value
+        super().__init__(message)
+
+
 class NotFound(TesseraError, LookupError):
     """A named thing (parked item, blob, projection, command) does not exist."""
 

@@ -1,6 +1,9 @@
-"""Settings: one table of (name, default, help), read from the environment.
+"""Settings: one table of (name, default, help, range), read from the environment.
 
-Each setting ``name`` is read from ``TESSERA_<NAME>`` (upper case).  A
+Each setting ``name`` is read from ``TESSERA_<NAME>`` (upper case) and
+checked against its range wherever settings are made (environment, keyword
+overrides, ``attrs.evolve``), so a bad value is refused when read, with the
+setting, the value and the allowed range, not when it misbehaves later.  A
 component may pass a prefix, so ``TESSERA_TICK_LEASE_TTL_MS`` overrides
 ``TESSERA_LEASE_TTL_MS`` for the tick only.  Explicit keyword overrides win
 over the environment.
@@ -14,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, InvalidSetting
 
 
 @attrs.frozen
@@ -25,74 +28,122 @@ class Setting:
         name: attribute name on :class:`Settings`; env key is ``TESSERA_`` + upper.
         default: value when nothing overrides it; its type is the setting's type.
         help: one sentence for the docs and ``tessera settings``.
+        minimum, maximum: the allowed range, inclusive (for a text setting, of
+            its length); a value outside it is refused when settings are read.
     """
 
     name: str
     default: Any
     help: str
+    minimum: int
+    maximum: int
 
+    @property
+    def env_key(self) -> str:
+        return f"TESSERA_{self.name.upper()}"
+
+
+_HOUR_MS = 3_600_000
+_DAY_MS = 24 * _HOUR_MS
+# SQLite refuses strings and blobs longer than this (SQLITE_MAX_LENGTH's default).
+_SQLITE_MAX_LENGTH = 1_000_000_000
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("db", "tessera.db", "Path of the SQLite database file."),
-    Setting("cache_mib", 64, "SQLite page cache per connection, in MiB."),
-    Setting("busy_timeout_ms", 30_000, "How long SQLite waits for the write lock before one retry round."),
-    Setting("busy_retries", 5, "Extra BEGIN IMMEDIATE attempts (with backoff) before DatabaseBusy."),
-    Setting("slow_statement_ms", 50, "Statements slower than this are logged with their SQL."),
-    Setting("max_item_bytes", 1_048_576, "Largest wire blob ingest accepts; bigger ones are refused."),
-    Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked."),
-    Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it."),
-    Setting("retry_max_ms", 300_000, "Upper bound of the retry delay."),
-    Setting("blocked_max_age_ms", 7 * 24 * 3_600_000, "Blocked items older than this with no recheck are parked."),
-    Setting("lease_ttl_ms", 15_000, "Lifetime of the tick lease; the holder renews it at a third of this."),
-    Setting("idle_max_ms", 1_000, "Longest sleep of an idle tick loop (it backs off up to this)."),
-    Setting("blob_slice_max_bytes", 4_194_304, "Largest file slice accepted."),
-    Setting("counter_flush_ms", 1_000, "How often the daemon writes its counters to kv for status."),
+    Setting("db", "tessera.db", "Path of the SQLite database file.", 1, 4096),
+    Setting("cache_mib", 64, "SQLite page cache per connection, in MiB.", 1, 65_536),
+    Setting("busy_timeout_ms", 30_000, "How long SQLite waits for the write lock before one retry round.",
+            0, _HOUR_MS),
+    Setting("busy_retries", 5, "Extra BEGIN IMMEDIATE attempts (with backoff) before DatabaseBusy.", 0, 100),
+    Setting("slow_statement_ms", 50, "Statements slower than this are logged with their SQL.", 0, _HOUR_MS),
+    Setting("max_item_bytes", 1_048_576, "Largest wire blob ingest accepts; bigger ones are refused.",
+            1, _SQLITE_MAX_LENGTH),
+    Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked.", 1, 1000),
+    Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it.", 1, _DAY_MS),
+    Setting("retry_max_ms", 300_000, "Upper bound of the retry delay.", 1, 30 * _DAY_MS),
+    Setting("blocked_max_age_ms", 7 * _DAY_MS, "Blocked items older than this with no recheck are parked.",
+            1_000, 3650 * _DAY_MS),
+    Setting("lease_ttl_ms", 15_000, "Lifetime of the tick lease; the holder renews it at a third of this.",
+            100, _HOUR_MS),
+    # Below ~10 ms an idle daemon polls so often that it keeps a core busy.
+    Setting("idle_max_ms", 1_000, "Longest sleep of an idle tick loop (it backs off up to this).", 10, 60_000),
+    Setting("blob_slice_max_bytes", 4_194_304, "Largest file slice accepted.", 1, _SQLITE_MAX_LENGTH),
+    Setting("counter_flush_ms", 1_000, "How often the daemon writes its counters to kv for status.", 10, _HOUR_MS),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
-def _convert(setting: Setting, raw: str) -> Any:
+def _convert(setting: Setting, key: str, raw: str) -> Any:
     kind = type(setting.default)
     try:
         return kind(raw)
-    except ValueError as exc:
-        raise InvalidInput(
-            f"setting {setting.name} must be {kind.__name__}, got {raw!r}; fix TESSERA_{setting.name.upper()}"
-        ) from exc
+    except ValueError:
+        raise InvalidSetting(f"{key} must be an integer, got {raw!r:.40}; allowed: {_allowed(setting)}",
+                             setting=setting.name, value=raw) from None
+
+
+def _allowed(setting: Setting) -> str:
+    if isinstance(setting.default, str):
+        return f"text of {setting.minimum} to {setting.maximum} characters"
+    return f"{setting.minimum} to {setting.maximum}"
+
+
+def _check(setting: Setting, value: Any, source: str) -> None:
+    """Refuse ``value`` unless it has the setting's type and lies in its range."""
+    kind = type(setting.default)
+    if type(value) is not kind:
+        noun = "an integer" if kind is int else "text"
+        raise InvalidSetting(f"{source} must be {noun}, got {value!r:.40}; allowed: {_allowed(setting)}",
+                             setting=setting.name, value=value)
+    measured = len(value) if kind is str else value
+    if not setting.minimum <= measured <= setting.maximum:
+        shown = repr(value) if kind is str else str(value)
+        raise InvalidSetting(f"{source}={shown:.40} is out of range; allowed: {_allowed(setting)}",
+                             setting=setting.name, value=value)
 
 
 def _from_env(env: Mapping[str, str], prefix: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for setting in SETTINGS:
-        keys = [f"TESSERA_{setting.name.upper()}"]
+        keys = [setting.env_key]
         if prefix:
             keys.insert(0, f"TESSERA_{prefix.upper()}_{setting.name.upper()}")
         for key in keys:
             if key in env:
-                values[setting.name] = _convert(setting, env[key])
+                value = _convert(setting, key, env[key])
+                _check(setting, value, key)
+                values[setting.name] = value
                 break
     return values
+
+
+def _in_range(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    setting = _BY_NAME[attribute.name]
+    _check(setting, value, f"setting {setting.name} ({setting.env_key})")
+
+
+def _field(name: str) -> Any:
+    return attrs.field(default=_BY_NAME[name].default, validator=_in_range)
 
 
 @attrs.frozen(kw_only=True)
 class Settings:
     """Resolved settings (see :data:`SETTINGS` for what each one means)."""
 
-    db: str = _BY_NAME["db"].default
-    cache_mib: int = _BY_NAME["cache_mib"].default
-    busy_timeout_ms: int = _BY_NAME["busy_timeout_ms"].default
-    busy_retries: int = _BY_NAME["busy_retries"].default
-    slow_statement_ms: int = _BY_NAME["slow_statement_ms"].default
-    max_item_bytes: int = _BY_NAME["max_item_bytes"].default
-    max_attempts: int = _BY_NAME["max_attempts"].default
-    retry_base_ms: int = _BY_NAME["retry_base_ms"].default
-    retry_max_ms: int = _BY_NAME["retry_max_ms"].default
-    blocked_max_age_ms: int = _BY_NAME["blocked_max_age_ms"].default
-    lease_ttl_ms: int = _BY_NAME["lease_ttl_ms"].default
-    idle_max_ms: int = _BY_NAME["idle_max_ms"].default
-    blob_slice_max_bytes: int = _BY_NAME["blob_slice_max_bytes"].default
-    counter_flush_ms: int = _BY_NAME["counter_flush_ms"].default
+    db: str = _field("db")
+    cache_mib: int = _field("cache_mib")
+    busy_timeout_ms: int = _field("busy_timeout_ms")
+    busy_retries: int = _field("busy_retries")
+    slow_statement_ms: int = _field("slow_statement_ms")
+    max_item_bytes: int = _field("max_item_bytes")
+    max_attempts: int = _field("max_attempts")
+    retry_base_ms: int = _field("retry_base_ms")
+    retry_max_ms: int = _field("retry_max_ms")
+    blocked_max_age_ms: int = _field("blocked_max_age_ms")
+    lease_ttl_ms: int = _field("lease_ttl_ms")
+    idle_max_ms: int = _field("idle_max_ms")
+    blob_slice_max_bytes: int = _field("blob_slice_max_bytes")
+    counter_flush_ms: int = _field("counter_flush_ms")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

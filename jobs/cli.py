@@ -135,7 +135,8 @@ def status(obj: CliState, as_json: bool) -> None:
 @cli.command()
 @click.option("--protocol", required=True, help="Protocol whose decoder reads the blobs.")
 @click.argument("source", default="-", type=click.Path(allow_dash=True, dir_okay=False, path_type=str))
-@click.option("--batch", default=1000, show_default=True, help="Blobs per transaction.")
+@click.option("--batch", default=1000, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Blobs per transaction.")
 @click.pass_obj
 def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin)."""
@@ -149,7 +150,7 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
 @click.option("--once", "mode", flag_value="once", help="Run one pass and exit.")
 @click.option("--until-idle", "mode", flag_value="until_idle",
               help="Run until no pending or scheduled work is left, then exit 0.")
-@click.option("--max-items", type=int, help="Stop after this many items.")
+@click.option("--max-items", type=click.IntRange(min=1), help="Stop after this many items.")
 @click.option("--lease-ttl-ms", type=int, help="Tick lease lifetime (default TESSERA_LEASE_TTL_MS or 15000).")
 @click.pass_obj
 def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None) -> None:
@@ -172,7 +173,7 @@ def parked() -> None:
 
 @parked.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="At most this many rows.")
 @click.pass_obj
 def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
     """List parked items with their reasons."""
@@ -274,9 +275,10 @@ def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
 
 @cli.command("settings")
 def settings_command() -> None:
-    """List every setting, its environment key, default and meaning."""
+    """List every setting, its environment key, default, allowed range and meaning."""
     for setting in SETTINGS:
-        click.echo(f"TESSERA_{setting.name.upper():<22} {setting.default!s:<12} {setting.help}")
+        allowed = f"{setting.minimum}-{setting.maximum}"
+        click.echo(f"{setting.env_key:<30} {setting.default!s:<12} {allowed:<22} {setting.help}")
 
 
 @cli.command()

@@ -41,7 +41,7 @@ def _cursor(value: str | None) -> tuple[int, bytes] | None:
 @example.command()
 @click.argument("room")
 @click.option("--before", help="Cursor TS_MS:ID_HEX: show messages strictly older than it.")
-@click.option("--limit", default=20, show_default=True, help="Page size.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000), help="Page size.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def page(obj, room: str, before: str | None, limit: int, as_json: bool):
