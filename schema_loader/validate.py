@@ -2,16 +2,17 @@
 
 The statements run first in an in-memory database holding every other
 owner's objects.  That catches malformed SQL (with the statement's line),
-names another owner already uses, and — by reading the created objects back
-from SQLite itself — any identifier that is not plain, however it was
-quoted.  The same introspection gives a comparable *structure* of an
-owner's objects, used to check that migrations reproduce schema.sql.
+names another owner already uses, trigger bodies that write another
+owner's tables, and — by reading the created objects back from SQLite
+itself — any identifier that is not plain, however it was quoted.  The
+same introspection gives a comparable *structure* of an owner's objects,
+used to check that migrations reproduce schema.sql.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import apsw
 
@@ -66,6 +67,7 @@ def validate(parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str
         taken.add(statement.name.lower())
         defined_at[statement.name.lower()] = statement.line
     _check_object_identifiers(scratch, parsed, path)
+    _check_trigger_writes(scratch, parsed, owner_of, owner, path)
     return structure(scratch, [s.name for s in parsed.statements])
 
 
@@ -115,6 +117,68 @@ def _check_own_table(scratch: apsw.Connection, statement: Statement, owner_of: M
         raise OwnershipConflict(
             f"{statement.kind} {statement.name!r} is on table {table!r}, which {other} owns; "
             f"{owner} may only add indexes and triggers to its own tables", path=path, line=statement.line)
+
+
+_WRITES = frozenset({apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE})
+
+
+def _check_trigger_writes(scratch: apsw.Connection, parsed: ParsedSchema, owner_of: Mapping[str, str], owner: str,
+                          path: str | None) -> None:
+    """Trigger bodies write the owner's own tables only, like everything else in a schema.
+
+    A trigger on its own table could otherwise write the event log, the
+    queues or another protocol's read model behind their owners' backs (and
+    a rebuild, which replays projectors only, would never reproduce it).
+    SQLite itself names the tables a body writes: compiling (EXPLAIN) each
+    statement that fires the triggers calls the authorizer for every write,
+    with the trigger responsible.
+    """
+    triggers = {s.name.lower(): s for s in parsed.statements if s.kind == "trigger"}
+    if not triggers:
+        return
+    writes: list[tuple[str, str]] = []
+
+    def record(action: int, table: object, _column: object, _db: object, trigger: object) -> int:
+        if action in _WRITES and isinstance(trigger, str) and trigger.lower() in triggers:
+            writes.append((trigger.lower(), str(table)))
+        return apsw.SQLITE_OK
+
+    targets: dict[str, list[Statement]] = {}
+    for name, table in scratch.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger'"):
+        if name.lower() in triggers:
+            targets.setdefault(table, []).append(triggers[name.lower()])
+    scratch.authorizer = record
+    try:
+        for target, on_target in sorted(targets.items()):
+            _compile_firing_statements(scratch, target, on_target, path)
+    finally:
+        scratch.authorizer = None
+    for trigger, table in writes:
+        other = owner_of.get(table.lower())
+        if other is not None:
+            statement = triggers[trigger]
+            raise OwnershipConflict(
+                f"trigger {statement.name!r} writes to table {table!r}, which {other} owns; {owner}'s triggers may "
+                f"only write {owner}'s own tables", path=path, line=statement.line)
+
+
+def _compile_firing_statements(scratch: apsw.Connection, target: str, on_target: Sequence[Statement],
+                               path: str | None) -> None:
+    """Compile (never run) an INSERT, an UPDATE of every column and a DELETE on ``target``."""
+    is_view = scratch.execute("SELECT type FROM sqlite_schema WHERE name = ?", (target,)).fetchall()[0][0] == "view"
+    columns = [c[0] for c in _columns(scratch, target) if c[5] == 0]
+    quoted = '"' + target.replace('"', '""') + '"'
+    assignments = ", ".join(f'"{c}" = "{c}"' for c in columns)
+    for sql in (f"INSERT INTO {quoted} DEFAULT VALUES", f"UPDATE {quoted} SET {assignments}", f"DELETE FROM {quoted}"):
+        try:
+            scratch.execute("EXPLAIN " + sql).fetchall()
+        except apsw.Error as exc:
+            if is_view:
+                continue  # a view takes only the statements it has INSTEAD OF triggers for
+            # SQLite checks a trigger body's tables only when a statement fires it.
+            first = min(on_target, key=lambda s: s.line)
+            names = ", ".join(s.name for s in on_target)
+            raise SchemaSyntaxError(f"trigger {names} on {target}: {exc}", path=path, line=first.line) from exc
 
 
 def _check_object_identifiers(conn: apsw.Connection, parsed: ParsedSchema, path: str | None) -> None:

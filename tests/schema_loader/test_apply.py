@@ -223,6 +223,9 @@ CONFLICTS = [
     ("trigger-on-anothers-table", "CREATE TABLE things (a INTEGER);",
      "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON things BEGIN INSERT INTO log VALUES (1); END;",
      "table 'things', which p1 owns", 2),
+    ("trigger-writes-anothers-table", "CREATE TABLE things (a INTEGER);",
+     "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON log BEGIN DELETE FROM things; END;",
+     "trigger 'mine' writes to table 'things', which p1 owns", 2),
 ]
 
 
@@ -235,6 +238,47 @@ def test_ownership_conflicts_name_the_other_owner(core_db, first, second, messag
     assert message in str(info.value)
     assert (info.value.path, info.value.line) == ("/pkg/p2/schema.sql", line)
     assert snapshot(core_db) == before
+
+
+CORE_WRITING_TRIGGERS = [
+    ("insert", "AFTER INSERT ON log", "INSERT INTO kv(key, value) VALUES ('x', 'y');", "kv", "core"),
+    ("update", "AFTER INSERT ON log", "UPDATE events SET payload = x'00';", "events", "core"),
+    ("delete", "BEFORE DELETE ON log", "DELETE FROM incoming;", "incoming", "core"),
+    ("replace", "AFTER INSERT ON log", "REPLACE INTO Projections(name) VALUES ('x');", "projections", "core"),
+    ("upsert", "AFTER INSERT ON log",
+     "INSERT INTO kv(key, value) VALUES ('x', 'y') ON CONFLICT(key) DO UPDATE SET value = 'z';", "kv", "core"),
+    ("loader-table", "AFTER INSERT ON log", "DELETE FROM schema_versions;", "schema_versions", "schema_loader"),
+    ("update-of-a-column", "AFTER UPDATE OF x ON log", "UPDATE kv SET value = new.x;", "kv", "core"),
+    ("quoted-name-in-another-case", "AFTER INSERT ON log", 'DELETE FROM "KV";', "kv", "core"),
+    ("after-a-harmless-statement", "AFTER INSERT ON log",
+     "INSERT INTO log_copy VALUES (new.x); DELETE FROM blocked WHERE new.x = 1;", "blocked", "core"),
+    ("instead-of-on-a-view", "INSTEAD OF INSERT ON log_view", "INSERT INTO parked(protocol) VALUES (new.x);",
+     "parked", "core"),
+]
+
+
+@pytest.mark.parametrize("event,body,table,owner", [c[1:] for c in CORE_WRITING_TRIGGERS],
+                         ids=[c[0] for c in CORE_WRITING_TRIGGERS])
+def test_trigger_bodies_may_not_write_core_tables(core_db, event, body, table, owner):
+    text = ("CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
+            f"CREATE TRIGGER sneaky {event}\nBEGIN {body} END;\n")
+    before = snapshot(core_db)
+    with pytest.raises(OwnershipConflict, match=f"trigger 'sneaky' writes to table '{table}', which {owner} owns"
+                       ) as info:
+        apply_schemas(core_db, [source("p", text)])
+    assert info.value.line == 4
+    assert snapshot(core_db) == before
+
+
+def test_triggers_writing_their_own_tables_are_accepted(core_db):
+    text = ("CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
+            "CREATE TRIGGER copy AFTER INSERT ON log BEGIN INSERT INTO log_copy VALUES (new.x); END;\n"
+            "CREATE TRIGGER via_view INSTEAD OF INSERT ON log_view BEGIN INSERT INTO log VALUES (new.x); END;\n"
+            "CREATE TRIGGER reads_core AFTER DELETE ON log_copy\n"
+            "BEGIN SELECT RAISE(ABORT, 'no') WHERE (SELECT count(*) FROM events) > 0; END;\n")
+    apply_schemas(core_db, [source("p", text)])
+    core_db.execute("INSERT INTO log_view VALUES (3)")
+    assert core_db.all("SELECT x FROM log_copy") == [(3,)]
 
 
 @pytest.mark.parametrize("name,owner", [("events", "core"), ("KV", "core"), ("schema_versions", "schema_loader"),
@@ -269,6 +313,12 @@ HOSTILE = [
     ("trigger-on-missing-table",
      "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON nosuch BEGIN SELECT 1; END;",
      SchemaSyntaxError, 2),
+    ("trigger-body-on-missing-table",
+     "CREATE TABLE t (a INTEGER);\n\nCREATE TRIGGER tr AFTER DELETE ON t BEGIN INSERT INTO nosuch VALUES (1); END;",
+     SchemaSyntaxError, 3),
+    ("trigger-writes-core-table",
+     "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM recheck_queue; END;",
+     OwnershipConflict, 2),
     ("drop", "CREATE TABLE t (a INTEGER);\nDROP TABLE events;", UnsupportedStatement, 2),
     ("insert", "CREATE TABLE t (a INTEGER);\n\nINSERT INTO t VALUES (1);", UnsupportedStatement, 3),
     ("pragma", "PRAGMA user_version = 7;", UnsupportedStatement, 1),
