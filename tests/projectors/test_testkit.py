@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InvalidInput
 from projectors.testkit import (
     Blob,
     ProjectorContractError,
@@ -68,7 +69,7 @@ def test_catches_a_false_order_independence_claim(tmp_path):
     # ledger.balances keeps last_seq, so shuffled events within a partition change it.
     kit = kit_for(tmp_path, bad_projectors.plugin_with(ledger._project_deposit, order_independent=True))
     items = ITEMS + [Run("ledger.deposit", {"id": f"x{n}", "account": "alice", "amount": n}) for n in range(1, 9)]
-    with pytest.raises(ProjectorContractError, match="declared order_independent"):
+    with pytest.raises(ProjectorContractError, match="ledger.bad, declared order_independent"):
         check_partition_independent(kit, items)
 
 
@@ -76,3 +77,39 @@ def test_kit_fixture_is_available(make_projector_kit):
     kit = make_projector_kit([ledger], ["ledger"])
     app = kit.run(ITEMS[:2])
     assert kit.owned_tables(app) == ["ledger_accounts", "ledger_entries"]
+
+
+def test_catches_a_false_order_independence_claim_beside_other_plugins(tmp_path):
+    """Another enabled plugin whose projectors keep arrival order must not switch the shuffle off."""
+    import protocols.example
+
+    bad = bad_projectors.plugin_with(ledger._project_deposit, order_independent=True)
+    kit = ProjectorKit([bad, protocols.example], ["ledger", "example"], tmp_path)
+    assert not any(p.order_independent for p in kit.projectors(kit.open("probe")) if p.protocol == "example")
+    items = ITEMS + [Run("ledger.deposit", {"id": f"x{n}", "account": "alice", "amount": n}) for n in range(1, 9)]
+    with pytest.raises(ProjectorContractError, match="ledger.bad, declared order_independent"):
+        check_partition_independent(kit, items)
+
+
+def test_shuffling_a_projector_that_keeps_arrival_order_is_refused(tmp_path):
+    kit = kit_for(tmp_path, ledger)
+    app = kit.run(ITEMS[:2])
+    with pytest.raises(InvalidInput, match="cannot shuffle the events of ledger.balances: not declared order_indep"):
+        kit.replay(app, shuffle_seed=1)
+
+
+def _record_entry(conn, event):
+    """Commutes: one row per event, keyed by the event, whatever the arrival order."""
+    data = event.data
+    conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) "
+                 "ON CONFLICT DO NOTHING", (event.event_id, data["account"], data["amount"], event.seq))
+
+
+def test_a_true_order_independence_claim_passes_beside_other_plugins(tmp_path):
+    import protocols.example
+
+    good = bad_projectors.plugin_with(_record_entry, order_independent=True)
+    kit = ProjectorKit([good, protocols.example], ["ledger", "example"], tmp_path)
+    # Deposits only: without the balances projector, transfers and blocked items would not resolve.
+    deposits = [Run("ledger.deposit", {"id": f"d{n}", "account": f"a{n % 3}", "amount": n}) for n in range(1, 12)]
+    check_partition_independent(kit, deposits)
