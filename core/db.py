@@ -13,6 +13,11 @@ Nesting, by design:
 - ``write()`` inside ``read()`` raises :class:`TransactionError`: a WAL read
   snapshot cannot be upgraded safely, so open the write first.
 
+Opening reads what the file is before any pragma that writes (see
+:func:`identify`): another program's database, or a file that is not SQLite
+at all, is refused untouched with :class:`ForeignDatabase`; a missing path is
+created only when the caller asks (``tessera init``).
+
 Every statement runs through apsw's profiling hook: statements slower than
 ``slow_statement_ms`` are logged with their SQL, and :class:`Counters` keeps
 statements, rows written, idempotent no-ops and busy retries.
@@ -21,6 +26,7 @@ statements, rows written, idempotent no-ops and busy retries.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -29,12 +35,17 @@ from typing import Any
 import apsw
 import attrs
 
-from core.errors import DatabaseBusy, StorageError, TransactionError
+from core.errors import DatabaseBusy, DatabaseMissing, ForeignDatabase, StorageError, TransactionError
 from core.settings import Settings
 
 log = logging.getLogger("tessera.db")
 
 _IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE")
+# Written at offset 68 of the SQLite header of every Tessera database: "TESS" in ASCII.
+TESSERA_APPLICATION_ID = 0x54455353
+# The schema loader's own tables, in every Tessera database since the first; they
+# recognise a database made before the application id was written.
+_LOADER_TABLES = frozenset({"schema_versions", "schema_migrations", "schema_objects"})
 
 
 @attrs.define
@@ -114,21 +125,105 @@ def connection_temp_store_memory(conn: apsw.Connection) -> None:
     conn.pragma("temp_store", "MEMORY")
 
 
-def open_connection(path: str, settings: Settings, *, readonly: bool = False) -> apsw.Connection:
-    """Open and configure one apsw connection to ``path``."""
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+def connection_application_id(conn: apsw.Connection) -> None:
+    """Mark the file as Tessera's in its header, so a later open can tell it from anyone else's."""
+    conn.pragma("application_id", TESSERA_APPLICATION_ID)
+
+
+def open_connection(path: str, settings: Settings, *, readonly: bool = False, create: bool = True) -> apsw.Connection:
+    """Open and configure one apsw connection to ``path``.
+
+    The file is identified (see :func:`identify`) before any pragma that
+    writes: a foreign file is refused untouched.  Only with ``create`` (and
+    not ``readonly``) may a missing or blank file become a new database.
+    """
+    may_create = create and not readonly
+    _require_file(path, may_create)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    if may_create:
+        flags |= apsw.SQLITE_OPEN_CREATE
     try:
         conn = apsw.Connection(path, flags=flags)
+    except apsw.Error as exc:
+        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    try:
         connection_busy_timeout(conn, settings.busy_timeout_ms)
+        kind = identify(conn, path)
+        if kind == "blank" and not may_create:
+            raise DatabaseMissing(f"{path} is an empty file, not a Tessera database yet; make it one with "
+                                  f"`tessera --db {path} init`", path=path)
         if not readonly:
+            if kind != "tessera":
+                connection_application_id(conn)
             connection_wal(conn)
         connection_synchronous_normal(conn)
         connection_foreign_keys(conn)
         connection_cache_size(conn, settings.cache_mib)
         connection_temp_store_memory(conn)
-    except apsw.Error as exc:
-        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, apsw.Error):
+            raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+        raise
     return conn
+
+
+# --- what a file is, found by reading only ----------------------------------
+
+
+def _in_memory(path: str) -> bool:
+    return path in ("", ":memory:")
+
+
+def _require_file(path: str, may_create: bool) -> None:
+    if may_create or _in_memory(path) or os.path.exists(path):
+        return
+    raise DatabaseMissing(f"{path}: no such file, so not a Tessera database yet; create it with "
+                          f"`tessera --db {path} init`, or fix the path (--db or TESSERA_DB)", path=path)
+
+
+def identify(conn: apsw.Connection, path: str) -> str:
+    """What the file behind ``conn`` is, found without writing anything.
+
+    ``tessera``: it carries Tessera's application id.  ``unmarked``: a
+    database Tessera made before it set the id (application id 0, and the
+    schema loader's tables); opening it writable marks it.  ``blank``: a new
+    or empty file (no id, no user_version, no schema objects), which only a
+    creating open initialises.  Anything else raises :class:`ForeignDatabase`.
+    """
+    try:
+        application_id = conn.pragma("application_id")
+        user_version = conn.pragma("user_version")
+        objects = conn.execute("SELECT type, name FROM sqlite_schema ORDER BY rowid").fetchall()
+    except apsw.NotADBError:
+        raise ForeignDatabase(_refusal(path, _not_sqlite(path)), path=path) from None
+    if application_id == TESSERA_APPLICATION_ID:
+        return "tessera"
+    tables = [name for kind, name in objects if kind == "table"]
+    if application_id == 0 and _LOADER_TABLES <= set(tables):
+        return "unmarked"
+    if application_id == 0 and user_version == 0 and not objects:
+        return "blank"
+    raise ForeignDatabase(_refusal(path, _describe_foreign(application_id, user_version, tables)), path=path)
+
+
+def _refusal(path: str, what: str) -> str:
+    return (f"{path} is not a Tessera database: it is {what}. Nothing in it was changed; point --db (or "
+            "TESSERA_DB) at a Tessera database, or at a new path and run `tessera init` there")
+
+
+def _describe_foreign(application_id: int, user_version: int, tables: list[str]) -> str:
+    owner = f"of another application (application id 0x{application_id:08x})" if application_id else \
+        "of another application"
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    holds = f"with tables {shown}" if tables else f"with no tables (user_version {user_version})"
+    return f"an SQLite database {owner} {holds}"
+
+
+def _not_sqlite(path: str) -> str:
+    with open(path, "rb") as handle:
+        start = handle.read(16)
+    return f"not an SQLite database at all ({os.path.getsize(path)} bytes, starting {start!r})"
 
 
 class Database:
@@ -136,13 +231,18 @@ class Database:
 
     A Database keeps its transaction state in Python, so it belongs to one
     thread at a time: give each thread (and each process) its own.
+
+    ``create`` lets a missing or blank file become a new (marked) database;
+    ``open_app`` passes it only for ``tessera init``.  A foreign file is
+    refused either way (:func:`identify`).
     """
 
-    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False):
+    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False,
+                 create: bool = True):
         self.path = path
         self.settings = settings or Settings()
         self.readonly = readonly
-        self.conn = open_connection(path, self.settings, readonly=readonly)
+        self.conn = open_connection(path, self.settings, readonly=readonly, create=create)
         self.counters = Counters()
         self._mode: str | None = None
         self._depth = 0

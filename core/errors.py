@@ -59,6 +59,28 @@ class TransactionError(StorageError):
     """A transaction was used the wrong way (e.g. a write inside a read)."""
 
 
+class DatabaseMissing(StorageError, FileNotFoundError):
+    """No database at the path (or only an empty file), and nothing asked to create one.
+
+    Only ``tessera init`` creates a database, so a mistyped path never leaves a new file behind.
+    """
+
+    def __init__(self, message: str, *, path: str):
+        self.path = path
+        super().__init__(message)
+
+
+class ForeignDatabase(StorageError, ValueError):
+    """The file at the path is not a Tessera database: another program's SQLite file, or not SQLite at all.
+
+    It is refused before anything is written to it; ``path`` names it.
+    """
+
+    def __init__(self, message: str, *, path: str):
+        self.path = path
+        super().__init__(message)
+
+
 # --- schema -------------------------------------------------------------
 
 
@@ -190,3 +212,14 @@ class BlobCorrupt(BlobError):
 
 class ProjectionError(TesseraError):
     """A projector failed, or a rebuild/verification could not proceed."""
+
+
+# --- corruption ----------------------------------------------------------
+
+
+class DatabaseCorrupt(StorageError):
+    """SQLite's integrity check found damage in the database file (``tessera check``)."""
+
+
+class CorruptEvent(StorageError, ValueError):
+    """A logged event's payload no longer decodes as the canonical JSON it was written as."""

@@ -28,11 +28,13 @@ def open_app(settings: Settings, pm: pluggy.PluginManager, *, enable: Iterable[s
              clock: Any = None, path: str | None = None) -> App:
     """Open ``path`` (default ``settings.db``), apply schemas, return an :class:`App`.
 
-    ``create`` allows initialising a new database; ``enable`` adds protocols.
+    ``create`` allows creating and initialising a new database (``tessera init``
+    only: any other command on a mistyped path must not leave a file behind);
+    ``enable`` adds protocols.
     Protocols already enabled are re-applied too, so a pending migration runs
     (and an unmigrated schema change is refused) before any work starts.
     """
-    db = Database(path or settings.db, settings)
+    db = Database(path or settings.db, settings, create=create)
     try:
         registry = Registry(pm)
         registry.hook.prepare_connection(conn=db.conn)
