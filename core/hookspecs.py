@@ -91,8 +91,9 @@ def on_item_processed(protocol: str, source: str, item_id: int, outcome: str, re
     :param protocol: the item's protocol.
     :param source: ``incoming``, ``deferred`` or ``blocked``.
     :param item_id: its row id in that table.
-    :param outcome: ``handled``, ``duplicate``, ``blocked``, ``retry`` or ``parked``.
-    :param reason: why, for blocked, retry and parked items.
+    :param outcome: ``handled``, ``duplicate``, ``blocked``, ``retry``, ``parked`` or ``queued``
+        (put in ``deferred`` behind an earlier item of its partition that waits for a retry).
+    :param reason: why, for blocked, retry, parked and queued items.
     """
 
 

@@ -12,6 +12,9 @@ blocked    moved to ``blocked`` under the handler's reason (same reason again:
            one more attempt, parked after ``max_attempts``)
 retry      a transient failure: rescheduled in ``deferred`` with exponential
            backoff, parked after ``max_attempts``
+queued     a new item whose partition has an item waiting for its retry (or
+           queued behind one): appended to ``deferred`` behind it, unhandled,
+           so a partition's items are handled in arrival order across retries
 parked     a permanent failure or exhausted retries: moved to ``parked`` with
            its reason, attempts and original blob
 ========== ==================================================================
@@ -37,8 +40,8 @@ class Outcome:
     """How an item ended.
 
     Attributes:
-        kind: ``handled``, ``duplicate``, ``blocked``, ``retry`` or ``parked``.
-        reason: why, for the last three.
+        kind: ``handled``, ``duplicate``, ``blocked``, ``retry``, ``parked`` or ``queued``.
+        reason: why, for the last four.
         events: events appended (new ones only).
     """
 
@@ -47,9 +50,18 @@ class Outcome:
     events: tuple[StoredEvent, ...] = ()
 
 
+class _WaitInLine:
+    """The decoded item's partition has items waiting in ``deferred``: it joins them, unhandled."""
+
+
+_WAIT_IN_LINE = _WaitInLine()
+# Rows of these sources are already in their partition's line (deferred) or in the recheck queue's (blocked).
+_IN_A_LINE = frozenset({"deferred", "blocked"})
+
+
 @attrs.frozen
 class _Handled:
-    result: Result | Blocked
+    result: Result | Blocked | _WaitInLine
     partition_key: str
     events: tuple[StoredEvent, ...] = ()
 
@@ -93,6 +105,9 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     protocol = rt.registry.protocol(item.protocol)
     envelope = protocol.decode(item.blob)
     decoded.append(envelope.partition_key)
+    if (envelope.partition_key and item.source not in _IN_A_LINE
+            and queues.partition_has_waiting(rt.db, envelope.partition_key)):
+        return _Handled(_WAIT_IN_LINE, envelope.partition_key)
     handler = rt.registry.handler(protocol.name, envelope.type)
     # A blocked row counts rechecks that blocked again; its first handling was a try too.
     tries_before = item.attempts + 1 if item.source == "blocked" else item.attempts
@@ -108,6 +123,8 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
 
 def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Outcome:
     result = handled.result
+    if result is _WAIT_IN_LINE:
+        return _queue_behind(rt, item, handled.partition_key, now_ms)
     if isinstance(result, Blocked):
         return _block(rt, item, result, handled.partition_key, now_ms)
     _remove_source(rt, item)
@@ -136,6 +153,13 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
 def _schedule_recheck(rt: Runtime, blocked: Blocked, now_ms: int) -> None:
     if blocked.recheck_after_ms is not None:
         recheck.schedule_marker(rt.db, blocked.reason_type, blocked.reason_key, now_ms + blocked.recheck_after_ms)
+
+
+def _queue_behind(rt: Runtime, item: WorkItem, partition_key: str, now_ms: int) -> Outcome:
+    # Due at once: the head-of-partition rule alone keeps it waiting until the items before it left.
+    queues.enqueue_deferred(rt.db, item.protocol, item.blob, now_ms, partition_key=partition_key, origin="queued")
+    _remove_source(rt, item)
+    return Outcome("queued", f"partition {partition_key!r} has an item waiting for its retry")
 
 
 def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:

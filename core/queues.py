@@ -94,6 +94,18 @@ def enqueue_deferred(db: Database, protocol: str, payload: bytes, available_at_m
     return db.changes() == 1
 
 
+# Items of a partition's own stream that wait their turn: a retry, or items queued behind one.
+# (A protocol's timer is not one: a new item of its partition need not wait for it.)
+_PARTITION_HAS_WAITING = (
+    "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued') LIMIT 1"
+)
+
+
+def partition_has_waiting(db: Database, partition_key: str) -> bool:
+    """Whether a new item of ``partition_key`` must queue behind items of it in ``deferred``."""
+    return db.one(_PARTITION_HAS_WAITING, (partition_key,)) is not None
+
+
 def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:
     row = db.one(_NEXT_DUE, (now_ms,))
     if row is None:

@@ -6,6 +6,9 @@ import json
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from core import drain, queues, recheck
 from core.drain import run_until_idle
@@ -97,7 +100,8 @@ def test_run_until_idle_walks_the_clock_through_the_backoff(app, settings):
     t0 = app.clock.now_ms()
     push(app, wire("transient", "t1", "a"), wire("deposit", "d1", "a", 5))
     summary = run_until_idle(app.runtime, advance_clock=True)
-    assert summary.outcomes == {"retry": settings.max_attempts - 1, "handled": 1, "parked": 1}
+    # d1 waits in line behind t1 (same partition) until t1 is parked
+    assert summary.outcomes == {"retry": settings.max_attempts - 1, "queued": 1, "handled": 1, "parked": 1}
     (item,) = parked(app)
     assert item["last_failed_at_ms"] == t0 + settings.retry_delay_ms(1) + settings.retry_delay_ms(2)
     assert app.clock.now_ms() == item["last_failed_at_ms"]
@@ -260,3 +264,56 @@ def test_a_transient_retry_keeps_its_partition_fifo(make_app):
         queues.push_incoming(app.db, "ledger", [ledger.wire("transient", "t", "alice")], 0)
     drain.process_next_incoming(app.runtime)
     assert app.db.one("SELECT partition_key, attempts FROM deferred") == ("alice", 1)
+
+
+def test_a_retry_holds_back_the_rest_of_its_partition(app, settings):
+    """Regression: i2 and i3 used to overtake i1 while it waited for its retry (log order i2, i3, i1)."""
+    push(app, wire("flaky", "i1", "alice", 1), wire("deposit", "i2", "alice", 2), wire("deposit", "o1", "bob", 1),
+         wire("deposit", "i3", "alice", 3))
+    outcomes = [drain.process_next_incoming(app.runtime).kind for _ in range(4)]
+    assert outcomes == ["retry", "queued", "handled", "queued"]
+    assert app.db.all("SELECT partition_key, origin, attempts FROM deferred ORDER BY id") == [
+        ("alice", "retry", 1), ("alice", "queued", 0), ("alice", "queued", 0)]
+    assert entries_in_log_order(app) == ["o1"]  # other partitions are not held up
+    summary = run_until_idle(app.runtime, advance_clock=True)
+    assert summary.outcomes == {"handled": 3}
+    assert entries_in_log_order(app) == ["o1", "i1", "i2", "i3"]
+    assert queue_sizes(app) == EMPTY
+
+
+def test_an_item_queued_behind_a_retry_that_gets_parked_goes_on(app, settings):
+    push(app, wire("transient", "t1", "alice"), wire("deposit", "i2", "alice", 2))
+    summary = run_until_idle(app.runtime, advance_clock=True)
+    assert summary.outcomes == {"retry": settings.max_attempts - 1, "queued": 1, "parked": 1, "handled": 1}
+    assert entries_in_log_order(app) == ["i2"] and queue_sizes(app) == EMPTY
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), min_size=1, max_size=14),
+       arrivals=st.lists(st.integers(1, 4), min_size=1, max_size=14),
+       steps=st.lists(st.integers(0, 3), min_size=1, max_size=14))
+def test_partitions_stay_fifo_whatever_fails_and_whenever_items_arrive(make_app, settings, items, arrivals, steps):
+    """Items arrive in batches between drain steps; some fail ``fail_times`` times (3 = parked).
+
+    Per partition, the log holds the items that were not parked, in arrival order.
+    """
+    app = make_app([ledger], ["ledger"])
+    blobs = [wire("flaky", f"{partition}{n}", partition, 1, fail_times=fails)
+             for n, (partition, fails) in enumerate(items)]
+    pending, batch = list(blobs), 0
+    while pending:
+        size = arrivals[batch % len(arrivals)]
+        push(app, *pending[:size])
+        pending = pending[size:]
+        for _ in range(steps[batch % len(steps)]):
+            drain.step(app.runtime)
+        app.clock.advance(settings.retry_base_ms * (batch % 3))
+        batch += 1
+    run_until_idle(app.runtime, advance_clock=True)
+    assert queue_sizes(app) == EMPTY
+    logged = entries_in_log_order(app)
+    for partition in "abc":
+        expected = [f"{p}{n}" for n, (p, fails) in enumerate(items)
+                    if p == partition and fails < settings.max_attempts]
+        assert [e for e in logged if e[0] == partition] == expected
+    assert len(parked(app)) == sum(fails >= settings.max_attempts for _, fails in items)
