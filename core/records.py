@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from core import encoding
-from core.errors import InvalidInput
+from core.errors import CorruptEvent, InvalidInput
 
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
 MAX_EVENT_ID_BYTES = 64
@@ -128,9 +128,16 @@ class StoredEvent:
 
     @property
     def data(self) -> Any:
-        """The decoded payload (decoded once, then cached)."""
+        """The decoded payload (decoded once, then cached); CorruptEvent names an event that no longer decodes."""
         if self._data is None:
-            object.__setattr__(self, "_data", encoding.loads(self.payload))
+            try:
+                decoded = encoding.loads(self.payload)
+            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both are
+                raise CorruptEvent(
+                    f"event seq {self.seq} ({self.protocol}/{self.type}, id {bytes(self.event_id).hex()[:16]}...) "
+                    f"has a payload that is not UTF-8 JSON ({exc}); the event log is damaged: run `tessera check`, "
+                    "and restore the database from a backup") from None
+            object.__setattr__(self, "_data", decoded)
         return self._data
 
 

@@ -273,6 +273,19 @@ def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
     return parsed
 
 
+@cli.command()
+@click.option("--full", is_flag=True,
+              help="PRAGMA integrity_check instead of quick_check: also reads every index back against its table "
+                   "(much slower on a large file).")
+@click.pass_obj
+def check(obj: CliState, full: bool) -> None:
+    """Check the database file for damage (read-only; the daemon may keep running)."""
+    from core.integrity import check_file
+
+    pragma = check_file(obj.settings.db, obj.settings, full=full)
+    click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
+
+
 @cli.command("settings")
 def settings_command() -> None:
     """List every setting, its environment key, default, allowed range and meaning."""

@@ -11,13 +11,16 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 console = Console(stderr=True)
+# Progress bars are for a person at a terminal; redirected to a file or a pipe they would
+# only be snapshots mixed into the error output (which is one line per error).
+_NOT_A_TERMINAL = not console.is_terminal
 
 
 @contextlib.contextmanager
 def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
     """A progress bar over ``total`` bytes; yields ``advance(n)``."""
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=console, transient=False) as progress:
+                  console=console, transient=False, disable=_NOT_A_TERMINAL) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 
@@ -26,7 +29,7 @@ def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
 def count_progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
     """A progress bar over ``total`` units (a spinner-like bar when unknown)."""
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeRemainingColumn(), console=console) as progress:
+                  TimeRemainingColumn(), console=console, disable=_NOT_A_TERMINAL) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 
@@ -54,7 +57,7 @@ def print_status(report: dict[str, Any]) -> None:
 def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """One progress bar per rebuild stage (an indeterminate one when the size is unknown)."""
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.completed:,}"),
-                  TimeRemainingColumn(), console=console, transient=False) as progress:
+                  TimeRemainingColumn(), console=console, transient=False, disable=_NOT_A_TERMINAL) as progress:
         task = progress.add_task(stage, total=total or None)
         yield lambda n: progress.advance(task, n)
         if total is None:

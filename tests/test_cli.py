@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 
+import apsw
 import click
 import pytest
 from click.testing import CliRunner
 
+from core.db import Database
 from core.status import STATUS_KEYS
 from jobs.cli import cli
 from protocols.example import simulate
@@ -131,3 +133,85 @@ def test_json_logs_carry_item_ids(tmp_path):
                                                                               "parked"]
     parked = [r for r in items if r["level"] == "WARNING"]
     assert len(parked) == 1 and parked[0]["item_id"] == 4 and "not a JSON object" in parked[0]["message"]
+
+
+def test_rebuild_verify_names_an_undecodable_event_in_one_line(tmp_path):
+    db = tmp_path / "damaged.db"
+    tessera(db, "init", "--protocol", "example")
+    tessera(db, "example", "post", "lobby", "hello", "--key", "05" * 32)
+    with Database(str(db)) as raw, raw.write():
+        raw.execute("INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, created_at_ms, "
+                    "recorded_at_ms, payload) VALUES (2, 'example', 'message_posted', 1, x'abcd', 'lobby', 1, 1, ?)",
+                    (b'{"text":"\xff"}',))
+    proc = tessera(db, "rebuild", "--verify", "--engine", "local", check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: event seq 2 (example/message_posted, id abcd"), lines
+
+
+# --- tessera check -----------------------------------------------------------------------------------------------
+
+PAGE = 4096
+
+
+def _database_with_rows(tmp_path, name):
+    """An initialised database whose incoming and deferred tables span many pages, checkpointed into the file."""
+    db = tmp_path / name
+    tessera(db, "init", "--protocol", "example")
+    with Database(str(db)) as raw, raw.write():
+        raw.executemany("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('example', ?, 1)",
+                        [(bytes([n % 256]) * 300,) for n in range(1500)])
+        raw.executemany("INSERT INTO deferred(protocol, payload, partition_key, available_at_ms) "
+                        "VALUES ('example', x'00', ?, ?)", [(f"p{n % 7}", n) for n in range(300)])
+    assert not (tmp_path / f"{name}-wal").exists() or (tmp_path / f"{name}-wal").stat().st_size == 0
+    return db
+
+
+def _check(db, *args):
+    proc = tessera(db, "check", *args, check=False)
+    return proc.returncode, proc.stdout.decode().strip().splitlines(), proc.stderr.decode().strip().splitlines()
+
+
+def test_check_passes_a_healthy_database(tmp_path):
+    db = _database_with_rows(tmp_path, "healthy.db")
+    assert _check(db) == (0, [f"{db}: ok (PRAGMA quick_check found no damage)"], [])
+    assert _check(db, "--full") == (0, [f"{db}: ok (PRAGMA integrity_check found no damage)"], [])
+
+
+def test_check_reports_a_damaged_page_in_one_line_and_writes_nothing(tmp_path):
+    db = _database_with_rows(tmp_path, "damaged.db")
+    pages = db.stat().st_size // PAGE
+    with open(db, "r+b") as handle:  # a leaf page of incoming, written last: its b-tree header becomes garbage
+        handle.seek((pages - 20) * PAGE)
+        handle.write(b"\x0d\xff\xff\xff\xff\xff\xff\xff" * 8)
+    damaged = db.read_bytes()
+    for args in ((), ("--full",)):
+        code, out, err = _check(db, *args)
+        pragma = "integrity_check" if args else "quick_check"
+        assert code == 1 and out == [] and len(err) == 1, (out, err)
+        assert err[0].startswith(f"Error: {db} is damaged: PRAGMA {pragma} reported "), err
+        assert "restore" in err[0]
+    assert db.read_bytes() == damaged
+
+
+def test_only_full_check_finds_an_index_that_disagrees_with_its_table(tmp_path):
+    db = _database_with_rows(tmp_path, "index.db")
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA writable_schema = ON")
+    with conn:  # the index keeps its entries but now claims to index other columns
+        conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX deferred_by_due ON deferred "
+                     "(partition_key, available_at_ms)' WHERE name = 'deferred_by_due'")
+    conn.close()
+    assert _check(db)[0] == 0
+    code, out, err = _check(db, "--full")
+    assert code == 1 and len(err) == 1 and "PRAGMA integrity_check reported" in err[0] and "deferred_by_due" in err[0]
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a database at all" * 100], ids=["missing", "empty", "foreign"])
+def test_check_refuses_what_is_not_a_tessera_database_in_one_line(tmp_path, content):
+    db = tmp_path / "x.db"
+    if content is not None:
+        db.write_bytes(content)
+    code, out, err = _check(db)
+    assert code == 1 and len(err) == 1 and err[0].startswith("Error: "), err
+    assert db.exists() == (content is not None)

@@ -17,7 +17,9 @@ and write the rows as Parquet under ``out_dir/__table=<name>/``.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from core.errors import ProjectionError, TesseraError
 from projectors.arrow import EVENT_SCHEMA, TABLE_COLUMN, ReplaySpec, fold, replay_into, table_batches
 
 log = logging.getLogger("tessera.rebuild")
@@ -169,6 +172,7 @@ def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: P
 
 def replay_spark(spark, files: Sequence[str], spec: ReplaySpec, rebuild_key: str | None, watermark: int,
                  out_dir: Path, partitions: int) -> None:
+    from pyspark.errors import PythonException
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -182,7 +186,35 @@ def replay_spark(spark, files: Sequence[str], spec: ReplaySpec, rebuild_key: str
     else:
         events = events.repartition(1).sortWithinPartitions("seq")
     rows = events.mapInArrow(lambda batches: fold(batches, spec), from_arrow_schema(spec.schema))
-    rows.write.mode("overwrite").partitionBy(TABLE_COLUMN).parquet(str(out_dir))
+    try:
+        rows.write.mode("overwrite").partitionBy(TABLE_COLUMN).parquet(str(out_dir))
+    except PythonException as exc:
+        typed = worker_error(str(exc))
+        if typed is None:
+            raise
+        raise typed from None
+
+
+# The last line of the worker's traceback, as Spark hands it back: "package.module.ErrorClass: message".
+_TRACEBACK_LAST_LINE = re.compile(r"^(?P<module>[A-Za-z_][\w.]*)\.(?P<name>[A-Za-z_]\w*): (?P<message>.+)$",
+                                  re.MULTILINE)
+
+
+def worker_error(text: str) -> TesseraError | None:
+    """The Tessera error a Spark Python worker raised, rebuilt from the traceback text Spark wraps it in.
+
+    A user's error (a damaged event, a mistyped column) then reads as it does
+    with the local engine instead of as pages of Spark's Python traceback.
+    """
+    for match in reversed(list(_TRACEBACK_LAST_LINE.finditer(text))):
+        module = sys.modules.get(match["module"])
+        error = getattr(module, match["name"], None) if module is not None else None
+        if isinstance(error, type) and issubclass(error, TesseraError):
+            try:
+                return error(match["message"])
+            except TypeError:  # an error class that needs more than a message
+                return ProjectionError(match["message"])
+    return None
 
 
 def replayed_batches(out_dir: Path, table: str) -> Iterator[pa.RecordBatch]:

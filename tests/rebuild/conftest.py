@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core import drain, queues
+from core import drain, eventlog, queues
 from projectors import compare
 from tests.marmot.conftest import state_key  # noqa: F401 - autouse: Marmot's at-rest key for every rebuild test
 
@@ -32,6 +32,16 @@ def ingest(app, blobs, protocol="example"):
 def snapshot_tables(app, tables):
     """Rows of each table, sorted, type-tagged (see projectors.compare)."""
     return {table: compare.table_rows(app.db.conn, table) for table in tables}
+
+
+def log_damaged_event(app, payload: bytes) -> int:
+    """Append, behind the handlers' back, a message_posted event whose payload no longer decodes."""
+    with app.db.write():
+        seq = eventlog.head(app.db) + 1
+        app.db.execute("INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, "
+                       "created_at_ms, recorded_at_ms, payload) VALUES (?, 'example', 'message_posted', 1, ?, "
+                       "'room-0', 1, 1, ?)", (seq, b"\xab" * 32, payload))
+    return seq
 
 
 EXAMPLE_TABLES = ("example_messages", "example_rooms")

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import protocols.example as example
 from core import eventlog
-from core.errors import InvalidInput, ProjectionError
+from core.errors import CorruptEvent, InvalidInput, ProjectionError
 from jobs.rebuild import RebuildOptions, rebuild
 from protocols.example import simulate
-from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, snapshot_tables
+from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
 
 LOCAL = RebuildOptions(engine="local")
 
@@ -184,3 +184,16 @@ def test_selection_errors(app):
         rebuild(app, RebuildOptions(engine="local", projections=["example.rooms"], protocol="example"))
     with pytest.raises(InvalidInput, match="--engine"):
         rebuild(app, RebuildOptions(engine="flink"))
+
+
+UNDECODABLE = [(b'{"author":"aa","text":"\xff\xfe"}', "not UTF-8 JSON"), (b'{"author":"aa","text":', "not UTF-8 JSON")]
+
+
+@pytest.mark.parametrize("payload, problem", UNDECODABLE, ids=["invalid-utf8", "truncated-json"])
+@pytest.mark.parametrize("mode", ["verify", "rebuild"])
+def test_an_undecodable_event_is_named(app, payload, problem, mode):
+    seq = log_damaged_event(app, payload)
+    before = snapshot_tables(app, EXAMPLE_TABLES)
+    with pytest.raises(CorruptEvent, match=rf"event seq {seq} \(example/message_posted, id abababab.*\) .*{problem}"):
+        rebuild(app, RebuildOptions(engine="local", verify=mode == "verify"))
+    assert snapshot_tables(app, EXAMPLE_TABLES) == before

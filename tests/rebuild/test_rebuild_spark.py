@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 import protocols.example as example
+from core.errors import CorruptEvent
 from jobs.rebuild import RebuildOptions, rebuild
 from protocols.example import simulate
 from tests.conftest import ROOT
-from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, snapshot_tables
+from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
 
 pytestmark = pytest.mark.spark
 
@@ -138,3 +139,12 @@ def test_standalone_cluster_gives_identical_tables(make_app, standalone_cluster,
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rebuilt == live" not in proc.stdout and "swapped in" in proc.stdout
     assert snapshot_tables(app, EXAMPLE_TABLES) == live
+
+
+def test_spark_names_an_undecodable_event(make_app, spark, tmp_path):
+    """The worker's typed error comes back typed, not as Spark's wrapped Python traceback."""
+    app = make_app([example], ["example"])
+    ingest(app, simulate.generate(50, seed=5))
+    seq = log_damaged_event(app, b'{"author":"aa","text":"\xff"}')
+    with pytest.raises(CorruptEvent, match=rf"^event seq {seq} \(example/message_posted, id abab.*not UTF-8 JSON"):
+        rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark)
