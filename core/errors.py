@@ -173,6 +173,22 @@ class DecodeError(PermanentError, InvalidInput):
     """The wire blob could not be decoded into an envelope."""
 
 
+class MalformedInput(DecodeError):
+    """A peer's input cannot be decoded: a wrong type, an integer or timestamp beyond 64 bits,
+    a lone surrogate, nesting deeper than the limit.  Permanent: the item is parked at once.
+
+    ``field`` is the offending field's path (``ts``, ``tags[2]``), or None when the
+    input as a whole is at fault (not UTF-8, not JSON).  The message starts with
+    ``malformed``, so the parked reason says so.
+    """
+
+    def __init__(self, field: str | None, detail: str):
+        self.field = field
+        self.detail = detail
+        where = f"field {field}" if field is not None else "input"
+        super().__init__(f"malformed {where}: {detail}")
+
+
 # --- leases ------------------------------------------------------------
 
 

@@ -38,8 +38,10 @@ def _partition(instance: Any, attribute: attrs.Attribute, value: str) -> None:
 
 
 def _timestamp(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidInput(f"{attribute.name} must be a non-negative integer of milliseconds, got {value!r}")
+    # Bounded here, so a decoder that passes on a peer's huge timestamp fails at once (parked), not at the insert.
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise InvalidInput(f"{attribute.name} must be a non-negative integer of milliseconds below 2**63 "
+                           f"(SQLite's integer range), got {value!r:.40}")
 
 
 def derive_event_id(*parts: str | bytes | int) -> bytes:

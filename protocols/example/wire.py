@@ -10,14 +10,13 @@ is the hex id of the message it removes.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 import nacl.exceptions
 import nacl.signing
 
-from core.encoding import dumps
-from core.errors import DecodeError
+from core.encoding import dumps, loads_untrusted
+from core.errors import DecodeError, MalformedInput
 
 KINDS = ("post", "delete")
 MAX_BODY = 4000
@@ -37,20 +36,30 @@ def sign(kind: str, room: str, body: str, ts: int, key: nacl.signing.SigningKey)
     return dumps({"kind": kind, "room": room, "author": author, "ts": ts, "body": body, "id": mid, "sig": sig})
 
 
-def _hex(value: object, size: int, field: str) -> str:
+def _hex(value: object, size: int, field: str, what: str = "") -> str:
     if not isinstance(value, str) or len(value) != size * 2 or not _HEX.match(value):
-        raise DecodeError(f"field {field} must be {size * 2} lowercase hex characters")
+        raise MalformedInput(field, f"must be {size * 2} lowercase hex characters{what}")
     return value
 
 
 def parse(blob: bytes) -> dict:
-    """Parse and verify a wire blob; DecodeError says what is wrong."""
+    """Parse and verify a wire blob.
+
+    Raises MalformedInput naming the field for anything undecodable (wrong
+    type, out of range, not JSON at all), and DecodeError for a message that
+    decodes but is not what it claims (wrong id or signature).
+    """
     try:
-        message = json.loads(blob)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DecodeError(f"not a JSON object: {exc}") from None
-    if not isinstance(message, dict) or set(message) != _FIELDS:
-        raise DecodeError(f"expected exactly the fields {sorted(_FIELDS)}")
+        message = loads_untrusted(blob)
+    except MalformedInput as exc:
+        if exc.field is None:
+            raise MalformedInput(None, f"not a JSON object: {exc.detail}") from None
+        raise
+    if not isinstance(message, dict):
+        raise MalformedInput(None, f"not a JSON object but a {type(message).__name__}")
+    if set(message) != _FIELDS:
+        wrong = sorted(_FIELDS.symmetric_difference(message))
+        raise MalformedInput(wrong[0], f"expected exactly the fields {sorted(_FIELDS)}")
     _check_fields(message)
     expected = message_id(message["kind"], message["room"], message["author"], message["ts"], message["body"])
     if expected != message["id"]:
@@ -64,19 +73,20 @@ def parse(blob: bytes) -> dict:
 
 
 def _check_fields(message: dict) -> None:
-    if message["kind"] not in KINDS:
-        raise DecodeError(f"kind must be one of {KINDS}")
+    # Integers beyond 64 bits, lone surrogates and deep nesting were refused by loads_untrusted.
+    if type(message["kind"]) is not str or message["kind"] not in KINDS:
+        raise MalformedInput("kind", f"kind must be one of {KINDS}")
     room = message["room"]
     if not isinstance(room, str) or not 1 <= len(room) <= 64:
-        raise DecodeError("room must be a string of 1-64 characters")
+        raise MalformedInput("room", "room must be a string of 1-64 characters")
     ts = message["ts"]
-    if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
-        raise DecodeError("ts must be a non-negative integer of milliseconds")
+    if type(ts) is not int or ts < 0:
+        raise MalformedInput("ts", "ts must be a non-negative integer of milliseconds")
     body = message["body"]
     if not isinstance(body, str) or len(body) > MAX_BODY:
-        raise DecodeError(f"body must be a string of at most {MAX_BODY} characters")
+        raise MalformedInput("body", f"body must be a string of at most {MAX_BODY} characters")
     _hex(message["author"], 32, "author")
     _hex(message["id"], 32, "id")
     _hex(message["sig"], 64, "sig")
     if message["kind"] == "delete":
-        _hex(body, 32, "body (the id to delete)")
+        _hex(body, 32, "body", " (the id of the message to delete)")
