@@ -169,7 +169,7 @@ def loads_untrusted(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     try:
         value = _peer_decoder.decode(text)
     except RecursionError:
-        raise MalformedInput(_deep_field(text, max_depth), f"nested deeper than {max_depth} levels") from None
+        raise MalformedInput(locate_deep_nesting(text, max_depth), f"nested deeper than {max_depth} levels") from None
     except MalformedInput:
         raise
     except ValueError as exc:
@@ -226,10 +226,12 @@ def _top(path: str | None) -> str | None:
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]')
 
 
-def _deep_field(text: str, max_depth: int) -> str | None:
-    """The top-level field whose value nests deeper than ``max_depth``, in text too deep to parse.
+def locate_deep_nesting(text: str, max_depth: int) -> str | None:
+    """The top-level field of JSON ``text`` whose value nests deeper than ``max_depth`` (None if none, or if
+    the text is not an object): for text too deep for the parser to say.
 
-    Scans tokens only (a string is one token), so it needs no recursion.
+    ``max_depth`` counts containers below the root, as in :func:`loads_untrusted`.  Only
+    tokens are scanned (a string is one token), so it needs no recursion.
     """
     depth, last_string, field = 0, None, None
     for token in _TOKENS.finditer(text):

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 
 import coincurve
 
+from core.encoding import locate_deep_nesting
 from protocols.marmot.errors import InvalidEvent, InvalidKey
 
 __all__ = [
@@ -47,8 +48,13 @@ __all__ = [
 DEFAULT_MAX_BYTES = 256 * 1024
 GROUP_EVENT_KIND = 445
 MAX_KIND = 65535
-# Not a NIP-01 rule: keeps timestamps storable as a signed 64-bit integer (SQLite).
-MAX_CREATED_AT = 2**63 - 1
+# Not a NIP-01 rule: keeps created_at in milliseconds (as Marmot records it) a signed
+# 64-bit integer, storable in SQLite; about 292 million years from 1970.
+MAX_CREATED_AT = (2**63 - 1) // 1000
+# Containers nest three deep in a valid event: the object, its tags, one tag.
+_MAX_NESTING = 3
+# 19 digits hold every signed 64-bit integer; longer literals are not converted at all.
+_MAX_INT_DIGITS = 20
 
 EVENT_KEYS = ("id", "pubkey", "created_at", "kind", "tags", "content", "sig")
 _EVENT_KEY_SET = frozenset(EVENT_KEYS)
@@ -71,7 +77,8 @@ _ENCODER = json.JSONEncoder(
 
 
 def _shape_error(field: str | None, message: str) -> InvalidEvent:
-    return InvalidEvent(message, reason="shape", field=field)
+    where = f"field {field}" if field is not None else "event"
+    return InvalidEvent(f"malformed {where}: {message}", reason="shape", field=field)
 
 
 def _check_text(value: str, field: str) -> None:
@@ -168,8 +175,27 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     return result
 
 
-def _reject_constant(name: str) -> None:
-    raise _shape_error(None, f"event JSON contains {name}, which is not valid JSON")
+class _Unusable:
+    """A literal no event field can hold (NaN, a huge integer), left unconverted; the shape check names its field."""
+
+    __slots__ = ("description",)
+
+    def __init__(self, description: str):
+        self.description = description
+
+    def __repr__(self) -> str:
+        return self.description
+
+
+def _parse_constant(name: str) -> _Unusable:
+    return _Unusable(f"{name}, which is not valid JSON")
+
+
+def _parse_int(text: str) -> int | _Unusable:
+    # Converting thousands of digits is slow, and past 4300 Python refuses with a ValueError.
+    if len(text) <= _MAX_INT_DIGITS:
+        return int(text)
+    return _Unusable(f"an integer of {len(text.lstrip('-'))} digits")
 
 
 def _decode_raw(raw: str | bytes, max_bytes: int) -> str:
@@ -209,12 +235,14 @@ def parse_event(raw: str | bytes | dict, *, max_bytes: int = DEFAULT_MAX_BYTES) 
     text = _decode_raw(raw, max_bytes)
     try:
         event = json.loads(
-            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
+            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_parse_constant, parse_int=_parse_int
         )
     except InvalidEvent:
         raise
-    except (ValueError, RecursionError) as exc:
-        # ValueError covers JSONDecodeError and over-long integer literals.
+    except RecursionError:
+        field = locate_deep_nesting(text, _MAX_NESTING)
+        raise _shape_error(field, f"{field or 'event'} nests far deeper than an event can") from None
+    except ValueError as exc:
         raise _shape_error(None, f"event is not valid JSON: {exc}") from None
     _check_shape(event)
     return event

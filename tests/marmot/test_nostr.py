@@ -9,12 +9,13 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
 from protocols.marmot import nostr
 from protocols.marmot.errors import InvalidEvent, InvalidKey, MarmotError
+from tests import strategies as hostile
 
 VECTORS = Path(__file__).parent.parent / "vectors"
 BIP340_CSV = (VECTORS / "bip340-test-vectors.csv").read_text("utf-8")
@@ -237,7 +238,7 @@ def test_oversized_event():
         with pytest.raises(InvalidEvent) as info:
             nostr.parse_event(candidate)
         assert info.value.reason == "shape"
-        assert str(info.value) == f"event is {size} bytes; the limit is {256 * 1024}"
+        assert str(info.value) == f"malformed event: event is {size} bytes; the limit is {256 * 1024}"
     with pytest.raises(InvalidEvent) as info:
         nostr.parse_event(event)
     assert info.value.reason == "shape"
@@ -336,7 +337,7 @@ def test_serialize_whole_event_shape():
 @given(
     content=st.text(),
     tags=st.lists(st.lists(st.text(max_size=8), max_size=4), max_size=4),
-    created_at=st.integers(0, 2**63 - 1),
+    created_at=st.integers(0, nostr.MAX_CREATED_AT),
     kind=st.integers(0, 65535),
 )
 def test_serialize_matches_reference(content, tags, created_at, kind):
@@ -542,3 +543,82 @@ def test_group_id_of_rejects(event):
 def test_group_id_of_tolerates_other_tags_and_relay_hint():
     event = _group_event([["p", "ab" * 32], [], ["h", GID, "wss://relay.example"]])
     assert nostr.group_id_of(event) == GID
+
+
+# --- hostile peers: every undecodable event is a shape error naming its field --------------------
+
+_VALID_EVENT = _sample()
+
+
+def _event_text(field: str, fragment: str) -> str:
+    """A signed event's JSON text with ``field``'s value replaced by the raw JSON ``fragment``."""
+    texts = {name: json.dumps(value) for name, value in _VALID_EVENT.items()}
+    texts[field] = fragment
+    return "{" + ",".join(f'"{name}":{text}' for name, text in texts.items()) + "}"
+
+
+def _valid_value(field: str, value: object) -> bool:
+    return _VALID_EVENT[field] == value or (
+        field == "tags" and type(value) is list and all(type(t) is list and all(type(x) is str for x in t)
+                                                         for t in value)
+    ) or (field == "content" and type(value) is str) or (
+        field in ("created_at", "kind") and type(value) is int and 0 <= value <= 65535)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.sampled_from(nostr.EVENT_KEYS), hostile.hostile_values(3))
+def test_hostile_values_are_shape_errors_naming_the_field(field, fragment):
+    """Regression: nesting past the recursion limit was reported with no field."""
+    text = _event_text(field, fragment)
+    oversized = len(text.encode("utf-8")) > nostr.DEFAULT_MAX_BYTES  # refused whole, before parsing
+    for raw in (text, text.encode("utf-8")):
+        with pytest.raises(InvalidEvent) as info:
+            nostr.parse_event(raw)
+        assert (info.value.reason, info.value.field) == ("shape", None if oversized else field), str(info.value)[:300]
+        assert str(info.value).startswith("malformed event: event is" if oversized else f"malformed field {field}: ")
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.sampled_from(nostr.EVENT_KEYS), hostile.any_json_type)
+def test_wrong_types_are_shape_errors_naming_the_field(field, fragment):
+    assume(not _valid_value(field, json.loads(fragment)))
+    with pytest.raises(InvalidEvent) as info:
+        nostr.parse_event(_event_text(field, fragment))
+    assert (info.value.reason, info.value.field) == ("shape", field), str(info.value)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.data())
+def test_any_byte_mutation_parses_or_is_an_invalid_event(data):
+    raw = bytearray(EVENT_LINES[0].encode("utf-8"))
+    for _ in range(data.draw(st.integers(1, 4))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        event = nostr.parse_event(bytes(raw))
+        nostr.verify_event(event)
+    except InvalidEvent:
+        pass
+
+
+def test_created_at_is_bounded_so_its_milliseconds_fit_64_bits():
+    """Regression: created_at up to 2**63 - 1 passed, but Marmot stores created_at * 1000 (an OverflowError)."""
+    assert nostr.MAX_CREATED_AT * 1000 <= 2**63 - 1
+    assert nostr.parse_event(json.dumps(_sample(created_at=nostr.MAX_CREATED_AT)))
+    for created_at in (nostr.MAX_CREATED_AT + 1, 2**62, 2**63 - 1):
+        with pytest.raises(InvalidEvent) as info:
+            nostr.parse_event(json.dumps(_sample(created_at=created_at)))
+        assert info.value.field == "created_at"
+
+
+@pytest.mark.parametrize("event", [
+    _sample(created_at=2**64),
+    _sample(content="x\ud800"),
+    _sample(tags=[["t", "\udfff"]]),
+    _sample(tags=[[["t"]]]),
+    _sample(kind=2**70),
+], ids=["created_at-2^64", "content-surrogate", "tag-surrogate", "tags-nested", "kind-70-bits"])
+def test_hostile_python_values_are_shape_errors(event):
+    for call in (nostr.parse_event, nostr.verify_event, nostr.compute_event_id):
+        with pytest.raises(InvalidEvent) as info:
+            call(event)
+        assert info.value.reason == "shape" and str(info.value).startswith("malformed field ")
