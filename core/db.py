@@ -35,7 +35,14 @@ from typing import Any
 import apsw
 import attrs
 
-from core.errors import DatabaseBusy, DatabaseMissing, ForeignDatabase, StorageError, TransactionError
+from core.errors import (
+    DatabaseBusy,
+    DatabaseMissing,
+    ForeignDatabase,
+    StorageError,
+    StorageUnavailable,
+    TransactionError,
+)
 from core.settings import Settings
 
 log = logging.getLogger("tessera.db")
@@ -46,6 +53,41 @@ TESSERA_APPLICATION_ID = 0x54455353
 # The schema loader's own tables, in every Tessera database since the first; they
 # recognise a database made before the application id was written.
 _LOADER_TABLES = frozenset({"schema_versions", "schema_migrations", "schema_objects"})
+# SQLite errors that say the environment failed, not the work: the same work is right to
+# retry once the condition clears, and it never counts against an item (StorageUnavailable).
+_ENVIRONMENT_ERRORS: dict[type[apsw.Error], str] = {
+    apsw.FullError: "the disk (or the database's max_page_count) is full",
+    apsw.IOError: "the disk reported an I/O error",
+    apsw.NoMemError: "SQLite ran out of memory",
+    apsw.BusyError: "another process held the lock",
+    apsw.CantOpenError: "SQLite could not open a file it needs (WAL, journal or temporary file)",
+    apsw.ReadOnlyError: "the database file is no longer writable",
+    apsw.CorruptError: "the database file is damaged (`tessera check --full` says where)",
+}
+_ENVIRONMENT_KINDS = (StorageUnavailable, *_ENVIRONMENT_ERRORS)
+
+
+def environment_failure(exc: BaseException | None) -> BaseException | None:
+    """The environment failure behind ``exc``, or None when the work itself failed.
+
+    Looks at ``exc`` and at what it was raised from or while handling, so a
+    handler that wrapped a disk-full error in its own exception is not
+    blamed for it.
+    """
+    for _ in range(16):
+        if exc is None or isinstance(exc, _ENVIRONMENT_KINDS):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def unavailable(path: str, failure: BaseException) -> StorageUnavailable:
+    """The :class:`StorageUnavailable` that says what ``failure`` (an environment failure) means."""
+    if isinstance(failure, StorageUnavailable):
+        return failure
+    what = next(text for kind, text in _ENVIRONMENT_ERRORS.items() if isinstance(failure, kind))
+    return StorageUnavailable(f"{path}: {what} ({type(failure).__name__}: {failure}); the transaction was rolled "
+                              "back whole: fix the cause, and the work is retried as it was")
 
 
 @attrs.define
@@ -57,7 +99,9 @@ class Counters:
         rows_written: rows inserted, updated or deleted by committed transactions.
         idempotent_noops: inserts that hit ON CONFLICT DO NOTHING / OR IGNORE.
         busy_retries: BEGIN IMMEDIATE attempts that found the lock taken.
-        slow_statements: statements slower than the slow-statement threshold.
+        slow_statements: statements slower than the slow-statement threshold (time
+            spent waiting for another process's lock not included).
+        lock_wait_ms: time statements spent waiting for another process's lock.
     """
 
     statements: int = 0
@@ -65,6 +109,7 @@ class Counters:
     idempotent_noops: int = 0
     busy_retries: int = 0
     slow_statements: int = 0
+    lock_wait_ms: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return attrs.asdict(self)
@@ -86,13 +131,17 @@ def connection_synchronous_normal(conn: apsw.Connection) -> None:
     conn.pragma("synchronous", "NORMAL")
 
 
-def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int) -> None:
+def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int,
+                            on_wait: Callable[[float, float], bool] | None = None) -> None:
     """Wait up to ``timeout_ms`` for a busy lock, polling every few milliseconds.
 
     SQLite's own busy handler backs off to sleeps of 25-100 ms; a writer
     waiting behind a daemon that takes the lock again right after each commit
     then keeps losing, and its latency grows to hundreds of milliseconds.
     Short, bounded polls give waiting writers a fair chance at each gap.
+
+    ``on_wait(waited_s, sleeping_s)`` is told before each poll's sleep how
+    long this statement has waited so far; returning False gives up at once.
     """
     deadline_s = timeout_ms / 1000
     schedule = (0.0002, 0.0005, 0.001, 0.002)
@@ -104,7 +153,10 @@ def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int) -> None:
             started[0] = now
         elif now - started[0] >= deadline_s:
             return False
-        time.sleep(schedule[min(attempts, len(schedule) - 1)] * (0.5 + random.random()))
+        pause = schedule[min(attempts, len(schedule) - 1)] * (0.5 + random.random())
+        if on_wait is not None and not on_wait(now - started[0], pause):
+            return False
+        time.sleep(pause)
         return True
 
     conn.set_busy_handler(handler)
@@ -253,6 +305,11 @@ class Database:
         self._ignore_sql: dict[str, bool] = {}
         self._slow_ns = self.settings.slow_statement_ms * 1_000_000
         self._total_changes = self.conn.total_changes
+        # Seconds the current statement waited for another process's lock: that is not its own cost.
+        self._lock_wait_s = 0.0
+        self._lock_wait_total_s = 0.0
+        self.lock_wait_listener: Callable[[float], bool] | None = None
+        connection_busy_timeout(self.conn, self.settings.busy_timeout_ms, self._on_lock_wait)
         self.conn.set_profile(self._profile)
 
     # --- observation -------------------------------------------------------
@@ -267,9 +324,20 @@ class Database:
                 counters.idempotent_noops += 1
         else:
             self._last_total_changes = total
+        if self._lock_wait_s:
+            nanoseconds -= int(self._lock_wait_s * 1e9)
+            self._lock_wait_total_s += self._lock_wait_s
+            self._lock_wait_s = 0.0
+            counters.lock_wait_ms = int(self._lock_wait_total_s * 1000)
         if nanoseconds > self._slow_ns:
             counters.slow_statements += 1
             log.warning("slow statement (%.1f ms): %s", nanoseconds / 1e6, sql[:500])
+
+    def _on_lock_wait(self, waited_s: float, sleeping_s: float) -> bool:
+        """The busy handler's report; False (from :attr:`lock_wait_listener`) stops waiting."""
+        self._lock_wait_s = waited_s + sleeping_s
+        listener = self.lock_wait_listener
+        return listener is None or listener(waited_s)
 
     def _is_ignoring_insert(self, sql: str) -> bool:
         known = self._ignore_sql.get(sql)
@@ -323,12 +391,16 @@ class Database:
         if exc is not None:
             self._rollback()
             if isinstance(exc, apsw.Error):
+                if environment_failure(exc) is not None:
+                    raise unavailable(self.path, exc) from exc
                 raise StorageError(f"{self.path}: {exc}") from exc
             return
         try:
             self.conn.execute("COMMIT")
         except apsw.Error as commit_error:
             self._rollback()
+            if environment_failure(commit_error) is not None:
+                raise unavailable(self.path, commit_error) from commit_error
             raise StorageError(f"commit failed on {self.path!r}: {commit_error}") from commit_error
         finally:
             self._mode = None
@@ -345,17 +417,30 @@ class Database:
     def _fire_after_commit(self) -> None:
         callbacks, self._after_commit = self._after_commit, []
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - the work committed: the caller must not see it as failed
+                log.exception("after-commit callback %s raised; ignored (its transaction is committed)",
+                              getattr(callback, "__qualname__", repr(callback)))
 
     def _begin_immediate(self) -> None:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except apsw.BusyError:
             self._begin_with_backoff()
+        except apsw.Error as exc:
+            if environment_failure(exc) is not None:
+                raise unavailable(self.path, exc) from exc
+            raise
 
     def _begin_with_backoff(self) -> None:
         delay, last_error = 0.05, None
+        started = time.monotonic() - self.settings.busy_timeout_ms / 1000  # the first attempt waited that long
         for _ in range(self.settings.busy_retries):
+            listener = self.lock_wait_listener
+            if listener is not None and not listener(time.monotonic() - started):
+                raise DatabaseBusy(f"{self.path!r}: gave up waiting for the write lock (asked to stop)") \
+                    from last_error
             self.counters.busy_retries += 1
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
@@ -450,9 +535,18 @@ class _Write:
         if exc is None:
             db.conn.execute(f"RELEASE {name}")
             return
-        if not db.conn.get_autocommit():
-            db.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
         del db._after_commit[self.pending:]
+        if db.conn.get_autocommit():
+            # SQLite rolled the whole transaction back (it may on a full disk, an I/O error, no
+            # memory): the caller's outer transaction is gone, so it must not carry on as if in it.
+            failure = environment_failure(exc)
+            if isinstance(exc, StorageUnavailable):
+                return  # already says so: it propagates as it is
+            if failure is not None:
+                raise unavailable(db.path, failure) from exc
+            raise TransactionError(f"{db.path}: SQLite rolled back the whole transaction after "
+                                   f"{type(exc).__name__}: {exc}; nothing of it was kept") from exc
+        db.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
 
 
 class _Read:

@@ -51,7 +51,19 @@ class StorageError(TesseraError):
     """SQLite refused an operation; the original apsw error is chained."""
 
 
-class DatabaseBusy(StorageError):
+class StorageUnavailable(StorageError, OSError):
+    """SQLite could not do the work for a reason outside the work itself.
+
+    The disk (or ``max_page_count``) is full, an I/O error, out of memory, the
+    write lock held by another process through every retry, the file damaged
+    or no longer writable.  The transaction was rolled back whole; retrying
+    the same work once the condition clears is right, so the tick daemon
+    pauses (with backoff, the reason in ``tessera status``) and never counts
+    it against an item.
+    """
+
+
+class DatabaseBusy(StorageUnavailable):
     """The write lock stayed taken through every bounded retry."""
 
 
@@ -198,6 +210,10 @@ class LeaseError(TesseraError):
 
 class LeaseLost(LeaseError):
     """Our fencing token is no longer current: another owner took the lease."""
+
+
+class LeaseHeld(LeaseError):
+    """Another live process holds the lease this command needs (e.g. ``tick --until-idle``)."""
 
 
 # --- blobs ---------------------------------------------------------------

@@ -27,7 +27,15 @@ import logging
 import attrs
 
 from core import queues, recheck
-from core.errors import ItemError, PermanentError, TesseraError, TransientError
+from core.db import environment_failure, unavailable
+from core.errors import (
+    ItemError,
+    PermanentError,
+    StorageUnavailable,
+    TesseraError,
+    TransactionError,
+    TransientError,
+)
 from core.queues import WorkItem
 from core.records import Blocked, Result, StoredEvent
 from core.runtime import Runtime
@@ -67,21 +75,29 @@ class _Handled:
 
 
 def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
-    """Handle ``item`` and move it to its next place (see the module table)."""
+    """Handle ``item`` and move it to its next place (see the module table).
+
+    Runs inside the caller's write transaction (which checked the lease), so
+    the item's bookkeeping commits with it or not at all.  A failure of the
+    environment rather than of the item (disk full, I/O error, no memory, the
+    lock held past every retry: :func:`core.db.environment_failure`) raises
+    :class:`StorageUnavailable`: the caller's transaction rolls back whole, the
+    item stays where it was with its attempts untouched, and the tick pauses.
+    """
+    if not rt.db.in_write:
+        raise TransactionError("process_item runs inside the caller's write transaction (open rt.db.write() "
+                               "first), so that the item and its bookkeeping commit together")
     decoded: list[str] = []  # the envelope's partition, once known: retries keep their FIFO place
     try:
         with rt.db.write():
             handled = _handle(rt, item, now_ms, decoded)
-    except PermanentError as exc:
-        outcome = _park(rt, _with_partition(item, decoded), _describe(exc), now_ms)
-    except TransientError as exc:
-        outcome = _retry(rt, _with_partition(item, decoded), _describe(exc), now_ms)
-    except TesseraError as exc:
-        # Misconfiguration (unknown protocol or handler, bad intent): retrying cannot help.
-        outcome = _park(rt, item, _describe(exc), now_ms)
     except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the queue
-        log.exception("item %s:%d raised unexpectedly", item.source, item.source_id)
-        outcome = _retry(rt, _with_partition(item, decoded), f"unexpected {_describe(exc)}", now_ms)
+        failure = environment_failure(exc)
+        if isinstance(exc, StorageUnavailable):
+            raise
+        if failure is not None:
+            raise unavailable(rt.db.path, failure) from exc
+        outcome = _failed(rt, _with_partition(item, decoded), exc, now_ms)
     else:
         outcome = _dispose(rt, item, handled, now_ms)
     if rt.registry.observes_items:
@@ -92,6 +108,19 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
                   extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
                          "outcome": outcome.kind, "events": [e.seq for e in outcome.events]})
     return outcome
+
+
+def _failed(rt: Runtime, item: WorkItem, exc: Exception, now_ms: int) -> Outcome:
+    """The item's own failure: it is retried or parked, and the try counts."""
+    if isinstance(exc, PermanentError):
+        return _park(rt, item, _describe(exc), now_ms)
+    if isinstance(exc, TransientError):
+        return _retry(rt, item, _describe(exc), now_ms)
+    if isinstance(exc, TesseraError):
+        # Misconfiguration (unknown protocol or handler, bad intent): retrying cannot help.
+        return _park(rt, item, _describe(exc), now_ms)
+    log.error("item %s:%d raised unexpectedly", item.source, item.source_id, exc_info=exc)
+    return _retry(rt, item, f"unexpected {_describe(exc)}", now_ms)
 
 
 def _with_partition(item: WorkItem, decoded: list[str]) -> WorkItem:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from core import leases, queues
+from core.db import environment_failure
 from core.errors import PermanentError, TransientError
 from core.leases import Lease
 from core.queues import OutgoingItem, WorkItem
@@ -52,6 +53,8 @@ def _publish_one(rt: Runtime, lease: Lease | None, item: OutgoingItem) -> None:
             raise PermanentError(f"no transport {item.transport!r} is registered")
         transport.send(rt, item)
     except Exception as exc:  # noqa: BLE001 - any send failure is recorded on the row
+        if environment_failure(exc) is not None:
+            raise  # our own database failed (e.g. the loopback's write): not a failure of the message
         error = exc
     now = rt.clock.now_ms()
     with rt.db.write():

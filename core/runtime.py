@@ -23,7 +23,7 @@ import attrs
 
 from core import blobs, eventlog, queues, recheck
 from core.clock import SystemClock
-from core.db import Database
+from core.db import Database, environment_failure
 from core.errors import PluginError, UnknownIntent
 from core.intents import (
     AppendBlobSlice,
@@ -180,6 +180,8 @@ class Runtime:
             with self.db.write():
                 projector.apply(self.db.conn, event)
         except Exception as exc:  # noqa: BLE001 - isolation is the point
+            if environment_failure(exc) is not None:
+                raise  # not the projector's failure: the whole item waits for the disk (or lock) instead
             self._record_projection_failure(projector.name, event.seq, exc, now_ms)
 
     def _record_projection_failure(self, name: str, seq: int, exc: Exception, now_ms: int) -> None:
