@@ -5,9 +5,16 @@ sender resumes after a crash from there); a slice below it is a duplicate and
 a no-op when its bytes match (a conflict otherwise); a slice above it is
 refused with :class:`SliceOutOfOrder` naming the slice expected.  Refusing
 rather than holding keeps memory and storage bounded by what was verified
-in order.  When the received bytes reach ``total_size`` the content is
-hashed from the stored slices and the blob is marked ``complete`` — or
-``corrupt`` with the reason.
+in order.
+
+A bad slice is refused alone and changes nothing, so the right slice can
+still follow: a slice declaring another total size (:class:`SliceSizeMismatch`),
+one reaching past the declared end (:class:`SliceOverrun`), one resent with
+other bytes over a stored range (:class:`SliceConflict`), and the last slice
+when the content it completes does not hash to the file id
+(:class:`BlobHashMismatch`).  A wrong slice that only the final hash can
+reveal (an earlier one) leaves the blob unable to complete; :func:`reset`
+(``tessera blob reset``) drops its slices so it can be sent again.
 """
 
 from __future__ import annotations
@@ -20,7 +27,16 @@ from pathlib import Path
 import attrs
 
 from core.db import Database
-from core.errors import BlobCorrupt, InvalidInput, NotFound, SliceConflict, SliceOutOfOrder
+from core.errors import (
+    BlobCorrupt,
+    BlobHashMismatch,
+    InvalidInput,
+    NotFound,
+    SliceConflict,
+    SliceOutOfOrder,
+    SliceOverrun,
+    SliceSizeMismatch,
+)
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -53,7 +69,10 @@ def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_s
         # not leave a row whose declared size would refuse the correct resend.
         blob = BlobInfo(file_id, total_size, mime, 0, 0, "receiving", None)
     if blob.total_size != total_size:
-        raise InvalidInput(f"blob {file_id[:12]}… was declared {blob.total_size} bytes, this slice says {total_size}")
+        raise SliceSizeMismatch(
+            f"blob {file_id[:12]}… was declared {blob.total_size} bytes, slice {slice_no} says {total_size}; "
+            f"the slice was refused. If the declared size is the wrong one, `tessera blob reset {file_id}` "
+            "drops the blob's slices so the file can be sent again")
     if slice_no < blob.next_slice:
         _check_duplicate(db, file_id, slice_no, data)
         return blob
@@ -61,18 +80,25 @@ def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_s
         raise SliceOutOfOrder(
             f"blob {file_id[:12]}… expects slice {blob.next_slice}, got {slice_no}; resend from slice "
             f"{blob.next_slice}", expected=blob.next_slice)
-    if blob.received_bytes + len(data) > total_size:
-        raise InvalidInput(f"slice {slice_no} overruns blob {file_id[:12]}… ({total_size} bytes declared)")
+    received = blob.received_bytes + len(data)
+    if received > total_size:
+        raise SliceOverrun(f"slice {slice_no} overruns blob {file_id[:12]}…: it covers bytes "
+                           f"{_span(blob.received_bytes, len(data))}, the blob is {total_size} bytes")
+    if received == total_size:
+        _check_content_hash(db, file_id, slice_no, data)
     if is_new:
         _create(db, file_id, total_size, mime, now_ms)
     db.execute("INSERT INTO blob_slices(file_id, slice_no, offset, data) VALUES (?, ?, ?, ?)",
                (file_id, slice_no, blob.received_bytes, data))
-    received = blob.received_bytes + len(data)
     db.execute("UPDATE blobs SET next_slice = ?, received_bytes = ? WHERE file_id = ?",
                (slice_no + 1, received, file_id))
     if received == total_size:
-        _finish(db, file_id, now_ms)
+        db.execute("UPDATE blobs SET status = 'complete', completed_at_ms = ? WHERE file_id = ?", (now_ms, file_id))
     return info(db, file_id)
+
+
+def _span(offset: int, length: int) -> str:
+    return f"{offset}-{offset + length - 1}" if length else f"{offset} (empty)"
 
 
 def _validate(file_id: str, slice_no: int, data: bytes, total_size: int, max_slice_bytes: int) -> None:
@@ -93,26 +119,42 @@ def _create(db: Database, file_id: str, total_size: int, mime: str | None, now_m
 
 
 def _check_duplicate(db: Database, file_id: str, slice_no: int, data: bytes) -> None:
-    stored = db.value("SELECT data FROM blob_slices WHERE file_id = ? AND slice_no = ?", (file_id, slice_no))
-    if stored != data:
-        raise SliceConflict(f"slice {slice_no} of blob {file_id[:12]}… was already stored with different bytes")
+    row = db.one("SELECT offset, data FROM blob_slices WHERE file_id = ? AND slice_no = ?", (file_id, slice_no))
+    if row is not None and row[1] != data:
+        raise SliceConflict(f"slice {slice_no} (bytes {_span(row[0], len(row[1]))}) of blob {file_id[:12]}… was "
+                            "already stored with different bytes; the resent slice was refused")
 
 
-def _finish(db: Database, file_id: str, now_ms: int) -> None:
+def _check_content_hash(db: Database, file_id: str, slice_no: int, data: bytes) -> None:
+    """Refuse the completing slice unless the content, with it, hashes to the file id."""
     digest = hashlib.sha256()
     for chunk in _chunks(db, file_id):
         digest.update(chunk)
-    if digest.hexdigest() == file_id:
-        db.execute("UPDATE blobs SET status = 'complete', completed_at_ms = ? WHERE file_id = ?", (now_ms, file_id))
-    else:
-        reason = f"content hashes to {digest.hexdigest()}, not to its file_id"
-        db.execute("UPDATE blobs SET status = 'corrupt', reason = ?, completed_at_ms = ? WHERE file_id = ?",
-                   (reason, now_ms, file_id))
+    digest.update(data)
+    if digest.hexdigest() != file_id:
+        raise BlobHashMismatch(
+            f"slice {slice_no} would make blob {file_id[:12]}… hash to {digest.hexdigest()[:12]}…, not to its "
+            f"file id; the slice was refused and the blob still expects slice {slice_no}. If the right slice is "
+            f"refused too, an earlier slice is wrong: `tessera blob reset {file_id}` drops the slices so the "
+            "file can be sent again")
 
 
 def _chunks(db: Database, file_id: str) -> Iterator[bytes]:
     for (data,) in db.execute("SELECT data FROM blob_slices WHERE file_id = ? ORDER BY slice_no", (file_id,)):
         yield data
+
+
+def reset(db: Database, file_id: str) -> int:
+    """Drop blob ``file_id`` and its slices (inside a write); returns how many slices went.
+
+    The next slice 0 starts the file afresh, with whatever size and type it declares.
+    """
+    if info(db, file_id) is None:
+        raise NotFound(f"no blob {file_id}; check the file id (the lowercase hex SHA-256 of the content)")
+    dropped = db.value("SELECT count(*) FROM blob_slices WHERE file_id = ?", (file_id,))
+    db.execute("DELETE FROM blob_slices WHERE file_id = ?", (file_id,))
+    db.execute("DELETE FROM blobs WHERE file_id = ?", (file_id,))
+    return dropped
 
 
 def _require_complete(db: Database, file_id: str) -> BlobInfo:

@@ -232,11 +232,23 @@ class SliceOutOfOrder(BlobError, InvalidInput):
 
 
 class SliceConflict(BlobError, InvalidInput):
-    """A slice number was already stored with different bytes."""
+    """A slice number was already stored with different bytes: its range would overlap what is stored."""
+
+
+class SliceSizeMismatch(BlobError, InvalidInput):
+    """A slice declares a total file size other than the one the blob's first slice declared."""
+
+
+class SliceOverrun(BlobError, InvalidInput):
+    """A slice reaches past the end of the file its blob declared."""
+
+
+class BlobHashMismatch(BlobError, InvalidInput):
+    """The slice completing a blob makes its content hash differ from the file id; it was not stored."""
 
 
 class BlobCorrupt(BlobError):
-    """The assembled blob does not match its content hash or declared size."""
+    """A blob cannot be read: it is still incomplete, or an older version marked it corrupt."""
 
 
 # --- projections -------------------------------------------------------

@@ -229,6 +229,22 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     click.echo(f"wrote {written} bytes to {path}")
 
 
+@blob.command("reset")
+@click.argument("file_id")
+@click.option("--yes", is_flag=True, help="Confirm resetting a complete blob (its content is deleted for good).")
+@click.pass_obj
+def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
+    """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+    app = obj.app()
+    with app.db.write():
+        found = blobs.info(app.db, file_id)
+        if found is not None and found.status == "complete" and not yes:
+            raise click.UsageError(f"blob {file_id} is complete; resetting deletes its content for good; "
+                                   "add --yes to confirm")
+        dropped = blobs.reset(app.db, file_id)
+    click.echo(f"dropped {dropped} slices of blob {file_id}")
+
+
 @cli.command()
 @click.option("--projection", "projections", multiple=True, help="Projector to rebuild (repeatable).")
 @click.option("--protocol", help="Rebuild every projector of this protocol.")

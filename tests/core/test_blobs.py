@@ -15,10 +15,14 @@ from core import blobs, hookimpl
 from core.db import Database
 from core.errors import (
     BlobCorrupt,
+    BlobError,
+    BlobHashMismatch,
     InvalidInput,
     NotFound,
     SliceConflict,
     SliceOutOfOrder,
+    SliceOverrun,
+    SliceSizeMismatch,
 )
 from core.intents import AppendBlobSlice
 from core.protocol import Command, Protocol
@@ -104,7 +108,7 @@ def test_a_duplicate_slice_is_a_noop(db):
 
 def test_the_same_slice_number_with_other_bytes_is_a_conflict(db):
     append(db, 0, DATA[:4096])
-    with pytest.raises(SliceConflict, match="slice 0 of blob .* different bytes"):
+    with pytest.raises(SliceConflict, match=r"slice 0 \(bytes 0-4095\) of blob .* different bytes"):
         append(db, 0, b"x" * 4096)
     assert db.value("SELECT data FROM blob_slices WHERE slice_no = 0") == DATA[:4096]
 
@@ -132,21 +136,115 @@ def test_a_refused_first_slice_leaves_nothing_behind(db):
     assert send_all(db).status == "complete"
 
 
-def test_a_wrong_total_hash_marks_the_blob_corrupt(db, tmp_path):
-    wrong = b"not the content" + DATA[15:]
-    info = send_all(db, wrong)
-    assert info.status == "corrupt"
-    assert info.reason == f"content hashes to {hashlib.sha256(wrong).hexdigest()}, not to its file_id"
-    with pytest.raises(BlobCorrupt, match="is corrupt \\(content hashes to"):
-        list(blobs.stream(db, FILE_ID))
-    target = tmp_path / "out.bin"
+def test_a_last_slice_that_makes_the_hash_wrong_is_refused_alone(db, tmp_path):
+    """Regression: the blob was marked corrupt for good, so the right last slice could no longer complete it."""
+    append(db, 0, DATA[:4096])
+    append(db, 1, DATA[4096:8192])
+    wrong = b"x" * 2048
+    with pytest.raises(BlobHashMismatch, match=r"slice 2 would make blob .* hash to") as raised:
+        append(db, 2, wrong)
+    assert isinstance(raised.value, BlobError) and isinstance(raised.value, InvalidInput)
+    assert "tessera blob reset" in str(raised.value)
+    info = blobs.info(db, FILE_ID)
+    assert (info.status, info.next_slice, info.received_bytes) == ("receiving", 2, 8192)
+    assert stored_slices(db) == [(0, 0, 4096), (1, 4096, 4096)]
+    with pytest.raises(BlobCorrupt, match="is receiving"):
+        blobs.export(db, FILE_ID, tmp_path / "out.bin")
+    assert list(tmp_path.glob("out*")) == []  # a refused export leaves no .part file behind
+    assert append(db, 2, DATA[8192:]).status == "complete"
+    assert blobs.export(db, FILE_ID, tmp_path / "out.bin") == len(DATA)
+
+
+def test_a_slice_with_the_wrong_total_size_is_refused_alone(db):
+    append(db, 0, DATA[:4096])
+    with pytest.raises(SliceSizeMismatch, match="was declared 10240 bytes, slice 1 says 9999") as raised:
+        append(db, 1, DATA[4096:8192], total=9999)
+    assert isinstance(raised.value, BlobError) and isinstance(raised.value, InvalidInput)
+    assert blobs.info(db, FILE_ID).next_slice == 1
+    append(db, 1, DATA[4096:8192])
+    assert append(db, 2, DATA[8192:]).status == "complete"
+
+
+def test_a_slice_past_the_declared_end_is_refused_alone(db):
+    append(db, 0, DATA[:4096])
+    with pytest.raises(SliceOverrun, match=r"slice 1 overruns blob .*: it covers bytes 4096-12095, the blob is 10240 bytes"):
+        append(db, 1, DATA[4096:] + DATA[:1856])
+    assert stored_slices(db) == [(0, 0, 4096)]
+    assert send_all(db).status == "complete"
+
+
+@pytest.mark.parametrize("resent", [b"y" * 4096, DATA[:5000], DATA[:100]], ids=["other-bytes", "longer", "shorter"])
+def test_a_resent_slice_overlapping_other_bytes_is_refused_alone(db, resent):
+    append(db, 0, DATA[:4096])
+    append(db, 1, DATA[4096:8192])
+    with pytest.raises(SliceConflict, match=r"slice 0 \(bytes 0-4095\) of blob .* different bytes") as raised:
+        append(db, 0, resent)
+    assert isinstance(raised.value, BlobError)
+    assert stored_slices(db) == [(0, 0, 4096), (1, 4096, 4096)]
+    assert append(db, 2, DATA[8192:]).status == "complete"
+
+
+def test_a_bad_slice_of_one_file_leaves_the_others_alone(db):
+    other = random.Random(3).randbytes(5000)
+    other_id = hashlib.sha256(other).hexdigest()
+    append(db, 0, DATA[:4096])
+    append(db, 0, other[:4096], file_id=other_id, total=len(other))
+    with pytest.raises(BlobHashMismatch):
+        append(db, 1, b"z" * 904, file_id=other_id, total=len(other))
+    append(db, 1, DATA[4096:8192])
+    assert append(db, 2, DATA[8192:]).status == "complete"
+    assert append(db, 1, other[4096:], file_id=other_id, total=len(other)).status == "complete"
+
+
+def test_reset_drops_a_files_slices_so_it_can_be_sent_again(db):
+    append(db, 0, DATA[:4096])
+    append(db, 1, b"w" * 4096)  # wrong, but only the hash at the end can tell
+    with pytest.raises(BlobHashMismatch):
+        append(db, 2, DATA[8192:])
+    with db.write():
+        assert blobs.reset(db, FILE_ID) == 2
+    assert blobs.info(db, FILE_ID) is None and stored_slices(db) == []
+    assert send_all(db).status == "complete"
+    with db.write(), pytest.raises(NotFound, match="no blob"):
+        blobs.reset(db, EMPTY_ID)
+
+
+def test_a_blob_left_corrupt_by_an_older_version_can_be_reset(db):
+    send_all(db)
+    db.execute("UPDATE blobs SET status = 'corrupt', reason = 'content hashes to 00'")
     with pytest.raises(BlobCorrupt):
-        blobs.export(db, FILE_ID, target)
-    # Regression: a refused export used to leave an empty "out.bin.part" behind.
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
-    # A corrupt blob takes no further slices.
-    with pytest.raises(SliceOutOfOrder):
-        append(db, info.next_slice, b"x")
+        list(blobs.stream(db, FILE_ID))
+    with db.write():
+        assert blobs.reset(db, FILE_ID) == 3
+    assert send_all(db).status == "complete"
+
+
+def cli(*args: str):
+    from click.testing import CliRunner
+
+    from jobs.cli import cli as tessera
+
+    return CliRunner().invoke(tessera, list(args), catch_exceptions=False)
+
+
+def test_tessera_blob_reset(tmp_path, settings):
+    path = str(tmp_path / "cli.db")
+    assert cli("--db", path, "init", "--protocol", "example").exit_code == 0
+    with Database(path, settings) as db:
+        append(db, 0, DATA[:4096])
+        append(db, 1, DATA[4096:8192])
+    result = cli("--db", path, "blob", "reset", FILE_ID)
+    assert result.exit_code == 0 and f"dropped 2 slices of blob {FILE_ID}" in result.output
+    missing = cli("--db", path, "blob", "reset", FILE_ID)
+    assert missing.exit_code == 1 and missing.output.startswith("Error: no blob") and len(missing.output.splitlines()) == 1
+    with Database(path, settings) as db:
+        assert blobs.info(db, FILE_ID) is None
+        send_all(db)
+    refused = cli("--db", path, "blob", "reset", FILE_ID)
+    assert refused.exit_code == 2 and "--yes" in refused.output
+    assert cli("--db", path, "blob", "reset", FILE_ID, "--yes").exit_code == 0
+    with Database(path, settings) as db:
+        assert blobs.info(db, FILE_ID) is None
 
 
 def test_incomplete_and_missing_blobs_cannot_be_read(db, tmp_path):
@@ -200,12 +298,6 @@ def test_malformed_slices_are_refused(db, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         append(db, args.pop("slice_no"), args.pop("data"), **args)
     assert db.value("SELECT count(*) FROM blobs") == 0
-
-
-def test_a_later_slice_cannot_change_the_declared_size(db):
-    append(db, 0, DATA[:4096])
-    with pytest.raises(InvalidInput, match="was declared 10240 bytes, this slice says 9999"):
-        append(db, 1, DATA[4096:8192], total=9999)
 
 
 def test_a_slice_over_the_limit_is_refused(db):
