@@ -27,7 +27,7 @@ class App:
         if protocol not in self.enabled:
             raise ProtocolNotEnabled(
                 f"protocol {protocol!r} is installed but not enabled in {self.db.path}; "
-                f"run `tessera init --protocol {protocol}`"
+                f"enable it with `tessera --db {self.db.path} init --protocol {protocol}`"
             )
 
     def projectors(self, protocols: Iterable[str] | None = None) -> list[Any]:

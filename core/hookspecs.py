@@ -56,7 +56,8 @@ def register_cli_commands(cli: Any) -> None:
 
     :param cli: the root ``click.Group``; add a group named after the protocol
         (``tessera marmot ...``).  Inside a command,
-        ``click.get_current_context().obj.app()`` opens the database.
+        ``click.get_current_context().obj.app()`` opens the database, and
+        refuses (saying how to enable it) when the protocol is not enabled there.
     """
 
 

@@ -1,8 +1,9 @@
 """The ``tessera`` command line.
 
 Every error a user can cause is printed as one line (``Error: ...``) with a
-non-zero exit; protocols add their own subcommands through the
-``register_cli_commands`` hook.
+non-zero exit (see :mod:`jobs.cli_errors`); protocols add their own
+subcommands through the ``register_cli_commands`` hook, and inside them
+``obj.app()`` refuses a database where that protocol is not enabled.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import click
 
 from core import blobs, queues
 from core.app import App
-from core.errors import TesseraError
 from core.plugins import get_plugins, make_plugin_manager
 from core.settings import SETTINGS, Settings
 from core.status import snapshot
 from jobs import ingest as ingest_job
+from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.logs import configure_logging
 from schema_loader.setup import open_app
 
@@ -33,27 +34,21 @@ class CliState:
         self._app: App | None = None
 
     def app(self, *, create: bool = False, enable: tuple[str, ...] = ()) -> App:
+        """The opened database; inside a protocol's subcommands, refused unless that protocol is enabled."""
         if self._app is None or enable:
             if self._app is not None:
                 self._app.close()
             self._app = open_app(self.settings, self.pm, enable=enable, create=create)
+        protocol = _running_protocol()
+        if protocol is not None and protocol in self._app.registry.protocols:
+            # Before the plugin's own code meets a missing table, say what to do about it.
+            self._app.require_enabled(protocol)
         return self._app
 
     def close(self) -> None:
         if self._app is not None:
             self._app.close()
             self._app = None
-
-
-class TesseraGroup(click.Group):
-    """Turns TesseraError into a one-line message and exit status 1."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except TesseraError as exc:
-            message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-            raise click.ClickException(message) from exc
 
 
 _pm = make_plugin_manager()
@@ -313,7 +308,8 @@ def settings_command() -> None:
 @cli.command()
 @click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"),
               show_default=True, help="Where the demo database and files go (recreated each run).")
-@click.option("--messages", default=1500, show_default=True, help="Messages the simulated group sends.")
+@click.option("--messages", default=1500, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Messages the simulated group sends.")
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
               help="Rebuild engine for the last step.")
 @click.pass_obj
@@ -324,8 +320,25 @@ def demo(obj: CliState, workdir: Path, messages: int, engine: str) -> None:
     run_demo(obj.pm, workdir, messages=messages, engine=engine)
 
 
+# Top-level commands the register_cli_commands hook added: each is named after its protocol.
+_plugin_commands: set[str] = set()
+
+
 def _register_plugin_commands() -> None:
+    before = set(cli.commands)
     _pm.hook.register_cli_commands(cli=cli)
+    _plugin_commands.update(set(cli.commands) - before)
+    bound_integers(cli)
+
+
+def _running_protocol() -> str | None:
+    """The plugin command group (``tessera marmot ...``) the running command belongs to, if any."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent
+    if ctx is None or ctx.parent is None or ctx.info_name not in _plugin_commands:
+        return None
+    return ctx.info_name
 
 
 _register_plugin_commands()

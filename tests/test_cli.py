@@ -215,3 +215,19 @@ def test_check_refuses_what_is_not_a_tessera_database_in_one_line(tmp_path, cont
     code, out, err = _check(db)
     assert code == 1 and len(err) == 1 and err[0].startswith("Error: "), err
     assert db.exists() == (content is not None)
+
+
+@pytest.mark.parametrize("enabled, args", [
+    ("example", ["marmot", "groups"]),
+    ("example", ["marmot", "history", "--group", "ab" * 32]),
+    ("marmot", ["example", "page", "lobby"]),
+    ("marmot", ["example", "post", "lobby", "hi", "--key", "05" * 32]),
+])
+def test_a_plugin_command_on_a_database_without_the_plugin_says_how_to_enable_it(tmp_path, enabled, args):
+    db = tmp_path / "partial.db"
+    tessera(db, "init", "--protocol", enabled)
+    proc = tessera(db, *args, check=False)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert lines[0] == (f"Error: protocol {args[0]!r} is installed but not enabled in {db}; enable it with "
+                        f"`tessera --db {db} init --protocol {args[0]}`"), lines

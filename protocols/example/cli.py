@@ -16,9 +16,14 @@ def example():
     """The example signed chat-log protocol."""
 
 
+# The stream is built in memory; beyond this it would exhaust memory rather than finish.
+MAX_GENERATED = 10_000_000
+
+
 @example.command()
-@click.option("--messages", default=1000, show_default=True, help="How many messages to generate.")
-@click.option("--rooms", default=3, show_default=True, help="How many rooms.")
+@click.option("--messages", default=1000, show_default=True, type=click.IntRange(0, MAX_GENERATED),
+              help="How many messages to generate.")
+@click.option("--rooms", default=3, show_default=True, type=click.IntRange(1, 100_000), help="How many rooms.")
 @click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same stream).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .jsonl file.")
 def generate(messages: int, rooms: int, seed: int, out: Path):
@@ -31,11 +36,15 @@ def generate(messages: int, rooms: int, seed: int, out: Path):
 def _cursor(value: str | None) -> tuple[int, bytes] | None:
     if value is None:
         return None
+    ts, sep, mid = value.partition(":")
     try:
-        ts, _, mid = value.partition(":")
-        return int(ts), bytes.fromhex(mid)
+        cursor = int(ts), bytes.fromhex(mid)
     except ValueError:
-        raise InvalidInput(f"--before must be TS_MS:ID_HEX, got {value!r}") from None
+        cursor = None
+    if not sep or cursor is None or not 0 <= cursor[0] < 2**63:
+        raise InvalidInput("--before must be TS_MS:ID_HEX (milliseconds from 0 to 2**63-1, a colon, the message "
+                           f"id in hex, as `example page --json` gives ts_ms and id); got {value!r}")
+    return cursor
 
 
 @example.command()

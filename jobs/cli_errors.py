@@ -1,0 +1,100 @@
+"""How the ``tessera`` command line reports what a user got wrong: one line on stderr, a non-zero exit.
+
+- a :class:`TesseraError` prints ``Error: <message>`` and exits 1;
+- an operating-system error about a path (a directory that does not exist, a
+  file where a directory should be, no permission) prints the path and the
+  reason and exits 1, whichever command or plugin met it;
+- click's usage errors (an unknown option, a missing argument, a value out of
+  range) print ``Error: <message> (see 'tessera ... --help')`` and exit 2,
+  instead of click's usage block;
+- every integer option and argument, plugins' included, is refused by click
+  beyond signed 64 bits, the most SQLite stores (:func:`bound_integers`).
+
+A Python traceback therefore means a bug, never a bad argument.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from core.errors import TesseraError
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class TesseraGroup(click.Group):
+    """The root group: turns the errors above into one line each (see the module docs)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TesseraError as exc:
+            raise click.ClickException(one_line(str(exc))) from exc
+        except OSError as exc:
+            if exc.filename is None:
+                raise  # not about a path the user gave: a bug to see in full
+            raise click.ClickException(f"{exc.filename}: {exc.strerror or exc}; check that path (a directory "
+                                       "that exists, a file where a file is expected, and permissions)") from exc
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group given no subcommand: its help is the answer
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"Error: {one_line(exc.format_message())}{where}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"Error: {one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        # Without standalone mode click returns an Exit's status (--help: 0) or the command's result.
+        sys.exit(result if type(result) is int else 0)
+
+
+class Int64(click.types.IntParamType):
+    """An integer SQLite can store: beyond 64 bits it would fail deep inside a query instead."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return _fits(super().convert(value, param, ctx), self, param, ctx)
+
+
+class Int64Range(click.IntRange):
+    """A click.IntRange whose numbers also fit in 64 bits (its help still shows only its own range)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return _fits(super().convert(value, param, ctx), self, param, ctx)
+
+
+def _fits(number: int, kind: click.ParamType, param: click.Parameter | None, ctx: click.Context | None) -> int:
+    if not INT64_MIN <= number <= INT64_MAX:
+        kind.fail(f"{number} does not fit in a signed 64-bit integer, the largest number Tessera stores", param, ctx)
+    return number
+
+
+def bound_integers(command: click.Command) -> None:
+    """Give every integer parameter under ``command`` the 64-bit check, keeping its own range."""
+    for param in command.params:
+        kind = param.type
+        if isinstance(kind, click.IntRange) and not isinstance(kind, Int64Range):
+            param.type = Int64Range(kind.min, kind.max, min_open=kind.min_open, max_open=kind.max_open,
+                                    clamp=kind.clamp)
+        elif type(kind) is click.types.IntParamType:
+            param.type = Int64()
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            bound_integers(sub)
