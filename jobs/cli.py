@@ -247,7 +247,8 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
               help="Replay engine (default: spark when pyspark is importable).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL, e.g. spark://host:7077.")
 @click.option("--conf", "confs", multiple=True, help="Spark setting KEY=VALUE (repeatable).")
-@click.option("--partitions", type=click.IntRange(min=1), help="Spark partitions for the replay (default: the larger of 2 x cores and "
+@click.option("--partitions", type=click.IntRange(min=1),
+              help="Spark partitions for the replay (default: the larger of 2 x cores and "
                    "events / --partition-events).")
 @click.option("--partition-events", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Target events per replay partition (each is folded in memory): the local engine's bucket "

@@ -114,7 +114,8 @@ def _all_commands(group: click.Group, prefix=()):
             yield from _all_commands(command, (*prefix, name))
 
 
-@pytest.mark.parametrize("path, command", list(_all_commands(cli)), ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize("path, command", list(_all_commands(cli)),
+                         ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
 def test_every_command_has_help(path, command):
     assert command.help and len(command.help.strip()) > 10, f"tessera {' '.join(path)} needs help text"
     result = CliRunner().invoke(cli, [*path, "--help"])

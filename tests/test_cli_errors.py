@@ -76,7 +76,8 @@ def places(tmp_path_factory) -> Iterator[dict]:
         env.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(group / "state.key"))
         for args in (["marmot", "simulate", *CHEAP[("marmot", "simulate")], "--out", str(group)],
                      ["--db", str(root / "all.db"), "init"],
-                     ["--db", str(root / "all.db"), "marmot", "join", "--identity", str(group / "observer.identity.json"),
+                     ["--db", str(root / "all.db"), "marmot", "join",
+                      "--identity", str(group / "observer.identity.json"),
                       "--welcome", str(group / "observer.welcome.json")]):
             result = runner.invoke(cli, args, catch_exceptions=False)
             assert result.exit_code == 0, result.output
