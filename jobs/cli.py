@@ -134,11 +134,13 @@ def status(obj: CliState, as_json: bool) -> None:
               help="Blobs per transaction.")
 @click.pass_obj
 def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
-    """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin)."""
+    """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
     app = obj.app()
     app.require_enabled(protocol)
-    queued = ingest_job.ingest_lines(app, protocol, source, batch=batch)
-    click.echo(f"queued {queued} blobs for {protocol}")
+    report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
+    click.echo(f"queued {report.queued} blobs for {protocol}")
+    if report.skipped:
+        click.echo(ingest_job.describe_skipped(report, app.db.settings.max_item_bytes))
 
 
 @cli.command()

@@ -55,7 +55,7 @@ def run_demo(pm: Any, workdir: Path, *, messages: int = 1500, engine: str = "spa
     app = open_app(settings, pm, enable=["marmot"], create=True)
     out.rule("2. join as the observer and ingest the relay stream")
     _join(app, workdir)
-    queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl"))
+    queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl")).queued
     out.print(f"queued {queued:,} relay events")
     out.rule("3. tick until idle")
     _tick(app, queued)
