@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
 
+import click
 import pytest
 
 from core.settings import SETTINGS
 from core.status import STATUS_KEYS
+from jobs.cli import cli
 from tests.conftest import ROOT
 
 OPERATIONS = (ROOT / "docs" / "operations.md").read_text()
@@ -32,3 +36,88 @@ def test_readme_starts_with_the_two_commands():
     assert len(commands) == 2 and commands[0].endswith("tessera demo") and "pytest" in commands[1]
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == commands[1], ".ci/run must run the README's test command"
+
+
+# --- every `tessera ...` in the docs names real commands and flags ------------------------------------------------
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+# Inline code may wrap onto the next line of a paragraph.
+_INLINE = re.compile(r"`([^`\n]+(?:\n[^`\n]+)?)`")
+# Where a shell command starts: a line's start, after a pipe, &&, ;, $( or ExecStart=; the program may have a path.
+_IN_SHELL = re.compile(r"(?:^|[|;(=]|&&)\s*(?:[\w./-]*/)?tessera(?=\s|$)(?P<rest>.*)$")
+_END_OF_COMMAND = {"|", "||", "&&", ";", ">", ">>", "<", "2>&1", "&", "...", "…", "--"}
+
+
+def invocations(path: Path) -> list[tuple[int, str]]:
+    """(line, what follows `tessera`) for each invocation in code blocks and inline code."""
+    text = path.read_text()
+    found = []
+    prose = text
+    for block in _FENCED.finditer(text):
+        line_number = text.count("\n", 0, block.start(1)) + 1
+        pending = ""
+        for offset, line in enumerate(block.group(1).split("\n")):
+            if line.endswith("\\"):  # continued on the next line: one command
+                pending += line[:-1] + " "
+                continue
+            for match in _IN_SHELL.finditer(pending + line):
+                found.append((line_number + offset, match["rest"]))
+            pending = ""
+        blank = "".join(c if c == "\n" else " " for c in block.group(0))
+        prose = prose[:block.start()] + blank + prose[block.end():]
+    for span in _INLINE.finditer(prose):
+        match = re.match(r"\s*(?:[\w./-]*/)?tessera(?=\s|$)(?P<rest>.*)$", span.group(1), re.DOTALL)
+        if match:
+            found.append((prose.count("\n", 0, span.start()) + 1, match["rest"]))
+    return found
+
+
+def _words(rest: str) -> list[str]:
+    try:
+        return shlex.split(rest, comments=True)
+    except ValueError:  # an unbalanced quote in prose: plain words are enough to find commands and flags
+        return rest.split()
+
+
+def unknown_parts(rest: str) -> list[str]:
+    """Subcommands and --flags of ``tessera <rest>`` that the click tree does not have."""
+    command: click.Command = cli
+    path = ["tessera"]
+    problems = []
+    words = _words(rest)
+    i = 0
+    while i < len(words):
+        word = words[i].strip("[]")
+        if words[i] in _END_OF_COMMAND or word in _END_OF_COMMAND:
+            break
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            option = next((p for p in command.params if isinstance(p, click.Option) and name in p.opts), None)
+            if option is None and name != "--help":
+                problems.append(f"`{' '.join(path)}` has no option {name}")
+            elif option is not None and not (option.is_flag or option.count) and "=" not in word:
+                i += 1  # its value
+        elif isinstance(command, click.Group) and word and not word.startswith("-"):
+            if word not in command.commands:
+                problems.append(f"`{' '.join(path)}` has no subcommand {word!r}")
+                break
+            command = command.commands[word]
+            path.append(word)
+        i += 1
+    return problems
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_documented_command_and_flag_exists(doc):
+    problems = [f"{doc.name}:{line}: {problem} (in `tessera {rest.strip()}`)"
+                for line, rest in invocations(doc) for problem in unknown_parts(rest)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_docs_check_finds_invocations_everywhere():
+    found = {doc.name: invocations(doc) for doc in DOCS}
+    assert all(found[name] for name in ("README.md", "operations.md", "marmot.md", "plugin-guide.md")), found
+    assert unknown_parts("--db x.db rebuild --bucket-events 5") == ["`tessera rebuild` has no option --bucket-events"]
+    assert unknown_parts("marmot histroy --group G") == ["`tessera marmot` has no subcommand 'histroy'"]
+    assert unknown_parts("--db chat.db marmot history --group G [--until C:ID] [--json] | jq .") == []
