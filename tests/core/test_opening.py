@@ -110,7 +110,8 @@ def test_a_directory_is_refused(tmp_path):
 
 READ_ONLY = [["status"], ["status", "--json"], ["parked", "list"], ["tick", "--once"],
              ["ingest", "--protocol", "example", "-"], ["blob", "export", "ab" * 32, "out.bin"],
-             ["example", "page", "lobby"], ["settings"], ["plugins"]]
+             ["example", "page", "lobby"], ["marmot", "groups"], ["marmot", "history", "--group", "ab" * 32],
+             ["settings"], ["plugins"]]
 
 
 @pytest.mark.parametrize("args", READ_ONLY, ids=" ".join)
