@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +34,9 @@ from schema_loader.setup import INSTANCE_KEY
 log = logging.getLogger("tessera.rebuild")
 
 VERIFY_SNAPSHOT_ATTEMPTS = 20
+# The master URLs Spark itself accepts; anything else makes its JVM exit before the session exists.
+_SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                           r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+|yarn")
 ProgressFactory = Callable[[str, int | None], Any]
 
 
@@ -116,11 +120,20 @@ def _no_progress(name: str, total: int | None):
     return contextlib.nullcontext(lambda n: None)
 
 
+def check_master(master: str) -> None:
+    """Refuse a --master Spark would not parse, before starting a JVM that would exit on it."""
+    if not _SPARK_MASTER.fullmatch(master):
+        raise InvalidInput(f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
+                           "spark://HOST:PORT, k8s://URL or yarn")
+
+
 def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
             progress: ProgressFactory = _no_progress) -> RebuildReport:
     """Run the whole pipeline (see the module docs); returns the report."""
     if options.engine not in ("spark", "local"):
         raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
+    if options.engine == "spark" and spark is None:
+        check_master(options.master)
     if options.partition_events < 1:
         raise InvalidInput(f"--partition-events must be at least 1, got {options.partition_events}")
     projectors = select_projectors(app, options)

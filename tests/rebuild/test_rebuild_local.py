@@ -109,7 +109,8 @@ def test_rebuild_runs_no_side_effects(make_app):
     app = make_app([example], ["example"])
     for n in range(5):
         app.runtime.run_command("example.post", {"room": "r", "text": f"t{n}", "secret_key": "0a" * 32})
-    before = app.db.all("SELECT * FROM outgoing"), app.db.all("SELECT * FROM deferred"), app.db.all("SELECT * FROM incoming")
+    before = (app.db.all("SELECT * FROM outgoing"), app.db.all("SELECT * FROM deferred"),
+              app.db.all("SELECT * FROM incoming"))
     rebuild(app, LOCAL)
     assert (app.db.all("SELECT * FROM outgoing"), app.db.all("SELECT * FROM deferred"),
             app.db.all("SELECT * FROM incoming")) == before
@@ -197,3 +198,18 @@ def test_an_undecodable_event_is_named(app, payload, problem, mode):
     with pytest.raises(CorruptEvent, match=rf"event seq {seq} \(example/message_posted, id abababab.*\) .*{problem}"):
         rebuild(app, RebuildOptions(engine="local", verify=mode == "verify"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == before
+
+
+@pytest.mark.parametrize("master", ["nonsense", "local[abc]", "spark://no-port", "", "yarn-cluster"])
+def test_a_malformed_spark_master_is_refused_before_spark_starts(app, master):
+    with pytest.raises(InvalidInput, match="--master"):
+        rebuild(app, RebuildOptions(engine="spark", master=master))
+
+
+@pytest.mark.parametrize("master", ["local", "local[*]", "local[2]", "local[4,3]", "local[*,2]",
+                                    "local-cluster[2,1,1024]", "spark://10.0.0.5:7077", "spark://a:7077,b:7077",
+                                    "k8s://https://k8s.example:6443", "yarn"])
+def test_spark_master_forms_spark_accepts_pass_the_check(master):
+    from jobs.rebuild.run import check_master
+
+    check_master(master)

@@ -148,3 +148,21 @@ def test_spark_names_an_undecodable_event(make_app, spark, tmp_path):
     seq = log_damaged_event(app, b'{"author":"aa","text":"\xff"}')
     with pytest.raises(CorruptEvent, match=rf"^event seq {seq} \(example/message_posted, id abab.*not UTF-8 JSON"):
         rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark)
+
+
+def _rebuild_process(db_path, *args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    return subprocess.run([sys.executable, "-m", "jobs", "--db", db_path, "rebuild", "--engine", "spark", *args],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("conf", [
+    "spark.driver.memory=abc",  # the JVM exits at once
+    pytest.param("spark.sql.shuffle.partitions=-5", marks=pytest.mark.slow),  # refused once the session runs
+])
+def test_a_setting_spark_refuses_is_one_error_line_not_a_traceback(make_app, tmp_path, conf):
+    app = make_app([example], ["example"], path=str(tmp_path / "conf.db"))
+    proc = _rebuild_process(app.db.path, "--master", "local[1]", "--conf", conf, "--workdir", str(tmp_path / "w"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: Spark")]
+    assert len(errors) == 1 and "check --master and --conf" in errors[0], proc.stderr[-3000:]
