@@ -195,7 +195,10 @@ def test_bad_arguments_give_one_line_never_a_traceback(path, places, tmp_path):
             continue
         line = " ".join(repr(a) if not a or " " in a else a for a in args)
         reasons = [why for (where, part), why in KNOWN_DEFECTS.items() if where == path and part in line]
-        (known if reasons else failures).append(f"tessera {line}\n{problem}")
+        if reasons:
+            known.append(f"{'; '.join(reasons)} (tessera {line})")
+        else:
+            failures.append(f"tessera {line}\n{problem}")
     assert not failures, f"{len(failures)} bad invocation(s):\n\n" + "\n\n".join(failures)
     if known:
         pytest.xfail("known defect, reported: " + "; ".join(known))
