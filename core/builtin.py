@@ -14,12 +14,12 @@ def _incoming(tick) -> int:
     """Incoming items, with due rechecks and deferred items taken first at every step."""
     done = 0
     while tick.has_budget():
-        unit = drain.step(tick.runtime, tick.lease)
+        unit = drain.step(tick.runtime, tick.lease, on_recheck=tick.record)
         if unit is None:
             break
-        if isinstance(unit, int):
-            tick.spend(max(unit, 1))
-        else:
+        if unit == 0:
+            tick.spend()  # a marker with nothing left to re-handle still cost a transaction
+        elif not isinstance(unit, int):
             tick.record(unit)
         done += 1
     return done
@@ -32,11 +32,12 @@ def _deferred(tick) -> int:
 def _recheck(tick) -> int:
     done = 0
     while tick.has_budget():
-        handled = drain.drain_next_marker(tick.runtime, tick.lease)
+        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record)
         if handled is None:
             break
         done += max(handled, 1)
-        tick.spend(max(handled, 1))
+        if handled == 0:
+            tick.spend()  # a marker with nothing left to re-handle still cost a transaction
     return done
 
 

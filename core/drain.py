@@ -8,6 +8,8 @@ lease cannot commit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from core import leases, queues, recheck
@@ -43,7 +45,10 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
         return process_item(rt, item, now)
 
 
-def step(rt: Runtime, lease: Lease | None = None) -> Outcome | int | None:
+OnOutcome = Callable[[Outcome], None]
+
+
+def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | None = None) -> Outcome | int | None:
     """One unit of queue work, oldest obligations first.
 
     A due recheck marker, else a due deferred item, else the next incoming
@@ -51,14 +56,15 @@ def step(rt: Runtime, lease: Lease | None = None) -> Outcome | int | None:
     unblocked by the one just processed is handled next, not after the
     whole backlog (where, for a protocol like Marmot, its epoch keys might
     already have been retired).  Returns an item outcome, the number of
-    items a marker re-handled, or None when nothing is due.
+    items a marker re-handled (each outcome goes to ``on_recheck``), or None
+    when nothing is due.
     """
     now = rt.clock.now_ms()
     with rt.db.read():
         marker_due = recheck.next_marker_due_at(rt.db)
         deferred_due = queues.next_deferred_due_at(rt.db)
     if marker_due is not None and marker_due <= now:
-        handled = drain_next_marker(rt, lease)
+        handled = drain_next_marker(rt, lease, on_outcome=on_recheck)
         if handled is not None:
             return handled
     if deferred_due is not None and deferred_due <= now:
@@ -68,10 +74,13 @@ def step(rt: Runtime, lease: Lease | None = None) -> Outcome | int | None:
     return process_next_incoming(rt, lease)
 
 
-def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100) -> int | None:
+def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100,
+                      on_outcome: OnOutcome | None = None) -> int | None:
     """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
 
-    Returns how many items were re-handled, or None when no marker was due.
+    Returns how many items were re-handled, or None when no marker was due;
+    each re-handled item's outcome goes to ``on_outcome`` (an item finished
+    through a recheck counts like any other).
     """
     now = rt.clock.now_ms()
     with rt.db.read():
@@ -88,7 +97,7 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
         with rt.db.read():
             items = recheck.blocked_items(rt.db, marker.reason_type, marker.reason_key, last_id, batch)
         for item in items:
-            still_blocked |= _recheck_item(rt, lease, item, marker)
+            still_blocked |= _recheck_item(rt, lease, item, marker, on_outcome)
             handled += 1
             last_id = item.source_id
         if len(items) < batch:
@@ -101,8 +110,10 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
     return handled
 
 
-def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker) -> bool:
-    """Re-handle one blocked item; True if it is still blocked on the marker's reason."""
+def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker,
+                  on_outcome: OnOutcome | None = None) -> bool:
+    """Re-handle one blocked item (its outcome goes to ``on_outcome`` once committed); True if
+    it is still blocked on the marker's reason."""
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
@@ -110,9 +121,12 @@ def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marke
         if current is None or current[:2] != (marker.reason_type, marker.reason_key):
             return False  # already moved on (e.g. parked, or re-blocked elsewhere)
         item = attrs.evolve(item, attempts=current[2])
-        process_item(rt, item, now)
+        outcome = process_item(rt, item, now)
         after = recheck.blocked_row(rt.db, item.source_id)
-        return after is not None and after[:2] == (marker.reason_type, marker.reason_key)
+        blocked = after is not None and after[:2] == (marker.reason_type, marker.reason_key)
+    if on_outcome is not None:
+        on_outcome(outcome)
+    return blocked
 
 
 def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
@@ -148,7 +162,8 @@ def next_due_ms(rt: Runtime) -> int | None:
 
 @attrs.define
 class DrainSummary:
-    """Counts of what :func:`run_until_idle` did."""
+    """Counts of what :func:`run_until_idle` did: ``outcomes`` of every item handled (rechecked
+    ones included), and ``rechecked``, how many of them a recheck marker re-handled."""
 
     outcomes: dict[str, int] = attrs.field(factory=dict)
     rechecked: int = 0
@@ -166,7 +181,7 @@ def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int =
     summary = DrainSummary()
     recover_claims(rt)
     for _ in range(max_units):
-        unit = step(rt)
+        unit = step(rt, on_recheck=summary.add)
         if isinstance(unit, Outcome):
             summary.add(unit)
             continue

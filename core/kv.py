@@ -45,6 +45,9 @@ def _cache_for(db: Database) -> _Cache:
     return cache
 
 
+_ADD = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value"
+
+
 class KV:
     def __init__(self, db: Database):
         self.db = db
@@ -79,6 +82,12 @@ class KV:
         )
         self._written(key)
         return value
+
+    def add(self, key: str, by: int = 1) -> None:
+        """:meth:`incr` without reading the new value back (cheaper: it runs once per item)."""
+        self._require_write()
+        self.db.execute(_ADD, (key, by))
+        self._written(key)
 
     def delete(self, key: str) -> None:
         self._require_write()

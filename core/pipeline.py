@@ -39,6 +39,7 @@ from core.errors import (
 from core.queues import WorkItem
 from core.records import Blocked, Result, StoredEvent
 from core.runtime import Runtime
+from core.status import COUNTER_PREFIX
 
 log = logging.getLogger("tessera.pipeline")
 
@@ -100,6 +101,7 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
         outcome = _failed(rt, _with_partition(item, decoded), exc, now_ms)
     else:
         outcome = _dispose(rt, item, handled, now_ms)
+    count_outcome(rt, outcome.kind)
     if rt.registry.observes_items:
         rt.db.after_commit(lambda: _observe(rt, item, outcome))
     if log.isEnabledFor(logging.DEBUG):
@@ -108,6 +110,13 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
                   extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
                          "outcome": outcome.kind, "events": [e.seq for e in outcome.events]})
     return outcome
+
+
+def count_outcome(rt: Runtime, kind: str, count: int = 1) -> None:
+    """Add to the ``items_<kind>`` counter of ``status``, inside the item's own transaction:
+    the counters stay exact whenever the process dies (a counter kept in memory and written
+    later lost what it had not written yet)."""
+    rt.kv.add(f"{COUNTER_PREFIX}items_{kind}", count)
 
 
 def _failed(rt: Runtime, item: WorkItem, exc: Exception, now_ms: int) -> Outcome:

@@ -68,6 +68,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("idle_max_ms", 1_000, "Longest sleep of an idle tick loop (it backs off up to this).", 10, 60_000),
     Setting("blob_slice_max_bytes", 4_194_304, "Largest file slice accepted.", 1, _SQLITE_MAX_LENGTH),
     Setting("counter_flush_ms", 1_000, "How often the daemon writes its counters to kv for status.", 10, _HOUR_MS),
+    Setting("pause_base_ms", 1_000, "First pause of the daemon after a storage failure (disk full, I/O error, "
+            "write lock taken); each further one doubles it.", 10, _HOUR_MS),
+    Setting("pause_max_ms", 60_000, "Longest pause of the daemon between tries while storage keeps failing.",
+            10, _DAY_MS),
+    Setting("optimize_interval_ms", _HOUR_MS, "How often the daemon runs PRAGMA optimize (refreshing the query "
+            "planner's statistics).", 1_000, 30 * _DAY_MS),
+    Setting("optimize_after_rows", 100_000, "Rows the daemon writes that make it run PRAGMA optimize early "
+            "(after a big load).", 1, 1_000_000_000_000),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -144,6 +152,10 @@ class Settings:
     idle_max_ms: int = _field("idle_max_ms")
     blob_slice_max_bytes: int = _field("blob_slice_max_bytes")
     counter_flush_ms: int = _field("counter_flush_ms")
+    pause_base_ms: int = _field("pause_base_ms")
+    pause_max_ms: int = _field("pause_max_ms")
+    optimize_interval_ms: int = _field("optimize_interval_ms")
+    optimize_after_rows: int = _field("optimize_after_rows")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

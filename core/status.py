@@ -1,17 +1,19 @@
-"""``tessera status``: one snapshot of queues, lease, projections and counters.
+"""``tessera status``: one snapshot of queues, lease, daemons, projections and counters.
 
 The keys are fixed (documented in docs/operations.md); scripts may rely on them.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from core import leases
+from core import leases, tick_state
 from core.db import Database
+from core.errors import StorageError
 
 STATUS_KEYS = ("database", "events", "head_seq", "incoming", "outgoing", "deferred", "blocked", "parked",
-               "recheck_markers", "lease", "projections", "counters", "schema")
+               "recheck_markers", "lease", "daemons", "projections", "counters", "schema")
 COUNTER_PREFIX = "counters."
 
 
@@ -20,8 +22,11 @@ def _count(db: Database, sql: str) -> int:
 
 
 def snapshot(db: Database) -> dict[str, Any]:
-    """Everything ``status --json`` prints, read in one snapshot."""
+    """Everything ``status --json`` prints, read in one snapshot (a read transaction: it never
+    waits for the write lock), plus each live daemon's state from its file beside the database."""
     with db.read():
+        if not db.has_table("schema_versions"):  # created, but its first init never committed
+            raise StorageError(f"{db.path} is not a Tessera database yet; run `tessera --db {db.path} init` first")
         projections = {
             name: {"status": status, "last_applied_seq": last, "built_through_seq": built, "failures": failures}
             for name, status, last, built, failures in db.all(
@@ -41,6 +46,7 @@ def snapshot(db: Database) -> dict[str, Any]:
             "parked": _count(db, "SELECT count(*) FROM parked"),
             "recheck_markers": _count(db, "SELECT count(*) FROM recheck_queue"),
             "lease": leases.current(db, "tick") or {"owner": None, "expires_at_ms": None, "token": None},
+            "daemons": [state.as_dict() for state in tick_state.read_states(db.path, time.time_ns() // 1_000_000)],
             "projections": projections,
             "counters": counters,
             "schema": dict(db.all("SELECT owner, version FROM schema_versions ORDER BY owner")),

@@ -16,6 +16,7 @@ import click
 
 from core import blobs, queues
 from core.app import App
+from core.db import Database
 from core.plugins import get_plugins, make_plugin_manager
 from core.settings import SETTINGS, Settings
 from core.status import snapshot
@@ -117,8 +118,14 @@ def plugins(obj: CliState, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with fixed keys (see docs/operations.md).")
 @click.pass_obj
 def status(obj: CliState, as_json: bool) -> None:
-    """Show queue depths, the lease, projections and counters."""
-    report = snapshot(obj.app().db)
+    """Show queue depths, the lease, the daemons, projections and counters (read-only)."""
+    # One read transaction on a read-only connection: no schema step, no lock to wait
+    # for, so status answers while a daemon (or anything else) holds the write lock.
+    db = Database(obj.settings.db, obj.settings, readonly=True)
+    try:
+        report = snapshot(db)
+    finally:
+        db.close()
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
         return
@@ -149,14 +156,18 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
               help="Run until no pending or scheduled work is left, then exit 0.")
 @click.option("--max-items", type=click.IntRange(min=1), help="Stop after this many items.")
 @click.option("--lease-ttl-ms", type=int, help="Tick lease lifetime (default TESSERA_LEASE_TTL_MS or 15000).")
+@click.option("--wait", is_flag=True, help="With --until-idle: while another daemon holds the lease, wait for it "
+                                            "(default: refuse at once).")
 @click.pass_obj
-def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None) -> None:
+def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None, wait: bool) -> None:
     """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
     from jobs.tick import TickDaemon
 
+    if wait and mode != "until_idle":
+        raise click.UsageError("--wait goes with --until-idle (a daemon without it waits as a standby anyway)")
     if lease_ttl_ms is not None:
         obj.settings = Settings.load(db=obj.settings.db, lease_ttl_ms=lease_ttl_ms)
-    daemon = TickDaemon(obj.app(), mode=mode or "forever", max_items=max_items)
+    daemon = TickDaemon(obj.app(), mode=mode or "forever", max_items=max_items, wait_for_lease=wait)
     daemon.install_signal_handlers()
     report = daemon.run()
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"

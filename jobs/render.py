@@ -44,6 +44,10 @@ def print_status(report: dict[str, Any]) -> None:
     out.print(queues)
     lease = report["lease"]
     out.print(f"lease tick: owner={lease['owner']} token={lease['token']} expires_at_ms={lease['expires_at_ms']}")
+    for daemon in report["daemons"]:
+        why = f": {daemon['reason']}" if daemon["reason"] else ""
+        retry = f" (next try at {daemon['retry_at_ms']})" if daemon["retry_at_ms"] else ""
+        out.print(f"daemon {daemon['owner']} (pid {daemon['pid']}): {daemon['state']}{why}{retry}")
     projections = Table("projection", "status", "last applied seq", "failures")
     for name, info in report["projections"].items():
         projections.add_row(name, info["status"], str(info["last_applied_seq"]), str(info["failures"]))

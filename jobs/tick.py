@@ -5,11 +5,21 @@ standby and takes over within one lease TTL after the holder dies.  Each
 unit of work is its own transaction and checks the fencing token inside it,
 so a holder that was paused past its lease cannot commit afterwards.
 SIGTERM/SIGINT finish the current item, release the lease and exit 0.
+
+Storage failures never stop it: when the disk is full, I/O fails, memory
+runs out or another process holds the write lock through every retry
+(:class:`~core.errors.StorageUnavailable`), the unit of work in hand rolls
+back whole, and the daemon pauses, backing off from ``pause_base_ms`` to
+``pause_max_ms``, and tries again: it resumes by itself once the condition
+clears.  What it is doing, and why, is in its state file
+(:mod:`core.tick_state`), which ``tessera status`` shows even while the
+database cannot be written.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -18,15 +28,18 @@ import attrs
 
 from core import drain, leases
 from core.app import App
-from core.errors import LeaseLost
+from core.errors import DatabaseBusy, LeaseHeld, LeaseLost, StorageError, StorageUnavailable
 from core.kv import KV
 from core.leases import Lease
 from core.protocol import Job, TickContext
 from core.status import COUNTER_PREFIX
+from core.tick_state import StateFile, TickState
 
 log = logging.getLogger("tessera.tick")
 
 MODES = ("forever", "once", "until_idle")
+# A statement waiting this long for the write lock shows as standby in status.
+_LOCK_WAIT_SHOWN_S = 1.0
 
 
 @attrs.define
@@ -44,10 +57,15 @@ class TickReport:
 
 
 class TickDaemon:
-    """Runs the registered jobs in order, pass after pass."""
+    """Runs the registered jobs in order, pass after pass.
+
+    ``wait_for_lease``: in ``until_idle`` mode, wait as a standby while another
+    daemon holds the lease instead of refusing with :class:`LeaseHeld`.
+    """
 
     def __init__(self, app: App, *, mode: str = "forever", max_items: int | None = None,
-                 owner: str | None = None, on_pass: Callable[[TickReport], None] | None = None):
+                 owner: str | None = None, on_pass: Callable[[TickReport], None] | None = None,
+                 wait_for_lease: bool = False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.app = app
@@ -62,9 +80,13 @@ class TickDaemon:
         self.report = TickReport()
         self.stopping = False
         self._renew_at = 0
+        self.wait_for_lease = wait_for_lease
         self._kv = KV(app.db)
         self._flushed = app.db.counters.as_dict()
         self._flush_at = 0
+        self._state_file = StateFile(app.db.path, self.owner)
+        self._state: TickState | None = None
+        self._failures = 0  # storage failures in a row
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -78,9 +100,21 @@ class TickDaemon:
 
     def run(self) -> TickReport:
         idle_sleep_ms = 10
+        self._state_file.remove_lapsed(_wall_ms())
+        self._set_state("starting")
+        self.app.db.lock_wait_listener = self._on_lock_wait
         try:
             while not self.stopping:
-                did = self._pass()
+                try:
+                    did = self._pass()
+                except StorageUnavailable as exc:
+                    if self.mode == "once":
+                        raise
+                    self._pause(exc)
+                    continue
+                self._storage_works()
+                if self.lease is None and self.mode == "until_idle" and not self.wait_for_lease:
+                    raise LeaseHeld(self._lease_held_message())
                 if self.mode == "once" or self._budget_spent():
                     self.report.exit_reason = "once" if self.mode == "once" else "max_items"
                     break
@@ -99,9 +133,21 @@ class TickDaemon:
             else:
                 self.report.exit_reason = "signal"
         finally:
+            self.app.db.lock_wait_listener = None
+            self._shut_down()
+        return self.report
+
+    def _shut_down(self) -> None:
+        """Flush counters and release the lease if storage allows; never raises a storage error."""
+        self.stopping = True  # a lock wait from here on gives up at once
+        try:
             self._flush_counters(force=True)
             self._release()
-        return self.report
+        except StorageError as exc:
+            log.warning("could not flush the counters or release the tick lease while stopping (%s); the lease "
+                        "lapses by itself within lease_ttl_ms", exc)
+        finally:
+            self._state_file.remove()
 
     # --- one pass -------------------------------------------------------------
 
@@ -109,7 +155,9 @@ class TickDaemon:
         if self.lease is None or self.rt.clock.now_ms() >= self._renew_at:
             self._ensure_lease()  # a write: only when standing by or when renewal is due
         if self.lease is None:
+            self._set_state("standby", self._lease_held_message(short=True))
             return 0
+        self._set_state("running")
         budget = None if self.max_items is None else self.max_items - self.report.items
         tick = _DaemonTick(self, runtime=self.rt, lease=self.lease, budget=budget)
         done = 0
@@ -123,9 +171,11 @@ class TickDaemon:
         except LeaseLost as exc:
             log.warning("%s; going back to standby", exc)
             self.lease = self.rt.lease = None
-        for kind, count in tick.outcomes.items():
-            self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + count
-        self.report.passes += 1
+        finally:
+            # Items committed before a storage failure count too.
+            for kind, count in tick.outcomes.items():
+                self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + count
+            self.report.passes += 1
         self._flush_counters()
         if done:
             log.info("pass %d: %s", self.report.passes, _summary(tick.outcomes) or f"{done} units")
@@ -142,6 +192,7 @@ class TickDaemon:
             return False
         if self.lease is not None and self.rt.clock.now_ms() >= self._renew_at:
             self._ensure_lease()
+        self._refresh_state()
         return self.lease is not None
 
     def _ensure_lease(self) -> None:
@@ -158,7 +209,78 @@ class TickDaemon:
         if previous is None or previous.token != self.lease.token:
             self.report.takeovers += 1
             log.info("holding the tick lease (token %d, owner %s)", self.lease.token, self.owner)
-            drain.recover_claims(self.rt, self.lease)
+            try:
+                drain.recover_claims(self.rt, self.lease)
+            except LeaseLost as exc:  # taken over between our acquiring it and this fenced write
+                log.warning("%s; going back to standby", exc)
+                self.lease = self.rt.lease = None
+
+    def _lease_held_message(self, *, short: bool = False) -> str:
+        with self.app.db.read():
+            holder = leases.current(self.app.db, "tick")
+        who = "another daemon" if holder is None else f"{holder['owner']} (token {holder['token']})"
+        if short:
+            return f"the tick lease is held by {who}"
+        return (f"the tick lease of {self.app.db.path} is held by {who}: another daemon is draining this database. "
+                "Stop it first, or pass --wait to wait for the lease and then drain until idle")
+
+    # --- storage failures ---------------------------------------------------------
+
+    def _pause(self, exc: StorageUnavailable) -> None:
+        """Wait before trying again, doubling the pause while storage keeps failing."""
+        self._failures += 1
+        settings = self.settings
+        delay_ms = min(settings.pause_base_ms * 2 ** min(self._failures - 1, 30), settings.pause_max_ms)
+        # Without the write lock it cannot work, like a standby; anything else is a failing disk.
+        state = "standby" if isinstance(exc, DatabaseBusy) else "paused"
+        level = logging.WARNING if self._failures == 1 or delay_ms < settings.pause_max_ms else logging.INFO
+        log.log(level, "%s; %s, trying again in %.1f s (failure %d in a row)", exc,
+                "standing by" if state == "standby" else "pausing", delay_ms / 1000, self._failures)
+        self._set_state(state, str(exc), retry_at_ms=_wall_ms() + delay_ms)
+        self._sleep(delay_ms)
+
+    def _storage_works(self) -> None:
+        if self._failures:
+            log.warning("storage works again after %d failure(s) in a row; resuming", self._failures)
+            self._failures = 0
+
+    def _on_lock_wait(self, waited_s: float) -> bool:
+        """Called while a statement waits for another process's lock; False gives up (when stopping)."""
+        if self.stopping:
+            return False
+        if waited_s >= _LOCK_WAIT_SHOWN_S:
+            reason = "waiting for the write lock, which another process holds"
+            if self._state is None or self._state.reason != reason:
+                log.info("%s", reason)
+                self._set_state("standby", reason)
+            else:
+                self._refresh_state()
+        return True
+
+    # --- state file ---------------------------------------------------------------
+
+    def _set_state(self, state: str, reason: str | None = None, *, retry_at_ms: int | None = None) -> None:
+        current = self._state
+        if current is not None and (current.state, current.reason, current.retry_at_ms) == (state, reason,
+                                                                                              retry_at_ms):
+            self._refresh_state()
+            return
+        now = _wall_ms()
+        self._write_state(TickState(owner=self.owner, pid=os.getpid(), state=state, reason=reason, since_ms=now,
+                                    retry_at_ms=retry_at_ms, updated_at_ms=now, valid_until_ms=now))
+
+    def _refresh_state(self) -> None:
+        """Rewrite the state file when it is due, so status keeps seeing this daemon alive."""
+        if self._state is not None and _wall_ms() - self._state.updated_at_ms >= self._refresh_ms():
+            self._write_state(self._state)
+
+    def _write_state(self, state: TickState) -> None:
+        now = _wall_ms()
+        self._state = attrs.evolve(state, updated_at_ms=now, valid_until_ms=now + 6 * self._refresh_ms())
+        self._state_file.write(self._state)
+
+    def _refresh_ms(self) -> int:
+        return max(min(self.settings.lease_ttl_ms // 3, 5_000), 100)
 
     def _release(self) -> None:
         if self.lease is not None:
@@ -184,10 +306,15 @@ class TickDaemon:
 
     def _sleep_until_work(self, wait_ms: int, version: int) -> None:
         """Sleep up to ``wait_ms``, waking early once the data version moves past ``version``."""
+        self._sleep(wait_ms, lambda: self.app.db.conn.data_version() != version)
+
+    def _sleep(self, wait_ms: int, wake: Callable[[], bool] | None = None) -> None:
+        """Sleep up to ``wait_ms`` in short steps: a signal, or ``wake()``, ends it early."""
         deadline = time.monotonic() + wait_ms / 1000
         while not self.stopping and time.monotonic() < deadline:
             time.sleep(min(0.01, max(deadline - time.monotonic(), 0)))
-            if self.app.db.conn.data_version() != version:
+            self._refresh_state()
+            if wake is not None and wake():
                 return
 
     def _flush_counters(self, force: bool = False) -> None:
@@ -195,9 +322,8 @@ class TickDaemon:
         if not force and now < self._flush_at:
             return
         self._flush_at = now + self.settings.counter_flush_ms
+        # The connection's own totals; items_<outcome> are counted in each item's transaction.
         current = self.app.db.counters.as_dict()
-        for kind, count in self.report.outcomes.items():
-            current[f"items_{kind}"] = count
         deltas = {k: v - self._flushed.get(k, 0) for k, v in current.items() if v != self._flushed.get(k, 0)}
         if not deltas:
             return
@@ -205,6 +331,11 @@ class TickDaemon:
             for key, delta in deltas.items():
                 self._kv.incr(COUNTER_PREFIX + key, delta)
         self._flushed = current
+
+
+def _wall_ms() -> int:
+    """Real time for the state file, whatever clock the runtime uses: status compares it with its own."""
+    return time.time_ns() // 1_000_000
 
 
 def _next_due(daemon: TickDaemon) -> int | None:

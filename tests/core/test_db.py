@@ -176,6 +176,36 @@ def test_slow_statements_are_logged_with_their_sql(db_path, caplog):
     db.close()
 
 
+def test_lock_waits_are_not_slow_statements(table, db_path, caplog):
+    """Regression: a BEGIN IMMEDIATE that waited 300 ms for another process's lock was logged as slow SQL."""
+    waiter = Database(db_path, Settings.load(env={}, slow_statement_ms=50, busy_timeout_ms=5_000))
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock():
+        holder = apsw.Connection(db_path)
+        holder.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(5)
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    thread = threading.Thread(target=hold_the_lock)
+    thread.start()
+    locked.wait(5)
+    threading.Timer(0.3, release.set).start()
+    with caplog.at_level(logging.WARNING, logger="tessera.db"):
+        started = time.monotonic()
+        with waiter.write():
+            waiter.execute("INSERT INTO t(v) VALUES ('after the wait')")
+        waited = time.monotonic() - started
+    thread.join()
+    assert waited >= 0.25
+    assert waiter.counters.slow_statements == 0
+    assert not [r.getMessage() for r in caplog.records if "slow statement" in r.getMessage()]
+    assert waiter.counters.lock_wait_ms >= 200  # counted as what it was
+    waiter.close()
+
+
 def test_commit_failure_is_a_storage_error(table):
     with pytest.raises(StorageError, match="commit failed"):
         with table.write():

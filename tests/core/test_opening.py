@@ -159,6 +159,8 @@ def test_a_database_from_before_the_mark_opens_and_is_marked(tmp_path, settings)
         assert reader.has_table("events")
     assert application_id(path) == 0  # a read-only open writes nothing
     assert run("--db", str(path), "status", "--json").exit_code == 0
+    assert application_id(path) == 0  # status is read-only too
+    assert run("--db", str(path), "parked", "list").exit_code == 0
     assert application_id(path) == TESSERA_APPLICATION_ID
 
 

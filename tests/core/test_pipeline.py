@@ -288,7 +288,7 @@ def test_an_item_queued_behind_a_retry_that_gets_parked_goes_on(app, settings):
     assert entries_in_log_order(app) == ["i2"] and queue_sizes(app) == EMPTY
 
 
-@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), min_size=1, max_size=14),
        arrivals=st.lists(st.integers(1, 4), min_size=1, max_size=14),
        steps=st.lists(st.integers(0, 3), min_size=1, max_size=14))

@@ -60,7 +60,7 @@ def test_delete_before_post_waits_then_applies(example_app):
     original = post("r", "to be deleted", 10)
     delete = wire.sign("delete", "r", json.loads(original)["id"], 11, KEY)
     summary = ingest(example_app, [delete, original])
-    assert summary.outcomes == {"blocked": 1, "handled": 1}
+    assert summary.outcomes == {"blocked": 1, "handled": 2}  # the delete: blocked, then handled on its recheck
     assert summary.rechecked == 1
     [row] = queries.page(example_app.db, "r")
     assert row["deleted"] is True

@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 import time
 
+import attrs
 import pytest
 
-from core import leases, queues
+from core import hookimpl, leases, queues
+from core.db import Database
+from core.protocol import Job
 from core.status import snapshot
 from jobs.tick import TickDaemon
 from tests.fixtures import ledger
@@ -129,3 +132,76 @@ def test_idle_daemon_wakes_quickly_on_new_work(app, settings):
     thread.join()
     other.close()
     assert latency < settings.idle_max_ms / 1000, f"new work waited {latency:.3f} s"
+
+
+def test_items_finished_through_a_recheck_count_in_the_summary_and_the_counters(app):
+    """Regression: an item handled on its recheck was missing from the pass summary and items_handled."""
+    push(app, ledger.wire("needs", "n1", "late"), ledger.wire("deposit", "open", "late"))
+    report = TickDaemon(app, mode="until_idle").run()
+    assert report.outcomes == {"blocked": 1, "handled": 2}
+    counters = snapshot(app.db)["counters"]
+    assert (counters["items_blocked"], counters["items_handled"]) == (1, 2)
+
+
+class DiskFiller:
+    """A plugin whose job (first in every pass, in the daemon's thread) fills the database's page
+    budget once, and frees it when the test says so."""
+
+    __name__ = "disk_filler"
+
+    def __init__(self):
+        self.free = threading.Event()
+        self.filled = False
+
+    @hookimpl
+    def register_jobs(self):
+        return [Job("fill_the_disk", order=0, run=self.run)]
+
+    def run(self, tick) -> int:
+        conn = tick.runtime.db.conn
+        if self.free.is_set():
+            conn.pragma("max_page_count", 1 << 30)
+        elif not self.filled:
+            conn.pragma("max_page_count", conn.pragma("page_count"))
+            self.filled = True
+        return 0
+
+
+def daemons(path: str, settings) -> list[dict]:
+    reader = Database(path, settings, readonly=True)
+    try:
+        return snapshot(reader)["daemons"]
+    finally:
+        reader.close()
+
+
+def test_a_full_disk_pauses_the_daemon_with_the_reason_in_status_and_it_resumes(make_app, settings):
+    """Regression: the failure was counted against the item (parked after max_attempts) and the
+    bookkeeping written outside its transaction; now nothing is counted and the daemon waits."""
+    filler = DiskFiller()
+    app = make_app([ledger, filler], ["ledger"],
+                   app_settings=attrs.evolve(settings, pause_base_ms=20, pause_max_ms=100))
+    push(app, *(ledger.wire("deposit", f"d{n}", f"acc{n}", n) for n in range(300)))
+    daemon = TickDaemon(app, mode="until_idle")
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            states = daemons(app.db.path, settings)
+            if states and states[0]["state"] == "paused":
+                break
+            time.sleep(0.02)
+        [state] = states
+        assert state["state"] == "paused" and "full" in state["reason"] and state["retry_at_ms"]
+        assert state["owner"] == daemon.owner
+        time.sleep(0.3)  # several tries at backoff; the disk is still full
+        assert thread.is_alive()
+    finally:
+        filler.free.set()
+        thread.join(30)
+    assert not thread.is_alive() and daemon.report.exit_reason == "idle"
+    assert daemon.report.outcomes == {"handled": 300}
+    assert [app.db.value(f"SELECT count(*) FROM {t}") for t in ("events", "deferred", "parked")] == [300, 0, 0]
+    assert snapshot(app.db)["counters"]["items_handled"] == 300
+    assert daemons(app.db.path, settings) == []  # a clean exit removes its state file
