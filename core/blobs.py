@@ -173,6 +173,28 @@ def stream(db: Database, file_id: str) -> Iterator[bytes]:
     yield from _chunks(db, file_id)
 
 
+# The slice holding byte ``start`` and those after it, before ``end``: blob_slices_by_offset finds
+# them without walking the file's earlier slices.
+_SLICES_IN_RANGE = (
+    "SELECT offset, data FROM blob_slices WHERE file_id = ? AND offset < ? AND offset >= coalesce("
+    "(SELECT max(offset) FROM blob_slices WHERE file_id = ? AND offset <= ?), 0) ORDER BY offset"
+)
+
+
+def read_range(db: Database, file_id: str, start: int, length: int) -> Iterator[bytes]:
+    """Yield bytes ``start`` to ``start + length`` of a complete blob (to resume a download, say),
+    reading only the slices that hold them.  Run it inside ``db.read()`` for one consistent snapshot."""
+    blob = _require_complete(db, file_id)
+    if start < 0 or length < 0 or start + length > blob.total_size:
+        raise InvalidInput(f"bytes {start} to {start + length} are not inside blob {file_id[:12]}…, which has "
+                           f"{blob.total_size} bytes; ask for a range within 0-{blob.total_size}")
+    end = start + length
+    if length == 0:
+        return
+    for offset, data in db.execute(_SLICES_IN_RANGE, (file_id, end, file_id, start)):
+        yield data[max(start - offset, 0):end - offset]
+
+
 def export(db: Database, file_id: str, path: Path) -> int:
     """Write a complete blob to ``path`` atomically; returns bytes written.
 

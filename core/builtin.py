@@ -6,7 +6,7 @@ plugins' jobs interleave with these by ``order``.
 
 from __future__ import annotations
 
-from core import drain, hookimpl, publish
+from core import drain, hookimpl, maintenance, publish
 from core.protocol import Job
 
 
@@ -62,12 +62,22 @@ def _sweep(tick) -> int:
     return drain.sweep_expired_blocked(tick.runtime, tick.lease)
 
 
+def _optimize(tick) -> int:
+    """PRAGMA optimize when the schedule or a big load asks for it (see core.maintenance)."""
+    if not maintenance.due(tick.runtime):
+        return 0
+    maintenance.optimize(tick.runtime)
+    return 1
+
+
 CORE_JOBS = (
     Job("drain_recheck", order=10, run=_recheck),
     Job("drain_deferred", order=20, run=_deferred),
     Job("process_incoming", order=30, run=_incoming),
     Job("publish_outgoing", order=40, run=_publish),
     Job("sweep_blocked", order=90, run=_sweep),
+    # No next_due_ms: --until-idle must not wait an hour for it.
+    Job("optimize", order=95, run=_optimize),
 )
 
 

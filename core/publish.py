@@ -9,6 +9,7 @@ permanent ones, or too many attempts, park the row.
 
 from __future__ import annotations
 
+import collections
 import logging
 
 from core import leases, queues
@@ -23,12 +24,14 @@ log = logging.getLogger("tessera.publish")
 
 class LoopbackTransport:
     """Echoes each message into this database's ``incoming`` queue, like a relay
-    handing our own message back; also keeps what it sent, for tests."""
+    handing our own message back; also keeps the latest ``KEPT`` it sent, for
+    tests (a daemon runs for months: keeping them all would grow without end)."""
 
     name = "loopback"
+    KEPT = 1_000
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, str, bytes]] = []
+        self.sent: collections.deque[tuple[str, str, bytes]] = collections.deque(maxlen=self.KEPT)
 
     def send(self, runtime: Runtime, item: OutgoingItem) -> None:
         with runtime.db.write():

@@ -159,12 +159,14 @@ CREATE TABLE blobs (
     completed_at_ms INTEGER
 ) WITHOUT ROWID;
 
+-- blob_slices_by_offset finds the slice holding a byte (a read that resumes mid-file).
 CREATE TABLE blob_slices (
     file_id     TEXT    NOT NULL,
     slice_no    INTEGER NOT NULL,
     offset      INTEGER NOT NULL,
     data        BLOB    NOT NULL,
     PRIMARY KEY (file_id, slice_no)
+    INDEX blob_slices_by_offset (file_id, offset)
 ) WITHOUT ROWID;
 
 -- Opaque protocol state written through intents (e.g. MLS group snapshots).

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from core import eventlog
+from core import eventlog, maintenance
 from core.app import App
 from core.errors import InvalidInput
 from jobs.rebuild import engines, shadow
@@ -186,6 +186,8 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
         db, app.runtime, projectors, tables, report.watermark, None, advance))
     report.caught_up = _finish(app, options, projectors, tables, packages, caught, report, stages)
     shutil.rmtree(out_root, ignore_errors=True)
+    if not options.verify:
+        maintenance.optimize(app.runtime)  # the swapped-in tables are a big load the planner knows nothing of
     return report
 
 

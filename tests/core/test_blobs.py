@@ -77,6 +77,17 @@ def test_sequential_slices_complete_the_blob(db):
     assert b"".join(blobs.stream(db, FILE_ID)) == DATA
 
 
+def test_a_range_is_read_from_the_slices_that_hold_it(db):
+    send_all(db, size=1000)  # slices of 1000 bytes; the last one 240
+    with db.read():
+        for start, length in [(0, 10240), (0, 1), (999, 2), (1000, 1000), (4321, 3000), (10239, 1), (5000, 0)]:
+            assert b"".join(blobs.read_range(db, FILE_ID, start, length)) == DATA[start:start + length]
+    with pytest.raises(InvalidInput, match="not inside blob"):
+        list(blobs.read_range(db, FILE_ID, 10_000, 241))
+    plan = " ".join(row[3] for row in db.all("EXPLAIN QUERY PLAN " + blobs._SLICES_IN_RANGE, (FILE_ID, 1, FILE_ID, 0)))
+    assert "blob_slices_by_offset" in plan  # not a walk over every earlier slice of the file
+
+
 def test_sending_resumes_from_next_slice_after_reopening(db_path, db, settings):
     parts = slices(DATA, 3000)
     for n in range(2):

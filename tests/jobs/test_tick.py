@@ -8,7 +8,7 @@ import time
 import attrs
 import pytest
 
-from core import hookimpl, leases, queues
+from core import hookimpl, leases, maintenance, queues
 from core.db import Database
 from core.protocol import Job
 from core.status import snapshot
@@ -205,3 +205,30 @@ def test_a_full_disk_pauses_the_daemon_with_the_reason_in_status_and_it_resumes(
     assert [app.db.value(f"SELECT count(*) FROM {t}") for t in ("events", "deferred", "parked")] == [300, 0, 0]
     assert snapshot(app.db)["counters"]["items_handled"] == 300
     assert daemons(app.db.path, settings) == []  # a clean exit removes its state file
+
+
+def test_pragma_optimize_runs_on_a_new_database_on_schedule_and_after_a_big_load(make_app, settings):
+    """Regression: nothing ever ran ANALYZE, so the planner had no statistics however big the tables grew."""
+    app = make_app([ledger], ["ledger"],
+                   app_settings=attrs.evolve(settings, optimize_interval_ms=60_000, optimize_after_rows=3_000))
+    kv = app.runtime.kv
+
+    def last_run():
+        return kv.get(maintenance.LAST_RUN_KEY)
+
+    push(app, *(ledger.wire("deposit", f"a{n}", f"acc{n}") for n in range(50)))
+    TickDaemon(app, mode="until_idle").run()
+    assert last_run() == app.clock.now_ms()
+    assert {"events", "ledger_accounts"} <= {t for (t,) in app.db.all("SELECT tbl FROM sqlite_stat1")}
+    first = last_run()
+    app.clock.advance(1_000)
+    push(app, *(ledger.wire("deposit", f"b{n}") for n in range(10)))
+    TickDaemon(app, mode="until_idle").run()
+    assert last_run() == first  # neither the interval nor a big load yet
+    app.clock.advance(59_000)
+    TickDaemon(app, mode="until_idle").run()
+    assert last_run() == first + 60_000  # on schedule
+    app.clock.advance(1)
+    push(app, *(ledger.wire("deposit", f"c{n}", f"acc{n % 7}") for n in range(1_000)))  # ~4 rows written each
+    TickDaemon(app, mode="until_idle").run()
+    assert last_run() == first + 60_001  # after the big load, long before the interval

@@ -11,7 +11,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 import protocols.example as example
-from core import eventlog
+from core import eventlog, maintenance
 from core.errors import CorruptEvent, InvalidInput, ProjectionError
 from jobs.rebuild import RebuildOptions, rebuild
 from protocols.example import simulate
@@ -69,6 +69,15 @@ def test_rebuild_repairs_a_damaged_read_model(app):
     rebuild(app, LOCAL)
     assert snapshot_tables(app, EXAMPLE_TABLES) == expected
     assert verify(app).equal
+
+
+def test_a_rebuild_refreshes_the_planner_statistics_after_its_swap(app):
+    with app.db.write():
+        app.db.execute("DROP TABLE IF EXISTS sqlite_stat1")  # what a database that never ran ANALYZE has
+    rebuild(app, LOCAL)
+    analyzed = {table for (table,) in app.db.all("SELECT tbl FROM sqlite_stat1")}
+    assert {"events", "example_messages"} <= analyzed
+    assert app.runtime.kv.get(maintenance.LAST_RUN_KEY) == app.clock.now_ms()
 
 
 def test_events_after_the_watermark_are_caught_up(app):

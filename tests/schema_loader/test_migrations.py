@@ -397,3 +397,17 @@ def test_unrecorded_objects_are_not_claimed_by_a_migration(v0_db):
     assert report.action == "migrated"
     assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == \
         [("notes",), ("notes_by_body",)]
+
+
+def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
+    """A database made before 002 (without the index, at version 1) is brought to today's core schema."""
+    core = core_source()
+    index_line = "    INDEX blob_slices_by_offset (file_id, offset)\n"
+    assert index_line in core.text
+    before = source("core", core.text.replace(index_line, ""), *(m for m in core.migrations if m.number < 2),
+                    path=core.path)
+    apply_schemas(fresh_db, [before], now_ms=1)
+    assert "blob_slices_by_offset" not in indexes(fresh_db, "blob_slices")
+    (report,) = apply_schemas(fresh_db, [core], now_ms=2)
+    assert (report.action, report.version, report.migrations_run) == ("migrated", 2, (2,))
+    assert "blob_slices_by_offset" in indexes(fresh_db, "blob_slices")
