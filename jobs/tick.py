@@ -133,20 +133,21 @@ class TickDaemon:
             else:
                 self.report.exit_reason = "signal"
         finally:
-            self.app.db.lock_wait_listener = None
             self._shut_down()
         return self.report
 
     def _shut_down(self) -> None:
         """Flush counters and release the lease if storage allows; never raises a storage error."""
-        self.stopping = True  # a lock wait from here on gives up at once
+        self.stopping = True  # a lock wait from here on gives up at once (see _on_lock_wait)
         try:
-            self._flush_counters(force=True)
-            self._release()
-        except StorageError as exc:
-            log.warning("could not flush the counters or release the tick lease while stopping (%s); the lease "
-                        "lapses by itself within lease_ttl_ms", exc)
+            for step, what in ((lambda: self._flush_counters(force=True), "flush the counters"),
+                               (self._release, "release the tick lease (it lapses by itself within lease_ttl_ms)")):
+                try:
+                    step()
+                except StorageError as exc:
+                    log.warning("could not %s while stopping: %s", what, exc)
         finally:
+            self.app.db.lock_wait_listener = None
             self._state_file.remove()
 
     # --- one pass -------------------------------------------------------------

@@ -331,6 +331,27 @@ def test_a_daemon_kept_from_the_write_lock_stands_by_with_the_reason_and_resumes
     assert daemon_states(db) == []
 
 
+def test_sigterm_ends_a_wait_for_the_write_lock_at_once(tmp_path):
+    """Regression: a daemon waiting for the lock only saw SIGTERM after busy_timeout_ms x (busy_retries + 1)."""
+    db = str(tmp_path / "stuck.db")
+    init(db)
+    daemon = spawn("tick", db, "--ttl", "600", "--set", "busy_timeout_ms=20000")
+    assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(1,)], timeout=10)
+    locker = apsw.Connection(db)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        assert wait_until(lambda: any("waiting for the write lock" in (d["reason"] or "")
+                                      for d in daemon_states(db)), timeout=10), daemon_states(db)
+        stopped_at = time.monotonic()
+        daemon.send_signal(signal.SIGTERM)
+        finish(daemon, timeout=10)
+        assert time.monotonic() - stopped_at < 3
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert daemon_states(db) == []
+
+
 # --- counters ------------------------------------------------------------------------------------
 
 
