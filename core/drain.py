@@ -113,7 +113,8 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
 def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker,
                   on_outcome: OnOutcome | None = None) -> bool:
     """Re-handle one blocked item (its outcome goes to ``on_outcome`` once committed); True if
-    it is still blocked on the marker's reason."""
+    it is still blocked on the marker's reason and counts its rechecks (a patient wait is only
+    looked at again when its reason is enqueued, so it never keeps the marker alive)."""
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
@@ -123,7 +124,7 @@ def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marke
         item = attrs.evolve(item, attempts=current[2])
         outcome = process_item(rt, item, now)
         after = recheck.blocked_row(rt.db, item.source_id)
-        blocked = after is not None and after[:2] == (marker.reason_type, marker.reason_key)
+        blocked = after is not None and after[:2] == (marker.reason_type, marker.reason_key) and not after[3]
     if on_outcome is not None:
         on_outcome(outcome)
     return blocked

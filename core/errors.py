@@ -93,6 +93,18 @@ class ForeignDatabase(StorageError, ValueError):
         super().__init__(message)
 
 
+# --- configuration --------------------------------------------------------
+
+
+class ConfigurationError(TesseraError):
+    """The environment is set up wrongly (a missing or wrong key, settings that contradict each other).
+
+    No item is at fault, so an item that meets it is neither retried nor
+    parked: its transaction rolls back, it stays queued, and the work stops
+    with this error until the operator fixes the configuration.
+    """
+
+
 # --- schema -------------------------------------------------------------
 
 

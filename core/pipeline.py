@@ -29,6 +29,7 @@ import attrs
 from core import queues, recheck
 from core.db import environment_failure, unavailable
 from core.errors import (
+    ConfigurationError,
     ItemError,
     PermanentError,
     StorageUnavailable,
@@ -94,8 +95,8 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
             handled = _handle(rt, item, now_ms, decoded)
     except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the queue
         failure = environment_failure(exc)
-        if isinstance(exc, StorageUnavailable):
-            raise
+        if isinstance(exc, (StorageUnavailable, ConfigurationError)):
+            raise  # not the item's fault: roll it back whole and stop the work
         if failure is not None:
             raise unavailable(rt.db.path, failure) from exc
         outcome = _failed(rt, _with_partition(item, decoded), exc, now_ms)

@@ -109,8 +109,9 @@ def blocked_items(db: Database, reason_type: str, reason_key: str, after_id: int
 
 
 def blocked_row(db: Database, blocked_id: int) -> tuple | None:
-    """(reason_type, reason_key, attempts) of a blocked row, or None once it left."""
-    return db.one("SELECT reason_type, reason_key, attempts FROM blocked WHERE id = ?", (blocked_id,))
+    """(reason_type, reason_key, attempts, patient) of a blocked row, or None once it left."""
+    return db.one("SELECT reason_type, reason_key, attempts, expires_at_ms IS NOT NULL FROM blocked WHERE id = ?",
+                  (blocked_id,))
 
 
 def bump_attempts(db: Database, blocked_id: int) -> int:
