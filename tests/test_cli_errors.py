@@ -45,10 +45,7 @@ CHEAP = {
 
 # Defects this walk found in code owned elsewhere, reported to its owner: (command, part of the arguments) -> what.
 # A command whose only failures are listed here is an expected failure, until the fix lands.
-KNOWN_DEFECTS = {
-    (("marmot", "history"), f"--until {HUGE}:"): "marmot's Cursor.parse accepts a CREATED_AT beyond 64 bits, and the "
-                                                 "history query then raises OverflowError",
-}
+KNOWN_DEFECTS: dict[tuple[tuple[str, ...], str], str] = {}
 
 
 def leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:

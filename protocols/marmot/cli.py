@@ -12,6 +12,7 @@ from protocols.marmot import ingest, keys, queries
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.simulate import ORDERS
 
 
 @click.group()
@@ -42,23 +43,37 @@ def _require_group(app, gid: str) -> None:
 
 
 @marmot.command()
-@click.option("--members", default=4, show_default=True, help="Members besides the observer.")
-@click.option("--messages", default=200, show_default=True, help="Visible messages to send.")
-@click.option("--commits", default=8, show_default=True, help="Commits (races included).")
-@click.option("--races", default=2, show_default=True, help="Commits that race a competitor for their epoch.")
-@click.option("--garbage", default=10, show_default=True, help="Garbage lines mixed into the stream.")
-@click.option("--duplicates", default=10, show_default=True, help="Events delivered twice.")
-@click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same stream).")
+@click.option("--members", default=4, show_default=True, type=click.IntRange(2, 100),
+              help="Members besides the observer.")
+@click.option("--messages", default=200, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="Visible messages to send.")
+@click.option("--commits", default=8, show_default=True, type=click.IntRange(0, 10_000),
+              help="Commits (races included).")
+@click.option("--races", default=2, show_default=True, type=click.IntRange(0, 10_000),
+              help="Commits that race a competitor for their epoch.")
+@click.option("--deletions", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="Members deleting one of their own messages.")
+@click.option("--garbage", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="Garbage lines mixed into the stream.")
+@click.option("--duplicates", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="Events delivered twice.")
+@click.option("--order", type=click.Choice(ORDERS), default="relay", show_default=True,
+              help="Delivery order: relay-like swaps, oldest first, newest first, newest page first, shuffled.")
+@click.option("--page", default=500, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Events per page of --order paged.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
+              help="Random seed (same seed, same stream).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
-def simulate(members: int, messages: int, commits: int, races: int, garbage: int, duplicates: int, seed: int,
-             out: Path):
+def simulate(members: int, messages: int, commits: int, races: int, deletions: int, garbage: int, duplicates: int,
+             order: str, page: int, seed: int, out: Path):
     """Run a real group and write its relay stream plus the observer's files."""
     from protocols.marmot import simulate as sim
 
-    if members < 2 or races > commits or min(messages, commits, races, garbage, duplicates) < 0:
-        raise InvalidInput("need --members >= 2, --races <= --commits and no negative counts")
+    if races > commits:
+        raise InvalidInput("--races counts commits too: it cannot be more than --commits")
     result = sim.simulate(sim.Config(members=members, messages=messages, commits=commits, races=races,
-                                     garbage=garbage, duplicates=duplicates, seed=seed))
+                                     deletions=deletions, garbage=garbage, duplicates=duplicates, order=order,
+                                     page=page, seed=seed))
     out.mkdir(parents=True, exist_ok=True)
     (out / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (out / "observer.identity.json").write_text(json.dumps(result.identity, indent=2) + "\n")

@@ -15,6 +15,7 @@ from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, EnqueueRecheck
 from core.records import Result
 from protocols.marmot import facts, group, outer, rumors
+from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import WAITING_FOR_GROUP
@@ -38,7 +39,8 @@ def command_join(ctx: Any, params: dict) -> Result:
     try:
         identity = mls.identity_from_bytes(_hex_param(params, "identity"))
         private = mls.key_package_private_from_bytes(_hex_param(params, "key_package_private"))
-        state = mls.join_from_welcome(identity, private, welcome)
+        state = mls.join_from_welcome(identity, private, welcome,
+                                      max_past_epochs=marmot_settings.current().past_epochs)
     except mls.MlsError as exc:
         raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
     if len(state.group_id) != 32:

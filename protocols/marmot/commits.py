@@ -1,24 +1,21 @@
-"""Commits: apply, wait, reject, recognise a rewrap, or roll the epoch back.
+"""Commits: apply, wait, record a competitor, or roll the epoch back.
 
 For a commit of epoch ``E`` while the group is at epoch ``S``:
 
-- ``E > S``: it waits (blocked on ``marmot.epoch``) like any unreadable event;
-- ``E == S``: it is applied; the pre-commit snapshot and the commit's
-  ``(created_at, outer id, hash of its MLS bytes)`` are kept for ``E``;
-- ``E < S``: it competes with the commit we applied for ``E``:
+- ``E > S``: it waits for epoch ``S + 1`` like any event we cannot read yet;
+- ``E == S``: it is applied; the pre-commit snapshot is kept and the commit
+  becomes the first candidate of ``E``'s :class:`~.group.EpochRecord`;
+- ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
+  candidate ranked by the best ``(created_at, id)`` among the outer events
+  that carried it (seed 001's rule), so another wrapper of a known commit
+  can move its rank.  When the ranking's head is not the applied commit the
+  group rolls back: the snapshot of ``E`` is restored and the winner applied
+  to it.  Otherwise the competitor lost (``commit_lost_race``) and its branch
+  is kept so its events end ``EpochInvalidated`` instead of waiting forever.
 
-  * same MLS bytes (another outer event rewrapping the same commit): nothing
-    changes, it is recorded ProcessedCommit;
-  * not better under the cursor rule (later, or same time and larger id): it
-    lost the race and is recorded Failed (``commit_lost_race``);
-  * better: the group rolls back.  The snapshot kept for ``E`` is restored,
-    the winner applied to it, rumors decrypted under the losing branch
-    (epochs above ``E``) become EpochInvalidated, Failed events that the
-    winning branch may explain become Retryable and are queued again, and one
-    ``epoch_rolled_back`` fact carries both lists.
-
-A commit whose epoch is outside the kept snapshots cannot be reconsidered
-(``commit_too_old``).
+The outcome depends only on the set of commits and wrappers seen, never on
+the order they arrived in.  A commit for an epoch outside the window of
+kept snapshots cannot be reconsidered (``commit_too_old``).
 """
 
 from __future__ import annotations
@@ -29,19 +26,32 @@ import protocols.mls as mls
 from core.intents import EnqueueDeferred, EnqueueRecheck
 from core.records import Blocked, Event, Result
 from protocols.marmot import facts, group, settings
-from protocols.marmot.cursor import compare
-from protocols.marmot.group import CommitRecord
-from protocols.marmot.item import WAITING_FOR_EPOCH, Item, wait_or_give_up
+from protocols.marmot.group import EpochRecord
+from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
 from protocols.marmot.messages import mls_reason
 
+# Outer events processed on the branch that just lost (epochs above the race).
 _INVALIDATED = (
-    "SELECT outer_id, rumor_id FROM marmot_processed WHERE gid = ? AND state IN ('Processed', 'Created') "
-    "AND epoch > ? AND rumor_id IS NOT NULL ORDER BY outer_created_at, outer_id"
+    "SELECT outer_id, rumor_id FROM marmot_processed AS p WHERE gid = ?1 AND state IN ('Processed', 'Created') "
+    "AND epoch > ?2 ORDER BY outer_created_at, outer_id"
 )
+# A rumor also carried by an event below the race (a re-send) stays valid.
+_STILL_CARRIED = (
+    "SELECT 1 FROM marmot_processed WHERE gid = ? AND rumor_id = ? AND state IN ('Processed', 'Created') "
+    "AND epoch <= ? LIMIT 1"
+)
+_DEAD_COMMITS = (
+    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND state = 'ProcessedCommit' AND epoch > ? "
+    "ORDER BY outer_created_at, outer_id"
+)
+_LOST_COMMITS = (
+    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND state = 'ProcessedCommit' AND epoch = ? "
+    "ORDER BY outer_created_at, outer_id"
+)
+# Decided on some branch above the race, in a way another branch might change.
 _RETRYABLE = (
-    "SELECT outer_id, raw FROM marmot_processed WHERE gid = ? AND state = 'Failed' "
-    f"AND reason IN ({', '.join(repr(r) for r in sorted(facts.RETRYABLE_REASONS))}) "
-    "AND (epoch IS NULL OR epoch > ?) AND outer_created_at >= ? AND raw IS NOT NULL "
+    "SELECT outer_id, epoch FROM marmot_processed WHERE gid = ? AND epoch > ? AND (state = 'EpochInvalidated' "
+    f"OR (state = 'Failed' AND reason IN ({', '.join(repr(r) for r in sorted(facts.RETRYABLE_REASONS))}))) "
     "ORDER BY outer_created_at, outer_id"
 )
 
@@ -52,7 +62,7 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
     if not state.active:
         return item.fail("not_a_member", epoch=epoch, content_type="commit")
     if epoch > state.epoch:
-        return wait_or_give_up(item, f"it commits epoch {epoch}, we are at {state.epoch}")
+        return wait_for_epoch(item, state.epoch + 1, f"it commits epoch {epoch}, we are at {state.epoch}")
     digest = hashlib.sha256(message).hexdigest()
     if epoch == state.epoch:
         return apply(item, message, digest, epoch)
@@ -68,13 +78,13 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if not isinstance(result, mls.CommitApplied):
         return item.fail("invalid_message", epoch=epoch, content_type="commit")
     values, gid = item.values, item.outer.gid
-    meta, dropped = item.group.meta.with_commit(epoch, CommitRecord(item.outer.cursor, digest),
-                                                settings.current().snapshots)
-    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta)]
-    if epoch not in dropped:
+    record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
+    meta, dropped = item.group.meta.with_applied(record, settings.current().snapshots)
+    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta),
+               *item.kept(epoch), *group.forget_intents(values, gid, dropped, window_start=meta.window_start)]
+    if meta.record(epoch) is not None:
         intents.append(group.snapshot_intent(values, gid, epoch, item.group.snapshot_bytes))
-    intents += [group.snapshot_intent(values, gid, e, None) for e in dropped if e != epoch]
-    intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, gid))
+    intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, result.new_epoch)))
     return Result(events=[_applied(item, result, epoch, digest, item.generation)], intents=intents)
 
 
@@ -88,47 +98,94 @@ def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, gen
 
 
 def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
-    """A commit for an epoch we already left: rewrap, loser, too old, or a rollback."""
+    """A commit for an epoch we already left: another wrapper, a loser, too old, or a rollback."""
     meta = item.group.meta
-    record = meta.commit_for(epoch)
-    if record is None or epoch not in meta.snapshots:
+    record = meta.record(epoch)
+    if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
         return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch,
                          content_type="commit")
-    if record.digest == digest:
-        return item.fact(facts.COMMIT_REWRAPPED, epoch=epoch, original_outer_id=record.cursor.id)
-    if compare(item.outer.cursor, record.cursor) >= 0:
-        return item.fail("commit_lost_race", f"commit lost the race for epoch {epoch}", epoch=epoch,
-                         content_type="commit")
-    return rollback(item, message, digest, epoch, record)
+    known = record.candidate(digest) is not None
+    base = None
+    if not known:
+        base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
+        try:  # a forged "better" commit must not roll anything back
+            result = mls.process_message(base, message)
+        except mls.MlsError as exc:
+            return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
+        if not isinstance(result, mls.CommitApplied):
+            return item.fail("invalid_message", epoch=epoch, content_type="commit")
+    updated = record.seen(digest, item.outer.cursor)
+    if updated.winner.digest != record.applied:
+        return rollback(item, message, updated.winner.digest, updated)
+    meta_intents = [group.meta_intent(item.values, meta.with_record(updated)), *item.kept(epoch)]
+    if digest == record.applied:
+        return item.fact(facts.COMMIT_REWRAPPED, intents=meta_intents, epoch=epoch,
+                         original_outer_id=record.applied_candidate.cursor.id)
+    if not known:  # a new loser: keep its branch, and let waiting events try its keys
+        meta_intents += [group.branch_intent(item.values, item.outer.gid, epoch, digest, result.new_state),
+                         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1))]
+    return item.fail("commit_lost_race", f"commit lost the race for epoch {epoch}", epoch=epoch,
+                     content_type="commit", intents=meta_intents)
 
 
-def rollback(item: Item, message: bytes, digest: str, epoch: int, loser: CommitRecord) -> Result:
-    """Restore the snapshot of ``epoch``, apply the better commit, invalidate the losing branch."""
-    gid = item.outer.gid
+def rollback(item: Item, message: bytes, winner: str, record: EpochRecord) -> Result:
+    """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item)."""
+    gid, epoch, values = item.outer.gid, record.epoch, item.values
+    old = item.group
     base = group.load_snapshot(item.ctx.state, gid, epoch)
-    if base is None:
-        return item.fail("commit_too_old", f"no snapshot is kept for epoch {epoch}", epoch=epoch,
-                         content_type="commit")
     try:
         result = mls.process_message(base, message)
-    except mls.MlsError as exc:  # a forged "better" commit must not roll anything back
+    except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
         return item.fail("invalid_message", epoch=epoch, content_type="commit")
-    meta, dropped = item.group.meta.rolled_back(epoch, CommitRecord(item.outer.cursor, digest))
-    invalidated = item.ctx.db.all(_INVALIDATED, (bytes.fromhex(gid), epoch))
-    retryable = item.ctx.db.all(_RETRYABLE, (bytes.fromhex(gid), epoch, item.outer.created_at))
-    events = [
-        facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, [o.hex() for o, _ in invalidated],
-                          [r.hex() for _, r in invalidated], [o.hex() for o, _ in retryable]),
-        _applied(item, result, epoch, digest, meta.generation),
-    ]
-    values = item.values
-    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta)]
-    intents += [group.snapshot_intent(values, gid, e, None) for e in dropped]
-    intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, gid))
-    intents += [EnqueueDeferred(raw.encode(), item.ctx.now_ms, partition_key=gid,
-                                idempotency_key=f"marmot:retry:{gid}:{o.hex()}:{meta.generation}")
-                for o, raw in retryable]
+    loser = old.meta.record(epoch).applied_candidate
+    meta, dead = old.meta.rolled_back(_applying(record, winner))
+    changes, retry_epochs = _changes(item, epoch, record.candidate(winner))
+    events = [facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
+              _applied(item, result, epoch, winner, meta.generation)]
+    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta),
+               *group.forget_intents(values, gid, dead),
+               # The old main becomes the branch of the commit that lost; the winner's branch is main now.
+               group.branch_intent(values, gid, epoch, loser.digest, old.state),
+               group.branch_intent(values, gid, epoch, winner, None),
+               *item.kept(epoch),
+               # Everything waiting sits on the old main's next epoch: wake it for the new branch.
+               EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1))]
+    intents += _requeue(item, retry_epochs, meta.generation)
     return Result(events=events, intents=intents)
+
+
+def _applying(record: EpochRecord, winner: str) -> EpochRecord:
+    return EpochRecord(record.epoch, winner, record.candidates)
+
+
+def _changes(item: Item, epoch: int, winner: group.Candidate) -> tuple[facts.Rollback, dict[str, int]]:
+    """How the rollback moves each event it touches, and the epoch of each event to decide again."""
+    db, key = item.ctx.db, bytes.fromhex(item.outer.gid)
+    invalidated, rumors = [], []
+    for outer_id, rumor_id in db.all(_INVALIDATED, (key, epoch)):
+        invalidated.append(outer_id.hex())
+        if rumor_id is not None and db.one(_STILL_CARRIED, (key, rumor_id, epoch)) is None:
+            rumors.append(rumor_id.hex())
+    retry = {outer_id.hex(): at for outer_id, at in db.all(_RETRYABLE, (key, epoch))}
+    changes = facts.Rollback(
+        invalidated=tuple(invalidated), invalidated_rumors=tuple(dict.fromkeys(rumors)),
+        lost_commits=tuple(o.hex() for (o,) in db.all(_LOST_COMMITS, (key, epoch))),
+        won_commits=tuple(w for w in winner.wrappers if w != item.outer.id),
+        dead_commits=tuple(o.hex() for (o,) in db.all(_DEAD_COMMITS, (key, epoch))),
+        retryable=tuple(retry),
+    )
+    return changes, retry
+
+
+def _requeue(item: Item, retry_epochs: dict[str, int], generation: int) -> list[EnqueueDeferred]:
+    """Queue the kept raw events to decide again (their records say Retryable meanwhile)."""
+    gid, intents = item.outer.gid, []
+    for outer_id, epoch in retry_epochs.items():
+        raw = group.kept_raw(item.ctx.state, gid, epoch, outer_id)
+        if raw is not None:
+            intents.append(EnqueueDeferred(raw, item.ctx.now_ms, partition_key=gid,
+                                           idempotency_key=f"marmot:retry:{gid}:{outer_id}:{generation}"))
+    return intents

@@ -29,8 +29,8 @@ def _check_id(instance: object, attribute: attrs.Attribute, value: str) -> None:
 
 
 def _check_time(instance: object, attribute: attrs.Attribute, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidInput(f"a cursor created_at must be a non-negative integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise InvalidInput(f"a cursor created_at must be an integer from 0 to 2^63-1, got {value!r}")
 
 
 @attrs.frozen(order=False)

@@ -12,7 +12,7 @@ itself says what was wrong and what the caller can do about it.
 
 from __future__ import annotations
 
-from core.errors import InvalidInput, NotFound, TesseraError, TransientError
+from core.errors import ConfigurationError, InvalidInput, NotFound, TesseraError
 
 
 class MarmotError(TesseraError):
@@ -95,11 +95,12 @@ class InvalidKey(Nip44Error):
 # --- group state at rest ---------------------------------------------------
 
 
-class StateKeyError(MarmotError, TransientError):
-    """The at-rest key for group state is missing, malformed or wrong.
+class StateKeyError(MarmotError, ConfigurationError):
+    """The at-rest key for group state is missing, malformed, ambiguous or wrong.
 
-    A ``TransientError``: an item that meets it is retried once the operator
-    fixes the configuration, instead of being parked as if it were bad input.
+    A ``ConfigurationError``: an item that meets it is not the culprit, so it
+    stays queued, untouched, and the drain stops with this one message until
+    the operator fixes the configuration.
     """
 
 

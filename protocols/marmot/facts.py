@@ -32,6 +32,7 @@ COMMIT_REWRAPPED = "commit_rewrapped"
 PROPOSAL_RECEIVED = "proposal_received"
 DELETION_RECEIVED = "deletion_received"
 OUTER_FAILED = "outer_failed"
+OUTER_INVALIDATED = "outer_invalidated"
 EPOCH_ROLLED_BACK = "epoch_rolled_back"
 
 # Facts that close the processing of an outer event successfully.
@@ -39,7 +40,6 @@ PROCESSED_FACTS = (RUMOR_RECEIVED, OWN_MESSAGE_ECHOED, OUTER_PROCESSED, COMMIT_A
                    PROPOSAL_RECEIVED, DELETION_RECEIVED)
 
 REASONS = {
-    "retry_exhausted": "no retained epoch key opened it within the retry budget",
     "malformed_payload": "the content is not a NIP-44 v2 payload",
     "invalid_message": "the payload is not a well-formed MLS message",
     "wrong_group": "the MLS message names another group",
@@ -52,11 +52,14 @@ REASONS = {
     "sender_mismatch": "the rumor's pubkey differs from the MLS sender",
     "unauthorized_commit": "the committer was not allowed to make this commit",
     "confirmation_mismatch": "the commit's confirmation tag does not match",
-    "commit_lost_race": "a better commit was already applied for its epoch",
+    "commit_lost_race": "a better commit won its epoch",
+    "invalidated_branch": "a commit on a branch that lost its race",
     "commit_too_old": "its epoch is outside the rollback window",
+    # Only in databases written before waiting stopped spending attempts.
+    "retry_exhausted": "no retained epoch key opened it within the retry budget",
 }
-# Failures that a rollback may cure (the event may belong to the winning branch).
-RETRYABLE_REASONS = frozenset({"retry_exhausted", "undecryptable"})
+# Failures that depend on which branch of a race won: a rollback decides them again.
+RETRYABLE_REASONS = frozenset({"undecryptable", "commit_lost_race", "invalidated_branch", "retry_exhausted"})
 
 
 @attrs.frozen
@@ -95,12 +98,11 @@ def about(fact_type: str, outer: Outer, generation: int, /, **data: Any) -> Even
 
 def failed(outer: Outer, generation: int, reason: str, detail: str = "", *, epoch: int | None = None,
            content_type: str | None = None) -> Event:
-    """Outer event failed for ``reason``; keeps the raw event when a rollback could cure it."""
+    """Outer event failed for ``reason`` (a word of :data:`REASONS`)."""
     if reason not in REASONS:
         raise ValueError(f"unknown failure reason {reason!r}")  # a typo here would corrupt the vocabulary
-    raw = outer.raw() if reason in RETRYABLE_REASONS else None
     return about(OUTER_FAILED, outer, generation, reason=reason, detail=detail or REASONS[reason], epoch=epoch,
-                 content_type=content_type, raw=raw)
+                 content_type=content_type)
 
 
 def joined(gid: str, epoch: int, self_pubkey: str, members: int, admins: list[str], welcome_digest: str,
@@ -109,11 +111,31 @@ def joined(gid: str, epoch: int, self_pubkey: str, members: int, admins: list[st
     return Event(GROUP_JOINED, derive_event_id("marmot", GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
 
 
-def rolled_back(outer: Outer, epoch: int, loser: Cursor, generation: int, invalidated: list[str],
-                invalidated_rumors: list[str], retryable: list[str]) -> Event:
-    """One fact per rollback: which commit won, what became invalid, what may be retried."""
-    event_id = derive_event_id("marmot", EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id)
+@attrs.frozen
+class Rollback:
+    """What a rollback changes besides the group state, as the handler worked it out.
+
+    Attributes:
+        invalidated: outer events processed on the losing branch (-> EpochInvalidated).
+        invalidated_rumors: their rumor ids.
+        lost_commits: wrappers of the commit that lost its epoch (-> Failed commit_lost_race).
+        won_commits: earlier wrappers of the winning commit (-> ProcessedCommit).
+        dead_commits: commits applied above the epoch on the losing branch (-> Failed invalidated_branch).
+        retryable: outer events decided on some branch that may now read differently (-> Retryable, re-queued).
+    """
+
+    invalidated: tuple[str, ...] = ()
+    invalidated_rumors: tuple[str, ...] = ()
+    lost_commits: tuple[str, ...] = ()
+    won_commits: tuple[str, ...] = ()
+    dead_commits: tuple[str, ...] = ()
+    retryable: tuple[str, ...] = ()
+
+
+def rolled_back(outer: Outer, epoch: int, loser: Cursor, generation: int, changes: Rollback) -> Event:
+    """One fact per rollback: which commit won, and how every event it touches moves."""
+    event_id = derive_event_id("marmot", EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id, generation)
     data = {"epoch": epoch, "winner": {"outer_id": outer.id, "created_at": outer.created_at},
             "loser": {"outer_id": loser.id, "created_at": loser.created_at}, "generation": generation,
-            "invalidated": invalidated, "invalidated_rumors": invalidated_rumors, "retryable": retryable}
+            **{name: list(value) for name, value in attrs.asdict(changes).items()}}
     return Event(EPOCH_ROLLED_BACK, event_id, outer.gid, outer.created_at * 1000, data)

@@ -1,13 +1,20 @@
 """One joined group as a handler sees it: engine state plus the plugin's metadata.
 
 :class:`GroupMeta` is what the plugin needs besides the engine state to
-decide about commits: which commit it applied for each recent epoch (its
-outer cursor and the hash of its MLS bytes), which pre-commit snapshots it
-keeps, and the rollback generation that keeps fact ids distinct when an
-outer event is legitimately processed again after a rollback.
+decide about commits.  For each epoch of the rollback window it keeps an
+:class:`EpochRecord`: every valid commit seen for that epoch (its SHA-256
+and the best ``(created_at, id)`` among the outer events that carried it)
+and which of them is applied.  Seed 001's race rule picks the candidate with
+the smallest cursor, so the decision depends on the set of wrappers seen,
+never on the order they arrived in.  Every candidate that is not applied has
+a *branch*: the engine state its commit leads to, kept so that the events
+of that branch are recorded ``EpochInvalidated`` rather than waiting for an
+epoch that will never come.  The rollback *generation* keeps fact ids
+distinct when an outer event is legitimately processed again after a
+rollback.
 
 Restoring an engine snapshot costs more than everything else in an item, so
-restored states are cached per group, keyed by the at-rest key and the exact
+restored states are cached per name, keyed by the at-rest key and the exact
 sealed bytes read from the database: a cached value is used only when the
 stored bytes are byte-for-byte the ones it came from (so a rolled-back write
 or another process's write is never served stale) and the configured key is
@@ -26,18 +33,66 @@ import protocols.mls as mls
 from core.intents import WriteProtocolState
 from core.state import ProtocolState
 from protocols.marmot import keys
-from protocols.marmot.cursor import Cursor
-from protocols.marmot.state_store import SealedValues, meta_name, snap_name, state_name
+from protocols.marmot.cursor import Cursor, compare
+from protocols.marmot.state_store import (
+    SealedValues,
+    branch_name,
+    branch_prefix,
+    epoch_of,
+    kept_name,
+    kept_prefix,
+    meta_name,
+    snap_name,
+    state_name,
+)
 
 _CACHE_SIZE = 64
 
 
 @attrs.frozen
-class CommitRecord:
-    """The commit applied for one epoch: its outer cursor and the SHA-256 of its MLS bytes."""
+class Candidate:
+    """One commit seen for an epoch: its MLS bytes' SHA-256, best wrapper and every wrapper."""
 
-    cursor: Cursor
     digest: str
+    cursor: Cursor
+    wrappers: tuple[str, ...] = ()
+
+    def seen_in(self, cursor: Cursor) -> Candidate:
+        """This candidate after one more outer event carrying it."""
+        best = cursor if compare(cursor, self.cursor) < 0 else self.cursor
+        wrappers = self.wrappers if cursor.id in self.wrappers else (*self.wrappers, cursor.id)
+        return attrs.evolve(self, cursor=best, wrappers=wrappers)
+
+
+@attrs.frozen
+class EpochRecord:
+    """The commits seen for one epoch and the one the group applied."""
+
+    epoch: int
+    applied: str
+    candidates: tuple[Candidate, ...]
+
+    def candidate(self, digest: str) -> Candidate | None:
+        return next((c for c in self.candidates if c.digest == digest), None)
+
+    @property
+    def winner(self) -> Candidate:
+        """The candidate the race rule picks: the smallest best-wrapper cursor."""
+        return min(self.candidates, key=lambda c: c.cursor.key())
+
+    @property
+    def applied_candidate(self) -> Candidate:
+        return next(c for c in self.candidates if c.digest == self.applied)
+
+    def seen(self, digest: str, cursor: Cursor) -> EpochRecord:
+        """The record after an outer event ``cursor`` carried the commit ``digest``."""
+        known = self.candidate(digest)
+        updated = known.seen_in(cursor) if known is not None else Candidate(digest, cursor, (cursor.id,))
+        others = tuple(c for c in self.candidates if c.digest != digest)
+        return attrs.evolve(self, candidates=tuple(sorted((*others, updated), key=lambda c: c.digest)))
+
+    def losers(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.digest != self.applied]
 
 
 @attrs.frozen
@@ -47,40 +102,53 @@ class GroupMeta:
     gid: str
     joined_epoch: int
     generation: int = 0
-    commits: tuple[tuple[int, CommitRecord], ...] = ()
-    snapshots: tuple[int, ...] = ()
+    records: tuple[EpochRecord, ...] = ()
 
-    def commit_for(self, epoch: int) -> CommitRecord | None:
-        return next((record for e, record in self.commits if e == epoch), None)
+    def record(self, epoch: int) -> EpochRecord | None:
+        return next((r for r in self.records if r.epoch == epoch), None)
+
+    @property
+    def window_start(self) -> int | None:
+        """The oldest epoch a better commit can still change, or None before the first commit."""
+        return self.records[0].epoch if self.records else None
+
+    def branches(self) -> list[tuple[int, str]]:
+        """``(epoch, digest)`` of every losing candidate in the window, newest epoch first."""
+        return [(r.epoch, c.digest) for r in reversed(self.records) for c in r.losers()]
+
+    def with_applied(self, record: EpochRecord, keep: int) -> tuple[GroupMeta, list[EpochRecord]]:
+        """Meta after a commit of the newest epoch was applied; also the records that left the window."""
+        records = tuple(r for r in self.records if r.epoch < record.epoch) + (record,)
+        dropped = list(records[:-keep])
+        return attrs.evolve(self, records=records[-keep:]), dropped
+
+    def with_record(self, record: EpochRecord) -> GroupMeta:
+        return attrs.evolve(self, records=tuple(record if r.epoch == record.epoch else r for r in self.records))
+
+    def rolled_back(self, record: EpochRecord) -> tuple[GroupMeta, list[EpochRecord]]:
+        """Meta after ``record`` changed the commit of its epoch; also the records of the dead branch."""
+        dropped = [r for r in self.records if r.epoch > record.epoch]
+        records = tuple(r for r in self.records if r.epoch < record.epoch) + (record,)
+        return attrs.evolve(self, records=records, generation=self.generation + 1), dropped
 
     def to_bytes(self) -> bytes:
         return json.dumps({
-            "gid": self.gid, "joined_epoch": self.joined_epoch, "generation": self.generation,
-            "commits": [[e, r.cursor.created_at, r.cursor.id, r.digest] for e, r in self.commits],
-            "snapshots": list(self.snapshots),
+            "version": 2, "gid": self.gid, "joined_epoch": self.joined_epoch, "generation": self.generation,
+            "records": [[r.epoch, r.applied, [[c.digest, c.cursor.created_at, c.cursor.id, list(c.wrappers)]
+                                              for c in r.candidates]] for r in self.records],
         }, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> GroupMeta:
         raw = json.loads(data)
-        commits = tuple((e, CommitRecord(Cursor(t, i), d)) for e, t, i, d in raw["commits"])
-        return cls(raw["gid"], raw["joined_epoch"], raw["generation"], commits, tuple(raw["snapshots"]))
-
-    def with_commit(self, epoch: int, record: CommitRecord, keep: int) -> tuple[GroupMeta, list[int]]:
-        """Meta after applying ``record`` at ``epoch``; also the snapshot epochs to drop."""
-        snapshots = tuple(e for e in self.snapshots if e < epoch) + (epoch,)
-        dropped = list(snapshots[:-keep]) if keep > 0 else list(snapshots)
-        kept = tuple(e for e in snapshots if e not in dropped)
-        oldest = kept[0] if kept else epoch
-        commits = tuple((e, r) for e, r in self.commits if oldest <= e < epoch) + ((epoch, record),)
-        return attrs.evolve(self, commits=commits, snapshots=kept), dropped
-
-    def rolled_back(self, epoch: int, record: CommitRecord) -> tuple[GroupMeta, list[int]]:
-        """Meta after replacing the commit of ``epoch`` by ``record``; also snapshots to drop."""
-        dropped = [e for e in self.snapshots if e > epoch]
-        commits = tuple((e, r) for e, r in self.commits if e < epoch) + ((epoch, record),)
-        snapshots = tuple(e for e in self.snapshots if e <= epoch)
-        return attrs.evolve(self, commits=commits, snapshots=snapshots, generation=self.generation + 1), dropped
+        if raw.get("version") != 2:  # the first layout: one applied commit per epoch, no branches
+            snapshots = set(raw["snapshots"])
+            records = tuple(EpochRecord(e, d, (Candidate(d, Cursor(t, i), (i,)),))
+                            for e, t, i, d in raw["commits"] if e in snapshots)
+            return cls(raw["gid"], raw["joined_epoch"], raw["generation"], records)
+        records = tuple(EpochRecord(e, applied, tuple(Candidate(d, Cursor(t, i), tuple(w)) for d, t, i, w in cands))
+                        for e, applied, cands in raw["records"])
+        return cls(raw["gid"], raw["joined_epoch"], raw["generation"], records)
 
 
 @attrs.frozen
@@ -154,5 +222,68 @@ def snapshot_intent(values: SealedValues, gid: str, epoch: int, snapshot_bytes: 
 
 def load_snapshot(state: ProtocolState, gid: str, epoch: int) -> mls.GroupState | None:
     """The pre-commit state kept for ``epoch``, or None when it was pruned."""
-    plain = SealedValues(state).get(snap_name(gid, epoch))
-    return None if plain is None else mls.restore(plain)
+    values = SealedValues(state)
+    name = snap_name(gid, epoch)
+    sealed = values.raw(name)
+    return None if sealed is None else _open(values, name, sealed, mls.restore)
+
+
+@attrs.frozen
+class Branch:
+    """A losing branch: the state its commit for ``epoch`` led to (advanced by its own commits)."""
+
+    epoch: int
+    digest: str
+    state: mls.GroupState = attrs.field(repr=False)
+
+
+def load_branches(state: ProtocolState, meta: GroupMeta) -> list[Branch]:
+    """Every losing branch of the window that has a stored state, newest fork first."""
+    values = SealedValues(state)
+    found = []
+    for epoch, digest in meta.branches():
+        name = branch_name(meta.gid, epoch, digest)
+        sealed = values.raw(name)
+        if sealed is not None:
+            found.append(Branch(epoch, digest, _open(values, name, sealed, mls.restore)))
+    return found
+
+
+def branch_intent(values: SealedValues, gid: str, epoch: int, digest: str,
+                  branch_state: mls.GroupState | None) -> WriteProtocolState:
+    """Store (None: delete) the state of the branch of ``digest`` at ``epoch``."""
+    name = branch_name(gid, epoch, digest)
+    if branch_state is None:
+        return WriteProtocolState(name, None)
+    sealed = values.sealed(name, mls.snapshot(branch_state))
+    _remember(name, values.key, sealed, branch_state)
+    return WriteProtocolState(name, sealed)
+
+
+def kept_intent(gid: str, epoch: int, outer_id: str, raw: bytes) -> WriteProtocolState:
+    """Keep an outer event decided at ``epoch`` so a rollback can decide it again."""
+    return WriteProtocolState(kept_name(gid, epoch, outer_id), raw)
+
+
+def kept_raw(state: ProtocolState, gid: str, epoch: int, outer_id: str) -> bytes | None:
+    return state.get(kept_name(gid, epoch, outer_id))
+
+
+def forget_intents(values: SealedValues, gid: str, records: list[EpochRecord], *,
+                   window_start: int | None = None) -> list[WriteProtocolState]:
+    """Delete what was kept for ``records`` (their snapshots and branches) and, given the
+    new ``window_start``, the raw events no race can change any more (epochs up to it)."""
+    intents = []
+    for record in records:
+        intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
+        intents += [WriteProtocolState(name, None) for name in values.names(branch_prefix(gid, record.epoch))]
+    if window_start is not None:
+        intents += [WriteProtocolState(name, None) for name in values.names(kept_prefix(gid))
+                    if epoch_of(name) <= window_start]
+    return intents
+
+
+def needs_keeping(meta: GroupMeta, epoch: int | None) -> bool:
+    """True when a rollback could still make an event decided at ``epoch`` read differently."""
+    start = meta.window_start
+    return epoch is not None and start is not None and epoch > start

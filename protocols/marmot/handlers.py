@@ -11,10 +11,13 @@ no record          process
 Created            our own message coming back: confirm it (Processed)
 Processed          duplicate
 ProcessedCommit    duplicate
-Failed             duplicate, not decrypted again (its keys may be gone)
 EpochInvalidated   duplicate, not decrypted again
+Failed             previously failed: not validated or decrypted again
 Retryable          process again (a rollback may have made it readable)
 ================== ==========================================================
+
+An event no key of ours opens waits for the group's next epoch; one only a
+losing branch opens is decided on that branch (:mod:`.branches`).
 """
 
 from __future__ import annotations
@@ -26,15 +29,15 @@ import attrs
 import protocols.mls as mls
 from core.errors import DecodeError
 from core.records import Blocked, Envelope, Result
-from protocols.marmot import commits, facts, group, messages, nostr, observe, outer
+from protocols.marmot import branches, commits, group, messages, nostr, observe, outer
 from protocols.marmot.errors import InvalidEvent, Nip44Error
-from protocols.marmot.facts import Outer
+from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.item import WAITING_FOR_GROUP, Item, epochs_text, wait_or_give_up
+from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
 
 PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
-DUPLICATE_STATES = frozenset({"Processed", "ProcessedCommit", "Failed", "EpochInvalidated"})
+DUPLICATE_STATES = frozenset({"Processed", "ProcessedCommit", "EpochInvalidated"})
 
 
 def decode(blob: bytes) -> Envelope:
@@ -56,32 +59,47 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if item.seen is not None and item.seen.state in DUPLICATE_STATES:
         item.note(observe.DUPLICATE)
         return Result(duplicate=True)
+    if item.seen is not None and item.seen.state == "Failed":
+        item.note(observe.PREVIOUSLY_FAILED)
+        return Result(duplicate=True)
     loaded = group.load(ctx.state, out.gid)
     if loaded is None:
-        return Blocked(WAITING_FOR_GROUP, out.gid, "not a member of this group (yet)")
+        return wait_for_group(item)
     item = attrs.evolve(item, group=loaded)
     if item.seen is not None and item.seen.state == "Created":
         # The processing record already proves it is ours; its key is gone anyway.
-        return item.fact(facts.OWN_MESSAGE_ECHOED, rumor_id=item.seen.rumor_id)
+        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=item.seen.rumor_id)
     return _open(item)
 
 
 def _open(item: Item) -> Result | Blocked:
     state = item.group.state
+    content = item.outer.event["content"]
     try:
-        opened = outer.open_content(state, item.outer.event["content"])
+        opened = outer.open_content(state, content)
     except Nip44Error:
         return item.fail("malformed_payload")
     if opened is None:
-        return wait_or_give_up(item, f"no key of epochs {epochs_text(state)} opens it")
+        return _open_on_a_branch(item, content)
     try:
         header = mls.peek(opened[1])
     except mls.MlsError:
-        return item.fail("invalid_message")
+        return item.fail("invalid_message", epoch=opened[0])
     if header.group_id != state.group_id:
         return item.fail("wrong_group", epoch=header.epoch)
     if header.content_type == "commit":
         return commits.handle_commit(item, header, opened[1])
     if header.epoch > state.epoch:
-        return wait_or_give_up(item, f"it is for epoch {header.epoch}, we are at {state.epoch}")
+        return wait_for_epoch(item, state.epoch + 1, f"it is for epoch {header.epoch}, we are at {state.epoch}")
     return messages.handle_message(item, header, opened[1])
+
+
+def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
+    for branch in group.load_branches(item.ctx.state, item.group.meta):
+        opened = outer.open_content(branch.state, content)
+        if opened is not None:
+            return branches.handle_on_branch(item, branch, opened[1])
+    state = item.group.state
+    if not state.active:
+        return item.fail("not_a_member", f"no key of epochs {epochs_text(state)} opens it and we were removed")
+    return wait_for_epoch(item, state.epoch + 1, f"no key of epochs {epochs_text(state)} opens it")

@@ -11,9 +11,11 @@ over an existing row is a no-op, which makes every write idempotent.
 
 The resume cursor is the greatest ``(created_at, id)`` of the outer events
 that were successfully processed (Processed, ProcessedCommit, and those
-later invalidated by a rollback, so it never moves backwards).  Failed
-events do not move it: a forged timestamp far in the future must not make a
-backfill skip real events.
+later invalidated by a rollback, so it never moves backwards), and of the
+commits that lost a race: they are authenticated commits of members, and
+counting them whatever the arrival order keeps the cursor independent of it.
+Other failures do not move it: a forged timestamp far in the future must not
+make a backfill skip real events.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
 
 PROCESSED_STATES = ("Processed", "ProcessedCommit", "EpochInvalidated")
+# Failures of authenticated commits (a branch lost): they count for the resume cursor.
+RACE_REASONS = ("commit_lost_race", "invalidated_branch")
 HIDDEN_BY_DEFAULT = ("EpochInvalidated",)
 
 _LOOKUP = ("SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
@@ -46,12 +50,19 @@ _MARK = (
 # Only ever forward: the stored cursor must be strictly older than the new one.
 _ADVANCE = ("UPDATE marmot_groups SET resume_created_at = ?, resume_id = ? "
             f"WHERE gid = ? AND {older_sql('resume_created_at', 'resume_id')}")
+# A rumor seen again keeps its row, except that a valid copy replaces one that
+# only a losing branch carried (a re-send after a rollback, as MDK upserts).
 _ADD_RUMOR = (
     "INSERT INTO marmot_messages(gid, rumor_id, created_at, pubkey, kind, content, tags, outer_id, "
-    "outer_created_at, epoch, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT(gid, rumor_id) DO NOTHING"
+    "outer_created_at, epoch, state, deleted_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(gid, rumor_id) DO UPDATE SET outer_id = excluded.outer_id, "
+    "outer_created_at = excluded.outer_created_at, epoch = excluded.epoch, state = excluded.state, "
+    "deleted_epoch = excluded.deleted_epoch "
+    "WHERE marmot_messages.state = 'EpochInvalidated' AND excluded.state <> 'EpochInvalidated'"
 )
-_COLUMNS = "rumor_id, created_at, pubkey, kind, content, tags, outer_id, outer_created_at, epoch, state"
+# Deleted rows keep their content for a possible undo, but never show it.
+_COLUMNS = ("rumor_id, created_at, pubkey, kind, CASE WHEN state = 'Deleted' THEN '' ELSE content END, tags, "
+            "outer_id, outer_created_at, epoch, state")
 
 
 @attrs.frozen
@@ -94,27 +105,33 @@ class GroupHistoryStore:
         self.conn.execute(_MARK, (self.key, bytes.fromhex(outer.id), outer.created_at, state, content_type, epoch,
                                   None if rumor_id is None else bytes.fromhex(rumor_id), rumor_pubkey, reason,
                                   detail, raw))
-        if state in PROCESSED_STATES:
+        if state in PROCESSED_STATES or (state == "Failed" and reason in RACE_REASONS):
             self.advance_resume_cursor(outer)
 
     def advance_resume_cursor(self, outer: Cursor) -> None:
         created, ident = outer.params()
         self.conn.execute(_ADVANCE, (created, ident, self.key, created, ident))
 
-    def set_outer_states(self, outer_ids: Iterable[str], new_state: str, from_states: Sequence[str]) -> None:
-        """Move the named outer events to ``new_state`` if they are in one of ``from_states``."""
+    def set_outer_states(self, outer_ids: Iterable[str], new_state: str, from_states: Sequence[str],
+                         **columns: str | None) -> None:
+        """Move the named outer events to ``new_state`` if they are in one of ``from_states``;
+        ``columns`` (``reason``, ``detail``) are set with it."""
+        if not set(columns) <= {"reason", "detail"}:
+            raise ValueError(f"only reason and detail move with a state, not {sorted(columns)}")
+        sets = "".join(f", {name} = ?" for name in columns)
         for outer_id in outer_ids:
             self.conn.execute(
-                f"UPDATE marmot_processed SET state = ? WHERE gid = ? AND outer_id = ? "
+                f"UPDATE marmot_processed SET state = ?{sets} WHERE gid = ? AND outer_id = ? "
                 f"AND state IN ({_marks(from_states)})",
-                (new_state, self.key, bytes.fromhex(outer_id), *from_states))
+                (new_state, *columns.values(), self.key, bytes.fromhex(outer_id), *from_states))
 
-    def add_rumor(self, rumor: dict, outer: Cursor, *, epoch: int, state: str = "Processed") -> None:
+    def add_rumor(self, rumor: dict, outer: Cursor, *, epoch: int, state: str = "Processed",
+                  deleted_epoch: int | None = None) -> None:
         """Store a rumor (idempotent on its id), linked to the outer event it came in."""
         self.conn.execute(_ADD_RUMOR, (
             self.key, bytes.fromhex(rumor["id"]), rumor["created_at"], rumor["pubkey"], rumor["kind"],
-            "" if state == "Deleted" else rumor["content"], json.dumps(rumor["tags"], separators=(",", ":")),
-            bytes.fromhex(outer.id), outer.created_at, epoch, state))
+            rumor["content"], json.dumps(rumor["tags"], separators=(",", ":")), bytes.fromhex(outer.id),
+            outer.created_at, epoch, state, deleted_epoch if state == "Deleted" else None))
 
     def set_rumor_states(self, rumor_ids: Iterable[str], new_state: str, from_states: Sequence[str]) -> None:
         for rumor_id in rumor_ids:
@@ -123,12 +140,18 @@ class GroupHistoryStore:
                 f"AND state IN ({_marks(from_states)})",
                 (new_state, self.key, bytes.fromhex(rumor_id), *from_states))
 
-    def delete_rumor(self, rumor_id: str, pubkey: str) -> None:
-        """Mark a rumor Deleted (only its original author's deletion reaches here)."""
+    def delete_rumor(self, rumor_id: str, pubkey: str, epoch: int) -> None:
+        """Mark a rumor Deleted by its author's deletion of ``epoch`` (the earliest deletion counts)."""
         self.conn.execute(
-            "UPDATE marmot_messages SET state = 'Deleted', content = '' "
-            "WHERE gid = ? AND rumor_id = ? AND pubkey = ? AND state IN ('Created', 'Processed')",
-            (self.key, bytes.fromhex(rumor_id), pubkey))
+            "UPDATE marmot_messages SET state = 'Deleted', deleted_epoch = min(coalesce(deleted_epoch, ?1), ?1) "
+            "WHERE gid = ?2 AND rumor_id = ?3 AND pubkey = ?4 AND state IN ('Created', 'Processed', 'Deleted')",
+            (epoch, self.key, bytes.fromhex(rumor_id), pubkey))
+
+    def undelete_after(self, epoch: int) -> None:
+        """Restore rumors whose deletions all came after ``epoch`` (a rollback dropped them)."""
+        self.conn.execute(
+            "UPDATE marmot_messages SET state = 'Processed', deleted_epoch = NULL "
+            "WHERE gid = ? AND state = 'Deleted' AND deleted_epoch > ?", (self.key, epoch))
 
     # --- reads -----------------------------------------------------------------
 

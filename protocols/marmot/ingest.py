@@ -8,7 +8,8 @@ rechecked right after that commit, while its epoch keys are still retained.
 **Backfill.**  :func:`backfill` takes a batch of relay events for one group,
 drops everything at or before the resume cursor, and feeds the rest through
 the normal pipeline, one transaction per event, in the order that needs the
-fewest retries: in rounds, the events the current epoch keys can open —
+fewest retries: in rounds, the events the current epoch keys (or a losing
+branch's) can open —
 non-commits first, then commits by ``(epoch, created_at, id)`` — until a
 round opens nothing more; what is still unreadable then goes through the
 pipeline too and waits on ``marmot.epoch`` with the usual bounded budget.
@@ -120,11 +121,14 @@ def _cursor_key(event: dict) -> tuple[int, str]:
 def _classify(rt: Any, gid: str, events: list[dict]) -> tuple[list[tuple[dict, mls.MessageHeader | None]], list[dict]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
-        state = group.load(ProtocolState(rt.db, PROTOCOL), gid).state
+        store = ProtocolState(rt.db, PROTOCOL)
+        loaded = group.load(store, gid)
+        # A losing branch opens its own events: they are decided now, not left for the end.
+        states = [loaded.state, *(branch.state for branch in group.load_branches(store, loaded.meta))]
     readable, unreadable = [], []
     for event in events:
         try:
-            opened = outer.open_content(state, event["content"])
+            opened = next(filter(None, (outer.open_content(state, event["content"]) for state in states)), None)
         except Nip44Error:
             readable.append((event, None))  # malformed: the handler records it Failed
             continue

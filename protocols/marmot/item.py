@@ -1,4 +1,4 @@
-"""One outer event being handled, and the shared way to wait for (or give up on) an epoch."""
+"""One outer event being handled, and the two ways it waits: for its group, or for its epoch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import attrs
 
 import protocols.mls as mls
-from core.records import Blocked, Result
+from core.intents import WriteProtocolState
+from core.records import Blocked, Event, Result
 from protocols.marmot import facts, observe, settings
 from protocols.marmot import group as groups
 from protocols.marmot.facts import Outer
@@ -16,6 +17,11 @@ from protocols.marmot.state_store import SealedValues
 
 WAITING_FOR_GROUP = "marmot.group"
 WAITING_FOR_EPOCH = "marmot.epoch"
+
+
+def epoch_key(gid: str, epoch: int) -> str:
+    """The recheck key of events waiting for ``epoch`` of ``gid`` to be applied."""
+    return f"{gid}:{epoch}"
 
 
 @attrs.frozen
@@ -39,33 +45,48 @@ class Item:
     def history(self) -> GroupHistoryStore:
         return GroupHistoryStore(self.ctx.db, self.outer.gid)
 
+    def kept(self, epoch: int | None) -> list[WriteProtocolState]:
+        """Keep the raw event when a later rollback may have to decide it again."""
+        if self.group is None or not groups.needs_keeping(self.group.meta, epoch):
+            return []
+        return [groups.kept_intent(self.outer.gid, epoch, self.outer.id, self.outer.raw().encode())]
+
     def fail(self, reason: str, detail: str = "", *, epoch: int | None = None, content_type: str | None = None,
-             intents: tuple = ()) -> Result:
+             intents: tuple | list = ()) -> Result:
         fact = facts.failed(self.outer, self.generation, reason, detail, epoch=epoch, content_type=content_type)
-        return Result(events=[fact], intents=intents)
+        keep = self.kept(epoch) if reason in facts.RETRYABLE_REASONS else []
+        return Result(events=[fact], intents=[*intents, *keep])
 
     def fact(self, fact_type: str, /, *, intents: tuple | list = (), **data: Any) -> Result:
-        return Result(events=[facts.about(fact_type, self.outer, self.generation, **data)], intents=intents)
+        return Result(events=[self.make(fact_type, **data)], intents=intents)
+
+    def make(self, fact_type: str, /, **data: Any) -> Event:
+        return facts.about(fact_type, self.outer, self.generation, **data)
 
     def note(self, outcome: str) -> None:
         observe.note(self.ctx, self.outer.gid, self.outer.id, self.outer.created_at, outcome)
 
-    def state_intent(self, new_state: mls.GroupState):
+    def state_intent(self, new_state: mls.GroupState) -> WriteProtocolState:
         return groups.state_intent(self.values, self.outer.gid, new_state)
 
 
-def wait_or_give_up(item: Item, why: str) -> Result | Blocked:
-    """Block until the next commit (or a backoff) — or, once the budget is spent, record Failed.
+def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
+    """Wait, without spending attempts, until ``epoch`` of the group is applied (then look again).
 
-    The budget (``TESSERA_MARMOT_MAX_RETRIES``) stays below the core's
-    parking limit, so the plugin always records the outcome itself.
+    Outer events name no epoch: one no retained key opens waits for the next
+    epoch, and moves on to the one after if that does not open it either.
+    Only a wait longer than ``TESSERA_MARMOT_WAIT_HORIZON_MS`` is parked.
     """
-    marmot = settings.current()
-    if item.ctx.attempts >= marmot.budget(item.ctx.db.settings.max_attempts):
-        return item.fail("retry_exhausted", f"still unreadable after {item.ctx.attempts} rechecks: {why}")
-    item.note(observe.UNREADABLE)
-    return Blocked(WAITING_FOR_EPOCH, item.outer.gid, f"outer event {item.outer.id[:12]} unreadable: {why}",
-                   recheck_after_ms=marmot.backoff_ms(item.ctx.attempts))
+    item.note(observe.WAITING)
+    return Blocked(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, epoch), f"outer event {item.outer.id[:12]}: {why}",
+                   horizon_ms=settings.current().wait_horizon_ms, expired_reason="epoch_never_arrived")
+
+
+def wait_for_group(item: Item) -> Blocked:
+    """Wait, without spending attempts, for a welcome into this group."""
+    item.note(observe.WAITING)
+    return Blocked(WAITING_FOR_GROUP, item.outer.gid, "not a member of this group (yet)",
+                   horizon_ms=settings.current().wait_horizon_ms, expired_reason="unknown_group")
 
 
 def epochs_text(state: mls.GroupState) -> str:

@@ -50,6 +50,8 @@ def load_key() -> bytes:
 def _read(raw: str | None, path: str | None) -> bytes:
     if raw is None and path is None:
         raise StateKeyMissing(MISSING)
+    if raw is not None and path is not None:
+        raise StateKeyInvalid(f"both {ENV_KEY} and {ENV_KEY_FILE} are set; set only one of them")
     source = ENV_KEY
     if raw is None:
         source = f"{ENV_KEY_FILE} ({path})"

@@ -21,7 +21,7 @@ from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
 from protocols.marmot import facts, outer, rumors
 from protocols.marmot.errors import InvalidRumor
-from protocols.marmot.item import Item, wait_or_give_up
+from protocols.marmot.item import Item, wait_for_epoch
 
 log = logging.getLogger("tessera.marmot")
 
@@ -35,7 +35,7 @@ def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Res
                          note="our own message, sent from elsewhere; not readable here")
     except mls.WrongEpoch as exc:
         if exc.message_epoch > exc.state_epoch:
-            return wait_or_give_up(item, f"it is for epoch {exc.message_epoch}")
+            return wait_for_epoch(item, exc.state_epoch + 1, f"it is for epoch {exc.message_epoch}")
         return item.fail("epoch_expired", epoch=header.epoch, content_type=header.content_type)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=header.epoch, content_type=header.content_type)
@@ -67,7 +67,7 @@ _MLS_REASONS = (
 
 def application(item: Item, received: mls.ApplicationReceived) -> Result:
     # The key is consumed either way; keep the new state even when the rumor is refused.
-    keep = (item.state_intent(received.new_state),)
+    keep = (item.state_intent(received.new_state), *item.kept(received.epoch))
     try:
         rumor = rumors.decode(received.plaintext)
     except InvalidRumor as exc:
@@ -76,17 +76,17 @@ def application(item: Item, received: mls.ApplicationReceived) -> Result:
         return item.fail("sender_mismatch", epoch=received.epoch, content_type="application", intents=keep)
     if rumor["kind"] == rumors.DELETION_KIND:
         return deletion(item, rumor, received.epoch, keep)
-    deleted = _deleted_in_advance(item, rumor)
     return item.fact(facts.RUMOR_RECEIVED, intents=keep, epoch=received.epoch, sender=received.sender_credential,
-                     rumor=rumor, deleted=deleted)
+                     rumor=rumor, deleted_epoch=_deleted_in_advance(item, rumor))
 
 
-def _deleted_in_advance(item: Item, rumor: dict) -> bool:
-    """True when its author's deletion arrived before the rumor itself."""
-    row = item.ctx.db.one(
-        "SELECT 1 FROM marmot_pending_deletions WHERE gid = ? AND target = ? AND pubkey = ? LIMIT 1",
-        (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]), rumor["pubkey"]))
-    return row is not None
+_DELETED_IN_ADVANCE = "SELECT min(epoch) FROM marmot_deletions WHERE gid = ? AND target = ? AND pubkey = ?"
+
+
+def _deleted_in_advance(item: Item, rumor: dict) -> int | None:
+    """The epoch of its author's deletion when that arrived before the rumor itself."""
+    return item.ctx.db.value(_DELETED_IN_ADVANCE, (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]),
+                                                   rumor["pubkey"]))
 
 
 def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
@@ -115,7 +115,8 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
 
 
 def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
-    return item.fact(facts.PROPOSAL_RECEIVED, intents=intents, epoch=received.epoch, kind=received.kind,
+    return item.fact(facts.PROPOSAL_RECEIVED, intents=(*intents, *item.kept(received.epoch)), epoch=received.epoch,
+                     kind=received.kind,
                      proposer=received.proposer_credential, subject=received.subject_credential,
                      ref=received.proposal_ref.hex(), action=action)
 

@@ -20,9 +20,10 @@ from typing import Any
 from protocols.marmot import facts
 
 DUPLICATE = "duplicate"
-UNREADABLE = "unreadable"
+PREVIOUSLY_FAILED = "previously_failed"
+WAITING = "waiting"
 PROCESSED = "processed"
-RETRY_EXHAUSTED = "retry_exhausted"
+INVALIDATED = "invalidated"
 FAILED = "failed"
 
 
@@ -30,7 +31,9 @@ class Observer:
     """Base class: every callback does nothing.  ``group`` is the group id (hex)."""
 
     def on_outer_event_processed(self, id: str, created_at: int, outcome: str, *, group: str) -> None:
-        """``outcome``: processed, duplicate, unreadable, retry_exhausted or failed."""
+        """``outcome``: processed, invalidated (decided on a branch that lost its race), failed,
+        duplicate, previously_failed (failed before; not looked at again) or waiting (for its
+        epoch or its group)."""
 
     def on_commit_applied(self, epoch: int, *, group: str) -> None:
         """A commit moved the group to ``epoch``."""
@@ -57,8 +60,10 @@ class _Hub:
         if event.type in facts.PROCESSED_FACTS:
             self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], PROCESSED, group=group)
         if event.type == facts.OUTER_FAILED:
-            outcome = RETRY_EXHAUSTED if data["reason"] == "retry_exhausted" else FAILED
-            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], outcome, group=group)
+            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], FAILED, group=group)
+        elif event.type == facts.OUTER_INVALIDATED:
+            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], INVALIDATED,
+                      group=group)
         elif event.type == facts.COMMIT_APPLIED:
             self.each("on_commit_applied", data["new_epoch"], group=group)
         elif event.type in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT):
@@ -76,7 +81,8 @@ class _Hub:
             self.each("on_rumor_persisted", rumor_id, data["outer_id"], group=group)
 
 
-_FACT_KINDS = (*facts.PROCESSED_FACTS, facts.OUTER_FAILED, facts.MESSAGE_SENT, facts.EPOCH_ROLLED_BACK)
+_FACT_KINDS = (*facts.PROCESSED_FACTS, facts.OUTER_FAILED, facts.OUTER_INVALIDATED, facts.MESSAGE_SENT,
+               facts.EPOCH_ROLLED_BACK)
 _hubs: "weakref.WeakKeyDictionary[Any, _Hub]" = weakref.WeakKeyDictionary()
 
 

@@ -18,7 +18,7 @@ import json
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.marmot import facts
+from protocols.marmot import facts, rumors
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 
@@ -104,35 +104,52 @@ def _deletion(conn, event: StoredEvent) -> None:
     _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="application",
                                                    epoch=d["epoch"], rumor_id=d["rumor_id"], rumor_pubkey=d["pubkey"])
     for target in d["targets"]:
-        if target["effect"] == "pending":
-            conn.execute(
-                "INSERT INTO marmot_pending_deletions(gid, target, pubkey, deletion_id) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                (bytes.fromhex(event.partition_key), bytes.fromhex(target["id"]), d["pubkey"],
-                 bytes.fromhex(d["rumor_id"])))
+        conn.execute(
+            "INSERT INTO marmot_deletions(gid, target, pubkey, deletion_id, epoch) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (bytes.fromhex(event.partition_key), bytes.fromhex(target["id"]), d["pubkey"],
+             bytes.fromhex(d["rumor_id"]), d["epoch"]))
 
 
 def _failed(conn, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(_outer(event), "Failed", content_type=d["content_type"],
-                                                   epoch=d["epoch"], reason=d["reason"], detail=d["detail"],
-                                                   raw=d["raw"])
+                                                   epoch=d["epoch"], reason=d["reason"], detail=d["detail"])
+
+
+def _invalidated(conn, event: StoredEvent) -> None:
+    d = event.data
+    rumor = d["rumor"]
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event), "EpochInvalidated", content_type=d["content_type"], epoch=d["epoch"],
+        rumor_id=None if rumor is None else rumor["id"], rumor_pubkey=None if rumor is None else rumor["pubkey"])
 
 
 def _rolled_back(conn, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], "EpochInvalidated", ("Processed", "Created"))
-    store.set_outer_states(d["retryable"], "Retryable", ("Failed",))
-    conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch > ?",
-                 (bytes.fromhex(event.partition_key), d["epoch"]))
+    store.set_outer_states(d.get("lost_commits", ()), "Failed", ("ProcessedCommit",),
+                           reason="commit_lost_race", detail=facts.REASONS["commit_lost_race"])
+    store.set_outer_states(d.get("dead_commits", ()), "Failed", ("ProcessedCommit",),
+                           reason="invalidated_branch", detail=facts.REASONS["invalidated_branch"])
+    won = d.get("won_commits", ())
+    store.set_outer_states(won, "ProcessedCommit", ("Failed", "Retryable"), reason=None, detail=None)
+    for outer_id in won:  # processed now: the resume cursor counts them like any applied commit
+        for (created_at,) in conn.execute("SELECT outer_created_at FROM marmot_processed WHERE gid = ? AND "
+                                          "outer_id = ?", (bytes.fromhex(event.partition_key), bytes.fromhex(outer_id))):
+            store.advance_resume_cursor(Cursor(created_at, outer_id))
+    store.set_outer_states(d["retryable"], "Retryable", ("Failed", "EpochInvalidated"))
+    gid = bytes.fromhex(event.partition_key)
+    conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch > ?", (gid, d["epoch"]))
+    conn.execute("DELETE FROM marmot_deletions WHERE gid = ? AND epoch > ?", (gid, d["epoch"]))
     _group_update(conn, event, "rollbacks = rollbacks + ?", (1,))
 
 
 PROCESSED = Projector(
     name="marmot.processed",
     protocol="marmot",
-    tables=("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_pending_deletions"),
+    tables=("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions"),
     handlers={
         facts.GROUP_JOINED: _joined,
         facts.MESSAGE_SENT: _sent,
@@ -144,9 +161,10 @@ PROCESSED = Projector(
         facts.PROPOSAL_RECEIVED: _proposal,
         facts.DELETION_RECEIVED: _deletion,
         facts.OUTER_FAILED: _failed,
+        facts.OUTER_INVALIDATED: _invalidated,
         facts.EPOCH_ROLLED_BACK: _rolled_back,
     },
-    description="joined groups, the processing state of every outer event, pending proposals",
+    description="joined groups, the processing state of every outer event, pending proposals, deletions",
 )
 
 
@@ -159,8 +177,18 @@ def _history_sent(conn, event: StoredEvent) -> None:
 
 def _history_received(conn, event: StoredEvent) -> None:
     d = event.data
+    deleted_epoch = d.get("deleted_epoch")
+    if deleted_epoch is None and d.get("deleted"):  # facts written before deletions carried their epoch
+        deleted_epoch = d["epoch"]
     _store(conn, event).add_rumor(d["rumor"], _outer(event), epoch=d["epoch"],
-                                  state="Deleted" if d["deleted"] else "Processed")
+                                  state="Processed" if deleted_epoch is None else "Deleted",
+                                  deleted_epoch=deleted_epoch)
+
+
+def _history_invalidated(conn, event: StoredEvent) -> None:
+    rumor = event.data["rumor"]
+    if rumor is not None and rumor["kind"] != rumors.DELETION_KIND:
+        _store(conn, event).add_rumor(rumor, _outer(event), epoch=event.data["epoch"], state="EpochInvalidated")
 
 
 def _history_echoed(conn, event: StoredEvent) -> None:
@@ -173,12 +201,13 @@ def _history_deletion(conn, event: StoredEvent) -> None:
     store = _store(conn, event)
     for target in event.data["targets"]:
         if target["effect"] == "deleted":
-            store.delete_rumor(target["id"], event.data["pubkey"])
+            store.delete_rumor(target["id"], event.data["pubkey"], event.data["epoch"])
 
 
 def _history_rolled_back(conn, event: StoredEvent) -> None:
-    _store(conn, event).set_rumor_states(event.data["invalidated_rumors"], "EpochInvalidated",
-                                         ("Processed", "Created"))
+    store = _store(conn, event)
+    store.set_rumor_states(event.data["invalidated_rumors"], "EpochInvalidated", ("Processed", "Created", "Deleted"))
+    store.undelete_after(event.data["epoch"])
 
 
 HISTORY = Projector(
@@ -188,6 +217,7 @@ HISTORY = Projector(
     handlers={
         facts.MESSAGE_SENT: _history_sent,
         facts.RUMOR_RECEIVED: _history_received,
+        facts.OUTER_INVALIDATED: _history_invalidated,
         facts.OWN_MESSAGE_ECHOED: _history_echoed,
         facts.DELETION_RECEIVED: _history_deletion,
         facts.EPOCH_ROLLED_BACK: _history_rolled_back,

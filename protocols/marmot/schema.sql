@@ -22,8 +22,8 @@ CREATE TABLE marmot_groups (
 
 -- Every outer (kind-445) event the plugin decided something about, with its
 -- processing state.  The handler reads it before decrypting (dedupe), so it
--- belongs to the non-isolated projector.  raw keeps the event JSON only for
--- failures a rollback may make retryable.
+-- belongs to the non-isolated projector.  raw is only set in databases
+-- written before raw events moved to protocol state (kept/...).
 CREATE TABLE marmot_processed (
     gid                 BLOB    NOT NULL,
     outer_id            BLOB    NOT NULL,
@@ -54,18 +54,24 @@ CREATE TABLE marmot_proposals (
     PRIMARY KEY (gid, ref)
 ) WITHOUT ROWID;
 
--- Deletions that arrived before the rumor they delete; applied when it arrives.
-CREATE TABLE marmot_pending_deletions (
+-- Every deletion (kind 5) the main chain carried, one row per target, with the
+-- epoch it came in: a target arriving later is stored Deleted at once, and a
+-- rollback drops the deletions of the epochs it invalidates.
+CREATE TABLE marmot_deletions (
     gid                 BLOB    NOT NULL,
     target              BLOB    NOT NULL,
     pubkey              TEXT    NOT NULL,
     deletion_id         BLOB    NOT NULL,
+    epoch               INTEGER NOT NULL,
     PRIMARY KEY (gid, target, deletion_id)
+    INDEX marmot_deletions_by_epoch (gid, epoch)
 ) WITHOUT ROWID;
 
 -- The decrypted history: one row per application rumor (deletion rumors are
 -- not shown; they only change the state of their target).  Pages are keyset
--- scans of marmot_messages_page by (created_at, rumor_id).
+-- scans of marmot_messages_page by (created_at, rumor_id).  A Deleted row
+-- keeps its content (never shown) and the epoch of the deletion, so a
+-- rollback that invalidates the deletion can restore it.
 CREATE TABLE marmot_messages (
     gid                 BLOB    NOT NULL,
     rumor_id            BLOB    NOT NULL,
@@ -78,6 +84,7 @@ CREATE TABLE marmot_messages (
     outer_created_at    INTEGER NOT NULL,
     epoch               INTEGER NOT NULL,
     state               TEXT    NOT NULL CHECK (state IN ('Created', 'Processed', 'Deleted', 'EpochInvalidated')),
+    deleted_epoch       INTEGER,
     PRIMARY KEY (gid, rumor_id)
     INDEX marmot_messages_page (gid, created_at, rumor_id)
 ) WITHOUT ROWID;

@@ -9,12 +9,19 @@ import attrs
 
 from core.errors import InvalidInput
 
+WEEK_MS = 7 * 24 * 3_600_000
+
 _ENV = {
-    "max_retries": "TESSERA_MARMOT_MAX_RETRIES",
-    "retry_ms": "TESSERA_MARMOT_RETRY_MS",
+    "wait_horizon_ms": "TESSERA_MARMOT_WAIT_HORIZON_MS",
     "snapshots": "TESSERA_MARMOT_SNAPSHOTS",
+    "past_epochs": "TESSERA_MARMOT_PAST_EPOCHS",
 }
-_MAX_BACKOFF_MS = 300_000
+# (smallest, largest) accepted value of each setting.
+_RANGES = {
+    "wait_horizon_ms": (1_000, 365 * 24 * 3_600_000),
+    "snapshots": (1, 255),
+    "past_epochs": (1, 255),
+}
 
 
 @attrs.frozen
@@ -22,44 +29,36 @@ class MarmotSettings:
     """Resolved plugin settings.
 
     Attributes:
-        max_retries: rechecks of an unreadable outer event before it is recorded Failed.
-        retry_ms: first recheck delay of an unreadable event; doubles per recheck.
-        snapshots: pre-commit snapshots kept per group, i.e. how many epochs back
-            a better commit can still roll the group back.
+        wait_horizon_ms: how long an outer event may wait for the epoch that
+            opens it (or for the welcome of its group) before it is parked
+            with reason ``epoch_never_arrived`` (``unknown_group``).  Waiting
+            never spends retry attempts.
+        snapshots: the rollback window: for how many recent epochs the
+            pre-commit state, the competing commits and the events decided in
+            them are kept, i.e. how many epochs back a better commit can still
+            win its race.
+        past_epochs: how many past epochs' keys a newly joined group keeps for
+            late messages (forward secrecy bounds it; the engine's window).
     """
 
-    max_retries: int = 3
-    retry_ms: int = 1000
+    wait_horizon_ms: int = WEEK_MS
     snapshots: int = 5
+    past_epochs: int = 5
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> MarmotSettings:
         env = os.environ if env is None else env
-        values = {}
-        for name, key in _ENV.items():
-            if key in env:
-                values[name] = _positive(key, env[key], allow_zero=name == "max_retries")
-        return cls(**values)
-
-    def budget(self, core_max_attempts: int) -> int:
-        """Rechecks we allow before giving up; always below the core's parking limit.
-
-        The core parks a blocked item once its attempts reach
-        ``max_attempts``; the plugin must record its own Failed outcome first.
-        """
-        return max(0, min(self.max_retries, core_max_attempts - 1))
-
-    def backoff_ms(self, attempts: int) -> int:
-        return min(self.retry_ms * (2 ** max(attempts, 0)), _MAX_BACKOFF_MS)
+        return cls(**{name: _in_range(name, env[key]) for name, key in _ENV.items() if key in env})
 
 
-def _positive(key: str, raw: str, *, allow_zero: bool) -> int:
+def _in_range(name: str, raw: str) -> int:
+    low, high = _RANGES[name]
     try:
         value = int(raw)
     except ValueError:
-        value = -1
-    if value < (0 if allow_zero else 1):
-        raise InvalidInput(f"{key} must be a {'non-negative' if allow_zero else 'positive'} integer, got {raw!r}")
+        value = None
+    if value is None or not low <= value <= high:
+        raise InvalidInput(f"{_ENV[name]} must be an integer from {low} to {high}, got {raw!r}")
     return value
 
 

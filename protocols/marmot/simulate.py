@@ -1,25 +1,25 @@
 """A seeded simulation of a real Marmot group, as a relay would deliver it.
 
-Members run the real engine (:mod:`protocols.mls`): they send rumors,
-commit self-updates, adds and removes, and sometimes race two commits for
-one epoch.  One member, the *observer*, never sends; the relay stream starts
-at its join, and the files written for it let a Tessera database join as
-that observer and ingest the stream.
+Members run the real engine (:mod:`protocols.mls`): they send rumors, delete
+some of their own, commit self-updates, adds and removes, and sometimes race
+two commits for one epoch.  One member, the *observer*, never sends; the
+relay stream starts at its join, and the files written for it let a Tessera
+database join as that observer and ingest the stream.
 
-Delivery is plausible rather than orderly: messages are swapped with their
-neighbours (delivered up to two commits late, or one commit early), some
-events are delivered twice, and garbage is mixed in (lines that are not
-JSON, broken signatures, wrong kinds, and valid kind-445 events nobody can
-decrypt).  Races are delivered in one of two unambiguous shapes:
+The default delivery (``relay``) is plausible rather than orderly: messages
+are swapped with their neighbours, some events are delivered twice, and
+garbage is mixed in (lines that are not JSON, broken signatures, wrong
+kinds, and valid kind-445 events nobody can decrypt).  The other orders are
+what relays produce on catch-up: ``time`` (oldest first), ``reversed``
+(newest first, as a ``REQ`` without ``until`` answers), ``paged`` (newest
+page first, each page oldest first, as paging back with ``until`` gives) and
+``shuffled``.  The plugin must end the same whatever the order.
 
-``loser_first``
-    losing commit, messages on the losing branch, maybe a message of the
-    winning branch, then the winning commit.  The losing-branch messages are
-    decrypted and then invalidated by the rollback; the winning-branch
-    message waits and is decrypted after it.
-``winner_first``
-    winning commit, then the late losing commit (rejected) and its branch's
-    messages, which nobody on the winning branch can ever decrypt.
+Each race has a winner (the smaller ``(created_at, id)``) and a loser whose
+committer sends a message or two on its own branch before it sees the
+winner — sometimes a deletion, which must have no effect.  Whatever the
+order, the losing commit ends ``Failed`` (``commit_lost_race``) and its
+branch's messages ``EpochInvalidated``.
 
 The expected outcome comes from the simulation's own ground truth (the
 winning branch), never from running the plugin.
@@ -54,6 +54,12 @@ class Config:
     swaps: float = 0.5  # adjacent swaps attempted per block
     race_shapes: tuple[str, ...] = ("loser_first", "winner_first")
     garbage_kinds: tuple[str, ...] = ("not_json", "bad_signature", "wrong_kind", "undecryptable")
+    deletions: int = 0  # members deleting one of their own earlier messages
+    order: str = "relay"  # relay | time | reversed | paged | shuffled
+    page: int = 50  # events per page of the paged order
+
+
+ORDERS = ("relay", "time", "reversed", "paged", "shuffled")
 
 
 @attrs.define
@@ -99,8 +105,11 @@ class _Group:
         self.members: list[Member] = []
         self.blocks: list[Block] = []
         self.visible: list[tuple[Cursor, str]] = []  # (rumor cursor, rumor id) the observer must show
+        self.authors: dict[str, str] = {}  # visible rumor id -> its author's pubkey
         self.invalidated: list[str] = []
-        self.failed = 0
+        self.deleted: list[str] = []
+        self.outer_states: dict[str, str] = {}  # outer id -> the processing state it must end in
+        self.lost_commits: list[str] = []
         self.races: list[dict] = []
         self.sent = 0
         self.observer = self._new_member("observer")
@@ -139,16 +148,41 @@ class _Group:
 
     # --- messages -------------------------------------------------------------------------
 
-    def message(self, sender: Member, created_at: int) -> tuple[bytes, dict]:
+    def message(self, sender: Member, created_at: int, *, delete: str | None = None) -> tuple[bytes, dict]:
         self.sent += 1
-        rumor = rumors.make(sender.pubkey, created_at, f"message {self.sent} from {sender.name}")
+        if delete is None:
+            rumor = rumors.make(sender.pubkey, created_at, f"message {self.sent} from {sender.name}")
+        else:
+            rumor = rumors.make(sender.pubkey, created_at, "", kind=rumors.DELETION_KIND, tags=[["e", delete]])
         ciphertext, sender.state = mls.encrypt_application(sender.state, rumors.encode(rumor), rng=self.draw)
         return self.wrap(sender.state, ciphertext, created_at), rumor
 
     def send_visible(self) -> None:
         created_at = self.tick()
-        line, rumor = self.message(self.rng.choice(self.active()), created_at)
+        sender = self.rng.choice(self.active())
+        line, rumor = self.message(sender, created_at)
+        self._shown(line, rumor, created_at)
+        self.blocks.append(Block([line], "message"))
+
+    def _shown(self, line: bytes, rumor: dict, created_at: int) -> None:
         self.visible.append((Cursor(created_at, rumor["id"]), rumor["id"]))
+        self.authors[rumor["id"]] = rumor["pubkey"]
+        self.outer_states[_outer_id(line)] = "Processed"
+
+    def own_visible(self, member: Member) -> list[str]:
+        """Visible, not yet deleted rumors ``member`` wrote."""
+        return [r for r, author in self.authors.items() if author == member.pubkey and r not in self.deleted]
+
+    def delete_visible(self) -> None:
+        """A member deletes one of its own earlier messages (a no-op slot when nobody can)."""
+        authors = [m for m in self.active() if self.own_visible(m)]
+        if not authors:
+            return
+        sender = self.rng.choice(authors)
+        target = self.rng.choice(self.own_visible(sender))
+        line, _ = self.message(sender, self.tick(), delete=target)
+        self.deleted.append(target)
+        self.outer_states[_outer_id(line)] = "Processed"
         self.blocks.append(Block([line], "message"))
 
     # --- commits ------------------------------------------------------------------------
@@ -159,6 +193,7 @@ class _Group:
         result = mls.commit(committer.state, rng=self.draw, **kwargs)
         line = self.wrap(committer.state, result.message, created_at)
         self._adopt(committer, result, result.message)
+        self.outer_states[_outer_id(line)] = "ProcessedCommit"
         self.blocks.append(Block([line], "commit"))
 
     def _commit_plan(self) -> tuple[Member, dict]:
@@ -204,16 +239,26 @@ class _Group:
         loser_lines = self._loser_branch(loser, results[1 - w], max(times))
         winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
         self._deliver_race(scenario, lines[w], lines[1 - w], loser_lines, winner_lines)
+        self.outer_states[cursors[w].id] = "ProcessedCommit"
+        self.outer_states[cursors[1 - w].id] = "Failed"
+        self.lost_commits.append(cursors[1 - w].id)
         self.races.append({"epoch": epoch, "scenario": scenario, "winner": cursors[w].id, "loser": cursors[1 - w].id})
 
     def _loser_branch(self, loser: Member, result: mls.CommitResult, after: int) -> list[tuple[bytes, str]]:
-        """Messages the losing committer sends on its own branch before it sees the winner."""
+        """Messages the losing committer sends on its own branch before it sees the winner.
+
+        With deletions on, the first may delete one of its own visible messages: the deletion
+        is on the losing branch, so the message must stay.
+        """
         branch = Member(loser.name, loser.identity, result.new_state)
         out = []
-        for _ in range(self.rng.randint(1, 2)):
+        for n in range(self.rng.randint(1, 2)):
             self.now = max(self.now, after)
-            line, rumor = self.message(branch, self.tick())
-            out.append((line, rumor["id"]))
+            own = self.own_visible(loser)
+            target = self.rng.choice(own) if n == 0 and own and self.config.deletions else None
+            line, rumor = self.message(branch, self.tick(), delete=target)
+            self.outer_states[_outer_id(line)] = "EpochInvalidated"
+            out.append((line, rumor["id"]) if target is None else (line, ""))
         return out
 
     def _settle_race(self, winner: Member, loser: Member, won: mls.CommitResult, lost: mls.CommitResult,
@@ -225,7 +270,7 @@ class _Group:
             return []
         created_at = self.tick()
         line, rumor = self.message(self.rng.choice(self.active()), created_at)
-        self.visible.append((Cursor(created_at, rumor["id"]), rumor["id"]))
+        self._shown(line, rumor, created_at)
         return [line]
 
     def _deliver_race(self, scenario: str, won: bytes, lost: bytes, loser_lines: list[tuple[bytes, str]],
@@ -233,20 +278,21 @@ class _Group:
         branch = [line for line, _ in loser_lines]
         if scenario == "loser_first":
             self.blocks.append(Block([lost, *branch, *winner_lines, won], "race"))
-            self.invalidated += [rumor_id for _, rumor_id in loser_lines]
         else:
             self.blocks.append(Block([won, lost, *branch], "race"))
-            self.failed += 1 + len(branch)
+        # Decrypted on the losing branch either way: before the rollback or after the winner.
+        self.invalidated += [rumor_id for _, rumor_id in loser_lines if rumor_id]
 
     # --- the script -----------------------------------------------------------------------
 
     def run(self) -> None:
         self.setup()
         slots = ["message"] * self.config.messages + ["commit"] * (self.config.commits - self.config.races)
-        slots += ["race"] * self.config.races
+        slots += ["race"] * self.config.races + ["delete"] * self.config.deletions
         self.rng.shuffle(slots)
         for slot in slots:
-            {"message": self.send_visible, "commit": self.commit, "race": self.race}[slot]()
+            {"message": self.send_visible, "commit": self.commit, "race": self.race,
+             "delete": self.delete_visible}[slot]()
 
 
 # --- delivery ---------------------------------------------------------------------------------
@@ -279,7 +325,7 @@ def _duplicate(lines: list[bytes], rng: random.Random, count: int) -> list[bytes
 
 
 def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes, bool]]:
-    """``(line, counts as a Failed outer event)`` for each piece of garbage."""
+    """``(line, never readable: it waits for an epoch that never comes)`` for each piece of garbage."""
     rng, draw, out = group.rng, group.draw, []
     for n in range(count):
         kind = rng.choice(group.config.garbage_kinds)
@@ -313,20 +359,62 @@ def _mix(lines: list[bytes], garbage: list[tuple[bytes, bool]], rng: random.Rand
     return out
 
 
+def _outer_id(line: bytes) -> str:
+    return nostr.parse_event(line)["id"]
+
+
+def arrange(lines: list[bytes], order: str, rng: random.Random, *, page: int = 50) -> list[bytes]:
+    """``lines`` (the relay order) rearranged as another kind of delivery would produce them.
+
+    Lines that are not events keep their relative place among the valid ones.
+    """
+    if order == "relay":
+        return list(lines)
+    keyed = [(_time_key(line), n, line) for n, line in enumerate(lines)]
+    by_time = [line for _, _, line in sorted(keyed)]
+    if order == "time":
+        return by_time
+    if order == "reversed":
+        return by_time[::-1]
+    if order == "paged":
+        pages = [by_time[i:i + page] for i in range(0, len(by_time), page)]
+        return [line for chunk in reversed(pages) for line in chunk]
+    if order == "shuffled":
+        shuffled = list(lines)
+        rng.shuffle(shuffled)
+        return shuffled
+    raise ValueError(f"unknown delivery order {order!r}; one of {', '.join(ORDERS)}")
+
+
+def _time_key(line: bytes) -> tuple[int, str]:
+    try:
+        event = nostr.parse_event(line)
+    except Exception:  # noqa: BLE001 - garbage sorts first, deterministically
+        return (-1, line.hex())
+    return (event["created_at"], event["id"])
+
+
 def simulate(config: Config) -> Simulation:
     """Run the group and build the delivered stream plus the observer's expected outcome."""
+    if config.order not in ORDERS:
+        raise ValueError(f"unknown delivery order {config.order!r}; one of {', '.join(ORDERS)}")
     group = _Group(config)
     group.run()
     _reorder(group.blocks, group.rng, int(len(group.blocks) * config.swaps))
     lines = [line for block in group.blocks for line in block.lines]
     garbage = _garbage(group, lines, config.garbage)
     lines = _mix(_duplicate(lines, group.rng, config.duplicates), garbage, group.rng)
+    lines = arrange(lines, config.order, group.rng, page=config.page)
     expected = {
         "group": group.gid.hex(),
         "final_epoch": group.observer.state.epoch,
         "rumor_ids": [rumor_id for _, rumor_id in sorted(group.visible, key=lambda v: v[0].key())],
         "invalidated_ids": group.invalidated,
-        "failed": group.failed + sum(1 for _, counts in garbage if counts),
+        "deleted_ids": sorted(group.deleted),
+        "lost_commits": group.lost_commits,
+        "failed": len(group.lost_commits),
+        "waiting": sum(1 for _, never_readable in garbage if never_readable),
+        "outer_states": group.outer_states,
         "races": group.races,
         "lines": len(lines),
     }

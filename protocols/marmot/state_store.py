@@ -10,6 +10,14 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 ``snap/<gid>/<epoch>``
     the engine snapshot taken just before the commit of ``epoch`` was
     applied, kept for rollbacks;
+``branch/<gid>/<epoch>/<digest>``
+    the engine state of a branch that lost the race for ``epoch`` (its
+    commit's SHA-256 is ``digest``): events that only it can open are
+    recorded ``EpochInvalidated`` instead of waiting forever;
+``kept/<gid>/<epoch>/<outer id>``
+    the raw outer event of everything decided at an epoch inside the
+    rollback window (public relay data, not sealed), so a rollback can
+    decide it again; deleted when the epoch leaves the window;
 ``keycheck``
     a sealed constant, so a wrong key is detected before any group is touched.
 
@@ -28,6 +36,8 @@ from protocols.marmot import keys
 STATE = "state/"
 META = "meta/"
 SNAP = "snap/"
+BRANCH = "branch/"
+KEPT = "kept/"
 KEYCHECK = "keycheck"
 _KEYCHECK_PLAINTEXT = b"tessera marmot state key check v1"
 
@@ -43,6 +53,27 @@ def meta_name(gid: str) -> str:
 def snap_name(gid: str, epoch: int) -> str:
     # Zero-padded so the keys of one group sort by epoch.
     return f"{SNAP}{gid}/{epoch:020d}"
+
+
+def branch_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{BRANCH}{gid}/" if epoch is None else f"{BRANCH}{gid}/{epoch:020d}/"
+
+
+def branch_name(gid: str, epoch: int, digest: str) -> str:
+    return f"{branch_prefix(gid, epoch)}{digest}"
+
+
+def kept_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
+
+
+def kept_name(gid: str, epoch: int, outer_id: str) -> str:
+    return f"{kept_prefix(gid, epoch)}{outer_id}"
+
+
+def epoch_of(name: str) -> int:
+    """The epoch a ``snap/``, ``branch/`` or ``kept/`` key names."""
+    return int(name.split("/")[2])
 
 
 class SealedValues:
@@ -110,7 +141,8 @@ class GroupStateStore:
 
     def remove_intents(self, gid: str) -> list[WriteProtocolState]:
         """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
-        names = [state_name(gid), meta_name(gid), *self.values.names(f"{SNAP}{gid}/")]
+        names = [state_name(gid), meta_name(gid), *self.values.names(f"{SNAP}{gid}/"),
+                 *self.values.names(branch_prefix(gid)), *self.values.names(kept_prefix(gid))]
         return [WriteProtocolState(name, None) for name in names]
 
 

@@ -132,10 +132,16 @@ def test_user_errors_are_one_line(tmp_path):
                                                str(bad), key_file=out / "state.key", check=False))
 
 
-@pytest.mark.parametrize("args", [["--races", "3", "--commits", "2"], ["--members", "1"]])
-def test_simulate_refuses_impossible_settings(tmp_path, args):
-    error = one_line_error(run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), *args, check=False))
+def test_simulate_refuses_impossible_settings(tmp_path):
+    error = one_line_error(run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), "--races", "3",
+                               "--commits", "2", check=False))
     assert "--races" in error
+
+
+@pytest.mark.parametrize("args", [["--members", "1"], ["--messages", "-1"], ["--order", "sideways"]])
+def test_simulate_refuses_out_of_range_values_in_one_line(tmp_path, args):
+    proc = run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), *args, check=False)
+    assert proc.returncode == 2 and args[0] in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_simulate_is_deterministic_for_a_seed(tmp_path):

@@ -167,13 +167,16 @@ def test_processed_and_processed_commit_are_duplicates(app, net, decrypts):
     assert group_row(app, net.gid)["epoch"] == net.epoch and len(history(app, net.gid)) == 1
 
 
-def test_failed_events_are_blocked_without_decrypting_again(app, net, decrypts):
+def test_failed_events_are_previously_failed_without_decrypting_again(app, net, decrypts):
     line, _ = net.send(1, "forged", T0 + 1, pubkey=net.cred(2))
     deliver(app, line)
-    assert outer_state(app, net.gid, line) == "Failed"
+    assert outer_record(app, net.gid, line).reason == "sender_mismatch"
     calls, before = len(decrypts), event_count(app)
-    assert deliver(app, line).outcomes == {"duplicate": 1}
+    recorder = Recorder()
+    observe.attach(app.runtime, recorder)
+    assert deliver(app, line, line).outcomes == {"duplicate": 2}
     assert len(decrypts) == calls and event_count(app) == before
+    assert recorder.outcomes == [(event_id(line), "previously_failed")] * 2
 
 
 def test_epoch_invalidated_events_are_blocked_without_decrypting_again(app, net, decrypts):
@@ -199,11 +202,12 @@ def test_better_commit_arriving_second_rolls_back_once(app, net):
     lost_a, rumor_a, branch = net.send_on(loser.new_state, "loser branch a", T0 + 21)
     lost_b, rumor_b, _ = net.send_on(branch, "loser branch b", T0 + 22)
     net.adopt(2, winner)
-    exhausted, won_a = net.send(0, "winner branch, given up before the winner came", T0 + 11)
-    waiting, won_b = net.send(1, "winner branch, still waiting", T0 + 12)
-    deliver(app, before, loser_line, lost_a, lost_b, exhausted)
-    settle(app)  # the early winner-branch message runs out of retries: Failed
-    assert outer_record(app, net.gid, exhausted).reason == "retry_exhausted"
+    early, _ = net.send(0, "winner branch, long before the winner came", T0 + 11)
+    waiting, _ = net.send(1, "winner branch, just before the winner", T0 + 12)
+    deliver(app, before, loser_line, lost_a, lost_b, early)
+    settle(app)  # the early winner-branch message waits, however long, spending nothing
+    assert outer_state(app, net.gid, early) is None
+    assert app.db.all("SELECT reason_type, attempts FROM blocked") == [("marmot.epoch", 0)]
     assert [message_state(app, net.gid, r["id"]) for r in (rumor_a, rumor_b)] == ["Processed", "Processed"]
     deliver(app, waiting, winner_line)
     settle(app)
@@ -211,23 +215,26 @@ def test_better_commit_arriving_second_rolls_back_once(app, net):
     assert rollback.data["epoch"] == epoch
     assert rollback.data["invalidated_rumors"] == [rumor_a["id"], rumor_b["id"]]
     assert rollback.data["invalidated"] == [event_id(lost_a), event_id(lost_b)]
-    assert rollback.data["retryable"] == [event_id(exhausted)]
-    assert recorder.rollbacks == [([rumor_a["id"], rumor_b["id"]], [event_id(exhausted)])]
+    assert rollback.data["lost_commits"] == [event_id(loser_line)]
+    assert rollback.data["retryable"] == []
+    assert recorder.rollbacks == [([rumor_a["id"], rumor_b["id"]], [])]
     assert [message_state(app, net.gid, r["id"]) for r in (rumor_a, rumor_b)] == ["EpochInvalidated"] * 2
-    # The retryable one was queued again and now decrypts with the winner's keys, like the waiting one.
-    assert outer_state(app, net.gid, exhausted) == outer_state(app, net.gid, waiting) == "Processed"
+    # Both winner-branch messages decrypt with the winner's keys once it is applied.
+    assert outer_state(app, net.gid, early) == outer_state(app, net.gid, waiting) == "Processed"
     assert [m["content"] for m in history(app, net.gid)][1:] == [
-        "winner branch, given up before the winner came", "winner branch, still waiting"]
-    assert outer_state(app, net.gid, loser_line) == "ProcessedCommit"  # terminal, even for the loser
+        "winner branch, long before the winner came", "winner branch, just before the winner"]
+    record = outer_record(app, net.gid, loser_line)
+    assert (record.state, record.reason) == ("Failed", "commit_lost_race")
     assert group_row(app, net.gid)["epoch"] == epoch + 1 and group_row(app, net.gid)["rollbacks"] == 1
     assert recorder.epochs == [epoch + 1, epoch + 1]
+    assert app.db.value("SELECT count(*) FROM blocked") == 0
 
 
 def test_better_commit_arriving_first_rejects_the_late_worse_one(app, net):
     epoch = net.epoch
     loser_line, loser = net.prepare(1, T0 + 20)
     winner_line, winner = net.prepare(2, T0 + 10)
-    lost, _, _ = net.send_on(loser.new_state, "never readable", T0 + 21)
+    lost, lost_rumor, _ = net.send_on(loser.new_state, "only the losing branch reads this", T0 + 21)
     net.adopt(2, winner)
     won, won_rumor = net.send(0, "winner branch", T0 + 22)
     deliver(app, winner_line, won, loser_line, lost)
@@ -237,9 +244,12 @@ def test_better_commit_arriving_first_rejects_the_late_worse_one(app, net):
     assert (record.state, record.reason, record.epoch) == ("Failed", "commit_lost_race", epoch)
     assert app.db.value("SELECT detail FROM marmot_processed WHERE reason = 'commit_lost_race'") == \
         f"commit lost the race for epoch {epoch}"
-    assert outer_record(app, net.gid, lost).reason == "retry_exhausted"
+    # Decrypted on the losing branch and recorded as a rollback would have left it.
+    assert outer_state(app, net.gid, lost) == "EpochInvalidated"
+    assert message_state(app, net.gid, lost_rumor["id"]) == "EpochInvalidated"
     assert history_ids(app, net.gid) == [won_rumor["id"]]
     assert group_row(app, net.gid)["epoch"] == epoch + 1
+    assert app.db.value("SELECT count(*) FROM blocked") == 0
 
 
 @pytest.mark.parametrize("smaller_first", [True, False])
@@ -256,8 +266,7 @@ def test_equal_timestamps_the_smaller_id_wins(app, net, smaller_first):
     settle(app)
     assert outer_state(app, net.gid, small_line) == "ProcessedCommit"
     assert len(facts(app, F.EPOCH_ROLLED_BACK)) == (0 if smaller_first else 1)
-    expected_loser = "Failed" if smaller_first else "ProcessedCommit"
-    assert outer_state(app, net.gid, large_line) == expected_loser
+    assert outer_record(app, net.gid, large_line).reason == "commit_lost_race"
     assert history_ids(app, net.gid) == [probe_rumor["id"]]
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from core import drain, queues
+
 import protocols.mls as mls
 from core.protocol import TickContext
 from core.state import ProtocolState
@@ -57,11 +59,24 @@ def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
     with pytest.raises(StateKeyWrong, match=r"cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
         group.load(ProtocolState(app.db, "marmot"), net.gid)
-    line, _ = net.send(1, "waits for the right key", T0 + 1)
-    report = deliver(app, line)
-    assert report.outcomes == {"retry": 1}  # transient: retried, not parked as bad input
-    assert app.db.value("SELECT last_error FROM deferred").startswith("StateKeyWrong")
-    assert app.db.value("SELECT count(*) FROM parked") == 0
+    lines = [net.send(1, f"waits for the right key {n}", T0 + n)[0] for n in range(3)]
+    with app.db.write():
+        queues.push_incoming(app.db, "marmot", lines, app.clock.now_ms())
+    with pytest.raises(StateKeyWrong):  # the drain stops at once: no item is at fault
+        drain.run_until_idle(app.runtime)
+    assert app.db.value("SELECT count(*) FROM incoming") == 3
+    assert app.db.value("SELECT count(*) FROM parked") + app.db.value("SELECT count(*) FROM deferred") == 0
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "5a" * 32)
+    drain.run_until_idle(app.runtime)
+    assert len(history_ids(app, net.gid)) == 3
+
+
+def test_both_key_settings_at_once_is_an_error_naming_both(marmot_app, net, monkeypatch, tmp_path: Path):
+    (tmp_path / "state.key").write_text("5a" * 32 + "\n")
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "state.key"))
+    with pytest.raises(StateKeyInvalid) as caught:
+        marmot_app().runtime.run_command("marmot.join", net.join_params)
+    assert "TESSERA_MARMOT_STATE_KEY and TESSERA_MARMOT_STATE_KEY_FILE" in str(caught.value)
 
 
 def test_tick_fails_fast_when_groups_exist_but_the_key_does_not_fit(app, net, monkeypatch):

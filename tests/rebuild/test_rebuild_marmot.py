@@ -19,7 +19,7 @@ from tests.marmot._net import T0, Net
 from tests.marmot.conftest import deliver, settle
 from tests.rebuild.conftest import snapshot_tables
 
-MARMOT_TABLES = ("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_pending_deletions",
+MARMOT_TABLES = ("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions",
                  "marmot_messages")
 
 OPS = st.lists(st.one_of(
