@@ -230,8 +230,9 @@ def locate_deep_nesting(text: str, max_depth: int) -> str | None:
     """The top-level field of JSON ``text`` whose value nests deeper than ``max_depth`` (None if none, or if
     the text is not an object): for text too deep for the parser to say.
 
-    ``max_depth`` counts containers below the root, as in :func:`loads_untrusted`.  Only
-    tokens are scanned (a string is one token), so it needs no recursion.
+    ``max_depth`` is how many arrays or objects may nest, the outermost included, as in
+    :func:`loads_untrusted`.  Only tokens are scanned (a string is one token), so it needs
+    no recursion.
     """
     depth, last_string, field = 0, None, None
     for token in _TOKENS.finditer(text):
