@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 import protocols.mls as mls
-from core.errors import DecodeError
+from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols.marmot import branches, commits, group, messages, nostr, observe, outer
 from protocols.marmot.errors import InvalidEvent, Nip44Error
@@ -47,6 +47,8 @@ def decode(blob: bytes) -> Envelope:
         nostr.verify_event(event)
         gid = nostr.group_id_of(event)
     except InvalidEvent as exc:
+        if exc.reason == "shape":  # undecodable, not merely unverified: name the field, park at once
+            raise MalformedInput(exc.field, f"not a valid Marmot group event: {exc}") from None
         raise DecodeError(f"not a valid Marmot group event ({exc.reason}): {exc}") from None
     return Envelope(protocol=PROTOCOL, type=GROUP_EVENT, event_id=bytes.fromhex(event["id"]), partition_key=gid,
                     created_at_ms=event["created_at"] * 1000, payload=event)

@@ -47,7 +47,7 @@ def test_a_simulated_stream_lands_as_the_ground_truth_says(marmot_app):
     settle(app)
     assert_matches(app, sim)
     assert app.db.value("SELECT count(*) FROM blocked") == sim.expected["waiting"]
-    assert all("DecodeError" in r[0] for r in app.db.all("SELECT reason FROM parked"))
+    assert all(r[0].startswith(("DecodeError", "MalformedInput")) for r in app.db.all("SELECT reason FROM parked"))
 
 
 def test_replaying_the_same_batch_changes_nothing(marmot_app):
@@ -77,7 +77,8 @@ def test_never_readable_events_wait_without_holding_up_readable_ones(marmot_app)
     assert app.db.all("SELECT DISTINCT reason_type, attempts FROM blocked") == [("marmot.epoch", 0)]
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
     assert not app.db.all("SELECT 1 FROM marmot_processed WHERE state = 'Failed'")
-    assert not app.db.all("SELECT 1 FROM parked WHERE reason NOT LIKE 'DecodeError%'")
+    assert not app.db.all("SELECT 1 FROM parked WHERE reason NOT LIKE 'DecodeError%' "
+                          "AND reason NOT LIKE 'MalformedInput%'")
 
 
 def test_waiting_for_an_epoch_never_spends_attempts(marmot_app, settings):
@@ -183,8 +184,9 @@ def test_decode_refuses_what_is_not_a_signed_group_event(marmot_app):
     wrong_kind = json.dumps({**event, "kind": 1}).encode()
     deliver(app, b"not json", bad_sig, wrong_kind)
     reasons = [r[0] for r in app.db.all("SELECT reason FROM parked ORDER BY id")]
-    assert len(reasons) == 3 and all(r.startswith("DecodeError") for r in reasons)
-    assert "shape" in reasons[0] and ("bad_signature" in reasons[1] or "id_mismatch" in reasons[1])
+    assert len(reasons) == 3 and reasons[0].startswith("MalformedInput: malformed input")
+    assert reasons[1].startswith("DecodeError") and ("bad_signature" in reasons[1] or "id_mismatch" in reasons[1])
+    assert reasons[2].startswith("DecodeError")
 
 
 # --- backfill --------------------------------------------------------------------------------------
@@ -324,3 +326,26 @@ def test_rolled_back_items_tell_observers_nothing(marmot_app, monkeypatch):
     deliver(app, net.send(1, "x", T0 + 1)[0])
     assert counting.outcomes == {} and counting.rumors == []
     assert app.db.value("SELECT count(*) FROM deferred") == 1  # retried later by the core
+
+
+@pytest.mark.parametrize(("field", "value"), [("created_at", 2**64), ("created_at", "1700000000"),
+                                              ("kind", 2**70), ("tags", [["h"] * 2] * 1 + [[[[[[["deep"]]]]]]])])
+def test_undecodable_events_are_parked_at_once_naming_the_field(marmot_app, caplog, field, value):
+    net = Net(2)
+    app = marmot_app()
+    good, _ = net.send(1, "x", T0)
+    event = json.loads(good)
+    hostile = json.dumps({**event, field: value}).encode()
+    report = deliver(app, hostile)
+    assert report.outcomes == {"parked": 1}
+    reason, attempts = app.db.one("SELECT reason, attempts FROM parked")
+    assert reason.startswith(f"MalformedInput: malformed field {field}") and attempts == 1
+    assert app.db.value("SELECT count(*) FROM deferred") == 0
+    assert not any(record.exc_info for record in caplog.records)
+
+
+def test_a_lone_surrogate_is_malformed_input(marmot_app):
+    app = marmot_app()
+    deliver(app, b'{"id": "\\ud800", "kind": 445}')
+    reason, attempts = app.db.one("SELECT reason, attempts FROM parked")
+    assert reason.startswith("MalformedInput: malformed") and attempts == 1
