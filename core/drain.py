@@ -14,7 +14,7 @@ import attrs
 
 from core import leases, queues, recheck
 from core.leases import Lease
-from core.pipeline import Outcome, process_item
+from core.pipeline import Outcome, count_outcome, process_item
 from core.runtime import Runtime
 
 
@@ -142,6 +142,8 @@ def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
         for wait in expired:
             queues.park(rt.db, wait.item, wait.reason, wait.item.attempts + 1, now)
             recheck.unblock(rt.db, wait.item.source_id)
+        if expired:
+            count_outcome(rt, "parked", len(expired))
     return len(expired)
 
 

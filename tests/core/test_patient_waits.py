@@ -115,6 +115,7 @@ def test_a_wait_that_outlives_its_horizon_is_parked_with_its_reason_and_comes_ba
     assert drain.sweep_expired_blocked(app.runtime) == 0
     app.clock.advance(1)
     assert drain.sweep_expired_blocked(app.runtime) == 1
+    assert app.db.value("SELECT value FROM kv WHERE key = 'counters.items_parked'") == 1
     (reason,) = app.db.one("SELECT reason FROM parked")
     assert reason.startswith("stage_never_arrived: ") and "stage:2" in reason
     assert blocked_rows(app) == []
