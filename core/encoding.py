@@ -140,15 +140,22 @@ def _parse_constant(name: str) -> _Refused:
     return _Refused(f"{name} is not an integer (and not JSON)")
 
 
+def first_repeated_key(pairs: list[tuple[str, Any]]) -> str | None:
+    """The first key a JSON object repeats, or None: parsers disagree on which duplicate wins,
+    so two readers of one object could see two different messages (an ``object_pairs_hook`` check)."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    # Parsers disagree on which duplicate wins, so two readers could see two different messages.
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise MalformedInput(key, f"the key {key!r:.40} appears more than once")
-            seen.add(key)
+        key = first_repeated_key(pairs)
+        raise MalformedInput(key, f"the key {key!r:.40} appears more than once")
     return result
 
 

@@ -97,15 +97,23 @@ def claim_marker(db: Database, now_ms: int) -> Marker | None:
     return Marker(*row) if row else None
 
 
+_ITEM_COLUMNS = "id, protocol, blob, partition_key, attempts"
+
+
+def _item(row: tuple, first_failed_at_ms: int | None = None) -> WorkItem:
+    """A blocked row (``_ITEM_COLUMNS`` first) as the work item a recheck hands to the pipeline."""
+    return WorkItem(protocol=row[1], blob=row[2], source="blocked", source_id=row[0], attempts=row[4],
+                    partition_key=row[3], first_failed_at_ms=first_failed_at_ms)
+
+
 def blocked_items(db: Database, reason_type: str, reason_key: str, after_id: int = 0,
                   limit: int = 100) -> list[WorkItem]:
     rows = db.all(
-        "SELECT id, protocol, blob, partition_key, attempts FROM blocked "
+        f"SELECT {_ITEM_COLUMNS} FROM blocked "
         "WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?",
         (reason_type, reason_key, after_id, limit),
     )
-    return [WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
-                     partition_key=r[3]) for r in rows]
+    return [_item(r) for r in rows]
 
 
 def blocked_row(db: Database, blocked_id: int) -> tuple | None:
@@ -162,18 +170,17 @@ def next_marker_due_at(db: Database) -> int | None:
 def expired_blocked(db: Database, older_than_ms: int, limit: int = 100) -> list[WorkItem]:
     """Counted waits older than allowed with no marker to wake them."""
     rows = db.all(
-        "SELECT b.id, b.protocol, b.blob, b.partition_key, b.attempts FROM blocked AS b "
+        f"SELECT {_ITEM_COLUMNS} FROM blocked AS b "
         "WHERE b.expires_at_ms IS NULL AND b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
         "  WHERE q.reason_type = b.reason_type AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?",
         (older_than_ms, limit),
     )
-    return [WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
-                     partition_key=r[3]) for r in rows]
+    return [_item(r) for r in rows]
 
 
 @attrs.frozen
 class ExpiredWait:
-    """A patient wait past its horizon: the item and why it is parked."""
+    """A wait that ran out: the item and why it is parked."""
 
     item: WorkItem
     reason: str
@@ -182,12 +189,9 @@ class ExpiredWait:
 def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[ExpiredWait]:
     """Patient waits whose horizon has passed, whether or not a marker is queued for them."""
     rows = db.all(
-        "SELECT id, protocol, blob, partition_key, attempts, reason_type, reason_key, waiting_since_ms, "
-        "expired_reason FROM blocked WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? "
-        "ORDER BY expires_at_ms LIMIT ?",
+        f"SELECT {_ITEM_COLUMNS}, reason_type, reason_key, waiting_since_ms, expired_reason FROM blocked "
+        "WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?",
         (now_ms, limit),
     )
-    return [ExpiredWait(WorkItem(protocol=r[1], blob=r[2], source="blocked", source_id=r[0], attempts=r[4],
-                                 partition_key=r[3], first_failed_at_ms=r[7]),
-                        f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
+    return [ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
             for r in rows]

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 
 import coincurve
 
+from core import encoding
 from core.encoding import locate_deep_nesting
 from protocols.marmot.errors import InvalidEvent, InvalidKey
 
@@ -167,11 +168,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     # valid event has exactly one, so it costs nothing measurable.
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _shape_error(key, f"event has the key {key!r} more than once")
-            seen.add(key)
+        key = encoding.first_repeated_key(pairs)
+        raise _shape_error(key, f"event has the key {key!r} more than once")
     return result
 
 
