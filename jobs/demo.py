@@ -85,7 +85,8 @@ def _simulate(workdir: Path, messages: int) -> dict:
     out.print(f"6 members, {len(result.lines):,} relay lines for group {expected['group'][:16]}…: "
               f"{len(expected['rumor_ids']):,} visible messages, final epoch {expected['final_epoch']}, "
               f"{len(expected['invalidated_ids'])} messages on a losing commit branch, "
-              f"{expected['failed']} events that can never decrypt, duplicates and garbage")
+              f"{expected['failed']} commits that lose a race, {expected['waiting']} events that can never "
+              "decrypt, duplicates and garbage")
     return expected
 
 
