@@ -14,7 +14,8 @@ def _incoming(tick) -> int:
     """Incoming items, with due rechecks and deferred items taken first at every step."""
     done = 0
     while tick.has_budget():
-        unit = drain.step(tick.runtime, tick.lease, on_recheck=tick.record)
+        # has_budget renews the lease: one marker may wake more work than a lease lifetime.
+        unit = drain.step(tick.runtime, tick.lease, on_recheck=tick.record, keep_going=tick.has_budget)
         if unit is None:
             break
         if unit == 0:
@@ -32,7 +33,8 @@ def _deferred(tick) -> int:
 def _recheck(tick) -> int:
     done = 0
     while tick.has_budget():
-        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record)
+        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record,
+                                          keep_going=tick.has_budget)
         if handled is None:
             break
         done += max(handled, 1)

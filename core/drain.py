@@ -48,7 +48,8 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
 OnOutcome = Callable[[Outcome], None]
 
 
-def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | None = None) -> Outcome | int | None:
+def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | None = None,
+         keep_going: Callable[[], bool] | None = None) -> Outcome | int | None:
     """One unit of queue work, oldest obligations first.
 
     A due recheck marker, else a due deferred item, else the next incoming
@@ -56,15 +57,15 @@ def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | Non
     unblocked by the one just processed is handled next, not after the
     whole backlog (where, for a protocol like Marmot, its epoch keys might
     already have been retired).  Returns an item outcome, the number of
-    items a marker re-handled (each outcome goes to ``on_recheck``), or None
-    when nothing is due.
+    items a marker re-handled (each outcome goes to ``on_recheck``; see
+    :func:`drain_next_marker` for ``keep_going``), or None when nothing is due.
     """
     now = rt.clock.now_ms()
     with rt.db.read():
         marker_due = recheck.next_marker_due_at(rt.db)
         deferred_due = queues.next_deferred_due_at(rt.db)
     if marker_due is not None and marker_due <= now:
-        handled = drain_next_marker(rt, lease, on_outcome=on_recheck)
+        handled = drain_next_marker(rt, lease, on_outcome=on_recheck, keep_going=keep_going)
         if handled is not None:
             return handled
     if deferred_due is not None and deferred_due <= now:
@@ -75,12 +76,16 @@ def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | Non
 
 
 def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100,
-                      on_outcome: OnOutcome | None = None) -> int | None:
+                      on_outcome: OnOutcome | None = None,
+                      keep_going: Callable[[], bool] | None = None) -> int | None:
     """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
 
     Returns how many items were re-handled, or None when no marker was due;
     each re-handled item's outcome goes to ``on_outcome`` (an item finished
-    through a recheck counts like any other).
+    through a recheck counts like any other).  ``keep_going`` is asked before
+    each item (the daemon renews its lease there: one marker may wake
+    thousands of items, far more work than one lease lifetime); when it says
+    no, the marker is re-armed for now and the rest waits for the next claim.
     """
     now = rt.clock.now_ms()
     with rt.db.read():
@@ -92,11 +97,14 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
         marker = recheck.claim_marker(rt.db, now)
     if marker is None:
         return None
-    handled, last_id, still_blocked = 0, 0, False
-    while True:
+    handled, last_id, still_blocked, interrupted = 0, 0, False, False
+    while not interrupted:
         with rt.db.read():
             items = recheck.blocked_items(rt.db, marker.reason_type, marker.reason_key, last_id, batch)
         for item in items:
+            if keep_going is not None and not keep_going():
+                interrupted = True
+                break
             still_blocked |= _recheck_item(rt, lease, item, marker, on_outcome)
             handled += 1
             last_id = item.source_id
@@ -105,8 +113,11 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
-        retry_at = now + rt.db.settings.retry_delay_ms(marker.attempts + 1)
-        recheck.finish_marker(rt.db, marker, still_blocked, retry_at, now)
+        if interrupted:  # the items not looked at yet are due at once
+            recheck.finish_marker(rt.db, marker, True, now, now)
+        else:
+            retry_at = now + rt.db.settings.retry_delay_ms(marker.attempts + 1)
+            recheck.finish_marker(rt.db, marker, still_blocked, retry_at, now)
     return handled
 
 

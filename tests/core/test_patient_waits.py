@@ -159,3 +159,35 @@ def test_a_database_from_before_patient_waits_migrates(fresh_db):
     (report,) = apply_schemas(fresh_db, [core])
     assert report.action == "migrated" and report.migrations_run[0] == 1
     assert fresh_db.all("SELECT reason_key, waiting_since_ms, expires_at_ms FROM blocked") == [("k", None, None)]
+
+
+def test_a_marker_that_wakes_more_work_than_a_lease_lifetime_keeps_the_lease(tmp_path, settings):
+    """One epoch may wake thousands of waiting items: the daemon renews its lease between them."""
+    import time
+
+    from core.clock import SystemClock
+    from jobs.tick import TickDaemon
+
+    world = Stages()
+    plugin = waiting_plugin(world)
+    slow_settings = attrs.evolve(settings, lease_ttl_ms=1_000)
+    app = open_app(slow_settings, make_plugin_manager([plugin], entry_points=False), enable=["ledger"],
+                   create=True, clock=SystemClock(), path=str(tmp_path / "lease.db"))
+    try:
+        for n in range(30):
+            push(app, f"item-{n}", 1)
+        assert TickDaemon(app, mode="until_idle").run().exit_reason == "idle"
+        assert len(blocked_rows(app)) == 30
+        handler = app.registry.handler("ledger", "staged")
+
+        def slow(ctx, envelope):  # each recheck takes 60 ms: 30 of them outlast the 1 s lease
+            time.sleep(0.06)
+            return handler(ctx, envelope)
+
+        app.registry.protocols["ledger"].handlers["staged"] = slow
+        reach(app, world, 1)
+        report = TickDaemon(app, mode="until_idle").run()
+        assert report.exit_reason == "idle" and report.takeovers == 1
+        assert app.db.value("SELECT count(*) FROM events WHERE event_type = 'passed'") == 30
+    finally:
+        app.close()
