@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 
+import attrs
+
 import protocols.mls as mls
 from core.intents import EnqueueDeferred, EnqueueRecheck
 from core.records import Blocked, Event, Result
@@ -32,8 +34,8 @@ from protocols.marmot.messages import mls_reason
 
 # Outer events processed on the branch that just lost (epochs above the race).
 _INVALIDATED = (
-    "SELECT outer_id, rumor_id FROM marmot_processed AS p WHERE gid = ?1 AND state IN ('Processed', 'Created') "
-    "AND epoch > ?2 ORDER BY outer_created_at, outer_id"
+    "SELECT outer_id, rumor_id FROM marmot_processed WHERE gid = ? AND state IN ('Processed', 'Created') "
+    "AND epoch > ? ORDER BY outer_created_at, outer_id"
 )
 # A rumor also carried by an event below the race (a re-send) stays valid.
 _STILL_CARRIED = (
@@ -106,7 +108,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
         return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch,
                          content_type="commit")
     known = record.candidate(digest) is not None
-    base = None
+    result = None
     if not known:
         base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
         try:  # a forged "better" commit must not roll anything back
@@ -117,7 +119,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
             return item.fail("invalid_message", epoch=epoch, content_type="commit")
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
-        return rollback(item, message, updated.winner.digest, updated)
+        return rollback(item, message, updated.winner.digest, updated, result)
     meta_intents = [group.meta_intent(item.values, meta.with_record(updated)), *item.kept(epoch)]
     if digest == record.applied:
         return item.fact(facts.COMMIT_REWRAPPED, intents=meta_intents, epoch=epoch,
@@ -129,19 +131,21 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
                      content_type="commit", intents=meta_intents)
 
 
-def rollback(item: Item, message: bytes, winner: str, record: EpochRecord) -> Result:
-    """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item)."""
+def rollback(item: Item, message: bytes, winner: str, record: EpochRecord,
+             result: mls.CommitApplied | None = None) -> Result:
+    """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item);
+    ``result`` is that application when :func:`compete` already made it to validate a new commit."""
     gid, epoch, values = item.outer.gid, record.epoch, item.values
     old = item.group
-    base = group.load_snapshot(item.ctx.state, gid, epoch)
-    try:
-        result = mls.process_message(base, message)
-    except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
-        return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
-    if not isinstance(result, mls.CommitApplied):
-        return item.fail("invalid_message", epoch=epoch, content_type="commit")
+    if result is None:
+        try:
+            result = mls.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
+        except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
+            return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
+        if not isinstance(result, mls.CommitApplied):
+            return item.fail("invalid_message", epoch=epoch, content_type="commit")
     loser = old.meta.record(epoch).applied_candidate
-    meta, dead = old.meta.rolled_back(_applying(record, winner))
+    meta, dead = old.meta.rolled_back(attrs.evolve(record, applied=winner))
     changes, retry_epochs = _changes(item, epoch, record.candidate(winner))
     events = [facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
               _applied(item, result, epoch, winner, meta.generation)]
@@ -155,10 +159,6 @@ def rollback(item: Item, message: bytes, winner: str, record: EpochRecord) -> Re
                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1))]
     intents += _requeue(item, retry_epochs, meta.generation)
     return Result(events=events, intents=intents)
-
-
-def _applying(record: EpochRecord, winner: str) -> EpochRecord:
-    return EpochRecord(record.epoch, winner, record.candidates)
 
 
 def _changes(item: Item, epoch: int, winner: group.Candidate) -> tuple[facts.Rollback, dict[str, int]]:

@@ -277,7 +277,7 @@ def forget_intents(values: SealedValues, gid: str, records: list[EpochRecord], *
     for record in records:
         intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
         intents += [WriteProtocolState(name, None) for name in values.names(branch_prefix(gid, record.epoch))]
-    if window_start is not None:
+    if records and window_start is not None:  # only a moved window frees kept events
         intents += [WriteProtocolState(name, None) for name in values.names(kept_prefix(gid))
                     if epoch_of(name) <= window_start]
     return intents
