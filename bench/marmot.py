@@ -156,7 +156,9 @@ def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
             if n >= 200 and n % every == 0:
                 sample.append(Cursor(created, rumor_id.hex()))
         with app.db.write():
-            app.db.executemany("INSERT INTO marmot_messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            app.db.executemany("INSERT INTO marmot_messages(gid, rumor_id, created_at, pubkey, kind, content, tags, "
+                               "outer_id, outer_created_at, epoch, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               rows)
     return sample
 
 
