@@ -15,14 +15,14 @@ import os
 import statistics
 
 import apsw
-from common import Workdir, parser, console, report, timed
+import benchproto
+from common import Workdir, console, parser, report, timed
 from rich.progress import track
 
-import benchproto
 from core import eventlog
+from core.db import open_connection
 from core.plugins import make_plugin_manager
 from core.records import Event
-from core.db import open_connection
 from core.settings import Settings
 from schema_loader.setup import open_app
 
@@ -32,18 +32,24 @@ BATCH = 1000
 def make_events(count: int, payload: int, seed: int) -> list[Event]:
     rng = os.urandom  # ids are random hashes in Nostr and MLS: the worst case for the unique index
     text = "x" * payload
-    return [Event("benchmarked", rng(32), f"group-{i % 64}", 1_700_000_000_000 + i, {"body": text, "n": i})
-            for i in range(count)]
+    return [
+        Event("benchmarked", rng(32), f"group-{i % 64}", 1_700_000_000_000 + i, {"body": text, "n": i})
+        for i in range(count)
+    ]
 
 
 def open_bench(path: str):
-    return open_app(Settings.load(env={}), make_plugin_manager([benchproto], entry_points=False),
-                    enable=["bench"], create=True, path=path)
+    return open_app(
+        Settings.load(env={}),
+        make_plugin_manager([benchproto], entry_points=False),
+        enable=["bench"],
+        create=True,
+        path=path,
+    )
 
 
 def raw_rows(events: list[Event]) -> list[tuple]:
-    return [("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload)
-            for e in events]
+    return [("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload) for e in events]
 
 
 def raw_connection(path: str) -> apsw.Connection:
@@ -58,10 +64,9 @@ def raw_batched(path: str, events: list[Event]) -> int:
     rows = raw_rows(events)
 
     def run() -> int:
-        for start in track(range(0, len(rows), BATCH), description="raw executemany", console=console,
-                           transient=True):
+        for start in track(range(0, len(rows), BATCH), description="raw executemany", console=console, transient=True):
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(eventlog._APPEND, rows[start:start + BATCH])
+            conn.executemany(eventlog._APPEND, rows[start : start + BATCH])
             conn.execute("COMMIT")
         return len(rows)
 
@@ -70,8 +75,12 @@ def raw_batched(path: str, events: list[Event]) -> int:
 
 def chunks(items: list, description: str):
     """Slices of 1,000 with a progress bar that moves per slice, not per item (it costs µs)."""
-    return track([items[i:i + BATCH] for i in range(0, len(items), BATCH)], description=description,
-                 console=console, transient=True)
+    return track(
+        [items[i : i + BATCH] for i in range(0, len(items), BATCH)],
+        description=description,
+        console=console,
+        transient=True,
+    )
 
 
 def raw_per_item(path: str, events: list[Event]) -> int:
@@ -93,7 +102,7 @@ def raw_per_item(path: str, events: list[Event]) -> int:
 
 def runner_batched(path: str, events: list[Event]) -> tuple[int, float]:
     app = open_bench(path)
-    batches = [events[i:i + BATCH] for i in range(0, len(events), BATCH)]
+    batches = [events[i : i + BATCH] for i in range(0, len(events), BATCH)]
 
     def run() -> int:
         for batch in track(batches, description="runner, 1,000 per command", console=console, transient=True):
@@ -128,7 +137,7 @@ def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple
         raw_rates.append(count / seconds)
         count, seconds = ours(work.db("runner"), events)
         our_rates.append(count / seconds)
-    ratios = [o / r for o, r in zip(our_rates, raw_rates)]
+    ratios = [o / r for o, r in zip(our_rates, raw_rates, strict=False)]
     return statistics.median(raw_rates), statistics.median(our_rates), ratios
 
 
@@ -148,11 +157,23 @@ def main() -> None:
             events = make_events(count, args.payload, 1)
             raw_rate, our_rate, ratios = compare(work, raw, ours, events, args.rounds)
             ratio = our_rate / raw_rate
-            rows.append((label, f"{count:,}", f"{raw_rate:,.0f}", f"{our_rate:,.0f}", f"{ratio:.0%}",
-                         " ".join(f"{r:.0%}" for r in ratios), f">= {target:.0%}",
-                         "ok" if ratio >= target else "BELOW TARGET"))
-        report(f"Event append, ~{args.payload + 60}-byte payloads, random 32-byte ids (median of {args.rounds} rounds)",
-               rows, ("mode", "events", "raw apsw/s", "runner/s", "runner/raw", "rounds", "target", ""))
+            rows.append(
+                (
+                    label,
+                    f"{count:,}",
+                    f"{raw_rate:,.0f}",
+                    f"{our_rate:,.0f}",
+                    f"{ratio:.0%}",
+                    " ".join(f"{r:.0%}" for r in ratios),
+                    f">= {target:.0%}",
+                    "ok" if ratio >= target else "BELOW TARGET",
+                )
+            )
+        report(
+            f"Event append, ~{args.payload + 60}-byte payloads, random 32-byte ids (median of {args.rounds} rounds)",
+            rows,
+            ("mode", "events", "raw apsw/s", "runner/s", "runner/raw", "rounds", "target", ""),
+        )
 
 
 if __name__ == "__main__":

@@ -24,13 +24,12 @@ import random
 import statistics
 import time
 
-from common import Workdir, parser, console, report, timed
+from common import Workdir, console, parser, report, timed
 
-import protocols.marmot as marmot
-import protocols.mls as mls
 from core import drain, queues
 from core.plugins import make_plugin_manager
 from core.settings import Settings
+from protocols import marmot, mls
 from protocols.marmot import nip44, nostr, outer, simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
@@ -41,8 +40,13 @@ GID = "5e" * 32
 
 def open_marmot(path: str):
     # Bulk loads commit large batches on purpose: do not log them as slow statements.
-    return open_app(Settings.load(env={}, slow_statement_ms=60_000), make_plugin_manager([marmot], entry_points=False),
-                    enable=["marmot"], create=True, path=path)
+    return open_app(
+        Settings.load(env={}, slow_statement_ms=60_000),
+        make_plugin_manager([marmot], entry_points=False),
+        enable=["marmot"],
+        create=True,
+        path=path,
+    )
 
 
 # --- throughput --------------------------------------------------------------------------------
@@ -50,9 +54,14 @@ def open_marmot(path: str):
 
 def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
     app = open_marmot(work.db("pipeline"))
-    app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
-                                            "key_package_private": sim.identity["key_package_private"],
-                                            "welcome": sim.welcome["welcome"]})
+    app.runtime.run_command(
+        "marmot.join",
+        {
+            "identity": sim.identity["identity"],
+            "key_package_private": sim.identity["key_package_private"],
+            "welcome": sim.welcome["welcome"],
+        },
+    )
     with app.db.write():
         queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
 
@@ -78,7 +87,7 @@ def decrypt_only(payloads: list[str], key: bytes) -> tuple[int, float]:
 
 def verify_and_decrypt(sim: simulate.Simulation, payloads: list[str], key: bytes) -> tuple[int, float]:
     def run() -> int:
-        for line, payload in zip(sim.lines, payloads):
+        for line, payload in zip(sim.lines, payloads, strict=False):
             nostr.verify_event(nostr.parse_event(line))
             nip44.decrypt(payload, key)
         return len(payloads)
@@ -106,8 +115,16 @@ def engine_in_memory(sim: simulate.Simulation, *, with_snapshot: bool) -> tuple[
 
 
 def throughput(work: Workdir, args: argparse.Namespace) -> None:
-    config = simulate.Config(members=args.members, messages=args.messages, commits=args.commits, races=0,
-                             garbage=0, duplicates=0, seed=1, swaps=0)
+    config = simulate.Config(
+        members=args.members,
+        messages=args.messages,
+        commits=args.commits,
+        races=0,
+        garbage=0,
+        duplicates=0,
+        seed=1,
+        swaps=0,
+    )
     with console.status("simulating the group"):
         sim = simulate.simulate(config)
     payloads, key = same_sized_payloads(sim)
@@ -121,15 +138,30 @@ def throughput(work: Workdir, args: argparse.Namespace) -> None:
     rows = [
         ("NIP-44 decrypt only (ceiling)", f"{len(payloads):,}", f"{ceiling:,.0f}", "100%"),
         ("parse + verify + NIP-44 decrypt", f"{len(payloads):,}", f"{verified:,.0f}", f"{verified / ceiling:.1%}"),
-        ("NIP-44 + MLS engine, state in memory", f"{len(sim.lines):,}", f"{engine[0]:,.0f}",
-         f"{engine[0] / ceiling:.1%}"),
-        ("  + serialising the state after each message", f"{len(sim.lines):,}", f"{engine[1]:,.0f}",
-         f"{engine[1] / ceiling:.1%}"),
-        ("full pipeline (verify, decrypt, engine, sealed state write, projections, 1 txn/item)", f"{count:,}",
-         f"{full:,.0f}", f"{full / ceiling:.1%}"),
+        (
+            "NIP-44 + MLS engine, state in memory",
+            f"{len(sim.lines):,}",
+            f"{engine[0]:,.0f}",
+            f"{engine[0] / ceiling:.1%}",
+        ),
+        (
+            "  + serialising the state after each message",
+            f"{len(sim.lines):,}",
+            f"{engine[1]:,.0f}",
+            f"{engine[1] / ceiling:.1%}",
+        ),
+        (
+            "full pipeline (verify, decrypt, engine, sealed state write, projections, 1 txn/item)",
+            f"{count:,}",
+            f"{full:,.0f}",
+            f"{full / ceiling:.1%}",
+        ),
     ]
-    report(f"Marmot ingest, {args.members + 1}-member group, {args.messages:,} messages, {args.commits} commits",
-           rows, ("stage", "events", "events/s", "vs ceiling"))
+    report(
+        f"Marmot ingest, {args.members + 1}-member group, {args.messages:,} messages, {args.commits} commits",
+        rows,
+        ("stage", "events", "events/s", "vs ceiling"),
+    )
 
 
 # --- history paging ---------------------------------------------------------------------------------
@@ -142,8 +174,11 @@ def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
     """
     rng = random.Random(seed)
     with app.db.write():
-        app.db.execute("INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
-                       "VALUES (?, ?, 1, 1, 10, '[]', 0)", (bytes.fromhex(GID), "11" * 32))
+        app.db.execute(
+            "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
+            "VALUES (?, ?, 1, 1, 10, '[]', 0)",
+            (bytes.fromhex(GID), "11" * 32),
+        )
     created, sample, every = 1_700_000_000, [], max(count // 1000, 1)
     for start in range(0, count, 50_000):
         rows = []
@@ -151,14 +186,29 @@ def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
             created += rng.choice((0, 0, 0, 1, 2))  # many rumors share a second
             rumor_id = rng.randbytes(32)
             state = "EpochInvalidated" if rng.random() < 0.01 else "Processed"
-            rows.append((bytes.fromhex(GID), rumor_id, created, "ab" * 32, 9, f"message text number {n}",
-                         "[]", rng.randbytes(32), created, 1 + n // 10_000, state))
+            rows.append(
+                (
+                    bytes.fromhex(GID),
+                    rumor_id,
+                    created,
+                    "ab" * 32,
+                    9,
+                    f"message text number {n}",
+                    "[]",
+                    rng.randbytes(32),
+                    created,
+                    1 + n // 10_000,
+                    state,
+                )
+            )
             if n >= 200 and n % every == 0:
                 sample.append(Cursor(created, rumor_id.hex()))
         with app.db.write():
-            app.db.executemany("INSERT INTO marmot_messages(gid, rumor_id, created_at, pubkey, kind, content, tags, "
-                               "outer_id, outer_created_at, epoch, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               rows)
+            app.db.executemany(
+                "INSERT INTO marmot_messages(gid, rumor_id, created_at, pubkey, kind, content, tags, "
+                "outer_id, outer_created_at, epoch, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
     return sample
 
 
@@ -189,8 +239,11 @@ def paging(work: Workdir, args: argparse.Namespace) -> None:
         p50, p99 = statistics.median(times), times[max(int(len(times) * 0.99) - 1, 0)]
         rows.append((label, f"{args.queries:,}", f"{p50 * 1000:.3f}", f"{p99 * 1000:.3f}"))
     app.close()
-    report(f"history --limit 50 over {args.rumors:,} rumors (generated in {seconds:.1f} s)", rows,
-           ("query", "runs", "p50 ms", "p99 ms"))
+    report(
+        f"history --limit 50 over {args.rumors:,} rumors (generated in {seconds:.1f} s)",
+        rows,
+        ("query", "runs", "p50 ms", "p99 ms"),
+    )
 
 
 def main() -> None:

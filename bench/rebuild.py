@@ -23,14 +23,14 @@ import shutil
 import sys
 import time
 
-from common import Workdir, parser, console, report
+from common import Workdir, console, parser, report
 
-import protocols.example as example
 from core.plugins import make_plugin_manager
 from core.records import Event, Result
 from core.settings import Settings
 from jobs.rebuild import RebuildOptions, rebuild
 from jobs.render import stage_progress
+from protocols import example
 from schema_loader.setup import open_app
 
 BATCH = 1000
@@ -38,15 +38,28 @@ BATCH = 1000
 
 def fill(path: str, count: int) -> float:
     """Append ``count`` events through runtime.apply (projectors inline); returns events/s."""
-    app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False),
-                   enable=["example"], create=True, path=path)
+    app = open_app(
+        Settings.load(env={}),
+        make_plugin_manager([example], entry_points=False),
+        enable=["example"],
+        create=True,
+        path=path,
+    )
     rng = random.Random(1)
     text = "x" * 380
     started = time.perf_counter()
     with stage_progress("fill", count) as advance:
         for start in range(0, count, BATCH):
-            events = [Event("message_posted", rng.randbytes(32), f"room-{n % 64}", 1_700_000_000_000 + n,
-                            {"author": "ab" * 32, "text": f"{n} {text}"}) for n in range(start, min(start + BATCH, count))]
+            events = [
+                Event(
+                    "message_posted",
+                    rng.randbytes(32),
+                    f"room-{n % 64}",
+                    1_700_000_000_000 + n,
+                    {"author": "ab" * 32, "text": f"{n} {text}"},
+                )
+                for n in range(start, min(start + BATCH, count))
+            ]
             with app.db.write():
                 app.runtime.apply("example", Result(events=events), 0)
             advance(len(events))
@@ -58,9 +71,14 @@ def fill(path: str, count: int) -> float:
 def run_engine(path: str, engine: str, workdir: str, spark, partition_events: int) -> dict:
     app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False), path=path)
     started = time.perf_counter()
-    result = rebuild(app, RebuildOptions(engine=engine, verify=True, workdir=workdir, master="local[2]",
-                                         partition_events=partition_events),
-                     spark=spark, progress=stage_progress)
+    result = rebuild(
+        app,
+        RebuildOptions(
+            engine=engine, verify=True, workdir=workdir, master="local[2]", partition_events=partition_events
+        ),
+        spark=spark,
+        progress=stage_progress,
+    )
     total = time.perf_counter() - started
     app.close()
     if not result.equal:
@@ -74,8 +92,12 @@ def main() -> None:
     options.add_argument("--slow", action="store_true", help="10,000,000 events")
     options.add_argument("--engines", default="local,spark")
     options.add_argument("--db", help="rebuild this already-filled database instead of filling a new one")
-    options.add_argument("--partition-events", type=int, default=RebuildOptions().partition_events,
-                         help="events per replay partition (local bucket; sets the least Spark partition count)")
+    options.add_argument(
+        "--partition-events",
+        type=int,
+        default=RebuildOptions().partition_events,
+        help="events per replay partition (local bucket; sets the least Spark partition count)",
+    )
     args = options.parse_args()
     count = 10_000_000 if args.slow else args.events
     with Workdir(args.keep) as work:
@@ -95,23 +117,47 @@ def main() -> None:
             # also when --keep points at a directory an earlier run left behind.
             workdir = work.path / f"work-{engine}"
             shutil.rmtree(workdir, ignore_errors=True)
-            result = run_engine(path, engine, str(workdir), spark if engine == "spark" else None,
-                                args.partition_events)
+            result = run_engine(path, engine, str(workdir), spark if engine == "spark" else None, args.partition_events)
             rebuilt = result["report"]
             replayed = max(rebuilt.events_replayed, 1)
             verify = rebuilt.seconds.get("verify", 0)
-            per_stage = [f"{replayed / s:,.0f}" if s > 0 else "-" for s in
-                         (rebuilt.seconds.get(st, 0) for st in ("export", "replay", "load"))]
-            rows.append((engine if engine == "local" else "spark local[2]", f"{replayed:,}", *per_stage,
-                         f"{verify:.1f}", f"{rebuilt.seconds.get('discard', 0):.1f}", f"{result['total']:.1f}",
-                         f"{replayed / result['total']:,.0f}", f"{replayed / (result['total'] - verify):,.0f}",
-                         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}"))
+            per_stage = [
+                f"{replayed / s:,.0f}" if s > 0 else "-"
+                for s in (rebuilt.seconds.get(st, 0) for st in ("export", "replay", "load"))
+            ]
+            rows.append(
+                (
+                    engine if engine == "local" else "spark local[2]",
+                    f"{replayed:,}",
+                    *per_stage,
+                    f"{verify:.1f}",
+                    f"{rebuilt.seconds.get('discard', 0):.1f}",
+                    f"{result['total']:.1f}",
+                    f"{replayed / result['total']:,.0f}",
+                    f"{replayed / (result['total'] - verify):,.0f}",
+                    f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}",
+                )
+            )
         if spark is not None:
             spark.stop()
         measured = f"incremental projection ran at {fill_rate:,.0f} events/s" if fill_rate else "existing database"
-        report(f"Rebuild of {count:,} events (~500 bytes) — {measured}",
-               rows, ("engine", "events", "export ev/s", "replay ev/s", "load rows/s", "verify s", "discard s",
-                      "total s", "end-to-end ev/s", "without verify ev/s", "peak RSS MiB"))
+        report(
+            f"Rebuild of {count:,} events (~500 bytes) — {measured}",
+            rows,
+            (
+                "engine",
+                "events",
+                "export ev/s",
+                "replay ev/s",
+                "load rows/s",
+                "verify s",
+                "discard s",
+                "total s",
+                "end-to-end ev/s",
+                "without verify ev/s",
+                "peak RSS MiB",
+            ),
+        )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import sys
 import time
 
 import nacl.signing
-from common import Workdir, parser, console, report, timed
+from common import Workdir, console, parser, report, timed
 from rich.progress import track
 
 from core import drain, queues
@@ -55,16 +55,21 @@ def messages(count: int, seed: int = 1) -> list[bytes]:
 
 
 def open_example(path: str):
-    import protocols.example as example
+    from protocols import example
 
-    return open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False),
-                    enable=["example"], create=True, path=path)
+    return open_app(
+        Settings.load(env={}),
+        make_plugin_manager([example], entry_points=False),
+        enable=["example"],
+        create=True,
+        path=path,
+    )
 
 
 def queue(app, blobs: list[bytes]) -> None:
     for start in range(0, len(blobs), 5000):
         with app.db.write():
-            queues.push_incoming(app.db, "example", blobs[start:start + 5000], 0)
+            queues.push_incoming(app.db, "example", blobs[start : start + 5000], 0)
 
 
 def framework(path: str, blobs: list[bytes]) -> tuple[int, float]:
@@ -73,8 +78,7 @@ def framework(path: str, blobs: list[bytes]) -> tuple[int, float]:
 
     def run() -> int:
         done = 0
-        for _ in track(range(0, len(blobs), 1000), description="process_incoming", console=console,
-                       transient=True):
+        for _ in track(range(0, len(blobs), 1000), description="process_incoming", console=console, transient=True):
             for _ in range(1000):
                 if drain.process_next_incoming(app.runtime) is None:
                     return done
@@ -101,8 +105,9 @@ def raw(path: str, blobs: list[bytes]) -> tuple[int, float]:
         for _ in track(range(0, len(blobs), 1000), description="raw apsw loop", console=console, transient=True):
             for _ in range(1000):
                 conn.execute("BEGIN IMMEDIATE")
-                row = conn.execute("SELECT id, protocol, blob FROM incoming WHERE id = "
-                                   "(SELECT min(id) FROM incoming)").fetchone()
+                row = conn.execute(
+                    "SELECT id, protocol, blob FROM incoming WHERE id = (SELECT min(id) FROM incoming)"
+                ).fetchone()
                 if row is None:
                     conn.execute("COMMIT")
                     return done
@@ -112,10 +117,13 @@ def raw(path: str, blobs: list[bytes]) -> tuple[int, float]:
                     "INSERT INTO events(protocol, event_type, version, event_id, partition_key, created_at_ms, "
                     "recorded_at_ms, payload) VALUES ('example', 'message_posted', 1, ?, ?, ?, 0, ?) "
                     "ON CONFLICT DO NOTHING RETURNING seq",
-                    (event_id, message["room"], message["ts"], payload)).fetchone()[0]
-                conn.execute("INSERT INTO example_messages(room, id, author, ts_ms, text, seq) VALUES (?, ?, ?, ?, ?, ?) "
-                             "ON CONFLICT DO NOTHING",
-                             (message["room"], event_id, message["author"], message["ts"], message["body"], seq))
+                    (event_id, message["room"], message["ts"], payload),
+                ).fetchone()[0]
+                conn.execute(
+                    "INSERT INTO example_messages(room, id, author, ts_ms, text, seq) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (message["room"], event_id, message["author"], message["ts"], message["body"], seq),
+                )
                 conn.execute(ROOM_UPSERT, (message["room"], message["ts"], seq))
                 conn.execute("DELETE FROM incoming WHERE id = ?", (row[0],))
                 conn.execute("COMMIT")
@@ -131,8 +139,12 @@ def latency(path: str, blobs: list[bytes], rate: int) -> list[float]:
     """Ingest at ``rate`` items/s next to a daemon process; return per-item delays in ms."""
     open_example(path).close()
     env = dict(os.environ, TESSERA_IDLE_MAX_MS="1000")
-    daemon = subprocess.Popen([sys.executable, "-m", "jobs", "--db", path, "tick"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "--db", path, "tick"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     writer = open_example(path)
     reader = open_connection(path, Settings.load(env={}))
     ids = [bytes.fromhex(json.loads(b)["id"]) for b in blobs]
@@ -150,15 +162,17 @@ def latency(path: str, blobs: list[bytes], rate: int) -> list[float]:
         while len(delays) < len(blobs):
             now = time.perf_counter()
             if position < len(blobs) and now >= next_send:
-                chunk = blobs[position:position + batch]
+                chunk = blobs[position : position + batch]
                 with writer.db.write():
                     queues.push_incoming(writer.db, "example", chunk, 0)
                 committed = time.perf_counter()
-                for mid in ids[position:position + batch]:
+                for mid in ids[position : position + batch]:
                     sent_at[mid] = committed
                 position += len(chunk)
                 next_send += interval
-            rows = reader.execute("SELECT id, seq FROM example_messages WHERE seq > ? ORDER BY seq", (last_seq,)).fetchall()
+            rows = reader.execute(
+                "SELECT id, seq FROM example_messages WHERE seq > ? ORDER BY seq", (last_seq,)
+            ).fetchall()
             seen = time.perf_counter()
             for mid, seq in rows:
                 delays.append((seen - sent_at[mid]) * 1000)
@@ -190,16 +204,44 @@ def main() -> None:
         ours_n, ours_s = framework(work.db("tick"), blobs)
         decode_n, decode_s = timed(lambda: sum(1 for blob in blobs if handlers.decode(blob)))
         per_item_us = 1e6 * (ours_s / ours_n - raw_s / raw_n - decode_s / decode_n)
-        rows = [("process_incoming, 1 item/txn", f"{ours_n:,}", f"{raw_n / raw_s:,.0f}", f"{ours_n / ours_s:,.0f}",
-                 f"{(ours_n / ours_s) / (raw_n / raw_s):.0%}", f"{decode_n / decode_s:,.0f}", f"{per_item_us:.0f}")]
-        report("Tick throughput (example protocol: Ed25519-verified ~500-byte posts)", rows,
-               ("path", "items", "raw apsw items/s", "tessera items/s", "tessera/raw", "decode alone items/s",
-                "framework µs/item beyond raw + decode"))
+        rows = [
+            (
+                "process_incoming, 1 item/txn",
+                f"{ours_n:,}",
+                f"{raw_n / raw_s:,.0f}",
+                f"{ours_n / ours_s:,.0f}",
+                f"{(ours_n / ours_s) / (raw_n / raw_s):.0%}",
+                f"{decode_n / decode_s:,.0f}",
+                f"{per_item_us:.0f}",
+            )
+        ]
+        report(
+            "Tick throughput (example protocol: Ed25519-verified ~500-byte posts)",
+            rows,
+            (
+                "path",
+                "items",
+                "raw apsw items/s",
+                "tessera items/s",
+                "tessera/raw",
+                "decode alone items/s",
+                "framework µs/item beyond raw + decode",
+            ),
+        )
         delays = latency(work.db("latency"), messages(args.latency_items), args.rate)
-        report(f"Ingest -> visible in the read model, daemon in its own process, {args.rate:,} items/s offered",
-               [(f"{len(delays):,}", f"{percentile(delays, 0.5):.1f}", f"{percentile(delays, 0.99):.1f}",
-                 f"{max(delays):.1f}", f"{statistics.mean(delays):.1f}")],
-               ("items", "p50 ms", "p99 ms", "max ms", "mean ms"))
+        report(
+            f"Ingest -> visible in the read model, daemon in its own process, {args.rate:,} items/s offered",
+            [
+                (
+                    f"{len(delays):,}",
+                    f"{percentile(delays, 0.5):.1f}",
+                    f"{percentile(delays, 0.99):.1f}",
+                    f"{max(delays):.1f}",
+                    f"{statistics.mean(delays):.1f}",
+                )
+            ],
+            ("items", "p50 ms", "p99 ms", "max ms", "mean ms"),
+        )
 
 
 if __name__ == "__main__":

@@ -53,13 +53,24 @@ class BlobInfo:
 
 
 def info(db: Database, file_id: str) -> BlobInfo | None:
-    row = db.one("SELECT file_id, total_size, mime, next_slice, received_bytes, status, reason FROM blobs "
-                 "WHERE file_id = ?", (file_id,))
+    row = db.one(
+        "SELECT file_id, total_size, mime, next_slice, received_bytes, status, reason FROM blobs WHERE file_id = ?",
+        (file_id,),
+    )
     return BlobInfo(*row) if row else None
 
 
-def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_size: int, now_ms: int, *,
-                 mime: str | None = None, max_slice_bytes: int) -> BlobInfo:
+def append_slice(
+    db: Database,
+    file_id: str,
+    slice_no: int,
+    data: bytes,
+    total_size: int,
+    now_ms: int,
+    *,
+    mime: str | None = None,
+    max_slice_bytes: int,
+) -> BlobInfo:
     """Store one slice inside the current write transaction (see module docs)."""
     _validate(file_id, slice_no, data, total_size, max_slice_bytes)
     blob = info(db, file_id)
@@ -72,26 +83,34 @@ def append_slice(db: Database, file_id: str, slice_no: int, data: bytes, total_s
         raise SliceSizeMismatch(
             f"blob {file_id[:12]}… was declared {blob.total_size} bytes, slice {slice_no} says {total_size}; "
             f"the slice was refused. If the declared size is the wrong one, `tessera blob reset {file_id}` "
-            "drops the blob's slices so the file can be sent again")
+            "drops the blob's slices so the file can be sent again"
+        )
     if slice_no < blob.next_slice:
         _check_duplicate(db, file_id, slice_no, data)
         return blob
     if slice_no > blob.next_slice or blob.status != "receiving":
         raise SliceOutOfOrder(
             f"blob {file_id[:12]}… expects slice {blob.next_slice}, got {slice_no}; resend from slice "
-            f"{blob.next_slice}", expected=blob.next_slice)
+            f"{blob.next_slice}",
+            expected=blob.next_slice,
+        )
     received = blob.received_bytes + len(data)
     if received > total_size:
-        raise SliceOverrun(f"slice {slice_no} overruns blob {file_id[:12]}…: it covers bytes "
-                           f"{_span(blob.received_bytes, len(data))}, the blob is {total_size} bytes")
+        raise SliceOverrun(
+            f"slice {slice_no} overruns blob {file_id[:12]}…: it covers bytes "
+            f"{_span(blob.received_bytes, len(data))}, the blob is {total_size} bytes"
+        )
     if received == total_size:
         _check_content_hash(db, file_id, slice_no, data)
     if is_new:
         _create(db, file_id, total_size, mime, now_ms)
-    db.execute("INSERT INTO blob_slices(file_id, slice_no, offset, data) VALUES (?, ?, ?, ?)",
-               (file_id, slice_no, blob.received_bytes, data))
-    db.execute("UPDATE blobs SET next_slice = ?, received_bytes = ? WHERE file_id = ?",
-               (slice_no + 1, received, file_id))
+    db.execute(
+        "INSERT INTO blob_slices(file_id, slice_no, offset, data) VALUES (?, ?, ?, ?)",
+        (file_id, slice_no, blob.received_bytes, data),
+    )
+    db.execute(
+        "UPDATE blobs SET next_slice = ?, received_bytes = ? WHERE file_id = ?", (slice_no + 1, received, file_id)
+    )
     if received == total_size:
         db.execute("UPDATE blobs SET status = 'complete', completed_at_ms = ? WHERE file_id = ?", (now_ms, file_id))
     return info(db, file_id)
@@ -113,16 +132,20 @@ def _validate(file_id: str, slice_no: int, data: bytes, total_size: int, max_sli
 
 
 def _create(db: Database, file_id: str, total_size: int, mime: str | None, now_ms: int) -> BlobInfo:
-    db.execute("INSERT INTO blobs(file_id, total_size, mime, created_at_ms) VALUES (?, ?, ?, ?)",
-               (file_id, total_size, mime, now_ms))
+    db.execute(
+        "INSERT INTO blobs(file_id, total_size, mime, created_at_ms) VALUES (?, ?, ?, ?)",
+        (file_id, total_size, mime, now_ms),
+    )
     return BlobInfo(file_id, total_size, mime, 0, 0, "receiving", None)
 
 
 def _check_duplicate(db: Database, file_id: str, slice_no: int, data: bytes) -> None:
     row = db.one("SELECT offset, data FROM blob_slices WHERE file_id = ? AND slice_no = ?", (file_id, slice_no))
     if row is not None and row[1] != data:
-        raise SliceConflict(f"slice {slice_no} (bytes {_span(row[0], len(row[1]))}) of blob {file_id[:12]}… was "
-                            "already stored with different bytes; the resent slice was refused")
+        raise SliceConflict(
+            f"slice {slice_no} (bytes {_span(row[0], len(row[1]))}) of blob {file_id[:12]}… was "
+            "already stored with different bytes; the resent slice was refused"
+        )
 
 
 def _check_content_hash(db: Database, file_id: str, slice_no: int, data: bytes) -> None:
@@ -136,7 +159,8 @@ def _check_content_hash(db: Database, file_id: str, slice_no: int, data: bytes) 
             f"slice {slice_no} would make blob {file_id[:12]}… hash to {digest.hexdigest()[:12]}…, not to its "
             f"file id; the slice was refused and the blob still expects slice {slice_no}. If the right slice is "
             f"refused too, an earlier slice is wrong: `tessera blob reset {file_id}` drops the slices so the "
-            "file can be sent again")
+            "file can be sent again"
+        )
 
 
 def _chunks(db: Database, file_id: str) -> Iterator[bytes]:
@@ -186,13 +210,15 @@ def read_range(db: Database, file_id: str, start: int, length: int) -> Iterator[
     reading only the slices that hold them.  Run it inside ``db.read()`` for one consistent snapshot."""
     blob = _require_complete(db, file_id)
     if start < 0 or length < 0 or start + length > blob.total_size:
-        raise InvalidInput(f"bytes {start} to {start + length} are not inside blob {file_id[:12]}…, which has "
-                           f"{blob.total_size} bytes; ask for a range within 0-{blob.total_size}")
+        raise InvalidInput(
+            f"bytes {start} to {start + length} are not inside blob {file_id[:12]}…, which has "
+            f"{blob.total_size} bytes; ask for a range within 0-{blob.total_size}"
+        )
     end = start + length
     if length == 0:
         return
     for offset, data in db.execute(_SLICES_IN_RANGE, (file_id, end, file_id, start)):
-        yield data[max(start - offset, 0):end - offset]
+        yield data[max(start - offset, 0) : end - offset]
 
 
 def export(db: Database, file_id: str, path: Path) -> int:

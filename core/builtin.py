@@ -33,8 +33,7 @@ def _deferred(tick) -> int:
 def _recheck(tick) -> int:
     done = 0
     while tick.has_budget():
-        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record,
-                                          keep_going=tick.has_budget)
+        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record, keep_going=tick.has_budget)
         if handled is None:
             break
         done += max(handled, 1)

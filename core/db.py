@@ -86,8 +86,10 @@ def unavailable(path: str, failure: BaseException) -> StorageUnavailable:
     if isinstance(failure, StorageUnavailable):
         return failure
     what = next(text for kind, text in _ENVIRONMENT_ERRORS.items() if isinstance(failure, kind))
-    return StorageUnavailable(f"{path}: {what} ({type(failure).__name__}: {failure}); the transaction was rolled "
-                              "back whole: fix the cause, and the work is retried as it was")
+    return StorageUnavailable(
+        f"{path}: {what} ({type(failure).__name__}: {failure}); the transaction was rolled "
+        "back whole: fix the cause, and the work is retried as it was"
+    )
 
 
 @attrs.define
@@ -131,8 +133,9 @@ def connection_synchronous_normal(conn: apsw.Connection) -> None:
     conn.pragma("synchronous", "NORMAL")
 
 
-def connection_busy_timeout(conn: apsw.Connection, timeout_ms: int,
-                            on_wait: Callable[[float, float], bool] | None = None) -> None:
+def connection_busy_timeout(
+    conn: apsw.Connection, timeout_ms: int, on_wait: Callable[[float, float], bool] | None = None
+) -> None:
     """Wait up to ``timeout_ms`` for a busy lock, polling every few milliseconds.
 
     SQLite's own busy handler backs off to sleeps of 25-100 ms; a writer
@@ -202,8 +205,10 @@ def open_connection(path: str, settings: Settings, *, readonly: bool = False, cr
         connection_busy_timeout(conn, settings.busy_timeout_ms)
         kind = identify(conn, path)
         if kind == "blank" and not may_create:
-            raise DatabaseMissing(f"{path} is an empty file, not a Tessera database yet; make it one with "
-                                  f"`tessera --db {path} init`", path=path)
+            raise DatabaseMissing(
+                f"{path} is an empty file, not a Tessera database yet; make it one with `tessera --db {path} init`",
+                path=path,
+            )
         if not readonly:
             if kind != "tessera":
                 connection_application_id(conn)
@@ -230,8 +235,11 @@ def _in_memory(path: str) -> bool:
 def _require_file(path: str, may_create: bool) -> None:
     if may_create or _in_memory(path) or os.path.exists(path):
         return
-    raise DatabaseMissing(f"{path}: no such file, so not a Tessera database yet; create it with "
-                          f"`tessera --db {path} init`, or fix the path (--db or TESSERA_DB)", path=path)
+    raise DatabaseMissing(
+        f"{path}: no such file, so not a Tessera database yet; create it with "
+        f"`tessera --db {path} init`, or fix the path (--db or TESSERA_DB)",
+        path=path,
+    )
 
 
 def identify(conn: apsw.Connection, path: str) -> str:
@@ -252,7 +260,7 @@ def identify(conn: apsw.Connection, path: str) -> str:
     if application_id == TESSERA_APPLICATION_ID:
         return "tessera"
     tables = [name for kind, name in objects if kind == "table"]
-    if application_id == 0 and _LOADER_TABLES <= set(tables):
+    if application_id == 0 and set(tables) >= _LOADER_TABLES:
         return "unmarked"
     if application_id == 0 and user_version == 0 and not objects:
         return "blank"
@@ -260,13 +268,18 @@ def identify(conn: apsw.Connection, path: str) -> str:
 
 
 def _refusal(path: str, what: str) -> str:
-    return (f"{path} is not a Tessera database: it is {what}. Nothing in it was changed; point --db (or "
-            "TESSERA_DB) at a Tessera database, or at a new path and run `tessera init` there")
+    return (
+        f"{path} is not a Tessera database: it is {what}. Nothing in it was changed; point --db (or "
+        "TESSERA_DB) at a Tessera database, or at a new path and run `tessera init` there"
+    )
 
 
 def _describe_foreign(application_id: int, user_version: int, tables: list[str]) -> str:
-    owner = f"of another application (application id 0x{application_id:08x})" if application_id else \
-        "of another application"
+    owner = (
+        f"of another application (application id 0x{application_id:08x})"
+        if application_id
+        else "of another application"
+    )
     shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
     holds = f"with tables {shown}" if tables else f"with no tables (user_version {user_version})"
     return f"an SQLite database {owner} {holds}"
@@ -289,8 +302,7 @@ class Database:
     refused either way (:func:`identify`).
     """
 
-    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False,
-                 create: bool = True):
+    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False, create: bool = True):
         self.path = path
         self.settings = settings or Settings()
         self.readonly = readonly
@@ -419,9 +431,11 @@ class Database:
         for callback in callbacks:
             try:
                 callback()
-            except Exception:  # noqa: BLE001 - the work committed: the caller must not see it as failed
-                log.exception("after-commit callback %s raised; ignored (its transaction is committed)",
-                              getattr(callback, "__qualname__", repr(callback)))
+            except Exception:
+                log.exception(
+                    "after-commit callback %s raised; ignored (its transaction is committed)",
+                    getattr(callback, "__qualname__", repr(callback)),
+                )
 
     def _begin_immediate(self) -> None:
         try:
@@ -439,8 +453,7 @@ class Database:
         for _ in range(self.settings.busy_retries):
             listener = self.lock_wait_listener
             if listener is not None and not listener(time.monotonic() - started):
-                raise DatabaseBusy(f"{self.path!r}: gave up waiting for the write lock (asked to stop)") \
-                    from last_error
+                raise DatabaseBusy(f"{self.path!r}: gave up waiting for the write lock (asked to stop)") from last_error
             self.counters.busy_retries += 1
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
@@ -500,7 +513,7 @@ class Database:
 class _Write:
     """Context manager behind :meth:`Database.write` (a class: this is the hot path)."""
 
-    __slots__ = ("db", "savepoint", "pending")
+    __slots__ = ("db", "pending", "savepoint")
 
     def __init__(self, db: Database):
         self.db = db
@@ -535,7 +548,7 @@ class _Write:
         if exc is None:
             db.conn.execute(f"RELEASE {name}")
             return
-        del db._after_commit[self.pending:]
+        del db._after_commit[self.pending :]
         if db.conn.get_autocommit():
             # SQLite rolled the whole transaction back (it may on a full disk, an I/O error, no
             # memory): the caller's outer transaction is gone, so it must not carry on as if in it.
@@ -544,8 +557,10 @@ class _Write:
                 return  # already says so: it propagates as it is
             if failure is not None:
                 raise unavailable(db.path, failure) from exc
-            raise TransactionError(f"{db.path}: SQLite rolled back the whole transaction after "
-                                   f"{type(exc).__name__}: {exc}; nothing of it was kept") from exc
+            raise TransactionError(
+                f"{db.path}: SQLite rolled back the whole transaction after "
+                f"{type(exc).__name__}: {exc}; nothing of it was kept"
+            ) from exc
         db.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
 
 

@@ -48,8 +48,13 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
 OnOutcome = Callable[[Outcome], None]
 
 
-def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | None = None,
-         keep_going: Callable[[], bool] | None = None) -> Outcome | int | None:
+def step(
+    rt: Runtime,
+    lease: Lease | None = None,
+    *,
+    on_recheck: OnOutcome | None = None,
+    keep_going: Callable[[], bool] | None = None,
+) -> Outcome | int | None:
     """One unit of queue work, oldest obligations first.
 
     A due recheck marker, else a due deferred item, else the next incoming
@@ -75,9 +80,14 @@ def step(rt: Runtime, lease: Lease | None = None, *, on_recheck: OnOutcome | Non
     return process_next_incoming(rt, lease)
 
 
-def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 100,
-                      on_outcome: OnOutcome | None = None,
-                      keep_going: Callable[[], bool] | None = None) -> int | None:
+def drain_next_marker(
+    rt: Runtime,
+    lease: Lease | None = None,
+    *,
+    batch: int = 100,
+    on_outcome: OnOutcome | None = None,
+    keep_going: Callable[[], bool] | None = None,
+) -> int | None:
     """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
 
     Returns how many items were re-handled, or None when no marker was due;
@@ -121,8 +131,9 @@ def drain_next_marker(rt: Runtime, lease: Lease | None = None, *, batch: int = 1
     return handled
 
 
-def _recheck_item(rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker,
-                  on_outcome: OnOutcome | None = None) -> bool:
+def _recheck_item(
+    rt: Runtime, lease: Lease | None, item: queues.WorkItem, marker: recheck.Marker, on_outcome: OnOutcome | None = None
+) -> bool:
     """Re-handle one blocked item (its outcome goes to ``on_outcome`` once committed); True if
     it is still blocked on the marker's reason and counts its rechecks (a patient wait is only
     looked at again when its reason is enqueued, so it never keeps the marker alive)."""
@@ -147,8 +158,10 @@ def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
-        expired = [recheck.ExpiredWait(item, "blocked too long: the dependency it waits for never arrived")
-                   for item in recheck.expired_blocked(rt.db, now - rt.db.settings.blocked_max_age_ms)]
+        expired = [
+            recheck.ExpiredWait(item, "blocked too long: the dependency it waits for never arrived")
+            for item in recheck.expired_blocked(rt.db, now - rt.db.settings.blocked_max_age_ms)
+        ]
         expired += recheck.expired_patient_waits(rt.db, now)
         for wait in expired:
             queues.park(rt.db, wait.item, wait.reason, wait.item.attempts + 1, now)

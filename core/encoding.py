@@ -48,8 +48,10 @@ def _check(value: Any, path: str, depth: int = 0) -> None:
         return
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
-            raise EncodingError(f"{path} is {_int_text(value)}, outside the signed 64-bit integer range; "
-                                "SQLite and Parquet cannot store it")
+            raise EncodingError(
+                f"{path} is {_int_text(value)}, outside the signed 64-bit integer range; "
+                "SQLite and Parquet cannot store it"
+            )
         return
     if type(value) is dict and _flat(value):
         return
@@ -159,8 +161,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return result
 
 
-_peer_decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant,
-                                 object_pairs_hook=_unique_keys)
+_peer_decoder = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant, object_pairs_hook=_unique_keys
+)
 
 
 def loads_untrusted(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:

@@ -41,13 +41,31 @@ def append(db: Database, protocol: str, events: Sequence[Event], recorded_at_ms:
         payload = event.payload
         conn.execute(
             _APPEND,
-            (protocol, event.type, event.version, event.event_id, event.partition_key,
-             event.created_at_ms, recorded_at_ms, payload),
+            (
+                protocol,
+                event.type,
+                event.version,
+                event.event_id,
+                event.partition_key,
+                event.created_at_ms,
+                recorded_at_ms,
+                payload,
+            ),
         )
         if conn.changes():
             appended.append(
-                StoredEvent(conn.last_insert_rowid(), protocol, event.type, event.version, event.event_id,
-                            event.partition_key, event.created_at_ms, recorded_at_ms, payload, data=event.data)
+                StoredEvent(
+                    conn.last_insert_rowid(),
+                    protocol,
+                    event.type,
+                    event.version,
+                    event.event_id,
+                    event.partition_key,
+                    event.created_at_ms,
+                    recorded_at_ms,
+                    payload,
+                    data=event.data,
+                )
             )
     return appended
 
@@ -59,7 +77,7 @@ def append_batch(db: Database, protocol: str, events: Sequence[Event], recorded_
         (protocol, e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, recorded_at_ms, e.payload)
         for e in events
     ]
-    by_event_id = {e.event_id: (row, e) for row, e in zip(rows, events)}
+    by_event_id = {e.event_id: (row, e) for row, e in zip(rows, events, strict=False)}
     appended = []
     for seq, event_id in db.conn.executemany(_APPEND + " RETURNING seq, event_id", rows):
         row, event = by_event_id[event_id]
@@ -77,8 +95,9 @@ def head(db: Database) -> int:
     return db.value(_HEAD, default=0)
 
 
-def read_range(db: Database, after_seq: int = 0, upto_seq: int | None = None, *,
-               batch: int = 1000) -> Iterator[StoredEvent]:
+def read_range(
+    db: Database, after_seq: int = 0, upto_seq: int | None = None, *, batch: int = 1000
+) -> Iterator[StoredEvent]:
     """Events with ``after_seq < seq <= upto_seq`` in order, fetched in batches."""
     upto = head(db) if upto_seq is None else upto_seq
     cursor = after_seq
@@ -91,8 +110,9 @@ def read_range(db: Database, after_seq: int = 0, upto_seq: int | None = None, *,
         cursor = rows[-1][0]
 
 
-def read_partition(db: Database, protocol: str, partition_key: str, after_seq: int = 0,
-                   *, batch: int = 1000) -> Iterator[StoredEvent]:
+def read_partition(
+    db: Database, protocol: str, partition_key: str, after_seq: int = 0, *, batch: int = 1000
+) -> Iterator[StoredEvent]:
     """One partition's events in seq order."""
     cursor = after_seq
     while True:

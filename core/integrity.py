@@ -57,9 +57,13 @@ def _problems(db: Database, sql: str) -> list[str]:
 
 
 def _damaged(path: str, pragma: str, problems: list[str]) -> DatabaseCorrupt:
-    count = f"{MAX_PROBLEMS} or more problems" if len(problems) >= MAX_PROBLEMS else \
-        f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    count = (
+        f"{MAX_PROBLEMS} or more problems"
+        if len(problems) >= MAX_PROBLEMS
+        else f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    )
     first = " ".join(problems[0].split())
     return DatabaseCorrupt(
         f"{path} is damaged: PRAGMA {pragma} reported {count}, first: {first}; stop every process using it "
-        f"and restore it from a backup (`sqlite3 {path} .recover` salvages what is still readable)")
+        f"and restore it from a backup (`sqlite3 {path} .recover` salvages what is still readable)"
+    )

@@ -95,8 +95,9 @@ class KV:
         self._written(key)
 
     def items(self, prefix: str = "") -> dict[str, Any]:
-        rows = self.db.all("SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
-                           (prefix, prefix + "\U0010ffff"))
+        rows = self.db.all(
+            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (prefix, prefix + "\U0010ffff")
+        )
         return dict(rows)
 
     def _written(self, key: str) -> None:

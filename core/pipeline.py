@@ -87,13 +87,15 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     item stays where it was with its attempts untouched, and the tick pauses.
     """
     if not rt.db.in_write:
-        raise TransactionError("process_item runs inside the caller's write transaction (open rt.db.write() "
-                               "first), so that the item and its bookkeeping commit together")
+        raise TransactionError(
+            "process_item runs inside the caller's write transaction (open rt.db.write() "
+            "first), so that the item and its bookkeeping commit together"
+        )
     decoded: list[str] = []  # the envelope's partition, once known: retries keep their FIFO place
     try:
         with rt.db.write():
             handled = _handle(rt, item, now_ms, decoded)
-    except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the queue
+    except Exception as exc:
         failure = environment_failure(exc)
         if isinstance(exc, (StorageUnavailable, ConfigurationError)):
             raise  # not the item's fault: roll it back whole and stop the work
@@ -106,10 +108,21 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     if rt.registry.observes_items:
         rt.db.after_commit(lambda: _observe(rt, item, outcome))
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s item %s:%d %s%s", item.protocol, item.source, item.source_id, outcome.kind,
-                  f" ({outcome.reason})" if outcome.reason else "",
-                  extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
-                         "outcome": outcome.kind, "events": [e.seq for e in outcome.events]})
+        log.debug(
+            "%s item %s:%d %s%s",
+            item.protocol,
+            item.source,
+            item.source_id,
+            outcome.kind,
+            f" ({outcome.reason})" if outcome.reason else "",
+            extra={
+                "protocol": item.protocol,
+                "source": item.source,
+                "item_id": item.source_id,
+                "outcome": outcome.kind,
+                "events": [e.seq for e in outcome.events],
+            },
+        )
     return outcome
 
 
@@ -144,8 +157,11 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     protocol = rt.registry.protocol(item.protocol)
     envelope = protocol.decode(item.blob)
     decoded.append(envelope.partition_key)
-    if (envelope.partition_key and item.source not in _IN_A_LINE
-            and queues.partition_has_waiting(rt.db, envelope.partition_key)):
+    if (
+        envelope.partition_key
+        and item.source not in _IN_A_LINE
+        and queues.partition_has_waiting(rt.db, envelope.partition_key)
+    ):
         return _Handled(_WAIT_IN_LINE, envelope.partition_key)
     handler = rt.registry.handler(protocol.name, envelope.type)
     # A blocked row counts rechecks that blocked again; its first handling was a try too.
@@ -154,8 +170,9 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     if isinstance(result, Blocked):
         return _Handled(result, envelope.partition_key)
     if not isinstance(result, Result):
-        raise ItemError(f"handler for {protocol.name}/{envelope.type} returned {type(result).__name__}, "
-                        "not Result or Blocked")
+        raise ItemError(
+            f"handler for {protocol.name}/{envelope.type} returned {type(result).__name__}, not Result or Blocked"
+        )
     events = rt.apply(protocol.name, result, now_ms)
     return _Handled(result, envelope.partition_key, tuple(events))
 
@@ -181,8 +198,16 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
             _schedule_recheck(rt, blocked, now_ms)
             return Outcome("blocked", reason)
-    recheck.block(rt.db, item, blocked.reason_type, blocked.reason_key, partition_key, now_ms,
-                  horizon_ms=blocked.horizon_ms, expired_reason=blocked.expired_reason)
+    recheck.block(
+        rt.db,
+        item,
+        blocked.reason_type,
+        blocked.reason_key,
+        partition_key,
+        now_ms,
+        horizon_ms=blocked.horizon_ms,
+        expired_reason=blocked.expired_reason,
+    )
     if item.source != "blocked":
         _remove_source(rt, item)
     _schedule_recheck(rt, blocked, now_ms)
@@ -213,8 +238,17 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
     elif item.source == "blocked":
         recheck.bump_attempts(rt.db, item.source_id)
     else:
-        queues.enqueue_deferred(rt.db, item.protocol, item.blob, due, partition_key=item.partition_key,
-                                attempts=attempts, first_failed_at_ms=first, last_error=reason, origin="retry")
+        queues.enqueue_deferred(
+            rt.db,
+            item.protocol,
+            item.blob,
+            due,
+            partition_key=item.partition_key,
+            attempts=attempts,
+            first_failed_at_ms=first,
+            last_error=reason,
+            origin="retry",
+        )
         _remove_source(rt, item)
     return Outcome("retry", reason)
 
@@ -222,9 +256,14 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
 def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
     queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
     _remove_source(rt, item)
-    log.warning("parked %s item %s:%d: %s", item.protocol, item.source, item.source_id, reason,
-                extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id,
-                       "outcome": "parked"})
+    log.warning(
+        "parked %s item %s:%d: %s",
+        item.protocol,
+        item.source,
+        item.source_id,
+        reason,
+        extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id, "outcome": "parked"},
+    )
     return Outcome("parked", reason)
 
 
@@ -242,5 +281,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _observe(rt: Runtime, item: WorkItem, outcome: Outcome) -> None:
-    rt.registry.notify("on_item_processed", protocol=item.protocol, source=item.source, item_id=item.source_id,
-                       outcome=outcome.kind, reason=outcome.reason)
+    rt.registry.notify(
+        "on_item_processed",
+        protocol=item.protocol,
+        source=item.source,
+        item_id=item.source_id,
+        outcome=outcome.kind,
+        reason=outcome.reason,
+    )

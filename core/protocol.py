@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol as TypingProtocol, runtime_checkable
+from typing import Any, runtime_checkable
+from typing import Protocol as TypingProtocol
 
 import attrs
 
@@ -15,7 +16,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 def _protocol_name(instance: Any, attribute: attrs.Attribute, value: str) -> None:
     if not isinstance(value, str) or not _NAME.match(value):
-        raise InvalidInput(f"protocol name {value!r} must be 1-32 lowercase letters, digits or _ (starting with a letter)")
+        raise InvalidInput(
+            f"protocol name {value!r} must be 1-32 lowercase letters, digits or _ (starting with a letter)"
+        )
 
 
 @runtime_checkable

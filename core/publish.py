@@ -55,7 +55,7 @@ def _publish_one(rt: Runtime, lease: Lease | None, item: OutgoingItem) -> None:
         if transport is None:
             raise PermanentError(f"no transport {item.transport!r} is registered")
         transport.send(rt, item)
-    except Exception as exc:  # noqa: BLE001 - any send failure is recorded on the row
+    except Exception as exc:
         if environment_failure(exc) is not None:
             raise  # our own database failed (e.g. the loopback's write): not a failure of the message
         error = exc
@@ -74,8 +74,13 @@ def _failed(rt: Runtime, item: OutgoingItem, error: Exception, now: int) -> None
     attempts = item.attempts + 1
     settings = rt.db.settings
     if isinstance(error, PermanentError) or attempts >= settings.max_attempts:
-        work = WorkItem(protocol=item.protocol, blob=item.payload, source="outgoing", source_id=item.id,
-                        first_failed_at_ms=item.created_at_ms)
+        work = WorkItem(
+            protocol=item.protocol,
+            blob=item.payload,
+            source="outgoing",
+            source_id=item.id,
+            first_failed_at_ms=item.created_at_ms,
+        )
         queues.park(rt.db, work, reason, attempts, now, transport=item.transport, destination=item.destination)
         rt.db.execute("DELETE FROM outgoing WHERE id = ?", (item.id,))
         log.warning("parked outgoing %d after %d attempts: %s", item.id, attempts, reason)

@@ -84,21 +84,40 @@ _NEXT_DUE = (
 _NEXT_DUE_AT = f"SELECT available_at_ms FROM deferred AS d WHERE {_HEAD_ONLY} ORDER BY available_at_ms, id LIMIT 1"
 
 
-def enqueue_deferred(db: Database, protocol: str, payload: bytes, available_at_ms: int, *,
-                     partition_key: str = "", idempotency_key: str | None = None, attempts: int = 0,
-                     first_failed_at_ms: int | None = None, last_error: str | None = None,
-                     origin: str = "scheduled") -> bool:
+def enqueue_deferred(
+    db: Database,
+    protocol: str,
+    payload: bytes,
+    available_at_ms: int,
+    *,
+    partition_key: str = "",
+    idempotency_key: str | None = None,
+    attempts: int = 0,
+    first_failed_at_ms: int | None = None,
+    last_error: str | None = None,
+    origin: str = "scheduled",
+) -> bool:
     """Schedule ``payload``; False when the idempotency key was already queued."""
-    db.execute(_ENQUEUE_DEFERRED, (protocol, payload, partition_key, idempotency_key, available_at_ms,
-                                   attempts, first_failed_at_ms, last_error, origin))
+    db.execute(
+        _ENQUEUE_DEFERRED,
+        (
+            protocol,
+            payload,
+            partition_key,
+            idempotency_key,
+            available_at_ms,
+            attempts,
+            first_failed_at_ms,
+            last_error,
+            origin,
+        ),
+    )
     return db.changes() == 1
 
 
 # Items of a partition's own stream that wait their turn: a retry, or items queued behind one.
 # (A protocol's timer is not one: a new item of its partition need not wait for it.)
-_PARTITION_HAS_WAITING = (
-    "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued') LIMIT 1"
-)
+_PARTITION_HAS_WAITING = "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued') LIMIT 1"
 
 
 def partition_has_waiting(db: Database, partition_key: str) -> bool:
@@ -110,12 +129,20 @@ def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:
     row = db.one(_NEXT_DUE, (now_ms,))
     if row is None:
         return None
-    return WorkItem(protocol=row[1], blob=row[2], source="deferred", source_id=row[0], attempts=row[4],
-                    first_failed_at_ms=row[5], partition_key=row[3])
+    return WorkItem(
+        protocol=row[1],
+        blob=row[2],
+        source="deferred",
+        source_id=row[0],
+        attempts=row[4],
+        first_failed_at_ms=row[5],
+        partition_key=row[3],
+    )
 
 
-def reschedule_deferred(db: Database, deferred_id: int, available_at_ms: int, attempts: int,
-                        first_failed_at_ms: int, error: str) -> None:
+def reschedule_deferred(
+    db: Database, deferred_id: int, available_at_ms: int, attempts: int, first_failed_at_ms: int, error: str
+) -> None:
     """Keep the row (and so its FIFO place) but move its due time."""
     db.execute(
         "UPDATE deferred SET available_at_ms = ?, attempts = ?, first_failed_at_ms = ?, last_error = ? WHERE id = ?",
@@ -146,8 +173,15 @@ class OutgoingItem:
     created_at_ms: int
 
 
-def enqueue_outgoing(db: Database, protocol: str, transport: str, destination: str, payload: bytes,
-                     now_ms: int, idempotency_key: str | None = None) -> bool:
+def enqueue_outgoing(
+    db: Database,
+    protocol: str,
+    transport: str,
+    destination: str,
+    payload: bytes,
+    now_ms: int,
+    idempotency_key: str | None = None,
+) -> bool:
     db.execute(
         "INSERT INTO outgoing(protocol, transport, destination, payload, idempotency_key, available_at_ms, "
         "created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -166,8 +200,9 @@ def due_outgoing(db: Database, now_ms: int, limit: int = 100) -> list[OutgoingIt
 
 
 def mark_sent(db: Database, outgoing_id: int, now_ms: int) -> None:
-    db.execute("UPDATE outgoing SET status = 'sent', sent_at_ms = ?, last_error = NULL WHERE id = ?",
-               (now_ms, outgoing_id))
+    db.execute(
+        "UPDATE outgoing SET status = 'sent', sent_at_ms = ?, last_error = NULL WHERE id = ?", (now_ms, outgoing_id)
+    )
 
 
 def retry_outgoing(db: Database, outgoing_id: int, available_at_ms: int, error: str) -> None:
@@ -184,18 +219,45 @@ def next_outgoing_due_at(db: Database) -> int | None:
 
 # --- parked -----------------------------------------------------------------
 
-PARKED_COLUMNS = ("id", "protocol", "source", "partition_key", "reason", "attempts",
-                  "first_failed_at_ms", "last_failed_at_ms", "size")
+PARKED_COLUMNS = (
+    "id",
+    "protocol",
+    "source",
+    "partition_key",
+    "reason",
+    "attempts",
+    "first_failed_at_ms",
+    "last_failed_at_ms",
+    "size",
+)
 
 
-def park(db: Database, item: WorkItem, reason: str, attempts: int, now_ms: int, *,
-         transport: str | None = None, destination: str | None = None) -> int:
+def park(
+    db: Database,
+    item: WorkItem,
+    reason: str,
+    attempts: int,
+    now_ms: int,
+    *,
+    transport: str | None = None,
+    destination: str | None = None,
+) -> int:
     """Keep a failed item, with its reason, its attempts and the original blob."""
     return db.value(
         "INSERT INTO parked(protocol, source, blob, partition_key, reason, attempts, first_failed_at_ms, "
         "last_failed_at_ms, transport, destination) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (item.protocol, item.source, item.blob, item.partition_key, reason[:2000], attempts,
-         item.first_failed_at_ms or now_ms, now_ms, transport, destination),
+        (
+            item.protocol,
+            item.source,
+            item.blob,
+            item.partition_key,
+            reason[:2000],
+            attempts,
+            item.first_failed_at_ms or now_ms,
+            now_ms,
+            transport,
+            destination,
+        ),
     )
 
 
@@ -205,7 +267,7 @@ def list_parked(db: Database, limit: int = 1000) -> list[dict]:
         "length(blob) FROM parked ORDER BY id LIMIT ?",
         (limit,),
     )
-    return [dict(zip(PARKED_COLUMNS, row)) for row in rows]
+    return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in rows]
 
 
 def retry_parked(db: Database, parked_ids: Sequence[int] | None, now_ms: int) -> int:
@@ -213,8 +275,7 @@ def retry_parked(db: Database, parked_ids: Sequence[int] | None, now_ms: int) ->
     if parked_ids is None:
         parked_ids = [r[0] for r in db.all("SELECT id FROM parked ORDER BY id")]
     for parked_id in parked_ids:
-        row = db.one("SELECT protocol, source, blob, transport, destination FROM parked WHERE id = ?",
-                     (parked_id,))
+        row = db.one("SELECT protocol, source, blob, transport, destination FROM parked WHERE id = ?", (parked_id,))
         if row is None:
             raise NotFound(f"no parked item {parked_id}; `tessera parked list` shows the ids")
         protocol, source, blob, transport, destination = row

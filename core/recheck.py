@@ -31,23 +31,53 @@ class Marker:
     attempts: int
 
 
-def block(db: Database, item: WorkItem, reason_type: str, reason_key: str, partition_key: str,
-          now_ms: int, *, horizon_ms: int | None = None, expired_reason: str | None = None) -> None:
+def block(
+    db: Database,
+    item: WorkItem,
+    reason_type: str,
+    reason_key: str,
+    partition_key: str,
+    now_ms: int,
+    *,
+    horizon_ms: int | None = None,
+    expired_reason: str | None = None,
+) -> None:
     """Park ``item`` under a reason; a blocked item that blocks again keeps its row and FIFO place.
 
     With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
     the item first blocked, however often it blocks again in between.
     """
     if item.source == "blocked":
-        db.execute(_REBLOCK, (reason_type, reason_key, now_ms, now_ms, horizon_ms, now_ms, horizon_ms,
-                              expired_reason if horizon_ms is not None else None, item.source_id))
+        db.execute(
+            _REBLOCK,
+            (
+                reason_type,
+                reason_key,
+                now_ms,
+                now_ms,
+                horizon_ms,
+                now_ms,
+                horizon_ms,
+                expired_reason if horizon_ms is not None else None,
+                item.source_id,
+            ),
+        )
         return
     expires = None if horizon_ms is None else now_ms + horizon_ms
     db.execute(
         "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms, "
         "waiting_since_ms, expires_at_ms, expired_reason) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
-        (item.protocol, item.blob, reason_type, reason_key, partition_key, now_ms, now_ms, expires,
-         expired_reason if horizon_ms is not None else None),
+        (
+            item.protocol,
+            item.blob,
+            reason_type,
+            reason_key,
+            partition_key,
+            now_ms,
+            now_ms,
+            expires,
+            expired_reason if horizon_ms is not None else None,
+        ),
     )
 
 
@@ -102,15 +132,22 @@ _ITEM_COLUMNS = "id, protocol, blob, partition_key, attempts"
 
 def _item(row: tuple, first_failed_at_ms: int | None = None) -> WorkItem:
     """A blocked row (``_ITEM_COLUMNS`` first) as the work item a recheck hands to the pipeline."""
-    return WorkItem(protocol=row[1], blob=row[2], source="blocked", source_id=row[0], attempts=row[4],
-                    partition_key=row[3], first_failed_at_ms=first_failed_at_ms)
+    return WorkItem(
+        protocol=row[1],
+        blob=row[2],
+        source="blocked",
+        source_id=row[0],
+        attempts=row[4],
+        partition_key=row[3],
+        first_failed_at_ms=first_failed_at_ms,
+    )
 
 
-def blocked_items(db: Database, reason_type: str, reason_key: str, after_id: int = 0,
-                  limit: int = 100) -> list[WorkItem]:
+def blocked_items(
+    db: Database, reason_type: str, reason_key: str, after_id: int = 0, limit: int = 100
+) -> list[WorkItem]:
     rows = db.all(
-        f"SELECT {_ITEM_COLUMNS} FROM blocked "
-        "WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?",
+        f"SELECT {_ITEM_COLUMNS} FROM blocked WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?",
         (reason_type, reason_key, after_id, limit),
     )
     return [_item(r) for r in rows]
@@ -118,8 +155,9 @@ def blocked_items(db: Database, reason_type: str, reason_key: str, after_id: int
 
 def blocked_row(db: Database, blocked_id: int) -> tuple | None:
     """(reason_type, reason_key, attempts, patient) of a blocked row, or None once it left."""
-    return db.one("SELECT reason_type, reason_key, attempts, expires_at_ms IS NOT NULL FROM blocked WHERE id = ?",
-                  (blocked_id,))
+    return db.one(
+        "SELECT reason_type, reason_key, attempts, expires_at_ms IS NOT NULL FROM blocked WHERE id = ?", (blocked_id,)
+    )
 
 
 def bump_attempts(db: Database, blocked_id: int) -> int:
@@ -134,22 +172,33 @@ def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms
     """Release a claimed marker: re-arm it now when dirty, back off (or use a
     timed request made meanwhile) when items are still blocked on it, delete
     it otherwise."""
-    row = db.one("SELECT dirty, timer_at_ms FROM recheck_queue WHERE reason_type = ? AND reason_key = ?",
-                 (marker.reason_type, marker.reason_key))
+    row = db.one(
+        "SELECT dirty, timer_at_ms FROM recheck_queue WHERE reason_type = ? AND reason_key = ?",
+        (marker.reason_type, marker.reason_key),
+    )
     key = (marker.reason_type, marker.reason_key)
     if row is not None and row[0]:
-        db.execute("UPDATE recheck_queue SET status = 'ready', dirty = 0, timer_at_ms = NULL, available_at_ms = ?, "
-                   "attempts = 0 WHERE reason_type = ? AND reason_key = ?", (now_ms, *key))
+        db.execute(
+            "UPDATE recheck_queue SET status = 'ready', dirty = 0, timer_at_ms = NULL, available_at_ms = ?, "
+            "attempts = 0 WHERE reason_type = ? AND reason_key = ?",
+            (now_ms, *key),
+        )
     elif still_blocked:
         # An item's own timed request wins over the marker's generic backoff.
         due = row[1] if row is not None and row[1] is not None else retry_at_ms
-        db.execute("UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ?, "
-                   "attempts = attempts + 1 WHERE reason_type = ? AND reason_key = ?", (due, *key))
+        db.execute(
+            "UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ?, "
+            "attempts = attempts + 1 WHERE reason_type = ? AND reason_key = ?",
+            (due, *key),
+        )
     elif row is not None and row[1] is not None and db.one(_ANY_BLOCKED, key):
         # Nothing the claim looked at is still blocked, but an item blocked on
         # this reason during the claim asked for a timed recheck: keep it.
-        db.execute("UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ? "
-                   "WHERE reason_type = ? AND reason_key = ?", (row[1], *key))
+        db.execute(
+            "UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ? "
+            "WHERE reason_type = ? AND reason_key = ?",
+            (row[1], *key),
+        )
     else:
         db.execute("DELETE FROM recheck_queue WHERE reason_type = ? AND reason_key = ?", key)
 
@@ -193,5 +242,7 @@ def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[E
         "WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?",
         (now_ms, limit),
     )
-    return [ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
-            for r in rows]
+    return [
+        ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
+        for r in rows
+    ]

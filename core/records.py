@@ -40,8 +40,10 @@ def _partition(instance: Any, attribute: attrs.Attribute, value: str) -> None:
 def _timestamp(instance: Any, attribute: attrs.Attribute, value: int) -> None:
     # Bounded here, so a decoder that passes on a peer's huge timestamp fails at once (parked), not at the insert.
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
-        raise InvalidInput(f"{attribute.name} must be a non-negative integer of milliseconds below 2**63 "
-                           f"(SQLite's integer range), got {value!r:.40}")
+        raise InvalidInput(
+            f"{attribute.name} must be a non-negative integer of milliseconds below 2**63 "
+            f"(SQLite's integer range), got {value!r:.40}"
+        )
 
 
 def derive_event_id(*parts: str | bytes | int) -> bytes:
@@ -138,7 +140,8 @@ class StoredEvent:
                 raise CorruptEvent(
                     f"event seq {self.seq} ({self.protocol}/{self.type}, id {bytes(self.event_id).hex()[:16]}...) "
                     f"has a payload that is not UTF-8 JSON ({exc}); the event log is damaged: run `tessera check`, "
-                    "and restore the database from a backup") from None
+                    "and restore the database from a backup"
+                ) from None
             object.__setattr__(self, "_data", decoded)
         return self._data
 

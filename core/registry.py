@@ -51,9 +51,12 @@ class Registry:
         for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):  # pluggy's own calling order
             try:
                 impl.function(*(kwargs[name] for name in impl.argnames))
-            except Exception:  # noqa: BLE001 - an observer's bug must not stop the work it observes
-                log.exception("plugin %s: observer hook %s raised; ignored (the observed work is committed)",
-                              impl.plugin_name, hook_name)
+            except Exception:
+                log.exception(
+                    "plugin %s: observer hook %s raised; ignored (the observed work is committed)",
+                    impl.plugin_name,
+                    hook_name,
+                )
 
     @staticmethod
     def _add_unique(table: dict, name: str, value: Any, kind: str) -> None:
@@ -67,10 +70,14 @@ class Registry:
         self._add_unique(self.protocols, protocol.name, protocol, "protocol")
         for projector in protocol.projectors:
             if not isinstance(projector, ProjectorLike):
-                raise PluginError(f"{protocol.name}: {projector!r} lacks the projector attributes (see projectors.Projector)")
+                raise PluginError(
+                    f"{protocol.name}: {projector!r} lacks the projector attributes (see projectors.Projector)"
+                )
             if projector.protocol != protocol.name:
-                raise PluginError(f"projector {projector.name!r} says protocol {projector.protocol!r} "
-                                  f"but is registered by {protocol.name!r}")
+                raise PluginError(
+                    f"projector {projector.name!r} says protocol {projector.protocol!r} "
+                    f"but is registered by {protocol.name!r}"
+                )
             self._add_unique(self.projectors, projector.name, projector, "projector")
             for event_type in sorted(projector.event_types):
                 self.projectors_by_event[(protocol.name, event_type)].append(projector)

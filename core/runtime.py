@@ -58,7 +58,7 @@ class Context:
             commands and first tries), so a handler can give up on its own terms.
     """
 
-    __slots__ = ("runtime", "protocol", "now_ms", "attempts")
+    __slots__ = ("attempts", "now_ms", "protocol", "runtime")
 
     def __init__(self, runtime: Runtime, protocol: str, now_ms: int, attempts: int = 0):
         self.runtime = runtime
@@ -179,7 +179,7 @@ class Runtime:
         try:
             with self.db.write():
                 projector.apply(self.db.conn, event)
-        except Exception as exc:  # noqa: BLE001 - isolation is the point
+        except Exception as exc:
             if environment_failure(exc) is not None:
                 raise  # not the projector's failure: the whole item waits for the disk (or lock) instead
             self._record_projection_failure(projector.name, event.seq, exc, now_ms)
@@ -193,7 +193,8 @@ class Runtime:
         )
         self.db.execute("UPDATE projections SET failures = failures + 1 WHERE name = ?", (name,))
         self.db.after_commit(
-            lambda: self.registry.notify("on_projection_failed", projection=name, seq=seq, error=error))
+            lambda: self.registry.notify("on_projection_failed", projection=name, seq=seq, error=error)
+        )
 
     # --- subscriptions ------------------------------------------------------
 
@@ -213,9 +214,13 @@ class Runtime:
                 for callback in list(self._subscribers.get(key, ())):
                     try:
                         callback(event)
-                    except Exception:  # noqa: BLE001 - the event is durable: a subscriber's bug must not stop us
-                        log.exception("subscriber %s of %s event seq %d raised; ignored",
-                                      getattr(callback, "__qualname__", repr(callback)), event.type, event.seq)
+                    except Exception:
+                        log.exception(
+                            "subscriber %s of %s event seq %d raised; ignored",
+                            getattr(callback, "__qualname__", repr(callback)),
+                            event.type,
+                            event.seq,
+                        )
         if self.registry.observes_commits:
             self.registry.notify("on_events_committed", events=events)
 
@@ -227,13 +232,20 @@ def _outgoing(rt: Runtime, protocol: str, intent: EnqueueOutgoing, now_ms: int) 
     if intent.transport not in rt.registry.transports:
         known = ", ".join(sorted(rt.registry.transports)) or "none"
         raise PluginError(f"no transport {intent.transport!r} is registered (known: {known})")
-    queues.enqueue_outgoing(rt.db, protocol, intent.transport, intent.destination, intent.payload, now_ms,
-                            intent.idempotency_key)
+    queues.enqueue_outgoing(
+        rt.db, protocol, intent.transport, intent.destination, intent.payload, now_ms, intent.idempotency_key
+    )
 
 
 def _deferred(rt: Runtime, protocol: str, intent: EnqueueDeferred, now_ms: int) -> None:
-    queues.enqueue_deferred(rt.db, protocol, intent.payload, intent.available_at_ms,
-                            partition_key=intent.partition_key, idempotency_key=intent.idempotency_key)
+    queues.enqueue_deferred(
+        rt.db,
+        protocol,
+        intent.payload,
+        intent.available_at_ms,
+        partition_key=intent.partition_key,
+        idempotency_key=intent.idempotency_key,
+    )
 
 
 def _remove_incoming(rt: Runtime, protocol: str, intent: RemoveIncoming, now_ms: int) -> None:
@@ -241,8 +253,16 @@ def _remove_incoming(rt: Runtime, protocol: str, intent: RemoveIncoming, now_ms:
 
 
 def _blob_slice(rt: Runtime, protocol: str, intent: AppendBlobSlice, now_ms: int) -> None:
-    blobs.append_slice(rt.db, intent.file_id, intent.slice_no, intent.data, intent.total_size, now_ms,
-                       mime=intent.mime, max_slice_bytes=rt.db.settings.blob_slice_max_bytes)
+    blobs.append_slice(
+        rt.db,
+        intent.file_id,
+        intent.slice_no,
+        intent.data,
+        intent.total_size,
+        now_ms,
+        mime=intent.mime,
+        max_slice_bytes=rt.db.settings.blob_slice_max_bytes,
+    )
 
 
 def _recheck(rt: Runtime, protocol: str, intent: EnqueueRecheck, now_ms: int) -> None:

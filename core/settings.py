@@ -51,31 +51,54 @@ _SQLITE_MAX_LENGTH = 1_000_000_000
 SETTINGS: tuple[Setting, ...] = (
     Setting("db", "tessera.db", "Path of the SQLite database file.", 1, 4096),
     Setting("cache_mib", 64, "SQLite page cache per connection, in MiB.", 1, 65_536),
-    Setting("busy_timeout_ms", 30_000, "How long SQLite waits for the write lock before one retry round.",
-            0, _HOUR_MS),
+    Setting("busy_timeout_ms", 30_000, "How long SQLite waits for the write lock before one retry round.", 0, _HOUR_MS),
     Setting("busy_retries", 5, "Extra BEGIN IMMEDIATE attempts (with backoff) before DatabaseBusy.", 0, 100),
     Setting("slow_statement_ms", 50, "Statements slower than this are logged with their SQL.", 0, _HOUR_MS),
-    Setting("max_item_bytes", 1_048_576, "Largest wire blob ingest accepts; bigger ones are refused.",
-            1, _SQLITE_MAX_LENGTH),
+    Setting(
+        "max_item_bytes", 1_048_576, "Largest wire blob ingest accepts; bigger ones are refused.", 1, _SQLITE_MAX_LENGTH
+    ),
     Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked.", 1, 1000),
     Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it.", 1, _DAY_MS),
     Setting("retry_max_ms", 300_000, "Upper bound of the retry delay.", 1, 30 * _DAY_MS),
-    Setting("blocked_max_age_ms", 7 * _DAY_MS, "Blocked items older than this with no recheck are parked.",
-            1_000, 3650 * _DAY_MS),
-    Setting("lease_ttl_ms", 15_000, "Lifetime of the tick lease; the holder renews it at a third of this.",
-            100, _HOUR_MS),
+    Setting(
+        "blocked_max_age_ms",
+        7 * _DAY_MS,
+        "Blocked items older than this with no recheck are parked.",
+        1_000,
+        3650 * _DAY_MS,
+    ),
+    Setting(
+        "lease_ttl_ms", 15_000, "Lifetime of the tick lease; the holder renews it at a third of this.", 100, _HOUR_MS
+    ),
     # Below ~10 ms an idle daemon polls so often that it keeps a core busy.
     Setting("idle_max_ms", 1_000, "Longest sleep of an idle tick loop (it backs off up to this).", 10, 60_000),
     Setting("blob_slice_max_bytes", 4_194_304, "Largest file slice accepted.", 1, _SQLITE_MAX_LENGTH),
     Setting("counter_flush_ms", 1_000, "How often the daemon writes its counters to kv for status.", 10, _HOUR_MS),
-    Setting("pause_base_ms", 1_000, "First pause of the daemon after a storage failure (disk full, I/O error, "
-            "write lock taken); each further one doubles it.", 10, _HOUR_MS),
-    Setting("pause_max_ms", 60_000, "Longest pause of the daemon between tries while storage keeps failing.",
-            10, _DAY_MS),
-    Setting("optimize_interval_ms", _HOUR_MS, "How often the daemon runs PRAGMA optimize (refreshing the query "
-            "planner's statistics).", 1_000, 30 * _DAY_MS),
-    Setting("optimize_after_rows", 100_000, "Rows the daemon writes that make it run PRAGMA optimize early "
-            "(after a big load).", 1, 1_000_000_000_000),
+    Setting(
+        "pause_base_ms",
+        1_000,
+        "First pause of the daemon after a storage failure (disk full, I/O error, "
+        "write lock taken); each further one doubles it.",
+        10,
+        _HOUR_MS,
+    ),
+    Setting(
+        "pause_max_ms", 60_000, "Longest pause of the daemon between tries while storage keeps failing.", 10, _DAY_MS
+    ),
+    Setting(
+        "optimize_interval_ms",
+        _HOUR_MS,
+        "How often the daemon runs PRAGMA optimize (refreshing the query planner's statistics).",
+        1_000,
+        30 * _DAY_MS,
+    ),
+    Setting(
+        "optimize_after_rows",
+        100_000,
+        "Rows the daemon writes that make it run PRAGMA optimize early (after a big load).",
+        1,
+        1_000_000_000_000,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -86,8 +109,9 @@ def _convert(setting: Setting, key: str, raw: str) -> Any:
     try:
         return kind(raw)
     except ValueError:
-        raise InvalidSetting(f"{key} must be an integer, got {raw!r:.40}; allowed: {_allowed(setting)}",
-                             setting=setting.name, value=raw) from None
+        raise InvalidSetting(
+            f"{key} must be an integer, got {raw!r:.40}; allowed: {_allowed(setting)}", setting=setting.name, value=raw
+        ) from None
 
 
 def _allowed(setting: Setting) -> str:
@@ -101,13 +125,17 @@ def _check(setting: Setting, value: Any, source: str) -> None:
     kind = type(setting.default)
     if type(value) is not kind:
         noun = "an integer" if kind is int else "text"
-        raise InvalidSetting(f"{source} must be {noun}, got {value!r:.40}; allowed: {_allowed(setting)}",
-                             setting=setting.name, value=value)
+        raise InvalidSetting(
+            f"{source} must be {noun}, got {value!r:.40}; allowed: {_allowed(setting)}",
+            setting=setting.name,
+            value=value,
+        )
     measured = len(value) if kind is str else value
     if not setting.minimum <= measured <= setting.maximum:
         shown = repr(value) if kind is str else str(value)
-        raise InvalidSetting(f"{source}={shown:.40} is out of range; allowed: {_allowed(setting)}",
-                             setting=setting.name, value=value)
+        raise InvalidSetting(
+            f"{source}={shown:.40} is out of range; allowed: {_allowed(setting)}", setting=setting.name, value=value
+        )
 
 
 def _from_env(env: Mapping[str, str], prefix: str) -> dict[str, Any]:

@@ -13,8 +13,7 @@ class ProtocolState:
         self.protocol = protocol
 
     def get(self, key: str) -> bytes | None:
-        return self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?",
-                             (self.protocol, key))
+        return self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
 
     def keys(self, prefix: str = "") -> list[str]:
         rows = self.db.all(

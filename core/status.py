@@ -12,8 +12,22 @@ from core import leases, tick_state
 from core.db import Database
 from core.errors import StorageError
 
-STATUS_KEYS = ("database", "events", "head_seq", "incoming", "outgoing", "deferred", "blocked", "parked",
-               "recheck_markers", "lease", "daemons", "projections", "counters", "schema")
+STATUS_KEYS = (
+    "database",
+    "events",
+    "head_seq",
+    "incoming",
+    "outgoing",
+    "deferred",
+    "blocked",
+    "parked",
+    "recheck_markers",
+    "lease",
+    "daemons",
+    "projections",
+    "counters",
+    "schema",
+)
 COUNTER_PREFIX = "counters."
 
 
@@ -30,11 +44,16 @@ def snapshot(db: Database) -> dict[str, Any]:
         projections = {
             name: {"status": status, "last_applied_seq": last, "built_through_seq": built, "failures": failures}
             for name, status, last, built, failures in db.all(
-                "SELECT name, status, last_applied_seq, built_through_seq, failures FROM projections ORDER BY name")
+                "SELECT name, status, last_applied_seq, built_through_seq, failures FROM projections ORDER BY name"
+            )
         }
-        counters = {key[len(COUNTER_PREFIX):]: value for key, value in db.all(
-            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
-            (COUNTER_PREFIX, COUNTER_PREFIX + "\U0010ffff"))}
+        counters = {
+            key[len(COUNTER_PREFIX) :]: value
+            for key, value in db.all(
+                "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
+                (COUNTER_PREFIX, COUNTER_PREFIX + "\U0010ffff"),
+            )
+        }
         return {
             "database": db.path,
             "events": _count(db, "SELECT count(*) FROM events"),

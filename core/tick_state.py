@@ -93,8 +93,9 @@ class StateFile:
             self._warned = False
         except OSError as exc:
             if not self._warned:
-                log.warning("cannot write the daemon state file %s (status will not show this daemon): %s",
-                            self.path, exc)
+                log.warning(
+                    "cannot write the daemon state file %s (status will not show this daemon): %s", self.path, exc
+                )
                 self._warned = True
 
     def remove(self) -> None:
@@ -113,8 +114,7 @@ class StateFile:
 
 def read_states(db_path: str, now_ms: int) -> list[TickState]:
     """The daemons of ``db_path`` that are alive (their files have not lapsed), by owner."""
-    states = [state for _, state in _files(state_dir(db_path))
-              if state is not None and state.valid_until_ms >= now_ms]
+    states = [state for _, state in _files(state_dir(db_path)) if state is not None and state.valid_until_ms >= now_ms]
     return sorted(states, key=lambda s: s.owner)
 
 

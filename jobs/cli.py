@@ -56,12 +56,28 @@ _pm = make_plugin_manager()
 
 
 @click.group(cls=TesseraGroup)
-@click.option("--db", "db_path", envvar="TESSERA_DB", default="tessera.db", show_default=True,
-              help="SQLite database file (or TESSERA_DB).")
-@click.option("--log-level", default="WARNING", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False), help="Log verbosity.")
-@click.option("--log-format", default="text", show_default=True, type=click.Choice(["text", "json"]),
-              help="Log line format (json: one object per line, for log shippers).")
+@click.option(
+    "--db",
+    "db_path",
+    envvar="TESSERA_DB",
+    default="tessera.db",
+    show_default=True,
+    help="SQLite database file (or TESSERA_DB).",
+)
+@click.option(
+    "--log-level",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Log verbosity.",
+)
+@click.option(
+    "--log-format",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="Log line format (json: one object per line, for log shippers).",
+)
 @click.pass_context
 def cli(ctx: click.Context, db_path: str, log_level: str, log_format: str) -> None:
     """Tessera: event-sourced storage and processing for encrypted group messaging."""
@@ -94,8 +110,14 @@ def plugins(obj: CliState, as_json: bool) -> None:
     listing = {
         "plugins": get_plugins(obj.pm),
         "protocols": [
-            {"name": p.name, "package": p.package, "description": p.description, "handlers": sorted(p.handlers),
-             "commands": sorted(p.commands), "projectors": {pr.name: list(pr.tables) for pr in p.projectors}}
+            {
+                "name": p.name,
+                "package": p.package,
+                "description": p.description,
+                "handlers": sorted(p.handlers),
+                "commands": sorted(p.commands),
+                "projectors": {pr.name: list(pr.tables) for pr in p.projectors},
+            }
             for p in registry.protocols.values()
         ],
         "jobs": [j.name for j in sorted(registry.jobs.values(), key=lambda j: j.order)],
@@ -137,8 +159,9 @@ def status(obj: CliState, as_json: bool) -> None:
 @cli.command()
 @click.option("--protocol", required=True, help="Protocol whose decoder reads the blobs.")
 @click.argument("source", default="-", type=click.Path(allow_dash=True, dir_okay=False, path_type=str))
-@click.option("--batch", default=1000, show_default=True, type=click.IntRange(1, 1_000_000),
-              help="Blobs per transaction.")
+@click.option(
+    "--batch", default=1000, show_default=True, type=click.IntRange(1, 1_000_000), help="Blobs per transaction."
+)
 @click.pass_obj
 def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
@@ -152,12 +175,16 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
 
 @cli.command()
 @click.option("--once", "mode", flag_value="once", help="Run one pass and exit.")
-@click.option("--until-idle", "mode", flag_value="until_idle",
-              help="Run until no pending or scheduled work is left, then exit 0.")
+@click.option(
+    "--until-idle", "mode", flag_value="until_idle", help="Run until no pending or scheduled work is left, then exit 0."
+)
 @click.option("--max-items", type=click.IntRange(min=1), help="Stop after this many items.")
 @click.option("--lease-ttl-ms", type=int, help="Tick lease lifetime (default TESSERA_LEASE_TTL_MS or 15000).")
-@click.option("--wait", is_flag=True, help="With --until-idle: while another daemon holds the lease, wait for it "
-                                            "(default: refuse at once).")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="With --until-idle: while another daemon holds the lease, wait for it (default: refuse at once).",
+)
 @click.pass_obj
 def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None, wait: bool) -> None:
     """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
@@ -247,8 +274,9 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     with app.db.write():
         found = blobs.info(app.db, file_id)
         if found is not None and found.status == "complete" and not yes:
-            raise click.UsageError(f"blob {file_id} is complete; resetting deletes its content for good; "
-                                   "add --yes to confirm")
+            raise click.UsageError(
+                f"blob {file_id} is complete; resetting deletes its content for good; add --yes to confirm"
+            )
         dropped = blobs.reset(app.db, file_id)
     click.echo(f"dropped {dropped} slices of blob {file_id}")
 
@@ -256,32 +284,54 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
 @cli.command()
 @click.option("--projection", "projections", multiple=True, help="Projector to rebuild (repeatable).")
 @click.option("--protocol", help="Rebuild every projector of this protocol.")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default=None,
-              help="Replay engine (default: spark when pyspark is importable).")
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default=None,
+    help="Replay engine (default: spark when pyspark is importable).",
+)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL, e.g. spark://host:7077.")
 @click.option("--conf", "confs", multiple=True, help="Spark setting KEY=VALUE (repeatable).")
-@click.option("--partitions", type=click.IntRange(min=1),
-              help="Spark partitions for the replay (default: the larger of 2 x cores and "
-                   "events / --partition-events).")
-@click.option("--partition-events", type=click.IntRange(min=1), default=100_000, show_default=True,
-              help="Target events per replay partition (each is folded in memory): the local engine's bucket "
-                   "size, and events / this is the least number of Spark partitions.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    help="Spark partitions for the replay (default: the larger of 2 x cores and events / --partition-events).",
+)
+@click.option(
+    "--partition-events",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Target events per replay partition (each is folded in memory): the local engine's bucket "
+    "size, and events / this is the least number of Spark partitions.",
+)
 @click.option("--verify", is_flag=True, help="Rebuild into shadow tables and compare with the live ones; swap nothing.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Work directory for the Parquet export and replay output (default: DB.rebuild/).")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Work directory for the Parquet export and replay output (default: DB.rebuild/).",
+)
 @click.pass_obj
-def rebuild(obj: CliState, projections, protocol, engine, master, confs, partitions, partition_events, verify,
-            workdir) -> None:
+def rebuild(
+    obj: CliState, projections, protocol, engine, master, confs, partitions, partition_events, verify, workdir
+) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
     from jobs.rebuild import RebuildOptions
     from jobs.rebuild import rebuild as run_rebuild
     from jobs.rebuild.spark_session import spark_available
     from jobs.render import print_rebuild, stage_progress
 
-    options = RebuildOptions(projections=projections, protocol=protocol,
-                             engine=engine or ("spark" if spark_available() else "local"), master=master,
-                             verify=verify, workdir=workdir, conf=_parse_conf(confs), partitions=partitions,
-                             partition_events=partition_events)
+    options = RebuildOptions(
+        projections=projections,
+        protocol=protocol,
+        engine=engine or ("spark" if spark_available() else "local"),
+        master=master,
+        verify=verify,
+        workdir=workdir,
+        conf=_parse_conf(confs),
+        partitions=partitions,
+        partition_events=partition_events,
+    )
     report = run_rebuild(obj.app(), options, progress=stage_progress)
     print_rebuild(report, options)
     if verify and not report.equal:
@@ -299,9 +349,12 @@ def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
 
 
 @cli.command()
-@click.option("--full", is_flag=True,
-              help="PRAGMA integrity_check instead of quick_check: also reads every index back against its table "
-                   "(much slower on a large file).")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="PRAGMA integrity_check instead of quick_check: also reads every index back against its table "
+    "(much slower on a large file).",
+)
 @click.pass_obj
 def check(obj: CliState, full: bool) -> None:
     """Check the database file for damage (read-only; the daemon may keep running)."""
@@ -320,12 +373,28 @@ def settings_command() -> None:
 
 
 @cli.command()
-@click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"),
-              show_default=True, help="Where the demo database and files go (recreated each run).")
-@click.option("--messages", default=1500, show_default=True, type=click.IntRange(1, 1_000_000),
-              help="Messages the simulated group sends.")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
-              help="Rebuild engine for the last step.")
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("demo"),
+    show_default=True,
+    help="Where the demo database and files go (recreated each run).",
+)
+@click.option(
+    "--messages",
+    default=1500,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Messages the simulated group sends.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default="spark",
+    show_default=True,
+    help="Rebuild engine for the last step.",
+)
 @click.pass_obj
 def demo(obj: CliState, workdir: Path, messages: int, engine: str) -> None:
     """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""

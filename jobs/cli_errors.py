@@ -40,11 +40,19 @@ class TesseraGroup(click.Group):
         except OSError as exc:
             if exc.filename is None:
                 raise  # not about a path the user gave: a bug to see in full
-            raise click.ClickException(f"{exc.filename}: {exc.strerror or exc}; check that path (a directory "
-                                       "that exists, a file where a file is expected, and permissions)") from exc
+            raise click.ClickException(
+                f"{exc.filename}: {exc.strerror or exc}; check that path (a directory "
+                "that exists, a file where a file is expected, and permissions)"
+            ) from exc
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -91,8 +99,9 @@ def bound_integers(command: click.Command) -> None:
     for param in command.params:
         kind = param.type
         if isinstance(kind, click.IntRange) and not isinstance(kind, Int64Range):
-            param.type = Int64Range(kind.min, kind.max, min_open=kind.min_open, max_open=kind.max_open,
-                                    clamp=kind.clamp)
+            param.type = Int64Range(
+                kind.min, kind.max, min_open=kind.min_open, max_open=kind.max_open, clamp=kind.clamp
+            )
         elif type(kind) is click.types.IntParamType:
             param.type = Int64()
     if isinstance(command, click.Group):

@@ -74,31 +74,41 @@ def _simulate(workdir: Path, messages: int) -> dict:
     from protocols.marmot import keys
     from protocols.marmot import simulate as sim
 
-    result = sim.simulate(sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25,
-                                     duplicates=40, seed=7))
+    result = sim.simulate(
+        sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25, duplicates=40, seed=7)
+    )
     (workdir / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (workdir / "observer.identity.json").write_text(json.dumps(result.identity, indent=2))
     (workdir / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2))
     (workdir / "state.key").write_text(keys.new_key_hex() + "\n")
     (workdir / "expected.json").write_text(json.dumps(result.expected, indent=2))
     expected = result.expected
-    out.print(f"6 members, {len(result.lines):,} relay lines for group {expected['group'][:16]}…: "
-              f"{len(expected['rumor_ids']):,} visible messages, final epoch {expected['final_epoch']}, "
-              f"{len(expected['invalidated_ids'])} messages on a losing commit branch, "
-              f"{expected['failed']} commits that lose a race, {expected['waiting']} events that can never "
-              "decrypt, duplicates and garbage")
+    out.print(
+        f"6 members, {len(result.lines):,} relay lines for group {expected['group'][:16]}…: "
+        f"{len(expected['rumor_ids']):,} visible messages, final epoch {expected['final_epoch']}, "
+        f"{len(expected['invalidated_ids'])} messages on a losing commit branch, "
+        f"{expected['failed']} commits that lose a race, {expected['waiting']} events that can never "
+        "decrypt, duplicates and garbage"
+    )
     return expected
 
 
 def _join(app: Any, workdir: Path) -> None:
     identity = json.loads((workdir / "observer.identity.json").read_text())
     welcome = json.loads((workdir / "observer.welcome.json").read_text())
-    outcome = app.runtime.run_command("marmot.join", {"identity": identity["identity"],
-                                                      "key_package_private": identity["key_package_private"],
-                                                      "welcome": welcome["welcome"]})
+    outcome = app.runtime.run_command(
+        "marmot.join",
+        {
+            "identity": identity["identity"],
+            "key_package_private": identity["key_package_private"],
+            "welcome": welcome["welcome"],
+        },
+    )
     event = outcome.events[0]
-    out.print(f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
-              "(group state is encrypted at rest with state.key)")
+    out.print(
+        f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
+        "(group state is encrypted at rest with state.key)"
+    )
 
 
 def _tick(app: Any, queued: int) -> None:
@@ -127,8 +137,10 @@ def _show_history(app: Any, expected: dict) -> bool:
     rolled_back = {row["id"] for row in invalidated if row["state"] == "EpochInvalidated"}
     matches = shown == expected["rumor_ids"] and rolled_back == set(expected["invalidated_ids"])
     verdict = "[bold green]matches[/]" if matches else "[bold red]DIFFERS FROM[/]"
-    out.print(f"history ({len(shown):,} messages, {len(rolled_back)} invalidated by the commit race) {verdict} "
-              "the simulation's ground truth")
+    out.print(
+        f"history ({len(shown):,} messages, {len(rolled_back)} invalidated by the commit race) {verdict} "
+        "the simulation's ground truth"
+    )
     return matches
 
 

@@ -97,8 +97,7 @@ def ingest_lines(app: App, protocol: str, source: str, *, batch: int = 1000) -> 
         return _queue(app, protocol, read_lines(stream, limit), batch, advance)
 
 
-def _queue(app: App, protocol: str, lines: Iterator[_Line], batch: int, advance: Callable[[int], None]
-           ) -> IngestReport:
+def _queue(app: App, protocol: str, lines: Iterator[_Line], batch: int, advance: Callable[[int], None]) -> IngestReport:
     report, pending, pending_bytes = IngestReport(), [], 0
     for line in lines:
         pending_bytes += line.consumed
@@ -125,5 +124,7 @@ def describe_skipped(report: IngestReport, limit: int, shown: int = 10) -> str:
     """One line naming the skipped lines (the first ``shown`` of them)."""
     listed = ", ".join(f"line {s.number} ({s.size} bytes)" for s in report.skipped[:shown])
     more = f" and {len(report.skipped) - shown} more" if len(report.skipped) > shown else ""
-    return (f"skipped {len(report.skipped)} lines over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
-            f"{listed}{more}; split them, or raise the limit and ingest them again")
+    return (
+        f"skipped {len(report.skipped)} lines over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
+        f"{listed}{more}; split them, or raise the limit and ingest them again"
+    )

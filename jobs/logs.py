@@ -12,8 +12,7 @@ class JsonFormatter(logging.Formatter):
     """Every record as one JSON object; ``extra=`` fields become keys."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": record.created, "level": record.levelname, "logger": record.name,
-                 "message": record.getMessage()}
+        entry = {"ts": record.created, "level": record.levelname, "logger": record.name, "message": record.getMessage()}
         entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

@@ -19,8 +19,15 @@ _NOT_A_TERMINAL = not console.is_terminal
 @contextlib.contextmanager
 def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
     """A progress bar over ``total`` bytes; yields ``advance(n)``."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=console, transient=False, disable=_NOT_A_TERMINAL) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=_NOT_A_TERMINAL,
+    ) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 
@@ -28,8 +35,14 @@ def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
 @contextlib.contextmanager
 def count_progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
     """A progress bar over ``total`` units (a spinner-like bar when unknown)."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeRemainingColumn(), console=console, disable=_NOT_A_TERMINAL) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=_NOT_A_TERMINAL,
+    ) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 
@@ -39,8 +52,12 @@ def print_status(report: dict[str, Any]) -> None:
     queues = Table(title=f"Tessera status — {report['database']}", show_header=True)
     for column in ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers"):
         queues.add_column(column, justify="right")
-    queues.add_row(*(str(report[c]) for c in ("events", "incoming", "outgoing", "deferred", "blocked", "parked",
-                                              "recheck_markers")))
+    queues.add_row(
+        *(
+            str(report[c])
+            for c in ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers")
+        )
+    )
     out.print(queues)
     lease = report["lease"]
     out.print(f"lease tick: owner={lease['owner']} token={lease['token']} expires_at_ms={lease['expires_at_ms']}")
@@ -60,8 +77,15 @@ def print_status(report: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """One progress bar per rebuild stage (an indeterminate one when the size is unknown)."""
-    with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.completed:,}"),
-                  TimeRemainingColumn(), console=console, transient=False, disable=_NOT_A_TERMINAL) as progress:
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=_NOT_A_TERMINAL,
+    ) as progress:
         task = progress.add_task(stage, total=total or None)
         yield lambda n: progress.advance(task, n)
         if total is None:
@@ -71,10 +95,12 @@ def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], No
 def print_rebuild(report: Any, options: Any) -> None:
     out = Console()
     mode = "verify" if options.verify else "rebuild"
-    out.print(f"{mode} with the {options.engine} engine"
-              + (f" on {options.master}" if options.engine == "spark" else "")
-              + f": watermark seq {report.watermark:,}, {report.events_replayed:,} events replayed, "
-              f"{report.exported:,} newly exported, {report.caught_up:,} caught up after the watermark")
+    out.print(
+        f"{mode} with the {options.engine} engine"
+        + (f" on {options.master}" if options.engine == "spark" else "")
+        + f": watermark seq {report.watermark:,}, {report.events_replayed:,} events replayed, "
+        f"{report.exported:,} newly exported, {report.caught_up:,} caught up after the watermark"
+    )
     timings = Table("stage", "seconds")
     for stage, seconds in report.seconds.items():
         timings.add_row(stage, f"{seconds:.2f}")
@@ -82,8 +108,13 @@ def print_rebuild(report: Any, options: Any) -> None:
     if options.verify:
         verdicts = Table("table", "live rows", "rebuilt rows", "checksum", "verdict")
         for v in report.verdicts:
-            verdicts.add_row(v.table, f"{v.live_rows:,}", f"{v.rebuilt_rows:,}", v.live_checksum[:16],
-                             "equal" if v.equal else "DIFFERENT")
+            verdicts.add_row(
+                v.table,
+                f"{v.live_rows:,}",
+                f"{v.rebuilt_rows:,}",
+                v.live_checksum[:16],
+                "equal" if v.equal else "DIFFERENT",
+            )
         out.print(verdicts)
         for v in report.verdicts:
             if not v.equal:

@@ -63,9 +63,16 @@ class TickDaemon:
     daemon holds the lease instead of refusing with :class:`LeaseHeld`.
     """
 
-    def __init__(self, app: App, *, mode: str = "forever", max_items: int | None = None,
-                 owner: str | None = None, on_pass: Callable[[TickReport], None] | None = None,
-                 wait_for_lease: bool = False):
+    def __init__(
+        self,
+        app: App,
+        *,
+        mode: str = "forever",
+        max_items: int | None = None,
+        owner: str | None = None,
+        on_pass: Callable[[TickReport], None] | None = None,
+        wait_for_lease: bool = False,
+    ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.app = app
@@ -140,8 +147,10 @@ class TickDaemon:
         """Flush counters and release the lease if storage allows; never raises a storage error."""
         self.stopping = True  # a lock wait from here on gives up at once (see _on_lock_wait)
         try:
-            for step, what in ((lambda: self._flush_counters(force=True), "flush the counters"),
-                               (self._release, "release the tick lease (it lapses by itself within lease_ttl_ms)")):
+            for step, what in (
+                (lambda: self._flush_counters(force=True), "flush the counters"),
+                (self._release, "release the tick lease (it lapses by itself within lease_ttl_ms)"),
+            ):
                 try:
                     step()
                 except StorageError as exc:
@@ -222,8 +231,10 @@ class TickDaemon:
         who = "another daemon" if holder is None else f"{holder['owner']} (token {holder['token']})"
         if short:
             return f"the tick lease is held by {who}"
-        return (f"the tick lease of {self.app.db.path} is held by {who}: another daemon is draining this database. "
-                "Stop it first, or pass --wait to wait for the lease and then drain until idle")
+        return (
+            f"the tick lease of {self.app.db.path} is held by {who}: another daemon is draining this database. "
+            "Stop it first, or pass --wait to wait for the lease and then drain until idle"
+        )
 
     # --- storage failures ---------------------------------------------------------
 
@@ -235,8 +246,14 @@ class TickDaemon:
         # Without the write lock it cannot work, like a standby; anything else is a failing disk.
         state = "standby" if isinstance(exc, DatabaseBusy) else "paused"
         level = logging.WARNING if self._failures == 1 or delay_ms < settings.pause_max_ms else logging.INFO
-        log.log(level, "%s; %s, trying again in %.1f s (failure %d in a row)", exc,
-                "standing by" if state == "standby" else "pausing", delay_ms / 1000, self._failures)
+        log.log(
+            level,
+            "%s; %s, trying again in %.1f s (failure %d in a row)",
+            exc,
+            "standing by" if state == "standby" else "pausing",
+            delay_ms / 1000,
+            self._failures,
+        )
         self._set_state(state, str(exc), retry_at_ms=_wall_ms() + delay_ms)
         self._sleep(delay_ms)
 
@@ -262,13 +279,22 @@ class TickDaemon:
 
     def _set_state(self, state: str, reason: str | None = None, *, retry_at_ms: int | None = None) -> None:
         current = self._state
-        if current is not None and (current.state, current.reason, current.retry_at_ms) == (state, reason,
-                                                                                              retry_at_ms):
+        if current is not None and (current.state, current.reason, current.retry_at_ms) == (state, reason, retry_at_ms):
             self._refresh_state()
             return
         now = _wall_ms()
-        self._write_state(TickState(owner=self.owner, pid=os.getpid(), state=state, reason=reason, since_ms=now,
-                                    retry_at_ms=retry_at_ms, updated_at_ms=now, valid_until_ms=now))
+        self._write_state(
+            TickState(
+                owner=self.owner,
+                pid=os.getpid(),
+                state=state,
+                reason=reason,
+                since_ms=now,
+                retry_at_ms=retry_at_ms,
+                updated_at_ms=now,
+                valid_until_ms=now,
+            )
+        )
 
     def _refresh_state(self) -> None:
         """Rewrite the state file when it is due, so status keeps seeing this daemon alive."""

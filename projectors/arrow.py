@@ -23,17 +23,19 @@ from core.errors import ProjectionError
 from core.records import StoredEvent
 from projectors import replay
 
-EVENT_SCHEMA = pa.schema([
-    ("seq", pa.int64()),
-    ("protocol", pa.string()),
-    ("event_type", pa.string()),
-    ("version", pa.int64()),
-    ("event_id", pa.binary()),
-    ("partition_key", pa.string()),
-    ("created_at_ms", pa.int64()),
-    ("recorded_at_ms", pa.int64()),
-    ("payload", pa.binary()),
-])
+EVENT_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("protocol", pa.string()),
+        ("event_type", pa.string()),
+        ("version", pa.int64()),
+        ("event_id", pa.binary()),
+        ("partition_key", pa.string()),
+        ("created_at_ms", pa.int64()),
+        ("recorded_at_ms", pa.int64()),
+        ("payload", pa.binary()),
+    ]
+)
 TABLE_COLUMN = "__table"
 OUTPUT_BATCH_ROWS = 10_000
 
@@ -79,7 +81,7 @@ def table_shapes(ddl: Sequence[str], tables: Sequence[str]) -> list[TableShape]:
 def output_schema(shapes: Sequence[TableShape]) -> pa.Schema:
     fields = [pa.field(TABLE_COLUMN, pa.string())]
     for shape in shapes:
-        fields += [pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types)]
+        fields += [pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types, strict=False)]
     return pa.schema(fields)
 
 
@@ -120,7 +122,7 @@ class ReplaySpec:
 
 def events_of(batch: pa.RecordBatch) -> Iterator[StoredEvent]:
     columns = [batch.column(name).to_pylist() for name in EVENT_SCHEMA.names]
-    for row in zip(*columns):
+    for row in zip(*columns, strict=False):
         yield StoredEvent(*row)
 
 
@@ -152,7 +154,7 @@ def dump(conn: apsw.Connection, spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
 
 def table_schema(shape: TableShape) -> pa.Schema:
     """One table's columns, named as in the union schema."""
-    return pa.schema([pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types)])
+    return pa.schema([pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types, strict=False)])
 
 
 def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.RecordBatch]:
@@ -170,14 +172,15 @@ def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.Recor
 
 def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple]) -> pa.RecordBatch:
     arrays = []
-    for index, (column, kind) in enumerate(zip(shape.columns, shape.types)):
+    for index, (column, kind) in enumerate(zip(shape.columns, shape.types, strict=False)):
         values = [row[index] for row in rows]
         try:
             arrays.append(pa.array(values, kind))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise ProjectionError(
                 f"table {shape.name}, column {column}: a value does not match its declared type ({exc}); "
-                "store one type per column (declare it, or make the table STRICT)") from exc
+                "store one type per column (declare it, or make the table STRICT)"
+            ) from exc
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -185,12 +188,15 @@ def _widen(schema: pa.Schema, shape: TableShape, batch: pa.RecordBatch) -> pa.Re
     """A table's batch padded with nulls to the union schema, tagged with the table name."""
     own = set(batch.schema.names)
     columns = [pa.array([shape.name] * batch.num_rows, pa.string())]
-    columns += [batch.column(f.name) if f.name in own else pa.nulls(batch.num_rows, f.type) for f in schema
-                if f.name != TABLE_COLUMN]
+    columns += [
+        batch.column(f.name) if f.name in own else pa.nulls(batch.num_rows, f.type)
+        for f in schema
+        if f.name != TABLE_COLUMN
+    ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def rows_of(data: pa.Table | pa.RecordBatch, shape: TableShape) -> Iterator[tuple]:
     """Rows of one projection table from union-schema or table-schema data (its columns only)."""
     columns = [data.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
-    return zip(*columns)
+    return zip(*columns, strict=False)

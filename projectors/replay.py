@@ -38,8 +38,9 @@ def partition_of(event: StoredEvent, rebuild_key: str | None) -> str:
     return event.partition_key if rebuild_key == "partition_key" else ""
 
 
-def group_partitions(events: Iterable[StoredEvent], rebuild_key: str | None, *,
-                     keep_order: bool = False) -> dict[str, list[StoredEvent]]:
+def group_partitions(
+    events: Iterable[StoredEvent], rebuild_key: str | None, *, keep_order: bool = False
+) -> dict[str, list[StoredEvent]]:
     """Events per partition, each list in seq order (or as given, with ``keep_order``)."""
     groups: dict[str, list[StoredEvent]] = defaultdict(list)
     for event in events:
@@ -50,8 +51,14 @@ def group_partitions(events: Iterable[StoredEvent], rebuild_key: str | None, *,
     return groups
 
 
-def apply_events(conn: apsw.Connection, projectors: Sequence[Any], events: Iterable[StoredEvent],
-                 upcast: Upcast | None = None, *, times: int = 1) -> int:
+def apply_events(
+    conn: apsw.Connection,
+    projectors: Sequence[Any],
+    events: Iterable[StoredEvent],
+    upcast: Upcast | None = None,
+    *,
+    times: int = 1,
+) -> int:
     """Apply each event to every projector that handles it, in one transaction.
 
     ``times`` > 1 applies each event repeatedly in a row (the idempotency check).
@@ -71,10 +78,17 @@ def apply_events(conn: apsw.Connection, projectors: Sequence[Any], events: Itera
     return applied
 
 
-def replay(ddl: Sequence[str], projectors: Sequence[Any], events: Iterable[StoredEvent],
-           upcast: Upcast | None = None, *, partition_order: Callable[[list[str]], list[str]] | None = None,
-           times: int = 1, keep_order: bool = False, authorizer: Callable[..., int] | None = None,
-           ) -> apsw.Connection:
+def replay(
+    ddl: Sequence[str],
+    projectors: Sequence[Any],
+    events: Iterable[StoredEvent],
+    upcast: Upcast | None = None,
+    *,
+    partition_order: Callable[[list[str]], list[str]] | None = None,
+    times: int = 1,
+    keep_order: bool = False,
+    authorizer: Callable[..., int] | None = None,
+) -> apsw.Connection:
     """Replay ``events`` partition by partition into a fresh target; return it.
 
     All ``projectors`` must share one rebuild key (rebuilds group them so).
@@ -99,8 +113,7 @@ def projector_groups(projectors: Sequence[Any]) -> dict[str | None, list[Any]]:
     return groups
 
 
-def copy_tables(source: apsw.Connection, target: apsw.Connection, ddl: Sequence[str],
-                tables: Sequence[str]) -> None:
+def copy_tables(source: apsw.Connection, target: apsw.Connection, ddl: Sequence[str], tables: Sequence[str]) -> None:
     """Create ``ddl`` in ``target`` and copy ``tables`` over from ``source``."""
     for statement in ddl:
         target.execute(statement)
@@ -112,10 +125,15 @@ def copy_tables(source: apsw.Connection, target: apsw.Connection, ddl: Sequence[
                 target.executemany(f'INSERT INTO "{table}" VALUES ({marks})', rows)
 
 
-def replay_log(events: Sequence[StoredEvent], projectors: Sequence[Any],
-               ddl_for: Callable[[Sequence[Any]], list[str]], upcast: Upcast | None = None, *,
-               reorder: Callable[[Sequence[Any], Sequence[StoredEvent]], Sequence[StoredEvent]] | None = None,
-               **options: Any) -> apsw.Connection:
+def replay_log(
+    events: Sequence[StoredEvent],
+    projectors: Sequence[Any],
+    ddl_for: Callable[[Sequence[Any]], list[str]],
+    upcast: Upcast | None = None,
+    *,
+    reorder: Callable[[Sequence[Any], Sequence[StoredEvent]], Sequence[StoredEvent]] | None = None,
+    **options: Any,
+) -> apsw.Connection:
     """Replay ``events`` for every group of ``projectors`` into one in-memory database.
 
     ``ddl_for(group)`` gives the CREATE statements of a group's tables;

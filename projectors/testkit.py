@@ -44,11 +44,25 @@ from projectors import compare, replay
 from projectors.replay import projection_ddl
 from schema_loader.setup import open_app
 
-NONDETERMINISTIC_SQL = frozenset({
-    "random", "randomblob", "current_timestamp", "current_date", "current_time", "date", "time",
-    "datetime", "julianday", "unixepoch", "strftime", "timediff", "changes", "last_insert_rowid",
-    "total_changes",
-})
+NONDETERMINISTIC_SQL = frozenset(
+    {
+        "random",
+        "randomblob",
+        "current_timestamp",
+        "current_date",
+        "current_time",
+        "date",
+        "time",
+        "datetime",
+        "julianday",
+        "unixepoch",
+        "strftime",
+        "timediff",
+        "changes",
+        "last_insert_rowid",
+        "total_changes",
+    }
+)
 _SHIFT_S = 10 * 365 * 86_400
 
 
@@ -78,8 +92,14 @@ Item = Blob | Run
 class ProjectorKit:
     """Runs items for a set of plugins on temporary databases."""
 
-    def __init__(self, plugins: Sequence[Any], protocols: Sequence[str], workdir: Path | None = None, *,
-                 settings: Settings | None = None):
+    def __init__(
+        self,
+        plugins: Sequence[Any],
+        protocols: Sequence[str],
+        workdir: Path | None = None,
+        *,
+        settings: Settings | None = None,
+    ):
         self.plugins = list(plugins)
         self.protocols = list(protocols)
         self._tmp = None if workdir is not None else tempfile.TemporaryDirectory(prefix="tessera-kit-")
@@ -92,8 +112,7 @@ class ProjectorKit:
         self._count += 1
         pm = make_plugin_manager(self.plugins, entry_points=False)
         path = self.workdir / f"{self._count:03d}-{name}.db"
-        return open_app(self.settings, pm, enable=self.protocols, create=True, clock=ManualClock(),
-                        path=str(path))
+        return open_app(self.settings, pm, enable=self.protocols, create=True, clock=ManualClock(), path=str(path))
 
     def run(self, items: Sequence[Item], *, name: str = "live", times: int = 1) -> App:
         """Apply ``items`` in order (each ``times`` times in a row), draining after each."""
@@ -109,8 +128,9 @@ class ProjectorKit:
     def owned_tables(self, app: App) -> list[str]:
         return [t for p in self.projectors(app) for t in p.tables]
 
-    def replay(self, app: App, *, shuffle_seed: int | None = None, projectors: Sequence[Any] | None = None,
-               **options: Any) -> apsw.Connection:
+    def replay(
+        self, app: App, *, shuffle_seed: int | None = None, projectors: Sequence[Any] | None = None, **options: Any
+    ) -> apsw.Connection:
         """Replay ``app``'s log into fresh projection tables (options as in replay.replay).
 
         ``projectors`` replays only those (default: every projector of the
@@ -122,8 +142,10 @@ class ProjectorKit:
         if shuffle_seed is not None:
             ordered = [p.name for p in chosen if not p.order_independent]
             if ordered:
-                raise InvalidInput(f"cannot shuffle the events of {', '.join(ordered)}: not declared "
-                                   "order_independent; pass projectors=[...] with order-independent ones only")
+                raise InvalidInput(
+                    f"cannot shuffle the events of {', '.join(ordered)}: not declared "
+                    "order_independent; pass projectors=[...] with order-independent ones only"
+                )
         with app.db.read():
             events = list(eventlog.read_range(app.db))
 
@@ -134,8 +156,15 @@ class ProjectorKit:
             random.Random(shuffle_seed).shuffle(shuffled)
             return shuffled
 
-        return replay.replay_log(events, chosen, lambda group: projection_ddl(app, group),
-                                 app.runtime.upcast, reorder=reorder, keep_order=True, **options)
+        return replay.replay_log(
+            events,
+            chosen,
+            lambda group: projection_ddl(app, group),
+            app.runtime.upcast,
+            reorder=reorder,
+            keep_order=True,
+            **options,
+        )
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -169,16 +198,22 @@ def check_idempotent(kit: ProjectorKit, items: Sequence[Item]) -> None:
     assert_same_tables(once.db.conn, twice.db.conn, tables, "applying every item twice changed the tables")
     replayed_once = kit.replay(once)
     replayed_twice = kit.replay(once, times=2)
-    assert_same_tables(replayed_once, replayed_twice, tables,
-                       "a projector is not idempotent: applying each event twice changed its tables")
+    assert_same_tables(
+        replayed_once,
+        replayed_twice,
+        tables,
+        "a projector is not idempotent: applying each event twice changed its tables",
+    )
 
 
 @contextlib.contextmanager
 def _shifted_clock() -> Iterator[None]:
     """Python's clock moved years ahead: a projector reading it writes different rows."""
     real_time, real_ns = time.time, time.time_ns
-    with mock.patch("time.time", lambda: real_time() + _SHIFT_S), \
-            mock.patch("time.time_ns", lambda: real_ns() + _SHIFT_S * 1_000_000_000):
+    with (
+        mock.patch("time.time", lambda: real_time() + _SHIFT_S),
+        mock.patch("time.time_ns", lambda: real_ns() + _SHIFT_S * 1_000_000_000),
+    ):
         yield
 
 
@@ -207,10 +242,15 @@ def check_deterministic(kit: ProjectorKit, items: Sequence[Item]) -> None:
             raise
         raise ProjectorContractError(
             f"a projector calls SQL {guard.denied[0]}(), which reads the clock or randomness; compute values "
-            "from the event (event.created_at_ms, event.data) instead") from exc
-    assert_same_tables(replayed, live.db.conn, kit.owned_tables(live),
-                       "replaying the event log did not reproduce the live tables (expected = replay, "
-                       "actual = live); a projector depends on something besides its events")
+            "from the event (event.created_at_ms, event.data) instead"
+        ) from exc
+    assert_same_tables(
+        replayed,
+        live.db.conn,
+        kit.owned_tables(live),
+        "replaying the event log did not reproduce the live tables (expected = replay, "
+        "actual = live); a projector depends on something besides its events",
+    )
 
 
 def check_partition_independent(kit: ProjectorKit, items: Sequence[Item], *, seed: int = 7) -> None:
@@ -224,15 +264,23 @@ def check_partition_independent(kit: ProjectorKit, items: Sequence[Item], *, see
     forward = kit.replay(live)
     reverse = kit.replay(live, partition_order=lambda keys: list(reversed(keys)))
     tables = kit.owned_tables(live)
-    assert_same_tables(forward, reverse, tables,
-                       "replaying partitions in another order changed the tables; a projector reads or "
-                       "writes across partitions (or uses arrival-order rowids)")
+    assert_same_tables(
+        forward,
+        reverse,
+        tables,
+        "replaying partitions in another order changed the tables; a projector reads or "
+        "writes across partitions (or uses arrival-order rowids)",
+    )
     for projector in kit.projectors(live):
         if projector.order_independent:
             shuffled = kit.replay(live, shuffle_seed=seed, projectors=[projector])
-            assert_same_tables(forward, shuffled, projector.tables,
-                               f"{projector.name}, declared order_independent, gives different tables when each "
-                               "partition's events are shuffled")
+            assert_same_tables(
+                forward,
+                shuffled,
+                projector.tables,
+                f"{projector.name}, declared order_independent, gives different tables when each "
+                "partition's events are shuffled",
+            )
 
 
 class ProjectorContract:

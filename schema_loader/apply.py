@@ -33,14 +33,28 @@ from schema_loader.parser import ParsedSchema, check_no_nul, parse, split_statem
 
 _MIGRATION_NAME = re.compile(r"^(?P<number>\d{3,})_(?P<name>[a-z0-9_]+)\.sql$")
 # SQLite skips a U+FEFF before a statement as if it were a space, so the pattern does too.
-_TRANSACTION_CONTROL = re.compile(r"^[\s\ufeff]*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b",
-                                  re.IGNORECASE)
+_TRANSACTION_CONTROL = re.compile(
+    r"^[\s\ufeff]*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ATTACH|DETACH)\b", re.IGNORECASE
+)
 _PRAGMA = re.compile(r"^[\s\ufeff]*PRAGMA\b", re.IGNORECASE)
 _DENIED_ACTIONS = frozenset({apsw.SQLITE_TRANSACTION, apsw.SQLITE_SAVEPOINT, apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH})
 # Read-only introspection a migration may use through table-valued functions
 # (SELECT ... FROM pragma_table_info('t')); every other pragma is refused.
-_READ_ONLY_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-                                "foreign_key_list", "collation_list", "function_list", "module_list", "pragma_list"})
+_READ_ONLY_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "collation_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+    }
+)
 LOADER_OWNER = "schema_loader"
 
 
@@ -109,8 +123,11 @@ def _check_numbers(source: SchemaSource) -> None:
     seen: dict[int, str] = {}
     for migration in source.migrations:
         if migration.number in seen:
-            raise SchemaError(f"migrations {seen[migration.number]} and {migration.path} share number "
-                              f"{migration.number:03d}; renumber one", path=migration.path)
+            raise SchemaError(
+                f"migrations {seen[migration.number]} and {migration.path} share number "
+                f"{migration.number:03d}; renumber one",
+                path=migration.path,
+            )
         seen[migration.number] = migration.path
 
 
@@ -158,11 +175,12 @@ def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
             raise SchemaChanged(
                 f"changed since it was applied to {db.path} (version {row[0]}), and no migration numbered above "
                 f"{row[0]:03d} exists; add migrations/{row[0] + 1:03d}_<what>.sql that brings an existing "
-                "database to the new schema, or revert the change", path=source.path)
+                "database to the new schema, or revert the change",
+                path=source.path,
+            )
     owners = dict(db.all("SELECT name, owner FROM schema_objects WHERE owner != ?", (source.owner,)))
     own = [r[0] for r in db.all("SELECT name FROM schema_objects WHERE owner = ?", (source.owner,))]
-    expected = validate.validate(parsed, validate.scratch_copy(db.conn, exclude=own), owners, source.owner,
-                                 source.path)
+    expected = validate.validate(parsed, validate.scratch_copy(db.conn, exclude=own), owners, source.owner, source.path)
     if row is None:
         return _create(db, source, parsed, now)
     return _migrate(db, source, parsed, pending, expected, owners, own, now)
@@ -178,8 +196,16 @@ def _create(db: Database, source: SchemaSource, parsed: ParsedSchema, now: int) 
     return ApplyReport(source.owner, "created", source.latest)
 
 
-def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: list[Migration],
-             expected: validate.Structure, owners: dict[str, str], recorded: list[str], now: int) -> ApplyReport:
+def _migrate(
+    db: Database,
+    source: SchemaSource,
+    parsed: ParsedSchema,
+    pending: list[Migration],
+    expected: validate.Structure,
+    owners: dict[str, str],
+    recorded: list[str],
+    now: int,
+) -> ApplyReport:
     others_before = _others_objects(db, owners)
     existing = set(validate.list_objects(db.conn))
     for migration in pending:
@@ -192,8 +218,10 @@ def _migrate(db: Database, source: SchemaSource, parsed: ParsedSchema, pending: 
     actual = validate.structure(db.conn, own)
     differences = validate.describe_differences(expected, actual)
     if differences:
-        raise MigrationError("after running the migrations the database does not match schema.sql: "
-                             + "; ".join(differences[:5]), path=source.path)
+        raise MigrationError(
+            "after running the migrations the database does not match schema.sql: " + "; ".join(differences[:5]),
+            path=source.path,
+        )
     db.execute("DELETE FROM schema_objects WHERE owner = ?", (source.owner,))
     _record_objects(db, source.owner, own)
     _record(db, source, parsed.checksum, source.latest, now)
@@ -206,12 +234,19 @@ def _run_migration(db: Database, migration: Migration) -> None:
         for sql, line in split_statements(strip_comments(migration.text)):
             match = _TRANSACTION_CONTROL.match(sql)
             if match:
-                raise MigrationError(f"{match[1].upper()} is not allowed: the loader owns the transaction",
-                                     path=migration.path, line=line)
+                raise MigrationError(
+                    f"{match[1].upper()} is not allowed: the loader owns the transaction",
+                    path=migration.path,
+                    line=line,
+                )
             if _PRAGMA.match(sql):
-                raise MigrationError("PRAGMA is not allowed in a migration: a pragma changes the connection or the "
-                                     "file beyond the migration's transaction; write plain DDL/DML (the loader "
-                                     "checks the result against schema.sql)", path=migration.path, line=line)
+                raise MigrationError(
+                    "PRAGMA is not allowed in a migration: a pragma changes the connection or the "
+                    "file beyond the migration's transaction; write plain DDL/DML (the loader "
+                    "checks the result against schema.sql)",
+                    path=migration.path,
+                    line=line,
+                )
             try:
                 db.execute(sql)
             except apsw.Error as exc:
@@ -247,8 +282,9 @@ def _others_objects(db: Database, owners: dict[str, str]) -> dict[str, tuple]:
     return {name: obj for name, obj in validate.list_objects(db.conn).items() if name in owners}
 
 
-def _check_others_untouched(db: Database, source: SchemaSource, owners: dict[str, str],
-                            before: dict[str, tuple]) -> None:
+def _check_others_untouched(
+    db: Database, source: SchemaSource, owners: dict[str, str], before: dict[str, tuple]
+) -> None:
     """A migration may only change its own owner's objects.
 
     Another owner's table dropped or altered here would go unnoticed: that
@@ -257,22 +293,27 @@ def _check_others_untouched(db: Database, source: SchemaSource, owners: dict[str
     after = _others_objects(db, owners)
     for name in sorted(set(before) | set(after)):
         if before.get(name) != after.get(name):
-            raise MigrationError(f"the migrations changed {before.get(name, after.get(name))[0]} {name}, which "
-                                 f"{owners[name]} owns; a migration may only change {source.owner}'s objects",
-                                 path=source.path)
+            raise MigrationError(
+                f"the migrations changed {before.get(name, after.get(name))[0]} {name}, which "
+                f"{owners[name]} owns; a migration may only change {source.owner}'s objects",
+                path=source.path,
+            )
 
 
 def _check_applied_migrations(db: Database, source: SchemaSource, version: int) -> None:
     recorded = dict(db.all("SELECT number, checksum FROM schema_migrations WHERE owner = ?", (source.owner,)))
     for migration in source.migrations:
         if migration.number in recorded and recorded[migration.number] != migration.checksum:
-            raise SchemaChanged("was edited after it was applied; add a new numbered migration instead",
-                                path=migration.path)
+            raise SchemaChanged(
+                "was edited after it was applied; add a new numbered migration instead", path=migration.path
+            )
         if migration.number not in recorded and migration.number <= version:
             # It would never run: only migrations above the recorded version are pending.
-            raise MigrationError(f"is numbered at or below version {version} of {source.owner}, which this "
-                                 f"database already has, but was never applied; renumber it above {version:03d}",
-                                 path=migration.path)
+            raise MigrationError(
+                f"is numbered at or below version {version} of {source.owner}, which this "
+                f"database already has, but was never applied; renumber it above {version:03d}",
+                path=migration.path,
+            )
 
 
 def _record(db: Database, source: SchemaSource, checksum: str, version: int, now: int) -> None:

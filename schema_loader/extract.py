@@ -14,8 +14,9 @@ def parsed_package_schema(package: str) -> ParsedSchema:
     return parse(source.text, source.path)
 
 
-def tables_ddl(package: str, tables: Sequence[str], *, suffix: str = "",
-               index_names: dict[str, str] | None = None) -> list[str]:
+def tables_ddl(
+    package: str, tables: Sequence[str], *, suffix: str = "", index_names: dict[str, str] | None = None
+) -> list[str]:
     """CREATE statements for ``tables`` (and their indexes) from ``package``'s schema.sql.
 
     ``suffix`` renames each table (``messages`` -> ``messages__rebuild``);
@@ -25,8 +26,10 @@ def tables_ddl(package: str, tables: Sequence[str], *, suffix: str = "",
     statements = []
     for table in tables:
         if table not in parsed.tables:
-            raise ProjectionError(f"table {table!r} is not defined in {package}/schema.sql; "
-                                  "a projector can only own tables of its protocol's schema")
+            raise ProjectionError(
+                f"table {table!r} is not defined in {package}/schema.sql; "
+                "a projector can only own tables of its protocol's schema"
+            )
         statements.append(parsed.tables[table].render(table + suffix))
         for index in parsed.indexes_of(table):
             name = (index_names or {}).get(index.name, index.name + suffix)

@@ -207,7 +207,7 @@ def split_statements(text: str) -> list[tuple[str, int]]:
         if ch in "'\"`[":
             i = _quote_end(text, i)
             continue
-        if ch == ";" and apsw.complete(text[start:i + 1]):
+        if ch == ";" and apsw.complete(text[start : i + 1]):
             _add_statement(statements, text, start, i)
             start = i + 1
         i += 1
@@ -228,7 +228,7 @@ def unquote(token: str) -> str:
     """The name a (possibly quoted) identifier token stands for."""
     if token[:1] == "[":
         return token[1:-1]
-    if token[:1] in "\"`":
+    if token[:1] in '"`':
         return token[1:-1].replace(token[0] * 2, token[0])
     return token
 
@@ -245,13 +245,15 @@ def check_identifier(name: str, what: str, path: str | None, line: int | None) -
     # fullmatch: with match, "$" would also accept a name ending in a newline.
     if not IDENTIFIER.fullmatch(name):
         raise InvalidIdentifier(
-            f"{what} name {name!r} is not a plain identifier [A-Za-z_][A-Za-z0-9_]*; rename it",
-            path=path, line=line)
+            f"{what} name {name!r} is not a plain identifier [A-Za-z_][A-Za-z0-9_]*; rename it", path=path, line=line
+        )
     # SQLite compares names case-insensitively, so X__REBUILD would collide with x__rebuild.
     if name.lower().startswith("sqlite_") or name.lower().endswith(RESERVED_SUFFIXES):
         raise InvalidIdentifier(
             f"{what} name {name!r} is reserved (sqlite_* and *__rebuild / *__retired belong to SQLite and rebuilds)",
-            path=path, line=line)
+            path=path,
+            line=line,
+        )
     return name
 
 
@@ -272,7 +274,10 @@ def parse(text: str, path: str | None = None) -> ParsedSchema:
             first = " ".join(sql.split()[:3])
             raise UnsupportedStatement(
                 f"'{first} ...' is not allowed in a schema file: only CREATE TABLE, INDEX, VIEW and TRIGGER; "
-                "put other SQL in a numbered migration", path=path, line=line)
+                "put other SQL in a numbered migration",
+                path=path,
+                line=line,
+            )
         _check_head(head, path, line)
         kind = head["kind"].upper()
         name = check_identifier(unquote(head["name"]), kind.lower(), path, line)
@@ -298,28 +303,29 @@ def _check_head(head: re.Match, path: str | None, line: int) -> None:
     if head["temp"]:
         raise UnsupportedStatement("TEMP objects vanish with their connection; remove TEMP", path=path, line=line)
     if head["dot"]:
-        raise InvalidIdentifier("schema-qualified names (x.y) are not allowed; name the object plainly",
-                                path=path, line=line)
+        raise InvalidIdentifier(
+            "schema-qualified names (x.y) are not allowed; name the object plainly", path=path, line=line
+        )
     if head["unique"] and head["kind"].upper() != "INDEX":
         raise SchemaSyntaxError("UNIQUE applies to indexes only", path=path, line=line)
 
 
-def _parse_table(sql: str, head: re.Match, name: str, path: str | None,
-                 line: int) -> tuple[TableDef, list[IndexDef]]:
-    if re.match(r"\s*AS\b", sql[head.end():], re.IGNORECASE):
-        raise UnsupportedStatement("CREATE TABLE ... AS SELECT is not allowed; declare the columns",
-                                   path=path, line=line)
+def _parse_table(sql: str, head: re.Match, name: str, path: str | None, line: int) -> tuple[TableDef, list[IndexDef]]:
+    if re.match(r"\s*AS\b", sql[head.end() :], re.IGNORECASE):
+        raise UnsupportedStatement(
+            "CREATE TABLE ... AS SELECT is not allowed; declare the columns", path=path, line=line
+        )
     open_at = sql.find("(", head.end())
     close_at = _matching_paren(sql, open_at) if open_at != -1 else -1
     if close_at == -1:
         raise SchemaSyntaxError(f"table {name}: cannot find its parenthesised column list", path=path, line=line)
     # The table is re-rendered from its parts, so text skipped here would vanish unseen by SQLite.
-    junk = sql[head.end():open_at].strip()
+    junk = sql[head.end() : open_at].strip()
     if junk:
         raise SchemaSyntaxError(f"table {name}: unexpected {junk!r} before the column list", path=path, line=line)
     body_start_line = line + sql.count("\n", 0, open_at)
-    body, inline = _lift_inline_indexes(sql[open_at + 1:close_at], name, body_start_line, path)
-    suffix = sql[close_at + 1:].rstrip().rstrip(";")
+    body, inline = _lift_inline_indexes(sql[open_at + 1 : close_at], name, body_start_line, path)
+    suffix = sql[close_at + 1 :].rstrip().rstrip(";")
     return TableDef(name, body, suffix, line), inline
 
 
@@ -332,7 +338,10 @@ def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | Non
             if _INLINE_START.match(text):
                 raise SchemaSyntaxError(
                     f"table {table}: an inline index is '[UNIQUE] INDEX name (columns) [WHERE expr]' "
-                    "on a line of its own", path=path, line=first_line + offset)
+                    "on a line of its own",
+                    path=path,
+                    line=first_line + offset,
+                )
             kept.append(text)
             continue
         found.append(_inline_index(text, match, table, first_line + offset, path))
@@ -348,15 +357,18 @@ def _inline_index(text: str, match: re.Match, table: str, line: int, path: str |
     close_at = _matching_paren(text, open_at)
     if close_at == -1:
         raise SchemaSyntaxError(f"INDEX {name}: unbalanced parentheses", path=path, line=line)
-    columns = text[open_at + 1:close_at]
+    columns = text[open_at + 1 : close_at]
     for column in _split_commas(columns):
         column_match = _INDEX_COLUMN.match(column)
         if column_match is None:
             raise SchemaSyntaxError(
                 f"INDEX {name}: {column.strip()!r} is not 'column [COLLATE c] [ASC|DESC]'; "
-                "write expression indexes as CREATE INDEX statements", path=path, line=line)
+                "write expression indexes as CREATE INDEX statements",
+                path=path,
+                line=line,
+            )
         check_identifier(unquote(column_match["col"]), f"column of index {name}", path, line)
-    rest = text[close_at + 1:].strip().rstrip(",").strip()
+    rest = text[close_at + 1 :].strip().rstrip(",").strip()
     where = None
     if rest:
         where_match = re.match(r"^WHERE\s+(.+)$", rest, re.IGNORECASE | re.DOTALL)
@@ -373,9 +385,15 @@ def _parse_create_index(sql: str, head: re.Match, name: str, path: str | None, l
     if on is None or close_at == -1:
         raise SchemaSyntaxError(f"index {name}: expected 'ON table (columns)'", path=path, line=line)
     table = unquote(on["table"])
-    rest = sql[close_at + 1:].strip().rstrip(";").strip()
+    rest = sql[close_at + 1 :].strip().rstrip(";").strip()
     where_match = re.match(r"^WHERE\s+(.+)$", rest, re.IGNORECASE | re.DOTALL)
     if rest and where_match is None:
         raise SchemaSyntaxError(f"index {name}: unexpected {rest!r}", path=path, line=line)
-    return IndexDef(name, table, bool(head["unique"]), sql[open_at + 1:close_at].strip(),
-                    where_match.group(1) if where_match else None, line)
+    return IndexDef(
+        name,
+        table,
+        bool(head["unique"]),
+        sql[open_at + 1 : close_at].strip(),
+        where_match.group(1) if where_match else None,
+        line,
+    )

@@ -24,8 +24,15 @@ def enabled_protocols(db: Database) -> list[str]:
     return sorted(o for o in applied_versions(db) if o not in (CORE_OWNER, LOADER_OWNER))
 
 
-def open_app(settings: Settings, pm: pluggy.PluginManager, *, enable: Iterable[str] = (), create: bool = False,
-             clock: Any = None, path: str | None = None) -> App:
+def open_app(
+    settings: Settings,
+    pm: pluggy.PluginManager,
+    *,
+    enable: Iterable[str] = (),
+    create: bool = False,
+    clock: Any = None,
+    path: str | None = None,
+) -> App:
     """Open ``path`` (default ``settings.db``), apply schemas, return an :class:`App`.
 
     ``create`` allows creating and initialising a new database (``tessera init``

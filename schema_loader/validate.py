@@ -48,8 +48,9 @@ def scratch_copy(conn: apsw.Connection, exclude: Iterable[str] = ()) -> apsw.Con
     return scratch
 
 
-def validate(parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str, str], owner: str,
-             path: str | None) -> Structure:
+def validate(
+    parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str, str], owner: str, path: str | None
+) -> Structure:
     """Run ``parsed`` in ``scratch``; return the structure of what it created.
 
     ``owners`` maps every object of the other owners to its owner.
@@ -71,18 +72,29 @@ def validate(parsed: ParsedSchema, scratch: apsw.Connection, owners: Mapping[str
     return structure(scratch, [s.name for s in parsed.statements])
 
 
-def _check_name_free(statement: Statement, taken: set[str], defined_at: dict[str, int],
-                     owner_of: Mapping[str, str], owner: str, path: str | None) -> None:
+def _check_name_free(
+    statement: Statement,
+    taken: set[str],
+    defined_at: dict[str, int],
+    owner_of: Mapping[str, str],
+    owner: str,
+    path: str | None,
+) -> None:
     key = statement.name.lower()
     if key in defined_at:
         raise OwnershipConflict(
             f"{statement.kind} {statement.name!r} is already defined at line {defined_at[key]} of this file; "
-            "each name is defined once", path=path, line=statement.line)
+            "each name is defined once",
+            path=path,
+            line=statement.line,
+        )
     if key in taken:
         other = owner_of.get(key, "an unrecorded object")
         raise OwnershipConflict(
-            f"{statement.kind} {statement.name!r} is already defined by {other}; "
-            f"pick another name in {owner}'s schema", path=path, line=statement.line)
+            f"{statement.kind} {statement.name!r} is already defined by {other}; pick another name in {owner}'s schema",
+            path=path,
+            line=statement.line,
+        )
 
 
 def _run_statement(scratch: apsw.Connection, statement: Statement, path: str | None) -> None:
@@ -91,19 +103,22 @@ def _run_statement(scratch: apsw.Connection, statement: Statement, path: str | N
     try:
         scratch.execute(statement.sql)
     except apsw.Error as exc:
-        raise SchemaSyntaxError(f"{statement.kind} {statement.name}: {exc}", path=path,
-                                line=statement.line) from exc
+        raise SchemaSyntaxError(f"{statement.kind} {statement.name}: {exc}", path=path, line=statement.line) from exc
     created = sorted(set(list_objects(scratch)) - before)
     # Read back from SQLite itself: whatever quoting fooled the parser, this is the real name.
     for name in created:
         check_identifier(name, statement.kind, path, statement.line)
     if created != [statement.name]:
-        raise SchemaSyntaxError(f"{statement.kind} {statement.name}: the statement created {created}, "
-                                f"not just {statement.name!r}", path=path, line=statement.line)
+        raise SchemaSyntaxError(
+            f"{statement.kind} {statement.name}: the statement created {created}, not just {statement.name!r}",
+            path=path,
+            line=statement.line,
+        )
 
 
-def _check_own_table(scratch: apsw.Connection, statement: Statement, owner_of: Mapping[str, str], owner: str,
-                     path: str | None) -> None:
+def _check_own_table(
+    scratch: apsw.Connection, statement: Statement, owner_of: Mapping[str, str], owner: str, path: str | None
+) -> None:
     """Indexes and triggers go on the owner's own tables only.
 
     Another owner rebuilds and migrates its tables without knowing about them:
@@ -116,14 +131,18 @@ def _check_own_table(scratch: apsw.Connection, statement: Statement, owner_of: M
     if other is not None:
         raise OwnershipConflict(
             f"{statement.kind} {statement.name!r} is on table {table!r}, which {other} owns; "
-            f"{owner} may only add indexes and triggers to its own tables", path=path, line=statement.line)
+            f"{owner} may only add indexes and triggers to its own tables",
+            path=path,
+            line=statement.line,
+        )
 
 
 _WRITES = frozenset({apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE})
 
 
-def _check_trigger_writes(scratch: apsw.Connection, parsed: ParsedSchema, owner_of: Mapping[str, str], owner: str,
-                          path: str | None) -> None:
+def _check_trigger_writes(
+    scratch: apsw.Connection, parsed: ParsedSchema, owner_of: Mapping[str, str], owner: str, path: str | None
+) -> None:
     """Trigger bodies write the owner's own tables only, like everything else in a schema.
 
     A trigger on its own table could otherwise write the event log, the
@@ -159,11 +178,15 @@ def _check_trigger_writes(scratch: apsw.Connection, parsed: ParsedSchema, owner_
             statement = triggers[trigger]
             raise OwnershipConflict(
                 f"trigger {statement.name!r} writes to table {table!r}, which {other} owns; {owner}'s triggers may "
-                f"only write {owner}'s own tables", path=path, line=statement.line)
+                f"only write {owner}'s own tables",
+                path=path,
+                line=statement.line,
+            )
 
 
-def _compile_firing_statements(scratch: apsw.Connection, target: str, on_target: Sequence[Statement],
-                               path: str | None) -> None:
+def _compile_firing_statements(
+    scratch: apsw.Connection, target: str, on_target: Sequence[Statement], path: str | None
+) -> None:
     """Compile (never run) an INSERT, an UPDATE of every column and a DELETE on ``target``."""
     is_view = scratch.execute("SELECT type FROM sqlite_schema WHERE name = ?", (target,)).fetchall()[0][0] == "view"
     columns = [c[0] for c in _columns(scratch, target) if c[5] == 0]
@@ -190,8 +213,9 @@ def _check_object_identifiers(conn: apsw.Connection, parsed: ParsedSchema, path:
 
 def _columns(conn: apsw.Connection, table: str) -> list[tuple]:
     # table_xinfo takes the name as a string value, so no identifier quoting is involved.
-    rows = conn.execute("SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?)",
-                        (table,)).fetchall()
+    rows = conn.execute(
+        'SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?)', (table,)
+    ).fetchall()
     return [tuple(r) for r in rows]
 
 
@@ -212,14 +236,25 @@ def structure(conn: apsw.Connection, names: Iterable[str]) -> Structure:
     for name in names:
         kind, table, sql = objects[name]
         if kind == "table":
-            out[name] = ("table", tuple(_columns(conn, name)), _table_options(conn, name),
-                         _unique_constraints(conn, name), _foreign_keys(conn, name))
+            out[name] = (
+                "table",
+                tuple(_columns(conn, name)),
+                _table_options(conn, name),
+                _unique_constraints(conn, name),
+                _foreign_keys(conn, name),
+            )
         elif kind == "index":
-            unique, partial = conn.execute('SELECT "unique", partial FROM pragma_index_list(?) WHERE name = ?',
-                                           (table, name)).fetchall()[0]
+            unique, partial = conn.execute(
+                'SELECT "unique", partial FROM pragma_index_list(?) WHERE name = ?', (table, name)
+            ).fetchall()[0]
             where = re.search(r"\bWHERE\b(.*)$", sql or "", re.IGNORECASE | re.DOTALL) if partial else None
-            out[logical_index_name(name)] = ("index", table, bool(unique), _index_columns(conn, name),
-                                             normalize_sql(where.group(1)) if where else None)
+            out[logical_index_name(name)] = (
+                "index",
+                table,
+                bool(unique),
+                _index_columns(conn, name),
+                normalize_sql(where.group(1)) if where else None,
+            )
         else:
             out[name] = (kind, table, normalize_sql(sql or ""))
     return out
@@ -241,8 +276,10 @@ def _foreign_keys(conn: apsw.Connection, table: str) -> tuple:
     """Each foreign key as (parent, child columns, parent columns, actions), in a stable order."""
     keys: dict[int, list] = {}
     for fk_id, _seq, parent, child, parent_col, on_update, on_delete, match in conn.execute(
-            "SELECT id, seq, \"table\", \"from\", \"to\", on_update, on_delete, \"match\" "
-            "FROM pragma_foreign_key_list(?) ORDER BY id, seq", (table,)):
+        'SELECT id, seq, "table", "from", "to", on_update, on_delete, "match" '
+        "FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+        (table,),
+    ):
         keys.setdefault(fk_id, [parent, [], [], on_update, on_delete, match])
         keys[fk_id][1].append(child)
         keys[fk_id][2].append(parent_col)
@@ -258,6 +295,8 @@ def describe_differences(expected: Structure, actual: Structure) -> list[str]:
         elif name not in expected:
             lines.append(f"{actual[name][0]} {name} exists after migrating but not in schema.sql")
         elif expected[name] != actual[name]:
-            lines.append(f"{expected[name][0]} {name} differs: schema.sql gives {expected[name][1:]}, "
-                         f"the migrated database has {actual[name][1:]}")
+            lines.append(
+                f"{expected[name][0]} {name} differs: schema.sql gives {expected[name][1:]}, "
+                f"the migrated database has {actual[name][1:]}"
+            )
     return lines

@@ -24,8 +24,9 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 @pytest.fixture
 def settings() -> Settings:
     """Fast retries and short timeouts; the environment is ignored."""
-    return Settings.load(env={}, retry_base_ms=5, retry_max_ms=50, max_attempts=3, busy_timeout_ms=2000,
-                         lease_ttl_ms=2000)
+    return Settings.load(
+        env={}, retry_base_ms=5, retry_max_ms=50, max_attempts=3, busy_timeout_ms=2000, lease_ttl_ms=2000
+    )
 
 
 @pytest.fixture
@@ -77,8 +78,14 @@ def make_app(tmp_path: Path, settings: Settings, clock: ManualClock):
 
     def make(plugins, protocols, *, path: str | None = None, app_settings: Settings | None = None):
         pm = make_plugin_manager(plugins, entry_points=False)
-        app = open_app(app_settings or settings, pm, enable=protocols, create=True, clock=clock,
-                       path=path or str(tmp_path / f"app{len(opened)}.db"))
+        app = open_app(
+            app_settings or settings,
+            pm,
+            enable=protocols,
+            create=True,
+            clock=clock,
+            path=path or str(tmp_path / f"app{len(opened)}.db"),
+        )
         opened.append(app)
         return app
 
@@ -89,6 +96,6 @@ def make_app(tmp_path: Path, settings: Settings, clock: ManualClock):
 
 @pytest.fixture
 def example_app(make_app):
-    import protocols.example as example
+    from protocols import example
 
     return make_app([example], ["example"])

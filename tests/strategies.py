@@ -39,8 +39,12 @@ integers_beyond_64_bits = st.one_of(
 )
 
 #: Strings holding a lone UTF-16 surrogate (no UTF-8 form, so no hash or storage form either).
-lone_surrogates = st.builds(lambda before, surrogate, after: before + surrogate + after,
-                            st.text(max_size=4), st.integers(0xD800, 0xDFFF).map(chr), st.text(max_size=4))
+lone_surrogates = st.builds(
+    lambda before, surrogate, after: before + surrogate + after,
+    st.text(max_size=4),
+    st.integers(0xD800, 0xDFFF).map(chr),
+    st.text(max_size=4),
+)
 
 
 def nesting_deeper_than(limit: int) -> st.SearchStrategy[str]:
@@ -51,8 +55,12 @@ def nesting_deeper_than(limit: int) -> st.SearchStrategy[str]:
 
 #: JSON values of every type, to put where another type belongs.
 any_json_type = st.one_of(
-    st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=6),
-    st.lists(st.integers(0, 9), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(0, 9), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-1000, 1000),
+    st.text(max_size=6),
+    st.lists(st.integers(0, 9), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(0, 9), max_size=2),
 ).map(as_json)
 
 #: Numbers that are not integers, and the constants Python's json accepts though JSON does not.

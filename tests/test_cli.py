@@ -80,13 +80,16 @@ def test_example_page_command(tmp_path):
     assert [r["text"] for r in rows] == ["hello there"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["status"], "not a Tessera database yet"),
-    (["ingest", "--protocol", "nope", "-"], "no installed plugin provides protocol 'nope'"),
-    (["parked", "retry", "99"], "no parked item 99"),
-    (["blob", "export", "ab" * 32, "out.bin"], "no blob"),
-    (["ingest", "--protocol", "example", "missing.jsonl"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["status"], "not a Tessera database yet"),
+        (["ingest", "--protocol", "nope", "-"], "no installed plugin provides protocol 'nope'"),
+        (["parked", "retry", "99"], "no parked item 99"),
+        (["blob", "export", "ab" * 32, "out.bin"], "no blob"),
+        (["ingest", "--protocol", "example", "missing.jsonl"], "no such file"),
+    ],
+)
 def test_user_errors_are_one_line_and_nonzero(tmp_path, args, message):
     db = tmp_path / "err.db"
     if args[0] != "status":
@@ -114,8 +117,9 @@ def _all_commands(group: click.Group, prefix=()):
             yield from _all_commands(command, (*prefix, name))
 
 
-@pytest.mark.parametrize("path, command", list(_all_commands(cli)),
-                         ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize(
+    "path, command", list(_all_commands(cli)), ids=lambda v: " ".join(v) if isinstance(v, tuple) else ""
+)
 def test_every_command_has_help(path, command):
     assert command.help and len(command.help.strip()) > 10, f"tessera {' '.join(path)} needs help text"
     result = CliRunner().invoke(cli, [*path, "--help"])
@@ -130,8 +134,7 @@ def test_json_logs_carry_item_ids(tmp_path):
     proc = tessera(db, "--log-format", "json", "--log-level", "DEBUG", "tick", "--until-idle")
     records = [json.loads(line) for line in proc.stderr.decode().splitlines() if line.startswith("{")]
     items = [r for r in records if "item_id" in r]
-    assert sorted(r["outcome"] for r in items if r["level"] == "DEBUG") == ["handled", "handled", "handled",
-                                                                              "parked"]
+    assert sorted(r["outcome"] for r in items if r["level"] == "DEBUG") == ["handled", "handled", "handled", "parked"]
     parked = [r for r in items if r["level"] == "WARNING"]
     assert len(parked) == 1 and parked[0]["item_id"] == 4 and "not a JSON object" in parked[0]["message"]
 
@@ -141,9 +144,11 @@ def test_rebuild_verify_names_an_undecodable_event_in_one_line(tmp_path):
     tessera(db, "init", "--protocol", "example")
     tessera(db, "example", "post", "lobby", "hello", "--key", "05" * 32)
     with Database(str(db)) as raw, raw.write():
-        raw.execute("INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, created_at_ms, "
-                    "recorded_at_ms, payload) VALUES (2, 'example', 'message_posted', 1, x'abcd', 'lobby', 1, 1, ?)",
-                    (b'{"text":"\xff"}',))
+        raw.execute(
+            "INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, created_at_ms, "
+            "recorded_at_ms, payload) VALUES (2, 'example', 'message_posted', 1, x'abcd', 'lobby', 1, 1, ?)",
+            (b'{"text":"\xff"}',),
+        )
     proc = tessera(db, "rebuild", "--verify", "--engine", "local", check=False)
     assert proc.returncode == 1
     lines = proc.stderr.decode().strip().splitlines()
@@ -160,10 +165,14 @@ def _database_with_rows(tmp_path, name):
     db = tmp_path / name
     tessera(db, "init", "--protocol", "example")
     with Database(str(db)) as raw, raw.write():
-        raw.executemany("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('example', ?, 1)",
-                        [(bytes([n % 256]) * 300,) for n in range(1500)])
-        raw.executemany("INSERT INTO deferred(protocol, payload, partition_key, available_at_ms) "
-                        "VALUES ('example', x'00', ?, ?)", [(f"p{n % 7}", n) for n in range(300)])
+        raw.executemany(
+            "INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('example', ?, 1)",
+            [(bytes([n % 256]) * 300,) for n in range(1500)],
+        )
+        raw.executemany(
+            "INSERT INTO deferred(protocol, payload, partition_key, available_at_ms) VALUES ('example', x'00', ?, ?)",
+            [(f"p{n % 7}", n) for n in range(300)],
+        )
     assert not (tmp_path / f"{name}-wal").exists() or (tmp_path / f"{name}-wal").stat().st_size == 0
     return db
 
@@ -200,11 +209,13 @@ def test_only_full_check_finds_an_index_that_disagrees_with_its_table(tmp_path):
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA writable_schema = ON")
     with conn:  # the index keeps its entries but now claims to index other columns
-        conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX deferred_by_due ON deferred "
-                     "(partition_key, available_at_ms)' WHERE name = 'deferred_by_due'")
+        conn.execute(
+            "UPDATE sqlite_schema SET sql = 'CREATE INDEX deferred_by_due ON deferred "
+            "(partition_key, available_at_ms)' WHERE name = 'deferred_by_due'"
+        )
     conn.close()
     assert _check(db)[0] == 0
-    code, out, err = _check(db, "--full")
+    code, _out, err = _check(db, "--full")
     assert code == 1 and len(err) == 1 and "PRAGMA integrity_check reported" in err[0] and "deferred_by_due" in err[0]
 
 
@@ -213,22 +224,27 @@ def test_check_refuses_what_is_not_a_tessera_database_in_one_line(tmp_path, cont
     db = tmp_path / "x.db"
     if content is not None:
         db.write_bytes(content)
-    code, out, err = _check(db)
+    code, _out, err = _check(db)
     assert code == 1 and len(err) == 1 and err[0].startswith("Error: "), err
     assert db.exists() == (content is not None)
 
 
-@pytest.mark.parametrize("enabled, args", [
-    ("example", ["marmot", "groups"]),
-    ("example", ["marmot", "history", "--group", "ab" * 32]),
-    ("marmot", ["example", "page", "lobby"]),
-    ("marmot", ["example", "post", "lobby", "hi", "--key", "05" * 32]),
-])
+@pytest.mark.parametrize(
+    "enabled, args",
+    [
+        ("example", ["marmot", "groups"]),
+        ("example", ["marmot", "history", "--group", "ab" * 32]),
+        ("marmot", ["example", "page", "lobby"]),
+        ("marmot", ["example", "post", "lobby", "hi", "--key", "05" * 32]),
+    ],
+)
 def test_a_plugin_command_on_a_database_without_the_plugin_says_how_to_enable_it(tmp_path, enabled, args):
     db = tmp_path / "partial.db"
     tessera(db, "init", "--protocol", enabled)
     proc = tessera(db, *args, check=False)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines
-    assert lines[0] == (f"Error: protocol {args[0]!r} is installed but not enabled in {db}; enable it with "
-                        f"`tessera --db {db} init --protocol {args[0]}`"), lines
+    assert lines[0] == (
+        f"Error: protocol {args[0]!r} is installed but not enabled in {db}; enable it with "
+        f"`tessera --db {db} init --protocol {args[0]}`"
+    ), lines

@@ -39,8 +39,20 @@ CHEAP = {
     ("tick",): ["--once"],
     ("demo",): ["--engine", "local", "--messages", "2"],
     ("example", "generate"): ["--messages", "5"],
-    ("marmot", "simulate"): ["--members", "2", "--messages", "2", "--commits", "1", "--races", "0", "--garbage", "0",
-                             "--duplicates", "0"],
+    ("marmot", "simulate"): [
+        "--members",
+        "2",
+        "--messages",
+        "2",
+        "--commits",
+        "1",
+        "--races",
+        "0",
+        "--garbage",
+        "0",
+        "--duplicates",
+        "0",
+    ],
 }
 
 # Defects this walk found in code owned elsewhere, reported to its owner: (command, part of the arguments) -> what.
@@ -71,11 +83,20 @@ def places(tmp_path_factory) -> Iterator[dict]:
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as env:
         env.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(group / "state.key"))
-        for args in (["marmot", "simulate", *CHEAP[("marmot", "simulate")], "--out", str(group)],
-                     ["--db", str(root / "all.db"), "init"],
-                     ["--db", str(root / "all.db"), "marmot", "join",
-                      "--identity", str(group / "observer.identity.json"),
-                      "--welcome", str(group / "observer.welcome.json")]):
+        for args in (
+            ["marmot", "simulate", *CHEAP[("marmot", "simulate")], "--out", str(group)],
+            ["--db", str(root / "all.db"), "init"],
+            [
+                "--db",
+                str(root / "all.db"),
+                "marmot",
+                "join",
+                "--identity",
+                str(group / "observer.identity.json"),
+                "--welcome",
+                str(group / "observer.welcome.json"),
+            ],
+        ):
             result = runner.invoke(cli, args, catch_exceptions=False)
             assert result.exit_code == 0, result.output
         open_app(Settings.load(env={}), make_plugin_manager(), create=True, path=str(root / "core-only.db")).close()
@@ -164,7 +185,7 @@ def isolated(cwd: Path) -> Iterator[None]:
         os.environ.update(saved_env)
         for sig, handler in saved_signals.items():
             signal.signal(sig, handler)
-        for lg, (handlers, level, propagate) in zip(loggers, saved_logs):
+        for lg, (handlers, level, propagate) in zip(loggers, saved_logs, strict=False):
             lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
 
 
@@ -173,7 +194,7 @@ def run(args: list[str], cwd: Path) -> str | None:
     try:
         with isolated(cwd):
             result = CliRunner().invoke(cli, args, input="", catch_exceptions=False, prog_name="tessera")
-    except (Exception, TookTooLong) as exc:  # noqa: BLE001 - reporting it is the point
+    except (Exception, TookTooLong) as exc:
         frames = traceback.extract_tb(exc.__traceback__)[-2:]
         where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
         return f"{type(exc).__name__}: {exc} (at {where})"

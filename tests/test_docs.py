@@ -30,9 +30,9 @@ def test_every_status_key_is_documented(key):
 
 
 def test_readme_starts_with_the_two_commands():
-    lines = [l for l in (ROOT / "README.md").read_text().splitlines() if l.strip()]
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if line.strip()]
     assert lines[0] == "# Tessera"
-    commands = [l for l in lines[1:8] if l.startswith("python3 -m venv")]
+    commands = [line for line in lines[1:8] if line.startswith("python3 -m venv")]
     assert len(commands) == 2 and commands[0].endswith("tessera demo") and "pytest" in commands[1]
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == commands[1], ".ci/run must run the README's test command"
@@ -65,7 +65,7 @@ def invocations(path: Path) -> list[tuple[int, str]]:
                 found.append((line_number + offset, match["rest"]))
             pending = ""
         blank = "".join(c if c == "\n" else " " for c in block.group(0))
-        prose = prose[:block.start()] + blank + prose[block.end():]
+        prose = prose[: block.start()] + blank + prose[block.end() :]
     for span in _INLINE.finditer(prose):
         match = re.match(r"\s*(?:[\w./-]*/)?tessera(?=\s|$)(?P<rest>.*)$", span.group(1), re.DOTALL)
         if match:
@@ -110,8 +110,11 @@ def unknown_parts(rest: str) -> list[str]:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_every_documented_command_and_flag_exists(doc):
-    problems = [f"{doc.name}:{line}: {problem} (in `tessera {rest.strip()}`)"
-                for line, rest in invocations(doc) for problem in unknown_parts(rest)]
+    problems = [
+        f"{doc.name}:{line}: {problem} (in `tessera {rest.strip()}`)"
+        for line, rest in invocations(doc)
+        for problem in unknown_parts(rest)
+    ]
     assert not problems, "\n".join(problems)
 
 

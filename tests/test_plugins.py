@@ -18,8 +18,7 @@ from projectors import Projector
 from tests.conftest import ROOT
 from tests.fixtures import ledger
 
-HOOKS = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-               if hasattr(fn, "tessera_spec"))
+HOOKS = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(fn, "tessera_spec"))
 
 
 def test_hookspecs_are_found():
@@ -74,8 +73,9 @@ def test_a_projector_must_belong_to_its_protocol():
     class Stray:
         @hookimpl
         def register_protocol(self):
-            return Protocol("stray", "tests.fixtures.ledger", ledger.decode,
-                            projectors=(Projector("x", "other", ("t",)),))
+            return Protocol(
+                "stray", "tests.fixtures.ledger", ledger.decode, projectors=(Projector("x", "other", ("t",)),)
+            )
 
     with pytest.raises(PluginError, match="says protocol 'other'"):
         Registry(make_plugin_manager([Stray()], entry_points=False))
@@ -113,8 +113,12 @@ def test_hook_register_jobs(make_app):
     app = make_app([ledger, Jobs()], ["ledger"])
     report = TickDaemon(app, mode="once").run()
     assert ran == [1] and report.passes == 1
-    assert [j.name for j in TickDaemon(app).jobs][:4] == ["count_passes", "drain_recheck", "drain_deferred",
-                                                          "process_incoming"]
+    assert [j.name for j in TickDaemon(app).jobs][:4] == [
+        "count_passes",
+        "drain_recheck",
+        "drain_deferred",
+        "process_incoming",
+    ]
 
 
 def test_hook_register_transports(make_app):
@@ -176,8 +180,9 @@ def test_hook_on_item_processed(make_app):
 
     app = make_app([ledger, Observer()], ["ledger"])
     with app.db.write():
-        queues.push_incoming(app.db, "ledger", [ledger.wire("deposit", "a"), ledger.wire("permanent", "b"),
-                                                b"garbage"], 0)
+        queues.push_incoming(
+            app.db, "ledger", [ledger.wire("deposit", "a"), ledger.wire("permanent", "b"), b"garbage"], 0
+        )
     drain.run_until_idle(app.runtime)
     assert [s[2] for s in seen] == ["handled", "parked", "parked"]
     assert "can never work" in seen[1][3] and "not a ledger item" in seen[2][3]
@@ -208,9 +213,17 @@ def test_hook_on_projection_failed(make_app):
         @hookimpl
         def register_protocol(self):
             base = ledger.register_protocol()
-            return Protocol("ledger", base.package, base.decode, commands=base.commands,
-                            projectors=(Projector("ledger.broken", "ledger", ("ledger_entries",),
-                                                  {"deposited": broken}, isolate_failures=True),))
+            return Protocol(
+                "ledger",
+                base.package,
+                base.decode,
+                commands=base.commands,
+                projectors=(
+                    Projector(
+                        "ledger.broken", "ledger", ("ledger_entries",), {"deposited": broken}, isolate_failures=True
+                    ),
+                ),
+            )
 
         @hookimpl
         def on_projection_failed(self, projection, seq, error):

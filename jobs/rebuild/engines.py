@@ -51,9 +51,17 @@ def count_events(files: Sequence[str], spec: ReplaySpec, watermark: int) -> int:
     return dataset.count_rows(filter=_wanted_filter(spec, watermark))
 
 
-def replay_local(files: Sequence[str], spec: ReplaySpec, rebuild_key: str | None, watermark: int,
-                 out_dir: Path, *, events: int, partition_events: int,
-                 advance: Callable[[int], None] = lambda n: None) -> None:
+def replay_local(
+    files: Sequence[str],
+    spec: ReplaySpec,
+    rebuild_key: str | None,
+    watermark: int,
+    out_dir: Path,
+    *,
+    events: int,
+    partition_events: int,
+    advance: Callable[[int], None] = lambda n: None,
+) -> None:
     """Replay ``events`` exported events bucket by bucket; ``advance`` counts events folded."""
     buckets = 1 if rebuild_key is None else max(1, -(-events // partition_events))
     if buckets == 1:
@@ -170,17 +178,26 @@ def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: P
         conn.close()
 
 
-def replay_spark(spark, files: Sequence[str], spec: ReplaySpec, rebuild_key: str | None, watermark: int,
-                 out_dir: Path, partitions: int) -> None:
+def replay_spark(
+    spark,
+    files: Sequence[str],
+    spec: ReplaySpec,
+    rebuild_key: str | None,
+    watermark: int,
+    out_dir: Path,
+    partitions: int,
+) -> None:
     from pyspark.errors import PythonException
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     wanted = [f"{protocol}/{event_type}" for protocol, event_type in spec.wanted()]
-    events = (spark.read.parquet(*files)
-              .where(F.col("seq") <= watermark)
-              .where(F.concat_ws("/", "protocol", "event_type").isin(wanted))
-              .select(*EVENT_SCHEMA.names))
+    events = (
+        spark.read.parquet(*files)
+        .where(F.col("seq") <= watermark)
+        .where(F.concat_ws("/", "protocol", "event_type").isin(wanted))
+        .select(*EVENT_SCHEMA.names)
+    )
     if rebuild_key == "partition_key":
         events = events.repartition(partitions, "partition_key").sortWithinPartitions("partition_key", "seq")
     else:
@@ -196,8 +213,9 @@ def replay_spark(spark, files: Sequence[str], spec: ReplaySpec, rebuild_key: str
 
 
 # The last line of the worker's traceback, as Spark hands it back: "package.module.ErrorClass: message".
-_TRACEBACK_LAST_LINE = re.compile(r"^(?P<module>[A-Za-z_][\w.]*)\.(?P<name>[A-Za-z_]\w*): (?P<message>.+)$",
-                                  re.MULTILINE)
+_TRACEBACK_LAST_LINE = re.compile(
+    r"^(?P<module>[A-Za-z_][\w.]*)\.(?P<name>[A-Za-z_]\w*): (?P<message>.+)$", re.MULTILINE
+)
 
 
 def worker_error(text: str) -> TesseraError | None:

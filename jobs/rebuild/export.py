@@ -54,8 +54,9 @@ def _load_manifest(db: Database, directory: Path, instance: str) -> dict:
     return {"instance": instance, "through_seq": 0, "last_event_id": None, "files": []}
 
 
-def export_events(db: Database, directory: Path, watermark: int, instance: str,
-                  advance: Callable[[int], None] = lambda n: None) -> ExportResult:
+def export_events(
+    db: Database, directory: Path, watermark: int, instance: str, advance: Callable[[int], None] = lambda n: None
+) -> ExportResult:
     """Write events with ``seq <= watermark`` not yet exported; returns what was done."""
     directory.mkdir(parents=True, exist_ok=True)
     for leftover in directory.glob("*.tmp"):
@@ -79,20 +80,25 @@ def export_events(db: Database, directory: Path, watermark: int, instance: str,
     return ExportResult(directory, exported, max(watermark, reused), reused)
 
 
-def _write_file(db: Database, directory: Path, start: int, end: int,
-                advance: Callable[[int], None]) -> tuple[int, int]:
+def _write_file(db: Database, directory: Path, start: int, end: int, advance: Callable[[int], None]) -> tuple[int, int]:
     """Export seqs in (start, end] to one Parquet file, written atomically."""
     tmp = directory / f"events-{start + 1:012d}.tmp"
     count, cursor, last_seq = 0, start, start
     with pq.ParquetWriter(tmp, EVENT_SCHEMA, compression="zstd") as writer:
         while cursor < end:
             with db.read():
-                rows = db.all(f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-                              (cursor, end, READ_BATCH))
+                rows = db.all(
+                    f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                    (cursor, end, READ_BATCH),
+                )
             if not rows:
                 break
-            writer.write_batch(pa.RecordBatch.from_arrays(
-                [pa.array(col, f.type) for col, f in zip(zip(*rows), EVENT_SCHEMA)], schema=EVENT_SCHEMA))
+            writer.write_batch(
+                pa.RecordBatch.from_arrays(
+                    [pa.array(col, f.type) for col, f in zip(zip(*rows, strict=False), EVENT_SCHEMA, strict=False)],
+                    schema=EVENT_SCHEMA,
+                )
+            )
             count += len(rows)
             cursor = last_seq = rows[-1][0]
             advance(len(rows))

@@ -35,8 +35,10 @@ log = logging.getLogger("tessera.rebuild")
 
 VERIFY_SNAPSHOT_ATTEMPTS = 20
 # The master URLs Spark itself accepts; anything else makes its JVM exit before the session exists.
-_SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
-                           r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+|yarn")
+_SPARK_MASTER = re.compile(
+    r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+|yarn"
+)
 ProgressFactory = Callable[[str, int | None], Any]
 
 
@@ -123,12 +125,15 @@ def _no_progress(name: str, total: int | None):
 def check_master(master: str) -> None:
     """Refuse a --master Spark would not parse, before starting a JVM that would exit on it."""
     if not _SPARK_MASTER.fullmatch(master):
-        raise InvalidInput(f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
-                           "spark://HOST:PORT, k8s://URL or yarn")
+        raise InvalidInput(
+            f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
+            "spark://HOST:PORT, k8s://URL or yarn"
+        )
 
 
-def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
-            progress: ProgressFactory = _no_progress) -> RebuildReport:
+def rebuild(
+    app: App, options: RebuildOptions, *, spark: Any = None, progress: ProgressFactory = _no_progress
+) -> RebuildReport:
     """Run the whole pipeline (see the module docs); returns the report."""
     if options.engine not in ("spark", "local"):
         raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
@@ -147,8 +152,15 @@ def rebuild(app: App, options: RebuildOptions, *, spark: Any = None,
         return _rebuild(app, options, spark, progress, projectors, tables, packages)
 
 
-def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFactory, projectors: list[Any],
-             tables: list[str], packages: dict[str, str]) -> RebuildReport:
+def _rebuild(
+    app: App,
+    options: RebuildOptions,
+    spark: Any,
+    progress: ProgressFactory,
+    projectors: list[Any],
+    tables: list[str],
+    packages: dict[str, str],
+) -> RebuildReport:
     db = app.db
     report = RebuildReport(projectors=[p.name for p in projectors])
     stages = _Stages(report, progress)
@@ -156,8 +168,11 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
     with db.read():
         report.watermark = eventlog.head(db)
     instance = app.runtime.kv.get(INSTANCE_KEY)
-    exported = stages.run("export", report.watermark,
-                          lambda advance: export_events(db, workdir / "events", report.watermark, instance, advance))
+    exported = stages.run(
+        "export",
+        report.watermark,
+        lambda advance: export_events(db, workdir / "events", report.watermark, instance, advance),
+    )
     report.exported = exported.exported
     files = exported_files(workdir / "events")
     out_root = workdir / "replay"
@@ -170,8 +185,17 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
 
     def replay_groups(advance: Callable[[int], None]) -> None:
         for index, (key, spec) in enumerate(specs):
-            _replay(session, files, spec, key, report.watermark, counts[index], out_root / f"group-{index}",
-                    options, advance)
+            _replay(
+                session,
+                files,
+                spec,
+                key,
+                report.watermark,
+                counts[index],
+                out_root / f"group-{index}",
+                options,
+                advance,
+            )
 
     try:
         stages.run("replay", report.events_replayed, replay_groups)
@@ -179,11 +203,17 @@ def _rebuild(app: App, options: RebuildOptions, spark: Any, progress: ProgressFa
         if session is not None and spark is None:
             session.stop()
     stages.discard(db, shadow.copies(tables, shadow.SHADOW, shadow.RETIRED))
-    for index, (key, spec) in enumerate(specs):
-        stages.run("load", None, lambda advance, i=index, s=spec: _load(db, s, out_root / f"group-{i}",
-                                                                           packages, report, advance))
-    caught = stages.run("catch-up", None, lambda advance: shadow.catch_up(
-        db, app.runtime, projectors, tables, report.watermark, None, advance))
+    for index, (_key, spec) in enumerate(specs):
+        stages.run(
+            "load",
+            None,
+            lambda advance, i=index, s=spec: _load(db, s, out_root / f"group-{i}", packages, report, advance),
+        )
+    caught = stages.run(
+        "catch-up",
+        None,
+        lambda advance: shadow.catch_up(db, app.runtime, projectors, tables, report.watermark, None, advance),
+    )
     report.caught_up = _finish(app, options, projectors, tables, packages, caught, report, stages)
     shutil.rmtree(out_root, ignore_errors=True)
     if not options.verify:
@@ -212,31 +242,63 @@ def _spark(spark: Any, options: RebuildOptions) -> Any:
     return make_session(options.master, options.conf, options.partitions)
 
 
-def _replay(session: Any, files: Sequence[str], spec: arrow.ReplaySpec, rebuild_key: str | None, watermark: int,
-            events: int, out_dir: Path, options: RebuildOptions, advance: Callable[[int], None]) -> None:
+def _replay(
+    session: Any,
+    files: Sequence[str],
+    spec: arrow.ReplaySpec,
+    rebuild_key: str | None,
+    watermark: int,
+    events: int,
+    out_dir: Path,
+    options: RebuildOptions,
+    advance: Callable[[int], None],
+) -> None:
     """Replay one projector group; ``advance`` counts its events (Spark: all at once, when done)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if not files:
         return
     if session is None:
-        engines.replay_local(files, spec, rebuild_key, watermark, out_dir, events=events,
-                             partition_events=options.partition_events, advance=advance)
+        engines.replay_local(
+            files,
+            spec,
+            rebuild_key,
+            watermark,
+            out_dir,
+            events=events,
+            partition_events=options.partition_events,
+            advance=advance,
+        )
     else:
-        partitions = options.partitions or max(int(session.conf.get("spark.sql.shuffle.partitions")),
-                                               -(-events // options.partition_events))
+        partitions = options.partitions or max(
+            int(session.conf.get("spark.sql.shuffle.partitions")), -(-events // options.partition_events)
+        )
         engines.replay_spark(session, files, spec, rebuild_key, watermark, out_dir, partitions)
         advance(events)
 
 
-def _load(db: Any, spec: arrow.ReplaySpec, out_dir: Path, packages: dict[str, str], report: RebuildReport,
-          advance: Callable[[int], None]) -> None:
+def _load(
+    db: Any,
+    spec: arrow.ReplaySpec,
+    out_dir: Path,
+    packages: dict[str, str],
+    report: RebuildReport,
+    advance: Callable[[int], None],
+) -> None:
     for shape in spec.shapes:
         shadow.create_shadow(db, packages[shape.name], shape.name)
         report.rows[shape.name] = shadow.load(db, shape, engines.replayed_batches(out_dir, shape.name), advance)
 
 
-def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables: Sequence[str],
-            packages: dict[str, str], caught: int, report: RebuildReport, stages: _Stages) -> int:
+def _finish(
+    app: App,
+    options: RebuildOptions,
+    projectors: Sequence[Any],
+    tables: Sequence[str],
+    packages: dict[str, str],
+    caught: int,
+    report: RebuildReport,
+    stages: _Stages,
+) -> int:
     """Last catch-up inside one BEGIN IMMEDIATE, then swap; or, with --verify, compare."""
     db = app.db
     if options.verify:
@@ -252,7 +314,8 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
             db.executemany(
                 "UPDATE projections SET status = 'live', built_through_seq = ?, "
                 "last_applied_seq = max(last_applied_seq, ?), rebuilt_at_ms = ?, failures = 0 WHERE name = ?",
-                [(head, head, app.clock.now_ms(), p.name) for p in projectors])
+                [(head, head, app.clock.now_ms(), p.name) for p in projectors],
+            )
             report.swapped = True
             return last
 
@@ -261,8 +324,14 @@ def _finish(app: App, options: RebuildOptions, projectors: Sequence[Any], tables
     return last - report.watermark
 
 
-def _verify(app: App, projectors: Sequence[Any], tables: Sequence[str], caught: int, report: RebuildReport,
-            advance: Callable[[int], None]) -> int:
+def _verify(
+    app: App,
+    projectors: Sequence[Any],
+    tables: Sequence[str],
+    caught: int,
+    report: RebuildReport,
+    advance: Callable[[int], None],
+) -> int:
     """Compare shadow and live tables on one snapshot where both stand at the same event.
 
     Checksumming millions of rows takes minutes, too long to hold the write

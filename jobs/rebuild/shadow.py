@@ -52,7 +52,7 @@ class RenamingConnection:
         return renamed
 
     def _map_token(self, token: str) -> str:
-        if token[:1] in "\"[`":
+        if token[:1] in '"[`':
             inner = token[1:-1]
             return f'"{self._mapping[inner.lower()]}"' if inner.lower() in self._mapping else token
         return self._mapping.get(token.lower(), token)
@@ -73,12 +73,16 @@ def check_swappable(db: Database, tables: Sequence[str]) -> None:
     for table in tables:
         trigger = db.value("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?", (table,))
         if trigger:
-            raise ProjectionError(f"table {table} has trigger {trigger}; a rebuild swaps tables and would lose it. "
-                                  "Move the trigger's logic into the projector")
+            raise ProjectionError(
+                f"table {table} has trigger {trigger}; a rebuild swaps tables and would lose it. "
+                "Move the trigger's logic into the projector"
+            )
         for (column,) in db.all("SELECT name FROM pragma_table_info(?)", (table,)):
             if column.lower() in owned:
-                raise ProjectionError(f"column {table}.{column} is named like a projection table; rename it so "
-                                      "catch-up can address shadow tables unambiguously")
+                raise ProjectionError(
+                    f"column {table}.{column} is named like a projection table; rename it so "
+                    "catch-up can address shadow tables unambiguously"
+                )
 
 
 def discard_existing(db: Database, names: Iterable[str], advance: Callable[[int], None] = lambda n: None) -> list[str]:
@@ -181,8 +185,17 @@ def _insert(db: Database, sql: str, batch: list[tuple], advance: Callable[[int],
     return len(batch)
 
 
-def catch_up(db: Database, runtime: Any, projectors: Sequence[Any], tables: Sequence[str], after_seq: int,
-             upto_seq: int | None, advance: Callable[[int], None] = lambda n: None, *, batch: int = 1000) -> int:
+def catch_up(
+    db: Database,
+    runtime: Any,
+    projectors: Sequence[Any],
+    tables: Sequence[str],
+    after_seq: int,
+    upto_seq: int | None,
+    advance: Callable[[int], None] = lambda n: None,
+    *,
+    batch: int = 1000,
+) -> int:
     """Apply events after ``after_seq`` to the shadow tables; returns the last seq applied.
 
     Must run inside a write transaction when ``upto_seq`` is None (the swap),

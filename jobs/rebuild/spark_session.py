@@ -25,8 +25,12 @@ def make_session(master: str, conf: dict[str, str], partitions: int | None = Non
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("tessera-rebuild")
-    settings = {**DEFAULT_CONF, "spark.sql.shuffle.partitions": str(partitions or 2 * (os.cpu_count() or 2)),
-                "spark.executorEnv.PYSPARK_PYTHON": sys.executable, **conf}
+    settings = {
+        **DEFAULT_CONF,
+        "spark.sql.shuffle.partitions": str(partitions or 2 * (os.cpu_count() or 2)),
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        **conf,
+    }
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = None
@@ -37,8 +41,10 @@ def make_session(master: str, conf: dict[str, str], partitions: int | None = Non
         if session is not None:
             session.stop()
         reason = " ".join(str(exc).split())[:500]
-        raise ProjectionError(f"Spark did not start a session on {master} ({reason}); check --master and --conf "
-                              "(Spark's own messages above say more)") from None
+        raise ProjectionError(
+            f"Spark did not start a session on {master} ({reason}); check --master and --conf "
+            "(Spark's own messages above say more)"
+        ) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -21,8 +21,13 @@ MAX_GENERATED = 10_000_000
 
 
 @example.command()
-@click.option("--messages", default=1000, show_default=True, type=click.IntRange(0, MAX_GENERATED),
-              help="How many messages to generate.")
+@click.option(
+    "--messages",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(0, MAX_GENERATED),
+    help="How many messages to generate.",
+)
 @click.option("--rooms", default=3, show_default=True, type=click.IntRange(1, 100_000), help="How many rooms.")
 @click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same stream).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .jsonl file.")
@@ -42,8 +47,10 @@ def _cursor(value: str | None) -> tuple[int, bytes] | None:
     except ValueError:
         cursor = None
     if not sep or cursor is None or not 0 <= cursor[0] < 2**63:
-        raise InvalidInput("--before must be TS_MS:ID_HEX (milliseconds from 0 to 2**63-1, a colon, the message "
-                           f"id in hex, as `example page --json` gives ts_ms and id); got {value!r}")
+        raise InvalidInput(
+            "--before must be TS_MS:ID_HEX (milliseconds from 0 to 2**63-1, a colon, the message "
+            f"id in hex, as `example page --json` gives ts_ms and id); got {value!r}"
+        )
     return cursor
 
 
@@ -68,8 +75,13 @@ def page(obj, room: str, before: str | None, limit: int, as_json: bool):
 @example.command()
 @click.argument("room")
 @click.argument("text")
-@click.option("--key", "secret_key", required=True, envvar="TESSERA_EXAMPLE_KEY",
-              help="Author's Ed25519 seed, 64 hex (or TESSERA_EXAMPLE_KEY).")
+@click.option(
+    "--key",
+    "secret_key",
+    required=True,
+    envvar="TESSERA_EXAMPLE_KEY",
+    help="Author's Ed25519 seed, 64 hex (or TESSERA_EXAMPLE_KEY).",
+)
 @click.pass_obj
 def post(obj, room: str, text: str, secret_key: str):
     """Post TEXT to ROOM (recorded now, published by the tick)."""

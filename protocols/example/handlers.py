@@ -14,13 +14,24 @@ WAITING_FOR_MESSAGE = "example.message"
 
 def decode(blob: bytes) -> Envelope:
     message = wire.parse(blob)
-    return Envelope(protocol="example", type=message["kind"], event_id=bytes.fromhex(message["id"]),
-                    partition_key=message["room"], created_at_ms=message["ts"], payload=message)
+    return Envelope(
+        protocol="example",
+        type=message["kind"],
+        event_id=bytes.fromhex(message["id"]),
+        partition_key=message["room"],
+        created_at_ms=message["ts"],
+        payload=message,
+    )
 
 
 def _posted(message: dict) -> Event:
-    return Event("message_posted", bytes.fromhex(message["id"]), message["room"], message["ts"],
-                 {"author": message["author"], "text": message["body"]})
+    return Event(
+        "message_posted",
+        bytes.fromhex(message["id"]),
+        message["room"],
+        message["ts"],
+        {"author": message["author"], "text": message["body"]},
+    )
 
 
 def handle_post(ctx, envelope: Envelope) -> Result:
@@ -32,14 +43,20 @@ def handle_post(ctx, envelope: Envelope) -> Result:
 def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
     message = envelope.payload
     target = message["body"]
-    row = ctx.db.one("SELECT author FROM example_messages WHERE room = ? AND id = ?",
-                     (message["room"], bytes.fromhex(target)))
+    row = ctx.db.one(
+        "SELECT author FROM example_messages WHERE room = ? AND id = ?", (message["room"], bytes.fromhex(target))
+    )
     if row is None:
         return Blocked(WAITING_FOR_MESSAGE, target, "delete arrived before the message it removes")
     if row[0] != message["author"]:
         raise PermanentError(f"only the author may delete message {target[:12]}…")
-    event = Event("message_deleted", bytes.fromhex(message["id"]), message["room"], message["ts"],
-                  {"target": target, "author": message["author"]})
+    event = Event(
+        "message_deleted",
+        bytes.fromhex(message["id"]),
+        message["room"],
+        message["ts"],
+        {"target": target, "author": message["author"]},
+    )
     return Result(events=[event])
 
 
@@ -57,6 +74,11 @@ def command_post(ctx, params: dict) -> Result:
     ts = int(params.get("ts_ms") or ctx.now_ms)
     blob = wire.sign("post", room, text, ts, key)
     message = wire.parse(blob)
-    return Result(events=[_posted(message)],
-                  intents=[EnqueueOutgoing(blob, transport=params.get("transport", "loopback"),
-                                           idempotency_key=f"example:{message['id']}")])
+    return Result(
+        events=[_posted(message)],
+        intents=[
+            EnqueueOutgoing(
+                blob, transport=params.get("transport", "loopback"), idempotency_key=f"example:{message['id']}"
+            )
+        ],
+    )

@@ -16,8 +16,10 @@ def _message_posted(conn, event: StoredEvent) -> None:
 
 
 def _message_deleted(conn, event: StoredEvent) -> None:
-    conn.execute("UPDATE example_messages SET deleted = 1 WHERE room = ? AND id = ?",
-                 (event.partition_key, bytes.fromhex(event.data["target"])))
+    conn.execute(
+        "UPDATE example_messages SET deleted = 1 WHERE room = ? AND id = ?",
+        (event.partition_key, bytes.fromhex(event.data["target"])),
+    )
 
 
 def _count(conn, event: StoredEvent, posted: int, deleted: int) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from core.db import Database
 
 _NEWEST = (
-    "SELECT ts_ms, id, author, text, deleted FROM example_messages WHERE room = ? "
-    "ORDER BY ts_ms DESC, id DESC LIMIT ?"
+    "SELECT ts_ms, id, author, text, deleted FROM example_messages WHERE room = ? ORDER BY ts_ms DESC, id DESC LIMIT ?"
 )
 # A row-value comparison lets SQLite seek the (room, ts_ms DESC, id DESC) index directly.
 _OLDER = (
@@ -27,4 +26,4 @@ def page(db: Database, room: str, *, before: tuple[int, bytes] | None = None, li
 
 def rooms(db: Database) -> list[dict]:
     rows = db.all("SELECT room, message_count, deleted_count, last_ts_ms FROM example_rooms ORDER BY room")
-    return [dict(zip(("room", "messages", "deleted", "last_ts_ms"), r)) for r in rows]
+    return [dict(zip(("room", "messages", "deleted", "last_ts_ms"), r, strict=False)) for r in rows]

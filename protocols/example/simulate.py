@@ -10,8 +10,17 @@ from core.encoding import dumps
 from protocols.example import wire
 
 
-def generate(messages: int, *, rooms: int = 3, authors: int = 4, seed: int = 0, duplicates: float = 0.05,
-             garbage: float = 0.01, deletes: float = 0.05, start_ms: int = 1_700_000_000_000) -> list[bytes]:
+def generate(
+    messages: int,
+    *,
+    rooms: int = 3,
+    authors: int = 4,
+    seed: int = 0,
+    duplicates: float = 0.05,
+    garbage: float = 0.01,
+    deletes: float = 0.05,
+    start_ms: int = 1_700_000_000_000,
+) -> list[bytes]:
     """Wire blobs in a plausible delivery order.
 
     Timestamps advance in bursts so many messages share one millisecond; some

@@ -66,7 +66,8 @@ def parse(blob: bytes) -> dict:
         raise DecodeError("id does not match the message content")
     try:
         nacl.signing.VerifyKey(bytes.fromhex(message["author"])).verify(
-            bytes.fromhex(message["id"]), bytes.fromhex(message["sig"]))
+            bytes.fromhex(message["id"]), bytes.fromhex(message["sig"])
+        )
     except (nacl.exceptions.BadSignatureError, ValueError):
         raise DecodeError("signature does not verify against the author key") from None
     return message

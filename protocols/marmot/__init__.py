@@ -24,8 +24,9 @@ def register_protocol():
         commands={
             "join": Command(commands.command_join, description="join a group from a Welcome"),
             "send": Command(commands.command_send, description="send a chat message to a group"),
-            "backfill": Command(ingest.backfill, manages_transactions=True,
-                                description="process a batch of relay events for one group"),
+            "backfill": Command(
+                ingest.backfill, manages_transactions=True, description="process a batch of relay events for one group"
+            ),
         },
         projectors=(projectors.PROCESSED, projectors.HISTORY),
         description="Marmot group messaging: MLS over Nostr kind-445 events",

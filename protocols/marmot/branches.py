@@ -19,9 +19,9 @@ them open too.
 
 from __future__ import annotations
 
-import protocols.mls as mls
 from core.intents import EnqueueRecheck
 from core.records import Result
+from protocols import mls
 from protocols.marmot import facts, group, rumors
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key
@@ -64,12 +64,20 @@ def _commit(item: Item, branch: group.Branch, header: mls.MessageHeader, message
             return item.fail(mls_reason(exc), epoch=header.epoch, content_type="commit")
         if isinstance(result, mls.CommitApplied):
             gid = item.outer.gid
-            intents = [group.branch_intent(item.values, gid, branch.epoch, branch.digest, result.new_state),
-                       EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, item.group.state.epoch + 1))]
-    return item.fail("invalidated_branch", f"commit on the branch that lost epoch {branch.epoch}",
-                     epoch=header.epoch, content_type="commit", intents=intents)
+            intents = [
+                group.branch_intent(item.values, gid, branch.epoch, branch.digest, result.new_state),
+                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, item.group.state.epoch + 1)),
+            ]
+    return item.fail(
+        "invalidated_branch",
+        f"commit on the branch that lost epoch {branch.epoch}",
+        epoch=header.epoch,
+        content_type="commit",
+        intents=intents,
+    )
 
 
 def _invalidated(item: Item, epoch: int, content_type: str, rumor: dict | None = None) -> Result:
-    return item.fact(facts.OUTER_INVALIDATED, intents=item.kept(epoch), epoch=epoch, content_type=content_type,
-                     rumor=rumor)
+    return item.fact(
+        facts.OUTER_INVALIDATED, intents=item.kept(epoch), epoch=epoch, content_type=content_type, rumor=rumor
+    )

@@ -43,37 +43,93 @@ def _require_group(app, gid: str) -> None:
 
 
 @marmot.command()
-@click.option("--members", default=4, show_default=True, type=click.IntRange(2, 100),
-              help="Members besides the observer.")
-@click.option("--messages", default=200, show_default=True, type=click.IntRange(0, 1_000_000),
-              help="Visible messages to send.")
-@click.option("--commits", default=8, show_default=True, type=click.IntRange(0, 10_000),
-              help="Commits (races included).")
-@click.option("--races", default=2, show_default=True, type=click.IntRange(0, 10_000),
-              help="Commits that race a competitor for their epoch.")
-@click.option("--deletions", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
-              help="Members deleting one of their own messages.")
-@click.option("--garbage", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
-              help="Garbage lines mixed into the stream.")
-@click.option("--duplicates", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
-              help="Events delivered twice.")
-@click.option("--order", type=click.Choice(ORDERS), default="relay", show_default=True,
-              help="Delivery order: relay-like swaps, oldest first, newest first, newest page first, shuffled.")
-@click.option("--page", default=500, show_default=True, type=click.IntRange(1, 1_000_000),
-              help="Events per page of --order paged.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
-              help="Random seed (same seed, same stream).")
+@click.option(
+    "--members", default=4, show_default=True, type=click.IntRange(2, 100), help="Members besides the observer."
+)
+@click.option(
+    "--messages", default=200, show_default=True, type=click.IntRange(0, 1_000_000), help="Visible messages to send."
+)
+@click.option(
+    "--commits", default=8, show_default=True, type=click.IntRange(0, 10_000), help="Commits (races included)."
+)
+@click.option(
+    "--races",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="Commits that race a competitor for their epoch.",
+)
+@click.option(
+    "--deletions",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 1_000_000),
+    help="Members deleting one of their own messages.",
+)
+@click.option(
+    "--garbage",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 1_000_000),
+    help="Garbage lines mixed into the stream.",
+)
+@click.option(
+    "--duplicates", default=10, show_default=True, type=click.IntRange(0, 1_000_000), help="Events delivered twice."
+)
+@click.option(
+    "--order",
+    type=click.Choice(ORDERS),
+    default="relay",
+    show_default=True,
+    help="Delivery order: relay-like swaps, oldest first, newest first, newest page first, shuffled.",
+)
+@click.option(
+    "--page",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Events per page of --order paged.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 2**63 - 1),
+    help="Random seed (same seed, same stream).",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
-def simulate(members: int, messages: int, commits: int, races: int, deletions: int, garbage: int, duplicates: int,
-             order: str, page: int, seed: int, out: Path):
+def simulate(
+    members: int,
+    messages: int,
+    commits: int,
+    races: int,
+    deletions: int,
+    garbage: int,
+    duplicates: int,
+    order: str,
+    page: int,
+    seed: int,
+    out: Path,
+):
     """Run a real group and write its relay stream plus the observer's files."""
     from protocols.marmot import simulate as sim
 
     if races > commits:
         raise InvalidInput("--races counts commits too: it cannot be more than --commits")
-    result = sim.simulate(sim.Config(members=members, messages=messages, commits=commits, races=races,
-                                     deletions=deletions, garbage=garbage, duplicates=duplicates, order=order,
-                                     page=page, seed=seed))
+    result = sim.simulate(
+        sim.Config(
+            members=members,
+            messages=messages,
+            commits=commits,
+            races=races,
+            deletions=deletions,
+            garbage=garbage,
+            duplicates=duplicates,
+            order=order,
+            page=page,
+            seed=seed,
+        )
+    )
     out.mkdir(parents=True, exist_ok=True)
     (out / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (out / "observer.identity.json").write_text(json.dumps(result.identity, indent=2) + "\n")
@@ -84,16 +140,27 @@ def simulate(members: int, messages: int, commits: int, races: int, deletions: i
 
 
 @marmot.command()
-@click.option("--identity", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSON file with identity and key_package_private (hex).")
-@click.option("--welcome", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSON file with the welcome (hex).")
+@click.option(
+    "--identity",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="JSON file with identity and key_package_private (hex).",
+)
+@click.option(
+    "--welcome",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="JSON file with the welcome (hex).",
+)
 @click.pass_obj
 def join(obj, identity: Path, welcome: Path):
     """Join a group from a Welcome (needs TESSERA_MARMOT_STATE_KEY or _KEY_FILE)."""
     who, invite = _read_json(identity, "identity"), _read_json(welcome, "welcome")
-    params = {"identity": who.get("identity"), "key_package_private": who.get("key_package_private"),
-              "welcome": invite.get("welcome")}
+    params = {
+        "identity": who.get("identity"),
+        "key_package_private": who.get("key_package_private"),
+        "welcome": invite.get("welcome"),
+    }
     outcome = obj.app().runtime.run_command("marmot.join", params)
     if not outcome.events:
         click.echo("already a member of that group")
@@ -156,9 +223,13 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
 
 @marmot.command()
 @click.option("--group", "gid", required=True, help="Group id (64 hex).")
-@click.option("--state", default="Failed", show_default=True,
-              type=click.Choice(["Created", "Processed", "ProcessedCommit", "Failed", "EpochInvalidated",
-                                 "Retryable"]), help="Which processing state to list.")
+@click.option(
+    "--state",
+    default="Failed",
+    show_default=True,
+    type=click.Choice(["Created", "Processed", "ProcessedCommit", "Failed", "EpochInvalidated", "Retryable"]),
+    help="Which processing state to list.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def outer(obj, gid: str, state: str, as_json: bool):
@@ -170,8 +241,10 @@ def outer(obj, gid: str, state: str, as_json: bool):
         click.echo(json.dumps(rows, indent=2))
         return
     for row in rows:
-        click.echo(f"{row['created_at']}:{row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
-                   f"{row['detail'] or ''}")
+        click.echo(
+            f"{row['created_at']}:{row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
+            f"{row['detail'] or ''}"
+        )
     click.echo(f"{len(rows)} {state}")
 
 
@@ -199,5 +272,7 @@ def backfill(obj, gid: str, source: Path):
         raise InvalidInput(f"{source}: cannot read ({exc})") from None
     report = obj.app().runtime.run_command("marmot.backfill", {"group": _gid(gid), "events": lines}).result
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
-    click.echo(f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
-               f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds")
+    click.echo(
+        f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
+        f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds"
+    )

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import protocols.mls as mls
 from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, EnqueueRecheck
 from core.records import Result
+from protocols import mls
 from protocols.marmot import facts, group, outer, rumors
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import GroupNotFound
@@ -39,8 +39,7 @@ def command_join(ctx: Any, params: dict) -> Result:
     try:
         identity = mls.identity_from_bytes(_hex_param(params, "identity"))
         private = mls.key_package_private_from_bytes(_hex_param(params, "key_package_private"))
-        state = mls.join_from_welcome(identity, private, welcome,
-                                      max_past_epochs=marmot_settings.current().past_epochs)
+        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=marmot_settings.current().past_epochs)
     except mls.MlsError as exc:
         raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
     if len(state.group_id) != 32:
@@ -50,13 +49,22 @@ def command_join(ctx: Any, params: dict) -> Result:
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
-    intents = [group.state_intent(values, gid, state),
-               group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch))]
+    intents = [
+        group.state_intent(values, gid, state),
+        group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
+    ]
     check = keycheck_intent(values)
     intents += [check] if check is not None else []
     intents.append(EnqueueRecheck(WAITING_FOR_GROUP, gid))  # events that arrived before we joined
-    fact = facts.joined(gid, state.epoch, state.own_credential, len(state.member_credentials()),
-                        sorted(state.admins), hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
+    fact = facts.joined(
+        gid,
+        state.epoch,
+        state.own_credential,
+        len(state.member_credentials()),
+        sorted(state.admins),
+        hashlib.sha256(welcome).hexdigest(),
+        ctx.now_ms,
+    )
     return Result(events=[fact], intents=intents)
 
 
@@ -85,10 +93,12 @@ def command_send(ctx: Any, params: dict) -> Result:
     draw = outer.derived_rng(state.own_signing_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
     event = outer.seal(state, message, gid, created_at, rng=draw)
-    fact = facts.about(facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch,
-                       rumor=rumor)
-    publish = EnqueueOutgoing(outer.to_bytes(event), transport=params.get("transport", "loopback"),
-                              idempotency_key=f"marmot:{event['id']}")
+    fact = facts.about(
+        facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch, rumor=rumor
+    )
+    publish = EnqueueOutgoing(
+        outer.to_bytes(event), transport=params.get("transport", "loopback"), idempotency_key=f"marmot:{event['id']}"
+    )
     return Result(events=[fact], intents=[group.state_intent(SealedValues(ctx.state), gid, new_state), publish])
 
 

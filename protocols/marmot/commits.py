@@ -24,9 +24,9 @@ import hashlib
 
 import attrs
 
-import protocols.mls as mls
 from core.intents import EnqueueDeferred, EnqueueRecheck
 from core.records import Blocked, Event, Result
+from protocols import mls
 from protocols.marmot import facts, group, settings
 from protocols.marmot.group import EpochRecord
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
@@ -82,8 +82,12 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     values, gid = item.values, item.outer.gid
     record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
     meta, dropped = item.group.meta.with_applied(record, settings.current().snapshots)
-    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta),
-               *item.kept(epoch), *group.forget_intents(values, gid, dropped, window_start=meta.window_start)]
+    intents = [
+        item.state_intent(result.new_state),
+        group.meta_intent(values, meta),
+        *item.kept(epoch),
+        *group.forget_intents(values, gid, dropped, window_start=meta.window_start),
+    ]
     if meta.record(epoch) is not None:
         intents.append(group.snapshot_intent(values, gid, epoch, item.group.snapshot_bytes))
     intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, result.new_epoch)))
@@ -92,11 +96,21 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
 
 def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, generation: int) -> Event:
     state = result.new_state
-    return facts.about(facts.COMMIT_APPLIED, item.outer, generation, epoch=epoch, new_epoch=result.new_epoch,
-                       committer=result.committer_credential, added=list(result.added),
-                       removed=list(result.removed), updated=list(result.updated), admins=sorted(result.admins),
-                       members=len(state.member_credentials()), we_were_removed=result.we_were_removed,
-                       digest=digest)
+    return facts.about(
+        facts.COMMIT_APPLIED,
+        item.outer,
+        generation,
+        epoch=epoch,
+        new_epoch=result.new_epoch,
+        committer=result.committer_credential,
+        added=list(result.added),
+        removed=list(result.removed),
+        updated=list(result.updated),
+        admins=sorted(result.admins),
+        members=len(state.member_credentials()),
+        we_were_removed=result.we_were_removed,
+        digest=digest,
+    )
 
 
 def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
@@ -105,8 +119,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     record = meta.record(epoch)
     if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
-        return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch,
-                         content_type="commit")
+        return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit")
     known = record.candidate(digest) is not None
     result = None
     if not known:
@@ -122,17 +135,29 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
         return rollback(item, message, updated.winner.digest, updated, result)
     meta_intents = [group.meta_intent(item.values, meta.with_record(updated)), *item.kept(epoch)]
     if digest == record.applied:
-        return item.fact(facts.COMMIT_REWRAPPED, intents=meta_intents, epoch=epoch,
-                         original_outer_id=record.applied_candidate.cursor.id)
+        return item.fact(
+            facts.COMMIT_REWRAPPED,
+            intents=meta_intents,
+            epoch=epoch,
+            original_outer_id=record.applied_candidate.cursor.id,
+        )
     if not known:  # a new loser: keep its branch, and let waiting events try its keys
-        meta_intents += [group.branch_intent(item.values, item.outer.gid, epoch, digest, result.new_state),
-                         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1))]
-    return item.fail("commit_lost_race", f"commit lost the race for epoch {epoch}", epoch=epoch,
-                     content_type="commit", intents=meta_intents)
+        meta_intents += [
+            group.branch_intent(item.values, item.outer.gid, epoch, digest, result.new_state),
+            EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)),
+        ]
+    return item.fail(
+        "commit_lost_race",
+        f"commit lost the race for epoch {epoch}",
+        epoch=epoch,
+        content_type="commit",
+        intents=meta_intents,
+    )
 
 
-def rollback(item: Item, message: bytes, winner: str, record: EpochRecord,
-             result: mls.CommitApplied | None = None) -> Result:
+def rollback(
+    item: Item, message: bytes, winner: str, record: EpochRecord, result: mls.CommitApplied | None = None
+) -> Result:
     """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item);
     ``result`` is that application when :func:`compete` already made it to validate a new commit."""
     gid, epoch, values = item.outer.gid, record.epoch, item.values
@@ -147,16 +172,21 @@ def rollback(item: Item, message: bytes, winner: str, record: EpochRecord,
     loser = old.meta.record(epoch).applied_candidate
     meta, dead = old.meta.rolled_back(attrs.evolve(record, applied=winner))
     changes, retry_epochs = _changes(item, epoch, record.candidate(winner))
-    events = [facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
-              _applied(item, result, epoch, winner, meta.generation)]
-    intents = [item.state_intent(result.new_state), group.meta_intent(values, meta),
-               *group.forget_intents(values, gid, dead),
-               # The old main becomes the branch of the commit that lost; the winner's branch is main now.
-               group.branch_intent(values, gid, epoch, loser.digest, old.state),
-               group.branch_intent(values, gid, epoch, winner, None),
-               *item.kept(epoch),
-               # Everything waiting sits on the old main's next epoch: wake it for the new branch.
-               EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1))]
+    events = [
+        facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
+        _applied(item, result, epoch, winner, meta.generation),
+    ]
+    intents = [
+        item.state_intent(result.new_state),
+        group.meta_intent(values, meta),
+        *group.forget_intents(values, gid, dead),
+        # The old main becomes the branch of the commit that lost; the winner's branch is main now.
+        group.branch_intent(values, gid, epoch, loser.digest, old.state),
+        group.branch_intent(values, gid, epoch, winner, None),
+        *item.kept(epoch),
+        # Everything waiting sits on the old main's next epoch: wake it for the new branch.
+        EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
+    ]
     intents += _requeue(item, retry_epochs, meta.generation)
     return Result(events=events, intents=intents)
 
@@ -171,7 +201,8 @@ def _changes(item: Item, epoch: int, winner: group.Candidate) -> tuple[facts.Rol
             rumors.append(rumor_id.hex())
     retry = {outer_id.hex(): at for outer_id, at in db.all(_RETRYABLE, (key, epoch))}
     changes = facts.Rollback(
-        invalidated=tuple(invalidated), invalidated_rumors=tuple(dict.fromkeys(rumors)),
+        invalidated=tuple(invalidated),
+        invalidated_rumors=tuple(dict.fromkeys(rumors)),
         lost_commits=tuple(o.hex() for (o,) in db.all(_LOST_COMMITS, (key, epoch))),
         won_commits=tuple(w for w in winner.wrappers if w != item.outer.id),
         dead_commits=tuple(o.hex() for (o,) in db.all(_DEAD_COMMITS, (key, epoch))),
@@ -186,6 +217,12 @@ def _requeue(item: Item, retry_epochs: dict[str, int], generation: int) -> list[
     for outer_id, epoch in retry_epochs.items():
         raw = group.kept_raw(item.ctx.state, gid, epoch, outer_id)
         if raw is not None:
-            intents.append(EnqueueDeferred(raw, item.ctx.now_ms, partition_key=gid,
-                                           idempotency_key=f"marmot:retry:{gid}:{outer_id}:{generation}"))
+            intents.append(
+                EnqueueDeferred(
+                    raw,
+                    item.ctx.now_ms,
+                    partition_key=gid,
+                    idempotency_key=f"marmot:retry:{gid}:{outer_id}:{generation}",
+                )
+            )
     return intents

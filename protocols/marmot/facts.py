@@ -36,8 +36,15 @@ OUTER_INVALIDATED = "outer_invalidated"
 EPOCH_ROLLED_BACK = "epoch_rolled_back"
 
 # Facts that close the processing of an outer event successfully.
-PROCESSED_FACTS = (RUMOR_RECEIVED, OWN_MESSAGE_ECHOED, OUTER_PROCESSED, COMMIT_APPLIED, COMMIT_REWRAPPED,
-                   PROPOSAL_RECEIVED, DELETION_RECEIVED)
+PROCESSED_FACTS = (
+    RUMOR_RECEIVED,
+    OWN_MESSAGE_ECHOED,
+    OUTER_PROCESSED,
+    COMMIT_APPLIED,
+    COMMIT_REWRAPPED,
+    PROPOSAL_RECEIVED,
+    DELETION_RECEIVED,
+)
 
 REASONS = {
     "malformed_payload": "the content is not a NIP-44 v2 payload",
@@ -92,21 +99,37 @@ def fact_id(kind: str, gid: str, outer_id: str, generation: int) -> bytes:
 def about(fact_type: str, outer: Outer, generation: int, /, **data: Any) -> Event:
     """A fact about ``outer`` (its time is the outer event's time)."""
     payload = {"outer_id": outer.id, "outer_created_at": outer.created_at, "generation": generation, **data}
-    return Event(fact_type, fact_id(fact_type, outer.gid, outer.id, generation), outer.gid,
-                 outer.created_at * 1000, payload)
+    return Event(
+        fact_type, fact_id(fact_type, outer.gid, outer.id, generation), outer.gid, outer.created_at * 1000, payload
+    )
 
 
-def failed(outer: Outer, generation: int, reason: str, detail: str = "", *, epoch: int | None = None,
-           content_type: str | None = None) -> Event:
+def failed(
+    outer: Outer,
+    generation: int,
+    reason: str,
+    detail: str = "",
+    *,
+    epoch: int | None = None,
+    content_type: str | None = None,
+) -> Event:
     """Outer event failed for ``reason`` (a word of :data:`REASONS`)."""
     if reason not in REASONS:
         raise ValueError(f"unknown failure reason {reason!r}")  # a typo here would corrupt the vocabulary
-    return about(OUTER_FAILED, outer, generation, reason=reason, detail=detail or REASONS[reason], epoch=epoch,
-                 content_type=content_type)
+    return about(
+        OUTER_FAILED,
+        outer,
+        generation,
+        reason=reason,
+        detail=detail or REASONS[reason],
+        epoch=epoch,
+        content_type=content_type,
+    )
 
 
-def joined(gid: str, epoch: int, self_pubkey: str, members: int, admins: list[str], welcome_digest: str,
-           now_ms: int) -> Event:
+def joined(
+    gid: str, epoch: int, self_pubkey: str, members: int, admins: list[str], welcome_digest: str, now_ms: int
+) -> Event:
     data = {"epoch": epoch, "self": self_pubkey, "members": members, "admins": admins, "joined_at_ms": now_ms}
     return Event(GROUP_JOINED, derive_event_id("marmot", GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
 
@@ -135,7 +158,11 @@ class Rollback:
 def rolled_back(outer: Outer, epoch: int, loser: Cursor, generation: int, changes: Rollback) -> Event:
     """One fact per rollback: which commit won, and how every event it touches moves."""
     event_id = derive_event_id("marmot", EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id, generation)
-    data = {"epoch": epoch, "winner": {"outer_id": outer.id, "created_at": outer.created_at},
-            "loser": {"outer_id": loser.id, "created_at": loser.created_at}, "generation": generation,
-            **{name: list(value) for name, value in attrs.asdict(changes).items()}}
+    data = {
+        "epoch": epoch,
+        "winner": {"outer_id": outer.id, "created_at": outer.created_at},
+        "loser": {"outer_id": loser.id, "created_at": loser.created_at},
+        "generation": generation,
+        **{name: list(value) for name, value in attrs.asdict(changes).items()},
+    }
     return Event(EPOCH_ROLLED_BACK, event_id, outer.gid, outer.created_at * 1000, data)

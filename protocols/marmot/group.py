@@ -29,9 +29,9 @@ from typing import Any
 
 import attrs
 
-import protocols.mls as mls
 from core.intents import WriteProtocolState
 from core.state import ProtocolState
+from protocols import mls
 from protocols.marmot import keys
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.state_store import (
@@ -118,7 +118,7 @@ class GroupMeta:
 
     def with_applied(self, record: EpochRecord, keep: int) -> tuple[GroupMeta, list[EpochRecord]]:
         """Meta after a commit of the newest epoch was applied; also the records that left the window."""
-        records = tuple(r for r in self.records if r.epoch < record.epoch) + (record,)
+        records = (*tuple(r for r in self.records if r.epoch < record.epoch), record)
         dropped = list(records[:-keep])
         return attrs.evolve(self, records=records[-keep:]), dropped
 
@@ -128,26 +128,43 @@ class GroupMeta:
     def rolled_back(self, record: EpochRecord) -> tuple[GroupMeta, list[EpochRecord]]:
         """Meta after ``record`` changed the commit of its epoch; also the records of the dead branch."""
         dropped = [r for r in self.records if r.epoch > record.epoch]
-        records = tuple(r for r in self.records if r.epoch < record.epoch) + (record,)
+        records = (*tuple(r for r in self.records if r.epoch < record.epoch), record)
         return attrs.evolve(self, records=records, generation=self.generation + 1), dropped
 
     def to_bytes(self) -> bytes:
-        return json.dumps({
-            "version": 2, "gid": self.gid, "joined_epoch": self.joined_epoch, "generation": self.generation,
-            "records": [[r.epoch, r.applied, [[c.digest, c.cursor.created_at, c.cursor.id, list(c.wrappers)]
-                                              for c in r.candidates]] for r in self.records],
-        }, separators=(",", ":")).encode()
+        return json.dumps(
+            {
+                "version": 2,
+                "gid": self.gid,
+                "joined_epoch": self.joined_epoch,
+                "generation": self.generation,
+                "records": [
+                    [
+                        r.epoch,
+                        r.applied,
+                        [[c.digest, c.cursor.created_at, c.cursor.id, list(c.wrappers)] for c in r.candidates],
+                    ]
+                    for r in self.records
+                ],
+            },
+            separators=(",", ":"),
+        ).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> GroupMeta:
         raw = json.loads(data)
         if raw.get("version") != 2:  # the first layout: one applied commit per epoch, no branches
             snapshots = set(raw["snapshots"])
-            records = tuple(EpochRecord(e, d, (Candidate(d, Cursor(t, i), (i,)),))
-                            for e, t, i, d in raw["commits"] if e in snapshots)
+            records = tuple(
+                EpochRecord(e, d, (Candidate(d, Cursor(t, i), (i,)),))
+                for e, t, i, d in raw["commits"]
+                if e in snapshots
+            )
             return cls(raw["gid"], raw["joined_epoch"], raw["generation"], records)
-        records = tuple(EpochRecord(e, applied, tuple(Candidate(d, Cursor(t, i), tuple(w)) for d, t, i, w in cands))
-                        for e, applied, cands in raw["records"])
+        records = tuple(
+            EpochRecord(e, applied, tuple(Candidate(d, Cursor(t, i), tuple(w)) for d, t, i, w in cands))
+            for e, applied, cands in raw["records"]
+        )
         return cls(raw["gid"], raw["joined_epoch"], raw["generation"], records)
 
 
@@ -189,8 +206,9 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
         return None
     meta = _open(values, meta_name(gid), sealed_meta, GroupMeta.from_bytes)
     sealed_state = values.raw(state_name(gid))
-    snapshot_bytes, engine_state = _open(values, state_name(gid), sealed_state,
-                                         lambda plain: (plain, mls.restore(plain)))
+    snapshot_bytes, engine_state = _open(
+        values, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain))
+    )
     return LoadedGroup(gid, meta, engine_state, snapshot_bytes)
 
 
@@ -249,8 +267,9 @@ def load_branches(state: ProtocolState, meta: GroupMeta) -> list[Branch]:
     return found
 
 
-def branch_intent(values: SealedValues, gid: str, epoch: int, digest: str,
-                  branch_state: mls.GroupState | None) -> WriteProtocolState:
+def branch_intent(
+    values: SealedValues, gid: str, epoch: int, digest: str, branch_state: mls.GroupState | None
+) -> WriteProtocolState:
     """Store (None: delete) the state of the branch of ``digest`` at ``epoch``."""
     name = branch_name(gid, epoch, digest)
     if branch_state is None:
@@ -269,8 +288,9 @@ def kept_raw(state: ProtocolState, gid: str, epoch: int, outer_id: str) -> bytes
     return state.get(kept_name(gid, epoch, outer_id))
 
 
-def forget_intents(values: SealedValues, gid: str, records: list[EpochRecord], *,
-                   window_start: int | None = None) -> list[WriteProtocolState]:
+def forget_intents(
+    values: SealedValues, gid: str, records: list[EpochRecord], *, window_start: int | None = None
+) -> list[WriteProtocolState]:
     """Delete what was kept for ``records`` (their snapshots and branches) and, given the
     new ``window_start``, the raw events no race can change any more (epochs up to it)."""
     intents = []
@@ -278,8 +298,9 @@ def forget_intents(values: SealedValues, gid: str, records: list[EpochRecord], *
         intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
         intents += [WriteProtocolState(name, None) for name in values.names(branch_prefix(gid, record.epoch))]
     if records and window_start is not None:  # only a moved window frees kept events
-        intents += [WriteProtocolState(name, None) for name in values.names(kept_prefix(gid))
-                    if epoch_of(name) <= window_start]
+        intents += [
+            WriteProtocolState(name, None) for name in values.names(kept_prefix(gid)) if epoch_of(name) <= window_start
+        ]
     return intents
 
 

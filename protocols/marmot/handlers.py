@@ -26,9 +26,9 @@ from typing import Any
 
 import attrs
 
-import protocols.mls as mls
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
+from protocols import mls
 from protocols.marmot import branches, commits, group, messages, nostr, observe, outer
 from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
@@ -50,8 +50,14 @@ def decode(blob: bytes) -> Envelope:
         if exc.reason == "shape":  # undecodable, not merely unverified: name the field, park at once
             raise MalformedInput(exc.field, f"not a valid Marmot group event: {exc}") from None
         raise DecodeError(f"not a valid Marmot group event ({exc.reason}): {exc}") from None
-    return Envelope(protocol=PROTOCOL, type=GROUP_EVENT, event_id=bytes.fromhex(event["id"]), partition_key=gid,
-                    created_at_ms=event["created_at"] * 1000, payload=event)
+    return Envelope(
+        protocol=PROTOCOL,
+        type=GROUP_EVENT,
+        event_id=bytes.fromhex(event["id"]),
+        partition_key=gid,
+        created_at_ms=event["created_at"] * 1000,
+        payload=event,
+    )
 
 
 def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:

@@ -34,10 +34,14 @@ PROCESSED_STATES = ("Processed", "ProcessedCommit", "EpochInvalidated")
 RACE_REASONS = ("commit_lost_race", "invalidated_branch")
 HIDDEN_BY_DEFAULT = ("EpochInvalidated",)
 
-_LOOKUP = ("SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
-           "FROM marmot_processed WHERE gid = ? AND outer_id = ?")
-_BY_RUMOR = ("SELECT state, rumor_pubkey, outer_id FROM marmot_processed "
-             "WHERE gid = ? AND rumor_id = ? AND rumor_id IS NOT NULL LIMIT 1")
+_LOOKUP = (
+    "SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
+    "FROM marmot_processed WHERE gid = ? AND outer_id = ?"
+)
+_BY_RUMOR = (
+    "SELECT state, rumor_pubkey, outer_id FROM marmot_processed "
+    "WHERE gid = ? AND rumor_id = ? AND rumor_id IS NOT NULL LIMIT 1"
+)
 _MARK = (
     "INSERT INTO marmot_processed(gid, outer_id, outer_created_at, state, content_type, epoch, rumor_id, "
     "rumor_pubkey, reason, detail, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -48,8 +52,10 @@ _MARK = (
     "   OR (marmot_processed.state = 'Created' AND excluded.state = 'Processed')"
 )
 # Only ever forward: the stored cursor must be strictly older than the new one.
-_ADVANCE = ("UPDATE marmot_groups SET resume_created_at = ?, resume_id = ? "
-            f"WHERE gid = ? AND {older_sql('resume_created_at', 'resume_id')}")
+_ADVANCE = (
+    "UPDATE marmot_groups SET resume_created_at = ?, resume_id = ? "
+    f"WHERE gid = ? AND {older_sql('resume_created_at', 'resume_id')}"
+)
 # A rumor seen again keeps its row, except that a valid copy replaces one that
 # only a losing branch carried (a re-send after a rollback, as MDK upserts).
 _ADD_RUMOR = (
@@ -61,8 +67,10 @@ _ADD_RUMOR = (
     "WHERE marmot_messages.state = 'EpochInvalidated' AND excluded.state <> 'EpochInvalidated'"
 )
 # Deleted rows keep their content for a possible undo, but never show it.
-_COLUMNS = ("rumor_id, created_at, pubkey, kind, CASE WHEN state = 'Deleted' THEN '' ELSE content END, tags, "
-            "outer_id, outer_created_at, epoch, state")
+_COLUMNS = (
+    "rumor_id, created_at, pubkey, kind, CASE WHEN state = 'Deleted' THEN '' ELSE content END, tags, "
+    "outer_id, outer_created_at, epoch, state"
+)
 
 
 @attrs.frozen
@@ -97,14 +105,36 @@ class GroupHistoryStore:
 
     # --- writes (projectors) -------------------------------------------------
 
-    def mark_outer_event_processed(self, outer: Cursor, state: str, *, content_type: str | None = None,
-                                   epoch: int | None = None, rumor_id: str | None = None,
-                                   rumor_pubkey: str | None = None, reason: str | None = None,
-                                   detail: str | None = None, raw: str | None = None) -> None:
+    def mark_outer_event_processed(
+        self,
+        outer: Cursor,
+        state: str,
+        *,
+        content_type: str | None = None,
+        epoch: int | None = None,
+        rumor_id: str | None = None,
+        rumor_pubkey: str | None = None,
+        reason: str | None = None,
+        detail: str | None = None,
+        raw: str | None = None,
+    ) -> None:
         """Record the outcome for an outer event (idempotent); advance the resume cursor."""
-        self.conn.execute(_MARK, (self.key, bytes.fromhex(outer.id), outer.created_at, state, content_type, epoch,
-                                  None if rumor_id is None else bytes.fromhex(rumor_id), rumor_pubkey, reason,
-                                  detail, raw))
+        self.conn.execute(
+            _MARK,
+            (
+                self.key,
+                bytes.fromhex(outer.id),
+                outer.created_at,
+                state,
+                content_type,
+                epoch,
+                None if rumor_id is None else bytes.fromhex(rumor_id),
+                rumor_pubkey,
+                reason,
+                detail,
+                raw,
+            ),
+        )
         if state in PROCESSED_STATES or (state == "Failed" and reason in RACE_REASONS):
             self.advance_resume_cursor(outer)
 
@@ -112,8 +142,9 @@ class GroupHistoryStore:
         created, ident = outer.params()
         self.conn.execute(_ADVANCE, (created, ident, self.key, created, ident))
 
-    def set_outer_states(self, outer_ids: Iterable[str], new_state: str, from_states: Sequence[str],
-                         **columns: str | None) -> None:
+    def set_outer_states(
+        self, outer_ids: Iterable[str], new_state: str, from_states: Sequence[str], **columns: str | None
+    ) -> None:
         """Move the named outer events to ``new_state`` if they are in one of ``from_states``;
         ``columns`` (``reason``, ``detail``) are set with it."""
         if not set(columns) <= {"reason", "detail"}:
@@ -123,35 +154,54 @@ class GroupHistoryStore:
             self.conn.execute(
                 f"UPDATE marmot_processed SET state = ?{sets} WHERE gid = ? AND outer_id = ? "
                 f"AND state IN ({_marks(from_states)})",
-                (new_state, *columns.values(), self.key, bytes.fromhex(outer_id), *from_states))
+                (new_state, *columns.values(), self.key, bytes.fromhex(outer_id), *from_states),
+            )
 
-    def add_rumor(self, rumor: dict, outer: Cursor, *, epoch: int, state: str = "Processed",
-                  deleted_epoch: int | None = None) -> None:
+    def add_rumor(
+        self, rumor: dict, outer: Cursor, *, epoch: int, state: str = "Processed", deleted_epoch: int | None = None
+    ) -> None:
         """Store a rumor (idempotent on its id), linked to the outer event it came in."""
-        self.conn.execute(_ADD_RUMOR, (
-            self.key, bytes.fromhex(rumor["id"]), rumor["created_at"], rumor["pubkey"], rumor["kind"],
-            rumor["content"], json.dumps(rumor["tags"], separators=(",", ":")), bytes.fromhex(outer.id),
-            outer.created_at, epoch, state, deleted_epoch if state == "Deleted" else None))
+        self.conn.execute(
+            _ADD_RUMOR,
+            (
+                self.key,
+                bytes.fromhex(rumor["id"]),
+                rumor["created_at"],
+                rumor["pubkey"],
+                rumor["kind"],
+                rumor["content"],
+                json.dumps(rumor["tags"], separators=(",", ":")),
+                bytes.fromhex(outer.id),
+                outer.created_at,
+                epoch,
+                state,
+                deleted_epoch if state == "Deleted" else None,
+            ),
+        )
 
     def set_rumor_states(self, rumor_ids: Iterable[str], new_state: str, from_states: Sequence[str]) -> None:
         for rumor_id in rumor_ids:
             self.conn.execute(
                 f"UPDATE marmot_messages SET state = ? WHERE gid = ? AND rumor_id = ? "
                 f"AND state IN ({_marks(from_states)})",
-                (new_state, self.key, bytes.fromhex(rumor_id), *from_states))
+                (new_state, self.key, bytes.fromhex(rumor_id), *from_states),
+            )
 
     def delete_rumor(self, rumor_id: str, pubkey: str, epoch: int) -> None:
         """Mark a rumor Deleted by its author's deletion of ``epoch`` (the earliest deletion counts)."""
         self.conn.execute(
             "UPDATE marmot_messages SET state = 'Deleted', deleted_epoch = min(coalesce(deleted_epoch, ?1), ?1) "
             "WHERE gid = ?2 AND rumor_id = ?3 AND pubkey = ?4 AND state IN ('Created', 'Processed', 'Deleted')",
-            (epoch, self.key, bytes.fromhex(rumor_id), pubkey))
+            (epoch, self.key, bytes.fromhex(rumor_id), pubkey),
+        )
 
     def undelete_after(self, epoch: int) -> None:
         """Restore rumors whose deletions all came after ``epoch`` (a rollback dropped them)."""
         self.conn.execute(
             "UPDATE marmot_messages SET state = 'Processed', deleted_epoch = NULL "
-            "WHERE gid = ? AND state = 'Deleted' AND deleted_epoch > ?", (self.key, epoch))
+            "WHERE gid = ? AND state = 'Deleted' AND deleted_epoch > ?",
+            (self.key, epoch),
+        )
 
     # --- reads -----------------------------------------------------------------
 
@@ -169,12 +219,14 @@ class GroupHistoryStore:
     def get_resume_cursor(self) -> Cursor | None:
         """The greatest successfully processed outer event, or None before the first one."""
         for created, ident in self.conn.execute(
-                "SELECT resume_created_at, resume_id FROM marmot_groups WHERE gid = ?", (self.key,)):
+            "SELECT resume_created_at, resume_id FROM marmot_groups WHERE gid = ?", (self.key,)
+        ):
             return None if created < 0 else Cursor(created, ident.hex())
         return None
 
-    def query_rumors(self, until: Cursor | None = None, limit: int = 50, *,
-                     include_invalidated: bool = False) -> list[dict]:
+    def query_rumors(
+        self, until: Cursor | None = None, limit: int = 50, *, include_invalidated: bool = False
+    ) -> list[dict]:
         """The ``limit`` newest rumors strictly older than ``until``, returned oldest first."""
         hidden = () if include_invalidated else HIDDEN_BY_DEFAULT
         where = ["gid = ?"] + ([f"state NOT IN ({_marks(hidden)})"] if hidden else [])
@@ -182,14 +234,17 @@ class GroupHistoryStore:
         if until is not None:
             where.append(older_sql("created_at", "rumor_id"))
             params += until.params()
-        sql = (f"SELECT {_COLUMNS} FROM marmot_messages WHERE {' AND '.join(where)} "
-               "ORDER BY created_at DESC, rumor_id DESC LIMIT ?")
+        sql = (
+            f"SELECT {_COLUMNS} FROM marmot_messages WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, rumor_id DESC LIMIT ?"
+        )
         rows = list(self.conn.execute(sql, (*params, limit)))
         return [_rumor_row(row) for row in reversed(rows)]
 
     def rumor_exists(self, rumor_id: str) -> bool:
-        for _ in self.conn.execute("SELECT 1 FROM marmot_messages WHERE gid = ? AND rumor_id = ?",
-                                   (self.key, bytes.fromhex(rumor_id))):
+        for _ in self.conn.execute(
+            "SELECT 1 FROM marmot_messages WHERE gid = ? AND rumor_id = ?", (self.key, bytes.fromhex(rumor_id))
+        ):
             return True
         return False
 
@@ -202,6 +257,7 @@ class GroupHistoryStore:
         history row really exists (a failed, isolated history projection
         stored nothing).  Returns an unsubscribe function.
         """
+
         def deliver(event: Any) -> None:
             if event.partition_key != self.gid:
                 return
@@ -210,12 +266,22 @@ class GroupHistoryStore:
             if reader.rumor_exists(rumor["id"]):
                 handler(rumor)
 
-        stops = [runtime.subscribe(kind, deliver, protocol="marmot")
-                 for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)]
+        stops = [
+            runtime.subscribe(kind, deliver, protocol="marmot") for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
+        ]
         return lambda: [stop() for stop in stops]
 
 
 def _rumor_row(row: tuple) -> dict:
-    return {"id": row[0].hex(), "created_at": row[1], "pubkey": row[2], "kind": row[3], "content": row[4],
-            "tags": json.loads(row[5]), "outer_id": row[6].hex(), "outer_created_at": row[7], "epoch": row[8],
-            "state": row[9]}
+    return {
+        "id": row[0].hex(),
+        "created_at": row[1],
+        "pubkey": row[2],
+        "kind": row[3],
+        "content": row[4],
+        "tags": json.loads(row[5]),
+        "outer_id": row[6].hex(),
+        "outer_created_at": row[7],
+        "epoch": row[8],
+        "state": row[9],
+    }

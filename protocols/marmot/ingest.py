@@ -22,10 +22,10 @@ from typing import Any
 
 import attrs
 
-import protocols.mls as mls
 from core import queues
 from core.pipeline import Outcome, process_item
 from core.state import ProtocolState
+from protocols import mls
 from protocols.marmot import group, nostr, outer
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import GroupNotFound, InvalidEvent, Nip44Error

@@ -6,9 +6,9 @@ from typing import Any
 
 import attrs
 
-import protocols.mls as mls
 from core.intents import WriteProtocolState
 from core.records import Blocked, Event, Result
+from protocols import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot import group as groups
 from protocols.marmot.facts import Outer
@@ -51,8 +51,15 @@ class Item:
             return []
         return [groups.kept_intent(self.outer.gid, epoch, self.outer.id, self.outer.raw().encode())]
 
-    def fail(self, reason: str, detail: str = "", *, epoch: int | None = None, content_type: str | None = None,
-             intents: tuple | list = ()) -> Result:
+    def fail(
+        self,
+        reason: str,
+        detail: str = "",
+        *,
+        epoch: int | None = None,
+        content_type: str | None = None,
+        intents: tuple | list = (),
+    ) -> Result:
         fact = facts.failed(self.outer, self.generation, reason, detail, epoch=epoch, content_type=content_type)
         keep = self.kept(epoch) if reason in facts.RETRYABLE_REASONS else []
         return Result(events=[fact], intents=[*intents, *keep])
@@ -78,15 +85,25 @@ def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
     Only a wait longer than ``TESSERA_MARMOT_WAIT_HORIZON_MS`` is parked.
     """
     item.note(observe.WAITING)
-    return Blocked(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, epoch), f"outer event {item.outer.id[:12]}: {why}",
-                   horizon_ms=settings.current().wait_horizon_ms, expired_reason="epoch_never_arrived")
+    return Blocked(
+        WAITING_FOR_EPOCH,
+        epoch_key(item.outer.gid, epoch),
+        f"outer event {item.outer.id[:12]}: {why}",
+        horizon_ms=settings.current().wait_horizon_ms,
+        expired_reason="epoch_never_arrived",
+    )
 
 
 def wait_for_group(item: Item) -> Blocked:
     """Wait, without spending attempts, for a welcome into this group."""
     item.note(observe.WAITING)
-    return Blocked(WAITING_FOR_GROUP, item.outer.gid, "not a member of this group (yet)",
-                   horizon_ms=settings.current().wait_horizon_ms, expired_reason="unknown_group")
+    return Blocked(
+        WAITING_FOR_GROUP,
+        item.outer.gid,
+        "not a member of this group (yet)",
+        horizon_ms=settings.current().wait_horizon_ms,
+        expired_reason="unknown_group",
+    )
 
 
 def epochs_text(state: mls.GroupState) -> str:

@@ -26,8 +26,10 @@ _NONCE = 24
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 _AD_PREFIX = b"tessera/marmot/state/"
 
-MISSING = (f"marmot group state is encrypted at rest and no key is configured: set {ENV_KEY} to 64 hex "
-           f"characters (or {ENV_KEY_FILE} to a file holding them)")
+MISSING = (
+    f"marmot group state is encrypted at rest and no key is configured: set {ENV_KEY} to 64 hex "
+    f"characters (or {ENV_KEY_FILE} to a file holding them)"
+)
 WRONG = f"cannot decrypt group state: wrong {ENV_KEY}?"
 
 _cache: dict[tuple[str | None, str | None], bytes] = {}
@@ -82,7 +84,7 @@ def open_sealed(key: bytes, name: str, sealed: bytes) -> bytes:
     """Decrypt a value sealed under ``name``; StateKeyWrong when it does not open."""
     if len(sealed) < 1 + _NONCE + 16 or sealed[:1] != _FORMAT:
         raise StateKeyWrong(WRONG)
-    nonce, box = sealed[1:1 + _NONCE], sealed[1 + _NONCE:]
+    nonce, box = sealed[1 : 1 + _NONCE], sealed[1 + _NONCE :]
     try:
         return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(box, _AD_PREFIX + name.encode(), nonce, key)
     except nacl.exceptions.CryptoError:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 
-import protocols.mls as mls
 from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
+from protocols import mls
 from protocols.marmot import facts, outer, rumors
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
@@ -31,8 +31,12 @@ def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Res
     try:
         result = mls.process_message(item.group.state, message)
     except mls.CannotDecryptOwnMessage:
-        return item.fact(facts.OUTER_PROCESSED, epoch=header.epoch, content_type=header.content_type,
-                         note="our own message, sent from elsewhere; not readable here")
+        return item.fact(
+            facts.OUTER_PROCESSED,
+            epoch=header.epoch,
+            content_type=header.content_type,
+            note="our own message, sent from elsewhere; not readable here",
+        )
     except mls.WrongEpoch as exc:
         if exc.message_epoch > exc.state_epoch:
             return wait_for_epoch(item, exc.state_epoch + 1, f"it is for epoch {exc.message_epoch}")
@@ -76,8 +80,14 @@ def application(item: Item, received: mls.ApplicationReceived) -> Result:
         return item.fail("sender_mismatch", epoch=received.epoch, content_type="application", intents=keep)
     if rumor["kind"] == rumors.DELETION_KIND:
         return deletion(item, rumor, received.epoch, keep)
-    return item.fact(facts.RUMOR_RECEIVED, intents=keep, epoch=received.epoch, sender=received.sender_credential,
-                     rumor=rumor, deleted_epoch=_deleted_in_advance(item, rumor))
+    return item.fact(
+        facts.RUMOR_RECEIVED,
+        intents=keep,
+        epoch=received.epoch,
+        sender=received.sender_credential,
+        rumor=rumor,
+        deleted_epoch=_deleted_in_advance(item, rumor),
+    )
 
 
 _DELETED_IN_ADVANCE = "SELECT min(epoch) FROM marmot_deletions WHERE gid = ? AND target = ? AND pubkey = ?"
@@ -85,8 +95,9 @@ _DELETED_IN_ADVANCE = "SELECT min(epoch) FROM marmot_deletions WHERE gid = ? AND
 
 def _deleted_in_advance(item: Item, rumor: dict) -> int | None:
     """The epoch of its author's deletion when that arrived before the rumor itself."""
-    return item.ctx.db.value(_DELETED_IN_ADVANCE, (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]),
-                                                   rumor["pubkey"]))
+    return item.ctx.db.value(
+        _DELETED_IN_ADVANCE, (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]), rumor["pubkey"])
+    )
 
 
 def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
@@ -99,15 +110,25 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
         else:
             effect = "deleted" if known[1] == rumor["pubkey"] else "ignored"
         targets.append({"id": target, "effect": effect})
-    return item.fact(facts.DELETION_RECEIVED, intents=keep, epoch=epoch, rumor_id=rumor["id"],
-                     pubkey=rumor["pubkey"], targets=targets)
+    return item.fact(
+        facts.DELETION_RECEIVED,
+        intents=keep,
+        epoch=epoch,
+        rumor_id=rumor["id"],
+        pubkey=rumor["pubkey"],
+        targets=targets,
+    )
 
 
 def proposal(item: Item, received: mls.ProposalReceived) -> Result:
     state = received.new_state
     if received.kind == "other":
-        log.warning("marmot group %s: ignoring a %s proposal from %s", item.outer.gid[:12], received.kind,
-                    received.proposer_credential[:12])
+        log.warning(
+            "marmot group %s: ignoring a %s proposal from %s",
+            item.outer.gid[:12],
+            received.kind,
+            received.proposer_credential[:12],
+        )
         return _proposal_fact(item, received, "ignored", (item.state_intent(state),))
     if received.kind == "self_remove" and state.own_credential in state.admins:
         return _auto_commit(item, received)
@@ -115,10 +136,16 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
 
 
 def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
-    return item.fact(facts.PROPOSAL_RECEIVED, intents=(*intents, *item.kept(received.epoch)), epoch=received.epoch,
-                     kind=received.kind,
-                     proposer=received.proposer_credential, subject=received.subject_credential,
-                     ref=received.proposal_ref.hex(), action=action)
+    return item.fact(
+        facts.PROPOSAL_RECEIVED,
+        intents=(*intents, *item.kept(received.epoch)),
+        epoch=received.epoch,
+        kind=received.kind,
+        proposer=received.proposer_credential,
+        subject=received.subject_credential,
+        ref=received.proposal_ref.hex(),
+        action=action,
+    )
 
 
 def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:

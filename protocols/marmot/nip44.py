@@ -37,15 +37,15 @@ from protocols.marmot.errors import (
 )
 
 __all__ = [
-    "VERSION",
-    "MIN_PLAINTEXT_LEN",
     "MAX_PLAINTEXT_LEN",
+    "MIN_PLAINTEXT_LEN",
+    "VERSION",
+    "calc_padded_len",
     "conversation_key",
+    "decrypt",
+    "encrypt",
     "group_conversation_key",
     "message_keys",
-    "calc_padded_len",
-    "encrypt",
-    "decrypt",
 ]
 
 VERSION = 2
@@ -180,8 +180,7 @@ def _unpad(padded: bytes) -> bytes:
     n = int.from_bytes(padded[:2], "big")
     if n == 0 or len(padded) != 2 + calc_padded_len(n):
         raise InvalidPadding(
-            "decrypted padding is inconsistent with the stated length; the sender's "
-            "encoder is broken, drop the message"
+            "decrypted padding is inconsistent with the stated length; the sender's encoder is broken, drop the message"
         )
     return padded[2 : 2 + n]
 
@@ -201,8 +200,7 @@ def _as_plaintext_bytes(plaintext: bytes | str) -> bytes:
             plaintext = plaintext.encode("utf-8")
         except UnicodeEncodeError:
             raise Nip44Error(
-                "plaintext text contains a lone surrogate and cannot be UTF-8 encoded; "
-                "pass bytes instead",
+                "plaintext text contains a lone surrogate and cannot be UTF-8 encoded; pass bytes instead",
                 reason="bad_plaintext",
             ) from None
     elif not isinstance(plaintext, (bytes, bytearray, memoryview)):
@@ -238,9 +236,7 @@ def encrypt(plaintext: bytes | str, conversation_key: bytes, nonce: bytes | None
 def _decode_payload(payload: str) -> bytes:
     """Turn the base64 payload into bytes, enforcing version, length and canonical encoding."""
     if not isinstance(payload, str):
-        raise InvalidPayload(
-            f"payload must be a base64 str, not {type(payload).__name__}", reason="bad_base64"
-        )
+        raise InvalidPayload(f"payload must be a base64 str, not {type(payload).__name__}", reason="bad_base64")
     size = len(payload)
     if size == 0:
         raise InvalidPayload("payload is empty", reason="bad_length")
@@ -252,8 +248,7 @@ def _decode_payload(payload: str) -> bytes:
         )
     if not _MIN_PAYLOAD_LEN <= size <= _MAX_PAYLOAD_LEN:
         raise InvalidPayload(
-            f"payload is {size} characters; a v2 payload has "
-            f"{_MIN_PAYLOAD_LEN} to {_MAX_PAYLOAD_LEN}",
+            f"payload is {size} characters; a v2 payload has {_MIN_PAYLOAD_LEN} to {_MAX_PAYLOAD_LEN}",
             reason="bad_length",
         )
     try:
@@ -266,8 +261,7 @@ def _decode_payload(payload: str) -> bytes:
         raise InvalidPayload("payload is not canonical base64", reason="bad_base64")
     if not _MIN_DATA_LEN <= len(data) <= _MAX_DATA_LEN:
         raise InvalidPayload(
-            f"payload decodes to {len(data)} bytes; a v2 payload has "
-            f"{_MIN_DATA_LEN} to {_MAX_DATA_LEN}",
+            f"payload decodes to {len(data)} bytes; a v2 payload has {_MIN_DATA_LEN} to {_MAX_DATA_LEN}",
             reason="bad_length",
         )
     if data[0] != VERSION:
@@ -292,7 +286,6 @@ def decrypt(payload: str, conversation_key: bytes) -> bytes:
     expected = hmac.digest(hmac_key, authenticated, "sha256")
     if not hmac.compare_digest(expected, mac):
         raise InvalidMac(
-            "payload MAC does not match: it was altered, or it was encrypted under a "
-            "different conversation key"
+            "payload MAC does not match: it was altered, or it was encrypted under a different conversation key"
         )
     return _unpad(_chacha20(chacha_key, chacha_nonce, ciphertext))

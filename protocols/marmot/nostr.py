@@ -33,17 +33,17 @@ from protocols.marmot.errors import InvalidEvent, InvalidKey
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "GROUP_EVENT_KIND",
-    "parse_event",
-    "serialize_for_id",
     "compute_event_id",
-    "verify_event",
-    "sign_event",
-    "schnorr_sign",
-    "schnorr_verify",
     "generate_secret_key",
-    "public_key_xonly",
     "group_id_of",
     "make_group_event",
+    "parse_event",
+    "public_key_xonly",
+    "schnorr_sign",
+    "schnorr_verify",
+    "serialize_for_id",
+    "sign_event",
+    "verify_event",
 ]
 
 DEFAULT_MAX_BYTES = 256 * 1024
@@ -69,9 +69,7 @@ _HEX128 = re.compile(r"[0-9a-f]{128}")
 # short escapes for " \ \n \r \t \b \f, \u00xx (lowercase) for other C0
 # controls, and everything else (DEL, U+2028/9, '/', non-ASCII) verbatim.
 # One shared instance avoids rebuilding an encoder on every call.
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
-)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
 
 
 # --- shape -------------------------------------------------------------------
@@ -89,9 +87,7 @@ def _check_text(value: str, field: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise _shape_error(
-            field, f"{field} contains a lone UTF-16 surrogate (e.g. from a \\ud800 escape)"
-        ) from None
+        raise _shape_error(field, f"{field} contains a lone UTF-16 surrogate (e.g. from a \\ud800 escape)") from None
 
 
 def _check_hex(event: dict, field: str, pattern: re.Pattern, length: int) -> None:
@@ -103,9 +99,7 @@ def _check_hex(event: dict, field: str, pattern: re.Pattern, length: int) -> Non
 def _check_uint(event: dict, field: str, maximum: int) -> None:
     value = event[field]
     if type(value) is not int or not 0 <= value <= maximum:
-        raise _shape_error(
-            field, f"{field} must be an integer from 0 to {maximum}, got {value!r:.40}"
-        )
+        raise _shape_error(field, f"{field} must be an integer from 0 to {maximum}, got {value!r:.40}")
 
 
 def _check_tags(tags: object) -> None:
@@ -321,7 +315,7 @@ def schnorr_verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
         return False
     try:
         return coincurve.PublicKeyXOnly(bytes(public_key)).verify(bytes(signature), message)
-    except Exception:  # noqa: BLE001 - any coincurve failure means "not validly signed"
+    except Exception:
         return False
 
 

@@ -62,8 +62,7 @@ class _Hub:
         if event.type == facts.OUTER_FAILED:
             self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], FAILED, group=group)
         elif event.type == facts.OUTER_INVALIDATED:
-            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], INVALIDATED,
-                      group=group)
+            self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], INVALIDATED, group=group)
         elif event.type == facts.COMMIT_APPLIED:
             self.each("on_commit_applied", data["new_epoch"], group=group)
         elif event.type in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT):
@@ -81,9 +80,14 @@ class _Hub:
             self.each("on_rumor_persisted", rumor_id, data["outer_id"], group=group)
 
 
-_FACT_KINDS = (*facts.PROCESSED_FACTS, facts.OUTER_FAILED, facts.OUTER_INVALIDATED, facts.MESSAGE_SENT,
-               facts.EPOCH_ROLLED_BACK)
-_hubs: "weakref.WeakKeyDictionary[Any, _Hub]" = weakref.WeakKeyDictionary()
+_FACT_KINDS = (
+    *facts.PROCESSED_FACTS,
+    facts.OUTER_FAILED,
+    facts.OUTER_INVALIDATED,
+    facts.MESSAGE_SENT,
+    facts.EPOCH_ROLLED_BACK,
+)
+_hubs: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
 
 
 def attach(runtime: Any, observer: Observer) -> Callable[[], None]:
@@ -99,5 +103,4 @@ def note(ctx: Any, group: str, outer_id: str, created_at: int, outcome: str) -> 
     """From a handler: report an outcome that records no fact, once the item commits."""
     hub = _hubs.get(ctx.runtime)
     if hub is not None and hub.observers:
-        ctx.db.after_commit(lambda: hub.each("on_outer_event_processed", outer_id, created_at, outcome,
-                                             group=group))
+        ctx.db.after_commit(lambda: hub.each("on_outer_event_processed", outer_id, created_at, outcome, group=group))

@@ -19,7 +19,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 
-import protocols.mls as mls
+from protocols import mls
 from protocols.marmot import nip44, nostr
 from protocols.marmot.errors import InvalidMac
 
@@ -63,8 +63,7 @@ def open_content(state: mls.GroupState, content: str) -> tuple[int, bytes] | Non
     return None
 
 
-def seal(state: mls.GroupState, message: bytes, gid: str, created_at: int, *,
-         rng=None) -> dict:
+def seal(state: mls.GroupState, message: bytes, gid: str, created_at: int, *, rng=None) -> dict:
     """A signed kind-445 event carrying ``message``, encrypted for the current epoch.
 
     The event is signed with a fresh ephemeral key (unlinkable to any member).

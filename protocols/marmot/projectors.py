@@ -33,8 +33,10 @@ def _outer(event: StoredEvent) -> Cursor:
 
 def _group_update(conn, event: StoredEvent, sql: str, params: tuple) -> None:
     """Apply ``SET sql`` to the group row once, in log order (``last_seq`` guard)."""
-    conn.execute(f"UPDATE marmot_groups SET {sql}, last_seq = ? WHERE gid = ? AND last_seq < ?",
-                 (*params, event.seq, bytes.fromhex(event.partition_key), event.seq))
+    conn.execute(
+        f"UPDATE marmot_groups SET {sql}, last_seq = ? WHERE gid = ? AND last_seq < ?",
+        (*params, event.seq, bytes.fromhex(event.partition_key), event.seq),
+    )
 
 
 # --- marmot.processed ----------------------------------------------------------------
@@ -45,22 +47,40 @@ def _joined(conn, event: StoredEvent) -> None:
     conn.execute(
         "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid) DO NOTHING",
-        (bytes.fromhex(event.partition_key), d["self"], d["epoch"], d["epoch"], d["members"],
-         json.dumps(d["admins"]), event.seq))
+        (
+            bytes.fromhex(event.partition_key),
+            d["self"],
+            d["epoch"],
+            d["epoch"],
+            d["members"],
+            json.dumps(d["admins"]),
+            event.seq,
+        ),
+    )
 
 
 def _sent(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Created", content_type="application",
-                                                   epoch=d["epoch"], rumor_id=d["rumor"]["id"],
-                                                   rumor_pubkey=d["rumor"]["pubkey"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event),
+        "Created",
+        content_type="application",
+        epoch=d["epoch"],
+        rumor_id=d["rumor"]["id"],
+        rumor_pubkey=d["rumor"]["pubkey"],
+    )
 
 
 def _received(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="application",
-                                                   epoch=d["epoch"], rumor_id=d["rumor"]["id"],
-                                                   rumor_pubkey=d["rumor"]["pubkey"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event),
+        "Processed",
+        content_type="application",
+        epoch=d["epoch"],
+        rumor_id=d["rumor"]["id"],
+        rumor_pubkey=d["rumor"]["pubkey"],
+    )
 
 
 def _echoed(conn, event: StoredEvent) -> None:
@@ -71,73 +91,125 @@ def _echoed(conn, event: StoredEvent) -> None:
 
 def _processed(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type=d.get("content_type"),
-                                                   epoch=d.get("epoch"))
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event), "Processed", content_type=d.get("content_type"), epoch=d.get("epoch")
+    )
 
 
 def _commit(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "ProcessedCommit", content_type="commit",
-                                                   epoch=d["epoch"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event), "ProcessedCommit", content_type="commit", epoch=d["epoch"]
+    )
     if event.type == facts.COMMIT_APPLIED:
-        _group_update(conn, event, "epoch = ?, members = ?, admins = ?, active = ?",
-                      (d["new_epoch"], d["members"], json.dumps(d["admins"]), 0 if d["we_were_removed"] else 1))
+        _group_update(
+            conn,
+            event,
+            "epoch = ?, members = ?, admins = ?, active = ?",
+            (d["new_epoch"], d["members"], json.dumps(d["admins"]), 0 if d["we_were_removed"] else 1),
+        )
         # The epoch ended: its proposals were committed or are void.
-        conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch <= ?",
-                     (bytes.fromhex(event.partition_key), d["epoch"]))
+        conn.execute(
+            "DELETE FROM marmot_proposals WHERE gid = ? AND epoch <= ?",
+            (bytes.fromhex(event.partition_key), d["epoch"]),
+        )
 
 
 def _proposal(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="proposal",
-                                                   epoch=d["epoch"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event), "Processed", content_type="proposal", epoch=d["epoch"]
+    )
     if d["action"] == "pending":
         conn.execute(
             "INSERT INTO marmot_proposals(gid, ref, epoch, kind, proposer, subject, outer_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid, ref) DO NOTHING",
-            (bytes.fromhex(event.partition_key), bytes.fromhex(d["ref"]), d["epoch"], d["kind"], d["proposer"],
-             d["subject"], bytes.fromhex(d["outer_id"])))
+            (
+                bytes.fromhex(event.partition_key),
+                bytes.fromhex(d["ref"]),
+                d["epoch"],
+                d["kind"],
+                d["proposer"],
+                d["subject"],
+                bytes.fromhex(d["outer_id"]),
+            ),
+        )
 
 
 def _deletion(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Processed", content_type="application",
-                                                   epoch=d["epoch"], rumor_id=d["rumor_id"], rumor_pubkey=d["pubkey"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event),
+        "Processed",
+        content_type="application",
+        epoch=d["epoch"],
+        rumor_id=d["rumor_id"],
+        rumor_pubkey=d["pubkey"],
+    )
     for target in d["targets"]:
         conn.execute(
             "INSERT INTO marmot_deletions(gid, target, pubkey, deletion_id, epoch) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            (bytes.fromhex(event.partition_key), bytes.fromhex(target["id"]), d["pubkey"],
-             bytes.fromhex(d["rumor_id"]), d["epoch"]))
+            (
+                bytes.fromhex(event.partition_key),
+                bytes.fromhex(target["id"]),
+                d["pubkey"],
+                bytes.fromhex(d["rumor_id"]),
+                d["epoch"],
+            ),
+        )
 
 
 def _failed(conn, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(_outer(event), "Failed", content_type=d["content_type"],
-                                                   epoch=d["epoch"], reason=d["reason"], detail=d["detail"])
+    _store(conn, event).mark_outer_event_processed(
+        _outer(event),
+        "Failed",
+        content_type=d["content_type"],
+        epoch=d["epoch"],
+        reason=d["reason"],
+        detail=d["detail"],
+    )
 
 
 def _invalidated(conn, event: StoredEvent) -> None:
     d = event.data
     rumor = d["rumor"]
     _store(conn, event).mark_outer_event_processed(
-        _outer(event), "EpochInvalidated", content_type=d["content_type"], epoch=d["epoch"],
-        rumor_id=None if rumor is None else rumor["id"], rumor_pubkey=None if rumor is None else rumor["pubkey"])
+        _outer(event),
+        "EpochInvalidated",
+        content_type=d["content_type"],
+        epoch=d["epoch"],
+        rumor_id=None if rumor is None else rumor["id"],
+        rumor_pubkey=None if rumor is None else rumor["pubkey"],
+    )
 
 
 def _rolled_back(conn, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], "EpochInvalidated", ("Processed", "Created"))
-    store.set_outer_states(d.get("lost_commits", ()), "Failed", ("ProcessedCommit",),
-                           reason="commit_lost_race", detail=facts.REASONS["commit_lost_race"])
-    store.set_outer_states(d.get("dead_commits", ()), "Failed", ("ProcessedCommit",),
-                           reason="invalidated_branch", detail=facts.REASONS["invalidated_branch"])
+    store.set_outer_states(
+        d.get("lost_commits", ()),
+        "Failed",
+        ("ProcessedCommit",),
+        reason="commit_lost_race",
+        detail=facts.REASONS["commit_lost_race"],
+    )
+    store.set_outer_states(
+        d.get("dead_commits", ()),
+        "Failed",
+        ("ProcessedCommit",),
+        reason="invalidated_branch",
+        detail=facts.REASONS["invalidated_branch"],
+    )
     won = d.get("won_commits", ())
     store.set_outer_states(won, "ProcessedCommit", ("Failed", "Retryable"), reason=None, detail=None)
     for outer_id in won:  # processed now: the resume cursor counts them like any applied commit
-        for (created_at,) in conn.execute("SELECT outer_created_at FROM marmot_processed WHERE gid = ? AND "
-                                          "outer_id = ?", (bytes.fromhex(event.partition_key), bytes.fromhex(outer_id))):
+        for (created_at,) in conn.execute(
+            "SELECT outer_created_at FROM marmot_processed WHERE gid = ? AND outer_id = ?",
+            (bytes.fromhex(event.partition_key), bytes.fromhex(outer_id)),
+        ):
             store.advance_resume_cursor(Cursor(created_at, outer_id))
     store.set_outer_states(d["retryable"], "Retryable", ("Failed", "EpochInvalidated"))
     gid = bytes.fromhex(event.partition_key)
@@ -180,9 +252,13 @@ def _history_received(conn, event: StoredEvent) -> None:
     deleted_epoch = d.get("deleted_epoch")
     if deleted_epoch is None and d.get("deleted"):  # facts written before deletions carried their epoch
         deleted_epoch = d["epoch"]
-    _store(conn, event).add_rumor(d["rumor"], _outer(event), epoch=d["epoch"],
-                                  state="Processed" if deleted_epoch is None else "Deleted",
-                                  deleted_epoch=deleted_epoch)
+    _store(conn, event).add_rumor(
+        d["rumor"],
+        _outer(event),
+        epoch=d["epoch"],
+        state="Processed" if deleted_epoch is None else "Deleted",
+        deleted_epoch=deleted_epoch,
+    )
 
 
 def _history_invalidated(conn, event: StoredEvent) -> None:

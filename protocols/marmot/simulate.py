@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import attrs
 
-import protocols.mls as mls
+from protocols import mls
 from protocols.marmot import nip44, nostr, outer, rumors
 from protocols.marmot.cursor import Cursor, compare
 
@@ -128,7 +128,7 @@ class _Group:
         packages = [mls.create_key_package(m.identity, rng=self.draw) for m in (*others, self.observer)]
         result = mls.commit(creator.state, add=[kp for kp, _ in packages], rng=self.draw)
         creator.state = result.new_state
-        for member, (kp, private) in zip((*others, self.observer), packages):
+        for member, (_kp, private) in zip((*others, self.observer), packages, strict=False):
             member.state = mls.join_from_welcome(member.identity, private, result.welcomes[member.pubkey])
         self.welcome = result.welcomes[self.observer.pubkey]
         self.observer_private = packages[-1][1]
@@ -229,7 +229,7 @@ class _Group:
         base = self.tick()
         times = (base, base + self.rng.choice((0, 1)))
         results = [mls.commit(m.state, self_update=True, rng=self.draw) for m in (first, second)]
-        lines = [self.wrap(m.state, r.message, t) for m, r, t in zip((first, second), results, times)]
+        lines = [self.wrap(m.state, r.message, t) for m, r, t in zip((first, second), results, times, strict=False)]
         events = [nostr.parse_event(line) for line in lines]
         cursors = [Cursor(e["created_at"], e["id"]) for e in events]
         w = 0 if compare(cursors[0], cursors[1]) < 0 else 1
@@ -261,8 +261,9 @@ class _Group:
             out.append((line, rumor["id"]) if target is None else (line, ""))
         return out
 
-    def _settle_race(self, winner: Member, loser: Member, won: mls.CommitResult, lost: mls.CommitResult,
-                     scenario: str) -> list[bytes]:
+    def _settle_race(
+        self, winner: Member, loser: Member, won: mls.CommitResult, lost: mls.CommitResult, scenario: str
+    ) -> list[bytes]:
         """Everyone adopts the winner (the loser from its pending state); maybe one early winner message."""
         loser.state = lost.pending_state
         self._adopt(winner, won, won.message)
@@ -273,8 +274,9 @@ class _Group:
         self._shown(line, rumor, created_at)
         return [line]
 
-    def _deliver_race(self, scenario: str, won: bytes, lost: bytes, loser_lines: list[tuple[bytes, str]],
-                      winner_lines: list[bytes]) -> None:
+    def _deliver_race(
+        self, scenario: str, won: bytes, lost: bytes, loser_lines: list[tuple[bytes, str]], winner_lines: list[bytes]
+    ) -> None:
         branch = [line for line, _ in loser_lines]
         if scenario == "loser_first":
             self.blocks.append(Block([lost, *branch, *winner_lines, won], "race"))
@@ -291,8 +293,9 @@ class _Group:
         slots += ["race"] * self.config.races + ["delete"] * self.config.deletions
         self.rng.shuffle(slots)
         for slot in slots:
-            {"message": self.send_visible, "commit": self.commit, "race": self.race,
-             "delete": self.delete_visible}[slot]()
+            {"message": self.send_visible, "commit": self.commit, "race": self.race, "delete": self.delete_visible}[
+                slot
+            ]()
 
 
 # --- delivery ---------------------------------------------------------------------------------
@@ -337,13 +340,17 @@ def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes,
             event["sig"] = ("0" if event["sig"][0] != "0" else "1") + event["sig"][1:]
             out.append((outer.to_bytes(event), False))
         elif kind == "wrong_kind":
-            event = nostr.sign_event({"created_at": created_at, "kind": 1, "tags": [["h", group.gid.hex()]],
-                                      "content": f"noise {n}"}, _key(draw), aux_rand=draw(32))
+            event = nostr.sign_event(
+                {"created_at": created_at, "kind": 1, "tags": [["h", group.gid.hex()]], "content": f"noise {n}"},
+                _key(draw),
+                aux_rand=draw(32),
+            )
             out.append((outer.to_bytes(event), False))
         else:
             content = nip44.encrypt(draw(200), draw(32), nonce=draw(32))
-            event, _ = nostr.make_group_event(content, group.gid.hex(), created_at, secret_key=_key(draw),
-                                              aux_rand=draw(32))
+            event, _ = nostr.make_group_event(
+                content, group.gid.hex(), created_at, secret_key=_key(draw), aux_rand=draw(32)
+            )
             out.append((outer.to_bytes(event), True))
     return out
 
@@ -377,7 +384,7 @@ def arrange(lines: list[bytes], order: str, rng: random.Random, *, page: int = 5
     if order == "reversed":
         return by_time[::-1]
     if order == "paged":
-        pages = [by_time[i:i + page] for i in range(0, len(by_time), page)]
+        pages = [by_time[i : i + page] for i in range(0, len(by_time), page)]
         return [line for chunk in reversed(pages) for line in chunk]
     if order == "shuffled":
         shuffled = list(lines)
@@ -389,7 +396,7 @@ def arrange(lines: list[bytes], order: str, rng: random.Random, *, page: int = 5
 def _time_key(line: bytes) -> tuple[int, str]:
     try:
         event = nostr.parse_event(line)
-    except Exception:  # noqa: BLE001 - garbage sorts first, deterministically
+    except Exception:
         return (-1, line.hex())
     return (event["created_at"], event["id"])
 
@@ -418,7 +425,10 @@ def simulate(config: Config) -> Simulation:
         "races": group.races,
         "lines": len(lines),
     }
-    identity = {"pubkey": group.observer.pubkey, "identity": mls.identity_to_bytes(group.observer.identity).hex(),
-                "key_package_private": mls.key_package_private_to_bytes(group.observer_private).hex()}
+    identity = {
+        "pubkey": group.observer.pubkey,
+        "identity": mls.identity_to_bytes(group.observer.identity).hex(),
+        "key_package_private": mls.key_package_private_to_bytes(group.observer_private).hex(),
+    }
     welcome = {"group": group.gid.hex(), "welcome": group.welcome.hex()}
     return Simulation(lines, identity, welcome, expected)

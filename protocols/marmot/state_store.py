@@ -133,7 +133,7 @@ class GroupStateStore:
 
     def list(self) -> list[str]:
         """Group ids (hex) that have a stored state."""
-        return [name[len(STATE):] for name in self.values.names(STATE)]
+        return [name[len(STATE) :] for name in self.values.names(STATE)]
 
     def remove(self, gid: str, now_ms: int) -> None:
         for intent in self.remove_intents(gid):
@@ -141,8 +141,13 @@ class GroupStateStore:
 
     def remove_intents(self, gid: str) -> list[WriteProtocolState]:
         """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
-        names = [state_name(gid), meta_name(gid), *self.values.names(f"{SNAP}{gid}/"),
-                 *self.values.names(branch_prefix(gid)), *self.values.names(kept_prefix(gid))]
+        names = [
+            state_name(gid),
+            meta_name(gid),
+            *self.values.names(f"{SNAP}{gid}/"),
+            *self.values.names(branch_prefix(gid)),
+            *self.values.names(kept_prefix(gid)),
+        ]
         return [WriteProtocolState(name, None) for name in names]
 
 
@@ -155,6 +160,6 @@ def keycheck_intent(values: SealedValues) -> WriteProtocolState | None:
 
 def verify_key(values: SealedValues) -> None:
     """Load the key (StateKeyMissing/Invalid) and check it opens the stored key-check value (StateKeyWrong)."""
-    values.key
+    _ = values.key  # loading the key raises StateKeyMissing or StateKeyInvalid
     if values.raw(KEYCHECK) is not None:
         values.get(KEYCHECK)

@@ -21,7 +21,9 @@ import hmac
 
 import attrs
 
-from . import framing, key_schedule as ks, roster as rosters, suite
+from . import framing, suite
+from . import key_schedule as ks
+from . import roster as rosters
 from .credentials import (
     SOURCE_COMMIT,
     KeyPackage,
@@ -159,17 +161,30 @@ def recipients(plan: Plan, committer: int) -> list[tuple[int, LeafNode]]:
 
 
 def next_epoch_state(
-    prev: GroupState, plan: Plan, confirmed: bytes, tag: bytes, secrets: ks.EpochSecrets, *,
-    hpke_private: bytes, signing_private: bytes,
+    prev: GroupState,
+    plan: Plan,
+    confirmed: bytes,
+    tag: bytes,
+    secrets: ks.EpochSecrets,
+    *,
+    hpke_private: bytes,
+    signing_private: bytes,
 ) -> GroupState:
     """The state at epoch + 1; the previous epoch joins the retained window."""
-    past = ((as_past_epoch(prev),) + prev.past_epochs)[: prev.max_past_epochs]
+    past = ((as_past_epoch(prev), *prev.past_epochs))[: prev.max_past_epochs]
     return make_state(
-        group_id=prev.group_id, epoch=prev.epoch + 1, roster=plan.roster, admins=plan.admins,
-        own_leaf=prev.own_leaf, own_hpke_private=hpke_private, own_signing_private=signing_private,
-        confirmed_transcript_hash=confirmed, interim_transcript_hash=ks.next_interim_transcript_hash(confirmed, tag),
+        group_id=prev.group_id,
+        epoch=prev.epoch + 1,
+        roster=plan.roster,
+        admins=plan.admins,
+        own_leaf=prev.own_leaf,
+        own_hpke_private=hpke_private,
+        own_signing_private=signing_private,
+        confirmed_transcript_hash=confirmed,
+        interim_transcript_hash=ks.next_interim_transcript_hash(confirmed, tag),
         **epoch_fields(secrets, len(plan.roster)),
-        past_epochs=past, max_past_epochs=prev.max_past_epochs,
+        past_epochs=past,
+        max_past_epochs=prev.max_past_epochs,
     )
 
 
@@ -234,8 +249,15 @@ def _epoch_after(state: GroupState, plan: Plan, framed: bytes, signature: bytes,
 
 
 def create_commit(
-    state: GroupState, *, add=(), remove=(), self_update: bool = False, proposals_by_ref=(), admins=None,
-    rng: suite.Rng | None = None, enforce_authorization: bool = True,
+    state: GroupState,
+    *,
+    add=(),
+    remove=(),
+    self_update: bool = False,
+    proposals_by_ref=(),
+    admins=None,
+    rng: suite.Rng | None = None,
+    enforce_authorization: bool = True,
 ) -> CommitResult:
     """Build a commit (see :func:`protocols.mls.engine.commit`)."""
     require_active(state)
@@ -313,7 +335,12 @@ def apply_commit(state: GroupState, received: Received) -> CommitApplied:
     if not hmac.compare_digest(ks.confirmation_tag(secrets.confirmation_key, confirmed), tag):
         raise ConfirmationMismatch("commit confirmation tag does not match: our view of the new epoch differs")
     new_state = next_epoch_state(
-        state, plan, confirmed, tag, secrets,
-        hpke_private=state.own_hpke_private, signing_private=state.own_signing_private,
+        state,
+        plan,
+        confirmed,
+        tag,
+        secrets,
+        hpke_private=state.own_hpke_private,
+        signing_private=state.own_signing_private,
     )
     return CommitApplied(*summary, False, plan.admins, new_state)

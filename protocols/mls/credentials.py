@@ -101,7 +101,7 @@ class LeafNode:
         w.opaque(self.signature)
 
     @classmethod
-    def decode_from(cls, r: Reader) -> "LeafNode":
+    def decode_from(cls, r: Reader) -> LeafNode:
         enc, sig_key, cred = r.fixed(32), r.fixed(32), _read_credential(r)
         source = r.u8()
         if source not in (SOURCE_KEY_PACKAGE, SOURCE_COMMIT):
@@ -125,8 +125,12 @@ def _leaf_tbs(enc, sig_key, cred, source, group_id: bytes | None, leaf_index: in
 
 
 def make_leaf(
-    cred: str, signing_private: bytes, encryption_key: bytes, *,
-    group_id: bytes | None = None, leaf_index: int | None = None,
+    cred: str,
+    signing_private: bytes,
+    encryption_key: bytes,
+    *,
+    group_id: bytes | None = None,
+    leaf_index: int | None = None,
 ) -> LeafNode:
     """Build and sign a leaf; pass ``group_id``/``leaf_index`` for a commit (update) leaf."""
     source = SOURCE_KEY_PACKAGE if group_id is None else SOURCE_COMMIT
@@ -170,7 +174,7 @@ class KeyPackage:
         w.raw(self.tbs()).opaque(self.signature)
 
     @classmethod
-    def decode_from(cls, r: Reader) -> "KeyPackage":
+    def decode_from(cls, r: Reader) -> KeyPackage:
         if r.u16() != 1 or r.u16() != suite.CIPHER_SUITE:
             raise r.fail("key package has an unsupported version or cipher suite")
         init_key, leaf = r.fixed(32), LeafNode.decode_from(r)
@@ -243,8 +247,20 @@ def key_package_private_from_bytes(data: bytes) -> KeyPackagePrivate:
 
 
 __all__ = [
-    "Identity", "KeyPackage", "KeyPackagePrivate", "LeafNode",
-    "create_key_package", "identity_from_bytes", "identity_to_bytes", "key_package_from_bytes",
-    "key_package_private_from_bytes", "key_package_private_to_bytes", "key_package_to_bytes",
-    "make_leaf", "new_identity", "normalize_credential", "verify_key_package", "verify_leaf",
+    "Identity",
+    "KeyPackage",
+    "KeyPackagePrivate",
+    "LeafNode",
+    "create_key_package",
+    "identity_from_bytes",
+    "identity_to_bytes",
+    "key_package_from_bytes",
+    "key_package_private_from_bytes",
+    "key_package_private_to_bytes",
+    "key_package_to_bytes",
+    "make_leaf",
+    "new_identity",
+    "normalize_credential",
+    "verify_key_package",
+    "verify_leaf",
 ]

@@ -18,7 +18,8 @@ ready :class:`FlatTreeEngine` that exposes them as methods.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from . import application, credentials, framing, group, proposing, receive, welcome
 from . import commit as commits
@@ -73,8 +74,13 @@ def _credentials(remove: Iterable[str]) -> list[str]:
 
 
 def commit(
-    state: GroupState, *, add: Iterable[KeyPackage | bytes] = (), remove: Iterable[str] = (),
-    self_update: bool = False, proposals_by_ref: Iterable[bytes] = (), admins: Iterable[str] | None = None,
+    state: GroupState,
+    *,
+    add: Iterable[KeyPackage | bytes] = (),
+    remove: Iterable[str] = (),
+    self_update: bool = False,
+    proposals_by_ref: Iterable[bytes] = (),
+    admins: Iterable[str] | None = None,
     rng: Rng | None = None,
 ) -> CommitResult:
     """Commit adds, removes (by credential), pending proposals (by ref), an admin-set change
@@ -86,8 +92,12 @@ def commit(
     pure self-update (:class:`UnauthorizedCommit`).
     """
     return commits.create_commit(
-        state, add=_key_packages(add), remove=_credentials(remove), self_update=bool(self_update),
-        proposals_by_ref=[bytes(r) for r in proposals_by_ref], admins=None if admins is None else _credentials(admins),
+        state,
+        add=_key_packages(add),
+        remove=_credentials(remove),
+        self_update=bool(self_update),
+        proposals_by_ref=[bytes(r) for r in proposals_by_ref],
+        admins=None if admins is None else _credentials(admins),
         rng=rng,
     )
 
@@ -110,17 +120,33 @@ class GroupEngine(Protocol):
     def key_package_private_to_bytes(self, priv: KeyPackagePrivate) -> bytes: ...
     def key_package_private_from_bytes(self, data: bytes) -> KeyPackagePrivate: ...
     def create_group(
-        self, identity: Identity, group_id: bytes, *, admins: set[str] | None = None,
-        max_past_epochs: int = DEFAULT_MAX_PAST_EPOCHS, rng: Rng | None = None,
+        self,
+        identity: Identity,
+        group_id: bytes,
+        *,
+        admins: set[str] | None = None,
+        max_past_epochs: int = DEFAULT_MAX_PAST_EPOCHS,
+        rng: Rng | None = None,
     ) -> GroupState: ...
     def commit(
-        self, state: GroupState, *, add: Iterable[KeyPackage | bytes] = (), remove: Iterable[str] = (),
-        self_update: bool = False, proposals_by_ref: Iterable[bytes] = (), admins: Iterable[str] | None = None,
+        self,
+        state: GroupState,
+        *,
+        add: Iterable[KeyPackage | bytes] = (),
+        remove: Iterable[str] = (),
+        self_update: bool = False,
+        proposals_by_ref: Iterable[bytes] = (),
+        admins: Iterable[str] | None = None,
         rng: Rng | None = None,
     ) -> CommitResult: ...
     def propose(
-        self, state: GroupState, *, add: KeyPackage | None = None, remove: str | None = None,
-        self_remove: bool = False, rng: Rng | None = None,
+        self,
+        state: GroupState,
+        *,
+        add: KeyPackage | None = None,
+        remove: str | None = None,
+        self_remove: bool = False,
+        rng: Rng | None = None,
     ) -> tuple[bytes, GroupState]: ...
     def encrypt_application(
         self, state: GroupState, plaintext: bytes, *, rng: Rng | None = None
@@ -128,12 +154,21 @@ class GroupEngine(Protocol):
     def process_message(self, state: GroupState, message: bytes) -> ProcessResult: ...
     def peek(self, message: bytes) -> MessageHeader: ...
     def join_from_welcome(
-        self, identity: Identity, key_package_private: KeyPackagePrivate, welcome: bytes, *,
+        self,
+        identity: Identity,
+        key_package_private: KeyPackagePrivate,
+        welcome: bytes,
+        *,
         max_past_epochs: int = DEFAULT_MAX_PAST_EPOCHS,
     ) -> GroupState: ...
     def exporter_secret(
-        self, state: GroupState, label: str = "marmot", context: bytes = b"group-event", length: int = 32,
-        *, epoch: int | None = None,
+        self,
+        state: GroupState,
+        label: str = "marmot",
+        context: bytes = b"group-event",
+        length: int = 32,
+        *,
+        epoch: int | None = None,
     ) -> bytes: ...
     def snapshot(self, state: GroupState) -> bytes: ...
     def restore(self, data: bytes) -> GroupState: ...

@@ -120,8 +120,15 @@ def content_aad(group_id: bytes, epoch: int, content_type: int) -> bytes:
 
 
 def seal(
-    *, group_id: bytes, epoch: int, content_type: int, sender: SenderData, key: bytes, nonce: bytes,
-    sender_data_secret: bytes, content: Content,
+    *,
+    group_id: bytes,
+    epoch: int,
+    content_type: int,
+    sender: SenderData,
+    key: bytes,
+    nonce: bytes,
+    sender_data_secret: bytes,
+    content: Content,
 ) -> bytes:
     """Encrypt content and sender data into a wire group message."""
     w = Writer().opaque(content.body).opaque(content.signature)

@@ -46,7 +46,7 @@ class GroupContext:
         return w.bytes()
 
     @classmethod
-    def decode_from(cls, r: Reader) -> "GroupContext":
+    def decode_from(cls, r: Reader) -> GroupContext:
         """Read a GroupContext from ``r`` (strict)."""
         version, cipher_suite = r.u16(), r.u16()
         group_id, epoch, tree_hash, cth = r.opaque(), r.u64(), r.opaque(), r.opaque()

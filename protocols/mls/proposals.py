@@ -16,7 +16,8 @@ so every member's key schedule is bound to the same admin set.
 
 from __future__ import annotations
 
-from typing import Iterable, Union
+import itertools
+from collections.abc import Iterable
 
 import attrs
 
@@ -50,7 +51,7 @@ class SetAdmins:
     admins: frozenset[str]
 
 
-Proposal = Union[Add, Remove, SelfRemove, SetAdmins]
+Proposal = Add | Remove | SelfRemove | SetAdmins
 
 
 def encode_admins(admins: Iterable[str]) -> bytes:
@@ -61,7 +62,7 @@ def encode_admins(admins: Iterable[str]) -> bytes:
 def decode_admins(r: Reader) -> frozenset[str]:
     """Inverse of :func:`encode_admins`; refuses unsorted or duplicate entries."""
     items = r.vector(lambda rr: rr.take(32).hex())
-    if any(a >= b for a, b in zip(items, items[1:])):
+    if any(a >= b for a, b in itertools.pairwise(items)):
         raise r.fail("admin list is not sorted and unique")
     return frozenset(items)
 

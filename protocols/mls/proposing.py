@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import attrs
 
-from . import framing, roster as rosters, suite
+from . import framing, suite
+from . import roster as rosters
 from .credentials import KeyPackage, normalize_credential, verify_key_package
 from .errors import InvalidArgument, InvalidMessage
 from .proposals import Add, Remove, SelfRemove, SetAdmins, decode_proposal, encode_proposal
@@ -37,7 +38,11 @@ def _proposal_from_args(state: GroupState, add, remove, self_remove):
 
 
 def propose(
-    state: GroupState, *, add: KeyPackage | None = None, remove: str | None = None, self_remove: bool = False,
+    state: GroupState,
+    *,
+    add: KeyPackage | None = None,
+    remove: str | None = None,
+    self_remove: bool = False,
     rng: suite.Rng | None = None,
 ) -> tuple[bytes, GroupState]:
     """Send one proposal as a handshake message: ``(message, new_state)``."""
@@ -47,7 +52,7 @@ def propose(
     encode_proposal(body, proposal)
     message, new_state, framed, signature = send(state, framing.PROPOSAL, body.bytes(), rng)
     pending = PendingProposal(proposal_ref(framed, signature), state.own_leaf, proposal)
-    return message, attrs.evolve(new_state, pending_proposals=new_state.pending_proposals + (pending,))
+    return message, attrs.evolve(new_state, pending_proposals=(*new_state.pending_proposals, pending))
 
 
 def _subject(state: GroupState, proposer: int, proposal) -> tuple[str, str]:
@@ -74,6 +79,6 @@ def handle_proposal(received: Received, new_state: GroupState) -> ProposalReceiv
         raise InvalidMessage("SetAdmins is only valid inside a commit")
     kind, subject = _subject(new_state, received.sender.leaf, proposal)
     ref = proposal_ref(received.framed, received.content.signature)
-    pending = new_state.pending_proposals + (PendingProposal(ref, received.sender.leaf, proposal),)
+    pending = (*new_state.pending_proposals, PendingProposal(ref, received.sender.leaf, proposal))
     final = attrs.evolve(new_state, pending_proposals=pending)
     return ProposalReceived(kind, received.signer.credential, ref, subject, received.epoch, final)

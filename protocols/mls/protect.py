@@ -42,8 +42,14 @@ def seal_with_next_key(
     tree, generation, key, nonce = next_send_key(state.tree, state.own_leaf, kind)
     sender = SenderData(state.own_leaf, generation, suite.random_bytes(rng, 4))
     message = framing.seal(
-        group_id=state.group_id, epoch=state.epoch, content_type=content_type, sender=sender,
-        key=key, nonce=nonce, sender_data_secret=state.sender_data_secret, content=content,
+        group_id=state.group_id,
+        epoch=state.epoch,
+        content_type=content_type,
+        sender=sender,
+        key=key,
+        nonce=nonce,
+        sender_data_secret=state.sender_data_secret,
+        content=content,
     )
     return message, attrs.evolve(state, tree=tree), generation
 

@@ -6,7 +6,8 @@ whether (and when) to persist it.
 
 from __future__ import annotations
 
-from typing import Literal, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Literal
 
 import attrs
 
@@ -72,14 +73,19 @@ class ProposalReceived:
     kind: ProposalKind
     proposer_credential: str
     proposal_ref: bytes
-    subject_credential: Optional[str]
+    subject_credential: str | None
     epoch: int
     new_state: GroupState = attrs.field(repr=False)
 
 
-ProcessResult = Union[ApplicationReceived, CommitApplied, ProposalReceived]
+ProcessResult = ApplicationReceived | CommitApplied | ProposalReceived
 
 __all__ = [
-    "ApplicationReceived", "CommitApplied", "CommitResult", "MessageHeader", "ProcessResult",
-    "ProposalKind", "ProposalReceived",
+    "ApplicationReceived",
+    "CommitApplied",
+    "CommitResult",
+    "MessageHeader",
+    "ProcessResult",
+    "ProposalKind",
+    "ProposalReceived",
 ]

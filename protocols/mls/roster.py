@@ -12,13 +12,13 @@ included).  Members agree on it exactly when they agree on the roster.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from .credentials import LeafNode
 from .labels import ref_hash
 from .tls import Reader, Writer
 
-Roster = tuple[Optional[LeafNode], ...]
+Roster = tuple[LeafNode | None, ...]
 
 TREE_HASH_LABEL = "MLS 1.0 Tessera flat roster"
 
@@ -65,12 +65,12 @@ def find(roster: Roster, credential: str) -> int | None:
 
 def replace(roster: Roster, index: int, leaf: LeafNode) -> Roster:
     """Roster with leaf ``index`` replaced (an update)."""
-    return roster[:index] + (leaf,) + roster[index + 1:]
+    return (*roster[:index], leaf, *roster[index + 1 :])
 
 
 def blank(roster: Roster, index: int) -> Roster:
     """Roster with leaf ``index`` removed (blanked), trailing blanks truncated."""
-    out = list(roster[:index]) + [None] + list(roster[index + 1:])
+    out = [*list(roster[:index]), None, *list(roster[index + 1 :])]
     while out and out[-1] is None:
         out.pop()
     return tuple(out)
@@ -80,5 +80,5 @@ def add(roster: Roster, leaf: LeafNode) -> tuple[Roster, int]:
     """Put ``leaf`` at the leftmost blank (or append); returns ``(roster, index)``."""
     index = next((i for i, slot in enumerate(roster) if slot is None), len(roster))
     if index == len(roster):
-        return roster + (leaf,), index
+        return (*roster, leaf), index
     return replace(roster, index, leaf), index

@@ -18,8 +18,8 @@ Every function returns a NEW :class:`SecretTree`; inputs are never mutated.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 import attrs
 
@@ -79,7 +79,7 @@ def _children(secret: bytes) -> tuple[bytes, bytes]:
 def _expand_leaf(tree: SecretTree, leaf: int) -> SecretTree:
     """Derive the ratchets of ``leaf`` from the nearest stored ancestor."""
     target = 2 * leaf
-    path = [target] + treemath.direct_path(target, tree.n_leaves)
+    path = [target, *treemath.direct_path(target, tree.n_leaves)]
     start = next((i for i, node in enumerate(path) if node in tree.nodes), None)
     if start is None:
         # Cannot happen for a leaf that was never expanded; guards corrupted state.
@@ -183,5 +183,5 @@ def sender_data_key_nonce(sender_data_secret: bytes, ciphertext: bytes) -> tuple
 
 def apply_reuse_guard(nonce: bytes, reuse_guard: bytes) -> bytes:
     """XOR the 4-byte reuse guard into the first bytes of the ratchet nonce."""
-    head = bytes(a ^ b for a, b in zip(nonce[:4], reuse_guard))
+    head = bytes(a ^ b for a, b in zip(nonce[:4], reuse_guard, strict=False))
     return head + nonce[4:]

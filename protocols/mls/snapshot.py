@@ -13,7 +13,10 @@ as carefully as the identity key.
 
 from __future__ import annotations
 
-from . import roster as rosters, suite, treemath, wire
+import itertools
+
+from . import roster as rosters
+from . import suite, treemath, wire
 from .errors import InvalidSnapshot
 from .proposals import decode_admins, decode_proposal, encode_admins, encode_proposal
 from .secret_tree import Ratchet, SecretTree, frozen_map
@@ -29,7 +32,7 @@ def _write_ratchet(w: Writer, r: Ratchet) -> None:
 
 
 def _sorted_unique(r: Reader, keys: list[int], what: str) -> None:
-    if any(a >= b for a, b in zip(keys, keys[1:])):
+    if any(a >= b for a, b in itertools.pairwise(keys)):
         raise r.fail(f"{what} keys are not sorted and unique")
 
 
@@ -143,7 +146,7 @@ def _write_state(w: Writer, s: GroupState) -> None:
 
 
 def _read_state(r: Reader, nested: bool = False) -> GroupState:
-    f: dict = dict(group_id=r.opaque(), epoch=r.u64(), roster=rosters.decode_roster(r), admins=decode_admins(r))
+    f: dict = {"group_id": r.opaque(), "epoch": r.u64(), "roster": rosters.decode_roster(r), "admins": decode_admins(r)}
     f.update(own_leaf=r.u32(), own_hpke_private=r.fixed(32), own_signing_private=r.fixed(32))
     f.update(confirmed_transcript_hash=r.opaque(), interim_transcript_hash=r.fixed(suite.NH))
     for name in ("init_secret", "exporter_secret", "confirmation_key", "epoch_authenticator", "sender_data_secret"):
@@ -161,7 +164,7 @@ def _check_consistency(r: Reader, f: dict) -> None:
     if own >= len(roster) or roster[own] is None:
         raise r.fail("own leaf is not in the roster")
     epochs = [p.epoch for p in f["past_epochs"]]
-    if any(a <= b for a, b in zip(epochs, epochs[1:])) or (epochs and epochs[0] >= f["epoch"]):
+    if any(a <= b for a, b in itertools.pairwise(epochs)) or (epochs and epochs[0] >= f["epoch"]):
         raise r.fail("past epochs must be older than the current one, newest first")
     if len(epochs) > f["max_past_epochs"]:
         raise r.fail("more past epochs than the retention limit")
@@ -180,4 +183,3 @@ def restore(data: bytes) -> GroupState:
     state = _read_state(r)
     r.done()
     return state
-

@@ -12,16 +12,13 @@ computes it, never by evolving the fields it depends on.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import attrs
 
 from .credentials import LeafNode
 from .errors import InvalidArgument, NotAMember
-from .key_schedule import GroupContext
+from .key_schedule import EpochSecrets, GroupContext
 from .proposals import Proposal, admins_extension
 from .roster import Roster, tree_hash
-from .key_schedule import EpochSecrets
 from .secret_tree import SecretTree, new_tree
 
 DEFAULT_MAX_PAST_EPOCHS = 5
@@ -44,7 +41,7 @@ class PastEpoch:
     sender_data_secret: bytes = attrs.field(repr=False)
     exporter_secret: bytes = attrs.field(repr=False)
     tree: SecretTree = attrs.field(repr=False)
-    signers: tuple[Optional[Signer], ...] = attrs.field(repr=False)
+    signers: tuple[Signer | None, ...] = attrs.field(repr=False)
 
 
 @attrs.frozen
@@ -64,7 +61,7 @@ class PendingCommit:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     updated: tuple[str, ...]
-    new_state: "GroupState" = attrs.field(repr=False)
+    new_state: GroupState = attrs.field(repr=False)
 
 
 @attrs.frozen
@@ -88,7 +85,7 @@ class GroupState:
     tree: SecretTree = attrs.field(repr=False)
     past_epochs: tuple[PastEpoch, ...] = attrs.field(default=(), repr=False)  # newest first
     pending_proposals: tuple[PendingProposal, ...] = attrs.field(default=(), repr=False)
-    pending_commit: Optional[PendingCommit] = attrs.field(default=None, repr=False)
+    pending_commit: PendingCommit | None = attrs.field(default=None, repr=False)
     active: bool = True
     max_past_epochs: int = DEFAULT_MAX_PAST_EPOCHS
     group_context: bytes = attrs.field(default=b"", repr=False)
@@ -124,14 +121,17 @@ def make_state(**fields) -> GroupState:
 
 def epoch_fields(secrets: EpochSecrets, n_members: int) -> dict:
     """The state fields that come from an epoch's key schedule (plus its fresh secret tree)."""
-    return dict(
-        init_secret=secrets.init_secret, exporter_secret=secrets.exporter_secret,
-        confirmation_key=secrets.confirmation_key, epoch_authenticator=secrets.epoch_authenticator,
-        sender_data_secret=secrets.sender_data_secret, tree=new_tree(secrets.encryption_secret, n_members),
-    )
+    return {
+        "init_secret": secrets.init_secret,
+        "exporter_secret": secrets.exporter_secret,
+        "confirmation_key": secrets.confirmation_key,
+        "epoch_authenticator": secrets.epoch_authenticator,
+        "sender_data_secret": secrets.sender_data_secret,
+        "tree": new_tree(secrets.encryption_secret, n_members),
+    }
 
 
-def signers_of(roster: Roster) -> tuple[Optional[Signer], ...]:
+def signers_of(roster: Roster) -> tuple[Signer | None, ...]:
     """The per-leaf signer table a past epoch keeps."""
     return tuple(None if leaf is None else Signer(leaf.credential, leaf.signature_key) for leaf in roster)
 
@@ -139,8 +139,12 @@ def signers_of(roster: Roster) -> tuple[Optional[Signer], ...]:
 def as_past_epoch(state: GroupState) -> PastEpoch:
     """Freeze the current epoch of ``state`` into a retained past epoch."""
     return PastEpoch(
-        state.epoch, state.group_context, state.sender_data_secret, state.exporter_secret,
-        state.tree, signers_of(state.roster),
+        state.epoch,
+        state.group_context,
+        state.sender_data_secret,
+        state.exporter_secret,
+        state.tree,
+        signers_of(state.roster),
     )
 
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import nacl.bindings as _sodium
 import nacl.exceptions as _sodium_exc
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives import serialization
 
 from .errors import DecryptionFailed
 

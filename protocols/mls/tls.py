@@ -10,7 +10,7 @@ string has exactly one decoding and re-encodes to itself.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import InvalidMessage, MlsError
 
@@ -41,37 +41,37 @@ class Writer:
     def __init__(self) -> None:
         self._buf = bytearray()
 
-    def u8(self, n: int) -> "Writer":
+    def u8(self, n: int) -> Writer:
         self._buf += n.to_bytes(1, "big")
         return self
 
-    def u16(self, n: int) -> "Writer":
+    def u16(self, n: int) -> Writer:
         self._buf += n.to_bytes(2, "big")
         return self
 
-    def u32(self, n: int) -> "Writer":
+    def u32(self, n: int) -> Writer:
         self._buf += n.to_bytes(4, "big")
         return self
 
-    def u64(self, n: int) -> "Writer":
+    def u64(self, n: int) -> Writer:
         self._buf += n.to_bytes(8, "big")
         return self
 
-    def raw(self, data: bytes) -> "Writer":
+    def raw(self, data: bytes) -> Writer:
         """Append bytes without a length prefix (fixed-size fields)."""
         self._buf += data
         return self
 
-    def opaque(self, data: bytes) -> "Writer":
+    def opaque(self, data: bytes) -> Writer:
         """Append ``opaque data<V>``."""
         self._buf += varint(len(data))
         self._buf += data
         return self
 
-    def boolean(self, flag: bool) -> "Writer":
+    def boolean(self, flag: bool) -> Writer:
         return self.u8(1 if flag else 0)
 
-    def vector(self, items, encode_item: Callable[["Writer", object], None]) -> "Writer":
+    def vector(self, items, encode_item: Callable[[Writer, object], None]) -> Writer:
         """Append ``T items<V>``: the items encoded back to back, length-prefixed."""
         inner = Writer()
         for item in items:
@@ -90,7 +90,7 @@ class Reader:
     (``InvalidSnapshot``).
     """
 
-    __slots__ = ("_data", "_pos", "_error")
+    __slots__ = ("_data", "_error", "_pos")
 
     def __init__(self, data: bytes, error: type[MlsError] = InvalidMessage) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -108,7 +108,7 @@ class Reader:
         end = self._pos + n
         if end > len(self._data):
             raise self.fail(f"truncated: wanted {n} bytes")
-        out = self._data[self._pos:end]
+        out = self._data[self._pos : end]
         self._pos = end
         return out
 
@@ -158,7 +158,7 @@ class Reader:
             raise self.fail(f"expected {n} bytes, got {len(data)}")
         return data
 
-    def vector(self, decode_item: Callable[["Reader"], object]) -> list:
+    def vector(self, decode_item: Callable[[Reader], object]) -> list:
         """Read ``T items<V>`` with ``decode_item`` applied to each item."""
         inner = Reader(self.opaque(), self._error)
         items = []

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import hmac
 
-from . import key_schedule as ks, roster as rosters, suite, wire
+from . import key_schedule as ks
+from . import roster as rosters
+from . import suite, wire
 from .credentials import SOURCE_COMMIT, Identity, KeyPackage, KeyPackagePrivate, verify_leaf
 from .errors import ConfirmationMismatch, InvalidArgument, InvalidMessage, InvalidSignature
 from .labels import decrypt_with_label, encrypt_with_label, sign_with_label, verify_with_label
@@ -140,8 +142,13 @@ def join_from_welcome(
     if not hmac.compare_digest(ks.confirmation_tag(secrets.confirmation_key, ctx.confirmed_transcript_hash), tag):
         raise ConfirmationMismatch("welcome confirmation tag does not match")
     state = make_state(
-        group_id=ctx.group_id, epoch=ctx.epoch, roster=roster, admins=admins, own_leaf=own,
-        own_hpke_private=kp_private.encryption_private, own_signing_private=identity.signing_private,
+        group_id=ctx.group_id,
+        epoch=ctx.epoch,
+        roster=roster,
+        admins=admins,
+        own_leaf=own,
+        own_hpke_private=kp_private.encryption_private,
+        own_signing_private=identity.signing_private,
         confirmed_transcript_hash=ctx.confirmed_transcript_hash,
         interim_transcript_hash=ks.next_interim_transcript_hash(ctx.confirmed_transcript_hash, tag),
         **epoch_fields(secrets, len(roster)),

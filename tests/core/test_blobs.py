@@ -40,14 +40,23 @@ EMPTY_ID = hashlib.sha256(b"").hexdigest()
 
 
 def slices(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
-def append(db, slice_no: int, data: bytes, *, file_id: str = FILE_ID, total: int = len(DATA),
-           max_slice_bytes: int = MAX, mime: str | None = None) -> blobs.BlobInfo:
+def append(
+    db,
+    slice_no: int,
+    data: bytes,
+    *,
+    file_id: str = FILE_ID,
+    total: int = len(DATA),
+    max_slice_bytes: int = MAX,
+    mime: str | None = None,
+) -> blobs.BlobInfo:
     with db.write():
-        return blobs.append_slice(db, file_id, slice_no, data, total, T0 + slice_no, mime=mime,
-                                  max_slice_bytes=max_slice_bytes)
+        return blobs.append_slice(
+            db, file_id, slice_no, data, total, T0 + slice_no, mime=mime, max_slice_bytes=max_slice_bytes
+        )
 
 
 def send_all(db, data: bytes = DATA, size: int = 4096, **kw) -> blobs.BlobInfo:
@@ -58,8 +67,9 @@ def send_all(db, data: bytes = DATA, size: int = 4096, **kw) -> blobs.BlobInfo:
 
 
 def stored_slices(db, file_id: str = FILE_ID):
-    return db.all("SELECT slice_no, offset, length(data) FROM blob_slices WHERE file_id = ? ORDER BY slice_no",
-                  (file_id,))
+    return db.all(
+        "SELECT slice_no, offset, length(data) FROM blob_slices WHERE file_id = ? ORDER BY slice_no", (file_id,)
+    )
 
 
 # --- direct appends ------------------------------------------------------------------
@@ -67,8 +77,12 @@ def stored_slices(db, file_id: str = FILE_ID):
 
 def test_sequential_slices_complete_the_blob(db):
     first = append(db, 0, DATA[:4096], mime="application/octet-stream")
-    assert (first.next_slice, first.received_bytes, first.status, first.mime) == (1, 4096, "receiving",
-                                                                                  "application/octet-stream")
+    assert (first.next_slice, first.received_bytes, first.status, first.mime) == (
+        1,
+        4096,
+        "receiving",
+        "application/octet-stream",
+    )
     append(db, 1, DATA[4096:8192])
     done = append(db, 2, DATA[8192:])
     assert (done.next_slice, done.received_bytes, done.status, done.reason) == (3, len(DATA), "complete", None)
@@ -81,7 +95,7 @@ def test_a_range_is_read_from_the_slices_that_hold_it(db):
     send_all(db, size=1000)  # slices of 1000 bytes; the last one 240
     with db.read():
         for start, length in [(0, 10240), (0, 1), (999, 2), (1000, 1000), (4321, 3000), (10239, 1), (5000, 0)]:
-            assert b"".join(blobs.read_range(db, FILE_ID, start, length)) == DATA[start:start + length]
+            assert b"".join(blobs.read_range(db, FILE_ID, start, length)) == DATA[start : start + length]
     with pytest.raises(InvalidInput, match="not inside blob"):
         list(blobs.read_range(db, FILE_ID, 10_000, 241))
     plan = " ".join(row[3] for row in db.all("EXPLAIN QUERY PLAN " + blobs._SLICES_IN_RANGE, (FILE_ID, 1, FILE_ID, 0)))
@@ -178,7 +192,9 @@ def test_a_slice_with_the_wrong_total_size_is_refused_alone(db):
 
 def test_a_slice_past_the_declared_end_is_refused_alone(db):
     append(db, 0, DATA[:4096])
-    with pytest.raises(SliceOverrun, match=r"slice 1 overruns blob .*: it covers bytes 4096-12095, the blob is 10240 bytes"):
+    with pytest.raises(
+        SliceOverrun, match=r"slice 1 overruns blob .*: it covers bytes 4096-12095, the blob is 10240 bytes"
+    ):
         append(db, 1, DATA[4096:] + DATA[:1856])
     assert stored_slices(db) == [(0, 0, 4096)]
     assert send_all(db).status == "complete"
@@ -247,7 +263,9 @@ def test_tessera_blob_reset(tmp_path, settings):
     result = cli("--db", path, "blob", "reset", FILE_ID)
     assert result.exit_code == 0 and f"dropped 2 slices of blob {FILE_ID}" in result.output
     missing = cli("--db", path, "blob", "reset", FILE_ID)
-    assert missing.exit_code == 1 and missing.output.startswith("Error: no blob") and len(missing.output.splitlines()) == 1
+    assert (
+        missing.exit_code == 1 and missing.output.startswith("Error: no blob") and len(missing.output.splitlines()) == 1
+    )
     with Database(path, settings) as db:
         assert blobs.info(db, FILE_ID) is None
         send_all(db)
@@ -298,12 +316,15 @@ def test_empty_slices_of_non_empty_content_are_refused(db):
     assert blobs.info(db, FILE_ID) is None
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"file_id": "ABC"}, "file_id must be the lowercase hex SHA-256"),
-    ({"file_id": FILE_ID.upper()}, "file_id must be the lowercase hex SHA-256"),
-    ({"slice_no": -1}, "non-negative"),
-    ({"data": DATA, "total": 100}, "overruns"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"file_id": "ABC"}, "file_id must be the lowercase hex SHA-256"),
+        ({"file_id": FILE_ID.upper()}, "file_id must be the lowercase hex SHA-256"),
+        ({"slice_no": -1}, "non-negative"),
+        ({"data": DATA, "total": 100}, "overruns"),
+    ],
+)
 def test_malformed_slices_are_refused(db, kwargs, message):
     args = {"slice_no": 0, "data": DATA[:4096], **kwargs}
     with pytest.raises(InvalidInput, match=message):
@@ -321,8 +342,13 @@ def test_a_slice_over_the_limit_is_refused(db):
 
 
 def slice_command(ctx, params):
-    return Result(intents=[AppendBlobSlice(params["file_id"], params["slice_no"], params["data"],
-                                           params["total_size"], params.get("mime"))])
+    return Result(
+        intents=[
+            AppendBlobSlice(
+                params["file_id"], params["slice_no"], params["data"], params["total_size"], params.get("mime")
+            )
+        ]
+    )
 
 
 class SlicePlugin:
@@ -339,8 +365,10 @@ def slice_app(make_app, settings):
 
 
 def run_slice(app, slice_no: int, data: bytes, file_id: str = FILE_ID, total: int = len(DATA)):
-    return app.runtime.run_command("ledger.slice", {"file_id": file_id, "slice_no": slice_no, "data": data,
-                                                    "total_size": total, "mime": "text/plain"})
+    return app.runtime.run_command(
+        "ledger.slice",
+        {"file_id": file_id, "slice_no": slice_no, "data": data, "total_size": total, "mime": "text/plain"},
+    )
 
 
 def test_slices_through_the_intent(slice_app, tmp_path):
@@ -396,8 +424,7 @@ def big_blob_roundtrip(workdir: str, n_slices: int = GIB_SLICES) -> dict:
     started = time.monotonic()
     for n in range(1, n_slices):
         with db.write():
-            info = blobs.append_slice(db, file_id, n, _generated_slice(n), total, T0 + n,
-                                      max_slice_bytes=SLICE_BYTES)
+            info = blobs.append_slice(db, file_id, n, _generated_slice(n), total, T0 + n, max_slice_bytes=SLICE_BYTES)
     written_s = time.monotonic() - started
     after_write = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     target = Path(workdir) / "big.out"
@@ -410,18 +437,29 @@ def big_blob_roundtrip(workdir: str, n_slices: int = GIB_SLICES) -> dict:
         while chunk := f.read(SLICE_BYTES):
             check.update(chunk)
     db.close()
-    return {"file_id": file_id, "status": info.status, "total": total, "exported": exported,
-            "export_sha256": check.hexdigest(), "write_s": round(written_s, 1), "export_s": round(export_s, 1),
-            "baseline_mib": baseline >> 20, "write_growth_mib": (after_write - baseline) / 2**20,
-            "peak_growth_mib": (peak - baseline) / 2**20}
+    return {
+        "file_id": file_id,
+        "status": info.status,
+        "total": total,
+        "exported": exported,
+        "export_sha256": check.hexdigest(),
+        "write_s": round(written_s, 1),
+        "export_s": round(export_s, 1),
+        "baseline_mib": baseline >> 20,
+        "write_growth_mib": (after_write - baseline) / 2**20,
+        "peak_growth_mib": (peak - baseline) / 2**20,
+    }
 
 
 @pytest.mark.slow
 def test_a_1_gib_file_round_trips_in_bounded_memory(tmp_path):
-    code = ("import json, sys; from tests.core.test_blobs import big_blob_roundtrip; "
-            "print(json.dumps(big_blob_roundtrip(sys.argv[1])))")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1800)
+    code = (
+        "import json, sys; from tests.core.test_blobs import big_blob_roundtrip; "
+        "print(json.dumps(big_blob_roundtrip(sys.argv[1])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1800
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     print(report)

@@ -22,8 +22,14 @@ from tests.conftest import ROOT
 
 def start_worker(path: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fixtures.crash_worker", path], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fixtures.crash_worker", path],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert line.strip() == "ready", proc.stderr.read()
     return proc
@@ -33,10 +39,10 @@ def check_all_or_nothing(path: str) -> int:
     conn = apsw.Connection(path)
     conn.set_busy_timeout(5000)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    states = {k[len("state:"):] for (k,) in conn.execute("SELECT key FROM protocol_state WHERE key LIKE 'state:%'")}
+    states = {k[len("state:") :] for (k,) in conn.execute("SELECT key FROM protocol_state WHERE key LIKE 'state:%'")}
     entries = {e for (e,) in conn.execute("SELECT json_extract(payload, '$.entry') FROM events")}
-    deferred = {k[len("later:"):] for (k,) in conn.execute("SELECT idempotency_key FROM deferred")}
-    outgoing = {k[len("out:"):] for (k,) in conn.execute("SELECT idempotency_key FROM outgoing")}
+    deferred = {k[len("later:") :] for (k,) in conn.execute("SELECT idempotency_key FROM deferred")}
+    outgoing = {k[len("out:") :] for (k,) in conn.execute("SELECT idempotency_key FROM outgoing")}
     effects = {e for e in entries if e.startswith("r")}
     assert states == effects == deferred == outgoing, "an effects command was torn"
     transfers = {e.split(":")[0] for e in entries if e.startswith("t")}

@@ -34,9 +34,8 @@ def test_busy_handler_waits_about_busy_timeout(table, db_path):
     other = Database(db_path, Settings.load(env={}, busy_timeout_ms=300, busy_retries=0))
     with table.write():
         started = time.monotonic()
-        with pytest.raises(DatabaseBusy):
-            with other.write():
-                pass
+        with pytest.raises(DatabaseBusy), other.write():
+            pass
         waited = time.monotonic() - started
     assert 0.3 <= waited < 1.5
     other.close()
@@ -47,9 +46,8 @@ def test_write_takes_the_lock_at_begin(table, db_path, settings):
     with table.write():
         table.execute("INSERT INTO t(v) VALUES ('a')")
         # BEGIN IMMEDIATE: a second writer cannot even start while we hold the lock.
-        with pytest.raises(DatabaseBusy, match="locked by another writer"):
-            with other.write():
-                pass
+        with pytest.raises(DatabaseBusy, match="locked by another writer"), other.write():
+            pass
     with other.write():
         other.execute("INSERT INTO t(v) VALUES ('b')")
     assert other.counters.busy_retries == 0
@@ -91,19 +89,16 @@ def test_read_is_one_snapshot(table, db_path, settings):
 def test_nested_write_is_a_savepoint(table):
     with table.write():
         table.execute("INSERT INTO t(v) VALUES ('outer')")
-        with pytest.raises(ValueError):
-            with table.write():
-                table.execute("INSERT INTO t(v) VALUES ('inner')")
-                raise ValueError("inner fails")
+        with pytest.raises(ValueError), table.write():
+            table.execute("INSERT INTO t(v) VALUES ('inner')")
+            raise ValueError("inner fails")
         table.execute("INSERT INTO t(v) VALUES ('outer2')")
     assert [r[0] for r in table.all("SELECT v FROM t ORDER BY k")] == ["outer", "outer2"]
 
 
 def test_write_inside_read_is_refused(table):
-    with table.read():
-        with pytest.raises(TransactionError, match="open the write"):
-            with table.write():
-                pass
+    with table.read(), pytest.raises(TransactionError, match="open the write"), table.write():
+        pass
 
 
 def test_read_inside_write_reads_the_write(table):
@@ -114,19 +109,17 @@ def test_read_inside_write_reads_the_write(table):
 
 
 def test_exception_rolls_everything_back(table):
-    with pytest.raises(RuntimeError):
-        with table.write():
-            table.execute("INSERT INTO t(v) VALUES ('gone')")
-            raise RuntimeError
+    with pytest.raises(RuntimeError), table.write():
+        table.execute("INSERT INTO t(v) VALUES ('gone')")
+        raise RuntimeError
     assert table.value("SELECT count(*) FROM t") == 0
     assert not table.in_transaction
 
 
 def test_readonly_database_refuses_writes(table, db_path, settings):
     reader = Database(db_path, settings, readonly=True)
-    with pytest.raises(TransactionError, match="read-only"):
-        with reader.write():
-            pass
+    with pytest.raises(TransactionError, match="read-only"), reader.write():
+        pass
     reader.close()
 
 
@@ -134,15 +127,13 @@ def test_after_commit_runs_only_for_committed_work(table):
     calls = []
     with table.write():
         table.after_commit(lambda: calls.append("committed"))
-    with pytest.raises(RuntimeError):
-        with table.write():
-            table.after_commit(lambda: calls.append("rolled back"))
-            raise RuntimeError
+    with pytest.raises(RuntimeError), table.write():
+        table.after_commit(lambda: calls.append("rolled back"))
+        raise RuntimeError
     with table.write():
-        with pytest.raises(RuntimeError):
-            with table.write():
-                table.after_commit(lambda: calls.append("savepoint rolled back"))
-                raise RuntimeError
+        with pytest.raises(RuntimeError), table.write():
+            table.after_commit(lambda: calls.append("savepoint rolled back"))
+            raise RuntimeError
         table.after_commit(lambda: calls.append("outer"))
     assert calls == ["committed", "outer"]
 
@@ -167,8 +158,7 @@ def test_counters(table):
 
 def test_slow_statements_are_logged_with_their_sql(db_path, caplog):
     db = Database(db_path, Settings.load(env={}, slow_statement_ms=1))
-    slow = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) "
-            "SELECT sum(i) FROM n")
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) SELECT sum(i) FROM n"
     with caplog.at_level(logging.WARNING, logger="tessera.db"):
         db.value(slow)
     assert db.counters.slow_statements >= 1
@@ -207,11 +197,10 @@ def test_lock_waits_are_not_slow_statements(table, db_path, caplog):
 
 
 def test_commit_failure_is_a_storage_error(table):
-    with pytest.raises(StorageError, match="commit failed"):
-        with table.write():
-            table.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
-            table.execute("CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
-            table.execute("INSERT INTO child VALUES (42)")
+    with pytest.raises(StorageError, match="commit failed"), table.write():
+        table.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        table.execute("CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+        table.execute("INSERT INTO child VALUES (42)")
     assert not table.has_table("child")
 
 

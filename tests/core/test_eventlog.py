@@ -87,9 +87,8 @@ def test_stored_event_round_trips(log_db):
 def test_events_are_append_only(log_db):
     append(log_db, [event(1)])
     for sql in ("DELETE FROM events", "UPDATE events SET payload = x'00'"):
-        with pytest.raises(StorageError, match="append-only"):
-            with log_db.write():
-                log_db.execute(sql)
+        with pytest.raises(StorageError, match="append-only"), log_db.write():
+            log_db.execute(sql)
     assert eventlog.count(log_db) == 1
 
 
@@ -116,12 +115,15 @@ def test_canonical_json_is_stable():
     assert encoding.dumps({"b": 1, "a": [True, None, "é"]}) == '{"a":[true,null,"é"],"b":1}'.encode()
 
 
-@pytest.mark.parametrize("value, where", [
-    ({"x": 1.5}, "payload.x is a float"),
-    ({"x": [1, b"raw"]}, r"payload.x\[1\] is a bytes"),
-    ({1: "a"}, "non-string key"),
-    ({"x": float("nan")}, "float"),
-])
+@pytest.mark.parametrize(
+    "value, where",
+    [
+        ({"x": 1.5}, "payload.x is a float"),
+        ({"x": [1, b"raw"]}, r"payload.x\[1\] is a bytes"),
+        ({1: "a"}, "non-string key"),
+        ({"x": float("nan")}, "float"),
+    ],
+)
 def test_non_canonical_values_are_refused(value, where):
     with pytest.raises(EncodingError, match=where):
         encoding.dumps(value)
@@ -130,15 +132,18 @@ def test_non_canonical_values_are_refused(value, where):
 # --- record validation -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"type": "has space"}, "type"),
-    ({"event_id": b""}, "event_id"),
-    ({"event_id": os.urandom(65)}, "event_id"),
-    ({"event_id": "hex-string"}, "event_id"),
-    ({"partition_key": "x" * 257}, "partition_key"),
-    ({"created_at_ms": -1}, "created_at_ms"),
-    ({"created_at_ms": True}, "created_at_ms"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"type": "has space"}, "type"),
+        ({"event_id": b""}, "event_id"),
+        ({"event_id": os.urandom(65)}, "event_id"),
+        ({"event_id": "hex-string"}, "event_id"),
+        ({"partition_key": "x" * 257}, "partition_key"),
+        ({"created_at_ms": -1}, "created_at_ms"),
+        ({"created_at_ms": True}, "created_at_ms"),
+    ],
+)
 def test_event_fields_are_validated(kwargs, message):
     fields = {"type": "ok", "event_id": b"1", "partition_key": "p", "created_at_ms": 0} | kwargs
     with pytest.raises(InvalidInput, match=message):

@@ -40,34 +40,38 @@ def test_items_by_prefix(db):
     assert kv.items("tick.") == {"tick.a": 1, "tick.b": 1}
 
 
-@pytest.mark.parametrize("key, value", [
-    ("big", "x" * (MAX_VALUE_BYTES + 1)),
-    ("big", b"x" * (MAX_VALUE_BYTES + 1)),
-    ("k" * 201, 1),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("big", "x" * (MAX_VALUE_BYTES + 1)),
+        ("big", b"x" * (MAX_VALUE_BYTES + 1)),
+        ("k" * 201, 1),
+    ],
+)
 def test_only_tiny_values(db, key, value):
     kv = KV(db)
-    with db.write():
-        with pytest.raises(InvalidInput, match="tiny flags and counters only"):
-            kv.set(key, value)
+    with db.write(), pytest.raises(InvalidInput, match="tiny flags and counters only"):
+        kv.set(key, value)
     assert stored(db, key) == "<missing>"
     with db.write():
         kv.set("edge", "x" * MAX_VALUE_BYTES)  # the limit itself is fine
     assert len(stored(db, "edge")) == MAX_VALUE_BYTES
 
 
-@pytest.mark.parametrize("write", [
-    lambda kv: kv.set("k", 1),
-    lambda kv: kv.incr("k"),
-    lambda kv: kv.delete("k"),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda kv: kv.set("k", 1),
+        lambda kv: kv.incr("k"),
+        lambda kv: kv.delete("k"),
+    ],
+)
 def test_writes_need_a_write_transaction(db, write):
     kv = KV(db)
     with pytest.raises(TransactionError, match="write transaction"):
         write(kv)
-    with db.read():
-        with pytest.raises(TransactionError, match="write transaction"):
-            write(kv)
+    with db.read(), pytest.raises(TransactionError, match="write transaction"):
+        write(kv)
     assert stored(db, "k") == "<missing>"
 
 
@@ -114,10 +118,9 @@ def test_a_rolled_back_write_is_not_served_from_the_cache(db):
     kv = KV(db)
     with db.write():
         kv.set("mode", "committed")
-    with pytest.raises(RuntimeError):
-        with db.write():
-            kv.set("mode", "rolled back")
-            raise RuntimeError("abort")
+    with pytest.raises(RuntimeError), db.write():
+        kv.set("mode", "rolled back")
+        raise RuntimeError("abort")
     assert kv.get("mode") == "committed"
 
 
@@ -131,12 +134,11 @@ def test_a_rolled_back_savepoint_is_not_served_from_the_cache(db):
         kv.incr("n")
     with db.write():
         assert kv.get("mode") == "committed"
-        with pytest.raises(RuntimeError):
-            with db.write():
-                kv.set("mode", "rolled back")
-                assert kv.get("mode") == "rolled back"  # read-your-writes inside the savepoint
-                kv.incr("n")
-                raise RuntimeError("abort")
+        with pytest.raises(RuntimeError), db.write():
+            kv.set("mode", "rolled back")
+            assert kv.get("mode") == "rolled back"  # read-your-writes inside the savepoint
+            kv.incr("n")
+            raise RuntimeError("abort")
         assert kv.get("mode") == "committed"
         assert kv.get("n") == 1
 
@@ -164,7 +166,7 @@ def test_incr_is_atomic_across_two_connections(db, other):
             for _ in range(counts):
                 with database.write():
                     kv.incr("hits")
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=bump, args=(conn,)) for conn in (db, other)]

@@ -26,7 +26,11 @@ def test_first_taker_gets_token_one(db):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
     assert (lease.name, lease.owner, lease.token, lease.expires_at_ms) == ("tick", "a", 1, T0 + TTL)
     assert db.one("SELECT owner, token, expires_at_ms, acquired_at_ms FROM leases WHERE name = 'tick'") == (
-        "a", 1, T0 + TTL, T0)
+        "a",
+        1,
+        T0 + TTL,
+        T0,
+    )
 
 
 def test_renewal_keeps_the_token_and_extends_expiry(db):
@@ -103,8 +107,15 @@ def test_check_fence_refuses_a_stale_lease(db, case):
         db.execute("DELETE FROM leases")
     with pytest.raises(LeaseLost, match="lease 'tick' token 1 is no longer ours; now held by") as raised:
         leases.check_fence(db, lease, now)
-    holder = "nobody" if case == "missing" else "b (token 1)" if case == "owner changed" else \
-        "a (token 7)" if case == "token changed" else "a (token 1)"
+    holder = (
+        "nobody"
+        if case == "missing"
+        else "b (token 1)"
+        if case == "owner changed"
+        else "a (token 7)"
+        if case == "token changed"
+        else "a (token 1)"
+    )
     assert f"now held by {holder}" in str(raised.value)
 
 
@@ -142,7 +153,7 @@ class LeaseMachine(RuleBasedStateMachine):
         self.dbs = {owner: Database(f"{self.dir}/db.sqlite", settings) for owner in "abc"}
         self.now = T0
         self.held: dict[str, leases.Lease] = {}  # each owner's latest lease object
-        self.model: dict | None = None            # owner, token, expires
+        self.model: dict | None = None  # owner, token, expires
         self.max_token = 0
 
     def teardown(self) -> None:
@@ -218,6 +229,7 @@ class LeaseMachine(RuleBasedStateMachine):
             assert passing == []
 
 
-LeaseMachine.TestCase.settings = hsettings(max_examples=50, stateful_step_count=30, deadline=None,
-                                           suppress_health_check=[HealthCheck.too_slow])
+LeaseMachine.TestCase.settings = hsettings(
+    max_examples=50, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 test_lease_state_machine = LeaseMachine.TestCase

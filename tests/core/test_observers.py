@@ -43,8 +43,9 @@ def test_a_raising_observer_is_logged_with_its_plugin_and_the_daemon_goes_on(mak
 
     app.runtime.subscribe("deposited", broken_subscriber)
     with app.db.write():
-        queues.push_incoming(app.db, "ledger", [ledger.wire("deposit", f"d{n}") for n in range(5)]
-                             + [ledger.wire("permanent", "p")], 0)
+        queues.push_incoming(
+            app.db, "ledger", [ledger.wire("deposit", f"d{n}") for n in range(5)] + [ledger.wire("permanent", "p")], 0
+        )
     with caplog.at_level(logging.ERROR):
         report = TickDaemon(app, mode="until_idle").run()
     assert report.exit_reason == "idle" and report.outcomes == {"handled": 5, "parked": 1}

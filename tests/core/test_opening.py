@@ -108,10 +108,19 @@ def test_a_directory_is_refused(tmp_path):
     assert str(tmp_path) in line
 
 
-READ_ONLY = [["status"], ["status", "--json"], ["parked", "list"], ["tick", "--once"],
-             ["ingest", "--protocol", "example", "-"], ["blob", "export", "ab" * 32, "out.bin"],
-             ["example", "page", "lobby"], ["marmot", "groups"], ["marmot", "history", "--group", "ab" * 32],
-             ["settings"], ["plugins"]]
+READ_ONLY = [
+    ["status"],
+    ["status", "--json"],
+    ["parked", "list"],
+    ["tick", "--once"],
+    ["ingest", "--protocol", "example", "-"],
+    ["blob", "export", "ab" * 32, "out.bin"],
+    ["example", "page", "lobby"],
+    ["marmot", "groups"],
+    ["marmot", "history", "--group", "ab" * 32],
+    ["settings"],
+    ["plugins"],
+]
 
 
 @pytest.mark.parametrize("args", READ_ONLY, ids=" ".join)

@@ -39,8 +39,13 @@ def waiting_plugin(world: Stages):
         needed = envelope.payload["stage"]
         if world.reached < needed:
             # Wait for the next stage only: its arrival wakes us, and we move on to the one after.
-            return Blocked("stage", str(world.reached + 1), f"needs stage {needed}", horizon_ms=HORIZON_MS,
-                           expired_reason="stage_never_arrived")
+            return Blocked(
+                "stage",
+                str(world.reached + 1),
+                f"needs stage {needed}",
+                horizon_ms=HORIZON_MS,
+                expired_reason="stage_never_arrived",
+            )
         return Result(events=[Event("passed", envelope.event_id, "p", 0, {"id": envelope.payload["id"]})])
 
     class Plugin:
@@ -54,16 +59,21 @@ def waiting_plugin(world: Stages):
 @pytest.fixture
 def staged(tmp_path, settings, clock):
     world = Stages()
-    app = open_app(settings, make_plugin_manager([waiting_plugin(world)], entry_points=False), enable=["ledger"],
-                   create=True, clock=clock, path=str(tmp_path / "staged.db"))
+    app = open_app(
+        settings,
+        make_plugin_manager([waiting_plugin(world)], entry_points=False),
+        enable=["ledger"],
+        create=True,
+        clock=clock,
+        path=str(tmp_path / "staged.db"),
+    )
     yield app, world
     app.close()
 
 
 def push(app, name: str, stage: int) -> None:
     with app.db.write():
-        queues.push_incoming(app.db, "ledger", [json.dumps({"id": name, "stage": stage}).encode()],
-                             app.clock.now_ms())
+        queues.push_incoming(app.db, "ledger", [json.dumps({"id": name, "stage": stage}).encode()], app.clock.now_ms())
 
 
 def reach(app, world: Stages, stage: int) -> None:
@@ -93,7 +103,7 @@ def test_rechecks_of_a_patient_wait_never_spend_attempts(staged, settings):
 
 
 def test_the_same_key_woken_again_still_costs_nothing(staged, settings):
-    app, world = staged
+    app, _world = staged
     push(app, "far", 3)
     drain.run_until_idle(app.runtime)
     for _ in range(settings.max_attempts * 3):  # woken for stage 1, but stage 1 never really came
@@ -128,8 +138,14 @@ def test_a_wait_that_outlives_its_horizon_is_parked_with_its_reason_and_comes_ba
 
 def test_a_patient_wait_is_not_swept_by_the_counted_age_limit(tmp_path, settings, clock):
     short_age = attrs.evolve(settings, blocked_max_age_ms=1_000)
-    app = open_app(short_age, make_plugin_manager([waiting_plugin(Stages())], entry_points=False),
-                   enable=["ledger"], create=True, clock=clock, path=str(tmp_path / "age.db"))
+    app = open_app(
+        short_age,
+        make_plugin_manager([waiting_plugin(Stages())], entry_points=False),
+        enable=["ledger"],
+        create=True,
+        clock=clock,
+        path=str(tmp_path / "age.db"),
+    )
     try:
         push(app, "slow", 2)
         drain.run_until_idle(app.runtime)
@@ -154,8 +170,9 @@ def test_a_database_from_before_patient_waits_migrates(fresh_db):
     # core/schema.sql as it was at version 0, before any migration existed.
     before = (ROOT / "tests" / "fixtures" / "core_schema_v0.sql").read_text()
     apply_schemas(fresh_db, [source("core", before, path=core.path)])
-    fresh_db.execute("INSERT INTO blocked(protocol, blob, reason_type, reason_key, blocked_at_ms) "
-                     "VALUES ('p', x'00', 'r', 'k', 5)")
+    fresh_db.execute(
+        "INSERT INTO blocked(protocol, blob, reason_type, reason_key, blocked_at_ms) VALUES ('p', x'00', 'r', 'k', 5)"
+    )
     (report,) = apply_schemas(fresh_db, [core])
     assert report.action == "migrated" and report.migrations_run[0] == 1
     assert fresh_db.all("SELECT reason_key, waiting_since_ms, expires_at_ms FROM blocked") == [("k", None, None)]
@@ -171,8 +188,14 @@ def test_a_marker_that_wakes_more_work_than_a_lease_lifetime_keeps_the_lease(tmp
     world = Stages()
     plugin = waiting_plugin(world)
     slow_settings = attrs.evolve(settings, lease_ttl_ms=1_000)
-    app = open_app(slow_settings, make_plugin_manager([plugin], entry_points=False), enable=["ledger"],
-                   create=True, clock=SystemClock(), path=str(tmp_path / "lease.db"))
+    app = open_app(
+        slow_settings,
+        make_plugin_manager([plugin], entry_points=False),
+        enable=["ledger"],
+        create=True,
+        clock=SystemClock(),
+        path=str(tmp_path / "lease.db"),
+    )
     try:
         for n in range(30):
             push(app, f"item-{n}", 1)

@@ -47,14 +47,16 @@ EMPTY = {"incoming": 0, "deferred": 0, "blocked": 0, "recheck_queue": 0}
 
 
 def test_poison_items_are_parked_and_good_ones_land(app):
-    push(app,
-         wire("deposit", "d1", "a", 1),
-         b"\xffnot json",
-         wire("permanent", "p1", "a"),
-         wire("deposit", "d2", "a", 2),
-         wire("mystery", "m1", "a"),
-         wire("deposit", "d3", "b", 3),
-         b'{"kind": "deposit"}')
+    push(
+        app,
+        wire("deposit", "d1", "a", 1),
+        b"\xffnot json",
+        wire("permanent", "p1", "a"),
+        wire("deposit", "d2", "a", 2),
+        wire("mystery", "m1", "a"),
+        wire("deposit", "d3", "b", 3),
+        b'{"kind": "deposit"}',
+    )
     summary = run_until_idle(app.runtime, advance_clock=True)
     assert summary.outcomes == {"handled": 3, "parked": 4}
     assert balances(app) == {"a": 3, "b": 3}
@@ -83,14 +85,22 @@ def test_transient_items_back_off_then_park(app, settings):
     assert drain.process_next_deferred(app.runtime).kind == "retry"
     second = t0 + settings.retry_delay_ms(1)
     assert app.db.one("SELECT id, attempts, available_at_ms, first_failed_at_ms FROM deferred") == (
-        deferred_id, 2, second + settings.retry_delay_ms(2), t0)  # rescheduled in place, delay doubled
+        deferred_id,
+        2,
+        second + settings.retry_delay_ms(2),
+        t0,
+    )  # rescheduled in place, delay doubled
 
     app.clock.now = second + settings.retry_delay_ms(2)
     outcome = drain.process_next_deferred(app.runtime)
     assert outcome.kind == "parked"
     (item,) = parked(app)
     assert (item["source"], item["attempts"], item["first_failed_at_ms"], item["last_failed_at_ms"]) == (
-        "deferred", settings.max_attempts, t0, app.clock.now)
+        "deferred",
+        settings.max_attempts,
+        t0,
+        app.clock.now,
+    )
     assert item["reason"] == f"gave up after {settings.max_attempts} attempts: TransientError: the bank is closed"
     assert app.db.value("SELECT blob FROM parked") == wire("transient", "t1", "a")
     assert queue_sizes(app) == EMPTY
@@ -120,7 +130,7 @@ def test_a_retried_head_keeps_its_partition_waiting(app, settings):
     summary = run_until_idle(app.runtime, advance_clock=True, max_units=1_000)
     assert summary.outcomes == {"retry": settings.max_attempts - 1, "parked": 1, "handled": 2}
     (item,) = parked(app)
-    recorded = dict((json.loads(p)["entry"], at) for p, at in app.db.all("SELECT payload, recorded_at_ms FROM events"))
+    recorded = {json.loads(p)["entry"]: at for p, at in app.db.all("SELECT payload, recorded_at_ms FROM events")}
     assert recorded["d2"] == t0 + 1  # another partition is not held up
     assert recorded["d1"] == item["last_failed_at_ms"]  # only once the head left
     assert queue_sizes(app) == EMPTY
@@ -150,19 +160,22 @@ def test_an_item_for_an_unknown_protocol_is_parked(app):
 
 
 def test_dependents_wait_for_their_dependency_and_keep_their_order(app):
-    push(app,
-         wire("needs", "n1", "x", 1),
-         wire("needs", "y1", "y", 1),
-         wire("needs", "n2", "x", 2),
-         wire("needs", "n3", "x", 3),
-         wire("deposit", "dz", "z", 1),  # nothing waits on z: no marker
-         wire("needs", "n4", "x", 4),
-         wire("deposit", "dx", "x", 10))
+    push(
+        app,
+        wire("needs", "n1", "x", 1),
+        wire("needs", "y1", "y", 1),
+        wire("needs", "n2", "x", 2),
+        wire("needs", "n3", "x", 3),
+        wire("deposit", "dz", "z", 1),  # nothing waits on z: no marker
+        wire("needs", "n4", "x", 4),
+        wire("deposit", "dx", "x", 10),
+    )
     while drain.process_next_incoming(app.runtime) is not None:
         pass
     # Many dependents, one coalesced marker, created by the deposit's transaction.
     assert app.db.all("SELECT reason_type, reason_key, status FROM recheck_queue") == [
-        (ledger.ACCOUNT_EXISTS, "x", "ready")]
+        (ledger.ACCOUNT_EXISTS, "x", "ready")
+    ]
     assert app.db.value("SELECT count(*) FROM blocked") == 5
     summary = run_until_idle(app.runtime, advance_clock=True)
     assert summary.rechecked == 4
@@ -188,11 +201,10 @@ def test_many_dependents_share_one_marker(app):
 def test_the_marker_commits_or_rolls_back_with_the_unblocking_event(app):
     push(app, wire("needs", "n1", "x", 1))
     drain.process_next_incoming(app.runtime)
-    with pytest.raises(RuntimeError):
-        with app.db.write():
-            app.runtime.run_command("ledger.deposit", {"id": "dx", "account": "x", "amount": 1})
-            assert app.db.value("SELECT count(*) FROM recheck_queue") == 1
-            raise RuntimeError("the unblocking transaction fails")
+    with pytest.raises(RuntimeError), app.db.write():
+        app.runtime.run_command("ledger.deposit", {"id": "dx", "account": "x", "amount": 1})
+        assert app.db.value("SELECT count(*) FROM recheck_queue") == 1
+        raise RuntimeError("the unblocking transaction fails")
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
     assert app.db.value("SELECT count(*) FROM events") == 0
     app.runtime.run_command("ledger.deposit", {"id": "dx", "account": "x", "amount": 1})
@@ -220,7 +232,8 @@ def test_an_unblock_during_the_drain_rearms_the_marker(app):
     with app.db.write():
         recheck.finish_marker(app.db, marker, False, 0, app.clock.now_ms())
     assert app.db.all("SELECT reason_key, status, dirty, available_at_ms FROM recheck_queue") == [
-        ("w", "ready", 0, app.clock.now_ms())]
+        ("w", "ready", 0, app.clock.now_ms())
+    ]
     assert run_until_idle(app.runtime).rechecked == 0  # nothing left on w: the marker goes
     assert entries_in_log_order(app) == ["dw", "dw2", "m1"]
     assert app.db.all("SELECT reason_key FROM blocked") == [("x",)]
@@ -236,8 +249,10 @@ def test_parked_items_can_be_sent_back(app, settings):
             recheck.enqueue_marker(app.db, ledger.ACCOUNT_EXISTS, "q", app.clock.now_ms())
         run_until_idle(app.runtime, advance_clock=True)
     items = parked(app)
-    assert [(p["source"], p["attempts"]) for p in items] == [("deferred", settings.max_attempts),
-                                                             ("blocked", settings.max_attempts)]
+    assert [(p["source"], p["attempts"]) for p in items] == [
+        ("deferred", settings.max_attempts),
+        ("blocked", settings.max_attempts),
+    ]
     assert items[1]["reason"].startswith(f"still blocked after {settings.max_attempts} rechecks: ledger.account:q")
     assert queue_sizes(app) == EMPTY
 
@@ -268,12 +283,20 @@ def test_a_transient_retry_keeps_its_partition_fifo(make_app):
 
 def test_a_retry_holds_back_the_rest_of_its_partition(app, settings):
     """Regression: i2 and i3 used to overtake i1 while it waited for its retry (log order i2, i3, i1)."""
-    push(app, wire("flaky", "i1", "alice", 1), wire("deposit", "i2", "alice", 2), wire("deposit", "o1", "bob", 1),
-         wire("deposit", "i3", "alice", 3))
+    push(
+        app,
+        wire("flaky", "i1", "alice", 1),
+        wire("deposit", "i2", "alice", 2),
+        wire("deposit", "o1", "bob", 1),
+        wire("deposit", "i3", "alice", 3),
+    )
     outcomes = [drain.process_next_incoming(app.runtime).kind for _ in range(4)]
     assert outcomes == ["retry", "queued", "handled", "queued"]
     assert app.db.all("SELECT partition_key, origin, attempts FROM deferred ORDER BY id") == [
-        ("alice", "retry", 1), ("alice", "queued", 0), ("alice", "queued", 0)]
+        ("alice", "retry", 1),
+        ("alice", "queued", 0),
+        ("alice", "queued", 0),
+    ]
     assert entries_in_log_order(app) == ["o1"]  # other partitions are not held up
     summary = run_until_idle(app.runtime, advance_clock=True)
     assert summary.outcomes == {"handled": 3}
@@ -289,17 +312,20 @@ def test_an_item_queued_behind_a_retry_that_gets_parked_goes_on(app, settings):
 
 
 @hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(items=st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), min_size=1, max_size=14),
-       arrivals=st.lists(st.integers(1, 4), min_size=1, max_size=14),
-       steps=st.lists(st.integers(0, 3), min_size=1, max_size=14))
+@given(
+    items=st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), min_size=1, max_size=14),
+    arrivals=st.lists(st.integers(1, 4), min_size=1, max_size=14),
+    steps=st.lists(st.integers(0, 3), min_size=1, max_size=14),
+)
 def test_partitions_stay_fifo_whatever_fails_and_whenever_items_arrive(make_app, settings, items, arrivals, steps):
     """Items arrive in batches between drain steps; some fail ``fail_times`` times (3 = parked).
 
     Per partition, the log holds the items that were not parked, in arrival order.
     """
     app = make_app([ledger], ["ledger"])
-    blobs = [wire("flaky", f"{partition}{n}", partition, 1, fail_times=fails)
-             for n, (partition, fails) in enumerate(items)]
+    blobs = [
+        wire("flaky", f"{partition}{n}", partition, 1, fail_times=fails) for n, (partition, fails) in enumerate(items)
+    ]
     pending, batch = list(blobs), 0
     while pending:
         size = arrivals[batch % len(arrivals)]
@@ -313,7 +339,6 @@ def test_partitions_stay_fifo_whatever_fails_and_whenever_items_arrive(make_app,
     assert queue_sizes(app) == EMPTY
     logged = entries_in_log_order(app)
     for partition in "abc":
-        expected = [f"{p}{n}" for n, (p, fails) in enumerate(items)
-                    if p == partition and fails < settings.max_attempts]
+        expected = [f"{p}{n}" for n, (p, fails) in enumerate(items) if p == partition and fails < settings.max_attempts]
         assert [e for e in logged if e[0] == partition] == expected
     assert len(parked(app)) == sum(fails >= settings.max_attempts for _, fails in items)

@@ -130,8 +130,11 @@ def test_parking_keeps_everything_needed_to_retry(db):
     item = WorkItem("p", b"\x00blob", "deferred", 7, attempts=2, first_failed_at_ms=T0, partition_key="acct")
     with db.write():
         parked_id = queues.park(db, item, "gave up: x" * 500, 3, T0 + 99)
-    row = db.one("SELECT protocol, source, blob, partition_key, length(reason), attempts, first_failed_at_ms, "
-                 "last_failed_at_ms FROM parked WHERE id = ?", (parked_id,))
+    row = db.one(
+        "SELECT protocol, source, blob, partition_key, length(reason), attempts, first_failed_at_ms, "
+        "last_failed_at_ms FROM parked WHERE id = ?",
+        (parked_id,),
+    )
     assert row == ("p", "deferred", b"\x00blob", "acct", 2000, 3, T0, T0 + 99)
 
 
@@ -148,8 +151,10 @@ def block(db, name: str, reason_key: str, now: int = T0, reason_type: str = "r")
 
 
 def marker_rows(db):
-    return db.all("SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty FROM recheck_queue "
-                  "ORDER BY reason_type, reason_key")
+    return db.all(
+        "SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty FROM recheck_queue "
+        "ORDER BY reason_type, reason_key"
+    )
 
 
 def unblock_event(db, key: str, at: int, reason_type: str = "r") -> None:
@@ -174,10 +179,9 @@ def test_markers_coalesce_and_only_move_earlier(db):
 
 def test_marker_is_enqueued_in_the_unblocking_transaction(db):
     block(db, "a", "k")
-    with pytest.raises(RuntimeError):
-        with db.write():
-            recheck.enqueue_marker(db, "r", "k", T0)
-            raise RuntimeError("the unblocking event failed")
+    with pytest.raises(RuntimeError), db.write():
+        recheck.enqueue_marker(db, "r", "k", T0)
+        raise RuntimeError("the unblocking event failed")
     assert marker_rows(db) == []
 
 
@@ -247,11 +251,19 @@ def test_timed_request_during_a_claim_sets_the_next_due_time(db):
         recheck.schedule_marker(db, "r", "k", T0 + 500)
         recheck.schedule_marker(db, "r", "k", T0 + 300)
     assert db.one("SELECT available_at_ms, status, dirty, timer_at_ms FROM recheck_queue") == (
-        T0, "processing", 0, T0 + 300)
+        T0,
+        "processing",
+        0,
+        T0 + 300,
+    )
     with db.write():
         recheck.finish_marker(db, marker, still_blocked=True, retry_at_ms=T0 + 40, now_ms=T0 + 1)
     assert db.one("SELECT available_at_ms, attempts, status, timer_at_ms FROM recheck_queue") == (
-        T0 + 300, 1, "ready", None)
+        T0 + 300,
+        1,
+        "ready",
+        None,
+    )
 
 
 def test_a_timer_asked_for_during_a_claim_survives_the_finish(db):
@@ -270,7 +282,11 @@ def test_a_timer_asked_for_during_a_claim_survives_the_finish(db):
     with db.write():
         recheck.finish_marker(db, marker, still_blocked=False, retry_at_ms=T0 + 40, now_ms=T0 + 1)
     assert db.one("SELECT available_at_ms, attempts, status, timer_at_ms FROM recheck_queue") == (
-        T0 + 300, 0, "ready", None)
+        T0 + 300,
+        0,
+        "ready",
+        None,
+    )
 
 
 def test_reset_claims_rearms_interrupted_markers(db):
@@ -293,7 +309,9 @@ def test_reblocking_for_another_reason_keeps_the_row_and_its_place(db):
         item = recheck.blocked_items(db, "r", "k1")[0]
         recheck.block(db, item, "r", "k2", "", T0 + 5)
     assert db.all("SELECT id, reason_key, attempts, blocked_at_ms FROM blocked ORDER BY id") == [
-        (first, "k2", 0, T0 + 5), (second, "k1", 0, T0)]
+        (first, "k2", 0, T0 + 5),
+        (second, "k1", 0, T0),
+    ]
     with db.read():
         assert [i.blob for i in recheck.blocked_items(db, "r", "k1")] == [b"b"]
         assert [i.blob for i in recheck.blocked_items(db, "r", "k1", after_id=second)] == []
@@ -347,13 +365,21 @@ def gate_plugin(world: Gates):
 
 
 def open_gate_app(path: str, world: Gates, settings: Settings, clock: ManualClock):
-    return open_app(settings, make_plugin_manager([gate_plugin(world)], entry_points=False), enable=["ledger"],
-                    create=True, clock=clock, path=path)
+    return open_app(
+        settings,
+        make_plugin_manager([gate_plugin(world)], entry_points=False),
+        enable=["ledger"],
+        create=True,
+        clock=clock,
+        path=path,
+    )
 
 
 def passed(app) -> list[str]:
-    return [json.loads(p)["id"] for (p,) in app.db.all("SELECT payload FROM events WHERE event_type = 'passed' "
-                                                        "ORDER BY seq")]
+    return [
+        json.loads(p)["id"]
+        for (p,) in app.db.all("SELECT payload FROM events WHERE event_type = 'passed' ORDER BY seq")
+    ]
 
 
 def ingest(app, name: str, gates: list[str], timer: int | None = None):
@@ -386,7 +412,9 @@ def test_drain_moves_an_item_to_its_next_reason_keeping_its_place(gate_app):
     assert passed(app) == ["z"]
     # x now waits for g2, ahead of y (which blocked on g2 earlier but arrived later).
     assert app.db.all("SELECT CAST(blob AS TEXT) ->> '$.id', reason_key, attempts FROM blocked ORDER BY id") == [
-        ("x", "g2", 0), ("y", "g2", 0)]
+        ("x", "g2", 0),
+        ("y", "g2", 0),
+    ]
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
     open_gate(app, world, "g2")
     drain.run_until_idle(app.runtime)
@@ -395,7 +423,7 @@ def test_drain_moves_an_item_to_its_next_reason_keeping_its_place(gate_app):
 
 
 def test_still_blocked_items_are_parked_after_max_attempts(gate_app, settings):
-    app, world = gate_app
+    app, _world = gate_app
     ingest(app, "x", ["g"])
     with app.db.write():
         recheck.enqueue_marker(app.db, "gate", "g", app.clock.now_ms())  # a wake-up, but g stays closed
@@ -405,7 +433,10 @@ def test_still_blocked_items_are_parked_after_max_attempts(gate_app, settings):
         assert app.db.one("SELECT attempts FROM blocked") == (attempt,)
         # The marker backs off (attempts + 1, doubling delay) while its item is still blocked.
         assert app.db.one("SELECT available_at_ms, attempts, status FROM recheck_queue") == (
-            now + settings.retry_delay_ms(attempt), attempt, "ready")
+            now + settings.retry_delay_ms(attempt),
+            attempt,
+            "ready",
+        )
         assert drain.drain_next_marker(app.runtime) is None  # not due yet
         app.clock.now = drain.next_due_ms(app.runtime)
     assert drain.drain_next_marker(app.runtime) == 1
@@ -418,7 +449,7 @@ def test_still_blocked_items_are_parked_after_max_attempts(gate_app, settings):
 
 
 def test_sweep_parks_blocked_items_that_waited_too_long(gate_app, settings):
-    app, world = gate_app
+    app, _world = gate_app
     ingest(app, "old", ["g1"])
     ingest(app, "woken", ["g2"])
     app.clock.advance(settings.blocked_max_age_ms + 1)
@@ -427,7 +458,8 @@ def test_sweep_parks_blocked_items_that_waited_too_long(gate_app, settings):
         recheck.enqueue_marker(app.db, "gate", "g2", app.clock.now_ms() + 10**9)  # far future, but present
     assert drain.sweep_expired_blocked(app.runtime) == 1
     assert [p["reason"] for p in queues.list_parked(app.db)] == [
-        "blocked too long: the dependency it waits for never arrived"]
+        "blocked too long: the dependency it waits for never arrived"
+    ]
     assert sorted(r[0] for r in app.db.all("SELECT CAST(blob AS TEXT) ->> '$.id' FROM blocked")) == ["woken", "young"]
 
 
@@ -472,8 +504,7 @@ class DeferredMachine(RuleBasedStateMachine):
 
     # --- rules --------------------------------------------------------------------
 
-    @initialize(batch=st.lists(st.tuples(PARTITIONS, IDEMPOTENCY_KEYS, st.integers(-50, 200)), min_size=2,
-                               max_size=8))
+    @initialize(batch=st.lists(st.tuples(PARTITIONS, IDEMPOTENCY_KEYS, st.integers(-50, 200)), min_size=2, max_size=8))
     def first_items(self, batch):
         for partition, key, delay in batch:
             self.enqueue(partition, key, delay)
@@ -484,15 +515,21 @@ class DeferredMachine(RuleBasedStateMachine):
         payload = b"item%d" % self.payloads
         available = self.clock.now_ms() + delay
         with self.db.write():
-            queued = queues.enqueue_deferred(self.db, "p", payload, available, partition_key=partition,
-                                             idempotency_key=key)
+            queued = queues.enqueue_deferred(
+                self.db, "p", payload, available, partition_key=partition, idempotency_key=key
+            )
         duplicate = key is not None and any(r["key"] == key for r in self.rows.values())
         assert queued is not duplicate
         if queued:
             row_id = self.db.value("SELECT id FROM deferred WHERE payload = ?", (payload,))
             assert all(row_id > other for other in self.rows)  # ids (the FIFO order) only grow
-            self.rows[row_id] = {"partition": partition, "key": key, "available": available, "attempts": 0,
-                                 "first": None}
+            self.rows[row_id] = {
+                "partition": partition,
+                "key": key,
+                "available": available,
+                "attempts": 0,
+                "first": None,
+            }
 
     @rule(ms=st.integers(0, 150))
     def advance(self, ms):
@@ -549,8 +586,9 @@ class DeferredMachine(RuleBasedStateMachine):
         assert (item and item.source_id) == self.expected_next()
 
 
-DeferredMachine.TestCase.settings = hsettings(max_examples=50, stateful_step_count=30, deadline=None,
-                                              suppress_health_check=[HealthCheck.too_slow])
+DeferredMachine.TestCase.settings = hsettings(
+    max_examples=50, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 test_deferred_queue_state_machine = DeferredMachine.TestCase
 
 
@@ -575,18 +613,19 @@ class RecheckMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="tessera-recheck-")
-        self.settings = Settings.load(env={}, retry_base_ms=5, retry_max_ms=80, max_attempts=3,
-                                      blocked_max_age_ms=5_000, busy_timeout_ms=2000)
+        self.settings = Settings.load(
+            env={}, retry_base_ms=5, retry_max_ms=80, max_attempts=3, blocked_max_age_ms=5_000, busy_timeout_ms=2000
+        )
         self.world = Gates()
         self.clock = ManualClock()
         self.app = open_gate_app(f"{self.dir}/db.sqlite", self.world, self.settings, self.clock)
         self.rt = self.app.runtime
         self.n = 0
         # model
-        self.items: dict[str, dict] = {}      # name -> gates, timer, gate (None once gone), attempts, blocked_at
-        self.order: list[str] = []            # blocked items in blocked.id order
-        self.markers: dict[str, dict] = {}    # gate -> available, attempts, status, dirty, timer
-        self.wakeups: set[str] = set()        # gates woken while items waited, not yet drained
+        self.items: dict[str, dict] = {}  # name -> gates, timer, gate (None once gone), attempts, blocked_at
+        self.order: list[str] = []  # blocked items in blocked.id order
+        self.markers: dict[str, dict] = {}  # gate -> available, attempts, status, dirty, timer
+        self.wakeups: set[str] = set()  # gates woken while items waited, not yet drained
         self.parked: dict[str, str] = {}
         self.passed: list[str] = []
         self.claim: dict | None = None
@@ -611,8 +650,11 @@ class RecheckMachine(RuleBasedStateMachine):
         self.order.remove(name)
 
     def candidates(self) -> set[str]:
-        due = {g: m["available"] for g, m in self.markers.items()
-               if m["status"] == "ready" and m["available"] <= self.now()}
+        due = {
+            g: m["available"]
+            for g, m in self.markers.items()
+            if m["status"] == "ready" and m["available"] <= self.now()
+        }
         return {g for g, t in due.items() if t == min(due.values())} if due else set()
 
     def model_schedule(self, gate: str, at: int) -> None:
@@ -667,8 +709,12 @@ class RecheckMachine(RuleBasedStateMachine):
         elif still_blocked:
             # An item's own timed request wins over the marker's generic backoff.
             backoff = self.now() + self.settings.retry_delay_ms(marker["attempts"] + 1)
-            marker.update(status="ready", available=backoff if marker["timer"] is None else marker["timer"],
-                          attempts=marker["attempts"] + 1, timer=None)
+            marker.update(
+                status="ready",
+                available=backoff if marker["timer"] is None else marker["timer"],
+                attempts=marker["attempts"] + 1,
+                timer=None,
+            )
         elif marker["timer"] is not None and self.waiting_on(gate):
             # Nothing the claim looked at is still blocked, but an item blocked
             # meanwhile asked for a timed recheck: keep it.
@@ -677,8 +723,11 @@ class RecheckMachine(RuleBasedStateMachine):
             del self.markers[gate]
 
     def db_marker(self, gate: str):
-        return self.app.db.one("SELECT available_at_ms, attempts, status, dirty, timer_at_ms FROM recheck_queue "
-                               "WHERE reason_type = 'gate' AND reason_key = ?", (gate,))
+        return self.app.db.one(
+            "SELECT available_at_ms, attempts, status, dirty, timer_at_ms FROM recheck_queue "
+            "WHERE reason_type = 'gate' AND reason_key = ?",
+            (gate,),
+        )
 
     # --- rules: the world ---------------------------------------------------------------
 
@@ -768,8 +817,13 @@ class RecheckMachine(RuleBasedStateMachine):
         self.wakeups.add(gate)
         marker = self.markers.get(gate)
         if marker is None:
-            self.markers[gate] = {"available": self.now() + delay, "attempts": 0, "status": "ready", "dirty": False,
-                                  "timer": None}
+            self.markers[gate] = {
+                "available": self.now() + delay,
+                "attempts": 0,
+                "status": "ready",
+                "dirty": False,
+                "timer": None,
+            }
         else:
             marker["available"] = min(marker["available"], self.now() + delay)
             if marker["status"] == "processing":
@@ -837,8 +891,9 @@ class RecheckMachine(RuleBasedStateMachine):
 
     def sweep(self) -> None:
         limit = self.now() - self.settings.blocked_max_age_ms
-        expired = [n for n in self.order if self.items[n]["blocked_at"] < limit
-                   and self.items[n]["gate"] not in self.markers]
+        expired = [
+            n for n in self.order if self.items[n]["blocked_at"] < limit and self.items[n]["gate"] not in self.markers
+        ]
         assert drain.sweep_expired_blocked(self.rt) == len(expired)
         for name in expired:
             self.gone(name)
@@ -848,19 +903,28 @@ class RecheckMachine(RuleBasedStateMachine):
 
     @invariant()
     def blocked_table_equals_model(self):
-        rows = self.app.db.all("SELECT CAST(blob AS TEXT) ->> '$.id', reason_type, reason_key, attempts, blocked_at_ms "
-                               "FROM blocked ORDER BY id")
-        assert rows == [(n, "gate", self.items[n]["gate"], self.items[n]["attempts"], self.items[n]["blocked_at"])
-                        for n in self.order]
+        rows = self.app.db.all(
+            "SELECT CAST(blob AS TEXT) ->> '$.id', reason_type, reason_key, attempts, blocked_at_ms "
+            "FROM blocked ORDER BY id"
+        )
+        assert rows == [
+            (n, "gate", self.items[n]["gate"], self.items[n]["attempts"], self.items[n]["blocked_at"])
+            for n in self.order
+        ]
 
     @invariant()
     def recheck_queue_equals_model(self):
-        rows = self.app.db.all("SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty, timer_at_ms "
-                               "FROM recheck_queue ORDER BY reason_key")
-        assert rows == [("gate", g, m["available"], m["attempts"], m["status"], int(m["dirty"]), m["timer"])
-                        for g, m in sorted(self.markers.items())]
-        per_reason = self.app.db.value("SELECT max(n) FROM (SELECT count(*) AS n FROM recheck_queue "
-                                       "GROUP BY reason_type, reason_key)")
+        rows = self.app.db.all(
+            "SELECT reason_type, reason_key, available_at_ms, attempts, status, dirty, timer_at_ms "
+            "FROM recheck_queue ORDER BY reason_key"
+        )
+        assert rows == [
+            ("gate", g, m["available"], m["attempts"], m["status"], int(m["dirty"]), m["timer"])
+            for g, m in sorted(self.markers.items())
+        ]
+        per_reason = self.app.db.value(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM recheck_queue GROUP BY reason_type, reason_key)"
+        )
         assert per_reason in (None, 1)
         processing = self.app.db.value("SELECT count(*) FROM recheck_queue WHERE status = 'processing'")
         assert processing == (0 if self.claim is None else 1)
@@ -877,6 +941,7 @@ class RecheckMachine(RuleBasedStateMachine):
         assert parked == self.parked
 
 
-RecheckMachine.TestCase.settings = hsettings(max_examples=50, stateful_step_count=30, deadline=None,
-                                             suppress_health_check=[HealthCheck.too_slow])
+RecheckMachine.TestCase.settings = hsettings(
+    max_examples=50, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 test_recheck_queue_state_machine = RecheckMachine.TestCase

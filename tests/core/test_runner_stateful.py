@@ -8,6 +8,7 @@ still sees exactly the state before the command.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 
@@ -53,13 +54,22 @@ class RunnerMachine(RuleBasedStateMachine):
         class Plugin:
             @hookimpl
             def register_protocol(self):
-                return Protocol("ledger", "tests.fixtures.ledger", ledger.decode,
-                                commands=ledger.register_protocol().commands,
-                                projectors=(ledger.BALANCES, spy_projector))
+                return Protocol(
+                    "ledger",
+                    "tests.fixtures.ledger",
+                    ledger.decode,
+                    commands=ledger.register_protocol().commands,
+                    projectors=(ledger.BALANCES, spy_projector),
+                )
 
         s = Settings.load(env={}, busy_timeout_ms=2000)
-        self.app = open_app(s, make_plugin_manager([Plugin()], entry_points=False), enable=["ledger"],
-                            create=True, path=f"{self.dir}/db.sqlite")
+        self.app = open_app(
+            s,
+            make_plugin_manager([Plugin()], entry_points=False),
+            enable=["ledger"],
+            create=True,
+            path=f"{self.dir}/db.sqlite",
+        )
         self.reader = Database(f"{self.dir}/db.sqlite", s, readonly=True)
         self.balances: dict[str, int] = {}
         self.entries: set[str] = set()
@@ -75,7 +85,7 @@ class RunnerMachine(RuleBasedStateMachine):
 
     def _outside_view_unchanged(self) -> str | None:
         seen = dict(self.reader.all("SELECT account, balance FROM ledger_accounts"))
-        expected = {a: b for a, b in self.balances.items()}
+        expected = dict(self.balances.items())
         if seen != expected:
             return f"another connection saw {seen} mid-command; committed state was {expected}"
         return None
@@ -114,10 +124,8 @@ class RunnerMachine(RuleBasedStateMachine):
     def repeat_last(self):
         # A repeat either dedupes or is refused (a transfer re-checks the balance); never applies twice.
         name, params = self.last
-        try:
+        with contextlib.suppress(InvalidInput):
             self.app.runtime.run_command(name, params)
-        except InvalidInput:
-            pass
 
     # --- invariants ---------------------------------------------------------------------
 

@@ -44,10 +44,13 @@ def test_two_partitions_commit_together(app):
     assert balances(app) == {"alice": 6, "bob": 4}
 
 
-@pytest.mark.parametrize("params, error", [
-    ({"id": "t1", "from": "alice", "to": "bob", "amount": 99}, InvalidInput),
-    ({"id": "t1", "from": "alice", "to": "bob", "amount": 1, "explode": True}, RuntimeError),
-])
+@pytest.mark.parametrize(
+    "params, error",
+    [
+        ({"id": "t1", "from": "alice", "to": "bob", "amount": 99}, InvalidInput),
+        ({"id": "t1", "from": "alice", "to": "bob", "amount": 1, "explode": True}, RuntimeError),
+    ],
+)
 def test_a_raising_command_rolls_back_everything(app, params, error):
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 10})
     before = app.db.all("SELECT * FROM events"), balances(app)
@@ -112,8 +115,9 @@ def test_subscribers_hear_only_committed_events(app):
     with pytest.raises(InvalidInput):
         app.runtime.run_command("ledger.transfer", {"id": "t", "from": "alice", "to": "b", "amount": 9})
     with pytest.raises(RuntimeError):
-        app.runtime.run_command("ledger.transfer", {"id": "t", "from": "alice", "to": "b", "amount": 1,
-                                                    "explode": True})
+        app.runtime.run_command(
+            "ledger.transfer", {"id": "t", "from": "alice", "to": "b", "amount": 1, "explode": True}
+        )
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 3})  # duplicate
     assert [e.data["entry"] for e in heard] == ["d1"]
     unsubscribe()
@@ -143,16 +147,25 @@ def test_upcasters_upgrade_old_payloads(make_app):
         def register_protocol(self):
             from core.protocol import Protocol
 
-            return Protocol("ledger", "tests.fixtures.ledger", ledger.decode, projectors=(projector,),
-                            upcasters={("legacy", 1): lambda d: {"amount_cents": d["amount"] * 100},
-                                       ("legacy", 2): lambda d: {**d, "currency": "EUR"}})
+            return Protocol(
+                "ledger",
+                "tests.fixtures.ledger",
+                ledger.decode,
+                projectors=(projector,),
+                upcasters={
+                    ("legacy", 1): lambda d: {"amount_cents": d["amount"] * 100},
+                    ("legacy", 2): lambda d: {**d, "currency": "EUR"},
+                },
+            )
 
     app = make_app([Plugin()], ["ledger"])
     with app.db.write():
         app.runtime.apply("ledger", Result(events=[Event("legacy", b"1", "p", 0, {"amount": 2}, version=1)]), 0)
         app.runtime.apply("ledger", Result(events=[Event("legacy", b"2", "p", 0, {"amount_cents": 5}, version=2)]), 0)
-    assert [(e.version, e.data) for e in seen] == [(3, {"amount_cents": 200, "currency": "EUR"}),
-                                                   (3, {"amount_cents": 5, "currency": "EUR"})]
+    assert [(e.version, e.data) for e in seen] == [
+        (3, {"amount_cents": 200, "currency": "EUR"}),
+        (3, {"amount_cents": 5, "currency": "EUR"}),
+    ]
 
 
 def _failing_history_plugin(isolate: bool):
@@ -163,8 +176,9 @@ def _failing_history_plugin(isolate: bool):
         conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (x'01', 'x', 1, 1)")
         raise RuntimeError("history store is full")
 
-    history = Projector("ledger.history", "ledger", ("ledger_entries",), {"deposited": explode},
-                        isolate_failures=isolate)
+    history = Projector(
+        "ledger.history", "ledger", ("ledger_entries",), {"deposited": explode}, isolate_failures=isolate
+    )
 
     def advance(ctx, params):
         return Result(events=[ledger.deposited("e1", "a", 1)], intents=[WriteProtocolState("group", b"epoch-2")])
@@ -172,8 +186,13 @@ def _failing_history_plugin(isolate: bool):
     class Plugin:
         @hookimpl
         def register_protocol(self):
-            return Protocol("ledger", "tests.fixtures.ledger", ledger.decode, projectors=(history,),
-                            commands={"advance": Command(advance)})
+            return Protocol(
+                "ledger",
+                "tests.fixtures.ledger",
+                ledger.decode,
+                projectors=(history,),
+                commands={"advance": Command(advance)},
+            )
 
     return Plugin()
 

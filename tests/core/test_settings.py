@@ -101,13 +101,16 @@ def test_the_cli_refuses_a_negative_lease_ttl_option(tmp_path):
     assert "lease_ttl_ms" in result.output or "--lease-ttl-ms" in result.output
 
 
-@pytest.mark.parametrize("args", [
-    ["parked", "list", "--limit", "-3"],
-    ["parked", "list", "--limit", "0"],
-    ["ingest", "--protocol", "example", "--batch", "0", "-"],
-    ["tick", "--once", "--max-items", "-1"],
-    ["example", "page", "lobby", "--limit", "-3"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["parked", "list", "--limit", "-3"],
+        ["parked", "list", "--limit", "0"],
+        ["ingest", "--protocol", "example", "--batch", "0", "-"],
+        ["tick", "--once", "--max-items", "-1"],
+        ["example", "page", "lobby", "--limit", "-3"],
+    ],
+)
 def test_numeric_options_are_range_checked(tmp_path, args):
     """Regression: ``parked list --limit -3`` returned every row (SQLite reads LIMIT -3 as no limit)."""
     db = tmp_path / "opts.db"

@@ -8,6 +8,7 @@ default one fails the N-th write/sync/truncate, for every N over a run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shutil
@@ -36,8 +37,14 @@ ENVIRONMENT_ERRORS = (apsw.IOError, apsw.FullError, apsw.NoMemError)
 
 
 def open_ledger(path: str, clock: ManualClock, *, create: bool = False) -> App:
-    return open_app(SETTINGS, make_plugin_manager([ledger], entry_points=False), enable=["ledger"], create=create,
-                    clock=clock, path=path)
+    return open_app(
+        SETTINGS,
+        make_plugin_manager([ledger], entry_points=False),
+        enable=["ledger"],
+        create=create,
+        clock=clock,
+        path=path,
+    )
 
 
 @functools.cache
@@ -84,7 +91,7 @@ def workload(count: int) -> list[bytes]:
             blobs.append(ledger.wire("transient", f"t{n}", f"acc{n % 3}"))
         else:
             blobs.append(ledger.wire("deposit", f"d{n}", f"acc{n % 3}", n + 1))
-    return blobs + [ledger.wire("deposit", "open-late", "late", 100)]
+    return [*blobs, ledger.wire("deposit", "open-late", "late", 100)]
 
 
 def prepare(tmp_path: Path, blobs: list[bytes]) -> str:
@@ -103,8 +110,10 @@ def end_state(path: str) -> dict:
             "balances": sorted(query("SELECT account, balance FROM ledger_accounts")),
             "entries": sorted(query("SELECT hex(entry_id), account, amount FROM ledger_entries")),
             "parked": sorted(query("SELECT hex(blob), reason, attempts FROM parked")),
-            "left": query("SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
-                          "(SELECT count(*) FROM blocked), (SELECT count(*) FROM recheck_queue)"),
+            "left": query(
+                "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
+                "(SELECT count(*) FROM blocked), (SELECT count(*) FROM recheck_queue)"
+            ),
         }
 
 
@@ -113,8 +122,7 @@ def check_consistent(path: str, blobs: list[bytes]) -> None:
     with Reader(path) as query:
         assert query("PRAGMA integrity_check") == [("ok",)]
         places: dict[bytes, list[str]] = {blob: [] for blob in blobs}
-        for table, column in (("incoming", "blob"), ("deferred", "payload"), ("blocked", "blob"),
-                              ("parked", "blob")):
+        for table, column in (("incoming", "blob"), ("deferred", "payload"), ("blocked", "blob"), ("parked", "blob")):
             for (blob,) in query(f"SELECT {column} FROM {table}"):
                 places[blob].append(table)
         applied = {json.loads(p)["entry"] for (p,) in query("SELECT payload FROM events")}
@@ -124,9 +132,11 @@ def check_consistent(path: str, blobs: list[bytes]) -> None:
         for blob, where in places.items():
             assert len(where) == 1, f"{blob!r} is in {where}"
         assert query("SELECT count(*) FROM ledger_entries") == query(
-            "SELECT count(*) FROM events WHERE event_type = 'deposited'")
+            "SELECT count(*) FROM events WHERE event_type = 'deposited'"
+        )
         assert query("SELECT coalesce(sum(balance), 0) FROM ledger_accounts") == query(
-            "SELECT coalesce(sum(amount), 0) FROM ledger_entries")
+            "SELECT coalesce(sum(amount), 0) FROM ledger_entries"
+        )
 
 
 def clean_run(tmp_path: Path, template: str) -> dict:
@@ -155,10 +165,8 @@ def run_with_fault(workdir: Path, template: str, nth: int, blobs: list[bytes]) -
         app.db.conn.pragma("wal_autocheckpoint", 16)
         app.db.conn.pragma("journal_size_limit", 16_384)
         vfs.arm(nth, error)
-        try:
+        with contextlib.suppress(StorageUnavailable):
             run_until_idle(app.runtime, advance_clock=True)
-        except StorageUnavailable:
-            pass
         vfs.disarm()
         app.close()
     if not vfs.injected:
@@ -219,8 +227,14 @@ class IsolatedLedger:
 def test_a_full_disk_in_an_isolated_projector_is_not_recorded_as_its_failure(tmp_path):
     """Regression: the failure was recorded (after SQLite had rolled the transaction back, so in
     autocommit, outside the item's transaction) and the projection flagged as failed."""
-    app = open_app(SETTINGS, make_plugin_manager([IsolatedLedger()], entry_points=False), enable=["ledger"],
-                   create=True, clock=ManualClock(), path=str(tmp_path / "isolated.db"))
+    app = open_app(
+        SETTINGS,
+        make_plugin_manager([IsolatedLedger()], entry_points=False),
+        enable=["ledger"],
+        create=True,
+        clock=ManualClock(),
+        path=str(tmp_path / "isolated.db"),
+    )
     blobs = [ledger.wire("deposit", f"d{n}", f"acc{n}", n) for n in range(200)]
     with app.db.write():
         queues.push_incoming(app.db, "ledger", blobs, 0)

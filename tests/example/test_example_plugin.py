@@ -7,10 +7,10 @@ import json
 import nacl.signing
 import pytest
 
-import protocols.example as example
 from core import drain, queues
 from core.errors import DecodeError
 from projectors.testkit import Blob, ProjectorContract, Run
+from protocols import example
 from protocols.example import handlers, queries, simulate, wire
 
 KEY = nacl.signing.SigningKey(b"\x01" * 32)
@@ -32,18 +32,26 @@ class TestExampleContract(ProjectorContract):
 
     def items(self):
         blobs = [Blob("example", b) for b in simulate.generate(120, seed=11)]
-        return blobs + [Run("example.post", {"room": "room-1", "text": "from a command",
-                                             "secret_key": "02" * 32, "ts_ms": 1_700_000_000_500})]
+        return [
+            *blobs,
+            Run(
+                "example.post",
+                {"room": "room-1", "text": "from a command", "secret_key": "02" * 32, "ts_ms": 1700000000500},
+            ),
+        ]
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda m: m.update(body="tampered"), "id does not match"),
-    (lambda m: m.update(sig="00" * 64), "signature does not verify"),
-    (lambda m: m.update(kind="edit"), "kind must be"),
-    (lambda m: m.update(ts=-5), "ts must be"),
-    (lambda m: m.pop("room"), "expected exactly the fields"),
-    (lambda m: m.update(author="zz" * 32), "author"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda m: m.update(body="tampered"), "id does not match"),
+        (lambda m: m.update(sig="00" * 64), "signature does not verify"),
+        (lambda m: m.update(kind="edit"), "kind must be"),
+        (lambda m: m.update(ts=-5), "ts must be"),
+        (lambda m: m.pop("room"), "expected exactly the fields"),
+        (lambda m: m.update(author="zz" * 32), "author"),
+    ],
+)
 def test_bad_wire_blobs_are_refused(mutate, message):
     parsed = json.loads(post("r", "hi", 5))
     mutate(parsed)
@@ -113,6 +121,7 @@ def test_room_counts_match_messages(example_app):
     ingest(example_app, simulate.generate(300, seed=5))
     for room in queries.rooms(example_app.db):
         total = example_app.db.value("SELECT count(*) FROM example_messages WHERE room = ?", (room["room"],))
-        deleted = example_app.db.value("SELECT count(*) FROM example_messages WHERE room = ? AND deleted",
-                                       (room["room"],))
+        deleted = example_app.db.value(
+            "SELECT count(*) FROM example_messages WHERE room = ? AND deleted", (room["room"],)
+        )
         assert (room["messages"], room["deleted"]) == (total, deleted)

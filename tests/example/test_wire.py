@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import protocols.example as example
 from core import drain, queues
 from core.clock import ManualClock
 from core.encoding import MAX_DEPTH
 from core.errors import DecodeError, MalformedInput
 from core.plugins import make_plugin_manager
 from core.settings import Settings
+from protocols import example
 from protocols.example import handlers, wire
 from schema_loader.setup import open_app
 from tests import strategies as hostile
@@ -93,11 +93,14 @@ def test_wrong_types_are_malformed_naming_the_field(field, fragment):
     assert raised.value.field == field, str(raised.value)
 
 
-@pytest.mark.parametrize("blob, detail", [
-    (b"\xff\xfe", "not a JSON object"),
-    (b"[1, 2]", "not a JSON object"),
-    (b'{"kind": "post"}', "expected exactly the fields"),
-])
+@pytest.mark.parametrize(
+    "blob, detail",
+    [
+        (b"\xff\xfe", "not a JSON object"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"kind": "post"}', "expected exactly the fields"),
+    ],
+)
 def test_messages_that_are_not_one_object_are_malformed_input(blob, detail):
     with pytest.raises(MalformedInput, match=detail):
         handlers.decode(blob)
@@ -120,8 +123,7 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
-HOSTILE_ITEMS = st.lists(st.tuples(st.sampled_from(FIELDS), hostile.hostile_values(MAX_DEPTH)), min_size=1,
-                         max_size=4)
+HOSTILE_ITEMS = st.lists(st.tuples(st.sampled_from(FIELDS), hostile.hostile_values(MAX_DEPTH)), min_size=1, max_size=4)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,8 +136,14 @@ def test_the_tick_parks_hostile_items_at_once_without_a_traceback(items):
     logger.addHandler(records)
     try:
         with tempfile.TemporaryDirectory() as directory:
-            app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False),
-                           enable=["example"], create=True, clock=ManualClock(), path=str(Path(directory) / "h.db"))
+            app = open_app(
+                Settings.load(env={}),
+                make_plugin_manager([example], entry_points=False),
+                enable=["example"],
+                create=True,
+                clock=ManualClock(),
+                path=str(Path(directory) / "h.db"),
+            )
             try:
                 with app.db.write():
                     queues.push_incoming(app.db, "example", [*blobs, good], app.clock.now_ms())
@@ -149,19 +157,23 @@ def test_the_tick_parks_hostile_items_at_once_without_a_traceback(items):
         logger.removeHandler(records)
     assert summary.outcomes == {"parked": len(blobs), "handled": 1}
     assert texts == ["still here"] and deferred == 0
-    for (field, _), row in zip(items, parked):
+    for (field, _), row in zip(items, parked, strict=False):
         assert row["attempts"] == 1 and row["source"] == "incoming"
         assert row["reason"].startswith(f"MalformedInput: malformed field {field}"), row["reason"][:300]
     assert not [r for r in records.records if r.exc_info or "unexpected" in r.getMessage()]
 
 
-@pytest.mark.parametrize("field, fragment", [
-    ("ts", str(2**63)),
-    ("ts", "9" * 5000),
-    ("room", json.dumps("lob\ud800by")),
-    ("body", hostile.nested(50_000)),
-    ("body", hostile.nested(MAX_DEPTH + 1, "{")),
-], ids=["ts-2^63-signed", "ts-5000-digits", "room-lone-surrogate", "body-nested-50000", "body-nested-33"])
+@pytest.mark.parametrize(
+    "field, fragment",
+    [
+        ("ts", str(2**63)),
+        ("ts", "9" * 5000),
+        ("room", json.dumps("lob\ud800by")),
+        ("body", hostile.nested(50_000)),
+        ("body", hostile.nested(MAX_DEPTH + 1, "{")),
+    ],
+    ids=["ts-2^63-signed", "ts-5000-digits", "room-lone-surrogate", "body-nested-50000", "body-nested-33"],
+)
 def test_each_hostile_kind_is_parked_on_the_first_attempt(example_app, caplog, field, fragment):
     """Regression: these were retried max_attempts times as "unexpected" errors, each logged with a traceback."""
     with example_app.db.write():

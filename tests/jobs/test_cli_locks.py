@@ -22,8 +22,14 @@ def environment(**settings: str) -> dict[str, str]:
 
 
 def tessera(db, *args: str, timeout: float = 60, **settings: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*TESSERA, "--db", str(db), *args], capture_output=True, text=True, cwd=ROOT,
-                          env=environment(**settings), timeout=timeout)
+    return subprocess.run(
+        [*TESSERA, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment(**settings),
+        timeout=timeout,
+    )
 
 
 def lease_owner(db) -> str | None:
@@ -70,8 +76,14 @@ def test_until_idle_refuses_at_once_while_another_daemon_holds_the_lease_and_wai
     db = tmp_path / "busy.db"
     assert tessera(db, "init", "--protocol", "example").returncode == 0
     env = environment(TESSERA_LEASE_TTL_MS="2000")
-    holder = subprocess.Popen([*TESSERA, "--db", str(db), "tick"], cwd=ROOT, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [*TESSERA, "--db", str(db), "tick"],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert wait_until(lambda: lease_owner(db) is not None, timeout=20)
         started = time.monotonic()
@@ -81,8 +93,14 @@ def test_until_idle_refuses_at_once_while_another_daemon_holds_the_lease_and_wai
         [line] = [line for line in refused.stderr.splitlines() if line.strip()]
         assert line.startswith("Error: ") and "held by" in line and lease_owner(db) in line and "--wait" in line
 
-        waiting = subprocess.Popen([*TESSERA, "--db", str(db), "tick", "--until-idle", "--wait"], cwd=ROOT,
-                                   env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        waiting = subprocess.Popen(
+            [*TESSERA, "--db", str(db), "tick", "--until-idle", "--wait"],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(1)
         assert waiting.poll() is None, waiting.communicate()[1]
         holder.send_signal(signal.SIGTERM)  # releases the lease: the waiting one takes it, drains, exits

@@ -9,13 +9,19 @@ import sys
 from tests.conftest import ROOT
 
 # Wide enough that rich does not wrap the lines asserted on.
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
-           COLUMNS="250")
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", COLUMNS="250")
 
 
 def demo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jobs", "demo", *args], env=ENV, cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", "demo", *args],
+        env=ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def test_demo_runs_end_to_end_and_twice_in_the_same_directory(tmp_path):

@@ -20,8 +20,9 @@ GOOD = simulate.generate(6, seed=4, garbage=0, duplicates=0, deletes=0)
 
 
 def run(db: Path, *args: str, input: bytes | None = None, limit: int = LIMIT):
-    return CliRunner().invoke(cli, ["--db", str(db), *args], input=input, catch_exceptions=False,
-                              env={"TESSERA_MAX_ITEM_BYTES": str(limit)})
+    return CliRunner().invoke(
+        cli, ["--db", str(db), *args], input=input, catch_exceptions=False, env={"TESSERA_MAX_ITEM_BYTES": str(limit)}
+    )
 
 
 @pytest.fixture
@@ -49,8 +50,10 @@ def test_an_oversized_line_is_skipped_and_the_lines_around_it_are_queued(db, tmp
     result = run(db, "ingest", "--protocol", "example", str(stream))
     assert result.exit_code == 0, result.output
     assert "queued 3 blobs for example" in result.output
-    assert "skipped 2 lines over the 400-byte limit (TESSERA_MAX_ITEM_BYTES): line 2 (5000 bytes), " \
-           "line 5 (401 bytes)" in result.output
+    assert (
+        "skipped 2 lines over the 400-byte limit (TESSERA_MAX_ITEM_BYTES): line 2 (5000 bytes), "
+        "line 5 (401 bytes)" in result.output
+    )
     assert queued_blobs(db) == GOOD[:3]
 
 
@@ -113,8 +116,13 @@ def test_a_200_mb_line_is_skipped_in_bounded_memory(db, tmp_path):
     stream = tmp_path / "huge.jsonl"
     sparse_file_with_a_huge_line(stream, line_bytes)
     env = dict(os.environ, PYTHONPATH=str(ROOT), TESSERA_MAX_ITEM_BYTES="1048576")
-    done = subprocess.run([sys.executable, "-c", MEASURE, "--db", str(db), "ingest", "--protocol", "example",
-                           str(stream)], capture_output=True, env=env, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, "--db", str(db), "ingest", "--protocol", "example", str(stream)],
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     baseline, peak = map(int, done.stderr.decode().split("RSS_KIB")[1].split()[:2])
     growth_mib = (peak - baseline) / 1024
     assert growth_mib < 40, f"ingest grew by {growth_mib:.0f} MiB reading a {line_bytes >> 20} MiB line"

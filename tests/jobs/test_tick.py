@@ -179,8 +179,9 @@ def test_a_full_disk_pauses_the_daemon_with_the_reason_in_status_and_it_resumes(
     """Regression: the failure was counted against the item (parked after max_attempts) and the
     bookkeeping written outside its transaction; now nothing is counted and the daemon waits."""
     filler = DiskFiller()
-    app = make_app([ledger, filler], ["ledger"],
-                   app_settings=attrs.evolve(settings, pause_base_ms=20, pause_max_ms=100))
+    app = make_app(
+        [ledger, filler], ["ledger"], app_settings=attrs.evolve(settings, pause_base_ms=20, pause_max_ms=100)
+    )
     push(app, *(ledger.wire("deposit", f"d{n}", f"acc{n}", n) for n in range(300)))
     daemon = TickDaemon(app, mode="until_idle")
     thread = threading.Thread(target=daemon.run)
@@ -209,8 +210,11 @@ def test_a_full_disk_pauses_the_daemon_with_the_reason_in_status_and_it_resumes(
 
 def test_pragma_optimize_runs_on_a_new_database_on_schedule_and_after_a_big_load(make_app, settings):
     """Regression: nothing ever ran ANALYZE, so the planner had no statistics however big the tables grew."""
-    app = make_app([ledger], ["ledger"],
-                   app_settings=attrs.evolve(settings, optimize_interval_ms=60_000, optimize_after_rows=3_000))
+    app = make_app(
+        [ledger],
+        ["ledger"],
+        app_settings=attrs.evolve(settings, optimize_interval_ms=60_000, optimize_after_rows=3_000),
+    )
     kv = app.runtime.kv
 
     def last_run():

@@ -28,8 +28,14 @@ from tests.fixtures import ledger
 
 def spawn(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fixtures.tick_worker", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fixtures.tick_worker", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     return proc
 
@@ -76,21 +82,30 @@ def test_two_daemons_an_ingester_and_two_readers(tmp_path):
     db = str(tmp_path / "multi.db")
     init(db)
     count = 20_000
-    stream = write_items(tmp_path / "items.jsonl",
-                         [ledger.wire("stamp", f"s{n}", f"acc{n % 50}", n % 7 + 1) for n in range(count)])
+    stream = write_items(
+        tmp_path / "items.jsonl", [ledger.wire("stamp", f"s{n}", f"acc{n % 50}", n % 7 + 1) for n in range(count)]
+    )
     daemons = [spawn("tick", db, "--ttl", "1000") for _ in range(2)]
     readers = [spawn("read", db, "12") for _ in range(2)]
     ingester = spawn("ingest", db, stream, "--batch", "500")
     assert finish(ingester).startswith(f"done {count}")
-    assert wait_until(lambda: query(db, "SELECT count(*) FROM incoming")[0][0] == 0
-                      and query(db, "SELECT count(*) FROM events")[0][0] == count, timeout=90)
+    assert wait_until(
+        lambda: (
+            query(db, "SELECT count(*) FROM incoming")[0][0] == 0
+            and query(db, "SELECT count(*) FROM events")[0][0] == count
+        ),
+        timeout=90,
+    )
     for reader in readers:
         assert finish(reader).startswith("done")
     for daemon in daemons:
         daemon.send_signal(signal.SIGTERM)
         finish(daemon)
-    events = query(db, "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token'), "
-                       "json_extract(payload, '$.owner') FROM events ORDER BY seq")
+    events = query(
+        db,
+        "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token'), "
+        "json_extract(payload, '$.owner') FROM events ORDER BY seq",
+    )
     assert sorted(e[0] for e in events) == sorted(f"s{n}" for n in range(count))  # each exactly once
     assert query(db, "SELECT count(*) FROM ledger_entries")[0][0] == count
     assert query(db, "SELECT sum(balance) FROM ledger_accounts")[0][0] == sum(n % 7 + 1 for n in range(count))
@@ -131,8 +146,11 @@ def end_state(db: str) -> dict:
         "balances": sorted(query(db, "SELECT account, balance FROM ledger_accounts")),
         "entries": sorted(query(db, "SELECT hex(entry_id), account, amount FROM ledger_entries")),
         "parked": sorted(query(db, "SELECT hex(blob), substr(reason, 1, 40), attempts FROM parked")),
-        "left": query(db, "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
-                          "(SELECT count(*) FROM blocked), (SELECT count(*) FROM recheck_queue)"),
+        "left": query(
+            db,
+            "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
+            "(SELECT count(*) FROM blocked), (SELECT count(*) FROM recheck_queue)",
+        ),
         "integrity": query(db, "PRAGMA integrity_check"),
     }
 
@@ -203,28 +221,26 @@ def pause_between_transactions(proc: subprocess.Popen, db: str) -> None:
     raise AssertionError("could not pause the holder outside a write transaction")
 
 
-
 def test_a_paused_holder_cannot_commit_after_a_takeover(tmp_path):
     db = str(tmp_path / "fence.db")
     init(db)
     first = spawn("tick", db, "--ttl", "600")
-    finish(spawn("ingest", db, write_items(tmp_path / "a.jsonl",
-                                           [ledger.wire("stamp", f"a{n}") for n in range(300)])))
+    finish(spawn("ingest", db, write_items(tmp_path / "a.jsonl", [ledger.wire("stamp", f"a{n}") for n in range(300)])))
     assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 300, timeout=20)
     pause_between_transactions(first, db)  # the holder freezes with its lease (token 1) in hand
     second = spawn("tick", db, "--ttl", "600")
     assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(2,)], timeout=10), "no takeover"
     first.send_signal(signal.SIGCONT)  # it wakes up believing it still holds the lease
-    finish(spawn("ingest", db, write_items(tmp_path / "b.jsonl",
-                                           [ledger.wire("stamp", f"b{n}") for n in range(300)])))
+    finish(spawn("ingest", db, write_items(tmp_path / "b.jsonl", [ledger.wire("stamp", f"b{n}") for n in range(300)])))
     assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] == 600, timeout=30)
     time.sleep(0.5)  # give the resumed holder every chance to (wrongly) commit
     for proc in (first, second):
         proc.send_signal(signal.SIGTERM)
     first_log = first.communicate(timeout=30)[1]
     finish(second)
-    stamped = query(db, "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token') "
-                        "FROM events ORDER BY seq")
+    stamped = query(
+        db, "SELECT json_extract(payload, '$.entry'), json_extract(payload, '$.token') FROM events ORDER BY seq"
+    )
     assert {token for entry, token in stamped if entry.startswith("a")} == {1}
     assert {token for entry, token in stamped if entry.startswith("b")} == {2}, "the old holder committed work"
     assert "lost the tick lease" in first_log or "no longer ours" in first_log
@@ -236,8 +252,9 @@ def test_a_paused_holder_cannot_commit_after_a_takeover(tmp_path):
 def test_sigterm_finishes_releases_and_exits_zero(tmp_path):
     db = str(tmp_path / "term.db")
     init(db)
-    finish(spawn("ingest", db, write_items(tmp_path / "t.jsonl",
-                                           [ledger.wire("deposit", f"d{n}") for n in range(2000)])))
+    finish(
+        spawn("ingest", db, write_items(tmp_path / "t.jsonl", [ledger.wire("deposit", f"d{n}") for n in range(2000)]))
+    )
     daemon = spawn("tick", db)
     assert wait_until(lambda: query(db, "SELECT count(*) FROM events")[0][0] > 50, timeout=10)
     daemon.send_signal(signal.SIGTERM)
@@ -278,17 +295,19 @@ def test_a_lease_lost_during_claim_recovery_sends_the_daemon_to_standby(tmp_path
     init(db)
     conn = apsw.Connection(db)
     # Each time the daemon takes the lease over, a thief takes it before the daemon's next (fenced) write.
-    conn.execute("INSERT INTO leases(name, owner, token, expires_at_ms, acquired_at_ms) "
-                 "VALUES ('tick', 'gone', 1, 0, 0)")
-    conn.execute("CREATE TRIGGER thief AFTER UPDATE OF token ON leases WHEN NEW.owner != 'thief' "
-                 "BEGIN UPDATE leases SET owner = 'thief' WHERE name = NEW.name; END")
+    conn.execute(
+        "INSERT INTO leases(name, owner, token, expires_at_ms, acquired_at_ms) VALUES ('tick', 'gone', 1, 0, 0)"
+    )
+    conn.execute(
+        "CREATE TRIGGER thief AFTER UPDATE OF token ON leases WHEN NEW.owner != 'thief' "
+        "BEGIN UPDATE leases SET owner = 'thief' WHERE name = NEW.name; END"
+    )
     conn.close()
     daemon = spawn("tick", db, "--ttl", "200")
-    assert wait_until(lambda: query(db, "SELECT token FROM leases")[0][0] >= 4 or daemon.poll() is not None,
-                      timeout=20)
+    assert wait_until(lambda: query(db, "SELECT token FROM leases")[0][0] >= 4 or daemon.poll() is not None, timeout=20)
     assert daemon.poll() is None, f"the daemon exited {daemon.returncode}: {daemon.communicate()[1][-2000:]}"
     daemon.send_signal(signal.SIGTERM)
-    out, err = daemon.communicate(timeout=30)
+    _out, err = daemon.communicate(timeout=30)
     assert daemon.returncode == 0, err[-2000:]
     assert "no longer ours" in err and "going back to standby" in err
 
@@ -310,14 +329,27 @@ def test_a_daemon_kept_from_the_write_lock_stands_by_with_the_reason_and_resumes
     (after ~3 minutes with the default settings; here they are short)."""
     db = str(tmp_path / "locked.db")
     init(db)
-    daemon = spawn("tick", db, "--ttl", "600", "--set", "busy_timeout_ms=150", "--set", "busy_retries=1",
-                   "--set", "pause_base_ms=100", "--set", "pause_max_ms=400")
+    daemon = spawn(
+        "tick",
+        db,
+        "--ttl",
+        "600",
+        "--set",
+        "busy_timeout_ms=150",
+        "--set",
+        "busy_retries=1",
+        "--set",
+        "pause_base_ms=100",
+        "--set",
+        "pause_max_ms=400",
+    )
     assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(1,)], timeout=10)
     locker = apsw.Connection(db)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        assert wait_until(lambda: any(d["state"] == "standby" and "lock" in d["reason"]
-                                      for d in daemon_states(db)), timeout=10), daemon_states(db)
+        assert wait_until(
+            lambda: any(d["state"] == "standby" and "lock" in d["reason"] for d in daemon_states(db)), timeout=10
+        ), daemon_states(db)
         time.sleep(2)  # many busy timeouts, retries and pauses later...
         assert daemon.poll() is None, f"the daemon exited {daemon.returncode}: {daemon.communicate()[1][-2000:]}"
     finally:
@@ -340,8 +372,9 @@ def test_sigterm_ends_a_wait_for_the_write_lock_at_once(tmp_path):
     locker = apsw.Connection(db)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        assert wait_until(lambda: any("waiting for the write lock" in (d["reason"] or "")
-                                      for d in daemon_states(db)), timeout=10), daemon_states(db)
+        assert wait_until(
+            lambda: any("waiting for the write lock" in (d["reason"] or "") for d in daemon_states(db)), timeout=10
+        ), daemon_states(db)
         stopped_at = time.monotonic()
         daemon.send_signal(signal.SIGTERM)
         finish(daemon, timeout=10)
@@ -393,8 +426,10 @@ def test_item_counters_are_exact_after_kill_9(tmp_path):
         daemon.wait()
     time.sleep(0.35)  # let the last lease lapse
     finish(spawn("tick", db, "--mode", "until_idle"))
-    counters = {key[len("counters.items_"):]: value for key, value in
-                query(db, "SELECT key, value FROM kv WHERE key LIKE 'counters.items_%'")}
+    counters = {
+        key[len("counters.items_") :]: value
+        for key, value in query(db, "SELECT key, value FROM kv WHERE key LIKE 'counters.items_%'")
+    }
     counters.pop("queued", None)  # how many wait behind a retry depends on when the kills land
     assert counters == expected
     assert query(db, "SELECT count(*) FROM events")[0][0] == expected["handled"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-import protocols.mls as mls
+from protocols import mls
 from protocols.marmot import nostr, outer, rumors
 
 T0 = 1_700_000_000
@@ -27,12 +27,14 @@ class Net:
         packages = [mls.create_key_package(i, rng=self.draw) for i in (*self.ids[1:], self.observer)]
         result = mls.commit(creator, add=[kp for kp, _ in packages], rng=self.draw)
         self.states = {0: result.new_state}
-        for n, (identity, (_, private)) in enumerate(zip(self.ids[1:], packages), start=1):
+        for n, (identity, (_, private)) in enumerate(zip(self.ids[1:], packages, strict=False), start=1):
             self.states[n] = mls.join_from_welcome(identity, private, result.welcomes[identity.credential])
         private = packages[-1][1]
-        self.join_params = {"identity": mls.identity_to_bytes(self.observer).hex(),
-                            "key_package_private": mls.key_package_private_to_bytes(private).hex(),
-                            "welcome": result.welcomes[self.observer.credential].hex()}
+        self.join_params = {
+            "identity": mls.identity_to_bytes(self.observer).hex(),
+            "key_package_private": mls.key_package_private_to_bytes(private).hex(),
+            "welcome": result.welcomes[self.observer.credential].hex(),
+        }
 
     def cred(self, i: int) -> str:
         return self.ids[i].credential
@@ -44,15 +46,34 @@ class Net:
     def wrap(self, state: mls.GroupState, message: bytes, at: int) -> bytes:
         return outer.to_bytes(outer.seal(state, message, self.gid, at, rng=self.draw))
 
-    def send(self, i: int, text: str, at: int, *, kind: int = rumors.CHAT_KIND, tags=None,
-             pubkey: str | None = None, payload: bytes | None = None) -> tuple[bytes, dict]:
+    def send(
+        self,
+        i: int,
+        text: str,
+        at: int,
+        *,
+        kind: int = rumors.CHAT_KIND,
+        tags=None,
+        pubkey: str | None = None,
+        payload: bytes | None = None,
+    ) -> tuple[bytes, dict]:
         """Member i sends a rumor (``pubkey`` forges its author, ``payload`` replaces it)."""
-        line, rumor, self.states[i] = self.send_on(self.states[i], text, at, kind=kind, tags=tags,
-                                                   pubkey=pubkey or self.cred(i), payload=payload)
+        line, rumor, self.states[i] = self.send_on(
+            self.states[i], text, at, kind=kind, tags=tags, pubkey=pubkey or self.cred(i), payload=payload
+        )
         return line, rumor
 
-    def send_on(self, state: mls.GroupState, text: str, at: int, *, kind: int = rumors.CHAT_KIND, tags=None,
-                pubkey: str | None = None, payload: bytes | None = None) -> tuple[bytes, dict, mls.GroupState]:
+    def send_on(
+        self,
+        state: mls.GroupState,
+        text: str,
+        at: int,
+        *,
+        kind: int = rumors.CHAT_KIND,
+        tags=None,
+        pubkey: str | None = None,
+        payload: bytes | None = None,
+    ) -> tuple[bytes, dict, mls.GroupState]:
         """Send from an explicit state (e.g. a losing branch); returns the new state too."""
         rumor = rumors.make(pubkey or state.own_credential, at, text, kind=kind, tags=tags)
         message, new_state = mls.encrypt_application(state, payload or rumors.encode(rumor), rng=self.draw)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-import protocols.marmot as marmot
 from core import drain, queues
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.settings import Settings
+from protocols import marmot
 from protocols.marmot import group, outer, simulate
 from protocols.marmot.history import GroupHistoryStore
 from schema_loader.setup import open_app
@@ -28,8 +28,14 @@ WIDE_WINDOWS = {"TESSERA_MARMOT_PAST_EPOCHS": "64", "TESSERA_MARMOT_SNAPSHOTS": 
 
 
 def open_marmot(path: str, settings: Settings, clock: ManualClock):
-    return open_app(settings, make_plugin_manager([marmot], entry_points=False), enable=["marmot"], create=True,
-                    clock=clock, path=path)
+    return open_app(
+        settings,
+        make_plugin_manager([marmot], entry_points=False),
+        enable=["marmot"],
+        create=True,
+        clock=clock,
+        path=path,
+    )
 
 
 def forget_memory() -> None:
@@ -39,13 +45,23 @@ def forget_memory() -> None:
 
 
 def join(app, sim: simulate.Simulation) -> None:
-    app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
-                                            "key_package_private": sim.identity["key_package_private"],
-                                            "welcome": sim.welcome["welcome"]})
+    app.runtime.run_command(
+        "marmot.join",
+        {
+            "identity": sim.identity["identity"],
+            "key_package_private": sim.identity["key_package_private"],
+            "welcome": sim.welcome["welcome"],
+        },
+    )
 
 
-def run(path: str, settings: Settings, sims: Sequence[simulate.Simulation], batches: Sequence[Sequence[bytes]],
-        crashes: Sequence[int] = ()):
+def run(
+    path: str,
+    settings: Settings,
+    sims: Sequence[simulate.Simulation],
+    batches: Sequence[Sequence[bytes]],
+    crashes: Sequence[int] = (),
+):
     """Deliver ``batches`` one after the other, crashing after the given numbers of units; returns the open app."""
     clock = ManualClock()
     app = open_marmot(path, settings, clock)
@@ -70,7 +86,7 @@ def run(path: str, settings: Settings, sims: Sequence[simulate.Simulation], batc
 
 def split(lines: Sequence[bytes], parts: int) -> list[list[bytes]]:
     size = max(1, -(-len(lines) // max(parts, 1)))
-    return [list(lines[i:i + size]) for i in range(0, len(lines), size)] or [[]]
+    return [list(lines[i : i + size]) for i in range(0, len(lines), size)] or [[]]
 
 
 def interleave(a: Sequence[bytes], b: Sequence[bytes], rng: random.Random) -> list[bytes]:
@@ -91,15 +107,27 @@ def outcome(app, gid: str) -> dict:
     key = bytes.fromhex(gid)
     db = app.db
     return {
-        "group": db.all("SELECT epoch, members, admins, active, joined_epoch, resume_created_at, resume_id "
-                        "FROM marmot_groups WHERE gid = ?", (key,)),
-        "outer": db.all("SELECT outer_id, outer_created_at, state, content_type, epoch, rumor_id, rumor_pubkey, "
-                        "reason FROM marmot_processed WHERE gid = ? ORDER BY outer_id", (key,)),
-        "messages": db.all("SELECT rumor_id, created_at, pubkey, kind, content, tags, outer_id, outer_created_at, "
-                           "epoch, state, deleted_epoch FROM marmot_messages WHERE gid = ? ORDER BY rumor_id", (key,)),
+        "group": db.all(
+            "SELECT epoch, members, admins, active, joined_epoch, resume_created_at, resume_id "
+            "FROM marmot_groups WHERE gid = ?",
+            (key,),
+        ),
+        "outer": db.all(
+            "SELECT outer_id, outer_created_at, state, content_type, epoch, rumor_id, rumor_pubkey, "
+            "reason FROM marmot_processed WHERE gid = ? ORDER BY outer_id",
+            (key,),
+        ),
+        "messages": db.all(
+            "SELECT rumor_id, created_at, pubkey, kind, content, tags, outer_id, outer_created_at, "
+            "epoch, state, deleted_epoch FROM marmot_messages WHERE gid = ? ORDER BY rumor_id",
+            (key,),
+        ),
         "history": GroupHistoryStore(db, gid).query_rumors(limit=10**6, include_invalidated=True),
-        "deletions": db.all("SELECT target, pubkey, deletion_id, epoch FROM marmot_deletions WHERE gid = ? "
-                            "ORDER BY target, deletion_id", (key,)),
+        "deletions": db.all(
+            "SELECT target, pubkey, deletion_id, epoch FROM marmot_deletions WHERE gid = ? "
+            "ORDER BY target, deletion_id",
+            (key,),
+        ),
         "proposals": db.all("SELECT ref, epoch, kind FROM marmot_proposals WHERE gid = ? ORDER BY ref", (key,)),
         "waiting": sorted(blob for (blob,) in db.all("SELECT blob FROM blocked WHERE partition_key = ?", (gid,))),
     }
@@ -116,15 +144,22 @@ def assert_ground_truth(app, sim: simulate.Simulation) -> None:
     shown = store.query_rumors(limit=10**6)
     assert [r["id"] for r in shown] == expected["rumor_ids"]
     assert sorted(r["id"] for r in shown if r["state"] == "Deleted") == expected["deleted_ids"]
-    invalidated = [r["id"] for r in store.query_rumors(limit=10**6, include_invalidated=True)
-                   if r["state"] == "EpochInvalidated"]
+    invalidated = [
+        r["id"] for r in store.query_rumors(limit=10**6, include_invalidated=True) if r["state"] == "EpochInvalidated"
+    ]
     assert sorted(invalidated) == sorted(expected["invalidated_ids"])
-    states = {outer_id.hex(): state for outer_id, state in app.db.all(
-        "SELECT outer_id, state FROM marmot_processed WHERE gid = ?", (bytes.fromhex(gid),))}
+    states = {
+        outer_id.hex(): state
+        for outer_id, state in app.db.all(
+            "SELECT outer_id, state FROM marmot_processed WHERE gid = ?", (bytes.fromhex(gid),)
+        )
+    }
     assert {o: states.get(o) for o in expected["outer_states"]} == expected["outer_states"]
-    assert app.db.value("SELECT epoch FROM marmot_groups WHERE gid = ?", (bytes.fromhex(gid),)) \
-        == expected["final_epoch"]
-    lost = app.db.all("SELECT outer_id, reason FROM marmot_processed WHERE gid = ? AND state = 'Failed'",
-                      (bytes.fromhex(gid),))
+    assert (
+        app.db.value("SELECT epoch FROM marmot_groups WHERE gid = ?", (bytes.fromhex(gid),)) == expected["final_epoch"]
+    )
+    lost = app.db.all(
+        "SELECT outer_id, reason FROM marmot_processed WHERE gid = ? AND state = 'Failed'", (bytes.fromhex(gid),)
+    )
     assert sorted((o.hex(), r) for o, r in lost) == sorted((o, "commit_lost_race") for o in expected["lost_commits"])
     assert app.db.value("SELECT count(*) FROM blocked WHERE partition_key = ?", (gid,)) == expected["waiting"]

@@ -18,8 +18,10 @@ def outer_record(app, gid: str, line: bytes):
 
 
 def message_state(app, gid: str, rumor_id: str) -> str | None:
-    row = app.db.one("SELECT state FROM marmot_messages WHERE gid = ? AND rumor_id = ?",
-                     (bytes.fromhex(gid), bytes.fromhex(rumor_id)))
+    row = app.db.one(
+        "SELECT state FROM marmot_messages WHERE gid = ? AND rumor_id = ?",
+        (bytes.fromhex(gid), bytes.fromhex(rumor_id)),
+    )
     return None if row is None else row[0]
 
 

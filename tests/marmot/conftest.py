@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import protocols.marmot as marmot
 from core import drain, queues
+from protocols import marmot
 
 KEY_HEX = "5a" * 32
 
@@ -14,8 +14,12 @@ KEY_HEX = "5a" * 32
 def state_key(monkeypatch):
     """Every test runs with a known at-rest key and the plugin's defaults (unless it changes them)."""
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
-    for name in ("TESSERA_MARMOT_STATE_KEY_FILE", "TESSERA_MARMOT_MAX_RETRIES", "TESSERA_MARMOT_RETRY_MS",
-                 "TESSERA_MARMOT_SNAPSHOTS"):
+    for name in (
+        "TESSERA_MARMOT_STATE_KEY_FILE",
+        "TESSERA_MARMOT_MAX_RETRIES",
+        "TESSERA_MARMOT_RETRY_MS",
+        "TESSERA_MARMOT_SNAPSHOTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     return KEY_HEX
 

@@ -55,8 +55,12 @@ def test_a_catch_up_newest_first_ends_where_in_order_delivery_ends(tmp_path, set
     app = run(str(tmp_path / f"{order}.db"), settings, [sim], [lines])
     try:
         assert_ground_truth(app, sim)
-        assert app.db.value("SELECT count(*) FROM parked WHERE reason NOT LIKE 'DecodeError%' "
-                               "AND reason NOT LIKE 'MalformedInput%'") == 0
+        assert (
+            app.db.value(
+                "SELECT count(*) FROM parked WHERE reason NOT LIKE 'DecodeError%' AND reason NOT LIKE 'MalformedInput%'"
+            )
+            == 0
+        )
     finally:
         app.close()
 
@@ -72,25 +76,29 @@ def test_in_order_delivery_matches_the_ground_truth(tmp_path, settings, five_mem
 
 # --- any permutation, batches, duplicates, other groups, crashes ------------------------------------
 
-CONFIGS = st.fixed_dictionaries({
-    "members": st.integers(3, 4),
-    "messages": st.integers(8, 24),
-    "commits": st.integers(2, 5),
-    "races": st.integers(0, 2),
-    "garbage": st.integers(0, 3),
-    "duplicates": st.integers(0, 3),
-    "deletions": st.integers(0, 3),
-    "seed": st.integers(0, 2**32 - 1),
-}).filter(lambda c: c["races"] <= c["commits"])
+CONFIGS = st.fixed_dictionaries(
+    {
+        "members": st.integers(3, 4),
+        "messages": st.integers(8, 24),
+        "commits": st.integers(2, 5),
+        "races": st.integers(0, 2),
+        "garbage": st.integers(0, 3),
+        "duplicates": st.integers(0, 3),
+        "deletions": st.integers(0, 3),
+        "seed": st.integers(0, 2**32 - 1),
+    }
+).filter(lambda c: c["races"] <= c["commits"])
 
-DELIVERIES = st.fixed_dictionaries({
-    "order": st.sampled_from(simulate.ORDERS),
-    "page": st.integers(2, 12),
-    "batches": st.integers(1, 4),
-    "crashes": st.lists(st.integers(1, 40), max_size=3),
-    "other_group": st.booleans(),
-    "rng": st.integers(0, 2**32 - 1),
-})
+DELIVERIES = st.fixed_dictionaries(
+    {
+        "order": st.sampled_from(simulate.ORDERS),
+        "page": st.integers(2, 12),
+        "batches": st.integers(1, 4),
+        "crashes": st.lists(st.integers(1, 40), max_size=3),
+        "other_group": st.booleans(),
+        "rng": st.integers(0, 2**32 - 1),
+    }
+)
 
 
 def check_any_order(tmp_path, core_settings, config: dict, delivery: dict) -> None:
@@ -123,16 +131,18 @@ def check_any_order(tmp_path, core_settings, config: dict, delivery: dict) -> No
         app.close()
 
 
-@examples(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@examples(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(config=CONFIGS, delivery=DELIVERIES)
 def test_any_delivery_ends_where_in_order_delivery_ends(tmp_path_factory, settings, config, delivery):
     check_any_order(tmp_path_factory.mktemp("order"), settings, config, delivery)
 
 
 @pytest.mark.slow
-@examples(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@examples(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(config=CONFIGS, delivery=DELIVERIES)
 def test_any_delivery_ends_where_in_order_delivery_ends_many_examples(tmp_path_factory, settings, config, delivery):
     check_any_order(tmp_path_factory.mktemp("order"), settings, config, delivery)

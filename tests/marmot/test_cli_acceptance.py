@@ -16,8 +16,9 @@ TESSERA = [sys.executable, "-m", "jobs"]
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50", "TESSERA_MARMOT_RETRY_MS": "40"}
 
 
-def run(workdir: Path, *args: str, key_file: Path | None = None, check: bool = True,
-        **env: str) -> subprocess.CompletedProcess:
+def run(
+    workdir: Path, *args: str, key_file: Path | None = None, check: bool = True, **env: str
+) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
     environ.update(PYTHONPATH=str(ROOT), TESSERA_DB=str(workdir / "tessera.db"), **FAST, **env)
     if key_file is not None:
@@ -36,14 +37,44 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_simulate_join_ingest_tick_history(tmp_path):
-    acceptance(tmp_path, "--members", "4", "--messages", "120", "--commits", "8", "--races", "3", "--garbage", "12",
-               "--duplicates", "10", "--seed", "7")
+    acceptance(
+        tmp_path,
+        "--members",
+        "4",
+        "--messages",
+        "120",
+        "--commits",
+        "8",
+        "--races",
+        "3",
+        "--garbage",
+        "12",
+        "--duplicates",
+        "10",
+        "--seed",
+        "7",
+    )
 
 
 @pytest.mark.slow
 def test_acceptance_with_a_bigger_group_and_stream(tmp_path):
-    acceptance(tmp_path, "--members", "9", "--messages", "3000", "--commits", "40", "--races", "8", "--garbage",
-               "60", "--duplicates", "100", "--seed", "8")
+    acceptance(
+        tmp_path,
+        "--members",
+        "9",
+        "--messages",
+        "3000",
+        "--commits",
+        "40",
+        "--races",
+        "8",
+        "--garbage",
+        "60",
+        "--duplicates",
+        "100",
+        "--seed",
+        "8",
+    )
 
 
 def acceptance(tmp_path: Path, *simulate_args: str) -> None:
@@ -52,8 +83,16 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     expected = json.loads((out / "expected.json").read_text())
     key = out / "state.key"
     run(tmp_path, "init")
-    joined = run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
-                 "--welcome", str(out / "observer.welcome.json"), key_file=key)
+    joined = run(
+        tmp_path,
+        "marmot",
+        "join",
+        "--identity",
+        str(out / "observer.identity.json"),
+        "--welcome",
+        str(out / "observer.welcome.json"),
+        key_file=key,
+    )
     assert expected["group"] in joined.stdout
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
     ticked = run(tmp_path, "tick", "--until-idle", key_file=key)
@@ -62,8 +101,11 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     shown = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--json").stdout)
     assert [r["id"] for r in shown] == expected["rumor_ids"]
     assert set(shown[0]) >= {"id", "created_at", "pubkey", "kind", "content", "outer_id", "outer_created_at", "state"}
-    everything = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000",
-                                "--include-invalidated", "--json").stdout)
+    everything = json.loads(
+        run(
+            tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--include-invalidated", "--json"
+        ).stdout
+    )
     states = {r["id"]: r["state"] for r in everything}
     assert expected["invalidated_ids"] and all(states[i] == "EpochInvalidated" for i in expected["invalidated_ids"])
     [group] = json.loads(run(tmp_path, "marmot", "groups", "--json").stdout)
@@ -72,8 +114,20 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     failed = json.loads(run(tmp_path, "marmot", "outer", "--group", gid, "--json").stdout)
     assert len(failed) == expected["failed"] and all(f["reason"] for f in failed)
     # Paging with --until walks back through the same history.
-    page = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "5", "--until",
-                          f"{shown[-5]['created_at']}:{shown[-5]['id']}", "--json").stdout)
+    page = json.loads(
+        run(
+            tmp_path,
+            "marmot",
+            "history",
+            "--group",
+            gid,
+            "--limit",
+            "5",
+            "--until",
+            f"{shown[-5]['created_at']}:{shown[-5]['id']}",
+            "--json",
+        ).stdout
+    )
     assert [r["id"] for r in page] == expected["rumor_ids"][-10:-5]
     # Our own message: Created, published by the tick, Processed on its echo.
     sent = run(tmp_path, "marmot", "send", "--group", gid, "hello from the observer", key_file=key)
@@ -87,20 +141,45 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
 
 def test_backfill_command_processes_a_file_at_once(tmp_path):
     out = tmp_path / "D"
-    run(tmp_path, "marmot", "simulate", "--messages", "40", "--commits", "4", "--races", "0", "--garbage", "0",
-        "--duplicates", "0", "--seed", "3", "--out", str(out))
+    run(
+        tmp_path,
+        "marmot",
+        "simulate",
+        "--messages",
+        "40",
+        "--commits",
+        "4",
+        "--races",
+        "0",
+        "--garbage",
+        "0",
+        "--duplicates",
+        "0",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+    )
     expected = json.loads((out / "expected.json").read_text())
     key = out / "state.key"
     run(tmp_path, "init", "--protocol", "marmot")
-    run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
-        "--welcome", str(out / "observer.welcome.json"), key_file=key)
+    run(
+        tmp_path,
+        "marmot",
+        "join",
+        "--identity",
+        str(out / "observer.identity.json"),
+        "--welcome",
+        str(out / "observer.welcome.json"),
+        key_file=key,
+    )
     done = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
     assert "backfill: handled=" in done.stdout
-    again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"),
-                key_file=key)
+    again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
     assert "nothing new" in again.stdout
-    shown = json.loads(run(tmp_path, "marmot", "history", "--group", expected["group"], "--limit", "1000",
-                           "--json").stdout)
+    shown = json.loads(
+        run(tmp_path, "marmot", "history", "--group", expected["group"], "--limit", "1000", "--json").stdout
+    )
     assert [r["id"] for r in shown] == expected["rumor_ids"]
 
 
@@ -108,33 +187,72 @@ def test_user_errors_are_one_line(tmp_path):
     out = tmp_path / "D"
     run(tmp_path, "marmot", "simulate", "--messages", "5", "--commits", "1", "--races", "0", "--out", str(out))
     run(tmp_path, "init")
-    missing = one_line_error(run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
-                                 "--welcome", str(out / "observer.welcome.json"), check=False))
+    missing = one_line_error(
+        run(
+            tmp_path,
+            "marmot",
+            "join",
+            "--identity",
+            str(out / "observer.identity.json"),
+            "--welcome",
+            str(out / "observer.welcome.json"),
+            check=False,
+        )
+    )
     assert "TESSERA_MARMOT_STATE_KEY" in missing and "TESSERA_MARMOT_STATE_KEY_FILE" in missing
-    run(tmp_path, "marmot", "join", "--identity", str(out / "observer.identity.json"),
-        "--welcome", str(out / "observer.welcome.json"), key_file=out / "state.key")
+    run(
+        tmp_path,
+        "marmot",
+        "join",
+        "--identity",
+        str(out / "observer.identity.json"),
+        "--welcome",
+        str(out / "observer.welcome.json"),
+        key_file=out / "state.key",
+    )
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
     assert "TESSERA_MARMOT_STATE_KEY" in one_line_error(run(tmp_path, "tick", "--until-idle", check=False))
-    wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False,
-                               TESSERA_MARMOT_STATE_KEY="ab" * 32))
+    wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False, TESSERA_MARMOT_STATE_KEY="ab" * 32))
     assert "cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY?" in wrong
     status = json.loads(run(tmp_path, "status", "--json").stdout)
     assert status["incoming"] > 0 and status["parked"] == 0  # nothing was consumed by a misconfiguration
     assert "no joined marmot group" in one_line_error(
-        run(tmp_path, "marmot", "history", "--group", "cd" * 32, check=False))
+        run(tmp_path, "marmot", "history", "--group", "cd" * 32, check=False)
+    )
     assert "64-hex" in one_line_error(run(tmp_path, "marmot", "history", "--group", "nope", check=False))
-    assert "CREATED_AT:ID" in one_line_error(run(tmp_path, "marmot", "history", "--group",
-                                                 json.loads((out / "expected.json").read_text())["group"],
-                                                 "--until", "yesterday", check=False))
+    assert "CREATED_AT:ID" in one_line_error(
+        run(
+            tmp_path,
+            "marmot",
+            "history",
+            "--group",
+            json.loads((out / "expected.json").read_text())["group"],
+            "--until",
+            "yesterday",
+            check=False,
+        )
+    )
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
-    assert "JSON object" in one_line_error(run(tmp_path, "marmot", "join", "--identity", str(bad), "--welcome",
-                                               str(bad), key_file=out / "state.key", check=False))
+    assert "JSON object" in one_line_error(
+        run(
+            tmp_path,
+            "marmot",
+            "join",
+            "--identity",
+            str(bad),
+            "--welcome",
+            str(bad),
+            key_file=out / "state.key",
+            check=False,
+        )
+    )
 
 
 def test_simulate_refuses_impossible_settings(tmp_path):
-    error = one_line_error(run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), "--races", "3",
-                               "--commits", "2", check=False))
+    error = one_line_error(
+        run(tmp_path, "marmot", "simulate", "--out", str(tmp_path / "x"), "--races", "3", "--commits", "2", check=False)
+    )
     assert "--races" in error
 
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import protocols.marmot as marmot
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
+from protocols import marmot
 from protocols.marmot import simulate
 from schema_loader.setup import open_app
 from tests.marmot._read import group_row, history_ids
@@ -53,20 +53,33 @@ def test_bounded_reordering_with_duplicates_converges_many_orders(tmp_path, sett
 
 
 def converges(tmp_path, settings, sim: simulate.Simulation, lines: list[bytes]) -> None:
-    app = open_app(settings, make_plugin_manager([marmot], entry_points=False), enable=["marmot"], create=True,
-                   clock=ManualClock(), path=str(tmp_path / f"c{next(_counter)}.db"))
+    app = open_app(
+        settings,
+        make_plugin_manager([marmot], entry_points=False),
+        enable=["marmot"],
+        create=True,
+        clock=ManualClock(),
+        path=str(tmp_path / f"c{next(_counter)}.db"),
+    )
     try:
-        app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
-                                                "key_package_private": sim.identity["key_package_private"],
-                                                "welcome": sim.welcome["welcome"]})
+        app.runtime.run_command(
+            "marmot.join",
+            {
+                "identity": sim.identity["identity"],
+                "key_package_private": sim.identity["key_package_private"],
+                "welcome": sim.welcome["welcome"],
+            },
+        )
         for line in lines:  # one relay event at a time, as a live subscription delivers them
             deliver(app, line)
         settle(app)
         gid = sim.expected["group"]
         assert history_ids(app, gid) == sim.expected["rumor_ids"]
         assert group_row(app, gid)["epoch"] == sim.expected["final_epoch"]
-        invalidated = {r[0].hex() for r in app.db.all("SELECT rumor_id FROM marmot_messages WHERE state = ?",
-                                                      ("EpochInvalidated",))}
+        invalidated = {
+            r[0].hex()
+            for r in app.db.all("SELECT rumor_id FROM marmot_messages WHERE state = ?", ("EpochInvalidated",))
+        }
         assert invalidated <= set(sim.expected["invalidated_ids"])
         assert app.db.value("SELECT count(*) FROM blocked") == 0
     finally:

@@ -29,16 +29,30 @@ def wide_windows(monkeypatch):
 
 
 def stream(**overrides) -> simulate.Simulation:
-    config = dict(members=4, messages=1000, commits=30, races=5, garbage=20, duplicates=40, deletions=30, seed=41)
+    config = {
+        "members": 4,
+        "messages": 1000,
+        "commits": 30,
+        "races": 5,
+        "garbage": 20,
+        "duplicates": 40,
+        "deletions": 30,
+        "seed": 41,
+    }
     return simulate.simulate(simulate.Config(**{**config, **overrides}))
 
 
 def prepare(path: str, sim: simulate.Simulation, lines: list[bytes]) -> None:
     app = open_marmot(path)
     try:
-        app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
-                                                "key_package_private": sim.identity["key_package_private"],
-                                                "welcome": sim.welcome["welcome"]})
+        app.runtime.run_command(
+            "marmot.join",
+            {
+                "identity": sim.identity["identity"],
+                "key_package_private": sim.identity["key_package_private"],
+                "welcome": sim.welcome["welcome"],
+            },
+        )
         with app.db.write():
             queues.push_incoming(app.db, "marmot", lines, app.clock.now_ms())
     finally:
@@ -47,8 +61,14 @@ def prepare(path: str, sim: simulate.Simulation, lines: list[bytes]) -> None:
 
 def spawn(db: str, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), **WIDE_WINDOWS)
-    proc = subprocess.Popen([sys.executable, "-m", "tests.marmot.worker", db, *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.marmot.worker", db, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     return proc
 
@@ -71,13 +91,17 @@ def end_state(db: str) -> dict:
     """What must not depend on the order or on the kills (rollback counts and fact ids may)."""
     return {
         "groups": query(db, "SELECT hex(gid), epoch, members, resume_created_at, hex(resume_id) FROM marmot_groups"),
-        "processed": sorted(query(db, "SELECT hex(outer_id), state, reason, epoch, hex(rumor_id) "
-                                      "FROM marmot_processed")),
-        "messages": sorted(query(db, "SELECT hex(rumor_id), created_at, content, state, epoch, deleted_epoch "
-                                     "FROM marmot_messages")),
+        "processed": sorted(
+            query(db, "SELECT hex(outer_id), state, reason, epoch, hex(rumor_id) FROM marmot_processed")
+        ),
+        "messages": sorted(
+            query(db, "SELECT hex(rumor_id), created_at, content, state, epoch, deleted_epoch FROM marmot_messages")
+        ),
         "parked": sorted(query(db, "SELECT hex(blob), substr(reason, 1, 60) FROM parked")),
-        "left": query(db, "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), "
-                          "(SELECT count(*) FROM blocked)"),
+        "left": query(
+            db,
+            "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), (SELECT count(*) FROM blocked)",
+        ),
         "integrity": query(db, "PRAGMA integrity_check"),
     }
 
@@ -127,5 +151,10 @@ def test_crash_loop_over_a_newest_first_catch_up_equals_an_uninterrupted_run(tmp
 @pytest.mark.slow
 @pytest.mark.parametrize("order", ["relay", "paged", "shuffled"])
 def test_crash_loop_100_kills_over_a_bigger_stream(tmp_path, order):
-    check(tmp_path, stream(messages=3000, commits=60, races=10, garbage=60, duplicates=100, deletions=100, seed=42),
-          order, kills=100, seed=5)
+    check(
+        tmp_path,
+        stream(messages=3000, commits=60, races=10, garbage=60, duplicates=100, deletions=100, seed=42),
+        order,
+        kills=100,
+        seed=5,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -30,7 +31,7 @@ def test_compare_is_the_lexicographic_order_of_created_at_then_id(a, b):
 
 @given(st.lists(cursors, min_size=2, max_size=6))
 def test_sql_row_values_agree_with_compare(sql_conn, pairs):
-    for a, b in zip(pairs, pairs[1:]):
+    for a, b in itertools.pairwise(pairs):
         older = sql_conn.execute(f"SELECT {older_sql('?', '?')}", (*a.params(), *b.params())).fetchone()[0]
         assert bool(older) == (compare(a, b) < 0)
 
@@ -65,8 +66,11 @@ def test_cursor_text_round_trips():
 def store(marmot_app):
     app = marmot_app()
     with app.db.write():
-        app.db.execute("INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
-                       "VALUES (?, 'me', 1, 1, 2, '[]', 0)", (bytes.fromhex(GID),))
+        app.db.execute(
+            "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
+            "VALUES (?, 'me', 1, 1, 2, '[]', 0)",
+            (bytes.fromhex(GID),),
+        )
     return app
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 
 import apsw
@@ -13,15 +14,23 @@ from protocols.marmot import ingest, observe, simulate
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.history import GroupHistoryStore
 from tests.marmot._net import T0, Net, event_id
-from tests.marmot._read import event_count, facts, group_row, history_ids
 from tests.marmot._orders import assert_ground_truth
+from tests.marmot._read import event_count, facts, history_ids
 from tests.marmot.conftest import deliver, settle
 
 
 @functools.cache
 def stream(**kwargs) -> simulate.Simulation:
-    config = {"members": 4, "messages": 80, "commits": 6, "races": 2, "garbage": 8, "duplicates": 8, "deletions": 4,
-              "seed": 11}
+    config = {
+        "members": 4,
+        "messages": 80,
+        "commits": 6,
+        "races": 2,
+        "garbage": 8,
+        "duplicates": 8,
+        "deletions": 4,
+        "seed": 11,
+    }
     return simulate.simulate(simulate.Config(**{**config, **kwargs}))
 
 
@@ -56,12 +65,20 @@ def test_replaying_the_same_batch_changes_nothing(marmot_app):
     deliver(app, *sim.lines)
     settle(app)
     gid = sim.expected["group"]
-    before = (event_count(app), history_ids(app, gid), GroupHistoryStore(app.db, gid).get_resume_cursor(),
-              app.db.all("SELECT * FROM marmot_processed ORDER BY outer_id"))
+    before = (
+        event_count(app),
+        history_ids(app, gid),
+        GroupHistoryStore(app.db, gid).get_resume_cursor(),
+        app.db.all("SELECT * FROM marmot_processed ORDER BY outer_id"),
+    )
     report = deliver(app, *sim.lines)
     settle(app)
-    after = (event_count(app), history_ids(app, gid), GroupHistoryStore(app.db, gid).get_resume_cursor(),
-             app.db.all("SELECT * FROM marmot_processed ORDER BY outer_id"))
+    after = (
+        event_count(app),
+        history_ids(app, gid),
+        GroupHistoryStore(app.db, gid).get_resume_cursor(),
+        app.db.all("SELECT * FROM marmot_processed ORDER BY outer_id"),
+    )
     assert after == before
     assert set(report.outcomes) <= {"duplicate", "parked", "blocked"}
 
@@ -77,8 +94,9 @@ def test_never_readable_events_wait_without_holding_up_readable_ones(marmot_app)
     assert app.db.all("SELECT DISTINCT reason_type, attempts FROM blocked") == [("marmot.epoch", 0)]
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
     assert not app.db.all("SELECT 1 FROM marmot_processed WHERE state = 'Failed'")
-    assert not app.db.all("SELECT 1 FROM parked WHERE reason NOT LIKE 'DecodeError%' "
-                          "AND reason NOT LIKE 'MalformedInput%'")
+    assert not app.db.all(
+        "SELECT 1 FROM parked WHERE reason NOT LIKE 'DecodeError%' AND reason NOT LIKE 'MalformedInput%'"
+    )
 
 
 def test_waiting_for_an_epoch_never_spends_attempts(marmot_app, settings):
@@ -145,7 +163,7 @@ def test_watermark_advances_through_commit_and_proposal_only_events(marmot_app):
         deliver(app, line)
         seen.append(history.get_resume_cursor())
     assert [c.id for c in seen] == [event_id(line) for line in lines]
-    assert all(compare(a, b) < 0 for a, b in zip(seen, seen[1:]))
+    assert all(compare(a, b) < 0 for a, b in itertools.pairwise(seen))
     assert not history_ids(app, net.gid)
 
 
@@ -212,7 +230,7 @@ def _is_group_event(line: bytes) -> bool:
     try:
         handlers.decode(line)
         return True
-    except Exception:  # noqa: BLE001 - garbage of any kind
+    except Exception:
         return False
 
 
@@ -229,8 +247,7 @@ def test_backfill_skips_what_the_resume_cursor_covers(marmot_app):
     assert ingest.relay_filter(gid, None) == {"kinds": [445], "#h": [gid]}
     before = event_count(app)
     again = app.runtime.run_command("marmot.backfill", {"group": gid, "events": sim.lines}).result
-    older = sum(1 for line in sim.lines if compare(Cursor(json.loads(line)["created_at"], event_id(line)),
-                                                    cursor) <= 0)
+    older = sum(1 for line in sim.lines if compare(Cursor(json.loads(line)["created_at"], event_id(line)), cursor) <= 0)
     assert again.skipped_old == older > 0
     settle(app)
     assert event_count(app) > before
@@ -266,8 +283,9 @@ class Counting(observe.Observer):
         self.rumors.append((rumor_id, outer_event_id))
         other = apsw.Connection(self.db_path)  # another connection sees it: it is committed
         try:
-            found = other.execute("SELECT 1 FROM marmot_messages WHERE rumor_id = ?",
-                                  (bytes.fromhex(rumor_id),)).fetchall()
+            found = other.execute(
+                "SELECT 1 FROM marmot_messages WHERE rumor_id = ?", (bytes.fromhex(rumor_id),)
+            ).fetchall()
         finally:
             other.close()
         self.visible_when_called.append(bool(found))
@@ -328,8 +346,15 @@ def test_rolled_back_items_tell_observers_nothing(marmot_app, monkeypatch):
     assert app.db.value("SELECT count(*) FROM deferred") == 1  # retried later by the core
 
 
-@pytest.mark.parametrize(("field", "value"), [("created_at", 2**64), ("created_at", "1700000000"),
-                                              ("kind", 2**70), ("tags", [["h"] * 2] * 1 + [[[[[[["deep"]]]]]]])])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("created_at", 2**64),
+        ("created_at", "1700000000"),
+        ("kind", 2**70),
+        ("tags", [["h"] * 2] * 1 + [[[[[[["deep"]]]]]]]),
+    ],
+)
 def test_undecodable_events_are_parked_at_once_naming_the_field(marmot_app, caplog, field, value):
     net = Net(2)
     app = marmot_app()

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import protocols.mls as mls
 from core import publish
 from jobs.tick import TickDaemon
+from protocols import mls
 from protocols.marmot import facts as F
 from protocols.marmot import observe, outer, rumors
 from tests.marmot._net import T0, Net, event_id
@@ -60,8 +60,9 @@ def test_own_message_is_created_then_processed_when_the_relay_echoes_it(app, net
     report = TickDaemon(app, mode="until_idle").run()
     assert report.outcomes.get("handled") == 1
     assert message_state(app, net.gid, rumor["id"]) == "Processed"
-    assert app.db.value("SELECT state FROM marmot_processed WHERE outer_id = ?", (bytes.fromhex(outer_id),)) \
-        == "Processed"
+    assert (
+        app.db.value("SELECT state FROM marmot_processed WHERE outer_id = ?", (bytes.fromhex(outer_id),)) == "Processed"
+    )
     # Other members can read what we sent; the rumor's author is our credential.
     sent = app.db.value("SELECT payload FROM outgoing")
     received = mls.process_message(net.states[1], _mls_bytes(net, sent))
@@ -107,15 +108,23 @@ def test_message_of_another_member_is_processed_with_its_metadata(app, net):
 
 
 def test_rumor_author_must_be_the_mls_sender(app, net):
-    line, rumor = net.send(1, "I am member 2", T0 + 1, pubkey=net.cred(2))
+    line, _rumor = net.send(1, "I am member 2", T0 + 1, pubkey=net.cred(2))
     deliver(app, line)
     record = outer_record(app, net.gid, line)
     assert (record.state, record.reason, record.epoch) == ("Failed", "sender_mismatch", net.epoch)
     assert history(app, net.gid) == []
 
 
-@pytest.mark.parametrize("payload", [b"not json at all", b'{"id": "00"}', json.dumps(
-    {"id": "0" * 64, "pubkey": "1" * 64, "created_at": 1, "kind": 9, "tags": [], "content": "x"}).encode()])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not json at all",
+        b'{"id": "00"}',
+        json.dumps(
+            {"id": "0" * 64, "pubkey": "1" * 64, "created_at": 1, "kind": 9, "tags": [], "content": "x"}
+        ).encode(),
+    ],
+)
 def test_invalid_rumors_fail_with_a_sanitized_reason(app, net, payload):
     line, _ = net.send(1, "", T0 + 1, payload=payload)
     deliver(app, line)
@@ -181,7 +190,7 @@ def test_failed_events_are_previously_failed_without_decrypting_again(app, net, 
 
 def test_epoch_invalidated_events_are_blocked_without_decrypting_again(app, net, decrypts):
     loser_line, loser = net.prepare(1, T0 + 20)
-    winner_line, winner = net.prepare(2, T0 + 10)
+    winner_line, _winner = net.prepare(2, T0 + 10)
     branch_line, _, _ = net.send_on(loser.new_state, "on the losing branch", T0 + 21)
     deliver(app, loser_line, branch_line, winner_line)
     assert outer_state(app, net.gid, branch_line) == "EpochInvalidated"
@@ -222,7 +231,9 @@ def test_better_commit_arriving_second_rolls_back_once(app, net):
     # Both winner-branch messages decrypt with the winner's keys once it is applied.
     assert outer_state(app, net.gid, early) == outer_state(app, net.gid, waiting) == "Processed"
     assert [m["content"] for m in history(app, net.gid)][1:] == [
-        "winner branch, long before the winner came", "winner branch, just before the winner"]
+        "winner branch, long before the winner came",
+        "winner branch, just before the winner",
+    ]
     record = outer_record(app, net.gid, loser_line)
     assert (record.state, record.reason) == ("Failed", "commit_lost_race")
     assert group_row(app, net.gid)["epoch"] == epoch + 1 and group_row(app, net.gid)["rollbacks"] == 1
@@ -242,8 +253,10 @@ def test_better_commit_arriving_first_rejects_the_late_worse_one(app, net):
     assert not facts(app, F.EPOCH_ROLLED_BACK)
     record = outer_record(app, net.gid, loser_line)
     assert (record.state, record.reason, record.epoch) == ("Failed", "commit_lost_race", epoch)
-    assert app.db.value("SELECT detail FROM marmot_processed WHERE reason = 'commit_lost_race'") == \
-        f"commit lost the race for epoch {epoch}"
+    assert (
+        app.db.value("SELECT detail FROM marmot_processed WHERE reason = 'commit_lost_race'")
+        == f"commit lost the race for epoch {epoch}"
+    )
     # Decrypted on the losing branch and recorded as a rollback would have left it.
     assert outer_state(app, net.gid, lost) == "EpochInvalidated"
     assert message_state(app, net.gid, lost_rumor["id"]) == "EpochInvalidated"
@@ -256,8 +269,9 @@ def test_better_commit_arriving_first_rejects_the_late_worse_one(app, net):
 def test_equal_timestamps_the_smaller_id_wins(app, net, smaller_first):
     first_line, first = net.prepare(1, T0 + 10)
     second_line, second = net.prepare(2, T0 + 10)
-    (small_line, small), (large_line, large) = sorted([(first_line, first), (second_line, second)],
-                                                      key=lambda pair: event_id(pair[0]))
+    (small_line, small), (large_line, _large) = sorted(
+        [(first_line, first), (second_line, second)], key=lambda pair: event_id(pair[0])
+    )
     committer = 1 if small is first else 2
     net.adopt(committer, small)
     probe, probe_rumor = net.send(0, "on the smaller id's branch", T0 + 11)
@@ -305,7 +319,7 @@ def test_commit_for_an_epoch_outside_the_rollback_window_is_too_old(app, net, mo
 
 def test_deletion_by_the_original_sender_marks_the_message_deleted(app, net):
     line, rumor = net.send(1, "regrettable", T0 + 1)
-    deletion, deletion_rumor = net.delete(1, rumor["id"], T0 + 2)
+    deletion, _deletion_rumor = net.delete(1, rumor["id"], T0 + 2)
     deliver(app, line, deletion)
     [row] = history(app, net.gid)  # the deletion rumor itself is not shown
     assert (row["id"], row["state"], row["content"]) == (rumor["id"], "Deleted", "")

@@ -38,9 +38,7 @@ def _ids(cases, key):
 # --- valid vectors --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "case", VALID["get_conversation_key"], ids=_ids(VALID["get_conversation_key"], "sec1")
-)
+@pytest.mark.parametrize("case", VALID["get_conversation_key"], ids=_ids(VALID["get_conversation_key"], "sec1"))
 def test_conversation_key(case):
     key = nip44.conversation_key(h(case["sec1"]), h(case["pub2"]))
     assert key.hex() == case["conversation_key"]
@@ -51,9 +49,7 @@ _MK = VALID["get_message_keys"]
 
 @pytest.mark.parametrize("case", _MK["keys"], ids=_ids(_MK["keys"], "nonce"))
 def test_message_keys(case):
-    chacha_key, chacha_nonce, hmac_key = nip44.message_keys(
-        h(_MK["conversation_key"]), h(case["nonce"])
-    )
+    chacha_key, chacha_nonce, hmac_key = nip44.message_keys(h(_MK["conversation_key"]), h(case["nonce"]))
     assert chacha_key.hex() == case["chacha_key"]
     assert chacha_nonce.hex() == case["chacha_nonce"]
     assert hmac_key.hex() == case["hmac_key"]
@@ -70,9 +66,7 @@ def test_calc_padded_len_rejects_non_lengths(bad):
         nip44.calc_padded_len(bad)
 
 
-@pytest.mark.parametrize(
-    "case", VALID["encrypt_decrypt"], ids=_ids(VALID["encrypt_decrypt"], "plaintext")
-)
+@pytest.mark.parametrize("case", VALID["encrypt_decrypt"], ids=_ids(VALID["encrypt_decrypt"], "plaintext"))
 def test_encrypt_decrypt(case):
     sec1, sec2 = h(case["sec1"]), h(case["sec2"])
     key = nip44.conversation_key(sec1, public_key_xonly(sec2))

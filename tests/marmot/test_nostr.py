@@ -283,8 +283,7 @@ def _reference_escape(text: str) -> str:
 def _reference_serialize(event: dict) -> bytes:
     tags = ",".join("[" + ",".join(_reference_escape(s) for s in tag) + "]" for tag in event["tags"])
     text = (
-        f'[0,"{event["pubkey"]}",{event["created_at"]},{event["kind"]},'
-        f"[{tags}],{_reference_escape(event['content'])}]"
+        f'[0,"{event["pubkey"]}",{event["created_at"]},{event["kind"]},[{tags}],{_reference_escape(event["content"])}]'
     )
     return text.encode("utf-8")
 
@@ -321,7 +320,7 @@ _ESCAPES = [
 def test_serialize_escaping(content, escaped):
     event = _sample(content=content, tags=[["t", content]])
     pub = event["pubkey"]
-    expected = f'[0,"{pub}",1700000000,1,[["t","{escaped}"]],"{escaped}"]'.encode("utf-8")
+    expected = f'[0,"{pub}",1700000000,1,[["t","{escaped}"]],"{escaped}"]'.encode()
     assert nostr.serialize_for_id(event) == expected
 
 
@@ -558,11 +557,16 @@ def _event_text(field: str, fragment: str) -> str:
 
 
 def _valid_value(field: str, value: object) -> bool:
-    return _VALID_EVENT[field] == value or (
-        field == "tags" and type(value) is list and all(type(t) is list and all(type(x) is str for x in t)
-                                                         for t in value)
-    ) or (field == "content" and type(value) is str) or (
-        field in ("created_at", "kind") and type(value) is int and 0 <= value <= 65535)
+    return (
+        _VALID_EVENT[field] == value
+        or (
+            field == "tags"
+            and type(value) is list
+            and all(type(t) is list and all(type(x) is str for x in t) for t in value)
+        )
+        or (field == "content" and type(value) is str)
+        or (field in ("created_at", "kind") and type(value) is int and 0 <= value <= 65535)
+    )
 
 
 @settings(max_examples=400, deadline=None, database=None)
@@ -610,13 +614,17 @@ def test_created_at_is_bounded_so_its_milliseconds_fit_64_bits():
         assert info.value.field == "created_at"
 
 
-@pytest.mark.parametrize("event", [
-    _sample(created_at=2**64),
-    _sample(content="x\ud800"),
-    _sample(tags=[["t", "\udfff"]]),
-    _sample(tags=[[["t"]]]),
-    _sample(kind=2**70),
-], ids=["created_at-2^64", "content-surrogate", "tag-surrogate", "tags-nested", "kind-70-bits"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        _sample(created_at=2**64),
+        _sample(content="x\ud800"),
+        _sample(tags=[["t", "\udfff"]]),
+        _sample(tags=[[["t"]]]),
+        _sample(kind=2**70),
+    ],
+    ids=["created_at-2^64", "content-surrogate", "tag-surrogate", "tags-nested", "kind-70-bits"],
+)
 def test_hostile_python_values_are_shape_errors(event):
     for call in (nostr.parse_event, nostr.verify_event, nostr.compute_event_id):
         with pytest.raises(InvalidEvent) as info:

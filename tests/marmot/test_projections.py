@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-import protocols.marmot as marmot
 from core import hookimpl
 from core.state import ProtocolState
 from projectors.testkit import Blob, ProjectorContract, Run
+from protocols import marmot
 from protocols.marmot import group, simulate
 from tests.marmot._net import T0, Net
 from tests.marmot._read import group_row, history_ids
@@ -21,9 +21,14 @@ def _stream(seed: int) -> simulate.Simulation:
 
 
 def _join(sim: simulate.Simulation) -> Run:
-    return Run("marmot.join", {"identity": sim.identity["identity"],
-                               "key_package_private": sim.identity["key_package_private"],
-                               "welcome": sim.welcome["welcome"]})
+    return Run(
+        "marmot.join",
+        {
+            "identity": sim.identity["identity"],
+            "key_package_private": sim.identity["key_package_private"],
+            "welcome": sim.welcome["welcome"],
+        },
+    )
 
 
 class TestMarmotProjectorContract(ProjectorContract):
@@ -35,9 +40,9 @@ class TestMarmotProjectorContract(ProjectorContract):
     def items(self):
         first, second = _stream(21), _stream(22)
         items = [_join(first), _join(second)]
-        for a, b in zip(first.lines, second.lines):
+        for a, b in zip(first.lines, second.lines, strict=False):
             items += [Blob("marmot", a), Blob("marmot", b)]
-        items += [Blob("marmot", line) for line in first.lines[len(second.lines):] + second.lines[len(first.lines):]]
+        items += [Blob("marmot", line) for line in first.lines[len(second.lines) :] + second.lines[len(first.lines) :]]
         items.append(Run("marmot.send", {"group": first.expected["group"], "text": "ours", "created_at": T0 + 999}))
         return items
 
@@ -60,8 +65,10 @@ def test_a_failing_history_projector_still_advances_group_state(make_app):
     net = Net(3)
     app.runtime.run_command("marmot.join", net.join_params)
     with app.db.write():
-        app.db.execute("CREATE TRIGGER refuse_history BEFORE INSERT ON marmot_messages "
-                       "BEGIN SELECT RAISE(ABORT, 'history disk is full'); END")
+        app.db.execute(
+            "CREATE TRIGGER refuse_history BEFORE INSERT ON marmot_messages "
+            "BEGIN SELECT RAISE(ABORT, 'history disk is full'); END"
+        )
     epoch = net.epoch
     line, _ = net.send(1, "cannot be stored", T0 + 1)
     deliver(app, line, net.commit(0, T0 + 2))

@@ -35,15 +35,22 @@ def test_two_members_seeing_the_wrappers_in_opposite_orders_agree(marmot_app):
         app = joined_app(marmot_app, net)
         deliver(app, *(lines[name] for name in order), b_message, a_message)
         settle(app)
-        outcomes.append((
-            [outer_state(app, net.gid, lines[name]) for name in ("a_late", "a_early", "b")],
-            outer_record(app, net.gid, b_line).reason,
-            history_ids(app, net.gid),
-            message_state(app, net.gid, b_rumor["id"]),
-            group_row(app, net.gid)["epoch"],
-        ))
-    assert outcomes[0] == (["ProcessedCommit", "ProcessedCommit", "Failed"], "commit_lost_race", [a_rumor["id"]],
-                           "EpochInvalidated", net.epoch)
+        outcomes.append(
+            (
+                [outer_state(app, net.gid, lines[name]) for name in ("a_late", "a_early", "b")],
+                outer_record(app, net.gid, b_line).reason,
+                history_ids(app, net.gid),
+                message_state(app, net.gid, b_rumor["id"]),
+                group_row(app, net.gid)["epoch"],
+            )
+        )
+    assert outcomes[0] == (
+        ["ProcessedCommit", "ProcessedCommit", "Failed"],
+        "commit_lost_race",
+        [a_rumor["id"]],
+        "EpochInvalidated",
+        net.epoch,
+    )
     assert all(o == outcomes[0] for o in outcomes), outcomes
 
 
@@ -51,7 +58,7 @@ def test_a_better_wrapper_of_the_losing_commit_rolls_back_to_it(marmot_app):
     net = Net(3)
     before_fork = net.states[1]
     a_late, a = net.prepare(1, T0 + 20)
-    b_line, b = net.prepare(2, T0 + 10)
+    b_line, _b = net.prepare(2, T0 + 10)
     net.adopt(1, a)
     on_a, rumor = net.send(0, "A wins in the end", T0 + 22)
     app = joined_app(marmot_app, net)
@@ -107,7 +114,7 @@ def test_a_deletion_from_the_losing_branch_is_undone(marmot_app, loser_first):
     net = Net(3)
     kept, target = net.send(1, "this stays", T0 + 1)
     loser_line, loser = net.prepare(1, T0 + 20)
-    winner_line, winner = net.prepare(2, T0 + 10)
+    winner_line, _winner = net.prepare(2, T0 + 10)
     deletion, _, _ = net.send_on(loser.new_state, "", T0 + 21, kind=5, tags=[["e", target["id"]]])
     app = joined_app(marmot_app, net)
     deliver(app, kept)

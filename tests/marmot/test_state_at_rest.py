@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 
 from core import drain, queues
-
-import protocols.mls as mls
 from core.protocol import TickContext
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
+from protocols import mls
 from protocols.marmot import group, jobs, keys
 from protocols.marmot.errors import (
     StateKeyError,
@@ -111,11 +110,17 @@ def test_state_on_disk_is_never_plaintext(app, net):
         deliver(app, net.send(n % 3, f"message {n}", T0 + n)[0])
     deliver(app, net.commit(0, T0 + 10))
     loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
-    secrets = [loaded.snapshot_bytes[:64], loaded.state.own_signing_private, loaded.state.own_hpke_private,
-               loaded.state.exporter_secret, loaded.state.init_secret]
+    secrets = [
+        loaded.snapshot_bytes[:64],
+        loaded.state.own_signing_private,
+        loaded.state.own_hpke_private,
+        loaded.state.exporter_secret,
+        loaded.state.init_secret,
+    ]
     app.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    files = b"".join(Path(app.db.path + suffix).read_bytes() for suffix in ("", "-wal")
-                     if Path(app.db.path + suffix).exists())
+    files = b"".join(
+        Path(app.db.path + suffix).read_bytes() for suffix in ("", "-wal") if Path(app.db.path + suffix).exists()
+    )
     for secret in secrets:
         assert secret not in files
     for key, value in app.db.all("SELECT key, value FROM protocol_state WHERE protocol = 'marmot'"):

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import argparse
 
-import protocols.marmot as marmot
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.logs import configure_logging
+from protocols import marmot
 from schema_loader.setup import open_app
 
 
 def open_marmot(path: str, **settings):
-    base = dict(retry_base_ms=20, retry_max_ms=200, max_attempts=5, busy_timeout_ms=10_000, idle_max_ms=50)
-    return open_app(Settings.load(env={}, **{**base, **settings}), make_plugin_manager([marmot], entry_points=False),
-                    enable=["marmot"], create=True, path=path)
+    base = {"retry_base_ms": 20, "retry_max_ms": 200, "max_attempts": 5, "busy_timeout_ms": 10_000, "idle_max_ms": 50}
+    return open_app(
+        Settings.load(env={}, **{**base, **settings}),
+        make_plugin_manager([marmot], entry_points=False),
+        enable=["marmot"],
+        create=True,
+        path=path,
+    )
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import random
 
 import attrs
 
-import protocols.mls as mls
+from protocols import mls
 
 
 def seeded(seed: int = 1):
@@ -68,7 +68,7 @@ def make_group(n: int = 4, seed: int = 1) -> Group:
     if n > 1:
         kps = [mls.create_key_package(ident, rng=rng) for ident in ids[1:]]
         res = g.commit(1, add=[kp for kp, _ in kps])
-        for ident, (_, priv) in zip(ids[1:], kps):
+        for ident, (_, priv) in zip(ids[1:], kps, strict=False):
             g.states[ident.credential] = mls.join_from_welcome(ident, priv, res.welcomes[ident.credential])
     return g
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import protocols.mls as mls
+from protocols import mls
 from protocols.mls.commit import create_commit
 
 from ._group import add_member, cred, make_group, seeded

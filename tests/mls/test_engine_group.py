@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import protocols.mls as mls
+from protocols import mls
 from protocols.mls import secret_tree
 
 from ._group import add_member, cred, make_group, seeded

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import protocols.mls as mls
+from protocols import mls
 
 from ._group import cred, make_group
 
@@ -29,7 +29,7 @@ def _variants(data: bytes):
     """Every single-byte flip (two ways), plus truncations and an extension."""
     for i in range(len(data)):
         for mask in (0x01, 0x80):
-            yield data[:i] + bytes([data[i] ^ mask]) + data[i + 1:]
+            yield data[:i] + bytes([data[i] ^ mask]) + data[i + 1 :]
     for cut in range(0, len(data), 7):
         yield data[:cut]
     yield data + b"\x00"
@@ -91,7 +91,7 @@ def test_snapshot_mutations_are_refused_or_canonical(data):
     snap = mls.snapshot(G.state(1))
     i = data.draw(st.integers(0, len(snap) - 1))
     value = data.draw(st.integers(0, 255))
-    mutated = snap[:i] + bytes([value]) + snap[i + 1:]
+    mutated = snap[:i] + bytes([value]) + snap[i + 1 :]
     try:
         state = mls.restore(mutated)
     except mls.InvalidSnapshot:

@@ -12,8 +12,17 @@ from protocols.mls.tls import Reader, Writer, varint
 
 @pytest.mark.parametrize(
     "n, encoded",
-    [(0, "00"), (37, "25"), (63, "3f"), (64, "4040"), (15293, "7bbd"), (16383, "7fff"),
-     (16384, "80004000"), (494878333, "9d7f3e7d"), ((1 << 30) - 1, "bfffffff")],
+    [
+        (0, "00"),
+        (37, "25"),
+        (63, "3f"),
+        (64, "4040"),
+        (15293, "7bbd"),
+        (16383, "7fff"),
+        (16384, "80004000"),
+        (494878333, "9d7f3e7d"),
+        ((1 << 30) - 1, "bfffffff"),
+    ],
 )
 def test_varint_encoding(n, encoded):
     assert varint(n).hex() == encoded

@@ -9,9 +9,17 @@ from ._vectors import h, load
 V = load("key-schedule")[0]
 
 SECRET_FIELDS = [
-    "joiner_secret", "welcome_secret", "init_secret", "sender_data_secret", "encryption_secret",
-    "exporter_secret", "epoch_authenticator", "external_secret", "confirmation_key",
-    "membership_key", "resumption_psk",
+    "joiner_secret",
+    "welcome_secret",
+    "init_secret",
+    "sender_data_secret",
+    "encryption_secret",
+    "exporter_secret",
+    "epoch_authenticator",
+    "external_secret",
+    "confirmation_key",
+    "membership_key",
+    "resumption_psk",
 ]
 
 

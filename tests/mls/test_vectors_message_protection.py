@@ -42,8 +42,12 @@ def test_application_private_message_opens_with_engine_framing():
     assert sender.leaf == 1
 
     _, key, nonce = receive_key(new_tree(h(V["encryption_secret"]), 2), 1, APPLICATION, sender.generation)
-    plain = suite.aead_open(key, apply_reuse_guard(nonce, sender.reuse_guard), env.ciphertext,
-                            framing.content_aad(env.group_id, env.epoch, env.content_type))
+    plain = suite.aead_open(
+        key,
+        apply_reuse_guard(nonce, sender.reuse_guard),
+        env.ciphertext,
+        framing.content_aad(env.group_id, env.epoch, env.content_type),
+    )
     r = Reader(plain)
     body, signature = r.opaque(), r.opaque()
     padding = r.take(len(plain) - len(body) - len(signature) - 3)  # 1-byte + 2-byte length prefixes

@@ -101,8 +101,10 @@ def test_shuffling_a_projector_that_keeps_arrival_order_is_refused(tmp_path):
 def _record_entry(conn, event):
     """Commutes: one row per event, keyed by the event, whatever the arrival order."""
     data = event.data
-    conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) "
-                 "ON CONFLICT DO NOTHING", (event.event_id, data["account"], data["amount"], event.seq))
+    conn.execute(
+        "INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (event.event_id, data["account"], data["amount"], event.seq),
+    )
 
 
 def test_a_true_order_independence_claim_passes_beside_other_plugins(tmp_path):

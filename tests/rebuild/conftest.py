@@ -38,9 +38,12 @@ def log_damaged_event(app, payload: bytes) -> int:
     """Append, behind the handlers' back, a message_posted event whose payload no longer decodes."""
     with app.db.write():
         seq = eventlog.head(app.db) + 1
-        app.db.execute("INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, "
-                       "created_at_ms, recorded_at_ms, payload) VALUES (?, 'example', 'message_posted', 1, ?, "
-                       "'room-0', 1, 1, ?)", (seq, b"\xab" * 32, payload))
+        app.db.execute(
+            "INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, "
+            "created_at_ms, recorded_at_ms, payload) VALUES (?, 'example', 'message_posted', 1, ?, "
+            "'room-0', 1, 1, ?)",
+            (seq, b"\xab" * 32, payload),
+        )
     return seq
 
 

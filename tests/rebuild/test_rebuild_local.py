@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-import protocols.example as example
 from core import eventlog, maintenance
 from core.errors import CorruptEvent, InvalidInput, ProjectionError
 from jobs.rebuild import RebuildOptions, rebuild
+from protocols import example
 from protocols.example import simulate
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
 
@@ -31,15 +31,24 @@ def verify(app, **options):
     return rebuild(app, RebuildOptions(engine="local", verify=True, **options))
 
 
-@given(messages=st.integers(0, 150), rooms=st.integers(1, 5), duplicates=st.floats(0, 0.3),
-       deletes=st.floats(0, 0.3), garbage=st.floats(0, 0.1), seed=st.integers(0, 10_000),
-       partition_events=st.sampled_from([5, 40, 1_000_000]))
+@given(
+    messages=st.integers(0, 150),
+    rooms=st.integers(1, 5),
+    duplicates=st.floats(0, 0.3),
+    deletes=st.floats(0, 0.3),
+    garbage=st.floats(0, 0.1),
+    seed=st.integers(0, 10_000),
+    partition_events=st.sampled_from([5, 40, 1_000_000]),
+)
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_local_rebuild_equals_live_for_any_stream(make_app, messages, rooms, duplicates, deletes, garbage, seed,
-                                                  partition_events):
+def test_local_rebuild_equals_live_for_any_stream(
+    make_app, messages, rooms, duplicates, deletes, garbage, seed, partition_events
+):
     app = make_app([example], ["example"])
-    ingest(app, simulate.generate(messages, rooms=rooms, seed=seed, duplicates=duplicates, deletes=deletes,
-                                  garbage=garbage))
+    ingest(
+        app,
+        simulate.generate(messages, rooms=rooms, seed=seed, duplicates=duplicates, deletes=deletes, garbage=garbage),
+    )
     live = snapshot_tables(app, EXAMPLE_TABLES)
     report = verify(app, partition_events=partition_events)
     assert report.equal and not report.swapped
@@ -50,8 +59,10 @@ def test_local_rebuild_equals_live_for_any_stream(make_app, messages, rooms, dup
 
 def test_verify_finds_a_damaged_row_and_swaps_nothing(app):
     with app.db.write():
-        app.db.execute("UPDATE example_messages SET text = 'tampered' WHERE (room, id) = "
-                       "(SELECT room, id FROM example_messages ORDER BY ts_ms, id LIMIT 1)")
+        app.db.execute(
+            "UPDATE example_messages SET text = 'tampered' WHERE (room, id) = "
+            "(SELECT room, id FROM example_messages ORDER BY ts_ms, id LIMIT 1)"
+        )
     report = verify(app)
     assert not report.equal
     [bad] = [v for v in report.verdicts if not v.equal]
@@ -118,11 +129,17 @@ def test_rebuild_runs_no_side_effects(make_app):
     app = make_app([example], ["example"])
     for n in range(5):
         app.runtime.run_command("example.post", {"room": "r", "text": f"t{n}", "secret_key": "0a" * 32})
-    before = (app.db.all("SELECT * FROM outgoing"), app.db.all("SELECT * FROM deferred"),
-              app.db.all("SELECT * FROM incoming"))
+    before = (
+        app.db.all("SELECT * FROM outgoing"),
+        app.db.all("SELECT * FROM deferred"),
+        app.db.all("SELECT * FROM incoming"),
+    )
     rebuild(app, LOCAL)
-    assert (app.db.all("SELECT * FROM outgoing"), app.db.all("SELECT * FROM deferred"),
-            app.db.all("SELECT * FROM incoming")) == before
+    assert (
+        app.db.all("SELECT * FROM outgoing"),
+        app.db.all("SELECT * FROM deferred"),
+        app.db.all("SELECT * FROM incoming"),
+    ) == before
 
 
 def test_a_late_projector_becomes_live(app, make_app, tmp_path):
@@ -215,9 +232,21 @@ def test_a_malformed_spark_master_is_refused_before_spark_starts(app, master):
         rebuild(app, RebuildOptions(engine="spark", master=master))
 
 
-@pytest.mark.parametrize("master", ["local", "local[*]", "local[2]", "local[4,3]", "local[*,2]",
-                                    "local-cluster[2,1,1024]", "spark://10.0.0.5:7077", "spark://a:7077,b:7077",
-                                    "k8s://https://k8s.example:6443", "yarn"])
+@pytest.mark.parametrize(
+    "master",
+    [
+        "local",
+        "local[*]",
+        "local[2]",
+        "local[4,3]",
+        "local[*,2]",
+        "local-cluster[2,1,1024]",
+        "spark://10.0.0.5:7077",
+        "spark://a:7077,b:7077",
+        "k8s://https://k8s.example:6443",
+        "yarn",
+    ],
+)
 def test_spark_master_forms_spark_accepts_pass_the_check(master):
     from jobs.rebuild.run import check_master
 

@@ -12,24 +12,27 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-import protocols.marmot as marmot
 from jobs.rebuild import RebuildOptions, rebuild
+from protocols import marmot
 from protocols.marmot import simulate
 from tests.marmot._net import T0, Net
 from tests.marmot.conftest import deliver, settle
 from tests.rebuild.conftest import snapshot_tables
 
-MARMOT_TABLES = ("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions",
-                 "marmot_messages")
+MARMOT_TABLES = ("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions", "marmot_messages")
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("send"), st.integers(0, 2)),
-    st.tuples(st.just("delete_own"), st.integers(0, 50)),
-    st.tuples(st.just("delete_other"), st.integers(0, 50)),
-    st.tuples(st.just("commit"), st.just(0)),
-    st.tuples(st.just("race"), st.booleans()),
-    st.tuples(st.just("duplicate"), st.integers(0, 50)),
-), min_size=1, max_size=25)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("send"), st.integers(0, 2)),
+        st.tuples(st.just("delete_own"), st.integers(0, 50)),
+        st.tuples(st.just("delete_other"), st.integers(0, 50)),
+        st.tuples(st.just("commit"), st.just(0)),
+        st.tuples(st.just("race"), st.booleans()),
+        st.tuples(st.just("duplicate"), st.integers(0, 50)),
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 def build_stream(net: Net, ops: list[tuple]) -> list[bytes]:
@@ -76,8 +79,9 @@ def marmot_history(make_app, lines: list[bytes], net: Net):
 
 
 @given(ops=OPS, seed=st.integers(0, 1000))
-@hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@hsettings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 def test_local_rebuild_equals_live_for_any_marmot_stream(make_app, ops, seed):
     net = Net(3, seed=seed)
     app = marmot_history(make_app, build_stream(net, ops), net)
@@ -89,10 +93,30 @@ def test_local_rebuild_equals_live_for_any_marmot_stream(make_app, ops, seed):
 
 
 FIXED = [
-    [("send", 0), ("send", 1), ("race", True), ("send", 2), ("delete_own", 1), ("delete_other", 0),
-     ("commit", 0), ("send", 1), ("duplicate", 2), ("race", False), ("send", 0)],
-    [("send", 2), ("commit", 0), ("send", 1), ("send", 0), ("race", True), ("race", True), ("delete_own", 3),
-     ("duplicate", 0), ("send", 2)],
+    [
+        ("send", 0),
+        ("send", 1),
+        ("race", True),
+        ("send", 2),
+        ("delete_own", 1),
+        ("delete_other", 0),
+        ("commit", 0),
+        ("send", 1),
+        ("duplicate", 2),
+        ("race", False),
+        ("send", 0),
+    ],
+    [
+        ("send", 2),
+        ("commit", 0),
+        ("send", 1),
+        ("send", 0),
+        ("race", True),
+        ("race", True),
+        ("delete_own", 3),
+        ("duplicate", 0),
+        ("send", 2),
+    ],
 ]
 
 
@@ -113,12 +137,18 @@ def test_spark_equals_local_equals_live_for_marmot(make_app, spark, ops, tmp_pat
 
 @pytest.mark.spark
 def test_spark_rebuild_of_a_simulated_group(make_app, spark, tmp_path):
-    sim = simulate.simulate(simulate.Config(members=4, messages=300, commits=8, races=2, garbage=10,
-                                            duplicates=10, seed=3))
+    sim = simulate.simulate(
+        simulate.Config(members=4, messages=300, commits=8, races=2, garbage=10, duplicates=10, seed=3)
+    )
     app = make_app([marmot], ["marmot"])
-    app.runtime.run_command("marmot.join", {"identity": sim.identity["identity"],
-                                            "key_package_private": sim.identity["key_package_private"],
-                                            "welcome": sim.welcome["welcome"]})
+    app.runtime.run_command(
+        "marmot.join",
+        {
+            "identity": sim.identity["identity"],
+            "key_package_private": sim.identity["key_package_private"],
+            "welcome": sim.welcome["welcome"],
+        },
+    )
     deliver(app, *sim.lines)
     settle(app)
     live = snapshot_tables(app, MARMOT_TABLES)

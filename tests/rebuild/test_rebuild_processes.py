@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-import protocols.example as example
 from core import eventlog
 from jobs.rebuild import RebuildOptions, rebuild
 from projectors import compare
+from protocols import example
 from protocols.example import simulate
 from tests.conftest import ROOT
 from tests.rebuild.conftest import EXAMPLE_TABLES
@@ -25,8 +25,15 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT), TESSERA_RETRY_BASE_MS="10")
 
 
 def tessera(db: str, *args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([*TESSERA, "--db", db, *args], env=ENV, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [*TESSERA, "--db", db, *args],
+        env=ENV,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def run(db: str, *args: str) -> str:
@@ -63,7 +70,7 @@ def feed_in_background(path: str, settings, blobs: list[bytes]) -> tuple[threadi
             if stop.is_set():
                 break
             with feeder_db.write():
-                queues.push_incoming(feeder_db, "example", blobs[start:start + 50], 0)
+                queues.push_incoming(feeder_db, "example", blobs[start : start + 50], 0)
             time.sleep(0.01)
         feeder_db.close()
 
@@ -148,8 +155,18 @@ def test_sigkill_at_each_stage_leaves_live_tables_alone(populated, tmp_path, sta
     before = checksums(app.db)
     workdir = str(tmp_path / "work")
     # Small buckets, so a kill in the replay leaves bucket spill files and partial output behind.
-    proc = tessera(app.db.path, "--log-level", "INFO", "rebuild", "--engine", "local", "--workdir", workdir,
-                   "--partition-events", "500")
+    proc = tessera(
+        app.db.path,
+        "--log-level",
+        "INFO",
+        "rebuild",
+        "--engine",
+        "local",
+        "--workdir",
+        workdir,
+        "--partition-events",
+        "500",
+    )
     marker = KILL_POINTS[stage]
     seen = []
     for line in proc.stderr:
@@ -167,4 +184,6 @@ def test_sigkill_at_each_stage_leaves_live_tables_alone(populated, tmp_path, sta
     assert not app.db.has_table("example_messages__rebuild")
     run(app.db.path, "rebuild", "--engine", "local", "--workdir", workdir)
     assert checksums(app.db) == before
-    assert eventlog.head(app.db) == app.db.value("SELECT built_through_seq FROM projections WHERE name = 'example.rooms'")
+    assert eventlog.head(app.db) == app.db.value(
+        "SELECT built_through_seq FROM projections WHERE name = 'example.rooms'"
+    )

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import protocols.example as example
 from core.errors import CorruptEvent
 from jobs.rebuild import RebuildOptions, rebuild
+from protocols import example
 from protocols.example import simulate
 from tests.conftest import ROOT
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
@@ -33,7 +33,8 @@ def test_spark_equals_local_equals_live(make_app, spark, seed, tmp_path):
     rebuild(app, RebuildOptions(engine="local", workdir=tmp_path / "w"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == live
     assert spark_report.events_replayed == app.db.value(
-        "SELECT count(*) FROM events WHERE event_type IN ('message_posted', 'message_deleted')")
+        "SELECT count(*) FROM events WHERE event_type IN ('message_posted', 'message_deleted')"
+    )
 
 
 def test_spark_uses_more_partitions_when_partitions_would_be_large(make_app, spark, tmp_path):
@@ -49,8 +50,9 @@ def test_spark_uses_more_partitions_when_partitions_would_be_large(make_app, spa
             parts.append(len(list((tmp_path / "w" / "replay" / "group-0").glob("__table=example_messages/*.parquet"))))
         return contextlib.nullcontext(lambda n: None)
 
-    report = rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w", partition_events=40), spark=spark,
-                     progress=progress)
+    report = rebuild(
+        app, RebuildOptions(engine="spark", workdir=tmp_path / "w", partition_events=40), spark=spark, progress=progress
+    )
     assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
     assert parts[0] > 4, "600 events in partitions of 40 need more than the session's 4 shuffle partitions"
 
@@ -62,8 +64,10 @@ def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partiti
     def number(conn, event):
         # Depends on global order: numbers entries 1, 2, 3 ... across all accounts.
         position = conn.execute("SELECT count(*) FROM ledger_entries").fetchall()[0][0] + 1
-        conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) "
-                     "ON CONFLICT DO NOTHING", (event.event_id, event.data["account"], event.data["amount"], position))
+        conn.execute(
+            "INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (event.event_id, event.data["account"], event.data["amount"], position),
+        )
 
     app = make_app([plugin_with(number, rebuild_key=None)], ["ledger"])
     for n in range(300):
@@ -102,20 +106,52 @@ def _wait_for_port(port: int, timeout: float) -> None:
 def standalone_cluster(tmp_path):
     """A Spark master and two one-core workers, started from the pyspark install's own classes."""
     port = _free_port()
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_WORKER_DIR=str(tmp_path / "workers"))
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_WORKER_DIR=str(tmp_path / "workers"),
+    )
     logs = open(tmp_path / "cluster.log", "w")
-    master = subprocess.Popen([_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(_free_port())],
-                              env=env, stdout=logs, stderr=subprocess.STDOUT)
+    master = subprocess.Popen(
+        [
+            _spark_class(),
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(_free_port()),
+        ],
+        env=env,
+        stdout=logs,
+        stderr=subprocess.STDOUT,
+    )
     procs = [master]
     try:
         _wait_for_port(port, 60)
         for _ in range(2):
-            procs.append(subprocess.Popen(
-                [_spark_class(), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                 "--cores", "1", "--memory", "1g", "--host", "127.0.0.1", "--webui-port", str(_free_port())],
-                env=env, stdout=logs, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        _spark_class(),
+                        "org.apache.spark.deploy.worker.Worker",
+                        f"spark://127.0.0.1:{port}",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "1g",
+                        "--host",
+                        "127.0.0.1",
+                        "--webui-port",
+                        str(_free_port()),
+                    ],
+                    env=env,
+                    stdout=logs,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         time.sleep(3)  # workers register with the master
         yield f"spark://127.0.0.1:{port}"
     finally:
@@ -132,10 +168,32 @@ def test_standalone_cluster_gives_identical_tables(make_app, standalone_cluster,
     live = snapshot_tables(app, EXAMPLE_TABLES)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     for extra in (["--verify"], []):
-        proc = subprocess.run([sys.executable, "-m", "jobs", "--db", app.db.path, "rebuild", "--engine", "spark",
-                               "--master", standalone_cluster, "--workdir", str(tmp_path / "work"),
-                               "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=1g",
-                               *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "jobs",
+                "--db",
+                app.db.path,
+                "rebuild",
+                "--engine",
+                "spark",
+                "--master",
+                standalone_cluster,
+                "--workdir",
+                str(tmp_path / "work"),
+                "--conf",
+                "spark.driver.host=127.0.0.1",
+                "--conf",
+                "spark.executor.memory=1g",
+                *extra,
+            ],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rebuilt == live" not in proc.stdout and "swapped in" in proc.stdout
     assert snapshot_tables(app, EXAMPLE_TABLES) == live
@@ -152,14 +210,23 @@ def test_spark_names_an_undecodable_event(make_app, spark, tmp_path):
 
 def _rebuild_process(db_path, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run([sys.executable, "-m", "jobs", "--db", db_path, "rebuild", "--engine", "spark", *args],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", "--db", db_path, "rebuild", "--engine", "spark", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("conf", [
-    "spark.driver.memory=abc",  # the JVM exits at once
-    pytest.param("spark.sql.shuffle.partitions=-5", marks=pytest.mark.slow),  # refused once the session runs
-])
+@pytest.mark.parametrize(
+    "conf",
+    [
+        "spark.driver.memory=abc",  # the JVM exits at once
+        pytest.param("spark.sql.shuffle.partitions=-5", marks=pytest.mark.slow),  # refused once the session runs
+    ],
+)
 def test_a_setting_spark_refuses_is_one_error_line_not_a_traceback(make_app, tmp_path, conf):
     app = make_app([example], ["example"], path=str(tmp_path / "conf.db"))
     proc = _rebuild_process(app.db.path, "--master", "local[1]", "--conf", conf, "--workdir", str(tmp_path / "w"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import protocols.example as example
 from core.db import Database
 from jobs.rebuild import RebuildOptions, rebuild, shadow
+from protocols import example
 from protocols.example import simulate
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest
 
@@ -70,7 +70,9 @@ def test_shadow_tables_have_their_indexes_before_the_first_row(make_app):
     """Each load batch maintains the indexes, so no single transaction has to build one over every row."""
     app = make_app([example], ["example"])
     shadow.create_shadow(app.db, app.registry.protocol("example").package, "example_messages")
-    indexes = app.db.all("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
-                         "AND tbl_name = 'example_messages__rebuild'")
+    indexes = app.db.all(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
+        "AND tbl_name = 'example_messages__rebuild'"
+    )
     assert [name for (name,) in indexes] == ["example_messages_page__rebuild"]
     assert app.db.value("SELECT count(*) FROM example_messages__rebuild") == 0

@@ -53,11 +53,16 @@ def indexes(db: Database, table: str) -> dict[str, tuple]:
     """name -> (unique, partial, ((column, desc, collation), ...)) for the explicit indexes of ``table``."""
     out = {}
     for name, unique, origin, partial in db.all(
-            'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)):
+        'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)
+    ):
         if origin != "c":
             continue
-        keys = tuple((c, bool(d), coll.upper()) for c, d, coll in db.all(
-            "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)))
+        keys = tuple(
+            (c, bool(d), coll.upper())
+            for c, d, coll in db.all(
+                "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
+            )
+        )
         out[name] = (bool(unique), bool(partial), keys)
     return out
 

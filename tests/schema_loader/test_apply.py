@@ -63,10 +63,13 @@ def core_db(fresh_db: Database) -> Database:
 def test_core_and_example_schemas_apply(fresh_db):
     reports = apply_schemas(fresh_db, [core_source(), source_for_package("example", "protocols.example")], now_ms=5)
     # A new database is created at the latest version: its migrations are recorded as a baseline.
-    assert [(r.owner, r.action, r.version) for r in reports] == [("core", "created", core_source().latest),
-                                                                ("example", "created", 0)]
+    assert [(r.owner, r.action, r.version) for r in reports] == [
+        ("core", "created", core_source().latest),
+        ("example", "created", 0),
+    ]
     assert indexes(fresh_db, "example_messages") == {
-        "example_messages_page": (False, False, (("room", False, B), ("ts_ms", True, B), ("id", True, B)))}
+        "example_messages_page": (False, False, (("room", False, B), ("ts_ms", True, B), ("id", True, B)))
+    }
     assert without_rowid(fresh_db, "example_messages") and without_rowid(fresh_db, "example_rooms")
     assert indexes(fresh_db, "deferred") == {
         "deferred_by_partition": (False, False, (("partition_key", False, B), ("id", False, B))),
@@ -74,7 +77,8 @@ def test_core_and_example_schemas_apply(fresh_db):
         "deferred_by_idempotency_key": (True, True, (("idempotency_key", False, B),)),
     }
     assert indexes(fresh_db, "events") == {
-        "events_by_partition": (False, False, (("protocol", False, B), ("partition_key", False, B), ("seq", False, B)))}
+        "events_by_partition": (False, False, (("protocol", False, B), ("partition_key", False, B), ("seq", False, B)))
+    }
     assert {"events_no_delete", "events_no_update"} <= user_objects(fresh_db, "trigger")
     assert indexes(fresh_db, "schema_objects") == {"schema_objects_by_owner": (False, False, (("owner", False, B),))}
     owners = dict(fresh_db.all("SELECT name, owner FROM schema_objects"))
@@ -89,10 +93,15 @@ def test_core_and_example_schemas_apply(fresh_db):
 
 def test_created_objects_match_the_schema(core_db):
     apply_schemas(core_db, [source("w", WIDGETS)])
-    assert columns(core_db, "widgets") == [("id", "INTEGER", 1), ("name", "TEXT", 0), ("kind", "TEXT", 0),
-                                           ("size", "REAL", 0)]
-    assert core_db.value("SELECT dflt_value FROM pragma_table_info('widgets') WHERE name = 'kind'") == \
-        "'-- not a comment'"
+    assert columns(core_db, "widgets") == [
+        ("id", "INTEGER", 1),
+        ("name", "TEXT", 0),
+        ("kind", "TEXT", 0),
+        ("size", "REAL", 0),
+    ]
+    assert (
+        core_db.value("SELECT dflt_value FROM pragma_table_info('widgets') WHERE name = 'kind'") == "'-- not a comment'"
+    )
     assert indexes(core_db, "widgets") == {
         "widgets_by_name": (True, False, (("name", False, "NOCASE"),)),
         "widgets_by_kind": (False, True, (("kind", False, B), ("size", True, B))),
@@ -111,11 +120,17 @@ def test_created_objects_match_the_schema(core_db):
         core_db.execute("DELETE FROM widgets")
     assert core_db.all("SELECT * FROM widget_names") == [(1, "a")]
     recorded = core_db.all("SELECT name, type, table_name FROM schema_objects WHERE owner = 'w' ORDER BY name")
-    assert recorded == [("parts", "table", "parts"), ("parts_by_part", "index", "parts"),
-                        ("parts_named", "index", "parts"), ("widget_names", "view", "widget_names"),
-                        ("widgets", "table", "widgets"), ("widgets_by_kind", "index", "widgets"),
-                        ("widgets_by_name", "index", "widgets"), ("widgets_by_size", "index", "widgets"),
-                        ("widgets_no_delete", "trigger", "widgets")]
+    assert recorded == [
+        ("parts", "table", "parts"),
+        ("parts_by_part", "index", "parts"),
+        ("parts_named", "index", "parts"),
+        ("widget_names", "view", "widget_names"),
+        ("widgets", "table", "widgets"),
+        ("widgets_by_kind", "index", "widgets"),
+        ("widgets_by_name", "index", "widgets"),
+        ("widgets_by_size", "index", "widgets"),
+        ("widgets_no_delete", "trigger", "widgets"),
+    ]
 
 
 def test_applying_twice_changes_nothing(fresh_db):
@@ -161,13 +176,17 @@ def test_suggested_migration_number_follows_the_version(core_db):
         apply_schemas(core_db, [source("w", WIDGETS.replace("REAL", "INTEGER"), m1)])
 
 
-@pytest.mark.parametrize("edit", [
-    lambda t: "-- a new header comment\n" + t,
-    lambda t: t.replace("size    REAL,", "size    REAL,   -- in metres\n    /* more notes */"),
-    lambda t: t.replace("\n", "\n\n").replace("    ", "\t"),
-    lambda t: t.replace("(kind, size DESC)", "( kind,size  DESC )"),
-    lambda t: t.replace("INDEX widgets_by_size (size)", "INDEX widgets_by_size (size),"),
-], ids=["header", "inline-comments", "blank-lines-and-tabs", "spacing-in-parens", "trailing-comma"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: "-- a new header comment\n" + t,
+        lambda t: t.replace("size    REAL,", "size    REAL,   -- in metres\n    /* more notes */"),
+        lambda t: t.replace("\n", "\n\n").replace("    ", "\t"),
+        lambda t: t.replace("(kind, size DESC)", "( kind,size  DESC )"),
+        lambda t: t.replace("INDEX widgets_by_size (size)", "INDEX widgets_by_size (size),"),
+    ],
+    ids=["header", "inline-comments", "blank-lines-and-tabs", "spacing-in-parens", "trailing-comma"],
+)
 def test_comment_and_whitespace_edits_are_not_changes(core_db, edit):
     apply_schemas(core_db, [source("w", WIDGETS)])
     before = snapshot(core_db)
@@ -207,27 +226,69 @@ def test_string_literal_edit_is_a_change(core_db):
 # --- ownership -------------------------------------------------------------------
 
 CONFLICTS = [
-    ("same-table", "CREATE TABLE things (a INTEGER);", "CREATE TABLE other (a INTEGER);\nCREATE TABLE things (b TEXT);",
-     "table 'things' is already defined by p1", 2),
-    ("same-table-other-case", "CREATE TABLE things (a INTEGER);", "CREATE TABLE Things (b TEXT);",
-     "table 'Things' is already defined by p1", 1),
-    ("same-table-first-in-mixed-case", "CREATE TABLE Things (a INTEGER);", "CREATE TABLE things (b TEXT);",
-     "table 'things' is already defined by p1", 1),
-    ("index-name-clash", "CREATE TABLE things (\n a INTEGER\n INDEX shared_idx (a)\n);",
-     "CREATE TABLE stuff (\n b INTEGER,\n INDEX shared_idx (b)\n);", "index 'shared_idx' is already defined by p1", 3),
-    ("view-named-like-a-table", "CREATE TABLE things (a INTEGER);", "CREATE VIEW things AS SELECT 1 AS x;",
-     "view 'things' is already defined by p1", 1),
-    ("trigger-named-like-an-index", "CREATE TABLE things (a INTEGER);\nCREATE INDEX things_a ON things (a);",
-     "CREATE TABLE stuff (b INTEGER);\nCREATE TRIGGER things_a AFTER INSERT ON stuff BEGIN SELECT 1; END;",
-     "trigger 'things_a' is already defined by p1", 2),
-    ("index-on-anothers-table", "CREATE TABLE things (a INTEGER);", "CREATE INDEX mine ON things (a);",
-     "table 'things', which p1 owns", 1),
-    ("trigger-on-anothers-table", "CREATE TABLE things (a INTEGER);",
-     "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON things BEGIN INSERT INTO log VALUES (1); END;",
-     "table 'things', which p1 owns", 2),
-    ("trigger-writes-anothers-table", "CREATE TABLE things (a INTEGER);",
-     "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON log BEGIN DELETE FROM things; END;",
-     "trigger 'mine' writes to table 'things', which p1 owns", 2),
+    (
+        "same-table",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE TABLE other (a INTEGER);\nCREATE TABLE things (b TEXT);",
+        "table 'things' is already defined by p1",
+        2,
+    ),
+    (
+        "same-table-other-case",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE TABLE Things (b TEXT);",
+        "table 'Things' is already defined by p1",
+        1,
+    ),
+    (
+        "same-table-first-in-mixed-case",
+        "CREATE TABLE Things (a INTEGER);",
+        "CREATE TABLE things (b TEXT);",
+        "table 'things' is already defined by p1",
+        1,
+    ),
+    (
+        "index-name-clash",
+        "CREATE TABLE things (\n a INTEGER\n INDEX shared_idx (a)\n);",
+        "CREATE TABLE stuff (\n b INTEGER,\n INDEX shared_idx (b)\n);",
+        "index 'shared_idx' is already defined by p1",
+        3,
+    ),
+    (
+        "view-named-like-a-table",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE VIEW things AS SELECT 1 AS x;",
+        "view 'things' is already defined by p1",
+        1,
+    ),
+    (
+        "trigger-named-like-an-index",
+        "CREATE TABLE things (a INTEGER);\nCREATE INDEX things_a ON things (a);",
+        "CREATE TABLE stuff (b INTEGER);\nCREATE TRIGGER things_a AFTER INSERT ON stuff BEGIN SELECT 1; END;",
+        "trigger 'things_a' is already defined by p1",
+        2,
+    ),
+    (
+        "index-on-anothers-table",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE INDEX mine ON things (a);",
+        "table 'things', which p1 owns",
+        1,
+    ),
+    (
+        "trigger-on-anothers-table",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON things BEGIN INSERT INTO log VALUES (1); END;",
+        "table 'things', which p1 owns",
+        2,
+    ),
+    (
+        "trigger-writes-anothers-table",
+        "CREATE TABLE things (a INTEGER);",
+        "CREATE TABLE log (x);\nCREATE TRIGGER mine AFTER INSERT ON log BEGIN DELETE FROM things; END;",
+        "trigger 'mine' writes to table 'things', which p1 owns",
+        2,
+    ),
 ]
 
 
@@ -247,44 +308,67 @@ CORE_WRITING_TRIGGERS = [
     ("update", "AFTER INSERT ON log", "UPDATE events SET payload = x'00';", "events", "core"),
     ("delete", "BEFORE DELETE ON log", "DELETE FROM incoming;", "incoming", "core"),
     ("replace", "AFTER INSERT ON log", "REPLACE INTO Projections(name) VALUES ('x');", "projections", "core"),
-    ("upsert", "AFTER INSERT ON log",
-     "INSERT INTO kv(key, value) VALUES ('x', 'y') ON CONFLICT(key) DO UPDATE SET value = 'z';", "kv", "core"),
+    (
+        "upsert",
+        "AFTER INSERT ON log",
+        "INSERT INTO kv(key, value) VALUES ('x', 'y') ON CONFLICT(key) DO UPDATE SET value = 'z';",
+        "kv",
+        "core",
+    ),
     ("loader-table", "AFTER INSERT ON log", "DELETE FROM schema_versions;", "schema_versions", "schema_loader"),
     ("update-of-a-column", "AFTER UPDATE OF x ON log", "UPDATE kv SET value = new.x;", "kv", "core"),
     ("quoted-name-in-another-case", "AFTER INSERT ON log", 'DELETE FROM "KV";', "kv", "core"),
-    ("after-a-harmless-statement", "AFTER INSERT ON log",
-     "INSERT INTO log_copy VALUES (new.x); DELETE FROM blocked WHERE new.x = 1;", "blocked", "core"),
-    ("instead-of-on-a-view", "INSTEAD OF INSERT ON log_view", "INSERT INTO parked(protocol) VALUES (new.x);",
-     "parked", "core"),
+    (
+        "after-a-harmless-statement",
+        "AFTER INSERT ON log",
+        "INSERT INTO log_copy VALUES (new.x); DELETE FROM blocked WHERE new.x = 1;",
+        "blocked",
+        "core",
+    ),
+    (
+        "instead-of-on-a-view",
+        "INSTEAD OF INSERT ON log_view",
+        "INSERT INTO parked(protocol) VALUES (new.x);",
+        "parked",
+        "core",
+    ),
 ]
 
 
-@pytest.mark.parametrize("event,body,table,owner", [c[1:] for c in CORE_WRITING_TRIGGERS],
-                         ids=[c[0] for c in CORE_WRITING_TRIGGERS])
+@pytest.mark.parametrize(
+    "event,body,table,owner", [c[1:] for c in CORE_WRITING_TRIGGERS], ids=[c[0] for c in CORE_WRITING_TRIGGERS]
+)
 def test_trigger_bodies_may_not_write_core_tables(core_db, event, body, table, owner):
-    text = ("CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
-            f"CREATE TRIGGER sneaky {event}\nBEGIN {body} END;\n")
+    text = (
+        "CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
+        f"CREATE TRIGGER sneaky {event}\nBEGIN {body} END;\n"
+    )
     before = snapshot(core_db)
-    with pytest.raises(OwnershipConflict, match=f"trigger 'sneaky' writes to table '{table}', which {owner} owns"
-                       ) as info:
+    with pytest.raises(
+        OwnershipConflict, match=f"trigger 'sneaky' writes to table '{table}', which {owner} owns"
+    ) as info:
         apply_schemas(core_db, [source("p", text)])
     assert info.value.line == 4
     assert snapshot(core_db) == before
 
 
 def test_triggers_writing_their_own_tables_are_accepted(core_db):
-    text = ("CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
-            "CREATE TRIGGER copy AFTER INSERT ON log BEGIN INSERT INTO log_copy VALUES (new.x); END;\n"
-            "CREATE TRIGGER via_view INSTEAD OF INSERT ON log_view BEGIN INSERT INTO log VALUES (new.x); END;\n"
-            "CREATE TRIGGER reads_core AFTER DELETE ON log_copy\n"
-            "BEGIN SELECT RAISE(ABORT, 'no') WHERE (SELECT count(*) FROM events) > 0; END;\n")
+    text = (
+        "CREATE TABLE log (x);\nCREATE TABLE log_copy (x);\nCREATE VIEW log_view AS SELECT x FROM log;\n"
+        "CREATE TRIGGER copy AFTER INSERT ON log BEGIN INSERT INTO log_copy VALUES (new.x); END;\n"
+        "CREATE TRIGGER via_view INSTEAD OF INSERT ON log_view BEGIN INSERT INTO log VALUES (new.x); END;\n"
+        "CREATE TRIGGER reads_core AFTER DELETE ON log_copy\n"
+        "BEGIN SELECT RAISE(ABORT, 'no') WHERE (SELECT count(*) FROM events) > 0; END;\n"
+    )
     apply_schemas(core_db, [source("p", text)])
     core_db.execute("INSERT INTO log_view VALUES (3)")
     assert core_db.all("SELECT x FROM log_copy") == [(3,)]
 
 
-@pytest.mark.parametrize("name,owner", [("events", "core"), ("KV", "core"), ("schema_versions", "schema_loader"),
-                                        ("deferred_by_due", "core")])
+@pytest.mark.parametrize(
+    "name,owner",
+    [("events", "core"), ("KV", "core"), ("schema_versions", "schema_loader"), ("deferred_by_due", "core")],
+)
 def test_core_and_loader_names_are_taken(core_db, name, owner):
     with pytest.raises(OwnershipConflict, match=f"already defined by {owner}"):
         apply_schemas(core_db, [source("p", f"CREATE TABLE {name} (a INTEGER);")])
@@ -298,8 +382,10 @@ def test_conflict_inside_one_file(core_db):
 
 def test_conflict_between_owners_applied_together(fresh_db):
     with pytest.raises(OwnershipConflict, match="already defined by p1"):
-        apply_schemas(fresh_db, [core_source(), source("p1", "CREATE TABLE t (a INTEGER);"),
-                                 source("p2", "CREATE TABLE t (a INTEGER);")])
+        apply_schemas(
+            fresh_db,
+            [core_source(), source("p1", "CREATE TABLE t (a INTEGER);"), source("p2", "CREATE TABLE t (a INTEGER);")],
+        )
     assert snapshot(fresh_db) == {"sqlite_schema": [], "schema_version": [(0,)]}
 
 
@@ -310,17 +396,30 @@ HOSTILE = [
     ("unknown-column-in-index", "CREATE TABLE t (\n a INTEGER\n INDEX t_b (b)\n);", SchemaSyntaxError, 3),
     ("index-on-missing-table", "CREATE TABLE t (a INTEGER);\nCREATE INDEX i ON nosuch (a);", SchemaSyntaxError, 2),
     ("bad-view", "CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELEC a FROM t;", SchemaSyntaxError, 2),
-    ("trigger-without-end", "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1;",
-     SchemaSyntaxError, 2),
-    ("trigger-on-missing-table",
-     "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON nosuch BEGIN SELECT 1; END;",
-     SchemaSyntaxError, 2),
-    ("trigger-body-on-missing-table",
-     "CREATE TABLE t (a INTEGER);\n\nCREATE TRIGGER tr AFTER DELETE ON t BEGIN INSERT INTO nosuch VALUES (1); END;",
-     SchemaSyntaxError, 3),
-    ("trigger-writes-core-table",
-     "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM recheck_queue; END;",
-     OwnershipConflict, 2),
+    (
+        "trigger-without-end",
+        "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1;",
+        SchemaSyntaxError,
+        2,
+    ),
+    (
+        "trigger-on-missing-table",
+        "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON nosuch BEGIN SELECT 1; END;",
+        SchemaSyntaxError,
+        2,
+    ),
+    (
+        "trigger-body-on-missing-table",
+        "CREATE TABLE t (a INTEGER);\n\nCREATE TRIGGER tr AFTER DELETE ON t BEGIN INSERT INTO nosuch VALUES (1); END;",
+        SchemaSyntaxError,
+        3,
+    ),
+    (
+        "trigger-writes-core-table",
+        "CREATE TABLE t (a INTEGER);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM recheck_queue; END;",
+        OwnershipConflict,
+        2,
+    ),
     ("drop", "CREATE TABLE t (a INTEGER);\nDROP TABLE events;", UnsupportedStatement, 2),
     ("insert", "CREATE TABLE t (a INTEGER);\n\nINSERT INTO t VALUES (1);", UnsupportedStatement, 3),
     ("pragma", "PRAGMA user_version = 7;", UnsupportedStatement, 1),
@@ -331,18 +430,30 @@ HOSTILE = [
     ("quoted-table-name", 'CREATE TABLE "a b" (a INTEGER);', InvalidIdentifier, 1),
     ("semicolon-in-name", 'CREATE TABLE ok (a INTEGER);\nCREATE TABLE "x;drop" (a INTEGER);', InvalidIdentifier, 2),
     ("backtick-name", "CREATE TABLE `weird name` (a INTEGER);", InvalidIdentifier, 1),
-    ("doubled-backtick-view", "CREATE TABLE t (a INTEGER);\nCREATE VIEW `v``x` AS SELECT a FROM t;",
-     InvalidIdentifier, 2),
+    (
+        "doubled-backtick-view",
+        "CREATE TABLE t (a INTEGER);\nCREATE VIEW `v``x` AS SELECT a FROM t;",
+        InvalidIdentifier,
+        2,
+    ),
     ("doubled-backtick-index", "CREATE TABLE t (a INTEGER);\nCREATE INDEX `i``x` ON t (a);", InvalidIdentifier, 2),
     ("bracket-column", "CREATE TABLE t (\n [a b] INTEGER\n);", InvalidIdentifier, 1),
     ("unicode-column", 'CREATE TABLE t (a INTEGER, "tæble" TEXT);', InvalidIdentifier, 1),
     ("newline-in-table-name", 'CREATE TABLE "abc\n" (a INTEGER);', InvalidIdentifier, 1),
     ("newline-in-column-name", 'CREATE TABLE t ("a\n" INTEGER);', InvalidIdentifier, 1),
     ("newline-in-view-name", 'CREATE VIEW "v\n" AS SELECT 1 AS a;', InvalidIdentifier, 1),
-    ("view-column-expression", "CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELECT a + 1 FROM t;",
-     InvalidIdentifier, 2),
-    ("view-column-alias", "CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELECT a AS \"x y\" FROM t;",
-     InvalidIdentifier, 2),
+    (
+        "view-column-expression",
+        "CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELECT a + 1 FROM t;",
+        InvalidIdentifier,
+        2,
+    ),
+    (
+        "view-column-alias",
+        'CREATE TABLE t (a INTEGER);\nCREATE VIEW v AS SELECT a AS "x y" FROM t;',
+        InvalidIdentifier,
+        2,
+    ),
     ("sqlite-prefix", "CREATE TABLE sqlite_mine (a INTEGER);", InvalidIdentifier, 1),
     ("rebuild-suffix", "CREATE TABLE t__rebuild (a INTEGER);", InvalidIdentifier, 1),
     ("retired-suffix-any-case", "CREATE TABLE t__Retired (a INTEGER);", InvalidIdentifier, 1),
@@ -372,8 +483,12 @@ def test_hostile_schema_alone_changes_nothing(hostile_base, text, error, line):
 def test_hostile_schema_last_of_several_changes_nothing(hostile_base, text, error, line):
     """Earlier owners in the same call (one new, one unchanged) are rolled back with the bad one."""
     before = snapshot(hostile_base)
-    sources = [core_source(), source("good", WIDGETS), source("fresh", "CREATE TABLE fresh_t (a INTEGER);"),
-               source("bad", text)]
+    sources = [
+        core_source(),
+        source("good", WIDGETS),
+        source("fresh", "CREATE TABLE fresh_t (a INTEGER);"),
+        source("bad", text),
+    ]
     with pytest.raises(error):
         apply_schemas(hostile_base, sources)
     assert snapshot(hostile_base) == before
@@ -416,10 +531,17 @@ def test_tables_named_like_sqlite_are_still_recorded(core_db):
 
 
 def test_source_for_package_reads_schema_and_migrations(tmp_path, monkeypatch, fresh_db):
-    write_package(tmp_path, "pkg_ok", "CREATE TABLE ok_t (\n a INTEGER\n INDEX ok_a (a)\n);\n", {
-        "001_first.sql": "SELECT 1;", "1000_last.sql": "SELECT 3;", "999_middle.sql": "SELECT 2;",
-        "README.txt": "not a migration",
-    })
+    write_package(
+        tmp_path,
+        "pkg_ok",
+        "CREATE TABLE ok_t (\n a INTEGER\n INDEX ok_a (a)\n);\n",
+        {
+            "001_first.sql": "SELECT 1;",
+            "1000_last.sql": "SELECT 3;",
+            "999_middle.sql": "SELECT 2;",
+            "README.txt": "not a migration",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     src = source_for_package("ok", "pkg_ok")
     assert src.owner == "ok"
@@ -429,8 +551,11 @@ def test_source_for_package_reads_schema_and_migrations(tmp_path, monkeypatch, f
     assert src.latest == 1000
     reports = apply_schemas(fresh_db, [core_source(), src])
     assert reports[1].version == 1000
-    assert fresh_db.all("SELECT number, baseline FROM schema_migrations WHERE owner = 'ok' ORDER BY number") == \
-        [(1, 1), (999, 1), (1000, 1)]
+    assert fresh_db.all("SELECT number, baseline FROM schema_migrations WHERE owner = 'ok' ORDER BY number") == [
+        (1, 1),
+        (999, 1),
+        (1000, 1),
+    ]
 
 
 def test_source_for_package_without_schema(tmp_path, monkeypatch):
@@ -454,10 +579,11 @@ def test_source_for_package_misnamed_migration(tmp_path, monkeypatch, filename):
     assert info.value.path.endswith(filename)
 
 
-@pytest.mark.parametrize("names,package", [(("001_a.sql", "001_b.sql"), "pkg_dup_1"),
-                                           (("002_a.sql", "0002_b.sql"), "pkg_dup_2")])
+@pytest.mark.parametrize(
+    "names,package", [(("001_a.sql", "001_b.sql"), "pkg_dup_1"), (("002_a.sql", "0002_b.sql"), "pkg_dup_2")]
+)
 def test_source_for_package_duplicate_numbers(tmp_path, monkeypatch, names, package):
-    write_package(tmp_path, package, "CREATE TABLE d_t (a INTEGER);", {name: "SELECT 1;" for name in names})
+    write_package(tmp_path, package, "CREATE TABLE d_t (a INTEGER);", dict.fromkeys(names, "SELECT 1;"))
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SchemaError, match="share number"):
         source_for_package("dup", package)

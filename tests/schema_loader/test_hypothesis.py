@@ -39,8 +39,11 @@ from tests.schema_loader.helpers import (
 )
 
 # SCHEMA_LOADER_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast.
-FAST = settings(max_examples=int(os.environ.get("SCHEMA_LOADER_EXAMPLES", "60")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=int(os.environ.get("SCHEMA_LOADER_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 PATH = "/pkg/gen/schema.sql"
 TYPES = ("INTEGER", "TEXT", "BLOB", "REAL")
 CORE = core_source()
@@ -85,18 +88,19 @@ def tables(draw, number: int) -> Table:
     cols = []
     for j in range(count):
         kind = draw(st.sampled_from(TYPES))
-        default = draw(st.sampled_from([None] + DEFAULTS)) if kind == "TEXT" else None
+        default = draw(st.sampled_from([None, *DEFAULTS])) if kind == "TEXT" else None
         cols.append(Column(f"c{j}_{draw(SUFFIX)}", kind, default))
     names = [c.name for c in cols]
-    pk = tuple(draw(st.permutations(names))[:draw(st.integers(1, min(2, count)))]) if draw(st.booleans()) else ()
+    pk = tuple(draw(st.permutations(names))[: draw(st.integers(1, min(2, count)))]) if draw(st.booleans()) else ()
     wr = bool(pk) and draw(st.booleans())
     index_list = []
     for k in range(draw(st.integers(0, 3))):
-        chosen = draw(st.permutations(names))[:draw(st.integers(1, min(3, count)))]
+        chosen = draw(st.permutations(names))[: draw(st.integers(1, min(3, count)))]
         keys = tuple((c, draw(st.sampled_from(["", "ASC", "DESC"])), draw(st.booleans())) for c in chosen)
-        partial = draw(st.sampled_from([None] + names))
-        index_list.append(Index(f"ix{number}_{k}_{draw(SUFFIX)}", draw(st.booleans()), keys, partial,
-                                draw(st.booleans())))
+        partial = draw(st.sampled_from([None, *names]))
+        index_list.append(
+            Index(f"ix{number}_{k}_{draw(SUFFIX)}", draw(st.booleans()), keys, partial, draw(st.booleans()))
+        )
     return Table(name, tuple(cols), pk, wr, tuple(index_list))
 
 
@@ -107,8 +111,21 @@ def models(draw) -> tuple[Table, ...]:
 
 # --- rendering ------------------------------------------------------------------
 
-COMMENT_TEXT = ["INDEX fake_idx (x)", "DROP TABLE events;", "it's", 'say "hi"', "END;", "a -- b", "); CREATE TABLE x (",
-                "[bracket", "`tick", "BEGIN", "UNIQUE INDEX nope (a),", "", "/* inner"]
+COMMENT_TEXT = [
+    "INDEX fake_idx (x)",
+    "DROP TABLE events;",
+    "it's",
+    'say "hi"',
+    "END;",
+    "a -- b",
+    "); CREATE TABLE x (",
+    "[bracket",
+    "`tick",
+    "BEGIN",
+    "UNIQUE INDEX nope (a),",
+    "",
+    "/* inner",
+]
 
 
 def comment(rng: random.Random) -> str:
@@ -127,8 +144,9 @@ def filler(rng: random.Random) -> str:
 
 
 def index_columns(index: Index) -> str:
-    return ", ".join(f"{c}{' COLLATE NOCASE' if nocase else ''}{' ' + order if order else ''}"
-                     for c, order, nocase in index.keys)
+    return ", ".join(
+        f"{c}{' COLLATE NOCASE' if nocase else ''}{' ' + order if order else ''}" for c, order, nocase in index.keys
+    )
 
 
 def index_tail(index: Index) -> str:
@@ -145,8 +163,9 @@ def render_table(table: Table, rng: random.Random) -> str:
         items.append(f"PRIMARY KEY ({', '.join(table.pk)})")
     inline = [i for i in table.indexes if i.inline]
     # Columns keep their separating commas; the last may carry a dangling one when INDEX lines follow.
-    lines = [item + ("," if n < len(items) - 1 or (inline and rng.random() < 0.5) else "")
-             for n, item in enumerate(items)]
+    lines = [
+        item + ("," if n < len(items) - 1 or (inline and rng.random() < 0.5) else "") for n, item in enumerate(items)
+    ]
     # Anywhere among the columns, but in model order: the order of the indexes is part of the schema.
     slots = sorted(rng.randint(0, len(lines)) for _ in inline)
     for shift, (slot, index) in enumerate(zip(slots, inline, strict=True)):
@@ -199,9 +218,14 @@ def expected_columns(table: Table) -> list[tuple]:
 
 
 def expected_indexes(table: Table) -> dict[str, tuple]:
-    return {i.name: (i.unique, i.partial is not None,
-                     tuple((c, order == "DESC", "NOCASE" if nocase else "BINARY") for c, order, nocase in i.keys))
-            for i in table.indexes}
+    return {
+        i.name: (
+            i.unique,
+            i.partial is not None,
+            tuple((c, order == "DESC", "NOCASE" if nocase else "BINARY") for c, order, nocase in i.keys),
+        )
+        for i in table.indexes
+    }
 
 
 def assert_matches(db: Database, model: tuple[Table, ...]) -> None:
@@ -251,13 +275,39 @@ def quoted(raw: str, style: str) -> str:
 
 def is_plain(raw: str) -> bool:
     lower = raw.lower()
-    return bool(IDENTIFIER.fullmatch(raw)) and not lower.startswith("sqlite_") \
+    return (
+        bool(IDENTIFIER.fullmatch(raw))
+        and not lower.startswith("sqlite_")
         and not lower.endswith(("__rebuild", "__retired"))
+    )
 
 
 RAW_HOSTILE = st.one_of(
-    st.sampled_from(["a b", "x;drop", "weird`", "tæble", "naïve", "", " ", "1abc", "a-b", "a.b", "a'b", 'a"b',
-                     "--", "/*", "sqlite_x", "SQLITE_y", "t__rebuild", "t__Retired", "ünï", "日本", "a\tb"]),
+    st.sampled_from(
+        [
+            "a b",
+            "x;drop",
+            "weird`",
+            "tæble",
+            "naïve",
+            "",
+            " ",
+            "1abc",
+            "a-b",
+            "a.b",
+            "a'b",
+            'a"b',
+            "--",
+            "/*",
+            "sqlite_x",
+            "SQLITE_y",
+            "t__rebuild",
+            "t__Retired",
+            "ünï",
+            "日本",
+            "a\tb",
+        ]
+    ),
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\n\r"), max_size=6),
 ).filter(lambda raw: not is_plain(raw))
 
@@ -279,26 +329,54 @@ def rename_everywhere(model: tuple[Table, ...], old: str, new: str) -> tuple[Tab
     out = []
     for t in model:
         cols = tuple(replace(c, name=fix(c.name)) for c in t.columns)
-        idx = tuple(replace(i, name=fix(i.name), keys=tuple((fix(c), o, n) for c, o, n in i.keys),
-                            partial=fix(i.partial) if i.partial else None) for i in t.indexes)
+        idx = tuple(
+            replace(
+                i,
+                name=fix(i.name),
+                keys=tuple((fix(c), o, n) for c, o, n in i.keys),
+                partial=fix(i.partial) if i.partial else None,
+            )
+            for i in t.indexes
+        )
         out.append(replace(t, name=fix(t.name), columns=cols, pk=tuple(fix(c) for c in t.pk), indexes=idx))
     return tuple(out)
 
 
-UNSUPPORTED = ["DROP TABLE events", "INSERT INTO kv VALUES ('a', 1)", "UPDATE kv SET value = 2",
-               "DELETE FROM kv", "PRAGMA foreign_keys = OFF", "ATTACH DATABASE ':memory:' AS other",
-               "CREATE TEMP TABLE tmp_t (a INTEGER)", "CREATE TEMPORARY VIEW tmp_v AS SELECT 1",
-               "CREATE TABLE copy_t AS SELECT * FROM kv", "CREATE VIRTUAL TABLE ft USING fts5(body)",
-               "SELECT 1", "BEGIN", "COMMIT", "VACUUM", "ALTER TABLE kv ADD COLUMN x", "REINDEX",
-               "WITH x AS (SELECT 1) SELECT * FROM x", "ANALYZE", "DETACH DATABASE other"]
-BROKEN = ["CREATE TABLE broken_a (a INTEGER,, b TEXT)", "CREATE TABLE broken_b ()",
-          "CREATE TABLE broken_c (a INTEGER, b NOTATYPE(1,2,3,4))", "CREATE VIEW broken_v AS SELEC 1",
-          "CREATE INDEX broken_i ON nosuch_table (a)", "CREATE TABLE broken_d extra (a INTEGER)",
-          "CREATE TABLE broken_e (\n  a TEXT\n  INDEX broken_e_l (lower(a))\n)",
-          "CREATE TABLE broken_f (\n  a TEXT,\n  INDEX broken_f_a (a) ASC\n)",
-          "CREATE TRIGGER broken_t AFTER INSERT ON nosuch_table BEGIN SELECT 1; END",
-          "CREATE TABLE broken_g (a INTEGER CHECK (a >))", "CREATE UNIQUE TABLE broken_h (a)",
-          "CREATE TABLE broken_k (\n  a INTEGER\n  INDEX broken_k_b (b)\n)"]
+UNSUPPORTED = [
+    "DROP TABLE events",
+    "INSERT INTO kv VALUES ('a', 1)",
+    "UPDATE kv SET value = 2",
+    "DELETE FROM kv",
+    "PRAGMA foreign_keys = OFF",
+    "ATTACH DATABASE ':memory:' AS other",
+    "CREATE TEMP TABLE tmp_t (a INTEGER)",
+    "CREATE TEMPORARY VIEW tmp_v AS SELECT 1",
+    "CREATE TABLE copy_t AS SELECT * FROM kv",
+    "CREATE VIRTUAL TABLE ft USING fts5(body)",
+    "SELECT 1",
+    "BEGIN",
+    "COMMIT",
+    "VACUUM",
+    "ALTER TABLE kv ADD COLUMN x",
+    "REINDEX",
+    "WITH x AS (SELECT 1) SELECT * FROM x",
+    "ANALYZE",
+    "DETACH DATABASE other",
+]
+BROKEN = [
+    "CREATE TABLE broken_a (a INTEGER,, b TEXT)",
+    "CREATE TABLE broken_b ()",
+    "CREATE TABLE broken_c (a INTEGER, b NOTATYPE(1,2,3,4))",
+    "CREATE VIEW broken_v AS SELEC 1",
+    "CREATE INDEX broken_i ON nosuch_table (a)",
+    "CREATE TABLE broken_d extra (a INTEGER)",
+    "CREATE TABLE broken_e (\n  a TEXT\n  INDEX broken_e_l (lower(a))\n)",
+    "CREATE TABLE broken_f (\n  a TEXT,\n  INDEX broken_f_a (a) ASC\n)",
+    "CREATE TRIGGER broken_t AFTER INSERT ON nosuch_table BEGIN SELECT 1; END",
+    "CREATE TABLE broken_g (a INTEGER CHECK (a >))",
+    "CREATE UNIQUE TABLE broken_h (a)",
+    "CREATE TABLE broken_k (\n  a INTEGER\n  INDEX broken_k_b (b)\n)",
+]
 
 
 @st.composite
@@ -308,8 +386,11 @@ def hostile_cases(draw):
     rng = draw(st.randoms(use_true_random=False))
     kind = draw(st.sampled_from(["name", "unsupported", "duplicate", "broken", "extra-object"]))
     if kind == "name":
-        targets = [t.name for t in model] + [c.name for t in model for c in t.columns] \
+        targets = (
+            [t.name for t in model]
+            + [c.name for t in model for c in t.columns]
             + [i.name for t in model for i in t.indexes]
+        )
         victim = draw(st.sampled_from(targets))
         text = join(render_statements(rename_everywhere(model, victim, draw(hostile_names())), rng), rng)
         return kind, text, InvalidIdentifier, None
@@ -324,8 +405,9 @@ def hostile_cases(draw):
         offset = next((n for n, text in enumerate(lines) if text.lstrip().startswith("INDEX")), 0)
     elif kind == "duplicate":
         core_names = ["events", "EVENTS", "kv", "deferred_by_due", "schema_versions", "Schema_Objects"]
-        own_names = [t.name for t in model] + [t.name.upper() for t in model] \
-            + [i.name for t in model for i in t.indexes]
+        own_names = (
+            [t.name for t in model] + [t.name.upper() for t in model] + [i.name for t in model for i in t.indexes]
+        )
         name = draw(st.sampled_from(core_names + own_names))
         extra = draw(st.sampled_from([f"CREATE TABLE {name} (x INTEGER)", f"CREATE VIEW {name} AS SELECT 1 AS x"]))
         error = OwnershipConflict
@@ -334,13 +416,17 @@ def hostile_cases(draw):
     else:
         table = model[0]
         name = draw(hostile_names())
-        extra = draw(st.sampled_from([
-            f"CREATE VIEW {name} AS SELECT 1 AS a",
-            f"CREATE VIEW view_ok AS SELECT 1 AS {name}",
-            f"CREATE TRIGGER {name} AFTER INSERT ON {table.name} BEGIN SELECT 1; END",
-            f"CREATE INDEX {name} ON {table.name} ({table.columns[0].name})",
-            f"CREATE TABLE extra_t (\n  a INTEGER,\n  {name} TEXT\n)",
-        ]))
+        extra = draw(
+            st.sampled_from(
+                [
+                    f"CREATE VIEW {name} AS SELECT 1 AS a",
+                    f"CREATE VIEW view_ok AS SELECT 1 AS {name}",
+                    f"CREATE TRIGGER {name} AFTER INSERT ON {table.name} BEGIN SELECT 1; END",
+                    f"CREATE INDEX {name} ON {table.name} ({table.columns[0].name})",
+                    f"CREATE TABLE extra_t (\n  a INTEGER,\n  {name} TEXT\n)",
+                ]
+            )
+        )
         error = InvalidIdentifier
     before = join(statements[:at], rng)
     text = before + extra + ";\n" + join(statements[at:], rng)
@@ -366,8 +452,9 @@ def test_hostile_variants_are_refused_and_change_nothing(core_file, case):
         with new_db(directory) as db:
             before = snapshot(db)
             with pytest.raises(SchemaError) as info:
-                apply_schemas(db, [CORE, source("ok", "CREATE TABLE ok_t (a INTEGER);"),
-                                   source("gen", text, path=PATH)], now_ms=2)
+                apply_schemas(
+                    db, [CORE, source("ok", "CREATE TABLE ok_t (a INTEGER);"), source("gen", text, path=PATH)], now_ms=2
+                )
             assert type(info.value) is error, (str(info.value), text)
             assert info.value.path == PATH
             assert info.value.line is not None and 1 <= info.value.line <= text.count("\n") + 1

@@ -25,8 +25,9 @@ CREATE TABLE notes (
     INDEX notes_by_body (body)
 );
 """
-V1 = V0.replace("    body    TEXT    NOT NULL,\n",
-                "    body    TEXT    NOT NULL,\n    pinned  INTEGER NOT NULL DEFAULT 0,\n")
+V1 = V0.replace(
+    "    body    TEXT    NOT NULL,\n", "    body    TEXT    NOT NULL,\n    pinned  INTEGER NOT NULL DEFAULT 0,\n"
+)
 ADD_PINNED = "-- pinned notes\nALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;\n"
 
 
@@ -49,8 +50,11 @@ def test_add_column_migration(v0_db):
     assert [c[0] for c in columns(v0_db, "notes")] == ["id", "body", "pinned"]
     assert v0_db.all("SELECT body, pinned FROM notes") == [("hello", 0)]
     assert migrations_of(v0_db, "notes") == [(1, "add_pinned", 0)]
-    assert v0_db.one("SELECT version, checksum, applied_at_ms FROM schema_versions WHERE owner = 'notes'") == \
-        (1, parse(V1).checksum, 2)
+    assert v0_db.one("SELECT version, checksum, applied_at_ms FROM schema_versions WHERE owner = 'notes'") == (
+        1,
+        parse(V1).checksum,
+        2,
+    )
     before = snapshot(v0_db)
     (again,) = apply_schemas(v0_db, [source("notes", V1, m1)], now_ms=3)
     assert again.action == "unchanged"
@@ -59,17 +63,28 @@ def test_add_column_migration(v0_db):
 
 def test_migration_objects_are_recorded(v0_db):
     v1 = V1 + "CREATE TABLE tags (note INTEGER NOT NULL, tag TEXT NOT NULL\n    INDEX tags_by_tag (tag)\n);\n"
-    m1 = migration("notes", 1, "tags", ADD_PINNED + "CREATE TABLE tags (note INTEGER NOT NULL, tag TEXT NOT NULL);\n"
-                   "CREATE INDEX tags_by_tag ON tags (tag);\n")
+    m1 = migration(
+        "notes",
+        1,
+        "tags",
+        ADD_PINNED + "CREATE TABLE tags (note INTEGER NOT NULL, tag TEXT NOT NULL);\n"
+        "CREATE INDEX tags_by_tag ON tags (tag);\n",
+    )
     apply_schemas(v0_db, [source("notes", v1, m1)])
-    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == \
-        [("notes",), ("notes_by_body",), ("tags",), ("tags_by_tag",)]
+    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == [
+        ("notes",),
+        ("notes_by_body",),
+        ("tags",),
+        ("tags_by_tag",),
+    ]
 
 
 # Rebuilds notes as a plain rowid table without constraints, keeping its rows and its index.
-REBUILD = ("CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-           "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
-           "CREATE INDEX notes_by_body ON notes (body);")
+REBUILD = (
+    "CREATE TABLE notes_new (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+    "INSERT INTO notes_new SELECT id, body FROM notes; DROP TABLE notes; ALTER TABLE notes_new RENAME TO notes;"
+    "CREATE INDEX notes_by_body ON notes (body);"
+)
 
 MISMATCHES = [
     ("wrong-type", "ALTER TABLE notes ADD COLUMN pinned TEXT NOT NULL DEFAULT 0;", V1, "table notes differs"),
@@ -77,27 +92,44 @@ MISMATCHES = [
     ("missing-column", "UPDATE notes SET body = body;", V1, "table notes differs"),
     ("extra-table", ADD_PINNED + "CREATE TABLE scratchpad (x);", V1, "table scratchpad exists after migrating"),
     ("missing-index", ADD_PINNED + "DROP INDEX notes_by_body;", V1, "index notes_by_body is in schema.sql"),
-    ("index-desc", ADD_PINNED + "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body DESC);", V1,
-     "index notes_by_body differs"),
-    ("index-not-unique", "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
-     V0.replace("INDEX notes_by_body", "UNIQUE INDEX notes_by_body"), "index notes_by_body differs"),
-    ("index-not-partial", "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
-     V0.replace("(body)\n", "(body) WHERE body != ''\n"), "index notes_by_body differs"),
-    ("lost-unique-constraint",
-     REBUILD,
-     V0.replace("body    TEXT    NOT NULL,", "body    TEXT    NOT NULL UNIQUE,"), "table notes differs"),
-    ("lost-without-rowid",
-     REBUILD,
-     V0.replace(");\n", ") WITHOUT ROWID;\n"), "table notes differs"),
-    ("lost-strict",
-     REBUILD,
-     V0.replace(");\n", ") STRICT;\n"), "table notes differs"),
-    ("lost-foreign-key",
-     REBUILD,
-     V0.replace("id      INTEGER PRIMARY KEY,", "id      INTEGER PRIMARY KEY REFERENCES notes (id),"),
-     "table notes differs"),
-    ("view-differs", "CREATE VIEW note_bodies AS SELECT body FROM notes;",
-     V0 + "CREATE VIEW note_bodies AS SELECT id, body FROM notes;", "view note_bodies differs"),
+    (
+        "index-desc",
+        ADD_PINNED + "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body DESC);",
+        V1,
+        "index notes_by_body differs",
+    ),
+    (
+        "index-not-unique",
+        "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
+        V0.replace("INDEX notes_by_body", "UNIQUE INDEX notes_by_body"),
+        "index notes_by_body differs",
+    ),
+    (
+        "index-not-partial",
+        "DROP INDEX notes_by_body; CREATE INDEX notes_by_body ON notes (body);",
+        V0.replace("(body)\n", "(body) WHERE body != ''\n"),
+        "index notes_by_body differs",
+    ),
+    (
+        "lost-unique-constraint",
+        REBUILD,
+        V0.replace("body    TEXT    NOT NULL,", "body    TEXT    NOT NULL UNIQUE,"),
+        "table notes differs",
+    ),
+    ("lost-without-rowid", REBUILD, V0.replace(");\n", ") WITHOUT ROWID;\n"), "table notes differs"),
+    ("lost-strict", REBUILD, V0.replace(");\n", ") STRICT;\n"), "table notes differs"),
+    (
+        "lost-foreign-key",
+        REBUILD,
+        V0.replace("id      INTEGER PRIMARY KEY,", "id      INTEGER PRIMARY KEY REFERENCES notes (id),"),
+        "table notes differs",
+    ),
+    (
+        "view-differs",
+        "CREATE VIEW note_bodies AS SELECT body FROM notes;",
+        V0 + "CREATE VIEW note_bodies AS SELECT id, body FROM notes;",
+        "view note_bodies differs",
+    ),
 ]
 
 
@@ -139,9 +171,22 @@ def test_migration_with_nul_character_is_refused(v0_db):
     assert (info.value.path, info.value.line) == (m1.path, 3)
 
 
-@pytest.mark.parametrize("statement", ["BEGIN;", "begin immediate;", "BEGIN TRANSACTION;", "COMMIT;", "END;",
-                                       "ROLLBACK;", "SAVEPOINT s;", "RELEASE s;", "VACUUM;",
-                                       "ATTACH DATABASE ':memory:' AS x;", "DETACH DATABASE x;"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "BEGIN;",
+        "begin immediate;",
+        "BEGIN TRANSACTION;",
+        "COMMIT;",
+        "END;",
+        "ROLLBACK;",
+        "SAVEPOINT s;",
+        "RELEASE s;",
+        "VACUUM;",
+        "ATTACH DATABASE ':memory:' AS x;",
+        "DETACH DATABASE x;",
+    ],
+)
 def test_transaction_control_in_migrations_is_refused(v0_db, statement):
     before = snapshot(v0_db)
     m1 = migration("notes", 1, "tx", f"-- wrapped\n{statement}\n{ADD_PINNED}COMMIT;\n")
@@ -152,9 +197,16 @@ def test_transaction_control_in_migrations_is_refused(v0_db, statement):
     assert not v0_db.in_transaction
 
 
-@pytest.mark.parametrize("statement", ["PRAGMA writable_schema = 1;", "pragma foreign_keys = OFF;",
-                                       "PRAGMA journal_mode = DELETE;", "PRAGMA user_version = 9;",
-                                       "PRAGMA table_info(notes);"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "PRAGMA writable_schema = 1;",
+        "pragma foreign_keys = OFF;",
+        "PRAGMA journal_mode = DELETE;",
+        "PRAGMA user_version = 9;",
+        "PRAGMA table_info(notes);",
+    ],
+)
 def test_pragmas_in_migrations_are_refused(v0_db, statement):
     before = snapshot(v0_db)
     m1 = migration("notes", 1, "pragma", f"{ADD_PINNED}{statement}\n")
@@ -208,8 +260,9 @@ def test_sqlite_itself_refuses_transaction_control_during_migrations(v0_db, sql)
 
 
 def test_trigger_in_a_migration_is_not_transaction_control(v0_db):
-    trigger = ("CREATE TRIGGER notes_no_delete BEFORE DELETE ON notes\nBEGIN\n"
-               "    SELECT RAISE(ABORT, 'keep; notes');\nEND;\n")
+    trigger = (
+        "CREATE TRIGGER notes_no_delete BEFORE DELETE ON notes\nBEGIN\n    SELECT RAISE(ABORT, 'keep; notes');\nEND;\n"
+    )
     m1 = migration("notes", 1, "guard", trigger)
     (report,) = apply_schemas(v0_db, [source("notes", V0 + trigger, m1)])
     assert report.action == "migrated"
@@ -247,8 +300,7 @@ def test_package_migrations_run_in_numeric_order(tmp_path, monkeypatch, fresh_db
     apply_schemas(fresh_db, [core_source(), source_for_package("ordered", "pkg_ordered")])
     fresh_db.execute("INSERT INTO notes (body) VALUES ('x')")
     for number in (999, 1000, 1001):
-        (package / "migrations" / f"{number}_step.sql").write_text(
-            f"UPDATE notes SET body = body || ',{number}';")
+        (package / "migrations" / f"{number}_step.sql").write_text(f"UPDATE notes SET body = body || ',{number}';")
     (report,) = apply_schemas(fresh_db, [source_for_package("ordered", "pkg_ordered")])
     assert report.migrations_run == (999, 1000, 1001)
     assert fresh_db.value("SELECT body FROM notes") == "x,999,1000,1001"
@@ -263,8 +315,9 @@ def test_pending_migrations_only(v0_db):
     assert migrations_of(v0_db, "notes") == [(1, "add_pinned", 0), (2, "pin_all", 0)]
 
 
-@pytest.mark.parametrize("edit", [lambda t: t + "\n-- and a comment", lambda t: t.replace("DEFAULT 0", "DEFAULT 1")],
-                         ids=["comment", "sql"])
+@pytest.mark.parametrize(
+    "edit", [lambda t: t + "\n-- and a comment", lambda t: t.replace("DEFAULT 0", "DEFAULT 1")], ids=["comment", "sql"]
+)
 def test_edited_applied_migration_is_refused(v0_db, edit):
     m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
     apply_schemas(v0_db, [source("notes", V1, m1)])
@@ -328,16 +381,29 @@ def test_migration_numbered_below_the_version_is_refused(v0_db):
 def test_duplicate_migration_numbers_are_refused(v0_db):
     before = snapshot(v0_db)
     with pytest.raises(SchemaError, match="share number 001"):
-        apply_schemas(v0_db, [source("notes", V0, migration("notes", 1, "a", "SELECT 1;"),
-                                     Migration(1, "b", "SELECT 2;", "/elsewhere/001_b.sql"))])
+        apply_schemas(
+            v0_db,
+            [
+                source(
+                    "notes",
+                    V0,
+                    migration("notes", 1, "a", "SELECT 1;"),
+                    Migration(1, "b", "SELECT 2;", "/elsewhere/001_b.sql"),
+                )
+            ],
+        )
     assert snapshot(v0_db) == before
 
 
 def test_migration_may_not_touch_another_owners_objects(v0_db):
     apply_schemas(v0_db, [source("other", "CREATE TABLE other_t (a INTEGER\n INDEX other_a (a)\n);")])
     before = snapshot(v0_db)
-    for sql in ("DROP TABLE other_t;", "DROP INDEX other_a;", "ALTER TABLE other_t ADD COLUMN b TEXT;",
-                "ALTER TABLE other_t RENAME TO notes_extra;"):
+    for sql in (
+        "DROP TABLE other_t;",
+        "DROP INDEX other_a;",
+        "ALTER TABLE other_t ADD COLUMN b TEXT;",
+        "ALTER TABLE other_t RENAME TO notes_extra;",
+    ):
         with pytest.raises(MigrationError, match="which other owns"):
             apply_schemas(v0_db, [source("notes", V0, migration("notes", 1, "evil", sql))])
         assert snapshot(v0_db) == before
@@ -347,8 +413,11 @@ def test_failing_migration_rolls_back_other_owners(v0_db):
     apply_schemas(v0_db, [source("second", "CREATE TABLE second_t (a INTEGER);")])
     before = snapshot(v0_db)
     good = source("notes", V1, migration("notes", 1, "add_pinned", ADD_PINNED))
-    bad = source("second", "CREATE TABLE second_t (a INTEGER);",
-                 migration("second", 1, "broken", "UPDATE second_t SET nosuch = 1;"))
+    bad = source(
+        "second",
+        "CREATE TABLE second_t (a INTEGER);",
+        migration("second", 1, "broken", "UPDATE second_t SET nosuch = 1;"),
+    )
     with pytest.raises(MigrationError):
         apply_schemas(v0_db, [core_source(), good, bad])
     assert snapshot(v0_db) == before
@@ -395,8 +464,10 @@ def test_unrecorded_objects_are_not_claimed_by_a_migration(v0_db):
     m1 = migration("notes", 1, "add_pinned", ADD_PINNED)
     (report,) = apply_schemas(v0_db, [source("notes", V1, m1)])
     assert report.action == "migrated"
-    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == \
-        [("notes",), ("notes_by_body",)]
+    assert v0_db.all("SELECT name FROM schema_objects WHERE owner = 'notes' ORDER BY name") == [
+        ("notes",),
+        ("notes_by_body",),
+    ]
 
 
 def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
@@ -404,8 +475,9 @@ def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     core = core_source()
     index_line = "    INDEX blob_slices_by_offset (file_id, offset)\n"
     assert index_line in core.text
-    before = source("core", core.text.replace(index_line, ""), *(m for m in core.migrations if m.number < 2),
-                    path=core.path)
+    before = source(
+        "core", core.text.replace(index_line, ""), *(m for m in core.migrations if m.number < 2), path=core.path
+    )
     apply_schemas(fresh_db, [before], now_ms=1)
     assert "blob_slices_by_offset" not in indexes(fresh_db, "blob_slices")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)

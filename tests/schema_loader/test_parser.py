@@ -22,10 +22,15 @@ def run_in_memory(text: str) -> apsw.Connection:
 def index_shape(conn: apsw.Connection, table: str) -> dict[str, tuple]:
     out = {}
     for name, unique, origin, partial in conn.execute(
-            'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)):
+        'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)
+    ):
         if origin == "c":
-            keys = tuple((c, bool(d), coll.upper()) for c, d, coll in conn.execute(
-                "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)))
+            keys = tuple(
+                (c, bool(d), coll.upper())
+                for c, d, coll in conn.execute(
+                    "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
+                )
+            )
             out[name] = (bool(unique), bool(partial), keys)
     return out
 
@@ -34,58 +39,99 @@ B = "BINARY"
 
 # id, schema text, table columns, {index: (unique, partial, ((col, desc, coll), ...))}, {index: line}
 INLINE_CASES = [
-    ("no-commas-after-pk", """\
+    (
+        "no-commas-after-pk",
+        """\
 CREATE TABLE t (
     a INTEGER NOT NULL,
     b TEXT NOT NULL,
     PRIMARY KEY (a, b)
     INDEX t_b (b)
 ) WITHOUT ROWID;
-""", ["a", "b"], {"t_b": (False, False, (("b", False, B),))}, {"t_b": 5}),
-    ("trailing-commas-everywhere", """\
+""",
+        ["a", "b"],
+        {"t_b": (False, False, (("b", False, B),))},
+        {"t_b": 5},
+    ),
+    (
+        "trailing-commas-everywhere",
+        """\
 CREATE TABLE t (
     a INTEGER,
     b TEXT,
     INDEX t_a (a),
     INDEX t_b (b),
 );
-""", ["a", "b"], {"t_a": (False, False, (("a", False, B),)), "t_b": (False, False, (("b", False, B),))},
-     {"t_a": 4, "t_b": 5}),
-    ("index-on-last-line-with-paren", """\
+""",
+        ["a", "b"],
+        {"t_a": (False, False, (("a", False, B),)), "t_b": (False, False, (("b", False, B),))},
+        {"t_a": 4, "t_b": 5},
+    ),
+    (
+        "index-on-last-line-with-paren",
+        """\
 CREATE TABLE t (
     a INTEGER,
     b TEXT
     INDEX t_ab (a, b))
-""", ["a", "b"], {"t_ab": (False, False, (("a", False, B), ("b", False, B)))}, {"t_ab": 4}),
-    ("index-between-columns", """\
+""",
+        ["a", "b"],
+        {"t_ab": (False, False, (("a", False, B), ("b", False, B)))},
+        {"t_ab": 4},
+    ),
+    (
+        "index-between-columns",
+        """\
 CREATE TABLE t (
     a INTEGER,
     INDEX t_a (a)
     b TEXT
-);""", ["a", "b"], {"t_a": (False, False, (("a", False, B),))}, {"t_a": 3}),
-    ("unique-desc-collate", """\
+);""",
+        ["a", "b"],
+        {"t_a": (False, False, (("a", False, B),))},
+        {"t_a": 3},
+    ),
+    (
+        "unique-desc-collate",
+        """\
 CREATE TABLE t (
     a INTEGER,
     b TEXT,
     UNIQUE INDEX t_u (b COLLATE NOCASE, a DESC),
     unique index t_l (a asc)
-);""", ["a", "b"], {"t_u": (True, False, (("b", False, "NOCASE"), ("a", True, B))),
-                     "t_l": (True, False, (("a", False, B),))}, {"t_u": 4, "t_l": 5}),
-    ("partial-where-with-parentheses", """\
+);""",
+        ["a", "b"],
+        {"t_u": (True, False, (("b", False, "NOCASE"), ("a", True, B))), "t_l": (True, False, (("a", False, B),))},
+        {"t_u": 4, "t_l": 5},
+    ),
+    (
+        "partial-where-with-parentheses",
+        """\
 CREATE TABLE t (
     a INTEGER,
     b TEXT,
     INDEX t_p (a DESC) WHERE (a > 0 AND (b IS NOT NULL OR b IN ('x', 'y'))),
     UNIQUE INDEX t_q (b) WHERE b IS NOT NULL
-);""", ["a", "b"], {"t_p": (False, True, (("a", True, B),)), "t_q": (True, True, (("b", False, B),))},
-     {"t_p": 4, "t_q": 5}),
-    ("quoted-plain-names", """\
+);""",
+        ["a", "b"],
+        {"t_p": (False, True, (("a", True, B),)), "t_q": (True, True, (("b", False, B),))},
+        {"t_p": 4, "t_q": 5},
+    ),
+    (
+        "quoted-plain-names",
+        """\
 CREATE TABLE "t" (
     "a" INTEGER,
     [b] TEXT
     INDEX "t_a" ("a", [b] DESC)
-);""", ["a", "b"], {"t_a": (False, False, (("a", False, B), ("b", True, B)))}, {"t_a": 4}),
-    ("comments-around-index-lines", """\
+);""",
+        ["a", "b"],
+        {"t_a": (False, False, (("a", False, B), ("b", True, B)))},
+        {"t_a": 4},
+    ),
+    (
+        "comments-around-index-lines",
+        """\
 CREATE TABLE t (   -- the table
     a INTEGER,     -- a, with a trailing comment
     /* a block
@@ -94,20 +140,35 @@ CREATE TABLE t (   -- the table
     -- INDEX not_an_index (a)
     INDEX t_b (b), -- the real one
     /* INDEX also_not (b) */
-);""", ["a", "b"], {"t_b": (False, False, (("b", False, B),))}, {"t_b": 7}),
-    ("open-paren-on-a-later-line", """\
+);""",
+        ["a", "b"],
+        {"t_b": (False, False, (("b", False, B),))},
+        {"t_b": 7},
+    ),
+    (
+        "open-paren-on-a-later-line",
+        """\
 CREATE TABLE t
     -- the columns:
 (
     a INTEGER,
     b TEXT,
     INDEX t_b (b DESC)
-);""", ["a", "b"], {"t_b": (False, False, (("b", True, B),))}, {"t_b": 6}),
-    ("first-column-on-open-paren-line", """\
+);""",
+        ["a", "b"],
+        {"t_b": (False, False, (("b", True, B),))},
+        {"t_b": 6},
+    ),
+    (
+        "first-column-on-open-paren-line",
+        """\
 CREATE TABLE t (a INTEGER,
     b TEXT,
-    INDEX t_ba (b, a))""", ["a", "b"], {"t_ba": (False, False, (("b", False, B), ("a", False, B)))},
-     {"t_ba": 3}),
+    INDEX t_ba (b, a))""",
+        ["a", "b"],
+        {"t_ba": (False, False, (("b", False, B), ("a", False, B)))},
+        {"t_ba": 3},
+    ),
 ]
 
 
@@ -133,8 +194,9 @@ def test_without_rowid_suffix_is_kept():
 def test_index_render_for_rebuild_names():
     parsed = parse("CREATE TABLE t (\n a INTEGER\n UNIQUE INDEX t_a (a) WHERE a > 0\n)", PATH)
     (index,) = parsed.indexes
-    assert index.render("t_a__rebuild", "t__rebuild") == \
-        "CREATE UNIQUE INDEX t_a__rebuild ON t__rebuild (a) WHERE a > 0"
+    assert (
+        index.render("t_a__rebuild", "t__rebuild") == "CREATE UNIQUE INDEX t_a__rebuild ON t__rebuild (a) WHERE a > 0"
+    )
     assert parsed.tables["t"].render("t__rebuild").startswith("CREATE TABLE t__rebuild (")
 
 
@@ -209,8 +271,12 @@ CREATE VIEW v AS
 def test_trigger_bodies_stay_whole():
     parsed = parse(TRIGGERS, PATH)
     assert [(s.kind, s.name, s.line, s.table) for s in parsed.statements] == [
-        ("table", "t", 1, None), ("table", "log", 2, None), ("trigger", "t_ins", 3, "t"),
-        ("trigger", "t_upd", 9, "t"), ("view", "v", 12, None)]
+        ("table", "t", 1, None),
+        ("table", "log", 2, None),
+        ("trigger", "t_ins", 3, "t"),
+        ("trigger", "t_upd", 9, "t"),
+        ("view", "v", 12, None),
+    ]
     conn = run_in_memory(TRIGGERS)
     conn.execute("INSERT INTO t VALUES (1, 'x')")
     assert conn.execute("SELECT msg FROM log").fetchall() == [("inserted; really",), (";END;",)]
@@ -272,9 +338,27 @@ def test_errors_name_file_and_line(tail, error, line):
     assert str(info.value).startswith(f"{PATH}:{line}: ")
 
 
-HOSTILE_NAMES = ['"a b"', '"x;drop"', "`weird name`", "`we``ird`", "[brackets here]", '"tæble"', "café", '"a""b"',
-                 '"trailing\n"', "sqlite_stuff", "SQLite_Stuff", "x__rebuild", '"X__Rebuild"', "y__retired",
-                 '"-dash"', '"1digit"', '""', "[]", "[a.b]"]
+HOSTILE_NAMES = [
+    '"a b"',
+    '"x;drop"',
+    "`weird name`",
+    "`we``ird`",
+    "[brackets here]",
+    '"tæble"',
+    "café",
+    '"a""b"',
+    '"trailing\n"',
+    "sqlite_stuff",
+    "SQLite_Stuff",
+    "x__rebuild",
+    '"X__Rebuild"',
+    "y__retired",
+    '"-dash"',
+    '"1digit"',
+    '""',
+    "[]",
+    "[a.b]",
+]
 
 
 NAME_TEMPLATES = {
@@ -285,8 +369,12 @@ NAME_TEMPLATES = {
     "inline-index": "CREATE TABLE u (\n a INTEGER\n INDEX {} (a)\n);",
 }
 # An inline index line cannot span lines: see test_inline_index_split_over_lines.
-NAME_CASES = [pytest.param(template, name, id=f"{kind}-{name}") for kind, template in NAME_TEMPLATES.items()
-              for name in HOSTILE_NAMES if not (kind == "inline-index" and "\n" in name)]
+NAME_CASES = [
+    pytest.param(template, name, id=f"{kind}-{name}")
+    for kind, template in NAME_TEMPLATES.items()
+    for name in HOSTILE_NAMES
+    if not (kind == "inline-index" and "\n" in name)
+]
 
 
 @pytest.mark.parametrize("template,name", NAME_CASES)
@@ -295,7 +383,7 @@ def test_hostile_object_names_are_refused_by_the_parser(template, name):
     with pytest.raises(InvalidIdentifier) as info:
         parse(text, PATH)
     assert info.value.path == PATH
-    assert info.value.line == 2 + template[:template.index("{}")].count("\n")
+    assert info.value.line == 2 + template[: template.index("{}")].count("\n")
 
 
 def test_inline_index_split_over_lines():
@@ -319,12 +407,15 @@ def test_hostile_inline_index_columns_are_refused(column):
     assert info.value.line == 3
 
 
-@pytest.mark.parametrize("text,kind,name", [
-    ('CREATE TABLE"x y"(a INTEGER);', "table", "x y"),
-    ('CREATE VIEW IF NOT EXISTS"x y" AS SELECT 1 AS a;', "view", "x y"),
-    ("CREATE INDEX[a b]ON t (a);", "index", "a b"),
-    ("CREATE TRIGGER IF NOT EXISTS`a;b`AFTER INSERT ON t BEGIN SELECT 1; END;", "trigger", "a;b"),
-])
+@pytest.mark.parametrize(
+    "text,kind,name",
+    [
+        ('CREATE TABLE"x y"(a INTEGER);', "table", "x y"),
+        ('CREATE VIEW IF NOT EXISTS"x y" AS SELECT 1 AS a;', "view", "x y"),
+        ("CREATE INDEX[a b]ON t (a);", "index", "a b"),
+        ("CREATE TRIGGER IF NOT EXISTS`a;b`AFTER INSERT ON t BEGIN SELECT 1; END;", "trigger", "a;b"),
+    ],
+)
 def test_quoted_names_touching_keywords(text, kind, name):
     """SQLite needs no space between a keyword and a quoted name; the parser must see the same name."""
     with pytest.raises(InvalidIdentifier, match=f"{kind} name {name!r}"):
@@ -358,8 +449,12 @@ SAME = [
     ("blank-lines", "\n\n" + BASE.replace("\n", "\n\n")),
     ("spacing-around-punctuation", BASE.replace("(a, b DESC)", "( a ,b   DESC )").replace("t (b)", "t(b)")),
     ("index-comma-dropped", BASE.replace("DESC),", "DESC)")),
-    ("index-moved-between-columns", BASE.replace("    a INTEGER,\n", "    a INTEGER,\n    INDEX t_ab (a, b DESC)\n")
-     .replace("'two  spaces',\n    INDEX t_ab (a, b DESC)\n", "'two  spaces'\n")),
+    (
+        "index-moved-between-columns",
+        BASE.replace("    a INTEGER,\n", "    a INTEGER,\n    INDEX t_ab (a, b DESC)\n").replace(
+            "'two  spaces',\n    INDEX t_ab (a, b DESC)\n", "'two  spaces'\n"
+        ),
+    ),
 ]
 DIFFERENT = [
     ("string-literal-spacing", BASE.replace("'two  spaces'", "'two spaces'")),
