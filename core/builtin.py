@@ -6,64 +6,57 @@ plugins' jobs interleave with these by ``order``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from core import drain, hookimpl, maintenance, publish
-from core.protocol import Job
+from core.protocol import Job, TickContext, Transport
 
 
-def _incoming(tick) -> int:
+def _incoming(tick: TickContext) -> int:
     """Incoming items, with due rechecks and deferred items taken first at every step."""
+    # has_budget renews the lease: one marker may wake more work than a lease lifetime.
+    return _drain(
+        tick, lambda: drain.step(tick.runtime, tick.lease, on_recheck=tick.record, keep_going=tick.has_budget)
+    )
+
+
+def _deferred(tick: TickContext) -> int:
+    return _drain(tick, lambda: drain.item_step(drain.process_next_deferred(tick.runtime, tick.lease)))
+
+
+def _recheck(tick: TickContext) -> int:
+    return _drain(
+        tick,
+        lambda: drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record, keep_going=tick.has_budget),
+    )
+
+
+def _drain(tick: TickContext, next_step: Callable[[], drain.Step]) -> int:
+    """Run steps while the pass has budget; how many units of work they did."""
     done = 0
     while tick.has_budget():
-        # has_budget renews the lease: one marker may wake more work than a lease lifetime.
-        unit = drain.step(tick.runtime, tick.lease, on_recheck=tick.record, keep_going=tick.has_budget)
-        if unit is None:
+        unit = next_step()
+        if unit.idle:
             break
-        if unit == 0:
+        if unit.outcome is not None:
+            tick.record(unit.outcome)
+        elif unit.rechecked == 0:
             tick.spend()  # a marker with nothing left to re-handle still cost a transaction
-        elif not isinstance(unit, int):
-            tick.record(unit)
-        done += 1
+        done += unit.work
     return done
 
 
-def _deferred(tick) -> int:
-    return _loop(tick, lambda: drain.process_next_deferred(tick.runtime, tick.lease))
-
-
-def _recheck(tick) -> int:
-    done = 0
-    while tick.has_budget():
-        handled = drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record, keep_going=tick.has_budget)
-        if handled is None:
-            break
-        done += max(handled, 1)
-        if handled == 0:
-            tick.spend()  # a marker with nothing left to re-handle still cost a transaction
-    return done
-
-
-def _loop(tick, step) -> int:
-    done = 0
-    while tick.has_budget():
-        outcome = step()
-        if outcome is None:
-            break
-        tick.record(outcome)
-        done += 1
-    return done
-
-
-def _publish(tick) -> int:
+def _publish(tick: TickContext) -> int:
     sent = publish.publish_due(tick.runtime, tick.lease)
     tick.spend(sent)
     return sent
 
 
-def _sweep(tick) -> int:
+def _sweep(tick: TickContext) -> int:
     return drain.sweep_expired_blocked(tick.runtime, tick.lease)
 
 
-def _optimize(tick) -> int:
+def _optimize(tick: TickContext) -> int:
     """PRAGMA optimize when the schedule or a big load asks for it (see core.maintenance)."""
     if not maintenance.due(tick.runtime):
         return 0
@@ -83,10 +76,10 @@ CORE_JOBS = (
 
 
 @hookimpl
-def register_jobs():
+def register_jobs() -> list[Job]:
     return list(CORE_JOBS)
 
 
 @hookimpl
-def register_transports():
+def register_transports() -> list[Transport]:
     return [publish.LoopbackTransport()]

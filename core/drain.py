@@ -48,36 +48,68 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
 OnOutcome = Callable[[Outcome], None]
 
 
+@attrs.frozen
+class Step:
+    """What one unit of queue work did.
+
+    Attributes:
+        outcome: how the item ended, when the unit was one item.
+        marker: the unit was a recheck marker (even one that found nothing left to re-handle).
+        rechecked: how many items that marker re-handled (their outcomes went to ``on_recheck``).
+    """
+
+    outcome: Outcome | None = None
+    marker: bool = False
+    rechecked: int = 0
+
+    @property
+    def idle(self) -> bool:
+        """Nothing was due."""
+        return self.outcome is None and not self.marker
+
+    @property
+    def work(self) -> int:
+        """Units of work done: one per item, at least one per marker (a claim is a transaction)."""
+        return max(self.rechecked, 1) if self.marker else int(self.outcome is not None)
+
+
+IDLE = Step()
+
+
+def item_step(outcome: Outcome | None) -> Step:
+    """A one-item step, or IDLE when there was no item."""
+    return IDLE if outcome is None else Step(outcome=outcome)
+
+
 def step(
     rt: Runtime,
     lease: Lease | None = None,
     *,
     on_recheck: OnOutcome | None = None,
     keep_going: Callable[[], bool] | None = None,
-) -> Outcome | int | None:
+) -> Step:
     """One unit of queue work, oldest obligations first.
 
     A due recheck marker, else a due deferred item, else the next incoming
     item.  Checking the first two before every incoming item means an item
     unblocked by the one just processed is handled next, not after the
     whole backlog (where, for a protocol like Marmot, its epoch keys might
-    already have been retired).  Returns an item outcome, the number of
-    items a marker re-handled (each outcome goes to ``on_recheck``; see
-    :func:`drain_next_marker` for ``keep_going``), or None when nothing is due.
+    already have been retired).  Outcomes of items a marker re-handled go to
+    ``on_recheck`` (see :func:`drain_next_marker` for ``keep_going``).
     """
     now = rt.clock.now_ms()
     with rt.db.read():
         marker_due = recheck.next_marker_due_at(rt.db)
         deferred_due = queues.next_deferred_due_at(rt.db)
     if marker_due is not None and marker_due <= now:
-        handled = drain_next_marker(rt, lease, on_outcome=on_recheck, keep_going=keep_going)
-        if handled is not None:
-            return handled
+        rechecked = drain_next_marker(rt, lease, on_outcome=on_recheck, keep_going=keep_going)
+        if not rechecked.idle:
+            return rechecked
     if deferred_due is not None and deferred_due <= now:
-        outcome = process_next_deferred(rt, lease)
-        if outcome is not None:
-            return outcome
-    return process_next_incoming(rt, lease)
+        deferred = item_step(process_next_deferred(rt, lease))
+        if not deferred.idle:
+            return deferred
+    return item_step(process_next_incoming(rt, lease))
 
 
 def drain_next_marker(
@@ -87,11 +119,11 @@ def drain_next_marker(
     batch: int = 100,
     on_outcome: OnOutcome | None = None,
     keep_going: Callable[[], bool] | None = None,
-) -> int | None:
+) -> Step:
     """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
 
-    Returns how many items were re-handled, or None when no marker was due;
-    each re-handled item's outcome goes to ``on_outcome`` (an item finished
+    Returns a marker :class:`Step` counting the items re-handled, or :data:`IDLE`
+    when no marker was due; each re-handled item's outcome goes to ``on_outcome`` (an item finished
     through a recheck counts like any other).  ``keep_going`` is asked before
     each item (the daemon renews its lease there: one marker may wake
     thousands of items, far more work than one lease lifetime); when it says
@@ -101,12 +133,12 @@ def drain_next_marker(
     with rt.db.read():
         due = recheck.next_marker_due_at(rt.db)
     if due is None or due > now:
-        return None  # checked with a read first: a claim is a write transaction
+        return IDLE  # checked with a read first: a claim is a write transaction
     with rt.db.write():
         _fence(rt, lease, now)
         marker = recheck.claim_marker(rt.db, now)
     if marker is None:
-        return None
+        return IDLE
     handled, last_id, still_blocked, interrupted = 0, 0, False, False
     while not interrupted:
         with rt.db.read():
@@ -128,7 +160,7 @@ def drain_next_marker(
         else:
             retry_at = now + rt.db.settings.retry_delay_ms(marker.attempts + 1)
             recheck.finish_marker(rt.db, marker, still_blocked, retry_at, now)
-    return handled
+    return Step(marker=True, rechecked=handled)
 
 
 def _recheck_item(
@@ -209,11 +241,10 @@ def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int =
     recover_claims(rt)
     for _ in range(max_units):
         unit = step(rt, on_recheck=summary.add)
-        if isinstance(unit, Outcome):
-            summary.add(unit)
-            continue
-        if unit is not None:
-            summary.rechecked += unit
+        if unit.outcome is not None:
+            summary.add(unit.outcome)
+        summary.rechecked += unit.rechecked
+        if not unit.idle:
             continue
         due = next_due_ms(rt)
         if due is None or not advance_clock:
