@@ -15,6 +15,7 @@ import attrs
 from core import leases, queues, recheck
 from core.leases import Lease
 from core.pipeline import Outcome, count_outcome, process_item
+from core.records import OutcomeKind
 from core.runtime import Runtime
 
 
@@ -199,7 +200,7 @@ def sweep_expired_blocked(rt: Runtime, lease: Lease | None = None) -> int:
             queues.park(rt.db, wait.item, wait.reason, wait.item.attempts + 1, now)
             recheck.unblock(rt.db, wait.item.source_id)
         if expired:
-            count_outcome(rt, "parked", len(expired))
+            count_outcome(rt, OutcomeKind.PARKED, len(expired))
     return len(expired)
 
 
@@ -224,7 +225,7 @@ class DrainSummary:
     """Counts of what :func:`run_until_idle` did: ``outcomes`` of every item handled (rechecked
     ones included), and ``rechecked``, how many of them a recheck marker re-handled."""
 
-    outcomes: dict[str, int] = attrs.field(factory=dict)
+    outcomes: dict[OutcomeKind, int] = attrs.field(factory=dict)
     rechecked: int = 0
 
     def add(self, outcome: Outcome) -> None:

@@ -38,7 +38,7 @@ from core.errors import (
     TransientError,
 )
 from core.queues import WorkItem
-from core.records import Blocked, Result, StoredEvent
+from core.records import Blocked, ItemSource, OutcomeKind, Result, StoredEvent
 from core.runtime import Runtime
 from core.status import COUNTER_PREFIX
 
@@ -50,12 +50,12 @@ class Outcome:
     """How an item ended.
 
     Attributes:
-        kind: ``handled``, ``duplicate``, ``blocked``, ``retry``, ``parked`` or ``queued``.
-        reason: why, for the last four.
+        kind: which row of the module's table it took.
+        reason: why, for blocked, retry, queued and parked items.
         events: events appended (new ones only).
     """
 
-    kind: str
+    kind: OutcomeKind
     reason: str | None = None
     events: tuple[StoredEvent, ...] = ()
 
@@ -66,7 +66,7 @@ class _WaitInLine:
 
 _WAIT_IN_LINE = _WaitInLine()
 # Rows of these sources are already in their partition's line (deferred) or in the recheck queue's (blocked).
-_IN_A_LINE = frozenset({"deferred", "blocked"})
+_IN_A_LINE = frozenset({ItemSource.DEFERRED, ItemSource.BLOCKED})
 
 
 @attrs.frozen
@@ -126,7 +126,7 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     return outcome
 
 
-def count_outcome(rt: Runtime, kind: str, count: int = 1) -> None:
+def count_outcome(rt: Runtime, kind: OutcomeKind, count: int = 1) -> None:
     """Add to the ``items_<kind>`` counter of ``status``, inside the item's own transaction:
     the counters stay exact whenever the process dies (a counter kept in memory and written
     later lost what it had not written yet)."""
@@ -165,7 +165,7 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
         return _Handled(_WAIT_IN_LINE, envelope.partition_key)
     handler = rt.registry.handler(protocol.name, envelope.type)
     # A blocked row counts rechecks that blocked again; its first handling was a try too.
-    tries_before = item.attempts + 1 if item.source == "blocked" else item.attempts
+    tries_before = item.attempts + 1 if item.source is ItemSource.BLOCKED else item.attempts
     result = handler(rt.context(protocol.name, now_ms, tries_before), envelope)
     if isinstance(result, Blocked):
         return _Handled(result, envelope.partition_key)
@@ -185,19 +185,19 @@ def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Out
         return _block(rt, item, result, handled.partition_key, now_ms)
     _remove_source(rt, item)
     duplicate = result.duplicate or (bool(result.events) and not handled.events)
-    return Outcome("duplicate" if duplicate else "handled", events=handled.events)
+    return Outcome(OutcomeKind.DUPLICATE if duplicate else OutcomeKind.HANDLED, events=handled.events)
 
 
 def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, now_ms: int) -> Outcome:
     reason = f"{blocked.reason_type}:{blocked.reason_key}" + (f" ({blocked.detail})" if blocked.detail else "")
-    if item.source == "blocked" and not blocked.patient:
+    if item.source is ItemSource.BLOCKED and not blocked.patient:
         current = recheck.blocked_row(rt.db, item.source_id)
         if current is not None and current[:2] == (blocked.reason_type, blocked.reason_key):
             attempts = recheck.bump_attempts(rt.db, item.source_id)
             if attempts >= rt.db.settings.max_attempts:
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
             _schedule_recheck(rt, blocked, now_ms)
-            return Outcome("blocked", reason)
+            return Outcome(OutcomeKind.BLOCKED, reason)
     recheck.block(
         rt.db,
         item,
@@ -208,10 +208,10 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
         horizon_ms=blocked.horizon_ms,
         expired_reason=blocked.expired_reason,
     )
-    if item.source != "blocked":
+    if item.source is not ItemSource.BLOCKED:
         _remove_source(rt, item)
     _schedule_recheck(rt, blocked, now_ms)
-    return Outcome("blocked", reason)
+    return Outcome(OutcomeKind.BLOCKED, reason)
 
 
 def _schedule_recheck(rt: Runtime, blocked: Blocked, now_ms: int) -> None:
@@ -223,7 +223,7 @@ def _queue_behind(rt: Runtime, item: WorkItem, partition_key: str, now_ms: int) 
     # Due at once: the head-of-partition rule alone keeps it waiting until the items before it left.
     queues.enqueue_deferred(rt.db, item.protocol, item.blob, now_ms, partition_key=partition_key, origin="queued")
     _remove_source(rt, item)
-    return Outcome("queued", f"partition {partition_key!r} has an item waiting for its retry")
+    return Outcome(OutcomeKind.QUEUED, f"partition {partition_key!r} has an item waiting for its retry")
 
 
 def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
@@ -233,9 +233,9 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
         return _park(rt, item, f"gave up after {attempts} attempts: {reason}", now_ms, attempts)
     due = now_ms + settings.retry_delay_ms(attempts)
     first = item.first_failed_at_ms or now_ms
-    if item.source == "deferred":
+    if item.source is ItemSource.DEFERRED:
         queues.reschedule_deferred(rt.db, item.source_id, due, attempts, first, reason)
-    elif item.source == "blocked":
+    elif item.source is ItemSource.BLOCKED:
         recheck.bump_attempts(rt.db, item.source_id)
     else:
         queues.enqueue_deferred(
@@ -250,7 +250,7 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
             origin="retry",
         )
         _remove_source(rt, item)
-    return Outcome("retry", reason)
+    return Outcome(OutcomeKind.RETRY, reason)
 
 
 def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
@@ -262,17 +262,22 @@ def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int |
         item.source,
         item.source_id,
         reason,
-        extra={"protocol": item.protocol, "source": item.source, "item_id": item.source_id, "outcome": "parked"},
+        extra={
+            "protocol": item.protocol,
+            "source": item.source,
+            "item_id": item.source_id,
+            "outcome": OutcomeKind.PARKED,
+        },
     )
-    return Outcome("parked", reason)
+    return Outcome(OutcomeKind.PARKED, reason)
 
 
 def _remove_source(rt: Runtime, item: WorkItem) -> None:
-    if item.source == "incoming":
+    if item.source is ItemSource.INCOMING:
         queues.delete_incoming(rt.db, item.source_id)
-    elif item.source == "deferred":
+    elif item.source is ItemSource.DEFERRED:
         queues.delete_deferred(rt.db, item.source_id)
-    elif item.source == "blocked":
+    elif item.source is ItemSource.BLOCKED:
         recheck.unblock(rt.db, item.source_id)
 
 

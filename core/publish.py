@@ -17,6 +17,7 @@ from core.db import environment_failure
 from core.errors import PermanentError, TransientError
 from core.leases import Lease
 from core.queues import OutgoingItem, WorkItem
+from core.records import ItemSource
 from core.runtime import Runtime
 
 log = logging.getLogger("tessera.publish")
@@ -77,7 +78,7 @@ def _failed(rt: Runtime, item: OutgoingItem, error: Exception, now: int) -> None
         work = WorkItem(
             protocol=item.protocol,
             blob=item.payload,
-            source="outgoing",
+            source=ItemSource.OUTGOING,
             source_id=item.id,
             first_failed_at_ms=item.created_at_ms,
         )

@@ -12,6 +12,7 @@ import attrs
 
 from core.db import Database
 from core.errors import NotFound
+from core.records import ItemSource
 
 
 @attrs.frozen
@@ -21,7 +22,7 @@ class WorkItem:
     Attributes:
         protocol: protocol whose decoder reads ``blob``.
         blob: the wire bytes.
-        source: where it came from: ``incoming``, ``deferred`` or ``blocked``.
+        source: the queue table it was read from.
         source_id: row id in that table.
         attempts: failed tries so far.
         first_failed_at_ms: time of the first failure, if any.
@@ -30,7 +31,7 @@ class WorkItem:
 
     protocol: str
     blob: bytes
-    source: str
+    source: ItemSource = attrs.field(converter=ItemSource)
     source_id: int
     attempts: int = 0
     first_failed_at_ms: int | None = None
@@ -54,7 +55,7 @@ def oldest_incoming(db: Database) -> WorkItem | None:
     row = db.one(_OLDEST_INCOMING)
     if row is None:
         return None
-    return WorkItem(protocol=row[1], blob=row[2], source="incoming", source_id=row[0])
+    return WorkItem(protocol=row[1], blob=row[2], source=ItemSource.INCOMING, source_id=row[0])
 
 
 def delete_incoming(db: Database, incoming_id: int) -> None:
@@ -132,7 +133,7 @@ def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:
     return WorkItem(
         protocol=row[1],
         blob=row[2],
-        source="deferred",
+        source=ItemSource.DEFERRED,
         source_id=row[0],
         attempts=row[4],
         first_failed_at_ms=row[5],

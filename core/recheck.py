@@ -14,6 +14,7 @@ import attrs
 
 from core.db import Database
 from core.queues import WorkItem
+from core.records import ItemSource
 
 _ENQUEUE = (
     "INSERT INTO recheck_queue(reason_type, reason_key, available_at_ms) "
@@ -47,7 +48,7 @@ def block(
     With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
     the item first blocked, however often it blocks again in between.
     """
-    if item.source == "blocked":
+    if item.source is ItemSource.BLOCKED:
         db.execute(
             _REBLOCK,
             (
@@ -135,7 +136,7 @@ def _item(row: tuple, first_failed_at_ms: int | None = None) -> WorkItem:
     return WorkItem(
         protocol=row[1],
         blob=row[2],
-        source="blocked",
+        source=ItemSource.BLOCKED,
         source_id=row[0],
         attempts=row[4],
         partition_key=row[3],

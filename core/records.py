@@ -5,6 +5,7 @@ All are frozen attrs classes; make changed copies with ``attrs.evolve``.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import re
 from collections.abc import Mapping
@@ -44,6 +45,33 @@ def _timestamp(instance: Any, attribute: attrs.Attribute, value: int) -> None:
             f"{attribute.name} must be a non-negative integer of milliseconds below 2**63 "
             f"(SQLite's integer range), got {value!r:.40}"
         )
+
+
+class OutcomeKind(enum.StrEnum):
+    """How the pipeline finished with an item (see the table in :mod:`core.pipeline`).
+
+    A ``StrEnum``: it compares equal to, and prints as, its value, which is also
+    the suffix of its ``items_<kind>`` status counter.
+    """
+
+    HANDLED = "handled"
+    DUPLICATE = "duplicate"
+    BLOCKED = "blocked"
+    RETRY = "retry"
+    PARKED = "parked"
+    QUEUED = "queued"
+
+
+class ItemSource(enum.StrEnum):
+    """Where a work item came from; the ``source`` column of ``parked`` keeps it."""
+
+    INCOMING = "incoming"
+    DEFERRED = "deferred"
+    BLOCKED = "blocked"
+    #: an outgoing message its transport gave up on (parked, never handled)
+    OUTGOING = "outgoing"
+    #: handed straight to the pipeline by a plugin's own catch-up, from no queue table
+    BACKFILL = "backfill"
 
 
 def derive_event_id(*parts: str | bytes | int) -> bytes:

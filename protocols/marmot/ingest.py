@@ -24,6 +24,7 @@ import attrs
 
 from core import queues
 from core.pipeline import Outcome, process_item
+from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import group, nostr, outer
@@ -151,6 +152,6 @@ def _order(readable: list[tuple[dict, mls.MessageHeader | None]]) -> list[dict]:
 
 def _process(rt: Any, gid: str, blob: bytes) -> Outcome:
     """One event through the core pipeline, in its own transaction."""
-    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source="backfill", source_id=0, partition_key=gid)
+    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source=ItemSource.BACKFILL, source_id=0, partition_key=gid)
     with rt.db.write():
         return process_item(rt, item, rt.clock.now_ms())

@@ -408,7 +408,7 @@ def test_drain_moves_an_item_to_its_next_reason_keeping_its_place(gate_app):
     ingest(app, "y", ["g2"])
     ingest(app, "z", ["g1"])
     open_gate(app, world, "g1")
-    assert drain.drain_next_marker(app.runtime) == 2
+    assert drain.drain_next_marker(app.runtime).rechecked == 2
     assert passed(app) == ["z"]
     # x now waits for g2, ahead of y (which blocked on g2 earlier but arrived later).
     assert app.db.all("SELECT CAST(blob AS TEXT) ->> '$.id', reason_key, attempts FROM blocked ORDER BY id") == [
@@ -429,7 +429,7 @@ def test_still_blocked_items_are_parked_after_max_attempts(gate_app, settings):
         recheck.enqueue_marker(app.db, "gate", "g", app.clock.now_ms())  # a wake-up, but g stays closed
     for attempt in range(1, settings.max_attempts):
         now = app.clock.now_ms()
-        assert drain.drain_next_marker(app.runtime) == 1
+        assert drain.drain_next_marker(app.runtime).rechecked == 1
         assert app.db.one("SELECT attempts FROM blocked") == (attempt,)
         # The marker backs off (attempts + 1, doubling delay) while its item is still blocked.
         assert app.db.one("SELECT available_at_ms, attempts, status FROM recheck_queue") == (
@@ -437,9 +437,9 @@ def test_still_blocked_items_are_parked_after_max_attempts(gate_app, settings):
             attempt,
             "ready",
         )
-        assert drain.drain_next_marker(app.runtime) is None  # not due yet
+        assert drain.drain_next_marker(app.runtime).idle  # not due yet
         app.clock.now = drain.next_due_ms(app.runtime)
-    assert drain.drain_next_marker(app.runtime) == 1
+    assert drain.drain_next_marker(app.runtime).rechecked == 1
     assert app.db.value("SELECT count(*) FROM blocked") == 0
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
     parked = queues.list_parked(app.db)
@@ -878,7 +878,7 @@ class RecheckMachine(RuleBasedStateMachine):
         candidates = self.candidates()
         handled = drain.drain_next_marker(self.rt)
         if not candidates:
-            assert handled is None
+            assert handled.idle
             return
         (gate,) = candidates
         self.model_claim(gate)
@@ -887,7 +887,7 @@ class RecheckMachine(RuleBasedStateMachine):
         for name in names:
             still |= self.model_recheck(name, gate)
         self.model_finish(gate, still)
-        assert handled == len(names)
+        assert handled.marker and handled.rechecked == len(names)
 
     def sweep(self) -> None:
         limit = self.now() - self.settings.blocked_max_age_ms
