@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from core.errors import ProjectionError
 from core.records import StoredEvent
+from core.sql import quote_identifier
 from projectors import replay
 
 EVENT_SCHEMA = pa.schema(
@@ -161,7 +162,7 @@ def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.Recor
     """Every row of one table as record batches of :func:`table_schema`."""
     schema = table_schema(shape)
     rows: list[tuple] = []
-    for row in conn.execute(f'SELECT * FROM "{shape.name}"'):
+    for row in conn.execute(f"SELECT * FROM {quote_identifier(shape.name)}"):
         rows.append(row)
         if len(rows) == OUTPUT_BATCH_ROWS:
             yield _batch(schema, shape, rows)

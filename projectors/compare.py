@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from core.sql import quote_identifier
+
 _MOD = 1 << 128
 
 
@@ -16,15 +18,11 @@ def columns(conn: Any, table: str) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def table_rows(conn: Any, table: str, cols: Sequence[str] | None = None) -> list[tuple]:
     """Every row, each value tagged with its type (so 1, 1.0 and '1' differ), sorted."""
     cols = list(cols or columns(conn, table))
-    select = ", ".join(_quote(c) for c in cols)
-    rows = conn.execute(f"SELECT {select} FROM {_quote(table)}").fetchall()
+    select = ", ".join(quote_identifier(c) for c in cols)
+    rows = conn.execute(f"SELECT {select} FROM {quote_identifier(table)}").fetchall()
     return sorted((tuple((type(v).__name__, v) for v in row) for row in rows), key=_sort_key)
 
 
@@ -38,10 +36,10 @@ def checksum(conn: Any, table: str, cols: Sequence[str] | None = None) -> tuple[
     Each row is hashed as its ``repr``, which tells 1, 1.0, '1' and b'1' apart.
     """
     cols = list(cols or columns(conn, table))
-    select = ", ".join(_quote(c) for c in cols)
+    select = ", ".join(quote_identifier(c) for c in cols)
     total, count = 0, 0
     digest, from_bytes = hashlib.blake2b, int.from_bytes
-    for row in conn.execute(f"SELECT {select} FROM {_quote(table)}"):
+    for row in conn.execute(f"SELECT {select} FROM {quote_identifier(table)}"):
         total += from_bytes(digest(repr(row).encode(), digest_size=16).digest(), "big")
         count += 1
     return count, f"{total % _MOD:032x}"

@@ -15,6 +15,7 @@ from typing import Any
 import apsw
 
 from core.records import StoredEvent
+from core.sql import quote_identifier
 from schema_loader.extract import tables_ddl
 
 Upcast = Callable[[StoredEvent], StoredEvent]
@@ -119,10 +120,11 @@ def copy_tables(source: apsw.Connection, target: apsw.Connection, ddl: Sequence[
         target.execute(statement)
     with target:
         for table in tables:
-            rows = source.execute(f'SELECT * FROM "{table}"').fetchall()
+            name = quote_identifier(table)
+            rows = source.execute(f"SELECT * FROM {name}").fetchall()
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
-                target.executemany(f'INSERT INTO "{table}" VALUES ({marks})', rows)
+                target.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
 
 
 def replay_log(

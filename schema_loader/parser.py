@@ -19,32 +19,29 @@ import apsw
 import attrs
 
 from core.errors import InvalidIdentifier, SchemaError, SchemaSyntaxError, UnsupportedStatement
+from core.sql import QUOTED_NAME, is_comment, normalize, scan, tokens, unquote_identifier
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_SUFFIXES = ("__rebuild", "__retired")
 
-# A quoted name as SQLite reads it: "..." and `...` escape their quote by doubling it; [...] cannot.
-_QUOTED = r"\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|\[[^\]]*\]"
 # A keyword may touch a quoted name (CREATE TABLE"x"): SQLite needs no space there, so neither do we.
 _GAP = r"(?:\s+|(?=[\"`\[]))"
 _HEAD = re.compile(
     rf"^CREATE\s+(?:(?P<temp>TEMP|TEMPORARY)\s+)?(?P<unique>UNIQUE\s+)?(?P<kind>TABLE|INDEX|VIEW|TRIGGER){_GAP}"
-    rf"(?:IF\s+NOT\s+EXISTS{_GAP})?(?P<name>{_QUOTED}|[^\s(.\"`\[]+)(?P<dot>\s*\.)?",
+    rf"(?:IF\s+NOT\s+EXISTS{_GAP})?(?P<name>{QUOTED_NAME}|[^\s(.\"`\[]+)(?P<dot>\s*\.)?",
     re.IGNORECASE | re.DOTALL,
 )
-_INDEX_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)", re.IGNORECASE)
-_TRIGGER_ON = re.compile(rf"\bON\s+(?P<table>{_QUOTED}|[^\s(]+)\s+(?:FOR|BEGIN|WHEN)\b", re.IGNORECASE)
+_INDEX_ON = re.compile(rf"\bON\s+(?P<table>{QUOTED_NAME}|[^\s(]+)", re.IGNORECASE)
+_TRIGGER_ON = re.compile(rf"\bON\s+(?P<table>{QUOTED_NAME}|[^\s(]+)\s+(?:FOR|BEGIN|WHEN)\b", re.IGNORECASE)
 # Quoted names are matched too, so that a non-plain one is refused as such instead of
 # being left in the table body for SQLite to stumble over.
-_INLINE_INDEX = re.compile(rf"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>{_QUOTED}|[^\s(]+)\s*\(", re.IGNORECASE)
+_INLINE_INDEX = re.compile(rf"^\s*(?P<unique>UNIQUE\s+)?INDEX\s+(?P<name>{QUOTED_NAME}|[^\s(]+)\s*\(", re.IGNORECASE)
 # INDEX is a reserved word, so a body line starting with it can only be a (malformed) inline index.
 _INLINE_START = re.compile(r"^\s*(?:UNIQUE\s+)?INDEX\b", re.IGNORECASE)
 _INDEX_COLUMN = re.compile(
-    rf"^\s*(?P<col>{_QUOTED}|\w+)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
+    rf"^\s*(?P<col>{QUOTED_NAME}|\w+)(?:\s+COLLATE\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+(?:ASC|DESC))?\s*$",
     re.IGNORECASE,
 )
-# Tokens for the checksum: quoted text verbatim, words, and single punctuation characters.
-_TOKEN = re.compile(r"'(?:[^']|'')*'|" + _QUOTED + r"|[A-Za-z0-9_$]+|\S")
 
 
 @attrs.frozen
@@ -97,7 +94,7 @@ class ParsedSchema:
     @property
     def checksum(self) -> str:
         """SHA-256 of the normalised statements: comments and spacing do not count."""
-        text = ";\n".join(normalize_sql(s.sql) for s in self.statements)
+        text = ";\n".join(normalize(s.sql) for s in self.statements)
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property
@@ -113,83 +110,35 @@ class ParsedSchema:
 # --- lexical helpers ---------------------------------------------------------
 
 
-def normalize_sql(sql: str) -> str:
-    """Comment-free ``sql`` as tokens joined by one space.
-
-    Spacing between tokens never matters to SQLite (``(a,b)`` is ``(a, b)``),
-    but spacing inside a string literal is data, so literals stay verbatim.
-    """
-    return " ".join(_TOKEN.findall(sql))
-
-
 def strip_comments(text: str) -> str:
     """Blank out ``--`` and ``/* */`` comments, keeping newlines and quoted text."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "'\"`[":
-            end = _quote_end(text, i)
-            out.append(text[i:end])
-            i = end
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            end = n if end == -1 else end
-            out.append(" " * (end - i))
-            i = end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end == -1 else end + 2
-            out.append("".join(c if c == "\n" else " " for c in text[i:end]))
-            i = end
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    return "".join(_blank(token) if is_comment(token) else token for token in tokens(text))
 
 
-def _quote_end(text: str, start: int) -> int:
-    """Index just past the quoted token starting at ``start`` (doubled quotes escape)."""
-    close = "]" if text[start] == "[" else text[start]
-    i = start + 1
-    while i < len(text):
-        if text[i] == close:
-            if close != "]" and i + 1 < len(text) and text[i + 1] == close:
-                i += 2
-                continue
-            return i + 1
-        i += 1
-    return len(text)
+def _blank(comment: str) -> str:
+    return "".join(c if c == "\n" else " " for c in comment)
 
 
 def _matching_paren(text: str, open_at: int) -> int:
-    depth, i = 0, open_at
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[":
-            i = _quote_end(text, i)
-            continue
-        if ch == "(":
+    """Offset of the parenthesis closing the one at ``open_at`` (quoted text skipped), or -1."""
+    depth = 0
+    for offset, token in scan(text[open_at:]):
+        if token == "(":
             depth += 1
-        elif ch == ")":
+        elif token == ")":
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return open_at + offset
     return -1
 
 
 def _split_commas(text: str) -> list[str]:
     """Split on commas outside quotes: a quoted name may itself hold a comma."""
-    parts, start, i = [], 0, 0
-    while i < len(text):
-        if text[i] in "'\"`[":
-            i = _quote_end(text, i)
-            continue
-        if text[i] == ",":
-            parts.append(text[start:i])
-            start = i + 1
-        i += 1
+    parts, start = [], 0
+    for offset, token in scan(text):
+        if token == ",":
+            parts.append(text[start:offset])
+            start = offset + 1
     parts.append(text[start:])
     return parts
 
@@ -201,16 +150,11 @@ def split_statements(text: str) -> list[tuple[str, int]]:
     complete, which keeps trigger bodies (``BEGIN ...; END``) whole.
     """
     statements: list[tuple[str, int]] = []
-    start, i = 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[":
-            i = _quote_end(text, i)
-            continue
-        if ch == ";" and apsw.complete(text[start : i + 1]):
-            _add_statement(statements, text, start, i)
-            start = i + 1
-        i += 1
+    start = 0
+    for offset, token in scan(text):
+        if token == ";" and apsw.complete(text[start : offset + 1]):
+            _add_statement(statements, text, start, offset)
+            start = offset + 1
     if text[start:].strip():
         _add_statement(statements, text, start, len(text))
     return statements
@@ -222,15 +166,6 @@ def _add_statement(out: list[tuple[str, int]], text: str, start: int, end: int) 
     if stripped:
         leading = len(chunk) - len(chunk.lstrip())
         out.append((stripped, text.count("\n", 0, start + leading) + 1))
-
-
-def unquote(token: str) -> str:
-    """The name a (possibly quoted) identifier token stands for."""
-    if token[:1] == "[":
-        return token[1:-1]
-    if token[:1] in '"`':
-        return token[1:-1].replace(token[0] * 2, token[0])
-    return token
 
 
 def check_no_nul(text: str, path: str | None, error: type[SchemaError] = SchemaSyntaxError) -> None:
@@ -280,7 +215,7 @@ def parse(text: str, path: str | None = None) -> ParsedSchema:
             )
         _check_head(head, path, line)
         kind = head["kind"].upper()
-        name = check_identifier(unquote(head["name"]), kind.lower(), path, line)
+        name = check_identifier(unquote_identifier(head["name"]), kind.lower(), path, line)
         if kind == "TABLE":
             table, inline = _parse_table(sql, head, name, path, line)
             tables[name] = table
@@ -294,7 +229,7 @@ def parse(text: str, path: str | None = None) -> ParsedSchema:
             statements.append(Statement("index", name, sql, line, index.table))
         else:
             target = _TRIGGER_ON.search(sql) if kind == "TRIGGER" else None
-            table = unquote(target["table"]) if target else None
+            table = unquote_identifier(target["table"]) if target else None
             statements.append(Statement(kind.lower(), name, sql, line, table))
     return ParsedSchema(tuple(statements), tables, tuple(indexes))
 
@@ -352,7 +287,7 @@ def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | Non
 
 
 def _inline_index(text: str, match: re.Match, table: str, line: int, path: str | None) -> IndexDef:
-    name = check_identifier(unquote(match["name"]), "index", path, line)
+    name = check_identifier(unquote_identifier(match["name"]), "index", path, line)
     open_at = match.end() - 1
     close_at = _matching_paren(text, open_at)
     if close_at == -1:
@@ -367,7 +302,7 @@ def _inline_index(text: str, match: re.Match, table: str, line: int, path: str |
                 path=path,
                 line=line,
             )
-        check_identifier(unquote(column_match["col"]), f"column of index {name}", path, line)
+        check_identifier(unquote_identifier(column_match["col"]), f"column of index {name}", path, line)
     rest = text[close_at + 1 :].strip().rstrip(",").strip()
     where = None
     if rest:
@@ -384,7 +319,7 @@ def _parse_create_index(sql: str, head: re.Match, name: str, path: str | None, l
     close_at = _matching_paren(sql, open_at) if open_at != -1 else -1
     if on is None or close_at == -1:
         raise SchemaSyntaxError(f"index {name}: expected 'ON table (columns)'", path=path, line=line)
-    table = unquote(on["table"])
+    table = unquote_identifier(on["table"])
     rest = sql[close_at + 1 :].strip().rstrip(";").strip()
     where_match = re.match(r"^WHERE\s+(.+)$", rest, re.IGNORECASE | re.DOTALL)
     if rest and where_match is None:

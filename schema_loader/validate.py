@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import apsw
 
 from core.errors import OwnershipConflict, SchemaSyntaxError
-from schema_loader.parser import ParsedSchema, Statement, check_identifier, normalize_sql
+from core.sql import normalize
+from schema_loader.parser import ParsedSchema, Statement, check_identifier
 
 Structure = dict[str, tuple]
 
@@ -253,10 +254,10 @@ def structure(conn: apsw.Connection, names: Iterable[str]) -> Structure:
                 table,
                 bool(unique),
                 _index_columns(conn, name),
-                normalize_sql(where.group(1)) if where else None,
+                normalize(where.group(1)) if where else None,
             )
         else:
-            out[name] = (kind, table, normalize_sql(sql or ""))
+            out[name] = (kind, table, normalize(sql or ""))
     return out
 
 

@@ -13,7 +13,6 @@ statement to their shadow names.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from core import eventlog
 from core.db import Database
 from core.errors import ProjectionError
+from core.sql import is_quoted_name, quote_identifier, tokens, unquote_identifier
 from projectors.arrow import TableShape, rows_of
 from schema_loader.extract import parsed_package_schema
 
@@ -33,7 +33,6 @@ LOAD_BATCH = 10_000
 # so the daemon never waits much longer than that for the lock.
 DISCARD_SECONDS = 0.02
 DISCARD_BATCH_LIMITS = (100, 50_000)
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\[[^\]]*\]|`[^`]*`|[A-Za-z_][A-Za-z0-9_]*|.", re.DOTALL)
 
 
 class RenamingConnection:
@@ -47,14 +46,14 @@ class RenamingConnection:
     def _rename(self, sql: str) -> str:
         renamed = self._cache.get(sql)
         if renamed is None:
-            renamed = "".join(self._map_token(token) for token in _TOKEN.findall(sql))
+            renamed = "".join(self._map_token(token) for token in tokens(sql))
             self._cache[sql] = renamed
         return renamed
 
     def _map_token(self, token: str) -> str:
-        if token[:1] in '"[`':
-            inner = token[1:-1]
-            return f'"{self._mapping[inner.lower()]}"' if inner.lower() in self._mapping else token
+        if is_quoted_name(token):
+            shadow = self._mapping.get(unquote_identifier(token).lower())
+            return token if shadow is None else quote_identifier(shadow)
         return self._mapping.get(token.lower(), token)
 
     def execute(self, sql: str, params: Any = None) -> Any:
@@ -114,7 +113,8 @@ def discard(db: Database, name: str, advance: Callable[[int], None] = lambda n: 
     """
     with db.read():
         key = _row_key(db, name)
-    sql = f'DELETE FROM "{name}" WHERE ({key}) IN (SELECT {key} FROM "{name}" LIMIT ?)'
+    table = quote_identifier(name)
+    sql = f"DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} LIMIT ?)"
     least, most = DISCARD_BATCH_LIMITS
     batch, deleted = min(most, least * 10), 0
     while True:
@@ -123,7 +123,7 @@ def discard(db: Database, name: str, advance: Callable[[int], None] = lambda n: 
             db.execute(sql, (batch,))
             removed = db.changes()
             if removed < batch:
-                db.execute(f'DROP TABLE "{name}"')
+                db.execute(f"DROP TABLE {table}")
         deleted += removed
         advance(removed)
         if removed < batch:
@@ -137,7 +137,7 @@ def _row_key(db: Database, name: str) -> str:
     if not db.value("SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (name,)):
         return "rowid"
     columns = db.all("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (name,))
-    return ", ".join('"' + c.replace('"', '""') + '"' for (c,) in columns)
+    return ", ".join(quote_identifier(c) for (c,) in columns)
 
 
 def _index_names(db: Database, package: str, table: str) -> list[tuple[Any, str]]:
@@ -166,8 +166,8 @@ def create_shadow(db: Database, package: str, table: str) -> None:
 def load(db: Database, shape: TableShape, batches: Iterable[Any], advance: Callable[[int], None]) -> int:
     """Insert replayed rows (Arrow record batches) into the shadow table in batched transactions."""
     marks = ", ".join("?" * len(shape.columns))
-    columns = ", ".join(f'"{c}"' for c in shape.columns)
-    sql = f'INSERT INTO "{shape.name}{SHADOW}" ({columns}) VALUES ({marks})'
+    columns = ", ".join(quote_identifier(c) for c in shape.columns)
+    sql = f"INSERT INTO {quote_identifier(shape.name + SHADOW)} ({columns}) VALUES ({marks})"
     loaded, batch = 0, []
     for replayed in batches:
         for row in rows_of(replayed, shape):
@@ -219,8 +219,8 @@ def swap(db: Database, tables: Sequence[str], packages: dict[str, str]) -> None:
     """Inside the caller's write transaction: live -> retired, shadow -> live, bookkeeping."""
     for table in tables:
         renamed = [(index.name, name) for index, name in _index_names(db, packages[table], table)]
-        db.execute(f'ALTER TABLE "{table}" RENAME TO "{table}{RETIRED}"')
-        db.execute(f'ALTER TABLE "{table}{SHADOW}" RENAME TO "{table}"')
+        db.execute(f"ALTER TABLE {quote_identifier(table)} RENAME TO {quote_identifier(table + RETIRED)}")
+        db.execute(f"ALTER TABLE {quote_identifier(table + SHADOW)} RENAME TO {quote_identifier(table)}")
         for base, physical in renamed:
             old_physical = base if physical != base else base + SHADOW
             db.execute("UPDATE schema_objects SET name = ? WHERE name = ?", (physical, old_physical))

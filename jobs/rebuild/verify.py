@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from core.db import Database
+from core.sql import quote_identifier
 from projectors import compare
 
 
@@ -32,7 +33,8 @@ def compare_tables(db: Database, live: str, rebuilt: str) -> TableVerdict:
     rebuilt_count, rebuilt_sum = compare.checksum(db.conn, rebuilt, columns)
     if (live_count, live_sum) == (rebuilt_count, rebuilt_sum):
         return TableVerdict(live, live_count, rebuilt_count, live_sum, rebuilt_sum)
-    select = ", ".join(f'"{c}"' for c in columns)
-    only_live = db.one(f'SELECT {select} FROM "{live}" EXCEPT SELECT {select} FROM "{rebuilt}" LIMIT 1')
-    only_rebuilt = db.one(f'SELECT {select} FROM "{rebuilt}" EXCEPT SELECT {select} FROM "{live}" LIMIT 1')
+    select = ", ".join(quote_identifier(c) for c in columns)
+    live_table, rebuilt_table = quote_identifier(live), quote_identifier(rebuilt)
+    only_live = db.one(f"SELECT {select} FROM {live_table} EXCEPT SELECT {select} FROM {rebuilt_table} LIMIT 1")
+    only_rebuilt = db.one(f"SELECT {select} FROM {rebuilt_table} EXCEPT SELECT {select} FROM {live_table} LIMIT 1")
     return TableVerdict(live, live_count, rebuilt_count, live_sum, rebuilt_sum, only_live, only_rebuilt)
