@@ -4,13 +4,28 @@ A plugin is a module (or object) with functions decorated by
 ``core.hookimpl`` whose names match the hooks below.  Built-in protocols and
 pip-installed ones are found the same way, through the ``tessera.protocols``
 entry-point group.  A misspelled hook name fails loudly at load time.
+
+What the registration hooks return is declared in :mod:`core.protocol` (the
+records and the callables' types) and :mod:`projectors.contract` (projectors);
+what handlers and commands get is :class:`core.runtime.Context`.  Errors a
+plugin raises on purpose come from :mod:`core.errors`: ``PermanentError``
+(park the item), ``TransientError`` (retry it with backoff), ``DecodeError``
+and ``MalformedInput`` (bad wire input, parked at once).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:
+    import apsw
+    import click
+
+    from core.protocol import Job, Protocol, Transport
+    from core.records import ItemSource, OutcomeKind, StoredEvent
 
 hookspec = pluggy.HookspecMarker("tessera")
 
@@ -18,7 +33,7 @@ hookspec = pluggy.HookspecMarker("tessera")
 
 
 @hookspec
-def register_protocol() -> Any:
+def register_protocol() -> Protocol | None:
     """Register a protocol.
 
     Called once when the plugin manager builds its registry.
@@ -31,7 +46,7 @@ def register_protocol() -> Any:
 
 
 @hookspec
-def register_jobs() -> Any:
+def register_jobs() -> Sequence[Job]:
     """Add jobs to the tick.
 
     Called once when the registry is built.
@@ -42,7 +57,7 @@ def register_jobs() -> Any:
 
 
 @hookspec
-def register_transports() -> Any:
+def register_transports() -> Sequence[Transport]:
     """Provide transports that publish the ``outgoing`` queue.
 
     :return: a list of objects with a ``name`` and ``send(runtime, item)``
@@ -51,7 +66,7 @@ def register_transports() -> Any:
 
 
 @hookspec
-def register_cli_commands(cli: Any) -> None:
+def register_cli_commands(cli: click.Group) -> None:
     """Add subcommands to the ``tessera`` command line.
 
     :param cli: the root ``click.Group``; add a group named after the protocol
@@ -65,7 +80,7 @@ def register_cli_commands(cli: Any) -> None:
 
 
 @hookspec
-def prepare_connection(conn: Any) -> None:
+def prepare_connection(conn: apsw.Connection) -> None:
     """Customise each new database connection.
 
     Called when an app's connection is opened (CLI, tick daemon, test kit),
@@ -84,13 +99,15 @@ def prepare_connection(conn: Any) -> None:
 
 
 @hookspec
-def on_item_processed(protocol: str, source: str, item_id: int, outcome: str, reason: str | None) -> None:
+def on_item_processed(
+    protocol: str, source: ItemSource, item_id: int, outcome: OutcomeKind, reason: str | None
+) -> None:
     """Observe each item the pipeline finished with.
 
     Called after the item's transaction committed.
 
     :param protocol: the item's protocol.
-    :param source: ``incoming``, ``deferred`` or ``blocked``.
+    :param source: the queue it was read from (a ``StrEnum``: compare with strings freely).
     :param item_id: its row id in that table.
     :param outcome: ``handled``, ``duplicate``, ``blocked``, ``retry``, ``parked`` or ``queued``
         (put in ``deferred`` behind an earlier item of its partition that waits for a retry).
@@ -99,7 +116,7 @@ def on_item_processed(protocol: str, source: str, item_id: int, outcome: str, re
 
 
 @hookspec
-def on_events_committed(events: Any) -> None:
+def on_events_committed(events: Sequence[StoredEvent]) -> None:
     """Observe events once they are durable.
 
     Called after every commit that appended events (never for a rollback).

@@ -1,20 +1,70 @@
-"""What a plugin registers: its protocol, commands, jobs and transports."""
+"""What a plugin registers: its protocol, commands, jobs and transports, and the
+types of the callables it hands the core.
+
+Read with :mod:`core.hookspecs`: the hooks return these records, and the
+aliases below say what each callable receives, returns and may raise.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, runtime_checkable
 from typing import Protocol as TypingProtocol
 
 import attrs
 
 from core.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from core.leases import Lease
+    from core.pipeline import Outcome
+    from core.queues import OutgoingItem
+    from core.records import Blocked, Envelope, OutcomeKind, Result, StoredEvent
+    from core.runtime import Context, Runtime
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
+#: Bind values of a parameterised SQL statement: a sequence for ``?``, a mapping for ``:name``.
+Bindings = Sequence[Any] | Mapping[str, Any] | None
+#: A JSON-compatible event payload (what ``StoredEvent.data`` holds).
+EventData = dict[str, Any]
 
-def _protocol_name(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+#: ``decode(blob) -> Envelope``. Raise :class:`core.errors.DecodeError` (or
+#: ``MalformedInput``) for input that can never decode: the item is parked at once.
+Decoder = Callable[[bytes], "Envelope"]
+#: ``handler(ctx, envelope) -> Result | Blocked``. Pure: read through ``ctx``, never
+#: write. Raise ``PermanentError`` to park, ``TransientError`` to retry with backoff.
+Handler = Callable[["Context", "Envelope"], "Result | Blocked"]
+#: ``command(ctx, params) -> Result`` (any value when ``manages_transactions``).
+CommandFn = Callable[["Context", dict[str, Any]], Any]
+#: ``upcast(data) -> data``: one payload version to the next.
+Upcaster = Callable[[EventData], EventData]
+
+
+class Rows(TypingProtocol):
+    """What a statement returns: iterate it, or fetch all or one row."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class ProjectionConnection(TypingProtocol):
+    """The SQL a projector may run: statements on its own tables, inside a
+    transaction someone else owns (the item's, or a rebuild's). It never begins,
+    commits or rolls back. At run time this is an ``apsw.Connection``."""
+
+    def execute(self, statement: str, bindings: Bindings = None, /) -> Rows: ...
+
+    def executemany(self, statement: str, sequenceofbindings: Any, /) -> Rows: ...
+
+
+#: ``apply(conn, event)`` for one event type of a projector.
+ProjectorFn = Callable[[ProjectionConnection, "StoredEvent"], None]
+
+
+def _protocol_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or not _NAME.match(value):
         raise InvalidInput(
             f"protocol name {value!r} must be 1-32 lowercase letters, digits or _ (starting with a letter)"
@@ -32,7 +82,7 @@ class ProjectorLike(TypingProtocol):
     rebuild_key: str | None
     isolate_failures: bool
 
-    def apply(self, conn: Any, event: Any) -> None: ...
+    def apply(self, conn: ProjectionConnection, event: StoredEvent) -> None: ...
 
 
 @attrs.frozen
@@ -46,7 +96,7 @@ class Command:
         description: one line for ``tessera plugins``.
     """
 
-    fn: Callable[..., Any]
+    fn: CommandFn
     manages_transactions: bool = False
     description: str = ""
 
@@ -68,11 +118,11 @@ class Protocol:
 
     name: str = attrs.field(validator=_protocol_name)
     package: str
-    decode: Callable[[bytes], Any]
-    handlers: Mapping[str, Callable[..., Any]] = attrs.field(factory=dict)
+    decode: Decoder
+    handlers: Mapping[str, Handler] = attrs.field(factory=dict)
     commands: Mapping[str, Command] = attrs.field(factory=dict)
     projectors: Sequence[ProjectorLike] = attrs.field(factory=tuple, converter=tuple)
-    upcasters: Mapping[tuple[str, int], Callable[[Any], Any]] = attrs.field(factory=dict)
+    upcasters: Mapping[tuple[str, int], Upcaster] = attrs.field(factory=dict)
     description: str = ""
 
 
@@ -87,19 +137,21 @@ class TickContext:
         outcomes: item outcomes counted by kind.
     """
 
-    runtime: Any
-    lease: Any = None
+    runtime: Runtime
+    lease: Lease | None = None
     budget: int | None = None
-    outcomes: dict[str, int] = attrs.field(factory=dict)
+    outcomes: dict[OutcomeKind, int] = attrs.field(factory=dict)
 
     def has_budget(self) -> bool:
+        """Work may go on in this pass."""
         return self.budget is None or self.budget > 0
 
     def spend(self, units: int = 1) -> None:
+        """Count ``units`` of work against the budget."""
         if self.budget is not None:
             self.budget -= units
 
-    def record(self, outcome: Any) -> None:
+    def record(self, outcome: Outcome) -> None:
         """Count one processed item (and spend one unit of budget)."""
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
         self.spend()
@@ -121,9 +173,9 @@ class Job:
 
     name: str
     order: int
-    run: Callable[..., int]
+    run: Callable[[TickContext], int]
     needs_lease: bool = True
-    next_due_ms: Callable[..., int | None] | None = None
+    next_due_ms: Callable[[Runtime], int | None] | None = None
 
 
 class Transport(TypingProtocol):
@@ -137,4 +189,4 @@ class Transport(TypingProtocol):
 
     name: str
 
-    def send(self, runtime: Any, item: Any) -> None: ...
+    def send(self, runtime: Runtime, item: OutgoingItem) -> None: ...

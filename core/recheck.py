@@ -10,11 +10,13 @@ status to ``processing``; an unblock that lands meanwhile can only set
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from core.db import Database
 from core.queues import WorkItem
-from core.records import ItemSource
+from core.records import EVENT_WAIT, ItemSource, StoredEvent, event_wait_key
 
 _ENQUEUE = (
     "INSERT INTO recheck_queue(reason_type, reason_key, available_at_ms) "
@@ -247,3 +249,17 @@ def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[E
         ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
         for r in rows
     ]
+
+
+_ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"
+
+
+def wake_event_waits(db: Database, events: Sequence[StoredEvent], now_ms: int) -> None:
+    """Enqueue the marker of every item waiting for one of ``events`` (see
+    :func:`core.records.wait_for_event`); one indexed probe when nothing waits."""
+    if db.one(_ANY_WAIT_OF_TYPE, (EVENT_WAIT,)) is None:
+        return
+    for event in events:
+        key = event_wait_key(event.protocol, event.event_id)
+        if db.one(_ANY_BLOCKED, (EVENT_WAIT, key)) is not None:
+            enqueue_marker(db, EVENT_WAIT, key, now_ms)

@@ -225,3 +225,38 @@ class Blocked:
     def patient(self) -> bool:
         """True when rechecks of this wait do not consume attempts."""
         return self.horizon_ms is not None
+
+
+#: The reason type of a wait on an event of any protocol (see :func:`wait_for_event`).
+EVENT_WAIT = "core.event"
+
+
+def event_wait_key(protocol: str, event_id: bytes) -> str:
+    """The reason key of a wait on ``protocol``'s event ``event_id``."""
+    return f"{protocol}:{event_id.hex()}"
+
+
+def wait_for_event(
+    protocol: str,
+    event_id: bytes,
+    detail: str = "",
+    *,
+    horizon_ms: int | None = None,
+    expired_reason: str = "event_never_arrived",
+) -> Blocked:
+    """Block the item until the log holds ``protocol``'s event ``event_id``.
+
+    Any protocol's event will do, one's own included: the core wakes the wait in
+    the transaction that appends the event, so the protocol appending it needs
+    no ``EnqueueRecheck``.  Look the event up with ``ctx.event(protocol,
+    event_id)`` first and block only when it is absent; both run in the item's
+    transaction, so the event cannot slip in between.  With ``horizon_ms`` the
+    wait is patient (see :class:`Blocked`).
+    """
+    return Blocked(
+        EVENT_WAIT,
+        event_wait_key(protocol, event_id),
+        detail or f"waits for {protocol} event {event_id.hex()[:16]}",
+        horizon_ms=horizon_ms,
+        expired_reason=expired_reason,
+    )

@@ -82,6 +82,14 @@ class Context:
     def state(self) -> ProtocolState:
         return ProtocolState(self.runtime.db, self.protocol)
 
+    def event(self, protocol: str, event_id: bytes) -> StoredEvent | None:
+        """The log's event ``event_id`` of ``protocol`` (any protocol's, read-only), or None.
+
+        Pair it with :func:`core.records.wait_for_event` to depend on an event
+        that has not arrived yet.
+        """
+        return eventlog.by_id(self.runtime.db, protocol, event_id)
+
     def __repr__(self) -> str:
         return f"Context(protocol={self.protocol!r}, now_ms={self.now_ms})"
 
@@ -137,6 +145,7 @@ class Runtime:
         for intent in result.intents:
             self.apply_intent(protocol, intent, now_ms)
         if appended:
+            recheck.wake_event_waits(self.db, appended, now_ms)
             self.project(appended, now_ms)
             if self._subscribers or self.registry.observes_commits:
                 self.db.after_commit(lambda: self._notify(appended))
