@@ -76,3 +76,19 @@ def test_shadow_tables_have_their_indexes_before_the_first_row(make_app):
     )
     assert [name for (name,) in indexes] == ["example_messages_page__rebuild"]
     assert app.db.value("SELECT count(*) FROM example_messages__rebuild") == 0
+
+
+@pytest.mark.parametrize(
+    "sql, renamed",
+    [
+        ("INSERT INTO rooms VALUES (1)", "INSERT INTO rooms__rebuild VALUES (1)"),
+        ('UPDATE "Rooms" SET n = 1', 'UPDATE "rooms__rebuild" SET n = 1'),
+        ("SELECT 'rooms' FROM [rooms]", "SELECT 'rooms' FROM \"rooms__rebuild\""),
+        ("SELECT rooms_x, $rooms FROM rooms", "SELECT rooms_x, $rooms FROM rooms__rebuild"),
+        # An apostrophe in a comment opens no string literal: the table after it is still renamed.
+        ("-- it's the rooms\nINSERT INTO rooms VALUES (1)", "-- it's the rooms\nINSERT INTO rooms__rebuild VALUES (1)"),
+    ],
+)
+def test_catch_up_sql_addresses_the_shadow_tables(sql, renamed):
+    conn = shadow.RenamingConnection(None, {"rooms": "rooms__rebuild"})
+    assert conn._rename(sql) == renamed
