@@ -86,7 +86,7 @@ class InvalidKey(Nip44Error):
     """A secp256k1 secret key is out of range, or a public key is not on the curve.
 
     Also raised by :mod:`protocols.marmot.nostr` for signing keys: both modules
-    use the same curve and the same key rules.
+    use the same curve and check secret keys with :mod:`protocols.marmot.secp256k1`.
     """
 
     default_reason = "bad_key"

@@ -35,6 +35,7 @@ from protocols.marmot.errors import (
     InvalidPlaintextLength,
     Nip44Error,
 )
+from protocols.marmot.secp256k1 import check_secret_key
 
 __all__ = [
     "MAX_PLAINTEXT_LEN",
@@ -53,7 +54,6 @@ MIN_PLAINTEXT_LEN = 1
 MAX_PLAINTEXT_LEN = 65535
 
 _SALT = b"nip44-v2"
-_CURVE_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 # Bounds follow from 1 version + 32 nonce + (2 + 32..65536) padded + 32 MAC bytes.
 _MIN_DATA_LEN = 99
 _MAX_DATA_LEN = 65603
@@ -65,21 +65,6 @@ _ZERO_COUNTER = b"\x00\x00\x00\x00"
 
 
 # --- keys ----------------------------------------------------------------
-
-
-def _check_secret_key(secret_key: bytes) -> bytes:
-    """Return ``secret_key`` as bytes if it is a valid secp256k1 scalar, else raise InvalidKey."""
-    if not isinstance(secret_key, (bytes, bytearray)) or len(secret_key) != 32:
-        raise InvalidKey(
-            "secret key must be exactly 32 bytes; pass the raw scalar, not hex",
-            reason="bad_secret_key",
-        )
-    if not 0 < int.from_bytes(secret_key, "big") < _CURVE_ORDER:
-        raise InvalidKey(
-            "secret key is zero or not below the secp256k1 group order; generate a new key",
-            reason="bad_secret_key",
-        )
-    return bytes(secret_key)
 
 
 def _lift_x(public_key_xonly: bytes) -> coincurve.PublicKey:
@@ -104,7 +89,7 @@ def conversation_key(secret_key: bytes, public_key_xonly: bytes) -> bytes:
     Uses the unhashed x coordinate of the shared point (coincurve's ``ecdh()``
     hashes it, which NIP-44 does not want), then HKDF-extract with the NIP-44 salt.
     """
-    secret = _check_secret_key(secret_key)
+    secret = check_secret_key(secret_key)
     point = _lift_x(public_key_xonly)
     shared_x = point.multiply(secret).format(compressed=True)[1:]
     return hmac.digest(_SALT, shared_x, "sha256")
@@ -119,7 +104,7 @@ def group_conversation_key(exporter_secret: bytes) -> bytes:
     InvalidKey if the exporter secret is not a valid scalar (probability
     about 2**-128 for a real exporter output).
     """
-    secret = _check_secret_key(exporter_secret)
+    secret = check_secret_key(exporter_secret)
     own_pub = coincurve.PublicKeyXOnly.from_valid_secret(secret).format()
     return conversation_key(secret, own_pub)
 

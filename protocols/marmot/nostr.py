@@ -22,13 +22,14 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import coincurve
 
 from core import encoding
 from core.encoding import locate_deep_nesting
 from protocols.marmot.errors import InvalidEvent, InvalidKey
+from protocols.marmot.secp256k1 import check_secret_key, is_secret_scalar
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -61,7 +62,6 @@ EVENT_KEYS = ("id", "pubkey", "created_at", "kind", "tags", "content", "sig")
 _EVENT_KEY_SET = frozenset(EVENT_KEYS)
 _UNSIGNED_KEYS = ("created_at", "kind", "tags", "content")
 
-_CURVE_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX128 = re.compile(r"[0-9a-f]{128}")
 
@@ -321,7 +321,7 @@ def schnorr_verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
 
 def schnorr_sign(secret_key: bytes, digest: bytes, aux_rand: bytes | None = None) -> bytes:
     """BIP-340 sign a 32-byte ``digest``; fresh randomness when ``aux_rand`` is None."""
-    private_key = coincurve.PrivateKey(_check_secret_key(secret_key))
+    private_key = coincurve.PrivateKey(check_secret_key(secret_key))
     return _sign_with(private_key, digest, aux_rand)
 
 
@@ -336,32 +336,21 @@ def _sign_with(private_key: coincurve.PrivateKey, digest: bytes, aux_rand: bytes
     return private_key.sign_schnorr(bytes(digest), bytes(aux_rand))
 
 
-def _check_secret_key(secret_key: bytes) -> bytes:
-    if not isinstance(secret_key, (bytes, bytearray)) or len(secret_key) != 32:
-        raise InvalidKey(
-            "secret key must be exactly 32 bytes; pass the raw scalar, not hex",
-            reason="bad_secret_key",
-        )
-    if not 0 < int.from_bytes(secret_key, "big") < _CURVE_ORDER:
-        raise InvalidKey(
-            "secret key is zero or not below the secp256k1 group order; generate a new key",
-            reason="bad_secret_key",
-        )
-    return bytes(secret_key)
+def generate_secret_key(draw: Callable[[int], bytes] = os.urandom) -> bytes:
+    """Return a uniformly random secp256k1 secret key (32 bytes) drawn from ``draw``.
 
-
-def generate_secret_key() -> bytes:
-    """Return a fresh uniformly random secp256k1 secret key (32 bytes)."""
+    ``draw`` defaults to the OS's randomness; a seeded one makes the key reproducible.
+    """
     while True:
-        candidate = os.urandom(32)
+        candidate = draw(32)
         # Retrying is needed with probability ~2**-128; kept for exactness.
-        if 0 < int.from_bytes(candidate, "big") < _CURVE_ORDER:
+        if is_secret_scalar(candidate):
             return candidate
 
 
 def public_key_xonly(secret_key: bytes) -> bytes:
     """Return the 32-byte BIP-340 x-only public key of ``secret_key``; raise InvalidKey if invalid."""
-    secret = _check_secret_key(secret_key)
+    secret = check_secret_key(secret_key)
     return coincurve.PublicKeyXOnly.from_valid_secret(secret).format()
 
 
@@ -382,7 +371,7 @@ def sign_event(event: dict, secret_key: bytes, *, aux_rand: bytes | None = None)
     if missing:
         raise _shape_error(missing[0], f"cannot sign an event without {', '.join(missing)}")
     # One PrivateKey serves both the pubkey and the signature (each derivation is a point multiply).
-    private_key = coincurve.PrivateKey(_check_secret_key(secret_key))
+    private_key = coincurve.PrivateKey(check_secret_key(secret_key))
     pubkey = private_key.public_key.format(compressed=True)[1:].hex()
     unsigned = {"pubkey": pubkey, **{k: event[k] for k in _UNSIGNED_KEYS}}
     _check_for_id(unsigned)
@@ -457,7 +446,7 @@ def make_group_event(
     extra = [list(tag) for tag in given]
     if any(tag and tag[0] == "h" for tag in extra):
         raise _not_group("extra_tags must not contain an h tag; the group id tag is added for you")
-    key = generate_secret_key() if secret_key is None else _check_secret_key(secret_key)
+    key = generate_secret_key() if secret_key is None else check_secret_key(secret_key)
     unsigned = {
         "created_at": created_at,
         "kind": GROUP_EVENT_KIND,

@@ -71,7 +71,9 @@ def seal(state: mls.GroupState, message: bytes, gid: str, created_at: int, *, rn
     """
     draw = rng or os.urandom
     content = nip44.encrypt(message, current_key(state), nonce=draw(32))
-    event, _ = nostr.make_group_event(content, gid, created_at, secret_key=_secret_key(draw), aux_rand=draw(32))
+    event, _ = nostr.make_group_event(
+        content, gid, created_at, secret_key=nostr.generate_secret_key(draw), aux_rand=draw(32)
+    )
     return event
 
 
@@ -99,10 +101,3 @@ def derived_rng(secret: bytes, *parts: bytes) -> Callable[[int], bytes]:
 def to_bytes(event: dict) -> bytes:
     """The compact JSON wire form of an event (one relay line)."""
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _secret_key(draw) -> bytes:
-    while True:
-        candidate = draw(32)
-        if 0 < int.from_bytes(candidate, "big") < nostr._CURVE_ORDER:
-            return candidate
