@@ -47,7 +47,7 @@ class NotFound(TesseraError, LookupError):
 # --- storage ------------------------------------------------------------
 
 
-class StorageError(TesseraError):
+class StorageError(TesseraError, RuntimeError):
     """SQLite refused an operation; the original apsw error is chained."""
 
 
@@ -96,7 +96,7 @@ class ForeignDatabase(StorageError, ValueError):
 # --- configuration --------------------------------------------------------
 
 
-class ConfigurationError(TesseraError):
+class ConfigurationError(TesseraError, RuntimeError):
     """The environment is set up wrongly (a missing or wrong key, settings that contradict each other).
 
     No item is at fault, so an item that meets it is neither retried nor
@@ -150,7 +150,7 @@ class MigrationError(SchemaError):
 # --- plugins and commands ----------------------------------------------
 
 
-class PluginError(TesseraError):
+class PluginError(TesseraError, RuntimeError):
     """A plugin is missing, misnamed or registered something twice."""
 
 
@@ -177,7 +177,7 @@ class UnknownIntent(TesseraError, TypeError):
 # --- item processing ----------------------------------------------------
 
 
-class ItemError(TesseraError):
+class ItemError(TesseraError, RuntimeError):
     """Raised by a decoder or handler to say how an item failed.
 
     Subclasses tell the tick what to do with the item: a transient failure is
@@ -191,6 +191,12 @@ class TransientError(ItemError):
 
 class PermanentError(ItemError):
     """Retrying cannot help (malformed, wrongly signed, undecryptable for good)."""
+
+
+class StatementFailed(PermanentError, StorageError):
+    """SQL a handler, command or projector ran was refused (a constraint, a missing table or
+    column, a syntax error): the same item would fail the same way again, so it is parked
+    with SQLite's message.  Fix the plugin, then ``tessera parked retry``."""
 
 
 class DecodeError(PermanentError, InvalidInput):
@@ -216,7 +222,7 @@ class MalformedInput(DecodeError):
 # --- leases ------------------------------------------------------------
 
 
-class LeaseError(TesseraError):
+class LeaseError(TesseraError, RuntimeError):
     """A lease could not be taken, or a fenced operation ran under a stale token."""
 
 
@@ -231,7 +237,7 @@ class LeaseHeld(LeaseError):
 # --- blobs ---------------------------------------------------------------
 
 
-class BlobError(TesseraError):
+class BlobError(TesseraError, ValueError):
     """A file slice was refused, or a blob is incomplete or corrupt."""
 
 
@@ -266,7 +272,7 @@ class BlobCorrupt(BlobError):
 # --- projections -------------------------------------------------------
 
 
-class ProjectionError(TesseraError):
+class ProjectionError(TesseraError, RuntimeError):
     """A projector failed, or a rebuild/verification could not proceed."""
 
 
@@ -279,3 +285,8 @@ class DatabaseCorrupt(StorageError):
 
 class CorruptEvent(StorageError, ValueError):
     """A logged event's payload no longer decodes as the canonical JSON it was written as."""
+
+
+class EventTableMismatch(SchemaError):
+    """The database's ``events`` table differs from the columns the event log declares
+    (:data:`core.eventlog.EVENT_COLUMNS`: names, order, declared types, NOT NULL)."""

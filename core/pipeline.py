@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+import apsw
 import attrs
 
 from core import queues, recheck
@@ -32,6 +33,7 @@ from core.errors import (
     ConfigurationError,
     ItemError,
     PermanentError,
+    StatementFailed,
     StorageUnavailable,
     TesseraError,
     TransactionError,
@@ -101,6 +103,8 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
             raise  # not the item's fault: roll it back whole and stop the work
         if failure is not None:
             raise unavailable(rt.db.path, failure) from exc
+        if isinstance(exc, apsw.Error):
+            exc = _statement_failed(item, exc)
         outcome = _failed(rt, _with_partition(item, decoded), exc, now_ms)
     else:
         outcome = _dispose(rt, item, handled, now_ms)
@@ -144,6 +148,16 @@ def _failed(rt: Runtime, item: WorkItem, exc: Exception, now_ms: int) -> Outcome
         return _park(rt, item, _describe(exc), now_ms)
     log.error("item %s:%d raised unexpectedly", item.source, item.source_id, exc_info=exc)
     return _retry(rt, item, f"unexpected {_describe(exc)}", now_ms)
+
+
+def _statement_failed(item: WorkItem, exc: apsw.Error) -> StatementFailed:
+    """SQLite refused the plugin's own SQL: the same item would fail the same way again."""
+    failed = StatementFailed(
+        f"SQL of the {item.protocol} plugin failed: {type(exc).__name__}: {exc}; "
+        "fix the plugin, then run `tessera parked retry`"
+    )
+    failed.__cause__ = exc
+    return failed
 
 
 def _with_partition(item: WorkItem, decoded: list[str]) -> WorkItem:
