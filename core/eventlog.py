@@ -8,25 +8,102 @@ at a time, a reader that sees ``seq = n`` also sees every event before it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import zip_longest
+from typing import Any
+
+import attrs
 
 from core.db import Database
+from core.errors import EventTableMismatch
 from core.records import Event, StoredEvent
 
-_COLUMNS = "seq, protocol, event_type, version, event_id, partition_key, created_at_ms, recorded_at_ms, payload"
+
+@attrs.frozen
+class EventColumn:
+    """One column of the ``events`` table, as the log reads, writes and exports it.
+
+    Attributes:
+        name: the column's name in SQL, Arrow and Parquet.
+        sql_type: its declared type in ``core/schema.sql`` (Arrow's type follows from it by SQLite's affinity rules).
+        attribute: the :class:`~core.records.StoredEvent` field it fills (``name`` unless given).
+        not_null: the column never holds NULL.
+        primary_key: the ``INTEGER PRIMARY KEY`` SQLite assigns on insert (appends leave it out).
+    """
+
+    name: str
+    sql_type: str
+    attribute: str = attrs.field()
+    not_null: bool = True
+    primary_key: bool = False
+
+    @attribute.default
+    def _same_as_name(self) -> str:
+        return self.name
+
+
+#: The ``events`` table, column by column, in table order: the one declaration its reads,
+#: appends and Parquet export derive from.  The DDL stays in ``core/schema.sql``;
+#: :func:`check_events_table` refuses a database whose table differs from this.
+EVENT_COLUMNS = (
+    EventColumn("seq", "INTEGER", primary_key=True),
+    EventColumn("protocol", "TEXT"),
+    EventColumn("event_type", "TEXT", attribute="type"),
+    EventColumn("version", "INTEGER"),
+    EventColumn("event_id", "BLOB"),
+    EventColumn("partition_key", "TEXT"),
+    EventColumn("created_at_ms", "INTEGER"),
+    EventColumn("recorded_at_ms", "INTEGER"),
+    EventColumn("payload", "BLOB"),
+)
+EVENT_COLUMN_NAMES = tuple(column.name for column in EVENT_COLUMNS)
+
+
+def _check_stored_event_fields() -> None:
+    """StoredEvent must take EVENT_COLUMNS positionally, in order: ``StoredEvent(*row)`` then decodes a row."""
+    fields = tuple(field.name for field in attrs.fields(StoredEvent) if field.default is attrs.NOTHING)
+    declared = tuple(column.attribute for column in EVENT_COLUMNS)
+    if fields != declared:
+        raise TypeError(f"StoredEvent's fields {fields} must be EVENT_COLUMNS' attributes {declared}, in that order")
+
+
+_check_stored_event_fields()
+
+# Built once here: the append path runs these for every event.
+_SELECT = ", ".join(EVENT_COLUMN_NAMES)
+_APPENDED = tuple(column.name for column in EVENT_COLUMNS if not column.primary_key)
 _APPEND = (
-    "INSERT INTO events(protocol, event_type, version, event_id, partition_key, created_at_ms, "
-    "recorded_at_ms, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(protocol, event_id) DO NOTHING"
+    f"INSERT INTO events({', '.join(_APPENDED)}) VALUES ({', '.join('?' * len(_APPENDED))}) "
+    "ON CONFLICT(protocol, event_id) DO NOTHING"
 )
-_BY_RANGE = f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
+_BY_RANGE = f"SELECT {_SELECT} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
 _BY_PARTITION = (
-    f"SELECT {_COLUMNS} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
+    f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
-_BY_ID = f"SELECT {_COLUMNS} FROM events WHERE protocol = ? AND event_id = ?"
+_BY_ID = f"SELECT {_SELECT} FROM events WHERE protocol = ? AND event_id = ?"
 _HEAD = "SELECT coalesce(max(seq), 0) FROM events"
+_TABLE_INFO = "SELECT name, type, \"notnull\", pk FROM pragma_table_info('events') ORDER BY cid"
+
+# The values _row gives, typed column by column.
+_AppendedRow = tuple[str, str, int, bytes, str, int, int, bytes]
 
 
-def _stored(row: tuple) -> StoredEvent:
+def stored_event(row: Sequence[Any]) -> StoredEvent:
+    """The event a row of :data:`EVENT_COLUMNS` values (a SELECT of them, an Arrow batch row) stands for."""
     return StoredEvent(*row)
+
+
+def _row(protocol: str, event: Event, recorded_at_ms: int) -> _AppendedRow:
+    """The appended values of ``event``: :data:`EVENT_COLUMNS` without ``seq``, in order."""
+    return (
+        protocol,
+        event.type,
+        event.version,
+        event.event_id,
+        event.partition_key,
+        event.created_at_ms,
+        recorded_at_ms,
+        event.payload,
+    )
 
 
 def append(db: Database, protocol: str, events: Sequence[Event], recorded_at_ms: int) -> list[StoredEvent]:
@@ -38,61 +115,66 @@ def append(db: Database, protocol: str, events: Sequence[Event], recorded_at_ms:
     conn = db.conn
     appended: list[StoredEvent] = []
     for event in events:
-        payload = event.payload
-        conn.execute(
-            _APPEND,
-            (
-                protocol,
-                event.type,
-                event.version,
-                event.event_id,
-                event.partition_key,
-                event.created_at_ms,
-                recorded_at_ms,
-                payload,
-            ),
-        )
+        row = _row(protocol, event, recorded_at_ms)
+        conn.execute(_APPEND, row)
         if conn.changes():
-            appended.append(
-                StoredEvent(
-                    conn.last_insert_rowid(),
-                    protocol,
-                    event.type,
-                    event.version,
-                    event.event_id,
-                    event.partition_key,
-                    event.created_at_ms,
-                    recorded_at_ms,
-                    payload,
-                    data=event.data,
-                )
-            )
+            appended.append(StoredEvent(conn.last_insert_rowid(), *row, data=event.data))
     return appended
 
 
 def append_batch(db: Database, protocol: str, events: Sequence[Event], recorded_at_ms: int) -> list[StoredEvent]:
     """Bulk form of :func:`append`: one ``executemany`` whose RETURNING rows
     name exactly the events that were new."""
-    rows = [
-        (protocol, e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, recorded_at_ms, e.payload)
-        for e in events
-    ]
+    rows = [_row(protocol, e, recorded_at_ms) for e in events]
     by_event_id = {e.event_id: (row, e) for row, e in zip(rows, events, strict=False)}
-    appended = []
+    appended: list[StoredEvent] = []
     for seq, event_id in db.conn.executemany(_APPEND + " RETURNING seq, event_id", rows):
         row, event = by_event_id[event_id]
         appended.append(StoredEvent(seq, *row, data=event.data))
     return appended
 
 
+def check_events_table(db: Database) -> None:
+    """Refuse a database whose ``events`` table differs from :data:`EVENT_COLUMNS`.
+
+    Names, order, declared types and NOT NULL must match: the log's reads,
+    appends and exports address columns by position.  Call it once the core
+    schema is applied (one PRAGMA: cheap at every opening).
+    """
+    found = [_described(name, kind, not_null, key) for name, kind, not_null, key in db.all(_TABLE_INFO)]
+    expected = [_described(c.name, c.sql_type, c.not_null, c.primary_key) for c in EVENT_COLUMNS]
+    if found == expected:
+        return
+    problem = "it has no events table"
+    if found:
+        at, have, want = next(
+            (at, have, want) for at, (have, want) in enumerate(zip_longest(found, expected), 1) if have != want
+        )
+        problem = (
+            f"column {at} of its events table is {have or 'missing'}, where the event log expects {want or 'none'}"
+        )
+    raise EventTableMismatch(
+        f"{problem}: the database was made by an incompatible version of Tessera, or core/schema.sql and "
+        "core.eventlog.EVENT_COLUMNS disagree",
+        path=db.path,
+    )
+
+
+def _described(name: str, sql_type: str, not_null: bool, primary_key: bool) -> str:
+    """A column as its DDL would read: ``seq INTEGER PRIMARY KEY``, ``payload BLOB NOT NULL``."""
+    # An INTEGER PRIMARY KEY is the rowid: never NULL, though not declared NOT NULL.
+    return f"{name} {sql_type.upper()}" + (" PRIMARY KEY" if primary_key else " NOT NULL" if not_null else "")
+
+
 def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
     row = db.one(_BY_ID, (protocol, event_id))
-    return _stored(row) if row else None
+    return stored_event(row) if row else None
 
 
 def head(db: Database) -> int:
     """The last seq in the log (0 when empty)."""
-    return db.value(_HEAD, default=0)
+    last: int = db.value(_HEAD, default=0)
+    return last
 
 
 def read_range(
@@ -102,12 +184,17 @@ def read_range(
     upto = head(db) if upto_seq is None else upto_seq
     cursor = after_seq
     while cursor < upto:
-        rows = db.all(_BY_RANGE, (cursor, upto, batch))
+        rows = rows_in_range(db, cursor, upto, batch)
         if not rows:
             return
         for row in rows:
-            yield _stored(row)
+            yield stored_event(row)
         cursor = rows[-1][0]
+
+
+def rows_in_range(db: Database, after_seq: int, upto_seq: int, limit: int) -> list[tuple[Any, ...]]:
+    """Up to ``limit`` rows of :data:`EVENT_COLUMNS` values with ``after_seq < seq <= upto_seq``, in seq order."""
+    return db.all(_BY_RANGE, (after_seq, upto_seq, limit))
 
 
 def read_partition(
@@ -120,12 +207,13 @@ def read_partition(
         if not rows:
             return
         for row in rows:
-            yield _stored(row)
+            yield stored_event(row)
         cursor = rows[-1][0]
 
 
 def count(db: Database) -> int:
-    return db.value("SELECT count(*) FROM events", default=0)
+    total: int = db.value("SELECT count(*) FROM events", default=0)
+    return total
 
 
 def iter_types(events: Iterable[StoredEvent]) -> set[tuple[str, str]]:

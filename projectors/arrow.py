@@ -20,23 +20,11 @@ import attrs
 import pyarrow as pa
 
 from core.errors import ProjectionError
+from core.eventlog import EVENT_COLUMNS, stored_event
 from core.records import StoredEvent
 from core.sql import quote_identifier
 from projectors import replay
 
-EVENT_SCHEMA = pa.schema(
-    [
-        ("seq", pa.int64()),
-        ("protocol", pa.string()),
-        ("event_type", pa.string()),
-        ("version", pa.int64()),
-        ("event_id", pa.binary()),
-        ("partition_key", pa.string()),
-        ("created_at_ms", pa.int64()),
-        ("recorded_at_ms", pa.int64()),
-        ("payload", pa.binary()),
-    ]
-)
 TABLE_COLUMN = "__table"
 OUTPUT_BATCH_ROWS = 10_000
 
@@ -53,6 +41,10 @@ def affinity_type(declared: str) -> pa.DataType:
     if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
         return pa.float64()
     return pa.int64()  # NUMERIC affinity: integers in every table we generate
+
+
+#: The event log's columns as Parquet stores them (nullable, as in every export written so far).
+EVENT_SCHEMA = pa.schema([(column.name, affinity_type(column.sql_type)) for column in EVENT_COLUMNS])
 
 
 def out_field(table: str, column: str) -> str:
@@ -124,7 +116,7 @@ class ReplaySpec:
 def events_of(batch: pa.RecordBatch) -> Iterator[StoredEvent]:
     columns = [batch.column(name).to_pylist() for name in EVENT_SCHEMA.names]
     for row in zip(*columns, strict=False):
-        yield StoredEvent(*row)
+        yield stored_event(row)
 
 
 def replay_into(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> apsw.Connection:

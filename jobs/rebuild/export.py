@@ -20,12 +20,12 @@ import attrs
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core import eventlog
 from core.db import Database
 from projectors.arrow import EVENT_SCHEMA
 
 ROWS_PER_FILE = 1_000_000
 READ_BATCH = 50_000
-_COLUMNS = ", ".join(EVENT_SCHEMA.names)
 
 
 @attrs.frozen
@@ -87,10 +87,7 @@ def _write_file(db: Database, directory: Path, start: int, end: int, advance: Ca
     with pq.ParquetWriter(tmp, EVENT_SCHEMA, compression="zstd") as writer:
         while cursor < end:
             with db.read():
-                rows = db.all(
-                    f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-                    (cursor, end, READ_BATCH),
-                )
+                rows = eventlog.rows_in_range(db, cursor, end, READ_BATCH)
             if not rows:
                 break
             writer.write_batch(
