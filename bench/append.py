@@ -20,11 +20,11 @@ from common import Workdir, console, parser, report, timed
 from rich.progress import track
 
 from core import eventlog
+from core.app import open_app
 from core.db import open_connection
 from core.plugins import make_plugin_manager
 from core.records import Event
 from core.settings import Settings
-from schema_loader.setup import open_app
 
 BATCH = 1000
 

@@ -27,13 +27,13 @@ import time
 from common import Workdir, console, parser, report, timed
 
 from core import drain, queues
+from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import marmot, mls
 from protocols.marmot import nip44, nostr, outer, simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
-from schema_loader.setup import open_app
 
 GID = "5e" * 32
 

@@ -25,13 +25,13 @@ import time
 
 from common import Workdir, console, parser, report
 
+from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.records import Event, Result
 from core.settings import Settings
 from jobs.rebuild import RebuildOptions, rebuild
 from jobs.render import stage_progress
 from protocols import example
-from schema_loader.setup import open_app
 
 BATCH = 1000
 

@@ -28,11 +28,11 @@ from common import Workdir, console, parser, report, timed
 from rich.progress import track
 
 from core import drain, queues
+from core.app import open_app
 from core.db import open_connection
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols.example import handlers, wire
-from schema_loader.setup import open_app
 
 ROOM_UPSERT = (
     "INSERT INTO example_rooms(room, message_count, deleted_count, last_ts_ms, last_seq) VALUES (?, 1, 0, ?, ?) "

@@ -1,21 +1,72 @@
-"""An opened Tessera database: connection, registry, runtime, enabled protocols."""
+"""An opened Tessera database: connection, registry, runtime, enabled protocols.
+
+:func:`open_app` is where every entry point (the CLI, the tick daemon, the test
+kit, scripts) starts.  It is the one module of the core that uses
+``schema_loader``, which itself imports only the core's storage modules
+(``core.db``, ``core.errors``, ``core.sql``): the imports stay acyclic.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+import pluggy
+import ulid
 
 from core import eventlog
+from core.clock import Clock
 from core.db import Database
-from core.errors import ProtocolNotEnabled
+from core.errors import ProtocolNotEnabled, StorageError
+from core.protocol import ProjectorLike
 from core.registry import Registry
 from core.runtime import Runtime
+from core.settings import Settings
+from schema_loader.setup import enabled_protocols, is_initialised, load_schemas
+
+#: The kv key naming this database to rebuild work directories (exports are reused only for it).
+INSTANCE_KEY = "db.instance_id"
+
+
+def open_app(
+    settings: Settings,
+    pm: pluggy.PluginManager,
+    *,
+    enable: Iterable[str] = (),
+    create: bool = False,
+    clock: Clock | None = None,
+    path: str | None = None,
+) -> App:
+    """Open ``path`` (default ``settings.db``), load its schemas, return an :class:`App`.
+
+    ``create`` allows creating and initialising a new database (``tessera init``
+    only: any other command on a mistyped path must not leave a file behind);
+    ``enable`` adds protocols.  Protocols already enabled are loaded again too,
+    so a pending migration runs (and an unmigrated schema change is refused)
+    before any work starts.
+    """
+    db = Database(path or settings.db, settings, create=create)
+    try:
+        registry = Registry(pm)
+        registry.hook.prepare_connection(conn=db.conn)
+        if not create and not is_initialised(db):
+            raise StorageError(f"{db.path} is not a Tessera database yet; run `tessera --db {db.path} init` first")
+        wanted = sorted(set(enabled_protocols(db)) | set(enable))
+        load_schemas(db, {name: registry.protocol(name).package for name in wanted})
+        app = App(db, registry, wanted, clock=clock)
+        with db.write():
+            register_projections(db, app.projectors())
+            if app.runtime.kv.get(INSTANCE_KEY) is None:
+                app.runtime.kv.set(INSTANCE_KEY, str(ulid.ULID()))
+        return app
+    except BaseException:
+        db.close()
+        raise
 
 
 class App:
     """Everything a CLI command, the tick or a test needs, on one connection."""
 
-    def __init__(self, db: Database, registry: Registry, enabled: Iterable[str], *, clock: Any = None):
+    def __init__(self, db: Database, registry: Registry, enabled: Iterable[str], *, clock: Clock | None = None):
         self.db = db
         self.registry = registry
         self.enabled = tuple(enabled)
@@ -23,6 +74,7 @@ class App:
         self.clock = self.runtime.clock
 
     def require_enabled(self, protocol: str) -> None:
+        """Refuse (saying how to enable it) a protocol installed but not enabled in this database."""
         self.registry.protocol(protocol)
         if protocol not in self.enabled:
             raise ProtocolNotEnabled(
@@ -30,15 +82,17 @@ class App:
                 f"enable it with `tessera --db {self.db.path} init --protocol {protocol}`"
             )
 
-    def projectors(self, protocols: Iterable[str] | None = None) -> list[Any]:
+    def projectors(self, protocols: Iterable[str] | None = None) -> list[ProjectorLike]:
+        """The projectors of ``protocols`` (default: every enabled protocol)."""
         wanted = set(self.enabled if protocols is None else protocols)
         return [p for p in self.registry.projectors.values() if p.protocol in wanted]
 
     def close(self) -> None:
+        """Close the database connection."""
         self.db.close()
 
 
-def register_projections(db: Database, projectors: Iterable[Any]) -> list[str]:
+def register_projections(db: Database, projectors: Iterable[ProjectorLike]) -> list[str]:
     """Make sure every projector has its ``projections`` row (inside a write).
 
     A projector that appears after its protocol already has events starts as

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 import attrs
+
+
+class Clock(Protocol):
+    """Where the core reads the time: the system clock, or a test's manual one."""
+
+    def now_ms(self) -> int: ...
 
 
 class SystemClock:

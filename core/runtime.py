@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from core import blobs, eventlog, queues, recheck
-from core.clock import SystemClock
+from core.clock import Clock, SystemClock
 from core.db import Database, environment_failure
 from core.errors import PluginError, UnknownIntent
 from core.intents import (
@@ -105,7 +105,7 @@ class CommandOutcome:
 class Runtime:
     """Runs commands and applies results against one database."""
 
-    def __init__(self, db: Database, registry: Registry, *, clock: Any = None, lease: Lease | None = None):
+    def __init__(self, db: Database, registry: Registry, *, clock: Clock | None = None, lease: Lease | None = None):
         self.db = db
         self.registry = registry
         self.clock = clock or SystemClock()

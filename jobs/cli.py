@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from core import blobs, queues
-from core.app import App
+from core.app import App, open_app
 from core.db import Database
 from core.plugins import get_plugins, make_plugin_manager
 from core.settings import SETTINGS, Settings
@@ -23,7 +23,6 @@ from core.status import snapshot
 from jobs import ingest as ingest_job
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.logs import configure_logging
-from schema_loader.setup import open_app
 
 
 class CliState:

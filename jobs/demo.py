@@ -22,13 +22,13 @@ from typing import Any
 
 from rich.console import Console
 
+from core.app import open_app
 from core.errors import InvalidInput
 from core.settings import Settings
 from core.status import snapshot
 from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
-from schema_loader.setup import open_app
 
 MARKER = ".tessera-demo"
 out = Console()

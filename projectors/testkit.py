@@ -35,14 +35,13 @@ import apsw
 import attrs
 
 from core import drain, eventlog, queues
-from core.app import App
+from core.app import App, open_app
 from core.clock import ManualClock
 from core.errors import InvalidInput, ProjectionError
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from projectors import compare, replay
 from projectors.replay import projection_ddl
-from schema_loader.setup import open_app
 
 NONDETERMINISTIC_SQL = frozenset(
     {

@@ -26,10 +26,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.cli import _plugin_commands, cli
-from schema_loader.setup import open_app
 
 SECONDS_PER_COMMAND = 20
 HUGE = str(2**63)  # one past the largest signed 64-bit integer SQLite stores

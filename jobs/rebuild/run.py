@@ -23,13 +23,12 @@ from typing import Any
 import attrs
 
 from core import eventlog, maintenance
-from core.app import App
+from core.app import INSTANCE_KEY, App
 from core.errors import InvalidInput
 from jobs.rebuild import engines, shadow
 from jobs.rebuild.export import export_events, exported_files
 from jobs.rebuild.verify import TableVerdict, compare_tables
 from projectors import arrow, replay
-from schema_loader.setup import INSTANCE_KEY
 
 log = logging.getLogger("tessera.rebuild")
 

@@ -14,11 +14,11 @@ import apsw
 import pytest
 from click.testing import CliRunner
 
+from core.app import open_app
 from core.db import TESSERA_APPLICATION_ID, Database
 from core.errors import DatabaseMissing, ForeignDatabase, StorageError
 from core.plugins import make_plugin_manager
 from jobs.cli import cli
-from schema_loader.setup import open_app
 
 GEOPACKAGE_ID = 0x47504B47  # "GPKG": an application id another program registered with SQLite
 

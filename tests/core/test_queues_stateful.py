@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from core import drain, hookimpl, queues, recheck
+from core.app import open_app
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.protocol import Protocol
 from core.queues import WorkItem
 from core.records import Blocked, Envelope, Event, Result
 from core.settings import Settings
-from schema_loader.setup import open_app
 from tests.conftest import open_core_db
 
 T0 = 1_700_000_000_000

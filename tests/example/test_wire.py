@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core import drain, queues
+from core.app import open_app
 from core.clock import ManualClock
 from core.encoding import MAX_DEPTH
 from core.errors import DecodeError, MalformedInput
@@ -21,7 +22,6 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import example
 from protocols.example import handlers, wire
-from schema_loader.setup import open_app
 from tests import strategies as hostile
 
 KEY = nacl.signing.SigningKey(b"\x07" * 32)

@@ -14,13 +14,13 @@ import random
 from collections.abc import Sequence
 
 from core import drain, queues
+from core.app import open_app
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import marmot
 from protocols.marmot import group, outer, simulate
 from protocols.marmot.history import GroupHistoryStore
-from schema_loader.setup import open_app
 
 # Windows wide enough that every simulated stream stays inside them: then, and only then,
 # the arrival order cannot matter (an epoch that left the window is gone for good).

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.app import open_app
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from protocols import marmot
 from protocols.marmot import simulate
-from schema_loader.setup import open_app
 from tests.marmot._read import group_row, history_ids
 from tests.marmot.conftest import deliver, settle
 

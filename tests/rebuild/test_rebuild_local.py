@@ -163,8 +163,8 @@ def test_index_names_alternate_and_the_schema_still_applies(app, tmp_path):
     assert app.db.value("SELECT count(*) FROM schema_objects WHERE name = 'example_messages_page__rebuild'") == 1
     rebuild(app, LOCAL)
     assert indexes() == [("example_messages_page",)]
+    from core.app import open_app
     from core.plugins import make_plugin_manager
-    from schema_loader.setup import open_app
 
     reopened = open_app(app.db.settings, make_plugin_manager([example], entry_points=False), path=app.db.path)
     assert reopened.enabled == ("example",)
