@@ -49,6 +49,7 @@ def push_incoming(db: Database, protocol: str, blobs: Iterable[bytes], now_ms: i
 
 
 _OLDEST_INCOMING = "SELECT id, protocol, blob FROM incoming WHERE id = (SELECT min(id) FROM incoming)"
+_HAS_INCOMING = "SELECT 1 FROM incoming LIMIT 1"
 
 
 def oldest_incoming(db: Database) -> WorkItem | None:
@@ -56,6 +57,11 @@ def oldest_incoming(db: Database) -> WorkItem | None:
     if row is None:
         return None
     return WorkItem(protocol=row[1], blob=row[2], source=ItemSource.INCOMING, source_id=row[0])
+
+
+def has_incoming(db: Database) -> bool:
+    """Whether any wire blob waits in ``incoming`` (it is due at once)."""
+    return db.one(_HAS_INCOMING) is not None
 
 
 def delete_incoming(db: Database, incoming_id: int) -> None:
@@ -191,12 +197,15 @@ def enqueue_outgoing(
     return db.changes() == 1
 
 
+_DUE_OUTGOING = (
+    "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
+    "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?"
+)
+_NEXT_OUTGOING_DUE_AT = "SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending'"
+
+
 def due_outgoing(db: Database, now_ms: int, limit: int = 100) -> list[OutgoingItem]:
-    rows = db.all(
-        "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
-        "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?",
-        (now_ms, limit),
-    )
+    rows = db.all(_DUE_OUTGOING, (now_ms, limit))
     return [OutgoingItem(*row) for row in rows]
 
 
@@ -215,7 +224,9 @@ def retry_outgoing(db: Database, outgoing_id: int, available_at_ms: int, error: 
 
 
 def next_outgoing_due_at(db: Database) -> int | None:
-    return db.value("SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending'")
+    """When the next pending outgoing message is due (None = nothing to send)."""
+    due: int | None = db.value(_NEXT_OUTGOING_DUE_AT)
+    return due
 
 
 # --- parked -----------------------------------------------------------------

@@ -119,14 +119,16 @@ def schedule_marker(db: Database, reason_type: str, reason_key: str, at_ms: int)
     db.execute(_SCHEDULE, (reason_type, reason_key, at_ms, reason_type, reason_key))
 
 
+_CLAIM = (
+    "UPDATE recheck_queue SET status = 'processing', dirty = 0 WHERE (reason_type, reason_key) = ("
+    "  SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' AND available_at_ms <= ? "
+    "  ORDER BY available_at_ms LIMIT 1) RETURNING reason_type, reason_key, attempts"
+)
+
+
 def claim_marker(db: Database, now_ms: int) -> Marker | None:
     """Claim the most overdue ready marker (status -> processing)."""
-    row = db.one(
-        "UPDATE recheck_queue SET status = 'processing', dirty = 0 WHERE (reason_type, reason_key) = ("
-        "  SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' AND available_at_ms <= ? "
-        "  ORDER BY available_at_ms LIMIT 1) RETURNING reason_type, reason_key, attempts",
-        (now_ms,),
-    )
+    row = db.one(_CLAIM, (now_ms,))
     return Marker(*row) if row else None
 
 
@@ -146,13 +148,15 @@ def _item(row: tuple, first_failed_at_ms: int | None = None) -> WorkItem:
     )
 
 
+_BLOCKED_BY_REASON = (
+    f"SELECT {_ITEM_COLUMNS} FROM blocked WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?"
+)
+
+
 def blocked_items(
     db: Database, reason_type: str, reason_key: str, after_id: int = 0, limit: int = 100
 ) -> list[WorkItem]:
-    rows = db.all(
-        f"SELECT {_ITEM_COLUMNS} FROM blocked WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?",
-        (reason_type, reason_key, after_id, limit),
-    )
+    rows = db.all(_BLOCKED_BY_REASON, (reason_type, reason_key, after_id, limit))
     return [_item(r) for r in rows]
 
 
@@ -215,18 +219,25 @@ def reset_claims(db: Database) -> int:
     return db.changes()
 
 
+_NEXT_MARKER_DUE_AT = "SELECT min(available_at_ms) FROM recheck_queue WHERE status = 'ready'"
+
+
 def next_marker_due_at(db: Database) -> int | None:
-    return db.value("SELECT min(available_at_ms) FROM recheck_queue WHERE status = 'ready'")
+    """When the next ready marker is due (None = no marker waits)."""
+    due: int | None = db.value(_NEXT_MARKER_DUE_AT)
+    return due
+
+
+_EXPIRED_BLOCKED = (
+    f"SELECT {_ITEM_COLUMNS} FROM blocked AS b "
+    "WHERE b.expires_at_ms IS NULL AND b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
+    "  WHERE q.reason_type = b.reason_type AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?"
+)
 
 
 def expired_blocked(db: Database, older_than_ms: int, limit: int = 100) -> list[WorkItem]:
     """Counted waits older than allowed with no marker to wake them."""
-    rows = db.all(
-        f"SELECT {_ITEM_COLUMNS} FROM blocked AS b "
-        "WHERE b.expires_at_ms IS NULL AND b.blocked_at_ms < ? AND NOT EXISTS (SELECT 1 FROM recheck_queue AS q "
-        "  WHERE q.reason_type = b.reason_type AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?",
-        (older_than_ms, limit),
-    )
+    rows = db.all(_EXPIRED_BLOCKED, (older_than_ms, limit))
     return [_item(r) for r in rows]
 
 
@@ -238,13 +249,15 @@ class ExpiredWait:
     reason: str
 
 
+_EXPIRED_PATIENT_WAITS = (
+    f"SELECT {_ITEM_COLUMNS}, reason_type, reason_key, waiting_since_ms, expired_reason FROM blocked "
+    "WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?"
+)
+
+
 def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[ExpiredWait]:
     """Patient waits whose horizon has passed, whether or not a marker is queued for them."""
-    rows = db.all(
-        f"SELECT {_ITEM_COLUMNS}, reason_type, reason_key, waiting_since_ms, expired_reason FROM blocked "
-        "WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?",
-        (now_ms, limit),
-    )
+    rows = db.all(_EXPIRED_PATIENT_WAITS, (now_ms, limit))
     return [
         ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
         for r in rows

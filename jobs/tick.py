@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import attrs
 
-from core import drain, leases
+from core import drain, leases, queues
 from core.app import App
 from core.errors import DatabaseBusy, LeaseHeld, LeaseLost, StorageError, StorageUnavailable
 from core.kv import KV
@@ -369,9 +369,9 @@ def _next_due(daemon: TickDaemon) -> int | None:
     """Earliest time any pending work can proceed (now when something is ready)."""
     rt = daemon.rt
     with rt.db.read():
-        if rt.db.one("SELECT 1 FROM incoming LIMIT 1"):
+        if queues.has_incoming(rt.db):
             return rt.clock.now_ms()
-        times = [rt.db.value("SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending'")]
+        times = [queues.next_outgoing_due_at(rt.db)]
     times.append(drain.next_due_ms(rt))
     for job in daemon.jobs:
         if job.next_due_ms is not None:

@@ -24,41 +24,15 @@ QUERIES = [
     ("oldest incoming", queues._OLDEST_INCOMING, ()),
     ("next due deferred", queues._NEXT_DUE, (0,)),
     ("deferred due time", queues._NEXT_DUE_AT, ()),
-    (
-        "due outgoing",
-        (
-            "SELECT id, protocol, transport, destination, payload, attempts, created_at_ms FROM outgoing "
-            "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?"
-        ),
-        (0, 10),
-    ),
+    ("due outgoing", queues._DUE_OUTGOING, (0, 10)),
+    ("outgoing due time", queues._NEXT_OUTGOING_DUE_AT, ()),
     ("enqueue marker", recheck._ENQUEUE, ("a", "b", 0, "a", "b")),
     ("schedule marker", recheck._SCHEDULE, ("a", "b", 0, "a", "b")),
-    (
-        "claim marker",
-        (
-            "SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' "
-            "AND available_at_ms <= ? ORDER BY available_at_ms LIMIT 1"
-        ),
-        (0,),
-    ),
-    (
-        "blocked by reason",
-        (
-            "SELECT id, protocol, blob, partition_key, attempts FROM blocked "
-            "WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?"
-        ),
-        ("a", "b", 0, 5),
-    ),
-    (
-        "expired blocked",
-        (
-            "SELECT b.id FROM blocked AS b WHERE b.blocked_at_ms < ? AND NOT EXISTS ("
-            "SELECT 1 FROM recheck_queue AS q WHERE q.reason_type = b.reason_type "
-            "AND q.reason_key = b.reason_key) ORDER BY b.blocked_at_ms LIMIT ?"
-        ),
-        (0, 5),
-    ),
+    ("claim marker", recheck._CLAIM, (0,)),
+    ("marker due time", recheck._NEXT_MARKER_DUE_AT, ()),
+    ("blocked by reason", recheck._BLOCKED_BY_REASON, ("a", "b", 0, 5)),
+    ("expired blocked", recheck._EXPIRED_BLOCKED, (0, 5)),
+    ("expired patient waits", recheck._EXPIRED_PATIENT_WAITS, (0, 5)),
     ("blob slices", "SELECT data FROM blob_slices WHERE file_id = ? ORDER BY slice_no", ("f",)),
     ("protocol state", "SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", ("p", "k")),
     ("lease", "SELECT owner, token, expires_at_ms FROM leases WHERE name = ?", ("tick",)),
