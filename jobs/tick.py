@@ -169,7 +169,7 @@ class TickDaemon:
             return 0
         self._set_state("running")
         budget = None if self.max_items is None else self.max_items - self.report.items
-        tick = _DaemonTick(self, runtime=self.rt, lease=self.lease, budget=budget)
+        tick = LeaseRenewingTickContext(runtime=self.rt, lease=self.lease, budget=budget, daemon=self)
         done = 0
         try:
             for job in self.jobs:
@@ -376,21 +376,29 @@ def _next_due(daemon: TickDaemon) -> int | None:
     for job in daemon.jobs:
         if job.next_due_ms is not None:
             times.append(job.next_due_ms(rt))
-    times = [t for t in times if t is not None]
-    return min(times) if times else None
+    due = [t for t in times if t is not None]
+    return min(due) if due else None
 
 
-class _DaemonTick(TickContext):
-    """TickContext whose budget check also renews the lease and honours signals."""
+@attrs.define
+class LeaseRenewingTickContext(TickContext):
+    """The :class:`TickContext` a daemon pass hands its jobs: asking it for budget is the daemon's heartbeat.
 
-    def __init__(self, daemon: TickDaemon, **kwargs: object):
-        super().__init__(**kwargs)
-        self._daemon = daemon
+    Jobs ask ``has_budget()`` before each unit of work, so that is where the
+    tick lease is renewed when due (one marker can wake more work than a
+    lease lifetime) and where a signal or a lost lease stops the pass.
+
+    Attributes:
+        daemon: the daemon running the pass; it owns the lease and the stop flag.
+    """
+
+    daemon: TickDaemon = attrs.field(kw_only=True, repr=False, eq=False)
 
     def has_budget(self) -> bool:
-        if not self._daemon.heartbeat():
+        """False once the daemon stops or loses the lease; else the pass's budget decides."""
+        if not self.daemon.heartbeat():
             return False
-        self.lease = self._daemon.lease
+        self.lease = self.daemon.lease
         return super().has_budget()
 
 
