@@ -371,37 +371,6 @@ def settings_command() -> None:
         click.echo(f"{setting.env_key:<30} {setting.default!s:<12} {allowed:<22} {setting.help}")
 
 
-@cli.command()
-@click.option(
-    "--dir",
-    "workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("demo"),
-    show_default=True,
-    help="Where the demo database and files go (recreated each run).",
-)
-@click.option(
-    "--messages",
-    default=1500,
-    show_default=True,
-    type=click.IntRange(1, 1_000_000),
-    help="Messages the simulated group sends.",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(["spark", "local"]),
-    default="spark",
-    show_default=True,
-    help="Rebuild engine for the last step.",
-)
-@click.pass_obj
-def demo(obj: CliState, workdir: Path, messages: int, engine: str) -> None:
-    """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
-    from jobs.demo import run_demo
-
-    run_demo(obj.pm, workdir, messages=messages, engine=engine)
-
-
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
 _plugin_commands: set[str] = set()
 

@@ -41,5 +41,7 @@ def register_jobs():
 @hookimpl
 def register_cli_commands(cli):
     from protocols.marmot.cli import marmot
+    from protocols.marmot.demo import demo
 
     cli.add_command(marmot)
+    cli.add_command(demo)  # `tessera demo`, the README's first command

@@ -1,5 +1,9 @@
 """``tessera demo``: the end-to-end run on a fresh embedded database.
 
+The Marmot plugin adds this top-level command (see ``register_cli_commands``
+in :mod:`protocols.marmot`): the demo is a Marmot group, so it lives with the
+plugin, and no job imports a protocol.
+
 1. simulate a real Marmot group (members, messages, commits, a commit race,
    duplicates and garbage) and write its relay stream;
 2. join it as the observer member and ingest the stream;
@@ -20,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import click
+import pluggy
 from rich.console import Console
 
 from core.app import open_app
@@ -29,6 +35,9 @@ from core.status import snapshot
 from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
+from protocols.marmot import keys
+from protocols.marmot import simulate as sim
+from protocols.marmot.history import GroupHistoryStore
 
 MARKER = ".tessera-demo"
 out = Console()
@@ -44,7 +53,7 @@ def prepare_workdir(workdir: Path) -> None:
     (workdir / MARKER).write_text("created by tessera demo; safe to delete\n")
 
 
-def run_demo(pm: Any, workdir: Path, *, messages: int = 1500, engine: str = "spark") -> None:
+def run_demo(pm: pluggy.PluginManager, workdir: Path, *, messages: int = 1500, engine: str = "spark") -> None:
     prepare_workdir(workdir)
     started = time.perf_counter()
     logging.getLogger("tessera.pipeline").setLevel(logging.ERROR)  # garbage is parked on purpose
@@ -71,8 +80,6 @@ def run_demo(pm: Any, workdir: Path, *, messages: int = 1500, engine: str = "spa
 
 
 def _simulate(workdir: Path, messages: int) -> dict:
-    from protocols.marmot import keys
-    from protocols.marmot import simulate as sim
 
     result = sim.simulate(
         sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25, duplicates=40, seed=7)
@@ -124,8 +131,6 @@ def _tick(app: Any, queued: int) -> None:
 
 
 def _show_history(app: Any, expected: dict) -> bool:
-    from protocols.marmot.history import GroupHistoryStore
-
     with app.db.read():
         store = GroupHistoryStore(app.db, expected["group"])
         page = store.query_rumors(None, 8)
@@ -164,3 +169,32 @@ def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
         if session is not None:
             session.stop()
     return report.equal and swapped.swapped
+
+
+@click.command()
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("demo"),
+    show_default=True,
+    help="Where the demo database and files go (recreated each run).",
+)
+@click.option(
+    "--messages",
+    default=1500,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Messages the simulated group sends.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default="spark",
+    show_default=True,
+    help="Rebuild engine for the last step.",
+)
+@click.pass_obj
+def demo(obj: Any, workdir: Path, messages: int, engine: str) -> None:
+    """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
+    run_demo(obj.pm, workdir, messages=messages, engine=engine)
