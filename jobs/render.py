@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 console = Console(stderr=True)
@@ -17,47 +17,50 @@ _NOT_A_TERMINAL = not console.is_terminal
 
 
 @contextlib.contextmanager
-def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar over ``total`` bytes; yields ``advance(n)``."""
+def _progress(label: str, total: int | None, description: str, amount: ProgressColumn) -> Iterator[Progress]:
+    """A bar: ``description`` (a format of the task), the bar, ``amount``, the time left."""
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn(description),
         BarColumn(),
-        DownloadColumn(),
+        amount,
         TimeRemainingColumn(),
         console=console,
         transient=False,
         disable=_NOT_A_TERMINAL,
     ) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda n: progress.advance(task, n)
+        progress.add_task(label, total=total)
+        yield progress
+
+
+def _advance(progress: Progress) -> Callable[[int], None]:
+    """``advance(n)`` for the bar's one task."""
+    task = progress.task_ids[0]
+    return lambda n: progress.advance(task, n)
+
+
+@contextlib.contextmanager
+def byte_progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar over ``total`` bytes; yields ``advance(n)``."""
+    with _progress(label, total, "{task.description}", DownloadColumn()) as progress:
+        yield _advance(progress)
 
 
 @contextlib.contextmanager
 def count_progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
     """A progress bar over ``total`` units (a spinner-like bar when unknown)."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=_NOT_A_TERMINAL,
-    ) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda n: progress.advance(task, n)
+    with _progress(label, total, "{task.description}", TextColumn("{task.completed}/{task.total}")) as progress:
+        yield _advance(progress)
+
+
+_QUEUE_COLUMNS = ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers")
 
 
 def print_status(report: dict[str, Any]) -> None:
     out = Console()
     queues = Table(title=f"Tessera status — {report['database']}", show_header=True)
-    for column in ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers"):
+    for column in _QUEUE_COLUMNS:
         queues.add_column(column, justify="right")
-    queues.add_row(
-        *(
-            str(report[c])
-            for c in ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers")
-        )
-    )
+    queues.add_row(*(str(report[column]) for column in _QUEUE_COLUMNS))
     out.print(queues)
     lease = report["lease"]
     out.print(f"lease tick: owner={lease['owner']} token={lease['token']} expires_at_ms={lease['expires_at_ms']}")
@@ -77,19 +80,12 @@ def print_status(report: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """One progress bar per rebuild stage (an indeterminate one when the size is unknown)."""
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-        disable=_NOT_A_TERMINAL,
-    ) as progress:
-        task = progress.add_task(stage, total=total or None)
-        yield lambda n: progress.advance(task, n)
+    with _progress(stage, total or None, "{task.description:<10}", TextColumn("{task.completed:,}")) as progress:
+        yield _advance(progress)
         if total is None:
-            progress.update(task, total=progress.tasks[0].completed or 1, completed=progress.tasks[0].completed or 1)
+            progress.update(
+                progress.task_ids[0], total=progress.tasks[0].completed or 1, completed=progress.tasks[0].completed or 1
+            )
 
 
 def print_rebuild(report: Any, options: Any) -> None:
