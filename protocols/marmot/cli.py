@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from core.errors import InvalidInput
 from protocols.marmot import ingest, keys, queries
+from protocols.marmot import simulate as sim
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.simulate import ORDERS
 
 
 @click.group()
@@ -42,94 +44,52 @@ def _require_group(app, gid: str) -> None:
         raise GroupNotFound(f"no joined marmot group {gid}; `tessera marmot groups` lists them")
 
 
-@marmot.command()
-@click.option(
-    "--members", default=4, show_default=True, type=click.IntRange(2, 100), help="Members besides the observer."
-)
-@click.option(
-    "--messages", default=200, show_default=True, type=click.IntRange(0, 1_000_000), help="Visible messages to send."
-)
-@click.option(
-    "--commits", default=8, show_default=True, type=click.IntRange(0, 10_000), help="Commits (races included)."
-)
-@click.option(
-    "--races",
-    default=2,
-    show_default=True,
-    type=click.IntRange(0, 10_000),
-    help="Commits that race a competitor for their epoch.",
-)
-@click.option(
-    "--deletions",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 1_000_000),
-    help="Members deleting one of their own messages.",
-)
-@click.option(
-    "--garbage",
-    default=10,
-    show_default=True,
-    type=click.IntRange(0, 1_000_000),
-    help="Garbage lines mixed into the stream.",
-)
-@click.option(
-    "--duplicates", default=10, show_default=True, type=click.IntRange(0, 1_000_000), help="Events delivered twice."
-)
-@click.option(
-    "--order",
-    type=click.Choice(ORDERS),
-    default="relay",
-    show_default=True,
-    help="Delivery order: relay-like swaps, oldest first, newest first, newest page first, shuffled.",
-)
-@click.option(
-    "--page",
-    default=500,
-    show_default=True,
-    type=click.IntRange(1, 1_000_000),
-    help="Events per page of --order paged.",
-)
-@click.option(
-    "--seed",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 2**63 - 1),
-    help="Random seed (same seed, same stream).",
-)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
-def simulate(
-    members: int,
-    messages: int,
-    commits: int,
-    races: int,
-    deletions: int,
-    garbage: int,
-    duplicates: int,
-    order: str,
-    page: int,
-    seed: int,
-    out: Path,
-):
-    """Run a real group and write its relay stream plus the observer's files."""
-    from protocols.marmot import simulate as sim
+# What click's option decorators do: take a command function, return it with one more option.
+_OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-    if races > commits:
+
+def _count_option(name: str, default: int, low: int, high: int, help: str) -> _OptionDecorator:
+    """A whole-number option of ``simulate``, refused outside ``low..high``."""
+    return click.option(name, default=default, show_default=True, type=click.IntRange(low, high), help=help)
+
+
+# The settings of sim.Config that the command exposes, in --help order; each option is named after its field.
+_SIMULATION_OPTIONS: tuple[_OptionDecorator, ...] = (
+    _count_option("--members", 4, 2, 100, "Members besides the observer."),
+    _count_option("--messages", 200, 0, 1_000_000, "Visible messages to send."),
+    _count_option("--commits", 8, 0, 10_000, "Commits (races included)."),
+    _count_option("--races", 2, 0, 10_000, "Commits that race a competitor for their epoch."),
+    _count_option("--deletions", 0, 0, 1_000_000, "Members deleting one of their own messages."),
+    _count_option("--garbage", 10, 0, 1_000_000, "Garbage lines mixed into the stream."),
+    _count_option("--duplicates", 10, 0, 1_000_000, "Events delivered twice."),
+    click.option(
+        "--order",
+        type=click.Choice(sim.ORDERS),
+        default="relay",
+        show_default=True,
+        help="Delivery order: relay-like swaps, oldest first, newest first, newest page first, shuffled.",
+    ),
+    _count_option("--page", 500, 1, 1_000_000, "Events per page of --order paged."),
+    _count_option("--seed", 0, 0, 2**63 - 1, "Random seed (same seed, same stream)."),
+)
+
+
+def _simulation_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give ``command`` every option of :data:`_SIMULATION_OPTIONS`, listed in that order."""
+    for option in reversed(_SIMULATION_OPTIONS):
+        command = option(command)
+    return command
+
+
+@marmot.command()
+@_simulation_options
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
+def simulate(out: Path, **settings: Any) -> None:
+    """Run a real group and write its relay stream plus the observer's files."""
+    config = sim.Config(**settings)
+    if config.races > config.commits:
         raise InvalidInput("--races counts commits too: it cannot be more than --commits")
-    result = sim.simulate(
-        sim.Config(
-            members=members,
-            messages=messages,
-            commits=commits,
-            races=races,
-            deletions=deletions,
-            garbage=garbage,
-            duplicates=duplicates,
-            order=order,
-            page=page,
-            seed=seed,
-        )
-    )
+    result = sim.simulate(config)
     out.mkdir(parents=True, exist_ok=True)
     (out / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (out / "observer.identity.json").write_text(json.dumps(result.identity, indent=2) + "\n")

@@ -15,6 +15,7 @@ counters through a ``last_seq`` guard, the resume cursor through a max.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
@@ -23,7 +24,7 @@ from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 
 
-def _store(conn, event: StoredEvent) -> GroupHistoryStore:
+def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:
     return GroupHistoryStore(conn, event.partition_key)
 
 
@@ -31,7 +32,7 @@ def _outer(event: StoredEvent) -> Cursor:
     return Cursor(event.data["outer_created_at"], event.data["outer_id"])
 
 
-def _group_update(conn, event: StoredEvent, sql: str, params: tuple) -> None:
+def _group_update(conn: Any, event: StoredEvent, sql: str, params: tuple[object, ...]) -> None:
     """Apply ``SET sql`` to the group row once, in log order (``last_seq`` guard)."""
     conn.execute(
         f"UPDATE marmot_groups SET {sql}, last_seq = ? WHERE gid = ? AND last_seq < ?",
@@ -42,7 +43,7 @@ def _group_update(conn, event: StoredEvent, sql: str, params: tuple) -> None:
 # --- marmot.processed ----------------------------------------------------------------
 
 
-def _joined(conn, event: StoredEvent) -> None:
+def _joined(conn: Any, event: StoredEvent) -> None:
     d = event.data
     conn.execute(
         "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
@@ -59,44 +60,49 @@ def _joined(conn, event: StoredEvent) -> None:
     )
 
 
-def _sent(conn, event: StoredEvent) -> None:
-    d = event.data
+def _mark_rumor_carrier(
+    conn: Any,
+    event: StoredEvent,
+    state: str,
+    rumor_id: str | None,
+    rumor_pubkey: str | None,
+    content_type: str = "application",
+) -> None:
+    """Record the outer event that carried a rumor (or, for ``rumor_id`` None, would have)."""
     _store(conn, event).mark_outer_event_processed(
         _outer(event),
-        "Created",
-        content_type="application",
-        epoch=d["epoch"],
-        rumor_id=d["rumor"]["id"],
-        rumor_pubkey=d["rumor"]["pubkey"],
+        state,
+        content_type=content_type,
+        epoch=event.data["epoch"],
+        rumor_id=rumor_id,
+        rumor_pubkey=rumor_pubkey,
     )
 
 
-def _received(conn, event: StoredEvent) -> None:
-    d = event.data
-    _store(conn, event).mark_outer_event_processed(
-        _outer(event),
-        "Processed",
-        content_type="application",
-        epoch=d["epoch"],
-        rumor_id=d["rumor"]["id"],
-        rumor_pubkey=d["rumor"]["pubkey"],
-    )
+def _sent(conn: Any, event: StoredEvent) -> None:
+    rumor = event.data["rumor"]
+    _mark_rumor_carrier(conn, event, "Created", rumor["id"], rumor["pubkey"])
 
 
-def _echoed(conn, event: StoredEvent) -> None:
+def _received(conn: Any, event: StoredEvent) -> None:
+    rumor = event.data["rumor"]
+    _mark_rumor_carrier(conn, event, "Processed", rumor["id"], rumor["pubkey"])
+
+
+def _echoed(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
     store.set_outer_states([event.data["outer_id"]], "Processed", ("Created",))
     store.advance_resume_cursor(_outer(event))
 
 
-def _processed(conn, event: StoredEvent) -> None:
+def _processed(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), "Processed", content_type=d.get("content_type"), epoch=d.get("epoch")
     )
 
 
-def _commit(conn, event: StoredEvent) -> None:
+def _commit(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), "ProcessedCommit", content_type="commit", epoch=d["epoch"]
@@ -115,7 +121,7 @@ def _commit(conn, event: StoredEvent) -> None:
         )
 
 
-def _proposal(conn, event: StoredEvent) -> None:
+def _proposal(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), "Processed", content_type="proposal", epoch=d["epoch"]
@@ -136,16 +142,9 @@ def _proposal(conn, event: StoredEvent) -> None:
         )
 
 
-def _deletion(conn, event: StoredEvent) -> None:
+def _deletion(conn: Any, event: StoredEvent) -> None:
     d = event.data
-    _store(conn, event).mark_outer_event_processed(
-        _outer(event),
-        "Processed",
-        content_type="application",
-        epoch=d["epoch"],
-        rumor_id=d["rumor_id"],
-        rumor_pubkey=d["pubkey"],
-    )
+    _mark_rumor_carrier(conn, event, "Processed", d["rumor_id"], d["pubkey"])
     for target in d["targets"]:
         conn.execute(
             "INSERT INTO marmot_deletions(gid, target, pubkey, deletion_id, epoch) VALUES (?, ?, ?, ?, ?) "
@@ -160,7 +159,7 @@ def _deletion(conn, event: StoredEvent) -> None:
         )
 
 
-def _failed(conn, event: StoredEvent) -> None:
+def _failed(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event),
@@ -172,37 +171,27 @@ def _failed(conn, event: StoredEvent) -> None:
     )
 
 
-def _invalidated(conn, event: StoredEvent) -> None:
+def _invalidated(conn: Any, event: StoredEvent) -> None:
     d = event.data
     rumor = d["rumor"]
-    _store(conn, event).mark_outer_event_processed(
-        _outer(event),
+    _mark_rumor_carrier(
+        conn,
+        event,
         "EpochInvalidated",
+        None if rumor is None else rumor["id"],
+        None if rumor is None else rumor["pubkey"],
         content_type=d["content_type"],
-        epoch=d["epoch"],
-        rumor_id=None if rumor is None else rumor["id"],
-        rumor_pubkey=None if rumor is None else rumor["pubkey"],
     )
 
 
-def _rolled_back(conn, event: StoredEvent) -> None:
+def _rolled_back(conn: Any, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], "EpochInvalidated", ("Processed", "Created"))
-    store.set_outer_states(
-        d.get("lost_commits", ()),
-        "Failed",
-        ("ProcessedCommit",),
-        reason="commit_lost_race",
-        detail=facts.REASONS["commit_lost_race"],
-    )
-    store.set_outer_states(
-        d.get("dead_commits", ()),
-        "Failed",
-        ("ProcessedCommit",),
-        reason="invalidated_branch",
-        detail=facts.REASONS["invalidated_branch"],
-    )
+    for commits, reason in (("lost_commits", "commit_lost_race"), ("dead_commits", "invalidated_branch")):
+        store.set_outer_states(
+            d.get(commits, ()), "Failed", ("ProcessedCommit",), reason=reason, detail=facts.REASONS[reason]
+        )
     won = d.get("won_commits", ())
     store.set_outer_states(won, "ProcessedCommit", ("Failed", "Retryable"), reason=None, detail=None)
     for outer_id in won:  # processed now: the resume cursor counts them like any applied commit
@@ -243,11 +232,11 @@ PROCESSED = Projector(
 # --- marmot.history -------------------------------------------------------------------
 
 
-def _history_sent(conn, event: StoredEvent) -> None:
+def _history_sent(conn: Any, event: StoredEvent) -> None:
     _store(conn, event).add_rumor(event.data["rumor"], _outer(event), epoch=event.data["epoch"], state="Created")
 
 
-def _history_received(conn, event: StoredEvent) -> None:
+def _history_received(conn: Any, event: StoredEvent) -> None:
     d = event.data
     deleted_epoch = d.get("deleted_epoch")
     if deleted_epoch is None and d.get("deleted"):  # facts written before deletions carried their epoch
@@ -261,26 +250,26 @@ def _history_received(conn, event: StoredEvent) -> None:
     )
 
 
-def _history_invalidated(conn, event: StoredEvent) -> None:
+def _history_invalidated(conn: Any, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
     if rumor is not None and rumor["kind"] != rumors.DELETION_KIND:
         _store(conn, event).add_rumor(rumor, _outer(event), epoch=event.data["epoch"], state="EpochInvalidated")
 
 
-def _history_echoed(conn, event: StoredEvent) -> None:
+def _history_echoed(conn: Any, event: StoredEvent) -> None:
     rumor_id = event.data["rumor_id"]
     if rumor_id is not None:
         _store(conn, event).set_rumor_states([rumor_id], "Processed", ("Created",))
 
 
-def _history_deletion(conn, event: StoredEvent) -> None:
+def _history_deletion(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
     for target in event.data["targets"]:
         if target["effect"] == "deleted":
             store.delete_rumor(target["id"], event.data["pubkey"], event.data["epoch"])
 
 
-def _history_rolled_back(conn, event: StoredEvent) -> None:
+def _history_rolled_back(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
     store.set_rumor_states(event.data["invalidated_rumors"], "EpochInvalidated", ("Processed", "Created", "Deleted"))
     store.undelete_after(event.data["epoch"])

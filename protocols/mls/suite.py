@@ -53,6 +53,16 @@ def random_bytes(rng: Rng | None, n: int) -> bytes:
     return bytes(out)
 
 
+def _key_pair(rng: Rng | None, public_key_of: Callable[[bytes], bytes]) -> tuple[bytes, bytes]:
+    """A 32-byte private key drawn from ``rng`` and its public key, for either curve of the suite."""
+    private = random_bytes(rng, 32)
+    return private, public_key_of(private)
+
+
+def _raw_public_key(private_key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
+    return private_key.public_key().public_bytes(_RAW, _RAW_PUB)
+
+
 # --- hash / KDF -------------------------------------------------------------
 
 
@@ -106,14 +116,12 @@ def aead_open(key: bytes, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
 
 def signature_key_pair(rng: Rng | None = None) -> tuple[bytes, bytes]:
     """Fresh Ed25519 key pair ``(private seed, public key)`` from ``rng``."""
-    seed = random_bytes(rng, 32)
-    return seed, signature_public_key(seed)
+    return _key_pair(rng, signature_public_key)
 
 
 def signature_public_key(private: bytes) -> bytes:
     """Ed25519 public key of a 32-byte private seed."""
-    key = Ed25519PrivateKey.from_private_bytes(private)
-    return key.public_key().public_bytes(_RAW, _RAW_PUB)
+    return _raw_public_key(Ed25519PrivateKey.from_private_bytes(private))
 
 
 def sign(private: bytes, message: bytes) -> bytes:
@@ -143,14 +151,12 @@ def verify(public: bytes, message: bytes, signature: bytes) -> bool:
 
 def hpke_key_pair(rng: Rng | None = None) -> tuple[bytes, bytes]:
     """Fresh X25519 key pair ``(private, public)`` with the private key from ``rng``."""
-    private = random_bytes(rng, 32)
-    return private, hpke_public_key(private)
+    return _key_pair(rng, hpke_public_key)
 
 
 def hpke_public_key(private: bytes) -> bytes:
     """X25519 public key of a 32-byte private key."""
-    key = X25519PrivateKey.from_private_bytes(private)
-    return key.public_key().public_bytes(_RAW, _RAW_PUB)
+    return _raw_public_key(X25519PrivateKey.from_private_bytes(private))
 
 
 def x25519(private: bytes, public: bytes) -> bytes:

@@ -42,20 +42,16 @@ class Writer:
         self._buf = bytearray()
 
     def u8(self, n: int) -> Writer:
-        self._buf += n.to_bytes(1, "big")
-        return self
+        return self.raw(n.to_bytes(1, "big"))
 
     def u16(self, n: int) -> Writer:
-        self._buf += n.to_bytes(2, "big")
-        return self
+        return self.raw(n.to_bytes(2, "big"))
 
     def u32(self, n: int) -> Writer:
-        self._buf += n.to_bytes(4, "big")
-        return self
+        return self.raw(n.to_bytes(4, "big"))
 
     def u64(self, n: int) -> Writer:
-        self._buf += n.to_bytes(8, "big")
-        return self
+        return self.raw(n.to_bytes(8, "big"))
 
     def raw(self, data: bytes) -> Writer:
         """Append bytes without a length prefix (fixed-size fields)."""
