@@ -1,4 +1,12 @@
-"""Parse and apply schema.sql files: core's first, then each enabled protocol's."""
+"""Parse and apply schema.sql files: core's first, then each enabled protocol's.
+
+Lives here: the schema.sql parser (inline ``INDEX`` lines), validation of
+ownership and identifiers, application with recorded versions, checksums and
+numbered migrations, and the DDL extraction rebuilds use.
+
+May import: only the core's storage modules (``core.db``, ``core.errors``,
+``core.sql``, ``core.settings``); ``core.app`` imports this package to load a
+database's schemas when it opens it."""
 
 from schema_loader.apply import (
     ApplyReport,

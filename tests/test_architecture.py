@@ -1,0 +1,123 @@
+"""The one-way imports between packages, checked on every import statement (function-level ones too).
+
+protocols -> projectors/jobs -> core.app -> schema_loader -> core's storage modules.
+See docs/architecture.md for the picture and the reasons.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PACKAGES = ("core", "schema_loader", "projectors", "jobs", "protocols")
+SHARED_PROTOCOL_LIBRARY = "protocols.mls"
+#: The core modules schema_loader may use: storage and errors, nothing that runs work.
+CORE_STORAGE = frozenset({"core", "core.db", "core.errors", "core.sql", "core.settings"})
+#: May import, per package, besides itself (a protocol: itself and the shared library).
+ALLOWED = {
+    "core": set(),
+    "schema_loader": {"core"},
+    "projectors": {"core", "schema_loader"},
+    "jobs": {"core", "schema_loader", "projectors"},
+    "protocols": {"core", "schema_loader", "projectors", "jobs"},
+}
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "template" in path.parts:
+                continue  # the plugin scaffold's templates are not part of the project's import graph
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found.append((name, path))
+    return found
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every project module ``module`` imports (resolving relative imports)."""
+    names: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}"))
+    return {name for name in names if name.split(".")[0] in PACKAGES}
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _protocol(module: str) -> str | None:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "protocols" and len(parts) > 1 else None
+
+
+MODULES = _modules()
+
+
+def _violations(module: str, path: Path) -> list[str]:
+    own = _package(module)
+    wrong = []
+    for target in sorted(_imports(module, path)):
+        other = _package(target)
+        if other == own:
+            if own == "protocols" and _protocol(module) and _protocol(target):
+                mine, theirs = _protocol(module), _protocol(target)
+                if theirs not in (mine, SHARED_PROTOCOL_LIBRARY) and mine != SHARED_PROTOCOL_LIBRARY:
+                    wrong.append(f"{target} (a plugin never imports another plugin)")
+                if mine == SHARED_PROTOCOL_LIBRARY and theirs != mine:
+                    wrong.append(f"{target} (the shared library imports no plugin)")
+            continue
+        if module == "core.app" and target.startswith("schema_loader"):
+            continue  # the composition root: opening an app loads its schemas
+        if own == "schema_loader" and target in CORE_STORAGE:
+            continue
+        if other not in ALLOWED[own] or own == "schema_loader":
+            wrong.append(target)
+    return wrong
+
+
+@pytest.mark.parametrize(("module", "path"), MODULES, ids=[name for name, _ in MODULES])
+def test_imports_point_one_way(module: str, path: Path):
+    assert _violations(module, path) == []
+
+
+def test_the_import_walk_sees_function_level_and_relative_imports(tmp_path):
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from . import db\ndef f():\n    import jobs.tick\n    from protocols.marmot import nip44, handlers\n"
+    )
+    expected = {
+        "core",
+        "core.db",
+        "jobs.tick",
+        "protocols.marmot",
+        "protocols.marmot.nip44",
+        "protocols.marmot.handlers",
+    }
+    assert _imports("core.mod", source) == expected
+    assert "jobs.tick" in _violations("core.mod", source)
+
+
+def test_every_top_level_package_says_what_lives_there_and_what_it_may_import():
+    for package in PACKAGES:
+        docstring = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text())) or ""
+        assert "import" in docstring, f"{package}/__init__.py needs a docstring naming what it may import"
