@@ -37,6 +37,24 @@ def test_every_hook_is_documented_in_the_plugin_guide(hook):
     assert re.search(rf"^### {hook}\(", guide, re.MULTILINE), f"docs/plugin-guide.md lacks a '### {hook}(' section"
 
 
+def _hook_implementations(hook: str) -> list[str]:
+    """Files of shipped plugins (core's own, protocols/) and of tests that implement ``hook``."""
+    pattern = re.compile(rf"@hookimpl\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def {hook}\(")
+    files = [ROOT / "core" / "builtin.py", *(ROOT / "protocols").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    return [str(path.relative_to(ROOT)) for path in files if pattern.search(path.read_text())]
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_is_implemented_by_a_shipped_or_test_plugin(hook):
+    """A hook nobody implements is a hook nobody has tried: each has a working example."""
+    assert _hook_implementations(hook), f"no shipped or test plugin implements {hook}"
+
+
+def test_the_implementation_scan_finds_decorated_hooks_only():
+    assert "protocols/marmot/__init__.py" in _hook_implementations("register_protocol")
+    assert _hook_implementations("no_such_hook") == []
+
+
 @pytest.mark.parametrize("hook", HOOKS)
 def test_every_hook_has_a_test(hook):
     source = (ROOT / "tests" / "test_plugins.py").read_text()
