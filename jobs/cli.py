@@ -23,6 +23,7 @@ from core.status import snapshot
 from jobs import ingest as ingest_job
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.logs import configure_logging
+from jobs.scaffold.command import plugin as plugin_group
 
 
 class CliState:
@@ -370,6 +371,8 @@ def settings_command() -> None:
         allowed = f"{setting.minimum}-{setting.maximum}"
         click.echo(f"{setting.env_key:<30} {setting.default!s:<12} {allowed:<22} {setting.help}")
 
+
+cli.add_command(plugin_group)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
 _plugin_commands: set[str] = set()

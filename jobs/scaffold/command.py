@@ -1,0 +1,41 @@
+"""``tessera plugin new NAME``: the command line of :mod:`jobs.scaffold`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import click
+
+from core.registry import Registry
+from jobs.scaffold import new_plugin
+from jobs.scaffold.render import FILES, describe, destination
+
+
+@click.group()
+def plugin() -> None:
+    """Start a new protocol plugin."""
+
+
+@plugin.command("new")
+@click.argument("name")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Where the package directory tessera-NAME is created.",
+)
+@click.pass_context
+def new(ctx: click.Context, name: str, directory: Path) -> None:
+    """Write the protocol plugin NAME as a package, ready for `pip install -e` and `pytest`."""
+    root = ctx.find_root().command
+    commands = root.commands if isinstance(root, click.Group) else {}
+    target, names = new_plugin(name, directory, protocols=Registry(ctx.obj.pm).protocols, commands=commands)
+    shown = os.path.relpath(target)
+    click.echo(f"wrote the {names.protocol} protocol plugin to {shown}/:")
+    for file in FILES:
+        click.echo(f"  {destination(file, names):<28} {describe(file, names)}")
+    click.echo(f"next: cd {shlex.quote(shown)} && pip install -e '.[test]' && pytest")
