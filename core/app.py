@@ -52,6 +52,7 @@ def open_app(
             raise StorageError(f"{db.path} is not a Tessera database yet; run `tessera --db {db.path} init` first")
         wanted = sorted(set(enabled_protocols(db)) | set(enable))
         load_schemas(db, {name: registry.protocol(name).package for name in wanted})
+        eventlog.check_events_table(db)
         app = App(db, registry, wanted, clock=clock)
         with db.write():
             register_projections(db, app.projectors())

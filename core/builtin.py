@@ -64,6 +64,8 @@ def _optimize(tick: TickContext) -> int:
     return 1
 
 
+# Run by the tick daemon (TickDaemon._pass in jobs/tick.py), which finds them, with every plugin's
+# jobs, through register_jobs and Registry.jobs; `order` interleaves them.  See docs/architecture.md.
 CORE_JOBS = (
     Job("drain_recheck", order=10, run=_recheck),
     Job("drain_deferred", order=20, run=_deferred),

@@ -82,6 +82,7 @@ class TickDaemon:
         self.max_items = max_items
         self.owner = owner or leases.make_owner()
         self.on_pass = on_pass
+        # Every plugin's register_jobs answer (the core's own: CORE_JOBS in core/builtin.py), via Registry.jobs.
         self.jobs: list[Job] = sorted(app.registry.jobs.values(), key=lambda j: (j.order, j.name))
         self.lease: Lease | None = None
         self.report = TickReport()

@@ -7,6 +7,7 @@ See docs/architecture.md for the picture and the reasons.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,41 @@ def test_every_top_level_package_says_what_lives_there_and_what_it_may_import():
     for package in PACKAGES:
         docstring = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text())) or ""
         assert "import" in docstring, f"{package}/__init__.py needs a docstring naming what it may import"
+
+
+WALK = ROOT / "docs" / "architecture.md"
+WALK_STEP = re.compile(r"^\|[^|]+\| `([\w/]+\.py)` \| `([\w.]+)` \|$", re.MULTILINE)
+
+
+def _defines(path: Path, dotted: str) -> bool:
+    """``path`` defines ``dotted`` (a function or class, or ``Class.method``) at top level."""
+    scope: list[ast.stmt] = ast.parse(path.read_text()).body
+    for part in dotted.split("."):
+        found = [
+            node
+            for node in scope
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == part
+        ]
+        if not found:
+            return False
+        scope = found[0].body if isinstance(found[0], ast.ClassDef) else []
+    return True
+
+
+def test_the_walk_names_only_files_and_functions_that_exist():
+    text = WALK.read_text()
+    steps = WALK_STEP.findall(text)
+    assert len(steps) >= 30, "docs/architecture.md lost its step tables"
+    missing = [
+        f"{file}:{name}" for file, name in steps if not (ROOT / file).exists() or not _defines(ROOT / file, name)
+    ]
+    assert missing == []
+    named_files = set(re.findall(r"`((?:core|schema_loader|projectors|jobs|protocols|tests)/[\w/]+\.py)`", text))
+    assert [file for file in sorted(named_files) if not (ROOT / file).exists()] == []
+
+
+def test_the_walk_check_notices_a_missing_function(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("class Daemon:\n    def run(self):\n        pass\n\ndef step():\n    pass\n")
+    assert _defines(module, "Daemon.run") and _defines(module, "step")
+    assert not _defines(module, "Daemon.stop") and not _defines(module, "run")
