@@ -113,7 +113,9 @@ def append_slice(
     )
     if received == total_size:
         db.execute("UPDATE blobs SET status = 'complete', completed_at_ms = ? WHERE file_id = ?", (now_ms, file_id))
-    return info(db, file_id)
+    stored = info(db, file_id)
+    assert stored is not None  # written just above, in this transaction
+    return stored
 
 
 def _span(offset: int, length: int) -> str:
@@ -175,7 +177,7 @@ def reset(db: Database, file_id: str) -> int:
     """
     if info(db, file_id) is None:
         raise NotFound(f"no blob {file_id}; check the file id (the lowercase hex SHA-256 of the content)")
-    dropped = db.value("SELECT count(*) FROM blob_slices WHERE file_id = ?", (file_id,))
+    dropped = db.count("SELECT count(*) FROM blob_slices WHERE file_id = ?", (file_id,))
     db.execute("DELETE FROM blob_slices WHERE file_id = ?", (file_id,))
     db.execute("DELETE FROM blobs WHERE file_id = ?", (file_id,))
     return dropped

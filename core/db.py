@@ -47,6 +47,9 @@ from core.settings import Settings
 
 log = logging.getLogger("tessera.db")
 
+#: One row of a query, its columns in SELECT order.
+Row = tuple[Any, ...]
+
 _IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE")
 # Written at offset 68 of the SQLite header of every Tessera database: "TESS" in ASCII.
 TESSERA_APPLICATION_ID = 0x54455353
@@ -64,7 +67,7 @@ _ENVIRONMENT_ERRORS: dict[type[apsw.Error], str] = {
     apsw.ReadOnlyError: "the database file is no longer writable",
     apsw.CorruptError: "the database file is damaged (`tessera check --full` says where)",
 }
-_ENVIRONMENT_KINDS = (StorageUnavailable, *_ENVIRONMENT_ERRORS)
+_ENVIRONMENT_KINDS: tuple[type[BaseException], ...] = (StorageUnavailable, *_ENVIRONMENT_ERRORS)
 
 
 def environment_failure(exc: BaseException | None) -> BaseException | None:
@@ -259,7 +262,7 @@ def identify(conn: apsw.Connection, path: str) -> str:
         raise ForeignDatabase(_refusal(path, _not_sqlite(path)), path=path) from None
     if application_id == TESSERA_APPLICATION_ID:
         return "tessera"
-    tables = [name for kind, name in objects if kind == "table"]
+    tables = [str(name) for kind, name in objects if kind == "table"]
     if application_id == 0 and set(tables) >= _LOADER_TABLES:
         return "unmarked"
     if application_id == 0 and user_version == 0 and not objects:
@@ -477,10 +480,10 @@ class Database:
     def executemany(self, sql: str, rows: Any) -> apsw.Cursor:
         return self.conn.executemany(sql, rows)
 
-    def one(self, sql: str, params: Any = None) -> tuple | None:
+    def one(self, sql: str, params: Any = None) -> Row | None:
         """The first row, or None."""
         for row in self.conn.execute(sql, params):
-            return row
+            return tuple(row)
         return None
 
     def value(self, sql: str, params: Any = None, default: Any = None) -> Any:
@@ -489,7 +492,16 @@ class Database:
             return row[0]
         return default
 
-    def all(self, sql: str, params: Any = None) -> list[tuple]:
+    def integer(self, sql: str, params: Any = None) -> int | None:
+        """The first column of the first row as an integer, or None (no row, or NULL)."""
+        value = self.value(sql, params)
+        return None if value is None else int(value)
+
+    def count(self, sql: str, params: Any = None) -> int:
+        """An integer the query always yields (a ``count(*)``, a ``RETURNING`` of a row that exists)."""
+        return self.integer(sql, params) or 0
+
+    def all(self, sql: str, params: Any = None) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()
 
     def has_table(self, name: str) -> bool:

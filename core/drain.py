@@ -13,6 +13,8 @@ from collections.abc import Callable
 import attrs
 
 from core import leases, queues, recheck
+from core.clock import ManualClock
+from core.errors import InvalidInput
 from core.leases import Lease
 from core.pipeline import Outcome, count_outcome, process_item
 from core.records import OutcomeKind
@@ -174,12 +176,12 @@ def _recheck_item(
     with rt.db.write():
         _fence(rt, lease, now)
         current = recheck.blocked_row(rt.db, item.source_id)
-        if current is None or current[:2] != (marker.reason_type, marker.reason_key):
+        if current is None or not current.waits_on(marker.reason_type, marker.reason_key):
             return False  # already moved on (e.g. parked, or re-blocked elsewhere)
-        item = attrs.evolve(item, attempts=current[2])
+        item = attrs.evolve(item, attempts=current.attempts)
         outcome = process_item(rt, item, now)
         after = recheck.blocked_row(rt.db, item.source_id)
-        blocked = after is not None and after[:2] == (marker.reason_type, marker.reason_key) and not after[3]
+        blocked = after is not None and after.waits_on(marker.reason_type, marker.reason_key) and not after.patient
     if on_outcome is not None:
         on_outcome(outcome)
     return blocked
@@ -215,8 +217,8 @@ def recover_claims(rt: Runtime, lease: Lease | None = None) -> int:
 def next_due_ms(rt: Runtime) -> int | None:
     """Earliest time scheduled work (deferred items, recheck markers) becomes due."""
     with rt.db.read():
-        times = [queues.next_deferred_due_at(rt.db), recheck.next_marker_due_at(rt.db)]
-    times = [t for t in times if t is not None]
+        due = [queues.next_deferred_due_at(rt.db), recheck.next_marker_due_at(rt.db)]
+    times = [t for t in due if t is not None]
     return min(times) if times else None
 
 
@@ -250,5 +252,10 @@ def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int =
         due = next_due_ms(rt)
         if due is None or not advance_clock:
             return summary
-        rt.clock.now = max(rt.clock.now, due)
+        clock = rt.clock
+        if not isinstance(clock, ManualClock):
+            raise InvalidInput(
+                "run_until_idle(advance_clock=True) needs the runtime to run on a core.clock.ManualClock"
+            )
+        clock.now = max(clock.now, due)
     return summary

@@ -34,7 +34,7 @@ _SCALARS = (str, int, bool, type(None))
 # --- encoding ------------------------------------------------------------------
 
 
-def _flat(value: dict) -> bool:
+def _flat(value: dict[str, Any]) -> bool:
     """True for the common payload: string keys, scalar values (checked without recursion)."""
     for key, item in value.items():
         kind = type(item)
@@ -153,7 +153,7 @@ def first_repeated_key(pairs: list[tuple[str, Any]]) -> str | None:
     return None
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         key = first_repeated_key(pairs)
@@ -217,8 +217,8 @@ def _walk(value: Any, max_depth: int) -> None:
             stack.extend(_children(item, path, depth + 1))
 
 
-def _children(container: list | dict, path: str | None, depth: int) -> list[tuple[Any, str | None, int]]:
-    if type(container) is list:
+def _children(container: list[Any] | dict[str, Any], path: str | None, depth: int) -> list[tuple[Any, str | None, int]]:
+    if isinstance(container, list):
         return [(child, f"{path or ''}[{i}]", depth) for i, child in enumerate(container)]
     for key in container:
         if _has_lone_surrogate(key):

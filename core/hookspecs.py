@@ -46,7 +46,7 @@ def register_protocol() -> Protocol | None:
 
 
 @hookspec
-def register_jobs() -> Sequence[Job]:
+def register_jobs() -> Sequence[Job]:  # type: ignore[empty-body]
     """Add jobs to the tick.
 
     Called once when the registry is built.
@@ -57,7 +57,7 @@ def register_jobs() -> Sequence[Job]:
 
 
 @hookspec
-def register_transports() -> Sequence[Transport]:
+def register_transports() -> Sequence[Transport]:  # type: ignore[empty-body]
     """Provide transports that publish the ``outgoing`` queue.
 
     :return: a list of objects with a ``name`` and ``send(runtime, item)``

@@ -11,7 +11,7 @@ import attrs
 from core.errors import InvalidInput
 
 
-def _nonneg(instance: object, attribute: attrs.Attribute, value: int) -> None:
+def _nonneg(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if not isinstance(value, int) or value < 0:
         raise InvalidInput(f"{attribute.name} must be a non-negative integer, got {value!r}")
 

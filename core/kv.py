@@ -75,7 +75,7 @@ class KV:
     def incr(self, key: str, by: int = 1) -> int:
         """Add ``by`` to an integer counter (missing counts as 0)."""
         self._require_write()
-        value = self.db.value(
+        value = self.db.count(
             "INSERT INTO kv(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value RETURNING value",
             (key, by),

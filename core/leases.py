@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from typing import Any
 
 import attrs
 
@@ -88,7 +89,7 @@ def release(db: Database, lease: Lease) -> None:
         )
 
 
-def current(db: Database, name: str) -> dict | None:
+def current(db: Database, name: str) -> dict[str, Any] | None:
     row = db.one(_SELECT, (name,))
     if row is None:
         return None

@@ -193,7 +193,7 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
 
 def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Outcome:
     result = handled.result
-    if result is _WAIT_IN_LINE:
+    if isinstance(result, _WaitInLine):
         return _queue_behind(rt, item, handled.partition_key, now_ms)
     if isinstance(result, Blocked):
         return _block(rt, item, result, handled.partition_key, now_ms)
@@ -206,7 +206,7 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
     reason = f"{blocked.reason_type}:{blocked.reason_key}" + (f" ({blocked.detail})" if blocked.detail else "")
     if item.source is ItemSource.BLOCKED and not blocked.patient:
         current = recheck.blocked_row(rt.db, item.source_id)
-        if current is not None and current[:2] == (blocked.reason_type, blocked.reason_key):
+        if current is not None and current.waits_on(blocked.reason_type, blocked.reason_key):
             attempts = recheck.bump_attempts(rt.db, item.source_id)
             if attempts >= rt.db.settings.max_attempts:
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)

@@ -7,6 +7,7 @@ transaction boundaries (one item per transaction in the tick).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -163,7 +164,7 @@ def delete_deferred(db: Database, deferred_id: int) -> None:
 
 def next_deferred_due_at(db: Database) -> int | None:
     """When :func:`next_due_deferred` will next return an item (None = queue empty)."""
-    return db.value(_NEXT_DUE_AT)
+    return db.integer(_NEXT_DUE_AT)
 
 
 # --- outgoing ---------------------------------------------------------------
@@ -255,7 +256,7 @@ def park(
     destination: str | None = None,
 ) -> int:
     """Keep a failed item, with its reason, its attempts and the original blob."""
-    return db.value(
+    return db.count(
         "INSERT INTO parked(protocol, source, blob, partition_key, reason, attempts, first_failed_at_ms, "
         "last_failed_at_ms, transport, destination) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
@@ -273,7 +274,7 @@ def park(
     )
 
 
-def list_parked(db: Database, limit: int = 1000) -> list[dict]:
+def list_parked(db: Database, limit: int = 1000) -> list[dict[str, Any]]:
     rows = db.all(
         "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
         "length(blob) FROM parked ORDER BY id LIMIT ?",

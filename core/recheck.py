@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from core.db import Database
+from core.db import Database, Row
 from core.queues import WorkItem
 from core.records import EVENT_WAIT, ItemSource, StoredEvent, event_wait_key
 
@@ -135,7 +135,7 @@ def claim_marker(db: Database, now_ms: int) -> Marker | None:
 _ITEM_COLUMNS = "id, protocol, blob, partition_key, attempts"
 
 
-def _item(row: tuple, first_failed_at_ms: int | None = None) -> WorkItem:
+def _item(row: Row, first_failed_at_ms: int | None = None) -> WorkItem:
     """A blocked row (``_ITEM_COLUMNS`` first) as the work item a recheck hands to the pipeline."""
     return WorkItem(
         protocol=row[1],
@@ -160,15 +160,37 @@ def blocked_items(
     return [_item(r) for r in rows]
 
 
-def blocked_row(db: Database, blocked_id: int) -> tuple | None:
-    """(reason_type, reason_key, attempts, patient) of a blocked row, or None once it left."""
-    return db.one(
-        "SELECT reason_type, reason_key, attempts, expires_at_ms IS NOT NULL FROM blocked WHERE id = ?", (blocked_id,)
-    )
+@attrs.frozen
+class BlockedRow:
+    """Where a blocked item stands now.
+
+    Attributes:
+        reason_type, reason_key: what it waits for.
+        attempts: rechecks that found it still blocked (patient waits never count).
+        patient: the wait has a horizon instead of an attempt limit.
+    """
+
+    reason_type: str
+    reason_key: str
+    attempts: int
+    patient: bool
+
+    def waits_on(self, reason_type: str, reason_key: str) -> bool:
+        """It is blocked under exactly this reason."""
+        return (self.reason_type, self.reason_key) == (reason_type, reason_key)
+
+
+_BLOCKED_ROW = "SELECT reason_type, reason_key, attempts, expires_at_ms IS NOT NULL FROM blocked WHERE id = ?"
+
+
+def blocked_row(db: Database, blocked_id: int) -> BlockedRow | None:
+    """The blocked item's reason and attempts, or None once it left ``blocked``."""
+    row = db.one(_BLOCKED_ROW, (blocked_id,))
+    return None if row is None else BlockedRow(row[0], row[1], row[2], bool(row[3]))
 
 
 def bump_attempts(db: Database, blocked_id: int) -> int:
-    return db.value("UPDATE blocked SET attempts = attempts + 1 WHERE id = ? RETURNING attempts", (blocked_id,))
+    return db.count("UPDATE blocked SET attempts = attempts + 1 WHERE id = ? RETURNING attempts", (blocked_id,))
 
 
 def unblock(db: Database, blocked_id: int) -> None:
@@ -224,8 +246,7 @@ _NEXT_MARKER_DUE_AT = "SELECT min(available_at_ms) FROM recheck_queue WHERE stat
 
 def next_marker_due_at(db: Database) -> int | None:
     """When the next ready marker is due (None = no marker waits)."""
-    due: int | None = db.value(_NEXT_MARKER_DUE_AT)
-    return due
+    return db.integer(_NEXT_MARKER_DUE_AT)
 
 
 _EXPIRED_BLOCKED = (

@@ -21,24 +21,24 @@ MAX_EVENT_ID_BYTES = 64
 MAX_PARTITION_KEY = 256
 
 
-def _type_name(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+def _type_name(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or not _TYPE_NAME.match(value):
         raise InvalidInput(
             f"{attribute.name} {value!r} must be 1-64 characters of letters, digits and _.:- starting with a letter"
         )
 
 
-def _event_id(instance: Any, attribute: attrs.Attribute, value: bytes) -> None:
+def _event_id(instance: Any, attribute: attrs.Attribute[bytes], value: bytes) -> None:
     if not isinstance(value, bytes) or not 1 <= len(value) <= MAX_EVENT_ID_BYTES:
         raise InvalidInput(f"event_id must be 1-{MAX_EVENT_ID_BYTES} bytes, got {value!r:.80}")
 
 
-def _partition(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+def _partition(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or len(value) > MAX_PARTITION_KEY:
         raise InvalidInput(f"partition_key must be a string of at most {MAX_PARTITION_KEY} characters")
 
 
-def _timestamp(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+def _timestamp(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
     # Bounded here, so a decoder that passes on a peer's huge timestamp fails at once (parked), not at the insert.
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
         raise InvalidInput(
@@ -217,7 +217,7 @@ class Blocked:
     expired_reason: str = "dependency_never_arrived"
 
     @horizon_ms.validator
-    def _check_horizon(self, attribute: attrs.Attribute, value: int | None) -> None:
+    def _check_horizon(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
         if value is not None and (not isinstance(value, int) or value <= 0):
             raise InvalidInput(f"horizon_ms must be a positive number of milliseconds or None, got {value!r}")
 

@@ -59,7 +59,7 @@ class Registry:
                 )
 
     @staticmethod
-    def _add_unique(table: dict, name: str, value: Any, kind: str) -> None:
+    def _add_unique(table: dict[str, Any], name: str, value: Any, kind: str) -> None:
         if name in table:
             raise PluginError(f"two plugins register a {kind} named {name!r}; uninstall or rename one")
         table[name] = value

@@ -153,7 +153,7 @@ def _from_env(env: Mapping[str, str], prefix: str) -> dict[str, Any]:
     return values
 
 
-def _in_range(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _in_range(instance: Any, attribute: attrs.Attribute[int], value: Any) -> None:
     setting = _BY_NAME[attribute.name]
     _check(setting, value, f"setting {setting.name} ({setting.env_key})")
 
@@ -197,4 +197,4 @@ class Settings:
 
     def retry_delay_ms(self, attempts: int) -> int:
         """Backoff before retry number ``attempts`` (1-based): doubling, capped."""
-        return min(self.retry_base_ms * (2 ** max(attempts - 1, 0)), self.retry_max_ms)
+        return int(min(self.retry_base_ms * (2 ** max(attempts - 1, 0)), self.retry_max_ms))

@@ -13,7 +13,8 @@ class ProtocolState:
         self.protocol = protocol
 
     def get(self, key: str) -> bytes | None:
-        return self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
+        value = self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
+        return None if value is None else bytes(value)
 
     def keys(self, prefix: str = "") -> list[str]:
         rows = self.db.all(

@@ -32,7 +32,7 @@ COUNTER_PREFIX = "counters."
 
 
 def _count(db: Database, sql: str) -> int:
-    return db.value(sql, default=0)
+    return db.count(sql)
 
 
 def snapshot(db: Database) -> dict[str, Any]:
