@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -30,12 +29,15 @@ def plugin() -> None:
 )
 @click.pass_context
 def new(ctx: click.Context, name: str, directory: Path) -> None:
-    """Write the protocol plugin NAME as a package, ready for `pip install -e` and `pytest`."""
+    """Write a new protocol plugin package.
+
+    It goes to DIR/tessera-NAME, with the Python package NAME inside, and is
+    ready for `pip install -e` and `pytest` (see docs/plugin-guide.md).
+    """
     root = ctx.find_root().command
     commands = root.commands if isinstance(root, click.Group) else {}
     target, names = new_plugin(name, directory, protocols=Registry(ctx.obj.pm).protocols, commands=commands)
-    shown = os.path.relpath(target)
-    click.echo(f"wrote the {names.protocol} protocol plugin to {shown}/:")
+    click.echo(f"wrote the {names.protocol} protocol plugin to {target}/:")
     for file in FILES:
         click.echo(f"  {destination(file, names):<28} {describe(file, names)}")
-    click.echo(f"next: cd {shlex.quote(shown)} && pip install -e '.[test]' && pytest")
+    click.echo(f"next: cd {shlex.quote(str(target))} && pip install -e '.[test]' && pytest")

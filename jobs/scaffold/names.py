@@ -59,7 +59,8 @@ def check_name(name: str, *, protocols: Mapping[str, Protocol], commands: Collec
     _protocol_rule(name)
     if keyword.iskeyword(name) or name in dir(builtins):
         raise InvalidInput(
-            f"{name!r} is a Python keyword or builtin, so `import {name}` would break; pick another name"
+            f"{name!r} is a Python keyword or builtin, which a package of that name would break or shadow; "
+            "pick another name"
         )
     if name in protocols:
         raise InvalidInput(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -242,7 +243,7 @@ def throwaway_venv(directory: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_pip_install_e_then_pytest_passes_at_once_and_tessera_lists_it(tmp_path):
+def test_pip_install_e_then_pytest_passes_at_once_and_the_readme_commands_work(tmp_path):
     started = time.monotonic()
     package = scaffold(tmp_path)
     python = throwaway_venv(tmp_path / "venv")
@@ -256,9 +257,14 @@ def test_pip_install_e_then_pytest_passes_at_once_and_tessera_lists_it(tmp_path)
     # `python -m jobs` is the `tessera` script (jobs.cli:main); the throwaway venv has no script of its own.
     listing = run([str(python), "-m", "jobs", "plugins"], cwd=tmp_path, env=isolated_env())
     assert "protocol reactions (reactions): notes posted to topics" in listing, listing
+    listed = time.monotonic()
+    readme_commands = (package / "README.md").read_text().split("```sh\n")[2].split("```")[0]
+    script = f'set -e\ntessera() {{ {shlex.quote(str(python))} -m jobs "$@"; }}\n{readme_commands}'
+    assert run(["bash", "-c", script], cwd=tmp_path, env=isolated_env()).rstrip().endswith("hello")
     print(
         f"venv {venv_ready - started:.1f} s, pip install -e {installed - venv_ready:.1f} s, "
-        f"pytest {tested - installed:.1f} s, tessera plugins {time.monotonic() - tested:.1f} s"
+        f"pytest {tested - installed:.1f} s, tessera plugins {listed - tested:.1f} s, "
+        f"README commands {time.monotonic() - listed:.1f} s"
     )
 
 
