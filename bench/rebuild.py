@@ -29,7 +29,8 @@ from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.records import Event, Result
 from core.settings import Settings
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
+from jobs.rebuild.run import DEFAULT_PARTITION_EVENTS
 from jobs.render import stage_progress
 from protocols import example
 
@@ -72,12 +73,16 @@ def run_engine(path: str, engine: str, workdir: str, spark, partition_events: in
     app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False), path=path)
     started = time.perf_counter()
     result = rebuild(
-        app,
-        RebuildOptions(
-            engine=engine, verify=True, workdir=workdir, master="local[2]", partition_events=partition_events
-        ),
-        spark=spark,
-        progress=stage_progress,
+        RebuildRequest(
+            app,
+            engine=engine,
+            verify=True,
+            workdir=workdir,
+            master="local[2]",
+            partition_events=partition_events,
+            spark=spark,
+            progress=stage_progress,
+        )
     )
     total = time.perf_counter() - started
     app.close()
@@ -95,7 +100,7 @@ def main() -> None:
     options.add_argument(
         "--partition-events",
         type=int,
-        default=RebuildOptions().partition_events,
+        default=DEFAULT_PARTITION_EVENTS,
         help="events per replay partition (local bucket; sets the least Spark partition count)",
     )
     args = options.parse_args()

@@ -316,12 +316,13 @@ def rebuild(
     obj: CliState, projections, protocol, engine, master, confs, partitions, partition_events, verify, workdir
 ) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
-    from jobs.rebuild import RebuildOptions
+    from jobs.rebuild import RebuildRequest
     from jobs.rebuild import rebuild as run_rebuild
     from jobs.rebuild.spark_session import spark_available
     from jobs.render import print_rebuild, stage_progress
 
-    options = RebuildOptions(
+    request = RebuildRequest(
+        obj.app(),
         projections=projections,
         protocol=protocol,
         engine=engine or ("spark" if spark_available() else "local"),
@@ -331,9 +332,10 @@ def rebuild(
         conf=_parse_conf(confs),
         partitions=partitions,
         partition_events=partition_events,
+        progress=stage_progress,
     )
-    report = run_rebuild(obj.app(), options, progress=stage_progress)
-    print_rebuild(report, options)
+    report = run_rebuild(request)
+    print_rebuild(report, request)
     if verify and not report.equal:
         raise SystemExit(1)
 

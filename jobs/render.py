@@ -88,12 +88,12 @@ def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], No
             )
 
 
-def print_rebuild(report: Any, options: Any) -> None:
+def print_rebuild(report: Any, request: Any) -> None:
     out = Console()
-    mode = "verify" if options.verify else "rebuild"
+    mode = "verify" if request.verify else "rebuild"
     out.print(
-        f"{mode} with the {options.engine} engine"
-        + (f" on {options.master}" if options.engine == "spark" else "")
+        f"{mode} with the {request.engine} engine"
+        + (f" on {request.master}" if request.engine == "spark" else "")
         + f": watermark seq {report.watermark:,}, {report.events_replayed:,} events replayed, "
         f"{report.exported:,} newly exported, {report.caught_up:,} caught up after the watermark"
     )
@@ -101,7 +101,7 @@ def print_rebuild(report: Any, options: Any) -> None:
     for stage, seconds in report.seconds.items():
         timings.add_row(stage, f"{seconds:.2f}")
     out.print(timings)
-    if options.verify:
+    if request.verify:
         verdicts = Table("table", "live rows", "rebuilt rows", "checksum", "verdict")
         for v in report.verdicts:
             verdicts.add_row(

@@ -23,7 +23,9 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
@@ -51,25 +53,37 @@ def count_events(files: Sequence[str], spec: ReplaySpec, watermark: int) -> int:
     return dataset.count_rows(filter=_wanted_filter(spec, watermark))
 
 
-def replay_local(
-    files: Sequence[str],
-    spec: ReplaySpec,
-    rebuild_key: str | None,
-    watermark: int,
-    out_dir: Path,
-    *,
-    events: int,
-    partition_events: int,
-    advance: Callable[[int], None] = lambda n: None,
-) -> None:
-    """Replay ``events`` exported events bucket by bucket; ``advance`` counts events folded."""
-    buckets = 1 if rebuild_key is None else max(1, -(-events // partition_events))
+@attrs.frozen
+class ReplayGroup:
+    """One replay of the projectors that share a rebuild key, as either engine runs it.
+
+    Attributes:
+        files: the exported Parquet files of the event log.
+        spec: the projectors, their tables and the upcasters.
+        rebuild_key: ``partition_key``, or None to replay everything as one ordered partition.
+        watermark: the last seq replayed (later events are left to the catch-up).
+        events: how many exported events these projectors consume (see :func:`count_events`).
+        out_dir: where the replayed rows go, as Parquet under ``__table=<name>/``.
+    """
+
+    files: tuple[str, ...]
+    spec: ReplaySpec
+    rebuild_key: str | None
+    watermark: int
+    events: int
+    out_dir: Path
+
+
+def replay_local(group: ReplayGroup, *, partition_events: int, advance: Callable[[int], None] = lambda n: None) -> None:
+    """Replay the group's events bucket by bucket; ``advance`` counts events folded."""
+    spec, out_dir = group.spec, group.out_dir
+    buckets = 1 if group.rebuild_key is None else max(1, -(-group.events // partition_events))
     if buckets == 1:
-        _fold_bucket(_counted(_ordered_batches(files, spec, watermark), advance), spec, out_dir, 0)
+        _fold_bucket(_counted(_ordered_batches(group), advance), spec, out_dir, 0)
         return
-    log.info("local replay of %d events in %d buckets: spilling", events, buckets)
+    log.info("local replay of %d events in %d buckets: spilling", group.events, buckets)
     spill = _Spill(out_dir.with_name(out_dir.name + ".buckets"), buckets)
-    for batch in _ordered_batches(files, spec, watermark):
+    for batch in _ordered_batches(group):
         spill.add(batch)
     spill.finish()
     for index in range(buckets):
@@ -80,10 +94,10 @@ def replay_local(
     shutil.rmtree(spill.folder, ignore_errors=True)
 
 
-def _ordered_batches(files: Sequence[str], spec: ReplaySpec, watermark: int) -> Iterator[pa.RecordBatch]:
+def _ordered_batches(group: ReplayGroup) -> Iterator[pa.RecordBatch]:
     """Stream the export in seq order: files are named by seq range, each file is seq-sorted."""
-    wanted = _wanted_filter(spec, watermark)
-    for path in sorted(files):
+    wanted = _wanted_filter(group.spec, group.watermark)
+    for path in sorted(group.files):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH_ROWS):
             kept = pa.Table.from_batches([batch]).filter(wanted)
             yield from kept.to_batches()
@@ -178,23 +192,17 @@ def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: P
         conn.close()
 
 
-def replay_spark(
-    spark,
-    files: Sequence[str],
-    spec: ReplaySpec,
-    rebuild_key: str | None,
-    watermark: int,
-    out_dir: Path,
-    partitions: int,
-) -> None:
+def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> None:
+    """Replay the group on Spark in ``partitions`` partitions (one when it has no rebuild key)."""
     from pyspark.errors import PythonException
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    spec, rebuild_key = group.spec, group.rebuild_key
     wanted = [f"{protocol}/{event_type}" for protocol, event_type in spec.wanted()]
     events = (
-        spark.read.parquet(*files)
-        .where(F.col("seq") <= watermark)
+        spark.read.parquet(*group.files)
+        .where(F.col("seq") <= group.watermark)
         .where(F.concat_ws("/", "protocol", "event_type").isin(wanted))
         .select(*EVENT_SCHEMA.names)
     )
@@ -204,7 +212,7 @@ def replay_spark(
         events = events.repartition(1).sortWithinPartitions("seq")
     rows = events.mapInArrow(lambda batches: fold(batches, spec), from_arrow_schema(spec.schema))
     try:
-        rows.write.mode("overwrite").partitionBy(TABLE_COLUMN).parquet(str(out_dir))
+        rows.write.mode("overwrite").partitionBy(TABLE_COLUMN).parquet(str(group.out_dir))
     except PythonException as exc:
         typed = worker_error(str(exc))
         if typed is None:

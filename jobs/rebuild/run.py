@@ -12,6 +12,7 @@ dropping millions of rows never holds the daemon's write lock for long.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import shutil
@@ -24,6 +25,7 @@ import attrs
 
 from core import eventlog, maintenance
 from core.app import INSTANCE_KEY, App
+from core.db import Database
 from core.errors import InvalidInput
 from jobs.rebuild import engines, shadow
 from jobs.rebuild.export import export_events, exported_files
@@ -33,6 +35,8 @@ from projectors import arrow, replay
 log = logging.getLogger("tessera.rebuild")
 
 VERIFY_SNAPSHOT_ATTEMPTS = 20
+ENGINES = ("spark", "local")
+DEFAULT_PARTITION_EVENTS = 100_000
 # The master URLs Spark itself accepts; anything else makes its JVM exit before the session exists.
 _SPARK_MASTER = re.compile(
     r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
@@ -41,19 +45,76 @@ _SPARK_MASTER = re.compile(
 ProgressFactory = Callable[[str, int | None], Any]
 
 
-@attrs.define
-class RebuildOptions:
-    """What to rebuild and how (see ``tessera rebuild --help``)."""
+def _no_progress(name: str, total: int | None) -> contextlib.nullcontext[Callable[[int], None]]:
+    return contextlib.nullcontext(lambda n: None)
 
-    projections: Sequence[str] = ()
-    protocol: str | None = None
-    engine: str = "spark"
-    master: str = "local[*]"
+
+def check_master(master: str) -> None:
+    """Refuse a --master Spark would not parse, before starting a JVM that would exit on it."""
+    if not _SPARK_MASTER.fullmatch(master):
+        raise InvalidInput(
+            f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
+            "spark://HOST:PORT, k8s://URL or yarn"
+        )
+
+
+def _optional_path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+@attrs.frozen
+class RebuildRequest:
+    """One rebuild to run: on which application, what to rebuild and how (see ``tessera rebuild --help``).
+
+    Attributes:
+        app: the open application whose read models are rebuilt.
+        projections: names of the projectors to rebuild (empty: see ``protocol``).
+        protocol: rebuild every projector of this protocol; with neither, every enabled projector.
+        engine: ``spark`` or ``local``.
+        master: the Spark master URL a new session connects to.
+        verify: compare the rebuilt tables with the live ones instead of swapping them in.
+        workdir: directory for the export and the replay output (None: ``<database>.rebuild``).
+        conf: extra Spark settings for a new session.
+        partitions: Spark partitions of the replay (None: from the event count, see ``partition_events``).
+        partition_events: target events per replay partition: the local engine's bucket size, and
+            events / this is the least number of Spark partitions.
+        spark: a Spark session the caller owns and stops (None: one is started, and stopped after the replay).
+        progress: ``progress(stage, total)`` returns a context manager yielding ``advance(n)``.
+    """
+
+    app: App
+    projections: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    protocol: str | None = attrs.field(default=None)
+    engine: str = attrs.field(default="spark")
+    master: str = attrs.field(default="local[*]")
     verify: bool = False
-    workdir: Path | None = None
+    workdir: Path | None = attrs.field(default=None, converter=_optional_path)
     conf: dict[str, str] = attrs.field(factory=dict)
     partitions: int | None = None
-    partition_events: int = 100_000
+    partition_events: int = attrs.field(default=DEFAULT_PARTITION_EVENTS)
+    spark: Any = attrs.field(default=None, repr=False)
+    progress: ProgressFactory = attrs.field(default=_no_progress, repr=False)
+
+    @protocol.validator
+    def _one_selection(self, attribute: attrs.Attribute[str | None], protocol: str | None) -> None:
+        if self.projections and protocol:
+            raise InvalidInput("give --projection or --protocol, not both")
+
+    @engine.validator
+    def _known_engine(self, attribute: attrs.Attribute[str], engine: str) -> None:
+        if engine not in ENGINES:
+            raise InvalidInput(f"--engine must be spark or local, got {engine!r}")
+
+    @master.validator
+    def _spark_master(self, attribute: attrs.Attribute[str], master: str) -> None:
+        # Only a session this rebuild starts connects to it (attrs validates once every field is set).
+        if self.engine == "spark" and self.spark is None:
+            check_master(master)
+
+    @partition_events.validator
+    def _positive(self, attribute: attrs.Attribute[int], partition_events: int) -> None:
+        if partition_events < 1:
+            raise InvalidInput(f"--partition-events must be at least 1, got {partition_events}")
 
 
 @attrs.define
@@ -75,19 +136,90 @@ class RebuildReport:
         return all(v.equal for v in self.verdicts)
 
 
-def select_projectors(app: App, options: RebuildOptions) -> list[Any]:
+def select_projectors(request: RebuildRequest) -> list[Any]:
     """The projectors to rebuild: named ones, a protocol's, or every enabled one."""
-    if options.projections and options.protocol:
-        raise InvalidInput("give --projection or --protocol, not both")
-    if options.projections:
-        chosen = [app.registry.projector(name) for name in options.projections]
+    app = request.app
+    if request.projections:
+        chosen = [app.registry.projector(name) for name in request.projections]
         for projector in chosen:
             app.require_enabled(projector.protocol)
         return chosen
-    if options.protocol:
-        app.require_enabled(options.protocol)
-        return app.projectors([options.protocol])
+    if request.protocol:
+        app.require_enabled(request.protocol)
+        return app.projectors([request.protocol])
     return app.projectors()
+
+
+@attrs.frozen
+class RebuildRun:
+    """A rebuild under way: the request, what it resolved to, and the report it fills in.
+
+    Attributes:
+        request: what was asked.
+        projectors: the projectors rebuilt.
+        tables: their tables.
+        packages: each table's protocol package (where its schema.sql is).
+        workdir: the directory of the export and the replay output.
+        report: counts and timings, filled in stage by stage.
+    """
+
+    request: RebuildRequest
+    projectors: tuple[Any, ...]
+    tables: tuple[str, ...]
+    packages: dict[str, str]
+    workdir: Path
+    report: RebuildReport
+
+    @classmethod
+    def of(cls, request: RebuildRequest, projectors: Sequence[Any]) -> RebuildRun:
+        registry = request.app.registry
+        return cls(
+            request,
+            tuple(projectors),
+            tuple(t for p in projectors for t in p.tables),
+            {t: registry.protocol(p.protocol).package for p in projectors for t in p.tables},
+            Path(request.workdir or f"{request.app.db.path}.rebuild"),
+            RebuildReport(projectors=[p.name for p in projectors]),
+        )
+
+    @property
+    def app(self) -> App:
+        return self.request.app
+
+    @property
+    def db(self) -> Database:
+        return self.request.app.db
+
+    def replay_dir(self, group: int) -> Path:
+        return self.workdir / "replay" / f"group-{group}"
+
+    def stage(self, name: str, total: int | None, work: Callable[[Callable[[int], None]], Any]) -> Any:
+        """Run one stage: logged, timed into the report, and shown through the progress factory."""
+        log.info("rebuild stage %s started", name)
+        started = time.perf_counter()
+        with self.request.progress(name, total) as advance:
+            result = work(advance)
+        self.report.seconds[name] = self.report.seconds.get(name, 0.0) + time.perf_counter() - started
+        return result
+
+    def discard(self, names: Sequence[str]) -> list[str]:
+        """Stage "discard": empty and drop those of ``names`` that exist, without long write locks."""
+        return list(self.stage("discard", None, lambda advance: shadow.discard_existing(self.db, names, advance)))
+
+    def catch_up(self, after_seq: int, advance: Callable[[int], None]) -> int:
+        """Apply the events after ``after_seq`` up to the head to the shadow tables; the last seq applied."""
+        return shadow.catch_up(self.db, self.app.runtime, self.projectors, self.tables, after_seq, None, advance)
+
+
+def rebuild(request: RebuildRequest) -> RebuildReport:
+    """Run the whole pipeline (see the module docs); returns the report."""
+    projectors = select_projectors(request)
+    if not projectors:
+        raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
+    run = RebuildRun.of(request, projectors)
+    shadow.check_swappable(run.db, run.tables)
+    with _rebuild_pragmas(run.db):
+        return _rebuild(run)
 
 
 def _spec(app: App, projectors: Sequence[Any]) -> arrow.ReplaySpec:
@@ -97,127 +229,34 @@ def _spec(app: App, projectors: Sequence[Any]) -> arrow.ReplaySpec:
     return arrow.ReplaySpec(tuple(projectors), tuple(ddl), tuple(arrow.table_shapes(ddl, tables)), upcasters)
 
 
-class _Stages:
-    """Times each stage and tells the progress factory about it."""
-
-    def __init__(self, report: RebuildReport, progress: ProgressFactory):
-        self.report = report
-        self.progress = progress
-
-    def run(self, name: str, total: int | None, work: Callable[[Callable[[int], None]], Any]) -> Any:
-        log.info("rebuild stage %s started", name)
-        started = time.perf_counter()
-        with self.progress(name, total) as advance:
-            result = work(advance)
-        self.report.seconds[name] = self.report.seconds.get(name, 0.0) + time.perf_counter() - started
-        return result
-
-    def discard(self, db: Any, names: Sequence[str]) -> list[str]:
-        """Stage "discard": empty and drop those of ``names`` that exist, without long write locks."""
-        return self.run("discard", None, lambda advance: shadow.discard_existing(db, names, advance))
-
-
-def _no_progress(name: str, total: int | None):
-    return contextlib.nullcontext(lambda n: None)
-
-
-def check_master(master: str) -> None:
-    """Refuse a --master Spark would not parse, before starting a JVM that would exit on it."""
-    if not _SPARK_MASTER.fullmatch(master):
-        raise InvalidInput(
-            f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
-            "spark://HOST:PORT, k8s://URL or yarn"
-        )
-
-
-def rebuild(
-    app: App, options: RebuildOptions, *, spark: Any = None, progress: ProgressFactory = _no_progress
-) -> RebuildReport:
-    """Run the whole pipeline (see the module docs); returns the report."""
-    if options.engine not in ("spark", "local"):
-        raise InvalidInput(f"--engine must be spark or local, got {options.engine!r}")
-    if options.engine == "spark" and spark is None:
-        check_master(options.master)
-    if options.partition_events < 1:
-        raise InvalidInput(f"--partition-events must be at least 1, got {options.partition_events}")
-    projectors = select_projectors(app, options)
-    if not projectors:
-        raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
-    tables = [t for p in projectors for t in p.tables]
-    packages = {t: app.registry.protocol(p.protocol).package for p in projectors for t in p.tables}
-    db = app.db
-    shadow.check_swappable(db, tables)
-    with _rebuild_pragmas(db):
-        return _rebuild(app, options, spark, progress, projectors, tables, packages)
-
-
-def _rebuild(
-    app: App,
-    options: RebuildOptions,
-    spark: Any,
-    progress: ProgressFactory,
-    projectors: list[Any],
-    tables: list[str],
-    packages: dict[str, str],
-) -> RebuildReport:
-    db = app.db
-    report = RebuildReport(projectors=[p.name for p in projectors])
-    stages = _Stages(report, progress)
-    workdir = Path(options.workdir or f"{db.path}.rebuild")
+def _rebuild(run: RebuildRun) -> RebuildReport:
+    db, report = run.db, run.report
     with db.read():
         report.watermark = eventlog.head(db)
-    instance = app.runtime.kv.get(INSTANCE_KEY)
-    exported = stages.run(
-        "export",
-        report.watermark,
-        lambda advance: export_events(db, workdir / "events", report.watermark, instance, advance),
-    )
-    report.exported = exported.exported
-    files = exported_files(workdir / "events")
-    out_root = workdir / "replay"
-    shutil.rmtree(out_root, ignore_errors=True)
-    groups = list(replay.projector_groups(projectors).items())
-    specs = [(key, _spec(app, group)) for key, group in groups]
-    session = _spark(spark, options) if options.engine == "spark" else None
-    counts = [engines.count_events(files, spec, report.watermark) if files else 0 for _, spec in specs]
-    report.events_replayed = sum(counts)
-
-    def replay_groups(advance: Callable[[int], None]) -> None:
-        for index, (key, spec) in enumerate(specs):
-            _replay(
-                session,
-                files,
-                spec,
-                key,
-                report.watermark,
-                counts[index],
-                out_root / f"group-{index}",
-                options,
-                advance,
-            )
-
-    try:
-        stages.run("replay", report.events_replayed, replay_groups)
-    finally:
-        if session is not None and spark is None:
-            session.stop()
-    stages.discard(db, shadow.copies(tables, shadow.SHADOW, shadow.RETIRED))
+    files = _export(run)
+    shutil.rmtree(run.workdir / "replay", ignore_errors=True)
+    specs = [(key, _spec(run.app, group)) for key, group in replay.projector_groups(run.projectors).items()]
+    _replay(run, files, specs)
+    run.discard(shadow.copies(run.tables, shadow.SHADOW, shadow.RETIRED))
     for index, (_key, spec) in enumerate(specs):
-        stages.run(
-            "load",
-            None,
-            lambda advance, i=index, s=spec: _load(db, s, out_root / f"group-{i}", packages, report, advance),
-        )
-    caught = stages.run(
-        "catch-up",
-        None,
-        lambda advance: shadow.catch_up(db, app.runtime, projectors, tables, report.watermark, None, advance),
-    )
-    report.caught_up = _finish(app, options, projectors, tables, packages, caught, report, stages)
-    shutil.rmtree(out_root, ignore_errors=True)
-    if not options.verify:
-        maintenance.optimize(app.runtime)  # the swapped-in tables are a big load the planner knows nothing of
+        run.stage("load", None, functools.partial(_load, run, spec, run.replay_dir(index)))
+    caught = run.stage("catch-up", None, lambda advance: run.catch_up(report.watermark, advance))
+    report.caught_up = _finish(run, caught)
+    shutil.rmtree(run.workdir / "replay", ignore_errors=True)
+    if not run.request.verify:
+        maintenance.optimize(run.app.runtime)  # the swapped-in tables are a big load the planner knows nothing of
     return report
+
+
+def _export(run: RebuildRun) -> list[str]:
+    """Stage "export": the events up to the watermark not yet in Parquet; returns every exported file."""
+    instance = run.app.runtime.kv.get(INSTANCE_KEY)
+    directory, watermark = run.workdir / "events", run.report.watermark
+    exported = run.stage(
+        "export", watermark, lambda advance: export_events(run.db, directory, watermark, instance, advance)
+    )
+    run.report.exported = exported.exported
+    return exported_files(directory)
 
 
 @contextlib.contextmanager
@@ -233,104 +272,92 @@ def _rebuild_pragmas(db: Any) -> Iterator[None]:
         db.conn.pragma("foreign_keys", True)
 
 
-def _spark(spark: Any, options: RebuildOptions) -> Any:
-    if spark is not None:
-        return spark
+def _spark(request: RebuildRequest) -> Any:
+    if request.spark is not None:
+        return request.spark
     from jobs.rebuild.spark_session import make_session
 
-    return make_session(options.master, options.conf, options.partitions)
+    return make_session(request.master, request.conf, request.partitions)
 
 
-def _replay(
-    session: Any,
-    files: Sequence[str],
-    spec: arrow.ReplaySpec,
-    rebuild_key: str | None,
-    watermark: int,
-    events: int,
-    out_dir: Path,
-    options: RebuildOptions,
-    advance: Callable[[int], None],
+def _replay(run: RebuildRun, files: Sequence[str], specs: Sequence[tuple[str | None, arrow.ReplaySpec]]) -> None:
+    """Stage "replay": every projector group, with the engine the request names."""
+    request, watermark = run.request, run.report.watermark
+    session = _spark(request) if request.engine == "spark" else None
+    try:
+        groups = [
+            engines.ReplayGroup(
+                tuple(files),
+                spec,
+                key,
+                watermark,
+                engines.count_events(files, spec, watermark) if files else 0,
+                run.replay_dir(index),
+            )
+            for index, (key, spec) in enumerate(specs)
+        ]
+        run.report.events_replayed = sum(group.events for group in groups)
+
+        def replay_groups(advance: Callable[[int], None]) -> None:
+            for group in groups:
+                _replay_group(request, session, group, advance)
+
+        run.stage("replay", run.report.events_replayed, replay_groups)
+    finally:
+        if session is not None and request.spark is None:
+            session.stop()
+
+
+def _replay_group(
+    request: RebuildRequest, session: Any, group: engines.ReplayGroup, advance: Callable[[int], None]
 ) -> None:
     """Replay one projector group; ``advance`` counts its events (Spark: all at once, when done)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not files:
+    group.out_dir.mkdir(parents=True, exist_ok=True)
+    if not group.files:
         return
     if session is None:
-        engines.replay_local(
-            files,
-            spec,
-            rebuild_key,
-            watermark,
-            out_dir,
-            events=events,
-            partition_events=options.partition_events,
-            advance=advance,
-        )
+        engines.replay_local(group, partition_events=request.partition_events, advance=advance)
     else:
-        partitions = options.partitions or max(
-            int(session.conf.get("spark.sql.shuffle.partitions")), -(-events // options.partition_events)
+        partitions = request.partitions or max(
+            int(session.conf.get("spark.sql.shuffle.partitions")), -(-group.events // request.partition_events)
         )
-        engines.replay_spark(session, files, spec, rebuild_key, watermark, out_dir, partitions)
-        advance(events)
+        engines.replay_spark(session, group, partitions)
+        advance(group.events)
 
 
-def _load(
-    db: Any,
-    spec: arrow.ReplaySpec,
-    out_dir: Path,
-    packages: dict[str, str],
-    report: RebuildReport,
-    advance: Callable[[int], None],
-) -> None:
+def _load(run: RebuildRun, spec: arrow.ReplaySpec, out_dir: Path, advance: Callable[[int], None]) -> None:
     for shape in spec.shapes:
-        shadow.create_shadow(db, packages[shape.name], shape.name)
-        report.rows[shape.name] = shadow.load(db, shape, engines.replayed_batches(out_dir, shape.name), advance)
+        shadow.create_shadow(run.db, run.packages[shape.name], shape.name)
+        run.report.rows[shape.name] = shadow.load(run.db, shape, engines.replayed_batches(out_dir, shape.name), advance)
 
 
-def _finish(
-    app: App,
-    options: RebuildOptions,
-    projectors: Sequence[Any],
-    tables: Sequence[str],
-    packages: dict[str, str],
-    caught: int,
-    report: RebuildReport,
-    stages: _Stages,
-) -> int:
+def _finish(run: RebuildRun, caught: int) -> int:
     """Last catch-up inside one BEGIN IMMEDIATE, then swap; or, with --verify, compare."""
-    db = app.db
-    if options.verify:
-        last = stages.run("verify", None, lambda advance: _verify(app, projectors, tables, caught, report, advance))
-        stages.discard(db, shadow.copies(tables, shadow.SHADOW))
-        return last - report.watermark
+    db, report = run.db, run.report
+    if run.request.verify:
+        last = run.stage("verify", None, lambda advance: _verify(run, caught, advance))
+        run.discard(shadow.copies(run.tables, shadow.SHADOW))
+        return int(last) - report.watermark
 
     def final(advance: Callable[[int], None]) -> int:
         with db.write():
-            last = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
-            shadow.swap(db, tables, packages)
+            last = run.catch_up(caught, advance)
+            shadow.swap(db, run.tables, run.packages)
             head = eventlog.head(db)
             db.executemany(
                 "UPDATE projections SET status = 'live', built_through_seq = ?, "
                 "last_applied_seq = max(last_applied_seq, ?), rebuilt_at_ms = ?, failures = 0 WHERE name = ?",
-                [(head, head, app.clock.now_ms(), p.name) for p in projectors],
+                [(head, head, run.app.clock.now_ms(), p.name) for p in run.projectors],
             )
             report.swapped = True
             return last
 
-    last = stages.run("swap", None, final)
-    stages.discard(db, shadow.copies(tables, shadow.RETIRED))
-    return last - report.watermark
+    last = run.stage("swap", None, final)
+    run.discard(shadow.copies(run.tables, shadow.RETIRED))
+    return int(last) - report.watermark
 
 
-def _verify(
-    app: App,
-    projectors: Sequence[Any],
-    tables: Sequence[str],
-    caught: int,
-    report: RebuildReport,
-    advance: Callable[[int], None],
-) -> int:
+def _verify(run: RebuildRun, caught: int, advance: Callable[[int], None]) -> int:
     """Compare shadow and live tables on one snapshot where both stand at the same event.
 
     Checksumming millions of rows takes minutes, too long to hold the write
@@ -339,16 +366,20 @@ def _verify(
     committed in between (WAL readers never block the daemon).  If the daemon
     wins that race every time, the comparison runs under the lock.
     """
-    db = app.db
+    db = run.db
     for _ in range(VERIFY_SNAPSHOT_ATTEMPTS):
         with db.write():
-            caught = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
+            caught = run.catch_up(caught, advance)
         with db.read():
             if eventlog.head(db) == caught:
-                report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
+                run.report.verdicts = _compare(run)
                 break
     else:
         with db.write():
-            caught = shadow.catch_up(db, app.runtime, projectors, tables, caught, None, advance)
-            report.verdicts = [compare_tables(db, table, table + shadow.SHADOW) for table in tables]
+            caught = run.catch_up(caught, advance)
+            run.report.verdicts = _compare(run)
     return caught
+
+
+def _compare(run: RebuildRun) -> list[TableVerdict]:
+    return [compare_tables(run.db, table, table + shadow.SHADOW) for table in run.tables]

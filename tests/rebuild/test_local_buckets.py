@@ -11,7 +11,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
 from jobs.rebuild.engines import bucket_of
 from protocols import example
 from protocols.example import simulate
@@ -50,7 +50,7 @@ def test_small_buckets_replay_in_several_parts_and_equal_live(make_app, tmp_path
         advanced = seen.setdefault(stage, [])
         return contextlib.nullcontext(advanced.append)
 
-    report = rebuild(app, RebuildOptions(engine="local", workdir=workdir, partition_events=40), progress=progress)
+    report = rebuild(RebuildRequest(app, engine="local", workdir=workdir, partition_events=40, progress=progress))
     assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
     assert min(seen["parts"]) > 1, "12 rooms in 40-event buckets must replay in several buckets"
     assert seen["leftovers"] == []
@@ -60,7 +60,7 @@ def test_small_buckets_replay_in_several_parts_and_equal_live(make_app, tmp_path
 def test_bucket_size_must_be_positive(make_app):
     app = make_app([example], ["example"])
     with pytest.raises(InvalidInput, match="partition-events"):
-        rebuild(app, RebuildOptions(engine="local", partition_events=0))
+        rebuild(RebuildRequest(app, engine="local", partition_events=0))
 
 
 def test_buckets_spilled_in_many_small_runs_replay_in_seq_order(make_app, monkeypatch):
@@ -73,6 +73,6 @@ def test_buckets_spilled_in_many_small_runs_replay_in_seq_order(make_app, monkey
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(250, rooms=4, seed=8, duplicates=0.2, deletes=0.3))
     live = snapshot_tables(app, EXAMPLE_TABLES)
-    assert rebuild(app, RebuildOptions(engine="local", partition_events=60, verify=True)).equal
-    assert rebuild(app, RebuildOptions(engine="local", partition_events=60)).swapped
+    assert rebuild(RebuildRequest(app, engine="local", partition_events=60, verify=True)).equal
+    assert rebuild(RebuildRequest(app, engine="local", partition_events=60)).swapped
     assert snapshot_tables(app, EXAMPLE_TABLES) == live

@@ -12,12 +12,10 @@ from hypothesis import strategies as st
 
 from core import eventlog, maintenance
 from core.errors import CorruptEvent, InvalidInput, ProjectionError
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
 from protocols import example
 from protocols.example import simulate
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
-
-LOCAL = RebuildOptions(engine="local")
 
 
 @pytest.fixture
@@ -28,7 +26,7 @@ def app(make_app):
 
 
 def verify(app, **options):
-    return rebuild(app, RebuildOptions(engine="local", verify=True, **options))
+    return rebuild(RebuildRequest(app, engine="local", verify=True, **options))
 
 
 @given(
@@ -52,7 +50,7 @@ def test_local_rebuild_equals_live_for_any_stream(
     live = snapshot_tables(app, EXAMPLE_TABLES)
     report = verify(app, partition_events=partition_events)
     assert report.equal and not report.swapped
-    report = rebuild(app, RebuildOptions(engine="local", partition_events=partition_events))
+    report = rebuild(RebuildRequest(app, engine="local", partition_events=partition_events))
     assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
     app.close()
 
@@ -77,7 +75,7 @@ def test_rebuild_repairs_a_damaged_read_model(app):
     with app.db.write():
         app.db.execute("DELETE FROM example_messages WHERE room = 'room-0'")
         app.db.execute("UPDATE example_rooms SET message_count = 0")
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == expected
     assert verify(app).equal
 
@@ -85,7 +83,7 @@ def test_rebuild_repairs_a_damaged_read_model(app):
 def test_a_rebuild_refreshes_the_planner_statistics_after_its_swap(app):
     with app.db.write():
         app.db.execute("DROP TABLE IF EXISTS sqlite_stat1")  # what a database that never ran ANALYZE has
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     analyzed = {table for (table,) in app.db.all("SELECT tbl FROM sqlite_stat1")}
     assert {"events", "example_messages"} <= analyzed
     assert app.runtime.kv.get(maintenance.LAST_RUN_KEY) == app.clock.now_ms()
@@ -102,7 +100,7 @@ def test_events_after_the_watermark_are_caught_up(app):
             added.append(ingest(app, late))
         return contextlib.nullcontext(lambda n: None)
 
-    report = rebuild(app, LOCAL, progress=progress)
+    report = rebuild(RebuildRequest(app, engine="local", progress=progress))
     assert report.caught_up > 0
     assert report.watermark + report.caught_up == eventlog.head(app.db)
     assert verify(app).equal
@@ -111,18 +109,18 @@ def test_events_after_the_watermark_are_caught_up(app):
 
 def test_export_is_incremental_and_tied_to_its_database(app, tmp_path):
     workdir = tmp_path / "work"
-    first = rebuild(app, RebuildOptions(engine="local", verify=True, workdir=workdir))
+    first = rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir))
     assert first.exported == eventlog.head(app.db)
-    again = rebuild(app, RebuildOptions(engine="local", verify=True, workdir=workdir))
+    again = rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir))
     assert again.exported == 0
     ingest(app, simulate.generate(30, seed=7, start_ms=1_900_000_000_000))
-    third = rebuild(app, RebuildOptions(engine="local", verify=True, workdir=workdir))
+    third = rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir))
     assert third.exported == eventlog.head(app.db) - first.exported and third.equal
     manifest = json.loads((workdir / "events" / "manifest.json").read_text())
     assert manifest["through_seq"] == eventlog.head(app.db) and len(manifest["files"]) == 2
     manifest["instance"] = "another-database"
     (workdir / "events" / "manifest.json").write_text(json.dumps(manifest))
-    assert rebuild(app, RebuildOptions(engine="local", verify=True, workdir=workdir)).exported == eventlog.head(app.db)
+    assert rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir)).exported == eventlog.head(app.db)
 
 
 def test_rebuild_runs_no_side_effects(make_app):
@@ -134,7 +132,7 @@ def test_rebuild_runs_no_side_effects(make_app):
         app.db.all("SELECT * FROM deferred"),
         app.db.all("SELECT * FROM incoming"),
     )
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     assert (
         app.db.all("SELECT * FROM outgoing"),
         app.db.all("SELECT * FROM deferred"),
@@ -147,7 +145,7 @@ def test_a_late_projector_becomes_live(app, make_app, tmp_path):
     with app.db.write():
         app.db.execute("UPDATE projections SET status = 'needs_rebuild', last_applied_seq = 0")
         app.db.execute("DELETE FROM example_rooms")
-    rebuild(app, RebuildOptions(engine="local", projections=["example.rooms"]))
+    rebuild(RebuildRequest(app, engine="local", projections=["example.rooms"]))
     assert app.db.value("SELECT status FROM projections WHERE name = 'example.rooms'") == "live"
     assert app.db.value("SELECT count(*) FROM example_rooms") == 3
     assert app.db.value("SELECT status FROM projections WHERE name = 'example.messages'") == "needs_rebuild"
@@ -158,10 +156,10 @@ def test_index_names_alternate_and_the_schema_still_applies(app, tmp_path):
         return app.db.all("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'example_messages'")
 
     assert indexes() == [("example_messages_page",)]
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     assert indexes() == [("example_messages_page__rebuild",)]
     assert app.db.value("SELECT count(*) FROM schema_objects WHERE name = 'example_messages_page__rebuild'") == 1
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     assert indexes() == [("example_messages_page",)]
     from core.app import open_app
     from core.plugins import make_plugin_manager
@@ -191,7 +189,7 @@ def test_readers_see_the_old_tables_or_the_new_never_a_mix(app, settings):
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    rebuild(app, LOCAL)
+    rebuild(RebuildRequest(app, engine="local"))
     stop.set()
     watcher.join()
     reader.close()
@@ -203,14 +201,14 @@ def test_tables_with_triggers_are_refused(app):
     with app.db.write():
         app.db.execute("CREATE TRIGGER audit AFTER INSERT ON example_rooms BEGIN SELECT 1; END")
     with pytest.raises(ProjectionError, match="trigger audit"):
-        rebuild(app, LOCAL)
+        rebuild(RebuildRequest(app, engine="local"))
 
 
 def test_selection_errors(app):
     with pytest.raises(InvalidInput, match="not both"):
-        rebuild(app, RebuildOptions(engine="local", projections=["example.rooms"], protocol="example"))
+        rebuild(RebuildRequest(app, engine="local", projections=["example.rooms"], protocol="example"))
     with pytest.raises(InvalidInput, match="--engine"):
-        rebuild(app, RebuildOptions(engine="flink"))
+        rebuild(RebuildRequest(app, engine="flink"))
 
 
 UNDECODABLE = [(b'{"author":"aa","text":"\xff\xfe"}', "not UTF-8 JSON"), (b'{"author":"aa","text":', "not UTF-8 JSON")]
@@ -222,14 +220,14 @@ def test_an_undecodable_event_is_named(app, payload, problem, mode):
     seq = log_damaged_event(app, payload)
     before = snapshot_tables(app, EXAMPLE_TABLES)
     with pytest.raises(CorruptEvent, match=rf"event seq {seq} \(example/message_posted, id abababab.*\) .*{problem}"):
-        rebuild(app, RebuildOptions(engine="local", verify=mode == "verify"))
+        rebuild(RebuildRequest(app, engine="local", verify=mode == "verify"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == before
 
 
 @pytest.mark.parametrize("master", ["nonsense", "local[abc]", "spark://no-port", "", "yarn-cluster"])
 def test_a_malformed_spark_master_is_refused_before_spark_starts(app, master):
     with pytest.raises(InvalidInput, match="--master"):
-        rebuild(app, RebuildOptions(engine="spark", master=master))
+        rebuild(RebuildRequest(app, engine="spark", master=master))
 
 
 @pytest.mark.parametrize(

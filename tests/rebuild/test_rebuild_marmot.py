@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
 from protocols import marmot
 from protocols.marmot import simulate
 from tests.marmot._net import T0, Net
@@ -86,8 +86,8 @@ def test_local_rebuild_equals_live_for_any_marmot_stream(make_app, ops, seed):
     net = Net(3, seed=seed)
     app = marmot_history(make_app, build_stream(net, ops), net)
     live = snapshot_tables(app, MARMOT_TABLES)
-    assert rebuild(app, RebuildOptions(engine="local", verify=True)).equal
-    assert rebuild(app, RebuildOptions(engine="local")).swapped
+    assert rebuild(RebuildRequest(app, engine="local", verify=True)).equal
+    assert rebuild(RebuildRequest(app, engine="local")).swapped
     assert snapshot_tables(app, MARMOT_TABLES) == live
     app.close()
 
@@ -128,10 +128,10 @@ def test_spark_equals_local_equals_live_for_marmot(make_app, spark, ops, tmp_pat
     assert app.db.value("SELECT count(*) FROM marmot_messages WHERE state = 'EpochInvalidated'") > 0
     assert app.db.value("SELECT count(*) FROM marmot_messages WHERE state = 'Deleted'") > 0
     live = snapshot_tables(app, MARMOT_TABLES)
-    assert rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark).equal
-    rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w"), spark=spark)
+    assert rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark)).equal
+    rebuild(RebuildRequest(app, engine="spark", workdir=tmp_path / "w", spark=spark))
     assert snapshot_tables(app, MARMOT_TABLES) == live
-    rebuild(app, RebuildOptions(engine="local", workdir=tmp_path / "w"))
+    rebuild(RebuildRequest(app, engine="local", workdir=tmp_path / "w"))
     assert snapshot_tables(app, MARMOT_TABLES) == live
 
 
@@ -152,7 +152,7 @@ def test_spark_rebuild_of_a_simulated_group(make_app, spark, tmp_path):
     deliver(app, *sim.lines)
     settle(app)
     live = snapshot_tables(app, MARMOT_TABLES)
-    report = rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark)
+    report = rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark))
     assert report.equal and report.events_replayed > 300
-    rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w"), spark=spark)
+    rebuild(RebuildRequest(app, engine="spark", workdir=tmp_path / "w", spark=spark))
     assert snapshot_tables(app, MARMOT_TABLES) == live

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from core import eventlog
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
 from projectors import compare
 from protocols import example
 from protocols.example import simulate
@@ -101,7 +101,7 @@ def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
         return contextlib.nullcontext(lambda n: None)
 
     feeder, _ = feed_in_background(app.db.path, app.db.settings, more)
-    report = rebuild(app, RebuildOptions(engine="local"), progress=progress)
+    report = rebuild(RebuildRequest(app, engine="local", progress=progress))
     feeder.join()
     deadline = time.time() + 60
     while app.db.value("SELECT count(*) FROM incoming") and time.time() < deadline:
@@ -113,7 +113,7 @@ def test_rebuild_while_the_daemon_ingests_and_projects(populated, tmp_path):
     posts = app.db.value("SELECT count(*) FROM events WHERE event_type = 'message_posted'")
     assert app.db.value("SELECT count(*) FROM example_messages") == posts  # nothing missing, nothing doubled
     assert app.db.value("SELECT sum(message_count) FROM example_rooms") == posts
-    assert rebuild(app, RebuildOptions(engine="local", verify=True)).equal
+    assert rebuild(RebuildRequest(app, engine="local", verify=True)).equal
 
 
 @pytest.mark.parametrize("attempts", [20, 0], ids=["on-a-snapshot", "under-the-lock"])
@@ -131,7 +131,7 @@ def test_verify_while_the_daemon_projects_compares_one_state(populated, monkeypa
         deadline = time.time() + 60
         while eventlog.head(app.db) == start_head and time.time() < deadline:
             time.sleep(0.05)  # verify once the daemon is committing
-        report = rebuild(app, RebuildOptions(engine="local", verify=True))
+        report = rebuild(RebuildRequest(app, engine="local", verify=True))
     finally:
         stop.set()
         feeder.join()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import CorruptEvent
-from jobs.rebuild import RebuildOptions, rebuild
+from jobs.rebuild import RebuildRequest, rebuild
 from protocols import example
 from protocols.example import simulate
 from tests.conftest import ROOT
@@ -26,11 +26,11 @@ def test_spark_equals_local_equals_live(make_app, spark, seed, tmp_path):
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(1500, rooms=7, seed=seed, deletes=0.1, duplicates=0.1))
     live = snapshot_tables(app, EXAMPLE_TABLES)
-    spark_verdict = rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark)
+    spark_verdict = rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark))
     assert spark_verdict.equal, [v for v in spark_verdict.verdicts if not v.equal]
-    spark_report = rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w"), spark=spark)
+    spark_report = rebuild(RebuildRequest(app, engine="spark", workdir=tmp_path / "w", spark=spark))
     assert spark_report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
-    rebuild(app, RebuildOptions(engine="local", workdir=tmp_path / "w"))
+    rebuild(RebuildRequest(app, engine="local", workdir=tmp_path / "w"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == live
     assert spark_report.events_replayed == app.db.value(
         "SELECT count(*) FROM events WHERE event_type IN ('message_posted', 'message_deleted')"
@@ -51,7 +51,7 @@ def test_spark_uses_more_partitions_when_partitions_would_be_large(make_app, spa
         return contextlib.nullcontext(lambda n: None)
 
     report = rebuild(
-        app, RebuildOptions(engine="spark", workdir=tmp_path / "w", partition_events=40), spark=spark, progress=progress
+        RebuildRequest(app, engine="spark", workdir=tmp_path / "w", partition_events=40, spark=spark, progress=progress)
     )
     assert report.swapped and snapshot_tables(app, EXAMPLE_TABLES) == live
     assert parts[0] > 4, "600 events in partitions of 40 need more than the session's 4 shuffle partitions"
@@ -73,7 +73,7 @@ def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partiti
     for n in range(300):
         app.runtime.run_command("ledger.deposit", {"id": f"e{n}", "account": f"acc{n % 9}", "amount": n})
     live = snapshot_tables(app, ["ledger_entries"])
-    report = rebuild(app, RebuildOptions(engine="spark", workdir=tmp_path / "w", partitions=4), spark=spark)
+    report = rebuild(RebuildRequest(app, engine="spark", workdir=tmp_path / "w", partitions=4, spark=spark))
     assert report.swapped and snapshot_tables(app, ["ledger_entries"]) == live
 
 
@@ -205,7 +205,7 @@ def test_spark_names_an_undecodable_event(make_app, spark, tmp_path):
     ingest(app, simulate.generate(50, seed=5))
     seq = log_damaged_event(app, b'{"author":"aa","text":"\xff"}')
     with pytest.raises(CorruptEvent, match=rf"^event seq {seq} \(example/message_posted, id abab.*not UTF-8 JSON"):
-        rebuild(app, RebuildOptions(engine="spark", verify=True, workdir=tmp_path / "w"), spark=spark)
+        rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark))
 
 
 def _rebuild_process(db_path, *args):

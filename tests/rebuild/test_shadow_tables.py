@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.db import Database
-from jobs.rebuild import RebuildOptions, rebuild, shadow
+from jobs.rebuild import RebuildRequest, rebuild, shadow
 from protocols import example
 from protocols.example import simulate
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest
@@ -59,7 +59,7 @@ def test_discard_existing_skips_missing_tables(make_app):
 def test_rebuild_leaves_no_shadow_or_retired_table(make_app, verify):
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(300, seed=11))
-    report = rebuild(app, RebuildOptions(engine="local", verify=verify))
+    report = rebuild(RebuildRequest(app, engine="local", verify=verify))
     assert report.equal
     assert "discard" in report.seconds
     assert not any(app.db.has_table(name) for name in shadow.copies(EXAMPLE_TABLES, shadow.SHADOW, shadow.RETIRED))
