@@ -22,6 +22,7 @@ import importlib.resources
 import re
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import apsw
 import attrs
@@ -178,7 +179,7 @@ def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
                 "database to the new schema, or revert the change",
                 path=source.path,
             )
-    owners = dict(db.all("SELECT name, owner FROM schema_objects WHERE owner != ?", (source.owner,)))
+    owners: dict[str, str] = dict(db.all("SELECT name, owner FROM schema_objects WHERE owner != ?", (source.owner,)))
     own = [r[0] for r in db.all("SELECT name FROM schema_objects WHERE owner = ?", (source.owner,))]
     expected = validate.validate(parsed, validate.scratch_copy(db.conn, exclude=own), owners, source.owner, source.path)
     if row is None:
@@ -263,12 +264,12 @@ def _transaction_control_denied(conn: apsw.Connection) -> Iterator[None]:
     """
     previous = conn.authorizer
 
-    def authorize(action: int, *args: object) -> int:
+    def authorize(action: int, first: str | None, second: str | None, database: str | None, trigger: str | None) -> int:
         if action in _DENIED_ACTIONS:
             return apsw.SQLITE_DENY
-        if action == apsw.SQLITE_PRAGMA and str(args[0]).lower() not in _READ_ONLY_PRAGMAS:
+        if action == apsw.SQLITE_PRAGMA and str(first).lower() not in _READ_ONLY_PRAGMAS:
             return apsw.SQLITE_DENY
-        return previous(action, *args) if previous else apsw.SQLITE_OK
+        return previous(action, first, second, database, trigger) if previous else apsw.SQLITE_OK
 
     conn.authorizer = authorize
     try:
@@ -277,13 +278,13 @@ def _transaction_control_denied(conn: apsw.Connection) -> Iterator[None]:
         conn.authorizer = previous
 
 
-def _others_objects(db: Database, owners: dict[str, str]) -> dict[str, tuple]:
+def _others_objects(db: Database, owners: dict[str, str]) -> dict[str, tuple[Any, ...]]:
     """name -> (type, table, sql) of the objects other owners recorded."""
     return {name: obj for name, obj in validate.list_objects(db.conn).items() if name in owners}
 
 
 def _check_others_untouched(
-    db: Database, source: SchemaSource, owners: dict[str, str], before: dict[str, tuple]
+    db: Database, source: SchemaSource, owners: dict[str, str], before: dict[str, tuple[Any, ...]]
 ) -> None:
     """A migration may only change its own owner's objects.
 
@@ -292,16 +293,20 @@ def _check_others_untouched(
     """
     after = _others_objects(db, owners)
     for name in sorted(set(before) | set(after)):
-        if before.get(name) != after.get(name):
+        was, now = before.get(name), after.get(name)
+        if was != now:
+            kind = (was or now or ("object",))[0]
             raise MigrationError(
-                f"the migrations changed {before.get(name, after.get(name))[0]} {name}, which "
+                f"the migrations changed {kind} {name}, which "
                 f"{owners[name]} owns; a migration may only change {source.owner}'s objects",
                 path=source.path,
             )
 
 
 def _check_applied_migrations(db: Database, source: SchemaSource, version: int) -> None:
-    recorded = dict(db.all("SELECT number, checksum FROM schema_migrations WHERE owner = ?", (source.owner,)))
+    recorded: dict[int, str] = dict(
+        db.all("SELECT number, checksum FROM schema_migrations WHERE owner = ?", (source.owner,))
+    )
     for migration in source.migrations:
         if migration.number in recorded and recorded[migration.number] != migration.checksum:
             raise SchemaChanged(

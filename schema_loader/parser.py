@@ -229,12 +229,12 @@ def parse(text: str, path: str | None = None) -> ParsedSchema:
             statements.append(Statement("index", name, sql, line, index.table))
         else:
             target = _TRIGGER_ON.search(sql) if kind == "TRIGGER" else None
-            table = unquote_identifier(target["table"]) if target else None
-            statements.append(Statement(kind.lower(), name, sql, line, table))
+            on_table = unquote_identifier(target["table"]) if target else None
+            statements.append(Statement(kind.lower(), name, sql, line, on_table))
     return ParsedSchema(tuple(statements), tables, tuple(indexes))
 
 
-def _check_head(head: re.Match, path: str | None, line: int) -> None:
+def _check_head(head: re.Match[str], path: str | None, line: int) -> None:
     if head["temp"]:
         raise UnsupportedStatement("TEMP objects vanish with their connection; remove TEMP", path=path, line=line)
     if head["dot"]:
@@ -245,7 +245,9 @@ def _check_head(head: re.Match, path: str | None, line: int) -> None:
         raise SchemaSyntaxError("UNIQUE applies to indexes only", path=path, line=line)
 
 
-def _parse_table(sql: str, head: re.Match, name: str, path: str | None, line: int) -> tuple[TableDef, list[IndexDef]]:
+def _parse_table(
+    sql: str, head: re.Match[str], name: str, path: str | None, line: int
+) -> tuple[TableDef, list[IndexDef]]:
     if re.match(r"\s*AS\b", sql[head.end() :], re.IGNORECASE):
         raise UnsupportedStatement(
             "CREATE TABLE ... AS SELECT is not allowed; declare the columns", path=path, line=line
@@ -286,7 +288,7 @@ def _lift_inline_indexes(body: str, table: str, first_line: int, path: str | Non
     return cleaned + "\n", found
 
 
-def _inline_index(text: str, match: re.Match, table: str, line: int, path: str | None) -> IndexDef:
+def _inline_index(text: str, match: re.Match[str], table: str, line: int, path: str | None) -> IndexDef:
     name = check_identifier(unquote_identifier(match["name"]), "index", path, line)
     open_at = match.end() - 1
     close_at = _matching_paren(text, open_at)
@@ -313,7 +315,7 @@ def _inline_index(text: str, match: re.Match, table: str, line: int, path: str |
     return IndexDef(name, table, bool(match["unique"]), columns.strip(), where, line)
 
 
-def _parse_create_index(sql: str, head: re.Match, name: str, path: str | None, line: int) -> IndexDef:
+def _parse_create_index(sql: str, head: re.Match[str], name: str, path: str | None, line: int) -> IndexDef:
     on = _INDEX_ON.search(sql, head.end())
     open_at = sql.find("(", on.end()) if on else -1
     close_at = _matching_paren(sql, open_at) if open_at != -1 else -1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import apsw
 
@@ -20,7 +21,7 @@ from core.errors import OwnershipConflict, SchemaSyntaxError
 from core.sql import normalize
 from schema_loader.parser import ParsedSchema, Statement, check_identifier
 
-Structure = dict[str, tuple]
+Structure = dict[str, tuple[Any, ...]]
 
 # "_" is a LIKE wildcard: unescaped, 'sqlite_%' would also hide a user table named sqlitedata.
 _INTERNAL = "name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
@@ -29,7 +30,7 @@ _INTERNAL = "name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
 def list_objects(conn: apsw.Connection) -> dict[str, tuple[str, str, str | None]]:
     """name -> (type, table name, sql) for every user object."""
     rows = conn.execute(f"SELECT name, type, tbl_name, sql FROM sqlite_schema WHERE {_INTERNAL}").fetchall()
-    return {name: (kind, table, sql) for name, kind, table, sql in rows}
+    return {str(name): (str(kind), str(table), None if sql is None else str(sql)) for name, kind, table, sql in rows}
 
 
 def scratch_copy(conn: apsw.Connection, exclude: Iterable[str] = ()) -> apsw.Connection:
@@ -43,9 +44,9 @@ def scratch_copy(conn: apsw.Connection, exclude: Iterable[str] = ()) -> apsw.Con
     for name, kind, table, sql in rows:
         # An index or trigger cannot outlive its table; without this, one left on an
         # excluded table (e.g. renamed by a rebuild) would make the copy itself fail.
-        on_skipped = kind in ("index", "trigger") and table.lower() in skip
-        if name.lower() not in skip and not on_skipped:
-            scratch.execute(sql)
+        on_skipped = kind in ("index", "trigger") and str(table).lower() in skip
+        if str(name).lower() not in skip and not on_skipped:
+            scratch.execute(str(sql))
     return scratch
 
 
@@ -128,7 +129,7 @@ def _check_own_table(
     if statement.kind not in ("index", "trigger"):
         return
     table = scratch.execute("SELECT tbl_name FROM sqlite_schema WHERE name = ?", (statement.name,)).fetchall()[0][0]
-    other = owner_of.get(table.lower())
+    other = owner_of.get(str(table).lower())
     if other is not None:
         raise OwnershipConflict(
             f"{statement.kind} {statement.name!r} is on table {table!r}, which {other} owns; "
@@ -174,7 +175,7 @@ def _check_trigger_writes(
     finally:
         scratch.authorizer = None
     for trigger, table in writes:
-        other = owner_of.get(table.lower())
+        other = owner_of.get(str(table).lower())
         if other is not None:
             statement = triggers[trigger]
             raise OwnershipConflict(
@@ -212,7 +213,7 @@ def _check_object_identifiers(conn: apsw.Connection, parsed: ParsedSchema, path:
                 check_identifier(column[0], f"column of {statement.name}", path, statement.line)
 
 
-def _columns(conn: apsw.Connection, table: str) -> list[tuple]:
+def _columns(conn: apsw.Connection, table: str) -> list[tuple[Any, ...]]:
     # table_xinfo takes the name as a string value, so no identifier quoting is involved.
     rows = conn.execute(
         'SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?)', (table,)
@@ -220,7 +221,7 @@ def _columns(conn: apsw.Connection, table: str) -> list[tuple]:
     return [tuple(r) for r in rows]
 
 
-def _index_columns(conn: apsw.Connection, index: str) -> tuple:
+def _index_columns(conn: apsw.Connection, index: str) -> tuple[Any, ...]:
     rows = conn.execute("SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1", (index,)).fetchall()
     return tuple(tuple(r) for r in rows)
 
@@ -261,21 +262,21 @@ def structure(conn: apsw.Connection, names: Iterable[str]) -> Structure:
     return out
 
 
-def _table_options(conn: apsw.Connection, table: str) -> tuple:
+def _table_options(conn: apsw.Connection, table: str) -> tuple[bool, bool]:
     """(WITHOUT ROWID, STRICT), from SQLite rather than from the text of the SQL."""
     row = conn.execute("SELECT wr, strict FROM pragma_table_list(?) WHERE schema = 'main'", (table,)).fetchall()[0]
     return bool(row[0]), bool(row[1])
 
 
-def _unique_constraints(conn: apsw.Connection, table: str) -> tuple:
+def _unique_constraints(conn: apsw.Connection, table: str) -> tuple[Any, ...]:
     """UNIQUE and PRIMARY KEY constraints (their automatic indexes): a rebuild may drop one."""
     rows = conn.execute("SELECT name, origin FROM pragma_index_list(?) WHERE origin != 'c'", (table,)).fetchall()
-    return tuple(sorted((origin, _index_columns(conn, name)) for name, origin in rows))
+    return tuple(sorted((str(origin), _index_columns(conn, str(name))) for name, origin in rows))
 
 
-def _foreign_keys(conn: apsw.Connection, table: str) -> tuple:
+def _foreign_keys(conn: apsw.Connection, table: str) -> tuple[Any, ...]:
     """Each foreign key as (parent, child columns, parent columns, actions), in a stable order."""
-    keys: dict[int, list] = {}
+    keys: dict[Any, list[Any]] = {}
     for fk_id, _seq, parent, child, parent_col, on_update, on_delete, match in conn.execute(
         'SELECT id, seq, "table", "from", "to", on_update, on_delete, "match" '
         "FROM pragma_foreign_key_list(?) ORDER BY id, seq",
