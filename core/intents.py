@@ -110,3 +110,7 @@ ALLOWED_INTENTS = (
     EnqueueRecheck,
     WriteProtocolState,
 )
+
+
+#: Every side effect a handler or command may ask for; the core refuses anything else.
+Intent = EnqueueOutgoing | EnqueueDeferred | RemoveIncoming | AppendBlobSlice | EnqueueRecheck | WriteProtocolState

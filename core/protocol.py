@@ -8,7 +8,7 @@ aliases below say what each callable receives, returns and may raise.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, runtime_checkable
 from typing import Protocol as TypingProtocol
 
@@ -75,12 +75,24 @@ def _protocol_name(instance: object, attribute: attrs.Attribute[str], value: str
 class ProjectorLike(TypingProtocol):
     """What the core needs of a projector (the full contract is ``projectors.Projector``)."""
 
-    name: str
-    protocol: str
-    event_types: frozenset[str]
-    tables: tuple[str, ...]
-    rebuild_key: str | None
-    isolate_failures: bool
+    # Read-only properties, so a frozen attrs class (``projectors.Projector``) satisfies them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def event_types(self) -> frozenset[str]: ...
+
+    @property
+    def tables(self) -> tuple[str, ...]: ...
+
+    @property
+    def rebuild_key(self) -> str | None: ...
+
+    @property
+    def isolate_failures(self) -> bool: ...
 
     def apply(self, conn: ProjectionConnection, event: StoredEvent) -> None: ...
 
@@ -99,6 +111,10 @@ class Command:
     fn: CommandFn
     manages_transactions: bool = False
     description: str = ""
+
+
+def _projectors(projectors: Iterable[ProjectorLike]) -> tuple[ProjectorLike, ...]:
+    return tuple(projectors)
 
 
 @attrs.frozen
@@ -121,7 +137,7 @@ class Protocol:
     decode: Decoder
     handlers: Mapping[str, Handler] = attrs.field(factory=dict)
     commands: Mapping[str, Command] = attrs.field(factory=dict)
-    projectors: Sequence[ProjectorLike] = attrs.field(factory=tuple, converter=tuple)
+    projectors: Sequence[ProjectorLike] = attrs.field(factory=tuple, converter=_projectors)
     upcasters: Mapping[tuple[str, int], Upcaster] = attrs.field(factory=dict)
     description: str = ""
 

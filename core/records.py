@@ -8,13 +8,14 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from core import encoding
 from core.errors import CorruptEvent, InvalidInput
+from core.intents import Intent
 
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
 MAX_EVENT_ID_BYTES = 64
@@ -174,6 +175,14 @@ class StoredEvent:
         return self._data
 
 
+def _events(events: Iterable[Event]) -> tuple[Event, ...]:
+    return tuple(events)
+
+
+def _intents(intents: Iterable[Intent]) -> tuple[Intent, ...]:
+    return tuple(intents)
+
+
 @attrs.frozen
 class Result:
     """What a pure handler or command returns: events to append, intents to apply.
@@ -184,8 +193,8 @@ class Result:
         duplicate: the handler recognised the input as already handled.
     """
 
-    events: tuple[Event, ...] = attrs.field(default=(), converter=tuple)
-    intents: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    events: tuple[Event, ...] = attrs.field(default=(), converter=_events)
+    intents: tuple[Intent, ...] = attrs.field(default=(), converter=_intents)
     duplicate: bool = False
 
 

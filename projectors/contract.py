@@ -16,22 +16,30 @@ and never commits.  ``projectors.testkit`` checks all of this for a plugin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Literal
 
 import attrs
 
 from core.errors import InvalidInput
+from core.protocol import ProjectionConnection, ProjectorFn
 from core.records import StoredEvent
 
-REBUILD_KEYS = ("partition_key", None)
+#: How a rebuild may split a projector's replay: by the event's partition, or not at all (None).
+RebuildKey = Literal["partition_key"] | None
+REBUILD_KEYS: tuple[RebuildKey, ...] = ("partition_key", None)
 
-Apply = Callable[[Any, StoredEvent], None]
+#: ``apply(conn, event)`` for one event type.
+Apply = ProjectorFn
 
 
-def _rebuild_key(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
+def _rebuild_key(instance: object, attribute: attrs.Attribute[RebuildKey], value: str | None) -> None:
     if value not in REBUILD_KEYS:
         raise InvalidInput(f"rebuild_key must be 'partition_key' (the event's aggregate) or None, got {value!r}")
+
+
+def _table_names(tables: Iterable[str]) -> tuple[str, ...]:
+    return tuple(tables)
 
 
 @attrs.frozen
@@ -55,9 +63,9 @@ class Projector:
 
     name: str
     protocol: str
-    tables: tuple[str, ...] = attrs.field(converter=tuple)
+    tables: tuple[str, ...] = attrs.field(converter=_table_names)
     handlers: Mapping[str, Apply] = attrs.field(factory=dict)
-    rebuild_key: str | None = attrs.field(default="partition_key", validator=_rebuild_key)
+    rebuild_key: RebuildKey = attrs.field(default="partition_key", validator=_rebuild_key)
     isolate_failures: bool = False
     order_independent: bool = False
     description: str = ""
@@ -66,7 +74,7 @@ class Projector:
     def event_types(self) -> frozenset[str]:
         return frozenset(self.handlers)
 
-    def apply(self, conn: Any, event: StoredEvent) -> None:
+    def apply(self, conn: ProjectionConnection, event: StoredEvent) -> None:
         """Apply one event (ignores types it does not handle)."""
         handler = self.handlers.get(event.type)
         if handler is not None:
