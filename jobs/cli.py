@@ -188,13 +188,13 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
 @click.pass_obj
 def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None, wait: bool) -> None:
     """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
-    from jobs.tick import TickDaemon
+    from jobs.tick import DaemonMode, TickDaemon
 
-    if wait and mode != "until_idle":
+    if wait and mode != DaemonMode.UNTIL_IDLE:
         raise click.UsageError("--wait goes with --until-idle (a daemon without it waits as a standby anyway)")
     if lease_ttl_ms is not None:
         obj.settings = Settings.load(db=obj.settings.db, lease_ttl_ms=lease_ttl_ms)
-    daemon = TickDaemon(obj.app(), mode=mode or "forever", max_items=max_items, wait_for_lease=wait)
+    daemon = TickDaemon(obj.app(), mode=mode or DaemonMode.FOREVER, max_items=max_items, wait_for_lease=wait)
     daemon.install_signal_handlers()
     report = daemon.run()
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"

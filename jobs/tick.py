@@ -18,6 +18,7 @@ database cannot be written.
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import signal
@@ -28,7 +29,7 @@ import attrs
 
 from core import drain, leases, queues
 from core.app import App
-from core.errors import DatabaseBusy, LeaseHeld, LeaseLost, StorageError, StorageUnavailable
+from core.errors import DatabaseBusy, InvalidInput, LeaseHeld, LeaseLost, StorageError, StorageUnavailable
 from core.kv import KV
 from core.leases import Lease
 from core.protocol import Job, TickContext
@@ -37,7 +38,15 @@ from core.tick_state import StateFile, TickState
 
 log = logging.getLogger("tessera.tick")
 
-MODES = ("forever", "once", "until_idle")
+
+class DaemonMode(enum.StrEnum):
+    """How long a daemon runs: forever, one pass, or until no work is left."""
+
+    FOREVER = "forever"
+    ONCE = "once"
+    UNTIL_IDLE = "until_idle"
+
+
 # A statement waiting this long for the write lock shows as standby in status.
 _LOCK_WAIT_SHOWN_S = 1.0
 
@@ -67,18 +76,18 @@ class TickDaemon:
         self,
         app: App,
         *,
-        mode: str = "forever",
+        mode: DaemonMode | str = DaemonMode.FOREVER,
         max_items: int | None = None,
         owner: str | None = None,
         on_pass: Callable[[TickReport], None] | None = None,
         wait_for_lease: bool = False,
     ):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}")
+        if mode not in DaemonMode.__members__.values():
+            raise InvalidInput(f"mode must be one of {', '.join(DaemonMode)}, got {mode!r}")
         self.app = app
         self.rt = app.runtime
         self.settings = app.db.settings
-        self.mode = mode
+        self.mode = DaemonMode(mode)
         self.max_items = max_items
         self.owner = owner or leases.make_owner()
         self.on_pass = on_pass
@@ -116,15 +125,15 @@ class TickDaemon:
                 try:
                     did = self._pass()
                 except StorageUnavailable as exc:
-                    if self.mode == "once":
+                    if self.mode is DaemonMode.ONCE:
                         raise
                     self._pause(exc)
                     continue
                 self._storage_works()
-                if self.lease is None and self.mode == "until_idle" and not self.wait_for_lease:
+                if self.lease is None and self.mode is DaemonMode.UNTIL_IDLE and not self.wait_for_lease:
                     raise LeaseHeld(self._lease_held_message())
-                if self.mode == "once" or self._budget_spent():
-                    self.report.exit_reason = "once" if self.mode == "once" else "max_items"
+                if self.mode is DaemonMode.ONCE or self._budget_spent():
+                    self.report.exit_reason = "once" if self.mode is DaemonMode.ONCE else "max_items"
                     break
                 if did:
                     idle_sleep_ms = 10
@@ -324,7 +333,7 @@ class TickDaemon:
             return max(self.settings.lease_ttl_ms // 4, 10)
         now = self.rt.clock.now_ms()
         due = _next_due(self)
-        if self.mode == "until_idle":
+        if self.mode is DaemonMode.UNTIL_IDLE:
             if due is None:
                 return None
             return max(min(due - now, self.settings.idle_max_ms), 1)
