@@ -8,7 +8,6 @@ subcommands through the ``register_cli_commands`` hook, and inside them
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from core.plugins import get_plugins, make_plugin_manager
 from core.settings import SETTINGS, Settings
 from core.status import snapshot
 from jobs import ingest as ingest_job
+from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.logs import configure_logging
 from jobs.scaffold.command import plugin as plugin_group
@@ -124,7 +124,7 @@ def plugins(obj: CliState, as_json: bool) -> None:
         "transports": sorted(registry.transports),
     }
     if as_json:
-        click.echo(json.dumps(listing, indent=2))
+        click.echo(output.to_json(listing))
         return
     for plugin in listing["plugins"]:
         click.echo(f"plugin {plugin['name']}: {', '.join(plugin['hooks'])}")
@@ -149,7 +149,7 @@ def status(obj: CliState, as_json: bool) -> None:
     finally:
         db.close()
     if as_json:
-        click.echo(json.dumps(report, indent=2, sort_keys=True))
+        click.echo(output.to_json(report, sort_keys=True))
         return
     from jobs.render import print_status
 
@@ -214,7 +214,7 @@ def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
     """List parked items with their reasons."""
     rows = queues.list_parked(obj.app().db, limit)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(output.to_json(rows))
         return
     for row in rows:
         click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from core.errors import InvalidInput
+from jobs import output
 from protocols.example import queries, simulate
 
 
@@ -65,7 +65,7 @@ def page(obj, room: str, before: str | None, limit: int, as_json: bool):
     app = obj.app()
     rows = queries.page(app.db, room, before=_cursor(before), limit=limit)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(output.to_json(rows))
         return
     for row in rows:
         mark = " (deleted)" if row["deleted"] else ""

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from core.errors import InvalidInput
+from jobs import output
 from protocols.marmot import ingest, keys, queries
 from protocols.marmot import simulate as sim
 from protocols.marmot.cursor import Cursor
@@ -149,7 +150,7 @@ def groups(obj, as_json: bool):
     """List joined groups with their epochs and outer-event states."""
     rows = queries.groups(obj.app().db)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(output.to_json(rows))
         return
     for row in rows:
         states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
@@ -172,7 +173,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
     with app.db.read():
         rows = GroupHistoryStore(app.db, gid).query_rumors(cursor, limit, include_invalidated=include_invalidated)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        click.echo(output.to_json(rows, ensure_ascii=False))
         return
     for row in rows:
         mark = "" if row["state"] == "Processed" else f" [{row['state']}]"
@@ -198,7 +199,7 @@ def outer(obj, gid: str, state: str, as_json: bool):
     _require_group(app, gid)
     rows = queries.outer_events(app.db, gid, state)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(output.to_json(rows))
         return
     for row in rows:
         click.echo(
