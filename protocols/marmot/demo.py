@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 import pluggy
 from rich.console import Console
@@ -150,9 +151,8 @@ def _show_history(app: Any, expected: dict) -> bool:
 
 
 def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
-    from jobs.rebuild import RebuildOptions, rebuild
+    from jobs.rebuild import RebuildRequest, rebuild
 
-    options = RebuildOptions(engine=engine, verify=True, workdir=workdir / "rebuild")
     session = None
     if engine == "spark":
         from jobs.rebuild.spark_session import make_session
@@ -160,11 +160,14 @@ def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
         out.print("starting Spark (local[*]) ...")
         session = make_session("local[*]", {})
     try:
-        report = rebuild(app, options, spark=session, progress=stage_progress)
-        print_rebuild(report, options)
-        options = RebuildOptions(engine=engine, workdir=workdir / "rebuild")
-        swapped = rebuild(app, options, spark=session, progress=stage_progress)
-        print_rebuild(swapped, options)
+        request = RebuildRequest(
+            app, engine=engine, verify=True, workdir=workdir / "rebuild", spark=session, progress=stage_progress
+        )
+        report = rebuild(request)
+        print_rebuild(report, request)
+        request = attrs.evolve(request, verify=False)
+        swapped = rebuild(request)
+        print_rebuild(swapped, request)
     finally:
         if session is not None:
             session.stop()
