@@ -153,7 +153,7 @@ def table_schema(shape: TableShape) -> pa.Schema:
 def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.RecordBatch]:
     """Every row of one table as record batches of :func:`table_schema`."""
     schema = table_schema(shape)
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for row in conn.execute(f"SELECT * FROM {quote_identifier(shape.name)}"):
         rows.append(row)
         if len(rows) == OUTPUT_BATCH_ROWS:
@@ -163,7 +163,7 @@ def table_batches(conn: apsw.Connection, shape: TableShape) -> Iterator[pa.Recor
         yield _batch(schema, shape, rows)
 
 
-def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple]) -> pa.RecordBatch:
+def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
     arrays = []
     for index, (column, kind) in enumerate(zip(shape.columns, shape.types, strict=False)):
         values = [row[index] for row in rows]
@@ -189,7 +189,7 @@ def _widen(schema: pa.Schema, shape: TableShape, batch: pa.RecordBatch) -> pa.Re
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def rows_of(data: pa.Table | pa.RecordBatch, shape: TableShape) -> Iterator[tuple]:
+def rows_of(data: pa.Table | pa.RecordBatch, shape: TableShape) -> Iterator[tuple[Any, ...]]:
     """Rows of one projection table from union-schema or table-schema data (its columns only)."""
     columns = [data.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
     return zip(*columns, strict=False)

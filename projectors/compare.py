@@ -18,7 +18,7 @@ def columns(conn: Any, table: str) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
 
-def table_rows(conn: Any, table: str, cols: Sequence[str] | None = None) -> list[tuple]:
+def table_rows(conn: Any, table: str, cols: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
     """Every row, each value tagged with its type (so 1, 1.0 and '1' differ), sorted."""
     cols = list(cols or columns(conn, table))
     select = ", ".join(quote_identifier(c) for c in cols)
@@ -26,7 +26,7 @@ def table_rows(conn: Any, table: str, cols: Sequence[str] | None = None) -> list
     return sorted((tuple((type(v).__name__, v) for v in row) for row in rows), key=_sort_key)
 
 
-def _sort_key(row: tuple) -> tuple:
+def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((tag, "" if v is None else v if tag != "bytes" else v.hex()) for tag, v in row)
 
 
@@ -52,8 +52,8 @@ class TableDifference:
     table: str
     left_count: int
     right_count: int
-    only_left: tuple = ()
-    only_right: tuple = ()
+    only_left: tuple[Any, ...] = ()
+    only_right: tuple[Any, ...] = ()
 
     def describe(self, left: str = "expected", right: str = "actual") -> str:
         lines = [f"table {self.table}: {left} has {self.left_count} rows, {right} has {self.right_count}"]
@@ -64,7 +64,7 @@ class TableDifference:
         return "\n".join(lines)
 
 
-def _plain(row: tuple) -> tuple:
+def _plain(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(v for _, v in row)
 
 
@@ -80,8 +80,8 @@ def diff_tables(left: Any, right: Any, table: str, right_table: str | None = Non
     return TableDifference(table, len(a), len(b), only_a or (), only_b or ())
 
 
-def _first_missing(rows: list[tuple], other: list[tuple]) -> tuple | None:
-    remaining: dict[tuple, int] = {}
+def _first_missing(rows: list[tuple[Any, ...]], other: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    remaining: dict[tuple[Any, ...], int] = {}
     for row in other:
         remaining[row] = remaining.get(row, 0) + 1
     for row in rows:

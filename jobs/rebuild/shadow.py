@@ -178,7 +178,7 @@ def load(db: Database, shape: TableShape, batches: Iterable[Any], advance: Calla
     return loaded + (_insert(db, sql, batch, advance) if batch else 0)
 
 
-def _insert(db: Database, sql: str, batch: list[tuple], advance: Callable[[int], None]) -> int:
+def _insert(db: Database, sql: str, batch: list[tuple[Any, ...]], advance: Callable[[int], None]) -> int:
     with db.write():
         db.executemany(sql, batch)
     advance(len(batch))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from core.db import Database
@@ -18,8 +20,8 @@ class TableVerdict:
     rebuilt_rows: int
     live_checksum: str
     rebuilt_checksum: str
-    only_live: tuple | None = None
-    only_rebuilt: tuple | None = None
+    only_live: tuple[Any, ...] | None = None
+    only_rebuilt: tuple[Any, ...] | None = None
 
     @property
     def equal(self) -> bool:
