@@ -143,9 +143,12 @@ def _create(db: Database, file_id: str, total_size: int, mime: str | None, now_m
 
 def _check_duplicate(db: Database, file_id: str, slice_no: int, data: bytes) -> None:
     row = db.one("SELECT offset, data FROM blob_slices WHERE file_id = ? AND slice_no = ?", (file_id, slice_no))
-    if row is not None and row[1] != data:
+    if row is None:
+        return
+    offset, stored = row
+    if stored != data:
         raise SliceConflict(
-            f"slice {slice_no} (bytes {_span(row[0], len(row[1]))}) of blob {file_id[:12]}… was "
+            f"slice {slice_no} (bytes {_span(offset, len(stored))}) of blob {file_id[:12]}… was "
             "already stored with different bytes; the resent slice was refused"
         )
 

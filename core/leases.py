@@ -72,8 +72,9 @@ def try_acquire(db: Database, name: str, owner: str, ttl_ms: int, now_ms: int) -
 def check_fence(db: Database, lease: Lease, now_ms: int) -> None:
     """Raise LeaseLost unless ``lease`` is still current; call inside the work's transaction."""
     row = db.one(_SELECT, (lease.name,))
-    if row is None or row[0] != lease.owner or row[1] != lease.token or row[2] <= now_ms:
-        holder = "nobody" if row is None else f"{row[0]} (token {row[1]})"
+    owner, token, expires_at_ms = row if row is not None else (None, None, 0)
+    if (owner, token) != (lease.owner, lease.token) or expires_at_ms <= now_ms:
+        holder = "nobody" if row is None else f"{owner} (token {token})"
         raise LeaseLost(
             f"lease {lease.name!r} token {lease.token} is no longer ours; now held by {holder}. "
             "This process must stop doing fenced work and wait as a standby"
@@ -93,4 +94,5 @@ def current(db: Database, name: str) -> dict[str, Any] | None:
     row = db.one(_SELECT, (name,))
     if row is None:
         return None
-    return {"owner": row[0], "token": row[1], "expires_at_ms": row[2]}
+    owner, token, expires_at_ms = row
+    return {"owner": owner, "token": token, "expires_at_ms": expires_at_ms}

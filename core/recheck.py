@@ -206,7 +206,8 @@ def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms
         (marker.reason_type, marker.reason_key),
     )
     key = (marker.reason_type, marker.reason_key)
-    if row is not None and row[0]:
+    dirty, timer_at_ms = row if row is not None else (False, None)
+    if dirty:
         db.execute(
             "UPDATE recheck_queue SET status = 'ready', dirty = 0, timer_at_ms = NULL, available_at_ms = ?, "
             "attempts = 0 WHERE reason_type = ? AND reason_key = ?",
@@ -214,19 +215,19 @@ def finish_marker(db: Database, marker: Marker, still_blocked: bool, retry_at_ms
         )
     elif still_blocked:
         # An item's own timed request wins over the marker's generic backoff.
-        due = row[1] if row is not None and row[1] is not None else retry_at_ms
+        due = timer_at_ms if timer_at_ms is not None else retry_at_ms
         db.execute(
             "UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ?, "
             "attempts = attempts + 1 WHERE reason_type = ? AND reason_key = ?",
             (due, *key),
         )
-    elif row is not None and row[1] is not None and db.one(_ANY_BLOCKED, key):
+    elif timer_at_ms is not None and db.one(_ANY_BLOCKED, key):
         # Nothing the claim looked at is still blocked, but an item blocked on
         # this reason during the claim asked for a timed recheck: keep it.
         db.execute(
             "UPDATE recheck_queue SET status = 'ready', timer_at_ms = NULL, available_at_ms = ? "
             "WHERE reason_type = ? AND reason_key = ?",
-            (row[1], *key),
+            (timer_at_ms, *key),
         )
     else:
         db.execute("DELETE FROM recheck_queue WHERE reason_type = ? AND reason_key = ?", key)
@@ -279,10 +280,14 @@ _EXPIRED_PATIENT_WAITS = (
 def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[ExpiredWait]:
     """Patient waits whose horizon has passed, whether or not a marker is queued for them."""
     rows = db.all(_EXPIRED_PATIENT_WAITS, (now_ms, limit))
-    return [
-        ExpiredWait(_item(r, first_failed_at_ms=r[7]), f"{r[8]}: waited since {r[7]} ms for {r[5]}:{r[6]}")
-        for r in rows
-    ]
+    waits = []
+    for row in rows:
+        reason_type, reason_key, waiting_since_ms, expired_reason = row[5:9]
+        item = _item(row, first_failed_at_ms=waiting_since_ms)
+        waits.append(
+            ExpiredWait(item, f"{expired_reason}: waited since {waiting_since_ms} ms for {reason_type}:{reason_key}")
+        )
+    return waits
 
 
 _ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"

@@ -165,17 +165,18 @@ def _apply_one(db: Database, source: SchemaSource, now: int) -> ApplyReport:
     # A SchemaSource built by hand may list its migrations in any order; they run by number.
     pending = [m for m in _in_order(source.migrations) if row is not None and m.number > row[0]]
     if row is not None:
-        _check_applied_migrations(db, source, row[0])
-        if row[1] == parsed.legacy_checksum != parsed.checksum and not pending:
+        version, checksum = row
+        _check_applied_migrations(db, source, version)
+        if checksum == parsed.legacy_checksum != parsed.checksum and not pending:
             # Recorded by a loader that normalised spacing less carefully: same schema, new checksum.
             db.execute("UPDATE schema_versions SET checksum = ? WHERE owner = ?", (parsed.checksum, source.owner))
-            return ApplyReport(source.owner, "unchanged", row[0])
-        if row[1] == parsed.checksum and not pending:
-            return ApplyReport(source.owner, "unchanged", row[0])
+            return ApplyReport(source.owner, "unchanged", version)
+        if checksum == parsed.checksum and not pending:
+            return ApplyReport(source.owner, "unchanged", version)
         if not pending:
             raise SchemaChanged(
-                f"changed since it was applied to {db.path} (version {row[0]}), and no migration numbered above "
-                f"{row[0]:03d} exists; add migrations/{row[0] + 1:03d}_<what>.sql that brings an existing "
+                f"changed since it was applied to {db.path} (version {version}), and no migration numbered above "
+                f"{version:03d} exists; add migrations/{version + 1:03d}_<what>.sql that brings an existing "
                 "database to the new schema, or revert the change",
                 path=source.path,
             )
