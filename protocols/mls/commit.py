@@ -18,6 +18,7 @@ confirmation tag over the new confirmed transcript hash.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -115,14 +116,20 @@ def _check_update(state: GroupState, committer: int, update: LeafNode, error: ty
     verify_leaf(update, group_id=state.group_id, leaf_index=committer)
 
 
-def _removals(state: GroupState, committer: int, proposals, error: type[MlsError]) -> list[int]:
+def _removals(
+    state: GroupState, committer: int, proposals: Sequence[Proposal], error: type[MlsError]
+) -> list[tuple[int, str]]:
+    """``(leaf, credential)`` of every member the proposals remove, in leaf order."""
     leaves = [p.leaf for p in proposals if isinstance(p, Remove)]
+    removed = []
     for leaf in leaves:
-        if leaf >= len(state.roster) or state.roster[leaf] is None or leaf == committer:
+        member = rosters.member_at(state.roster, leaf)
+        if member is None or leaf == committer:
             raise error(f"cannot remove leaf {leaf}: blank, out of range or the committer itself")
+        removed.append((leaf, member.credential))
     if len(set(leaves)) != len(leaves):
         raise error("the same leaf is removed twice")
-    return sorted(leaves)
+    return sorted(removed)
 
 
 def _check_shape(proposals, error: type[MlsError]) -> None:
@@ -132,16 +139,18 @@ def _check_shape(proposals, error: type[MlsError]) -> None:
         raise error("more than one SetAdmins proposal")
 
 
-def plan_commit(state: GroupState, committer: int, proposals, update: LeafNode | None, error: type[MlsError]) -> Plan:
+def plan_commit(
+    state: GroupState, committer: int, proposals: Sequence[Proposal], update: LeafNode | None, error: type[MlsError]
+) -> Plan:
     """Validate and apply proposals in RFC order: update, removes, admins, adds."""
     _check_shape(proposals, error)
-    roster, updated = state.roster, ()
+    roster = state.roster
+    updated: tuple[str, ...] = ()
     if update is not None:
         _check_update(state, committer, update, error)
         roster, updated = rosters.replace(roster, committer, update), (update.credential,)
-    removed = []
-    for leaf in _removals(state, committer, proposals, error):
-        removed.append((leaf, state.roster[leaf].credential))
+    removed = _removals(state, committer, proposals, error)
+    for leaf, _ in removed:
         roster = rosters.blank(roster, leaf)
     admins = next((p.admins for p in proposals if isinstance(p, SetAdmins)), state.admins)
     added = []
@@ -200,8 +209,14 @@ def _provisional_context(state: GroupState, plan: Plan) -> bytes:
 # --- committer side ---------------------------------------------------------------
 
 
-def _proposals_from_args(state: GroupState, add, remove, proposals_by_ref, admins) -> tuple[Proposal, ...]:
-    removes = set()
+def _proposals_from_args(
+    state: GroupState,
+    add: Iterable[KeyPackage],
+    remove: Iterable[str],
+    proposals_by_ref: Iterable[bytes],
+    admins: Iterable[str] | None,
+) -> tuple[Proposal, ...]:
+    removes: set[int] = set()
     adds = [Add(kp) for kp in add]
     for cred in remove:
         leaf = rosters.find(state.roster, normalize_credential(cred))
@@ -217,11 +232,11 @@ def _proposals_from_args(state: GroupState, add, remove, proposals_by_ref, admin
             adds.append(p.proposal)
         else:
             removes.add(p.proposer if isinstance(p.proposal, SelfRemove) else p.proposal.leaf)
-    extra = []
+    extra: list[Proposal] = []
     if admins is not None:
         wanted = frozenset(normalize_credential(a) for a in admins)
         extra = [SetAdmins(wanted)] if wanted != state.admins else []
-    return tuple([Remove(leaf) for leaf in sorted(removes)] + extra + adds)
+    return (*(Remove(leaf) for leaf in sorted(removes)), *extra, *adds)
 
 
 def _self_update(state: GroupState, rng) -> tuple[LeafNode, bytes, bytes]:

@@ -58,6 +58,7 @@ def exporter_secret(
     """MLS-Exporter(label, context, length) of the current epoch or a retained past one."""
     if not 0 < length <= 255 * suite.NH:
         raise InvalidArgument("exporter length out of range")
+    secret: bytes | None
     if epoch is None or epoch == state.epoch:
         secret = state.exporter_secret
     else:

@@ -51,7 +51,9 @@ class SetAdmins:
     admins: frozenset[str]
 
 
-Proposal = Add | Remove | SelfRemove | SetAdmins
+# What may wait in an epoch as a standalone proposal; SetAdmins only ever travels inside a commit.
+StandaloneProposal = Add | Remove | SelfRemove
+Proposal = StandaloneProposal | SetAdmins
 
 
 def encode_admins(admins: Iterable[str]) -> bytes:

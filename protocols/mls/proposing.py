@@ -13,9 +13,9 @@ from . import framing, suite
 from . import roster as rosters
 from .credentials import KeyPackage, normalize_credential, verify_key_package
 from .errors import InvalidArgument, InvalidMessage
-from .proposals import Add, Remove, SelfRemove, SetAdmins, decode_proposal, encode_proposal
+from .proposals import Add, Remove, SelfRemove, SetAdmins, StandaloneProposal, decode_proposal, encode_proposal
 from .protect import Received, proposal_ref, send
-from .results import ProposalReceived
+from .results import ProposalKind, ProposalReceived
 from .state import GroupState, PendingProposal, require_active
 from .tls import Reader, Writer
 
@@ -55,19 +55,20 @@ def propose(
     return message, attrs.evolve(new_state, pending_proposals=(*new_state.pending_proposals, pending))
 
 
-def _subject(state: GroupState, proposer: int, proposal) -> tuple[str, str]:
+def _subject(state: GroupState, proposer: int, proposal: StandaloneProposal) -> tuple[ProposalKind, str]:
     """``(kind, subject credential)`` of a received proposal; validates it."""
     if isinstance(proposal, Add):
         verify_key_package(proposal.key_package)
         return "add", proposal.key_package.credential
     if isinstance(proposal, Remove):
-        leaf = state.roster[proposal.leaf] if proposal.leaf < len(state.roster) else None
+        leaf = rosters.member_at(state.roster, proposal.leaf)
         if leaf is None:
             raise InvalidMessage("remove proposal targets a blank leaf")
         return "remove", leaf.credential
-    if isinstance(proposal, SelfRemove):
-        return "self_remove", state.roster[proposer].credential
-    raise InvalidMessage("this proposal type is only valid inside a commit")
+    leaf = rosters.member_at(state.roster, proposer)
+    if leaf is None:
+        raise InvalidMessage("self-remove proposal from a leaf that is not a member")
+    return "self_remove", leaf.credential
 
 
 def handle_proposal(received: Received, new_state: GroupState) -> ProposalReceived:

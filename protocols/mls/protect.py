@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from . import framing, suite
+from . import roster as rosters
 from .errors import CannotDecryptOwnMessage, InvalidMessage, InvalidSignature, WrongEpoch
 from .framing import Content, Envelope, SenderData
 from .labels import ref_hash, sign_with_label, verify_with_label
@@ -100,7 +101,7 @@ def _epoch_keys(state: GroupState, epoch: int) -> _EpochKeys:
 
 def _signer(state: GroupState, keys: _EpochKeys, leaf: int) -> Signer:
     if keys.past_index is None:
-        node = state.roster[leaf] if leaf < len(state.roster) else None
+        node = rosters.member_at(state.roster, leaf)
         signer = None if node is None else Signer(node.credential, node.signature_key)
     else:
         signers = state.past_epochs[keys.past_index].signers

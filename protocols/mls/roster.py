@@ -58,6 +58,11 @@ def members(roster: Roster) -> Iterator[tuple[int, LeafNode]]:
     return ((i, leaf) for i, leaf in enumerate(roster) if leaf is not None)
 
 
+def member_at(roster: Roster, index: int) -> LeafNode | None:
+    """Leaf ``index``, or ``None`` when it is blank or beyond the roster's end."""
+    return roster[index] if index < len(roster) else None
+
+
 def find(roster: Roster, credential: str) -> int | None:
     """Leaf index of ``credential``, or ``None``."""
     return next((i for i, leaf in members(roster) if leaf.credential == credential), None)

@@ -90,7 +90,9 @@ def _expand_leaf(tree: SecretTree, leaf: int) -> SecretTree:
         child, parent = path[i], path[i + 1]
         left, right = _children(secret)
         secret, other = (left, right) if child < parent else (right, left)
-        nodes[treemath.sibling(child, tree.n_leaves)] = other
+        sibling = treemath.sibling(child, tree.n_leaves)
+        assert sibling is not None  # child has a parent, so it is not the root
+        nodes[sibling] = other
     ratchets = dict(tree.ratchets)
     ratchets[leaf] = (
         Ratchet(0, expand_with_label(secret, "handshake", b"", suite.NH)),

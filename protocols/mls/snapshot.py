@@ -18,7 +18,7 @@ import itertools
 from . import roster as rosters
 from . import suite, treemath, wire
 from .errors import InvalidSnapshot
-from .proposals import decode_admins, decode_proposal, encode_admins, encode_proposal
+from .proposals import SetAdmins, decode_admins, decode_proposal, encode_admins, encode_proposal
 from .secret_tree import Ratchet, SecretTree, frozen_map
 from .state import GroupState, PastEpoch, PendingCommit, PendingProposal, Signer, make_state
 from .tls import Reader, Writer
@@ -101,7 +101,10 @@ def _write_pending_proposal(w: Writer, p: PendingProposal) -> None:
 
 
 def _read_pending_proposal(r: Reader) -> PendingProposal:
-    return PendingProposal(r.fixed(suite.NH), r.u32(), decode_proposal(r))
+    ref, proposer, proposal = r.fixed(suite.NH), r.u32(), decode_proposal(r)
+    if isinstance(proposal, SetAdmins):
+        raise r.fail("SetAdmins is only valid inside a commit, never pending")
+    return PendingProposal(ref, proposer, proposal)
 
 
 def _creds(w: Writer, creds: tuple[str, ...]) -> None:

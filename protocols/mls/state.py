@@ -17,7 +17,7 @@ import attrs
 from .credentials import LeafNode
 from .errors import InvalidArgument, NotAMember
 from .key_schedule import EpochSecrets, GroupContext
-from .proposals import Proposal, admins_extension
+from .proposals import StandaloneProposal, admins_extension
 from .roster import Roster, tree_hash
 from .secret_tree import SecretTree, new_tree
 
@@ -50,7 +50,7 @@ class PendingProposal:
 
     ref: bytes
     proposer: int  # leaf index
-    proposal: Proposal
+    proposal: StandaloneProposal
 
 
 @attrs.frozen

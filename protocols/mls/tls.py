@@ -10,11 +10,14 @@ string has exactly one decoding and re-encodes to itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from .errors import InvalidMessage, MlsError
 
 _VARINT_MAX = (1 << 30) - 1
+
+Item = TypeVar("Item")
 
 
 def varint(n: int) -> bytes:
@@ -67,7 +70,7 @@ class Writer:
     def boolean(self, flag: bool) -> Writer:
         return self.u8(1 if flag else 0)
 
-    def vector(self, items, encode_item: Callable[[Writer, object], None]) -> Writer:
+    def vector(self, items: Iterable[Item], encode_item: Callable[[Writer, Item], object]) -> Writer:
         """Append ``T items<V>``: the items encoded back to back, length-prefixed."""
         inner = Writer()
         for item in items:
@@ -154,10 +157,10 @@ class Reader:
             raise self.fail(f"expected {n} bytes, got {len(data)}")
         return data
 
-    def vector(self, decode_item: Callable[[Reader], object]) -> list:
+    def vector(self, decode_item: Callable[[Reader], Item]) -> list[Item]:
         """Read ``T items<V>`` with ``decode_item`` applied to each item."""
         inner = Reader(self.opaque(), self._error)
-        items = []
+        items: list[Item] = []
         while not inner.at_end():
             items.append(decode_item(inner))
         return items

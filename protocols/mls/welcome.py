@@ -29,6 +29,7 @@ from . import roster as rosters
 from . import suite, wire
 from .credentials import SOURCE_COMMIT, Identity, KeyPackage, KeyPackagePrivate, verify_leaf
 from .errors import ConfirmationMismatch, InvalidArgument, InvalidMessage, InvalidSignature
+from .key_schedule import GroupContext
 from .labels import decrypt_with_label, encrypt_with_label, sign_with_label, verify_with_label
 from .proposals import ADMINS_EXTENSION, decode_admins
 from .state import DEFAULT_MAX_PAST_EPOCHS, GroupState, check_max_past_epochs, epoch_fields, make_state
@@ -107,8 +108,8 @@ def _verify_roster(ctx: ks.GroupContext, roster: rosters.Roster) -> None:
         seen.add(leaf.credential)
 
 
-def _verify_group_info(ctx, roster, tag: bytes, signer: int, signature: bytes) -> None:
-    leaf = roster[signer] if signer < len(roster) else None
+def _verify_group_info(ctx: GroupContext, roster: rosters.Roster, tag: bytes, signer: int, signature: bytes) -> None:
+    leaf = rosters.member_at(roster, signer)
     if leaf is None:
         raise InvalidMessage("group info signer is not a member")
     tbs = _group_info_tbs(ctx.encode(), roster, tag, signer)
