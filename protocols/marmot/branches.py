@@ -66,7 +66,7 @@ def _commit(item: Item, branch: group.Branch, header: mls.MessageHeader, message
             gid = item.outer.gid
             intents = [
                 group.branch_intent(item.values, gid, branch.epoch, branch.digest, result.new_state),
-                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, item.group.state.epoch + 1)),
+                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, item.joined.state.epoch + 1)),
             ]
     return item.fail(
         "invalidated_branch",

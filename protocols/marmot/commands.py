@@ -11,25 +11,24 @@ import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, EnqueueRecheck
+from core.intents import EnqueueOutgoing, EnqueueRecheck, WriteProtocolState
 from core.records import Result
 from protocols import mls
 from protocols.marmot import facts, group, outer, rumors
 from protocols.marmot import settings as marmot_settings
-from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import WAITING_FOR_GROUP
 from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
 
 
-def _hex_param(params: dict, name: str) -> bytes:
+def _hex_param(params: dict[str, Any], name: str) -> bytes:
     try:
         return bytes.fromhex(params[name])
     except (KeyError, TypeError, ValueError):
         raise InvalidInput(f"parameter {name!r} must be a hex string") from None
 
 
-def command_join(ctx: Any, params: dict) -> Result:
+def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     """Join the group a Welcome invites us to.
 
     ``params``: ``identity`` and ``key_package_private`` (hex of the engine
@@ -49,7 +48,7 @@ def command_join(ctx: Any, params: dict) -> Result:
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
-    intents = [
+    intents: list[WriteProtocolState | EnqueueRecheck] = [
         group.state_intent(values, gid, state),
         group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
     ]
@@ -68,7 +67,7 @@ def command_join(ctx: Any, params: dict) -> Result:
     return Result(events=[fact], intents=intents)
 
 
-def command_send(ctx: Any, params: dict) -> Result:
+def command_send(ctx: Any, params: dict[str, Any]) -> Result:
     """Send ``text`` to ``group``: recorded Created now, published by the tick.
 
     The rumor's id covers author, second and text, so sending the same text
@@ -76,14 +75,14 @@ def command_send(ctx: Any, params: dict) -> Result:
     ``created_at`` (seconds) and ``kind`` may be given; ``transport``
     defaults to ``loopback``.
     """
-    gid, text = params.get("group"), params.get("text")
+    text = params.get("text")
     if not isinstance(text, str) or not text:
         raise InvalidInput("send needs a non-empty text")
     kind = params.get("kind", rumors.CHAT_KIND)
     if kind == rumors.DELETION_KIND:
         raise InvalidInput("deletions are not sent with send; kind 5 is reserved")
-    loaded = _group(ctx, gid)
-    state = loaded.state
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    gid, state = loaded.gid, loaded.state
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")
     created_at = int(params.get("created_at") or ctx.now_ms // 1000)
@@ -100,10 +99,3 @@ def command_send(ctx: Any, params: dict) -> Result:
         outer.to_bytes(event), transport=params.get("transport", "loopback"), idempotency_key=f"marmot:{event['id']}"
     )
     return Result(events=[fact], intents=[group.state_intent(SealedValues(ctx.state), gid, new_state), publish])
-
-
-def _group(ctx: Any, gid: Any) -> group.LoadedGroup:
-    loaded = group.load(ctx.state, gid) if isinstance(gid, str) else None
-    if loaded is None:
-        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
-    return loaded

@@ -24,7 +24,7 @@ import hashlib
 
 import attrs
 
-from core.intents import EnqueueDeferred, EnqueueRecheck
+from core.intents import EnqueueDeferred, EnqueueRecheck, WriteProtocolState
 from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts, group, settings
@@ -59,7 +59,7 @@ _RETRYABLE = (
 
 
 def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
-    state = item.group.state
+    state = item.joined.state
     epoch = header.epoch
     if not state.active:
         return item.fail("not_a_member", epoch=epoch, content_type="commit")
@@ -74,22 +74,22 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
 def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """Apply a commit of the current epoch, keeping the pre-commit snapshot."""
     try:
-        result = mls.process_message(item.group.state, message)
+        result = mls.process_message(item.joined.state, message)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
         return item.fail("invalid_message", epoch=epoch, content_type="commit")
     values, gid = item.values, item.outer.gid
     record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
-    meta, dropped = item.group.meta.with_applied(record, settings.current().snapshots)
-    intents = [
+    meta, dropped = item.joined.meta.with_applied(record, settings.current().snapshots)
+    intents: list[WriteProtocolState | EnqueueRecheck] = [
         item.state_intent(result.new_state),
         group.meta_intent(values, meta),
         *item.kept(epoch),
         *group.forget_intents(values, gid, dropped, window_start=meta.window_start),
     ]
     if meta.record(epoch) is not None:
-        intents.append(group.snapshot_intent(values, gid, epoch, item.group.snapshot_bytes))
+        intents.append(group.snapshot_intent(values, gid, epoch, item.joined.snapshot_bytes))
     intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, result.new_epoch)))
     return Result(events=[_applied(item, result, epoch, digest, item.generation)], intents=intents)
 
@@ -115,25 +115,29 @@ def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, gen
 
 def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """A commit for an epoch we already left: another wrapper, a loser, too old, or a rollback."""
-    meta = item.group.meta
+    meta = item.joined.meta
     record = meta.record(epoch)
     if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
         return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit")
     known = record.candidate(digest) is not None
-    result = None
+    result: mls.CommitApplied | None = None
     if not known:
         base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
         try:  # a forged "better" commit must not roll anything back
-            result = mls.process_message(base, message)
+            processed = mls.process_message(base, message)
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
-        if not isinstance(result, mls.CommitApplied):
+        if not isinstance(processed, mls.CommitApplied):
             return item.fail("invalid_message", epoch=epoch, content_type="commit")
+        result = processed
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
-        return rollback(item, message, updated.winner.digest, updated, result)
-    meta_intents = [group.meta_intent(item.values, meta.with_record(updated)), *item.kept(epoch)]
+        return rollback(item, message, updated.winner, updated, result)
+    meta_intents: list[WriteProtocolState | EnqueueRecheck] = [
+        group.meta_intent(item.values, meta.with_record(updated)),
+        *item.kept(epoch),
+    ]
     if digest == record.applied:
         return item.fact(
             facts.COMMIT_REWRAPPED,
@@ -141,10 +145,10 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
             epoch=epoch,
             original_outer_id=record.applied_candidate.cursor.id,
         )
-    if not known:  # a new loser: keep its branch, and let waiting events try its keys
+    if result is not None:  # a new loser (only a new commit was applied above): keep its branch, wake waiting events
         meta_intents += [
             group.branch_intent(item.values, item.outer.gid, epoch, digest, result.new_state),
-            EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)),
+            EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)),
         ]
     return item.fail(
         "commit_lost_race",
@@ -156,33 +160,36 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
 
 
 def rollback(
-    item: Item, message: bytes, winner: str, record: EpochRecord, result: mls.CommitApplied | None = None
+    item: Item, message: bytes, winner: group.Candidate, record: EpochRecord, result: mls.CommitApplied | None = None
 ) -> Result:
     """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item);
     ``result`` is that application when :func:`compete` already made it to validate a new commit."""
     gid, epoch, values = item.outer.gid, record.epoch, item.values
-    old = item.group
+    old = item.joined
     if result is None:
         try:
-            result = mls.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
+            processed = mls.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
-        if not isinstance(result, mls.CommitApplied):
+        if not isinstance(processed, mls.CommitApplied):
             return item.fail("invalid_message", epoch=epoch, content_type="commit")
-    loser = old.meta.record(epoch).applied_candidate
-    meta, dead = old.meta.rolled_back(attrs.evolve(record, applied=winner))
-    changes, retry_epochs = _changes(item, epoch, record.candidate(winner))
+        result = processed
+    old_record = old.meta.record(epoch)
+    assert old_record is not None  # compete() found it before it chose to roll back
+    loser = old_record.applied_candidate
+    meta, dead = old.meta.rolled_back(attrs.evolve(record, applied=winner.digest))
+    changes, retry_epochs = _changes(item, epoch, winner)
     events = [
         facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
-        _applied(item, result, epoch, winner, meta.generation),
+        _applied(item, result, epoch, winner.digest, meta.generation),
     ]
-    intents = [
+    intents: list[WriteProtocolState | EnqueueRecheck | EnqueueDeferred] = [
         item.state_intent(result.new_state),
         group.meta_intent(values, meta),
         *group.forget_intents(values, gid, dead),
         # The old main becomes the branch of the commit that lost; the winner's branch is main now.
         group.branch_intent(values, gid, epoch, loser.digest, old.state),
-        group.branch_intent(values, gid, epoch, winner, None),
+        group.branch_intent(values, gid, epoch, winner.digest, None),
         *item.kept(epoch),
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),

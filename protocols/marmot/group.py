@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 
@@ -34,6 +35,7 @@ from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import keys
 from protocols.marmot.cursor import Cursor, compare
+from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.state_store import (
     SealedValues,
     branch_name,
@@ -47,6 +49,8 @@ from protocols.marmot.state_store import (
 )
 
 _CACHE_SIZE = 64
+# What a stored value opens to: group meta, an engine state, or (snapshot bytes, engine state).
+Opened = TypeVar("Opened")
 
 
 @attrs.frozen
@@ -206,14 +210,23 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
         return None
     meta = _open(values, meta_name(gid), sealed_meta, GroupMeta.from_bytes)
     sealed_state = values.raw(state_name(gid))
+    assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
     snapshot_bytes, engine_state = _open(
         values, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain))
     )
     return LoadedGroup(gid, meta, engine_state, snapshot_bytes)
 
 
-def _open(values: SealedValues, name: str, sealed: bytes, parse) -> Any:
-    found = _cached(name, values.key, sealed)
+def load_joined(state: ProtocolState, gid: object) -> LoadedGroup:
+    """The group ``gid`` names; GroupNotFound when it is not the id of a group we joined."""
+    loaded = load(state, gid) if isinstance(gid, str) else None
+    if loaded is None:
+        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
+    return loaded
+
+
+def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
+    found: Opened | None = _cached(name, values.key, sealed)
     if found is None:
         found = parse(keys.open_sealed(values.key, name, sealed))
         _remember(name, values.key, sealed, found)
@@ -238,12 +251,16 @@ def snapshot_intent(values: SealedValues, gid: str, epoch: int, snapshot_bytes: 
     return values.intent(snap_name(gid, epoch), snapshot_bytes)
 
 
-def load_snapshot(state: ProtocolState, gid: str, epoch: int) -> mls.GroupState | None:
-    """The pre-commit state kept for ``epoch``, or None when it was pruned."""
+def load_snapshot(state: ProtocolState, gid: str, epoch: int) -> mls.GroupState:
+    """The pre-commit state kept for ``epoch``, an epoch whose record is in the rollback window.
+
+    A record and its snapshot are kept and pruned together, so the snapshot is there.
+    """
     values = SealedValues(state)
     name = snap_name(gid, epoch)
     sealed = values.raw(name)
-    return None if sealed is None else _open(values, name, sealed, mls.restore)
+    assert sealed is not None, f"the snapshot of epoch {epoch} of group {gid} is gone while its record is kept"
+    return _open(values, name, sealed, mls.restore)
 
 
 @attrs.frozen

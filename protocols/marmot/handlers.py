@@ -81,7 +81,7 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
 
 
 def _open(item: Item) -> Result | Blocked:
-    state = item.group.state
+    state = item.joined.state
     content = item.outer.event["content"]
     try:
         opened = outer.open_content(state, content)
@@ -103,11 +103,11 @@ def _open(item: Item) -> Result | Blocked:
 
 
 def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
-    for branch in group.load_branches(item.ctx.state, item.group.meta):
+    for branch in group.load_branches(item.ctx.state, item.joined.meta):
         opened = outer.open_content(branch.state, content)
         if opened is not None:
             return branches.handle_on_branch(item, branch, opened[1])
-    state = item.group.state
+    state = item.joined.state
     if not state.active:
         return item.fail("not_a_member", f"no key of epochs {epochs_text(state)} opens it and we were removed")
     return wait_for_epoch(item, state.epoch + 1, f"no key of epochs {epochs_text(state)} opens it")

@@ -269,7 +269,12 @@ class GroupHistoryStore:
         stops = [
             runtime.subscribe(kind, deliver, protocol="marmot") for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
         ]
-        return lambda: [stop() for stop in stops]
+
+        def unsubscribe() -> None:
+            for stop in stops:
+                stop()
+
+        return unsubscribe
 
 
 def _rumor_row(row: tuple) -> dict:

@@ -29,7 +29,7 @@ from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import group, nostr, outer
 from protocols.marmot.cursor import Cursor, newer_than
-from protocols.marmot.errors import GroupNotFound, InvalidEvent, Nip44Error
+from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
 
@@ -71,14 +71,12 @@ class BackfillReport:
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
 
 
-def backfill(ctx: Any, params: dict) -> BackfillReport:
+def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     """Command ``marmot.backfill`` (manages its transactions): ``group`` and ``events`` (lines)."""
-    rt, gid = ctx.runtime, params.get("group")
+    rt = ctx.runtime
     with rt.db.read():
-        loaded = group.load(ProtocolState(rt.db, PROTOCOL), gid) if isinstance(gid, str) else None
-        cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor() if loaded is not None else None
-    if loaded is None:
-        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
+        gid = group.load_joined(ProtocolState(rt.db, PROTOCOL), params.get("group")).gid
+        cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
     report = BackfillReport()
     pending = _select(params.get("events", ()), gid, cursor, report, rt)
     while pending:
@@ -119,14 +117,19 @@ def _cursor_key(event: dict) -> tuple[int, str]:
     return Cursor(event["created_at"], event["id"]).key()
 
 
-def _classify(rt: Any, gid: str, events: list[dict]) -> tuple[list[tuple[dict, mls.MessageHeader | None]], list[dict]]:
+# An event, with the MLS header of what it carries when the current keys open it.
+_Readable = tuple[dict[str, Any], mls.MessageHeader | None]
+
+
+def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Readable], list[dict[str, Any]]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        loaded = group.load(store, gid)
+        loaded = group.load_joined(store, gid)
         # A losing branch opens its own events: they are decided now, not left for the end.
         states = [loaded.state, *(branch.state for branch in group.load_branches(store, loaded.meta))]
-    readable, unreadable = [], []
+    readable: list[_Readable] = []
+    unreadable: list[dict[str, Any]] = []
     for event in events:
         try:
             opened = next(filter(None, (outer.open_content(state, event["content"]) for state in states)), None)
@@ -143,7 +146,7 @@ def _classify(rt: Any, gid: str, events: list[dict]) -> tuple[list[tuple[dict, m
     return readable, unreadable
 
 
-def _order(readable: list[tuple[dict, mls.MessageHeader | None]]) -> list[dict]:
+def _order(readable: list[_Readable]) -> list[dict[str, Any]]:
     """Non-commits by cursor, then commits by (epoch, created_at, id)."""
     others = [e for e, h in readable if h is None or h.content_type != "commit"]
     commits = [(h.epoch, _cursor_key(e), e) for e, h in readable if h is not None and h.content_type == "commit"]

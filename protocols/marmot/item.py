@@ -34,6 +34,12 @@ class Item:
     group: groups.LoadedGroup | None = None
 
     @property
+    def joined(self) -> groups.LoadedGroup:
+        """The group, for the steps that run after the handler loaded it (it waits for the group before)."""
+        assert self.group is not None, "the item's group is read before the handler loaded it"
+        return self.group
+
+    @property
     def generation(self) -> int:
         return self.group.meta.generation if self.group is not None else 0
 
@@ -47,7 +53,7 @@ class Item:
 
     def kept(self, epoch: int | None) -> list[WriteProtocolState]:
         """Keep the raw event when a later rollback may have to decide it again."""
-        if self.group is None or not groups.needs_keeping(self.group.meta, epoch):
+        if epoch is None or self.group is None or not groups.needs_keeping(self.group.meta, epoch):
             return []
         return [groups.kept_intent(self.outer.gid, epoch, self.outer.id, self.outer.raw().encode())]
 

@@ -50,22 +50,25 @@ def load_key() -> bytes:
 
 
 def _read(raw: str | None, path: str | None) -> bytes:
-    if raw is None and path is None:
-        raise StateKeyMissing(MISSING)
     if raw is not None and path is not None:
         raise StateKeyInvalid(f"both {ENV_KEY} and {ENV_KEY_FILE} are set; set only one of them")
-    source = ENV_KEY
-    if raw is None:
-        source = f"{ENV_KEY_FILE} ({path})"
-        try:
-            with open(path, encoding="ascii") as handle:
-                raw = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StateKeyInvalid(f"cannot read the state key file named by {ENV_KEY_FILE}: {exc}") from None
-    text = raw.strip()
+    if raw is not None:
+        source, text = ENV_KEY, raw.strip()
+    elif path is not None:
+        source, text = f"{ENV_KEY_FILE} ({path})", _read_key_file(path).strip()
+    else:
+        raise StateKeyMissing(MISSING)
     if not _HEX64.fullmatch(text):
         raise StateKeyInvalid(f"{source} must hold exactly 64 hex characters (a 32-byte key)")
     return bytes.fromhex(text)
+
+
+def _read_key_file(path: str) -> str:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateKeyInvalid(f"cannot read the state key file named by {ENV_KEY_FILE}: {exc}") from None
 
 
 def new_key_hex() -> str:

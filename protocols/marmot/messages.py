@@ -29,7 +29,7 @@ log = logging.getLogger("tessera.marmot")
 def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
     """Decrypt an application message or proposal with the current state and record the outcome."""
     try:
-        result = mls.process_message(item.group.state, message)
+        result = mls.process_message(item.joined.state, message)
     except mls.CannotDecryptOwnMessage:
         return item.fact(
             facts.OUTER_PROCESSED,

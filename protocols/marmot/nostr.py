@@ -23,6 +23,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import coincurve
 
@@ -126,7 +127,8 @@ def _check_unsigned_fields(event: dict) -> None:
     _check_text(content, "content")
 
 
-def _check_keys(event: object, expected: frozenset) -> None:
+def _checked_keys(event: object, expected: frozenset[str]) -> dict[str, Any]:
+    """``event`` itself, once it is known to be a dict with exactly the ``expected`` keys."""
     if type(event) is not dict:
         raise _shape_error(None, f"an event must be a JSON object, not {type(event).__name__}")
     if event.keys() != expected:
@@ -139,13 +141,14 @@ def _check_keys(event: object, expected: frozenset) -> None:
         if extra:
             parts.append(f"unexpected {', '.join(extra)}")
         raise _shape_error(field, f"event keys are wrong: {'; '.join(parts)}")
+    return event
 
 
 def _check_shape(event: object) -> None:
-    _check_keys(event, _EVENT_KEY_SET)
-    _check_hex(event, "id", _HEX64, 64)
-    _check_hex(event, "sig", _HEX128, 128)
-    _check_unsigned_fields(event)
+    fields = _checked_keys(event, _EVENT_KEY_SET)
+    _check_hex(fields, "id", _HEX64, 64)
+    _check_hex(fields, "sig", _HEX128, 128)
+    _check_unsigned_fields(fields)
 
 
 def _check_size(size: int, max_bytes: int) -> None:

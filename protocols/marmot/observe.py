@@ -96,7 +96,12 @@ def attach(runtime: Any, observer: Observer) -> Callable[[], None]:
     if hub is None:
         hub = _hubs[runtime] = _Hub(runtime)
     hub.observers.append(observer)
-    return lambda: observer in hub.observers and hub.observers.remove(observer)
+
+    def detach() -> None:
+        if observer in hub.observers:
+            hub.observers.remove(observer)
+
+    return detach
 
 
 def note(ctx: Any, group: str, outer_id: str, created_at: int, outcome: str) -> None:

@@ -70,6 +70,12 @@ class Member:
     invited: mls.KeyPackagePrivate | None = attrs.field(default=None, repr=False)  # until its welcome
 
     @property
+    def joined(self) -> mls.GroupState:
+        """The state of a member in the group (the active ones and the observer)."""
+        assert self.state is not None, f"{self.name} is not in the group"
+        return self.state
+
+    @property
     def pubkey(self) -> str:
         return self.identity.credential
 
@@ -91,6 +97,15 @@ class Simulation:
     identity: dict
     welcome: dict
     expected: dict
+
+    @property
+    def join_params(self) -> dict[str, str]:
+        """The ``marmot.join`` command's parameters that make a database this simulation's observer."""
+        return {
+            "identity": self.identity["identity"],
+            "key_package_private": self.identity["key_package_private"],
+            "welcome": self.welcome["welcome"],
+        }
 
 
 class _Group:
@@ -154,7 +169,7 @@ class _Group:
             rumor = rumors.make(sender.pubkey, created_at, f"message {self.sent} from {sender.name}")
         else:
             rumor = rumors.make(sender.pubkey, created_at, "", kind=rumors.DELETION_KIND, tags=[["e", delete]])
-        ciphertext, sender.state = mls.encrypt_application(sender.state, rumors.encode(rumor), rng=self.draw)
+        ciphertext, sender.state = mls.encrypt_application(sender.joined, rumors.encode(rumor), rng=self.draw)
         return self.wrap(sender.state, ciphertext, created_at), rumor
 
     def send_visible(self) -> None:
@@ -190,8 +205,8 @@ class _Group:
     def commit(self) -> None:
         committer, kwargs = self._commit_plan()
         created_at = self.tick()
-        result = mls.commit(committer.state, rng=self.draw, **kwargs)
-        line = self.wrap(committer.state, result.message, created_at)
+        result = mls.commit(committer.joined, rng=self.draw, **kwargs)
+        line = self.wrap(committer.joined, result.message, created_at)
         self._adopt(committer, result, result.message)
         self.outer_states[_outer_id(line)] = "ProcessedCommit"
         self.blocks.append(Block([line], "commit"))
@@ -213,10 +228,11 @@ class _Group:
         """Everyone but the committer processes the commit; joiners join; the removed leave."""
         for member in [*self.active(), self.observer]:
             if member is not committer:
-                member.state = mls.process_message(member.state, message).new_state
+                member.state = mls.process_message(member.joined, message).new_state
         committer.state = result.new_state
         for member in self.members:
             if member.pubkey in result.welcomes:
+                assert member.invited is not None, "a welcome answers the key package the member was invited with"
                 member.state = mls.join_from_welcome(member.identity, member.invited, result.welcomes[member.pubkey])
                 member.invited = None
             elif member.state is not None and not member.state.active:
@@ -228,14 +244,14 @@ class _Group:
         first, second = self.rng.sample(self.active(), 2)
         base = self.tick()
         times = (base, base + self.rng.choice((0, 1)))
-        results = [mls.commit(m.state, self_update=True, rng=self.draw) for m in (first, second)]
-        lines = [self.wrap(m.state, r.message, t) for m, r, t in zip((first, second), results, times, strict=False)]
+        results = [mls.commit(m.joined, self_update=True, rng=self.draw) for m in (first, second)]
+        lines = [self.wrap(m.joined, r.message, t) for m, r, t in zip((first, second), results, times, strict=False)]
         events = [nostr.parse_event(line) for line in lines]
         cursors = [Cursor(e["created_at"], e["id"]) for e in events]
         w = 0 if compare(cursors[0], cursors[1]) < 0 else 1
         winner, loser = (first, second)[w], (first, second)[1 - w]
         scenario = self.rng.choice(self.config.race_shapes)
-        epoch = first.state.epoch  # the epoch both commits compete for
+        epoch = first.joined.epoch  # the epoch both commits compete for
         loser_lines = self._loser_branch(loser, results[1 - w], max(times))
         winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
         self._deliver_race(scenario, lines[w], lines[1 - w], loser_lines, winner_lines)
@@ -414,7 +430,7 @@ def simulate(config: Config) -> Simulation:
     lines = arrange(lines, config.order, group.rng, page=config.page)
     expected = {
         "group": group.gid.hex(),
-        "final_epoch": group.observer.state.epoch,
+        "final_epoch": group.observer.joined.epoch,
         "rumor_ids": [rumor_id for _, rumor_id in sorted(group.visible, key=lambda v: v[0].key())],
         "invalidated_ids": group.invalidated,
         "deleted_ids": sorted(group.deleted),
@@ -425,6 +441,7 @@ def simulate(config: Config) -> Simulation:
         "races": group.races,
         "lines": len(lines),
     }
+    assert group.observer_private is not None, "setup() invited the observer"
     identity = {
         "pubkey": group.observer.pubkey,
         "identity": mls.identity_to_bytes(group.observer.identity).hex(),

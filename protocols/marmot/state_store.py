@@ -29,6 +29,8 @@ write transaction) the direct setters may be used.
 
 from __future__ import annotations
 
+import builtins
+
 from core.intents import WriteProtocolState
 from core.state import ProtocolState
 from protocols.marmot import keys
@@ -139,7 +141,7 @@ class GroupStateStore:
         for intent in self.remove_intents(gid):
             self.values.state.put(intent.key, None, now_ms)
 
-    def remove_intents(self, gid: str) -> list[WriteProtocolState]:
+    def remove_intents(self, gid: str) -> builtins.list[WriteProtocolState]:
         """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
         names = [
             state_name(gid),
