@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, EnqueueRecheck, WriteProtocolState
+from core.intents import EnqueueOutgoing, EnqueueRecheck, Intent
 from core.records import Result
 from protocols import mls
 from protocols.marmot import facts, group, outer, rumors
@@ -48,7 +48,7 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
-    intents: list[WriteProtocolState | EnqueueRecheck] = [
+    intents: list[Intent] = [
         group.state_intent(values, gid, state),
         group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
     ]

@@ -24,7 +24,7 @@ import hashlib
 
 import attrs
 
-from core.intents import EnqueueDeferred, EnqueueRecheck, WriteProtocolState
+from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts, group, settings
@@ -82,7 +82,7 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     values, gid = item.values, item.outer.gid
     record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
     meta, dropped = item.joined.meta.with_applied(record, settings.current().snapshots)
-    intents: list[WriteProtocolState | EnqueueRecheck] = [
+    intents: list[Intent] = [
         item.state_intent(result.new_state),
         group.meta_intent(values, meta),
         *item.kept(epoch),
@@ -134,7 +134,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
         return rollback(item, message, updated.winner, updated, result)
-    meta_intents: list[WriteProtocolState | EnqueueRecheck] = [
+    meta_intents: list[Intent] = [
         group.meta_intent(item.values, meta.with_record(updated)),
         *item.kept(epoch),
     ]
@@ -183,7 +183,7 @@ def rollback(
         facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
         _applied(item, result, epoch, winner.digest, meta.generation),
     ]
-    intents: list[WriteProtocolState | EnqueueRecheck | EnqueueDeferred] = [
+    intents: list[Intent] = [
         item.state_intent(result.new_state),
         group.meta_intent(values, meta),
         *group.forget_intents(values, gid, dead),
