@@ -9,7 +9,7 @@ subcommands through the ``register_cli_commands`` hook, and inside them
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.logs import configure_logging
 from jobs.scaffold.command import plugin as plugin_group
+
+if TYPE_CHECKING:
+    from jobs.rebuild.run import ReplayEngine
 
 
 class CliState:
@@ -107,7 +110,7 @@ def plugins(obj: CliState, as_json: bool) -> None:
     from core.registry import Registry
 
     registry = Registry(obj.pm)
-    listing = {
+    listing: dict[str, Any] = {
         "plugins": get_plugins(obj.pm),
         "protocols": [
             {
@@ -231,7 +234,7 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
         raise click.UsageError("give exactly one of ID or --all")
     app = obj.app()
     with app.db.write():
-        count = queues.retry_parked(app.db, None if retry_all else [parked_id], app.clock.now_ms())
+        count = queues.retry_parked(app.db, None if parked_id is None else [parked_id], app.clock.now_ms())
     click.echo(f"re-queued {count} parked item(s)")
 
 
@@ -313,7 +316,16 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
 )
 @click.pass_obj
 def rebuild(
-    obj: CliState, projections, protocol, engine, master, confs, partitions, partition_events, verify, workdir
+    obj: CliState,
+    projections: tuple[str, ...],
+    protocol: str | None,
+    engine: ReplayEngine | None,
+    master: str,
+    confs: tuple[str, ...],
+    partitions: int | None,
+    partition_events: int,
+    verify: bool,
+    workdir: Path | None,
 ) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
     from jobs.rebuild import RebuildRequest

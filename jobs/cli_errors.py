@@ -88,7 +88,7 @@ class Int64Range(click.IntRange):
         return _fits(super().convert(value, param, ctx), self, param, ctx)
 
 
-def _fits(number: int, kind: click.ParamType, param: click.Parameter | None, ctx: click.Context | None) -> int:
+def _fits(number: int, kind: click.ParamType[Any], param: click.Parameter | None, ctx: click.Context | None) -> int:
     if not INT64_MIN <= number <= INT64_MAX:
         kind.fail(f"{number} does not fit in a signed 64-bit integer, the largest number Tessera stores", param, ctx)
     return number

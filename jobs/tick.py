@@ -23,7 +23,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -33,6 +33,7 @@ from core.errors import DatabaseBusy, InvalidInput, LeaseHeld, LeaseLost, Storag
 from core.kv import KV
 from core.leases import Lease
 from core.protocol import Job, TickContext
+from core.records import OutcomeKind
 from core.status import COUNTER_PREFIX
 from core.tick_state import StateFile, TickState
 
@@ -56,7 +57,7 @@ class TickReport:
     """What a daemon run did."""
 
     passes: int = 0
-    outcomes: dict[str, int] = attrs.field(factory=dict)
+    outcomes: dict[OutcomeKind, int] = attrs.field(factory=dict)
     takeovers: int = 0
     exit_reason: str = ""
 
@@ -157,10 +158,11 @@ class TickDaemon:
         """Flush counters and release the lease if storage allows; never raises a storage error."""
         self.stopping = True  # a lock wait from here on gives up at once (see _on_lock_wait)
         try:
-            for step, what in (
+            steps: tuple[tuple[Callable[[], None], str], ...] = (
                 (lambda: self._flush_counters(force=True), "flush the counters"),
                 (self._release, "release the tick lease (it lapses by itself within lease_ttl_ms)"),
-            ):
+            )
+            for step, what in steps:
                 try:
                     step()
                 except StorageError as exc:
@@ -183,7 +185,7 @@ class TickDaemon:
         done = 0
         try:
             for job in self.jobs:
-                if job.needs_lease and self.lease is None:
+                if job.needs_lease and not self._holds_lease():
                     continue
                 done += job.run(tick)
                 if not tick.has_budget():
@@ -202,6 +204,10 @@ class TickDaemon:
         if self.on_pass is not None:
             self.on_pass(self.report)
         return done
+
+    def _holds_lease(self) -> bool:
+        """Still the holder: a job may lose the lease mid-pass (LeaseLost clears it)."""
+        return self.lease is not None
 
     def _budget_spent(self) -> bool:
         return self.max_items is not None and self.report.items >= self.max_items
@@ -412,5 +418,5 @@ class LeaseRenewingTickContext(TickContext):
         return super().has_budget()
 
 
-def _summary(outcomes: dict[str, int]) -> str:
+def _summary(outcomes: Mapping[OutcomeKind, int]) -> str:
     return " ".join(f"{kind}={count}" for kind, count in sorted(outcomes.items()))

@@ -66,7 +66,7 @@ def table_shapes(ddl: Sequence[str], tables: Sequence[str]) -> list[TableShape]:
     shapes = []
     for table in tables:
         rows = conn.execute("SELECT name, type FROM pragma_table_info(?)", (table,)).fetchall()
-        shapes.append(TableShape(table, tuple(r[0] for r in rows), tuple(affinity_type(r[1]) for r in rows)))
+        shapes.append(TableShape(table, tuple(str(r[0]) for r in rows), tuple(affinity_type(str(r[1])) for r in rows)))
     conn.close()
     return shapes
 

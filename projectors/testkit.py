@@ -82,7 +82,7 @@ class Run:
     """A command to run (``protocol.command``) with its params."""
 
     name: str
-    params: dict = attrs.field(factory=dict)
+    params: dict[str, Any] = attrs.field(factory=dict)
 
 
 Item = Blob | Run
@@ -102,7 +102,7 @@ class ProjectorKit:
         self.plugins = list(plugins)
         self.protocols = list(protocols)
         self._tmp = None if workdir is not None else tempfile.TemporaryDirectory(prefix="tessera-kit-")
-        self.workdir = Path(workdir or self._tmp.name)
+        self.workdir = Path(workdir) if workdir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
         self.settings = settings or Settings.load(env={}, retry_base_ms=1, retry_max_ms=10, max_attempts=3)
         self._count = 0
 

@@ -50,7 +50,7 @@ def _wanted_filter(spec: ReplaySpec, watermark: int) -> pc.Expression:
 def count_events(files: Sequence[str], spec: ReplaySpec, watermark: int) -> int:
     """How many exported events the spec's projectors consume."""
     dataset = pds.dataset(list(files), schema=EVENT_SCHEMA, format="parquet")
-    return dataset.count_rows(filter=_wanted_filter(spec, watermark))
+    return int(dataset.count_rows(filter=_wanted_filter(spec, watermark)))
 
 
 @attrs.frozen

@@ -15,6 +15,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pyarrow as pa
@@ -40,11 +41,11 @@ def _manifest_path(directory: Path) -> Path:
     return directory / "manifest.json"
 
 
-def _load_manifest(db: Database, directory: Path, instance: str) -> dict:
+def _load_manifest(db: Database, directory: Path, instance: str) -> dict[str, Any]:
     """The manifest if it still describes this database, else a fresh one (old files removed)."""
     path = _manifest_path(directory)
     if path.exists():
-        manifest = json.loads(path.read_text())
+        manifest: dict[str, Any] = json.loads(path.read_text())
         last = manifest.get("through_seq", 0)
         expected = db.value("SELECT hex(event_id) FROM events WHERE seq = ?", (last,))
         if manifest.get("instance") == instance and (last == 0 or expected == manifest.get("last_event_id")):
@@ -107,7 +108,7 @@ def _write_file(db: Database, directory: Path, start: int, end: int, advance: Ca
     return count, last_seq
 
 
-def _save_manifest(directory: Path, manifest: dict) -> None:
+def _save_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     tmp = _manifest_path(directory).with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, _manifest_path(directory))

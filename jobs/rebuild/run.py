@@ -17,9 +17,9 @@ import logging
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -35,7 +35,9 @@ from projectors import arrow, replay
 log = logging.getLogger("tessera.rebuild")
 
 VERIFY_SNAPSHOT_ATTEMPTS = 20
-ENGINES = ("spark", "local")
+#: Where a rebuild replays the log: a Spark cluster (or local[*]) or this process.
+ReplayEngine = Literal["spark", "local"]
+ENGINES: tuple[ReplayEngine, ...] = ("spark", "local")
 DEFAULT_PARTITION_EVENTS = 100_000
 # The master URLs Spark itself accepts; anything else makes its JVM exit before the session exists.
 _SPARK_MASTER = re.compile(
@@ -56,6 +58,10 @@ def check_master(master: str) -> None:
             f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
             "spark://HOST:PORT, k8s://URL or yarn"
         )
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(names)
 
 
 def _optional_path(value: str | Path | None) -> Path | None:
@@ -83,9 +89,9 @@ class RebuildRequest:
     """
 
     app: App
-    projections: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    projections: tuple[str, ...] = attrs.field(default=(), converter=_names)
     protocol: str | None = attrs.field(default=None)
-    engine: str = attrs.field(default="spark")
+    engine: ReplayEngine = attrs.field(default="spark")
     master: str = attrs.field(default="local[*]")
     verify: bool = False
     workdir: Path | None = attrs.field(default=None, converter=_optional_path)
@@ -101,7 +107,7 @@ class RebuildRequest:
             raise InvalidInput("give --projection or --protocol, not both")
 
     @engine.validator
-    def _known_engine(self, attribute: attrs.Attribute[str], engine: str) -> None:
+    def _known_engine(self, attribute: attrs.Attribute[ReplayEngine], engine: str) -> None:
         if engine not in ENGINES:
             raise InvalidInput(f"--engine must be spark or local, got {engine!r}")
 
