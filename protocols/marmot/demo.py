@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -40,6 +40,9 @@ from protocols.marmot import keys
 from protocols.marmot import simulate as sim
 from protocols.marmot.history import GroupHistoryStore
 
+if TYPE_CHECKING:
+    from jobs.rebuild.run import ReplayEngine
+
 MARKER = ".tessera-demo"
 out = Console()
 
@@ -54,7 +57,7 @@ def prepare_workdir(workdir: Path) -> None:
     (workdir / MARKER).write_text("created by tessera demo; safe to delete\n")
 
 
-def run_demo(pm: pluggy.PluginManager, workdir: Path, *, messages: int = 1500, engine: str = "spark") -> None:
+def run_demo(pm: pluggy.PluginManager, workdir: Path, *, messages: int = 1500, engine: ReplayEngine = "spark") -> None:
     prepare_workdir(workdir)
     started = time.perf_counter()
     logging.getLogger("tessera.pipeline").setLevel(logging.ERROR)  # garbage is parked on purpose
@@ -150,7 +153,7 @@ def _show_history(app: Any, expected: dict) -> bool:
     return matches
 
 
-def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
+def _rebuild(app: Any, workdir: Path, engine: ReplayEngine) -> bool:
     from jobs.rebuild import RebuildRequest, rebuild
 
     session = None
@@ -198,6 +201,6 @@ def _rebuild(app: Any, workdir: Path, engine: str) -> bool:
     help="Rebuild engine for the last step.",
 )
 @click.pass_obj
-def demo(obj: Any, workdir: Path, messages: int, engine: str) -> None:
+def demo(obj: Any, workdir: Path, messages: int, engine: ReplayEngine) -> None:
     """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
     run_demo(obj.pm, workdir, messages=messages, engine=engine)
