@@ -16,6 +16,7 @@ from protocols.marmot import simulate as sim
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.states import MessageState, OuterState
 
 
 @click.group()
@@ -176,7 +177,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
         click.echo(output.to_json(rows, ensure_ascii=False))
         return
     for row in rows:
-        mark = "" if row["state"] == "Processed" else f" [{row['state']}]"
+        mark = "" if row["state"] == MessageState.PROCESSED else f" [{row['state']}]"
         click.echo(f"{row['created_at']}:{row['id'][:12]}  {row['pubkey'][:8]}  {row['content']}{mark}")
     if rows:
         click.echo(f"older: --until {rows[0]['created_at']}:{rows[0]['id']}")
@@ -186,9 +187,9 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
 @click.option("--group", "gid", required=True, help="Group id (64 hex).")
 @click.option(
     "--state",
-    default="Failed",
+    default=OuterState.FAILED.value,
     show_default=True,
-    type=click.Choice(["Created", "Processed", "ProcessedCommit", "Failed", "EpochInvalidated", "Retryable"]),
+    type=click.Choice([state.value for state in OuterState]),
     help="Which processing state to list.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -39,6 +39,7 @@ from jobs.tick import TickDaemon
 from protocols.marmot import keys
 from protocols.marmot import simulate as sim
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.states import MessageState
 
 if TYPE_CHECKING:
     from jobs.rebuild.run import ReplayEngine
@@ -143,7 +144,7 @@ def _show_history(app: Any, expected: dict) -> bool:
     for row in page:
         out.print(f"  {row['created_at']}  {row['pubkey'][:8]}  {row['content']}")
     shown = [row["id"] for row in everything]
-    rolled_back = {row["id"] for row in invalidated if row["state"] == "EpochInvalidated"}
+    rolled_back = {row["id"] for row in invalidated if row["state"] == MessageState.EPOCH_INVALIDATED}
     matches = shown == expected["rumor_ids"] and rolled_back == set(expected["invalidated_ids"])
     verdict = "[bold green]matches[/]" if matches else "[bold red]DIFFERS FROM[/]"
     out.print(

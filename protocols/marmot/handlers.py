@@ -34,10 +34,11 @@ from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
+from protocols.marmot.states import OuterState
 
 PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
-DUPLICATE_STATES = frozenset({"Processed", "ProcessedCommit", "EpochInvalidated"})
+DUPLICATE_STATES = frozenset({OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED})
 
 
 def decode(blob: bytes) -> Envelope:

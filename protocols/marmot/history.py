@@ -28,11 +28,12 @@ import attrs
 
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
+from protocols.marmot.states import MessageState, OuterState
 
-PROCESSED_STATES = ("Processed", "ProcessedCommit", "EpochInvalidated")
+PROCESSED_STATES = (OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED)
 # Failures of authenticated commits (a branch lost): they count for the resume cursor.
 RACE_REASONS = ("commit_lost_race", "invalidated_branch")
-HIDDEN_BY_DEFAULT = ("EpochInvalidated",)
+HIDDEN_BY_DEFAULT = (MessageState.EPOCH_INVALIDATED,)
 
 _LOOKUP = (
     "SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
@@ -77,7 +78,7 @@ _COLUMNS = (
 class OuterRecord:
     """What the processing record says about one outer event."""
 
-    state: str
+    state: OuterState = attrs.field(converter=OuterState)
     created_at: int
     epoch: int | None
     rumor_id: str | None
@@ -108,7 +109,7 @@ class GroupHistoryStore:
     def mark_outer_event_processed(
         self,
         outer: Cursor,
-        state: str,
+        state: OuterState,
         *,
         content_type: str | None = None,
         epoch: int | None = None,
@@ -135,7 +136,7 @@ class GroupHistoryStore:
                 raw,
             ),
         )
-        if state in PROCESSED_STATES or (state == "Failed" and reason in RACE_REASONS):
+        if state in PROCESSED_STATES or (state == OuterState.FAILED and reason in RACE_REASONS):
             self.advance_resume_cursor(outer)
 
     def advance_resume_cursor(self, outer: Cursor) -> None:
@@ -143,7 +144,7 @@ class GroupHistoryStore:
         self.conn.execute(_ADVANCE, (created, ident, self.key, created, ident))
 
     def set_outer_states(
-        self, outer_ids: Iterable[str], new_state: str, from_states: Sequence[str], **columns: str | None
+        self, outer_ids: Iterable[str], new_state: OuterState, from_states: Sequence[OuterState], **columns: str | None
     ) -> None:
         """Move the named outer events to ``new_state`` if they are in one of ``from_states``;
         ``columns`` (``reason``, ``detail``) are set with it."""
@@ -158,7 +159,13 @@ class GroupHistoryStore:
             )
 
     def add_rumor(
-        self, rumor: dict, outer: Cursor, *, epoch: int, state: str = "Processed", deleted_epoch: int | None = None
+        self,
+        rumor: dict,
+        outer: Cursor,
+        *,
+        epoch: int,
+        state: MessageState = MessageState.PROCESSED,
+        deleted_epoch: int | None = None,
     ) -> None:
         """Store a rumor (idempotent on its id), linked to the outer event it came in."""
         self.conn.execute(
@@ -175,11 +182,13 @@ class GroupHistoryStore:
                 outer.created_at,
                 epoch,
                 state,
-                deleted_epoch if state == "Deleted" else None,
+                deleted_epoch if state == MessageState.DELETED else None,
             ),
         )
 
-    def set_rumor_states(self, rumor_ids: Iterable[str], new_state: str, from_states: Sequence[str]) -> None:
+    def set_rumor_states(
+        self, rumor_ids: Iterable[str], new_state: MessageState, from_states: Sequence[MessageState]
+    ) -> None:
         for rumor_id in rumor_ids:
             self.conn.execute(
                 f"UPDATE marmot_messages SET state = ? WHERE gid = ? AND rumor_id = ? "

@@ -22,6 +22,7 @@ from projectors import Projector
 from protocols.marmot import facts, rumors
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.states import MessageState, OuterState
 
 
 def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:
@@ -63,7 +64,7 @@ def _joined(conn: Any, event: StoredEvent) -> None:
 def _mark_rumor_carrier(
     conn: Any,
     event: StoredEvent,
-    state: str,
+    state: OuterState,
     rumor_id: str | None,
     rumor_pubkey: str | None,
     content_type: str = "application",
@@ -81,31 +82,31 @@ def _mark_rumor_carrier(
 
 def _sent(conn: Any, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
-    _mark_rumor_carrier(conn, event, "Created", rumor["id"], rumor["pubkey"])
+    _mark_rumor_carrier(conn, event, OuterState.CREATED, rumor["id"], rumor["pubkey"])
 
 
 def _received(conn: Any, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
-    _mark_rumor_carrier(conn, event, "Processed", rumor["id"], rumor["pubkey"])
+    _mark_rumor_carrier(conn, event, OuterState.PROCESSED, rumor["id"], rumor["pubkey"])
 
 
 def _echoed(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
-    store.set_outer_states([event.data["outer_id"]], "Processed", ("Created",))
+    store.set_outer_states([event.data["outer_id"]], OuterState.PROCESSED, (OuterState.CREATED,))
     store.advance_resume_cursor(_outer(event))
 
 
 def _processed(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
-        _outer(event), "Processed", content_type=d.get("content_type"), epoch=d.get("epoch")
+        _outer(event), OuterState.PROCESSED, content_type=d.get("content_type"), epoch=d.get("epoch")
     )
 
 
 def _commit(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
-        _outer(event), "ProcessedCommit", content_type="commit", epoch=d["epoch"]
+        _outer(event), OuterState.PROCESSED_COMMIT, content_type="commit", epoch=d["epoch"]
     )
     if event.type == facts.COMMIT_APPLIED:
         _group_update(
@@ -124,7 +125,7 @@ def _commit(conn: Any, event: StoredEvent) -> None:
 def _proposal(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
-        _outer(event), "Processed", content_type="proposal", epoch=d["epoch"]
+        _outer(event), OuterState.PROCESSED, content_type="proposal", epoch=d["epoch"]
     )
     if d["action"] == "pending":
         conn.execute(
@@ -144,7 +145,7 @@ def _proposal(conn: Any, event: StoredEvent) -> None:
 
 def _deletion(conn: Any, event: StoredEvent) -> None:
     d = event.data
-    _mark_rumor_carrier(conn, event, "Processed", d["rumor_id"], d["pubkey"])
+    _mark_rumor_carrier(conn, event, OuterState.PROCESSED, d["rumor_id"], d["pubkey"])
     for target in d["targets"]:
         conn.execute(
             "INSERT INTO marmot_deletions(gid, target, pubkey, deletion_id, epoch) VALUES (?, ?, ?, ?, ?) "
@@ -163,7 +164,7 @@ def _failed(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event),
-        "Failed",
+        OuterState.FAILED,
         content_type=d["content_type"],
         epoch=d["epoch"],
         reason=d["reason"],
@@ -177,7 +178,7 @@ def _invalidated(conn: Any, event: StoredEvent) -> None:
     _mark_rumor_carrier(
         conn,
         event,
-        "EpochInvalidated",
+        OuterState.EPOCH_INVALIDATED,
         None if rumor is None else rumor["id"],
         None if rumor is None else rumor["pubkey"],
         content_type=d["content_type"],
@@ -187,20 +188,26 @@ def _invalidated(conn: Any, event: StoredEvent) -> None:
 def _rolled_back(conn: Any, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
-    store.set_outer_states(d["invalidated"], "EpochInvalidated", ("Processed", "Created"))
+    store.set_outer_states(d["invalidated"], OuterState.EPOCH_INVALIDATED, (OuterState.PROCESSED, OuterState.CREATED))
     for commits, reason in (("lost_commits", "commit_lost_race"), ("dead_commits", "invalidated_branch")):
         store.set_outer_states(
-            d.get(commits, ()), "Failed", ("ProcessedCommit",), reason=reason, detail=facts.REASONS[reason]
+            d.get(commits, ()),
+            OuterState.FAILED,
+            (OuterState.PROCESSED_COMMIT,),
+            reason=reason,
+            detail=facts.REASONS[reason],
         )
     won = d.get("won_commits", ())
-    store.set_outer_states(won, "ProcessedCommit", ("Failed", "Retryable"), reason=None, detail=None)
+    store.set_outer_states(
+        won, OuterState.PROCESSED_COMMIT, (OuterState.FAILED, OuterState.RETRYABLE), reason=None, detail=None
+    )
     for outer_id in won:  # processed now: the resume cursor counts them like any applied commit
         for (created_at,) in conn.execute(
             "SELECT outer_created_at FROM marmot_processed WHERE gid = ? AND outer_id = ?",
             (bytes.fromhex(event.partition_key), bytes.fromhex(outer_id)),
         ):
             store.advance_resume_cursor(Cursor(created_at, outer_id))
-    store.set_outer_states(d["retryable"], "Retryable", ("Failed", "EpochInvalidated"))
+    store.set_outer_states(d["retryable"], OuterState.RETRYABLE, (OuterState.FAILED, OuterState.EPOCH_INVALIDATED))
     gid = bytes.fromhex(event.partition_key)
     conn.execute("DELETE FROM marmot_proposals WHERE gid = ? AND epoch > ?", (gid, d["epoch"]))
     conn.execute("DELETE FROM marmot_deletions WHERE gid = ? AND epoch > ?", (gid, d["epoch"]))
@@ -233,7 +240,9 @@ PROCESSED = Projector(
 
 
 def _history_sent(conn: Any, event: StoredEvent) -> None:
-    _store(conn, event).add_rumor(event.data["rumor"], _outer(event), epoch=event.data["epoch"], state="Created")
+    _store(conn, event).add_rumor(
+        event.data["rumor"], _outer(event), epoch=event.data["epoch"], state=MessageState.CREATED
+    )
 
 
 def _history_received(conn: Any, event: StoredEvent) -> None:
@@ -245,7 +254,7 @@ def _history_received(conn: Any, event: StoredEvent) -> None:
         d["rumor"],
         _outer(event),
         epoch=d["epoch"],
-        state="Processed" if deleted_epoch is None else "Deleted",
+        state=MessageState.PROCESSED if deleted_epoch is None else MessageState.DELETED,
         deleted_epoch=deleted_epoch,
     )
 
@@ -253,13 +262,15 @@ def _history_received(conn: Any, event: StoredEvent) -> None:
 def _history_invalidated(conn: Any, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
     if rumor is not None and rumor["kind"] != rumors.DELETION_KIND:
-        _store(conn, event).add_rumor(rumor, _outer(event), epoch=event.data["epoch"], state="EpochInvalidated")
+        _store(conn, event).add_rumor(
+            rumor, _outer(event), epoch=event.data["epoch"], state=MessageState.EPOCH_INVALIDATED
+        )
 
 
 def _history_echoed(conn: Any, event: StoredEvent) -> None:
     rumor_id = event.data["rumor_id"]
     if rumor_id is not None:
-        _store(conn, event).set_rumor_states([rumor_id], "Processed", ("Created",))
+        _store(conn, event).set_rumor_states([rumor_id], MessageState.PROCESSED, (MessageState.CREATED,))
 
 
 def _history_deletion(conn: Any, event: StoredEvent) -> None:
@@ -271,7 +282,11 @@ def _history_deletion(conn: Any, event: StoredEvent) -> None:
 
 def _history_rolled_back(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
-    store.set_rumor_states(event.data["invalidated_rumors"], "EpochInvalidated", ("Processed", "Created", "Deleted"))
+    store.set_rumor_states(
+        event.data["invalidated_rumors"],
+        MessageState.EPOCH_INVALIDATED,
+        (MessageState.PROCESSED, MessageState.CREATED, MessageState.DELETED),
+    )
     store.undelete_after(event.data["epoch"])
 
 

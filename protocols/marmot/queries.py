@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from protocols.marmot.cursor import Cursor
+from protocols.marmot.states import OuterState
 
 _GROUPS = (
     "SELECT gid, epoch, members, admins, self_pubkey, joined_epoch, active, rollbacks, resume_created_at, "
@@ -41,7 +42,7 @@ def _group(db: Any, row: tuple) -> dict:
     }
 
 
-def outer_events(db: Any, gid: str, state: str = "Failed", limit: int = 1000) -> list[dict]:
+def outer_events(db: Any, gid: str, state: str = OuterState.FAILED, limit: int = 1000) -> list[dict]:
     """Outer events of ``gid`` in ``state`` (default Failed), oldest first, with reasons."""
     with db.read():
         rows = db.all(_FAILED, (bytes.fromhex(gid), state, limit))

@@ -36,6 +36,7 @@ import attrs
 from protocols import mls
 from protocols.marmot import nip44, nostr, outer, rumors
 from protocols.marmot.cursor import Cursor, compare
+from protocols.marmot.states import OuterState
 
 START = 1_700_000_000
 MAX_EARLY = 1  # commits an event may arrive before the one that makes it readable
@@ -182,7 +183,7 @@ class _Group:
     def _shown(self, line: bytes, rumor: dict, created_at: int) -> None:
         self.visible.append((Cursor(created_at, rumor["id"]), rumor["id"]))
         self.authors[rumor["id"]] = rumor["pubkey"]
-        self.outer_states[_outer_id(line)] = "Processed"
+        self.outer_states[_outer_id(line)] = OuterState.PROCESSED
 
     def own_visible(self, member: Member) -> list[str]:
         """Visible, not yet deleted rumors ``member`` wrote."""
@@ -197,7 +198,7 @@ class _Group:
         target = self.rng.choice(self.own_visible(sender))
         line, _ = self.message(sender, self.tick(), delete=target)
         self.deleted.append(target)
-        self.outer_states[_outer_id(line)] = "Processed"
+        self.outer_states[_outer_id(line)] = OuterState.PROCESSED
         self.blocks.append(Block([line], "message"))
 
     # --- commits ------------------------------------------------------------------------
@@ -208,7 +209,7 @@ class _Group:
         result = mls.commit(committer.joined, rng=self.draw, **kwargs)
         line = self.wrap(committer.joined, result.message, created_at)
         self._adopt(committer, result, result.message)
-        self.outer_states[_outer_id(line)] = "ProcessedCommit"
+        self.outer_states[_outer_id(line)] = OuterState.PROCESSED_COMMIT
         self.blocks.append(Block([line], "commit"))
 
     def _commit_plan(self) -> tuple[Member, dict]:
@@ -255,8 +256,8 @@ class _Group:
         loser_lines = self._loser_branch(loser, results[1 - w], max(times))
         winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
         self._deliver_race(scenario, lines[w], lines[1 - w], loser_lines, winner_lines)
-        self.outer_states[cursors[w].id] = "ProcessedCommit"
-        self.outer_states[cursors[1 - w].id] = "Failed"
+        self.outer_states[cursors[w].id] = OuterState.PROCESSED_COMMIT
+        self.outer_states[cursors[1 - w].id] = OuterState.FAILED
         self.lost_commits.append(cursors[1 - w].id)
         self.races.append({"epoch": epoch, "scenario": scenario, "winner": cursors[w].id, "loser": cursors[1 - w].id})
 
@@ -273,7 +274,7 @@ class _Group:
             own = self.own_visible(loser)
             target = self.rng.choice(own) if n == 0 and own and self.config.deletions else None
             line, rumor = self.message(branch, self.tick(), delete=target)
-            self.outer_states[_outer_id(line)] = "EpochInvalidated"
+            self.outer_states[_outer_id(line)] = OuterState.EPOCH_INVALIDATED
             out.append((line, rumor["id"]) if target is None else (line, ""))
         return out
 
