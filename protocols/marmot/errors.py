@@ -15,7 +15,7 @@ from __future__ import annotations
 from core.errors import ConfigurationError, InvalidInput, NotFound, TesseraError
 
 
-class MarmotError(TesseraError):
+class MarmotError(TesseraError, RuntimeError):
     """Base of every error the Marmot plugin raises on purpose."""
 
 
@@ -34,7 +34,7 @@ class InvalidEvent(MarmotError, InvalidInput):
     def __init__(self, message: str, *, reason: str, field: str | None = None):
         if reason not in self.REASONS:
             # A typo here would silently break every caller that branches on reason.
-            raise ValueError(f"unknown InvalidEvent reason {reason!r}")
+            raise InvalidInput(f"unknown InvalidEvent reason {reason!r}; one of {sorted(self.REASONS)}")
         self.reason = reason
         self.field = field
         super().__init__(message)

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from core.errors import InvalidInput
 from core.records import Event, derive_event_id
 from protocols.marmot.cursor import Cursor
 
@@ -115,7 +116,7 @@ def failed(
 ) -> Event:
     """Outer event failed for ``reason`` (a word of :data:`REASONS`)."""
     if reason not in REASONS:
-        raise ValueError(f"unknown failure reason {reason!r}")  # a typo here would corrupt the vocabulary
+        raise InvalidInput(f"unknown failure reason {reason!r}")  # a typo here would corrupt the vocabulary
     return about(
         OUTER_FAILED,
         outer,

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from core.errors import InvalidInput
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
 from protocols.marmot.states import MessageState, OuterState
@@ -149,7 +150,7 @@ class GroupHistoryStore:
         """Move the named outer events to ``new_state`` if they are in one of ``from_states``;
         ``columns`` (``reason``, ``detail``) are set with it."""
         if not set(columns) <= {"reason", "detail"}:
-            raise ValueError(f"only reason and detail move with a state, not {sorted(columns)}")
+            raise InvalidInput(f"only reason and detail move with a state, not {sorted(columns)}")
         sets = "".join(f", {name} = ?" for name in columns)
         for outer_id in outer_ids:
             self.conn.execute(

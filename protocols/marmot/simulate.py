@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import attrs
 
+from core.errors import InvalidInput
 from protocols import mls
 from protocols.marmot import nip44, nostr, outer, rumors
 from protocols.marmot.cursor import Cursor, compare
@@ -407,7 +408,7 @@ def arrange(lines: list[bytes], order: str, rng: random.Random, *, page: int = 5
         shuffled = list(lines)
         rng.shuffle(shuffled)
         return shuffled
-    raise ValueError(f"unknown delivery order {order!r}; one of {', '.join(ORDERS)}")
+    raise InvalidInput(f"unknown delivery order {order!r}; one of {', '.join(ORDERS)}")
 
 
 def _time_key(line: bytes) -> tuple[int, str]:
@@ -421,7 +422,7 @@ def _time_key(line: bytes) -> tuple[int, str]:
 def simulate(config: Config) -> Simulation:
     """Run the group and build the delivered stream plus the observer's expected outcome."""
     if config.order not in ORDERS:
-        raise ValueError(f"unknown delivery order {config.order!r}; one of {', '.join(ORDERS)}")
+        raise InvalidInput(f"unknown delivery order {config.order!r}; one of {', '.join(ORDERS)}")
     group = _Group(config)
     group.run()
     _reorder(group.blocks, group.rng, int(len(group.blocks) * config.swaps))

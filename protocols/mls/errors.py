@@ -15,7 +15,7 @@ from __future__ import annotations
 from core.errors import InvalidInput, TesseraError
 
 
-class MlsError(TesseraError):
+class MlsError(TesseraError, RuntimeError):
     """Base of every error the MLS library raises on purpose."""
 
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .errors import DecryptionFailed
+from .errors import DecryptionFailed, InvalidArgument
 
 CIPHER_SUITE = 1
 NH = 32  # hash / KDF output length
@@ -49,7 +49,7 @@ def random_bytes(rng: Rng | None, n: int) -> bytes:
     """Draw ``n`` bytes from ``rng`` (default ``os.urandom``), checking the length."""
     out = (rng or default_rng)(n)
     if not isinstance(out, (bytes, bytearray)) or len(out) != n:
-        raise ValueError(f"rng must return exactly {n} bytes")
+        raise InvalidArgument(f"rng must return exactly {n} bytes")
     return bytes(out)
 
 
@@ -84,7 +84,7 @@ def hkdf_extract(salt: bytes, ikm: bytes) -> bytes:
 def hkdf_expand(prk: bytes, info: bytes, length: int) -> bytes:
     """HKDF-Expand (RFC 5869)."""
     if length > 255 * NH:
-        raise ValueError("HKDF-Expand length too large")
+        raise InvalidArgument(f"HKDF-Expand length {length} is above 255 * {NH}")
     out = b""
     block = b""
     counter = 1

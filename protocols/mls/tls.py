@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from .errors import InvalidMessage, MlsError
+from .errors import InvalidArgument, InvalidMessage, MlsError
 
 _VARINT_MAX = (1 << 30) - 1
 
@@ -23,7 +23,7 @@ Item = TypeVar("Item")
 def varint(n: int) -> bytes:
     """Encode ``n`` as an MLS variable-length integer (minimal form)."""
     if n < 0 or n > _VARINT_MAX:
-        raise ValueError(f"length {n} does not fit an MLS varint")
+        raise InvalidArgument(f"length {n} does not fit an MLS varint (at most {_VARINT_MAX})")
     if n < 1 << 6:
         return bytes([n])
     if n < 1 << 14:
