@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from core.app import App
 from core.clock import ManualClock
 from core.db import Database
-from core.plugins import make_plugin_manager
 from core.settings import Settings
-from schema_loader.setup import open_app
 
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = Path(__file__).resolve().parent / "vectors"
+# ROOT and open_core_db are re-exported for the test modules that still import them from here.
+from tests.helpers import ROOT as ROOT
+from tests.helpers import MakeApp, open_core_db, open_test_app
 
 # Subprocesses started by tests run the same interpreter and see the checkout.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -46,15 +47,6 @@ def fresh_db(db_path: str, settings: Settings):
     db.close()
 
 
-def open_core_db(path: str, settings: Settings) -> Database:
-    """A Database at ``path`` with the core schema applied."""
-    from schema_loader import apply_schemas, source_for_package
-
-    db = Database(path, settings)
-    apply_schemas(db, [source_for_package("core", "core")])
-    return db
-
-
 @pytest.fixture
 def db(db_path: str, settings: Settings):
     """A real file with the core schema."""
@@ -72,19 +64,19 @@ def other(db, settings: Settings):
 
 
 @pytest.fixture
-def make_app(tmp_path: Path, settings: Settings, clock: ManualClock):
+def make_app(tmp_path: Path, settings: Settings, clock: ManualClock) -> Iterator[MakeApp]:
     """``make_app(plugins, protocols, path=None)``: an App on a real file in tmp_path."""
-    opened = []
+    opened: list[App] = []
 
-    def make(plugins, protocols, *, path: str | None = None, app_settings: Settings | None = None):
-        pm = make_plugin_manager(plugins, entry_points=False)
-        app = open_app(
-            app_settings or settings,
-            pm,
-            enable=protocols,
-            create=True,
-            clock=clock,
-            path=path or str(tmp_path / f"app{len(opened)}.db"),
+    def make(
+        plugins: Sequence[object],
+        protocols: Sequence[str],
+        *,
+        path: str | None = None,
+        app_settings: Settings | None = None,
+    ) -> App:
+        app = open_test_app(
+            path or str(tmp_path / f"app{len(opened)}.db"), app_settings or settings, plugins, protocols, clock=clock
         )
         opened.append(app)
         return app
@@ -99,3 +91,11 @@ def example_app(make_app):
     from protocols import example
 
     return make_app([example], ["example"])
+
+
+@pytest.fixture
+def app(make_app: MakeApp) -> App:
+    """An App with the ledger, the core tests' protocol (the Marmot and rebuild tests bring their own ``app``)."""
+    from tests.fixtures import ledger
+
+    return make_app([ledger], ["ledger"])

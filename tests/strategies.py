@@ -1,14 +1,15 @@
-"""Hypothesis strategies for hostile peer input, shared by every decoder's tests.
+"""Hypothesis strategies shared by the tests: hostile peer input, and sequences of operations.
 
-Each strategy draws JSON *text* fragments (what a peer puts on the wire),
-since several of these values cannot be produced by a well-behaved encoder:
-integers of thousands of digits, lone UTF-16 surrogates as ``\\ud800``
-escapes, nesting deeper than any parser's recursion limit.
+The hostile-input strategies draw JSON *text* fragments (what a peer puts on
+the wire), since several of these values cannot be produced by a well-behaved
+encoder: integers of thousands of digits, lone UTF-16 surrogates as
+``\\ud800`` escapes, nesting deeper than any parser's recursion limit.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from hypothesis import strategies as st
 
@@ -80,3 +81,11 @@ def hostile_values(limit: int) -> st.SearchStrategy[str]:
         nesting_deeper_than(limit),
         non_integer_numbers,
     )
+
+
+def operations(
+    arguments: Mapping[str, st.SearchStrategy[object]], *, min_size: int = 0, max_size: int
+) -> st.SearchStrategy[list[tuple[str, object]]]:
+    """Lists of ``(name, argument)`` steps, each step's argument drawn from ``arguments[name]``."""
+    steps = [st.tuples(st.just(name), argument) for name, argument in arguments.items()]
+    return st.lists(st.one_of(*steps), min_size=min_size, max_size=max_size)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import apsw
 import click
@@ -16,9 +15,7 @@ from core.db import Database
 from core.status import STATUS_KEYS
 from jobs.cli import cli
 from protocols.example import simulate
-from tests.conftest import ROOT
-
-TESSERA = [sys.executable, "-m", "jobs"]
+from tests.helpers import ROOT, TESSERA
 
 
 def tessera(db, *args, input=None, check=True):

@@ -30,6 +30,7 @@ from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.cli import _plugin_commands, cli
+from tests.helpers import cli_options, marmot_join_args
 
 SECONDS_PER_COMMAND = 20
 HUGE = str(2**63)  # one past the largest signed 64-bit integer SQLite stores
@@ -39,20 +40,7 @@ CHEAP = {
     ("tick",): ["--once"],
     ("demo",): ["--engine", "local", "--messages", "2"],
     ("example", "generate"): ["--messages", "5"],
-    ("marmot", "simulate"): [
-        "--members",
-        "2",
-        "--messages",
-        "2",
-        "--commits",
-        "1",
-        "--races",
-        "0",
-        "--garbage",
-        "0",
-        "--duplicates",
-        "0",
-    ],
+    ("marmot", "simulate"): cli_options(members=2, messages=2, commits=1, races=0, garbage=0, duplicates=0),
 }
 
 # Defects this walk found in code owned elsewhere, reported to its owner: (command, part of the arguments) -> what.
@@ -86,16 +74,7 @@ def places(tmp_path_factory) -> Iterator[dict]:
         for args in (
             ["marmot", "simulate", *CHEAP[("marmot", "simulate")], "--out", str(group)],
             ["--db", str(root / "all.db"), "init"],
-            [
-                "--db",
-                str(root / "all.db"),
-                "marmot",
-                "join",
-                "--identity",
-                str(group / "observer.identity.json"),
-                "--welcome",
-                str(group / "observer.welcome.json"),
-            ],
+            ["--db", str(root / "all.db"), *marmot_join_args(group)],
         ):
             result = runner.invoke(cli, args, catch_exceptions=False)
             assert result.exit_code == 0, result.output

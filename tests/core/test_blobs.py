@@ -30,8 +30,8 @@ from core.records import Result
 from core.settings import Settings
 from schema_loader import apply_schemas, source_for_package
 from tests.fixtures import ledger
+from tests.helpers import ROOT, invoke
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
 MAX = 4_194_304
 DATA = random.Random(1).randbytes(10240)
@@ -246,32 +246,24 @@ def test_a_blob_left_corrupt_by_an_older_version_can_be_reset(db):
     assert send_all(db).status == "complete"
 
 
-def cli(*args: str):
-    from click.testing import CliRunner
-
-    from jobs.cli import cli as tessera
-
-    return CliRunner().invoke(tessera, list(args), catch_exceptions=False)
-
-
 def test_tessera_blob_reset(tmp_path, settings):
     path = str(tmp_path / "cli.db")
-    assert cli("--db", path, "init", "--protocol", "example").exit_code == 0
+    assert invoke("--db", path, "init", "--protocol", "example").exit_code == 0
     with Database(path, settings) as db:
         append(db, 0, DATA[:4096])
         append(db, 1, DATA[4096:8192])
-    result = cli("--db", path, "blob", "reset", FILE_ID)
+    result = invoke("--db", path, "blob", "reset", FILE_ID)
     assert result.exit_code == 0 and f"dropped 2 slices of blob {FILE_ID}" in result.output
-    missing = cli("--db", path, "blob", "reset", FILE_ID)
+    missing = invoke("--db", path, "blob", "reset", FILE_ID)
     assert (
         missing.exit_code == 1 and missing.output.startswith("Error: no blob") and len(missing.output.splitlines()) == 1
     )
     with Database(path, settings) as db:
         assert blobs.info(db, FILE_ID) is None
         send_all(db)
-    refused = cli("--db", path, "blob", "reset", FILE_ID)
+    refused = invoke("--db", path, "blob", "reset", FILE_ID)
     assert refused.exit_code == 2 and "--yes" in refused.output
-    assert cli("--db", path, "blob", "reset", FILE_ID, "--yes").exit_code == 0
+    assert invoke("--db", path, "blob", "reset", FILE_ID, "--yes").exit_code == 0
     with Database(path, settings) as db:
         assert blobs.info(db, FILE_ID) is None
 

@@ -7,32 +7,14 @@ outgoing rows) or not at all.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 
 import apsw
 import pytest
 
-from tests.conftest import ROOT
-
-
-def start_worker(path: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fixtures.crash_worker", path],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline()
-    assert line.strip() == "ready", proc.stderr.read()
-    return proc
+from tests.helpers import start_worker
 
 
 def check_all_or_nothing(path: str) -> int:
@@ -59,7 +41,7 @@ def crash_loop(path: str, kills: int, seed: int) -> int:
     rng = random.Random(seed)
     done = 0
     for _ in range(kills):
-        proc = start_worker(path)
+        proc = start_worker("tests.fixtures.crash_worker", path)
         time.sleep(rng.uniform(0.005, 0.15))
         proc.send_signal(signal.SIGKILL)
         proc.wait()

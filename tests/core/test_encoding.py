@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 from core import encoding
 from core.errors import DecodeError, EncodingError, InvalidInput, MalformedInput, PermanentError
 from tests import strategies as hostile
+from tests.helpers import field_root
 
 LIMIT = encoding.MAX_DEPTH
-
-
-def root(field: str | None) -> str | None:
-    """The top-level key of a field path such as ``body[0].x``."""
-    return None if field is None else field.split("[")[0].split(".")[0]
 
 
 def nested_value(depth: int) -> list:
@@ -68,7 +64,7 @@ def test_hostile_values_are_malformed_naming_the_field(field, fragment):
     with pytest.raises(MalformedInput) as raised:
         encoding.loads_untrusted(text.encode())
     error = raised.value
-    assert root(error.field) == field, (error.field, str(error)[:200])
+    assert field_root(error.field) == field, (error.field, str(error)[:200])
     assert str(error).startswith("malformed field ") and field in str(error)
     assert isinstance(error, DecodeError) and isinstance(error, PermanentError) and isinstance(error, InvalidInput)
 

@@ -12,19 +12,14 @@ from pathlib import Path
 
 import apsw
 import pytest
-from click.testing import CliRunner
 
 from core.app import open_app
 from core.db import TESSERA_APPLICATION_ID, Database
 from core.errors import DatabaseMissing, ForeignDatabase, StorageError
 from core.plugins import make_plugin_manager
-from jobs.cli import cli
+from tests.helpers import invoke, one_line_error
 
 GEOPACKAGE_ID = 0x47504B47  # "GPKG": an application id another program registered with SQLite
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def fingerprint(path: Path) -> tuple:
@@ -52,13 +47,6 @@ def application_id(path: Path) -> int:
         conn.close()
 
 
-def one_line_error(result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), lines
-    return lines[0]
-
-
 COMMANDS = [
     ["status"],
     ["status", "--json"],
@@ -77,7 +65,7 @@ def test_a_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path, args):
     """Regression: opening converted another program's database to WAL (and ``init`` added our tables)."""
     path = make_foreign(tmp_path / "contacts.db")
     before = fingerprint(path)
-    line = one_line_error(run("--db", str(path), *args))
+    line = one_line_error(invoke("--db", str(path), *args))
     assert str(path) in line and "not a Tessera database" in line and "contacts" in line
     assert fingerprint(path) == before
     with sqlite3.connect(path) as conn:
@@ -88,7 +76,7 @@ def test_a_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path, args):
 def test_another_applications_id_is_named(tmp_path):
     path = make_foreign(tmp_path / "map.gpkg", GEOPACKAGE_ID)
     before = fingerprint(path)
-    line = one_line_error(run("--db", str(path), "init"))
+    line = one_line_error(invoke("--db", str(path), "init"))
     assert "application id 0x47504b47" in line
     assert fingerprint(path) == before
 
@@ -98,13 +86,13 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
     path.write_bytes(b"shopping: milk, eggs\n" * 200)
     before = fingerprint(path)
     for args in (["status"], ["init"]):
-        line = one_line_error(run("--db", str(path), *args))
+        line = one_line_error(invoke("--db", str(path), *args))
         assert str(path) in line and "not an SQLite database" in line
     assert fingerprint(path) == before
 
 
 def test_a_directory_is_refused(tmp_path):
-    line = one_line_error(run("--db", str(tmp_path), "status"))
+    line = one_line_error(invoke("--db", str(tmp_path), "status"))
     assert str(tmp_path) in line
 
 
@@ -127,7 +115,7 @@ READ_ONLY = [
 def test_no_command_but_init_creates_a_database(tmp_path, args):
     """Regression: ``tessera status`` on a mistyped path created an empty database there."""
     path = tmp_path / "typo.db"
-    result = run("--db", str(path), *args)
+    result = invoke("--db", str(path), *args)
     if args[0] not in ("settings", "plugins"):
         line = one_line_error(result)
         assert str(path) in line and "not a Tessera database yet" in line and "init" in line
@@ -136,25 +124,25 @@ def test_no_command_but_init_creates_a_database(tmp_path, args):
 
 def test_init_creates_and_marks_the_file(tmp_path):
     path = tmp_path / "new.db"
-    assert run("--db", str(path), "init", "--protocol", "example").exit_code == 0
+    assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0
     assert application_id(path) == TESSERA_APPLICATION_ID
-    assert run("--db", str(path), "status", "--json").exit_code == 0
+    assert invoke("--db", str(path), "status", "--json").exit_code == 0
 
 
 def test_an_empty_file_is_not_a_database_until_init(tmp_path):
     path = tmp_path / "empty.db"
     path.touch()
-    line = one_line_error(run("--db", str(path), "status"))
+    line = one_line_error(invoke("--db", str(path), "status"))
     assert "empty" in line and "init" in line
     assert path.stat().st_size == 0 and list(tmp_path.iterdir()) == [path]
-    assert run("--db", str(path), "init", "--protocol", "example").exit_code == 0
+    assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0
     assert application_id(path) == TESSERA_APPLICATION_ID
 
 
 def make_legacy(tmp_path: Path) -> Path:
     """A database as Tessera made them before files were marked: the core tables, application id 0."""
     path = tmp_path / "legacy.db"
-    assert run("--db", str(path), "init", "--protocol", "example").exit_code == 0
+    assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0
     conn = apsw.Connection(str(path))
     conn.pragma("application_id", 0)
     conn.close()
@@ -167,9 +155,9 @@ def test_a_database_from_before_the_mark_opens_and_is_marked(tmp_path, settings)
     with Database(str(path), settings, readonly=True, create=False) as reader:
         assert reader.has_table("events")
     assert application_id(path) == 0  # a read-only open writes nothing
-    assert run("--db", str(path), "status", "--json").exit_code == 0
+    assert invoke("--db", str(path), "status", "--json").exit_code == 0
     assert application_id(path) == 0  # status is read-only too
-    assert run("--db", str(path), "parked", "list").exit_code == 0
+    assert invoke("--db", str(path), "parked", "list").exit_code == 0
     assert application_id(path) == TESSERA_APPLICATION_ID
 
 
@@ -204,6 +192,6 @@ def test_a_marked_file_without_tables_is_still_ours(tmp_path, settings):
     path = tmp_path / "half.db"
     Database(str(path), settings).close()
     assert application_id(path) == TESSERA_APPLICATION_ID
-    line = one_line_error(run("--db", str(path), "status"))
+    line = one_line_error(invoke("--db", str(path), "status"))
     assert "not a Tessera database yet" in line
-    assert run("--db", str(path), "init", "--protocol", "example").exit_code == 0
+    assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0

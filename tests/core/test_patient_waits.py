@@ -14,11 +14,11 @@ import json
 import attrs
 import pytest
 
-from core import drain, hookimpl, queues, recheck
-from core.plugins import make_plugin_manager
-from core.protocol import Protocol
+from core import drain, queues, recheck
+from core.app import App
 from core.records import Blocked, Envelope, Event, Result
-from schema_loader.setup import open_app
+from tests.fixtures import ledger
+from tests.helpers import ROOT, open_test_app, push
 
 HORIZON_MS = 60_000
 
@@ -30,7 +30,7 @@ class Stages:
         self.reached = 0
 
 
-def waiting_plugin(world: Stages):
+def waiting_plugin(world: Stages) -> ledger.Variant:
     def decode(blob: bytes) -> Envelope:
         item = json.loads(blob)
         return Envelope("ledger", "staged", item["id"].encode(), "p", 0, item)
@@ -48,32 +48,20 @@ def waiting_plugin(world: Stages):
             )
         return Result(events=[Event("passed", envelope.event_id, "p", 0, {"id": envelope.payload["id"]})])
 
-    class Plugin:
-        @hookimpl
-        def register_protocol(self):
-            return Protocol("ledger", "tests.fixtures.ledger", decode, handlers={"staged": handle})
-
-    return Plugin()
+    return ledger.variant(decoder=decode, handlers={"staged": handle})
 
 
 @pytest.fixture
 def staged(tmp_path, settings, clock):
     world = Stages()
-    app = open_app(
-        settings,
-        make_plugin_manager([waiting_plugin(world)], entry_points=False),
-        enable=["ledger"],
-        create=True,
-        clock=clock,
-        path=str(tmp_path / "staged.db"),
-    )
+    app = open_test_app(str(tmp_path / "staged.db"), settings, [waiting_plugin(world)], ["ledger"], clock=clock)
     yield app, world
     app.close()
 
 
-def push(app, name: str, stage: int) -> None:
-    with app.db.write():
-        queues.push_incoming(app.db, "ledger", [json.dumps({"id": name, "stage": stage}).encode()], app.clock.now_ms())
+def push_staged(app: App, name: str, stage: int) -> None:
+    """Queue the item ``name``, which waits until ``stage`` is reached."""
+    push(app, json.dumps({"id": name, "stage": stage}).encode())
 
 
 def reach(app, world: Stages, stage: int) -> None:
@@ -89,7 +77,7 @@ def blocked_rows(app) -> list[tuple]:
 def test_rechecks_of_a_patient_wait_never_spend_attempts(staged, settings):
     app, world = staged
     start = app.clock.now_ms()
-    push(app, "far", settings.max_attempts + 5)
+    push_staged(app, "far", settings.max_attempts + 5)
     drain.run_until_idle(app.runtime)
     for stage in range(1, settings.max_attempts + 5):
         app.clock.advance(10)
@@ -104,7 +92,7 @@ def test_rechecks_of_a_patient_wait_never_spend_attempts(staged, settings):
 
 def test_the_same_key_woken_again_still_costs_nothing(staged, settings):
     app, _world = staged
-    push(app, "far", 3)
+    push_staged(app, "far", 3)
     drain.run_until_idle(app.runtime)
     for _ in range(settings.max_attempts * 3):  # woken for stage 1, but stage 1 never really came
         with app.db.write():
@@ -116,7 +104,7 @@ def test_the_same_key_woken_again_still_costs_nothing(staged, settings):
 
 def test_a_wait_that_outlives_its_horizon_is_parked_with_its_reason_and_comes_back(staged):
     app, world = staged
-    push(app, "never", 9)
+    push_staged(app, "never", 9)
     drain.run_until_idle(app.runtime)
     app.clock.advance(HORIZON_MS // 2)
     reach(app, world, 1)  # moves to another key; the horizon still counts from the first block
@@ -138,16 +126,9 @@ def test_a_wait_that_outlives_its_horizon_is_parked_with_its_reason_and_comes_ba
 
 def test_a_patient_wait_is_not_swept_by_the_counted_age_limit(tmp_path, settings, clock):
     short_age = attrs.evolve(settings, blocked_max_age_ms=1_000)
-    app = open_app(
-        short_age,
-        make_plugin_manager([waiting_plugin(Stages())], entry_points=False),
-        enable=["ledger"],
-        create=True,
-        clock=clock,
-        path=str(tmp_path / "age.db"),
-    )
+    app = open_test_app(str(tmp_path / "age.db"), short_age, [waiting_plugin(Stages())], ["ledger"], clock=clock)
     try:
-        push(app, "slow", 2)
+        push_staged(app, "slow", 2)
         drain.run_until_idle(app.runtime)
         app.clock.advance(HORIZON_MS - 1)  # far past blocked_max_age_ms, inside the horizon
         assert drain.sweep_expired_blocked(app.runtime) == 0
@@ -163,7 +144,6 @@ def test_horizon_must_be_positive():
 
 def test_a_database_from_before_patient_waits_migrates(fresh_db):
     from schema_loader import apply_schemas, source_for_package
-    from tests.conftest import ROOT
     from tests.schema_loader.helpers import source
 
     core = source_for_package("core", "core")
@@ -188,17 +168,10 @@ def test_a_marker_that_wakes_more_work_than_a_lease_lifetime_keeps_the_lease(tmp
     world = Stages()
     plugin = waiting_plugin(world)
     slow_settings = attrs.evolve(settings, lease_ttl_ms=1_000)
-    app = open_app(
-        slow_settings,
-        make_plugin_manager([plugin], entry_points=False),
-        enable=["ledger"],
-        create=True,
-        clock=SystemClock(),
-        path=str(tmp_path / "lease.db"),
-    )
+    app = open_test_app(str(tmp_path / "lease.db"), slow_settings, [plugin], ["ledger"], clock=SystemClock())
     try:
         for n in range(30):
-            push(app, f"item-{n}", 1)
+            push_staged(app, f"item-{n}", 1)
         assert TickDaemon(app, mode="until_idle").run().exit_reason == "idle"
         assert len(blocked_rows(app)) == 30
         handler = app.registry.handler("ledger", "staged")

@@ -15,20 +15,7 @@ from core.drain import run_until_idle
 from core.errors import NotFound
 from tests.fixtures import ledger
 from tests.fixtures.ledger import wire
-
-
-@pytest.fixture
-def app(make_app):
-    return make_app([ledger], ["ledger"])
-
-
-def push(app, *blobs: bytes, protocol: str = "ledger") -> None:
-    with app.db.write():
-        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
-
-
-def balances(app) -> dict[str, int]:
-    return dict(app.db.all("SELECT account, balance FROM ledger_accounts"))
+from tests.helpers import ledger_balances, push
 
 
 def entries_in_log_order(app) -> list[str]:
@@ -59,7 +46,7 @@ def test_poison_items_are_parked_and_good_ones_land(app):
     )
     summary = run_until_idle(app.runtime, advance_clock=True)
     assert summary.outcomes == {"handled": 3, "parked": 4}
-    assert balances(app) == {"a": 3, "b": 3}
+    assert ledger_balances(app) == {"a": 3, "b": 3}
     assert entries_in_log_order(app) == ["d1", "d2", "d3"]
     reasons = [(p["source"], p["attempts"], p["reason"]) for p in parked(app)]
     assert [r[:2] for r in reasons] == [("incoming", 1)] * 4
@@ -115,7 +102,7 @@ def test_run_until_idle_walks_the_clock_through_the_backoff(app, settings):
     (item,) = parked(app)
     assert item["last_failed_at_ms"] == t0 + settings.retry_delay_ms(1) + settings.retry_delay_ms(2)
     assert app.clock.now_ms() == item["last_failed_at_ms"]
-    assert balances(app) == {"a": 5}
+    assert ledger_balances(app) == {"a": 5}
 
 
 def test_a_retried_head_keeps_its_partition_waiting(app, settings):
@@ -180,7 +167,7 @@ def test_dependents_wait_for_their_dependency_and_keep_their_order(app):
     summary = run_until_idle(app.runtime, advance_clock=True)
     assert summary.rechecked == 4
     assert entries_in_log_order(app) == ["dz", "dx", "n1", "n2", "n3", "n4"]
-    assert balances(app) == {"x": 20, "z": 1}
+    assert ledger_balances(app) == {"x": 20, "z": 1}
     # y never got its account: still blocked, with no marker to wake it.
     assert app.db.all("SELECT reason_key, attempts FROM blocked") == [("y", 0)]
     assert queue_sizes(app)["recheck_queue"] == 0
@@ -262,7 +249,7 @@ def test_parked_items_can_be_sent_back(app, settings):
     assert app.db.all("SELECT protocol, blob FROM incoming") == [("ledger", wire("needs", "n1", "q", 4))]
     assert [p["id"] for p in parked(app)] == [items[0]["id"]]
     run_until_idle(app.runtime, advance_clock=True)
-    assert balances(app) == {"q": 5}
+    assert ledger_balances(app) == {"q": 5}
 
     with app.db.write():
         assert queues.retry_parked(app.db, None, app.clock.now_ms()) == 1  # all that is left

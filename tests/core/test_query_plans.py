@@ -8,11 +8,14 @@ index) fails the test.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 
 from core import eventlog, queues, recheck
-from schema_loader import apply_schemas, source_for_package
+from core.db import Database
+from core.settings import Settings
+from tests.helpers import open_core_db
 
 # (description, sql, params) — the statements the core runs in its hot paths.
 QUERIES = [
@@ -42,12 +45,8 @@ FULL_SCAN = re.compile(r"^SCAN (\w+)(?! USING)")
 
 
 @pytest.fixture(scope="module")
-def core_db(tmp_path_factory):
-    from core.db import Database
-    from core.settings import Settings
-
-    db = Database(str(tmp_path_factory.mktemp("plans") / "p.db"), Settings.load(env={}))
-    apply_schemas(db, [source_for_package("core", "core")])
+def core_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    db = open_core_db(str(tmp_path_factory.mktemp("plans") / "p.db"), Settings.load(env={}))
     yield db
     db.close()
 

@@ -27,7 +27,7 @@ from core.protocol import Protocol
 from core.queues import WorkItem
 from core.records import Blocked, Envelope, Event, Result
 from core.settings import Settings
-from tests.conftest import open_core_db
+from tests.helpers import open_core_db
 
 T0 = 1_700_000_000_000
 

@@ -16,15 +16,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from core import hookimpl
 from core.db import Database
 from core.errors import InvalidInput
-from core.plugins import make_plugin_manager
-from core.protocol import Protocol
 from core.settings import Settings
 from projectors import Projector
-from schema_loader.setup import open_app
 from tests.fixtures import ledger
+from tests.helpers import open_test_app
 
 ACCOUNTS = st.sampled_from(["alice", "bob", "carol"])
 IDS = st.sampled_from([f"id{n}" for n in range(12)])
@@ -51,25 +48,11 @@ class RunnerMachine(RuleBasedStateMachine):
         self.spy = Spy()
         spy_projector = Projector("ledger.spy", "ledger", ("ledger_entries",), {"deposited": self.spy.apply})
 
-        class Plugin:
-            @hookimpl
-            def register_protocol(self):
-                return Protocol(
-                    "ledger",
-                    "tests.fixtures.ledger",
-                    ledger.decode,
-                    commands=ledger.register_protocol().commands,
-                    projectors=(ledger.BALANCES, spy_projector),
-                )
-
-        s = Settings.load(env={}, busy_timeout_ms=2000)
-        self.app = open_app(
-            s,
-            make_plugin_manager([Plugin()], entry_points=False),
-            enable=["ledger"],
-            create=True,
-            path=f"{self.dir}/db.sqlite",
+        plugin = ledger.variant(
+            commands=ledger.register_protocol().commands, projectors=(ledger.BALANCES, spy_projector)
         )
+        s = Settings.load(env={}, busy_timeout_ms=2000)
+        self.app = open_test_app(f"{self.dir}/db.sqlite", s, [plugin], ["ledger"])
         self.reader = Database(f"{self.dir}/db.sqlite", s, readonly=True)
         self.balances: dict[str, int] = {}
         self.entries: set[str] = set()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
+import apsw
 import pytest
 
 from core import blobs, eventlog
@@ -13,35 +15,27 @@ from core.records import Event, Result, derive_event_id
 from core.state import ProtocolState
 from projectors import Projector
 from tests.fixtures import ledger
-
-
-@pytest.fixture
-def app(make_app):
-    return make_app([ledger], ["ledger"])
-
-
-def balances(app):
-    return dict(app.db.all("SELECT account, balance FROM ledger_accounts"))
+from tests.helpers import MakeApp, ledger_balances
 
 
 def test_command_appends_projects_and_commits(app):
     outcome = app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 10})
     assert [e.type for e in outcome.events] == ["deposited"]
-    assert balances(app) == {"alice": 10}
+    assert ledger_balances(app) == {"alice": 10}
     assert app.db.value("SELECT last_applied_seq FROM projections WHERE name = 'ledger.balances'") == 1
 
 
 def test_duplicate_command_changes_nothing(app):
     for _ in range(2):
         app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 10})
-    assert balances(app) == {"alice": 10}
+    assert ledger_balances(app) == {"alice": 10}
     assert eventlog.count(app.db) == 1
 
 
 def test_two_partitions_commit_together(app):
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 10})
     app.runtime.run_command("ledger.transfer", {"id": "t1", "from": "alice", "to": "bob", "amount": 4})
-    assert balances(app) == {"alice": 6, "bob": 4}
+    assert ledger_balances(app) == {"alice": 6, "bob": 4}
 
 
 @pytest.mark.parametrize(
@@ -53,10 +47,10 @@ def test_two_partitions_commit_together(app):
 )
 def test_a_raising_command_rolls_back_everything(app, params, error):
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 10})
-    before = app.db.all("SELECT * FROM events"), balances(app)
+    before = app.db.all("SELECT * FROM events"), ledger_balances(app)
     with pytest.raises(error):
         app.runtime.run_command("ledger.transfer", params)
-    assert (app.db.all("SELECT * FROM events"), balances(app)) == before
+    assert (app.db.all("SELECT * FROM events"), ledger_balances(app)) == before
 
 
 def test_unknown_command(app):
@@ -105,7 +99,7 @@ def test_self_managed_command_gets_no_outer_transaction(app):
     entries.insert(2, {"id": "bad", "account": "acc", "amount": 1.5})  # not canonical JSON: skipped
     outcome = app.runtime.run_command("ledger.import", {"entries": entries})
     assert outcome.result == 5
-    assert balances(app) == {"acc": 5}
+    assert ledger_balances(app) == {"acc": 5}
 
 
 def test_subscribers_hear_only_committed_events(app):
@@ -136,29 +130,17 @@ def test_subscriber_runs_after_commit_is_visible_elsewhere(app, settings):
     other.close()
 
 
-def test_upcasters_upgrade_old_payloads(make_app):
-    seen = []
+def test_upcasters_upgrade_old_payloads(make_app: MakeApp) -> None:
+    seen: list[Event] = []
     projector = Projector("up.p", "ledger", ("ledger_entries",), {"legacy": lambda conn, e: seen.append(e)})
-
-    class Plugin:
-        from core import hookimpl
-
-        @hookimpl
-        def register_protocol(self):
-            from core.protocol import Protocol
-
-            return Protocol(
-                "ledger",
-                "tests.fixtures.ledger",
-                ledger.decode,
-                projectors=(projector,),
-                upcasters={
-                    ("legacy", 1): lambda d: {"amount_cents": d["amount"] * 100},
-                    ("legacy", 2): lambda d: {**d, "currency": "EUR"},
-                },
-            )
-
-    app = make_app([Plugin()], ["ledger"])
+    plugin = ledger.variant(
+        projectors=(projector,),
+        upcasters={
+            ("legacy", 1): lambda d: {"amount_cents": d["amount"] * 100},
+            ("legacy", 2): lambda d: {**d, "currency": "EUR"},
+        },
+    )
+    app = make_app([plugin], ["ledger"])
     with app.db.write():
         app.runtime.apply("ledger", Result(events=[Event("legacy", b"1", "p", 0, {"amount": 2}, version=1)]), 0)
         app.runtime.apply("ledger", Result(events=[Event("legacy", b"2", "p", 0, {"amount_cents": 5}, version=2)]), 0)
@@ -168,11 +150,10 @@ def test_upcasters_upgrade_old_payloads(make_app):
     ]
 
 
-def _failing_history_plugin(isolate: bool):
-    from core import hookimpl
-    from core.protocol import Command, Protocol
+def _failing_history_plugin(isolate: bool) -> ledger.Variant:
+    from core.protocol import Command
 
-    def explode(conn, event):
+    def explode(conn: apsw.Connection, event: Event) -> None:
         conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (x'01', 'x', 1, 1)")
         raise RuntimeError("history store is full")
 
@@ -180,21 +161,10 @@ def _failing_history_plugin(isolate: bool):
         "ledger.history", "ledger", ("ledger_entries",), {"deposited": explode}, isolate_failures=isolate
     )
 
-    def advance(ctx, params):
+    def advance(ctx: object, params: dict[str, object]) -> Result:
         return Result(events=[ledger.deposited("e1", "a", 1)], intents=[WriteProtocolState("group", b"epoch-2")])
 
-    class Plugin:
-        @hookimpl
-        def register_protocol(self):
-            return Protocol(
-                "ledger",
-                "tests.fixtures.ledger",
-                ledger.decode,
-                projectors=(history,),
-                commands={"advance": Command(advance)},
-            )
-
-    return Plugin()
+    return ledger.variant(projectors=(history,), commands={"advance": Command(advance)})
 
 
 def test_isolated_history_failure_still_commits_state(make_app):
@@ -226,23 +196,13 @@ def test_unisolated_projector_failure_rolls_back(make_app):
     assert eventlog.count(app.db) == 0
 
 
-def test_projection_registered_late_needs_rebuild(make_app, tmp_path):
+def test_projection_registered_late_needs_rebuild(make_app: MakeApp, tmp_path: Path) -> None:
     path = str(tmp_path / "late.db")
     app = make_app([ledger], ["ledger"], path=path)
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "a", "amount": 1})
     app.close()
     extra = Projector("ledger.extra", "ledger", ("ledger_entries",), {"deposited": lambda c, e: None})
-
-    class Plugin:
-        from core import hookimpl
-
-        @hookimpl
-        def register_protocol(self):
-            from core.protocol import Protocol
-
-            return Protocol("ledger", "tests.fixtures.ledger", ledger.decode, projectors=(ledger.BALANCES, extra))
-
-    again = make_app([Plugin()], ["ledger"], path=path)
+    again = make_app([ledger.variant(projectors=(ledger.BALANCES, extra))], ["ledger"], path=path)
     status = dict(again.db.all("SELECT name, status FROM projections"))
     assert status == {"ledger.balances": "live", "ledger.extra": "needs_rebuild"}
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import attrs
 import pytest
-from click.testing import CliRunner
 
 from core.errors import InvalidInput, InvalidSetting
 from core.settings import SETTINGS, Settings
-from jobs.cli import cli
+from tests.helpers import ROOT, invoke, one_line_error
 
 NUMERIC = [s for s in SETTINGS if isinstance(s.default, int)]
 
@@ -81,22 +81,16 @@ def test_overrides_and_copies_are_checked_too():
         Settings.load(env={"TESSERA_DB": ""})
 
 
-def run(args, env=None):
-    return CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-
-
-def test_the_cli_refuses_an_out_of_range_setting_on_one_line(tmp_path):
-    result = run(["--db", str(tmp_path / "x.db"), "tick", "--once"], env={"TESSERA_IDLE_MAX_MS": "0"})
-    assert result.exit_code == 1
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "TESSERA_IDLE_MAX_MS" in lines[0], lines
+def test_the_cli_refuses_an_out_of_range_setting_on_one_line(tmp_path: Path) -> None:
+    result = invoke("--db", str(tmp_path / "x.db"), "tick", "--once", env={"TESSERA_IDLE_MAX_MS": "0"})
+    assert "TESSERA_IDLE_MAX_MS" in one_line_error(result)
     assert not (tmp_path / "x.db").exists()
 
 
 def test_the_cli_refuses_a_negative_lease_ttl_option(tmp_path):
     db = tmp_path / "t.db"
-    assert run(["--db", str(db), "init", "--protocol", "example"]).exit_code == 0
-    result = run(["--db", str(db), "tick", "--once", "--lease-ttl-ms", "-1"])
+    assert invoke("--db", str(db), "init", "--protocol", "example").exit_code == 0
+    result = invoke("--db", str(db), "tick", "--once", "--lease-ttl-ms", "-1")
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "lease_ttl_ms" in result.output or "--lease-ttl-ms" in result.output
 
@@ -114,15 +108,13 @@ def test_the_cli_refuses_a_negative_lease_ttl_option(tmp_path):
 def test_numeric_options_are_range_checked(tmp_path, args):
     """Regression: ``parked list --limit -3`` returned every row (SQLite reads LIMIT -3 as no limit)."""
     db = tmp_path / "opts.db"
-    assert run(["--db", str(db), "init", "--protocol", "example"]).exit_code == 0
-    result = run(["--db", str(db), *args])
+    assert invoke("--db", str(db), "init", "--protocol", "example").exit_code == 0
+    result = invoke("--db", str(db), *args)
     assert result.exit_code == 2, result.output
     assert "is not in the range" in result.output and "Traceback" not in result.output
 
 
 def test_the_documented_ranges_are_the_real_ones():
-    from tests.conftest import ROOT
-
     operations = (ROOT / "docs" / "operations.md").read_text()
     for setting in SETTINGS:
         row = re.search(rf"^\| `{setting.name}` \| [^|]+ \| (\d+)–(\d+)[^|]* \|", operations, re.MULTILINE)
@@ -131,6 +123,6 @@ def test_the_documented_ranges_are_the_real_ones():
 
 
 def test_tessera_settings_lists_the_ranges():
-    result = run(["settings"])
+    result = invoke("settings")
     assert result.exit_code == 0
     assert any(line.startswith("TESSERA_IDLE_MAX_MS") and "10-60000" in line for line in result.output.splitlines())

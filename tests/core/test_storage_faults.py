@@ -19,7 +19,7 @@ import apsw
 import attrs
 import pytest
 
-from core import drain, hookimpl, queues
+from core import drain, queues
 from core.app import App
 from core.clock import ManualClock
 from core.db import Database
@@ -28,23 +28,16 @@ from core.errors import StorageUnavailable
 from core.plugins import make_plugin_manager
 from core.registry import Registry
 from core.settings import Settings
-from schema_loader.setup import open_app
 from tests.fixtures import ledger
 from tests.fixtures.faulty_vfs import faulty_vfs
+from tests.helpers import open_test_app
 
 SETTINGS = Settings.load(env={}, retry_base_ms=5, retry_max_ms=50, max_attempts=3, busy_timeout_ms=2000)
 ENVIRONMENT_ERRORS = (apsw.IOError, apsw.FullError, apsw.NoMemError)
 
 
 def open_ledger(path: str, clock: ManualClock, *, create: bool = False) -> App:
-    return open_app(
-        SETTINGS,
-        make_plugin_manager([ledger], entry_points=False),
-        enable=["ledger"],
-        create=create,
-        clock=clock,
-        path=path,
-    )
+    return open_test_app(path, SETTINGS, [ledger], ["ledger"], clock=clock, create=create)
 
 
 @functools.cache
@@ -213,28 +206,12 @@ def test_disk_full_inside_an_item_rolls_it_back_and_costs_no_attempt(tmp_path):
     app.close()
 
 
-class IsolatedLedger:
-    """The ledger protocol with its projector isolated: a projector failure would be recorded and skipped."""
-
-    __name__ = "isolated_ledger"
-
-    @hookimpl
-    def register_protocol(self):
-        protocol = ledger.register_protocol()
-        return attrs.evolve(protocol, projectors=(attrs.evolve(ledger.BALANCES, isolate_failures=True),))
-
-
-def test_a_full_disk_in_an_isolated_projector_is_not_recorded_as_its_failure(tmp_path):
+def test_a_full_disk_in_an_isolated_projector_is_not_recorded_as_its_failure(tmp_path: Path) -> None:
     """Regression: the failure was recorded (after SQLite had rolled the transaction back, so in
     autocommit, outside the item's transaction) and the projection flagged as failed."""
-    app = open_app(
-        SETTINGS,
-        make_plugin_manager([IsolatedLedger()], entry_points=False),
-        enable=["ledger"],
-        create=True,
-        clock=ManualClock(),
-        path=str(tmp_path / "isolated.db"),
-    )
+    # With its projector isolated, a projector failure would be recorded and skipped.
+    isolated = ledger.with_projectors(attrs.evolve(ledger.BALANCES, isolate_failures=True))
+    app = open_test_app(str(tmp_path / "isolated.db"), SETTINGS, [isolated], ["ledger"], clock=ManualClock())
     blobs = [ledger.wire("deposit", f"d{n}", f"acc{n}", n) for n in range(200)]
     with app.db.write():
         queues.push_incoming(app.db, "ledger", blobs, 0)

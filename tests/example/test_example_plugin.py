@@ -7,23 +7,18 @@ import json
 import nacl.signing
 import pytest
 
-from core import drain, queues
+from core import drain
 from core.errors import DecodeError
 from projectors.testkit import Blob, ProjectorContract, Run
 from protocols import example
 from protocols.example import handlers, queries, simulate, wire
+from tests.helpers import ingest
 
 KEY = nacl.signing.SigningKey(b"\x01" * 32)
 
 
 def post(room, text, ts, key=KEY):
     return wire.sign("post", room, text, ts, key)
-
-
-def ingest(app, blobs):
-    with app.db.write():
-        queues.push_incoming(app.db, "example", blobs, app.clock.now_ms())
-    return drain.run_until_idle(app.runtime, advance_clock=True)
 
 
 class TestExampleContract(ProjectorContract):

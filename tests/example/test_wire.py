@@ -14,24 +14,19 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core import drain, queues
-from core.app import open_app
 from core.clock import ManualClock
 from core.encoding import MAX_DEPTH
 from core.errors import DecodeError, MalformedInput
-from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import example
 from protocols.example import handlers, wire
 from tests import strategies as hostile
+from tests.helpers import field_root, open_test_app
 
 KEY = nacl.signing.SigningKey(b"\x07" * 32)
 AUTHOR = KEY.verify_key.encode().hex()
 FIELDS = ("kind", "room", "author", "ts", "body", "id", "sig")
 VALID = {"kind": "post", "room": "lobby", "author": AUTHOR, "ts": 1_700_000_000_000, "body": "hello"}
-
-
-def root(field: str | None) -> str | None:
-    return None if field is None else field.split("[")[0].split(".")[0]
 
 
 def hostile_message(field: str, fragment: str) -> bytes:
@@ -80,7 +75,7 @@ def test_hostile_values_are_malformed_naming_the_field(field, fragment):
     (UnicodeEncodeError) and deep nesting raised RecursionError: each was retried as a bug, with a traceback."""
     with pytest.raises(MalformedInput) as raised:
         handlers.decode(hostile_message(field, fragment))
-    assert root(raised.value.field) == field, str(raised.value)[:300]
+    assert field_root(raised.value.field) == field, str(raised.value)[:300]
     assert str(raised.value).startswith(f"malformed field {field}")
 
 
@@ -136,13 +131,8 @@ def test_the_tick_parks_hostile_items_at_once_without_a_traceback(items):
     logger.addHandler(records)
     try:
         with tempfile.TemporaryDirectory() as directory:
-            app = open_app(
-                Settings.load(env={}),
-                make_plugin_manager([example], entry_points=False),
-                enable=["example"],
-                create=True,
-                clock=ManualClock(),
-                path=str(Path(directory) / "h.db"),
+            app = open_test_app(
+                str(Path(directory) / "h.db"), Settings.load(env={}), [example], ["example"], clock=ManualClock()
             )
             try:
                 with app.db.write():

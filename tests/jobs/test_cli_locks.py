@@ -3,32 +3,31 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
+from pathlib import Path
 
 import apsw
 
-from tests.conftest import ROOT
-
-TESSERA = [sys.executable, "-m", "jobs"]
+from tests.helpers import ROOT, TESSERA, clean_environment, wait_until
 
 
-def environment(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
-    return dict(env, PYTHONPATH=str(ROOT), **settings)
-
-
-def tessera(db, *args: str, timeout: float = 60, **settings: str) -> subprocess.CompletedProcess:
+def tessera(db: Path, *args: str, timeout: float = 60, **settings: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*TESSERA, "--db", str(db), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=environment(**settings),
+        env=clean_environment(**settings),
         timeout=timeout,
+    )
+
+
+def start_tessera(db: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``tessera --db db args`` left running, its output piped."""
+    return subprocess.Popen(
+        [*TESSERA, "--db", str(db), *args], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
 
 
@@ -40,15 +39,6 @@ def lease_owner(db) -> str | None:
     finally:
         conn.close()
     return rows[0][0] if rows else None
-
-
-def wait_until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_status_answers_while_another_process_holds_the_write_lock(tmp_path):
@@ -75,17 +65,10 @@ def test_until_idle_refuses_at_once_while_another_daemon_holds_the_lease_and_wai
     """Regression: --until-idle waited as a standby for as long as the other daemon ran (forever)."""
     db = tmp_path / "busy.db"
     assert tessera(db, "init", "--protocol", "example").returncode == 0
-    env = environment(TESSERA_LEASE_TTL_MS="2000")
-    holder = subprocess.Popen(
-        [*TESSERA, "--db", str(db), "tick"],
-        cwd=ROOT,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    env = clean_environment(TESSERA_LEASE_TTL_MS="2000")
+    holder = start_tessera(db, "tick", env=env)
     try:
-        assert wait_until(lambda: lease_owner(db) is not None, timeout=20)
+        assert wait_until(lambda: lease_owner(db) is not None, timeout=20, step=0.05)
         started = time.monotonic()
         refused = tessera(db, "tick", "--until-idle", timeout=30, TESSERA_LEASE_TTL_MS="2000")
         assert time.monotonic() - started < 10
@@ -93,14 +76,7 @@ def test_until_idle_refuses_at_once_while_another_daemon_holds_the_lease_and_wai
         [line] = [line for line in refused.stderr.splitlines() if line.strip()]
         assert line.startswith("Error: ") and "held by" in line and lease_owner(db) in line and "--wait" in line
 
-        waiting = subprocess.Popen(
-            [*TESSERA, "--db", str(db), "tick", "--until-idle", "--wait"],
-            cwd=ROOT,
-            env=env,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        waiting = start_tessera(db, "tick", "--until-idle", "--wait", env=env)
         time.sleep(1)
         assert waiting.poll() is None, waiting.communicate()[1]
         holder.send_signal(signal.SIGTERM)  # releases the lease: the waiting one takes it, drains, exits

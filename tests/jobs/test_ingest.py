@@ -9,20 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import Result
 
-from jobs.cli import cli
 from protocols.example import simulate
-from tests.conftest import ROOT
+from tests.helpers import ROOT, invoke
 
 LIMIT = 400
 GOOD = simulate.generate(6, seed=4, garbage=0, duplicates=0, deletes=0)
 
 
-def run(db: Path, *args: str, input: bytes | None = None, limit: int = LIMIT):
-    return CliRunner().invoke(
-        cli, ["--db", str(db), *args], input=input, catch_exceptions=False, env={"TESSERA_MAX_ITEM_BYTES": str(limit)}
-    )
+def run(db: Path, *args: str, input: bytes | None = None, limit: int = LIMIT) -> Result:
+    return invoke("--db", str(db), *args, input=input, env={"TESSERA_MAX_ITEM_BYTES": str(limit)})
 
 
 @pytest.fixture

@@ -14,16 +14,12 @@ from core.protocol import Job
 from core.status import snapshot
 from jobs.tick import TickDaemon
 from tests.fixtures import ledger
+from tests.helpers import push
 
 
 @pytest.fixture
 def app(make_app):
     return make_app([ledger], ["ledger"])
-
-
-def push(app, *blobs):
-    with app.db.write():
-        queues.push_incoming(app.db, "ledger", blobs, app.clock.now_ms())
 
 
 def test_once_runs_a_single_pass(app):

@@ -11,48 +11,20 @@
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import apsw
 import pytest
 
-from tests.conftest import ROOT
 from tests.fixtures import ledger
-
-
-def spawn(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fixtures.tick_worker", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-    return proc
-
-
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"exit {proc.returncode}: {out}\n{err[-3000:]}"
-    return out
-
-
-def query(path: str, sql: str, params=()) -> list:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(10_000)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+from tests.fixtures.tick_worker import spawn
+from tests.helpers import finish_worker as finish
+from tests.helpers import query_file as query
+from tests.helpers import wait_until
 
 
 def write_items(path: Path, blobs: list[bytes]) -> str:
@@ -64,15 +36,6 @@ def init(db: str) -> None:
     from tests.fixtures.tick_worker import open_ledger
 
     open_ledger(db).close()
-
-
-def wait_until(predicate, timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 # --- exactly once, one holder, no torn reads ---------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from protocols import mls
 from protocols.marmot import nostr, outer, rumors
@@ -46,21 +47,9 @@ class Net:
     def wrap(self, state: mls.GroupState, message: bytes, at: int) -> bytes:
         return outer.to_bytes(outer.seal(state, message, self.gid, at, rng=self.draw))
 
-    def send(
-        self,
-        i: int,
-        text: str,
-        at: int,
-        *,
-        kind: int = rumors.CHAT_KIND,
-        tags=None,
-        pubkey: str | None = None,
-        payload: bytes | None = None,
-    ) -> tuple[bytes, dict]:
-        """Member i sends a rumor (``pubkey`` forges its author, ``payload`` replaces it)."""
-        line, rumor, self.states[i] = self.send_on(
-            self.states[i], text, at, kind=kind, tags=tags, pubkey=pubkey or self.cred(i), payload=payload
-        )
+    def send(self, i: int, text: str, at: int, **options: Any) -> tuple[bytes, dict]:
+        """Member i sends a rumor (``options`` as :meth:`send_on`'s: ``pubkey`` forges its author)."""
+        line, rumor, self.states[i] = self.send_on(self.states[i], text, at, **{"pubkey": self.cred(i), **options})
         return line, rumor
 
     def send_on(
@@ -74,7 +63,10 @@ class Net:
         pubkey: str | None = None,
         payload: bytes | None = None,
     ) -> tuple[bytes, dict, mls.GroupState]:
-        """Send from an explicit state (e.g. a losing branch); returns the new state too."""
+        """Send from an explicit state (e.g. a losing branch); returns the new state too.
+
+        ``pubkey`` forges the rumor's author (by default the state's own member) and ``payload``
+        replaces the encoded rumor."""
         rumor = rumors.make(pubkey or state.own_credential, at, text, kind=kind, tags=tags)
         message, new_state = mls.encrypt_application(state, payload or rumors.encode(rumor), rng=self.draw)
         return self.wrap(state, message, at), rumor, new_state

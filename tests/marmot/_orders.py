@@ -13,46 +13,23 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from core import drain, queues
-from core.app import open_app
+from core import drain
 from core.clock import ManualClock
-from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import marmot
 from protocols.marmot import group, outer, simulate
 from protocols.marmot.history import GroupHistoryStore
+from tests.helpers import open_test_app, push
 
 # Windows wide enough that every simulated stream stays inside them: then, and only then,
 # the arrival order cannot matter (an epoch that left the window is gone for good).
 WIDE_WINDOWS = {"TESSERA_MARMOT_PAST_EPOCHS": "64", "TESSERA_MARMOT_SNAPSHOTS": "64"}
 
 
-def open_marmot(path: str, settings: Settings, clock: ManualClock):
-    return open_app(
-        settings,
-        make_plugin_manager([marmot], entry_points=False),
-        enable=["marmot"],
-        create=True,
-        clock=clock,
-        path=path,
-    )
-
-
 def forget_memory() -> None:
     """What a new process starts without: cached engine states and epoch keys."""
     group._cache.clear()
     outer._keys.clear()
-
-
-def join(app, sim: simulate.Simulation) -> None:
-    app.runtime.run_command(
-        "marmot.join",
-        {
-            "identity": sim.identity["identity"],
-            "key_package_private": sim.identity["key_package_private"],
-            "welcome": sim.welcome["welcome"],
-        },
-    )
 
 
 def run(
@@ -64,13 +41,12 @@ def run(
 ):
     """Deliver ``batches`` one after the other, crashing after the given numbers of units; returns the open app."""
     clock = ManualClock()
-    app = open_marmot(path, settings, clock)
+    app = open_test_app(path, settings, [marmot], ["marmot"], clock=clock)
     for sim in sims:
-        join(app, sim)
+        app.runtime.run_command("marmot.join", sim.join_params)
     pending_crashes = list(crashes)
     for batch in batches:
-        with app.db.write():
-            queues.push_incoming(app.db, "marmot", list(batch), clock.now_ms())
+        push(app, *batch, protocol="marmot")
         while True:
             limit = pending_crashes.pop(0) if pending_crashes else None
             if limit is None:
@@ -79,7 +55,7 @@ def run(
             drain.run_until_idle(app.runtime, advance_clock=True, max_units=limit)
             app.close()
             forget_memory()
-            app = open_marmot(path, settings, clock)
+            app = open_test_app(path, settings, [marmot], ["marmot"], clock=clock)
     drain.run_until_idle(app.runtime, advance_clock=True)
     return app
 

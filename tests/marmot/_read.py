@@ -9,7 +9,7 @@ from tests.marmot._net import event_id
 
 
 def outer_state(app, gid: str, line: bytes) -> str | None:
-    record = GroupHistoryStore(app.db, gid).outer_record(event_id(line))
+    record = outer_record(app, gid, line)
     return None if record is None else record.state
 
 

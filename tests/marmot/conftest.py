@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core import drain, queues
+from core import drain
+from core.app import App
 from protocols import marmot
+from tests.helpers import push
+from tests.marmot._orders import WIDE_WINDOWS
 
 KEY_HEX = "5a" * 32
 
@@ -46,10 +49,16 @@ def app(marmot_app, net):
     return app
 
 
-def deliver(app, *lines: bytes) -> drain.DrainSummary:
+@pytest.fixture
+def wide_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every epoch of a simulated stream (here and in the daemons started here): then no order can lose one."""
+    for name, value in WIDE_WINDOWS.items():
+        monkeypatch.setenv(name, value)
+
+
+def deliver(app: App, *lines: bytes) -> drain.DrainSummary:
     """Queue ``lines`` and drain (clock not advanced: only commits wake blocked events)."""
-    with app.db.write():
-        queues.push_incoming(app.db, "marmot", list(lines), app.clock.now_ms())
+    push(app, *lines, protocol="marmot")
     return drain.run_until_idle(app.runtime)
 
 

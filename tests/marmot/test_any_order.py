@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from protocols.marmot import simulate
 from tests.marmot._orders import (
-    WIDE_WINDOWS,
     assert_ground_truth,
     interleave,
     outcome,
@@ -28,11 +27,7 @@ from tests.marmot._orders import (
     split,
 )
 
-
-@pytest.fixture(autouse=True)
-def wide_windows(monkeypatch):
-    for name, value in WIDE_WINDOWS.items():
-        monkeypatch.setenv(name, value)
+pytestmark = pytest.mark.usefixtures("wide_windows")
 
 
 def _sim(**config) -> simulate.Simulation:

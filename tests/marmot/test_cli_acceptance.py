@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import TESSERA, clean_environment, cli_options, marmot_join_args, one_line_error
 
-TESSERA = [sys.executable, "-m", "jobs"]
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50", "TESSERA_MARMOT_RETRY_MS": "40"}
 
 
 def run(
     workdir: Path, *args: str, key_file: Path | None = None, check: bool = True, **env: str
-) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
-    environ.update(PYTHONPATH=str(ROOT), TESSERA_DB=str(workdir / "tessera.db"), **FAST, **env)
+) -> subprocess.CompletedProcess[str]:
+    environ = clean_environment(TESSERA_DB=str(workdir / "tessera.db"), **FAST, **env)
     if key_file is not None:
         environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(key_file)
     proc = subprocess.run([*TESSERA, *args], capture_output=True, text=True, cwd=workdir, env=environ, timeout=300)
@@ -29,51 +25,14 @@ def run(
     return proc
 
 
-def one_line_error(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 1
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
-    return lines[0]
-
-
-def test_simulate_join_ingest_tick_history(tmp_path):
-    acceptance(
-        tmp_path,
-        "--members",
-        "4",
-        "--messages",
-        "120",
-        "--commits",
-        "8",
-        "--races",
-        "3",
-        "--garbage",
-        "12",
-        "--duplicates",
-        "10",
-        "--seed",
-        "7",
-    )
+def test_simulate_join_ingest_tick_history(tmp_path: Path) -> None:
+    acceptance(tmp_path, *cli_options(members=4, messages=120, commits=8, races=3, garbage=12, duplicates=10, seed=7))
 
 
 @pytest.mark.slow
-def test_acceptance_with_a_bigger_group_and_stream(tmp_path):
+def test_acceptance_with_a_bigger_group_and_stream(tmp_path: Path) -> None:
     acceptance(
-        tmp_path,
-        "--members",
-        "9",
-        "--messages",
-        "3000",
-        "--commits",
-        "40",
-        "--races",
-        "8",
-        "--garbage",
-        "60",
-        "--duplicates",
-        "100",
-        "--seed",
-        "8",
+        tmp_path, *cli_options(members=9, messages=3000, commits=40, races=8, garbage=60, duplicates=100, seed=8)
     )
 
 
@@ -83,16 +42,7 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     expected = json.loads((out / "expected.json").read_text())
     key = out / "state.key"
     run(tmp_path, "init")
-    joined = run(
-        tmp_path,
-        "marmot",
-        "join",
-        "--identity",
-        str(out / "observer.identity.json"),
-        "--welcome",
-        str(out / "observer.welcome.json"),
-        key_file=key,
-    )
+    joined = run(tmp_path, *marmot_join_args(out), key_file=key)
     assert expected["group"] in joined.stdout
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
     ticked = run(tmp_path, "tick", "--until-idle", key_file=key)
@@ -141,38 +91,12 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
 
 def test_backfill_command_processes_a_file_at_once(tmp_path):
     out = tmp_path / "D"
-    run(
-        tmp_path,
-        "marmot",
-        "simulate",
-        "--messages",
-        "40",
-        "--commits",
-        "4",
-        "--races",
-        "0",
-        "--garbage",
-        "0",
-        "--duplicates",
-        "0",
-        "--seed",
-        "3",
-        "--out",
-        str(out),
-    )
+    simulation = cli_options(messages=40, commits=4, races=0, garbage=0, duplicates=0, seed=3)
+    run(tmp_path, "marmot", "simulate", *simulation, "--out", str(out))
     expected = json.loads((out / "expected.json").read_text())
     key = out / "state.key"
     run(tmp_path, "init", "--protocol", "marmot")
-    run(
-        tmp_path,
-        "marmot",
-        "join",
-        "--identity",
-        str(out / "observer.identity.json"),
-        "--welcome",
-        str(out / "observer.welcome.json"),
-        key_file=key,
-    )
+    run(tmp_path, *marmot_join_args(out), key_file=key)
     done = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
     assert "backfill: handled=" in done.stdout
     again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
@@ -187,29 +111,9 @@ def test_user_errors_are_one_line(tmp_path):
     out = tmp_path / "D"
     run(tmp_path, "marmot", "simulate", "--messages", "5", "--commits", "1", "--races", "0", "--out", str(out))
     run(tmp_path, "init")
-    missing = one_line_error(
-        run(
-            tmp_path,
-            "marmot",
-            "join",
-            "--identity",
-            str(out / "observer.identity.json"),
-            "--welcome",
-            str(out / "observer.welcome.json"),
-            check=False,
-        )
-    )
+    missing = one_line_error(run(tmp_path, *marmot_join_args(out), check=False))
     assert "TESSERA_MARMOT_STATE_KEY" in missing and "TESSERA_MARMOT_STATE_KEY_FILE" in missing
-    run(
-        tmp_path,
-        "marmot",
-        "join",
-        "--identity",
-        str(out / "observer.identity.json"),
-        "--welcome",
-        str(out / "observer.welcome.json"),
-        key_file=out / "state.key",
-    )
+    run(tmp_path, *marmot_join_args(out), key_file=out / "state.key")
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
     assert "TESSERA_MARMOT_STATE_KEY" in one_line_error(run(tmp_path, "tick", "--until-idle", check=False))
     wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False, TESSERA_MARMOT_STATE_KEY="ab" * 32))

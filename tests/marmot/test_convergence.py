@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.app import open_app
 from core.clock import ManualClock
-from core.plugins import make_plugin_manager
+from core.settings import Settings
 from protocols import marmot
 from protocols.marmot import simulate
+from tests.helpers import open_test_app
 from tests.marmot._read import group_row, history_ids
 from tests.marmot.conftest import deliver, settle
 
@@ -52,24 +53,10 @@ def test_bounded_reordering_with_duplicates_converges_many_orders(tmp_path, sett
     converges(tmp_path, settings, *case)
 
 
-def converges(tmp_path, settings, sim: simulate.Simulation, lines: list[bytes]) -> None:
-    app = open_app(
-        settings,
-        make_plugin_manager([marmot], entry_points=False),
-        enable=["marmot"],
-        create=True,
-        clock=ManualClock(),
-        path=str(tmp_path / f"c{next(_counter)}.db"),
-    )
+def converges(tmp_path: Path, settings: Settings, sim: simulate.Simulation, lines: list[bytes]) -> None:
+    app = open_test_app(str(tmp_path / f"c{next(_counter)}.db"), settings, [marmot], ["marmot"], clock=ManualClock())
     try:
-        app.runtime.run_command(
-            "marmot.join",
-            {
-                "identity": sim.identity["identity"],
-                "key_package_private": sim.identity["key_package_private"],
-                "welcome": sim.welcome["welcome"],
-            },
-        )
+        app.runtime.run_command("marmot.join", sim.join_params)
         for line in lines:  # one relay event at a time, as a live subscription delivers them
             deliver(app, line)
         settle(app)

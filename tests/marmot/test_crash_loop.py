@@ -3,117 +3,69 @@ the end equals an uninterrupted run of the same stream delivered oldest first.""
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import apsw
+import attrs
 import pytest
 
-from core import queues
 from protocols.marmot import simulate
-from tests.conftest import ROOT
-from tests.marmot._orders import WIDE_WINDOWS
-from tests.marmot.worker import open_marmot
+from tests.helpers import finish_worker, push, query_file
+from tests.marmot.worker import open_marmot, spawn
+
+pytestmark = pytest.mark.usefixtures("wide_windows")
+
+STREAM = simulate.Config(
+    members=4, messages=1000, commits=30, races=5, garbage=20, duplicates=40, deletions=30, seed=41
+)
 
 
-@pytest.fixture(autouse=True)
-def wide_windows(monkeypatch):
-    """The join here and the daemons keep every epoch of the stream: then no order can lose one."""
-    for name, value in WIDE_WINDOWS.items():
-        monkeypatch.setenv(name, value)
-
-
-def stream(**overrides) -> simulate.Simulation:
-    config = {
-        "members": 4,
-        "messages": 1000,
-        "commits": 30,
-        "races": 5,
-        "garbage": 20,
-        "duplicates": 40,
-        "deletions": 30,
-        "seed": 41,
-    }
-    return simulate.simulate(simulate.Config(**{**config, **overrides}))
+def stream(**overrides: int) -> simulate.Simulation:
+    return simulate.simulate(attrs.evolve(STREAM, **overrides))
 
 
 def prepare(path: str, sim: simulate.Simulation, lines: list[bytes]) -> None:
     app = open_marmot(path)
     try:
-        app.runtime.run_command(
-            "marmot.join",
-            {
-                "identity": sim.identity["identity"],
-                "key_package_private": sim.identity["key_package_private"],
-                "welcome": sim.welcome["welcome"],
-            },
-        )
-        with app.db.write():
-            queues.push_incoming(app.db, "marmot", lines, app.clock.now_ms())
+        app.runtime.run_command("marmot.join", sim.join_params)
+        push(app, *lines, protocol="marmot")
     finally:
         app.close()
-
-
-def spawn(db: str, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **WIDE_WINDOWS)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.marmot.worker", db, *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-    return proc
-
-
-def finish(proc: subprocess.Popen) -> None:
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, f"exit {proc.returncode}: {out}\n{err[-3000:]}"
-
-
-def query(path: str, sql: str) -> list:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(10_000)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def end_state(db: str) -> dict:
     """What must not depend on the order or on the kills (rollback counts and fact ids may)."""
     return {
-        "groups": query(db, "SELECT hex(gid), epoch, members, resume_created_at, hex(resume_id) FROM marmot_groups"),
+        "groups": query_file(
+            db, "SELECT hex(gid), epoch, members, resume_created_at, hex(resume_id) FROM marmot_groups"
+        ),
         "processed": sorted(
-            query(db, "SELECT hex(outer_id), state, reason, epoch, hex(rumor_id) FROM marmot_processed")
+            query_file(db, "SELECT hex(outer_id), state, reason, epoch, hex(rumor_id) FROM marmot_processed")
         ),
         "messages": sorted(
-            query(db, "SELECT hex(rumor_id), created_at, content, state, epoch, deleted_epoch FROM marmot_messages")
+            query_file(
+                db, "SELECT hex(rumor_id), created_at, content, state, epoch, deleted_epoch FROM marmot_messages"
+            )
         ),
-        "parked": sorted(query(db, "SELECT hex(blob), substr(reason, 1, 60) FROM parked")),
-        "left": query(
+        "parked": sorted(query_file(db, "SELECT hex(blob), substr(reason, 1, 60) FROM parked")),
+        "left": query_file(
             db,
             "SELECT (SELECT count(*) FROM incoming), (SELECT count(*) FROM deferred), (SELECT count(*) FROM blocked)",
         ),
-        "integrity": query(db, "PRAGMA integrity_check"),
+        "integrity": query_file(db, "PRAGMA integrity_check"),
     }
 
 
 def no_doubles(db: str) -> None:
-    assert query(db, "SELECT count(*) = count(DISTINCT event_id) FROM events") == [(1,)]
+    assert query_file(db, "SELECT count(*) = count(DISTINCT event_id) FROM events") == [(1,)]
 
 
 def run_clean(tmp_path: Path, sim: simulate.Simulation) -> dict:
     db = str(tmp_path / "clean.db")
     prepare(db, sim, simulate.arrange(sim.lines, "time", random.Random(0)))
-    finish(spawn(db, "--mode", "until_idle"))
+    finish_worker(spawn(db, "--mode", "until_idle"), timeout=300)
     no_doubles(db)
     return end_state(db)
 
@@ -127,9 +79,9 @@ def run_with_kills(tmp_path: Path, sim: simulate.Simulation, order: str, kills: 
         time.sleep(rng.uniform(0.0, 0.2))
         daemon.send_signal(signal.SIGKILL)
         daemon.wait()
-        assert query(db, "PRAGMA quick_check") == [("ok",)]
+        assert query_file(db, "PRAGMA quick_check") == [("ok",)]
     time.sleep(0.2)  # let the last lease lapse
-    finish(spawn(db, "--mode", "until_idle"))
+    finish_worker(spawn(db, "--mode", "until_idle"), timeout=300)
     no_doubles(db)
     return end_state(db)
 

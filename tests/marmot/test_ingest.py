@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+from collections.abc import Callable
 
 import apsw
+import attrs
 import pytest
 
+from core.app import App
 from protocols.marmot import facts as F
 from protocols.marmot import ingest, observe, simulate
 from protocols.marmot.cursor import Cursor, compare
@@ -18,26 +21,17 @@ from tests.marmot._orders import assert_ground_truth
 from tests.marmot._read import event_count, facts, history_ids
 from tests.marmot.conftest import deliver, settle
 
+STREAM = simulate.Config(members=4, messages=80, commits=6, races=2, garbage=8, duplicates=8, deletions=4, seed=11)
+
 
 @functools.cache
-def stream(**kwargs) -> simulate.Simulation:
-    config = {
-        "members": 4,
-        "messages": 80,
-        "commits": 6,
-        "races": 2,
-        "garbage": 8,
-        "duplicates": 8,
-        "deletions": 4,
-        "seed": 11,
-    }
-    return simulate.simulate(simulate.Config(**{**config, **kwargs}))
+def stream(**overrides: int) -> simulate.Simulation:
+    return simulate.simulate(attrs.evolve(STREAM, **overrides))
 
 
-def joined(marmot_app, sim: simulate.Simulation):
+def joined(marmot_app: Callable[[], App], sim: simulate.Simulation) -> App:
     app = marmot_app()
-    params = {**{k: sim.identity[k] for k in ("identity", "key_package_private")}, "welcome": sim.welcome["welcome"]}
-    app.runtime.run_command("marmot.join", params)
+    app.runtime.run_command("marmot.join", sim.join_params)
     return app
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +21,8 @@ from protocols.marmot.errors import (
     Nip44Error,
 )
 from protocols.marmot.nostr import public_key_xonly
+from tests.helpers import VECTORS
 
-VECTORS = Path(__file__).parent.parent / "vectors"
 V2 = json.loads((VECTORS / "nip44.vectors.json").read_text("utf-8"))["v2"]
 VALID = V2["valid"]
 INVALID = V2["invalid"]

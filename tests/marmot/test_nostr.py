@@ -6,7 +6,6 @@ import csv
 import hashlib
 import json
 import string
-from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -16,8 +15,8 @@ from core.errors import InvalidInput
 from protocols.marmot import nostr
 from protocols.marmot.errors import InvalidEvent, InvalidKey, MarmotError
 from tests import strategies as hostile
+from tests.helpers import VECTORS
 
-VECTORS = Path(__file__).parent.parent / "vectors"
 BIP340_CSV = (VECTORS / "bip340-test-vectors.csv").read_text("utf-8")
 BIP340_ROWS = list(csv.DictReader(BIP340_CSV.splitlines()))
 EVENT_LINES = (VECTORS / "nostr-events.jsonl").read_text("utf-8").splitlines()

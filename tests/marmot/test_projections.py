@@ -20,17 +20,6 @@ def _stream(seed: int) -> simulate.Simulation:
     return simulate.simulate(config)
 
 
-def _join(sim: simulate.Simulation) -> Run:
-    return Run(
-        "marmot.join",
-        {
-            "identity": sim.identity["identity"],
-            "key_package_private": sim.identity["key_package_private"],
-            "welcome": sim.welcome["welcome"],
-        },
-    )
-
-
 class TestMarmotProjectorContract(ProjectorContract):
     """Two groups (two partitions), races with rollbacks, duplicates, garbage, and our own sends."""
 
@@ -39,7 +28,7 @@ class TestMarmotProjectorContract(ProjectorContract):
 
     def items(self):
         first, second = _stream(21), _stream(22)
-        items = [_join(first), _join(second)]
+        items = [Run("marmot.join", first.join_params), Run("marmot.join", second.join_params)]
         for a, b in zip(first.lines, second.lines, strict=False):
             items += [Blob("marmot", a), Blob("marmot", b)]
         items += [Blob("marmot", line) for line in first.lines[len(second.lines) :] + second.lines[len(first.lines) :]]

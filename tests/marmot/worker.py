@@ -8,23 +8,21 @@ The at-rest key and plugin settings come from the environment.
 from __future__ import annotations
 
 import argparse
+import subprocess
 
-from core.plugins import make_plugin_manager
-from core.settings import Settings
+from core.app import App
 from jobs.logs import configure_logging
 from protocols import marmot
-from schema_loader.setup import open_app
+from tests.helpers import open_test_app, start_worker, worker_settings
 
 
-def open_marmot(path: str, **settings):
-    base = {"retry_base_ms": 20, "retry_max_ms": 200, "max_attempts": 5, "busy_timeout_ms": 10_000, "idle_max_ms": 50}
-    return open_app(
-        Settings.load(env={}, **{**base, **settings}),
-        make_plugin_manager([marmot], entry_points=False),
-        enable=["marmot"],
-        create=True,
-        path=path,
-    )
+def open_marmot(path: str, **settings: int) -> App:
+    return open_test_app(path, worker_settings(**{"max_attempts": 5, **settings}), [marmot], ["marmot"])
+
+
+def spawn(db: str, *args: str) -> subprocess.Popen[str]:
+    """This worker on ``db`` as its own process (``args`` as on its command line), once it is ready."""
+    return start_worker("tests.marmot.worker", db, *args)
 
 
 def main() -> None:

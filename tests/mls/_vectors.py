@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-VECTOR_DIR = Path(__file__).resolve().parent.parent / "vectors" / "mls"
+from tests.helpers import VECTORS
+
+VECTOR_DIR = VECTORS / "mls"
 
 
 def load(name: str, *, suite_only: bool = True) -> list[dict]:

@@ -6,20 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols import mls
+from tests.strategies import operations
 
 from ._group import add_member, cred, make_group
 
-OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("send"), st.integers(0, 9)),
-        st.tuples(st.just("hold"), st.integers(0, 9)),
-        st.tuples(st.just("release"), st.integers(0, 9)),
-        st.tuples(st.just("update"), st.integers(0, 9)),
-        st.tuples(st.just("add"), st.integers(0, 9)),
-        st.tuples(st.just("remove"), st.integers(0, 9)),
-        st.tuples(st.just("propose"), st.integers(0, 9)),
-    ),
-    max_size=8,
+# Each operation picks its member (or held message) by an index taken modulo the candidates.
+OPS = operations(
+    dict.fromkeys(("send", "hold", "release", "update", "add", "remove", "propose"), st.integers(0, 9)), max_size=8
 )
 
 

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from core import drain, eventlog, queues
+from core import eventlog
 from projectors import compare
+from tests.helpers import ingest as ingest
 from tests.marmot.conftest import state_key  # noqa: F401 - autouse: Marmot's at-rest key for every rebuild test
 
 
@@ -21,12 +22,6 @@ def spark():
     session = make_session("local[2]", {"spark.driver.memory": "1g"}, partitions=4)
     yield session
     session.stop()
-
-
-def ingest(app, blobs, protocol="example"):
-    with app.db.write():
-        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
-    return drain.run_until_idle(app.runtime, advance_clock=True)
 
 
 def snapshot_tables(app, tables):

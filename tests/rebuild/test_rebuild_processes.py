@@ -17,7 +17,7 @@ from jobs.rebuild import RebuildRequest, rebuild
 from projectors import compare
 from protocols import example
 from protocols.example import simulate
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.rebuild.conftest import EXAMPLE_TABLES
 
 TESSERA = [sys.executable, "-m", "jobs"]

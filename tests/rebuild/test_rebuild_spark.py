@@ -15,7 +15,7 @@ from core.errors import CorruptEvent
 from jobs.rebuild import RebuildRequest, rebuild
 from protocols import example
 from protocols.example import simulate
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.rebuild.conftest import EXAMPLE_TABLES, ingest, log_damaged_event, snapshot_tables
 
 pytestmark = pytest.mark.spark

@@ -49,24 +49,6 @@ def without_rowid(db: Database, table: str) -> bool:
     return bool(db.value("SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (table,)))
 
 
-def indexes(db: Database, table: str) -> dict[str, tuple]:
-    """name -> (unique, partial, ((column, desc, collation), ...)) for the explicit indexes of ``table``."""
-    out = {}
-    for name, unique, origin, partial in db.all(
-        'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)
-    ):
-        if origin != "c":
-            continue
-        keys = tuple(
-            (c, bool(d), coll.upper())
-            for c, d, coll in db.all(
-                "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
-            )
-        )
-        out[name] = (bool(unique), bool(partial), keys)
-    return out
-
-
 def write_package(root: Path, name: str, schema: str | None, migrations: dict[str, str] | None = None) -> Path:
     """An importable package ``name`` under ``root`` with schema.sql and migrations/ files."""
     package = root / name

@@ -15,10 +15,10 @@ from core.errors import (
 )
 from schema_loader.apply import applied_versions, apply_schemas, source_for_package
 from schema_loader.extract import tables_ddl
+from tests.helpers import index_shapes as indexes
 from tests.schema_loader.helpers import (
     columns,
     core_source,
-    indexes,
     snapshot,
     source,
     user_objects,

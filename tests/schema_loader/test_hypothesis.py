@@ -29,10 +29,10 @@ from core.errors import (
 )
 from schema_loader.apply import apply_schemas
 from schema_loader.parser import IDENTIFIER, parse
+from tests.helpers import index_shapes as indexes
 from tests.schema_loader.helpers import (
     columns,
     core_source,
-    indexes,
     snapshot,
     source,
     without_rowid,

@@ -8,10 +8,10 @@ from core.db import Database
 from core.errors import MigrationError, SchemaChanged, SchemaError
 from schema_loader.apply import Migration, apply_schemas, source_for_package
 from schema_loader.parser import parse
+from tests.helpers import index_shapes as indexes
 from tests.schema_loader.helpers import (
     columns,
     core_source,
-    indexes,
     migration,
     snapshot,
     source,

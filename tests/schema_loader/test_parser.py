@@ -7,6 +7,7 @@ import pytest
 
 from core.errors import InvalidIdentifier, SchemaSyntaxError, UnsupportedStatement
 from schema_loader.parser import parse, split_statements, strip_comments
+from tests.helpers import index_shapes as index_shape
 
 PATH = "/pkg/p/schema.sql"
 
@@ -17,22 +18,6 @@ def run_in_memory(text: str) -> apsw.Connection:
     for statement in parse(text, PATH).statements:
         conn.execute(statement.sql)
     return conn
-
-
-def index_shape(conn: apsw.Connection, table: str) -> dict[str, tuple]:
-    out = {}
-    for name, unique, origin, partial in conn.execute(
-        'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)
-    ):
-        if origin == "c":
-            keys = tuple(
-                (c, bool(d), coll.upper())
-                for c, d, coll in conn.execute(
-                    "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
-                )
-            )
-            out[name] = (bool(unique), bool(partial), keys)
-    return out
 
 
 B = "BINARY"

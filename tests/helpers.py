@@ -1,0 +1,223 @@
+"""Helpers shared by the test suite, one section per area.
+
+Fixtures stay in the conftest files; what a test calls lives here: paths,
+opening apps and databases, queueing items, worker processes and the files
+they leave, the command line, and reading SQLite's view of a schema.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import apsw
+from click.testing import CliRunner, Result
+
+from core import drain, queues
+from core.app import App, open_app
+from core.clock import Clock
+from core.db import Database
+from core.plugins import make_plugin_manager
+from core.settings import Settings
+from schema_loader import apply_schemas, source_for_package
+
+# --- paths ------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "tests" / "vectors"
+
+# --- apps and databases -------------------------------------------------------------------------
+
+#: What the ``make_app`` fixture hands out: ``make_app(plugins, protocols, path=None, app_settings=None)``.
+MakeApp = Callable[..., App]
+
+# Worker processes retry and idle briefly, and wait long for a lock other processes hold.
+WORKER_SETTINGS = {
+    "retry_base_ms": 20,
+    "retry_max_ms": 200,
+    "max_attempts": 3,
+    "busy_timeout_ms": 10_000,
+    "idle_max_ms": 50,
+}
+
+
+def open_core_db(path: str, settings: Settings) -> Database:
+    """A Database at ``path`` with the core schema applied."""
+    db = Database(path, settings)
+    apply_schemas(db, [source_for_package("core", "core")])
+    return db
+
+
+def open_test_app(
+    path: str,
+    settings: Settings,
+    plugins: Sequence[object],
+    protocols: Sequence[str],
+    *,
+    clock: Clock | None = None,
+    create: bool = True,
+) -> App:
+    """An App on ``path`` with exactly ``plugins`` registered (no entry points) and ``protocols`` enabled."""
+    return open_app(
+        settings,
+        make_plugin_manager(list(plugins), entry_points=False),
+        enable=protocols,
+        create=create,
+        clock=clock,
+        path=path,
+    )
+
+
+def worker_settings(**overrides: int) -> Settings:
+    """Settings for a daemon run as its own process by a test: :data:`WORKER_SETTINGS`, then ``overrides``."""
+    return Settings.load(env={}, **{**WORKER_SETTINGS, **overrides})
+
+
+# --- queues ---------------------------------------------------------------------------------------
+
+
+def push(app: App, *blobs: bytes, protocol: str = "ledger") -> None:
+    """Queue ``blobs`` as incoming items of ``protocol`` (by default the core tests' ledger), stamped now."""
+    with app.db.write():
+        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
+
+
+def ingest(app: App, blobs: Iterable[bytes], protocol: str = "example") -> drain.DrainSummary:
+    """Queue ``blobs`` and drain everything, jumping the clock to each retry and recheck."""
+    push(app, *blobs, protocol=protocol)
+    return drain.run_until_idle(app.runtime, advance_clock=True)
+
+
+# --- the ledger, the core tests' protocol --------------------------------------------------------
+
+
+def ledger_balances(app: App) -> dict[str, int]:
+    """account -> balance, as the ledger's projector keeps them."""
+    return dict(app.db.all("SELECT account, balance FROM ledger_accounts"))
+
+
+# --- worker processes and the files they leave -------------------------------------------------------
+
+
+def start_worker(module: str, *args: str) -> subprocess.Popen[str]:
+    """``python -m module args`` run from the checkout, returned once it has printed ``ready``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    return proc
+
+
+def finish_worker(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    """Wait for ``proc`` to exit 0 (else fail with its output); returns what it printed."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {out}\n{err[-3000:]}"
+    return out
+
+
+def query_file(path: str, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    """Rows of ``sql`` on its own short-lived connection, waiting up to 10 s for other processes' locks."""
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(10_000)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
+    """Poll ``predicate`` every ``step`` seconds for up to ``timeout`` seconds; returns its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+# --- the command line ---------------------------------------------------------------------------------
+
+#: ``tessera`` as its own process, from this checkout.
+TESSERA = [sys.executable, "-m", "jobs"]
+
+
+def clean_environment(**settings: str) -> dict[str, str]:
+    """This process's environment without its ``TESSERA_`` settings, plus ``settings``, for a process
+    that runs this checkout's code."""
+    inherited = {name: value for name, value in os.environ.items() if not name.startswith("TESSERA_")}
+    return dict(inherited, PYTHONPATH=str(ROOT), **settings)
+
+
+def invoke(*args: str, env: dict[str, str] | None = None, input: bytes | str | None = None) -> Result:
+    """Run ``tessera args`` in this process through click's runner; exceptions propagate."""
+    from jobs.cli import cli
+
+    return CliRunner().invoke(cli, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def one_line_error(outcome: Result | subprocess.CompletedProcess[str]) -> str:
+    """The single ``Error:`` line a command that failed with exit code 1 printed (in process or not)."""
+    if isinstance(outcome, Result):
+        code, output = outcome.exit_code, outcome.output
+    else:
+        code, output = outcome.returncode, outcome.stderr
+    assert code == 1, output
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), lines
+    return lines[0]
+
+
+def cli_options(**values: object) -> list[str]:
+    """``--name value`` pairs in the order given: ``cli_options(members=2)`` is ``["--members", "2"]``."""
+    return [part for name, value in values.items() for part in (f"--{name}", str(value))]
+
+
+def marmot_join_args(folder: Path) -> list[str]:
+    """``marmot join`` with the observer files ``tessera marmot simulate --out folder`` wrote."""
+    return [
+        "marmot",
+        "join",
+        "--identity",
+        str(folder / "observer.identity.json"),
+        "--welcome",
+        str(folder / "observer.welcome.json"),
+    ]
+
+
+# --- SQLite's view of a schema --------------------------------------------------------------------------
+
+
+def index_shapes(source: Database | apsw.Connection, table: str) -> dict[str, tuple[object, ...]]:
+    """name -> (unique, partial, ((column, desc, collation), ...)) for the explicit indexes of ``table``."""
+    shapes: dict[str, tuple[object, ...]] = {}
+    for name, unique, origin, partial in source.execute(
+        'SELECT name, "unique", origin, partial FROM pragma_index_list(?)', (table,)
+    ).fetchall():
+        if origin != "c":
+            continue
+        keys = tuple(
+            (column, bool(descending), collation.upper())
+            for column, descending, collation in source.execute(
+                "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
+            )
+        )
+        shapes[name] = (bool(unique), bool(partial), keys)
+    return shapes
+
+
+# --- hostile input ------------------------------------------------------------------------------------------
+
+
+def field_root(field: str | None) -> str | None:
+    """The top-level key of a field path such as ``body[0].x``."""
+    return None if field is None else field.split("[")[0].split(".")[0]
