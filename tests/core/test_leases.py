@@ -15,8 +15,8 @@ from core import drain, leases, queues
 from core.db import Database
 from core.errors import LeaseLost
 from core.settings import Settings
-from tests.conftest import open_core_db
 from tests.fixtures import ledger
+from tests.helpers import open_core_db
 
 T0 = 1_700_000_000_000
 TTL = 1_000

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT, TESSERA
 
 # Wide enough that rich does not wrap the lines asserted on.
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", COLUMNS="250")
@@ -14,7 +14,7 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, SPAR
 
 def demo(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "jobs", "demo", *args],
+        [*TESSERA, "demo", *args],
         env=ENV,
         cwd=ROOT,
         capture_output=True,
