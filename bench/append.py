@@ -16,13 +16,12 @@ import statistics
 
 import apsw
 import benchproto
-from common import Workdir, console, parser, report, timed
+from common import Workdir, console, open_bench_app, parser, report, timed
 from rich.progress import track
 
 from core import eventlog
-from core.app import open_app
+from core.app import App
 from core.db import open_connection
-from core.plugins import make_plugin_manager
 from core.records import Event
 from core.settings import Settings
 
@@ -38,14 +37,8 @@ def make_events(count: int, payload: int, seed: int) -> list[Event]:
     ]
 
 
-def open_bench(path: str):
-    return open_app(
-        Settings.load(env={}),
-        make_plugin_manager([benchproto], entry_points=False),
-        enable=["bench"],
-        create=True,
-        path=path,
-    )
+def open_bench(path: str) -> App:
+    return open_bench_app(path, benchproto, "bench")
 
 
 def raw_rows(events: list[Event]) -> list[tuple]:
@@ -142,12 +135,13 @@ def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple
 
 
 def main() -> None:
-    options = parser(__doc__)
-    options.add_argument("--batched", type=int, default=200_000, help="events for the batched comparison")
-    options.add_argument("--per-item", type=int, default=20_000, help="events for the per-item comparison")
-    options.add_argument("--payload", type=int, default=450, help="bytes of text per event payload")
-    options.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (median)")
-    args = options.parse_args()
+    args = parser(
+        __doc__,
+        ("--batched", 200_000, "events for the batched comparison"),
+        ("--per-item", 20_000, "events for the per-item comparison"),
+        ("--payload", 450, "bytes of text per event payload"),
+        ("--rounds", 3, "alternating rounds per comparison (median)"),
+    ).parse_args()
     with Workdir(args.keep) as work:
         rows = []
         for label, raw, ours, count, target in (

@@ -14,6 +14,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from core.app import App, open_app
+from core.plugins import make_plugin_manager
+from core.settings import Settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 console = Console(width=150)
 
@@ -42,11 +46,26 @@ class Workdir:
         self.close()
 
 
-def parser(doc: str) -> argparse.ArgumentParser:
-    """An argument parser showing the benchmark's docstring, with the shared --keep option."""
+def parser(doc: str, *counts: tuple[str, int, str]) -> argparse.ArgumentParser:
+    """An argument parser showing the benchmark's docstring, with the shared --keep option and
+    one integer option per ``(flag, default, help)`` of ``counts``."""
     found = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     found.add_argument("--keep", help="keep the database and work files in this folder")
+    for flag, default, text in counts:
+        found.add_argument(flag, type=int, default=default, help=text)
     return found
+
+
+def open_bench_app(path: str, plugin: object, protocol: str, settings: Settings | None = None) -> App:
+    """An App on ``path`` (created when new) with only ``plugin`` registered and its ``protocol`` enabled;
+    ``settings`` default to the built-in ones, whatever the environment says."""
+    return open_app(
+        settings or Settings.load(env={}),
+        make_plugin_manager([plugin], entry_points=False),
+        enable=[protocol],
+        create=True,
+        path=path,
+    )
 
 
 def timed(fn: Callable[[], int]) -> tuple[int, float]:

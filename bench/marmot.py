@@ -24,11 +24,10 @@ import random
 import statistics
 import time
 
-from common import Workdir, console, parser, report, timed
+from common import Workdir, console, open_bench_app, parser, report, timed
 
 from core import drain, queues
-from core.app import open_app
-from core.plugins import make_plugin_manager
+from core.app import App
 from core.settings import Settings
 from protocols import marmot, mls
 from protocols.marmot import nip44, nostr, outer, simulate
@@ -38,15 +37,9 @@ from protocols.marmot.history import GroupHistoryStore
 GID = "5e" * 32
 
 
-def open_marmot(path: str):
+def open_marmot(path: str) -> App:
     # Bulk loads commit large batches on purpose: do not log them as slow statements.
-    return open_app(
-        Settings.load(env={}, slow_statement_ms=60_000),
-        make_plugin_manager([marmot], entry_points=False),
-        enable=["marmot"],
-        create=True,
-        path=path,
-    )
+    return open_bench_app(path, marmot, "marmot", Settings.load(env={}, slow_statement_ms=60_000))
 
 
 # --- throughput --------------------------------------------------------------------------------
@@ -54,14 +47,7 @@ def open_marmot(path: str):
 
 def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
     app = open_marmot(work.db("pipeline"))
-    app.runtime.run_command(
-        "marmot.join",
-        {
-            "identity": sim.identity["identity"],
-            "key_package_private": sim.identity["key_package_private"],
-            "welcome": sim.welcome["welcome"],
-        },
-    )
+    app.runtime.run_command("marmot.join", sim.join_params)
     with app.db.write():
         queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
 
@@ -247,13 +233,14 @@ def paging(work: Workdir, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    options = parser(__doc__)
-    options.add_argument("--messages", type=int, default=3000, help="messages in the simulated stream")
-    options.add_argument("--members", type=int, default=9, help="members besides the observer")
-    options.add_argument("--commits", type=int, default=30, help="commits in the simulated stream")
-    options.add_argument("--rumors", type=int, default=1_000_000, help="rumors for the paging benchmark")
-    options.add_argument("--queries", type=int, default=2000, help="timed page queries per kind")
-    args = options.parse_args()
+    args = parser(
+        __doc__,
+        ("--messages", 3000, "messages in the simulated stream"),
+        ("--members", 9, "members besides the observer"),
+        ("--commits", 30, "commits in the simulated stream"),
+        ("--rumors", 1_000_000, "rumors for the paging benchmark"),
+        ("--queries", 2000, "timed page queries per kind"),
+    ).parse_args()
     os.environ.setdefault("TESSERA_MARMOT_STATE_KEY", os.urandom(32).hex())
     with Workdir(args.keep) as work:
         throughput(work, args)

@@ -23,7 +23,7 @@ import shutil
 import sys
 import time
 
-from common import Workdir, console, parser, report
+from common import Workdir, console, open_bench_app, parser, report
 
 from core.app import open_app
 from core.plugins import make_plugin_manager
@@ -39,13 +39,7 @@ BATCH = 1000
 
 def fill(path: str, count: int) -> float:
     """Append ``count`` events through runtime.apply (projectors inline); returns events/s."""
-    app = open_app(
-        Settings.load(env={}),
-        make_plugin_manager([example], entry_points=False),
-        enable=["example"],
-        create=True,
-        path=path,
-    )
+    app = open_bench_app(path, example, "example")
     rng = random.Random(1)
     text = "x" * 380
     started = time.perf_counter()
@@ -92,8 +86,7 @@ def run_engine(path: str, engine: str, workdir: str, spark, partition_events: in
 
 
 def main() -> None:
-    options = parser(__doc__)
-    options.add_argument("--events", type=int, default=1_000_000)
+    options = parser(__doc__, ("--events", 1_000_000, "events to fill the database with"))
     options.add_argument("--slow", action="store_true", help="10,000,000 events")
     options.add_argument("--engines", default="local,spark")
     options.add_argument("--db", help="rebuild this already-filled database instead of filling a new one")

@@ -24,13 +24,12 @@ import sys
 import time
 
 import nacl.signing
-from common import Workdir, console, parser, report, timed
+from common import Workdir, console, open_bench_app, parser, report, timed
 from rich.progress import track
 
 from core import drain, queues
-from core.app import open_app
+from core.app import App
 from core.db import open_connection
-from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols.example import handlers, wire
 
@@ -54,16 +53,10 @@ def messages(count: int, seed: int = 1) -> list[bytes]:
     return blobs
 
 
-def open_example(path: str):
+def open_example(path: str) -> App:
     from protocols import example
 
-    return open_app(
-        Settings.load(env={}),
-        make_plugin_manager([example], entry_points=False),
-        enable=["example"],
-        create=True,
-        path=path,
-    )
+    return open_bench_app(path, example, "example")
 
 
 def queue(app, blobs: list[bytes]) -> None:
@@ -192,11 +185,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    options = parser(__doc__)
-    options.add_argument("--items", type=int, default=100_000, help="queued items for the throughput run")
-    options.add_argument("--latency-items", type=int, default=5_000, help="items for the latency run")
-    options.add_argument("--rate", type=int, default=1_000, help="ingest rate during the latency run (items/s)")
-    args = options.parse_args()
+    args = parser(
+        __doc__,
+        ("--items", 100_000, "queued items for the throughput run"),
+        ("--latency-items", 5_000, "items for the latency run"),
+        ("--rate", 1_000, "ingest rate during the latency run (items/s)"),
+    ).parse_args()
     with Workdir(args.keep) as work:
         console.print(f"signing {args.items:,} example messages ...")
         blobs = messages(args.items)
