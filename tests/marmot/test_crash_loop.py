@@ -96,6 +96,9 @@ def check(tmp_path: Path, sim: simulate.Simulation, order: str, kills: int, seed
     assert killed == clean
 
 
+# ~40 s: out of the default run.  By default, test_any_order crashes the drain of every delivery order
+# in process and test_tick_processes kills real daemons with SIGKILL.
+@pytest.mark.slow
 def test_crash_loop_over_a_newest_first_catch_up_equals_an_uninterrupted_run(tmp_path):
     check(tmp_path, stream(), "reversed", kills=20, seed=4)
 

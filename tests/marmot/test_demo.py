@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT, TESSERA
 
 # Wide enough that rich does not wrap the lines asserted on.
@@ -24,6 +26,9 @@ def demo(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+# ~30 s with Spark: out of the default run.  By default, test_cli_acceptance runs simulate, join, ingest,
+# tick and history as processes, and tests/rebuild/test_rebuild_marmot rebuilds Marmot on both engines.
+@pytest.mark.slow
 def test_demo_runs_end_to_end_and_twice_in_the_same_directory(tmp_path):
     workdir = tmp_path / "demo"
     for engine in ("spark", "local"):
