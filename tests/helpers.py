@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import apsw
 from click.testing import CliRunner, Result
@@ -74,7 +75,8 @@ def open_test_app(
 
 def worker_settings(**overrides: int) -> Settings:
     """Settings for a daemon run as its own process by a test: :data:`WORKER_SETTINGS`, then ``overrides``."""
-    return Settings.load(env={}, **{**WORKER_SETTINGS, **overrides})
+    values: dict[str, Any] = {**WORKER_SETTINGS, **overrides}
+    return Settings.load(env={}, **values)
 
 
 # --- queues ---------------------------------------------------------------------------------------
@@ -211,7 +213,7 @@ def index_shapes(source: Database | apsw.Connection, table: str) -> dict[str, tu
                 "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", (name,)
             )
         )
-        shapes[name] = (bool(unique), bool(partial), keys)
+        shapes[str(name)] = (bool(unique), bool(partial), keys)
     return shapes
 
 
