@@ -27,6 +27,14 @@ from core.settings import Settings
 
 BATCH = 1000
 
+# The integer options: (flag, default, help).
+OPTIONS = (
+    ("--batched", 200_000, "events for the batched comparison"),
+    ("--per-item", 20_000, "events for the per-item comparison"),
+    ("--payload", 450, "bytes of text per event payload"),
+    ("--rounds", 3, "alternating rounds per comparison (median)"),
+)
+
 
 def make_events(count: int, payload: int, seed: int) -> list[Event]:
     rng = os.urandom  # ids are random hashes in Nostr and MLS: the worst case for the unique index
@@ -135,13 +143,7 @@ def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple
 
 
 def main() -> None:
-    args = parser(
-        __doc__,
-        ("--batched", 200_000, "events for the batched comparison"),
-        ("--per-item", 20_000, "events for the per-item comparison"),
-        ("--payload", 450, "bytes of text per event payload"),
-        ("--rounds", 3, "alternating rounds per comparison (median)"),
-    ).parse_args()
+    args = parser(__doc__, *OPTIONS).parse_args()
     with Workdir(args.keep) as work:
         rows = []
         for label, raw, ours, count, target in (

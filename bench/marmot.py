@@ -36,6 +36,15 @@ from protocols.marmot.history import GroupHistoryStore
 
 GID = "5e" * 32
 
+# The integer options: (flag, default, help).
+OPTIONS = (
+    ("--messages", 3000, "messages in the simulated stream"),
+    ("--members", 9, "members besides the observer"),
+    ("--commits", 30, "commits in the simulated stream"),
+    ("--rumors", 1_000_000, "rumors for the paging benchmark"),
+    ("--queries", 2000, "timed page queries per kind"),
+)
+
 
 def open_marmot(path: str) -> App:
     # Bulk loads commit large batches on purpose: do not log them as slow statements.
@@ -233,14 +242,7 @@ def paging(work: Workdir, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    args = parser(
-        __doc__,
-        ("--messages", 3000, "messages in the simulated stream"),
-        ("--members", 9, "members besides the observer"),
-        ("--commits", 30, "commits in the simulated stream"),
-        ("--rumors", 1_000_000, "rumors for the paging benchmark"),
-        ("--queries", 2000, "timed page queries per kind"),
-    ).parse_args()
+    args = parser(__doc__, *OPTIONS).parse_args()
     os.environ.setdefault("TESSERA_MARMOT_STATE_KEY", os.urandom(32).hex())
     with Workdir(args.keep) as work:
         throughput(work, args)

@@ -40,6 +40,14 @@ ROOM_UPSERT = (
 )
 
 
+# The integer options: (flag, default, help).
+OPTIONS = (
+    ("--items", 100_000, "queued items for the throughput run"),
+    ("--latency-items", 5_000, "items for the latency run"),
+    ("--rate", 1_000, "ingest rate during the latency run (items/s)"),
+)
+
+
 def messages(count: int, seed: int = 1) -> list[bytes]:
     """Signed posts of about 500 bytes, eight rooms, four authors, bursts of equal timestamps."""
     rng = random.Random(seed)
@@ -185,12 +193,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    args = parser(
-        __doc__,
-        ("--items", 100_000, "queued items for the throughput run"),
-        ("--latency-items", 5_000, "items for the latency run"),
-        ("--rate", 1_000, "ingest rate during the latency run (items/s)"),
-    ).parse_args()
+    args = parser(__doc__, *OPTIONS).parse_args()
     with Workdir(args.keep) as work:
         console.print(f"signing {args.items:,} example messages ...")
         blobs = messages(args.items)
