@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
+from typing import Any, TypeVar
 
 import attrs
 
 from protocols import mls
+from protocols.mls.suite import Rng
+
+Received = TypeVar("Received", mls.ApplicationReceived, mls.CommitApplied, mls.ProposalReceived)
 
 
-def seeded(seed: int = 1):
+def seeded(seed: int = 1) -> Rng:
     """A reproducible ``rng(n) -> bytes``."""
     return random.Random(seed).randbytes
 
@@ -18,14 +23,25 @@ def cred(i: int) -> str:
     return f"{i:064x}"
 
 
+def expect(result: mls.ProcessResult, kind: type[Received]) -> Received:
+    """``result`` as the ``kind`` of result the test expects; a result of another kind fails the test."""
+    assert isinstance(result, kind), f"expected {kind.__name__}, got {type(result).__name__}"
+    return result
+
+
+def read(state: mls.GroupState, message: bytes) -> bytes:
+    """The plaintext ``state`` reads from the application ``message``."""
+    return expect(mls.process_message(state, message), mls.ApplicationReceived).plaintext
+
+
 @attrs.define
 class Group:
     """Identities and current states of a simulated group; member 0 is the admin/creator."""
 
-    rng: object
-    identities: list
-    states: dict  # credential -> GroupState (current members)
-    gone: dict = attrs.field(factory=dict)  # credential -> final state of removed members
+    rng: Rng
+    identities: list[mls.Identity]
+    states: dict[str, mls.GroupState]  # credential -> current state of each member
+    gone: dict[str, mls.GroupState] = attrs.field(factory=dict)  # credential -> final state of removed members
 
     def state(self, i: int) -> mls.GroupState:
         return self.states[cred(i)]
@@ -38,7 +54,7 @@ class Group:
         self.set(i, new)
         return msg
 
-    def deliver(self, message: bytes, *, skip=()) -> dict:
+    def deliver(self, message: bytes, *, skip: Collection[str] = ()) -> dict[str, mls.ProcessResult]:
         """Process ``message`` at every member except those in ``skip``; adopt new states."""
         results = {}
         for c, st in list(self.states.items()):
@@ -49,13 +65,18 @@ class Group:
             results[c] = res
         return results
 
-    def commit(self, i: int, **kwargs) -> mls.CommitResult:
-        """Member ``i`` commits; everyone else processes it; joiners join from their welcome."""
-        res = mls.commit(self.state(i), rng=self.rng, **kwargs)
+    def receive(self, message: bytes, kind: type[Received], *, skip: Collection[str] = ()) -> dict[str, Received]:
+        """``deliver`` a message that every member must read as a result of ``kind``."""
+        return {c: expect(r, kind) for c, r in self.deliver(message, skip=skip).items()}
+
+    def commit(self, i: int, **changes: Any) -> mls.CommitResult:
+        """Member ``i`` commits ``changes`` (keywords of ``mls.commit``); everyone else processes it;
+        joiners join from their welcome."""
+        res = mls.commit(self.state(i), rng=self.rng, **changes)
         results = self.deliver(res.message, skip={cred(i)} | set(res.welcomes))
         self.set(i, res.new_state)
         for c, r in results.items():
-            if r.we_were_removed:
+            if expect(r, mls.CommitApplied).we_were_removed:
                 self.gone[c] = self.states.pop(c)
         return res
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from protocols import mls
 from protocols.mls.commit import create_commit
 
-from ._group import add_member, cred, make_group, seeded
+from ._group import Group, add_member, cred, expect, make_group, read, seeded
 
 
-def _agree(g) -> None:
+def _agree(g: Group) -> None:
     assert len({s.epoch_authenticator for s in g.states.values()}) == 1
     assert len({s.epoch for s in g.states.values()}) == 1
 
@@ -26,7 +28,8 @@ def test_remove_member():
     msg = g.send(2, b"after removal")
     with pytest.raises(mls.NotAMember):
         mls.process_message(removed, msg)
-    assert all(r.plaintext == b"after removal" for r in g.deliver(msg, skip={cred(2)}).values())
+    received = g.receive(msg, mls.ApplicationReceived, skip={cred(2)})
+    assert all(r.plaintext == b"after removal" for r in received.values())
     with pytest.raises(mls.NotAMember):
         mls.encrypt_application(removed, b"x")
     assert mls.peek(res.message).epoch == 1
@@ -36,10 +39,10 @@ def test_removed_member_result_and_late_old_epoch_message():
     g = make_group(3)
     late = g.send(2, b"sent before the removal")
     res = mls.commit(g.state(1), remove=[cred(3)], rng=g.rng)
-    applied = mls.process_message(g.state(3), res.message)
+    applied = expect(mls.process_message(g.state(3), res.message), mls.CommitApplied)
     assert applied.we_were_removed and applied.removed == (cred(3),) and applied.new_epoch == 2
     # Its last epoch's keys are still there for messages of that epoch.
-    assert mls.process_message(applied.new_state, late).plaintext == b"sent before the removal"
+    assert read(applied.new_state, late) == b"sent before the removal"
 
 
 def test_self_update_by_non_admin_is_accepted():
@@ -52,10 +55,11 @@ def test_self_update_by_non_admin_is_accepted():
         assert isinstance(r, mls.CommitApplied)
         assert (r.committer_credential, r.updated, r.added, r.removed) == (cred(2), (cred(2),), (), ())
     new_leaf = g.state(1).roster[g.state(2).own_leaf]
+    assert old_leaf is not None and new_leaf is not None
     assert new_leaf.encryption_key != old_leaf.encryption_key
     assert new_leaf.signature_key != old_leaf.signature_key
     _agree(g)
-    assert mls.process_message(g.state(1), g.send(2, b"fresh keys")).plaintext == b"fresh keys"
+    assert read(g.state(1), g.send(2, b"fresh keys")) == b"fresh keys"
 
 
 @pytest.mark.parametrize("kwargs", [{"remove": [cred(1)]}, {"add": "kp"}, {"admins": [cred(2)]}, {}])
@@ -71,14 +75,14 @@ def test_non_admin_commit_refused_by_sender(kwargs):
 def test_non_admin_commit_refused_by_receivers(what):
     g = make_group(3)
     kp = mls.create_key_package(mls.new_identity(cred(9), rng=g.rng), rng=g.rng)[0]
-    kwargs = {
+    kwargs_by_case: dict[str, dict[str, Any]] = {
         "add": {"add": [kp]},
         "remove": {"remove": [cred(3)]},
         "admins": {"admins": [cred(1), cred(2)]},
         "empty": {},
         "add_with_update": {"add": [kp], "self_update": True},
-    }[what]
-    res = create_commit(g.state(2), rng=g.rng, enforce_authorization=False, **kwargs)
+    }
+    res = create_commit(g.state(2), rng=g.rng, enforce_authorization=False, **kwargs_by_case[what])
     for i in (1, 3):
         with pytest.raises(mls.UnauthorizedCommit):
             mls.process_message(g.state(i), res.message)
@@ -101,7 +105,7 @@ def test_proposals_become_pending_and_admin_commits_them_by_ref():
     kp9, priv9 = mls.create_key_package(ident9, rng=g.rng)
     msg_add, st = mls.propose(g.state(3), add=kp9, rng=g.rng)
     g.set(3, st)
-    results = g.deliver(msg_add, skip={cred(3)})
+    results = g.receive(msg_add, mls.ProposalReceived, skip={cred(3)})
     ref_add = results[cred(1)].proposal_ref
     for r in results.values():
         assert isinstance(r, mls.ProposalReceived)
@@ -111,15 +115,15 @@ def test_proposals_become_pending_and_admin_commits_them_by_ref():
 
     msg_rm, st = mls.propose(g.state(2), remove=cred(4), rng=g.rng)
     g.set(2, st)
-    ref_rm = g.deliver(msg_rm, skip={cred(2)})[cred(1)].proposal_ref
+    ref_rm = g.receive(msg_rm, mls.ProposalReceived, skip={cred(2)})[cred(1)].proposal_ref
     msg_self, st = mls.propose(g.state(3), self_remove=True, rng=g.rng)
     g.set(3, st)
-    r_self = g.deliver(msg_self, skip={cred(3)})[cred(1)]
+    r_self = g.receive(msg_self, mls.ProposalReceived, skip={cred(3)})[cred(1)]
     assert (r_self.kind, r_self.subject_credential) == ("self_remove", cred(3))
     assert [p.ref for p in g.state(1).pending_proposals] == [ref_add, ref_rm, r_self.proposal_ref]
 
     res = mls.commit(g.state(1), proposals_by_ref=[ref_add, ref_rm, r_self.proposal_ref], rng=g.rng)
-    applied = g.deliver(res.message, skip={cred(1)})
+    applied = g.receive(res.message, mls.CommitApplied, skip={cred(1)})
     g.set(1, res.new_state)
     assert applied[cred(2)].added == (cred(9),)
     assert set(applied[cred(2)].removed) == {cred(3), cred(4)}
@@ -164,7 +168,7 @@ def test_competing_commits_fork_and_recovery_from_snapshot():
     # Restoring the pre-commit snapshot lets member 3 apply the other commit instead.
     on_b = mls.process_message(mls.restore(base_snapshot), res_b.message).new_state
     assert on_b.epoch_authenticator == res_b.new_state.epoch_authenticator
-    assert mls.process_message(on_b, loser_msg).plaintext == b"from the losing fork"
+    assert read(on_b, loser_msg) == b"from the losing fork"
 
     # B, holding its pending state, can still follow the winning commit A.
     b_on_a = mls.process_message(res_b.pending_state, res_a.message).new_state
@@ -190,7 +194,7 @@ def test_late_message_of_previous_epoch_decrypts_after_commit():
     g = make_group(3)
     late = g.send(2, b"late")
     g.commit(1, self_update=True)
-    res = mls.process_message(g.state(3), late)
+    res = expect(mls.process_message(g.state(3), late), mls.ApplicationReceived)
     assert (res.plaintext, res.epoch) == (b"late", 1)
     with pytest.raises(mls.KeyAlreadyUsed):
         mls.process_message(res.new_state, late)
@@ -265,7 +269,9 @@ def test_serialization_round_trips():
 
 def test_admin_commit_with_update_remove_and_add_at_once():
     g = make_group(4)
-    old_sig = g.state(1).roster[0].signature_key
+    old_leaf = g.state(1).roster[0]
+    assert old_leaf is not None
+    old_sig = old_leaf.signature_key
     ident = mls.new_identity(cred(6), rng=g.rng)
     kp, priv = mls.create_key_package(ident, rng=g.rng)
     res = g.commit(1, add=[kp], remove=[cred(2), cred(4)], self_update=True)
@@ -273,8 +279,9 @@ def test_admin_commit_with_update_remove_and_add_at_once():
     assert set(g.gone) == {cred(2), cred(4)}
     _agree(g)
     assert g.state(6).own_leaf == 1 and len(g.state(1).roster) == 3
-    assert g.state(6).roster[0].signature_key != old_sig  # the welcome is signed with the new key
-    results = g.deliver(g.send(6, b"joined mid-update"), skip={cred(6)})
+    new_leaf = g.state(6).roster[0]
+    assert new_leaf is not None and new_leaf.signature_key != old_sig  # the welcome is signed with the new key
+    results = g.receive(g.send(6, b"joined mid-update"), mls.ApplicationReceived, skip={cred(6)})
     assert [r.plaintext for r in results.values()] == [b"joined mid-update"] * 2
 
 

@@ -7,7 +7,7 @@ import pytest
 from protocols import mls
 from protocols.mls import secret_tree
 
-from ._group import add_member, cred, make_group, seeded
+from ._group import add_member, cred, expect, make_group, read, seeded
 
 
 def test_members_agree_after_welcome():
@@ -50,7 +50,7 @@ def test_replay_raises_key_already_used_and_key_is_deleted():
     with pytest.raises(mls.KeyAlreadyUsed):
         mls.process_message(res.new_state, msg)
     # The input state was not mutated: it can still decrypt the message once.
-    assert mls.process_message(before, msg).plaintext == b"once"
+    assert read(before, msg) == b"once"
 
 
 def test_out_of_order_generations_within_window():
@@ -59,7 +59,7 @@ def test_out_of_order_generations_within_window():
     state = g.state(1)
     order = [5, 0, 3, 1, 4, 2]
     for i in order:
-        res = mls.process_message(state, msgs[i])
+        res = expect(mls.process_message(state, msgs[i]), mls.ApplicationReceived)
         assert (res.plaintext, res.generation) == (f"m{i}".encode(), i)
         state = res.new_state
         with pytest.raises(mls.KeyAlreadyUsed):
@@ -74,7 +74,7 @@ def test_generation_too_far_ahead_is_refused(monkeypatch):
     msgs = [g.send(2, b"x") for _ in range(5)]
     with pytest.raises(mls.DecryptionFailed):
         mls.process_message(g.state(1), msgs[4])
-    assert mls.process_message(g.state(1), msgs[3]).generation == 3
+    assert expect(mls.process_message(g.state(1), msgs[3]), mls.ApplicationReceived).generation == 3
 
 
 def test_skipped_keys_are_bounded(monkeypatch):
@@ -86,7 +86,7 @@ def test_skipped_keys_are_bounded(monkeypatch):
     assert sorted(ratchet.skipped) == [5, 6, 7, 8]
     with pytest.raises(mls.KeyAlreadyUsed):  # evicted: oldest skipped keys are dropped first
         mls.process_message(res.new_state, msgs[0])
-    assert mls.process_message(res.new_state, msgs[6]).plaintext == b"x"
+    assert read(res.new_state, msgs[6]) == b"x"
 
 
 def test_message_for_wrong_group_is_invalid():
@@ -139,7 +139,7 @@ def test_add_member_later_and_leftmost_blank_reuse():
     add_member(g, 1, 7)
     assert g.state(7).own_leaf == 1  # the blank left by member 2
     assert len({s.epoch_authenticator for s in g.states.values()}) == 1
-    results = g.deliver(g.send(7, b"new here"), skip={cred(7)})
+    results = g.receive(g.send(7, b"new here"), mls.ApplicationReceived, skip={cred(7)})
     assert all(r.plaintext == b"new here" for r in results.values())
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols import mls
 from tests.strategies import operations
 
-from ._group import add_member, cred, make_group
+from ._group import Group, add_member, cred, expect, make_group
 
 # Each operation picks its member (or held message) by an index taken modulo the candidates.
 OPS = operations(
@@ -16,7 +18,7 @@ OPS = operations(
 )
 
 
-def _roundtrip_all(g) -> None:
+def _roundtrip_all(g: Group) -> None:
     for c, s in list(g.states.items()):
         data = mls.snapshot(s)
         restored = mls.restore(data)
@@ -24,15 +26,17 @@ def _roundtrip_all(g) -> None:
         g.states[c] = restored
 
 
-def _pick(g, k: int) -> int:
+def _pick(g: Group, k: int) -> int:
     members = sorted(g.states)
     return int(members[k % len(members)], 16)
 
 
-def _run(ops, roundtrip: bool) -> list:
+def _run(ops: Sequence[tuple[str, int]], roundtrip: bool) -> list[object]:
     """Simulate ``ops``; returns everything observable (messages, results, final snapshots)."""
     g = make_group(3, seed=42)
-    out, held, next_id = [], [], 10
+    out: list[object] = []
+    held: list[tuple[int, bytes]] = []
+    next_id = 10
     for op, k in ops:
         who = _pick(g, k)
         if op in ("send", "hold"):
@@ -40,14 +44,17 @@ def _run(ops, roundtrip: bool) -> list:
             if op == "hold":
                 held.append((who, msg))
             else:
-                out += [(r.plaintext, r.generation) for r in g.deliver(msg, skip={cred(who)}).values()]
+                out += [
+                    (r.plaintext, r.generation)
+                    for r in g.receive(msg, mls.ApplicationReceived, skip={cred(who)}).values()
+                ]
         elif op == "release" and held:
             sender, msg = held.pop(k % len(held))
             for c, s in list(g.states.items()):
                 if c == cred(sender):
                     continue
                 try:
-                    res = mls.process_message(s, msg)
+                    res = expect(mls.process_message(s, msg), mls.ApplicationReceived)
                     g.states[c] = res.new_state
                     out.append(res.plaintext)
                 except mls.MlsError as exc:  # e.g. a held message of a dropped epoch
@@ -62,7 +69,7 @@ def _run(ops, roundtrip: bool) -> list:
         elif op == "propose":
             msg, st_ = mls.propose(g.state(who), self_remove=True, rng=g.rng)
             g.set(who, st_)
-            out += [r.proposal_ref for r in g.deliver(msg, skip={cred(who)}).values()]
+            out += [r.proposal_ref for r in g.receive(msg, mls.ProposalReceived, skip={cred(who)}).values()]
         if roundtrip:
             _roundtrip_all(g)
     out += [mls.snapshot(s) for _, s in sorted(g.states.items())]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from protocols import mls
 
-from ._group import cred, make_group
+from ._group import cred, expect, make_group, read
 
 
 def _messages():
@@ -45,17 +45,17 @@ def _assert_all_refused(data: bytes, process) -> int:
 
 
 def test_tampered_application_messages():
-    assert mls.process_message(G.state(1), APP).plaintext == b"application payload"
+    assert read(G.state(1), APP) == b"application payload"
     assert _assert_all_refused(APP, lambda m: mls.process_message(G.state(1), m)) > 2 * len(APP)
 
 
 def test_tampered_proposals():
-    assert mls.process_message(G.state(1), PROPOSAL).kind == "self_remove"
+    assert expect(mls.process_message(G.state(1), PROPOSAL), mls.ProposalReceived).kind == "self_remove"
     _assert_all_refused(PROPOSAL, lambda m: mls.process_message(G.state(1), m))
 
 
 def test_tampered_commits():
-    assert mls.process_message(G.state(2), COMMIT.message).new_epoch == 2
+    assert expect(mls.process_message(G.state(2), COMMIT.message), mls.CommitApplied).new_epoch == 2
     _assert_all_refused(COMMIT.message, lambda m: mls.process_message(G.state(2), m))
 
 
