@@ -21,8 +21,9 @@ from click.testing import CliRunner, Result
 from core import drain, queues
 from core.app import App, open_app
 from core.clock import Clock
-from core.db import Database
+from core.db import Database, Row
 from core.plugins import make_plugin_manager
+from core.records import OutcomeKind
 from core.settings import Settings
 from schema_loader import apply_schemas, source_for_package
 
@@ -88,6 +89,13 @@ def push(app: App, *blobs: bytes, protocol: str = "ledger") -> None:
         queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
 
 
+def next_incoming_kind(app: App) -> OutcomeKind:
+    """Handle the oldest incoming item and say what became of it; the test expects one to be waiting."""
+    outcome = drain.process_next_incoming(app.runtime)
+    assert outcome is not None, "no incoming item was waiting"
+    return outcome.kind
+
+
 def ingest(app: App, blobs: Iterable[bytes], protocol: str = "example") -> drain.DrainSummary:
     """Queue ``blobs`` and drain everything, jumping the clock to each retry and recheck."""
     push(app, *blobs, protocol=protocol)
@@ -127,8 +135,9 @@ def finish_worker(proc: subprocess.Popen[str], timeout: float = 120) -> str:
     return out
 
 
-def query_file(path: str, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-    """Rows of ``sql`` on its own short-lived connection, waiting up to 10 s for other processes' locks."""
+def query_file(path: str, sql: str, params: Sequence[object] = ()) -> list[Row]:
+    """Rows of ``sql`` on its own short-lived connection, waiting up to 10 s for other processes' locks;
+    typed like :meth:`Database.all`, since the caller knows its columns."""
     conn = apsw.Connection(path)
     conn.set_busy_timeout(10_000)
     try:

@@ -63,6 +63,14 @@ def send_all(db, data: bytes = DATA, size: int = 4096, **kw) -> blobs.BlobInfo:
     info = None
     for n, part in enumerate(slices(data, size)):
         info = append(db, n, part, total=len(data), **kw)
+    assert info is not None, "send_all needs at least one byte to send"
+    return info
+
+
+def stored_info(db, file_id: str = FILE_ID) -> blobs.BlobInfo:
+    """The blob's row, which the test expects to exist."""
+    info = blobs.info(db, file_id)
+    assert info is not None
     return info
 
 
@@ -109,7 +117,7 @@ def test_sending_resumes_from_next_slice_after_reopening(db_path, db, settings):
     db.close()
     reopened = Database(db_path, settings)
     try:
-        info = blobs.info(reopened, FILE_ID)
+        info = stored_info(reopened)
         assert (info.next_slice, info.received_bytes, info.status) == (2, 6000, "receiving")
         for n in range(info.next_slice, len(parts)):
             info = append(reopened, n, parts[n])
@@ -144,7 +152,7 @@ def test_an_early_slice_names_the_one_expected(db):
         append(db, 2, DATA[8192:])
     assert raised.value.expected == 1
     assert isinstance(raised.value, InvalidInput)
-    assert blobs.info(db, FILE_ID).next_slice == 1
+    assert stored_info(db).next_slice == 1
 
 
 def test_a_refused_first_slice_leaves_nothing_behind(db):
@@ -170,7 +178,7 @@ def test_a_last_slice_that_makes_the_hash_wrong_is_refused_alone(db, tmp_path):
         append(db, 2, wrong)
     assert isinstance(raised.value, BlobError) and isinstance(raised.value, InvalidInput)
     assert "tessera blob reset" in str(raised.value)
-    info = blobs.info(db, FILE_ID)
+    info = stored_info(db)
     assert (info.status, info.next_slice, info.received_bytes) == ("receiving", 2, 8192)
     assert stored_slices(db) == [(0, 0, 4096), (1, 4096, 4096)]
     with pytest.raises(BlobCorrupt, match="is receiving"):
@@ -185,7 +193,7 @@ def test_a_slice_with_the_wrong_total_size_is_refused_alone(db):
     with pytest.raises(SliceSizeMismatch, match="was declared 10240 bytes, slice 1 says 9999") as raised:
         append(db, 1, DATA[4096:8192], total=9999)
     assert isinstance(raised.value, BlobError) and isinstance(raised.value, InvalidInput)
-    assert blobs.info(db, FILE_ID).next_slice == 1
+    assert stored_info(db).next_slice == 1
     append(db, 1, DATA[4096:8192])
     assert append(db, 2, DATA[8192:]).status == "complete"
 
@@ -366,7 +374,7 @@ def run_slice(app, slice_no: int, data: bytes, file_id: str = FILE_ID, total: in
 def test_slices_through_the_intent(slice_app, tmp_path):
     for n, part in enumerate(slices(DATA, 4096)):
         run_slice(slice_app, n, part)
-    info = blobs.info(slice_app.db, FILE_ID)
+    info = stored_info(slice_app.db)
     assert (info.status, info.next_slice, info.mime) == ("complete", 3, "text/plain")
     run_slice(slice_app, 1, DATA[4096:8192])  # a duplicate is a no-op
     target = tmp_path / "intent.bin"
@@ -383,7 +391,7 @@ def test_a_refused_slice_intent_rolls_back_its_command(slice_app):
         run_slice(slice_app, 0, DATA[4096:8192])
     with pytest.raises(InvalidInput, match="exceeds the 4096-byte limit"):
         run_slice(slice_app, 1, DATA[4096:8193])
-    assert blobs.info(slice_app.db, FILE_ID).next_slice == 1
+    assert stored_info(slice_app.db).next_slice == 1
     assert slice_app.db.value("SELECT count(*) FROM blob_slices") == 1
 
 

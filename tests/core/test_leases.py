@@ -24,6 +24,7 @@ TTL = 1_000
 
 def test_first_taker_gets_token_one(db):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
+    assert lease is not None
     assert (lease.name, lease.owner, lease.token, lease.expires_at_ms) == ("tick", "a", 1, T0 + TTL)
     assert db.one("SELECT owner, token, expires_at_ms, acquired_at_ms FROM leases WHERE name = 'tick'") == (
         "a",
@@ -36,6 +37,7 @@ def test_first_taker_gets_token_one(db):
 def test_renewal_keeps_the_token_and_extends_expiry(db):
     leases.try_acquire(db, "tick", "a", TTL, T0)
     renewed = leases.try_acquire(db, "tick", "a", TTL, T0 + 600)
+    assert renewed is not None
     assert (renewed.token, renewed.expires_at_ms) == (1, T0 + 600 + TTL)
     assert leases.current(db, "tick") == {"owner": "a", "token": 1, "expires_at_ms": T0 + 600 + TTL}
     # acquired_at is the takeover time, not the renewal time
@@ -46,23 +48,28 @@ def test_another_owner_waits_until_expiry_then_takes_over_with_a_new_token(db, o
     leases.try_acquire(db, "tick", "a", TTL, T0)
     assert leases.try_acquire(other, "tick", "b", TTL, T0 + TTL - 1) is None
     taken = leases.try_acquire(other, "tick", "b", TTL, T0 + TTL)  # expiry is exclusive
+    assert taken is not None
     assert (taken.owner, taken.token, taken.expires_at_ms) == ("b", 2, T0 + 2 * TTL)
     # The old holder cannot renew any more: it is the other owner's lease now.
     assert leases.try_acquire(db, "tick", "a", TTL, T0 + TTL + 1) is None
 
 
 def test_leases_are_independent_by_name(db):
-    assert leases.try_acquire(db, "tick", "a", TTL, T0).token == 1
-    assert leases.try_acquire(db, "export", "b", TTL, T0).token == 1
+    tick = leases.try_acquire(db, "tick", "a", TTL, T0)
+    export = leases.try_acquire(db, "export", "b", TTL, T0)
+    assert tick is not None and tick.token == 1
+    assert export is not None and export.token == 1
     assert leases.try_acquire(db, "tick", "b", TTL, T0) is None
 
 
 def test_release_lets_the_next_taker_in_at_once_with_a_higher_token(db, other):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
+    assert lease is not None
     leases.release(db, lease)
-    assert leases.current(db, "tick")["expires_at_ms"] == 0
+    released = leases.current(db, "tick")
+    assert released is not None and released["expires_at_ms"] == 0
     taken = leases.try_acquire(other, "tick", "b", TTL, T0 + 1)
-    assert taken.token == 2
+    assert taken is not None and taken.token == 2
     # Releasing a lease we no longer hold changes nothing.
     leases.release(db, lease)
     assert leases.current(db, "tick") == {"owner": "b", "token": 2, "expires_at_ms": T0 + 1 + TTL}
@@ -70,9 +77,10 @@ def test_release_lets_the_next_taker_in_at_once_with_a_higher_token(db, other):
 
 def test_release_then_reacquire_by_the_same_owner_is_a_takeover(db):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
+    assert lease is not None
     leases.release(db, lease)
     again = leases.try_acquire(db, "tick", "a", TTL, T0 + 1)
-    assert again.token == 2
+    assert again is not None and again.token == 2
     with pytest.raises(LeaseLost):
         leases.check_fence(db, lease, T0 + 1)
     leases.check_fence(db, again, T0 + 1)
@@ -80,12 +88,14 @@ def test_release_then_reacquire_by_the_same_owner_is_a_takeover(db):
 
 def test_check_fence_passes_for_the_current_holder(db):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
+    assert lease is not None
     with db.write():
         leases.check_fence(db, lease, T0 + TTL - 1)
 
 
 def test_check_fence_names_the_new_holder_after_a_takeover(db, other):
     lease = leases.try_acquire(db, "tick", "host-a:1:aa", TTL, T0)
+    assert lease is not None
     leases.try_acquire(other, "tick", "host-b:2:bb", TTL, T0 + TTL)
     with pytest.raises(LeaseLost, match=r"token 1 is no longer ours; now held by host-b:2:bb \(token 2\)"):
         leases.check_fence(db, lease, T0 + TTL)
@@ -94,6 +104,7 @@ def test_check_fence_names_the_new_holder_after_a_takeover(db, other):
 @pytest.mark.parametrize("case", ["expired", "token changed", "owner changed", "released", "missing"])
 def test_check_fence_refuses_a_stale_lease(db, case):
     lease = leases.try_acquire(db, "tick", "a", TTL, T0)
+    assert lease is not None
     now = T0 + 1
     if case == "expired":
         now = T0 + TTL
@@ -125,13 +136,15 @@ def test_a_stale_holder_cannot_commit_fenced_work(make_app, settings, clock):
     stale = leases.try_acquire(app.db, "tick", "a", TTL, now)
     clock.advance(TTL)
     fresh = leases.try_acquire(app.db, "tick", "b", TTL, clock.now_ms())
+    assert stale is not None and fresh is not None
     with app.db.write():
         queues.push_incoming(app.db, "ledger", [ledger.wire("deposit", "d1", "acct", 5)], now)
     with pytest.raises(LeaseLost):
         drain.process_next_incoming(app.runtime, stale)
     assert app.db.value("SELECT count(*) FROM incoming") == 1
     assert app.db.value("SELECT count(*) FROM events") == 0
-    assert drain.process_next_incoming(app.runtime, fresh).kind == "handled"
+    outcome = drain.process_next_incoming(app.runtime, fresh)
+    assert outcome is not None and outcome.kind == "handled"
     assert app.db.value("SELECT count(*) FROM events") == 1
 
 
@@ -222,6 +235,7 @@ class LeaseMachine(RuleBasedStateMachine):
             passing.append(owner)
         assert len(passing) <= 1
         if self.live():
+            assert self.model is not None
             assert passing in ([self.model["owner"]], [])
             holder = self.held.get(self.model["owner"])
             assert holder is not None and passing == [self.model["owner"]] and holder.token == self.model["token"]

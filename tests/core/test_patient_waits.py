@@ -130,7 +130,7 @@ def test_a_patient_wait_is_not_swept_by_the_counted_age_limit(tmp_path, settings
     try:
         push_staged(app, "slow", 2)
         drain.run_until_idle(app.runtime)
-        app.clock.advance(HORIZON_MS - 1)  # far past blocked_max_age_ms, inside the horizon
+        clock.advance(HORIZON_MS - 1)  # far past blocked_max_age_ms, inside the horizon
         assert drain.sweep_expired_blocked(app.runtime) == 0
         assert len(blocked_rows(app)) == 1
     finally:
@@ -180,7 +180,8 @@ def test_a_marker_that_wakes_more_work_than_a_lease_lifetime_keeps_the_lease(tmp
             time.sleep(0.06)
             return handler(ctx, envelope)
 
-        app.registry.protocols["ledger"].handlers["staged"] = slow
+        protocol = app.registry.protocols["ledger"]
+        app.registry.protocols["ledger"] = attrs.evolve(protocol, handlers={**protocol.handlers, "staged": slow})
         reach(app, world, 1)
         report = TickDaemon(app, mode="until_idle").run()
         assert report.exit_reason == "idle" and report.takeovers == 1

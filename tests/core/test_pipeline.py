@@ -15,7 +15,7 @@ from core.drain import run_until_idle
 from core.errors import NotFound
 from tests.fixtures import ledger
 from tests.fixtures.ledger import wire
-from tests.helpers import ledger_balances, push
+from tests.helpers import ledger_balances, next_incoming_kind, push
 
 
 def entries_in_log_order(app) -> list[str]:
@@ -61,7 +61,7 @@ def test_poison_items_are_parked_and_good_ones_land(app):
 def test_transient_items_back_off_then_park(app, settings):
     t0 = app.clock.now_ms()
     push(app, wire("transient", "t1", "a"))
-    assert drain.process_next_incoming(app.runtime).kind == "retry"
+    assert next_incoming_kind(app) == "retry"
     row = app.db.one("SELECT id, attempts, available_at_ms, first_failed_at_ms, last_error, origin FROM deferred")
     deferred_id = row[0]
     assert row[1:] == (1, t0 + settings.retry_delay_ms(1), t0, "TransientError: the bank is closed", "retry")
@@ -69,7 +69,8 @@ def test_transient_items_back_off_then_park(app, settings):
 
     assert drain.process_next_deferred(app.runtime) is None  # not due yet
     app.clock.now = t0 + settings.retry_delay_ms(1)
-    assert drain.process_next_deferred(app.runtime).kind == "retry"
+    retried = drain.process_next_deferred(app.runtime)
+    assert retried is not None and retried.kind == "retry"
     second = t0 + settings.retry_delay_ms(1)
     assert app.db.one("SELECT id, attempts, available_at_ms, first_failed_at_ms FROM deferred") == (
         deferred_id,
@@ -80,7 +81,7 @@ def test_transient_items_back_off_then_park(app, settings):
 
     app.clock.now = second + settings.retry_delay_ms(2)
     outcome = drain.process_next_deferred(app.runtime)
-    assert outcome.kind == "parked"
+    assert outcome is not None and outcome.kind == "parked"
     (item,) = parked(app)
     assert (item["source"], item["attempts"], item["first_failed_at_ms"], item["last_failed_at_ms"]) == (
         "deferred",
@@ -209,7 +210,7 @@ def test_an_unblock_during_the_drain_rearms_the_marker(app):
     app.runtime.run_command("ledger.deposit", {"id": "dw", "account": "w", "amount": 1})
     with app.db.write():  # the first step of drain_next_marker, by hand
         marker = recheck.claim_marker(app.db, app.clock.now_ms())
-    assert marker.reason_key == "w"
+    assert marker is not None and marker.reason_key == "w"
     app.clock.advance(3)
     app.runtime.run_command("ledger.deposit", {"id": "dw2", "account": "w", "amount": 1})
     assert app.db.all("SELECT reason_key, status, dirty FROM recheck_queue") == [("w", "processing", 1)]
@@ -277,7 +278,7 @@ def test_a_retry_holds_back_the_rest_of_its_partition(app, settings):
         wire("deposit", "o1", "bob", 1),
         wire("deposit", "i3", "alice", 3),
     )
-    outcomes = [drain.process_next_incoming(app.runtime).kind for _ in range(4)]
+    outcomes = [next_incoming_kind(app) for _ in range(4)]
     assert outcomes == ["retry", "queued", "handled", "queued"]
     assert app.db.all("SELECT partition_key, origin, attempts FROM deferred ORDER BY id") == [
         ("alice", "retry", 1),

@@ -87,6 +87,7 @@ def test_most_overdue_head_goes_first_across_partitions(db):
     for _ in range(3):
         with db.write():
             item = queues.next_due_deferred(db, T0 + 100)
+            assert item is not None
             order.append(item.blob)
             queues.delete_deferred(db, item.source_id)
     assert order == [b"p2-head", b"loose", b"p1-head"]
@@ -98,10 +99,12 @@ def test_reschedule_keeps_the_fifo_place(db):
     enqueue(db, b"next", T0, "acct")
     with db.write():
         head = queues.next_due_deferred(db, T0)
+        assert head is not None
         queues.reschedule_deferred(db, head.source_id, T0 + 50, 1, T0, "TransientError: down")
     assert next_due(db, T0 + 49) is None  # "next" must wait for the rescheduled head
     with db.read():
         again = queues.next_due_deferred(db, T0 + 50)
+    assert again is not None
     assert (again.source_id, again.blob, again.attempts, again.first_failed_at_ms) == (head.source_id, b"head", 1, T0)
     assert db.value("SELECT last_error FROM deferred WHERE id = ?", (head.source_id,)) == "TransientError: down"
 
@@ -145,6 +148,7 @@ def block(db, name: str, reason_key: str, now: int = T0, reason_type: str = "r")
     with db.write():
         db.execute("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('p', ?, ?)", (name.encode(), now))
         item = queues.oldest_incoming(db)
+        assert item is not None
         recheck.block(db, item, reason_type, reason_key, "", now)
         queues.delete_incoming(db, item.source_id)
         return db.value("SELECT max(id) FROM blocked")
@@ -204,6 +208,7 @@ def test_unblock_during_claim_sets_dirty_and_never_duplicates(db):
     unblock_event(db, "k", T0)
     with db.write():
         marker = recheck.claim_marker(db, T0)
+    assert marker is not None
     unblock_event(db, "k", T0 + 5)
     unblock_event(db, "k", T0 + 7)
     assert marker_rows(db) == [("r", "k", T0, 0, "processing", 1)]
@@ -219,12 +224,13 @@ def test_finish_backs_off_while_items_stay_blocked_else_deletes(db):
     unblock_event(db, "k", T0)
     with db.write():
         marker = recheck.claim_marker(db, T0)
+        assert marker is not None
         recheck.finish_marker(db, marker, still_blocked=True, retry_at_ms=T0 + 40, now_ms=T0 + 1)
     assert marker_rows(db) == [("r", "k", T0 + 40, 1, "ready", 0)]
     with db.write():
         assert recheck.claim_marker(db, T0 + 39) is None
         marker = recheck.claim_marker(db, T0 + 40)
-        assert marker.attempts == 1
+        assert marker is not None and marker.attempts == 1
         recheck.finish_marker(db, marker, still_blocked=False, retry_at_ms=0, now_ms=T0 + 41)
     assert marker_rows(db) == []
 
@@ -248,6 +254,7 @@ def test_timed_request_during_a_claim_sets_the_next_due_time(db):
     unblock_event(db, "k", T0)
     with db.write():
         marker = recheck.claim_marker(db, T0)
+        assert marker is not None
         recheck.schedule_marker(db, "r", "k", T0 + 500)
         recheck.schedule_marker(db, "r", "k", T0 + 300)
     assert db.one("SELECT available_at_ms, status, dirty, timer_at_ms FROM recheck_queue") == (
@@ -274,6 +281,7 @@ def test_a_timer_asked_for_during_a_claim_survives_the_finish(db):
     unblock_event(db, "k", T0)
     with db.write():
         marker = recheck.claim_marker(db, T0)
+    assert marker is not None
     with db.write():  # the claim re-handles "a": it is done
         recheck.unblock(db, recheck.blocked_items(db, "r", "k")[0].source_id)
     block(db, "b", "k")  # meanwhile a new item blocks on the same reason ...
@@ -298,7 +306,8 @@ def test_reset_claims_rearms_interrupted_markers(db):
         assert recheck.reset_claims(db) == 1
     assert marker_rows(db)[0][4] == "ready"
     with db.write():
-        assert recheck.claim_marker(db, T0).reason_key == "k"
+        marker = recheck.claim_marker(db, T0)
+        assert marker is not None and marker.reason_key == "k"
 
 
 def test_reblocking_for_another_reason_keeps_the_row_and_its_place(db):
@@ -856,6 +865,7 @@ class RecheckMachine(RuleBasedStateMachine):
 
     def recheck_one(self) -> None:
         claim = self.claim
+        assert claim is not None
         item = claim["pending"].pop(0)
         gate = claim["marker"].reason_key
         still = drain._recheck_item(self.rt, None, item, claim["marker"])
@@ -863,6 +873,7 @@ class RecheckMachine(RuleBasedStateMachine):
         claim["still"] |= still
 
     def finish(self) -> None:
+        assert self.claim is not None
         marker, still = self.claim["marker"], self.claim["still"]
         dirty = self.markers[marker.reason_key]["dirty"]
         now = self.now()

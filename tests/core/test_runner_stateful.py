@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Callable
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -18,6 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from core.db import Database
 from core.errors import InvalidInput
+from core.protocol import ProjectionConnection
+from core.records import StoredEvent
 from core.settings import Settings
 from projectors import Projector
 from tests.fixtures import ledger
@@ -31,10 +34,10 @@ class Spy:
     """A projector that asks a second connection what it can see."""
 
     def __init__(self) -> None:
-        self.check = None
+        self.check: Callable[[], str | None] | None = None
         self.violations: list[str] = []
 
-    def apply(self, conn, event) -> None:
+    def apply(self, conn: ProjectionConnection, event: StoredEvent) -> None:
         if self.check is not None:
             problem = self.check()
             if problem:
@@ -67,7 +70,7 @@ class RunnerMachine(RuleBasedStateMachine):
     # --- model --------------------------------------------------------------------
 
     def _outside_view_unchanged(self) -> str | None:
-        seen = dict(self.reader.all("SELECT account, balance FROM ledger_accounts"))
+        seen: dict[str, int] = dict(self.reader.all("SELECT account, balance FROM ledger_accounts"))
         expected = dict(self.balances.items())
         if seen != expected:
             return f"another connection saw {seen} mid-command; committed state was {expected}"
@@ -106,6 +109,7 @@ class RunnerMachine(RuleBasedStateMachine):
     @rule()
     def repeat_last(self):
         # A repeat either dedupes or is refused (a transfer re-checks the balance); never applies twice.
+        assert self.last is not None
         name, params = self.last
         with contextlib.suppress(InvalidInput):
             self.app.runtime.run_command(name, params)
@@ -114,7 +118,7 @@ class RunnerMachine(RuleBasedStateMachine):
 
     @invariant()
     def database_equals_model(self):
-        seen = dict(self.app.db.all("SELECT account, balance FROM ledger_accounts"))
+        seen: dict[str, int] = dict(self.app.db.all("SELECT account, balance FROM ledger_accounts"))
         assert seen == self.balances
         assert self.app.db.value("SELECT count(*) FROM events") == len(self.entries)
         assert self.app.db.value("SELECT count(*) FROM ledger_entries") == len(self.entries)

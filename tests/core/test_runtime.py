@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import apsw
 import pytest
 
 from core import blobs, eventlog
 from core.errors import InvalidInput, PluginError, UnknownCommand, UnknownIntent
 from core.intents import WriteProtocolState
-from core.records import Event, Result, derive_event_id
+from core.protocol import ProjectionConnection
+from core.records import Event, Result, StoredEvent, derive_event_id
 from core.state import ProtocolState
 from projectors import Projector
 from tests.fixtures import ledger
@@ -75,7 +75,8 @@ def test_every_intent_kind_is_applied_in_the_same_transaction(app):
     assert ProtocolState(app.db, "ledger").get("state:x") == b"Sx"
     assert app.db.one("SELECT partition_key, idempotency_key FROM deferred") == ("fx", "later:x")
     assert app.db.one("SELECT transport, payload FROM outgoing") == ("loopback", b"out:x")
-    assert blobs.info(app.db, file_id).status == "complete"
+    info = blobs.info(app.db, file_id)
+    assert info is not None and info.status == "complete"
     # The recheck marker is only created when something is blocked on that reason.
     assert app.db.value("SELECT count(*) FROM recheck_queue") == 0
 
@@ -103,7 +104,7 @@ def test_self_managed_command_gets_no_outer_transaction(app):
 
 
 def test_subscribers_hear_only_committed_events(app):
-    heard = []
+    heard: list[StoredEvent] = []
     unsubscribe = app.runtime.subscribe("deposited", heard.append, protocol="ledger")
     app.runtime.run_command("ledger.deposit", {"id": "d1", "account": "alice", "amount": 3})
     with pytest.raises(InvalidInput):
@@ -131,7 +132,7 @@ def test_subscriber_runs_after_commit_is_visible_elsewhere(app, settings):
 
 
 def test_upcasters_upgrade_old_payloads(make_app: MakeApp) -> None:
-    seen: list[Event] = []
+    seen: list[StoredEvent] = []
     projector = Projector("up.p", "ledger", ("ledger_entries",), {"legacy": lambda conn, e: seen.append(e)})
     plugin = ledger.variant(
         projectors=(projector,),
@@ -153,7 +154,7 @@ def test_upcasters_upgrade_old_payloads(make_app: MakeApp) -> None:
 def _failing_history_plugin(isolate: bool) -> ledger.Variant:
     from core.protocol import Command
 
-    def explode(conn: apsw.Connection, event: Event) -> None:
+    def explode(conn: ProjectionConnection, event: StoredEvent) -> None:
         conn.execute("INSERT INTO ledger_entries(entry_id, account, amount, seq) VALUES (x'01', 'x', 1, 1)")
         raise RuntimeError("history store is full")
 
@@ -203,7 +204,7 @@ def test_projection_registered_late_needs_rebuild(make_app: MakeApp, tmp_path: P
     app.close()
     extra = Projector("ledger.extra", "ledger", ("ledger_entries",), {"deposited": lambda c, e: None})
     again = make_app([ledger.variant(projectors=(ledger.BALANCES, extra))], ["ledger"], path=path)
-    status = dict(again.db.all("SELECT name, status FROM projections"))
+    status: dict[str, str] = dict(again.db.all("SELECT name, status FROM projections"))
     assert status == {"ledger.balances": "live", "ledger.extra": "needs_rebuild"}
 
 

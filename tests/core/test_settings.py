@@ -74,7 +74,7 @@ def test_overrides_and_copies_are_checked_too():
     with pytest.raises(InvalidSetting, match="retry_base_ms"):
         attrs.evolve(Settings(), retry_base_ms=-5)
     with pytest.raises(InvalidSetting, match=r"max_attempts.* must be an integer"):
-        Settings(max_attempts="5")
+        Settings(max_attempts="5")  # type: ignore[arg-type]
     with pytest.raises(InvalidSetting, match=r"max_attempts.* must be an integer"):
         Settings(max_attempts=True)
     with pytest.raises(InvalidSetting, match="TESSERA_DB=.. is out of range"):

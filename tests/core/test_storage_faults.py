@@ -19,7 +19,7 @@ import apsw
 import attrs
 import pytest
 
-from core import drain, queues
+from core import queues
 from core.app import App
 from core.clock import ManualClock
 from core.db import Database
@@ -30,7 +30,7 @@ from core.registry import Registry
 from core.settings import Settings
 from tests.fixtures import ledger
 from tests.fixtures.faulty_vfs import faulty_vfs
-from tests.helpers import open_test_app
+from tests.helpers import next_incoming_kind, open_test_app
 
 SETTINGS = Settings.load(env={}, retry_base_ms=5, retry_max_ms=50, max_attempts=3, busy_timeout_ms=2000)
 ENVIRONMENT_ERRORS = (apsw.IOError, apsw.FullError, apsw.NoMemError)
@@ -195,7 +195,7 @@ def test_disk_full_inside_an_item_rolls_it_back_and_costs_no_attempt(tmp_path):
     app.db.conn.pragma("max_page_count", app.db.conn.pragma("page_count"))  # the file may not grow
     handled = 0
     with pytest.raises(StorageUnavailable, match="full"):
-        while drain.process_next_incoming(app.runtime).kind == "handled":
+        while next_incoming_kind(app) == "handled":
             handled += 1
     assert 0 < handled < len(blobs)
     assert app.db.value("SELECT blob FROM incoming ORDER BY id") == blobs[handled]  # still first in line
@@ -217,7 +217,7 @@ def test_a_full_disk_in_an_isolated_projector_is_not_recorded_as_its_failure(tmp
         queues.push_incoming(app.db, "ledger", blobs, 0)
     app.db.conn.pragma("max_page_count", app.db.conn.pragma("page_count"))
     with pytest.raises(StorageUnavailable, match="full"):
-        while drain.process_next_incoming(app.runtime).kind == "handled":
+        while next_incoming_kind(app) == "handled":
             pass
     assert app.db.value("SELECT count(*) FROM projection_failures") == 0
     assert app.db.value("SELECT failures FROM projections WHERE name = 'ledger.balances'") == 0
