@@ -21,6 +21,7 @@ import signal
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 import click
 import pytest
@@ -63,8 +64,17 @@ class TookTooLong(BaseException):
     """Raised by the alarm: a BaseException, so no ``except Exception`` in the command swallows it."""
 
 
+class Places(TypedDict):
+    """What the ``places`` fixture prepares: awkward paths under ``root``, two databases, plain values by name."""
+
+    root: Path
+    db: Path
+    core_only: Path
+    plain: dict[str, str]
+
+
 @pytest.fixture(scope="module")
-def places(tmp_path_factory) -> Iterator[dict]:
+def places(tmp_path_factory) -> Iterator[Places]:
     """Databases (every protocol, with a joined Marmot group; core only) and awkward paths."""
     root = tmp_path_factory.mktemp("cli-errors")
     group = root / "group"
@@ -113,7 +123,7 @@ def plain_value(param: click.Parameter, root: Path, plain: dict[str, str]) -> st
     return plain.get(param.name, "ab" * 32)  # 64 hex: a plausible id or key
 
 
-def cases(path: tuple[str, ...], command: click.Command, places: dict[str, Path]) -> Iterator[list[str]]:
+def cases(path: tuple[str, ...], command: click.Command, places: Places) -> Iterator[list[str]]:
     """Argument lists, each with one bad value (or a bad database) and plain values elsewhere."""
     root, plain = places["root"], places["plain"]
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
@@ -122,7 +132,7 @@ def cases(path: tuple[str, ...], command: click.Command, places: dict[str, Path]
     base = [*CHEAP.get(path, []), *required]
 
     def positionals(target: click.Argument | None = None, value: str = "") -> list[str]:
-        out = []
+        out: list[str] = []
         for arg in arguments:
             if arg is target:
                 return [*out, value]

@@ -67,9 +67,9 @@ def invocations(path: Path) -> list[tuple[int, str]]:
         blank = "".join(c if c == "\n" else " " for c in block.group(0))
         prose = prose[: block.start()] + blank + prose[block.end() :]
     for span in _INLINE.finditer(prose):
-        match = re.match(r"\s*(?:[\w./-]*/)?tessera(?=\s|$)(?P<rest>.*)$", span.group(1), re.DOTALL)
-        if match:
-            found.append((prose.count("\n", 0, span.start()) + 1, match["rest"]))
+        command = re.match(r"\s*(?:[\w./-]*/)?tessera(?=\s|$)(?P<rest>.*)$", span.group(1), re.DOTALL)
+        if command:
+            found.append((prose.count("\n", 0, span.start()) + 1, command["rest"]))
     return found
 
 

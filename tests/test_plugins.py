@@ -12,7 +12,7 @@ import pytest
 from core import drain, hookimpl, hookspecs, queues
 from core.errors import PluginError, TransientError
 from core.plugins import make_plugin_manager
-from core.protocol import Job, Protocol
+from core.protocol import Job, Protocol, TickContext
 from core.registry import Registry
 from projectors import Projector
 from tests.conftest import ROOT
@@ -121,12 +121,17 @@ def test_hook_register_protocol(make_app):
 def test_hook_register_jobs(make_app):
     from jobs.tick import TickDaemon
 
-    ran = []
+    ran: list[int] = []
+
+    def count_pass(tick: TickContext) -> int:
+        assert tick.lease is not None
+        ran.append(tick.lease.token)
+        return 0
 
     class Jobs:
         @hookimpl
         def register_jobs(self):
-            return [Job("count_passes", order=5, run=lambda tick: ran.append(tick.lease.token) or 0)]
+            return [Job("count_passes", order=5, run=count_pass)]
 
     app = make_app([ledger, Jobs()], ["ledger"])
     report = TickDaemon(app, mode="once").run()
@@ -140,7 +145,7 @@ def test_hook_register_jobs(make_app):
 
 
 def test_hook_register_transports(make_app):
-    sent = []
+    sent: list[str | bytes] = []
 
     class Flaky:
         name = "flaky"

@@ -38,7 +38,11 @@ def lease_owner(db) -> str | None:
         rows = conn.execute("SELECT owner FROM leases WHERE name = 'tick' AND expires_at_ms > 0").fetchall()
     finally:
         conn.close()
-    return rows[0][0] if rows else None
+    if not rows:
+        return None
+    owner = rows[0][0]
+    assert isinstance(owner, str)
+    return owner
 
 
 def test_status_answers_while_another_process_holds_the_write_lock(tmp_path):
@@ -74,7 +78,9 @@ def test_until_idle_refuses_at_once_while_another_daemon_holds_the_lease_and_wai
         assert time.monotonic() - started < 10
         assert refused.returncode == 1
         [line] = [line for line in refused.stderr.splitlines() if line.strip()]
-        assert line.startswith("Error: ") and "held by" in line and lease_owner(db) in line and "--wait" in line
+        owner = lease_owner(db)
+        assert owner is not None
+        assert line.startswith("Error: ") and "held by" in line and owner in line and "--wait" in line
 
         waiting = start_tessera(db, "tick", "--until-idle", "--wait", env=env)
         time.sleep(1)

@@ -79,10 +79,10 @@ def test_takes_over_an_expired_lease_with_a_new_token(app):
 def test_releases_the_lease_on_exit(app):
     TickDaemon(app, mode="once").run()
     lease = leases.current(app.db, "tick")
-    assert lease["expires_at_ms"] == 0 and lease["token"] == 1
+    assert lease is not None and lease["expires_at_ms"] == 0 and lease["token"] == 1
 
 
-def test_lost_lease_mid_pass_returns_to_standby(app):
+def test_lost_lease_mid_pass_returns_to_standby(app, monkeypatch):
     push(app, *(ledger.wire("deposit", f"d{n}") for n in range(3)))
     daemon = TickDaemon(app, mode="once")
     original = daemon.heartbeat
@@ -93,7 +93,7 @@ def test_lost_lease_mid_pass_returns_to_standby(app):
                 app.db.execute("UPDATE leases SET owner = 'thief', token = token + 1")
         return original() if daemon.lease is not None else False
 
-    daemon.heartbeat = steal_after_first_item
+    monkeypatch.setattr(daemon, "heartbeat", steal_after_first_item)
     report = daemon.run()
     assert report.items == 1
     assert daemon.lease is None

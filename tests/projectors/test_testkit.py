@@ -7,6 +7,7 @@ import pytest
 from core.errors import InvalidInput
 from projectors.testkit import (
     Blob,
+    Item,
     ProjectorContractError,
     ProjectorKit,
     Run,
@@ -16,7 +17,7 @@ from projectors.testkit import (
 )
 from tests.fixtures import bad_projectors, ledger
 
-ITEMS = [
+ITEMS: list[Item] = [
     Run("ledger.deposit", {"id": "d1", "account": "alice", "amount": 5}),
     Blob("ledger", ledger.wire("deposit", "w1", "bob", 3)),
     Blob("ledger", ledger.wire("needs", "n1", "carol", 2)),  # blocked until carol exists

@@ -11,6 +11,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from core import eventlog, maintenance
+from core.drain import DrainSummary
 from core.errors import CorruptEvent, InvalidInput, ProjectionError
 from jobs.rebuild import RebuildRequest, rebuild
 from protocols import example
@@ -91,7 +92,7 @@ def test_a_rebuild_refreshes_the_planner_statistics_after_its_swap(app):
 
 def test_events_after_the_watermark_are_caught_up(app):
     late = simulate.generate(60, seed=99, start_ms=1_800_000_000_000)
-    added = []
+    added: list[DrainSummary] = []
 
     def progress(stage, total):
         import contextlib
@@ -182,8 +183,8 @@ def test_readers_see_the_old_tables_or_the_new_never_a_mix(app, settings):
     def watch():
         while not stop.is_set():
             with reader.read():
-                rooms = dict(reader.all("SELECT room, message_count FROM example_rooms"))
-                counts = dict(reader.all("SELECT room, count(*) FROM example_messages GROUP BY room"))
+                rooms: dict[str, int] = dict(reader.all("SELECT room, message_count FROM example_rooms"))
+                counts: dict[str, int] = dict(reader.all("SELECT room, count(*) FROM example_messages GROUP BY room"))
             if rooms.get("room-1", 0) != counts.get("room-1", 0):
                 problems.append((rooms, counts))
 
@@ -208,7 +209,7 @@ def test_selection_errors(app):
     with pytest.raises(InvalidInput, match="not both"):
         rebuild(RebuildRequest(app, engine="local", projections=["example.rooms"], protocol="example"))
     with pytest.raises(InvalidInput, match="--engine"):
-        rebuild(RebuildRequest(app, engine="flink"))
+        rebuild(RebuildRequest(app, engine="flink"))  # type: ignore[arg-type]
 
 
 UNDECODABLE = [(b'{"author":"aa","text":"\xff\xfe"}', "not UTF-8 JSON"), (b'{"author":"aa","text":', "not UTF-8 JSON")]

@@ -24,7 +24,7 @@ TESSERA = [sys.executable, "-m", "jobs"]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), TESSERA_RETRY_BASE_MS="10")
 
 
-def tessera(db: str, *args: str, **kwargs) -> subprocess.Popen:
+def tessera(db: str, *args: str, **kwargs) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*TESSERA, "--db", db, *args],
         env=ENV,
@@ -169,6 +169,7 @@ def test_sigkill_at_each_stage_leaves_live_tables_alone(populated, tmp_path, sta
     )
     marker = KILL_POINTS[stage]
     seen = []
+    assert proc.stderr is not None
     for line in proc.stderr:
         seen.append(line)
         if marker in line:

@@ -576,7 +576,7 @@ def test_source_for_package_misnamed_migration(tmp_path, monkeypatch, filename):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SchemaError, match="NNN_name.sql") as info:
         source_for_package("misnamed", package)
-    assert info.value.path.endswith(filename)
+    assert info.value.path is not None and info.value.path.endswith(filename)
 
 
 @pytest.mark.parametrize(

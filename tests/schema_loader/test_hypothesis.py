@@ -229,7 +229,7 @@ def expected_indexes(table: Table) -> dict[str, tuple]:
 
 
 def assert_matches(db: Database, model: tuple[Table, ...]) -> None:
-    owned = dict(db.all("SELECT name, type FROM schema_objects WHERE owner = 'gen'"))
+    owned: dict[str, str] = dict(db.all("SELECT name, type FROM schema_objects WHERE owner = 'gen'"))
     assert owned == {**{t.name: "table" for t in model}, **{i.name: "index" for t in model for i in t.indexes}}
     for table in model:
         assert columns(db, table.name) == expected_columns(table)
@@ -308,7 +308,7 @@ RAW_HOSTILE = st.one_of(
             "a\tb",
         ]
     ),
-    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\n\r"), max_size=6),
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00\n\r"), max_size=6),
 ).filter(lambda raw: not is_plain(raw))
 
 
@@ -397,6 +397,7 @@ def hostile_cases(draw):
     statements = render_statements(model, rng)
     at = draw(st.integers(0, len(statements)))
     offset = 0  # the error's line, counted from the inserted statement's first line
+    error: type[SchemaError]
     if kind == "unsupported":
         extra, error = draw(st.sampled_from(UNSUPPORTED)), UnsupportedStatement
     elif kind == "broken":
