@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import apsw
 import benchproto
@@ -26,6 +28,10 @@ from core.records import Event
 from core.settings import Settings
 
 BATCH = 1000
+
+T = TypeVar("T")
+#: ``timing(path, events) -> (events appended, seconds)``: one side of a comparison, on a fresh file.
+Timing = Callable[[str, list[Event]], tuple[int, float]]
 
 # The integer options: (flag, default, help).
 OPTIONS = (
@@ -49,7 +55,7 @@ def open_bench(path: str) -> App:
     return open_bench_app(path, benchproto, "bench")
 
 
-def raw_rows(events: list[Event]) -> list[tuple]:
+def raw_rows(events: list[Event]) -> list[tuple[object, ...]]:
     return [("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload) for e in events]
 
 
@@ -58,7 +64,7 @@ def raw_connection(path: str) -> apsw.Connection:
     return open_connection(path, Settings.load(env={}))
 
 
-def raw_batched(path: str, events: list[Event]) -> int:
+def raw_batched(path: str, events: list[Event]) -> tuple[int, float]:
     app = open_bench(path)  # same schema, then plain apsw on the same file
     app.close()
     conn = raw_connection(path)
@@ -74,7 +80,7 @@ def raw_batched(path: str, events: list[Event]) -> int:
     return _finish(timed(run), conn)
 
 
-def chunks(items: list, description: str):
+def chunks(items: list[T], description: str) -> Iterable[list[T]]:
     """Slices of 1,000 with a progress bar that moves per slice, not per item (it costs µs)."""
     return track(
         [items[i : i + BATCH] for i in range(0, len(items), BATCH)],
@@ -84,7 +90,7 @@ def chunks(items: list, description: str):
     )
 
 
-def raw_per_item(path: str, events: list[Event]) -> int:
+def raw_per_item(path: str, events: list[Event]) -> tuple[int, float]:
     app = open_bench(path)
     app.close()
     conn = raw_connection(path)
@@ -125,12 +131,14 @@ def runner_per_item(path: str, events: list[Event]) -> tuple[int, float]:
     return _finish(timed(run), app)
 
 
-def _finish(result: tuple[int, float], closable) -> tuple[int, float]:
+def _finish(result: tuple[int, float], closable: App | apsw.Connection) -> tuple[int, float]:
     closable.close()
     return result
 
 
-def compare(work: Workdir, raw, ours, events: list[Event], rounds: int) -> tuple[float, float, list[float]]:
+def compare(
+    work: Workdir, raw: Timing, ours: Timing, events: list[Event], rounds: int
+) -> tuple[float, float, list[float]]:
     """Alternate raw and runner rounds on fresh files; return median rates and per-round ratios."""
     raw_rates, our_rates = [], []
     for _ in range(rounds):

@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -74,7 +74,7 @@ def timed(fn: Callable[[], int]) -> tuple[int, float]:
     return count, time.perf_counter() - start
 
 
-def report(title: str, rows: list[tuple], columns: tuple[str, ...]) -> None:
+def report(title: str, rows: Sequence[tuple[object, ...]], columns: tuple[str, ...]) -> None:
     table = Table(title=title)
     for column in columns:
         table.add_column(column, justify="right" if column != columns[0] else "left")

@@ -23,11 +23,13 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Sequence
 
 from common import Workdir, console, open_bench_app, parser, report, timed
 
 from core import drain, queues
 from core.app import App
+from core.records import OutcomeKind
 from core.settings import Settings
 from protocols import marmot, mls
 from protocols.marmot import nip44, nostr, outer, simulate
@@ -62,7 +64,7 @@ def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
 
     def run() -> int:
         outcomes = drain.run_until_idle(app.runtime).outcomes
-        return outcomes.get("handled", 0)
+        return outcomes.get(OutcomeKind.HANDLED, 0)
 
     result = timed(run)
     app.close()
@@ -100,7 +102,9 @@ def engine_in_memory(sim: simulate.Simulation, *, with_snapshot: bool) -> tuple[
     def run() -> int:
         nonlocal state
         for event in events:
-            _, message = outer.open_content(state, event["content"])
+            opened = outer.open_content(state, event["content"])
+            assert opened is not None, "a retained key opens every message of the simulated stream"
+            _, message = opened
             state = mls.process_message(state, message).new_state
             if with_snapshot:
                 mls.snapshot(state)
@@ -162,7 +166,7 @@ def throughput(work: Workdir, args: argparse.Namespace) -> None:
 # --- history paging ---------------------------------------------------------------------------------
 
 
-def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
+def fill_history(app: App, count: int, seed: int = 7) -> list[Cursor]:
     """``count`` rumors straight into marmot_messages; returns about 1,000 of their cursors.
 
     Sampled cursors have at least a page of older rumors behind them.
@@ -207,7 +211,7 @@ def fill_history(app, count: int, seed: int = 7) -> list[Cursor]:
     return sample
 
 
-def page_latencies(app, cursors: list[Cursor | None], queries: int) -> list[float]:
+def page_latencies(app: App, cursors: Sequence[Cursor | None], queries: int) -> list[float]:
     store = GroupHistoryStore(app.db, GID)
     times = []
     for n in range(queries):

@@ -16,12 +16,14 @@ do not), so run one engine per invocation to read it per engine.
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import resource
 import shutil
 import sys
 import time
+from typing import Any
 
 from common import Workdir, console, open_bench_app, parser, report
 
@@ -29,8 +31,8 @@ from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.records import Event, Result
 from core.settings import Settings
-from jobs.rebuild import RebuildRequest, rebuild
-from jobs.rebuild.run import DEFAULT_PARTITION_EVENTS
+from jobs.rebuild import RebuildReport, RebuildRequest, rebuild
+from jobs.rebuild.run import DEFAULT_PARTITION_EVENTS, ENGINES, ReplayEngine
 from jobs.render import stage_progress
 from protocols import example
 
@@ -63,7 +65,19 @@ def fill(path: str, count: int) -> float:
     return rate
 
 
-def run_engine(path: str, engine: str, workdir: str, spark, partition_events: int) -> dict:
+def engines_option(value: str) -> list[ReplayEngine]:
+    """``--engines``: engine names separated by commas, run in that order (none: only fill)."""
+    known: dict[str, ReplayEngine] = {engine: engine for engine in ENGINES}
+    try:
+        return [known[name] for name in value.split(",") if name]
+    except KeyError as unknown:
+        raise argparse.ArgumentTypeError(f"unknown engine {unknown}; choose from {', '.join(ENGINES)}") from None
+
+
+def run_engine(
+    path: str, engine: ReplayEngine, workdir: str, spark: Any, partition_events: int
+) -> tuple[RebuildReport, float]:
+    """Rebuild with ``engine``, verified; returns its report and the seconds it took in all."""
     app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False), path=path)
     started = time.perf_counter()
     result = rebuild(
@@ -82,13 +96,13 @@ def run_engine(path: str, engine: str, workdir: str, spark, partition_events: in
     app.close()
     if not result.equal:
         raise SystemExit(f"{engine}: rebuilt tables differ from live ones: {result.verdicts}")
-    return {"report": result, "total": total}
+    return result, total
 
 
 def main() -> None:
     options = parser(__doc__, ("--events", 1_000_000, "events to fill the database with"))
     options.add_argument("--slow", action="store_true", help="10,000,000 events")
-    options.add_argument("--engines", default="local,spark")
+    options.add_argument("--engines", type=engines_option, default="local,spark")
     options.add_argument("--db", help="rebuild this already-filled database instead of filling a new one")
     options.add_argument(
         "--partition-events",
@@ -103,7 +117,7 @@ def main() -> None:
         fill_rate = fill(path, count) if not args.db else None
         rows = []
         spark = None
-        for engine in [name for name in args.engines.split(",") if name]:
+        for engine in args.engines:
             if engine == "spark" and spark is None:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
                 from jobs.rebuild.spark_session import make_session
@@ -115,8 +129,9 @@ def main() -> None:
             # also when --keep points at a directory an earlier run left behind.
             workdir = work.path / f"work-{engine}"
             shutil.rmtree(workdir, ignore_errors=True)
-            result = run_engine(path, engine, str(workdir), spark if engine == "spark" else None, args.partition_events)
-            rebuilt = result["report"]
+            rebuilt, total = run_engine(
+                path, engine, str(workdir), spark if engine == "spark" else None, args.partition_events
+            )
             replayed = max(rebuilt.events_replayed, 1)
             verify = rebuilt.seconds.get("verify", 0)
             per_stage = [
@@ -130,9 +145,9 @@ def main() -> None:
                     *per_stage,
                     f"{verify:.1f}",
                     f"{rebuilt.seconds.get('discard', 0):.1f}",
-                    f"{result['total']:.1f}",
-                    f"{replayed / result['total']:,.0f}",
-                    f"{replayed / (result['total'] - verify):,.0f}",
+                    f"{total:.1f}",
+                    f"{replayed / total:,.0f}",
+                    f"{replayed / (total - verify):,.0f}",
                     f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}",
                 )
             )
