@@ -429,7 +429,7 @@ def make_group_event(
     created_at: int,
     *,
     secret_key: bytes | None = None,
-    extra_tags: Iterable[list[str]] = (),
+    extra_tags: Iterable[list[str] | tuple[str, ...]] = (),
     aux_rand: bytes | None = None,
 ) -> tuple[dict, bytes]:
     """Build and sign a kind-445 group event; return ``(event, signing_secret_key)``.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import TypedDict
 
 from core import drain
 from core.clock import ManualClock
@@ -24,6 +25,19 @@ from tests.helpers import open_test_app, push
 # Windows wide enough that every simulated stream stays inside them: then, and only then,
 # the arrival order cannot matter (an epoch that left the window is gone for good).
 WIDE_WINDOWS = {"TESSERA_MARMOT_PAST_EPOCHS": "64", "TESSERA_MARMOT_SNAPSHOTS": "64"}
+
+
+class StreamSize(TypedDict, total=False):
+    """The integer knobs of a ``simulate.Config`` that a test scales its stream with."""
+
+    members: int
+    messages: int
+    commits: int
+    races: int
+    garbage: int
+    duplicates: int
+    deletions: int
+    seed: int
 
 
 def forget_memory() -> None:

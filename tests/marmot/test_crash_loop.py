@@ -7,12 +7,14 @@ import random
 import signal
 import time
 from pathlib import Path
+from typing import Unpack
 
 import attrs
 import pytest
 
 from protocols.marmot import simulate
 from tests.helpers import finish_worker, push, query_file
+from tests.marmot._orders import StreamSize
 from tests.marmot.worker import open_marmot, spawn
 
 pytestmark = pytest.mark.usefixtures("wide_windows")
@@ -22,7 +24,7 @@ STREAM = simulate.Config(
 )
 
 
-def stream(**overrides: int) -> simulate.Simulation:
+def stream(**overrides: Unpack[StreamSize]) -> simulate.Simulation:
     return simulate.simulate(attrs.evolve(STREAM, **overrides))
 
 

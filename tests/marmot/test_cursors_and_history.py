@@ -5,14 +5,17 @@ from __future__ import annotations
 import itertools
 import random
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.app import App
 from core.errors import InvalidInput
 from protocols.marmot import rumors
 from protocols.marmot.cursor import Cursor, best, compare, newer_than, older_sql
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.states import OuterState
 
 GID = "ab" * 32
 ids = st.binary(min_size=32, max_size=32).map(bytes.hex)
@@ -38,8 +41,6 @@ def test_sql_row_values_agree_with_compare(sql_conn, pairs):
 
 @pytest.fixture(scope="module")
 def sql_conn():
-    import apsw
-
     return apsw.Connection(":memory:")
 
 
@@ -84,9 +85,11 @@ def _fill(app, count: int, timestamps: int, seed: int = 1) -> list[dict]:
     return sorted(made, key=lambda r: (r["created_at"], r["id"]))
 
 
-def _walk(app, limit: int) -> list[str]:
+def _walk(app: App, limit: int) -> list[str]:
     """Page backwards from the newest page with each page's oldest row as the next cursor."""
-    history, seen, until = GroupHistoryStore(app.db, GID), [], None
+    history = GroupHistoryStore(app.db, GID)
+    seen: list[str] = []
+    until: Cursor | None = None
     while True:
         page = history.query_rumors(until, limit)
         assert [(r["created_at"], r["id"]) for r in page] == sorted((r["created_at"], r["id"]) for r in page)
@@ -128,10 +131,15 @@ def test_history_pages_use_the_index_without_sorting(store):
         assert not any("TEMP B-TREE" in p for p in plans), plans
 
 
-def _plans(app, until: Cursor | None) -> list[str]:
+def _plans(app: App, until: Cursor | None) -> list[str]:
     history = GroupHistoryStore(app.db, GID)
-    statements = []
-    app.db.conn.set_exec_trace(lambda cursor, sql, bindings: statements.append((sql, bindings)) or True)
+    statements: list[tuple[str, apsw.Bindings | None]] = []
+
+    def record(cursor: apsw.Cursor, sql: str, bindings: apsw.Bindings | None) -> bool:
+        statements.append((sql, bindings))
+        return True
+
+    app.db.conn.set_exec_trace(record)
     try:
         history.query_rumors(until, 50)
     finally:
@@ -151,21 +159,26 @@ def test_resume_cursor_only_moves_forward(store):
     greatest = None
     for cursor in outer:
         with store.db.write():
-            state = rng.choice(["Processed", "ProcessedCommit", "Failed"])
+            state = rng.choice([OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.FAILED])
             history.mark_outer_event_processed(cursor, state)
         if state != "Failed" and (greatest is None or compare(cursor, greatest) > 0):
             greatest = cursor
         assert history.get_resume_cursor() == greatest
+    assert greatest is not None
     with store.db.write():  # a rollback invalidating the newest event does not move it back
-        history.set_outer_states([greatest.id], "EpochInvalidated", ("Processed", "ProcessedCommit"))
+        history.set_outer_states(
+            [greatest.id], OuterState.EPOCH_INVALIDATED, (OuterState.PROCESSED, OuterState.PROCESSED_COMMIT)
+        )
     assert history.get_resume_cursor() == greatest
 
 
 def test_failed_events_with_forged_future_timestamps_do_not_move_the_cursor(store):
     history = GroupHistoryStore(store.db.conn, GID)
     with store.db.write():
-        history.mark_outer_event_processed(Cursor(10, "01" * 32), "Processed")
-        history.mark_outer_event_processed(Cursor(9_999_999_999, "02" * 32), "Failed", reason="retry_exhausted")
+        history.mark_outer_event_processed(Cursor(10, "01" * 32), OuterState.PROCESSED)
+        history.mark_outer_event_processed(
+            Cursor(9_999_999_999, "02" * 32), OuterState.FAILED, reason="retry_exhausted"
+        )
     assert history.get_resume_cursor() == Cursor(10, "01" * 32)
 
 
@@ -173,10 +186,12 @@ def test_outer_states_follow_only_the_allowed_transitions(store):
     history = GroupHistoryStore(store.db.conn, GID)
     cursor = Cursor(5, "03" * 32)
     with store.db.write():
-        history.mark_outer_event_processed(cursor, "Failed", reason="retry_exhausted", raw="{}")
-        history.mark_outer_event_processed(cursor, "Processed")  # Failed is terminal for ordinary writes
-        assert history.outer_record(cursor.id).state == "Failed"
-        history.set_outer_states([cursor.id], "Retryable", ("Failed",))
-        history.mark_outer_event_processed(cursor, "Processed", rumor_id="04" * 32)
+        history.mark_outer_event_processed(cursor, OuterState.FAILED, reason="retry_exhausted", raw="{}")
+        history.mark_outer_event_processed(cursor, OuterState.PROCESSED)  # Failed is terminal for ordinary writes
+        failed = history.outer_record(cursor.id)
+        assert failed is not None and failed.state == "Failed"
+        history.set_outer_states([cursor.id], OuterState.RETRYABLE, (OuterState.FAILED,))
+        history.mark_outer_event_processed(cursor, OuterState.PROCESSED, rumor_id="04" * 32)
     record = history.outer_record(cursor.id)
+    assert record is not None
     assert (record.state, record.reason, record.raw, record.rumor_id) == ("Processed", None, None, "04" * 32)

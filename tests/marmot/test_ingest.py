@@ -6,6 +6,7 @@ import functools
 import itertools
 import json
 from collections.abc import Callable
+from typing import Unpack
 
 import apsw
 import attrs
@@ -17,7 +18,7 @@ from protocols.marmot import ingest, observe, simulate
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.history import GroupHistoryStore
 from tests.marmot._net import T0, Net, event_id
-from tests.marmot._orders import assert_ground_truth
+from tests.marmot._orders import StreamSize, assert_ground_truth
 from tests.marmot._read import event_count, facts, history_ids
 from tests.marmot.conftest import deliver, settle
 
@@ -25,7 +26,7 @@ STREAM = simulate.Config(members=4, messages=80, commits=6, races=2, garbage=8, 
 
 
 @functools.cache
-def stream(**overrides: int) -> simulate.Simulation:
+def stream(**overrides: Unpack[StreamSize]) -> simulate.Simulation:
     return simulate.simulate(attrs.evolve(STREAM, **overrides))
 
 
@@ -152,10 +153,12 @@ def test_watermark_advances_through_commit_and_proposal_only_events(marmot_app):
     app.runtime.run_command("marmot.join", net.join_params)
     history = GroupHistoryStore(app.db, net.gid)
     lines = [net.commit(0, T0 + 1), net.propose(1, T0 + 2, self_remove=True), net.commit(2, T0 + 3)]
-    seen = []
+    seen: list[Cursor] = []
     for line in lines:
         deliver(app, line)
-        seen.append(history.get_resume_cursor())
+        cursor = history.get_resume_cursor()
+        assert cursor is not None
+        seen.append(cursor)
     assert [c.id for c in seen] == [event_id(line) for line in lines]
     assert all(compare(a, b) < 0 for a, b in itertools.pairwise(seen))
     assert not history_ids(app, net.gid)
@@ -237,6 +240,7 @@ def test_backfill_skips_what_the_resume_cursor_covers(marmot_app):
     first = [line for line in sim.lines if json.loads(line)["created_at"] <= cut]
     app.runtime.run_command("marmot.backfill", {"group": gid, "events": first})
     cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
+    assert cursor is not None
     assert ingest.relay_filter(gid, cursor) == {"kinds": [445], "#h": [gid], "since": cursor.created_at}
     assert ingest.relay_filter(gid, None) == {"kinds": [445], "#h": [gid]}
     before = event_count(app)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from core import publish
+from core.records import OutcomeKind
 from jobs.tick import TickDaemon
 from protocols import mls
 from protocols.marmot import facts as F
@@ -58,7 +59,7 @@ def test_own_message_is_created_then_processed_when_the_relay_echoes_it(app, net
     assert app.db.one("SELECT transport, status FROM outgoing") == ("loopback", "pending")
     # The tick publishes through loopback; the echo comes back through incoming.
     report = TickDaemon(app, mode="until_idle").run()
-    assert report.outcomes.get("handled") == 1
+    assert report.outcomes.get(OutcomeKind.HANDLED) == 1
     assert message_state(app, net.gid, rumor["id"]) == "Processed"
     assert (
         app.db.value("SELECT state FROM marmot_processed WHERE outer_id = ?", (bytes.fromhex(outer_id),)) == "Processed"
@@ -66,12 +67,15 @@ def test_own_message_is_created_then_processed_when_the_relay_echoes_it(app, net
     # Other members can read what we sent; the rumor's author is our credential.
     sent = app.db.value("SELECT payload FROM outgoing")
     received = mls.process_message(net.states[1], _mls_bytes(net, sent))
+    assert isinstance(received, mls.ApplicationReceived)
     assert json.loads(received.plaintext) == rumor and received.sender_credential == net.observer.credential
 
 
 def _mls_bytes(net: Net, line: bytes) -> bytes:
     content = json.loads(line)["content"]
-    return outer.open_content(net.states[1], content)[1]
+    opened = outer.open_content(net.states[1], content)
+    assert opened is not None, "no retained epoch key opens the content"
+    return opened[1]
 
 
 def test_own_message_never_fails_even_when_its_echo_comes_back_late_and_twice(app, net):
@@ -383,6 +387,7 @@ def test_self_remove_is_committed_at_once_when_we_are_an_admin(marmot_app):
     row = group_row(app, net.gid)
     assert (row["epoch"], row["members"]) == (epoch + 1, 3)
     applied = mls.process_message(net.states[0], _mls_bytes(net, commit_line))
+    assert isinstance(applied, mls.CommitApplied)
     assert applied.removed == (net.cred(2),)
 
 

@@ -155,7 +155,7 @@ def test_transport_escaping_does_not_change_the_id():
 
 # --- shape ------------------------------------------------------------------------
 
-_WRONG_VALUES = {
+_WRONG_VALUES: dict[str, list[object]] = {
     "id": [None, 1, "A" * 64, "a" * 63, "a" * 65, "g" * 64, "a" * 63 + "\n", ["a" * 64]],
     "pubkey": [None, 1, "F" * 64, "f" * 62, "0x" + "f" * 62, " " + "f" * 63],
     "sig": [None, "a" * 64, "a" * 127, "a" * 129, "A" * 128, 0],
@@ -226,7 +226,7 @@ def test_malformed_raw_is_shape_error(raw):
 
 def test_not_an_event_type():
     with pytest.raises(InvalidEvent):
-        nostr.parse_event(42)
+        nostr.parse_event(42)  # type: ignore[arg-type]
 
 
 def test_oversized_event():
@@ -498,7 +498,7 @@ def test_make_group_event_accepts_generator_and_rejects_string_tags():
     event, _ = nostr.make_group_event("c", GID, 1, extra_tags=(t for t in [("t", "x")]))
     assert event["tags"] == [["h", GID], ["t", "x"]]
     with pytest.raises(InvalidEvent) as info:
-        nostr.make_group_event("c", GID, 1, extra_tags=["tx"])
+        nostr.make_group_event("c", GID, 1, extra_tags=["tx"])  # type: ignore[list-item]
     assert info.value.reason == "shape"
 
 

@@ -6,7 +6,7 @@ import functools
 
 from core import hookimpl
 from core.state import ProtocolState
-from projectors.testkit import Blob, ProjectorContract, Run
+from projectors.testkit import Blob, Item, ProjectorContract, Run
 from protocols import marmot
 from protocols.marmot import group, simulate
 from tests.marmot._net import T0, Net
@@ -26,9 +26,9 @@ class TestMarmotProjectorContract(ProjectorContract):
     plugins = (marmot,)
     protocols = ("marmot",)
 
-    def items(self):
+    def items(self) -> list[Item]:
         first, second = _stream(21), _stream(22)
-        items = [Run("marmot.join", first.join_params), Run("marmot.join", second.join_params)]
+        items: list[Item] = [Run("marmot.join", first.join_params), Run("marmot.join", second.join_params)]
         for a, b in zip(first.lines, second.lines, strict=False):
             items += [Blob("marmot", a), Blob("marmot", b)]
         items += [Blob("marmot", line) for line in first.lines[len(second.lines) :] + second.lines[len(first.lines) :]]
@@ -65,6 +65,7 @@ def test_a_failing_history_projector_still_advances_group_state(make_app):
     deliver(app, after)
     # Authoritative state moved on: the engine state and the processing record.
     loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
+    assert loaded is not None
     assert loaded.state.epoch == epoch + 1 == group_row(app, net.gid)["epoch"]
     assert app.db.value("SELECT count(*) FROM marmot_processed WHERE state IN ('Processed', 'ProcessedCommit')") == 3
     # The history failures are recorded and announced; nothing was parked or retried.
@@ -80,6 +81,7 @@ def test_a_failing_history_projector_still_advances_group_state(make_app):
     kit = ProjectorKit([marmot], ["marmot"])
     rebuilt = kit.replay(app)
     rows = rebuilt.execute("SELECT rumor_id FROM marmot_messages ORDER BY created_at").fetchall()
-    assert [r[0].hex() for r in rows][-1] == rumor["id"] and len(rows) == 2
+    newest_id = rows[-1][0]
+    assert isinstance(newest_id, bytes) and newest_id.hex() == rumor["id"] and len(rows) == 2
     settle(app)
     assert history_ids(app, net.gid) == []  # the live table stays empty until `tessera rebuild`

@@ -110,6 +110,7 @@ def test_state_on_disk_is_never_plaintext(app, net):
         deliver(app, net.send(n % 3, f"message {n}", T0 + n)[0])
     deliver(app, net.commit(0, T0 + 10))
     loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
+    assert loaded is not None
     secrets = [
         loaded.snapshot_bytes[:64],
         loaded.state.own_signing_private,
@@ -130,6 +131,7 @@ def test_state_on_disk_is_never_plaintext(app, net):
 def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):
     values = SealedValues(ProtocolState(app.db, "marmot"))
     sealed = values.raw(f"state/{net.gid}")
+    assert sealed is not None
     with pytest.raises(StateKeyWrong):
         keys.open_sealed(values.key, f"state/{'00' * 32}", sealed)
 
@@ -138,6 +140,7 @@ def test_group_state_store_get_set_list_remove(app, net):
     store = GroupStateStore(ProtocolState(app.db, "marmot"))
     assert store.list() == [net.gid]
     current = store.get(net.gid)
+    assert current is not None
     assert mls.restore(current).group_id.hex() == net.gid
     with app.db.write():
         store.set("cd" * 32, b"opaque state bytes", app.clock.now_ms())
