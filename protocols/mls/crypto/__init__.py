@@ -2,9 +2,10 @@
 
 - :mod:`.suites`: :class:`CipherSuite` (hash, MAC, HKDF, AEAD, signatures,
   HPKE keys) and the registry :func:`suite`.
-- :mod:`.kem`, :mod:`.kdf`, :mod:`.aead` and :mod:`.signature` hold the
-  primitives, all from ``cryptography`` except Ed25519, which uses libsodium
-  for speed.
+- :mod:`.hpke`: RFC 9180 base-mode single-shot HPKE with an injectable
+  ephemeral key; :mod:`.kem`, :mod:`.kdf`, :mod:`.aead` and
+  :mod:`.signature` hold the primitives, all from ``cryptography`` except
+  Ed25519, which uses libsodium for speed.
 
 Every random byte comes from an injectable ``Rng`` (:mod:`.keys`).  Secrets
 never appear in a repr or an error message.

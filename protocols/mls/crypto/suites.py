@@ -14,6 +14,7 @@ import attrs
 
 from .aead import AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, Aead
 from .errors import UnsupportedCipherSuite
+from .hpke import Hpke
 from .kdf import HKDF_SHA256, HKDF_SHA384, HKDF_SHA512, Kdf
 from .kem import DHKEM_P256, DHKEM_P384, DHKEM_P521, DHKEM_X448, DHKEM_X25519, DhKem
 from .keys import KeyPair, Rng
@@ -31,6 +32,7 @@ class CipherSuite:
         aead: the AEAD for application and handshake messages (and HPKE).
         signature: the signature scheme of credentials, leaves and messages.
         kem: the HPKE KEM of tree and init keys.
+        hpke: the HPKE suite (``kem``, ``kdf``, ``aead``), derived from the others.
     """
 
     id: int
@@ -39,6 +41,11 @@ class CipherSuite:
     aead: Aead = attrs.field(repr=False)
     signature: SignatureScheme = attrs.field(repr=False)
     kem: DhKem = attrs.field(repr=False)
+    hpke: Hpke = attrs.field(init=False, repr=False)
+
+    @hpke.default
+    def _hpke(self) -> Hpke:
+        return Hpke(self.kem, self.kdf, self.aead)
 
     # --- sizes ---------------------------------------------------------------
 

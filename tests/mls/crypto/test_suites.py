@@ -28,6 +28,7 @@ def test_each_suite_has_the_rfcs_parameters(suite_id: int) -> None:
     cs = suite(suite_id)
     assert cs is SUITES[suite_id]
     assert (cs.name, cs.nh, cs.nk, cs.nn, cs.kem.nsk, cs.kem.npk, cs.signature.name) == EXPECTED[suite_id]
+    assert cs.hpke.kem is cs.kem and cs.hpke.kdf is cs.kdf and cs.hpke.aead is cs.aead
     assert len(cs.hash(b"")) == cs.nh
 
 
