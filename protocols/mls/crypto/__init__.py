@@ -2,6 +2,8 @@
 
 - :mod:`.suites`: :class:`CipherSuite` (hash, MAC, HKDF, AEAD, signatures,
   HPKE keys) and the registry :func:`suite`.
+- :mod:`.labels`: ExpandWithLabel, DeriveSecret, DeriveTreeSecret, RefHash,
+  SignWithLabel/VerifyWithLabel, EncryptWithLabel/DecryptWithLabel.
 - :mod:`.hpke`: RFC 9180 base-mode single-shot HPKE with an injectable
   ephemeral key; :mod:`.kem`, :mod:`.kdf`, :mod:`.aead` and
   :mod:`.signature` hold the primitives, all from ``cryptography`` except
