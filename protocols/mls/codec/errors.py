@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import InvalidArgument, InvalidMessage
 
 
-class _FieldPathError(Exception):
+class _FieldPathError:
     """Mixin: a reason, an optional byte offset and a path built from the inside out."""
 
     reason: str

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import struct
 from enum import IntEnum
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from .base import Codec, Scope
 from .errors import DecodeError, EncodeError
 from .varint import read_varint, write_varint
 
 E = TypeVar("E", bound=IntEnum)
+T = TypeVar("T")
 
 _FORMATS = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
@@ -75,50 +76,52 @@ class Uint16Enum(IntEnum):
 _ENUM_WIDTHS: dict[type, UInt] = {Uint8Enum: U8, Uint16Enum: U16}
 
 
-class ClosedEnum(Codec[E], Generic[E]):
+class EnumCodec(Codec[T]):
+    """Shared by closed and open enums: the enum, its integer codec and its members by value."""
+
+    __slots__ = ("enum", "int_codec", "members")
+
+    def __init__(self, enum: type[E]) -> None:
+        self.enum = enum
+        self.int_codec = width_of(enum)
+        self.members: dict[int, IntEnum] = {int(member): member for member in enum}
+
+
+class ClosedEnum(EnumCodec[E], Generic[E]):
     """An enum whose undefined values (including ``reserved(0)``) are refused.
 
     RFC 8446 §3.5: an enumerated field can only assume the values declared in
     its definition.
     """
 
-    __slots__ = ("enum", "int_codec")
-
-    def __init__(self, enum: type[E]) -> None:
-        self.enum = enum
-        self.int_codec = width_of(enum)
+    __slots__ = ()
 
     def read(self, data: bytes, pos: int, end: int, scope: Scope) -> tuple[E, int]:
         raw, after = self.int_codec.read(data, pos, end, scope)
-        member = self.enum._value2member_map_.get(raw)
+        member = self.members.get(raw)
         if member is None:
             raise DecodeError(f"{raw} is not a defined {self.enum.__name__}", pos)
-        return member, after  # type: ignore[return-value]  # _value2member_map_ is typed Enum
+        return cast(E, member), after
 
     def write(self, out: bytearray, value: E, scope: Scope) -> None:
         raw = check_int(value, self.int_codec.limit, self.enum.__name__)
-        if raw not in self.enum._value2member_map_:
+        if raw not in self.members:
             raise EncodeError(f"{raw} is not a defined {self.enum.__name__}")
         self.int_codec.write(out, raw, scope)
 
 
-class OpenEnum(Codec[int]):
+class OpenEnum(EnumCodec[int]):
     """A ``uint16`` registry field where unknown code points are legal (GREASE, newer extensions).
 
     Known values decode to the enum member, others stay plain ints; both
     re-encode to the same two bytes.
     """
 
-    __slots__ = ("enum", "int_codec")
-
-    def __init__(self, enum: type[IntEnum]) -> None:
-        self.enum = enum
-        self.int_codec = width_of(enum)
+    __slots__ = ()
 
     def read(self, data: bytes, pos: int, end: int, scope: Scope) -> tuple[int, int]:
         raw, after = self.int_codec.read(data, pos, end, scope)
-        member = self.enum._value2member_map_.get(raw)
-        return (raw if member is None else member), after  # type: ignore[return-value]
+        return self.members.get(raw, raw), after
 
     def write(self, out: bytearray, value: int, scope: Scope) -> None:
         self.int_codec.write(out, value, scope)

@@ -76,7 +76,10 @@ def _class_codec(cls: type) -> Codec[Any]:
         if codec is None:
             codec = _ENUM_CODECS[cls] = ClosedEnum(cls)
         return codec
-    raise TypeError(f"no wire codec for {cls.__name__}: declare it as an attrs class, a variant or an enum")
+    raise TypeError(
+        f"no wire codec for {cls.__name__}: annotate the field (Uint16, Opaque, Annotated[{cls.__name__}, codec])"
+        " or use an attrs class, a variant or a Uint8Enum/Uint16Enum"
+    )
 
 
 class StructCodec(Codec[T]):
@@ -176,7 +179,8 @@ class Bound(Codec[T]):
         self.inner = inner
         self.bindings = bindings
 
-    def _params(self, scope: Scope, error: type[DecodeError] | type[EncodeError]) -> dict[str, object]:
+    def params(self, scope: Scope, error: type[DecodeError] | type[EncodeError]) -> dict[str, object]:
+        """The parameters handed to the struct, resolved in the enclosing ``scope``."""
         params = {}
         for name, path in self.bindings.items():
             value = resolve(scope, path)
@@ -186,7 +190,7 @@ class Bound(Codec[T]):
         return params
 
     def read(self, data: bytes, pos: int, end: int, scope: Scope) -> tuple[T, int]:
-        return self.inner.read_top(data, pos, end, self._params(scope, DecodeError))
+        return self.inner.read_top(data, pos, end, self.params(scope, DecodeError))
 
     def write(self, out: bytearray, value: T, scope: Scope) -> None:
-        self.inner.write_top(out, value, self._params(scope, EncodeError))
+        self.inner.write_top(out, value, self.params(scope, EncodeError))

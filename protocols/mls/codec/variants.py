@@ -68,10 +68,11 @@ class Switch(Codec[Any]):
             codec = self._case_codecs[tag] = codec_of(self.cases[tag])
         return codec
 
-    def _unknown_codec(self) -> tuple[StructCodec[Any], str]:
-        assert self.unknown is not None
+    def unknown_codec(self) -> tuple[StructCodec[Any], str]:
+        """The struct codec of the unknown-tag carrier, and the name of its tag field."""
         codec = codec_of(self.unknown)
-        assert isinstance(codec, StructCodec)
+        if not isinstance(codec, StructCodec):
+            raise TypeError(f"{self.name} has no unknown-tag carrier")
         return codec, codec.fields()[0][0]
 
     def tag_of(self, value: object) -> int:
@@ -80,7 +81,7 @@ class Switch(Codec[Any]):
         if tag is not None:
             return tag
         if self.unknown is not None and isinstance(value, self.unknown):
-            _, tag_field = self._unknown_codec()
+            _, tag_field = self.unknown_codec()
             tag = check_int(getattr(value, tag_field), self.int_codec.limit, f"{self.name} tag")
             if tag in self.cases or tag in RESERVED_TAGS:
                 known = "reserved" if tag in RESERVED_TAGS else f"the tag of {self.cases[tag].__name__}"
@@ -99,7 +100,7 @@ class Switch(Codec[Any]):
         if self.unknown is None or tag in RESERVED_TAGS:
             kind = "reserved" if tag in RESERVED_TAGS else "unknown"
             raise DecodeError(f"{kind} {self.enum.__name__} {tag}", pos)
-        codec, tag_field = self._unknown_codec()
+        codec, tag_field = self.unknown_codec()
         return codec.read_fields(data, after, end, NO_PARAMS, {tag_field: tag})
 
     def write(self, out: bytearray, value: Any, scope: Scope) -> None:
@@ -108,7 +109,7 @@ class Switch(Codec[Any]):
         if tag in self.cases:
             self._case_codec(tag).write(out, value, scope)
         else:
-            codec, tag_field = self._unknown_codec()
+            codec, tag_field = self.unknown_codec()
             codec.write_fields(out, value, NO_PARAMS, skip=frozenset({tag_field}))
 
 

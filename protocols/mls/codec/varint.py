@@ -33,6 +33,10 @@ def write_varint(out: bytearray, n: int) -> None:
         raise EncodeError(f"length {n} exceeds the largest MLS variable-length integer, 2^30 - 1")
 
 
+#: Per prefix (0b01, 0b10): the encoding's size, its reader, the value mask and the smallest value that needs it.
+_LONG_FORMS = {1: (2, _U16, 0x3FFF, 0x40), 2: (4, _U32, 0x3FFFFFFF, 0x4000)}
+
+
 def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """Read a varint at ``pos``; returns ``(value, offset after it)``."""
     if pos >= end:
@@ -41,18 +45,12 @@ def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     prefix = first >> 6
     if prefix == 0:
         return first, pos + 1
-    if prefix == 1:
-        if pos + 2 > end:
-            raise DecodeError(f"truncated: 2-byte variable-length integer with {end - pos} byte(s) left", pos)
-        value = _U16.unpack_from(data, pos)[0] & 0x3FFF
-        if value < 0x40:
-            raise DecodeError(f"non-minimal variable-length integer: {value} encoded in 2 bytes", pos)
-        return value, pos + 2
-    if prefix == 2:
-        if pos + 4 > end:
-            raise DecodeError(f"truncated: 4-byte variable-length integer with {end - pos} byte(s) left", pos)
-        value = _U32.unpack_from(data, pos)[0] & 0x3FFFFFFF
-        if value < 0x4000:
-            raise DecodeError(f"non-minimal variable-length integer: {value} encoded in 4 bytes", pos)
-        return value, pos + 4
-    raise DecodeError("variable-length integer with prefix 0b11: MLS lengths stop at 2^30 - 1", pos)
+    if prefix == 3:
+        raise DecodeError("variable-length integer with prefix 0b11: MLS lengths stop at 2^30 - 1", pos)
+    size, form, mask, smallest = _LONG_FORMS[prefix]
+    if pos + size > end:
+        raise DecodeError(f"truncated: {size}-byte variable-length integer with {end - pos} byte(s) left", pos)
+    value = form.unpack_from(data, pos)[0] & mask
+    if value < smallest:
+        raise DecodeError(f"non-minimal variable-length integer: {value} encoded in {size} bytes", pos)
+    return value, pos + size

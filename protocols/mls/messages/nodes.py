@@ -128,6 +128,12 @@ class LeafNode(LeafNodePayload, Node):
     signature: Opaque
 
 
+def _for_update_or_commit(form: object) -> Select:
+    """Present in a leaf from an update or a commit, absent (``None``) in a key package's leaf."""
+    cases: dict[int, object] = {LeafNodeSource.UPDATE: form, LeafNodeSource.COMMIT: form}
+    return Select("leaf_node_source", cases, empty=[LeafNodeSource.KEY_PACKAGE])
+
+
 @frozen
 class LeafNodeTBS(LeafNodePayload):
     """What a LeafNode's signature covers (RFC 9420 §7.2).
@@ -137,22 +143,8 @@ class LeafNodeTBS(LeafNodePayload):
     for a key package's leaf.
     """
 
-    group_id: Annotated[
-        bytes | None,
-        Select(
-            "leaf_node_source",
-            {LeafNodeSource.UPDATE: Opaque, LeafNodeSource.COMMIT: Opaque},
-            empty=[LeafNodeSource.KEY_PACKAGE],
-        ),
-    ]
-    leaf_index: Annotated[
-        int | None,
-        Select(
-            "leaf_node_source",
-            {LeafNodeSource.UPDATE: Uint32, LeafNodeSource.COMMIT: Uint32},
-            empty=[LeafNodeSource.KEY_PACKAGE],
-        ),
-    ]
+    group_id: Annotated[bytes | None, _for_update_or_commit(Opaque)]
+    leaf_index: Annotated[int | None, _for_update_or_commit(Uint32)]
 
 
 @case(NodeType.PARENT)

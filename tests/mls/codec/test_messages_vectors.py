@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from protocols.mls import messages as m
 from protocols.mls.codec import decode, encode
 
-from .._vectors import h, load
-
-ENTRIES = load("messages", suite_only=False)
-
-#: Each field of an entry, the structure it holds, and for MLSMessages the wire format.
-FIELDS: dict[str, tuple[type, m.WireFormat | None]] = {
-    "mls_welcome": (m.MLSMessage, m.WireFormat.MLS_WELCOME),
-    "mls_group_info": (m.MLSMessage, m.WireFormat.MLS_GROUP_INFO),
-    "mls_key_package": (m.MLSMessage, m.WireFormat.MLS_KEY_PACKAGE),
-    "ratchet_tree": (m.RatchetTree, None),
-    "group_secrets": (m.GroupSecrets, None),
-    "add_proposal": (m.Add, None),
-    "update_proposal": (m.Update, None),
-    "remove_proposal": (m.Remove, None),
-    "pre_shared_key_proposal": (m.PreSharedKey, None),
-    "re_init_proposal": (m.ReInit, None),
-    "external_init_proposal": (m.ExternalInit, None),
-    "group_context_extensions_proposal": (m.GroupContextExtensions, None),
-    "commit": (m.Commit, None),
-    "public_message_application": (m.MLSMessage, m.WireFormat.MLS_PUBLIC_MESSAGE),
-    "public_message_proposal": (m.MLSMessage, m.WireFormat.MLS_PUBLIC_MESSAGE),
-    "public_message_commit": (m.MLSMessage, m.WireFormat.MLS_PUBLIC_MESSAGE),
-    "private_message": (m.MLSMessage, m.WireFormat.MLS_PRIVATE_MESSAGE),
-}
+from .._vectors import h
+from ._samples import ENTRIES, FIELDS
 
 #: Length of the external HPKE public key per cipher suite: X25519 32 bytes, uncompressed P-256 65.
 EXTERNAL_PUB_LENGTH = {1: 32, 2: 65, 3: 32}
 
 
-def decoded(entry: dict, field: str):
+def decoded(entry: dict, field: str) -> Any:
     return decode(FIELDS[field][0], h(entry[field]))
 
 
@@ -50,14 +30,19 @@ def test_field_round_trips_in_every_entry(field):
     cls, wire_format = FIELDS[field]
     for index, entry in enumerate(ENTRIES):
         data = h(entry[field])
-        value = decode(cls, data)
+        value: Any = decode(cls, data)
         assert encode(value) == data, (index, field)
         if wire_format is not None:
             assert value.wire_format == wire_format, (index, field)
 
 
-@pytest.mark.parametrize("entry", ENTRIES[:30], ids=lambda entry: entry["remove_proposal"])
-def test_decoded_values_make_sense(entry):
+def test_decoded_values_make_sense_in_every_entry():
+    """A decoder returning garbage that happens to re-encode would fail these."""
+    for entry in ENTRIES:
+        check_decoded_values(entry)
+
+
+def check_decoded_values(entry: dict) -> None:
     key_package = decoded(entry, "mls_key_package").message
     welcome = decoded(entry, "mls_welcome").message
     group_info = decoded(entry, "mls_group_info").message
