@@ -10,6 +10,7 @@ are refused with a :class:`DecodeError` naming the field path.
 
 from __future__ import annotations
 
+from .aliases import Opaque, Padding, Uint8, Uint16, Uint32, Uint64
 from .api import decode, encode
 from .base import Codec
 from .containers import Optional, Vector
@@ -30,7 +31,6 @@ from .primitives import (
     ZeroPadding,
 )
 from .structs import Bind, Bound, StructCodec, codec_of
-from .types import Opaque, Padding, Uint8, Uint16, Uint32, Uint64
 from .variants import Select, Switch, case, tag_of, unknown_case, variant
 from .varint import VARINT_MAX, read_varint, write_varint
 
