@@ -1,0 +1,1 @@
+"""The RFC 9420 ratchet tree: array-tree index math (:mod:`.math`)."""
