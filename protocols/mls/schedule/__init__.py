@@ -1,29 +1,57 @@
-"""RFC 9420 epoch secrets: the secret tree and its hash ratchets (section 9).
+"""RFC 9420 epoch secrets: key schedule, PSKs and the secret tree (sections 8 and 9).
 
 - :mod:`.secret_tree`: :class:`SecretTree`, per-leaf handshake and
   application ratchets grown lazily from the epoch's encryption secret.
 - :mod:`.ratchet`: :class:`HashRatchet`, generation-indexed keys and nonces
   with a bounded out-of-order :class:`RatchetWindow`.
 - :mod:`.sender_data`: the sender-data key and nonce of a PrivateMessage.
+- :mod:`.psk`: ``psk_secret`` from a list of pre-shared keys.
+- :mod:`.key_schedule`: joiner, welcome and epoch secrets, MLS-Exporter and
+  the external key pair.
 
 Every value is immutable and returns its successor; consumed keys and used
 secrets are absent from the successor.  No repr or error shows a secret.
 """
 
-from .errors import GenerationExpired, GenerationReused, GenerationTooFarAhead, UnknownLeaf
+from .errors import GenerationExpired, GenerationReused, GenerationTooFarAhead, InvalidPsk, UnknownLeaf
+from .key_schedule import (
+    EpochSecrets,
+    NewEpoch,
+    encode_group_context,
+    epoch_secrets,
+    joiner_secret,
+    mls_exporter,
+    next_epoch,
+    welcome_key_nonce,
+    welcome_secret,
+    zero_secret,
+)
+from .psk import psk_secret
 from .ratchet import HashRatchet, RatchetKey, RatchetKind, RatchetWindow
 from .secret_tree import SecretTree
 from .sender_data import sender_data_key_nonce
 
 __all__ = [
+    "EpochSecrets",
     "GenerationExpired",
     "GenerationReused",
     "GenerationTooFarAhead",
     "HashRatchet",
+    "InvalidPsk",
+    "NewEpoch",
     "RatchetKey",
     "RatchetKind",
     "RatchetWindow",
     "SecretTree",
     "UnknownLeaf",
+    "encode_group_context",
+    "epoch_secrets",
+    "joiner_secret",
+    "mls_exporter",
+    "next_epoch",
+    "psk_secret",
     "sender_data_key_nonce",
+    "welcome_key_nonce",
+    "welcome_secret",
+    "zero_secret",
 ]
