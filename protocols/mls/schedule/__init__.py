@@ -8,12 +8,14 @@
 - :mod:`.psk`: ``psk_secret`` from a list of pre-shared keys.
 - :mod:`.key_schedule`: joiner, welcome and epoch secrets, MLS-Exporter and
   the external key pair.
+- :mod:`.transcript`: confirmed and interim transcript hashes and the
+  confirmation tag.
 
 Every value is immutable and returns its successor; consumed keys and used
 secrets are absent from the successor.  No repr or error shows a secret.
 """
 
-from .errors import GenerationExpired, GenerationReused, GenerationTooFarAhead, InvalidPsk, UnknownLeaf
+from .errors import GenerationExpired, GenerationReused, GenerationTooFarAhead, InvalidPsk, NotACommit, UnknownLeaf
 from .key_schedule import (
     EpochSecrets,
     NewEpoch,
@@ -30,6 +32,13 @@ from .psk import psk_secret
 from .ratchet import HashRatchet, RatchetKey, RatchetKind, RatchetWindow
 from .secret_tree import SecretTree
 from .sender_data import sender_data_key_nonce
+from .transcript import (
+    confirmation_tag,
+    confirmed_input,
+    confirmed_transcript_hash,
+    interim_transcript_hash,
+    verify_confirmation_tag,
+)
 
 __all__ = [
     "EpochSecrets",
@@ -39,18 +48,24 @@ __all__ = [
     "HashRatchet",
     "InvalidPsk",
     "NewEpoch",
+    "NotACommit",
     "RatchetKey",
     "RatchetKind",
     "RatchetWindow",
     "SecretTree",
     "UnknownLeaf",
+    "confirmation_tag",
+    "confirmed_input",
+    "confirmed_transcript_hash",
     "encode_group_context",
     "epoch_secrets",
+    "interim_transcript_hash",
     "joiner_secret",
     "mls_exporter",
     "next_epoch",
     "psk_secret",
     "sender_data_key_nonce",
+    "verify_confirmation_tag",
     "welcome_key_nonce",
     "welcome_secret",
     "zero_secret",
