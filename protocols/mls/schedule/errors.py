@@ -23,41 +23,48 @@ class UnknownLeaf(InvalidArgument):
         super().__init__(f"leaf {leaf} is outside a secret tree of {n_leaves} leaves")
 
 
-class GenerationReused(KeyAlreadyUsed):
+class _AboutGeneration:
+    """Keeps the ratchet and generation a refusal is about: ``leaf``, ``kind`` and ``generation``."""
+
+    leaf: int
+    kind: str
+    generation: int
+
+    def _about(self, leaf: int, kind: str, generation: int) -> str:
+        self.leaf, self.kind, self.generation = leaf, kind, generation
+        return f"the {kind} key of generation {generation} of leaf {leaf}"
+
+
+class GenerationReused(_AboutGeneration, KeyAlreadyUsed):
     """The key of this generation was already handed out and deleted (a replay, or our own message)."""
 
     def __init__(self, leaf: int, kind: str, generation: int) -> None:
-        self.leaf = leaf
-        self.generation = generation
-        super().__init__(f"the {kind} key of generation {generation} of leaf {leaf} was already used")
+        super().__init__(f"{self._about(leaf, kind, generation)} was already used")
 
 
-class GenerationExpired(KeyAlreadyUsed):
-    """The generation lies behind the out-of-order window, so its key was deleted unused."""
+class GenerationExpired(_AboutGeneration, KeyAlreadyUsed):
+    """The generation lies behind the out-of-order window, so its key was deleted unused.
+
+    ``oldest_kept`` is the oldest generation whose key the window still keeps.
+    """
 
     def __init__(self, leaf: int, kind: str, generation: int, oldest_kept: int) -> None:
-        self.leaf = leaf
-        self.generation = generation
         self.oldest_kept = oldest_kept
-        super().__init__(
-            f"the {kind} key of generation {generation} of leaf {leaf} is gone: "
-            f"keys older than generation {oldest_kept} are not kept"
-        )
+        about = self._about(leaf, kind, generation)
+        super().__init__(f"{about} is gone: keys older than generation {oldest_kept} are not kept")
 
 
-class GenerationTooFarAhead(MlsError):
+class GenerationTooFarAhead(_AboutGeneration, MlsError):
     """The generation is further ahead of the ratchet than the window lets a receiver step.
 
     The message may be genuine; refusing it bounds the work one message can cause.
+    ``next_generation`` is where the ratchet stands.
     """
 
     def __init__(self, leaf: int, kind: str, generation: int, next_generation: int, limit: int) -> None:
-        self.leaf = leaf
-        self.generation = generation
-        super().__init__(
-            f"the {kind} ratchet of leaf {leaf} is at generation {next_generation}; "
-            f"generation {generation} is more than {limit} ahead"
-        )
+        self.next_generation = next_generation
+        about = self._about(leaf, kind, generation)
+        super().__init__(f"{about} is more than {limit} past generation {next_generation}, where the ratchet stands")
 
 
 class NotACommit(InvalidMessage):

@@ -8,27 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from protocols.mls.codec import encode
 from protocols.mls.crypto import suite
 from protocols.mls.messages import GroupContext, ProtocolVersion
-from protocols.mls.schedule import epoch_secrets, next_epoch, welcome_secret
+from protocols.mls.schedule import EpochSecrets, epoch_secrets, next_epoch, welcome_secret
 from tests.mls.crypto._vectors import h, mls
 
 VECTORS = mls("key-schedule")
 CASES = pytest.mark.parametrize("vector", VECTORS, ids=[f"suite-{v['cipher_suite']}" for v in VECTORS])
-EPOCH_FIELDS = (
-    "sender_data_secret",
-    "encryption_secret",
-    "exporter_secret",
-    "epoch_authenticator",
-    "external_secret",
-    "confirmation_key",
-    "membership_key",
-    "resumption_psk",
-    "init_secret",
-)
+#: Every EpochSecrets attribute is named like the vector field that holds its value.
+EPOCH_FIELDS = [field.name for field in attrs.fields(EpochSecrets) if field.name != "suite"]
 
 
 def _context(vector: dict[str, Any], epoch_index: int) -> GroupContext:
@@ -81,3 +73,4 @@ def test_a_joiner_gets_the_same_epoch_from_the_joiner_secret(vector: dict[str, A
 def test_the_vectors_cover_every_suite_with_five_epochs() -> None:
     assert sorted(v["cipher_suite"] for v in VECTORS) == list(range(1, 8))
     assert all(len(v["epochs"]) == 5 for v in VECTORS)
+    assert len(EPOCH_FIELDS) == 9
