@@ -8,6 +8,22 @@
 // message (key package, welcome, group info, commit, application message)
 // travels as an encoded MLSMessage.  Groups and key packages stay in memory,
 // named by the handles the operations return.
+//
+// Operations, arguments -> result fields ([optional]):
+//   create_key_package   identity, suite [, native_signature_key] -> handle, key_package, init_private_key
+//   create_group         identity, group_id, suite -> handle
+//   add_members          handle, key_packages [, public] -> commit, welcome, group_info
+//   remove_members       handle, leaf_indexes [, public] -> commit
+//   update               handle [, public] -> commit (with an UpdatePath)
+//   group_info           handle -> group_info (with external_pub and ratchet_tree)
+//   join_from_welcome    key_package (a handle), welcome [, ratchet_tree] -> handle
+//   process_message      handle, message -> kind, epoch [, plaintext]
+//   encrypt_application  handle, plaintext -> message
+//   export_secret        handle, label (text), context, length -> secret
+//   epoch_authenticator  handle -> epoch_authenticator
+//   epoch                handle -> epoch
+//   ratchet_tree         handle -> ratchet_tree
+//   members              handle -> members [{leaf_index, identity, signature_key, encryption_key}]
 
 import { createRequire } from "node:module";
 import { join } from "node:path";
