@@ -1,0 +1,112 @@
+"""RFC 9420 treekem.json, all seven suites: 77 trees, 434 update paths, every member's view.
+
+For each tree, every member's private state is restored and must fit the
+tree.  Each vector UpdatePath is merged once (parent hashes, leaf
+signature, tree hash after) and decrypted by every other member, who must
+find the vector's path secret and commit secret.  Then the sender makes a
+new UpdatePath of its own, which every other member must open to the same
+commit secret.  The GroupContext has the vector's suite, group id, epoch and
+confirmed transcript hash, no extensions, and the merged tree's hash.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import attrs
+import pytest
+
+from protocols.mls import messages as m
+from protocols.mls.codec import decode
+from protocols.mls.crypto import suite
+from protocols.mls.tree.private_tree import TreePrivate
+from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.mls.tree.treekem import create_update_path, decrypt_update_path
+from protocols.mls.tree.update_path import merge_update_path
+from tests.mls.crypto._vectors import h, mls
+
+from ._members import seeded_rng
+
+VECTORS = mls("treekem")
+CASES = pytest.mark.parametrize(
+    "index", range(len(VECTORS)), ids=[f"suite-{v['cipher_suite']}-{len(v['update_paths'])}-paths" for v in VECTORS]
+)
+
+
+@attrs.frozen
+class Group:
+    """One vector's tree, context and members' private states (with their signature keys)."""
+
+    tree: RatchetTree
+    context: m.GroupContext
+    private: dict[int, TreePrivate]
+    signature_private: dict[int, bytes] = attrs.field(repr=False)
+
+
+@cache
+def _group(index: int) -> Group:
+    vector = VECTORS[index]
+    cs = suite(vector["cipher_suite"])
+    tree = RatchetTree.from_message(cs, decode(m.RatchetTree, h(vector["ratchet_tree"])))
+    context = m.GroupContext(
+        m.ProtocolVersion.MLS10, cs.id, h(vector["group_id"]), vector["epoch"], b"",
+        h(vector["confirmed_transcript_hash"]), (),
+    )  # fmt: skip
+    private, signing = {}, {}
+    for leaf in vector["leaves_private"]:
+        secrets = {entry["node"]: h(entry["path_secret"]) for entry in leaf["path_secrets"]}
+        private[leaf["index"]] = TreePrivate.restore(cs, leaf["index"], h(leaf["encryption_priv"]), secrets)
+        signing[leaf["index"]] = h(leaf["signature_priv"])
+    return Group(tree, context, private, signing)
+
+
+@CASES
+def test_every_private_state_fits_the_tree(index: int) -> None:
+    group = _group(index)
+    assert sorted(group.private) == [i for i, _ in group.tree.members()]
+    for state in group.private.values():
+        state.check(group.tree)
+
+
+@CASES
+def test_every_member_opens_each_update_path_of_the_vector(index: int) -> None:
+    group = _group(index)
+    for entry in VECTORS[index]["update_paths"]:
+        sender = entry["sender"]
+        path = decode(m.UpdatePath, h(entry["update_path"]))
+        merged = merge_update_path(group.tree, sender, path, group.context.group_id)
+        assert merged.tree.tree_hash() == h(entry["tree_hash_after"])
+        for leaf, state in group.private.items():
+            if leaf == sender:
+                assert entry["path_secrets"][leaf] is None
+                continue
+            received = decrypt_update_path(merged, state, group.context)
+            assert received.path_secret == h(entry["path_secrets"][leaf]), f"leaf {leaf}"
+            assert received.commit_secret == h(entry["commit_secret"])
+            assert received.group_context.tree_hash == h(entry["tree_hash_after"])
+            received.private.check(received.tree)
+
+
+@CASES
+def test_every_member_opens_a_new_update_path_from_each_sender(index: int) -> None:
+    group = _group(index)
+    for entry in VECTORS[index]["update_paths"]:
+        sender = entry["sender"]
+        created = create_update_path(
+            group.tree, group.private[sender], group.signature_private[sender], group.context,
+            rng=seeded_rng(b"treekem %d %d" % (index, sender)),
+        )  # fmt: skip
+        created.private.check(created.tree)
+        merged = merge_update_path(group.tree, sender, created.update_path, group.context.group_id)
+        assert merged.tree == created.tree
+        for leaf, state in group.private.items():
+            if leaf != sender:
+                received = decrypt_update_path(merged, state, group.context)
+                assert received.commit_secret == created.commit_secret
+                assert received.path_secret == created.path_secret_for(leaf)  # their common ancestor's
+
+
+def test_the_vectors_cover_every_suite_and_434_paths() -> None:
+    assert sum(len(v["update_paths"]) for v in VECTORS) == 434
+    per_suite = {s: [len(v["update_paths"]) for v in VECTORS if v["cipher_suite"] == s] for s in range(1, 8)}
+    assert all(counts == per_suite[1] for counts in per_suite.values())
