@@ -1,0 +1,1 @@
+"""One checker per vector type: ``check(entry) -> list[Failure]``, empty when the entry passes."""

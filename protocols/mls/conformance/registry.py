@@ -1,0 +1,78 @@
+"""The vector types this package knows, each with the keys its entries carry and its checker.
+
+A type with no checker is recognised but reported as skipped, with the reason,
+never as passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from protocols.mls.conformance.checkers import (
+    crypto_basics,
+    deserialization,
+    key_schedule,
+    message_protection,
+    messages,
+    psk_secret,
+    secret_tree,
+    transcript_hashes,
+    tree_math,
+    tree_operations,
+    tree_validation,
+    treekem,
+)
+from protocols.mls.conformance.report import Failure
+
+Checker = Callable[[dict[str, Any]], list[Failure]]
+NEEDS_GROUP_STATE = "needs the group state machine (not built yet)"
+
+
+@attrs.frozen
+class VectorType:
+    name: str
+    keys: frozenset[str]
+    check: Checker | None = None
+    skip_reason: str | None = None
+
+
+VECTOR_TYPES: tuple[VectorType, ...] = (
+    VectorType("tree-math", tree_math.KEYS, tree_math.check),
+    VectorType("crypto-basics", crypto_basics.KEYS, crypto_basics.check),
+    VectorType("deserialization", deserialization.KEYS, deserialization.check),
+    VectorType("messages", messages.KEYS, messages.check),
+    VectorType("psk_secret", psk_secret.KEYS, psk_secret.check),
+    VectorType("secret-tree", secret_tree.KEYS, secret_tree.check),
+    VectorType("key-schedule", key_schedule.KEYS, key_schedule.check),
+    VectorType("transcript-hashes", transcript_hashes.KEYS, transcript_hashes.check),
+    VectorType("tree-validation", tree_validation.KEYS, tree_validation.check),
+    VectorType("tree-operations", tree_operations.KEYS, tree_operations.check),
+    VectorType("treekem", treekem.KEYS, treekem.check),
+    VectorType("message-protection", message_protection.KEYS, message_protection.check),
+    VectorType(
+        "welcome",
+        frozenset({"cipher_suite", "init_priv", "key_package", "signer_pub", "welcome"}),
+        skip_reason=NEEDS_GROUP_STATE,
+    ),
+    VectorType(
+        "passive-client",
+        frozenset(
+            {
+                "cipher_suite",
+                "key_package",
+                "signature_priv",
+                "encryption_priv",
+                "init_priv",
+                "welcome",
+                "ratchet_tree",
+                "external_psks",
+                "initial_epoch_authenticator",
+                "epochs",
+            }
+        ),
+        skip_reason=NEEDS_GROUP_STATE,
+    ),
+)
