@@ -84,10 +84,9 @@ def test_a_corrupted_expected_value_fails_with_its_entry_and_field(tmp_path: Pat
     outcome = invoke("mls", "conformance", str(corrupted))
     assert outcome.exit_code == 1
     failure_lines = [line for line in outcome.output.splitlines() if "FAILED" in line]
-    assert failure_lines == [
-        f"{corrupted}: entry 3 FAILED epochs[2].sender_data_secret: got {secret}, "
-        f"expected {entries[3]['epochs'][2]['sender_data_secret']}"
-    ]
+    flipped = entries[3]["epochs"][2]["sender_data_secret"]
+    expected_line = f"{corrupted}: entry 3 FAILED epochs[2].sender_data_secret: got {secret}, expected {flipped}"
+    assert failure_lines == [expected_line]
 
     (report,) = json.loads(invoke("mls", "conformance", "--json", str(corrupted)).output)
     assert [(f["entry"], f["field"]) for f in report["failures"]] == [(3, "epochs[2].sender_data_secret")]
