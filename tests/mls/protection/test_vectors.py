@@ -16,48 +16,31 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.messages import ApplicationData, MLSMessage, PublicMessage, SenderMember
+from protocols.mls.codec import encode
+from protocols.mls.conformance.checkers.message_protection import PUBLIC_KINDS, check, through_the_wire
+from protocols.mls.messages import ApplicationData, MLSMessage, SenderMember
 from protocols.mls.messages.registries import ProtocolVersion, WireFormat
 from protocols.mls.protection import (
     ContentNotAllowed,
     protect_private,
     protect_public,
-    sign_own_content,
     unprotect,
-    with_confirmation_tag,
 )
 from tests.mls.protection._cases import CASES, KINDS, SENDER, VECTORS, Group
 
-PUBLIC_KINDS = ("proposal", "commit")
 EDDSA_SUITES = {1, 3, 4, 6}
 
 
 def _confirmation_tag(group: Group) -> bytes:
-    """The vector's commit tag: its key is not in the vector, and protection only carries the tag."""
-    message = group.message("commit_pub").message
-    assert isinstance(message, PublicMessage)
-    tag = message.auth.confirmation_tag
+    tag = group.confirmation_tag()
     assert tag is not None
     return tag
 
 
-def _signed(group: Group, kind: str, wire_format: WireFormat) -> Any:
-    authenticated = sign_own_content(group.sender(), group.signature_private, wire_format, group.raw(kind))
-    if kind == "commit":
-        authenticated = with_confirmation_tag(authenticated, _confirmation_tag(group))
-    return authenticated
-
-
-def _wire(message: Any) -> MLSMessage:
-    """A protected message through the wire and back, as a receiver gets it."""
-    return decode(MLSMessage, encode(MLSMessage(ProtocolVersion.MLS10, message)))
-
-
 @CASES
-def test_the_signature_key_pair_matches(vector: dict[str, Any]) -> None:
-    group = Group(vector)
-    assert group.suite.signature_public_key(group.signature_private) == group.signature_public
+def test_the_conformance_checker_passes(vector: dict[str, Any]) -> None:
+    """The signature key pair, and each kind's public and private message: the vector's and our own."""
+    assert check(vector) == []
 
 
 @CASES
@@ -76,8 +59,8 @@ def test_the_vectors_public_message_verifies_and_gives_the_raw_value(vector: dic
 @pytest.mark.parametrize("kind", PUBLIC_KINDS)
 def test_a_protected_public_message_verifies(vector: dict[str, Any], kind: str) -> None:
     group = Group(vector)
-    message = protect_public(group.sender(), _signed(group, kind, WireFormat.MLS_PUBLIC_MESSAGE))
-    _, authenticated = unprotect(group.receiver(), _wire(message))
+    message = protect_public(group.sender(), group.signed(kind, WireFormat.MLS_PUBLIC_MESSAGE))
+    _, authenticated = unprotect(group.receiver(), through_the_wire(message))
     assert authenticated.content.content == group.raw(kind)
     if group.suite.id in EDDSA_SUITES:
         # EdDSA signatures are deterministic, so the whole message is the vector's, byte for byte.
@@ -88,7 +71,7 @@ def test_a_protected_public_message_verifies(vector: dict[str, Any], kind: str) 
 def test_application_data_cannot_be_protected_as_a_public_message(vector: dict[str, Any]) -> None:
     group = Group(vector)
     with pytest.raises(ContentNotAllowed):
-        protect_public(group.sender(), _signed(group, "application", WireFormat.MLS_PUBLIC_MESSAGE))
+        protect_public(group.sender(), group.signed("application", WireFormat.MLS_PUBLIC_MESSAGE))
 
 
 @CASES
@@ -107,8 +90,8 @@ def test_the_vectors_private_message_unprotects(vector: dict[str, Any], kind: st
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_protected_private_message_unprotects(vector: dict[str, Any], kind: str) -> None:
     group = Group(vector)
-    _, message = protect_private(group.sender(), _signed(group, kind, WireFormat.MLS_PRIVATE_MESSAGE))
-    _, authenticated = unprotect(group.receiver(), _wire(message))
+    _, message = protect_private(group.sender(), group.signed(kind, WireFormat.MLS_PRIVATE_MESSAGE))
+    _, authenticated = unprotect(group.receiver(), through_the_wire(message))
     assert authenticated.content.content == group.raw(kind)
     assert authenticated.auth.confirmation_tag == (_confirmation_tag(group) if kind == "commit" else None)
 
