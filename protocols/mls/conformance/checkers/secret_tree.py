@@ -28,14 +28,17 @@ def check(entry: dict[str, Any]) -> list[Failure]:
             for kind, name in KINDS.items():
                 receiver, got = receiver.receive_key(leaf, kind, expected["generation"])
                 where = f"leaves[{leaf}].generation[{expected['generation']}].{name}"
+                failures += compare(f"{where} (generation)", got.generation, expected["generation"])
                 failures += compare(f"{where}_key", got.key, h(expected[f"{name}_key"]))
                 failures += compare(f"{where}_nonce", got.nonce, h(expected[f"{name}_nonce"]))
     sender = fresh
-    for leaf, generations in enumerate(entry["leaves"]):
-        wanted = {e["generation"]: e for e in generations}
+    # Leaves in reverse order: the tree's expansion must not depend on which leaf comes first.
+    for leaf in reversed(range(len(entry["leaves"]))):
+        wanted = {e["generation"]: e for e in entry["leaves"][leaf]}
         for kind, name in KINDS.items():
             for generation in range(max(wanted, default=-1) + 1):
                 sender, got = sender.send_key(leaf, kind)
+                failures += compare(f"leaves[{leaf}].{name} (sender generation)", got.generation, generation)
                 if generation in wanted:
                     where = f"leaves[{leaf}].generation[{generation}].{name}"
                     failures += compare(f"{where}_key (sender)", got.key, h(wanted[generation][f"{name}_key"]))
