@@ -13,11 +13,11 @@ import pytest
 
 from protocols.mls import messages as m
 from protocols.mls.codec import decode, encode
+from protocols.mls.conformance.checkers.tree_validation import check
 from protocols.mls.crypto import suite
 from protocols.mls.tree.leaf_node import leaf_signature_valid
 from protocols.mls.tree.parent_hash import verify_parent_hashes
 from protocols.mls.tree.ratchet_tree import RatchetTree
-from protocols.mls.tree.validation import validate_tree
 from tests.mls.crypto._vectors import h, mls
 
 VECTORS = mls("tree-validation")
@@ -31,16 +31,9 @@ def _tree(vector: dict[str, Any]) -> RatchetTree:
 
 
 @CASES
-def test_resolution_of_every_node(vector: dict[str, Any]) -> None:
-    tree = _tree(vector)
-    assert len(tree.nodes) == len(vector["resolutions"])
-    assert [tree.resolution(i) for i in range(len(tree.nodes))] == vector["resolutions"]
-
-
-@CASES
-def test_tree_hash_of_every_node(vector: dict[str, Any]) -> None:
-    tree = _tree(vector)
-    assert [tree.node_hash(i) for i in range(len(tree.nodes))] == [h(x) for x in vector["tree_hashes"]]
+def test_resolution_and_tree_hash_of_every_node_and_validation(vector: dict[str, Any]) -> None:
+    """The conformance checker: node by node, then the tree validated as a joiner would."""
+    assert check(vector) == []
 
 
 @CASES
@@ -50,12 +43,6 @@ def test_parent_hashes_and_leaf_signatures_verify(vector: dict[str, Any]) -> Non
     members = list(tree.members())
     assert members
     assert all(leaf_signature_valid(tree.suite, leaf, h(vector["group_id"]), i) for i, leaf in members)
-
-
-@CASES
-def test_the_tree_validates_as_a_joiner_would(vector: dict[str, Any]) -> None:
-    tree = _tree(vector)
-    validate_tree(tree, h(vector["group_id"]), tree_hash=h(vector["tree_hashes"][tree.root]))
 
 
 @CASES

@@ -64,13 +64,15 @@ def _vector_path(
     where, sender = f"update_paths[{number}]", path["sender"]
     merged = merge_update_path(tree, sender, decode(m.UpdatePath, h(path["update_path"])), context.group_id)
     failures = compare(f"{where}.tree_hash_after", merged.tree.tree_hash(), h(path["tree_hash_after"]))
+    failures += compare(f"{where}.path_secrets[{sender}] (the sender's)", path["path_secrets"][sender], None)
     for leaf, state in private.items():
         if leaf != sender:
             received = decrypt_update_path(merged, state, context)
             failures += compare(f"{where}.path_secrets[{leaf}]", received.path_secret, h(path["path_secrets"][leaf]))
-            failures += compare(
-                f"{where}.commit_secret (leaf {leaf})", received.commit_secret, h(path["commit_secret"])
-            )
+            failures += compare(f"{where}.commit_secret ({leaf})", received.commit_secret, h(path["commit_secret"]))
+            tree_hash = received.group_context.tree_hash
+            failures += compare(f"{where}.tree_hash_after ({leaf}'s context)", tree_hash, h(path["tree_hash_after"]))
+            received.private.check(received.tree)
     return failures
 
 
