@@ -59,5 +59,6 @@ def _encryption(cs: CipherSuite, t: dict[str, Any]) -> list[Failure]:
     opened = L.decrypt_with_label(cs, private, label, context, h(t["kem_output"]), h(t["ciphertext"]))
     failures += compare("encrypt_with_label.plaintext", opened, plaintext)
     kem_output, ciphertext = L.encrypt_with_label(cs, h(t["pub"]), label, context, plaintext)
+    failures += compare("encrypt_with_label.kem_output (our length)", len(kem_output), cs.kem.npk)
     reopened = L.decrypt_with_label(cs, private, label, context, kem_output, ciphertext)
     return failures + compare("encrypt_with_label.plaintext (our ciphertext)", reopened, plaintext)
