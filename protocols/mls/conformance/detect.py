@@ -8,11 +8,11 @@ from protocols.mls.conformance.registry import VECTOR_TYPES, VectorType
 
 
 def detect(entries: list[dict[str, Any]]) -> VectorType | None:
-    """The type whose key set every entry has exactly; None for an empty list or an unknown shape."""
+    """The type every entry fits (by its keys); None for an empty list or an unknown shape."""
     if not entries or not all(isinstance(entry, dict) for entry in entries):
         return None
     shapes = {frozenset(entry) for entry in entries}
     for vector_type in VECTOR_TYPES:
-        if shapes == {vector_type.keys}:
+        if all(vector_type.fits(shape) for shape in shapes):
             return vector_type
     return None

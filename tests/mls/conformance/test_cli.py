@@ -106,3 +106,17 @@ def test_a_file_of_unknown_shape_is_refused_in_one_line(tmp_path: Path, content:
     unknown = tmp_path / "unknown.json"
     unknown.write_text(content)
     assert one_line_error(invoke("mls", "conformance", str(unknown))) == f"Error: {unknown}: {problem}"
+
+
+@pytest.mark.parametrize("optional", [(), ("ratchet_tree",), ("ratchet_tree", "external_psks")])
+def test_a_passive_client_file_is_recognised_and_skipped_never_passed(
+    tmp_path: Path, optional: tuple[str, ...]
+) -> None:
+    keys = ["cipher_suite", "key_package", "signature_priv", "encryption_priv", "init_priv", "welcome"]
+    keys += ["initial_epoch_authenticator", "epochs", *optional]
+    passive = tmp_path / "passive-client-random.json"
+    passive.write_text(json.dumps([dict.fromkeys(keys, "00") | {"cipher_suite": 2}]))
+    (report,) = json.loads(invoke("mls", "conformance", "--json", str(passive)).output)
+    assert report["type"] == "passive-client"
+    assert report["suites"] == [{"suite": 2, "passed": 0, "failed": 0, "skipped": 1}]
+    assert report["skip_reason"] == "needs the group state machine (not built yet)"
