@@ -42,7 +42,7 @@ def register_jobs():
 def register_cli_commands(cli):
     from protocols.marmot.cli import marmot
     from protocols.marmot.demo import demo
-    from protocols.mls.conformance.cli import mls
+    from protocols.mls.cli import mls
 
     cli.add_command(marmot)
     cli.add_command(mls)  # `tessera mls conformance`: Marmot ships the MLS library, protocols/mls is no plugin

@@ -3,7 +3,7 @@
 :func:`run_file` loads a vector file, :func:`detect` tells its type from the
 keys of its entries (:mod:`.registry` lists the types, one checker module
 each under :mod:`.checkers`), and every entry is checked by calling the
-production code.  The ``tessera mls conformance`` command is in :mod:`.cli`.
+production code.  The ``tessera mls conformance`` command is in :mod:`protocols.mls.cli`.
 """
 
 from protocols.mls.conformance.detect import detect
