@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from . import application, credentials, framing, group, proposing, receive, welcome
+from . import application, credentials, framing, proposing, receive, welcome
+from . import flat_group as group
 from . import commit as commits
 from . import snapshot as snapshots
 from .credentials import Identity, KeyPackage, KeyPackagePrivate
