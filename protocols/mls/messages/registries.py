@@ -52,6 +52,14 @@ class ExtensionType(Uint16Enum):
     EXTERNAL_SENDERS = 0x0005
 
 
+#: The ``last_resort`` KeyPackage extension (empty content), registered in the MLS extension-type
+#: registry by the MLS extensions draft (draft-ietf-mls-extensions), not by RFC 9420 itself.  It is
+#: kept out of :class:`ExtensionType` on purpose: that enum's members are RFC 9420's default
+#: extensions, which clients support without listing them in their capabilities (§7.2), and
+#: ``last_resort`` is not one of them.
+LAST_RESORT_EXTENSION_TYPE = 0x000A
+
+
 class ProposalType(Uint16Enum):
     """``uint16 ProposalType`` (RFC 9420 §12.1, registry §17.4)."""
 
