@@ -6,7 +6,9 @@ has no X448 KEM.  The tests check this module against the CFRG's RFC 9180
 vectors and against ``cryptography``'s HPKE for the KEMs both support.
 
 MLS only needs the single-shot form (sequence number 0, so the nonce is the
-base nonce) and base mode (no PSK, no sender authentication).
+base nonce), base mode (no PSK, no sender authentication), and the secret
+export of a base-mode context (an external joiner's init secret, RFC 9420
+section 8.3).
 """
 
 from __future__ import annotations
@@ -54,13 +56,37 @@ class Hpke:
         key, nonce = self._key_schedule(shared_secret, info)
         return self.aead.open(key, nonce, aad, ciphertext)
 
+    def send_export(
+        self, public: bytes, info: bytes, exporter_context: bytes, length: int, rng: Rng | None = None
+    ) -> tuple[bytes, bytes]:
+        """SetupBaseS to ``public``, then ``Export(exporter_context, length)``: returns ``(enc, secret)``."""
+        ephemeral = self.kem.generate_key_pair(rng)
+        shared_secret, enc = self.kem.encap(public, ephemeral)
+        return enc, self._export(shared_secret, info, exporter_context, length)
+
+    def receive_export(self, enc: bytes, private: bytes, info: bytes, exporter_context: bytes, length: int) -> bytes:
+        """SetupBaseR from ``enc``, then ``Export(exporter_context, length)``: the sender's secret."""
+        shared_secret = self.kem.decap(enc, private)
+        return self._export(shared_secret, info, exporter_context, length)
+
+    def _export(self, shared_secret: bytes, info: bytes, exporter_context: bytes, length: int) -> bytes:
+        suite_id = self.suite_id
+        secret, context = self._secret_and_context(shared_secret, info)
+        exporter_secret = labeled_expand(self.kdf, suite_id, secret, b"exp", context, self.kdf.nh)
+        return labeled_expand(self.kdf, suite_id, exporter_secret, b"sec", exporter_context, length)
+
     def _key_schedule(self, shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
         """Base-mode KeySchedule: the AEAD ``(key, base_nonce)``."""
+        suite_id = self.suite_id
+        secret, context = self._secret_and_context(shared_secret, info)
+        key = labeled_expand(self.kdf, suite_id, secret, b"key", context, self.aead.nk)
+        nonce = labeled_expand(self.kdf, suite_id, secret, b"base_nonce", context, self.aead.nn)
+        return key, nonce
+
+    def _secret_and_context(self, shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
+        """Base-mode KeySchedule's ``secret`` and ``key_schedule_context``."""
         suite_id = self.suite_id
         psk_id_hash = labeled_extract(self.kdf, suite_id, b"", b"psk_id_hash", b"")
         info_hash = labeled_extract(self.kdf, suite_id, b"", b"info_hash", info)
         context = bytes([MODE_BASE]) + psk_id_hash + info_hash
-        secret = labeled_extract(self.kdf, suite_id, shared_secret, b"secret", b"")
-        key = labeled_expand(self.kdf, suite_id, secret, b"key", context, self.aead.nk)
-        nonce = labeled_expand(self.kdf, suite_id, secret, b"base_nonce", context, self.aead.nn)
-        return key, nonce
+        return labeled_extract(self.kdf, suite_id, shared_secret, b"secret", b""), context

@@ -197,7 +197,8 @@ SUITES = MappingProxyType(
 
 def suite(suite_id: int) -> CipherSuite:
     """The cipher suite with this id; any other id raises :class:`UnsupportedCipherSuite`."""
-    found = SUITES.get(suite_id) if type(suite_id) is int else None  # not True, 1.0 or "1"
+    # Plain ints and registry enum members (int subclasses) only: not True, 1.0 or "1".
+    found = SUITES.get(int(suite_id)) if isinstance(suite_id, int) and not isinstance(suite_id, bool) else None
     if found is None:
         raise UnsupportedCipherSuite(suite_id)
     return found

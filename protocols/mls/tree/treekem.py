@@ -166,15 +166,18 @@ def receive_update_path(
     *,
     excluded: frozenset[int] = frozenset(),
     required: RequiredCapabilities | None = None,
+    joining: bool = False,
 ) -> ReceivedPath:
     """Check and merge the UpdatePath of member ``sender`` into ``tree`` (after the commit's proposals), then decrypt it.
 
     :func:`~.update_path.merge_update_path` then :func:`decrypt_update_path`;
     ``excluded`` are the leaves the commit adds, ``required`` the group's
-    required capabilities.
+    required capabilities, ``joining`` whether ``sender`` joins by this very commit.
     """
     _check_suite(tree, group_context)
-    merged = merge_update_path(tree, sender, update_path, group_context.group_id, excluded=excluded, required=required)
+    merged = merge_update_path(
+        tree, sender, update_path, group_context.group_id, excluded=excluded, required=required, joining=joining
+    )
     return decrypt_update_path(merged, private, group_context)
 
 

@@ -52,12 +52,15 @@ def merge_update_path(
     *,
     excluded: frozenset[int] = frozenset(),
     required: RequiredCapabilities | None = None,
+    joining: bool = False,
 ) -> MergedPath:
     """Check ``path`` from leaf ``sender`` against ``tree`` and merge it.
 
     ``tree`` is the tree after the commit's proposals, ``excluded`` the
     leaves those proposals added and ``required`` the group's required
-    capabilities.  Raises :class:`InvalidUpdatePath`, or the leaf validation
+    capabilities.  ``joining`` says the sender's leaf was placed by this
+    very commit (an external commit, RFC 9420 section 12.4.3.2), so it has no
+    older key to differ from.  Raises :class:`InvalidUpdatePath`, or the leaf validation
     errors.  Every member merges the same way; only decrypting
     (:func:`~.treekem.decrypt_update_path`) is each member's own.
     """
@@ -65,12 +68,12 @@ def merge_update_path(
     _check_shape(tree, path, steps, excluded)
     current = tree.member(sender)
     leaf = path.leaf_node
-    if leaf.encryption_key == current.encryption_key:
+    if not joining and leaf.encryption_key == current.encryption_key:
         raise InvalidUpdatePath(f"the new leaf of member {sender} keeps its old encryption key")
     validate_leaf_node(tree.suite, leaf, group_id, sender, source=LeafNodeSource.COMMIT, required=required)
     validate_leaf_in_tree(tree, leaf, sender)
     keys = [node.encryption_key for node in path.nodes]
-    _check_keys_are_new(tree, [leaf.encryption_key, *keys])
+    _check_keys_are_new(tree, [leaf.encryption_key, *keys], 2 * sender if joining else None)
     parents, leaf_parent_hash = path_parent_nodes(tree, sender, keys)
     if parent_hash_field(leaf) != leaf_parent_hash:
         raise InvalidUpdatePath(f"the new leaf of member {sender} does not sign its path's parent hash")
@@ -88,11 +91,14 @@ def _check_shape(tree: RatchetTree, path: UpdatePath, steps: Sequence[PathStep],
             )
 
 
-def _check_keys_are_new(tree: RatchetTree, keys: Sequence[bytes]) -> None:
-    """The path's keys (its leaf's and its nodes') are distinct and appear in no node of the tree (RFC 9420 §12.4.2)."""
+def _check_keys_are_new(tree: RatchetTree, keys: Sequence[bytes], replaced: int | None) -> None:
+    """The path's keys (its leaf's and its nodes') are distinct and appear in no node of the tree (RFC 9420 §12.4.2).
+
+    ``replaced`` is a joining sender's leaf: placed by the same commit, it is the path's leaf itself.
+    """
     if len(set(keys)) != len(keys):
         raise InvalidUpdatePath("the path gives two nodes the same encryption key")
     fresh = set(keys)
     for index, node in enumerate(tree.nodes):
-        if node is not None and encryption_key(node) in fresh:
+        if node is not None and index != replaced and encryption_key(node) in fresh:
             raise InvalidUpdatePath(f"a key of the path is already the key of node {index}")

@@ -67,14 +67,15 @@ def validate_leaf_node(
     if unlisted:
         raise InvalidLeafNode(f"{where}: extensions {sorted(unlisted)} are not among its capabilities")
     if required is not None:
-        _check_required(where, leaf, required)
+        check_required_capabilities(where, leaf, required)
     if now is not None:
         _check_lifetime(where, leaf, now)
     if not leaf_signature_valid(cs, leaf, group_id, leaf_index):
         raise InvalidLeafSignature(f"{where}: the signature does not verify")
 
 
-def _check_required(where: str, leaf: LeafNode, required: RequiredCapabilities) -> None:
+def check_required_capabilities(where: str, leaf: LeafNode, required: RequiredCapabilities) -> None:
+    """Refuse (:class:`InvalidLeafNode`) a leaf lacking a type the group's ``required_capabilities`` names."""
     capabilities = leaf.capabilities
     missing = [
         *(

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.mls.crypto import InvalidKey, suite
+from protocols.mls.crypto._labeled import labeled_expand
 from protocols.mls.crypto.aead import AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, Aead
 from protocols.mls.crypto.hpke import Hpke
 from protocols.mls.crypto.kdf import HKDF_SHA256, HKDF_SHA384, HKDF_SHA512, Kdf
@@ -59,6 +60,17 @@ def test_seal_with_the_vectors_ephemeral_key_gives_its_ciphertext(v: dict[str, A
     first = v["encryptions"][0]
     enc, ciphertext = _hpke(v).seal(h(v["pkRm"]), h(v["info"]), h(first["aad"]), h(first["pt"]), fixed(h(v["ikmE"])))
     assert (enc, ciphertext) == (h(v["enc"]), h(first["ct"]))
+
+
+@per_vector
+@pytest.mark.parametrize("exporter_context", [b"", b"MLS 1.0 external init secret"])
+def test_both_sides_export_the_secret_of_the_vectors_exporter_secret(v: dict[str, Any], exporter_context: bytes) -> None:
+    scheme = _hpke(v)
+    length = scheme.kdf.nh
+    expected = labeled_expand(scheme.kdf, scheme.suite_id, h(v["exporter_secret"]), b"sec", exporter_context, length)
+    enc, sent = scheme.send_export(h(v["pkRm"]), h(v["info"]), exporter_context, length, fixed(h(v["ikmE"])))
+    assert (enc, sent) == (h(v["enc"]), expected)
+    assert scheme.receive_export(enc, h(v["skRm"]), h(v["info"]), exporter_context, length) == expected
 
 
 @per_vector
