@@ -44,9 +44,14 @@ class Curve:
         return 1 + 2 * self.size
 
     def private_key(self, private: bytes) -> ec.EllipticCurvePrivateKey:
-        """The key of a serialized scalar; refuses a wrong length or a scalar out of range."""
+        """The key of a serialized scalar; refuses one longer than the field or out of range.
+
+        A shorter scalar is taken as if left-padded with zeros: RFC 9180 fixes
+        the length, but the official MLS vectors (and the implementations that
+        made them) drop a P-521 scalar's leading zero byte about half the time.
+        """
         scalar = int.from_bytes(private, "big")
-        if len(private) != self.size or not 0 < scalar < self.order:
+        if not 0 < len(private) <= self.size or not 0 < scalar < self.order:
             raise InvalidKey(f"not a {self.name} private key")
         return ec.derive_private_key(scalar, self.curve)
 

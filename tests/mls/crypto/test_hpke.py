@@ -177,8 +177,19 @@ def test_a_malformed_private_key_is_refused(suite_id: int) -> None:
     cs = suite(suite_id)
     pair = cs.generate_hpke_key_pair()
     enc, ciphertext = cs.hpke.seal(pair.public, b"", b"", b"secret")
-    with pytest.raises(InvalidKey):
-        cs.hpke.open(enc, pair.private[:-1], b"", b"", ciphertext)
+    for bad in (b"", pair.private + b"\x00"):
+        with pytest.raises(InvalidKey):
+            cs.hpke.open(enc, bad, b"", b"", ciphertext)
+
+
+@pytest.mark.parametrize("suite_id", [2, 5, 7], ids=lambda i: f"suite-{i}")
+def test_a_nist_scalar_without_its_leading_zero_bytes_is_the_same_key(suite_id: int) -> None:
+    cs = suite(suite_id)
+    pair = cs.derive_hpke_key_pair(b"a key whose scalar we strip")
+    private = b"\x00" + pair.private.lstrip(b"\x00") if pair.private[0] else pair.private
+    enc, ciphertext = cs.hpke.seal(pair.public, b"", b"", b"secret")
+    assert cs.hpke.open(enc, private.lstrip(b"\x00"), b"", b"", ciphertext) == b"secret"
+    assert cs.hpke_public_key(private.lstrip(b"\x00")) == pair.public
 
 
 @settings(max_examples=25, deadline=None)

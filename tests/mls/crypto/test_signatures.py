@@ -67,7 +67,9 @@ def test_malformed_public_keys_and_signatures_do_not_verify(suite_id: int) -> No
 def test_malformed_private_keys_are_refused(suite_id: int) -> None:
     cs = suite(suite_id)
     pair = cs.generate_signature_key_pair()
-    for private in (b"", pair.private[:-1], pair.private + b"\x00"):
+    # A NIST scalar one byte short is still a scalar (the vectors drop leading zeros); EdDSA seeds have one length.
+    short = () if suite_id in (2, 5, 7) else (pair.private[:-1],)
+    for private in (b"", *short, pair.private + b"\x00"):
         with pytest.raises(InvalidKey):
             cs.sign(private, b"m")
         with pytest.raises(InvalidKey):

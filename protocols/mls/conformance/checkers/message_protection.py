@@ -89,17 +89,8 @@ class Group:
 
     @property
     def signature_private(self) -> bytes:
-        """The sender's signing key as the crypto layer takes it.
-
-        Suite 5's vector writes the P-521 scalar without its leading zero
-        byte (65 bytes); the crypto layer wants the fixed 66-byte form, so it
-        is left-padded here.  The public key derived from it is checked
-        against the vector's.
-        """
-        private = h(self.vector["signature_priv"])
-        if self.suite.id == 5:
-            return private.rjust(66, b"\x00")
-        return private
+        """The sender's signing key (suite 5's is a 65-byte P-521 scalar, which the crypto layer takes as it is)."""
+        return h(self.vector["signature_priv"])
 
     @property
     def signature_public(self) -> bytes:
