@@ -24,6 +24,7 @@ from protocols.mls.conformance.checkers import (
     tree_operations,
     tree_validation,
     treekem,
+    welcome,
 )
 from protocols.mls.conformance.report import Failure
 
@@ -58,11 +59,7 @@ VECTOR_TYPES: tuple[VectorType, ...] = (
     VectorType("tree-operations", tree_operations.KEYS, tree_operations.check),
     VectorType("treekem", treekem.KEYS, treekem.check),
     VectorType("message-protection", message_protection.KEYS, message_protection.check),
-    VectorType(
-        "welcome",
-        frozenset({"cipher_suite", "init_priv", "key_package", "signer_pub", "welcome"}),
-        skip_reason=NEEDS_GROUP_STATE,
-    ),
+    VectorType("welcome", welcome.KEYS, welcome.check),
     # passive-client-welcome, -handling-commit and -random share one shape.
     VectorType(
         "passive-client",

@@ -11,7 +11,6 @@ import pytest
 from tests.helpers import VECTORS, invoke, one_line_error
 
 VECTOR_FILES = sorted((VECTORS / "mls").glob("*.json")) + sorted((VECTORS / "mls" / "all-suites").glob("*.json"))
-SKIPPED_TYPES = {"welcome"}
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +36,7 @@ def test_every_vendored_file_is_recognised_and_nothing_fails(reports: dict[str, 
     for name, report in reports.items():
         passed, failed, skipped = _totals(report)
         assert failed == 0 and not report["failures"], name
-        if report["type"] in SKIPPED_TYPES:
-            assert passed == 0 and skipped > 0, name
-            assert report["skip_reason"] == "needs the group state machine (not built yet)"
-        else:
-            assert passed > 0 and skipped == 0, name
+        assert passed > 0 and skipped == 0, name
 
 
 @pytest.mark.parametrize(
@@ -55,6 +50,8 @@ def test_every_vendored_file_is_recognised_and_nothing_fails(reports: dict[str, 
         ("all-suites/treekem.json", "treekem", list(range(1, 8)), 11),
         ("all-suites/message-protection.json", "message-protection", list(range(1, 8)), 1),
         ("tree-operations.json", "tree-operations", [1], 5),
+        ("welcome.json", "welcome", [1], 1),
+        ("all-suites/welcome.json", "welcome", list(range(1, 8)), 1),
     ],
 )
 def test_expected_counts(
