@@ -1,0 +1,339 @@
+"""The RFC 9420 engine's side of bench/mls.py: building groups, timing commits, application messages, the ceiling.
+
+Every group is built the same way, here and in bench/mls_ts.mjs for ts-mls:
+one commit by the creator (alice, leaf 0) adds every other member's
+KeyPackage at once (Adds need no path, so every parent node stays blank);
+bob (leaf 1) joins from its Welcome; then alice commits an empty commit
+with a path, which bob processes, so alice's direct path holds keys.  No
+other member's state is kept: the measured operations are alice's commits
+and bob's processing of them, and a member that is never measured never
+needs to exist beyond its leaf in the tree.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+from mls_counting import Counts, counting
+
+from jobs.render import stage_progress
+from protocols.mls.codec import decode, encode
+from protocols.mls.crypto import CipherSuite
+from protocols.mls.crypto.labels import derive_tree_secret, expand_with_label, sign_with_label, verify_with_label
+from protocols.mls.group.application import encrypt_application
+from protocols.mls.group.commit import CommitOutcome, commit
+from protocols.mls.group.create import create_group
+from protocols.mls.group.join import join_from_welcome
+from protocols.mls.group.key_packages import KeyPackageSecrets, create_key_package
+from protocols.mls.group.process import process
+from protocols.mls.group.results import ApplicationMessage, CommitMessage
+from protocols.mls.group.state import GroupState
+from protocols.mls.messages import (
+    Add,
+    ApplicationData,
+    BasicCredential,
+    FramedContent,
+    KeyPackage,
+    MLSMessage,
+    PrivateContentAAD,
+    PrivateMessage,
+    Proposal,
+    Remove,
+    SenderDataAAD,
+    SenderMember,
+    WireFormat,
+)
+from protocols.mls.protection.signing import SIGN_LABEL, framed_content_tbs
+
+T = TypeVar("T")
+
+GROUP_ID = b"tessera-bench-mls"
+OPERATIONS = ("add", "update", "remove")
+AEAD_TAG = 16
+
+
+@attrs.frozen
+class Group:
+    """A built group: the committer's and the receiver's states, and what building it took.
+
+    Attributes:
+        members: the group's size.
+        alice: the creator's state (leaf 0), the committer of every measured commit.
+        bob: leaf 1's state, the receiver of every measured commit and application message.
+        build_seconds: seconds per building step (key packages, the adding commit, bob's join, alice's path).
+    """
+
+    members: int
+    alice: GroupState = attrs.field(repr=False)
+    bob: GroupState = attrs.field(repr=False)
+    build_seconds: dict[str, float]
+
+
+@attrs.frozen
+class OperationResult:
+    """One commit kind at one group size.
+
+    Attributes:
+        operation: ``add``, ``update`` (an empty commit with a path) or ``remove``.
+        members: the group's size before the commit.
+        runs: timed runs of each side (the median is reported).
+        create_s: median seconds for alice to create the commit (and its Welcome for an Add).
+        process_s: median seconds for bob to process it; ``None`` when bob is the member it removes.
+        commit_bytes: size of the commit message.
+        welcome_bytes: size of the Welcome (Adds only, else 0).
+        create_counts: HPKE, hash and DeriveKeyPair calls of one creation.
+        process_counts: the same for one processing (``None`` with ``process_s``).
+    """
+
+    operation: str
+    members: int
+    runs: int
+    create_s: float
+    process_s: float | None
+    commit_bytes: int
+    welcome_bytes: int
+    create_counts: Counts
+    process_counts: Counts | None
+
+
+@attrs.frozen
+class ApplicationResult:
+    """Application-message rates at one group size, beside their crypto ceiling.
+
+    Attributes:
+        members: the group's size.
+        messages: messages encrypted by alice, then decrypted in order by bob.
+        payload_bytes: application data per message.
+        encrypt_per_s / decrypt_per_s: the engine's rates.
+        ceiling_encrypt_per_s / ceiling_decrypt_per_s: the same messages' AEAD and key derivations alone
+            (sender-data key and nonce, ratchet key, nonce and next secret, two AEAD calls).
+        signed_ceiling_encrypt_per_s / signed_ceiling_decrypt_per_s: the ceiling plus the
+            SignWithLabel / VerifyWithLabel every PrivateMessage also needs.
+    """
+
+    members: int
+    messages: int
+    payload_bytes: int
+    encrypt_per_s: float
+    decrypt_per_s: float
+    ceiling_encrypt_per_s: float
+    ceiling_decrypt_per_s: float
+    signed_ceiling_encrypt_per_s: float
+    signed_ceiling_decrypt_per_s: float
+
+
+def median_run(fn: Callable[[], T], runs: int) -> tuple[float, T]:
+    """The median seconds of ``runs`` calls of ``fn``, and the last call's result."""
+    seconds = []
+    result: T
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds), result
+
+
+def new_key_package(cs: CipherSuite, name: bytes) -> tuple[KeyPackage, KeyPackageSecrets]:
+    return create_key_package(cs, BasicCredential(name), cs.generate_signature_key_pair())
+
+
+# --- building a group --------------------------------------------------------------------------
+
+
+def build_group(cs: CipherSuite, members: int, status: Callable[[str], None]) -> Group:
+    """A ``members``-member group built as the module docstring says; ``status`` names each long step."""
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    packages = []
+    with stage_progress(f"{members:,}-member group: key packages", members - 1) as advance:
+        for index in range(1, members):
+            packages.append(new_key_package(cs, b"member-%d" % index))
+            advance(1)
+    seconds["key packages"] = time.perf_counter() - start
+    alice = create_group(cs, GROUP_ID, BasicCredential(b"alice"), cs.generate_signature_key_pair())
+    status(f"{members:,}-member group: one commit adding {members - 1:,} members")
+    adding, seconds["adding commit"] = _timed(lambda: commit(alice, [Add(kp) for kp, _ in packages]))
+    assert adding.welcome is not None
+    status(f"{members:,}-member group: bob joins from the Welcome (validating the whole tree)")
+    bob, seconds["bob joins"] = _timed(lambda: join_from_welcome(adding.welcome or b"", *packages[0]))
+    status(f"{members:,}-member group: alice's first path")
+    path, seconds["alice's first path"] = _timed(lambda: commit(adding.new_state, force_path=True))
+    bob = _processed(bob, path)
+    return Group(members, path.new_state, bob, seconds)
+
+
+def _timed(fn: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def _processed(receiver: GroupState, outcome: CommitOutcome) -> GroupState:
+    """The receiver after the commit, checked to be in the committer's new epoch."""
+    result = process(receiver, outcome.message)
+    assert isinstance(result, CommitMessage) and not result.we_were_removed
+    assert result.new_state.epoch_authenticator == outcome.new_state.epoch_authenticator
+    return result.new_state
+
+
+# --- commits -----------------------------------------------------------------------------------
+
+
+def removed_leaf(members: int) -> int:
+    """The leaf the Remove commit removes: a middle one, or bob when he is the only other member."""
+    return members // 2 if members > 2 else 1
+
+
+def operation_commit(cs: CipherSuite, operation: str, members: int) -> tuple[tuple[Proposal, ...], bool]:
+    """The proposals and force-path flag of one measured commit kind."""
+    if operation == "add":
+        return (Add(new_key_package(cs, b"newcomer")[0]),), False
+    if operation == "update":
+        return (), True
+    return (Remove(removed_leaf(members)),), False
+
+
+def measure_operation(group: Group, operation: str, runs: int) -> OperationResult:
+    """Time alice creating one ``operation`` commit and bob processing it, then count one of each."""
+    proposals, force_path = operation_commit(group.alice.suite, operation, group.members)
+
+    def create() -> CommitOutcome:
+        return commit(group.alice, proposals, force_path=force_path)
+
+    create_s, outcome = median_run(create, runs)
+    with counting() as create_counts:
+        create()
+    bob_removed = operation == "remove" and removed_leaf(group.members) == group.bob.own_leaf
+    process_s = process_counts = None
+    if not bob_removed:
+        process_s, _ = median_run(lambda: _processed(group.bob, outcome), runs)
+        with counting() as process_counts:
+            process(group.bob, outcome.message)
+    welcome = len(outcome.welcome) if outcome.welcome else 0
+    return OperationResult(
+        operation,
+        group.members,
+        runs,
+        create_s,
+        process_s,
+        len(outcome.message),
+        welcome,
+        create_counts,
+        process_counts,
+    )
+
+
+# --- application messages ----------------------------------------------------------------------
+
+
+def measure_application(group: Group, messages: int, payload: bytes) -> ApplicationResult:
+    """Alice encrypts ``messages`` messages, bob decrypts them in order; both beside the ceiling."""
+    sent: list[bytes] = []
+
+    def encrypt_all() -> int:
+        state = group.alice
+        for _ in range(messages):
+            message, state = encrypt_application(state, payload)
+            sent.append(message)
+        return messages
+
+    def decrypt_all() -> int:
+        state = group.bob
+        for message in sent:
+            received = process(state, message)
+            assert isinstance(received, ApplicationMessage) and received.data == payload
+            state = received.new_state
+        return messages
+
+    encrypt_s = _timed(encrypt_all)[1]
+    decrypt_s = _timed(decrypt_all)[1]
+    ceiling = Ceiling.of(group.alice, sent[0], payload)
+    bare, signed = ceiling.best_rates(messages, signed=False), ceiling.best_rates(messages, signed=True)
+    return ApplicationResult(
+        group.members, messages, len(payload), messages / encrypt_s, messages / decrypt_s, *bare, *signed
+    )
+
+
+@attrs.frozen
+class Ceiling:
+    """The cryptography a PrivateMessage cannot avoid, on inputs of the engine's own sizes.
+
+    Per message, sending: the ratchet's key, nonce and next secret
+    (DeriveTreeSecret x3), the content AEAD seal, the sender-data key and
+    nonce from the ciphertext sample (ExpandWithLabel x2) and the sender-data
+    seal; receiving: the same derivations and two opens.  ``signed`` adds
+    SignWithLabel / VerifyWithLabel over the message's real FramedContentTBS.
+    """
+
+    suite: CipherSuite
+    content: bytes
+    content_aad: bytes
+    sender_data: bytes
+    sender_data_aad: bytes
+    tbs: bytes
+
+    @classmethod
+    def of(cls, state: GroupState, message: bytes, payload: bytes) -> Ceiling:
+        inner = decode(MLSMessage, message).message
+        assert isinstance(inner, PrivateMessage)
+        aad = PrivateContentAAD(inner.group_id, inner.epoch, inner.content_type, inner.authenticated_data)
+        framed = FramedContent(inner.group_id, inner.epoch, SenderMember(0), b"", ApplicationData(payload))
+        tbs = framed_content_tbs(WireFormat.MLS_PRIVATE_MESSAGE, framed, state.context)
+        return cls(
+            state.suite,
+            bytes(len(inner.ciphertext) - AEAD_TAG),
+            encode(aad),
+            bytes(len(inner.encrypted_sender_data) - AEAD_TAG),
+            encode(SenderDataAAD(inner.group_id, inner.epoch, inner.content_type)),
+            encode(tbs),
+        )
+
+    def best_rates(self, messages: int, *, signed: bool, rounds: int = 3) -> tuple[float, float]:
+        """The best of ``rounds`` runs over ``messages`` messages: (sent per second, received per second)."""
+        runs = [self._round(messages, signed) for _ in range(rounds)]
+        return max(messages / send for send, _ in runs), max(messages / receive for _, receive in runs)
+
+    def _round(self, messages: int, signed: bool) -> tuple[float, float]:
+        cs = self.suite
+        signing = cs.generate_signature_key_pair()
+        ratchet, sender_data_secret = bytes(cs.nh), bytes(range(cs.nh))
+        sent: list[tuple[bytes, bytes, bytes]] = []
+        start = time.perf_counter()
+        secret = ratchet
+        for generation in range(messages):
+            key, nonce, secret = self._ratchet(secret, generation)
+            signature = sign_with_label(cs, signing.private, SIGN_LABEL, self.tbs) if signed else b""
+            ciphertext = cs.seal(key, nonce, self.content_aad, self.content)
+            data_key, data_nonce = self._sender_data_key(sender_data_secret, ciphertext)
+            sent.append((cs.seal(data_key, data_nonce, self.sender_data_aad, self.sender_data), ciphertext, signature))
+        send = time.perf_counter() - start
+        start = time.perf_counter()
+        secret = ratchet
+        for generation, (sealed_sender, ciphertext, signature) in enumerate(sent):
+            data_key, data_nonce = self._sender_data_key(sender_data_secret, ciphertext)
+            cs.open(data_key, data_nonce, self.sender_data_aad, sealed_sender)
+            key, nonce, secret = self._ratchet(secret, generation)
+            cs.open(key, nonce, self.content_aad, ciphertext)
+            if signed:
+                assert verify_with_label(cs, signing.public, SIGN_LABEL, self.tbs, signature)
+        return send, time.perf_counter() - start
+
+    def _ratchet(self, secret: bytes, generation: int) -> tuple[bytes, bytes, bytes]:
+        cs = self.suite
+        return (
+            derive_tree_secret(cs, secret, "key", generation, cs.nk),
+            derive_tree_secret(cs, secret, "nonce", generation, cs.nn),
+            derive_tree_secret(cs, secret, "secret", generation, cs.nh),
+        )
+
+    def _sender_data_key(self, sender_data_secret: bytes, ciphertext: bytes) -> tuple[bytes, bytes]:
+        cs = self.suite
+        sample = ciphertext[: cs.nh]
+        return (
+            expand_with_label(cs, sender_data_secret, "key", sample, cs.nk),
+            expand_with_label(cs, sender_data_secret, "nonce", sample, cs.nn),
+        )
