@@ -47,10 +47,11 @@ _HEADER_SIZE = len(MAGIC) + 2
 _FLAT_TREE_HEADER = b"\x00\x01\x06"
 
 FLAT_TREE_REFUSAL = (
-    "this group state was written by the flat-tree engine (tessera 0.1), which is not RFC 9420 and cannot be"
-    " migrated: its groups have no ratchet tree and their members derive different keys; leave the group and"
-    " join it again with this engine (a fresh KeyPackage for a member to add, or an external commit)"
+    "this group state was written by the flat-tree engine (tessera 0.1.0 and earlier), which is not RFC 9420 and"
+    " cannot be migrated: its groups have no ratchet tree, so no RFC 9420 member shares their keys; drop this state"
+    " and re-create the group with this engine, or have a member who runs it add this client from a fresh KeyPackage"
 )
+"""Why :func:`restore` refuses a snapshot of the flat-tree engine, and what to do instead."""
 
 
 def snapshot(state: GroupState) -> bytes:

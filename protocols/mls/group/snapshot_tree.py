@@ -27,7 +27,7 @@ REMEMBERED_TREES = 64
 REMEMBERED_BYTES = 8 << 20
 
 
-class _RecentTrees:
+class RecentTrees:
     """A bounded, least-recently-used memory of ``tree <-> encoding`` pairs, safe across threads."""
 
     def __init__(self, max_trees: int, max_bytes: int) -> None:
@@ -82,7 +82,7 @@ class _RecentTrees:
         self._size -= len(encoding)
 
 
-RECENT_TREES = _RecentTrees(REMEMBERED_TREES, REMEMBERED_BYTES)
+RECENT_TREES = RecentTrees(REMEMBERED_TREES, REMEMBERED_BYTES)
 
 
 class RatchetTreeCodec(Codec[RatchetTree]):
