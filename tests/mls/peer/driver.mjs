@@ -12,16 +12,20 @@
 // Operations, arguments -> result fields ([optional]):
 //   create_key_package   identity, suite [, native_signature_key] -> handle, key_package, init_private_key
 //   create_group         identity, group_id, suite -> handle
-//   add_members          handle, key_packages [, public] -> commit, welcome, group_info
+//   add_members          handle, key_packages [, public, ratchet_tree_extension] -> commit, welcome, group_info
 //   remove_members       handle, leaf_indexes [, public] -> commit
 //   update               handle [, public] -> commit (with an UpdatePath)
-//   group_info           handle -> group_info (with external_pub and ratchet_tree)
+//   propose              handle, add (a key package) or remove (a leaf index) [, public] -> message
+//   commit               handle [, public] -> commit [, welcome] (every pending proposal, by reference)
+//   group_info           handle [, rfc_external_pub] -> group_info (with external_pub and ratchet_tree)
 //   join_from_welcome    key_package (a handle), welcome [, ratchet_tree] -> handle
+//   join_external        group_info, identity -> handle, commit (an external commit)
 //   process_message      handle, message -> kind, epoch [, plaintext]
 //   encrypt_application  handle, plaintext -> message
 //   export_secret        handle, label (text), context, length -> secret
 //   epoch_authenticator  handle -> epoch_authenticator
 //   epoch                handle -> epoch
+//   active               handle -> active (false once a commit removed this member)
 //   ratchet_tree         handle -> ratchet_tree
 //   members              handle -> members [{leaf_index, identity, signature_key, encryption_key}]
 
@@ -36,6 +40,9 @@ const installed = createRequire(join(process.argv[2], "package.json"));
 const load = (specifier) => import(pathToFileURL(installed.resolve(specifier)).href);
 const mls = await load("ts-mls");
 const { decodeRatchetTree, encodeRatchetTree } = await load("ts-mls/ratchetTree.js");
+const { createGroupInfoWithRatchetTree } = await load("ts-mls/createCommit.js");
+const { encode } = await load("ts-mls/codec/tlsEncoder.js");
+const { varLenDataEncoder } = await load("ts-mls/codec/variableLength.js");
 const { p256, p384, p521 } = await load("@noble/curves/nist.js");
 
 const HEX = /^(?:[0-9a-f]{2})*$/i;
@@ -132,23 +139,46 @@ function decodeKeyPackage(hex) {
 
 // --- group operations ------------------------------------------------------
 
-// Commits go out as PublicMessages unless asked otherwise, so the tests can
-// read their content; public: false sends them encrypted.
-async function commit(group, proposals, sendPublic = true) {
+// Handshakes go out as PublicMessages unless asked otherwise, so the tests can
+// read their content; public: false sends them encrypted.  A commit also
+// carries every pending proposal by reference (ts-mls adds them itself).
+async function commit(group, proposals, sendPublic = true, treeInWelcome = true) {
   const result = await mls.createCommit(
     { state: group.state, cipherSuite: group.impl },
-    { extraProposals: proposals, ratchetTreeExtension: true, wireAsPublicMessage: sendPublic },
+    { extraProposals: proposals, ratchetTreeExtension: treeInWelcome, wireAsPublicMessage: sendPublic },
   );
   group.state = result.newState;
   return result;
 }
 
 // The current epoch's GroupInfo with external_pub and ratchet_tree: what a
-// member publishes for external joiners.
-async function groupInfo(group) {
-  const info = await mls.createGroupInfoWithExternalPubAndRatchetTree(group.state, [], group.impl);
+// member publishes for external joiners.  ts-mls 1.6.4 writes external_pub
+// as the bare key; RFC 9420 section 12.4.3.2 wraps it in a length prefix
+// (struct ExternalPub), which rfcExternalPub asks for.  Both are signed by
+// ts-mls, so the rewrapped GroupInfo is still genuinely its own.
+async function groupInfo(group, rfcExternalPub = false) {
+  const { state, impl } = group;
+  let info;
+  if (rfcExternalPub) {
+    const external = await impl.hpke.deriveKeyPair(state.keySchedule.externalSecret);
+    const key = await impl.hpke.exportPublicKey(external.publicKey);
+    const extension = { extensionType: "external_pub", extensionData: encode(varLenDataEncoder)(key) };
+    info = await createGroupInfoWithRatchetTree(
+      state.groupContext,
+      state.confirmationTag,
+      state,
+      state.ratchetTree,
+      [extension],
+      impl,
+    );
+  } else {
+    info = await mls.createGroupInfoWithExternalPubAndRatchetTree(state, [], impl);
+  }
   return encodeMessage("mls_group_info", "groupInfo", info);
 }
+
+const encodeWelcome = (welcome) =>
+  welcome === undefined ? {} : { welcome: encodeMessage("mls_welcome", "welcome", welcome) };
 
 const contentTypeOf = (message) =>
   message.wireformat === "mls_public_message"
@@ -172,10 +202,10 @@ const operations = {
     return { handle: keep("group", { state, impl }) };
   },
 
-  async add_members({ handle, key_packages, public: sendPublic }) {
+  async add_members({ handle, key_packages, public: sendPublic, ratchet_tree_extension = true }) {
     const group = lookup(handle, "group");
     const proposals = key_packages.map((hex) => ({ proposalType: "add", add: { keyPackage: decodeKeyPackage(hex) } }));
-    const result = await commit(group, proposals, sendPublic);
+    const result = await commit(group, proposals, sendPublic, ratchet_tree_extension);
     return {
       commit: toHex(mls.encodeMlsMessage(result.commit)),
       welcome: encodeMessage("mls_welcome", "welcome", result.welcome),
@@ -196,8 +226,25 @@ const operations = {
     return { commit: toHex(mls.encodeMlsMessage(result.commit)) };
   },
 
-  async group_info({ handle }) {
-    return { group_info: await groupInfo(lookup(handle, "group")) };
+  // A proposal sent alone, for a later commit (by any member) to include by reference.
+  async propose({ handle, add, remove, public: sendPublic = true }) {
+    const group = lookup(handle, "group");
+    const proposal =
+      add !== undefined
+        ? { proposalType: "add", add: { keyPackage: decodeKeyPackage(add) } }
+        : { proposalType: "remove", remove: { removed: remove } };
+    const result = await mls.createProposal(group.state, sendPublic, proposal, group.impl);
+    group.state = result.newState;
+    return { message: toHex(mls.encodeMlsMessage(result.message)) };
+  },
+
+  async commit({ handle, public: sendPublic }) {
+    const result = await commit(lookup(handle, "group"), [], sendPublic);
+    return { commit: toHex(mls.encodeMlsMessage(result.commit)), ...encodeWelcome(result.welcome) };
+  },
+
+  async group_info({ handle, rfc_external_pub }) {
+    return { group_info: await groupInfo(lookup(handle, "group"), rfc_external_pub) };
   },
 
   async join_from_welcome({ key_package, welcome, ratchet_tree }) {
@@ -207,6 +254,20 @@ const operations = {
     const tree = ratchet_tree === undefined ? undefined : decodeRatchetTree(fromHex(ratchet_tree, "ratchet_tree"), 0)[0];
     const state = await mls.joinGroup(message.welcome, publicPackage, privatePackage, mls.emptyPskIndex, impl, tree);
     return { handle: keep("group", { state, impl }) };
+  },
+
+  // ts-mls reads external_pub as the bare key (see groupInfo), and takes the
+  // ratchet tree from the GroupInfo's extension.
+  async join_external({ group_info, identity }) {
+    const message = decodeMessage(group_info, "group info");
+    if (message.wireformat !== "mls_group_info") throw new Error(`expected a group info, got ${message.wireformat}`);
+    const suite = mls.ciphersuites[message.groupInfo.groupContext.cipherSuite];
+    const { publicPackage, privatePackage, impl } = await newKeyPackage(identity, suite);
+    const joined = await mls.joinGroupExternal(message.groupInfo, publicPackage, privatePackage, false, impl);
+    return {
+      handle: keep("group", { state: joined.newState, impl }),
+      commit: encodeMessage("mls_public_message", "publicMessage", joined.publicMessage),
+    };
   },
 
   async process_message({ handle, message }) {
@@ -238,6 +299,10 @@ const operations = {
 
   async epoch({ handle }) {
     return { epoch: Number(lookup(handle, "group").state.groupContext.epoch) };
+  },
+
+  async active({ handle }) {
+    return { active: lookup(handle, "group").state.groupActiveState.kind === "active" };
   },
 
   async ratchet_tree({ handle }) {
