@@ -27,8 +27,11 @@ from protocols.mls.group.snapshot_format import (
     ResumptionPskRecord,
 )
 from protocols.mls.group.snapshot_tree import RECENT_TREES, RecentTrees
-from protocols.mls.group.state import GroupState
-from protocols.mls.schedule import GenerationReused
+from protocols.mls.group.state import EpochKeys, GroupConfig, GroupState, PastEpoch, PendingCommit, PendingProposal
+from protocols.mls.group.summary import CommitSummary
+from protocols.mls.protection import EpochView
+from protocols.mls.schedule import GenerationReused, HashRatchet, RatchetWindow, SecretTree
+from protocols.mls.tree.private_tree import TreePrivate
 
 from ._group_ops import GroupRun
 from ._snapshots import (
@@ -111,6 +114,29 @@ def test_every_local_choice_survives() -> None:
         restored = round_trip(state)
         assert restored.config == state.config and len(restored.past) == 2
         assert_continues_identically(restored, state)
+
+
+#: Every field of every class a snapshot stores; a new field must get a place in snapshot_format first.
+STORED_FIELDS = {
+    GroupState: "suite context tree private signature_private keys view interim_transcript_hash proposals past"
+    " resumption_psks external_psks update_keys pending_commit active config",
+    EpochKeys: "init_secret exporter_secret external_secret resumption_psk epoch_authenticator confirmation_tag",
+    EpochView: "suite group_context own_leaf membership_key sender_data_secret secret_tree signature_keys",
+    SecretTree: "suite n_leaves window frontier ratchets",
+    HashRatchet: "kind leaf generation secret kept",
+    RatchetWindow: "out_of_order_tolerance maximum_forward_distance",
+    PastEpoch: "view exporter_secret members",
+    PendingProposal: "ref sender proposal",
+    PendingCommit: "message_hash summary new_state",
+    CommitSummary: "committer committer_leaf added removed updated extensions_changed reinit new_epoch",
+    GroupConfig: "max_past_epochs window private_handshakes padding ratchet_tree_in_welcome external_pub_in_group_info",
+    TreePrivate: "leaf keys",
+}
+
+
+@pytest.mark.parametrize("cls", list(STORED_FIELDS), ids=lambda cls: cls.__name__)
+def test_the_format_has_a_place_for_every_field(cls: type) -> None:
+    assert [field.name for field in attrs.fields(cls)] == STORED_FIELDS[cls].split()
 
 
 def test_snapshots_are_deterministic_and_reuse_the_tree_they_decoded() -> None:
