@@ -255,13 +255,15 @@ def test_ts_mls_commit_secret_is_one_step_off_when_the_root_leaves_the_filtered_
     copath child has an empty resolution and the root leaves dave's filtered
     direct path.  RFC 9420 section 7.5 takes the commit secret as
     path_secret[n+1], one DeriveSecret(., "path") past the last secret of the
-    UpdatePath (our tree/treekem.py; mls-rs's TreeKem::encap does the same).
-    ts-mls derives a secret for the blank root first and the commit secret
-    from that, one step further (getCommitSecret and pathToRoot in its
-    pathSecrets.js, for senders and receivers alike).  The two sides then
-    reach different epochs and each refuses the other's confirmation tag.
-    Derive one step further on our side and they agree, which is exactly
-    the diagnosis.  When this test fails, ts-mls has fixed it.
+    UpdatePath: the working group chose that wording for exactly this case
+    (mlswg/mls-protocol issue 690, PR 707, draft-17); our tree/treekem.py and
+    mls-rs's TreeKem::encap follow it.  ts-mls derives a secret for the blank
+    root first and the commit secret from that, one step further
+    (getCommitSecret and pathToRoot in its pathSecrets.js, for senders and
+    receivers alike).  The two sides then reach different epochs and each
+    refuses the other's confirmation tag.  Derive one step further on our
+    side and they agree, which confirms the diagnosis.  When this test
+    fails, ts-mls has fixed it.
     """
 
     def left_half_removed() -> MixedGroup:
