@@ -220,6 +220,12 @@ LIST_CASES: list[tuple[str, Setup, type[Exception], str]] = [
 LIST_IDS = [case[0] for case in LIST_CASES]
 
 
+def forged_case(setup: Setup, trio: Trio) -> tuple[Trio, bytes]:
+    """The trio once the case is set up, and Alice's commit of its list forged past her checks."""
+    t, proposals, refs = setup(trio)
+    return t, forged_commit(t.alice, [*map(m.ProposalByReference, refs), *map(m.ProposalByValue, proposals)])
+
+
 @pytest.mark.parametrize(("name", "setup", "error", "match"), LIST_CASES, ids=LIST_IDS)
 def test_the_committer_refuses_to_commit_a_bad_list(name: str, setup: Setup, error: type, match: str) -> None:
     t, proposals, refs = setup(TRIOS["private"])
@@ -233,9 +239,7 @@ def test_the_committer_refuses_to_commit_a_bad_list(name: str, setup: Setup, err
 def test_a_receiver_refuses_a_commit_of_a_bad_list(
     name: str, setup: Setup, error: type, match: str, handshakes: str
 ) -> None:
-    t, proposals, refs = setup(TRIOS[handshakes])
-    entries = [*map(m.ProposalByReference, refs), *map(m.ProposalByValue, proposals)]
-    forged = forged_commit(t.alice, entries)
+    t, forged = forged_case(setup, TRIOS[handshakes])
     with pytest.raises(error, match=match):
         process(t.dave, forged)
     assert_still_works(t.alice, t.dave)
@@ -454,22 +458,31 @@ def test_our_own_application_message_is_refused() -> None:
     assert isinstance(process(t.bob, message), ApplicationMessage)
 
 
-@pytest.mark.parametrize("handshakes", CONFIGS)
-def test_a_message_of_another_group_is_refused(handshakes: str) -> None:
-    t = TRIOS[handshakes]
-    other_alice, _ = build_group(CS, [b"alice", b"bob"], group_id=b"other group", config=CONFIGS[handshakes])
-    for message in (encrypt_application(other_alice, b"hi")[0], commit(other_alice, force_path=True).message):
-        with pytest.raises(WrongGroup):
-            process(t.dave, message)
-    assert_still_works(t.alice, t.dave)
+def in_another_group(t: Trio, config: GroupConfig) -> GroupState:
+    return build_group(CS, [b"alice", b"bob"], group_id=b"other group", config=config)[0]
+
+
+def in_the_next_epoch(t: Trio, config: GroupConfig) -> GroupState:
+    return commit(t.alice, force_path=True).new_state
 
 
 @pytest.mark.parametrize("handshakes", CONFIGS)
-def test_messages_of_a_future_epoch_are_refused(handshakes: str) -> None:
+@pytest.mark.parametrize(
+    ("sender", "error", "match"),
+    [
+        (in_another_group, WrongGroup, "belongs to another group"),
+        # The trio is at epoch 2: created, Add, Remove.
+        (in_the_next_epoch, WrongEpoch, "message is for epoch 3, group state is at epoch 2"),
+    ],
+    ids=["another group", "a future epoch"],
+)
+def test_messages_of_another_group_or_a_future_epoch_are_refused(
+    sender: Callable[[Trio, GroupConfig], GroupState], error: type, match: str, handshakes: str
+) -> None:
     t = TRIOS[handshakes]
-    alice = commit(t.alice, force_path=True).new_state
-    for message in (encrypt_application(alice, b"too soon")[0], commit(alice, force_path=True).message):
-        with pytest.raises(WrongEpoch, match=f"epoch {t.dave.epoch + 1}, group state is at epoch {t.dave.epoch}"):
+    state = sender(t, CONFIGS[handshakes])
+    for message in (encrypt_application(state, b"hi")[0], commit(state, force_path=True).message):
+        with pytest.raises(error, match=match):
             process(t.dave, message)
     assert_still_works(t.alice, t.dave)
 

@@ -36,7 +36,7 @@ from protocols.mls.protection import EpochView
 
 from ._forge import forged_commit
 from ._groups import build_group, capabilities, member_client, signed_group_info
-from .test_refusals import LIST_CASES, TRIOS, Setup, Trio, flipped
+from .test_refusals import LIST_CASES, TRIOS, Setup, Trio, flipped, forged_case
 
 CS = suite(1)
 
@@ -355,9 +355,8 @@ def replayed(t: Trio) -> tuple[GroupState, bytes]:
 
 def forged_list(setup: Setup) -> Callable[[Trio], tuple[GroupState, bytes]]:
     def hostile(t: Trio) -> tuple[GroupState, bytes]:
-        t, proposals, refs = setup(t)
-        entries = [*map(m.ProposalByReference, refs), *map(m.ProposalByValue, proposals)]
-        return t.dave, forged_commit(t.alice, entries)
+        t, forged = forged_case(setup, t)
+        return t.dave, forged
 
     return hostile
 
