@@ -51,12 +51,12 @@ from protocols.mls.group.results import ApplicationMessage, CommitMessage, Propo
 from protocols.mls.group.state import GroupConfig, GroupState
 from protocols.mls.group.welcome import seal_welcome
 from protocols.mls.protection import UnknownSender, WrongGroup, membership_tag
-from protocols.mls.tree.errors import InvalidLeafSignature, TreeHashMismatch
+from protocols.mls.tree.errors import DuplicateKey, InvalidLeafSignature, TreeHashMismatch
 from protocols.mls.tree.leaf_node import sign_leaf_node
 from protocols.mls.tree.ratchet_tree import RatchetTree
 from tests.mls.tree._members import seeded_rng
 
-from ._clients import client
+from ._clients import NOW, client
 from ._forge import forged_commit, forged_external_commit, forged_proposal
 from ._groups import EXTENSION, build_group, capabilities, member_client, signed_group_info
 
@@ -259,6 +259,16 @@ def test_a_commit_without_the_path_its_list_requires_is_refused(handshakes: str,
     t = TRIOS[handshakes]
     with pytest.raises(InvalidCommit, match="require a path and it has none"):
         process(t.dave, forged_commit(t.alice, entries, path=False))
+    assert_still_works(t.alice, t.dave)
+
+
+def test_an_add_whose_key_package_has_expired_is_refused_at_the_time_given() -> None:
+    """The test clients' KeyPackages live an hour around NOW; a day later the committer refuses them."""
+    t = TRIOS["private"]
+    erin = client(CS, b"erin")
+    commit(t.alice, [m.Add(erin.key_package)], now=NOW)
+    with pytest.raises(InvalidKeyPackage, match="lifetime does not cover the current time"):
+        commit(t.alice, [m.Add(erin.key_package)], now=NOW + 24 * 3600)
     assert_still_works(t.alice, t.dave)
 
 
@@ -638,3 +648,18 @@ def test_an_external_joiner_that_does_not_support_the_group_extensions_is_refuse
     with pytest.raises(InvalidMessage, match=str(EXTENSION)):
         joined = join_by_external_commit(signed_group_info(alice), m.BasicCredential(b"plain"), plain.signature)
         process(bob, joined.message)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=pytest.fail.Exception,
+    reason="RFC 9420 §7.3: signature keys are unique among the members; receivers refuse an external commit whose "
+    "leaf reuses a member's signature key (validate_leaf_in_tree raises DuplicateKey), but join_by_external_commit "
+    "never validates its own new leaf against the tree, so the joiner adopts a state for a commit every member "
+    "refuses (unlike commit(), whose stage() validates each added leaf)",
+)
+def test_an_external_joiner_refuses_to_reuse_a_members_signature_key() -> None:
+    t = TRIOS["private"]
+    bob_signature = member_client(CS, b"bob").signature
+    with pytest.raises(DuplicateKey, match="signature key of leaf 1"):
+        join_by_external_commit(signed_group_info(t.alice), m.BasicCredential(b"erin"), bob_signature)
