@@ -7,7 +7,7 @@ back a state that behaves exactly like the one snapshotted, and
 :class:`~protocols.mls.errors.InvalidSnapshot` naming what is wrong: another
 magic, a format this engine does not read, trailing bytes, a malformed
 field, a length, order or index no state has, a private key that does not
-fit the tree.  Snapshots of the flat-tree engine (:mod:`protocols.mls.snapshot`)
+fit the tree.  Snapshots of the flat-tree engine that tessera 0.1.0 shipped
 are recognised and refused with what to do instead.
 
 Changing the format
@@ -42,8 +42,8 @@ MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {}
 
 _HEADER_SIZE = len(MAGIC) + 2
 
-# The flat-tree engine's snapshots (protocols/mls/snapshot.py over protocols/mls/wire.py) start with its
-# envelope: uint16 format version 1, uint8 kind 6 (snapshot), then the group id as opaque<V>.
+# The flat-tree engine's snapshots (tessera 0.1.0's protocols/mls/snapshot.py, in the envelope of its wire.py)
+# start with uint16 format version 1 and uint8 kind 6 (snapshot), then the group id as opaque<V> and a uint64 epoch.
 _FLAT_TREE_HEADER = b"\x00\x01\x06"
 
 FLAT_TREE_REFUSAL = (
@@ -90,7 +90,7 @@ def format_version(data: bytes) -> int:
 
 
 def is_flat_tree_snapshot(data: bytes) -> bool:
-    """Whether ``data`` is a group state snapshot written by the flat-tree engine (:mod:`protocols.mls.snapshot`)."""
+    """Whether ``data`` is a group state snapshot written by the flat-tree engine of tessera 0.1.0."""
     header = bytes(data[: len(_FLAT_TREE_HEADER) + 4])
     if not header.startswith(_FLAT_TREE_HEADER) or len(header) == len(_FLAT_TREE_HEADER):
         return False

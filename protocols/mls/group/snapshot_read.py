@@ -28,6 +28,7 @@ from ..tree.private_tree import TreePrivate
 from ..tree.ratchet_tree import RatchetTree
 from .epoch import leaves_of, signature_keys_of
 from .snapshot_format import (
+    ChangedPastLeaf,
     CommitSummaryRecord,
     EpochKeysRecord,
     EpochViewRecord,
@@ -235,6 +236,7 @@ def past_members(record: PastEpochRecord, newer: Sequence[LeafNode | None], wher
     _ascending([change.leaf for change in record.changed], f"{where}: changed leaves")
     if record.changed and record.changed[-1].leaf >= n_leaves:
         raise InvalidSnapshot(f"{where}: a changed leaf lies outside its {n_leaves} leaves")
+    _check_truncated(n_leaves, newer, record.changed, where)
     members = [*newer[:n_leaves], *[None] * (n_leaves - len(newer))]
     for change in record.changed:
         before = members[change.leaf]
@@ -243,6 +245,26 @@ def past_members(record: PastEpochRecord, newer: Sequence[LeafNode | None], wher
             raise InvalidSnapshot(f"{where}: leaf {change.leaf} is stored as changed but equals the newer epoch's")
         members[change.leaf] = change.node
     return tuple(members)
+
+
+def _check_truncated(
+    n_leaves: int, newer: Sequence[LeafNode | None], changed: Sequence[ChangedPastLeaf], where: str
+) -> None:
+    """Refuse a leaf count no ratchet tree has, before a list of that many leaves is built.
+
+    A tree has 2**d leaves and drops blank right halves (RFC 9420 §12.1.3), so
+    its last member sits in its right half.
+    """
+    if n_leaves < 1 or n_leaves & (n_leaves - 1):
+        raise InvalidSnapshot(f"{where}: {n_leaves} leaves is not a power of two")
+    blanked = {change.leaf for change in changed if change.node is None}
+    last = max((change.leaf for change in changed if change.node is not None), default=-1)
+    for index in range(min(n_leaves, len(newer)) - 1, last, -1):
+        if newer[index] is not None and index not in blanked:
+            last = index
+            break
+    if n_leaves > 1 and last < n_leaves // 2:
+        raise InvalidSnapshot(f"{where}: the right half of its {n_leaves} leaves is blank, which no tree keeps")
 
 
 # --- the rest of the state -----------------------------------------------------------------------

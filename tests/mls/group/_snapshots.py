@@ -7,7 +7,7 @@ import functools
 import attrs
 
 from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite
+from protocols.mls.crypto import CipherSuite, suite
 from protocols.mls.errors import MlsError
 from protocols.mls.group.application import encrypt_application
 from protocols.mls.group.commit import commit, group_info_extensions
@@ -122,8 +122,9 @@ def own_commit_back(pending: GroupState, message: bytes) -> GroupState:
 
 
 @functools.cache
-def life(cs: CipherSuite) -> dict[str, GroupState]:
+def life(suite_id: int) -> dict[str, GroupState]:
     """States of alice, bob, carol and dave at every kind of moment of a group's life, by what the moment is."""
+    cs = suite(suite_id)
     at: dict[str, GroupState] = {}
     alice_client, bob, carol = client(cs, b"alice"), client(cs, b"bob"), client(cs, b"carol")
     alice = create_group(cs, b"life", m.BasicCredential(b"alice"), alice_client.signature, rng=seeded_rng(b"create"))

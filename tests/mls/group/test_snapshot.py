@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import attrs
 import pytest
@@ -10,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from protocols.mls import engine as flat_engine
 from protocols.mls.codec import decode, encode
 from protocols.mls.crypto import CipherSuite, suite
 from protocols.mls.errors import InvalidSnapshot
@@ -32,6 +32,7 @@ from protocols.mls.group.summary import CommitSummary
 from protocols.mls.protection import EpochView
 from protocols.mls.schedule import GenerationReused, HashRatchet, RatchetWindow, SecretTree
 from protocols.mls.tree.private_tree import TreePrivate
+from tests.helpers import FIXTURES
 
 from ._group_ops import GroupRun
 from ._snapshots import (
@@ -46,7 +47,7 @@ from ._snapshots import (
 
 SUITES = [suite(i) for i in range(1, 8)]
 CS = suite(1)
-LIFE = life(CS)
+LIFE = life(CS.id)
 CHOICES = st.integers(0, 7)
 OPERATIONS = ("send", "hold", "deliver", "propose", "add", "remove", "update")
 
@@ -212,20 +213,24 @@ def test_an_older_format_is_migrated_or_refused(monkeypatch: pytest.MonkeyPatch)
     assert "the migration from snapshot format 0 produced format 0" in refused(older)
 
 
+def flat_tree_value(name: str) -> bytes:
+    """A value the flat-tree engine really wrote (tests/fixtures/flat_tree/README.md)."""
+    return bytes.fromhex((FIXTURES / "flat_tree" / f"{name}.hex").read_text())
+
+
+def flat_tree_snapshot() -> bytes:
+    """A real snapshot of the flat-tree engine (see the file's header for how it was made)."""
+    text = (Path(__file__).parent / "data" / "flat_tree_snapshot.hex").read_text()
+    return bytes.fromhex("".join(line for line in text.splitlines() if not line.startswith("#")))
+
+
 def test_the_flat_tree_engines_snapshots_are_recognised_and_refused() -> None:
-    identity = flat_engine.new_identity("ab" * 32)
-    old = flat_engine.snapshot(flat_engine.create_group(identity, b"flat group"))
+    old = flat_tree_snapshot()
     assert is_flat_tree_snapshot(old)
     assert refused(old) == FLAT_TREE_REFUSAL
     assert "cannot be migrated" in FLAT_TREE_REFUSAL
-    key_package, _ = flat_engine.create_key_package(identity)
-    not_snapshots = [
-        snapshot(LIFE["alice after create"]),
-        b"",
-        b"\x00\x01\x06",
-        old[:4],
-        flat_engine.key_package_to_bytes(key_package),
-    ]
+    other_kind = b"\x00\x01\x03" + old[3:]  # the flat engine's key packages had kind 3
+    not_snapshots = [snapshot(LIFE["alice after create"]), b"", old[:3], old[:4], old[:25], other_kind]
     assert not any(is_flat_tree_snapshot(data) for data in not_snapshots)
 
 
@@ -262,6 +267,11 @@ def test_a_private_key_that_does_not_fit_the_tree_is_refused() -> None:
         (lambda b: attrs.evolve(b, cipher_suite=2), "not of the snapshot's cipher suite 2"),
         (lambda b: attrs.evolve(b, resumption_psks=b.resumption_psks[::-1]), "ascending order"),
         (lambda b: attrs.evolve(b, past=b.past[::-1]), "is not older than epoch"),
+        (lambda b: attrs.evolve(b, past=(attrs.evolve(b.past[0], n_leaves=3), *b.past[1:])), "3 leaves is not a power"),
+        (
+            lambda b: attrs.evolve(b, past=(attrs.evolve(b.past[0], n_leaves=1 << 30), *b.past[1:])),
+            "the right half of its 1073741824 leaves is blank",
+        ),
         (
             lambda b: attrs.evolve(b, resumption_psks=(*b.resumption_psks, ResumptionPskRecord(99, b"x"))),
             "resumption PSK of epoch 99 has 1 bytes",
