@@ -46,6 +46,8 @@ from mls_engine import (
     build_group,
     measure_application,
     measure_operation,
+    profile_decrypting,
+    profile_processing,
 )
 from mls_ts import TsMlsUnavailable, node_and_install, node_version, run_ts_mls
 
@@ -81,6 +83,14 @@ def arguments() -> argparse.Namespace:
     found.add_argument("--quick", action="store_true", help="sizes 2,10,100, 200 messages, 3 runs: a smoke run")
     found.add_argument("--no-ts-mls", action="store_true", help="do not run ts-mls even where Node.js is present")
     found.add_argument("--json", type=Path, help="also write every figure to this file")
+    found.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print cProfile's top N functions of bob's processing of each commit kind at the largest size, "
+        "and of decrypting the application messages at the largest size that has them",
+    )
     args = found.parse_args()
     if args.quick:
         for name, value in QUICK.items():
@@ -117,6 +127,19 @@ def measure_engine(args: argparse.Namespace, results: Results) -> None:
                 status.update(f"{members:,}-member group: {args.messages:,} application messages and the ceiling")
                 results.application.append(measure_application(group, args.messages, payload))
         print_size(group, results)
+        if args.profile:
+            print_profiles(group, args)
+
+
+def print_profiles(group: Group, args: argparse.Namespace) -> None:
+    """cProfile's view of bob's side at the largest sizes: each commit kind, and the application messages."""
+    if group.members == max(*args.sizes, *args.commit_sizes):
+        for operation in OPERATIONS:
+            console.rule(f"profile: bob processes one {operation} commit, {group.members:,} members")
+            print(profile_processing(group, operation, args.profile))
+    if group.members == max(args.sizes):
+        console.rule(f"profile: bob decrypts {args.messages:,} application messages, {group.members:,} members")
+        print(profile_decrypting(group, args.messages, bytes(args.payload), args.profile))
 
 
 def print_size(group: Group, results: Results) -> None:
