@@ -31,6 +31,7 @@ from schema_loader import apply_schemas, source_for_package
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 # --- apps and databases -------------------------------------------------------------------------
 

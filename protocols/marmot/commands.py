@@ -14,7 +14,7 @@ from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, EnqueueRecheck, Intent
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, outer, rumors
+from protocols.marmot import facts, group, group_data, outer, rumors
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import WAITING_FOR_GROUP
@@ -58,9 +58,9 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     fact = facts.joined(
         gid,
         state.epoch,
-        state.own_credential,
-        len(state.member_credentials()),
-        sorted(state.admins),
+        mls.own_credential(state),
+        len(mls.member_credentials(state)),
+        sorted(group_data.admins(state)),
         hashlib.sha256(welcome).hexdigest(),
         ctx.now_ms,
     )
@@ -86,10 +86,10 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")
     created_at = int(params.get("created_at") or ctx.now_ms // 1000)
-    rumor = rumors.make(state.own_credential, created_at, text, kind=kind, tags=params.get("tags"))
+    rumor = rumors.make(mls.own_credential(state), created_at, text, kind=kind, tags=params.get("tags"))
     if GroupHistoryStore(ctx.db, gid).rumor_record(rumor["id"]) is not None:
         return Result(duplicate=True)
-    draw = outer.derived_rng(state.own_signing_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
+    draw = outer.derived_rng(state.signature_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
     event = outer.seal(state, message, gid, created_at, rng=draw)
     fact = facts.about(

@@ -27,7 +27,7 @@ import attrs
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
-from protocols.marmot import facts, group, settings
+from protocols.marmot import facts, group, group_data, settings
 from protocols.marmot.group import EpochRecord
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
 from protocols.marmot.messages import mls_reason
@@ -74,7 +74,7 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
 def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """Apply a commit of the current epoch, keeping the pre-commit snapshot."""
     try:
-        result = mls.process_message(item.joined.state, message)
+        result = group_data.process_message(item.joined.state, message)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
@@ -106,8 +106,8 @@ def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, gen
         added=list(result.added),
         removed=list(result.removed),
         updated=list(result.updated),
-        admins=sorted(result.admins),
-        members=len(state.member_credentials()),
+        admins=sorted(group_data.admins(state)),
+        members=len(mls.member_credentials(state)),
         we_were_removed=result.we_were_removed,
         digest=digest,
     )
@@ -125,7 +125,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if not known:
         base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
         try:  # a forged "better" commit must not roll anything back
-            processed = mls.process_message(base, message)
+            processed = group_data.process_message(base, message)
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
@@ -168,7 +168,7 @@ def rollback(
     old = item.joined
     if result is None:
         try:
-            processed = mls.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
+            processed = group_data.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):

@@ -114,5 +114,5 @@ def wait_for_group(item: Item) -> Blocked:
 
 def epochs_text(state: mls.GroupState) -> str:
     """The epochs whose keys we hold, e.g. ``3-8``, for failure details."""
-    epochs = [state.epoch, *(p.epoch for p in state.past_epochs)]
+    epochs = [state.epoch, *(p.epoch for p in state.past)]
     return f"{min(epochs)}-{max(epochs)}" if len(epochs) > 1 else str(epochs[0])

@@ -19,7 +19,7 @@ import logging
 from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, outer, rumors
+from protocols.marmot import facts, group_data, outer, rumors
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
 
@@ -29,7 +29,7 @@ log = logging.getLogger("tessera.marmot")
 def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
     """Decrypt an application message or proposal with the current state and record the outcome."""
     try:
-        result = mls.process_message(item.joined.state, message)
+        result = group_data.process_message(item.joined.state, message)
     except mls.CannotDecryptOwnMessage:
         return item.fact(
             facts.OUTER_PROCESSED,
@@ -130,7 +130,7 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
             received.proposer_credential[:12],
         )
         return _proposal_fact(item, received, "ignored", (item.state_intent(state),))
-    if received.kind == "self_remove" and state.own_credential in state.admins:
+    if received.kind == "self_remove" and mls.own_credential(state) in group_data.admins(state):
         return _auto_commit(item, received)
     return _proposal_fact(item, received, "pending", (item.state_intent(state),))
 

@@ -39,14 +39,14 @@ def _conversation_key(raw_exporter: bytes, state: mls.GroupState, epoch: int) ->
 
 def epoch_keys(state: mls.GroupState) -> list[tuple[int, bytes]]:
     """``(epoch, conversation key)`` for the current epoch, then retained past ones, newest first."""
-    found = [(state.epoch, _conversation_key(state.exporter_secret, state, state.epoch))]
-    for past in state.past_epochs:
+    found = [(state.epoch, _conversation_key(state.keys.exporter_secret, state, state.epoch))]
+    for past in state.past:
         found.append((past.epoch, _conversation_key(past.exporter_secret, state, past.epoch)))
     return found
 
 
 def current_key(state: mls.GroupState) -> bytes:
-    return _conversation_key(state.exporter_secret, state, state.epoch)
+    return _conversation_key(state.keys.exporter_secret, state, state.epoch)
 
 
 def open_content(state: mls.GroupState, content: str) -> tuple[int, bytes] | None:

@@ -35,7 +35,7 @@ import attrs
 
 from core.errors import InvalidInput
 from protocols import mls
-from protocols.marmot import nip44, nostr, outer, rumors
+from protocols.marmot import group_data, nip44, nostr, outer, rumors
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.states import OuterState
 
@@ -140,9 +140,11 @@ class _Group:
 
     def setup(self) -> None:
         creator = self._new_member("m0")
-        creator.state = mls.create_group(creator.identity, self.gid, rng=self.draw)
+        creator.state = group_data.create_group(creator.identity, self.gid, now=self.now, rng=self.draw)
         others = [self._new_member(f"m{i}") for i in range(1, self.config.members)]
-        packages = [mls.create_key_package(m.identity, rng=self.draw) for m in (*others, self.observer)]
+        packages = [
+            group_data.create_key_package(m.identity, now=self.now, rng=self.draw) for m in (*others, self.observer)
+        ]
         result = mls.commit(creator.state, add=[kp for kp, _ in packages], rng=self.draw)
         creator.state = result.new_state
         for member, (_kp, private) in zip((*others, self.observer), packages, strict=False):
@@ -218,7 +220,7 @@ class _Group:
         roll = self.rng.random()
         if roll < 0.15 and len(self.active()) < self.config.members + 3:
             joiner = self._new_member(f"m{len(self.members)}")
-            package, joiner.invited = mls.create_key_package(joiner.identity, rng=self.draw)
+            package, joiner.invited = group_data.create_key_package(joiner.identity, now=self.now, rng=self.draw)
             self.members.append(joiner)
             return admin, {"add": [package]}
         removable = self.active()[1:]
@@ -230,7 +232,7 @@ class _Group:
         """Everyone but the committer processes the commit; joiners join; the removed leave."""
         for member in [*self.active(), self.observer]:
             if member is not committer:
-                member.state = mls.process_message(member.joined, message).new_state
+                member.state = group_data.process_message(member.joined, message).new_state
         committer.state = result.new_state
         for member in self.members:
             if member.pubkey in result.welcomes:

@@ -1,21 +1,38 @@
-"""Shared group-cryptography library (RFC 9420 building blocks + a group engine).
+"""Shared group-cryptography library: RFC 9420 (MLS), not a plugin.
 
-Not a plugin.  Protocol plugins (Marmot, ...) import the engine API from
-here.  Part 1 (verified against the RFC 9420 test vectors, cipher suite 1):
-:mod:`.suite`, :mod:`.hpke`, :mod:`.tls`, :mod:`.labels`, :mod:`.treemath`,
-:mod:`.key_schedule`, :mod:`.secret_tree`.  Part 2: the :class:`GroupEngine`
-interface and the shipped :class:`FlatTreeEngine` (see docs/mls-engine.md:
-it is NOT full RFC 9420).
+Protocol plugins (Marmot, the XMTP-style client, the server store) import
+the engine API from here; see docs/mls-engine.md.  The layers, each checked
+by the official mlswg interop vectors for all seven cipher suites:
+
+- :mod:`.codec` and :mod:`.messages`: the TLS presentation language and
+  every RFC 9420 wire structure;
+- :mod:`.crypto`: the cipher suites, HPKE, labeled functions;
+- :mod:`.schedule`: key schedule, PSKs, secret tree, transcript hashes;
+- :mod:`.tree`: the ratchet tree and TreeKEM;
+- :mod:`.protection`: PublicMessage and PrivateMessage;
+- :mod:`.group`: the group state machine (proposals, commits, Welcome,
+  external commits);
+- :mod:`.api`: the value-based :class:`GroupEngine` API plugins use
+  (:data:`ENGINE`, or the same operations as module functions).
 """
 
-from .credentials import Identity, KeyPackage, KeyPackagePrivate, LeafNode
-from .engine import (
+from .api import (
+    DEFAULT_SUITE,
     ENGINE,
-    FlatTreeEngine,
+    ApplicationReceived,
+    CommitApplied,
+    CommitResult,
     GroupEngine,
+    Identity,
+    KeyPackagePrivate,
+    MessageHeader,
+    ProcessResult,
+    ProposalReceived,
+    Rfc9420Engine,
     commit,
     create_group,
     create_key_package,
+    credential_string,
     encrypt_application,
     exporter_secret,
     identity_from_bytes,
@@ -25,13 +42,17 @@ from .engine import (
     key_package_private_from_bytes,
     key_package_private_to_bytes,
     key_package_to_bytes,
+    leaf_of,
+    member_credentials,
     new_identity,
+    own_credential,
     peek,
     process_message,
     propose,
     restore,
     snapshot,
 )
+from .crypto import Rng
 from .errors import (
     CannotDecryptOwnMessage,
     ConfirmationMismatch,
@@ -47,11 +68,11 @@ from .errors import (
     UnauthorizedCommit,
     WrongEpoch,
 )
-from .framing import MessageHeader
-from .results import ApplicationReceived, CommitApplied, CommitResult, ProcessResult, ProposalReceived
-from .state import GroupState
+from .group.state import GroupConfig, GroupState
+from .messages import KeyPackage
 
 __all__ = [
+    "DEFAULT_SUITE",
     "ENGINE",
     "ApplicationReceived",
     "CannotDecryptOwnMessage",
@@ -59,7 +80,7 @@ __all__ = [
     "CommitResult",
     "ConfirmationMismatch",
     "DecryptionFailed",
-    "FlatTreeEngine",
+    "GroupConfig",
     "GroupEngine",
     "GroupState",
     "Identity",
@@ -70,18 +91,20 @@ __all__ = [
     "KeyAlreadyUsed",
     "KeyPackage",
     "KeyPackagePrivate",
-    "LeafNode",
     "MessageHeader",
     "MlsError",
     "NotAMember",
     "ProcessResult",
     "ProposalReceived",
     "RatchetExhausted",
+    "Rfc9420Engine",
+    "Rng",
     "UnauthorizedCommit",
     "WrongEpoch",
     "commit",
     "create_group",
     "create_key_package",
+    "credential_string",
     "encrypt_application",
     "exporter_secret",
     "identity_from_bytes",
@@ -91,7 +114,10 @@ __all__ = [
     "key_package_private_from_bytes",
     "key_package_private_to_bytes",
     "key_package_to_bytes",
+    "leaf_of",
+    "member_credentials",
     "new_identity",
+    "own_credential",
     "peek",
     "process_message",
     "propose",

@@ -85,7 +85,7 @@ class RatchetExhausted(MlsError):
 
 
 class UnauthorizedCommit(MlsError):
-    """A non-admin committed something other than a pure self-update."""
+    """A commit that the group's own policy forbids (a plugin's rule, e.g. Marmot's: only admins change the group)."""
 
 
 class ConfirmationMismatch(MlsError):

@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from protocols import mls
-from protocols.marmot import nostr, outer, rumors
+from protocols.marmot import group_data, nostr, outer, rumors
 
 T0 = 1_700_000_000
 
@@ -24,8 +24,8 @@ class Net:
         self.ids = [mls.new_identity(self.draw(32).hex(), rng=self.draw) for _ in range(members)]
         self.observer = mls.new_identity(self.draw(32).hex(), rng=self.draw)
         admins = {self.ids[0].credential} | ({self.observer.credential} if observer_admin else set())
-        creator = mls.create_group(self.ids[0], self.gid_bytes, admins=admins, rng=self.draw)
-        packages = [mls.create_key_package(i, rng=self.draw) for i in (*self.ids[1:], self.observer)]
+        creator = group_data.create_group(self.ids[0], self.gid_bytes, admins=admins, now=T0, rng=self.draw)
+        packages = [group_data.create_key_package(i, now=T0, rng=self.draw) for i in (*self.ids[1:], self.observer)]
         result = mls.commit(creator, add=[kp for kp, _ in packages], rng=self.draw)
         self.states = {0: result.new_state}
         for n, (identity, (_, private)) in enumerate(zip(self.ids[1:], packages, strict=False), start=1):
@@ -67,7 +67,7 @@ class Net:
 
         ``pubkey`` forges the rumor's author (by default the state's own member) and ``payload``
         replaces the encoded rumor."""
-        rumor = rumors.make(pubkey or state.own_credential, at, text, kind=kind, tags=tags)
+        rumor = rumors.make(pubkey or mls.own_credential(state), at, text, kind=kind, tags=tags)
         message, new_state = mls.encrypt_application(state, payload or rumors.encode(rumor), rng=self.draw)
         return self.wrap(state, message, at), rumor, new_state
 
@@ -77,6 +77,7 @@ class Net:
     def prepare(self, i: int, at: int, **kwargs) -> tuple[bytes, mls.CommitResult]:
         """Member i creates a commit (self-update unless told otherwise) without anyone adopting it."""
         kwargs = kwargs or {"self_update": True}
+        kwargs.setdefault("proposals_by_ref", ())  # pending proposals are committed only when a test names them
         result = mls.commit(self.states[i], rng=self.draw, **kwargs)
         return self.wrap(self.states[i], result.message, at), result
 
@@ -94,7 +95,11 @@ class Net:
         return line
 
     def propose(self, i: int, at: int, **kwargs) -> bytes:
+        """Member i sends a proposal; the other members receive it at once (so their commits may include it)."""
         message, self.states[i] = mls.propose(self.states[i], rng=self.draw, **kwargs)
+        for n, state in list(self.states.items()):
+            if n != i:
+                self.states[n] = mls.process_message(state, message).new_state
         return self.wrap(self.states[i], message, at)
 
 

@@ -113,10 +113,10 @@ def test_state_on_disk_is_never_plaintext(app, net):
     assert loaded is not None
     secrets = [
         loaded.snapshot_bytes[:64],
-        loaded.state.own_signing_private,
-        loaded.state.own_hpke_private,
-        loaded.state.exporter_secret,
-        loaded.state.init_secret,
+        loaded.state.signature_private,
+        *(pair.private for pair in loaded.state.private.keys.values()),
+        loaded.state.keys.exporter_secret,
+        loaded.state.keys.init_secret,
     ]
     app.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     files = b"".join(

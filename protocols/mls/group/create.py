@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import attrs
+
 from ..crypto import CipherSuite, KeyPair, Rng
 from ..crypto.keys import random_bytes
 from ..messages import (
     Capabilities,
     Credential,
-    CredentialType,
     Extension,
     GroupContext,
     KeyPackageOrigin,
@@ -26,24 +27,15 @@ from ..tree.ratchet_tree import RatchetTree
 from ..tree.validation import DEFAULT_EXTENSIONS
 from . import extensions as ext
 from .epoch import EpochStart, first_state
+from .key_packages import default_capabilities, default_lifetime
 from .state import GroupConfig, GroupState
 
-#: A new leaf's validity window when the caller gives none: from an hour ago (clock skew) to 90 days ahead.
-LIFETIME_BEFORE_S = 3600
-LIFETIME_AFTER_S = 90 * 24 * 3600
 
-
-def default_lifetime(now: int | None = None) -> Lifetime:
-    """The lifetime of a new leaf: an hour back for clock skew, 90 days ahead."""
-    start = int(time.time()) if now is None else now
-    return Lifetime(max(0, start - LIFETIME_BEFORE_S), start + LIFETIME_AFTER_S)
-
-
-def default_capabilities(cs: CipherSuite, extensions: Sequence[Extension] = ()) -> Capabilities:
-    """What a leaf of this engine supports: MLS 1.0, the group's suite, basic credentials, every
-    proposal type of RFC 9420, and the non-default extension types it is about to use."""
+def _default_capabilities(cs: CipherSuite, credential: Credential, extensions: Sequence[Extension]) -> Capabilities:
+    """The KeyPackage default, plus the non-default extension types the creator is about to use."""
+    base = default_capabilities(cs, credential)
     used = sorted({e.extension_type for e in extensions} - DEFAULT_EXTENSIONS)
-    return Capabilities((ProtocolVersion.MLS10,), (cs.id,), tuple(used), (), (CredentialType.BASIC,))
+    return attrs.evolve(base, extensions=tuple(used))
 
 
 def own_leaf_node(
@@ -61,8 +53,8 @@ def own_leaf_node(
         encryption_key=encryption_key,
         signature_key=signature_key.public,
         credential=credential,
-        capabilities=capabilities or default_capabilities(cs, leaf_extensions),
-        leaf_node_source=KeyPackageOrigin(lifetime or default_lifetime()),
+        capabilities=capabilities or _default_capabilities(cs, credential, leaf_extensions),
+        leaf_node_source=KeyPackageOrigin(lifetime or default_lifetime(int(time.time()))),
         extensions=tuple(leaf_extensions),
     )
     return sign_leaf_node(cs, signature_key.private, payload, b"", 0)
@@ -77,14 +69,15 @@ def create_group(
     extensions: Sequence[Extension] = (),
     capabilities: Capabilities | None = None,
     leaf_extensions: Sequence[Extension] = (),
+    lifetime: Lifetime | None = None,
     config: GroupConfig | None = None,
     rng: Rng | None = None,
 ) -> GroupState:
     """A group of one: this member at leaf 0, at epoch 0, with ``extensions`` in its GroupContext.
 
-    ``capabilities`` default to what :func:`default_capabilities` lists,
-    including every non-default type among ``extensions`` so the creator
-    supports its own group.
+    ``capabilities`` default to a KeyPackage's defaults plus every
+    non-default type among ``extensions``, so the creator supports its own
+    group; ``lifetime`` (of the creator's leaf) to a KeyPackage's default.
     """
     leaf_key = cs.generate_hpke_key_pair(rng)
     leaf = own_leaf_node(
@@ -92,8 +85,9 @@ def create_group(
         credential,
         signature_key,
         leaf_key.public,
-        capabilities=capabilities or default_capabilities(cs, (*extensions, *leaf_extensions)),
+        capabilities=capabilities or _default_capabilities(cs, credential, (*extensions, *leaf_extensions)),
         leaf_extensions=leaf_extensions,
+        lifetime=lifetime,
     )
     ext.check_group_extensions(extensions, [(0, leaf)])
     tree = RatchetTree.create(cs, leaf)

@@ -23,6 +23,7 @@ from ..messages import (
     AuthenticatedContent,
     Extension,
     ExternalInit,
+    ExternalPSK,
     GroupContext,
     GroupContextExtensions,
     KeyPackage,
@@ -230,6 +231,8 @@ def _check_add(context: GroupContext, key_package: KeyPackage, now: int | None) 
 
 
 def _check_psk_id(tree: RatchetTree, psk: PreSharedKeyID) -> None:
+    if not isinstance(psk, (ExternalPSK, ResumptionPSK)):
+        raise InvalidProposal(f"{type(psk).__name__} is not a PSK id")
     if len(psk.psk_nonce) != tree.suite.nh:
         raise InvalidProposal(f"a PSK nonce must be {tree.suite.nh} bytes, not {len(psk.psk_nonce)}")
     if isinstance(psk, ResumptionPSK) and psk.usage != ResumptionPSKUsage.APPLICATION:

@@ -37,6 +37,10 @@ def _read_only(value: Mapping[bytes, bytes]) -> Mapping[bytes, bytes]:
     return MappingProxyType(dict(value))
 
 
+def _read_only_by_epoch(value: Mapping[int, bytes]) -> Mapping[int, bytes]:
+    return MappingProxyType(dict(value))
+
+
 @attrs.frozen
 class GroupConfig:
     """A member's local choices for one group; none of them changes what others see of the group.
@@ -192,7 +196,7 @@ class GroupState:
     proposals: tuple[PendingProposal, ...] = attrs.field(default=(), repr=False)
     past: tuple[PastEpoch, ...] = attrs.field(default=(), repr=False)
     resumption_psks: Mapping[int, bytes] = attrs.field(
-        default=MappingProxyType({}), converter=MappingProxyType, repr=_hidden
+        default=MappingProxyType({}), converter=_read_only_by_epoch, repr=_hidden
     )
     external_psks: Mapping[bytes, bytes] = attrs.field(default=MappingProxyType({}), converter=_read_only, repr=_hidden)
     update_keys: Mapping[bytes, bytes] = attrs.field(default=MappingProxyType({}), converter=_read_only, repr=_hidden)

@@ -32,7 +32,7 @@ def _totals(report: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def test_every_vendored_file_is_recognised_and_nothing_fails(reports: dict[str, dict[str, Any]]) -> None:
-    assert len(reports) == len(VECTOR_FILES) == 19
+    assert len(reports) == len(VECTOR_FILES) == 21
     for name, report in reports.items():
         passed, failed, skipped = _totals(report)
         assert failed == 0 and not report["failures"], name
@@ -106,14 +106,29 @@ def test_a_file_of_unknown_shape_is_refused_in_one_line(tmp_path: Path, content:
 
 
 @pytest.mark.parametrize("optional", [(), ("ratchet_tree",), ("ratchet_tree", "external_psks")])
-def test_a_passive_client_file_is_recognised_and_skipped_never_passed(
+def test_a_passive_client_file_is_recognised_with_or_without_its_optional_keys(
     tmp_path: Path, optional: tuple[str, ...]
 ) -> None:
+    """passive-client-random has the shape of the other two; an entry that is not a real group fails, never passes."""
     keys = ["cipher_suite", "key_package", "signature_priv", "encryption_priv", "init_priv", "welcome"]
     keys += ["initial_epoch_authenticator", "epochs", *optional]
     passive = tmp_path / "passive-client-random.json"
-    passive.write_text(json.dumps([dict.fromkeys(keys, "00") | {"cipher_suite": 2}]))
-    (report,) = json.loads(invoke("mls", "conformance", "--json", str(passive)).output)
+    passive.write_text(json.dumps([dict.fromkeys(keys, "00") | {"cipher_suite": 2, "epochs": []}]))
+    result = invoke("mls", "conformance", "--json", str(passive))
+    (report,) = json.loads(result.output)
     assert report["type"] == "passive-client"
-    assert report["suites"] == [{"suite": 2, "passed": 0, "failed": 0, "skipped": 1}]
-    assert report["skip_reason"] == "needs the group state machine (not built yet)"
+    assert report["suites"] == [{"suite": 2, "passed": 0, "failed": 1, "skipped": 0}]
+    assert result.exit_code == 1
+
+
+def test_an_entry_for_a_cipher_suite_outside_rfc_9420_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    entries = json.loads((VECTORS / "mls" / "all-suites" / "welcome.json").read_text())[:1]
+    entries.append(entries[0] | {"cipher_suite": 0x0A0A})
+    path = tmp_path / "welcome.json"
+    path.write_text(json.dumps(entries))
+    (report,) = json.loads(invoke("mls", "conformance", "--json", str(path)).output)
+    assert report["suites"] == [
+        {"suite": 1, "passed": 1, "failed": 0, "skipped": 0},
+        {"suite": 0x0A0A, "passed": 0, "failed": 0, "skipped": 1},
+    ]
+    assert report["skip_reason"] == "cipher suite 2570 is not one of RFC 9420's (1 to 7)"

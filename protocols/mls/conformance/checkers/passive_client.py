@@ -42,7 +42,9 @@ def check(entry: dict[str, Any]) -> list[Failure]:
     tree = decode(RatchetTree, h(entry["ratchet_tree"])) if entry.get("ratchet_tree") else None
     psks = {h(psk["psk_id"]): h(psk["psk"]) for psk in entry.get("external_psks") or ()}
     state = join_from_welcome(h(entry["welcome"]), key_package, secrets, ratchet_tree=tree, external_psks=psks)
-    failures = compare("initial_epoch_authenticator", state.epoch_authenticator, h(entry["initial_epoch_authenticator"]))
+    failures = compare(
+        "initial_epoch_authenticator", state.epoch_authenticator, h(entry["initial_epoch_authenticator"])
+    )
     for number, epoch in enumerate(entry["epochs"]):
         where = f"epochs[{number}]"
         try:
@@ -56,5 +58,7 @@ def check(entry: dict[str, Any]) -> list[Failure]:
         if not isinstance(result, CommitMessage):
             return [*failures, Failure(where, f"is a {type(result).__name__}, not a commit")]
         state = result.new_state
-        failures += compare(f"epochs[{number}].epoch_authenticator", state.epoch_authenticator, h(epoch["epoch_authenticator"]))
+        failures += compare(
+            f"epochs[{number}].epoch_authenticator", state.epoch_authenticator, h(epoch["epoch_authenticator"])
+        )
     return failures

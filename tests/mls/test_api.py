@@ -1,0 +1,103 @@
+"""The engine API plugins use (protocols.mls): credential strings, bytes in and out, the old engine's values refused."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from protocols import mls
+from tests.helpers import FIXTURES
+
+
+def seeded(seed: int) -> mls.Rng:
+    return random.Random(seed).randbytes
+
+
+def flat_tree_value(name: str) -> bytes:
+    return bytes.fromhex((FIXTURES / "flat_tree" / f"{name}.hex").read_text())
+
+
+def test_the_shipped_engine_is_a_group_engine() -> None:
+    assert isinstance(mls.ENGINE, mls.GroupEngine)
+    assert mls.ENGINE.name == "rfc9420"  # type: ignore[attr-defined]
+
+
+def test_identity_and_key_package_private_round_trip() -> None:
+    rng = seeded(1)
+    identity = mls.new_identity("AB" * 32, rng=rng)
+    assert identity.credential == "ab" * 32
+    assert mls.identity_from_bytes(mls.identity_to_bytes(identity)) == identity
+    key_package, private = mls.create_key_package(identity, rng=rng)
+    assert mls.key_package_private_from_bytes(mls.key_package_private_to_bytes(private)) == private
+    assert mls.key_package_from_bytes(mls.key_package_to_bytes(key_package)) == key_package
+    assert identity.signature.private.hex() not in repr(identity) + repr(private)
+
+
+@pytest.mark.parametrize(
+    ("read", "fixture"),
+    [
+        (mls.identity_from_bytes, "identity.bin"),
+        (mls.key_package_private_from_bytes, "key_package_private.bin"),
+        (mls.restore, "group_state.snapshot"),
+    ],
+)
+def test_values_the_flat_tree_engine_stored_are_refused_with_a_clear_error(read, fixture) -> None:
+    with pytest.raises(mls.InvalidSnapshot, match="flat-tree"):
+        read(flat_tree_value(fixture))
+
+
+def test_a_flat_tree_key_package_is_not_an_mls_message() -> None:
+    with pytest.raises(mls.InvalidMessage):
+        mls.key_package_from_bytes(flat_tree_value("key_package.bin"))
+
+
+def test_a_group_through_the_api_speaks_credential_strings() -> None:
+    rng = seeded(2)
+    alice, bob, carol = (mls.new_identity(f"{n:02x}" * 32, rng=rng) for n in (1, 2, 3))
+    state_a = mls.create_group(alice, b"g" * 16, rng=rng)
+    kp_b, priv_b = mls.create_key_package(bob, rng=rng)
+    result = mls.commit(state_a, add=[mls.key_package_to_bytes(kp_b)], rng=rng)
+    state_a = result.new_state
+    state_b = mls.join_from_welcome(bob, priv_b, result.welcomes[bob.credential])
+    assert mls.member_credentials(state_b) == {0: alice.credential, 1: bob.credential}
+    assert mls.own_credential(state_b) == bob.credential
+
+    message, state_b = mls.encrypt_application(state_b, b"hello", rng=rng)
+    header = mls.peek(message)
+    assert (header.group_id, header.epoch, header.content_type) == (b"g" * 16, 1, "application")
+    received = mls.process_message(state_a, message)
+    assert isinstance(received, mls.ApplicationReceived)
+    assert (received.sender_credential, received.plaintext) == (bob.credential, b"hello")
+    state_a = received.new_state
+
+    kp_c, _ = mls.create_key_package(carol, rng=rng)
+    proposal, state_b = mls.propose(state_b, add=kp_c, rng=rng)
+    seen = mls.process_message(state_a, proposal)
+    assert isinstance(seen, mls.ProposalReceived)
+    assert (seen.kind, seen.proposer_credential, seen.subject_credential) == ("add", bob.credential, carol.credential)
+    leave, state_b = mls.propose(state_b, self_remove=True, rng=rng)
+    left = mls.process_message(seen.new_state, leave)
+    assert isinstance(left, mls.ProposalReceived) and left.kind == "self_remove"
+
+    committed = mls.commit(left.new_state, rng=rng)  # both pending proposals, by reference
+    applied = mls.process_message(state_b, committed.message)
+    assert isinstance(applied, mls.CommitApplied)
+    assert (applied.added, applied.removed, applied.we_were_removed) == ((carol.credential,), (bob.credential,), True)
+    assert set(committed.welcomes) == {carol.credential}
+    exported = mls.exporter_secret(committed.new_state, "marmot", b"group-event", 32, epoch=1)
+    assert exported == mls.exporter_secret(state_a, "marmot", b"group-event", 32)
+
+
+def test_wrong_arguments_are_refused_with_a_typed_error() -> None:
+    rng = seeded(3)
+    alice = mls.new_identity("01" * 32, rng=rng)
+    state = mls.create_group(alice, b"g", rng=rng)
+    with pytest.raises(mls.InvalidArgument, match="single string"):
+        mls.commit(state, remove="01" * 32)
+    with pytest.raises(mls.InvalidArgument, match="not a member"):
+        mls.commit(state, remove=["02" * 32])
+    with pytest.raises(mls.InvalidArgument, match="exactly one"):
+        mls.propose(state)
+    with pytest.raises(mls.InvalidArgument, match="hex"):
+        mls.new_identity("not hex")
