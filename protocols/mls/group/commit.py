@@ -105,7 +105,7 @@ def commit(
     epoch = next_epoch(cs, state.keys.init_secret, commit_secret, staged.psk_secret, context)
     tag = confirmation_tag(cs, epoch.secrets.confirmation_key, confirmed)
     message, view = protect(state, with_confirmation_tag(authenticated, tag), rng)
-    new_state = next_state(state, EpochStart(context, tree, private, epoch.secrets, tag))
+    new_state = next_state(state, EpochStart(context, tree, private, epoch.secrets, tag), staged.effects.reinit)
     welcome = None
     if staged.added:
         group_info = sign_group_info(

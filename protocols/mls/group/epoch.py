@@ -12,7 +12,7 @@ import attrs
 
 from ..crypto import CipherSuite
 from ..errors import InvalidArgument
-from ..messages import ExternalPSK, GroupContext, LeafNode, PreSharedKeyID, ResumptionPSK
+from ..messages import ExternalPSK, GroupContext, LeafNode, PreSharedKeyID, ReInit, ResumptionPSK
 from ..protection import EpochView, SignatureKeys
 from ..schedule import EpochSecrets, interim_transcript_hash, psk_secret
 from ..tree.private_tree import TreePrivate
@@ -81,7 +81,7 @@ def first_state(
     )
 
 
-def next_state(state: GroupState, start: EpochStart) -> GroupState:
+def next_state(state: GroupState, start: EpochStart, reinit: ReInit | None = None) -> GroupState:
     """``state`` moved into the epoch ``start`` describes; the epoch left joins the window of late epochs."""
     if start.context.epoch != state.epoch + 1:
         raise InvalidArgument(f"epoch {state.epoch} is followed by {state.epoch + 1}, not {start.context.epoch}")
@@ -105,6 +105,7 @@ def next_state(state: GroupState, start: EpochStart) -> GroupState:
         past=past,
         resumption_psks={epoch: psk for epoch, psk in kept_psks.items() if epoch >= oldest},
         pending_commit=None,
+        reinit=reinit,
     )
 
 

@@ -23,7 +23,9 @@ from ..messages import (
     Extension,
     ExternalInit,
     FramedContent,
+    GroupContext,
     GroupInfo,
+    LeafNode,
     MLSMessage,
     PreSharedKey,
     PreSharedKeyID,
@@ -40,12 +42,14 @@ from ..schedule import confirmation_tag, confirmed_transcript_hash, interim_tran
 from ..tree.private_tree import TreePrivate
 from ..tree.ratchet_tree import RatchetTree as Tree
 from ..tree.treekem import create_update_path
+from ..tree.validation import check_required_capabilities, validate_leaf_in_tree
+from . import extensions as ext
 from .create import own_leaf_node
 from .epoch import EpochStart, first_state, psk_secret_for
 from .group_info import external_pub
 from .join import checked_tree, received_tree
 from .proposal_list import Sourced, check_list
-from .refusals import InvalidCommit
+from .refusals import InvalidCommit, UnsupportedExtension
 from .state import GroupConfig, GroupState
 
 #: The HPKE exporter context of an external joiner's init secret (RFC 9420 section 8.3).
@@ -114,7 +118,7 @@ def join_by_external_commit(
     leaf = own_leaf_node(
         cs, credential, signature_key, leaf_key.public, capabilities=capabilities, leaf_extensions=leaf_extensions
     )
-    tree, own = tree.add(leaf)
+    tree, own = place_joiner(tree, leaf, context)
     provisional = attrs.evolve(context, epoch=context.epoch + 1, tree_hash=tree.tree_hash())
     created = create_update_path(tree, TreePrivate.for_leaf(own, leaf_key), signature_key.private, provisional, rng=rng)
     entries = tuple(ProposalByValue(p) for p in proposals)
@@ -133,6 +137,24 @@ def join_by_external_commit(
     start = EpochStart(new_context, created.tree, created.private, epoch.secrets, tag)
     state = first_state(start, signature_key.private, config or GroupConfig(), external_psks=external)
     return ExternalJoin(encode(MLSMessage(ProtocolVersion.MLS10, message)), state)
+
+
+def place_joiner(tree: Tree, leaf: LeafNode, context: GroupContext) -> tuple[Tree, int]:
+    """Put an external joiner's leaf in the leftmost free position, checked like any added member's.
+
+    Its keys must be new to the tree, its credential type supported both
+    ways, and it must support every group context extension and whatever
+    ``required_capabilities`` names (RFC 9420 sections 7.3, 13.4).
+    """
+    missing = ext.unsupported_by(leaf, context.extensions)
+    if missing:
+        raise UnsupportedExtension(f"the joiner does not support group extensions {missing}")
+    required = ext.required_capabilities(context.extensions)
+    if required is not None:
+        check_required_capabilities("the joiner's leaf", leaf, required)
+    placed, index = tree.add(leaf)
+    validate_leaf_in_tree(placed, leaf, index)
+    return placed, index
 
 
 def check_resync(tree: Tree, removes: Sequence[int], credential: Credential) -> None:

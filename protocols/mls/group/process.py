@@ -42,7 +42,7 @@ from ..tree.private_tree import TreePrivate
 from ..tree.treekem import receive_update_path
 from . import extensions as ext
 from .epoch import EpochStart, leaves_of, next_state, removed_state
-from .external import EXTERNAL_INIT_LABEL, check_resync
+from .external import EXTERNAL_INIT_LABEL, check_resync, place_joiner
 from .proposal_list import Sourced, check_proposal, resolve
 from .refusals import GroupInactive, InvalidCommit
 from .results import ApplicationMessage, CommitMessage, ProposalMessage, Received
@@ -158,7 +158,7 @@ def _commit(state: GroupState, authenticated: AuthenticatedContent, commit: Comm
         staged = stage(state, sender, sourced)
         assert commit.path is not None  # _outsider_key refused a new member's commit without a path
         check_resync(state.tree, staged.effects.removes, commit.path.leaf_node.credential)
-        tree, joiner = staged.tree.add(commit.path.leaf_node)
+        tree, joiner = place_joiner(staged.tree, commit.path.leaf_node, staged.provisional)
         staged = attrs.evolve(
             staged, tree=tree, provisional=attrs.evolve(staged.provisional, tree_hash=tree.tree_hash())
         )
@@ -217,7 +217,7 @@ def _apply(
     tag = authenticated.auth.confirmation_tag
     assert tag is not None  # the protection layer refuses a commit without its tag
     verify_confirmation_tag(cs, epoch.secrets.confirmation_key, confirmed, tag)
-    new_state = next_state(state, EpochStart(context, tree, private, epoch.secrets, tag))
+    new_state = next_state(state, EpochStart(context, tree, private, epoch.secrets, tag), effects.reinit)
     return CommitMessage(summary, False, False, new_state)
 
 

@@ -199,7 +199,8 @@ def check_proposal(
         if proposal.version < context.version:
             raise InvalidProposal("a ReInit may not go back to an older protocol version")
     elif isinstance(proposal, GroupContextExtensions):
-        ext.check_group_extensions(proposal.extensions, tree.members())
+        # Only the members left after the commit must support them (RFC 9420 section 12.1.7): staging checks those.
+        ext.check_unique(proposal.extensions, "a GroupContextExtensions proposal")
     elif isinstance(proposal, UnknownProposal):
         _check_supported_everywhere(tree, proposal.proposal_type)
 
@@ -257,9 +258,11 @@ def check_list(
     now: int | None = None,
 ) -> Effects:
     """Check a commit's list from ``committer`` and every proposal in it; return its effects."""
-    for item in proposals:
-        check_proposal(tree, context, item.sender, item.proposal, now=now)
     effects = Effects.of(proposals)
+    # A commit's new extensions apply to the other proposals it carries (RFC 9420 section 12.3).
+    after = context if effects.extensions is None else attrs.evolve(context, extensions=effects.extensions)
+    for item in proposals:
+        check_proposal(tree, after if isinstance(item.proposal, Add) else context, item.sender, item.proposal, now=now)
     if isinstance(committer, SenderNewMemberCommit):
         _check_external_commit_list(tree, proposals)
     elif isinstance(committer, SenderMember):

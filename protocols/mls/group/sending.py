@@ -6,7 +6,7 @@ from ..codec import encode
 from ..crypto import Rng
 from ..messages import AuthenticatedContent, Content, MLSMessage, ProtocolVersion, WireFormat
 from ..protection import EpochView, pad_to_multiple, protect_private, protect_public, sign_own_content
-from .refusals import GroupInactive
+from .refusals import GroupInactive, GroupReinitialized
 from .state import GroupState
 
 
@@ -22,6 +22,10 @@ def sign(
     """``content`` framed as sent by this member in the current epoch, signed for ``wire_format``."""
     if not state.active:
         raise GroupInactive("this member was removed from the group; it can no longer send")
+    if state.reinit is not None:
+        raise GroupReinitialized(
+            f"a ReInit closed this group at epoch {state.epoch}: continue in group {state.reinit.group_id.hex()[:16]}"
+        )
     return sign_own_content(state.view, state.signature_private, wire_format, content, authenticated_data)
 
 

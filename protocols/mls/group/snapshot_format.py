@@ -240,6 +240,7 @@ class GroupStateBody:
     update_keys: tuple[UpdateKeyRecord, ...]
     pending_commit: PendingCommitRecord | None
     active: Uint8
+    reinit: ReInit | None
     config: GroupConfigRecord
 
 

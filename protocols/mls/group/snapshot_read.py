@@ -93,6 +93,7 @@ def state_of(body: GroupStateBody, *, nested: bool = False) -> GroupState:
         ),
         pending_commit=pending,
         active=_flag(body.active, "active"),
+        reinit=body.reinit,
         config=group_config(body.config),
     )
 

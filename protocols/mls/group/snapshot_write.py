@@ -52,6 +52,7 @@ def state_record(state: GroupState) -> GroupStateBody:
         update_keys=tuple(UpdateKeyRecord(*item) for item in sorted(state.update_keys.items())),
         pending_commit=None if state.pending_commit is None else pending_commit_record(state.pending_commit),
         active=int(state.active),
+        reinit=state.reinit,
         config=config_record(state.config),
     )
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from ..crypto import CipherSuite
-from ..messages import GroupContext, LeafNode, Proposal, Sender
+from ..messages import GroupContext, LeafNode, Proposal, ReInit, Sender
 from ..protection import EpochView
 from ..schedule import EpochSecrets, RatchetWindow, mls_exporter
 from ..tree.private_tree import TreePrivate
@@ -182,6 +182,8 @@ class GroupState:
         pending_commit: a commit we sent and have not seen come back.
         active: ``False`` once a commit removed us; such a state can still
             read late messages of the epochs it knew, nothing else.
+        reinit: the ReInit a commit applied: the group is closed (nothing
+            more is sent in it) and continues as the group it names.
         config: this member's local choices.
     """
 
@@ -202,6 +204,7 @@ class GroupState:
     update_keys: Mapping[bytes, bytes] = attrs.field(default=MappingProxyType({}), converter=_read_only, repr=_hidden)
     pending_commit: PendingCommit | None = attrs.field(default=None, repr=False)
     active: bool = True
+    reinit: ReInit | None = attrs.field(default=None, repr=False)
     config: GroupConfig = attrs.field(factory=GroupConfig)
 
     @property

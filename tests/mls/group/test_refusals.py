@@ -570,7 +570,7 @@ def test_a_welcome_whose_signed_ratchet_tree_holds_a_forged_leaf_is_refused(monk
     assert join_from_welcome(honest_welcome, erin.key_package, erin.secrets).epoch == t.alice.epoch + 1
 
 
-# --- RFC 9420 rules the engine does not follow yet (strict xfails: each passes once the engine is fixed) ----
+# --- RFC 9420 rules the first version of the engine missed (found by these tests) ---------------------------
 
 
 def group_using_the_extension() -> tuple[GroupState, GroupState]:
@@ -580,13 +580,6 @@ def group_using_the_extension() -> tuple[GroupState, GroupState]:
     return outcome.new_state, process(bob, outcome.message).new_state
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="RFC 9420 §12.4.2: after a commit with a ReInit 'the client MUST NOT use the group to send messages "
-    "anymore'; GroupReinitialized (group/refusals.py) is defined but never raised: next_state keeps the group "
-    "active, so encrypt_application and commit still work on the state after a ReInit commit",
-)
 def test_a_committed_reinit_closes_the_group() -> None:
     t = TRIOS["private"]
     outcome = commit(t.alice, [REINIT])
@@ -601,13 +594,6 @@ def test_a_committed_reinit_closes_the_group() -> None:
             raise AssertionError("the group was reinitialized, yet the state still sends")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InvalidProposal,
-    reason="RFC 9420 §12.3: a commit's GroupContextExtensions 'MUST be used when evaluating other proposals in "
-    "this list'; proposal_list.check_list checks each Add against the current context (check_proposal -> "
-    "_check_add with context.extensions), so an Add lacking an extension the same commit drops is refused",
-)
 def test_an_add_is_checked_against_the_extensions_its_commit_sets() -> None:
     alice, bob = group_using_the_extension()
     plain = client(CS, b"plain")  # lists no non-default extension
@@ -615,14 +601,6 @@ def test_an_add_is_checked_against_the_extensions_its_commit_sets() -> None:
     assert isinstance(process(bob, outcome.message), CommitMessage)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnsupportedExtension,
-    reason="RFC 9420 §12.1.7 and §13.4: the extensions must be supported by the members after the commit "
-    "('excluding those removed'); proposal_list.check_proposal checks a GroupContextExtensions against every "
-    "current member (tree.members()), including the one the same commit removes; staging.stage already "
-    "rechecks against the tree after the commit",
-)
 def test_a_member_the_commit_removes_need_not_support_its_new_extensions() -> None:
     alice, bob = build_group(CS, [b"alice", b"bob"])
     plain = client(CS, b"plain")
@@ -633,15 +611,6 @@ def test_a_member_the_commit_removes_need_not_support_its_new_extensions() -> No
     assert isinstance(result, CommitMessage) and result.new_state.context.extensions[0].extension_type == EXTENSION
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="RFC 9420 §13.4: 'A client joining a group MUST verify that it supports every extension in the "
-    "GroupContext' and a client adding a member MUST check the new leaf's capabilities; join_by_external_commit "
-    "validates the group's tree (checked_tree) but never its own new leaf against context.extensions, and "
-    "process._commit adds the external joiner's leaf without ext.unsupported_by, so the group gains a member "
-    "that does not support an extension it uses",
-)
 def test_an_external_joiner_that_does_not_support_the_group_extensions_is_refused() -> None:
     alice, bob = group_using_the_extension()
     plain = client(CS, b"plain")
@@ -650,14 +619,6 @@ def test_an_external_joiner_that_does_not_support_the_group_extensions_is_refuse
         process(bob, joined.message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="RFC 9420 §7.3: signature keys are unique among the members; receivers refuse an external commit whose "
-    "leaf reuses a member's signature key (validate_leaf_in_tree raises DuplicateKey), but join_by_external_commit "
-    "never validates its own new leaf against the tree, so the joiner adopts a state for a commit every member "
-    "refuses (unlike commit(), whose stage() validates each added leaf)",
-)
 def test_an_external_joiner_refuses_to_reuse_a_members_signature_key() -> None:
     t = TRIOS["private"]
     bob_signature = member_client(CS, b"bob").signature

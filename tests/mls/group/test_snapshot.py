@@ -119,7 +119,7 @@ def test_every_local_choice_survives() -> None:
 #: Every field of every class a snapshot stores; a new field must get a place in snapshot_format first.
 STORED_FIELDS = {
     GroupState: "suite context tree private signature_private keys view interim_transcript_hash proposals past"
-    " resumption_psks external_psks update_keys pending_commit active config",
+    " resumption_psks external_psks update_keys pending_commit active reinit config",
     EpochKeys: "init_secret exporter_secret external_secret resumption_psk epoch_authenticator confirmation_tag",
     EpochView: "suite group_context own_leaf membership_key sender_data_secret secret_tree signature_keys",
     SecretTree: "suite n_leaves window frontier ratchets",
