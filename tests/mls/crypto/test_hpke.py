@@ -64,7 +64,9 @@ def test_seal_with_the_vectors_ephemeral_key_gives_its_ciphertext(v: dict[str, A
 
 @per_vector
 @pytest.mark.parametrize("exporter_context", [b"", b"MLS 1.0 external init secret"])
-def test_both_sides_export_the_secret_of_the_vectors_exporter_secret(v: dict[str, Any], exporter_context: bytes) -> None:
+def test_both_sides_export_the_secret_of_the_vectors_exporter_secret(
+    v: dict[str, Any], exporter_context: bytes
+) -> None:
     scheme = _hpke(v)
     length = scheme.kdf.nh
     expected = labeled_expand(scheme.kdf, scheme.suite_id, h(v["exporter_secret"]), b"sec", exporter_context, length)
