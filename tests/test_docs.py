@@ -34,8 +34,9 @@ def test_readme_starts_with_the_two_commands():
     assert lines[0] == "# Tessera"
     commands = [line for line in lines[1:8] if line.startswith("python3 -m venv")]
     assert len(commands) == 2 and commands[0].endswith("tessera demo") and "pytest" in commands[1]
-    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert ci == commands[1], ".ci/run must run the README's test command"
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == commands[1], ".ci/run must run the README's test command"
+    assert "export TESSERA_REQUIRE_PEERS=1" in ci, "in CI a missing live peer is a failure, not a skip"
 
 
 # --- every `tessera ...` in the docs names real commands and flags ------------------------------------------------
