@@ -6,7 +6,7 @@
 Per group size (2, 10, 100, 1,000; 10,000 for commits only): alice (leaf
 0) creates an Add (a new member's KeyPackage, no path, with its Welcome),
 an Update (an empty commit, with a path) and a Remove (a middle leaf, which
-requires a path), and bob (leaf 1) processes each; the median of several
+requires a path), and bob (leaf 1) processes each; the fastest of several
 runs from the same states (states are immutable values, so every run does
 the same work).  One more run of each is counted: HPKE seals and opens,
 hashes and DeriveKeyPair runs, by wrapping the suite classes' methods for
@@ -229,7 +229,7 @@ def commit_table(results: Results) -> None:
             )
         )
     report(
-        "Commits: alice creates, bob processes (median ms; — at 2 members: the Remove removes bob)",
+        "Commits: alice creates, bob processes (ms, best of the runs; — at 2 members: the Remove removes bob)",
         rows,
         (
             "members",
@@ -264,7 +264,7 @@ def growth_table(results: Results) -> None:
                 )
             )
     report(
-        "Growth: one commit's work by group size (counted in a separate run; µs are the medians above)",
+        "Growth: one commit's work by group size (counted in a separate run; µs are the times above)",
         rows,
         (
             "commit",
