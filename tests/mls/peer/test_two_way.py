@@ -229,7 +229,35 @@ def test_each_side_refuses_the_others_external_pub(ts_mls: Peer) -> None:
         ts_mls.call("join_external", group_info=our_group_info(ours), identity=b"dave")
 
 
-# --- a ts-mls 1.6.4 deviation --------------------------------------------------------------------------
+# --- ts-mls 1.6.4 deviations ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("members", [pytest.param(OURS, id="our-welcome"), pytest.param(TS_MLS, id="ts-mls-welcome")])
+def test_ts_mls_refuses_a_valid_tree_whose_parents_list_different_unmerged_leaves(ts_mls: Peer, members: Impl) -> None:
+    """ts-mls 1.6.4 wants equal unmerged_leaves on every non-blank parent above an unmerged leaf; RFC 9420 does not.
+
+    RFC 9420 section 12.4.3.1 (checking a joiner's tree) asks only that an
+    unmerged leaf of a parent be listed by the non-blank parents between the
+    two.  ts-mls's
+    validateRatchetTree (clientState.js) instead compares the whole
+    unmerged_leaves list of the parent with that of every non-blank node on
+    the leaf's direct path.  Here bob's commit removing dave fills parents
+    1, 3 and 7 of five leaves; alice then adds frank into dave's blank leaf 3
+    and gina into leaf 5, so node 3 lists [3] and node 7 lists [3, 5]: a
+    valid tree, which our frank accepts and ts-mls's gina refuses, whichever
+    side built it.  Any mixed group whose tree takes this shape keeps
+    ts-mls clients from joining until a commit's path clears it.  When this
+    fails, ts-mls has fixed it.
+    """
+    group = MixedGroup(ts_mls, 1)
+    group.create("alice", members)
+    group.add("alice", {"bob": members, "carol": members, "dave": members, "erin": members})
+    group.remove("bob", "dave")
+
+    with pytest.raises(PeerError, match="must list leaf node in its unmerged_leaves"):
+        group.add("alice", {"frank": OURS, "gina": TS_MLS})
+    unmerged = {index: list(node.unmerged_leaves) for index, node in group.ours["frank"].tree.parents()}
+    assert unmerged == {1: [], 3: [3], 7: [3, 5]}
 
 
 def _one_path_secret_further(cs: CipherSuite, first: bytes, length: int) -> list[bytes]:
@@ -253,7 +281,7 @@ def test_ts_mls_commit_secret_is_one_step_off_when_the_root_leaves_the_filtered_
     That happens when the other half of the tree is all blank: here dave, at
     leaf 3 of four, removes alice and bob (leaves 0 and 1), so the root's
     copath child has an empty resolution and the root leaves dave's filtered
-    direct path.  RFC 9420 section 7.5 takes the commit secret as
+    direct path.  RFC 9420 (Ratchet Tree Evolution) takes the commit secret as
     path_secret[n+1], one DeriveSecret(., "path") past the last secret of the
     UpdatePath: the working group chose that wording for exactly this case
     (mlswg/mls-protocol issue 690, PR 707, draft-17); our tree/treekem.py and
