@@ -133,11 +133,11 @@ def measure_engine(args: argparse.Namespace, results: Results) -> None:
 
 def print_profiles(group: Group, args: argparse.Namespace) -> None:
     """cProfile's view of bob's side at the largest sizes: each commit kind, and the application messages."""
-    if group.members == max(*args.sizes, *args.commit_sizes):
+    if group.members == max((*args.sizes, *args.commit_sizes)):
         for operation in OPERATIONS:
             console.rule(f"profile: bob processes one {operation} commit, {group.members:,} members")
             print(profile_processing(group, operation, args.profile))
-    if group.members == max(args.sizes):
+    if args.sizes and group.members == max(args.sizes):
         console.rule(f"profile: bob decrypts {args.messages:,} application messages, {group.members:,} members")
         print(profile_decrypting(group, args.messages, bytes(args.payload), args.profile))
 
