@@ -351,17 +351,32 @@ def growth_verdicts(results: Results) -> list[dict[str, Any]]:
 
 
 def decrypt_verdict(results: Results) -> list[dict[str, Any]]:
+    """The decrypt target against both ceilings.
+
+    The bare AEAD + KDF ceiling leaves out the Ed25519 verification RFC 9420
+    requires of every message; on this kind of machine that verification
+    alone takes longer than half the bare ceiling's time per message, so the
+    second row, against the crypto a conforming receiver must do, is the one
+    an implementation can meet.
+    """
     if not results.application:
         return []
-    worst = min(results.application, key=lambda r: r.decrypt_per_s / r.ceiling_decrypt_per_s)
-    ratios = ", ".join(f"{r.members:,}: {r.decrypt_per_s / r.ceiling_decrypt_per_s:.1%}" for r in results.application)
-    return [
-        {
-            "target": f"application decrypt ≥ {DECRYPT_TARGET:.0%} of the AEAD + KDF ceiling",
-            "measured": f"by size {ratios}",
-            "met": worst.decrypt_per_s / worst.ceiling_decrypt_per_s >= DECRYPT_TARGET,
-        }
-    ]
+    verdicts = []
+    for label, field in (
+        ("the AEAD + KDF ceiling", "ceiling_decrypt_per_s"),
+        ("the AEAD + KDF + signature ceiling (the crypto RFC 9420 requires)", "signed_ceiling_decrypt_per_s"),
+    ):
+        shares = [(r.members, r.decrypt_per_s / float(getattr(r, field))) for r in results.application]
+        worst = min(share for _, share in shares)
+        ratios = ", ".join(f"{members:,}: {share:.1%}" for members, share in shares)
+        verdicts.append(
+            {
+                "target": f"application decrypt ≥ {DECRYPT_TARGET:.0%} of {label}",
+                "measured": f"by size {ratios}",
+                "met": worst >= DECRYPT_TARGET,
+            }
+        )
+    return verdicts
 
 
 def ts_mls_verdicts(results: Results, members: int = 1000) -> list[dict[str, Any]]:

@@ -162,6 +162,7 @@ def standalone_cluster(tmp_path):
         logs.close()
 
 
+@pytest.mark.slow  # a master and a worker JVM: ~90-160 s on 2 cores
 def test_standalone_cluster_gives_identical_tables(make_app, standalone_cluster, tmp_path):
     app = make_app([example], ["example"], path=str(tmp_path / "cluster.db"))
     ingest(app, simulate.generate(1200, rooms=5, seed=8, deletes=0.1))

@@ -9,7 +9,7 @@ state as it was; nothing is half-applied, since states are values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 import attrs
 
@@ -40,8 +40,9 @@ from ..protection import NotFramedContent, WrongGroup, unprotect
 from ..schedule import confirmed_transcript_hash, next_epoch, verify_confirmation_tag, zero_secret
 from ..tree.private_tree import TreePrivate
 from ..tree.treekem import receive_update_path
+from ..values import replaced
 from . import extensions as ext
-from .epoch import EpochStart, leaves_of, next_state, removed_state
+from .epoch import EpochStart, next_state, removed_state
 from .external import EXTERNAL_INIT_LABEL, check_resync, place_joiner
 from .proposal_list import Sourced, check_proposal, resolve
 from .refusals import GroupInactive, InvalidCommit
@@ -66,10 +67,10 @@ def process(state: GroupState, data: bytes) -> Received:
     if epoch != state.epoch:
         return _late_application(state, message, epoch)
     view, authenticated = unprotect(state.view, message, _outsider_key(state, inner))
-    state = attrs.evolve(state, view=view)
+    state = replaced(state, view=view)
     content = authenticated.content.content
     if isinstance(content, ApplicationData):
-        return _application(state, authenticated, leaves_of(state.tree))
+        return _application(state, authenticated, state.tree.leaf)
     if not state.active:
         raise GroupInactive("this member was removed from the group; it applies no more proposals or commits")
     if isinstance(content, Commit):
@@ -102,13 +103,13 @@ def _outsider_key(state: GroupState, inner: PublicMessage | PrivateMessage) -> b
 
 
 def _application(
-    state: GroupState, authenticated: AuthenticatedContent, members: Sequence[LeafNode | None]
+    state: GroupState, authenticated: AuthenticatedContent, leaf_at: Callable[[int], LeafNode | None]
 ) -> ApplicationMessage:
     content = authenticated.content
     sender, data = content.sender, content.content
     # The protection layer lets only members send application data, and verified it with this leaf's key.
     assert isinstance(sender, SenderMember) and isinstance(data, ApplicationData)
-    leaf = members[sender.leaf_index]
+    leaf = leaf_at(sender.leaf_index)
     assert leaf is not None
     return ApplicationMessage(
         sender.leaf_index, leaf.credential, data.application_data, content.authenticated_data, content.epoch, state
@@ -126,7 +127,7 @@ def _late_application(state: GroupState, message: MLSMessage, epoch: int) -> App
         if past.epoch == epoch:
             view, authenticated = unprotect(past.view, message)
             kept = (*state.past[:position], attrs.evolve(past, view=view), *state.past[position + 1 :])
-            return _application(attrs.evolve(state, past=kept), authenticated, past.members)
+            return _application(attrs.evolve(state, past=kept), authenticated, past.members.__getitem__)
     raise WrongEpoch(epoch, state.epoch, f"only the last {state.config.max_past_epochs} epochs are kept")
 
 

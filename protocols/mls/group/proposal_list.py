@@ -323,6 +323,8 @@ def client_identity(leaf: LeafNode) -> tuple[bytes, bytes]:
 
 
 def _check_adds(tree: RatchetTree, effects: Effects) -> None:
+    if not effects.adds:
+        return
     removed = set(effects.removes)
     present_credentials = {encode(leaf.credential) for i, leaf in tree.members() if i not in removed}
     present_keys = {leaf.signature_key for i, leaf in tree.members() if i not in removed}

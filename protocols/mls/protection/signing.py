@@ -10,6 +10,9 @@ it with :func:`with_confirmation_tag`.
 
 from __future__ import annotations
 
+import functools
+import struct
+
 import attrs
 
 from ..codec import encode
@@ -48,6 +51,25 @@ def framed_content_tbs(
     return FramedContentTBS(ProtocolVersion.MLS10, wire_format, content, group_context)
 
 
+@functools.lru_cache(maxsize=64)
+def _encoded_context(group_context: GroupContext) -> bytes:
+    """A GroupContext's encoding, computed once per epoch rather than once per message (it is public)."""
+    return encode(group_context)
+
+
+def framed_content_tbs_bytes(
+    wire_format: WireFormat, content: FramedContent, group_context: GroupContext | None
+) -> bytes:
+    """The encoded FramedContentTBS of :func:`framed_content_tbs`, with the epoch's GroupContext encoded once.
+
+    The struct's fields in order: version, wire format, content, then the
+    context for the senders it concerns.
+    """
+    tbs = framed_content_tbs(wire_format, content, group_context)
+    head = struct.pack(">HH", tbs.version, tbs.wire_format) + encode(content)
+    return head if tbs.context is None else head + _encoded_context(tbs.context)
+
+
 def sign_content(
     cs: CipherSuite,
     signature_private: bytes,
@@ -56,7 +78,7 @@ def sign_content(
     group_context: GroupContext | None,
 ) -> AuthenticatedContent:
     """``content`` signed for ``wire_format``; a commit still needs :func:`with_confirmation_tag`."""
-    tbs = encode(framed_content_tbs(wire_format, content, group_context))
+    tbs = framed_content_tbs_bytes(wire_format, content, group_context)
     signature = sign_with_label(cs, signature_private, SIGN_LABEL, tbs)
     return AuthenticatedContent(wire_format, content, FramedContentAuthData(signature, None))
 
@@ -81,7 +103,7 @@ def verify_content(
 ) -> None:
     """Check the signature of ``authenticated``; a wrong one raises :class:`InvalidSignature`."""
     content = authenticated.content
-    tbs = encode(framed_content_tbs(authenticated.wire_format, content, group_context))
+    tbs = framed_content_tbs_bytes(authenticated.wire_format, content, group_context)
     if not verify_with_label(cs, signature_public, SIGN_LABEL, tbs, authenticated.auth.signature):
         raise InvalidSignature(f"the signature of {describe(content.sender)} does not verify")
 

@@ -21,6 +21,7 @@ from ..crypto import CipherSuite
 from ..errors import InvalidArgument
 from ..messages import GroupContext
 from ..schedule import EpochSecrets, RatchetWindow, SecretTree
+from ..values import replaced
 
 #: ``leaf_index -> signature public key``, ``None`` for a blank leaf or one outside the tree.
 SignatureKeys = Callable[[int], bytes | None]
@@ -95,4 +96,6 @@ class EpochView:
 
     def with_secret_tree(self, tree: SecretTree) -> EpochView:
         """The same view after ``tree`` replaced the secret tree (a key was used up)."""
-        return attrs.evolve(self, secret_tree=tree)
+        if tree.suite != self.suite or tree.n_leaves != self.secret_tree.n_leaves:
+            raise InvalidArgument("the secret tree is for another suite or tree size than the view's")
+        return replaced(self, secret_tree=tree)

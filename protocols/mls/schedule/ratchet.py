@@ -22,6 +22,7 @@ import attrs
 from ..crypto import CipherSuite
 from ..crypto.labels import derive_tree_secret, expand_with_label
 from ..errors import InvalidArgument, RatchetExhausted
+from ..values import replaced
 from .errors import GenerationExpired, GenerationReused, GenerationTooFarAhead
 
 #: Generations travel as uint32 (RFC 9420 section 6.3.2).
@@ -99,7 +100,7 @@ class HashRatchet:
         if self.generation > LAST_GENERATION:
             raise RatchetExhausted(f"the {self.kind.value} ratchet of leaf {self.leaf} has no generations left")
         key, secret = _derive(cs, self.secret, self.generation)
-        return attrs.evolve(self, generation=self.generation + 1, secret=secret), key
+        return replaced(self, generation=self.generation + 1, secret=secret), key
 
     def key_for(self, cs: CipherSuite, generation: int, window: RatchetWindow) -> tuple[HashRatchet, RatchetKey]:
         """The key of ``generation``, for receiving; it is deleted from the ratchet that comes back.
@@ -126,7 +127,7 @@ class HashRatchet:
         if key is None:
             raise GenerationReused(self.leaf, self.kind.value, generation)
         kept = {g: k for g, k in self.kept.items() if g != generation}
-        return attrs.evolve(self, kept=MappingProxyType(kept)), key
+        return replaced(self, kept=MappingProxyType(kept)), key
 
     def _step_to(self, cs: CipherSuite, generation: int, window: RatchetWindow) -> tuple[HashRatchet, RatchetKey]:
         oldest_kept = generation - window.out_of_order_tolerance
@@ -137,7 +138,7 @@ class HashRatchet:
             if skipped >= oldest_kept:
                 kept[skipped] = key
         key, secret = _derive(cs, secret, generation)
-        return attrs.evolve(self, generation=generation + 1, secret=secret, kept=MappingProxyType(kept)), key
+        return replaced(self, generation=generation + 1, secret=secret, kept=MappingProxyType(kept)), key
 
 
 def _derive(cs: CipherSuite, secret: bytes, generation: int) -> tuple[RatchetKey, bytes]:

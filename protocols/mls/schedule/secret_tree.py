@@ -27,6 +27,7 @@ import attrs
 from ..crypto import CipherSuite
 from ..crypto.labels import expand_with_label
 from ..tree import math as tree_math
+from ..values import replaced
 from .errors import UnknownLeaf
 from .ratchet import HashRatchet, RatchetKey, RatchetKind, RatchetWindow
 
@@ -107,4 +108,4 @@ class SecretTree:
     def _with(self, ratchet: HashRatchet) -> SecretTree:
         ratchets = dict(self.ratchets)
         ratchets[ratchet.leaf, ratchet.kind] = ratchet
-        return attrs.evolve(self, ratchets=MappingProxyType(ratchets))
+        return replaced(self, ratchets=MappingProxyType(ratchets))

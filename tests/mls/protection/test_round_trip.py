@@ -15,7 +15,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocols.mls.codec import decode, encode
-from protocols.mls.messages import ApplicationData, AuthenticatedContent, Commit, MLSMessage, PrivateMessage, Proposal
+from protocols.mls.messages import (
+    ApplicationData,
+    AuthenticatedContent,
+    Commit,
+    Extension,
+    FramedContent,
+    GroupContext,
+    MLSMessage,
+    PrivateMessage,
+    Proposal,
+    Sender,
+    SenderExternal,
+    SenderMember,
+    SenderNewMemberCommit,
+    SenderNewMemberProposal,
+)
 from protocols.mls.messages.registries import ProtocolVersion, WireFormat
 from protocols.mls.protection import (
     EpochView,
@@ -27,6 +42,7 @@ from protocols.mls.protection import (
     unprotect,
     with_confirmation_tag,
 )
+from protocols.mls.protection.signing import framed_content_tbs, framed_content_tbs_bytes
 from protocols.mls.schedule import GenerationReused
 from tests.mls.codec.strategies import values_of
 from tests.mls.protection._cases import VECTORS, Group
@@ -77,3 +93,15 @@ def test_protect_then_unprotect_in_any_order(data: st.DataObject) -> None:
         if isinstance(message.message, PrivateMessage):
             with pytest.raises(GenerationReused):
                 unprotect(receiver, message)
+
+
+@pytest.mark.parametrize("wire_format", [WireFormat.MLS_PUBLIC_MESSAGE, WireFormat.MLS_PRIVATE_MESSAGE])
+@pytest.mark.parametrize(
+    "sender", [SenderMember(2), SenderExternal(0), SenderNewMemberProposal(), SenderNewMemberCommit()], ids=repr
+)
+def test_the_signed_bytes_are_the_encoded_framed_content_tbs(wire_format: WireFormat, sender: Sender) -> None:
+    """The fast path (the epoch's context encoded once) gives exactly the struct's encoding."""
+    context = GroupContext(ProtocolVersion.MLS10, 1, b"g", 3, b"tree", b"confirmed", (Extension(5, b"x"),))
+    content = FramedContent(b"g", 3, sender, b"aad", ApplicationData(b"hi"))
+    expected = encode(framed_content_tbs(wire_format, content, context))
+    assert framed_content_tbs_bytes(wire_format, content, context) == expected
