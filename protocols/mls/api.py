@@ -26,7 +26,13 @@ from .group import application, create, join
 from .group import commit as commits
 from .group import proposals as sending_proposals
 from .group import snapshot as snapshots
-from .group.key_packages import KeyPackageSecrets, default_lifetime, validate_key_package
+from .group.key_packages import (
+    KeyPackageSecrets,
+    default_capabilities,
+    default_lifetime,
+    supporting,
+    validate_key_package,
+)
 from .group.key_packages import create_key_package as make_key_package
 from .group.process import process
 from .group.results import ApplicationMessage, CommitMessage, ProposalMessage
@@ -36,9 +42,7 @@ from .messages import (
     BasicCredential,
     Capabilities,
     Credential,
-    CredentialType,
     Extension,
-    ExtensionType,
     GroupContextExtensions,
     KeyPackage,
     MLSMessage,
@@ -143,10 +147,11 @@ def identity_from_bytes(data: bytes) -> Identity:
     return Identity(record.identity.hex(), record.suite, KeyPair(record.signature_private, public))
 
 
-def capabilities_for(suite_id: int, extension_types: Iterable[int]) -> Capabilities:
-    """What this engine supports: MLS 1.0, the suite, basic credentials, and the non-default ``extension_types``."""
-    extra = tuple(sorted(set(extension_types) - set(ExtensionType)))
-    return Capabilities((ProtocolVersion.MLS10,), (suite_id,), extra, (), (CredentialType.BASIC,))
+def capabilities_for(identity: Identity, extension_types: Iterable[int]) -> Capabilities:
+    """What this engine supports: a KeyPackage's defaults, and the non-default ``extension_types``."""
+    return supporting(
+        default_capabilities(suite(identity.suite_id), identity.basic_credential), sorted(extension_types)
+    )
 
 
 # --- key packages --------------------------------------------------------------------------
@@ -193,7 +198,7 @@ def create_key_package(
         cs,
         identity.basic_credential,
         identity.signature,
-        capabilities=capabilities_for(cs.id, supported_extensions),
+        capabilities=capabilities_for(identity, supported_extensions),
         extensions=extensions,
         leaf_extensions=leaf_extensions,
         lifetime=None if now is None else default_lifetime(now),
@@ -265,7 +270,7 @@ def create_group(
         group_id,
         identity.basic_credential,
         identity.signature,
-        capabilities=capabilities_for(cs.id, sorted(types)),
+        capabilities=capabilities_for(identity, types),
         extensions=extensions,
         leaf_extensions=leaf_extensions,
         lifetime=None if now is None else default_lifetime(now),

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import attrs
-
 from ..crypto import CipherSuite, KeyPair, Rng
 from ..crypto.keys import random_bytes
 from ..messages import (
@@ -24,18 +22,15 @@ from ..schedule import confirmation_tag, next_epoch, zero_secret
 from ..tree.leaf_node import sign_leaf_node
 from ..tree.private_tree import TreePrivate
 from ..tree.ratchet_tree import RatchetTree
-from ..tree.validation import DEFAULT_EXTENSIONS
 from . import extensions as ext
 from .epoch import EpochStart, first_state
-from .key_packages import default_capabilities, default_lifetime
+from .key_packages import default_capabilities, default_lifetime, supporting
 from .state import GroupConfig, GroupState
 
 
 def _default_capabilities(cs: CipherSuite, credential: Credential, extensions: Sequence[Extension]) -> Capabilities:
     """The KeyPackage default, plus the non-default extension types the creator is about to use."""
-    base = default_capabilities(cs, credential)
-    used = sorted({e.extension_type for e in extensions} - DEFAULT_EXTENSIONS)
-    return attrs.evolve(base, extensions=tuple(used))
+    return supporting(default_capabilities(cs, credential), sorted({e.extension_type for e in extensions}))
 
 
 def own_leaf_node(

@@ -36,9 +36,8 @@ from ..messages.registries import LAST_RESORT_EXTENSION_TYPE
 from ..tree.errors import InvalidLeafNode, InvalidLeafSignature
 from ..tree.leaf_node import sign_leaf_node
 from ..tree.validation import DEFAULT_EXTENSIONS, validate_leaf_node
-from .errors import InvalidKeyPackage, InvalidKeyPackageSignature
 from .extensions import check_unique
-from .refusals import UnsupportedExtension
+from .refusals import InvalidKeyPackage, InvalidKeyPackageSignature, UnsupportedExtension
 
 KEY_PACKAGE_LABEL = "KeyPackageTBS"
 #: The default lifetime starts an hour early, so a peer whose clock runs behind accepts it at once.
@@ -127,8 +126,13 @@ def default_lifetime(now: int) -> Lifetime:
 
 def _with_extension_types(capabilities: Capabilities, carried: Iterable[Extension]) -> Capabilities:
     """``capabilities`` listing every non-default extension type in ``carried`` too, the caller's order first."""
+    return supporting(capabilities, (e.extension_type for e in carried))
+
+
+def supporting(capabilities: Capabilities, extension_types: Iterable[int]) -> Capabilities:
+    """``capabilities`` also listing the non-default ``extension_types`` (defaults are never listed), in order."""
     listed = tuple(capabilities.extensions)
-    missing = (e.extension_type for e in carried if e.extension_type not in DEFAULT_EXTENSIONS)
+    missing = (t for t in extension_types if t not in DEFAULT_EXTENSIONS)
     return attrs.evolve(capabilities, extensions=tuple(dict.fromkeys((*listed, *missing))))
 
 

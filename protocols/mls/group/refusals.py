@@ -9,7 +9,7 @@ removed) derive from :class:`~protocols.mls.errors.MlsError` only.
 
 from __future__ import annotations
 
-from ..errors import InvalidArgument, InvalidMessage, MlsError, NotAMember, WrongEpoch
+from ..errors import InvalidArgument, InvalidMessage, InvalidSignature, MlsError, NotAMember, WrongEpoch
 
 
 class InvalidProposalList(InvalidMessage):
@@ -56,15 +56,37 @@ class GroupReinitialized(MlsError):
     """A ReInit was committed: this group is closed; continue in the new group it names."""
 
 
+class InvalidKeyPackage(InvalidMessage):
+    """A KeyPackage fails the checks of RFC 9420 §10.1; the message names the check."""
+
+
+class InvalidKeyPackageSignature(InvalidKeyPackage, InvalidSignature):
+    """A KeyPackage's signature, or its leaf node's, does not verify under the leaf's signature key."""
+
+
+class WelcomeNotForUs(InvalidArgument):
+    """A Welcome has no GroupSecrets for our KeyPackageRef: it adds other clients, not this one.
+
+    ``key_package_ref`` is the reference looked for.
+    """
+
+    def __init__(self, key_package_ref: bytes) -> None:
+        self.key_package_ref = key_package_ref
+        super().__init__(f"the Welcome has no secrets for key package {key_package_ref[:8].hex()}…")
+
+
 __all__ = [
     "EpochNotRetained",
     "GroupInactive",
     "GroupReinitialized",
     "InvalidCommit",
+    "InvalidKeyPackage",
+    "InvalidKeyPackageSignature",
     "InvalidProposal",
     "InvalidProposalList",
     "MissingPsk",
     "NoRatchetTree",
     "UnknownProposalRef",
     "UnsupportedExtension",
+    "WelcomeNotForUs",
 ]

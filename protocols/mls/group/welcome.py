@@ -29,9 +29,8 @@ from ..messages import (
     Welcome,
 )
 from ..schedule import welcome_key_nonce, welcome_secret, zero_secret
-from .errors import WelcomeNotForUs
 from .key_packages import key_package_ref
-from .refusals import MissingPsk
+from .refusals import MissingPsk, WelcomeNotForUs
 
 WELCOME_LABEL = "Welcome"
 #: Turns the PSK ids a Welcome names into the ``psk_secret`` (see :func:`protocols.mls.schedule.psk_secret`).

@@ -16,7 +16,6 @@ from protocols.mls.codec import decode, encode
 from protocols.mls.crypto import CipherSuite, suite
 from protocols.mls.crypto.labels import make_key_package_ref
 from protocols.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
-from protocols.mls.group.errors import InvalidKeyPackage
 from protocols.mls.group.key_packages import (
     LIFETIME_MARGIN_SECONDS,
     LIFETIME_SECONDS,
@@ -26,6 +25,7 @@ from protocols.mls.group.key_packages import (
     sign_key_package,
     validate_key_package,
 )
+from protocols.mls.group.refusals import InvalidKeyPackage
 from protocols.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE
 from protocols.mls.tree.leaf_node import sign_leaf_node
 from tests.helpers import VECTORS

@@ -32,7 +32,6 @@ from protocols.mls.errors import (
 )
 from protocols.mls.group.application import encrypt_application
 from protocols.mls.group.commit import commit
-from protocols.mls.group.errors import InvalidKeyPackage, WelcomeNotForUs
 from protocols.mls.group.external import join_by_external_commit
 from protocols.mls.group.group_info import ratchet_tree_extension, sign_group_info
 from protocols.mls.group.join import join_from_welcome
@@ -42,10 +41,12 @@ from protocols.mls.group.proposals import ProposalOutcome, propose_remove, propo
 from protocols.mls.group.refusals import (
     GroupReinitialized,
     InvalidCommit,
+    InvalidKeyPackage,
     InvalidProposal,
     InvalidProposalList,
     UnknownProposalRef,
     UnsupportedExtension,
+    WelcomeNotForUs,
 )
 from protocols.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
 from protocols.mls.group.state import GroupConfig, GroupState

@@ -13,10 +13,9 @@ from protocols.mls.codec import decode, encode
 from protocols.mls.conformance.checkers.welcome import check
 from protocols.mls.crypto import CipherSuite, suite
 from protocols.mls.errors import DecryptionFailed, InvalidArgument, InvalidMessage, InvalidSignature
-from protocols.mls.group.errors import WelcomeNotForUs
 from protocols.mls.group.group_info import sign_group_info, verify_group_info
 from protocols.mls.group.key_packages import key_package_ref
-from protocols.mls.group.refusals import MissingPsk
+from protocols.mls.group.refusals import MissingPsk, WelcomeNotForUs
 from protocols.mls.group.welcome import (
     NewMember,
     OpenedWelcome,
