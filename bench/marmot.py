@@ -32,9 +32,10 @@ from core.app import App
 from core.records import OutcomeKind
 from core.settings import Settings
 from protocols import marmot, mls
-from protocols.marmot import nip44, nostr, outer, simulate
+from protocols.marmot import outer, simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.wire import nip44, nostr
 
 GID = "5e" * 32
 

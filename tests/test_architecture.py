@@ -104,14 +104,14 @@ def test_imports_point_one_way(module: str, path: Path):
 def test_the_import_walk_sees_function_level_and_relative_imports(tmp_path):
     source = tmp_path / "mod.py"
     source.write_text(
-        "from . import db\ndef f():\n    import jobs.tick\n    from protocols.marmot import nip44, handlers\n"
+        "from . import db\ndef f():\n    import jobs.tick\n    from protocols.marmot import outer, handlers\n"
     )
     expected = {
         "core",
         "core.db",
         "jobs.tick",
         "protocols.marmot",
-        "protocols.marmot.nip44",
+        "protocols.marmot.outer",
         "protocols.marmot.handlers",
     }
     assert _imports("core.mod", source) == expected

@@ -85,8 +85,8 @@ class InvalidPlaintextLength(Nip44Error):
 class InvalidKey(Nip44Error):
     """A secp256k1 secret key is out of range, or a public key is not on the curve.
 
-    Also raised by :mod:`protocols.marmot.nostr` for signing keys: both modules
-    use the same curve and check secret keys with :mod:`protocols.marmot.secp256k1`.
+    Also raised by :mod:`protocols.marmot.wire.nostr` for signing keys: both modules
+    use the same curve and check secret keys with :mod:`protocols.marmot.wire.secp256k1`.
     """
 
     default_reason = "bad_key"

@@ -29,12 +29,13 @@ import attrs
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, group, messages, nostr, observe, outer
+from protocols.marmot import branches, commits, group, messages, observe, outer
 from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
 from protocols.marmot.states import OuterState
+from protocols.marmot.wire import nostr
 
 PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"

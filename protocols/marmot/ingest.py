@@ -27,11 +27,12 @@ from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import group, nostr, outer
+from protocols.marmot import group, outer
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import InvalidEvent, Nip44Error
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.wire import nostr
 
 _HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"
 

@@ -20,8 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from protocols import mls
-from protocols.marmot import nip44, nostr
 from protocols.marmot.errors import InvalidMac
+from protocols.marmot.wire import nip44, nostr
 
 _CACHE_SIZE = 512
 _keys: OrderedDict[bytes, bytes] = OrderedDict()

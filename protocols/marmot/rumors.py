@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 
-from protocols.marmot import nostr
 from protocols.marmot.errors import InvalidEvent, InvalidRumor
+from protocols.marmot.wire import nostr
 
 DELETION_KIND = 5
 CHAT_KIND = 9

@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from protocols.marmot import nip44
 from protocols.marmot.errors import (
     InvalidKey,
     InvalidMac,
@@ -20,7 +19,8 @@ from protocols.marmot.errors import (
     InvalidPlaintextLength,
     Nip44Error,
 )
-from protocols.marmot.nostr import public_key_xonly
+from protocols.marmot.wire import nip44
+from protocols.marmot.wire.nostr import public_key_xonly
 from tests.helpers import VECTORS
 
 V2 = json.loads((VECTORS / "nip44.vectors.json").read_text("utf-8"))["v2"]

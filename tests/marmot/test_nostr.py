@@ -12,8 +12,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from protocols.marmot import nostr
 from protocols.marmot.errors import InvalidEvent, InvalidKey, MarmotError
+from protocols.marmot.wire import nostr
 from tests import strategies as hostile
 from tests.helpers import VECTORS
 

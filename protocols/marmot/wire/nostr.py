@@ -30,7 +30,7 @@ import coincurve
 from core import encoding
 from core.encoding import locate_deep_nesting
 from protocols.marmot.errors import InvalidEvent, InvalidKey
-from protocols.marmot.secp256k1 import check_secret_key, is_secret_scalar
+from protocols.marmot.wire.secp256k1 import check_secret_key, is_secret_scalar
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

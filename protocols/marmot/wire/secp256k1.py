@@ -1,7 +1,7 @@
 """The secp256k1 secret-key rule that Nostr signing (BIP-340) and NIP-44 both apply.
 
 A secret key is a 32-byte big-endian scalar strictly between 0 and the group
-order.  Both :mod:`protocols.marmot.nostr` and :mod:`protocols.marmot.nip44`
+order.  Both :mod:`protocols.marmot.wire.nostr` and :mod:`protocols.marmot.wire.nip44`
 use the same curve, so they share this one rule and its error.
 """
 

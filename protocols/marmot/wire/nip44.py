@@ -35,7 +35,7 @@ from protocols.marmot.errors import (
     InvalidPlaintextLength,
     Nip44Error,
 )
-from protocols.marmot.secp256k1 import check_secret_key
+from protocols.marmot.wire.secp256k1 import check_secret_key
 
 __all__ = [
     "MAX_PLAINTEXT_LEN",
