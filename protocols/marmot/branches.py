@@ -22,10 +22,11 @@ from __future__ import annotations
 from core.intents import EnqueueRecheck
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data, rumors
+from protocols.marmot import facts, group, group_data
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key
 from protocols.marmot.messages import mls_reason
+from protocols.marmot.wire import rumors
 
 
 def handle_on_branch(item: Item, branch: group.Branch, message: bytes) -> Result:

@@ -14,11 +14,12 @@ from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, EnqueueRecheck, Intent
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data, outer, rumors
+from protocols.marmot import facts, group, group_data, outer
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import WAITING_FOR_GROUP
 from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
+from protocols.marmot.wire import rumors
 
 
 def _hex_param(params: dict[str, Any], name: str) -> bytes:

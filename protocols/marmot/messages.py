@@ -19,9 +19,10 @@ import logging
 from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, group_data, outer, rumors
+from protocols.marmot import facts, group_data, outer
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
+from protocols.marmot.wire import rumors
 
 log = logging.getLogger("tessera.marmot")
 

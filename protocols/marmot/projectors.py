@@ -19,10 +19,11 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.marmot import facts, rumors
+from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.states import MessageState, OuterState
+from protocols.marmot.wire import rumors
 
 
 def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:

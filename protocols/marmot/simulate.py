@@ -35,10 +35,10 @@ import attrs
 
 from core.errors import InvalidInput
 from protocols import mls
-from protocols.marmot import group_data, outer, rumors
+from protocols.marmot import group_data, outer
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.states import OuterState
-from protocols.marmot.wire import nip44, nostr
+from protocols.marmot.wire import nip44, nostr, rumors
 
 START = 1_700_000_000
 MAX_EARLY = 1  # commits an event may arrive before the one that makes it readable

@@ -6,8 +6,8 @@ import random
 from typing import Any
 
 from protocols import mls
-from protocols.marmot import group_data, outer, rumors
-from protocols.marmot.wire import nostr
+from protocols.marmot import group_data, outer
+from protocols.marmot.wire import nostr, rumors
 
 T0 = 1_700_000_000
 

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from core.app import App
 from core.errors import InvalidInput
-from protocols.marmot import rumors
 from protocols.marmot.cursor import Cursor, best, compare, newer_than, older_sql
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.states import OuterState
+from protocols.marmot.wire import rumors
 
 GID = "ab" * 32
 ids = st.binary(min_size=32, max_size=32).map(bytes.hex)

@@ -11,7 +11,8 @@ from core.records import OutcomeKind
 from jobs.tick import TickDaemon
 from protocols import mls
 from protocols.marmot import facts as F
-from protocols.marmot import group_data, observe, outer, rumors
+from protocols.marmot import group_data, observe, outer
+from protocols.marmot.wire import rumors
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._read import (
     event_count,
