@@ -25,7 +25,6 @@ be at most :data:`MAX_RUMOR_BYTES` (40,960) bytes.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -113,10 +112,6 @@ class Unwrapped:
 # --- wrapping ----------------------------------------------------------------------
 
 
-def _compact_json(event: dict) -> bytes:
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def _checked_size(plaintext: bytes, what: str) -> bytes:
     if len(plaintext) > MAX_PLAINTEXT_BYTES:
         raise GiftWrapError(
@@ -138,10 +133,9 @@ def _sealed_layer(
     kind: int, plaintext: bytes, signer: bytes, recipient: bytes, tags: list, now: int, rng: Rng | None
 ) -> dict:
     """``plaintext`` NIP-44 encrypted from ``signer`` to ``recipient``, as an event of ``kind`` signed by ``signer``."""
-    draw = rng or os.urandom
     key = nip44.conversation_key(signer, recipient)
     content = nip44.encrypt(plaintext, key, nonce=rng(32) if rng else None)
-    unsigned = {"created_at": _past(now, draw), "kind": kind, "tags": tags, "content": content}
+    unsigned = {"created_at": _past(now, rng or os.urandom), "kind": kind, "tags": tags, "content": content}
     return nostr.sign_event(unsigned, signer, aux_rand=rng(32) if rng else None)
 
 
@@ -172,7 +166,7 @@ def wrap(rumor: dict, sender_secret_key: bytes, recipient_pubkey_hex: str, *, no
     recipient = _recipient_key(recipient_pubkey_hex)
     rumor_json = _checked_rumor(rumor, sender_pubkey)
     seal = _sealed_layer(SEAL_KIND, rumor_json, sender_secret_key, recipient, [], now, rng)
-    seal_json = _checked_size(_compact_json(seal), f"seal of a {len(rumor_json)}-byte rumor")
+    seal_json = _checked_size(rumors.encode(seal), f"seal of a {len(rumor_json)}-byte rumor")
     one_time_key = nostr.generate_secret_key(rng) if rng else nostr.generate_secret_key()
     return _sealed_layer(GIFT_WRAP_KIND, seal_json, one_time_key, recipient, [["p", recipient_pubkey_hex]], now, rng)
 

@@ -13,6 +13,7 @@ the member signs them with its key, as a Nostr client would.
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib
 import json
@@ -23,6 +24,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from protocols.marmot.wire import nostr
 from tests._peers import PeerUnavailable, _run, install_once
@@ -141,3 +144,13 @@ class MdkMember:
     def receive(self, event: dict) -> Any:
         """MDK's ``process_message`` on a kind-445 event."""
         return self.mdk.process_message(json.dumps(event))
+
+
+def open_group_event(event: dict, group_event_key: bytes) -> bytes:
+    """The MLS message in an MDK kind-445 event: its content is base64(nonce || ChaCha20-Poly1305 ciphertext).
+
+    ``group_event_key`` is the epoch's ``MLS-Exporter("marmot", "group-event", 32)``;
+    the associated data is empty.  (MDK 0.8.0 does not use NIP-44 here.)
+    """
+    sealed = base64.b64decode(event["content"], validate=True)
+    return ChaCha20Poly1305(group_event_key).decrypt(sealed[:12], sealed[12:], b"")
