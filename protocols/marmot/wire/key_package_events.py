@@ -58,8 +58,14 @@ __all__ = [
     "MARMOT_EXTENSIONS",
     "InvalidKeyPackageEvent",
     "KeyPackageEvent",
+    "advertised_extensions",
+    "check_relay_url",
+    "check_relays",
+    "decode_content",
     "key_package_event",
     "parse_key_package_event",
+    "single_tag",
+    "tags_named",
 ]
 
 KEY_PACKAGE_KIND = 30443
