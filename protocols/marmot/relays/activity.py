@@ -1,0 +1,79 @@
+"""What the transport tells an operator: reconnects, refusals, relay notices, events it dropped.
+
+Every happening is one :class:`RelayActivity`.  It always goes to the
+``protocols.marmot.relays`` logger (warnings for problems, info for the rest)
+and, when the caller gave one, to an ``observe`` callback, e.g. to update a
+status line or count metrics.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable
+
+import attrs
+
+LOG = logging.getLogger("protocols.marmot.relays")
+
+
+class Happening(enum.Enum):
+    """The kinds of :class:`RelayActivity`."""
+
+    CONNECTED = "connected"
+    DISCONNECTED = "disconnected"
+    RECONNECTING = "reconnecting"
+    UNREACHABLE = "unreachable"
+    TIMED_OUT = "timed_out"
+    REJECTED = "rejected"
+    CLOSED = "closed"
+    NOTICE = "notice"
+    AUTH_REQUESTED = "auth_requested"
+    UNREADABLE = "unreadable"
+    INVALID_EVENT = "invalid_event"
+    UNWANTED_EVENT = "unwanted_event"
+    OK_ID_TOLERATED = "ok_id_tolerated"
+    EXCLUSIVE_UNTIL = "exclusive_until"
+    CROWDED_SECOND = "crowded_second"
+
+
+_PROBLEMS = frozenset(Happening) - {Happening.CONNECTED, Happening.NOTICE, Happening.RECONNECTING}
+
+
+@attrs.frozen
+class RelayActivity:
+    """One thing that happened with one relay.
+
+    Attributes:
+        relay: the relay's normalised address.
+        happening: what kind of thing happened.
+        detail: human-readable specifics (the relay's reason, the error, the dropped event's id).
+        delay_s: for ``RECONNECTING``, the wait before the next attempt; else None.
+    """
+
+    relay: str
+    happening: Happening
+    detail: str = ""
+    delay_s: float | None = None
+
+    def __str__(self) -> str:
+        wait = f" in {self.delay_s:.1f} s" if self.delay_s is not None else ""
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.relay} {self.happening.value}{wait}{detail}"
+
+
+Observer = Callable[[RelayActivity], None]
+
+
+class Reporter:
+    """Sends each :class:`RelayActivity` to the log and to the optional observer."""
+
+    def __init__(self, observe: Observer | None = None):
+        self._observe = observe
+
+    def __call__(self, relay: str, happening: Happening, detail: str = "", *, delay_s: float | None = None) -> None:
+        """Report one happening."""
+        activity = RelayActivity(relay, happening, detail, delay_s)
+        LOG.log(logging.WARNING if happening in _PROBLEMS else logging.INFO, "%s", activity)
+        if self._observe is not None:
+            self._observe(activity)

@@ -1,0 +1,169 @@
+"""Reading a relay's stored events completely: REQ pages walked backwards in time with ``until``.
+
+Relays cap every REQ silently (500 and 6,000 are common), so "fewer than
+``limit``" never means "done": paging goes on until a page brings nothing new.
+Each page asks for ``until`` = the oldest ``created_at`` seen, which NIP-01
+makes inclusive, so that second's events come again and are de-duplicated by
+id.  Two real-world wrinkles are handled here:
+
+* some relays (the ``nostr-relay`` package) treat ``until`` as exclusive; a
+  page that should have repeated the boundary second but did not reveals it,
+  and from then on that relay is asked for ``until + 1``;
+* a second holding more matching events than the relay returns per page
+  would stop paging for good; instead that second is recorded as crowded
+  (some of its events may be missing) and paging continues below it.
+
+Every event is checked (shape, id, BIP-340 signature) and must match the
+filter sent, because relays are untrusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import attrs
+
+from protocols.marmot.errors import InvalidEvent
+from protocols.marmot.relays.activity import Happening, Reporter
+from protocols.marmot.relays.connection import RelayConnection
+from protocols.marmot.relays.filters import Filter, matches, matches_any
+from protocols.marmot.relays.messages import EndOfStored
+from protocols.marmot.wire.nostr import verify_event
+
+
+@attrs.define
+class Tally:
+    """What one relay did during a fetch or a subscription: pages asked, events dropped, quirks seen."""
+
+    relay: str
+    report: Reporter
+    max_event_bytes: int
+    pages: int = 0
+    invalid: int = 0
+    unwanted: int = 0
+    crowded_seconds: list[int] = attrs.Factory(list)
+    exclusive_until: bool = False
+
+    def admit(self, raw: object, sent: Sequence[Filter]) -> dict[str, Any] | None:
+        """``raw`` as an event if it is valid and matches one of ``sent``; else count and report it, and return None."""
+        try:
+            if not isinstance(raw, dict):
+                raise InvalidEvent(f"an event must be a JSON object, not {type(raw).__name__}", reason="shape")
+            verify_event(raw, max_bytes=self.max_event_bytes)
+        except InvalidEvent as bad:
+            self.invalid += 1
+            self.report(self.relay, Happening.INVALID_EVENT, str(bad))
+            return None
+        if not matches_any(sent, raw):
+            self.unwanted += 1
+            self.report(self.relay, Happening.UNWANTED_EVENT, f"event {raw['id']} matches no filter sent")
+            return None
+        return raw
+
+
+async def fetch_page(connection: RelayConnection, sent: Filter, tally: Tally, timeout_s: float) -> list[dict[str, Any]]:
+    """One REQ: the admitted events up to EOSE.
+
+    Raises ``TimeoutError`` without EOSE in ``timeout_s``, and
+    :class:`~protocols.marmot.relays.connection.SubscriptionClosed` or
+    :class:`~protocols.marmot.relays.links.LinkDown` as the relay ends it.
+    """
+    tally.pages += 1
+    page: list[dict[str, Any]] = []
+    async with connection.subscription([sent]) as subscription, asyncio.timeout(timeout_s):
+        while True:
+            message = await subscription.next()
+            if isinstance(message, EndOfStored):
+                return page
+            event = tally.admit(message.event, [sent])
+            if event is not None:
+                page.append(event)
+
+
+@attrs.define
+class _Walk:
+    """Where a backwards walk stands: the newest second still to read, and how to ask the relay for it."""
+
+    bound: int | None
+    bound_seen: bool
+    shift: int = 0  # 1 once the relay is known to treat until as exclusive
+    largest_page: int = 0  # the most events one page brought: the relay's cap, as far as we can tell
+
+    def sent(self, wanted: Filter, page_size: int) -> Filter:
+        until = None if self.bound is None else self.bound + self.shift
+        return wanted.window(until=until, limit=page_size)
+
+
+async def page_backwards(
+    connection: RelayConnection,
+    wanted: Filter,
+    tally: Tally,
+    *,
+    page_size: int,
+    timeout_s: float,
+    seen: set[str],
+    bound_seen: bool = False,
+) -> AsyncIterator[dict[str, Any]]:
+    """Yield every event of ``wanted`` the relay holds that is not in ``seen``, newest pages first.
+
+    ``seen`` collects the ids met (the caller may share it between walks over
+    one connection).  ``bound_seen`` says events at ``wanted.until`` were
+    already met, which lets the first page reveal an exclusive ``until``.
+    Stops after ``wanted.limit`` events when that is set.
+    """
+    walk = _Walk(wanted.until, bound_seen)
+    wanted_count = wanted.limit
+    page_size = min(page_size, wanted_count) if wanted_count else page_size
+    yielded = 0
+    while True:
+        page = await fetch_page(connection, walk.sent(wanted, page_size), tally, timeout_s)
+        if _reveals_exclusive_until(walk, page):
+            walk.shift = 1
+            tally.exclusive_until = True
+            tally.report(tally.relay, Happening.EXCLUSIVE_UNTIL, "asking for until + 1 from now on")
+            continue
+        fresh = [event for event in page if event["id"] not in seen]
+        seen.update(event["id"] for event in page)
+        for event in fresh:
+            if matches(wanted, event) and (wanted_count is None or yielded < wanted_count):
+                yielded += 1
+                yield event
+        if wanted_count is not None and yielded >= wanted_count:
+            return
+        full = len(page) >= page_size or 0 < walk.largest_page <= len(page)
+        walk.largest_page = max(walk.largest_page, len(page))
+        if not _step(walk, wanted, page, fresh, full, tally):
+            return
+
+
+def _reveals_exclusive_until(walk: _Walk, page: list[dict[str, Any]]) -> bool:
+    """Whether a page that had to repeat the boundary second (inclusive until) did not."""
+    if walk.shift or walk.bound is None or not walk.bound_seen:
+        return False
+    return all(event["created_at"] != walk.bound for event in page)
+
+
+def _step(
+    walk: _Walk, wanted: Filter, page: list[dict[str, Any]], fresh: list[dict[str, Any]], full: bool, tally: Tally
+) -> bool:
+    """Move the walk below what ``page`` covered; False when the relay has nothing more.
+
+    ``full`` says the page was as large as any before it, so it may have been cut off.
+    """
+    if fresh:
+        walk.bound = min(event["created_at"] for event in page)
+        walk.bound_seen = True
+        return True
+    if not page or walk.bound is None or any(event["created_at"] != walk.bound for event in page):
+        return False
+    # Only already-seen events of one second: go on below it.  If the page was full, the relay may
+    # hold more of that second than it will ever show with until alone.
+    if full:
+        tally.crowded_seconds.append(walk.bound)
+        detail = f"a full page of created_at {walk.bound}; some events of that second may be missing"
+        tally.report(tally.relay, Happening.CROWDED_SECOND, detail)
+    walk.bound -= 1
+    walk.bound_seen = False
+    return walk.bound >= (wanted.since or 0)
