@@ -90,9 +90,12 @@ class _Walk:
     bound_seen: bool
     shift: int = 0  # 1 once the relay is known to treat until as exclusive
     largest_page: int = 0  # the most events one page brought: the relay's cap, as far as we can tell
+    # The caller's own until, before the relay's reading of until is known: ask one second more
+    # (an exclusive relay then returns exactly the wanted seconds; an inclusive one's extra is dropped).
+    over_ask: bool = False
 
     def sent(self, wanted: Filter, page_size: int) -> Filter:
-        until = None if self.bound is None else self.bound + self.shift
+        until = None if self.bound is None else self.bound + (1 if self.shift or self.over_ask else 0)
         return wanted.window(until=until, limit=page_size)
 
 
@@ -113,12 +116,13 @@ async def page_backwards(
     already met, which lets the first page reveal an exclusive ``until``.
     Stops after ``wanted.limit`` events when that is set.
     """
-    walk = _Walk(wanted.until, bound_seen)
+    walk = _Walk(wanted.until, bound_seen, over_ask=wanted.until is not None and not bound_seen)
     wanted_count = wanted.limit
     page_size = min(page_size, wanted_count) if wanted_count else page_size
     yielded = 0
     while True:
         page = await fetch_page(connection, walk.sent(wanted, page_size), tally, timeout_s)
+        walk.over_ask = False
         if _reveals_exclusive_until(walk, page):
             walk.shift = 1
             tally.exclusive_until = True
