@@ -10,12 +10,15 @@ from typing import Any
 import click
 
 from core.errors import InvalidInput
+from core.state import ProtocolState
 from jobs import output
 from protocols.marmot import ingest, keys, queries
 from protocols.marmot import simulate as sim
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.state_store import route_of, routes_of
 from protocols.marmot.states import MessageState, OuterState
 
 
@@ -34,11 +37,13 @@ def _read_json(path: Path, what: str) -> dict:
     return value
 
 
-def _gid(value: str) -> str:
-    gid = value.strip().lower()
-    if len(gid) != 64 or any(c not in "0123456789abcdef" for c in gid):
-        raise InvalidInput(f"--group must be a 64-hex group id, got {value!r}")
-    return gid
+def _gid(app, value: str) -> str:
+    """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex)."""
+    text = value.strip().lower()
+    if not text or len(text) % 2 or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(f"--group must be a group id or nostr group id in hex, got {value!r}")
+    with app.db.read():
+        return route_of(ProtocolState(app.db, PROTOCOL), text) or text
 
 
 def _require_group(app, gid: str) -> None:
@@ -132,12 +137,13 @@ def join(obj, identity: Path, welcome: Path):
 
 
 @marmot.command()
-@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.argument("text")
 @click.pass_obj
 def send(obj, gid: str, text: str):
     """Send TEXT to a group (recorded now, published by the tick)."""
-    outcome = obj.app().runtime.run_command("marmot.send", {"group": _gid(gid), "text": text})
+    app = obj.app()
+    outcome = app.runtime.run_command("marmot.send", {"group": _gid(app, gid), "text": text})
     if not outcome.events:
         click.echo("already sent (same text within the same second)")
         return
@@ -160,7 +166,7 @@ def groups(obj, as_json: bool):
 
 
 @marmot.command()
-@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.option("--until", help="Cursor CREATED_AT:ID: show rumors strictly older than it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Page size.")
 @click.option("--include-invalidated", is_flag=True, help="Also show rumors of rolled-back epochs.")
@@ -168,7 +174,8 @@ def groups(obj, as_json: bool):
 @click.pass_obj
 def history(obj, gid: str, until: str | None, limit: int, include_invalidated: bool, as_json: bool):
     """Show the newest rumors of a group (or those just older than --until), oldest first."""
-    app, gid = obj.app(), _gid(gid)
+    app = obj.app()
+    gid = _gid(app, gid)
     _require_group(app, gid)
     cursor = Cursor.parse(until) if until else None
     with app.db.read():
@@ -184,7 +191,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
 
 
 @marmot.command()
-@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.option(
     "--state",
     default=OuterState.FAILED.value,
@@ -196,7 +203,8 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
 @click.pass_obj
 def outer(obj, gid: str, state: str, as_json: bool):
     """List a group's outer events in one processing state (default: Failed, with reasons)."""
-    app, gid = obj.app(), _gid(gid)
+    app = obj.app()
+    gid = _gid(app, gid)
     _require_group(app, gid)
     rows = queries.outer_events(app.db, gid, state)
     if as_json:
@@ -211,19 +219,21 @@ def outer(obj, gid: str, state: str, as_json: bool):
 
 
 @marmot.command("filter")
-@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.pass_obj
 def relay_filter(obj, gid: str):
     """Print the relay filter (JSON) that fetches what the group has not processed yet."""
-    app, gid = obj.app(), _gid(gid)
+    app = obj.app()
+    gid = _gid(app, gid)
     _require_group(app, gid)
     with app.db.read():
         cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
-    click.echo(json.dumps(ingest.relay_filter(gid, cursor)))
+        routes = routes_of(ProtocolState(app.db, PROTOCOL), gid)
+    click.echo(json.dumps(ingest.relay_filter(routes, cursor)))
 
 
 @marmot.command()
-@click.option("--group", "gid", required=True, help="Group id (64 hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_obj
 def backfill(obj, gid: str, source: Path):
@@ -232,7 +242,8 @@ def backfill(obj, gid: str, source: Path):
         lines = [line for line in source.read_bytes().splitlines() if line.strip()]
     except OSError as exc:
         raise InvalidInput(f"{source}: cannot read ({exc})") from None
-    report = obj.app().runtime.run_command("marmot.backfill", {"group": _gid(gid), "events": lines}).result
+    app = obj.app()
+    report = app.runtime.run_command("marmot.backfill", {"group": _gid(app, gid), "events": lines}).result
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
     click.echo(
         f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "

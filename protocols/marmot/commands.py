@@ -11,13 +11,12 @@ import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, EnqueueRecheck, Intent
+from core.intents import EnqueueOutgoing, Intent
 from core.records import Result
 from protocols import mls
 from protocols.marmot import facts, group, group_data, outer
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.item import WAITING_FOR_GROUP
 from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
 from protocols.marmot.wire import rumors
 
@@ -42,20 +41,17 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
         state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=marmot_settings.current().past_epochs)
     except mls.MlsError as exc:
         raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
-    if len(state.group_id) != 32:
-        raise InvalidInput("a Marmot group id must be 32 bytes (it is the Nostr h tag)")
     gid = state.group_id.hex()
     values = SealedValues(ctx.state)
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
     intents: list[Intent] = [
-        group.state_intent(values, gid, state),
+        *group.state_intents(values, gid, state, None),  # also wakes events that arrived before we joined
         group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
     ]
     check = keycheck_intent(values)
     intents += [check] if check is not None else []
-    intents.append(EnqueueRecheck(WAITING_FOR_GROUP, gid))  # events that arrived before we joined
     fact = facts.joined(
         gid,
         state.epoch,
@@ -92,7 +88,7 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
         return Result(duplicate=True)
     draw = outer.derived_rng(state.signature_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
-    event = outer.seal(state, message, gid, created_at, rng=draw)
+    event = outer.seal(state, message, group_data.nostr_group_id(state), created_at, rng=draw)
     fact = facts.about(
         facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch, rumor=rumor
     )

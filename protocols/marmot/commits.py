@@ -83,7 +83,7 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
     meta, dropped = item.joined.meta.with_applied(record, settings.current().snapshots)
     intents: list[Intent] = [
-        item.state_intent(result.new_state),
+        *item.state_intents(result.new_state),
         group.meta_intent(values, meta),
         *item.kept(epoch),
         *group.forget_intents(values, gid, dropped, window_start=meta.window_start),
@@ -184,7 +184,7 @@ def rollback(
         _applied(item, result, epoch, winner.digest, meta.generation),
     ]
     intents: list[Intent] = [
-        item.state_intent(result.new_state),
+        *item.state_intents(result.new_state),
         group.meta_intent(values, meta),
         *group.forget_intents(values, gid, dead),
         # The old main becomes the branch of the commit that lost; the winner's branch is main now.
@@ -228,7 +228,7 @@ def _requeue(item: Item, retry_epochs: dict[str, int], generation: int) -> list[
                 EnqueueDeferred(
                     raw,
                     item.ctx.now_ms,
-                    partition_key=gid,
+                    partition_key=item.outer.route,
                     idempotency_key=f"marmot:retry:{gid}:{outer_id}:{generation}",
                 )
             )

@@ -86,6 +86,11 @@ class Outer:
         return self.event["created_at"]
 
     @property
+    def route(self) -> str:
+        """The ``nostr_group_id`` in its ``h`` tag (checked when it was decoded)."""
+        return next(tag[1] for tag in self.event["tags"] if tag and tag[0] == "h")
+
+    @property
     def cursor(self) -> Cursor:
         return Cursor(self.created_at, self.id)
 

@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from core.intents import WriteProtocolState
+from core.intents import EnqueueRecheck, Intent, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import keys
+from protocols.marmot import group_data, keys
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.state_store import (
@@ -44,11 +44,13 @@ from protocols.marmot.state_store import (
     kept_name,
     kept_prefix,
     meta_name,
+    route_intent,
     snap_name,
     state_name,
 )
 
 _CACHE_SIZE = 64
+WAITING_FOR_GROUP = "marmot.group"
 # What a stored value opens to: group meta, an engine state, or (snapshot bytes, engine state).
 Opened = TypeVar("Opened")
 
@@ -231,6 +233,17 @@ def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes
         found = parse(keys.open_sealed(values.key, name, sealed))
         _remember(name, values.key, sealed, found)
     return found
+
+
+def state_intents(
+    values: SealedValues, gid: str, new_state: mls.GroupState, old_state: mls.GroupState | None
+) -> list[Intent]:
+    """Store ``new_state``; when its ``nostr_group_id`` is new, route it to ``gid`` and wake its waiting events."""
+    intents: list[Intent] = [state_intent(values, gid, new_state)]
+    route = group_data.nostr_group_id(new_state)
+    if old_state is None or group_data.nostr_group_id(old_state) != route:
+        intents += [route_intent(route, gid), EnqueueRecheck(WAITING_FOR_GROUP, route)]
+    return intents
 
 
 def state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> WriteProtocolState:

@@ -1,10 +1,10 @@
-"""Marmot's group data: the GroupContext extension ``0xF2EE`` that names a group's admins (MIP-01).
+"""Marmot groups in the engine: the group data extension ``0xF2EE`` in GroupContext, and the admin rule.
 
 Every member must support the extension (the group's ``required_capabilities``
 name it), and every change to it is a GroupContextExtensions commit, so all
-members agree on who the admins are at each epoch.  The layout is version 2
-of the extension as MDK writes it: RFC 9420 variable-length vectors after a
-``uint16`` version and the 32-byte ``nostr_group_id``.
+members agree on who the admins are, and which ``nostr_group_id`` the group
+uses on relays, at each epoch.  Its model and byte layouts are in
+:mod:`protocols.marmot.wire.group_data`.
 
 Admins decide what non-admins may commit: only a pure self-update (a commit
 that changes nothing but the committer's own keys).  :func:`process_message`
@@ -15,73 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from attrs import frozen
-
-from core.errors import InvalidInput
 from protocols import mls
-from protocols.mls.codec import Opaque, Uint16, decode, encode
+from protocols.marmot.wire.group_data import GROUP_DATA_EXTENSION, GroupData, InvalidGroupData, new_group_data
+from protocols.marmot.wire.key_package_events import MARMOT_EXTENSIONS
+from protocols.mls.codec import encode
 from protocols.mls.messages import Extension, ExtensionType, RequiredCapabilities
 
-GROUP_DATA_TYPE = 0xF2EE
-VERSION = 2
+GROUP_DATA_TYPE = GROUP_DATA_EXTENSION
 
 
-class InvalidGroupData(InvalidInput):
-    """The group's 0xF2EE extension is missing or does not decode."""
+def extension(data: GroupData) -> Extension:
+    """``data`` as the GroupContext extension."""
+    return Extension(GROUP_DATA_TYPE, data.to_bytes())
 
 
-@frozen
-class ImageFields:
-    """The group image fields (empty when the group has no image)."""
-
-    image_hash: Opaque
-    image_key: Opaque
-    image_nonce: Opaque
-    image_upload_key: Opaque
-
-
-@frozen
-class GroupData:
-    """``marmot_group_data`` version 2.
-
-    Attributes:
-        version: the layout version (2).
-        nostr_group_id: the 32-byte id that names the group on relays (the ``h`` tag).
-        name: the group's name.
-        description: the group's description.
-        admin_pubkeys: the admins' 32-byte Nostr public keys.
-        relays: the relay URLs the group uses.
-        image: the group image fields.
-    """
-
-    version: Uint16
-    nostr_group_id: Opaque
-    name: Opaque
-    description: Opaque
-    admin_pubkeys: tuple[Opaque, ...]
-    relays: tuple[Opaque, ...]
-    image: ImageFields
-
-
-NO_IMAGE = ImageFields(b"", b"", b"", b"")
-
-
-def extension(nostr_group_id: bytes, admins: Iterable[str], *, name: str = "", description: str = "") -> Extension:
-    """The group data extension for a group whose admins are ``admins`` (hex public keys)."""
-    keys = tuple(sorted(bytes.fromhex(admin) for admin in set(admins)))
-    if any(len(key) != 32 for key in keys) or len(nostr_group_id) != 32:
-        raise InvalidInput("Marmot admins and the nostr group id are 32-byte keys")
-    data = GroupData(VERSION, nostr_group_id, name.encode(), description.encode(), keys, (), NO_IMAGE)
-    return Extension(GROUP_DATA_TYPE, encode(data))
-
-
-def group_extensions(nostr_group_id: bytes, admins: Iterable[str]) -> tuple[Extension, ...]:
+def group_extensions(data: GroupData) -> tuple[Extension, ...]:
     """The GroupContext extensions of a new Marmot group: required capabilities naming 0xF2EE, and the group data."""
     required = RequiredCapabilities((GROUP_DATA_TYPE,), (), ())
-    return (
-        Extension(ExtensionType.REQUIRED_CAPABILITIES, encode(required)),
-        extension(nostr_group_id, admins),
-    )
+    return (Extension(ExtensionType.REQUIRED_CAPABILITIES, encode(required)), extension(data))
 
 
 def read(state: mls.GroupState) -> GroupData:
@@ -89,24 +40,28 @@ def read(state: mls.GroupState) -> GroupData:
     found = [e.extension_data for e in state.context.extensions if e.extension_type == GROUP_DATA_TYPE]
     if len(found) != 1:
         raise InvalidGroupData("the group has no Marmot group data extension (0xF2EE)")
-    try:
-        return decode(GroupData, found[0])
-    except mls.InvalidMessage as exc:
-        raise InvalidGroupData(f"the group's 0xF2EE extension does not decode: {exc}") from None
+    return GroupData.from_bytes(found[0])
 
 
 def admins(state: mls.GroupState) -> frozenset[str]:
     """The admins' public keys (hex) at ``state``'s epoch."""
-    return frozenset(key.hex() for key in read(state).admin_pubkeys)
+    return frozenset(read(state).admins)
+
+
+def nostr_group_id(state: mls.GroupState) -> str:
+    """The hex ``nostr_group_id`` (the ``h`` tag) at ``state``'s epoch."""
+    return read(state).nostr_group_id_hex
+
+
+def with_changes(state: mls.GroupState, **changes: object) -> tuple[Extension, ...]:
+    """``state``'s GroupContext extensions with the group data changed (for a GroupContextExtensions commit)."""
+    replaced = extension(read(state).replace(**changes))
+    return tuple(replaced if e.extension_type == GROUP_DATA_TYPE else e for e in state.context.extensions)
 
 
 def with_admins(state: mls.GroupState, new_admins: Iterable[str]) -> tuple[Extension, ...]:
-    """``state``'s GroupContext extensions with the admin set replaced (for a GroupContextExtensions commit)."""
-    current = read(state)
-    replaced = extension(
-        current.nostr_group_id, new_admins, name=current.name.decode(), description=current.description.decode()
-    )
-    return tuple(replaced if e.extension_type == GROUP_DATA_TYPE else e for e in state.context.extensions)
+    """``state``'s GroupContext extensions with the admin set replaced."""
+    return with_changes(state, admins=tuple(new_admins))
 
 
 def process_message(state: mls.GroupState, message: bytes) -> mls.ProcessResult:
@@ -139,8 +94,12 @@ def is_pure_self_update(result: mls.CommitApplied) -> bool:
 def create_group(
     identity: mls.Identity,
     group_id: bytes,
+    nostr_group_id: bytes,
     *,
     admins: Iterable[str] | None = None,
+    name: str = "",
+    description: str = "",
+    relays: Iterable[str] = (),
     max_past_epochs: int = mls.GroupConfig().max_past_epochs,
     now: int | None = None,
     rng: mls.Rng | None = None,
@@ -150,14 +109,22 @@ def create_group(
     ``now`` (seconds since the epoch, default the clock) starts the creator's leaf lifetime.
     """
     admin_set = {identity.credential} if admins is None else set(admins)
-    extensions = group_extensions(group_id, admin_set)
+    data = new_group_data(nostr_group_id, admin_set, name=name, description=description, relays=relays)
+    extensions = group_extensions(data)
     return mls.create_group(
         identity, group_id, extensions=extensions, max_past_epochs=max_past_epochs, now=now, rng=rng
     )
 
 
 def create_key_package(
-    identity: mls.Identity, *, now: int | None = None, rng: mls.Rng | None = None
+    identity: mls.Identity, *, last_resort: bool = False, now: int | None = None, rng: mls.Rng | None = None
 ) -> tuple[mls.KeyPackage, mls.KeyPackagePrivate]:
-    """A KeyPackage that can join Marmot groups: it supports the group data extension."""
-    return mls.create_key_package(identity, supported_extensions=(GROUP_DATA_TYPE,), now=now, rng=rng)
+    """A KeyPackage that can join Marmot groups.
+
+    It supports the group data extension and ``last_resort`` (0x000a), as
+    MDK requires of every KeyPackage event; ``last_resort`` marks it as one
+    that may be used more than once.
+    """
+    return mls.create_key_package(
+        identity, supported_extensions=MARMOT_EXTENSIONS, last_resort=last_resort, now=now, rng=rng
+    )

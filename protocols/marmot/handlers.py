@@ -30,12 +30,14 @@ from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
 from protocols.marmot import branches, commits, group, messages, observe, outer
-from protocols.marmot.errors import InvalidEvent, Nip44Error
+from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
+from protocols.marmot.state_store import route_of
 from protocols.marmot.states import OuterState
 from protocols.marmot.wire import nostr
+from protocols.marmot.wire.envelope import InvalidEnvelope
 
 PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
@@ -64,8 +66,11 @@ def decode(blob: bytes) -> Envelope:
 
 def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does)."""
-    out = Outer(envelope.partition_key, envelope.payload)
-    item = Item(ctx, out, GroupHistoryStore(ctx.db, out.gid).outer_record(out.id))
+    gid = route_of(ctx.state, envelope.partition_key)
+    out = Outer(gid or "", envelope.payload)
+    if gid is None:
+        return wait_for_group(Item(ctx, out, None))
+    item = Item(ctx, out, GroupHistoryStore(ctx.db, gid).outer_record(out.id))
     if item.seen is not None and item.seen.state in DUPLICATE_STATES:
         item.note(observe.DUPLICATE)
         return Result(duplicate=True)
@@ -87,7 +92,7 @@ def _open(item: Item) -> Result | Blocked:
     content = item.outer.event["content"]
     try:
         opened = outer.open_content(state, content)
-    except Nip44Error:
+    except InvalidEnvelope:
         return item.fail("malformed_payload")
     if opened is None:
         return _open_on_a_branch(item, content)

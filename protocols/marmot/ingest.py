@@ -29,10 +29,12 @@ from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import group, outer
 from protocols.marmot.cursor import Cursor, newer_than
-from protocols.marmot.errors import InvalidEvent, Nip44Error
+from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.state_store import routes_of
 from protocols.marmot.wire import nostr
+from protocols.marmot.wire.envelope import InvalidEnvelope
 
 _HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"
 
@@ -42,14 +44,14 @@ def has_groups(db: Any) -> bool:
     return db.one(_HAS_GROUPS) is not None
 
 
-def relay_filter(gid: str, cursor: Cursor | None) -> dict:
+def relay_filter(routes: list[str], cursor: Cursor | None) -> dict:
     """The relay subscription filter for a backfill after ``cursor``.
 
     Relays filter by timestamp only, so ``since`` is the cursor's second;
     events of that second at or before the cursor's id come back too and
     :func:`backfill` drops them.
     """
-    found: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": [gid]}
+    found: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": routes}
     if cursor is not None:
         found["since"] = cursor.created_at
     return found
@@ -76,24 +78,28 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     """Command ``marmot.backfill`` (manages its transactions): ``group`` and ``events`` (lines)."""
     rt = ctx.runtime
     with rt.db.read():
-        gid = group.load_joined(ProtocolState(rt.db, PROTOCOL), params.get("group")).gid
+        store = ProtocolState(rt.db, PROTOCOL)
+        gid = group.load_joined(store, params.get("group")).gid
+        routes = set(routes_of(store, gid))
         cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
     report = BackfillReport()
-    pending = _select(params.get("events", ()), gid, cursor, report, rt)
+    pending = _select(params.get("events", ()), routes, cursor, report, rt)
     while pending:
         report.rounds += 1
         readable, pending = _classify(rt, gid, pending)
         if not readable:
             break
         for event in _order(readable):
-            report.add(_process(rt, gid, outer.to_bytes(event)))
+            report.add(_process(rt, outer.to_bytes(event), event))
     for event in sorted(pending, key=_cursor_key):
-        report.add(_process(rt, gid, outer.to_bytes(event)))  # waits on marmot.epoch, bounded as usual
+        report.add(_process(rt, outer.to_bytes(event), event))  # waits on marmot.epoch, bounded as usual
     return report
 
 
-def _select(lines: Iterable[Any], gid: str, cursor: Cursor | None, report: BackfillReport, rt: Any) -> list[dict]:
-    """The batch's events of ``gid`` strictly newer than ``cursor``, each once."""
+def _select(
+    lines: Iterable[Any], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any
+) -> list[dict]:
+    """The batch's events of the group (its ``h`` is one of ``routes``) strictly newer than ``cursor``, each once."""
     chosen: dict[str, dict] = {}
     for line in lines:
         blob = line.encode() if isinstance(line, str) else bytes(line)
@@ -103,9 +109,9 @@ def _select(lines: Iterable[Any], gid: str, cursor: Cursor | None, report: Backf
             event_gid = nostr.group_id_of(event)
         except InvalidEvent:
             report.invalid += 1
-            report.add(_process(rt, gid, blob))  # parked with its reason, as the tick would
+            report.add(_process(rt, blob, None))  # parked with its reason, as the tick would
             continue
-        if event_gid != gid:
+        if event_gid not in routes:
             report.skipped_other_group += 1
         elif not newer_than(Cursor(event["created_at"], event["id"]), cursor):
             report.skipped_old += 1
@@ -134,7 +140,7 @@ def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Re
     for event in events:
         try:
             opened = next(filter(None, (outer.open_content(state, event["content"]) for state in states)), None)
-        except Nip44Error:
+        except InvalidEnvelope:
             readable.append((event, None))  # malformed: the handler records it Failed
             continue
         if opened is None:
@@ -154,8 +160,9 @@ def _order(readable: list[_Readable]) -> list[dict[str, Any]]:
     return sorted(others, key=_cursor_key) + [e for _, _, e in sorted(commits, key=lambda c: (c[0], c[1]))]
 
 
-def _process(rt: Any, gid: str, blob: bytes) -> Outcome:
-    """One event through the core pipeline, in its own transaction."""
-    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source=ItemSource.BACKFILL, source_id=0, partition_key=gid)
+def _process(rt: Any, blob: bytes, event: dict | None) -> Outcome:
+    """One event through the core pipeline, in its own transaction (partitioned by its ``h`` tag, as decoded)."""
+    route = nostr.group_id_of(event) if event is not None else ""
+    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source=ItemSource.BACKFILL, source_id=0, partition_key=route)
     with rt.db.write():
         return process_item(rt, item, rt.clock.now_ms())

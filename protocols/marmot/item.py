@@ -6,16 +6,16 @@ from typing import Any
 
 import attrs
 
-from core.intents import WriteProtocolState
+from core.intents import Intent, WriteProtocolState
 from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot import group as groups
 from protocols.marmot.facts import Outer
+from protocols.marmot.group import WAITING_FOR_GROUP
 from protocols.marmot.history import GroupHistoryStore, OuterRecord
 from protocols.marmot.state_store import SealedValues
 
-WAITING_FOR_GROUP = "marmot.group"
 WAITING_FOR_EPOCH = "marmot.epoch"
 
 
@@ -77,10 +77,11 @@ class Item:
         return facts.about(fact_type, self.outer, self.generation, **data)
 
     def note(self, outcome: str) -> None:
-        observe.note(self.ctx, self.outer.gid, self.outer.id, self.outer.created_at, outcome)
+        observe.note(self.ctx, self.outer.gid or self.outer.route, self.outer.id, self.outer.created_at, outcome)
 
-    def state_intent(self, new_state: mls.GroupState) -> WriteProtocolState:
-        return groups.state_intent(self.values, self.outer.gid, new_state)
+    def state_intents(self, new_state: mls.GroupState) -> list[Intent]:
+        """Store the group's new main state (and route a new ``nostr_group_id`` to the group)."""
+        return groups.state_intents(self.values, self.outer.gid, new_state, self.joined.state)
 
 
 def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
@@ -105,7 +106,7 @@ def wait_for_group(item: Item) -> Blocked:
     item.note(observe.WAITING)
     return Blocked(
         WAITING_FOR_GROUP,
-        item.outer.gid,
+        item.outer.route,
         "not a member of this group (yet)",
         horizon_ms=settings.current().wait_horizon_ms,
         expired_reason="unknown_group",

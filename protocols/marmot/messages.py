@@ -72,7 +72,7 @@ _MLS_REASONS = (
 
 def application(item: Item, received: mls.ApplicationReceived) -> Result:
     # The key is consumed either way; keep the new state even when the rumor is refused.
-    keep = (item.state_intent(received.new_state), *item.kept(received.epoch))
+    keep = (*item.state_intents(received.new_state), *item.kept(received.epoch))
     try:
         rumor = rumors.decode(received.plaintext)
     except InvalidRumor as exc:
@@ -130,10 +130,10 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
             received.kind,
             received.proposer_credential[:12],
         )
-        return _proposal_fact(item, received, "ignored", (item.state_intent(state),))
+        return _proposal_fact(item, received, "ignored", tuple(item.state_intents(state)))
     if received.kind == "self_remove" and mls.own_credential(state) in group_data.admins(state):
         return _auto_commit(item, received)
-    return _proposal_fact(item, received, "pending", (item.state_intent(state),))
+    return _proposal_fact(item, received, "pending", tuple(item.state_intents(state)))
 
 
 def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
@@ -152,7 +152,7 @@ def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, inte
 def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
     """As an admin, commit a member's self-removal and publish it; adopt it when it comes back."""
     committed = mls.commit(received.new_state, proposals_by_ref=[received.proposal_ref])
-    event = outer.seal(received.new_state, committed.message, item.outer.gid, item.ctx.now_ms // 1000)
+    event = outer.seal(received.new_state, committed.message, item.outer.route, item.ctx.now_ms // 1000)
     publish = EnqueueOutgoing(outer.to_bytes(event), transport="loopback", idempotency_key=f"marmot:{event['id']}")
     # The pending state knows the commit; processing the echo with it applies it.
-    return _proposal_fact(item, received, "auto_committed", (item.state_intent(committed.pending_state), publish))
+    return _proposal_fact(item, received, "auto_committed", (*item.state_intents(committed.pending_state), publish))

@@ -1,14 +1,16 @@
-"""The outer layer: NIP-44 encryption of MLS messages under each epoch's exporter secret.
+"""The outer layer of our groups: each epoch's group-event keys, opening and sealing kind-445 events.
 
-Every member of an epoch derives the same conversation key from the epoch's
-exporter secret (``nip44.group_conversation_key``).  Deriving it costs
-about 80 µs, so keys are cached, keyed by the raw exporter secret of the
-epoch (which identifies the epoch of one branch exactly).
+The byte format is :mod:`protocols.marmot.wire.envelope`.  Every member of an
+epoch derives the same keys from the epoch's exporter; deriving them costs
+more than a decryption, so keys are cached, keyed by the raw exporter secret
+of the epoch (which identifies the epoch of one branch exactly).
 
-An outer event is opened with the current epoch's key first, then with the
-keys of the past epochs the engine retains, newest first: late events of
-earlier epochs still open, and events of epochs we have not reached (or of
-a branch we are not on) open with none of them.
+An event is opened with the current epoch's key first, then with the keys
+of the past epochs the engine retains, newest first: late events of earlier
+epochs still open, and events of epochs we have not reached (or of a branch
+we are not on) open with none of them.  Only when no current-format key
+opens it are the legacy NIP-44 keys tried, so the format we send costs one
+AEAD attempt per retained epoch at most.
 """
 
 from __future__ import annotations
@@ -19,60 +21,87 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 
+import attrs
+
 from protocols import mls
-from protocols.marmot.errors import InvalidMac
-from protocols.marmot.wire import nip44, nostr
+from protocols.marmot.wire import envelope, nostr
 
 _CACHE_SIZE = 512
-_keys: OrderedDict[bytes, bytes] = OrderedDict()
 
 
-def _conversation_key(raw_exporter: bytes, state: mls.GroupState, epoch: int) -> bytes:
-    key = _keys.get(raw_exporter)
-    if key is None:
-        key = nip44.group_conversation_key(mls.exporter_secret(state, epoch=epoch))
-        _keys[raw_exporter] = key
+@attrs.frozen
+class EpochKeys:
+    """The group-event key of one epoch, and its legacy NIP-44 conversation key (None if underivable)."""
+
+    epoch: int
+    key: bytes = attrs.field(repr=False)
+    legacy: bytes | None = attrs.field(repr=False)
+
+
+_keys: OrderedDict[bytes, EpochKeys] = OrderedDict()
+
+
+def _epoch_keys(raw_exporter: bytes, state: mls.GroupState, epoch: int) -> EpochKeys:
+    found = _keys.get(raw_exporter)
+    if found is None:
+        key = mls.exporter_secret(state, envelope.EXPORTER_LABEL, envelope.EXPORTER_CONTEXT, 32, epoch=epoch)
+        legacy_secret = mls.exporter_secret(
+            state, envelope.LEGACY_EXPORTER_LABEL, envelope.LEGACY_EXPORTER_CONTEXT, 32, epoch=epoch
+        )
+        found = EpochKeys(epoch, key, envelope.legacy_conversation_key(legacy_secret))
+        _keys[raw_exporter] = found
         if len(_keys) > _CACHE_SIZE:
             _keys.popitem(last=False)
-    return key
+    return found
 
 
-def epoch_keys(state: mls.GroupState) -> list[tuple[int, bytes]]:
-    """``(epoch, conversation key)`` for the current epoch, then retained past ones, newest first."""
-    found = [(state.epoch, _conversation_key(state.keys.exporter_secret, state, state.epoch))]
+def epoch_keys(state: mls.GroupState) -> list[EpochKeys]:
+    """The keys of the current epoch, then of the retained past ones, newest first."""
+    found = [_epoch_keys(state.keys.exporter_secret, state, state.epoch)]
     for past in state.past:
-        found.append((past.epoch, _conversation_key(past.exporter_secret, state, past.epoch)))
+        found.append(_epoch_keys(past.exporter_secret, state, past.epoch))
     return found
 
 
 def current_key(state: mls.GroupState) -> bytes:
-    return _conversation_key(state.keys.exporter_secret, state, state.epoch)
+    return _epoch_keys(state.keys.exporter_secret, state, state.epoch).key
 
 
 def open_content(state: mls.GroupState, content: str) -> tuple[int, bytes] | None:
     """``(epoch whose key opened it, MLS message bytes)``, or None when no retained key does.
 
-    A payload that is malformed whatever the key (bad base64, length,
-    version, padding) raises the ``Nip44Error`` instead.
+    Content that is no envelope whatever the key (bad base64, too short)
+    raises :class:`~protocols.marmot.wire.envelope.InvalidEnvelope`.
     """
-    for epoch, key in epoch_keys(state):
-        try:
-            return epoch, nip44.decrypt(content, key)
-        except InvalidMac:
-            continue
+    raw = envelope.decode_content(content)
+    keys = epoch_keys(state)
+    for keyed in keys:
+        message = envelope.open_raw(keyed.key, raw)
+        if message is not None:
+            return keyed.epoch, message
+    for keyed in keys:
+        if keyed.legacy is not None:
+            message = envelope.open_legacy(keyed.legacy, content)
+            if message is not None:
+                return keyed.epoch, message
     return None
 
 
-def seal(state: mls.GroupState, message: bytes, gid: str, created_at: int, *, rng=None) -> dict:
+def seal(state: mls.GroupState, message: bytes, nostr_group_id: str, created_at: int, *, rng=None) -> dict:
     """A signed kind-445 event carrying ``message``, encrypted for the current epoch.
 
-    The event is signed with a fresh ephemeral key (unlinkable to any member).
+    The event is signed with a fresh one-time key (unlinkable to any member).
     ``rng`` (``rng(n) -> bytes``) makes nonce, key and signature reproducible.
     """
     draw = rng or os.urandom
-    content = nip44.encrypt(message, current_key(state), nonce=draw(32))
+    content = envelope.seal(current_key(state), message, nonce=draw(envelope.NONCE_SIZE))
     event, _ = nostr.make_group_event(
-        content, gid, created_at, secret_key=nostr.generate_secret_key(draw), aux_rand=draw(32)
+        content,
+        nostr_group_id,
+        created_at,
+        secret_key=nostr.generate_secret_key(draw),
+        extra_tags=[envelope.ENCODING_TAG],
+        aux_rand=draw(32),
     )
     return event
 

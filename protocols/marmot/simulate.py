@@ -38,7 +38,7 @@ from protocols import mls
 from protocols.marmot import group_data, outer
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.states import OuterState
-from protocols.marmot.wire import nip44, nostr, rumors
+from protocols.marmot.wire import envelope, nostr, rumors
 
 START = 1_700_000_000
 MAX_EARLY = 1  # commits an event may arrive before the one that makes it readable
@@ -120,6 +120,8 @@ class _Group:
         self.draw: Callable[[int], bytes] = self.rng.randbytes
         self.now = START
         self.gid = self.draw(32)
+        # Public and distinct from the private MLS group id; derived, so seeds keep their random streams.
+        self.nostr_group_id = hashlib.sha256(b"nostr_group_id" + self.gid).digest()
         self.members: list[Member] = []
         self.blocks: list[Block] = []
         self.visible: list[tuple[Cursor, str]] = []  # (rumor cursor, rumor id) the observer must show
@@ -141,7 +143,9 @@ class _Group:
 
     def setup(self) -> None:
         creator = self._new_member("m0")
-        creator.state = group_data.create_group(creator.identity, self.gid, now=self.now, rng=self.draw)
+        creator.state = group_data.create_group(
+            creator.identity, self.gid, self.nostr_group_id, now=self.now, rng=self.draw
+        )
         others = [self._new_member(f"m{i}") for i in range(1, self.config.members)]
         packages = [
             group_data.create_key_package(m.identity, now=self.now, rng=self.draw) for m in (*others, self.observer)
@@ -161,7 +165,7 @@ class _Group:
         return self.now
 
     def wrap(self, state: mls.GroupState, message: bytes, created_at: int) -> bytes:
-        return outer.to_bytes(outer.seal(state, message, self.gid.hex(), created_at, rng=self.draw))
+        return outer.to_bytes(outer.seal(state, message, self.nostr_group_id.hex(), created_at, rng=self.draw))
 
     def active(self) -> list[Member]:
         return [m for m in self.members if m.state is not None]
@@ -362,15 +366,25 @@ def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes,
             out.append((outer.to_bytes(event), False))
         elif kind == "wrong_kind":
             event = nostr.sign_event(
-                {"created_at": created_at, "kind": 1, "tags": [["h", group.gid.hex()]], "content": f"noise {n}"},
+                {
+                    "created_at": created_at,
+                    "kind": 1,
+                    "tags": [["h", group.nostr_group_id.hex()]],
+                    "content": f"noise {n}",
+                },
                 _key(draw),
                 aux_rand=draw(32),
             )
             out.append((outer.to_bytes(event), False))
         else:
-            content = nip44.encrypt(draw(200), draw(32), nonce=draw(32))
+            content = envelope.seal(draw(32), draw(200), nonce=draw(32)[: envelope.NONCE_SIZE])
             event, _ = nostr.make_group_event(
-                content, group.gid.hex(), created_at, secret_key=_key(draw), aux_rand=draw(32)
+                content,
+                group.nostr_group_id.hex(),
+                created_at,
+                secret_key=_key(draw),
+                extra_tags=[envelope.ENCODING_TAG],
+                aux_rand=draw(32),
             )
             out.append((outer.to_bytes(event), True))
     return out
@@ -435,6 +449,7 @@ def simulate(config: Config) -> Simulation:
     lines = arrange(lines, config.order, group.rng, page=config.page)
     expected = {
         "group": group.gid.hex(),
+        "nostr_group_id": group.nostr_group_id.hex(),
         "final_epoch": group.observer.joined.epoch,
         "rumor_ids": [rumor_id for _, rumor_id in sorted(group.visible, key=lambda v: v[0].key())],
         "invalidated_ids": group.invalidated,

@@ -18,6 +18,11 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
     the raw outer event of everything decided at an epoch inside the
     rollback window (public relay data, not sealed), so a rollback can
     decide it again; deleted when the epoch leaves the window;
+``route/<nostr group id>``
+    the group id (hex, not sealed) of the group that uses this
+    ``nostr_group_id`` in its events' ``h`` tags now or did before: the
+    group id is the MLS group id, private to members and stable, while
+    the ``nostr_group_id`` is public and may change by commit;
 ``keycheck``
     a sealed constant, so a wrong key is detected before any group is touched.
 
@@ -40,8 +45,30 @@ META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
 KEPT = "kept/"
+ROUTE = "route/"
 KEYCHECK = "keycheck"
 _KEYCHECK_PLAINTEXT = b"tessera marmot state key check v1"
+
+
+def route_name(nostr_group_id: str) -> str:
+    return ROUTE + nostr_group_id
+
+
+def route_of(state: ProtocolState, nostr_group_id: str) -> str | None:
+    """The group id whose events carry ``nostr_group_id`` in their ``h`` tag, or None."""
+    found = state.get(route_name(nostr_group_id))
+    return None if found is None else found.decode()
+
+
+def routes_of(state: ProtocolState, gid: str) -> list[str]:
+    """Every ``nostr_group_id`` the group ``gid`` has used (its events carry one of them), sorted."""
+    return sorted(name[len(ROUTE) :] for name in state.keys(ROUTE) if state.get(name) == gid.encode())
+
+
+def route_intent(nostr_group_id: str, gid: str) -> WriteProtocolState:
+    """Route ``nostr_group_id`` to ``gid`` (not sealed: the read models name groups by ``gid`` in the clear too,
+    and routing must work before the at-rest key is needed)."""
+    return WriteProtocolState(route_name(nostr_group_id), gid.encode())
 
 
 def state_name(gid: str) -> str:
@@ -149,6 +176,7 @@ class GroupStateStore:
             *self.values.names(f"{SNAP}{gid}/"),
             *self.values.names(branch_prefix(gid)),
             *self.values.names(kept_prefix(gid)),
+            *(route_name(route) for route in routes_of(self.values.state, gid)),
         ]
         return [WriteProtocolState(name, None) for name in names]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -22,10 +23,13 @@ class Net:
         self.draw = random.Random(seed).randbytes
         self.gid_bytes = self.draw(32)
         self.gid = self.gid_bytes.hex()
+        self.ngid = hashlib.sha256(b"nostr_group_id" + self.gid_bytes).hexdigest()  # no draw: seeds keep their streams
         self.ids = [mls.new_identity(self.draw(32).hex(), rng=self.draw) for _ in range(members)]
         self.observer = mls.new_identity(self.draw(32).hex(), rng=self.draw)
         admins = {self.ids[0].credential} | ({self.observer.credential} if observer_admin else set())
-        creator = group_data.create_group(self.ids[0], self.gid_bytes, admins=admins, now=T0, rng=self.draw)
+        creator = group_data.create_group(
+            self.ids[0], self.gid_bytes, bytes.fromhex(self.ngid), admins=admins, now=T0, rng=self.draw
+        )
         packages = [group_data.create_key_package(i, now=T0, rng=self.draw) for i in (*self.ids[1:], self.observer)]
         result = mls.commit(creator, add=[kp for kp, _ in packages], rng=self.draw)
         self.states = {0: result.new_state}
@@ -46,7 +50,7 @@ class Net:
         return self.states[0].epoch
 
     def wrap(self, state: mls.GroupState, message: bytes, at: int) -> bytes:
-        return outer.to_bytes(outer.seal(state, message, self.gid, at, rng=self.draw))
+        return outer.to_bytes(outer.seal(state, message, self.ngid, at, rng=self.draw))
 
     def send(self, i: int, text: str, at: int, **options: Any) -> tuple[bytes, dict]:
         """Member i sends a rumor (``options`` as :meth:`send_on`'s: ``pubkey`` forges its author)."""

@@ -17,9 +17,11 @@ from typing import TypedDict
 from core import drain
 from core.clock import ManualClock
 from core.settings import Settings
+from core.state import ProtocolState
 from protocols import marmot
 from protocols.marmot import group, outer, simulate
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.state_store import routes_of
 from tests.helpers import open_test_app, push
 
 # Windows wide enough that every simulated stream stays inside them: then, and only then,
@@ -119,7 +121,11 @@ def outcome(app, gid: str) -> dict:
             (key,),
         ),
         "proposals": db.all("SELECT ref, epoch, kind FROM marmot_proposals WHERE gid = ? ORDER BY ref", (key,)),
-        "waiting": sorted(blob for (blob,) in db.all("SELECT blob FROM blocked WHERE partition_key = ?", (gid,))),
+        "waiting": sorted(
+            blob
+            for route in routes_of(ProtocolState(db, "marmot"), gid)
+            for (blob,) in db.all("SELECT blob FROM blocked WHERE partition_key = ?", (route,))
+        ),
     }
 
 
@@ -152,4 +158,5 @@ def assert_ground_truth(app, sim: simulate.Simulation) -> None:
         "SELECT outer_id, reason FROM marmot_processed WHERE gid = ? AND state = 'Failed'", (bytes.fromhex(gid),)
     )
     assert sorted((o.hex(), r) for o, r in lost) == sorted((o, "commit_lost_race") for o in expected["lost_commits"])
-    assert app.db.value("SELECT count(*) FROM blocked WHERE partition_key = ?", (gid,)) == expected["waiting"]
+    waiting = app.db.value("SELECT count(*) FROM blocked WHERE partition_key = ?", (expected["nostr_group_id"],))
+    assert waiting == expected["waiting"]

@@ -86,7 +86,7 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     last = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)[-1]
     assert (last["id"], last["state"], last["content"]) == (rumor_id, "Processed", "hello from the observer")
     filter_ = json.loads(run(tmp_path, "marmot", "filter", "--group", gid).stdout)
-    assert filter_["#h"] == [gid] and filter_["kinds"] == [445] and "since" in filter_
+    assert filter_["#h"] == [expected["nostr_group_id"]] and filter_["kinds"] == [445] and "since" in filter_
 
 
 def test_backfill_command_processes_a_file_at_once(tmp_path):
@@ -123,7 +123,7 @@ def test_user_errors_are_one_line(tmp_path):
     assert "no joined marmot group" in one_line_error(
         run(tmp_path, "marmot", "history", "--group", "cd" * 32, check=False)
     )
-    assert "64-hex" in one_line_error(run(tmp_path, "marmot", "history", "--group", "nope", check=False))
+    assert "group id or nostr group id in hex" in one_line_error(run(tmp_path, "marmot", "history", "--group", "nope", check=False))
     assert "CREATED_AT:ID" in one_line_error(
         run(
             tmp_path,

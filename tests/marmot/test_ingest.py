@@ -170,7 +170,7 @@ def test_events_for_a_group_we_have_not_joined_wait_for_the_join(marmot_app, set
     line, rumor = net.send(1, "before we joined", T0 + 1)
     report = deliver(app, line)
     assert report.outcomes == {"blocked": 1}
-    assert app.db.one("SELECT reason_type, reason_key FROM blocked") == ("marmot.group", net.gid)
+    assert app.db.one("SELECT reason_type, reason_key FROM blocked") == ("marmot.group", net.ngid)
     for _ in range(settings.max_attempts + 1):  # other joins wake nothing of ours; rechecks cost nothing
         settle(app)
     app.runtime.run_command("marmot.join", net.join_params)
@@ -241,8 +241,9 @@ def test_backfill_skips_what_the_resume_cursor_covers(marmot_app):
     app.runtime.run_command("marmot.backfill", {"group": gid, "events": first})
     cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
     assert cursor is not None
-    assert ingest.relay_filter(gid, cursor) == {"kinds": [445], "#h": [gid], "since": cursor.created_at}
-    assert ingest.relay_filter(gid, None) == {"kinds": [445], "#h": [gid]}
+    route = sim.expected["nostr_group_id"]
+    assert ingest.relay_filter([route], cursor) == {"kinds": [445], "#h": [route], "since": cursor.created_at}
+    assert ingest.relay_filter([route], None) == {"kinds": [445], "#h": [route]}
     before = event_count(app)
     again = app.runtime.run_command("marmot.backfill", {"group": gid, "events": sim.lines}).result
     older = sum(1 for line in sim.lines if compare(Cursor(json.loads(line)["created_at"], event_id(line)), cursor) <= 0)

@@ -125,6 +125,9 @@ def test_state_on_disk_is_never_plaintext(app, net):
     for secret in secrets:
         assert secret not in files
     for key, value in app.db.all("SELECT key, value FROM protocol_state WHERE protocol = 'marmot'"):
+        if key.startswith("route/"):  # h tag -> group id: both are in the read models in the clear
+            assert value == net.gid.encode(), key
+            continue
         assert value[:1] == b"\x01" and mls.snapshot(loaded.state)[:16] not in value, key
 
 

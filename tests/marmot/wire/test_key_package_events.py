@@ -105,7 +105,9 @@ def test_slots_are_random_unless_given(key_package: mls.KeyPackage) -> None:
 
 
 def test_a_key_package_without_the_marmot_extensions_is_refused(key_package: mls.KeyPackage) -> None:
-    without_last_resort = group_data.create_key_package(mls.new_identity(AUTHOR), now=NOW)[0]
+    without_last_resort = mls.create_key_package(
+        mls.new_identity(AUTHOR), supported_extensions=(group_data.GROUP_DATA_TYPE,), now=NOW
+    )[0]
     with pytest.raises(InvalidKeyPackageEvent, match="0x000a") as caught:
         key_package_event(without_last_resort, RELAYS, created_at=NOW)
     assert caught.value.field == "mls_extensions"
