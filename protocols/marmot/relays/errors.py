@@ -10,7 +10,6 @@ ask "did *any* relay take it?" raise :class:`PublishFailed` or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.errors import InvalidInput
@@ -48,30 +47,28 @@ class NoRelays(RelayError, InvalidInput):
     """A publish, fetch or subscription was given an empty list of relays."""
 
 
-def _describe(outcomes: Sequence[object]) -> str:
-    return "; ".join(str(outcome) for outcome in outcomes)
+class _NoRelayDidIt(RelayError):
+    """Every relay failed at something; ``report`` holds each relay's outcome, all named in the message."""
+
+    def __init__(self, report: PublishReport | FetchReport, failure: str, advice: str):
+        self.report = report
+        outcomes = "; ".join(str(outcome) for outcome in report.outcomes)
+        super().__init__(f"{failure}: {outcomes}; {advice}")
 
 
-class PublishFailed(RelayError):
+class PublishFailed(_NoRelayDidIt):
     """No relay accepted an event; ``report`` holds every relay's outcome."""
 
     def __init__(self, report: PublishReport):
-        self.report = report
-        super().__init__(
-            f"no relay accepted event {report.event_id}: {_describe(report.outcomes)}; "
-            "check the relay addresses and reasons, then publish again (the event is unchanged)"
-        )
+        advice = "check the relay addresses and reasons, then publish again (the event is unchanged)"
+        super().__init__(report, f"no relay accepted event {report.event_id}", advice)
 
 
-class FetchFailed(RelayError):
+class FetchFailed(_NoRelayDidIt):
     """No relay answered a fetch completely; ``report`` holds every relay's outcome."""
 
     def __init__(self, report: FetchReport):
-        self.report = report
-        super().__init__(
-            f"no relay answered the query completely: {_describe(report.outcomes)}; "
-            "check the relay addresses and try again"
-        )
+        super().__init__(report, "no relay answered the query completely", "check the relay addresses and try again")
 
 
 class InvalidOption(RelayError, InvalidInput):

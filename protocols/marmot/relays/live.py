@@ -256,6 +256,7 @@ async def _page_in_rest(
             timeout_s=context.timeout_s,
             seen=set(stored_ids),
             bound_seen=at_oldest,
+            largest_page=len(stored),
         )
         async for event in walk:
             _hand_on(event, state, deliver)

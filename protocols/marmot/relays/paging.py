@@ -4,11 +4,14 @@ Relays cap every REQ silently (500 and 6,000 are common), so "fewer than
 ``limit``" never means "done": paging goes on until a page brings nothing new.
 Each page asks for ``until`` = the oldest ``created_at`` seen, which NIP-01
 makes inclusive, so that second's events come again and are de-duplicated by
-id.  Two real-world wrinkles are handled here:
+id.  Three real-world wrinkles are handled here:
 
 * some relays (the ``nostr-relay`` package) treat ``until`` as exclusive; a
   page that should have repeated the boundary second but did not reveals it,
   and from then on that relay is asked for ``until + 1``;
+* before a relay has shown how it reads ``until``, the caller's own ``until``
+  is sent as ``until + 1`` and the extra second dropped here, so an exclusive
+  relay does not silently lose the caller's last second;
 * a second holding more matching events than the relay returns per page
   would stop paging for good; instead that second is recorded as crowded
   (some of its events may be missing) and paging continues below it.
@@ -108,15 +111,19 @@ async def page_backwards(
     timeout_s: float,
     seen: set[str],
     bound_seen: bool = False,
+    largest_page: int = 0,
 ) -> AsyncIterator[dict[str, Any]]:
     """Yield every event of ``wanted`` the relay holds that is not in ``seen``, newest pages first.
 
     ``seen`` collects the ids met (the caller may share it between walks over
     one connection).  ``bound_seen`` says events at ``wanted.until`` were
-    already met, which lets the first page reveal an exclusive ``until``.
+    already met, which lets the first page reveal an exclusive ``until``;
+    ``largest_page`` is the size of an earlier answer from the same relay, a
+    hint at its cap.
     Stops after ``wanted.limit`` events when that is set.
     """
-    walk = _Walk(wanted.until, bound_seen, over_ask=wanted.until is not None and not bound_seen)
+    over_ask = wanted.until is not None and not bound_seen
+    walk = _Walk(wanted.until, bound_seen, largest_page=largest_page, over_ask=over_ask)
     wanted_count = wanted.limit
     page_size = min(page_size, wanted_count) if wanted_count else page_size
     yielded = 0

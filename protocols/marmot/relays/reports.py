@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
 from protocols.marmot.relays.errors import FetchFailed, PublishFailed
+
+
+class _Outcome(Protocol):
+    @property
+    def relay(self) -> str: ...
+
+
+OutcomeT = TypeVar("OutcomeT", bound=_Outcome)
+
+
+def _find(outcomes: tuple[OutcomeT, ...], relay: str) -> OutcomeT:
+    for outcome in outcomes:
+        if outcome.relay == relay:
+            return outcome
+    raise KeyError(relay)
 
 
 class PublishStatus(enum.Enum):
@@ -75,10 +90,7 @@ class PublishReport:
 
     def outcome(self, relay: str) -> PublishOutcome:
         """The outcome for ``relay`` (a normalised address); KeyError if it was not asked."""
-        for outcome in self.outcomes:
-            if outcome.relay == relay:
-                return outcome
-        raise KeyError(relay)
+        return _find(self.outcomes, relay)
 
     def raise_unless_accepted(self) -> PublishReport:
         """Return the report, or raise :class:`PublishFailed` naming every relay and its reason when none accepted."""
@@ -159,10 +171,7 @@ class FetchReport:
 
     def outcome(self, relay: str) -> FetchOutcome:
         """The outcome for ``relay`` (a normalised address); KeyError if it was not asked."""
-        for outcome in self.outcomes:
-            if outcome.relay == relay:
-                return outcome
-        raise KeyError(relay)
+        return _find(self.outcomes, relay)
 
     def raise_unless_complete(self) -> FetchReport:
         """Return the report, or raise :class:`FetchFailed` when no relay answered completely."""

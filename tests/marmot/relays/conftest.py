@@ -6,7 +6,7 @@ import pytest
 
 from protocols.marmot.relays import NostrRelays, RelayActivity
 from tests._peers import PeerUnavailable, peer_missing
-from tests.relay_servers import free_port, start_local_relay, start_nostr_relay
+from tests.relay_servers import LocalRelayServer, NostrRelayServer, free_port, start_local_relay, start_nostr_relay
 
 #: Every real relay here answers at most this many events per REQ, so fetches page.
 CAP = 7
@@ -55,6 +55,7 @@ def two_relays(local_relay, nostr_relay) -> tuple[str, str]:
 @pytest.fixture(params=["LocalRelay", "nostr-relay"])
 def own_relay(request, tmp_path):
     """A relay of each kind for this test alone, free to be stopped and started again."""
+    server: LocalRelayServer | NostrRelayServer
     try:
         if request.param == "LocalRelay":
             server = start_local_relay(max_filter_limit=CAP)

@@ -16,7 +16,7 @@ from protocols.marmot.relays import (
     PublishFailed,
     PublishStatus,
 )
-from tests.marmot.relays._events import Author, group_id, ids
+from tests.marmot.relays._events import Author, group_id, ids, now
 
 A, B = "ws://a.test", "ws://b.test"
 
@@ -50,9 +50,12 @@ def test_replaceable_events_keep_one_per_kind_and_author_and_ties_keep_the_lower
 
 
 def test_ephemeral_events_reach_live_subscribers_but_are_not_stored(relays):
-    author, got, stop = Author(), [], threading.Event()
+    author, stop = Author(), threading.Event()
+    got: list[dict] = []
     ephemeral = author.event(kind=21000)
-    thread = threading.Thread(target=relays.subscribe, args=({"kinds": [21000]}, [A], got.append), kwargs={"stop": stop})
+    thread = threading.Thread(
+        target=relays.subscribe, args=({"kinds": [21000]}, [A], got.append), kwargs={"stop": stop}
+    )
     thread.start()
     _wait(lambda: relays[A].requests > 0)
     relays.publish(ephemeral, [A]).raise_unless_accepted()
@@ -128,7 +131,9 @@ def test_the_transport_works_from_inside_a_running_event_loop(relays):
 
 def test_a_subscription_resumes_after_restarts_and_an_on_event_error_ends_it(relays):
     author, gid, got, stop = Author(), group_id(), [], threading.Event()
-    poison = author.event(tags=[["h", gid]], content="poison")
+    # One second each: more events in one second than the relay's cap of 3 could not all be paged in.
+    seconds = iter(range(now() - 100, now()))
+    poison = author.event(tags=[["h", gid]], content="poison", created_at=now())
 
     def on_event(event):
         if event["id"] == poison["id"]:
@@ -149,7 +154,7 @@ def test_a_subscription_resumes_after_restarts_and_an_on_event_error_ends_it(rel
     expected = []
     for _ in range(3):
         _wait(lambda: relays[A].running and relays[A].requests > 0)
-        event = author.event(tags=[["h", gid]])
+        event = author.event(tags=[["h", gid]], created_at=next(seconds))
         expected.append(event)
         relays[A].stop()
         relays.publish(event, [B]).raise_unless_accepted()

@@ -49,7 +49,16 @@ def test_relay_addresses_are_normalised(given, normalised):
 
 @pytest.mark.parametrize(
     "bad",
-    ["https://relay.example.com", "relay.example.com", "wss://", "ws://host:99999", " wss://x.com", "wss://u:p@x.com", "wss://x.com/#f", 7],
+    [
+        "https://relay.example.com",
+        "relay.example.com",
+        "wss://",
+        "ws://host:99999",
+        " wss://x.com",
+        "wss://u:p@x.com",
+        "wss://x.com/#f",
+        7,
+    ],
 )
 def test_bad_relay_addresses_are_refused_with_a_hint(bad):
     with pytest.raises(InvalidRelayUrl, match="wss://relay.example.com"):
@@ -113,7 +122,9 @@ def test_relay_messages_are_read_leniently(text, message):
     assert parse_relay_message(text) == message
 
 
-@pytest.mark.parametrize("text", ["nope", "{}", "[]", "[1]", '["OK","x","true",""]', '["EVENT",{}]', '["COUNT","s",{}]'])
+@pytest.mark.parametrize(
+    "text", ["nope", "{}", "[]", "[1]", '["OK","x","true",""]', '["EVENT",{}]', '["COUNT","s",{}]']
+)
 def test_frames_that_are_no_relay_message_become_unreadable_not_errors(text):
     assert isinstance(parse_relay_message(text), Unreadable)
 

@@ -90,7 +90,9 @@ def test_fetch_applies_kinds_authors_tags_since_and_until(transport, relay_url):
     alice, bob, gid, start = Author(), Author(), group_id(), now() - 1000
     events = [
         (alice if i % 2 else bob).event(
-            kind=445 if i % 3 else 1, tags=[["h", gid], ["p", alice.pubkey if i % 4 else bob.pubkey]], created_at=start + i
+            kind=445 if i % 3 else 1,
+            tags=[["h", gid], ["p", alice.pubkey if i % 4 else bob.pubkey]],
+            created_at=start + i,
         )
         for i in range(12)
     ]
@@ -102,7 +104,10 @@ def test_fetch_applies_kinds_authors_tags_since_and_until(transport, relay_url):
         "#p": ({"#h": [gid], "#p": [bob.pubkey]}, lambda e: ["p", bob.pubkey] in e["tags"]),
         "since": ({"#h": [gid], "since": start + 4}, lambda e: e["created_at"] >= start + 4),
         "until": ({"#h": [gid], "until": start + 4}, lambda e: e["created_at"] <= start + 4),
-        "window": ({"#h": [gid], "since": start + 2, "until": start + 9}, lambda e: start + 2 <= e["created_at"] <= start + 9),
+        "window": (
+            {"#h": [gid], "since": start + 2, "until": start + 9},
+            lambda e: start + 2 <= e["created_at"] <= start + 9,
+        ),
     }
     for name, (query, expected) in queries.items():
         found = transport.fetch(query, [relay_url]).raise_unless_complete()
@@ -190,7 +195,9 @@ def test_since_finds_back_dated_gift_wraps(transport, relay_url):
         transport.publish(wrap, [relay_url]).raise_unless_accepted()
     one_day_ago = moment - TWO_DAYS // 2
 
-    everything = transport.fetch({"kinds": [1059], "#p": [recipient.pubkey], "since": moment - TWO_DAYS - 60}, [relay_url])
+    everything = transport.fetch(
+        {"kinds": [1059], "#p": [recipient.pubkey], "since": moment - TWO_DAYS - 60}, [relay_url]
+    )
     last_day = transport.fetch({"kinds": [1059], "#p": [recipient.pubkey], "since": one_day_ago}, [relay_url])
 
     assert ids(everything.events) == ids(wraps)
