@@ -100,13 +100,17 @@ class NostrRelays:
         return PublishReport(event_id, tuple(outcomes))
 
     async def _publish_one(self, url: str, event_id: str, frame: str, timeout_s: float) -> PublishOutcome:
+        deadline = asyncio.get_running_loop().time() + timeout_s
         try:
-            async with asyncio.timeout(timeout_s):
-                connection = await RelayConnection.open(url, self._dial, self._report, timeout_s)
-                async with connection:
-                    answer = await connection.publish(frame)
+            connection = await RelayConnection.open(url, self._dial, self._report, timeout_s)
         except LinkDown as down:
             return self._failed(url, PublishStatus.UNREACHABLE, Happening.UNREACHABLE, str(down))
+        try:
+            async with connection, asyncio.timeout_at(deadline):
+                answer = await connection.publish(frame)
+        except LinkDown as down:
+            detail = f"connection lost before the OK: {down}"
+            return self._failed(url, PublishStatus.UNREACHABLE, Happening.DISCONNECTED, detail)
         except TimeoutError:
             detail = f"no OK within {timeout_s:g} s"
             return self._failed(url, PublishStatus.TIMED_OUT, Happening.TIMED_OUT, detail)
