@@ -270,7 +270,7 @@ class TesseraMember:
             return Received("commit", epoch, commit=applied)
         incumbent = self._applied.get(epoch)
         if incumbent is None:
-            raise mls.WrongEpoch(epoch, self.epoch, f"a commit more than {ROLLBACK_EPOCHS} epochs back cannot win")
+            raise mls.WrongEpoch(epoch, self.epoch, f"only commits of the last {ROLLBACK_EPOCHS} epochs can compete")
         if digest == incumbent.digest:  # the same commit in another wrapper: only its rank can improve
             self._applied[epoch] = attrs.evolve(incumbent, rank=min(incumbent.rank, rank(event)))
             return Received("rewrapped", epoch)
