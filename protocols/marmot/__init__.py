@@ -1,7 +1,7 @@
 """Marmot: end-to-end encrypted group messaging (MLS over Nostr), as a Tessera plugin.
 
 Kind-445 group events are decoded and verified (:mod:`.handlers`), opened
-with the epoch's NIP-44 key (:mod:`.outer`) and handed to the group engine of
+with the epoch's key (:mod:`.outer`, format in :mod:`.wire.envelope`) and handed to the group engine of
 :mod:`protocols.mls`; the handler returns facts and the new engine state
 (written through ``WriteProtocolState``, sealed at rest by :mod:`.keys`).
 Commits may roll an epoch back when a better competitor arrives
@@ -11,7 +11,7 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import commands, handlers, ingest, jobs, projectors
+from protocols.marmot import commands, group_commands, handlers, ingest, jobs, nostr_transport, projectors, welcomes
 
 
 @hookimpl
@@ -20,15 +20,28 @@ def register_protocol():
         name="marmot",
         package="protocols.marmot",
         decode=handlers.decode,
-        handlers={handlers.GROUP_EVENT: handlers.handle_group_event},
+        handlers={handlers.GROUP_EVENT: handlers.handle_group_event, welcomes.GIFT_WRAP: welcomes.handle_gift_wrap},
         commands={
+            "identity_new": Command(group_commands.command_identity_new, description="create this database's account"),
+            "key_package_publish": Command(
+                group_commands.command_key_package_publish, description="publish KeyPackages others invite us with"
+            ),
+            "create_group": Command(group_commands.command_create_group, description="create a group"),
+            "invite": Command(group_commands.command_invite, description="add members by their KeyPackage events"),
+            "remove": Command(group_commands.command_remove, description="remove members (admins only)"),
+            "self_update": Command(group_commands.command_self_update, description="rotate our own keys in a group"),
+            "leave": Command(group_commands.command_leave, description="ask to be removed from a group"),
+            "accept": Command(welcomes.command_accept, description="join the group of a pending invitation"),
+            "decline": Command(welcomes.command_decline, description="decline a pending invitation"),
             "join": Command(commands.command_join, description="join a group from a Welcome"),
             "send": Command(commands.command_send, description="send a chat message to a group"),
+            "react": Command(commands.command_react, description="react to a message"),
+            "delete": Command(commands.command_delete, description="delete one of our messages"),
             "backfill": Command(
                 ingest.backfill, manages_transactions=True, description="process a batch of relay events for one group"
             ),
         },
-        projectors=(projectors.PROCESSED, projectors.HISTORY),
+        projectors=(projectors.PROCESSED, projectors.HISTORY, projectors.WELCOMES),
         description="Marmot group messaging: MLS over Nostr kind-445 events",
     )
 
@@ -36,6 +49,11 @@ def register_protocol():
 @hookimpl
 def register_jobs():
     return list(jobs.JOBS)
+
+
+@hookimpl
+def register_transports():
+    return [nostr_transport.NostrTransport()]
 
 
 @hookimpl

@@ -11,12 +11,13 @@ import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, Intent
+from core.intents import Intent
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data, outer
+from protocols.marmot import facts, group, group_commands, group_data, messages, outer
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.item import Item
 from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
 from protocols.marmot.wire import rumors
 
@@ -69,30 +70,66 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
 
     The rumor's id covers author, second and text, so sending the same text
     again within one second is treated as a retry of the same message.
-    ``created_at`` (seconds) and ``kind`` may be given; ``transport``
-    defaults to ``loopback``.
+    ``created_at`` (seconds), ``kind`` and ``tags`` may be given;
+    ``transport`` defaults to ``nostr`` (the group's relays) when the group
+    names relays and to ``loopback`` when it does not.
     """
     text = params.get("text")
     if not isinstance(text, str) or not text:
         raise InvalidInput("send needs a non-empty text")
     kind = params.get("kind", rumors.CHAT_KIND)
     if kind == rumors.DELETION_KIND:
-        raise InvalidInput("deletions are not sent with send; kind 5 is reserved")
+        raise InvalidInput("deletions are not sent with send; use delete")
+    return _send(ctx, params, kind, text, params.get("tags") or [])
+
+
+def command_react(ctx: Any, params: dict[str, Any]) -> Result:
+    """React to message ``target`` of ``group`` with ``emoji`` (NIP-25: a kind-7 rumor naming it)."""
+    emoji = params.get("emoji")
+    if not isinstance(emoji, str) or not emoji:
+        raise InvalidInput("react needs a reaction, e.g. + or an emoji")
+    target, author = _target(ctx, params)
+    return _send(ctx, params, rumors.REACTION_KIND, emoji, [["e", target], ["p", author], ["k", str(rumors.CHAT_KIND)]])
+
+
+def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
+    """Delete our message ``target`` of ``group`` (a kind-5 rumor; members drop it from their history)."""
+    target, author = _target(ctx, params)
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    if author != mls.own_credential(loaded.state):
+        raise InvalidInput(f"message {target[:16]} is not ours; members ignore deletions of others' messages")
+    return _send(ctx, params, rumors.DELETION_KIND, "", [["e", target], ["k", str(rumors.CHAT_KIND)]])
+
+
+def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
+    """The message ``target`` names and its author."""
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    target = str(params.get("target") or "").lower()
+    known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if len(target) == 64 else None
+    if known is None:
+        raise InvalidInput(f"group {loaded.gid} has no message {target or '(none given)'}; `history` lists them")
+    return target, known[1]
+
+
+def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
     loaded = group.load_joined(ctx.state, params.get("group"))
     gid, state = loaded.gid, loaded.state
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")
     created_at = int(params.get("created_at") or ctx.now_ms // 1000)
-    rumor = rumors.make(mls.own_credential(state), created_at, text, kind=kind, tags=params.get("tags"))
+    rumor = rumors.make(mls.own_credential(state), created_at, content, kind=kind, tags=tags)
     if GroupHistoryStore(ctx.db, gid).rumor_record(rumor["id"]) is not None:
         return Result(duplicate=True)
     draw = outer.derived_rng(state.signature_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
     event = outer.seal(state, message, group_data.nostr_group_id(state), created_at, rng=draw)
+    intents = (
+        group.state_intent(SealedValues(ctx.state), gid, new_state),
+        group_commands.publish(params, state, event),
+    )
+    if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now
+        return messages.deletion(Item(ctx, facts.Outer(gid, event), None, loaded), rumor, state.epoch, intents)
     fact = facts.about(
         facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch, rumor=rumor
     )
-    publish = EnqueueOutgoing(
-        outer.to_bytes(event), transport=params.get("transport", "loopback"), idempotency_key=f"marmot:{event['id']}"
-    )
-    return Result(events=[fact], intents=[group.state_intent(SealedValues(ctx.state), gid, new_state), publish])
+    return Result(events=[fact], intents=intents)

@@ -27,7 +27,7 @@ import attrs
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data, settings
+from protocols.marmot import facts, group, group_data, outbox, settings
 from protocols.marmot.group import EpochRecord
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
 from protocols.marmot.messages import mls_reason
@@ -91,7 +91,17 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if meta.record(epoch) is not None:
         intents.append(group.snapshot_intent(values, gid, epoch, item.joined.snapshot_bytes))
     intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, result.new_epoch)))
-    return Result(events=[_applied(item, result, epoch, digest, item.generation)], intents=intents)
+    events = [_applied(item, result, epoch, digest, item.generation), *_welcomes(item, epoch, digest, intents)]
+    return Result(events=events, intents=intents)
+
+
+def _welcomes(item: Item, epoch: int, digest: str, intents: list[Intent]) -> list[Event]:
+    """Send the welcomes our own commit ``digest`` was holding back, now that it is applied."""
+    count = outbox.welcome_count(item.values, item.outer.gid, epoch, digest)
+    if not count:
+        return []
+    intents += outbox.release_intents(item.values, item.outer.gid, epoch, digest)
+    return [facts.welcomes_sent(item.outer, item.generation, epoch, digest, count)]
 
 
 def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, generation: int) -> Event:
@@ -195,6 +205,7 @@ def rollback(
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
     ]
     intents += _requeue(item, retry_epochs, meta.generation)
+    events += _welcomes(item, epoch, winner.digest, intents)
     return Result(events=events, intents=intents)
 
 

@@ -35,6 +35,12 @@ DELETION_RECEIVED = "deletion_received"
 OUTER_FAILED = "outer_failed"
 OUTER_INVALIDATED = "outer_invalidated"
 EPOCH_ROLLED_BACK = "epoch_rolled_back"
+ACCOUNT_CREATED = "account_created"
+KEY_PACKAGE_PUBLISHED = "key_package_published"
+CHANGE_PUBLISHED = "change_published"  # our commit or proposal, sent and not yet applied
+MERGED_LOCALLY = "merged_locally"  # our commit to a group nobody else is in: applied at once
+WELCOMES_SENT = "welcomes_sent"
+ACCOUNT = "account"  # the partition of facts about our account rather than a group
 
 # Facts that close the processing of an outer event successfully.
 PROCESSED_FACTS = (
@@ -138,6 +144,29 @@ def joined(
 ) -> Event:
     data = {"epoch": epoch, "self": self_pubkey, "members": members, "admins": admins, "joined_at_ms": now_ms}
     return Event(GROUP_JOINED, derive_event_id("marmot", GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
+
+
+def account_created(pubkey: str, now_ms: int) -> Event:
+    return Event(
+        ACCOUNT_CREATED, derive_event_id("marmot", ACCOUNT_CREATED, pubkey), ACCOUNT, now_ms, {"pubkey": pubkey}
+    )
+
+
+def key_package_published(ref: str, event_id: str, relays: tuple[str, ...], last_resort: bool, now_ms: int) -> Event:
+    data = {"ref": ref, "event_id": event_id, "relays": list(relays), "last_resort": last_resort}
+    return Event(KEY_PACKAGE_PUBLISHED, derive_event_id("marmot", KEY_PACKAGE_PUBLISHED, ref), ACCOUNT, now_ms, data)
+
+
+def merged_locally(
+    gid: str, epoch: int, members: int, admins: list[str], action: str, detail: dict, now_ms: int
+) -> Event:
+    """Our commit of ``epoch`` applied without publishing (we were the group's only member)."""
+    data = {"epoch": epoch, "new_epoch": epoch + 1, "action": action, "members": members, "admins": admins, **detail}
+    return Event(MERGED_LOCALLY, derive_event_id("marmot", MERGED_LOCALLY, gid, epoch), gid, now_ms, data)
+
+
+def welcomes_sent(outer: Outer, generation: int, epoch: int, digest: str, count: int) -> Event:
+    return about(WELCOMES_SENT, outer, generation, epoch=epoch, digest=digest, count=count)
 
 
 @attrs.frozen

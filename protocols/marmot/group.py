@@ -44,6 +44,7 @@ from protocols.marmot.state_store import (
     kept_name,
     kept_prefix,
     meta_name,
+    outbox_prefix,
     route_intent,
     snap_name,
     state_name,
@@ -327,6 +328,7 @@ def forget_intents(
     for record in records:
         intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
         intents += [WriteProtocolState(name, None) for name in values.names(branch_prefix(gid, record.epoch))]
+        intents += [WriteProtocolState(name, None) for name in values.names(outbox_prefix(gid, record.epoch))]
     if records and window_start is not None:  # only a moved window frees kept events
         intents += [
             WriteProtocolState(name, None) for name in values.names(kept_prefix(gid)) if epoch_of(name) <= window_start

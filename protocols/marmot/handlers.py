@@ -29,14 +29,14 @@ import attrs
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, group, messages, observe, outer
+from protocols.marmot import branches, commits, group, messages, observe, outer, welcomes
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
 from protocols.marmot.state_store import route_of
 from protocols.marmot.states import OuterState
-from protocols.marmot.wire import nostr
+from protocols.marmot.wire import gift_wrap, nostr
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
 PROTOCOL = "marmot"
@@ -45,20 +45,23 @@ DUPLICATE_STATES = frozenset({OuterState.PROCESSED, OuterState.PROCESSED_COMMIT,
 
 
 def decode(blob: bytes) -> Envelope:
-    """Parse, verify and route a kind-445 event; DecodeError (parked by the core) otherwise."""
+    """Parse, verify and route a kind-445 group event or a kind-1059 gift wrap; DecodeError (parked) otherwise."""
     try:
         event = nostr.parse_event(blob)
         nostr.verify_event(event)
-        gid = nostr.group_id_of(event)
+        if event["kind"] == gift_wrap.GIFT_WRAP_KIND:
+            kind, partition = welcomes.GIFT_WRAP, welcomes.INBOX
+        else:
+            kind, partition = GROUP_EVENT, nostr.group_id_of(event)
     except InvalidEvent as exc:
         if exc.reason == "shape":  # undecodable, not merely unverified: name the field, park at once
-            raise MalformedInput(exc.field, f"not a valid Marmot group event: {exc}") from None
-        raise DecodeError(f"not a valid Marmot group event ({exc.reason}): {exc}") from None
+            raise MalformedInput(exc.field, f"not a valid Marmot event: {exc}") from None
+        raise DecodeError(f"not a valid Marmot event ({exc.reason}): {exc}") from None
     return Envelope(
         protocol=PROTOCOL,
-        type=GROUP_EVENT,
+        type=kind,
         event_id=bytes.fromhex(event["id"]),
-        partition_key=gid,
+        partition_key=partition,
         created_at_ms=event["created_at"] * 1000,
         payload=event,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.marmot import facts
+from protocols.marmot import facts, welcomes
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.states import MessageState, OuterState
@@ -215,6 +215,13 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
     _group_update(conn, event, "rollbacks = rollbacks + ?", (1,))
 
 
+def _merged_locally(conn: Any, event: StoredEvent) -> None:
+    d = event.data
+    _group_update(
+        conn, event, "epoch = ?, members = ?, admins = ?", (d["new_epoch"], d["members"], json.dumps(d["admins"]))
+    )
+
+
 PROCESSED = Projector(
     name="marmot.processed",
     protocol="marmot",
@@ -232,6 +239,7 @@ PROCESSED = Projector(
         facts.OUTER_FAILED: _failed,
         facts.OUTER_INVALIDATED: _invalidated,
         facts.EPOCH_ROLLED_BACK: _rolled_back,
+        facts.MERGED_LOCALLY: _merged_locally,
     },
     description="joined groups, the processing state of every outer event, pending proposals, deletions",
 )
@@ -305,4 +313,37 @@ HISTORY = Projector(
     },
     isolate_failures=True,
     description="decrypted rumors of every group, keyset-paged by (created_at, id)",
+)
+
+
+# --- marmot.welcomes ------------------------------------------------------------------
+
+
+def _welcome_received(conn: Any, event: StoredEvent) -> None:
+    d = event.data
+    conn.execute(
+        "INSERT INTO marmot_welcomes(welcome_id, received_at_ms, sender, gid, state, data) "
+        "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT(welcome_id) DO NOTHING",
+        (d["welcome_id"], event.created_at_ms, d["sender"], bytes.fromhex(d["group"]), json.dumps(d, sort_keys=True)),
+    )
+
+
+def _welcome_answered(conn: Any, event: StoredEvent) -> None:
+    answer = "accepted" if event.type == welcomes.WELCOME_ACCEPTED else "declined"
+    conn.execute(
+        "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = 'pending'",
+        (answer, event.data["welcome_id"]),
+    )
+
+
+WELCOMES = Projector(
+    name="marmot.welcomes",
+    protocol="marmot",
+    tables=("marmot_welcomes",),
+    handlers={
+        welcomes.WELCOME_RECEIVED: _welcome_received,
+        welcomes.WELCOME_ACCEPTED: _welcome_answered,
+        welcomes.WELCOME_DECLINED: _welcome_answered,
+    },
+    description="invitations received, pending until accepted or declined",
 )

@@ -88,3 +88,16 @@ CREATE TABLE marmot_messages (
     PRIMARY KEY (gid, rumor_id)
     INDEX marmot_messages_page (gid, created_at, rumor_id)
 ) WITHOUT ROWID;
+
+-- Invitations: welcomes that arrived gift-wrapped for one of our KeyPackages
+-- (a provisional join succeeded), until we accept or decline them.  data is
+-- the welcome_received fact as JSON (group name, admins, relays, members).
+CREATE TABLE marmot_welcomes (
+    welcome_id          TEXT    PRIMARY KEY,
+    received_at_ms      INTEGER NOT NULL,
+    sender              TEXT    NOT NULL,
+    gid                 BLOB    NOT NULL,
+    state               TEXT    NOT NULL CHECK (state IN ('pending', 'accepted', 'declined')),
+    data                TEXT    NOT NULL
+    INDEX marmot_welcomes_by_state (state, received_at_ms)
+) WITHOUT ROWID;

@@ -23,6 +23,9 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
     ``nostr_group_id`` in its events' ``h`` tags now or did before: the
     group id is the MLS group id, private to members and stable, while
     the ``nostr_group_id`` is public and may change by commit;
+``outbox/<gid>/<epoch>/<digest>``
+    the gift-wrapped welcomes of our commit ``digest``, sent once it is
+    applied (:mod:`protocols.marmot.outbox`);
 ``keycheck``
     a sealed constant, so a wrong key is detected before any group is touched.
 
@@ -45,9 +48,14 @@ META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
 KEPT = "kept/"
+OUTBOX = "outbox/"
 ROUTE = "route/"
 KEYCHECK = "keycheck"
 _KEYCHECK_PLAINTEXT = b"tessera marmot state key check v1"
+
+
+def outbox_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{OUTBOX}{gid}/" if epoch is None else f"{OUTBOX}{gid}/{epoch:020d}/"
 
 
 def route_name(nostr_group_id: str) -> str:
@@ -176,6 +184,7 @@ class GroupStateStore:
             *self.values.names(f"{SNAP}{gid}/"),
             *self.values.names(branch_prefix(gid)),
             *self.values.names(kept_prefix(gid)),
+            *self.values.names(outbox_prefix(gid)),
             *(route_name(route) for route in routes_of(self.values.state, gid)),
         ]
         return [WriteProtocolState(name, None) for name in names]

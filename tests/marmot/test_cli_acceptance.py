@@ -123,7 +123,9 @@ def test_user_errors_are_one_line(tmp_path):
     assert "no joined marmot group" in one_line_error(
         run(tmp_path, "marmot", "history", "--group", "cd" * 32, check=False)
     )
-    assert "group id or nostr group id in hex" in one_line_error(run(tmp_path, "marmot", "history", "--group", "nope", check=False))
+    assert "group id or nostr group id in hex" in one_line_error(
+        run(tmp_path, "marmot", "history", "--group", "nope", check=False)
+    )
     assert "CREATED_AT:ID" in one_line_error(
         run(
             tmp_path,

@@ -15,6 +15,7 @@ from protocols.marmot.errors import InvalidEvent, InvalidRumor
 from protocols.marmot.wire import nostr
 
 DELETION_KIND = 5
+REACTION_KIND = 7
 CHAT_KIND = 9
 RUMOR_KEYS = frozenset({"id", "pubkey", "created_at", "kind", "tags", "content"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")

@@ -1,0 +1,301 @@
+"""Commands that change groups: create one, invite, remove, update our keys, leave.
+
+Each runs in one transaction and, like a handler, returns facts and intents.
+A change to a group with other members is a commit that is *published, not
+merged*: our state keeps it as pending, the commit goes out as an outgoing
+intent to the group's relays, and it is applied when it comes back (the
+``nostr`` transport hands it back after a relay's ``OK``; the loopback
+transport at once) — through the same path as anyone's commit, so a
+competing commit for the same epoch is decided by the same race rule.  The
+welcomes of an invite are gift-wrapped now and kept sealed in the *outbox*
+under the commit's digest; they leave only once that commit is applied.
+
+A group with no other member (just created) merges at once and publishes
+nothing: nobody could read the commit, and MIP-02 never publishes the
+creating commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from core.errors import InvalidInput
+from core.intents import EnqueueOutgoing, Intent
+from core.records import Result
+from protocols import mls
+from protocols.marmot import account as accounts
+from protocols.marmot import facts, group, group_data, key_package_stock, nostr_transport, outbox, outer
+from protocols.marmot import settings as marmot_settings
+from protocols.marmot.errors import MarmotError
+from protocols.marmot.state_store import SealedValues, keycheck_intent, verify_key
+from protocols.marmot.wire import gift_wrap, key_package_events, welcome_events
+from protocols.marmot.wire.group_data import InvalidGroupData
+
+MLS_GROUP_ID_BYTES = 16  # what MDK uses; private to members
+NOSTR_GROUP_ID_BYTES = 32
+
+
+class NotAnAdmin(MarmotError, InvalidInput):
+    """Only the group's admins may make this change."""
+
+
+def _hex_keys(values: object, what: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidInput(f"{what} must be a list of hex public keys")
+    keys = [str(value).strip().lower() for value in values]
+    for key in keys:
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise InvalidInput(f"{what}: {key!r} is not a 64-character hex public key")
+    return keys
+
+
+def _relays(values: object) -> list[str]:
+    if values is None:
+        return []
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidInput("relays must be a list of ws:// or wss:// URLs")
+    return [key_package_events.check_relay_url(str(url), _relay_error) for url in values]
+
+
+def _relay_error(message: str, field: str) -> Exception:
+    return InvalidInput(f"{field}: {message}")
+
+
+# --- account and KeyPackages -------------------------------------------------------------
+
+
+def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
+    """Create this database's account (``secret_key`` hex imports an existing Nostr key)."""
+    values = SealedValues(ctx.state)
+    verify_key(values)
+    if accounts.load(ctx.state) is not None:
+        raise InvalidInput("this database already has a marmot account; `tessera marmot whoami` shows it")
+    secret = params.get("secret_key")
+    made = accounts.new_account(bytes.fromhex(secret) if secret else None)
+    intents: list[Intent] = [accounts.intent(values, made)]
+    check = keycheck_intent(values)
+    intents += [check] if check is not None else []
+    return Result(events=[facts.account_created(made.pubkey, ctx.now_ms)], intents=intents)
+
+
+def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
+    """Publish KeyPackages until ``count`` unused ones are out (``relays``; ``last_resort`` marks them reusable)."""
+    me = accounts.require(ctx.state)
+    relays = _relays(params.get("relays"))
+    count = int(params.get("count") or key_package_stock.DEFAULT_STOCK)
+    have = len(key_package_stock.stock(ctx.state))
+    if have >= count and not params.get("force"):
+        return Result(duplicate=True)
+    made, intents = key_package_stock.publish(
+        SealedValues(ctx.state),
+        me,
+        relays,
+        max(count - have, 1),
+        last_resort=bool(params.get("last_resort")),
+        now=ctx.now_ms // 1000,
+    )
+    events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
+    return Result(events=events, intents=intents)
+
+
+# --- creating a group --------------------------------------------------------------------
+
+
+def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
+    """A new group with us as its only member and an admin (``name``, ``description``, ``admins``, ``relays``)."""
+    me = accounts.require(ctx.state)
+    values = SealedValues(ctx.state)
+    verify_key(values)
+    admins = sorted({me.pubkey, *_hex_keys(params.get("admins") or [], "admins")})
+    relays = _relays(params.get("relays"))
+    gid_bytes = bytes.fromhex(params["group_id"]) if params.get("group_id") else os.urandom(MLS_GROUP_ID_BYTES)
+    try:
+        state = group_data.create_group(
+            me.identity,
+            gid_bytes,
+            os.urandom(NOSTR_GROUP_ID_BYTES),
+            admins=admins,
+            name=str(params.get("name") or ""),
+            description=str(params.get("description") or ""),
+            relays=relays,
+            max_past_epochs=marmot_settings.current().past_epochs,
+            now=ctx.now_ms // 1000,
+        )
+    except InvalidGroupData as exc:
+        raise InvalidInput(f"cannot create the group: {exc}") from None
+    gid = gid_bytes.hex()
+    if group.load(ctx.state, gid) is not None:
+        raise InvalidInput(f"a group with id {gid} exists already")
+    intents: list[Intent] = [
+        *group.state_intents(values, gid, state, None),
+        group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
+    ]
+    check = keycheck_intent(values)
+    intents += [check] if check is not None else []
+    fact = facts.joined(gid, state.epoch, me.pubkey, 1, admins, hashlib.sha256(gid_bytes).hexdigest(), ctx.now_ms)
+    return Result(events=[fact], intents=intents)
+
+
+# --- commits -----------------------------------------------------------------------------
+
+
+def _admin_only(loaded: group.LoadedGroup, me: accounts.Account, what: str) -> None:
+    if me.pubkey not in group_data.admins(loaded.state):
+        raise NotAnAdmin(f"only an admin of group {loaded.gid} may {what}; its admins are listed by `groups`")
+
+
+def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
+    """Add the owners of ``key_package_events`` (signed KeyPackage events, JSON) to ``group``."""
+    me = accounts.require(ctx.state)
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    _admin_only(loaded, me, "invite")
+    raw_events = params.get("key_package_events") or []
+    if not raw_events:
+        raise InvalidInput("invite needs at least one KeyPackage event")
+    now = ctx.now_ms // 1000
+    packages = [key_package_events.parse_key_package_event(event, now=now) for event in raw_events]
+    members = set(mls.member_credentials(loaded.state).values())
+    for package in packages:
+        if package.author in members:
+            raise InvalidInput(f"{package.author[:16]} is a member of group {loaded.gid} already")
+    return _commit(ctx, loaded, me, add=packages)
+
+
+def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
+    """Remove ``members`` (hex public keys) from ``group``."""
+    me = accounts.require(ctx.state)
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    _admin_only(loaded, me, "remove members")
+    members = _hex_keys(params.get("members") or [], "members")
+    present = set(mls.member_credentials(loaded.state).values())
+    missing = [m for m in members if m not in present]
+    if missing or not members:
+        raise InvalidInput(f"not members of group {loaded.gid}: {', '.join(m[:16] for m in missing) or 'none given'}")
+    if me.pubkey in members:
+        raise InvalidInput("remove cannot remove ourselves; use leave")
+    return _commit(ctx, loaded, me, remove=members)
+
+
+def command_self_update(ctx: Any, params: dict[str, Any]) -> Result:
+    """Rotate our own leaf keys in ``group`` (any member may)."""
+    me = accounts.require(ctx.state)
+    return _commit(ctx, group.load_joined(ctx.state, params.get("group")), me, self_update=True)
+
+
+def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
+    """Ask to be removed from ``group``: a Remove proposal for our own leaf that an admin commits.
+
+    An admin leaves only after handing the role on (MDK refuses too): the
+    group must keep an admin who can commit the removal.
+    """
+    me = accounts.require(ctx.state)
+    loaded = group.load_joined(ctx.state, params.get("group"))
+    if me.pubkey in group_data.admins(loaded.state):
+        raise InvalidInput(f"we are an admin of group {loaded.gid}: remove ourselves from the admins before leaving")
+    state = loaded.state
+    message, new_state = mls.propose(state, self_remove=True)
+    event = outer.seal(state, message, group_data.nostr_group_id(state), ctx.now_ms // 1000)
+    fact = facts.about(
+        facts.CHANGE_PUBLISHED,
+        facts.Outer(loaded.gid, event),
+        loaded.meta.generation,
+        epoch=state.epoch,
+        action="leave",
+        digest=hashlib.sha256(message).hexdigest(),
+    )
+    intents = [
+        *group.state_intents(SealedValues(ctx.state), loaded.gid, new_state, state),
+        publish(params, state, event),
+    ]
+    return Result(events=[fact], intents=intents)
+
+
+def publish(params: dict[str, Any], state: mls.GroupState, event: dict) -> EnqueueOutgoing:
+    """Our group event out: to the group's relays, or looped back where the group has none (simulations)."""
+    relays = group_data.read(state).relays
+    chosen = params.get("transport") or ("nostr" if relays else "loopback")
+    if chosen == nostr_transport.NAME:
+        if not relays:
+            raise InvalidInput("the group names no relays to publish to")
+        return nostr_transport.publish_intent(event, relays)
+    return EnqueueOutgoing(outer.to_bytes(event), transport=chosen, idempotency_key=f"marmot:{event['id']}")
+
+
+def _commit(
+    ctx: Any,
+    loaded: group.LoadedGroup,
+    me: accounts.Account,
+    *,
+    add: Sequence[key_package_events.KeyPackageEvent] = (),
+    remove: Sequence[str] = (),
+    self_update: bool = False,
+) -> Result:
+    state = loaded.state
+    if not state.active:
+        raise InvalidInput(f"we are no longer a member of group {loaded.gid}")
+    if state.pending_commit is not None and not _alone(state):
+        raise InvalidInput(
+            f"group {loaded.gid} has a commit of ours waiting to be published and applied; run the tick first"
+        )
+    result = mls.commit(state, add=[p.key_package for p in add], remove=remove, self_update=self_update)
+    digest = hashlib.sha256(result.message).hexdigest()
+    now = ctx.now_ms // 1000
+    wraps = _welcome_wraps(me, result, add, group_data.read(result.new_state).relays, now)
+    values = SealedValues(ctx.state)
+    action = "invite" if add else "remove" if remove else "self_update"
+    detail = {"added": [p.author for p in add], "removed": list(remove), "digest": digest}
+    if _alone(state):  # nobody else could read the commit: merge now, send the welcomes now
+        intents: list[Intent] = [
+            *group.state_intents(values, loaded.gid, result.new_state, state),
+            *(nostr_transport.publish_intent(wrap, relays) for wrap, relays in wraps),
+        ]
+        new = result.new_state
+        members, admins = len(mls.member_credentials(new)), sorted(group_data.admins(new))
+        fact = facts.merged_locally(loaded.gid, state.epoch, members, admins, action, detail, ctx.now_ms)
+        return Result(events=[fact], intents=intents)
+    event = outer.seal(state, result.message, group_data.nostr_group_id(state), now)
+    intents = [
+        *group.state_intents(values, loaded.gid, result.pending_state, state),
+        publish({}, state, event),
+    ]
+    if wraps:
+        intents.append(outbox.keep_intent(values, loaded.gid, state.epoch, digest, wraps))
+    fact = facts.about(
+        facts.CHANGE_PUBLISHED,
+        facts.Outer(loaded.gid, event),
+        loaded.meta.generation,
+        epoch=state.epoch,
+        action=action,
+        **detail,
+    )
+    return Result(events=[fact], intents=intents)
+
+
+def _alone(state: mls.GroupState) -> bool:
+    return len(mls.member_credentials(state)) == 1
+
+
+def _welcome_wraps(
+    me: accounts.Account,
+    result: mls.CommitResult,
+    added: Sequence[key_package_events.KeyPackageEvent],
+    group_relays: Sequence[str],
+    now: int,
+) -> list[tuple[dict, tuple[str, ...]]]:
+    """One gift-wrapped welcome rumor per invitee, and the relays to send it to (theirs, else the group's)."""
+    wraps = []
+    for package in added:
+        welcome = result.welcomes[package.author]
+        rumor = welcome_events.welcome_rumor(
+            welcome,
+            sender_pubkey=me.pubkey,
+            key_package_event_id=package.event_id,
+            relays=group_relays or package.relays,
+            created_at=now,
+        )
+        inbox = tuple(package.relays or group_relays)
+        wraps.append((gift_wrap.wrap(rumor, me.secret_key, package.author, now=now), inbox))
+    return wraps

@@ -1,0 +1,88 @@
+"""The ``nostr`` transport: how the tick publishes the Marmot plugin's outgoing events to relays.
+
+An outgoing row holds one signed event (``payload``) and the relays to send
+it to (``destination``, a JSON list).  The row is sent when at least one
+relay answers ``OK`` true; then a group event (kind 445) is also pushed into
+our own ``incoming`` queue, as a relay would hand it back, so our own
+commit is merged only after a relay holds it (MIP-03: publish, then apply)
+and a commit's welcomes leave only after that.  No relay accepting is a
+transient failure (retried with back-off) unless every relay refused the
+event on its merits, which no retry changes (parked with the reasons).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from core import queues
+from core.errors import PermanentError, TransientError
+from core.intents import EnqueueOutgoing
+from core.queues import OutgoingItem
+from protocols.marmot.relays import NostrRelays, PublishReport, PublishStatus, RelayTransport
+from protocols.marmot.wire import nostr
+
+NAME = "nostr"
+PUBLISH_TIMEOUT_S = 10.0
+# OK false prefixes (NIP-01) that say the event itself is unacceptable to that relay.
+_FINAL_REFUSALS = ("invalid:", "pow:", "blocked:", "restricted:")
+
+# The transport in use: one slot, so the daemon keeps its relay connections' settings in one place.
+_chosen: list[RelayTransport] = []
+
+
+def relays() -> RelayTransport:
+    """The relay transport in use (real WebSocket relays unless a test chose others)."""
+    if not _chosen:
+        _chosen.append(NostrRelays())
+    return _chosen[-1]
+
+
+@contextlib.contextmanager
+def using(transport: RelayTransport) -> Iterator[RelayTransport]:
+    """Publish and fetch through ``transport`` (e.g. in-memory relays) inside the block."""
+    _chosen.append(transport)
+    try:
+        yield transport
+    finally:
+        _chosen.remove(transport)
+
+
+def publish_intent(event: dict, relay_urls: Sequence[str]) -> EnqueueOutgoing:
+    """Publish a signed event to ``relay_urls`` through the tick (at least once, retried)."""
+    return EnqueueOutgoing(
+        json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode(),
+        transport=NAME,
+        destination=json.dumps(sorted(set(relay_urls))),
+        idempotency_key=f"marmot:publish:{event['id']}",
+    )
+
+
+class NostrTransport:
+    """Publishes outgoing events to the relays their row names."""
+
+    name = NAME
+
+    def send(self, runtime: Any, item: OutgoingItem) -> None:
+        event = nostr.parse_event(item.payload)
+        targets = json.loads(item.destination or "[]")
+        if not targets:
+            raise PermanentError(f"event {event['id'][:12]} has no relay to be published to")
+        report = relays().publish(event, targets, timeout_s=PUBLISH_TIMEOUT_S)
+        if not report.accepted:
+            raise _failure(report)
+        if event["kind"] == nostr.GROUP_EVENT_KIND:
+            with runtime.db.write():
+                queues.push_incoming(runtime.db, item.protocol, [item.payload], runtime.clock.now_ms())
+
+
+def _failure(report: PublishReport) -> Exception:
+    reasons = "; ".join(str(outcome) for outcome in report.outcomes)
+    final = all(
+        outcome.status is PublishStatus.REJECTED and outcome.message.startswith(_FINAL_REFUSALS)
+        for outcome in report.outcomes
+    )
+    text = f"no relay accepted event {report.event_id[:12]}: {reasons}"
+    return PermanentError(text) if final else TransientError(text)

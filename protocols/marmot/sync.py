@@ -1,0 +1,147 @@
+"""Reading relays into the ``incoming`` queue: a one-off ``sync`` and a long-running ``listen``.
+
+What we ask relays for:
+
+- each group's events: kind 445 whose ``h`` is one of the group's
+  ``nostr_group_id`` values, from the group's relays, ``since`` the second of
+  its resume cursor (seed 000: the cursor only moves forward, so a sync
+  never asks for less than what is unprocessed; events of that second that
+  were processed come back and are recognised as duplicates);
+- our invitations: kind-1059 gift wraps with our ``p`` tag, from the relays
+  our KeyPackages were published to.  Gift wraps are back-dated by up to two
+  days (NIP-59), so ``since`` is the last inbox sync minus that.
+
+Fetching is a network call, made outside any transaction; what it brings is
+queued in one short write transaction and processed by the tick like any
+other input (the relay transport has already checked ids and signatures; the
+plugin's decoder checks them again).  ``listen`` queues each live event in its
+own transaction as it arrives and leaves processing to a running tick.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from core import queues
+from core.state import ProtocolState
+from protocols.marmot import account as accounts
+from protocols.marmot import group, group_data, key_package_stock, nostr_transport
+from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
+from protocols.marmot.state_store import STATE, routes_of
+from protocols.marmot.wire import gift_wrap, nostr
+
+INBOX_SINCE = "sync/inbox_since"
+
+
+@attrs.frozen
+class Subscription:
+    """One filter and the relays to ask."""
+
+    what: str
+    filter: dict[str, Any]
+    relays: tuple[str, ...]
+
+
+@attrs.define
+class SyncReport:
+    """What a sync fetched and queued."""
+
+    queued: int = 0
+    per_subscription: dict[str, int] = attrs.field(factory=dict)
+    failures: list[str] = attrs.field(factory=list)
+
+
+def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscription]:
+    """What to ask relays for, read in one read transaction."""
+    extra = tuple(normalise_relay_urls(list(extra_relays))) if extra_relays else ()
+    found: list[Subscription] = []
+    with db.read():
+        state = ProtocolState(db, PROTOCOL)
+        for name in state.keys(STATE):
+            gid = name[len(STATE) :]
+            loaded = group.load(state, gid)
+            if loaded is None or not loaded.state.active:
+                continue
+            relays = tuple(sorted({*group_data.read(loaded.state).relays, *extra}))
+            if not relays:
+                continue
+            query: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": routes_of(state, gid)}
+            cursor = GroupHistoryStore(db, gid).get_resume_cursor()
+            if cursor is not None:
+                query["since"] = cursor.created_at
+            found.append(Subscription(f"group {gid}", query, relays))
+        me = accounts.load(state)
+        if me is not None:
+            inbox = {relay for kp in key_package_stock.stock(state) for relay in kp.relays} | set(extra)
+            if inbox:
+                query = {"kinds": [gift_wrap.GIFT_WRAP_KIND], "#p": [me.pubkey]}
+                since = state.get(INBOX_SINCE)
+                if since is not None:
+                    query["since"] = max(0, int(since) - GIFT_WRAP_BACKDATE_S)
+                found.append(Subscription("inbox", query, tuple(sorted(inbox))))
+    return found
+
+
+def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None) -> SyncReport:
+    """Fetch every subscription's stored events and queue them for the tick."""
+    report = SyncReport()
+    started = now_s if now_s is not None else app.runtime.clock.now_ms() // 1000
+    for sub in subscriptions(app.db, extra_relays):
+        fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays)
+        report.failures += [f"{sub.what}: {outcome}" for outcome in fetched.outcomes if not outcome.complete]
+        blobs = [_wire(event) for event in fetched.events]
+        with app.db.write():
+            queues.push_incoming(app.db, PROTOCOL, blobs, app.runtime.clock.now_ms())
+            if sub.what == "inbox" and fetched.complete:
+                _advance_inbox(app.db, started)
+        report.queued += len(blobs)
+        report.per_subscription[sub.what] = len(blobs)
+    return report
+
+
+def listen(
+    app: Any,
+    stop: threading.Event,
+    extra_relays: Sequence[str] = (),
+    *,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Queue live events of every subscription until ``stop`` is set (one thread per subscription)."""
+    threads = []
+    for sub in subscriptions(app.db, extra_relays):
+
+        def queue_one(event: dict[str, Any], what: str = sub.what) -> None:
+            with app.db.write():
+                queues.push_incoming(app.db, PROTOCOL, [_wire(event)], app.runtime.clock.now_ms())
+            if on_event is not None:
+                on_event(event)
+
+        thread = threading.Thread(
+            target=nostr_transport.relays().subscribe,
+            args=(sub.filter, sub.relays, queue_one),
+            kwargs={"stop": stop},
+            name=f"marmot-listen-{sub.what}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+
+
+def _wire(event: dict[str, Any]) -> bytes:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _advance_inbox(db: Any, now_s: int) -> None:
+    state = ProtocolState(db, PROTOCOL)
+    before = state.get(INBOX_SINCE)
+    if before is None or int(before) < now_s:  # never backwards
+        state.put(INBOX_SINCE, str(now_s).encode(), now_s * 1000)

@@ -1,0 +1,136 @@
+"""Group commands end to end between Tessera databases, through in-memory relays.
+
+Each member is its own database with its own account; everything between
+them goes through relays (the same relay client code as real relays, in
+memory): KeyPackage events, commits, gift-wrapped welcomes, messages.  The
+tick publishes (``nostr`` transport) and ``sync`` reads relays into
+``incoming``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core import drain
+from core.errors import InvalidInput
+from core.publish import publish_due
+from jobs.tick import TickDaemon
+from protocols.marmot import nostr_transport, queries
+from protocols.marmot import sync as relay_sync
+from protocols.marmot.relays import MemoryRelays
+from tests.marmot._read import history, history_ids
+
+RELAY = "ws://relay.test"
+
+
+@pytest.fixture
+def relays():
+    with nostr_transport.using(MemoryRelays([RELAY])) as chosen:
+        yield chosen
+
+
+def tick(*apps) -> None:
+    for app in apps:
+        TickDaemon(app, mode="until_idle").run()
+
+
+def pump(*apps, rounds: int = 3) -> None:
+    """Publish, fetch and process until nothing moves (each round: tick, sync, tick)."""
+    for _ in range(rounds):
+        tick(*apps)
+        for app in apps:
+            relay_sync.sync(app)
+        tick(*apps)
+
+
+def member(marmot_app, relays) -> tuple:
+    app = marmot_app()
+    created = app.runtime.run_command("marmot.identity_new", {})
+    pubkey = created.events[0].data["pubkey"]
+    app.runtime.run_command("marmot.key_package_publish", {"relays": [RELAY], "count": 2})
+    return app, pubkey
+
+
+def key_package_event(relays, pubkey: str) -> str:
+    found = relays.fetch({"kinds": [30443], "authors": [pubkey]}, [RELAY]).events
+    assert found, f"no KeyPackage of {pubkey[:8]} on the relay"
+    return json.dumps(found[0])
+
+
+def group_of(app) -> dict:
+    [group] = queries.groups(app.db)
+    return group
+
+
+def test_create_invite_accept_and_talk_both_ways(marmot_app, relays) -> None:
+    alice, alice_pk = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)  # KeyPackages out
+    created = alice.runtime.run_command("marmot.create_group", {"name": "tea", "relays": [RELAY]})
+    gid = created.events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    [pending] = bob.db.all("SELECT welcome_id, sender, state FROM marmot_welcomes")
+    assert pending[1:] == (alice_pk, "pending")
+    bob.runtime.run_command("marmot.accept", {"welcome": pending[0]})
+    assert group_of(bob)["epoch"] == group_of(alice)["epoch"] == 1
+    alice.runtime.run_command("marmot.send", {"group": gid, "text": "hello bob"})
+    pump(alice, bob)
+    bob.clock.advance(1000)
+    bob.runtime.run_command("marmot.send", {"group": gid, "text": "hello alice"})
+    pump(alice, bob)
+    assert [r["content"] for r in history(alice, gid)] == ["hello bob", "hello alice"]
+    assert history_ids(alice, gid) == history_ids(bob, gid)
+
+
+def test_a_commit_is_applied_only_after_a_relay_holds_it_and_welcomes_follow(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    carol, carol_pk = member(marmot_app, relays)
+    tick(alice, bob, carol)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    # Now a second invite needs a published commit: while the relay is down, nothing is merged or welcomed.
+    carol_key_package = key_package_event(relays, carol_pk)
+    relays[RELAY].stop()
+    alice.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [carol_key_package]})
+    assert publish_due(alice.runtime) == 1  # one attempt: no relay holds the commit
+    drain.run_until_idle(alice.runtime)
+    assert group_of(alice)["epoch"] == 1
+    pending = alice.db.all("SELECT transport, attempts FROM outgoing WHERE status = 'pending'")
+    assert pending == [("nostr", 1)]  # the commit, to be retried; no welcome yet
+    relays[RELAY].start()
+    alice.clock.advance(60_000)
+    pump(alice, bob, carol)
+    assert group_of(alice)["epoch"] == 2 and group_of(bob)["epoch"] == 2
+    carol.runtime.run_command("marmot.accept", {"welcome": carol.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    assert group_of(carol)["epoch"] == 2 and group_of(carol)["members"] == 3
+
+
+def test_only_admins_invite_and_remove_but_anyone_updates_their_keys(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    with pytest.raises(InvalidInput, match="only an admin"):
+        bob.runtime.run_command("marmot.remove", {"group": gid, "members": [group_of(alice)["self"]]})
+    bob.runtime.run_command("marmot.self_update", {"group": gid})
+    pump(alice, bob)
+    assert group_of(alice)["epoch"] == group_of(bob)["epoch"] == 2
+    alice.runtime.run_command("marmot.remove", {"group": gid, "members": [bob_pk]})
+    pump(alice, bob)
+    assert group_of(alice)["members"] == 1
+    assert group_of(bob)["active"] is False
