@@ -65,20 +65,47 @@ def with_admins(state: mls.GroupState, new_admins: Iterable[str]) -> tuple[Exten
 
 
 def process_message(state: mls.GroupState, message: bytes) -> mls.ProcessResult:
-    """The engine's ``process_message`` with Marmot's rule: a non-admin's commit may only refresh its own keys.
+    """The engine's ``process_message`` with Marmot's rules for every commit (see :func:`check_commit`).
 
-    Raises :class:`~protocols.mls.UnauthorizedCommit` for any other commit by a non-admin.
+    Raises :class:`~protocols.mls.UnauthorizedCommit` (or a subclass naming the rule) for a commit they forbid.
     """
     result = mls.process_message(state, message)
     if isinstance(result, mls.CommitApplied):
-        check_commit(state, result.committer_credential, pure_self_update=is_pure_self_update(result))
+        check_commit(state, result)
     return result
 
 
-def check_commit(before: mls.GroupState, committer: str, *, pure_self_update: bool) -> None:
-    """Refuse a commit by a non-admin unless it only refreshes the committer's own keys."""
-    if not pure_self_update and committer not in admins(before):
+class NoAdminLeft(mls.UnauthorizedCommit):
+    """After the commit no admin would be a member: nobody could change the group any more."""
+
+
+class IdentityChanged(mls.UnauthorizedCommit):
+    """A member's leaf would name another identity: only a new member may bring a credential."""
+
+
+def check_commit(before: mls.GroupState, result: mls.CommitApplied) -> None:
+    """Marmot's rules for a commit (MIP-03, and what MDK 0.8.0 enforces):
+
+    - a non-admin may only refresh its own keys (a pure self-update);
+    - some admin must still be a member afterwards;
+    - no member's identity changes (an update keeps the leaf's credential).
+    """
+    committer = result.committer_credential
+    if not is_pure_self_update(result) and committer not in admins(before):
         raise mls.UnauthorizedCommit(f"{committer[:12]} is not an admin; non-admins may only commit a self-update")
+    after = result.new_state
+    if result.we_were_removed:
+        return  # our view ends here; the members who stay check the group they keep
+    members_after = mls.member_credentials(after)
+    if not admins(after) & set(members_after.values()):
+        raise NoAdminLeft("the commit would leave no admin among the members")
+    added = set(result.added)
+    for leaf, credential in mls.member_credentials(before).items():
+        now = members_after.get(leaf)
+        if now is not None and now != credential and now not in added:
+            raise IdentityChanged(
+                f"the commit changes the identity of leaf {leaf} from {credential[:12]} to {now[:12]}"
+            )
 
 
 def is_pure_self_update(result: mls.CommitApplied) -> bool:

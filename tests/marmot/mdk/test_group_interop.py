@@ -25,8 +25,8 @@ MDK behaviours these tests pin (each test's docstring says which):
 * A rumor whose pubkey is not the MLS sender is UNPROCESSABLE (no error),
   and never stored.
 * A commit after which no admin is a member, or one that changes a leaf's
-  identity, is UNPROCESSABLE.  We still apply both (our bugs, pinned as
-  strict xfails until fixed).
+  identity, is UNPROCESSABLE; we refuse both too (NoAdminLeft,
+  IdentityChanged).
 * ``leave_group`` sends a Remove proposal naming the sender when the group
   does not require SelfRemove (every group with a Tessera member: our
   KeyPackages do not support it).  An MDK *admin* receiving it
@@ -405,17 +405,12 @@ NO_ADMIN_LEFT: dict[str, Callable[[TesseraMember, MdkMember], Outgoing]] = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="our bug: group_data.check_commit lacks MDK's rule that a commit leaves an admin among the members",
-)
 @pytest.mark.parametrize("case", sorted(NO_ADMIN_LEFT))
 def test_a_commit_leaving_no_admin_among_the_members_is_refused_by_both(mdk_member: MakeMdk, case: str) -> None:
     """MDK 0.8.0 checks every commit's resulting group data: some admin must be a member after it.
 
-    Otherwise UNPROCESSABLE ("Would leave group with no admins"), while our
-    members apply it: the group forks between MDK and Tessera members.
+    Otherwise UNPROCESSABLE ("Would leave group with no admins"); ours refuse it
+    too (``group_data.NoAdminLeft``), so the group cannot fork over it.
     """
     alice, tess, tom = mdk_member("alice"), tessera("tess"), tessera("tom")
     tessera_group(tess, [tom, alice], admins=(tess.pubkey, alice.pubkey))
@@ -438,20 +433,14 @@ def impersonating(credential: str) -> Callable[..., Any]:
     return forged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="our bug: nothing refuses a leaf whose credential changes (group_data.process_message / the engine)",
-)
 def test_a_commit_changing_the_committers_identity_is_refused_by_both(
     mdk_member: MakeMdk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An admin's self-update whose new leaf names another member's Nostr key (the forger's engine is patched).
 
-    MDK 0.8.0 refuses any change of a leaf's identity (UNPROCESSABLE).  Our
-    members apply it, and from then on the forger's rumors in bob's name
-    pass the rumor-pubkey = MLS-credential check.  (A non-admin's forgery is
-    refused by our admin rule, only because the updated leaf is not its own.)
+    MDK 0.8.0 refuses any change of a leaf's identity (UNPROCESSABLE), and so
+    do ours (``group_data.IdentityChanged``): otherwise the forger's rumors in
+    bob's name would pass the rumor-pubkey = MLS-credential check.
     """
     alice, bob, tess, tom = mdk_member("alice"), mdk_member("bob"), tessera("tess"), tessera("tom")
     tessera_group(tess, [tom, alice, bob])
