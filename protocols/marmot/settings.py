@@ -15,12 +15,16 @@ _ENV = {
     "wait_horizon_ms": "TESSERA_MARMOT_WAIT_HORIZON_MS",
     "snapshots": "TESSERA_MARMOT_SNAPSHOTS",
     "past_epochs": "TESSERA_MARMOT_PAST_EPOCHS",
+    "max_event_age_s": "TESSERA_MARMOT_MAX_EVENT_AGE_S",
+    "max_future_skew_s": "TESSERA_MARMOT_MAX_FUTURE_SKEW_S",
 }
 # (smallest, largest) accepted value of each setting.
 _RANGES = {
     "wait_horizon_ms": (1_000, 365 * 24 * 3_600_000),
     "snapshots": (1, 255),
     "past_epochs": (1, 255),
+    "max_event_age_s": (0, 100 * 365 * 86_400),
+    "max_future_skew_s": (0, 365 * 86_400),
 }
 
 
@@ -39,11 +43,26 @@ class MarmotSettings:
             win its race.
         past_epochs: how many past epochs' keys a newly joined group keeps for
             late messages (forward secrecy bounds it; the engine's window).
+        max_event_age_s: events a relay hands us that are older than this
+            (by their ``created_at``, against our clock when they arrive) are
+            dropped before they are queued; 0 keeps every age.  MDK's default.
+        max_future_skew_s: likewise for events dated further in the future
+            than this; 0 turns the check off.  MDK's default.
     """
 
     wait_horizon_ms: int = WEEK_MS
     snapshots: int = 5
     past_epochs: int = 5
+    max_event_age_s: int = 45 * 86_400
+    max_future_skew_s: int = 300
+
+    def admits(self, created_at: int, now_s: int) -> str | None:
+        """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""
+        if self.max_event_age_s and created_at < now_s - self.max_event_age_s:
+            return "too_old"
+        if self.max_future_skew_s and created_at > now_s + self.max_future_skew_s:
+            return "too_far_ahead"
+        return None
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> MarmotSettings:

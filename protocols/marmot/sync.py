@@ -13,7 +13,9 @@ What we ask relays for:
 
 Fetching is a network call, made outside any transaction; what it brings is
 queued in one short write transaction and processed by the tick like any
-other input (the relay transport has already checked ids and signatures; the
+other input.  Events dated too far back or ahead (the age limits of
+:mod:`.settings`, MDK's defaults) are dropped before they are queued and
+counted (the relay transport has already checked ids and signatures; the
 plugin's decoder checks them again).  ``listen`` queues each live event in its
 own transaction as it arrives and leaves processing to a running tick.
 """
@@ -31,6 +33,7 @@ from core import queues
 from core.state import ProtocolState
 from protocols.marmot import account as accounts
 from protocols.marmot import group, group_data, key_package_stock, nostr_transport
+from protocols.marmot import settings as marmot_settings
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
@@ -55,6 +58,7 @@ class SyncReport:
 
     queued: int = 0
     per_subscription: dict[str, int] = attrs.field(factory=dict)
+    dropped: dict[str, int] = attrs.field(factory=dict)  # too_old / too_far_ahead -> count
     failures: list[str] = attrs.field(factory=list)
 
 
@@ -96,7 +100,7 @@ def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None
     for sub in subscriptions(app.db, extra_relays):
         fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays)
         report.failures += [f"{sub.what}: {outcome}" for outcome in fetched.outcomes if not outcome.complete]
-        blobs = [_wire(event) for event in fetched.events]
+        blobs = [_wire(event) for event in _admitted(fetched.events, started, report.dropped)]
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, blobs, app.runtime.clock.now_ms())
             if sub.what == "inbox" and fetched.complete:
@@ -118,6 +122,8 @@ def listen(
     for sub in subscriptions(app.db, extra_relays):
 
         def queue_one(event: dict[str, Any], what: str = sub.what) -> None:
+            if not _admitted([event], app.runtime.clock.now_ms() // 1000, {}):
+                return
             with app.db.write():
                 queues.push_incoming(app.db, PROTOCOL, [_wire(event)], app.runtime.clock.now_ms())
             if on_event is not None:
@@ -134,6 +140,19 @@ def listen(
         threads.append(thread)
     for thread in threads:
         thread.join()
+
+
+def _admitted(events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
+    """The events whose ``created_at`` the age limits admit (MDK's rule); the rest are counted in ``dropped``."""
+    limits = marmot_settings.current()
+    kept = []
+    for event in events:
+        why = limits.admits(event["created_at"], now_s)
+        if why is None:
+            kept.append(event)
+        else:
+            dropped[why] = dropped.get(why, 0) + 1
+    return kept
 
 
 def _wire(event: dict[str, Any]) -> bytes:

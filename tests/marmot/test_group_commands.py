@@ -20,6 +20,7 @@ from jobs.tick import TickDaemon
 from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.relays import MemoryRelays
+from protocols.marmot.wire import nostr
 from tests.marmot._read import history, history_ids
 
 RELAY = "ws://relay.test"
@@ -134,3 +135,16 @@ def test_only_admins_invite_and_remove_but_anyone_updates_their_keys(marmot_app,
     pump(alice, bob)
     assert group_of(alice)["members"] == 1
     assert group_of(bob)["active"] is False
+
+
+@pytest.mark.parametrize(("offset", "why"), [(-46 * 86_400, "too_old"), (301, "too_far_ahead")])
+def test_sync_drops_events_outside_the_age_limits_like_mdk(marmot_app, relays, offset: int, why: str) -> None:
+    alice, _ = member(marmot_app, relays)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    route = alice.db.value("SELECT key FROM protocol_state WHERE key LIKE 'route/%'")[len("route/") :]
+    now = alice.clock.now_ms() // 1000
+    stray, _ = nostr.make_group_event("AAAA" * 10, route, now + offset, extra_tags=[["encoding", "base64"]])
+    relays.publish(stray, [RELAY])
+    report = relay_sync.sync(alice)
+    assert (report.queued, report.dropped) == (0, {why: 1})
+    assert group_of(alice)["group"] == gid
