@@ -6,7 +6,8 @@ plugin, and no job imports a protocol.
 
 1. simulate a real Marmot group (members, messages, commits, a commit race,
    duplicates and garbage) and write its relay stream;
-2. join it as the observer member and ingest the stream;
+2. join it as the observer member and ingest the stream (from its file, or,
+   with ``--relay URL``, published to that relay and synced back from it);
 3. run the tick daemon until idle;
 4. show the newest page of the conversation, check it against the
    simulation's own ground truth, and show the status;
@@ -58,18 +59,31 @@ def prepare_workdir(workdir: Path) -> None:
     (workdir / MARKER).write_text("created by tessera demo; safe to delete\n")
 
 
-def run_demo(pm: pluggy.PluginManager, workdir: Path, *, messages: int = 1500, engine: ReplayEngine = "spark") -> None:
+def run_demo(
+    pm: pluggy.PluginManager,
+    workdir: Path,
+    *,
+    messages: int = 1500,
+    engine: ReplayEngine = "spark",
+    relay: str | None = None,
+) -> None:
     prepare_workdir(workdir)
     started = time.perf_counter()
     logging.getLogger("tessera.pipeline").setLevel(logging.ERROR)  # garbage is parked on purpose
     out.rule("1. simulate a Marmot group")
-    expected = _simulate(workdir, messages)
+    # Through a relay the stream must be recent: relays and the age limits refuse events from 2023.
+    start = None if relay is None else int(time.time()) - 4 * (messages + 200)
+    expected = _simulate(workdir, messages, start)
     os.environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(workdir / "state.key")
     settings = Settings.load(db=str(workdir / "demo.db"), retry_base_ms=50, retry_max_ms=500)
     app = open_app(settings, pm, enable=["marmot"], create=True)
-    out.rule("2. join as the observer and ingest the relay stream")
     _join(app, workdir)
-    queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl")).queued
+    if relay is None:
+        out.rule("2. join as the observer and ingest the relay stream")
+        queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl")).queued
+    else:
+        out.rule(f"2. join as the observer; publish the stream to {relay} and sync it back")
+        queued = _through_relay(app, workdir, relay)
     out.print(f"queued {queued:,} relay events")
     out.rule("3. tick until idle")
     _tick(app, queued)
@@ -84,11 +98,9 @@ def run_demo(pm: pluggy.PluginManager, workdir: Path, *, messages: int = 1500, e
         raise SystemExit(1)
 
 
-def _simulate(workdir: Path, messages: int) -> dict:
-
-    result = sim.simulate(
-        sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25, duplicates=40, seed=7)
-    )
+def _simulate(workdir: Path, messages: int, start: int | None) -> dict:
+    config = sim.Config(members=5, messages=messages, commits=10, races=2, garbage=25, duplicates=40, seed=7)
+    result = sim.simulate(config if start is None else attrs.evolve(config, start=start))
     (workdir / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (workdir / "observer.identity.json").write_text(json.dumps(result.identity, indent=2))
     (workdir / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2))
@@ -121,6 +133,29 @@ def _join(app: Any, workdir: Path) -> None:
         f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
         "(group state is encrypted at rest with state.key)"
     )
+
+
+def _through_relay(app: Any, workdir: Path, relay: str) -> int:
+    """Publish every event of the stream to ``relay`` (it refuses what is not a valid event), then sync the group."""
+    from protocols.marmot import nostr_transport
+    from protocols.marmot import sync as relay_sync
+
+    lines = (workdir / "relay.jsonl").read_bytes().splitlines()
+    accepted = refused = 0
+    with count_progress(len(lines), "publishing") as advance:
+        for line in lines:
+            try:
+                event = json.loads(line)
+                ok = nostr_transport.relays().publish(event, [relay]).accepted
+            except (ValueError, InvalidInput):
+                ok = False  # not JSON, or not an event a relay would take: the demo's garbage
+            accepted, refused = accepted + ok, refused + (not ok)
+            advance(1)
+    out.print(f"{relay} accepted {accepted:,} events and refused {refused:,} (garbage, bad signatures)")
+    synced = relay_sync.sync(app, [relay])
+    if synced.failures:
+        out.print("relay trouble: " + "; ".join(synced.failures))
+    return synced.queued
 
 
 def _tick(app: Any, queued: int) -> None:
@@ -201,7 +236,13 @@ def _rebuild(app: Any, workdir: Path, engine: ReplayEngine) -> bool:
     show_default=True,
     help="Rebuild engine for the last step.",
 )
+@click.option(
+    "--relay",
+    default=None,
+    metavar="URL",
+    help="Run the group's events through this Nostr relay (ws:// or wss://) instead of a file.",
+)
 @click.pass_obj
-def demo(obj: Any, workdir: Path, messages: int, engine: ReplayEngine) -> None:
+def demo(obj: Any, workdir: Path, messages: int, engine: ReplayEngine, relay: str | None) -> None:
     """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
-    run_demo(obj.pm, workdir, messages=messages, engine=engine)
+    run_demo(obj.pm, workdir, messages=messages, engine=engine, relay=relay)

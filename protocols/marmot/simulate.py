@@ -60,6 +60,7 @@ class Config:
     deletions: int = 0  # members deleting one of their own earlier messages
     order: str = "relay"  # relay | time | reversed | paged | shuffled
     page: int = 50  # events per page of the paged order
+    start: int = START  # created_at of the first event (seconds); fixed by default so a seed gives the same stream
 
 
 ORDERS = ("relay", "time", "reversed", "paged", "shuffled")
@@ -118,7 +119,7 @@ class _Group:
         self.config = config
         self.rng = random.Random(config.seed)
         self.draw: Callable[[int], bytes] = self.rng.randbytes
-        self.now = START
+        self.now = config.start
         self.gid = self.draw(32)
         # Public and distinct from the private MLS group id; derived, so seeds keep their random streams.
         self.nostr_group_id = hashlib.sha256(b"nostr_group_id" + self.gid).digest()
@@ -357,7 +358,7 @@ def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes,
     rng, draw, out = group.rng, group.draw, []
     for n in range(count):
         kind = rng.choice(group.config.garbage_kinds)
-        created_at = rng.randint(START, max(group.now, START))
+        created_at = rng.randint(group.config.start, max(group.now, group.config.start))
         if kind == "not_json":
             out.append((b"{not json " + draw(6).hex().encode(), False))
         elif kind == "bad_signature" and valid:

@@ -100,7 +100,9 @@ def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None
     for sub in subscriptions(app.db, extra_relays):
         fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays)
         report.failures += [f"{sub.what}: {outcome}" for outcome in fetched.outcomes if not outcome.complete]
-        blobs = [_wire(event) for event in _admitted(fetched.events, started, report.dropped)]
+        # Oldest first, as a relay streams them: commits then come before what they make readable.
+        events = sorted(fetched.events, key=lambda event: (event["created_at"], event["id"]))
+        blobs = [_wire(event) for event in _admitted(events, started, report.dropped)]
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, blobs, app.runtime.clock.now_ms())
             if sub.what == "inbox" and fetched.complete:
