@@ -1,12 +1,13 @@
-"""Marmot ingest throughput beside its NIP-44 ceiling, and history paging latency at 1M rumors.
+"""Marmot ingest throughput beside its envelope-decryption ceiling, and history paging latency at 1M rumors.
 
     python bench/marmot.py [--messages N] [--members N] [--commits N] [--rumors N] [--queries N]
 
 Throughput: a simulated group (real engine, real signatures) is ingested
-through the full pipeline — verify, NIP-44 decrypt, MLS engine, one
-transaction per item with the state write and both projections — and
-compared with decrypting the same number of same-sized NIP-44 payloads
-(the ceiling), and with verify + decrypt, measured in the same run.
+through the full pipeline — verify, open the kind-445 envelope
+(ChaCha20-Poly1305, MDK 0.8.0's format), MLS engine, one transaction per
+item with the state write and both projections — and compared with opening
+the same number of same-sized envelopes (the ceiling), and with verify +
+open, measured in the same run.
 
 Paging: ``--rumors`` rows are generated straight into ``marmot_messages``
 (bulk inserts, not through the engine), then the newest page and pages
@@ -17,7 +18,6 @@ history`` runs them (one read transaction per page).
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import random
@@ -35,7 +35,7 @@ from protocols import marmot, mls
 from protocols.marmot import outer, simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.wire import nip44, nostr
+from protocols.marmot.wire import envelope, nostr
 
 GID = "5e" * 32
 
@@ -72,29 +72,31 @@ def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
     return result
 
 
-def same_sized_payloads(sim: simulate.Simulation) -> tuple[list[str], bytes]:
-    """Fresh NIP-44 payloads with the plaintext sizes of the stream's MLS messages, one key."""
-    key = nip44.group_conversation_key(os.urandom(32))
-    sizes = [len(base64.b64decode(json.loads(line)["content"])) - 99 for line in sim.lines]
-    return [nip44.encrypt(os.urandom(max(size, 1)), key) for size in sizes], key
+def same_sized_payloads(sim: simulate.Simulation) -> tuple[list[bytes], bytes]:
+    """Fresh envelopes (decoded) with the sizes of the stream's, one key."""
+    key = os.urandom(envelope.KEY_SIZE)
+    sizes = [len(envelope.decode_content(json.loads(line)["content"])) - 28 for line in sim.lines]
+    return [envelope.decode_content(envelope.seal(key, os.urandom(max(size, 1)))) for size in sizes], key
 
 
-def decrypt_only(payloads: list[str], key: bytes) -> tuple[int, float]:
-    return timed(lambda: sum(1 for payload in payloads if nip44.decrypt(payload, key)))
+def decrypt_only(payloads: list[bytes], key: bytes) -> tuple[int, float]:
+    return timed(lambda: sum(1 for payload in payloads if envelope.open_raw(key, payload) is not None))
 
 
-def verify_and_decrypt(sim: simulate.Simulation, payloads: list[str], key: bytes) -> tuple[int, float]:
+def verify_and_decrypt(sim: simulate.Simulation, payloads: list[bytes], key: bytes) -> tuple[int, float]:
     def run() -> int:
         for line, payload in zip(sim.lines, payloads, strict=False):
-            nostr.verify_event(nostr.parse_event(line))
-            nip44.decrypt(payload, key)
+            event = nostr.parse_event(line)
+            nostr.verify_event(event)
+            envelope.decode_content(event["content"])
+            envelope.open_raw(key, payload)
         return len(payloads)
 
     return timed(run)
 
 
 def engine_in_memory(sim: simulate.Simulation, *, with_snapshot: bool) -> tuple[int, float]:
-    """NIP-44 + engine over the stream with the state kept in memory (no database)."""
+    """Envelope + engine over the stream with the state kept in memory (no database)."""
     identity = mls.identity_from_bytes(bytes.fromhex(sim.identity["identity"]))
     private = mls.key_package_private_from_bytes(bytes.fromhex(sim.identity["key_package_private"]))
     state = mls.join_from_welcome(identity, private, bytes.fromhex(sim.welcome["welcome"]))
@@ -136,10 +138,10 @@ def throughput(work: Workdir, args: argparse.Namespace) -> None:
         count, seconds = pipeline(work, sim)
     full = count / seconds
     rows = [
-        ("NIP-44 decrypt only (ceiling)", f"{len(payloads):,}", f"{ceiling:,.0f}", "100%"),
-        ("parse + verify + NIP-44 decrypt", f"{len(payloads):,}", f"{verified:,.0f}", f"{verified / ceiling:.1%}"),
+        ("envelope decrypt only (ceiling)", f"{len(payloads):,}", f"{ceiling:,.0f}", "100%"),
+        ("parse + verify + envelope decrypt", f"{len(payloads):,}", f"{verified:,.0f}", f"{verified / ceiling:.1%}"),
         (
-            "NIP-44 + MLS engine, state in memory",
+            "envelope + MLS engine, state in memory",
             f"{len(sim.lines):,}",
             f"{engine[0]:,.0f}",
             f"{engine[0] / ceiling:.1%}",
