@@ -1,0 +1,138 @@
+"""A Tessera database and MDK 0.8.0 members in one group, through a real relay on 127.0.0.1.
+
+Everything between the two sides travels as Nostr events through rust-nostr's
+``LocalRelay``: KeyPackage events, gift-wrapped welcomes, commits and
+messages.  The Tessera side is the plugin as a user runs it (commands, the
+tick publishing through the ``nostr`` transport, ``sync`` reading relays);
+the MDK side is driven through its Python bindings, as White Noise drives it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from core.state import ProtocolState
+from jobs.tick import TickDaemon
+from protocols.marmot import account as accounts
+from protocols.marmot import nostr_transport, queries
+from protocols.marmot import sync as relay_sync
+from protocols.marmot.wire import gift_wrap
+from tests._peers import PeerUnavailable, peer_missing
+from tests.marmot._read import history
+from tests.marmot.mdk.mdk_peer import MdkMember
+from tests.relay_servers import LocalRelayServer, start_local_relay
+
+pytestmark = [pytest.mark.relay, pytest.mark.peer]
+
+
+@pytest.fixture
+def relay() -> Iterator[LocalRelayServer]:
+    try:
+        server = start_local_relay()
+    except PeerUnavailable as error:
+        peer_missing(str(error))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tessera(marmot_app, clock, relay):
+    """A Tessera member on the wall clock (MDK dates its events by it) with an account and KeyPackages out."""
+    clock.now = int(time.time() * 1000)
+    app = marmot_app()
+    app.runtime.run_command("marmot.identity_new", {})
+    app.runtime.run_command("marmot.key_package_publish", {"relays": [relay.url], "count": 2})
+    TickDaemon(app, mode="until_idle").run()
+    return app
+
+
+def pubkey_of(app) -> str:
+    with app.db.read():
+        return accounts.require(ProtocolState(app.db, "marmot")).pubkey
+
+
+def settle(app) -> None:
+    """Publish what is queued, read the relay, process it, and publish what that produced."""
+    TickDaemon(app, mode="until_idle").run()
+    relay_sync.sync(app)
+    TickDaemon(app, mode="until_idle").run()
+
+
+def fetch(relay: LocalRelayServer, query: dict) -> list[dict]:
+    return sorted(nostr_transport.relays().fetch(query, [relay.url]).events, key=lambda e: (e["created_at"], e["id"]))
+
+
+def publish(relay: LocalRelayServer, event: dict) -> None:
+    nostr_transport.relays().publish(event, [relay.url]).raise_unless_accepted()
+
+
+def mdk_reads(member: MdkMember, relay: LocalRelayServer, nostr_group_id: str, since: int = 0) -> None:
+    for event in fetch(relay, {"kinds": [445], "#h": [nostr_group_id], "since": since}):
+        member.receive(event)
+
+
+def mdk_messages(member: MdkMember, mls_group_id: str) -> list[str]:
+    found = member.mdk.get_messages(mls_group_id, None, None, None)
+    return sorted(json.loads(m.event_json)["content"] for m in found if m.kind == 9)
+
+
+def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, relay) -> None:
+    alice = mdk_member("alice")
+    me = pubkey_of(tessera)
+    [our_key_package] = fetch(relay, {"kinds": [30443], "authors": [me], "limit": 1})
+    group, [rumor] = alice.create_group([our_key_package], relays=(relay.url,))
+    publish(relay, gift_wrap.wrap(rumor, alice.secret_key, me, now=int(time.time())))
+
+    settle(tessera)
+    [(welcome_id, sender)] = tessera.db.all("SELECT welcome_id, sender FROM marmot_welcomes WHERE state = 'pending'")
+    assert sender == alice.pubkey
+    tessera.runtime.run_command("marmot.accept", {"welcome": welcome_id})
+    [ours] = queries.groups(tessera.db)
+    assert (ours["group"], ours["epoch"], ours["members"]) == (group.mls_group_id, group.epoch, 2)
+
+    publish(relay, alice.send(group.mls_group_id, "hello from MDK"))
+    settle(tessera)
+    tessera.runtime.run_command("marmot.send", {"group": ours["group"], "text": "hello from Tessera"})
+    settle(tessera)
+    mdk_reads(alice, relay, group.nostr_group_id)
+    assert [r["content"] for r in history(tessera, ours["group"])] == ["hello from MDK", "hello from Tessera"]
+    assert mdk_messages(alice, group.mls_group_id) == ["hello from MDK", "hello from Tessera"]
+
+
+def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member, tessera, relay) -> None:
+    bob = mdk_member("bob")
+    publish(relay, bob.key_package_event((relay.url,)))
+    [bob_key_package] = fetch(relay, {"kinds": [30443], "authors": [bob.pubkey]})
+    gid = tessera.runtime.run_command("marmot.create_group", {"name": "mixed", "relays": [relay.url]})
+    gid = gid.events[0].partition_key
+    tessera.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(bob_key_package)]})
+    settle(tessera)  # alone in the group: merged at once, the welcome goes out now
+
+    [wrap] = fetch(relay, {"kinds": [1059], "#p": [bob.pubkey], "since": int(time.time()) - 3 * 86_400})
+    opened = gift_wrap.unwrap(wrap, bob.secret_key)
+    welcome = bob.join(opened.rumor, wrap["id"])
+    assert welcome.mls_group_id == gid and welcome.group_name == "mixed"
+    [route] = {group.nostr_group_id for group in bob.mdk.get_groups()}
+
+    tessera.runtime.run_command("marmot.send", {"group": gid, "text": "welcome bob"})
+    settle(tessera)
+    mdk_reads(bob, relay, route)
+    publish(relay, bob.send(gid, "thanks"))
+    settle(tessera)
+    assert [r["content"] for r in history(tessera, gid)] == ["welcome bob", "thanks"]
+    assert mdk_messages(bob, gid) == ["thanks", "welcome bob"]
+
+    # Our self-update is published, applied on its echo, and MDK follows; then MDK's own self-update.
+    tessera.runtime.run_command("marmot.self_update", {"group": gid})
+    settle(tessera)
+    mdk_reads(bob, relay, route, since=int(time.time()) - 60)
+    assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 2
+    update = bob.mdk.self_update(gid)
+    publish(relay, json.loads(update.evolution_event_json))
+    bob.receive(json.loads(update.evolution_event_json))  # MDK applies its own commit from the echo
+    settle(tessera)
+    assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 3
