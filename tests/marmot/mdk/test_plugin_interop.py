@@ -99,7 +99,7 @@ def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, r
     tessera.runtime.run_command("marmot.send", {"group": ours["group"], "text": "hello from Tessera"})
     settle(tessera)
     mdk_reads(alice, relay, group.nostr_group_id)
-    assert [r["content"] for r in history(tessera, ours["group"])] == ["hello from MDK", "hello from Tessera"]
+    assert sorted(r["content"] for r in history(tessera, ours["group"])) == ["hello from MDK", "hello from Tessera"]
     assert mdk_messages(alice, group.mls_group_id) == ["hello from MDK", "hello from Tessera"]
 
 
@@ -123,7 +123,7 @@ def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member
     mdk_reads(bob, relay, route)
     publish(relay, bob.send(gid, "thanks"))
     settle(tessera)
-    assert [r["content"] for r in history(tessera, gid)] == ["welcome bob", "thanks"]
+    assert sorted(r["content"] for r in history(tessera, gid)) == ["thanks", "welcome bob"]
     assert mdk_messages(bob, gid) == ["thanks", "welcome bob"]
 
     # Our self-update is published, applied on its echo, and MDK follows; then MDK's own self-update.
@@ -136,3 +136,63 @@ def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member
     bob.receive(json.loads(update.evolution_event_json))  # MDK applies its own commit from the echo
     settle(tessera)
     assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 3
+
+
+def mixed_group(mdk_member, tessera, relay, *, bob_admin: bool) -> tuple[MdkMember, str, str]:
+    """A Tessera-created group with MDK member bob; returns bob, the group id and its nostr group id."""
+    bob = mdk_member("bob")
+    publish(relay, bob.key_package_event((relay.url,)))
+    [bob_key_package] = fetch(relay, {"kinds": [30443], "authors": [bob.pubkey]})
+    admins = [bob.pubkey] if bob_admin else []
+    gid = tessera.runtime.run_command("marmot.create_group", {"admins": admins, "relays": [relay.url]})
+    gid = gid.events[0].partition_key
+    tessera.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(bob_key_package)]})
+    settle(tessera)
+    [wrap] = fetch(relay, {"kinds": [1059], "#p": [bob.pubkey], "since": int(time.time()) - 3 * 86_400})
+    bob.join(gift_wrap.unwrap(wrap, bob.secret_key).rumor, wrap["id"])
+    return bob, gid, bob.mdk.get_group(gid).nostr_group_id
+
+
+def test_reactions_and_deletions_cross_both_ways(mdk_member, tessera, relay) -> None:
+    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=False)
+    publish(relay, bob.send(gid, "a message from MDK"))
+    settle(tessera)
+    [theirs] = history(tessera, gid)
+    tessera.runtime.run_command("marmot.react", {"group": gid, "target": theirs["id"], "emoji": "🎉"})
+    tessera.runtime.run_command("marmot.send", {"group": gid, "text": "oops"})
+    settle(tessera)
+    oops = next(r for r in history(tessera, gid) if r["content"] == "oops")
+    tessera.runtime.run_command("marmot.delete", {"group": gid, "target": oops["id"]})
+    settle(tessera)
+    mdk_reads(bob, relay, route)
+    seen = {
+        json.loads(m.event_json)["kind"]: json.loads(m.event_json) for m in bob.mdk.get_messages(gid, None, None, None)
+    }
+    assert seen[7]["content"] == "🎉" and ["e", theirs["id"]] in seen[7]["tags"]
+    assert ["e", oops["id"]] in seen[5]["tags"]
+    # MDK reacts to ours; our history keeps the reaction as a rumor naming its target.
+    publish(relay, json.loads(bob.mdk.create_message(gid, bob.pubkey, "+", 7, [["e", oops["id"]]], None)))
+    settle(tessera)
+    reaction = next(r for r in history(tessera, gid) if r["kind"] == 7 and r["pubkey"] == bob.pubkey)
+    assert reaction["content"] == "+" and ["e", oops["id"]] in reaction["tags"]
+    assert [r["state"] for r in history(tessera, gid, include_invalidated=True) if r["id"] == oops["id"]] == ["Deleted"]
+
+
+def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(mdk_member, tessera, relay) -> None:
+    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=True)
+    tessera.runtime.run_command("marmot.self_update", {"group": gid})
+    TickDaemon(tessera, mode="until_idle").run()  # ours is published and applied from its echo
+    theirs = json.loads(bob.mdk.self_update(gid).evolution_event_json)
+    publish(relay, theirs)
+    bob.receive(theirs)
+    settle(tessera)  # their commit for the same epoch arrives: the race rule decides
+    mdk_reads(bob, relay, route, since=int(time.time()) - 60)
+    assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 2
+    # Same epoch *and* same branch: each side reads the other's next message.
+    tessera.runtime.run_command("marmot.send", {"group": gid, "text": "after the race"})
+    settle(tessera)
+    mdk_reads(bob, relay, route, since=int(time.time()) - 60)
+    publish(relay, bob.send(gid, "agreed"))
+    settle(tessera)
+    assert "after the race" in mdk_messages(bob, gid)
+    assert {"after the race", "agreed"} <= {r["content"] for r in history(tessera, gid)}
