@@ -196,3 +196,28 @@ def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(
     settle(tessera)
     assert "after the race" in mdk_messages(bob, gid)
     assert {"after the race", "agreed"} <= {r["content"] for r in history(tessera, gid)}
+
+
+def test_removals_from_both_sides(mdk_member, tessera, relay) -> None:
+    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=True)
+    carol = mdk_member("carol")
+    publish(relay, carol.key_package_event((relay.url,)))
+    [carol_key_package] = fetch(relay, {"kinds": [30443], "authors": [carol.pubkey]})
+    tessera.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(carol_key_package)]})
+    settle(tessera)  # published, applied from its echo, then the welcome went out
+    mdk_reads(bob, relay, route)
+    [wrap] = fetch(relay, {"kinds": [1059], "#p": [carol.pubkey], "since": int(time.time()) - 3 * 86_400})
+    carol.join(gift_wrap.unwrap(wrap, carol.secret_key).rumor, wrap["id"])
+    assert sorted(bob.mdk.get_members(gid)) == sorted(carol.mdk.get_members(gid))
+    assert len(bob.mdk.get_members(gid)) == queries.groups(tessera.db)[0]["members"] == 3
+
+    tessera.runtime.run_command("marmot.remove", {"group": gid, "members": [carol.pubkey]})  # we remove MDK's carol
+    settle(tessera)
+    mdk_reads(bob, relay, route, since=int(time.time()) - 60)
+    assert carol.pubkey not in bob.mdk.get_members(gid)
+    removal = json.loads(bob.mdk.remove_members(gid, [pubkey_of(tessera)]).evolution_event_json)  # MDK removes us
+    publish(relay, removal)
+    bob.receive(removal)
+    settle(tessera)
+    [ours] = queries.groups(tessera.db)
+    assert ours["active"] is False and bob.mdk.get_members(gid) == [bob.pubkey]
