@@ -50,6 +50,7 @@ from .api import (
     process_message,
     propose,
     restore,
+    self_remove_capable,
     snapshot,
 )
 from .crypto import Rng
@@ -122,5 +123,6 @@ __all__ = [
     "process_message",
     "propose",
     "restore",
+    "self_remove_capable",
     "snapshot",
 ]

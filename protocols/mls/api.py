@@ -51,6 +51,7 @@ from .messages import (
     ProtocolVersion,
     PublicMessage,
     Remove,
+    SelfRemove,
     Sender,
     SenderMember,
 )
@@ -327,7 +328,10 @@ def commit(
     """Commit adds, removes (by credential), a new set of group context ``extensions`` and/or a self-update.
 
     ``proposals_by_ref`` names pending proposals to include (default: all of
-    them); ``self_update`` forces an UpdatePath even when nothing requires one.
+    them, but an Update or Remove of a member whose SelfRemove is pending,
+    which the SelfRemove supersedes); ``self_update`` forces an UpdatePath
+    even when nothing requires one.  SelfRemoves of other members are
+    committed by reference only; our own never (another member commits it).
     """
     if isinstance(remove, str):
         raise InvalidArgument("remove must be a list of credentials, not a single string")
@@ -352,15 +356,28 @@ def propose(
     self_remove: bool = False,
     rng: Rng | None = None,
 ) -> tuple[bytes, GroupState]:
-    """Send one proposal for a later commit: add a KeyPackage, remove a member, or remove ourselves."""
+    """Send one proposal for a later commit: add a KeyPackage, remove a member, or remove ourselves.
+
+    ``self_remove`` sends a SelfRemove (draft-ietf-mls-extensions, as a
+    PublicMessage) when every member supports it (:func:`self_remove_capable`),
+    else a Remove of our own leaf, as MDK does; receivers see either as a
+    proposal of kind ``"self_remove"``.
+    """
     if sum((add is not None, remove is not None, self_remove)) != 1:
         raise InvalidArgument("propose exactly one of add=, remove= or self_remove=True")
     if add is not None:
         outcome = sending_proposals.propose_add(state, add, rng=rng)
+    elif self_remove and self_remove_capable(state):
+        outcome = sending_proposals.propose_self_remove(state, rng=rng)
     else:
         leaf = state.own_leaf if self_remove else leaf_of(state, remove or "")
         outcome = sending_proposals.propose_remove(state, leaf, rng=rng)
     return outcome.message, outcome.new_state
+
+
+def self_remove_capable(state: GroupState) -> bool:
+    """Whether ``propose(state, self_remove=True)`` sends a SelfRemove (every member supports it), not a Remove."""
+    return sending_proposals.self_remove_capable(state)
 
 
 def encrypt_application(state: GroupState, plaintext: bytes, *, rng: Rng | None = None) -> tuple[bytes, GroupState]:
@@ -417,12 +434,17 @@ class ApplicationReceived:
 
 @attrs.frozen
 class CommitApplied:
-    """A commit was applied (ours, another member's, or one that removed us: ``we_were_removed``)."""
+    """A commit was applied (ours, another member's, or one that removed us: ``we_were_removed``).
+
+    ``removed`` names every member the commit removed; ``self_removed`` those
+    of them that left by their own SelfRemove proposal, not by a Remove.
+    """
 
     committer_credential: str
     new_epoch: int
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    self_removed: tuple[str, ...]
     updated: tuple[str, ...]
     we_were_removed: bool
     extensions_changed: bool
@@ -471,6 +493,8 @@ def _proposal_received(state: GroupState, received: ProposalMessage) -> Proposal
     elif isinstance(proposal, Remove):
         subject = credential_string(state.tree.member(proposal.removed).credential)
         kind = "self_remove" if received.sender == SenderMember(proposal.removed) else "remove"
+    elif isinstance(proposal, SelfRemove):
+        kind, subject = "self_remove", proposer
     return ProposalReceived(kind, proposer, received.ref, subject, state.epoch, received.new_state)
 
 
@@ -483,6 +507,9 @@ def _commit_applied(state: GroupState, received: CommitMessage) -> CommitApplied
         new_epoch=summary.new_epoch,
         added=tuple(credential_string(node.credential) for _, node in summary.added),
         removed=tuple(credential_string(node.credential) for _, node in summary.removed),
+        self_removed=tuple(
+            credential_string(node.credential) for leaf, node in summary.removed if leaf in summary.self_removed
+        ),
         updated=tuple(_updated_credentials(state, received)),
         we_were_removed=received.we_were_removed,
         extensions_changed=summary.extensions_changed,
@@ -590,6 +617,7 @@ class GroupEngine(Protocol):
         self_remove: bool = False,
         rng: Rng | None = None,
     ) -> tuple[bytes, GroupState]: ...
+    def self_remove_capable(self, state: GroupState) -> bool: ...
     def encrypt_application(
         self, state: GroupState, plaintext: bytes, *, rng: Rng | None = None
     ) -> tuple[bytes, GroupState]: ...
@@ -628,6 +656,7 @@ class Rfc9420Engine:
     create_group = staticmethod(create_group)
     commit = staticmethod(commit)
     propose = staticmethod(propose)
+    self_remove_capable = staticmethod(self_remove_capable)
     encrypt_application = staticmethod(encrypt_application)
     process_message = staticmethod(process_message)
     peek = staticmethod(peek)

@@ -26,7 +26,10 @@ from ..messages import (
     ProposalByValue,
     ProposalOrRef,
     ProtocolVersion,
+    Remove,
+    SelfRemove,
     SenderMember,
+    Update,
 )
 from ..protection import with_confirmation_tag
 from ..schedule import confirmation_tag, confirmed_transcript_hash, next_epoch, zero_secret
@@ -37,7 +40,7 @@ from .proposal_list import Sourced
 from .refusals import InvalidCommit, UnknownProposalRef
 from .sending import handshake_wire_format, protect, sign
 from .staging import stage, summarize
-from .state import GroupState, PendingCommit
+from .state import GroupState, PendingCommit, PendingProposal
 from .welcome import NewMember, seal_welcome
 
 
@@ -128,7 +131,7 @@ def _entries(
     state: GroupState, proposals: Sequence[Proposal], by_reference: Iterable[bytes] | None, me: SenderMember
 ) -> tuple[tuple[ProposalOrRef, ...], tuple[Sourced, ...]]:
     pending = {p.ref: p for p in state.proposals}
-    refs = list(pending) if by_reference is None else [bytes(r) for r in by_reference]
+    refs = _valid_pending(state.proposals) if by_reference is None else [bytes(r) for r in by_reference]
     entries: list[ProposalOrRef] = []
     sourced: list[Sourced] = []
     for ref in refs:
@@ -141,6 +144,30 @@ def _entries(
         entries.append(ProposalByValue(proposal))
         sourced.append(Sourced(me, proposal))
     return tuple(entries), tuple(sourced)
+
+
+def _valid_pending(pending: Sequence[PendingProposal]) -> list[bytes]:
+    """The refs of the pending proposals a commit of them all includes.
+
+    An Update or Remove of a leaf whose member asked to leave with a
+    SelfRemove is invalid (draft-ietf-mls-extensions, "SelfRemove Proposal"):
+    the SelfRemove removes the leaf, and one commit may target a leaf once.
+    """
+    leaving = {
+        p.sender.leaf_index
+        for p in pending
+        if isinstance(p.proposal, SelfRemove) and isinstance(p.sender, SenderMember)
+    }
+    return [p.ref for p in pending if _target(p) not in leaving]
+
+
+def _target(pending: PendingProposal) -> int | None:
+    """The leaf an Update or Remove changes; ``None`` for other proposals."""
+    if isinstance(pending.proposal, Remove):
+        return pending.proposal.removed
+    if isinstance(pending.proposal, Update) and isinstance(pending.sender, SenderMember):
+        return pending.sender.leaf_index
+    return None
 
 
 def group_info_extensions(state: GroupState) -> tuple[Extension, ...]:

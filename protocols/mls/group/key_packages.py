@@ -32,7 +32,7 @@ from ..messages import (
     ProtocolVersion,
     RequiredCapabilities,
 )
-from ..messages.registries import LAST_RESORT_EXTENSION_TYPE
+from ..messages.registries import LAST_RESORT_EXTENSION_TYPE, SELF_REMOVE_PROPOSAL_TYPE
 from ..tree.errors import InvalidLeafNode, InvalidLeafSignature
 from ..tree.leaf_node import sign_leaf_node
 from ..tree.validation import DEFAULT_EXTENSIONS, validate_leaf_node
@@ -114,9 +114,14 @@ def create_key_package(
 
 
 def default_capabilities(cs: CipherSuite, credential: Credential) -> Capabilities:
-    """MLS 1.0, the suite ``cs``, basic credentials and ``credential``'s type; no GREASE, nothing non-default."""
+    """MLS 1.0, the suite ``cs``, basic credentials and ``credential``'s type, and the SelfRemove proposal; no GREASE.
+
+    SelfRemove is the one non-default proposal this engine implements; listing
+    it lets groups whose members all support it require it (MDK makes such
+    groups, and refuses to add a client that does not list it).
+    """
     credential_types = tuple(dict.fromkeys((CredentialType.BASIC, credential.credential_type)))
-    return Capabilities((ProtocolVersion.MLS10,), (cs.id,), (), (), credential_types)
+    return Capabilities((ProtocolVersion.MLS10,), (cs.id,), (), (SELF_REMOVE_PROPOSAL_TYPE,), credential_types)
 
 
 def default_lifetime(now: int) -> Lifetime:

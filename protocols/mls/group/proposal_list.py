@@ -19,6 +19,7 @@ from ..codec import encode
 from ..crypto import CipherSuite
 from ..crypto.labels import make_proposal_ref
 from ..messages import (
+    SELF_REMOVE_PROPOSAL_TYPE,
     Add,
     AuthenticatedContent,
     Extension,
@@ -40,6 +41,7 @@ from ..messages import (
     Remove,
     ResumptionPSK,
     ResumptionPSKUsage,
+    SelfRemove,
     Sender,
     SenderExternal,
     SenderMember,
@@ -107,7 +109,8 @@ class Effects:
 
     Attributes:
         updates: ``(leaf, new leaf node)`` of each Update.
-        removes: the removed leaves.
+        removes: the removed leaves, by Remove or SelfRemove, in list order.
+        self_removes: those of ``removes`` that a SelfRemove removes (its sender's).
         adds: the added key packages, in list order.
         psks: the PSK ids to inject.
         extensions: the new group context extensions, when a
@@ -119,6 +122,7 @@ class Effects:
 
     updates: tuple[tuple[int, LeafNode], ...]
     removes: tuple[int, ...]
+    self_removes: tuple[int, ...]
     adds: tuple[KeyPackage, ...]
     psks: tuple[PreSharedKeyID, ...]
     extensions: tuple[Extension, ...] | None
@@ -133,16 +137,20 @@ class Effects:
 
     @classmethod
     def of(cls, proposals: Iterable[Sourced]) -> Effects:
-        fields: dict[str, Any] = {"updates": [], "removes": [], "adds": [], "psks": []}
+        fields: dict[str, Any] = {"updates": [], "removes": [], "self_removes": [], "adds": [], "psks": []}
         extensions = reinit = external_init = None
         types = set()
         for item in proposals:
             proposal = item.proposal
             types.add(proposal.proposal_type)
             if isinstance(proposal, Update):
-                fields["updates"].append((_member_leaf(item.sender), proposal.leaf_node))
+                fields["updates"].append((_member_leaf(item.sender, "an Update"), proposal.leaf_node))
             elif isinstance(proposal, Remove):
                 fields["removes"].append(proposal.removed)
+            elif isinstance(proposal, SelfRemove):
+                leaf = _member_leaf(item.sender, "a SelfRemove")
+                fields["removes"].append(leaf)
+                fields["self_removes"].append(leaf)
             elif isinstance(proposal, Add):
                 fields["adds"].append(proposal.key_package)
             elif isinstance(proposal, PreSharedKey):
@@ -162,9 +170,10 @@ class Effects:
         )
 
 
-def _member_leaf(sender: Sender) -> int:
+def _member_leaf(sender: Sender, what: str) -> int:
+    """The leaf of the member who sent ``what``, a proposal about the sender itself."""
     if not isinstance(sender, SenderMember):
-        raise InvalidProposal(f"only a member sends an Update, not a {sender.sender_type.name.lower()} sender")
+        raise InvalidProposal(f"only a member sends {what}, not a {sender.sender_type.name.lower()} sender")
     return sender.leaf_index
 
 
@@ -179,7 +188,7 @@ def check_proposal(
     if isinstance(proposal, Add):
         _check_add(context, proposal.key_package, now)
     elif isinstance(proposal, Update):
-        leaf = _member_leaf(sender)
+        leaf = _member_leaf(sender, "an Update")
         validate_leaf_node(
             tree.suite,
             proposal.leaf_node,
@@ -201,8 +210,18 @@ def check_proposal(
     elif isinstance(proposal, GroupContextExtensions):
         # Only the members left after the commit must support them (RFC 9420 section 12.1.7): staging checks those.
         ext.check_unique(proposal.extensions, "a GroupContextExtensions proposal")
+    elif isinstance(proposal, SelfRemove):
+        _check_self_remove(tree, sender)
     elif isinstance(proposal, UnknownProposal):
         _check_supported_everywhere(tree, proposal.proposal_type)
+
+
+def _check_self_remove(tree: RatchetTree, sender: Sender) -> None:
+    """A SelfRemove comes from a member, in a group whose every member supports it (draft-ietf-mls-extensions)."""
+    leaf = _member_leaf(sender, "a SelfRemove")
+    if leaf >= tree.n_leaves or tree.leaf(leaf) is None:
+        raise InvalidProposal(f"a SelfRemove from leaf {leaf}, which holds no member")
+    _check_supported_everywhere(tree, SELF_REMOVE_PROPOSAL_TYPE)
 
 
 def _check_sender_may_propose(tree: RatchetTree, context: GroupContext, sender: Sender, proposal: Proposal) -> None:
@@ -263,6 +282,9 @@ def check_list(
     after = context if effects.extensions is None else attrs.evolve(context, extensions=effects.extensions)
     for item in proposals:
         check_proposal(tree, after if isinstance(item.proposal, Add) else context, item.sender, item.proposal, now=now)
+    if any(isinstance(item.proposal, SelfRemove) and item.ref is None for item in proposals):
+        # Its sender is the leaf it removes, so it must have been sent on its own (draft-ietf-mls-extensions).
+        raise InvalidProposalList("a commit holds a SelfRemove by reference only, never by value")
     if isinstance(committer, SenderNewMemberCommit):
         _check_external_commit_list(tree, proposals)
     elif isinstance(committer, SenderMember):
@@ -283,10 +305,13 @@ def _check_member_commit_list(committer: int, proposals: Sequence[Sourced], effe
     if effects.external_init is not None:
         raise InvalidProposalList("only a new member's external commit may hold an ExternalInit")
     for item in proposals:
-        if isinstance(item.proposal, Update) and item.sender == SenderMember(committer):
+        own = item.sender == SenderMember(committer)
+        if isinstance(item.proposal, Update) and own:
             raise InvalidProposalList("a committer may not commit its own Update; it updates through the path")
         if isinstance(item.proposal, Remove) and item.proposal.removed == committer:
             raise InvalidProposalList("a committer may not remove itself")
+        if isinstance(item.proposal, SelfRemove) and own:
+            raise InvalidProposalList("a committer may not commit its own SelfRemove; another member commits it")
 
 
 def _check_external_commit_list(tree: RatchetTree, proposals: Sequence[Sourced]) -> None:
@@ -306,14 +331,16 @@ def _check_targets(proposals: Sequence[Sourced]) -> None:
     targeted: set[int] = set()
     for item in proposals:
         proposal = item.proposal
-        if isinstance(proposal, Update):
-            leaf = _member_leaf(item.sender)
+        if isinstance(proposal, (Update, SelfRemove)):
+            leaf = _member_leaf(item.sender, "a proposal about its own leaf")
         elif isinstance(proposal, Remove):
             leaf = proposal.removed
         else:
             continue
         if leaf in targeted:
-            raise InvalidProposalList(f"leaf {leaf} is updated or removed twice by one commit")
+            raise InvalidProposalList(
+                f"leaf {leaf} is updated or removed twice by one commit (Update, Remove, SelfRemove)"
+            )
         targeted.add(leaf)
 
 

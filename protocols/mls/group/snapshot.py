@@ -30,14 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..codec import DecodeError, decode, encode, read_varint
+from ..codec import DecodeError, encode, read_varint
 from ..errors import InvalidSnapshot, MlsError
+from . import snapshot_v1
 from .snapshot_format import FORMAT_VERSION, MAGIC, GroupStateSnapshot
-from .snapshot_read import state_of
+from .snapshot_read import decode_stored, state_of
 from .snapshot_write import state_record
 from .state import GroupState
 
-MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {}
+MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {snapshot_v1.VERSION: snapshot_v1.to_format_2}
 """Format ``N`` -> the step that rewrites a whole format-``N`` snapshot as format ``N + 1``."""
 
 _HEADER_SIZE = len(MAGIC) + 2
@@ -63,13 +64,7 @@ def restore(data: bytes) -> GroupState:
     """The state ``data`` holds, after migrating an older format; :class:`InvalidSnapshot` for anything else."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InvalidSnapshot(f"a snapshot is bytes, not {type(data).__name__}")
-    current = _migrated(bytes(data))
-    try:
-        stored = decode(GroupStateSnapshot, current)
-    except DecodeError as error:
-        raise InvalidSnapshot(f"malformed snapshot: {error}") from error
-    except RecursionError as error:
-        raise InvalidSnapshot("malformed snapshot: pending commits nested beyond any real state") from error
+    stored = decode_stored(GroupStateSnapshot, _migrated(bytes(data)))
     try:
         return state_of(stored.state)
     except InvalidSnapshot:

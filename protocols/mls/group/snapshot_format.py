@@ -26,7 +26,7 @@ from .snapshot_tree import RATCHET_TREE
 MAGIC = b"TSMLS"
 """The first bytes of every snapshot: a Tessera MLS group state."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The format :func:`~.snapshot.snapshot` writes; bump it with every change to these records."""
 
 
@@ -189,6 +189,7 @@ class CommitSummaryRecord:
     committer_leaf: Uint32
     added: tuple[ChangedLeaf, ...]
     removed: tuple[ChangedLeaf, ...]
+    self_removed: tuple[Uint32, ...]
     updated: tuple[Uint32, ...]
     extensions_changed: Uint8
     reinit: ReInit | None

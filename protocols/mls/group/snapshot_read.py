@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TypeVar
 
+from ..codec import DecodeError, decode
 from ..crypto import CipherSuite, KeyPair, suite
+from ..crypto.errors import InvalidKey
 from ..errors import InvalidSnapshot, MlsError
 from ..messages import GroupContext, LeafNode
 from ..protection import EpochView
@@ -45,6 +47,17 @@ from .summary import CommitSummary
 
 Key = TypeVar("Key", int, bytes)
 Value = TypeVar("Value")
+Stored = TypeVar("Stored")
+
+
+def decode_stored(form: type[Stored], data: bytes, what: str = "snapshot") -> Stored:
+    """``data`` decoded as the record ``form``; what the codec refuses is :class:`InvalidSnapshot`, naming ``what``."""
+    try:
+        return decode(form, data)
+    except DecodeError as error:
+        raise InvalidSnapshot(f"malformed {what}: {error}") from error
+    except RecursionError as error:
+        raise InvalidSnapshot(f"malformed {what}: pending commits nested beyond any real state") from error
 
 
 def state_of(body: GroupStateBody, *, nested: bool = False) -> GroupState:
@@ -70,7 +83,7 @@ def state_of(body: GroupStateBody, *, nested: bool = False) -> GroupState:
         context=context,
         tree=tree,
         private=tree_private(cs, tree, body.own_leaf, body.private_keys),
-        signature_private=_nonempty(body.signature_private, "signature private key"),
+        signature_private=_own_signature_private(cs, body.signature_private, tree.member(body.own_leaf)),
         keys=epoch_keys(cs, body.keys),
         view=epoch_view(cs, context, body.own_leaf, body.view, leaves, "the current epoch"),
         interim_transcript_hash=_sized(body.interim_transcript_hash, cs.nh, "interim transcript hash"),
@@ -285,11 +298,14 @@ def pending_commit(cs: CipherSuite, context: GroupContext, record: PendingCommit
 
 def commit_summary(record: CommitSummaryRecord) -> CommitSummary:
     """What a commit changed."""
+    if not set(record.self_removed) <= {changed.leaf for changed in record.removed}:
+        raise InvalidSnapshot("the pending commit's self-removed leaves are not all among the leaves it removed")
     return CommitSummary(
         record.committer,
         record.committer_leaf,
         tuple((changed.leaf, changed.node) for changed in record.added),
         tuple((changed.leaf, changed.node) for changed in record.removed),
+        record.self_removed,
         record.updated,
         _flag(record.extensions_changed, "extensions changed"),
         record.reinit,
@@ -323,6 +339,17 @@ def _sized(value: bytes, size: int, what: str) -> bytes:
     if len(value) != size:
         raise InvalidSnapshot(f"{what} has {len(value)} bytes, not {size}")
     return value
+
+
+def _own_signature_private(cs: CipherSuite, private: bytes, own_leaf: LeafNode) -> bytes:
+    """Our signature key, refused unless it is the private half of our leaf's (a cut or padded key is not)."""
+    try:
+        public = cs.signature_public_key(_nonempty(private, "signature private key"))
+    except (InvalidKey, ValueError) as error:
+        raise InvalidSnapshot(f"the signature private key is unusable: {error}") from error
+    if public != own_leaf.signature_key:
+        raise InvalidSnapshot("the signature private key is not the private half of our leaf's signature key")
+    return private
 
 
 def _nonempty(value: bytes, what: str) -> bytes:

@@ -135,6 +135,7 @@ def summary_record(summary: CommitSummary) -> CommitSummaryRecord:
         summary.committer_leaf,
         tuple(ChangedLeaf(leaf, node) for leaf, node in summary.added),
         tuple(ChangedLeaf(leaf, node) for leaf, node in summary.removed),
+        summary.self_removed,
         summary.updated,
         int(summary.extensions_changed),
         summary.reinit,

@@ -75,6 +75,7 @@ def summarize(
         committer_leaf=committer_leaf,
         added=tuple((leaf, staged.tree.member(leaf)) for leaf in staged.added),
         removed=tuple((leaf, state.tree.member(leaf)) for leaf in effects.removes),
+        self_removed=effects.self_removes,
         updated=tuple(sorted(updated)),
         extensions_changed=effects.extensions is not None,
         reinit=effects.reinit,

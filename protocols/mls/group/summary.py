@@ -16,6 +16,8 @@ class CommitSummary:
         committer_leaf: the committer's leaf in the new epoch.
         added: ``(leaf, leaf node)`` of each member added.
         removed: ``(leaf, leaf node)`` of each member removed, as they were.
+        self_removed: the leaves of ``removed`` that left by their own
+            SelfRemove proposal (draft-ietf-mls-extensions), not by a Remove.
         updated: the leaves that changed keys (Updates, and the committer's path).
         extensions_changed: whether the group context extensions changed.
         reinit: the ReInit the commit applied: the group is closed.
@@ -26,6 +28,7 @@ class CommitSummary:
     committer_leaf: int
     added: tuple[tuple[int, LeafNode], ...] = attrs.field(repr=lambda a: repr([leaf for leaf, _ in a]))
     removed: tuple[tuple[int, LeafNode], ...] = attrs.field(repr=lambda a: repr([leaf for leaf, _ in a]))
+    self_removed: tuple[int, ...]
     updated: tuple[int, ...]
     extensions_changed: bool
     reinit: ReInit | None

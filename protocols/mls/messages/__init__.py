@@ -68,6 +68,7 @@ from .proposals import (
     Proposal,
     ReInit,
     Remove,
+    SelfRemove,
     UnknownProposal,
     Update,
 )
@@ -75,6 +76,7 @@ from .psk import ExternalPSK, PreSharedKeyID, PSKLabel, PSKType, ResumptionPSK, 
 from .public_message import AuthenticatedContentTBM, PublicMessage
 from .registries import (
     GREASE_VALUES,
+    SELF_REMOVE_PROPOSAL_TYPE,
     AnyCipherSuite,
     AnyCredentialType,
     AnyExtensionType,
@@ -96,6 +98,7 @@ __all__ = [
     "CONTENT",
     "GREASE_VALUES",
     "MAC",
+    "SELF_REMOVE_PROPOSAL_TYPE",
     "WIRE_FORMATS",
     "Add",
     "AnyCipherSuite",
@@ -182,6 +185,7 @@ __all__ = [
     "RequiredCapabilities",
     "ResumptionPSK",
     "ResumptionPSKUsage",
+    "SelfRemove",
     "Sender",
     "SenderData",
     "SenderDataAAD",

@@ -9,7 +9,7 @@ from .extensions import Extension
 from .key_package import KeyPackage
 from .nodes import LeafNode
 from .psk import PreSharedKeyID
-from .registries import AnyCipherSuite, AnyProposalType, ProposalType, ProtocolVersion
+from .registries import SELF_REMOVE_PROPOSAL_TYPE, AnyCipherSuite, AnyProposalType, ProposalType, ProtocolVersion
 
 
 @variant(ProposalType)
@@ -18,8 +18,8 @@ class Proposal:
 
     Cases: :class:`Add`, :class:`Update`, :class:`Remove`,
     :class:`PreSharedKey`, :class:`ReInit`, :class:`ExternalInit`,
-    :class:`GroupContextExtensions`, and :class:`UnknownProposal` for any
-    other type.  ``encode(add)`` is the bare Add; ``encode(add, Proposal)``
+    :class:`GroupContextExtensions`, the MLS extensions draft's
+    :class:`SelfRemove`, and :class:`UnknownProposal` for any other type.  ``encode(add)`` is the bare Add; ``encode(add, Proposal)``
     includes the type.
     """
 
@@ -87,6 +87,18 @@ class GroupContextExtensions(Proposal):
     """Replace the group context's extensions (RFC 9420 §12.1.7)."""
 
     extensions: tuple[Extension, ...]
+
+
+@case(SELF_REMOVE_PROPOSAL_TYPE)
+@frozen
+class SelfRemove(Proposal):
+    """Remove the proposal's own sender: ``struct {} SelfRemove`` (draft-ietf-mls-extensions, "SelfRemove Proposal").
+
+    A proposal type added to the registry of RFC 9420 §17.4 by the MLS
+    extensions draft.  Its body is empty: the leaf it removes is the
+    sender's, taken from the framing of the message that carried it, so a
+    commit holds it by reference only.
+    """
 
 
 @unknown_case

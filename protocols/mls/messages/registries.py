@@ -60,6 +60,13 @@ class ExtensionType(Uint16Enum):
 LAST_RESORT_EXTENSION_TYPE = 0x000A
 
 
+#: The ``self_remove`` proposal type of the MLS extensions draft (draft-ietf-mls-extensions, "SelfRemove
+#: Proposal"; 0x000a since draft-07, the value openmls and MDK use).  Like :data:`LAST_RESORT_EXTENSION_TYPE` (the
+#: same number in another registry) it stays out of :class:`ProposalType`, whose members are RFC 9420's default
+#: proposals: a client supports SelfRemove only when its capabilities list it.
+SELF_REMOVE_PROPOSAL_TYPE = 0x000A
+
+
 class ProposalType(Uint16Enum):
     """``uint16 ProposalType`` (RFC 9420 §12.1, registry §17.4)."""
 

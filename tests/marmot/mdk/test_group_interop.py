@@ -28,13 +28,13 @@ MDK behaviours these tests pin (each test's docstring says which):
   identity, is UNPROCESSABLE; we refuse both too (NoAdminLeft,
   IdentityChanged).
 * ``leave_group`` sends a Remove proposal naming the sender when the group
-  does not require SelfRemove (every group with a Tessera member: our
-  KeyPackages do not support it).  An MDK *admin* receiving it
-  "auto-commits" with a filter that keeps only SelfRemove proposals, so the
-  commit is an empty self-update: the leaver stays, the proposal is gone.
-  A non-admin MDK member stores it (PENDING_PROPOSAL) for an admin.
-* A group MDK creates with only MDK invitees requires SelfRemove, and then
-  MDK refuses to add our KeyPackage.
+  does not require SelfRemove (the groups we create require only 0xF2EE).
+  An MDK *admin* receiving it "auto-commits" with a filter that keeps only
+  SelfRemove proposals, so the commit is an empty self-update: the leaver
+  stays, the proposal is gone.  A non-admin MDK member stores it
+  (PENDING_PROPOSAL) for an admin.  The groups MDK creates require
+  SelfRemove (our KeyPackages list it too); leaving those is
+  test_self_remove_interop.py's subject.
 * Kind-5 deletions are stored as messages; MDK deletes nothing.
 * The legacy NIP-44 envelope is refused since MDK's migration deadline
   (2026-05-15 00:00 UTC, read from the wall clock).
@@ -307,26 +307,6 @@ def test_non_admin_self_updates_are_accepted_across_sides(mdk_member: MakeMdk) -
     assert_converged(gid, [tess], [alice, bob])
 
 
-def test_mdk_refuses_our_key_package_for_a_group_it_made_with_mdk_members_only(
-    mdk: ModuleType, mdk_member: MakeMdk
-) -> None:
-    """MDK makes a group require every proposal type all invitees support: SelfRemove when all are MDK.
-
-    Our KeyPackages do not advertise SelfRemove (the engine has no such
-    proposal), so such a group cannot add a Tessera member; a group MDK
-    creates with a Tessera invitee requires nothing.
-    """
-    alice, bob, tess = mdk_member("alice"), mdk_member("bob"), tessera("tess")
-    gid = mdk_group(alice, [bob])
-    assert alice.mdk.group_required_proposals(gid) == [mdk.MdkProposalType.SELF_REMOVE]
-    with pytest.raises(mdk.MdkUniffiError, match="missing a proposal type required by the group"):
-        alice.mdk.add_members(gid, [json.dumps(tess.key_package_event())])
-
-    carol = mdk_member("carol")
-    mixed = mdk_group(carol, [tessera("tom"), mdk_member("dave")])
-    assert carol.mdk.group_required_proposals(mixed) == []
-
-
 # --- 4. forbidden commits ------------------------------------------------------------------------
 
 FORBIDDEN: dict[str, Callable[[TesseraMember, dict[str, Member]], Outgoing]] = {
@@ -572,23 +552,21 @@ def test_an_mdk_member_leaves_and_a_tessera_admin_commits_its_proposal(mdk_membe
     assert_converged(gid, [tess], [carol])
 
 
-@pytest.mark.parametrize("side", ["mdk", "tessera"])
-def test_an_mdk_admins_auto_commit_of_a_leave_proposal_keeps_the_leaver(mdk_member: MakeMdk, side: str) -> None:
-    """MDK 0.8.0 bug: an admin answers a leave proposal (PROPOSAL) with a commit that leaves it out.
+def test_an_mdk_admins_auto_commit_of_a_remove_based_leave_keeps_the_leaver(mdk_member: MakeMdk) -> None:
+    """MDK 0.8.0 bug: an admin answers a Remove-based leave proposal (PROPOSAL) with a commit that leaves it out.
 
-    Its auto-commit keeps only SelfRemove proposals, so a Remove-based leave
-    (MDK's own when SelfRemove is not required, or ours) becomes an empty
-    commit with a path: a self-update of the admin.  The proposal is spent
-    and the leaver is still a member; a Tessera admin has to commit leaves.
+    In a group not requiring SelfRemove (one we created), MDK's
+    ``leave_group`` sends a Remove of its own leaf.  The admin's auto-commit
+    keeps only SelfRemove proposals, so it becomes an empty commit with a
+    path: a self-update of the admin.  The proposal is spent and the leaver
+    is still a member; a Tessera admin has to commit such leaves.  (Ours
+    leave with a SelfRemove there, every member supporting it.)
     """
     alice, bob, tess = mdk_member("alice"), mdk_member("bob"), tessera("tess")
-    gid = mdk_group(alice, [tess, bob])
-    if side == "mdk":
-        leaver, proposal = bob.pubkey, json.loads(bob.mdk.leave_group(gid).evolution_event_json)
-        assert tess.receive(proposal).outcome == "proposal"
-    else:
-        leaver, proposal = tess.pubkey, tess.leave()
-        assert bob.receive(proposal).is_PENDING_PROPOSAL()
+    gid = tessera_group(tess, [alice, bob], admins=(tess.pubkey, alice.pubkey))
+    proposal = json.loads(bob.mdk.leave_group(gid).evolution_event_json)
+    received = tess.receive(proposal).proposal
+    assert received is not None and received.kind == "self_remove"
 
     answer = alice.receive(proposal)
     assert answer.is_PROPOSAL()
@@ -596,7 +574,7 @@ def test_an_mdk_admins_auto_commit_of_a_leave_proposal_keeps_the_leaver(mdk_memb
     (ours,) = deliver(auto_commit, tess)
     assert (applied(ours).removed, applied(ours).updated) == ((), (alice.pubkey,))
     assert deliver(auto_commit, bob)[0].is_COMMIT()
-    assert leaver in set(alice.mdk.get_members(gid)) and alice.mdk.pending_member_changes(gid).removals == []
+    assert bob.pubkey in set(alice.mdk.get_members(gid)) and alice.mdk.pending_member_changes(gid).removals == []
     assert_converged(gid, [tess], [alice, bob])
 
 

@@ -77,7 +77,7 @@ def test_our_key_package_events_parse_with_mdk(mdk_member: MakeMember, legacy: b
     assert base64.b64decode(content) == encode(ours.key_package)
 
 
-def test_mdk_invites_our_key_package_and_we_join_and_read_its_messages(mdk_member: MakeMember) -> None:
+def test_mdk_invites_our_key_package_and_we_join_and_read_its_messages(mdk: ModuleType, mdk_member: MakeMember) -> None:
     alice, ours = mdk_member("alice"), Ours()
     group, welcome_rumors = alice.create_group([ours.event], name="tea", description="interop")
     (rumor,) = welcome_rumors
@@ -87,8 +87,8 @@ def test_mdk_invites_our_key_package_and_we_join_and_read_its_messages(mdk_membe
     state = mls.join_from_welcome(ours.identity, ours.private, welcome.welcome)
     assert set(mls.member_credentials(state).values()) == {alice.pubkey, ours.pubkey}
     assert state.epoch == group.epoch
-    # Our KeyPackage does not list SelfRemove among its proposals, so MDK's group does not require it.
-    assert alice.mdk.group_required_proposals(group.mls_group_id) == []
+    # Our KeyPackage lists SelfRemove among its proposals, as MDK's do, so MDK's group requires it.
+    assert alice.mdk.group_required_proposals(group.mls_group_id) == [mdk.MdkProposalType.SELF_REMOVE]
 
     sent = alice.send(group.mls_group_id, "hello from MDK")
     message = open_group_event(sent, mls.exporter_secret(state, "marmot", b"group-event", 32))

@@ -79,14 +79,17 @@ def test_a_created_key_package_validates_round_trips_and_keeps_its_private_keys(
     assert repr(secrets) == "KeyPackageSecrets()"
 
 
-def test_defaults_are_mls10_the_suite_basic_credentials_and_90_days() -> None:
+def test_defaults_are_mls10_the_suite_basic_credentials_self_remove_and_90_days() -> None:
     signature = CS.generate_signature_key_pair(seeded_rng(b"defaults"))
     before = int(time.time())
     key_package, _ = create_key_package(CS, m.BasicCredential(b"bob"), signature)
     after = int(time.time())
 
     leaf = key_package.leaf_node
-    assert leaf.capabilities == m.Capabilities((m.ProtocolVersion.MLS10,), (CS.id,), (), (), (m.CredentialType.BASIC,))
+    self_remove = (m.SELF_REMOVE_PROPOSAL_TYPE,)
+    assert leaf.capabilities == m.Capabilities(
+        (m.ProtocolVersion.MLS10,), (CS.id,), (), self_remove, (m.CredentialType.BASIC,)
+    )
     assert isinstance(leaf.leaf_node_source, m.KeyPackageOrigin)
     lifetime = leaf.leaf_node_source.lifetime
     assert before - LIFETIME_MARGIN_SECONDS <= lifetime.not_before <= after - LIFETIME_MARGIN_SECONDS

@@ -128,7 +128,7 @@ STORED_FIELDS = {
     PastEpoch: "view exporter_secret members",
     PendingProposal: "ref sender proposal",
     PendingCommit: "message_hash summary new_state",
-    CommitSummary: "committer committer_leaf added removed updated extensions_changed reinit new_epoch",
+    CommitSummary: "committer committer_leaf added removed self_removed updated extensions_changed reinit new_epoch",
     GroupConfig: "max_past_epochs window private_handshakes padding ratchet_tree_in_welcome external_pub_in_group_info",
     TreePrivate: "leaf keys",
 }
@@ -198,14 +198,14 @@ def test_another_magic_is_refused() -> None:
 def test_a_newer_format_asks_for_an_upgrade() -> None:
     data = snapshot(LIFE["alice after create"])
     message = refused(MAGIC + (FORMAT_VERSION + 1).to_bytes(2, "big") + data[7:])
-    assert message == "snapshot format 2 is newer than this engine (1); upgrade tessera to restore it"
+    assert message == "snapshot format 3 is newer than this engine (2); upgrade tessera to restore it"
 
 
 def test_an_older_format_is_migrated_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     state = LIFE["alice after create"]
     data = snapshot(state)
     older = MAGIC + (0).to_bytes(2, "big") + data[7:]
-    assert "snapshot format 0 is older than this engine (1) and no migration" in refused(older)
+    assert "snapshot format 0 is older than this engine (2) and no migration" in refused(older)
     monkeypatch.setitem(snapshots.MIGRATIONS, 0, lambda old: MAGIC + (1).to_bytes(2, "big") + old[7:])
     assert snapshot(restore(older)) == data
     monkeypatch.setitem(snapshots.MIGRATIONS, 0, lambda old: old)
