@@ -86,13 +86,15 @@ class IdentityChanged(mls.UnauthorizedCommit):
 def check_commit(before: mls.GroupState, result: mls.CommitApplied) -> None:
     """Marmot's rules for a commit (MIP-03, and what MDK 0.8.0 enforces):
 
-    - a non-admin may only refresh its own keys (a pure self-update);
+    - a non-admin may only refresh its own keys and commit others' SelfRemoves;
     - some admin must still be a member afterwards;
     - no member's identity changes (an update keeps the leaf's credential).
     """
     committer = result.committer_credential
     if not is_pure_self_update(result) and committer not in admins(before):
-        raise mls.UnauthorizedCommit(f"{committer[:12]} is not an admin; non-admins may only commit a self-update")
+        raise mls.UnauthorizedCommit(
+            f"{committer[:12]} is not an admin; non-admins may only commit a self-update or SelfRemoves"
+        )
     after = result.new_state
     if result.we_were_removed:
         return  # our view ends here; the members who stay check the group they keep
@@ -109,10 +111,11 @@ def check_commit(before: mls.GroupState, result: mls.CommitApplied) -> None:
 
 
 def is_pure_self_update(result: mls.CommitApplied) -> bool:
-    """Whether a commit changed nothing but its committer's own keys."""
+    """Whether a commit is one any member may make: it refreshes the committer's own keys and/or
+    carries other members' SelfRemove proposals (their own wish to leave), nothing else."""
     return (
         not result.added
-        and not result.removed
+        and set(result.removed) <= set(result.self_removed)
         and not result.extensions_changed
         and set(result.updated) <= {result.committer_credential}
     )

@@ -20,8 +20,8 @@ MDK 0.8.0 behaviours these tests pin:
 * An MDK member that auto-committed a SelfRemove still applies another
   member's commit of it (its own commit is dropped).
 
-What our Marmot layer still lacks is pinned as strict xfails at the end:
-``group_data.check_commit`` refuses a non-admin's SelfRemove-only commit.
+Marmot's admin rule (``group_data.check_commit``) lets a non-admin commit
+others' SelfRemoves, as MDK and the spec do (the last test).
 """
 
 from __future__ import annotations
@@ -83,11 +83,7 @@ def mdk_group_joined_by(creator: MdkMember, mdk_invitees: list[MdkMember], ours:
 
 
 def adopt_own_commit(member: TesseraMember, outgoing: Outgoing) -> mls.CommitApplied:
-    """``member`` applies the echo of its own commit through the engine alone, without Marmot's admin rule.
-
-    A non-admin's SelfRemove-only commit is refused by that rule today (see
-    the xfails below), although MDK and the Marmot spec accept it.
-    """
+    """``member`` applies the echo of its own commit through the engine alone."""
     opened = outer.open_content(member.group, outgoing.event["content"])
     assert opened is not None
     result = mls.process_message(member.group, opened[1])
@@ -194,14 +190,9 @@ def test_an_mdk_member_leaves_by_self_remove_and_a_tessera_member_commits_it(
     assert_converged(gid, [tess], [alice, carol])
 
 
-# --- what our Marmot layer lacks: pinned until group_data.check_commit knows SelfRemove ----------------
+# --- Marmot's admin rule lets any member commit others' SelfRemoves ----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=mls.UnauthorizedCommit,
-    reason="group_data.check_commit refuses a non-admin's SelfRemove-only commit; MDK and the spec allow it",
-)
 def test_a_non_admin_mdk_members_self_remove_commit_is_accepted_by_our_members(mdk_member: MakeMdk) -> None:
     """bob (MDK, not an admin) commits tom's SelfRemove; tess applies it through Marmot's admin rule."""
     alice, bob, tess, tom = mdk_member("alice"), mdk_member("bob"), tessera("tess"), tessera("tom")
