@@ -1,4 +1,12 @@
-"""``tessera marmot ...``: simulate a group, join it, send, read history, backfill."""
+"""``tessera marmot ...``: the ``marmot`` command group, and reading a group's history.
+
+This module holds the group and the commands that read what a database
+holds (``groups``, ``history``, ``outer``, ``filter``) or feed it from files
+(``simulate``, ``join``, ``backfill``).  The commands that speak to relays
+live beside it and are added to the group at the end: the account
+(:mod:`.cli_account`), membership (:mod:`.cli_groups`), messages
+(:mod:`.cli_messages`) and ``sync``/``listen`` (:mod:`.cli_sync`).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +20,13 @@ import click
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
-from protocols.marmot import ingest, keys, queries
+from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync, ingest, keys, queries
 from protocols.marmot import simulate as sim
+from protocols.marmot.cli_support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.state_store import route_of, routes_of
+from protocols.marmot.state_store import routes_of
 from protocols.marmot.states import MessageState, OuterState
 
 
@@ -37,31 +45,13 @@ def _read_json(path: Path, what: str) -> dict:
     return value
 
 
-def _gid(app, value: str) -> str:
-    """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex)."""
-    text = value.strip().lower()
-    if not text or len(text) % 2 or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
-        raise InvalidInput(f"--group must be a group id or nostr group id in hex, got {value!r}")
-    with app.db.read():
-        return route_of(ProtocolState(app.db, PROTOCOL), text) or text
-
-
-def _require_group(app, gid: str) -> None:
-    if not any(g["group"] == gid for g in queries.groups(app.db)):
-        raise GroupNotFound(f"no joined marmot group {gid}; `tessera marmot groups` lists them")
-
-
-# What click's option decorators do: take a command function, return it with one more option.
-_OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-
-def _count_option(name: str, default: int, low: int, high: int, help: str) -> _OptionDecorator:
+def _count_option(name: str, default: int, low: int, high: int, help: str) -> OptionDecorator:
     """A whole-number option of ``simulate``, refused outside ``low..high``."""
     return click.option(name, default=default, show_default=True, type=click.IntRange(low, high), help=help)
 
 
 # The settings of sim.Config that the command exposes, in --help order; each option is named after its field.
-_SIMULATION_OPTIONS: tuple[_OptionDecorator, ...] = (
+_SIMULATION_OPTIONS: tuple[OptionDecorator, ...] = (
     _count_option("--members", 4, 2, 100, "Members besides the observer."),
     _count_option("--messages", 200, 0, 1_000_000, "Visible messages to send."),
     _count_option("--commits", 8, 0, 10_000, "Commits (races included)."),
@@ -137,20 +127,6 @@ def join(obj, identity: Path, welcome: Path):
 
 
 @marmot.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
-@click.argument("text")
-@click.pass_obj
-def send(obj, gid: str, text: str):
-    """Send TEXT to a group (recorded now, published by the tick)."""
-    app = obj.app()
-    outcome = app.runtime.run_command("marmot.send", {"group": _gid(app, gid), "text": text})
-    if not outcome.events:
-        click.echo("already sent (same text within the same second)")
-        return
-    click.echo(f"sent rumor {outcome.events[0].data['rumor']['id']} (Created until the relay echoes it)")
-
-
-@marmot.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def groups(obj, as_json: bool):
@@ -161,7 +137,8 @@ def groups(obj, as_json: bool):
         return
     for row in rows:
         states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
-        click.echo(f"{row['group']}  epoch {row['epoch']}  {row['members']} members  {states}")
+        inactive = "" if row["active"] else "  inactive (we were removed: read-only)"
+        click.echo(f"{row['group']}  epoch {row['epoch']}  {row['members']} members  {states}{inactive}")
     click.echo(f"{len(rows)} group(s)")
 
 
@@ -175,8 +152,7 @@ def groups(obj, as_json: bool):
 def history(obj, gid: str, until: str | None, limit: int, include_invalidated: bool, as_json: bool):
     """Show the newest rumors of a group (or those just older than --until), oldest first."""
     app = obj.app()
-    gid = _gid(app, gid)
-    _require_group(app, gid)
+    gid = joined_group(app, gid)
     cursor = Cursor.parse(until) if until else None
     with app.db.read():
         rows = GroupHistoryStore(app.db, gid).query_rumors(cursor, limit, include_invalidated=include_invalidated)
@@ -204,8 +180,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
 def outer(obj, gid: str, state: str, as_json: bool):
     """List a group's outer events in one processing state (default: Failed, with reasons)."""
     app = obj.app()
-    gid = _gid(app, gid)
-    _require_group(app, gid)
+    gid = joined_group(app, gid)
     rows = queries.outer_events(app.db, gid, state)
     if as_json:
         click.echo(output.to_json(rows))
@@ -224,8 +199,7 @@ def outer(obj, gid: str, state: str, as_json: bool):
 def relay_filter(obj, gid: str):
     """Print the relay filter (JSON) that fetches what the group has not processed yet."""
     app = obj.app()
-    gid = _gid(app, gid)
-    _require_group(app, gid)
+    gid = joined_group(app, gid)
     with app.db.read():
         cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
         routes = routes_of(ProtocolState(app.db, PROTOCOL), gid)
@@ -243,9 +217,21 @@ def backfill(obj, gid: str, source: Path):
     except OSError as exc:
         raise InvalidInput(f"{source}: cannot read ({exc})") from None
     app = obj.app()
-    report = app.runtime.run_command("marmot.backfill", {"group": _gid(app, gid), "events": lines}).result
+    report = app.runtime.run_command("marmot.backfill", {"group": group_id(app, gid), "events": lines}).result
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
     click.echo(
         f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
         f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds"
     )
+
+
+for _command in (
+    cli_account.identity,
+    cli_account.whoami,
+    cli_account.key_package,
+    *cli_groups.COMMANDS,
+    *cli_messages.COMMANDS,
+    cli_sync.sync,
+    cli_sync.listen,
+):
+    marmot.add_command(_command)

@@ -1,0 +1,223 @@
+"""``tessera marmot`` commands that change who is in a group, and the ones that show it.
+
+``create-group``, ``invite``, ``remove``, ``self-update`` and ``leave`` each
+run one plugin command (one transaction) and then the tick, so a commit is
+published, comes back from a relay and is applied, and the welcomes it held
+back are sent, before the command returns (see :mod:`.cli_publish`).
+``invite`` first fetches each invitee's KeyPackage from relays
+(:mod:`.cli_invitees`), outside any transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from core.state import ProtocolState
+from protocols import mls
+from protocols.marmot import account as accounts
+from protocols.marmot import group, group_data, nip19, queries
+from protocols.marmot.cli_invitees import newest_key_package
+from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
+from protocols.marmot.cli_support import (
+    emit,
+    group_option,
+    joined_group,
+    json_option,
+    public_keys,
+    relay_option,
+    relay_urls,
+    short_key,
+)
+from protocols.marmot.group_commands import NotAnAdmin
+from protocols.marmot.handlers import PROTOCOL
+
+_PENDING_WELCOMES = (
+    "SELECT welcome_id, received_at_ms, sender, gid, data FROM marmot_welcomes "
+    "WHERE state = 'pending' ORDER BY received_at_ms, welcome_id"
+)
+
+
+def _group_row(app: Any, gid: str) -> dict[str, Any]:
+    return next(row for row in queries.groups(app.db) if row["group"] == gid)
+
+
+def _report_change(app: Any, gid: str, change: str, summary: PublishSummary, as_json: bool) -> None:
+    """Print where ``gid`` stands after ``change`` of ours, and what the relays said."""
+    row = _group_row(app, gid)
+    standing = f"{change}: group {gid} is at epoch {row['epoch']} with {row['members']} member(s)"
+    shown = {"group": gid, "change": change, "now": row, "publish": summary.to_json()}
+    emit(as_json, shown, [standing, *summary.lines()])
+
+
+@click.command("create-group")
+@click.option("--name", required=True, help="The group's name, shown to members.")
+@click.option("--description", default="", help="A line about the group, shown to members.")
+@click.option("--admin", "admins", multiple=True, help="Another admin besides us (npub or hex; repeatable).")
+@relay_option("Relay the group's messages go through (repeatable).", required=True)
+@json_option
+@click.pass_obj
+def create_group(
+    obj: Any, name: str, description: str, admins: tuple[str, ...], relays: tuple[str, ...], as_json: bool
+) -> None:
+    """Create a group with us as its only member and an admin, then print its id."""
+    params = {"name": name, "description": description, "admins": public_keys(admins), "relays": relay_urls(relays)}
+    event = obj.app().runtime.run_command("marmot.create_group", params).events[0]
+    gid = event.partition_key
+    shown = {"group": gid, "name": name, "admins": event.data["admins"], "relays": params["relays"]}
+    emit(as_json, shown, [f"created group {gid}", f"invite with `tessera marmot invite --group {gid} NPUB`"])
+
+
+def _invite_relays(app: Any, gid: str) -> list[str]:
+    """The group's relays, once we know we may invite to it (an account, a joined group, an admin)."""
+    with app.db.read():
+        state = ProtocolState(app.db, PROTOCOL)
+        me = accounts.require(state)
+        loaded = group.load_joined(state, gid)
+    if me.pubkey not in group_data.admins(loaded.state):
+        raise NotAnAdmin(f"only an admin of group {gid} may invite; `tessera marmot members --group {gid}` lists them")
+    return list(group_data.read(loaded.state).relays)
+
+
+@click.command()
+@group_option
+@relay_option("Also look for the invitees' KeyPackages on this relay (repeatable).")
+@timeout_option
+@json_option
+@click.argument("invitees", nargs=-1, required=True)
+@click.pass_obj
+def invite(
+    obj: Any, gid: str, relays: tuple[str, ...], timeout_s: int, as_json: bool, invitees: tuple[str, ...]
+) -> None:
+    """Add INVITEES (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    pubkeys = public_keys(invitees)
+    extra = relay_urls(relays)
+    where = list(dict.fromkeys([*extra, *_invite_relays(app, gid)]))
+    now = app.clock.now_ms() // 1000
+    packages = [newest_key_package(pubkey, where, now) for pubkey in pubkeys]
+    app.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": packages})
+    used = {pubkey: json.loads(package)["id"] for pubkey, package in zip(pubkeys, packages, strict=True)}
+    if not as_json:
+        for pubkey, event_id in used.items():
+            click.echo(f"inviting {short_key(pubkey)} with KeyPackage {event_id}")
+    _report_change(app, gid, "invite", publish_now(app, timeout_s), as_json)
+
+
+@click.command()
+@group_option
+@timeout_option
+@json_option
+@click.argument("members", nargs=-1, required=True)
+@click.pass_obj
+def remove(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
+    """Remove MEMBERS (npub or hex) from a group (admins only), and publish the commit."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    app.runtime.run_command("marmot.remove", {"group": gid, "members": public_keys(members)})
+    _report_change(app, gid, "remove", publish_now(app, timeout_s), as_json)
+
+
+@click.command("self-update")
+@group_option
+@timeout_option
+@json_option
+@click.pass_obj
+def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
+    """Rotate our own keys in a group (any member may), and publish the commit."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    app.runtime.run_command("marmot.self_update", {"group": gid})
+    _report_change(app, gid, "self-update", publish_now(app, timeout_s), as_json)
+
+
+@click.command()
+@group_option
+@timeout_option
+@json_option
+@click.pass_obj
+def leave(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
+    """Ask to leave a group: publish a proposal that removes us, for an admin to commit."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    app.runtime.run_command("marmot.leave", {"group": gid})
+    _report_change(app, gid, "leave", publish_now(app, timeout_s), as_json)
+
+
+@click.command()
+@group_option
+@json_option
+@click.pass_obj
+def members(obj: Any, gid: str, as_json: bool) -> None:
+    """List a group's members as the group state has them: npub, hex, admin, us."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    with app.db.read():
+        state = group.load_joined(ProtocolState(app.db, PROTOCOL), gid).state
+    admins, me = group_data.admins(state), mls.own_credential(state)
+    rows = [
+        {"pubkey": key, "npub": nip19.npub(key), "admin": key in admins, "self": key == me}
+        for key in sorted(set(mls.member_credentials(state).values()))
+    ]
+    lines = [
+        f"{row['npub']}  {row['pubkey']}" + (" admin" if row["admin"] else "") + (" (us)" if row["self"] else "")
+        for row in rows
+    ]
+    emit(as_json, rows, [*lines, f"{len(rows)} member(s) at epoch {state.epoch}"])
+
+
+@click.command("welcomes")
+@json_option
+@click.pass_obj
+def list_welcomes(obj: Any, as_json: bool) -> None:
+    """List pending invitations (accept or decline them by id)."""
+    app = obj.app()
+    with app.db.read():
+        rows = app.db.all(_PENDING_WELCOMES)
+    pending = [
+        {"id": welcome_id, "received_at_ms": received, "sender": sender, "group": gid.hex(), **_invitation(data)}
+        for welcome_id, received, sender, gid, data in rows
+    ]
+    lines = [
+        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({p['members']} members, epoch {p['epoch']})"
+        for p in pending
+    ]
+    emit(as_json, pending, [*lines, f"{len(pending)} pending invitation(s)"])
+
+
+def _invitation(data: str) -> dict[str, Any]:
+    info = json.loads(data)
+    keys = ("name", "description", "admins", "relays", "members", "epoch", "nostr_group_id")
+    return {key: info.get(key) for key in keys}
+
+
+@click.command()
+@click.argument("welcome_id")
+@timeout_option
+@json_option
+@click.pass_obj
+def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
+    """Join the group of pending invitation WELCOME_ID (`welcomes` lists them)."""
+    app = obj.app()
+    outcome = app.runtime.run_command("marmot.accept", {"welcome": welcome_id.strip()})
+    gid = outcome.events[0].partition_key
+    _report_change(app, gid, "accept", publish_now(app, timeout_s), as_json)
+
+
+@click.command()
+@click.argument("welcome_id")
+@timeout_option
+@json_option
+@click.pass_obj
+def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
+    """Decline pending invitation WELCOME_ID; its KeyPackage is replaced by a fresh one."""
+    app = obj.app()
+    app.runtime.run_command("marmot.decline", {"welcome": welcome_id.strip()})
+    summary = publish_now(app, timeout_s)
+    emit(as_json, {"declined": welcome_id, "publish": summary.to_json()}, [f"declined {welcome_id}", *summary.lines()])
+
+
+COMMANDS = (create_group, invite, remove, self_update, leave, members, list_welcomes, accept, decline)

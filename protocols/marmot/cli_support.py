@@ -1,0 +1,77 @@
+"""What the ``tessera marmot`` commands share: reading ids, keys and relays from arguments, and printing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+
+from core.errors import InvalidInput
+from core.state import ProtocolState
+from jobs import output
+from protocols.marmot import nip19, queries
+from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.relays import normalise_relay_url
+from protocols.marmot.state_store import route_of
+
+# What click's option decorators do: take a command function, return it with one more option.
+OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+json_option: OptionDecorator = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+group_option: OptionDecorator = click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+
+
+def relay_option(help: str, *, required: bool = False) -> OptionDecorator:
+    """A repeatable ``--relay URL`` option (``relays`` in the command), checked by :func:`relay_urls`."""
+    return click.option("--relay", "relays", multiple=True, required=required, metavar="URL", help=help)
+
+
+def group_id(app: Any, value: str) -> str:
+    """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex)."""
+    text = value.strip().lower()
+    if not text or len(text) % 2 or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(f"--group must be a group id or nostr group id in hex, got {value!r}")
+    with app.db.read():
+        return route_of(ProtocolState(app.db, PROTOCOL), text) or text
+
+
+def joined_group(app: Any, value: str) -> str:
+    """:func:`group_id`, refused with :class:`GroupNotFound` unless this database joined that group."""
+    gid = group_id(app, value)
+    if not any(g["group"] == gid for g in queries.groups(app.db)):
+        raise GroupNotFound(f"no joined marmot group {gid}; `tessera marmot groups` lists them")
+    return gid
+
+
+def public_keys(values: Iterable[str]) -> list[str]:
+    """Public keys given as ``npub1...`` or hex, as lowercase hex, each once, in the order given."""
+    return list(dict.fromkeys(nip19.public_key_hex(value) for value in values))
+
+
+def relay_urls(values: Iterable[str]) -> list[str]:
+    """Relay addresses from ``--relay`` flags, checked and normalised, each once (may be empty)."""
+    return list(dict.fromkeys(normalise_relay_url(value) for value in values))
+
+
+def message_id(value: str) -> str:
+    """A message (rumor) id as ``history`` prints it: 64 hex characters."""
+    text = value.strip().lower()
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(f"{value!r} is not a message id (64 hex characters); `tessera marmot history` shows them")
+    return text
+
+
+def short_key(pubkey: str) -> str:
+    """A public key as people recognise it in a line of text: the start of its npub."""
+    return nip19.npub(pubkey)[:16]
+
+
+def emit(as_json: bool, value: object, lines: Iterable[str]) -> None:
+    """Print ``value`` as JSON, or ``lines`` as text."""
+    if as_json:
+        click.echo(output.to_json(value, ensure_ascii=False))
+        return
+    for line in lines:
+        click.echo(line)

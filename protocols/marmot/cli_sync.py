@@ -1,0 +1,185 @@
+"""``tessera marmot sync`` and ``listen``: relays into the queue, the tick over it, and what came in printed.
+
+``sync`` is one round: fetch every active group's new events and our
+invitations (:func:`protocols.marmot.sync.sync`), then tick until idle.
+``listen`` runs until Ctrl-C (SIGINT) or SIGTERM: live subscriptions queue
+events on a connection of their own while this process's tick daemon
+processes them, and every message, commit and invitation is printed as it is
+stored.  The subscriptions are rebuilt when what to follow changes (a group
+joined, accepted in another terminal, or left).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import click
+
+from core.app import App, open_app
+from core.errors import InvalidInput
+from jobs.tick import DaemonMode, TickDaemon, TickReport
+from protocols.marmot import sync as relay_sync
+from protocols.marmot.cli_arrivals import Arrivals
+from protocols.marmot.cli_publish import publish_now, timeout_option
+from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
+from protocols.marmot.errors import MarmotError
+
+# How often ``listen`` looks whether its subscriptions still match the groups it is in.
+RECHECK_S = 2.0
+# How long stopping waits for the subscription threads (each notices its stop flag within 50 ms).
+STOP_WAIT_S = 10.0
+
+
+@click.command()
+@relay_option("Also ask this relay (repeatable).")
+@timeout_option
+@json_option
+@click.pass_obj
+def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> None:
+    """Fetch new group events and invitations from relays, process them, and print what came in."""
+    app = obj.app()
+    extra = relay_urls(relays)
+    arrivals = Arrivals(app.runtime)
+    try:
+        report = relay_sync.sync(app, extra)
+        summary = publish_now(app, timeout_s)
+    finally:
+        arrivals.stop()
+    fetched = [f"{what}: {count} event(s) fetched" for what, count in report.per_subscription.items()]
+    lines = [
+        *(fetched or ["nothing to fetch: no active group, and no KeyPackage relays or --relay for invitations"]),
+        *(f"relay trouble: {failure}" for failure in report.failures),
+        *arrivals.lines,
+        *summary.lines(),
+    ]
+    shown = {
+        "fetched": report.per_subscription,
+        "failures": report.failures,
+        "arrived": arrivals.items,
+        "publish": summary.to_json(),
+    }
+    emit(as_json, shown, lines)
+
+
+class NothingToFollow(MarmotError, InvalidInput):
+    """``listen`` was started where there is no group and no relay to follow."""
+
+
+class _TakingTurns:
+    """One database shared by the subscription threads: their transactions take turns.
+
+    :func:`protocols.marmot.sync.listen` queues from one thread per
+    subscription on the app it is given, and a ``Database`` is one
+    connection's transaction state, which threads must not interleave.
+    """
+
+    def __init__(self, db: Any):
+        self._db = db
+        self._turn = threading.RLock()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        with self._turn, self._db.write():
+            yield self
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Any]:
+        with self._turn, self._db.read():
+            yield self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+class _ListeningApp:
+    """What ``sync.listen`` uses of an app (``db``, ``runtime``), with transactions taking turns."""
+
+    def __init__(self, app: App):
+        self.db = _TakingTurns(app.db)
+        self.runtime = app.runtime
+
+
+class RelayFeed:
+    """Live subscriptions on their own connection, rebuilt when what to follow changes."""
+
+    def __init__(self, tick_app: App, feed_app: App, extra_relays: Sequence[str]):
+        self.tick_app = tick_app
+        self.feed = _ListeningApp(feed_app)
+        self.extra = tuple(extra_relays)
+        self.following: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._checked_at = 0.0
+
+    def _plan(self) -> tuple[tuple[str, tuple[str, ...], str], ...]:
+        """What to follow: each subscription's name, relays and filter (its moving ``since`` left out)."""
+        found = relay_sync.subscriptions(self.tick_app.db, self.extra)
+        return tuple(
+            (s.what, s.relays, json.dumps({k: v for k, v in s.filter.items() if k != "since"}, sort_keys=True))
+            for s in found
+        )
+
+    def start(self) -> None:
+        """Subscribe to what the database follows now."""
+        self.following = self._plan()
+        self._checked_at = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=relay_sync.listen, args=(self.feed, self._stop, self.extra), name="marmot-listen", daemon=True
+        )
+        self._thread.start()
+
+    def refresh(self, report: TickReport | None = None) -> None:
+        """Resubscribe when what to follow changed since :meth:`start` (called after each tick pass)."""
+        if time.monotonic() - self._checked_at < RECHECK_S:
+            return
+        self._checked_at = time.monotonic()
+        if self._plan() == self.following:
+            return
+        self.stop()
+        self.start()
+        click.echo(f"now following: {self.describe()}")
+
+    def stop(self) -> None:
+        """End every subscription and wait for their threads."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(STOP_WAIT_S)
+            self._thread = None
+
+    def describe(self) -> str:
+        return "; ".join(f"{what} on {', '.join(relays)}" for what, relays, _ in self.following) or "nothing yet"
+
+
+@click.command()
+@relay_option("Also listen on this relay (repeatable).")
+@click.pass_obj
+def listen(obj: Any, relays: tuple[str, ...]) -> None:
+    """Follow relays live, process what arrives and print it, until Ctrl-C."""
+    app = obj.app()
+    extra = relay_urls(relays)
+    feed_app = open_app(obj.settings, obj.pm)
+    arrivals = Arrivals(app.runtime, on_line=click.echo)
+    feed = RelayFeed(app, feed_app, extra)
+    try:
+        feed.start()
+        if not feed.following:
+            raise NothingToFollow(
+                "nothing to listen to: this database is in no active group and has no KeyPackage relays for "
+                "invitations; give --relay URL, or publish KeyPackages, create a group or accept an invitation first"
+            )
+        daemon = TickDaemon(app, mode=DaemonMode.FOREVER)
+        daemon.on_pass = feed.refresh
+        daemon.install_signal_handlers()
+        click.echo(f"listening: {feed.describe()} (Ctrl-C stops)")
+        daemon.run()
+    finally:
+        feed.stop()
+        arrivals.stop()
+        feed_app.close()
+    click.echo("stopped")
