@@ -186,10 +186,11 @@ def command_self_update(ctx: Any, params: dict[str, Any]) -> Result:
 
 
 def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
-    """Ask to be removed from ``group``: a Remove proposal for our own leaf that an admin commits.
+    """Ask to be removed from ``group``: a SelfRemove proposal any member may commit (a Remove proposal
+    for our own leaf, which an admin commits, where some member does not support SelfRemove).
 
     An admin leaves only after handing the role on (MDK refuses too): the
-    group must keep an admin who can commit the removal.
+    group must keep an admin, and members ignore an admin's SelfRemove.
     """
     me = accounts.require(ctx.state)
     loaded = group.load_joined(ctx.state, params.get("group"))

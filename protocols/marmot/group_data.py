@@ -20,6 +20,7 @@ from protocols.marmot.wire.group_data import GROUP_DATA_EXTENSION, GroupData, In
 from protocols.marmot.wire.key_package_events import MARMOT_EXTENSIONS
 from protocols.mls.codec import encode
 from protocols.mls.messages import Extension, ExtensionType, RequiredCapabilities
+from protocols.mls.messages.registries import SELF_REMOVE_PROPOSAL_TYPE
 
 GROUP_DATA_TYPE = GROUP_DATA_EXTENSION
 
@@ -29,9 +30,15 @@ def extension(data: GroupData) -> Extension:
     return Extension(GROUP_DATA_TYPE, data.to_bytes())
 
 
-def group_extensions(data: GroupData) -> tuple[Extension, ...]:
-    """The GroupContext extensions of a new Marmot group: required capabilities naming 0xF2EE, and the group data."""
-    required = RequiredCapabilities((GROUP_DATA_TYPE,), (), ())
+def group_extensions(data: GroupData, *, require_self_remove: bool = True) -> tuple[Extension, ...]:
+    """The GroupContext extensions of a new Marmot group: required capabilities naming 0xF2EE, and the group data.
+
+    SelfRemove is required too, as MDK's groups do, so every member can leave
+    without an admin's help; ``require_self_remove=False`` makes the kind of
+    group older clients made (members then leave by a Remove an admin commits).
+    """
+    proposals = (SELF_REMOVE_PROPOSAL_TYPE,) if require_self_remove else ()
+    required = RequiredCapabilities((GROUP_DATA_TYPE,), proposals, ())
     return (Extension(ExtensionType.REQUIRED_CAPABILITIES, encode(required)), extension(data))
 
 
@@ -130,6 +137,7 @@ def create_group(
     name: str = "",
     description: str = "",
     relays: Iterable[str] = (),
+    require_self_remove: bool = True,
     max_past_epochs: int = mls.GroupConfig().max_past_epochs,
     now: int | None = None,
     rng: mls.Rng | None = None,
@@ -140,7 +148,7 @@ def create_group(
     """
     admin_set = {identity.credential} if admins is None else set(admins)
     data = new_group_data(nostr_group_id, admin_set, name=name, description=description, relays=relays)
-    extensions = group_extensions(data)
+    extensions = group_extensions(data, require_self_remove=require_self_remove)
     return mls.create_group(
         identity, group_id, extensions=extensions, max_past_epochs=max_past_epochs, now=now, rng=rng
     )

@@ -14,9 +14,8 @@ author with.  We write exactly what MDK 0.8.0 writes and accepts:
 MDK insists that ``mls_extensions`` lists ``0x000a`` (last_resort) and
 ``0xf2ee`` (Marmot group data), and that ``mls_proposals`` is exactly
 ``0x000a`` (SelfRemove).  It reads that tag as an advertisement only: which
-proposals a group requires comes from the invitees' KeyPackage capabilities,
-so a KeyPackage that does not list SelfRemove there (ours) keeps a group from
-requiring it.  The event is unsigned here; the author signs it with
+proposals a group requires comes from the invitees' KeyPackage capabilities
+(ours list SelfRemove there too, so MDK's groups that require it can add us).  The event is unsigned here; the author signs it with
 :func:`~protocols.marmot.wire.nostr.sign_event`.
 
 Reading accepts both kinds, base64 or hex content (hex when the ``encoding``

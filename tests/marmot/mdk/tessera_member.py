@@ -157,10 +157,18 @@ class TesseraMember:
         self._key_packages[event["id"]] = private
         return event
 
-    def create_group(self, *, name: str = "tessera", admins: tuple[str, ...] | None = None) -> None:
+    def create_group(
+        self, *, name: str = "tessera", admins: tuple[str, ...] | None = None, require_self_remove: bool = True
+    ) -> None:
         """Create a Marmot group of one; the admins default to us."""
         self.state = group_data.create_group(
-            self.identity, os.urandom(32), os.urandom(32), admins=admins, name=name, relays=self.relays
+            self.identity,
+            os.urandom(32),
+            os.urandom(32),
+            admins=admins,
+            name=name,
+            relays=self.relays,
+            require_self_remove=require_self_remove,
         )
 
     def join(self, rumor: dict) -> None:

@@ -93,9 +93,15 @@ def mdk_group(creator: MdkMember, invitees: list[Member], admins: tuple[str, ...
     return group.mls_group_id
 
 
-def tessera_group(creator: TesseraMember, invitees: list[Member], admins: tuple[str, ...] | None = None) -> str:
+def tessera_group(
+    creator: TesseraMember,
+    invitees: list[Member],
+    admins: tuple[str, ...] | None = None,
+    *,
+    require_self_remove: bool = True,
+) -> str:
     """``creator`` makes a group and adds everyone in one commit; each joins from its gift-wrapped welcome."""
-    creator.create_group(name="ours", admins=admins)
+    creator.create_group(name="ours", admins=admins, require_self_remove=require_self_remove)
     added = creator.commit(add=tuple(member.key_package_event() for member in invitees))
     assert creator.merge().outcome == "commit"
     for member in invitees:
@@ -535,7 +541,7 @@ def test_an_mdk_member_leaves_and_a_tessera_admin_commits_its_proposal(mdk_membe
     applies that commit: the leaver's group turns inactive, the rest shrink.
     """
     bob, carol, tess = mdk_member("bob"), mdk_member("carol"), tessera("tess")
-    gid = tessera_group(tess, [bob, carol])
+    gid = tessera_group(tess, [bob, carol], require_self_remove=False)
     leave = json.loads(bob.mdk.leave_group(gid).evolution_event_json)
 
     (received,) = deliver(leave, tess)
@@ -555,7 +561,7 @@ def test_an_mdk_member_leaves_and_a_tessera_admin_commits_its_proposal(mdk_membe
 def test_an_mdk_admins_auto_commit_of_a_remove_based_leave_keeps_the_leaver(mdk_member: MakeMdk) -> None:
     """MDK 0.8.0 bug: an admin answers a Remove-based leave proposal (PROPOSAL) with a commit that leaves it out.
 
-    In a group not requiring SelfRemove (one we created), MDK's
+    In a group not requiring SelfRemove (as older clients made them), MDK's
     ``leave_group`` sends a Remove of its own leaf.  The admin's auto-commit
     keeps only SelfRemove proposals, so it becomes an empty commit with a
     path: a self-update of the admin.  The proposal is spent and the leaver
@@ -563,7 +569,7 @@ def test_an_mdk_admins_auto_commit_of_a_remove_based_leave_keeps_the_leaver(mdk_
     leave with a SelfRemove there, every member supporting it.)
     """
     alice, bob, tess = mdk_member("alice"), mdk_member("bob"), tessera("tess")
-    gid = tessera_group(tess, [alice, bob], admins=(tess.pubkey, alice.pubkey))
+    gid = tessera_group(tess, [alice, bob], admins=(tess.pubkey, alice.pubkey), require_self_remove=False)
     proposal = json.loads(bob.mdk.leave_group(gid).evolution_event_json)
     received = tess.receive(proposal).proposal
     assert received is not None and received.kind == "self_remove"
