@@ -215,6 +215,15 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
     _group_update(conn, event, "rollbacks = rollbacks + ?", (1,))
 
 
+def _change_published(conn: Any, event: StoredEvent) -> None:
+    """Our proposal is ``Created`` like a message we sent, so its echo is recognised (commits are
+    not: their echo is what applies them)."""
+    if event.data["action"] == "leave":
+        _store(conn, event).mark_outer_event_processed(
+            _outer(event), OuterState.CREATED, content_type="proposal", epoch=event.data["epoch"]
+        )
+
+
 def _merged_locally(conn: Any, event: StoredEvent) -> None:
     d = event.data
     _group_update(
@@ -240,6 +249,7 @@ PROCESSED = Projector(
         facts.OUTER_INVALIDATED: _invalidated,
         facts.EPOCH_ROLLED_BACK: _rolled_back,
         facts.MERGED_LOCALLY: _merged_locally,
+        facts.CHANGE_PUBLISHED: _change_published,
     },
     description="joined groups, the processing state of every outer event, pending proposals, deletions",
 )

@@ -221,3 +221,29 @@ def test_removals_from_both_sides(mdk_member, tessera, relay) -> None:
     settle(tessera)
     [ours] = queries.groups(tessera.db)
     assert ours["active"] is False and bob.mdk.get_members(gid) == [bob.pubkey]
+
+
+def test_we_leave_an_mdk_group_and_its_admin_commits_our_self_remove(mdk_member, tessera, relay) -> None:
+    alice = mdk_member("alice")
+    me = pubkey_of(tessera)
+    [our_key_package] = fetch(relay, {"kinds": [30443], "authors": [me], "limit": 1})
+    group, [rumor] = alice.create_group([our_key_package], relays=(relay.url,))
+    publish(relay, gift_wrap.wrap(rumor, alice.secret_key, me, now=int(time.time())))
+    settle(tessera)
+    tessera.runtime.run_command(
+        "marmot.accept", {"welcome": tessera.db.value("SELECT welcome_id FROM marmot_welcomes")}
+    )
+
+    tessera.runtime.run_command("marmot.leave", {"group": group.mls_group_id})
+    settle(tessera)
+    [proposal] = fetch(relay, {"kinds": [445], "#h": [group.nostr_group_id]})
+    answer = alice.receive(proposal)
+    assert answer.is_PROPOSAL()  # MDK's admin commits our SelfRemove at once
+    commit = json.loads(answer.result.evolution_event_json)
+    publish(relay, commit)
+    alice.receive(commit)  # MDK applies its own commit from the echo
+    settle(tessera)
+    [ours] = queries.groups(tessera.db)
+    assert ours["active"] is False and alice.mdk.get_members(group.mls_group_id) == [alice.pubkey]
+    failed = tessera.db.all("SELECT reason FROM marmot_processed WHERE state = 'Failed'")
+    assert failed == []  # our own proposal's echo is recognised, not refused
