@@ -52,6 +52,14 @@ def _report_change(app: Any, gid: str, change: str, summary: PublishSummary, as_
     emit(as_json, shown, [standing, *summary.lines()])
 
 
+def _change(obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool) -> None:
+    """Run ``marmot.<command>`` on the joined group ``gid`` names, publish, and report where the group stands."""
+    app = obj.app()
+    gid = joined_group(app, gid)
+    app.runtime.run_command(f"marmot.{command}", {"group": gid, **params})
+    _report_change(app, gid, command.replace("_", "-"), publish_now(app, timeout_s), as_json)
+
+
 @click.command("create-group")
 @click.option("--name", required=True, help="The group's name, shown to members.")
 @click.option("--description", default="", help="A line about the group, shown to members.")
@@ -92,10 +100,9 @@ def invite(
     obj: Any, gid: str, relays: tuple[str, ...], timeout_s: int, as_json: bool, invitees: tuple[str, ...]
 ) -> None:
     """Add INVITEES (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
+    pubkeys, extra = public_keys(invitees), relay_urls(relays)
     app = obj.app()
     gid = joined_group(app, gid)
-    pubkeys = public_keys(invitees)
-    extra = relay_urls(relays)
     where = list(dict.fromkeys([*extra, *_invite_relays(app, gid)]))
     now = app.clock.now_ms() // 1000
     packages = [newest_key_package(pubkey, where, now) for pubkey in pubkeys]
@@ -115,10 +122,7 @@ def invite(
 @click.pass_obj
 def remove(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
     """Remove MEMBERS (npub or hex) from a group (admins only), and publish the commit."""
-    app = obj.app()
-    gid = joined_group(app, gid)
-    app.runtime.run_command("marmot.remove", {"group": gid, "members": public_keys(members)})
-    _report_change(app, gid, "remove", publish_now(app, timeout_s), as_json)
+    _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json)
 
 
 @click.command("self-update")
@@ -128,10 +132,7 @@ def remove(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str
 @click.pass_obj
 def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
     """Rotate our own keys in a group (any member may), and publish the commit."""
-    app = obj.app()
-    gid = joined_group(app, gid)
-    app.runtime.run_command("marmot.self_update", {"group": gid})
-    _report_change(app, gid, "self-update", publish_now(app, timeout_s), as_json)
+    _change(obj, gid, "self_update", {}, timeout_s, as_json)
 
 
 @click.command()
@@ -141,10 +142,7 @@ def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
 @click.pass_obj
 def leave(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
     """Ask to leave a group: publish a proposal that removes us, for an admin to commit."""
-    app = obj.app()
-    gid = joined_group(app, gid)
-    app.runtime.run_command("marmot.leave", {"group": gid})
-    _report_change(app, gid, "leave", publish_now(app, timeout_s), as_json)
+    _change(obj, gid, "leave", {}, timeout_s, as_json)
 
 
 @click.command()

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from jobs.tick import DaemonMode, TickDaemon, TickReport
@@ -42,8 +43,8 @@ STOP_WAIT_S = 10.0
 @click.pass_obj
 def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> None:
     """Fetch new group events and invitations from relays, process them, and print what came in."""
-    app = obj.app()
     extra = relay_urls(relays)
+    app = obj.app()
     arrivals = Arrivals(app.runtime)
     try:
         report = relay_sync.sync(app, extra)
@@ -161,9 +162,9 @@ class RelayFeed:
 @click.pass_obj
 def listen(obj: Any, relays: tuple[str, ...]) -> None:
     """Follow relays live, process what arrives and print it, until Ctrl-C."""
-    app = obj.app()
     extra = relay_urls(relays)
-    feed_app = open_app(obj.settings, obj.pm)
+    app = obj.app()
+    feed_app = open_app(obj.settings, obj.pm)  # the subscriptions queue on a connection of their own
     arrivals = Arrivals(app.runtime, on_line=click.echo)
     feed = RelayFeed(app, feed_app, extra)
     try:
@@ -177,6 +178,13 @@ def listen(obj: Any, relays: tuple[str, ...]) -> None:
         daemon.on_pass = feed.refresh
         daemon.install_signal_handlers()
         click.echo(f"listening: {feed.describe()} (Ctrl-C stops)")
+        with app.db.read():
+            holder = leases.current(app.db, "tick")
+        if holder is not None and holder["expires_at_ms"] > app.clock.now_ms():
+            click.echo(
+                f"note: tick daemon {holder['owner']} holds this database's lease and processes what arrives; "
+                "what it processes is not printed here (`tessera marmot history` shows it)"
+            )
         daemon.run()
     finally:
         feed.stop()

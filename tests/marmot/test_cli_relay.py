@@ -21,11 +21,15 @@ from typing import Any
 
 import pytest
 
-from protocols.marmot import keys, nip19
+from core import queues
+from protocols.marmot import cli_sync, keys, nip19, nostr_transport
+from protocols.marmot.relays import MemoryRelays
+from protocols.marmot.wire import nostr
 from tests._peers import PeerUnavailable, peer_missing
-from tests.helpers import TESSERA, clean_environment, one_line_error
+from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
 from tests.relay_servers import LocalRelayServer, start_local_relay
 
+MEMORY_RELAY = "ws://memory.test"
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50"}
 LISTEN_WAIT_S = 20.0
 
@@ -196,3 +200,32 @@ def test_mistakes_are_one_line_errors(relay: LocalRelayServer, tmp_path: Path) -
     assert "no KeyPackage of" in carol.error("invite", "--group", gid, "cd" * 32, "--timeout", "0")
     assert "ws:// or wss://" in carol.error("key-package", "publish", "--relay", "http://relay.example")
     assert "not a message id" in carol.error("react", "--group", gid, "--to", "zz" * 32, "+")
+
+
+def test_listen_follows_a_group_created_after_it_started(marmot_app, clock, monkeypatch) -> None:
+    clock.now = int(time.time() * 1000)  # listening refuses events dated far from the app's clock
+    monkeypatch.setattr(cli_sync, "RECHECK_S", 0.0)
+    with nostr_transport.using(MemoryRelays([MEMORY_RELAY])) as relays:
+        app = marmot_app()
+        app.runtime.run_command("marmot.identity_new", {})
+        app.runtime.run_command("marmot.key_package_publish", {"relays": [MEMORY_RELAY]})
+        feed = cli_sync.RelayFeed(app, marmot_app(path=app.db.path), ())
+        feed.start()
+        try:
+            assert [what for what, _, _ in feed.following] == ["inbox"]
+            gid = app.runtime.run_command("marmot.create_group", {"relays": [MEMORY_RELAY]}).events[0].partition_key
+            feed.refresh()
+            [(what, _, wanted)] = [f for f in feed.following if f[0] != "inbox"]
+            assert what == f"group {gid}"
+            # Whatever the relay now gets for the group's route is queued by the new subscription.
+            route = json.loads(wanted)["#h"][0]
+            unsigned = {"created_at": int(time.time()), "kind": 445, "tags": [["h", route]], "content": "x"}
+            relays.publish(nostr.sign_event(unsigned, nostr.generate_secret_key()), [MEMORY_RELAY])
+            assert wait_until(lambda: _queued(app), timeout=5)
+        finally:
+            feed.stop()
+
+
+def _queued(app) -> bool:
+    with app.db.read():
+        return queues.has_incoming(app.db)
