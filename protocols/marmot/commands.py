@@ -105,7 +105,8 @@ def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
     """The message ``target`` names and its author."""
     loaded = group.load_joined(ctx.state, params.get("group"))
     target = str(params.get("target") or "").lower()
-    known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if len(target) == 64 else None
+    well_formed = len(target) == 64 and all(c in "0123456789abcdef" for c in target)
+    known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if well_formed else None
     if known is None:
         raise InvalidInput(f"group {loaded.gid} has no message {target or '(none given)'}; `history` lists them")
     return target, known[1]

@@ -74,7 +74,10 @@ def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
     if accounts.load(ctx.state) is not None:
         raise InvalidInput("this database already has a marmot account; `tessera marmot whoami` shows it")
     secret = params.get("secret_key")
-    made = accounts.new_account(bytes.fromhex(secret) if secret else None)
+    try:
+        made = accounts.new_account(bytes.fromhex(secret) if secret else None)
+    except ValueError:
+        raise InvalidInput("secret_key must be a secp256k1 secret key in 64 hex characters") from None
     intents: list[Intent] = [accounts.intent(values, made)]
     check = keycheck_intent(values)
     intents += [check] if check is not None else []

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import logging
 
-from core.intents import EnqueueOutgoing
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, group_data, outer
+from protocols.marmot import facts, group_commands, group_data, outer
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
 from protocols.marmot.wire import rumors
@@ -153,6 +152,6 @@ def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
     """As an admin, commit a member's self-removal and publish it; adopt it when it comes back."""
     committed = mls.commit(received.new_state, proposals_by_ref=[received.proposal_ref])
     event = outer.seal(received.new_state, committed.message, item.outer.route, item.ctx.now_ms // 1000)
-    publish = EnqueueOutgoing(outer.to_bytes(event), transport="loopback", idempotency_key=f"marmot:{event['id']}")
+    publish = group_commands.publish({}, received.new_state, event)  # the group's relays (loopback without any)
     # The pending state knows the commit; processing the echo with it applies it.
     return _proposal_fact(item, received, "auto_committed", (*item.state_intents(committed.pending_state), publish))

@@ -148,3 +148,19 @@ def test_sync_drops_events_outside_the_age_limits_like_mdk(marmot_app, relays, o
     report = relay_sync.sync(alice)
     assert (report.queued, report.dropped) == (0, {why: 1})
     assert group_of(alice)["group"] == gid
+
+
+def test_a_member_leaves_and_the_admins_commit_reaches_everyone_through_the_relay(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    bob.runtime.run_command("marmot.leave", {"group": gid})
+    pump(alice, bob)
+    assert group_of(alice)["members"] == 1 and group_of(alice)["epoch"] == 2
+    assert group_of(bob)["active"] is False and group_of(bob)["epoch"] == 2
