@@ -117,10 +117,18 @@ def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, gen
         removed=list(result.removed),
         updated=list(result.updated),
         admins=sorted(group_data.admins(state)),
-        members=len(mls.member_credentials(state)),
+        members=_members_after(result),
         we_were_removed=result.we_were_removed,
         digest=digest,
     )
+
+
+def _members_after(result: mls.CommitApplied) -> int:
+    """How many members the commit leaves (a removed member's state keeps the tree it was removed from)."""
+    members = set(mls.member_credentials(result.new_state).values())
+    if result.we_were_removed:
+        members = (members - set(result.removed)) | set(result.added)
+    return len(members)
 
 
 def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
