@@ -17,6 +17,7 @@ from core.errors import InvalidInput, NotFound
 from protocols.marmot import nostr_transport
 from protocols.marmot.cli_support import short_key
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.key_package_stock import KEY_PACKAGE_RELAY_LIST_KIND
 from protocols.marmot.relays import FetchReport, normalise_relay_url
 from protocols.marmot.wire.key_package_events import (
     KEY_PACKAGE_KIND,
@@ -24,7 +25,6 @@ from protocols.marmot.wire.key_package_events import (
     parse_key_package_event,
 )
 
-KEY_PACKAGE_RELAY_LIST_KIND = 10051
 # A relay list is the invitee's word, read from relays we do not control: only this many of its entries are used.
 MAX_LISTED_RELAYS = 8
 

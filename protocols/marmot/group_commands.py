@@ -101,7 +101,9 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
         now=ctx.now_ms // 1000,
     )
     events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
-    return Result(events=events, intents=intents)
+    listed = {url for stored in key_package_stock.stock(ctx.state) for url in stored.relays} | set(relays)
+    relay_list = key_package_stock.relay_list_intent(me, sorted(listed), ctx.now_ms // 1000)
+    return Result(events=events, intents=[*intents, relay_list])
 
 
 # --- creating a group --------------------------------------------------------------------

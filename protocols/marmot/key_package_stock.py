@@ -31,6 +31,7 @@ from protocols.mls.group.join import decode_welcome
 from protocols.mls.group.key_packages import key_package_ref
 
 KEY_PACKAGE = "kp/"
+KEY_PACKAGE_RELAY_LIST_KIND = 10051  # MIP-00: where to find our KeyPackages
 DEFAULT_STOCK = 3
 MAX_STOCK = 100
 
@@ -128,3 +129,15 @@ def store_intent(values: SealedValues, stored: StoredKeyPackage) -> WriteProtoco
 def used_intents(values: SealedValues, stored: StoredKeyPackage) -> list[WriteProtocolState]:
     """What using ``stored`` for a join changes: it is gone, unless it is last-resort."""
     return [] if stored.last_resort else [WriteProtocolState(_name(stored.ref), None)]
+
+
+def relay_list_intent(account: Account, relays: Sequence[str], now: int) -> EnqueueOutgoing:
+    """Publish our KeyPackage relay list (kind 10051, replaceable) naming ``relays``, to those relays."""
+    listed = sorted(set(relays))
+    unsigned = {
+        "created_at": now,
+        "kind": KEY_PACKAGE_RELAY_LIST_KIND,
+        "tags": [["relay", url] for url in listed],
+        "content": "",
+    }
+    return publish_intent(account.sign(unsigned), listed)

@@ -164,3 +164,11 @@ def test_a_member_leaves_and_the_admins_commit_reaches_everyone_through_the_rela
     pump(alice, bob)
     assert group_of(alice)["members"] == 1 and group_of(alice)["epoch"] == 2
     assert group_of(bob)["active"] is False and group_of(bob)["epoch"] == 2
+
+
+def test_publishing_key_packages_also_publishes_where_to_find_them(marmot_app, relays) -> None:
+    alice, alice_pk = member(marmot_app, relays)
+    tick(alice)
+    [relay_list] = relays.fetch({"kinds": [10051], "authors": [alice_pk]}, [RELAY]).events
+    assert relay_list["tags"] == [["relay", RELAY]] and relay_list["content"] == ""
+    assert len(relays.fetch({"kinds": [30443], "authors": [alice_pk]}, [RELAY]).events) == 2
