@@ -19,19 +19,20 @@ nostr-relay, the same database), to test reconnecting clients.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from websockets.sync.client import connect
 
 from protocols.marmot.relays.blocking import run_blocking
-from tests._peers import PeerUnavailable, install_once, python_venv
+from tests._peers import PeerUnavailable, install_once, peer_missing, python_venv
 
 NOSTR_RELAY_REQUIREMENT = "nostr-relay==1.14"
 START_TIMEOUT_S = 30.0
@@ -209,3 +210,16 @@ def start_nostr_relay(workdir: Path, *, max_limit: int = 6000) -> NostrRelayServ
 def start_local_relay(*, max_filter_limit: int | None = None) -> LocalRelayServer:
     """Start nostr-sdk's LocalRelay on a free port."""
     return LocalRelayServer(max_filter_limit=max_filter_limit).start()
+
+
+@contextlib.contextmanager
+def running_local_relay(*, max_filter_limit: int | None = None) -> Iterator[LocalRelayServer]:
+    """A LocalRelay for the block; where it cannot start, the test skips (fails under TESSERA_REQUIRE_PEERS)."""
+    try:
+        server = start_local_relay(max_filter_limit=max_filter_limit)
+    except PeerUnavailable as missing:
+        peer_missing(str(missing))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -141,7 +141,8 @@ def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def leave(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
-    """Ask to leave a group: publish a proposal that removes us, for an admin to commit."""
+    """Ask to leave a group: publish a SelfRemove proposal any member commits (a Remove for an admin to commit
+    where some member does not support SelfRemove)."""
     _change(obj, gid, "leave", {}, timeout_s, as_json)
 
 

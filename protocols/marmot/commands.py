@@ -1,6 +1,6 @@
-"""Commands: join a group from a Welcome, send a message.
+"""Commands: join a group from a Welcome; send a message, a reaction or a deletion.
 
-Both run in one transaction (``runtime.run_command``) and, like handlers,
+Each runs in one transaction (``runtime.run_command``) and, like handlers,
 return facts and intents; the engine state they change is written through
 ``WriteProtocolState``.
 """
@@ -11,14 +11,13 @@ import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import Intent
 from core.records import Result
 from protocols import mls
 from protocols.marmot import facts, group, group_commands, group_data, messages, outer
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item
-from protocols.marmot.state_store import SealedValues, keycheck_intent, meta_name, verify_key
+from protocols.marmot.state_store import SealedValues, meta_name, verify_key
 from protocols.marmot.wire import rumors
 
 
@@ -47,21 +46,7 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
-    intents: list[Intent] = [
-        *group.state_intents(values, gid, state, None),  # also wakes events that arrived before we joined
-        group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
-    ]
-    check = keycheck_intent(values)
-    intents += [check] if check is not None else []
-    fact = facts.joined(
-        gid,
-        state.epoch,
-        mls.own_credential(state),
-        len(mls.member_credentials(state)),
-        sorted(group_data.admins(state)),
-        hashlib.sha256(welcome).hexdigest(),
-        ctx.now_ms,
-    )
+    fact, intents = group.joined(values, gid, state, hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
     return Result(events=[fact], intents=intents)
 
 

@@ -97,10 +97,10 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
 
 def _welcomes(item: Item, epoch: int, digest: str, intents: list[Intent]) -> list[Event]:
     """Send the welcomes our own commit ``digest`` was holding back, now that it is applied."""
-    count = outbox.welcome_count(item.values, item.outer.gid, epoch, digest)
+    count, released = outbox.release(item.values, item.outer.gid, epoch, digest)
     if not count:
         return []
-    intents += outbox.release_intents(item.values, item.outer.gid, epoch, digest)
+    intents += released
     return [facts.welcomes_sent(item.outer, item.generation, epoch, digest, count)]
 
 

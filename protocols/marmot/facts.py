@@ -54,7 +54,7 @@ PROCESSED_FACTS = (
 )
 
 REASONS = {
-    "malformed_payload": "the content is not a NIP-44 v2 payload",
+    "malformed_payload": "the content is not a group-event envelope (base64, nonce and tag)",
     "invalid_message": "the payload is not a well-formed MLS message",
     "wrong_group": "the MLS message names another group",
     "undecryptable": "the MLS layer could not decrypt it",

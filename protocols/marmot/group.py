@@ -31,9 +31,10 @@ from typing import Any, TypeVar
 import attrs
 
 from core.intents import EnqueueRecheck, Intent, WriteProtocolState
+from core.records import Event
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import group_data, keys
+from protocols.marmot import facts, group_data, keys
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.state_store import (
@@ -43,6 +44,7 @@ from protocols.marmot.state_store import (
     epoch_of,
     kept_name,
     kept_prefix,
+    keycheck_intent,
     meta_name,
     outbox_prefix,
     route_intent,
@@ -241,10 +243,35 @@ def state_intents(
 ) -> list[Intent]:
     """Store ``new_state``; when its ``nostr_group_id`` is new, route it to ``gid`` and wake its waiting events."""
     intents: list[Intent] = [state_intent(values, gid, new_state)]
+    if old_state is not None and old_state.context.extensions == new_state.context.extensions:
+        return intents  # the group data is unchanged (every message but some commits): nothing to decode
     route = group_data.nostr_group_id(new_state)
     if old_state is None or group_data.nostr_group_id(old_state) != route:
         intents += [route_intent(route, gid), EnqueueRecheck(WAITING_FOR_GROUP, route)]
     return intents
+
+
+def joined(
+    values: SealedValues, gid: str, state: mls.GroupState, digest: str, now_ms: int
+) -> tuple[Event, list[Intent]]:
+    """Becoming a member of ``gid`` at ``state``: the fact, and the intents that store the group (state, route,
+    meta, the key check) and wake its events that arrived first.  ``digest`` identifies how we joined."""
+    intents: list[Intent] = [
+        *state_intents(values, gid, state, None),
+        meta_intent(values, GroupMeta(gid, joined_epoch=state.epoch)),
+    ]
+    check = keycheck_intent(values)
+    intents += [check] if check is not None else []
+    fact = facts.joined(
+        gid,
+        state.epoch,
+        mls.own_credential(state),
+        len(mls.member_credentials(state)),
+        sorted(group_data.admins(state)),
+        digest,
+        now_ms,
+    )
+    return fact, intents
 
 
 def state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> WriteProtocolState:

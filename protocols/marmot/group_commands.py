@@ -89,7 +89,8 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
     me = accounts.require(ctx.state)
     relays = _relays(params.get("relays"))
     count = int(params.get("count") or key_package_stock.DEFAULT_STOCK)
-    have = len(key_package_stock.stock(ctx.state))
+    held = key_package_stock.stock(ctx.state)
+    have = len(held)
     if have >= count and not params.get("force"):
         return Result(duplicate=True)
     made, intents = key_package_stock.publish(
@@ -101,7 +102,7 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
         now=ctx.now_ms // 1000,
     )
     events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
-    listed = {url for stored in key_package_stock.stock(ctx.state) for url in stored.relays} | set(relays)
+    listed = {url for stored in held for url in stored.relays} | set(relays)
     relay_list = key_package_stock.relay_list_intent(me, sorted(listed), ctx.now_ms // 1000)
     return Result(events=events, intents=[*intents, relay_list])
 
@@ -134,13 +135,7 @@ def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
     gid = gid_bytes.hex()
     if group.load(ctx.state, gid) is not None:
         raise InvalidInput(f"a group with id {gid} exists already")
-    intents: list[Intent] = [
-        *group.state_intents(values, gid, state, None),
-        group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
-    ]
-    check = keycheck_intent(values)
-    intents += [check] if check is not None else []
-    fact = facts.joined(gid, state.epoch, me.pubkey, 1, admins, hashlib.sha256(gid_bytes).hexdigest(), ctx.now_ms)
+    fact, intents = group.joined(values, gid, state, hashlib.sha256(gid_bytes).hexdigest(), ctx.now_ms)
     return Result(events=[fact], intents=intents)
 
 

@@ -78,14 +78,16 @@ def _open(values: SealedValues, name: str) -> StoredKeyPackage:
     )
 
 
+def find(state: ProtocolState, ref: str) -> StoredKeyPackage | None:
+    """Our KeyPackage ``ref`` (hex KeyPackageRef), or None when it is used up or was never ours."""
+    values = SealedValues(state)
+    return _open(values, _name(ref)) if values.raw(_name(ref)) is not None else None
+
+
 def for_welcome(state: ProtocolState, welcome: bytes) -> StoredKeyPackage | None:
     """Our KeyPackage that ``welcome`` (MLSMessage or bare) has secrets for, or None."""
-    refs = {entry.new_member.hex() for entry in decode_welcome(welcome).secrets}
-    values = SealedValues(state)
-    for ref in sorted(refs):
-        if values.raw(_name(ref)) is not None:
-            return _open(values, _name(ref))
-    return None
+    refs = sorted({entry.new_member.hex() for entry in decode_welcome(welcome).secrets})
+    return next(filter(None, (find(state, ref) for ref in refs)), None)
 
 
 def publish(

@@ -4,7 +4,7 @@ MIP-02: a welcome must not leave before relays hold the commit it belongs
 to, or the invitee could join an epoch the group never reaches.  ``invite``
 gift-wraps each welcome at once and keeps them here, sealed under
 ``outbox/<gid>/<epoch>/<commit digest>``; when that commit is applied (its
-echo from a relay, or a rollback that makes it win) :func:`release_intents`
+echo from a relay, or a rollback that makes it win) :func:`release`
 publishes them and deletes the entry.  A commit that loses its epoch never
 releases its welcomes; the entry goes when its epoch leaves the rollback
 window.
@@ -31,18 +31,14 @@ def keep_intent(values: SealedValues, gid: str, epoch: int, digest: str, wraps: 
     return values.intent(_name(gid, epoch, digest), plain)
 
 
-def release_intents(
+def release(
     values: SealedValues, gid: str, epoch: int, digest: str
-) -> list[EnqueueOutgoing | WriteProtocolState]:
-    """Publish the welcomes kept for the commit ``digest`` of ``epoch`` (none: nothing) and forget them."""
+) -> tuple[int, list[EnqueueOutgoing | WriteProtocolState]]:
+    """How many welcomes were kept for the commit ``digest`` of ``epoch``, and the intents that publish them
+    and forget the entry (nothing kept: ``(0, [])``)."""
     name = _name(gid, epoch, digest)
     plain = values.get(name)
     if plain is None:
-        return []
+        return 0, []
     wraps = json.loads(plain)
-    return [*(publish_intent(wrap, relays) for wrap, relays in wraps), WriteProtocolState(name, None)]
-
-
-def welcome_count(values: SealedValues, gid: str, epoch: int, digest: str) -> int:
-    plain = values.get(_name(gid, epoch, digest))
-    return 0 if plain is None else len(json.loads(plain))
+    return len(wraps), [*(publish_intent(wrap, relays) for wrap, relays in wraps), WriteProtocolState(name, None)]

@@ -109,7 +109,7 @@ def seal(state: mls.GroupState, message: bytes, nostr_group_id: str, created_at:
 def derived_rng(secret: bytes, *parts: bytes) -> Callable[[int], bytes]:
     """A deterministic ``rng(n)`` from a secret only we hold and parts unique to one message.
 
-    Used for what sending a message draws (NIP-44 nonce, ephemeral signing
+    Used for what sending a message draws (envelope nonce, one-time signing
     key, MLS reuse guard), so the same command on the same state produces the
     same event, as replays and the projector test kit expect.  Outsiders
     cannot predict it without the secret; it is never used for commit secrets.

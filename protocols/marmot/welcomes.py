@@ -27,7 +27,7 @@ from protocols.marmot import account as accounts
 from protocols.marmot import facts, group, group_data, key_package_stock
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import MarmotError
-from protocols.marmot.state_store import SealedValues, keycheck_intent
+from protocols.marmot.state_store import SealedValues
 from protocols.marmot.wire import gift_wrap, welcome_events
 from protocols.marmot.wire.gift_wrap import GiftWrapError
 from protocols.marmot.wire.welcome_events import InvalidWelcomeRumor
@@ -124,26 +124,11 @@ def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
     welcome_id, info, snapshot = _pending(ctx, params.get("welcome"))
     state = mls.restore(snapshot)
     gid = state.group_id.hex()
-    values = SealedValues(ctx.state)
-    intents: list[Intent] = [
-        *group.state_intents(values, gid, state, None),
-        group.meta_intent(values, group.GroupMeta(gid, joined_epoch=state.epoch)),
-        WriteProtocolState(WELCOME + welcome_id, None),
-    ]
-    check = keycheck_intent(values)
-    intents += [check] if check is not None else []
-    events = [
-        facts.joined(
-            gid,
-            state.epoch,
-            mls.own_credential(state),
-            len(mls.member_credentials(state)),
-            sorted(group_data.admins(state)),
-            hashlib.sha256(snapshot).hexdigest(),
-            ctx.now_ms,
-        ),
-        _fact(WELCOME_ACCEPTED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=gid),
-    ]
+    joined, intents = group.joined(
+        SealedValues(ctx.state), gid, state, hashlib.sha256(snapshot).hexdigest(), ctx.now_ms
+    )
+    intents.append(WriteProtocolState(WELCOME + welcome_id, None))
+    events = [joined, _fact(WELCOME_ACCEPTED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=gid)]
     more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
     return Result(events=[*events, *more_events], intents=[*intents, *more_intents])
 
@@ -158,7 +143,7 @@ def command_decline(ctx: Any, params: dict[str, Any]) -> Result:
 
 def _use_key_package(ctx: Any, ref: str) -> tuple[list[Event], list[Intent]]:
     """The KeyPackage ``ref`` was used: delete it (unless last-resort) and publish a fresh one in its place."""
-    stored = next((k for k in key_package_stock.stock(ctx.state) if k.ref == ref), None)
+    stored = key_package_stock.find(ctx.state, ref)
     if stored is None or stored.last_resort:
         return [], []
     values = SealedValues(ctx.state)

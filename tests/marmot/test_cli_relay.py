@@ -25,9 +25,8 @@ from core import queues
 from protocols.marmot import cli_sync, keys, nip19, nostr_transport
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.wire import nostr
-from tests._peers import PeerUnavailable, peer_missing
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
-from tests.relay_servers import LocalRelayServer, start_local_relay
+from tests.relay_servers import LocalRelayServer, running_local_relay
 
 MEMORY_RELAY = "ws://memory.test"
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50"}
@@ -36,12 +35,8 @@ LISTEN_WAIT_S = 20.0
 
 @pytest.fixture(scope="module")
 def relay() -> Iterator[LocalRelayServer]:
-    try:
-        server = start_local_relay()
-    except PeerUnavailable as missing:
-        peer_missing(str(missing))
-    yield server
-    server.stop()
+    with running_local_relay() as server:
+        yield server
 
 
 class Person:

@@ -53,17 +53,10 @@ def test_demo_refuses_to_wipe_a_directory_it_did_not_make(tmp_path):
 
 @pytest.mark.relay
 def test_demo_runs_its_group_through_a_real_local_relay(tmp_path):
-    from tests._peers import PeerUnavailable, peer_missing
-    from tests.relay_servers import start_local_relay
+    from tests.relay_servers import running_local_relay
 
-    try:
-        relay = start_local_relay()
-    except PeerUnavailable as error:
-        peer_missing(str(error))
-    try:
+    with running_local_relay() as relay:
         proc = demo("--dir", str(tmp_path / "demo"), "--messages", "60", "--engine", "local", "--relay", relay.url)
-    finally:
-        relay.stop()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"{relay.url} accepted" in proc.stdout and "refused" in proc.stdout
     assert "matches" in proc.stdout and "the simulation's ground truth" in proc.stdout

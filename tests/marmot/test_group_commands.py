@@ -16,10 +16,12 @@ import pytest
 from core import drain
 from core.errors import InvalidInput
 from core.publish import publish_due
+from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.relays import MemoryRelays
+from protocols.marmot.state_store import routes_of
 from protocols.marmot.wire import nostr
 from tests.marmot._read import history, history_ids
 
@@ -60,6 +62,18 @@ def key_package_event(relays, pubkey: str) -> str:
     return json.dumps(found[0])
 
 
+def admin_and_member(relays, alice, bob, bob_pk: str) -> str:
+    """alice creates a group on the relay and invites bob, who accepts; returns the group id."""
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    return gid
+
+
 def group_of(app) -> dict:
     [group] = queries.groups(app.db)
     return group
@@ -92,13 +106,8 @@ def test_a_commit_is_applied_only_after_a_relay_holds_it_and_welcomes_follow(mar
     alice, _ = member(marmot_app, relays)
     bob, bob_pk = member(marmot_app, relays)
     carol, carol_pk = member(marmot_app, relays)
-    tick(alice, bob, carol)
-    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
-    alice.runtime.run_command(
-        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
-    )
-    pump(alice, bob)
-    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    tick(carol)
+    gid = admin_and_member(relays, alice, bob, bob_pk)
     # Now a second invite needs a published commit: while the relay is down, nothing is merged or welcomed.
     carol_key_package = key_package_event(relays, carol_pk)
     relays[RELAY].stop()
@@ -119,13 +128,7 @@ def test_a_commit_is_applied_only_after_a_relay_holds_it_and_welcomes_follow(mar
 def test_only_admins_invite_and_remove_but_anyone_updates_their_keys(marmot_app, relays) -> None:
     alice, _ = member(marmot_app, relays)
     bob, bob_pk = member(marmot_app, relays)
-    tick(alice, bob)
-    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
-    alice.runtime.run_command(
-        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
-    )
-    pump(alice, bob)
-    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    gid = admin_and_member(relays, alice, bob, bob_pk)
     with pytest.raises(InvalidInput, match="only an admin"):
         bob.runtime.run_command("marmot.remove", {"group": gid, "members": [group_of(alice)["self"]]})
     bob.runtime.run_command("marmot.self_update", {"group": gid})
@@ -141,25 +144,20 @@ def test_only_admins_invite_and_remove_but_anyone_updates_their_keys(marmot_app,
 def test_sync_drops_events_outside_the_age_limits_like_mdk(marmot_app, relays, offset: int, why: str) -> None:
     alice, _ = member(marmot_app, relays)
     gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
-    route = alice.db.value("SELECT key FROM protocol_state WHERE key LIKE 'route/%'")[len("route/") :]
+    with alice.db.read():
+        [route] = routes_of(ProtocolState(alice.db, "marmot"), gid)
     now = alice.clock.now_ms() // 1000
     stray, _ = nostr.make_group_event("AAAA" * 10, route, now + offset, extra_tags=[["encoding", "base64"]])
     relays.publish(stray, [RELAY])
     report = relay_sync.sync(alice)
     assert (report.queued, report.dropped) == (0, {why: 1})
-    assert group_of(alice)["group"] == gid
+    assert group_of(alice)["group"] == gid and group_of(alice)["outer_events"] == {}  # nothing reached the group
 
 
 def test_a_member_leaves_and_the_admins_commit_reaches_everyone_through_the_relay(marmot_app, relays) -> None:
     alice, _ = member(marmot_app, relays)
     bob, bob_pk = member(marmot_app, relays)
-    tick(alice, bob)
-    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
-    alice.runtime.run_command(
-        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
-    )
-    pump(alice, bob)
-    bob.runtime.run_command("marmot.accept", {"welcome": bob.db.value("SELECT welcome_id FROM marmot_welcomes")})
+    gid = admin_and_member(relays, alice, bob, bob_pk)
     bob.runtime.run_command("marmot.leave", {"group": gid})
     pump(alice, bob)
     assert group_of(alice)["members"] == 1 and group_of(alice)["epoch"] == 2

@@ -155,20 +155,6 @@ class _Current:
 
 
 @frozen
-class _HexAdmins:
-    version: Uint16
-    nostr_group_id: Key32
-    name: Opaque
-    description: Opaque
-    admin_pubkeys: tuple[Opaque, ...]
-    relays: tuple[Opaque, ...]
-    image_hash: Opaque
-    image_key: Opaque
-    image_nonce: Opaque
-    image_upload_key: Opaque
-
-
-@frozen
 class _Version1:
     version: Uint16
     nostr_group_id: Key32
@@ -179,6 +165,13 @@ class _Version1:
     image_hash: Opaque
     image_key: Opaque
     image_nonce: Opaque
+
+
+@frozen
+class _HexAdmins(_Version1):
+    """Version 1 plus the upload key: the layout of early 2026, before admin keys became raw bytes."""
+
+    image_upload_key: Opaque
 
 
 def _from_layout(raw: _Current | _HexAdmins | _Version1) -> GroupData:

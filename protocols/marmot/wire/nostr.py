@@ -436,7 +436,7 @@ def make_group_event(
 
     Without ``secret_key`` a fresh ephemeral key is generated for every call,
     so group messages cannot be linked to a member's long-term identity.
-    ``content`` is normally a NIP-44 payload.  ``extra_tags`` may not contain
+    ``content`` is normally a group-event envelope (:mod:`.envelope`).  ``extra_tags`` may not contain
     another ``h`` tag.  ``aux_rand`` (32 bytes) makes the signature
     reproducible, for seeded simulations; leave it None otherwise.
     """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -21,22 +22,17 @@ from protocols.marmot import account as accounts
 from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.wire import gift_wrap
-from tests._peers import PeerUnavailable, peer_missing
 from tests.marmot._read import history
 from tests.marmot.mdk.mdk_peer import MdkMember
-from tests.relay_servers import LocalRelayServer, start_local_relay
+from tests.relay_servers import LocalRelayServer, running_local_relay
 
 pytestmark = [pytest.mark.relay, pytest.mark.peer]
 
 
 @pytest.fixture
 def relay() -> Iterator[LocalRelayServer]:
-    try:
-        server = start_local_relay()
-    except PeerUnavailable as error:
-        peer_missing(str(error))
-    yield server
-    server.stop()
+    with running_local_relay() as server:
+        yield server
 
 
 @pytest.fixture
@@ -80,12 +76,19 @@ def mdk_messages(member: MdkMember, mls_group_id: str) -> list[str]:
     return sorted(json.loads(m.event_json)["content"] for m in found if m.kind == 9)
 
 
-def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, relay) -> None:
-    alice = mdk_member("alice")
+def mdk_invites_us(alice: MdkMember, tessera, relay: LocalRelayServer) -> Any:
+    """MDK member ``alice`` creates a group with our KeyPackage from the relay and sends us its welcome,
+    gift-wrapped as a Marmot client does; returns MDK's group."""
     me = pubkey_of(tessera)
     [our_key_package] = fetch(relay, {"kinds": [30443], "authors": [me], "limit": 1})
     group, [rumor] = alice.create_group([our_key_package], relays=(relay.url,))
     publish(relay, gift_wrap.wrap(rumor, alice.secret_key, me, now=int(time.time())))
+    return group
+
+
+def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, relay) -> None:
+    alice = mdk_member("alice")
+    group = mdk_invites_us(alice, tessera, relay)
 
     settle(tessera)
     [(welcome_id, sender)] = tessera.db.all("SELECT welcome_id, sender FROM marmot_welcomes WHERE state = 'pending'")
@@ -103,20 +106,25 @@ def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, r
     assert mdk_messages(alice, group.mls_group_id) == ["hello from MDK", "hello from Tessera"]
 
 
-def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member, tessera, relay) -> None:
+def mixed_group(mdk_member, tessera, relay, *, bob_admin: bool, name: str = "mixed") -> tuple[MdkMember, str, str, Any]:
+    """A Tessera-created group that MDK member bob joins from our gift-wrapped welcome (fetched from the relay);
+    returns bob, the group id, its nostr group id and MDK's welcome record."""
     bob = mdk_member("bob")
     publish(relay, bob.key_package_event((relay.url,)))
     [bob_key_package] = fetch(relay, {"kinds": [30443], "authors": [bob.pubkey]})
-    gid = tessera.runtime.run_command("marmot.create_group", {"name": "mixed", "relays": [relay.url]})
+    admins = [bob.pubkey] if bob_admin else []
+    gid = tessera.runtime.run_command("marmot.create_group", {"name": name, "admins": admins, "relays": [relay.url]})
     gid = gid.events[0].partition_key
     tessera.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(bob_key_package)]})
     settle(tessera)  # alone in the group: merged at once, the welcome goes out now
-
     [wrap] = fetch(relay, {"kinds": [1059], "#p": [bob.pubkey], "since": int(time.time()) - 3 * 86_400})
-    opened = gift_wrap.unwrap(wrap, bob.secret_key)
-    welcome = bob.join(opened.rumor, wrap["id"])
+    welcome = bob.join(gift_wrap.unwrap(wrap, bob.secret_key).rumor, wrap["id"])
+    return bob, gid, bob.mdk.get_group(gid).nostr_group_id, welcome
+
+
+def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member, tessera, relay) -> None:
+    bob, gid, route, welcome = mixed_group(mdk_member, tessera, relay, bob_admin=False)
     assert welcome.mls_group_id == gid and welcome.group_name == "mixed"
-    [route] = {group.nostr_group_id for group in bob.mdk.get_groups()}
 
     tessera.runtime.run_command("marmot.send", {"group": gid, "text": "welcome bob"})
     settle(tessera)
@@ -138,23 +146,8 @@ def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member
     assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 3
 
 
-def mixed_group(mdk_member, tessera, relay, *, bob_admin: bool) -> tuple[MdkMember, str, str]:
-    """A Tessera-created group with MDK member bob; returns bob, the group id and its nostr group id."""
-    bob = mdk_member("bob")
-    publish(relay, bob.key_package_event((relay.url,)))
-    [bob_key_package] = fetch(relay, {"kinds": [30443], "authors": [bob.pubkey]})
-    admins = [bob.pubkey] if bob_admin else []
-    gid = tessera.runtime.run_command("marmot.create_group", {"admins": admins, "relays": [relay.url]})
-    gid = gid.events[0].partition_key
-    tessera.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(bob_key_package)]})
-    settle(tessera)
-    [wrap] = fetch(relay, {"kinds": [1059], "#p": [bob.pubkey], "since": int(time.time()) - 3 * 86_400})
-    bob.join(gift_wrap.unwrap(wrap, bob.secret_key).rumor, wrap["id"])
-    return bob, gid, bob.mdk.get_group(gid).nostr_group_id
-
-
 def test_reactions_and_deletions_cross_both_ways(mdk_member, tessera, relay) -> None:
-    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=False)
+    bob, gid, route, _ = mixed_group(mdk_member, tessera, relay, bob_admin=False)
     publish(relay, bob.send(gid, "a message from MDK"))
     settle(tessera)
     [theirs] = history(tessera, gid)
@@ -179,7 +172,7 @@ def test_reactions_and_deletions_cross_both_ways(mdk_member, tessera, relay) -> 
 
 
 def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(mdk_member, tessera, relay) -> None:
-    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=True)
+    bob, gid, route, _ = mixed_group(mdk_member, tessera, relay, bob_admin=True)
     tessera.runtime.run_command("marmot.self_update", {"group": gid})
     TickDaemon(tessera, mode="until_idle").run()  # ours is published and applied from its echo
     theirs = json.loads(bob.mdk.self_update(gid).evolution_event_json)
@@ -199,7 +192,7 @@ def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(
 
 
 def test_removals_from_both_sides(mdk_member, tessera, relay) -> None:
-    bob, gid, route = mixed_group(mdk_member, tessera, relay, bob_admin=True)
+    bob, gid, route, _ = mixed_group(mdk_member, tessera, relay, bob_admin=True)
     carol = mdk_member("carol")
     publish(relay, carol.key_package_event((relay.url,)))
     [carol_key_package] = fetch(relay, {"kinds": [30443], "authors": [carol.pubkey]})
@@ -225,10 +218,7 @@ def test_removals_from_both_sides(mdk_member, tessera, relay) -> None:
 
 def test_we_leave_an_mdk_group_and_its_admin_commits_our_self_remove(mdk_member, tessera, relay) -> None:
     alice = mdk_member("alice")
-    me = pubkey_of(tessera)
-    [our_key_package] = fetch(relay, {"kinds": [30443], "authors": [me], "limit": 1})
-    group, [rumor] = alice.create_group([our_key_package], relays=(relay.url,))
-    publish(relay, gift_wrap.wrap(rumor, alice.secret_key, me, now=int(time.time())))
+    group = mdk_invites_us(alice, tessera, relay)
     settle(tessera)
     tessera.runtime.run_command(
         "marmot.accept", {"welcome": tessera.db.value("SELECT welcome_id FROM marmot_welcomes")}

@@ -6,7 +6,14 @@ import pytest
 
 from protocols.marmot.relays import NostrRelays, RelayActivity
 from tests._peers import PeerUnavailable, peer_missing
-from tests.relay_servers import LocalRelayServer, NostrRelayServer, free_port, start_local_relay, start_nostr_relay
+from tests.relay_servers import (
+    LocalRelayServer,
+    NostrRelayServer,
+    free_port,
+    running_local_relay,
+    start_local_relay,
+    start_nostr_relay,
+)
 
 #: Every real relay here answers at most this many events per REQ, so fetches page.
 CAP = 7
@@ -15,12 +22,8 @@ CAP = 7
 @pytest.fixture(scope="session")
 def local_relay():
     """nostr-sdk's LocalRelay, capped at CAP events per REQ."""
-    try:
-        server = start_local_relay(max_filter_limit=CAP)
-    except PeerUnavailable as missing:
-        peer_missing(str(missing))
-    yield server
-    server.stop()
+    with running_local_relay(max_filter_limit=CAP) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
