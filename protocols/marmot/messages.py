@@ -63,6 +63,8 @@ _MLS_REASONS = (
     (mls.NotAMember, "not_a_member"),
     (mls.DecryptionFailed, "undecryptable"),
     (mls.InvalidSignature, "bad_signature"),
+    (group_data.NoAdminLeft, "no_admin_left"),
+    (group_data.IdentityChanged, "identity_changed"),
     (mls.UnauthorizedCommit, "unauthorized_commit"),
     (mls.ConfirmationMismatch, "confirmation_mismatch"),
     (mls.WrongEpoch, "epoch_expired"),

@@ -1,8 +1,8 @@
 """A Tessera database and MDK 0.8.0 members in one group, through a real relay on 127.0.0.1.
 
-Everything between the two sides travels as Nostr events through rust-nostr's
-``LocalRelay``: KeyPackage events, gift-wrapped welcomes, commits and
-messages.  The Tessera side is the plugin as a user runs it (commands, the
+Everything between the two sides travels as Nostr events through a relay
+(each scenario runs on rust-nostr's ``LocalRelay`` and on the ``nostr-relay``
+package): KeyPackage events, gift-wrapped welcomes, commits and messages.  The Tessera side is the plugin as a user runs it (commands, the
 tick publishing through the ``nostr`` transport, ``sync`` reading relays);
 the MDK side is driven through its Python bindings, as White Noise drives it.
 """
@@ -22,17 +22,32 @@ from protocols.marmot import account as accounts
 from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.wire import gift_wrap
+from tests._peers import PeerUnavailable, peer_missing
 from tests.marmot._read import history
 from tests.marmot.mdk.mdk_peer import MdkMember
-from tests.relay_servers import LocalRelayServer, running_local_relay
+from tests.marmot.mdk.tessera_member import TesseraMember
+from tests.relay_servers import LocalRelayServer, NostrRelayServer, running_local_relay, start_nostr_relay
 
 pytestmark = [pytest.mark.relay, pytest.mark.peer]
 
+Relay = LocalRelayServer | NostrRelayServer
 
-@pytest.fixture
-def relay() -> Iterator[LocalRelayServer]:
-    with running_local_relay() as server:
+
+@pytest.fixture(params=["LocalRelay", "nostr-relay"])
+def relay(request, tmp_path) -> Iterator[Relay]:
+    """A fresh relay of each kind: rust-nostr's LocalRelay, and the nostr-relay package in its own process."""
+    if request.param == "LocalRelay":
+        with running_local_relay() as local:
+            yield local
+        return
+    try:
+        server = start_nostr_relay(tmp_path / "relay")
+    except PeerUnavailable as missing:
+        peer_missing(str(missing))
+    try:
         yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -58,15 +73,15 @@ def settle(app) -> None:
     TickDaemon(app, mode="until_idle").run()
 
 
-def fetch(relay: LocalRelayServer, query: dict) -> list[dict]:
+def fetch(relay: Relay, query: dict) -> list[dict]:
     return sorted(nostr_transport.relays().fetch(query, [relay.url]).events, key=lambda e: (e["created_at"], e["id"]))
 
 
-def publish(relay: LocalRelayServer, event: dict) -> None:
+def publish(relay: Relay, event: dict) -> None:
     nostr_transport.relays().publish(event, [relay.url]).raise_unless_accepted()
 
 
-def mdk_reads(member: MdkMember, relay: LocalRelayServer, nostr_group_id: str, since: int = 0) -> None:
+def mdk_reads(member: MdkMember, relay: Relay, nostr_group_id: str, since: int = 0) -> None:
     for event in fetch(relay, {"kinds": [445], "#h": [nostr_group_id], "since": since}):
         member.receive(event)
 
@@ -76,7 +91,28 @@ def mdk_messages(member: MdkMember, mls_group_id: str) -> list[str]:
     return sorted(json.loads(m.event_json)["content"] for m in found if m.kind == 9)
 
 
-def mdk_invites_us(alice: MdkMember, tessera, relay: LocalRelayServer) -> Any:
+def assert_same_history(tessera, member: MdkMember, mls_group_id: str) -> None:
+    """Both sides hold the same rumors (id, author, kind) and the same words in every message not deleted.
+
+    MDK lists a deletion (kind 5) as a message and keeps the deleted text; we record the deletion
+    in ``marmot_deletions`` and never show a deleted message's text (docs/marmot.md).
+    """
+    rows = history(tessera, mls_group_id, include_invalidated=True)
+    deletions = tessera.db.all(
+        "SELECT lower(hex(deletion_id)), pubkey FROM marmot_deletions WHERE gid = ?", (bytes.fromhex(mls_group_id),)
+    )
+    ours = {(r["id"], r["pubkey"], r["kind"]) for r in rows} | {(d, author, 5) for d, author in deletions}
+    theirs = {}
+    for message in member.mdk.get_messages(mls_group_id, None, None, None):
+        rumor = json.loads(message.event_json)
+        theirs[(rumor["id"], rumor["pubkey"], rumor["kind"])] = rumor["content"]
+    assert ours == set(theirs) and ours
+    for row in rows:
+        if row["state"] != "Deleted":
+            assert theirs[(row["id"], row["pubkey"], row["kind"])] == row["content"]
+
+
+def mdk_invites_us(alice: MdkMember, tessera, relay: Relay) -> Any:
     """MDK member ``alice`` creates a group with our KeyPackage from the relay and sends us its welcome,
     gift-wrapped as a Marmot client does; returns MDK's group."""
     me = pubkey_of(tessera)
@@ -104,6 +140,7 @@ def test_mdk_creates_a_group_and_invites_a_tessera_member(mdk_member, tessera, r
     mdk_reads(alice, relay, group.nostr_group_id)
     assert sorted(r["content"] for r in history(tessera, ours["group"])) == ["hello from MDK", "hello from Tessera"]
     assert mdk_messages(alice, group.mls_group_id) == ["hello from MDK", "hello from Tessera"]
+    assert_same_history(tessera, alice, group.mls_group_id)
 
 
 def mixed_group(mdk_member, tessera, relay, *, bob_admin: bool, name: str = "mixed") -> tuple[MdkMember, str, str, Any]:
@@ -144,6 +181,10 @@ def test_a_tessera_member_creates_a_group_invites_mdk_and_both_commit(mdk_member
     bob.receive(json.loads(update.evolution_event_json))  # MDK applies its own commit from the echo
     settle(tessera)
     assert bob.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 3
+    tessera.runtime.run_command("marmot.send", {"group": gid, "text": "epoch 3"})
+    settle(tessera)
+    mdk_reads(bob, relay, route, since=int(time.time()) - 60)
+    assert_same_history(tessera, bob, gid)
 
 
 def test_reactions_and_deletions_cross_both_ways(mdk_member, tessera, relay) -> None:
@@ -169,6 +210,7 @@ def test_reactions_and_deletions_cross_both_ways(mdk_member, tessera, relay) -> 
     reaction = next(r for r in history(tessera, gid) if r["kind"] == 7 and r["pubkey"] == bob.pubkey)
     assert reaction["content"] == "+" and ["e", oops["id"]] in reaction["tags"]
     assert [r["state"] for r in history(tessera, gid, include_invalidated=True) if r["id"] == oops["id"]] == ["Deleted"]
+    assert_same_history(tessera, bob, gid)
 
 
 def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(mdk_member, tessera, relay) -> None:
@@ -189,6 +231,47 @@ def test_an_mdk_commit_and_ours_racing_for_one_epoch_end_the_same_on_both_sides(
     settle(tessera)
     assert "after the race" in mdk_messages(bob, gid)
     assert {"after the race", "agreed"} <= {r["content"] for r in history(tessera, gid)}
+    assert_same_history(tessera, bob, gid)
+
+
+@pytest.mark.parametrize("change", ["remove the admin", "promote itself"])
+def test_a_non_admins_forbidden_commit_on_the_relay_is_refused_by_both(mdk, mdk_member, tessera, relay, change) -> None:
+    """MDK's alice (the only admin) invites our plugin member and ``rebel``, a non-admin Tessera client
+    that commits what only an admin may; our member and MDK both refuse it and keep talking in the epoch."""
+    alice, rebel, me = mdk_member("alice"), TesseraMember("rebel", relays=(relay.url,)), pubkey_of(tessera)
+    [our_key_package] = fetch(relay, {"kinds": [30443], "authors": [me], "limit": 1})
+    group, rumors = alice.create_group([our_key_package, rebel.key_package_event()], relays=(relay.url,))
+    [ours] = [r for r in rumors if ["e", our_key_package["id"]] in r["tags"]]
+    [theirs] = [r for r in rumors if r is not ours]
+    publish(relay, gift_wrap.wrap(ours, alice.secret_key, me, now=int(time.time())))
+    rebel.join(theirs)
+    settle(tessera)
+    tessera.runtime.run_command(
+        "marmot.accept", {"welcome": tessera.db.value("SELECT welcome_id FROM marmot_welcomes")}
+    )
+    gid, route = group.mls_group_id, group.nostr_group_id
+
+    if change == "remove the admin":
+        forbidden = rebel.commit(remove=(alice.pubkey,)).event
+    else:
+        forbidden = rebel.commit(admins=(alice.pubkey, rebel.pubkey)).event
+    publish(relay, forbidden)
+    settle(tessera)
+    with pytest.raises(mdk.MdkUniffiError, match="not processing commit from non-admin"):
+        alice.receive(forbidden)
+    [(state, reason)] = tessera.db.all(
+        "SELECT state, reason FROM marmot_processed WHERE outer_id = ?",
+        (bytes.fromhex(forbidden["id"]),),
+    )
+    assert (state, reason) == ("Failed", "unauthorized_commit")
+    assert alice.mdk.get_group(gid).epoch == queries.groups(tessera.db)[0]["epoch"] == 1
+
+    publish(relay, alice.send(gid, "still epoch 1"))
+    tessera.runtime.run_command("marmot.send", {"group": gid, "text": "agreed"})
+    settle(tessera)
+    mdk_reads(alice, relay, route, since=int(time.time()) - 60)
+    assert_same_history(tessera, alice, gid)
+    assert {r["content"] for r in history(tessera, gid)} == {"still epoch 1", "agreed"}
 
 
 def test_removals_from_both_sides(mdk_member, tessera, relay) -> None:
