@@ -11,7 +11,17 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import commands, group_commands, handlers, ingest, jobs, nostr_transport, projectors, welcomes
+from protocols.marmot import (
+    commands,
+    group_commands,
+    handlers,
+    inbox,
+    ingest,
+    jobs,
+    nostr_transport,
+    projectors,
+    welcomes,
+)
 
 
 @hookimpl
@@ -25,6 +35,9 @@ def register_protocol():
             "identity_new": Command(group_commands.command_identity_new, description="create this database's account"),
             "key_package_publish": Command(
                 group_commands.command_key_package_publish, description="publish KeyPackages others invite us with"
+            ),
+            "inbox_relays": Command(
+                inbox.command_inbox_relays, description="set and publish the relays invitations to us go to"
             ),
             "create_group": Command(group_commands.command_create_group, description="create a group"),
             "invite": Command(group_commands.command_invite, description="add members by their KeyPackage events"),

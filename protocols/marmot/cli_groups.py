@@ -19,7 +19,7 @@ from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import account as accounts
 from protocols.marmot import group, group_data, nip19, queries
-from protocols.marmot.cli_invitees import newest_key_package
+from protocols.marmot.cli_invitees import find_invitee
 from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
 from protocols.marmot.cli_support import (
     emit,
@@ -105,9 +105,14 @@ def invite(
     gid = joined_group(app, gid)
     where = list(dict.fromkeys([*extra, *_invite_relays(app, gid)]))
     now = app.clock.now_ms() // 1000
-    packages = [newest_key_package(pubkey, where, now) for pubkey in pubkeys]
-    app.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": packages})
-    used = {pubkey: json.loads(package)["id"] for pubkey, package in zip(pubkeys, packages, strict=True)}
+    found = [find_invitee(pubkey, where, now) for pubkey in pubkeys]
+    params = {
+        "group": gid,
+        "key_package_events": [invitee.key_package_event for invitee in found],
+        "inboxes": {invitee.pubkey: list(invitee.inbox) for invitee in found if invitee.inbox},
+    }
+    app.runtime.run_command("marmot.invite", params)
+    used = {invitee.pubkey: json.loads(invitee.key_package_event)["id"] for invitee in found}
     if not as_json:
         for pubkey, event_id in used.items():
             click.echo(f"inviting {short_key(pubkey)} with KeyPackage {event_id}")

@@ -37,6 +37,7 @@ OUTER_INVALIDATED = "outer_invalidated"
 EPOCH_ROLLED_BACK = "epoch_rolled_back"
 ACCOUNT_CREATED = "account_created"
 KEY_PACKAGE_PUBLISHED = "key_package_published"
+INBOX_RELAYS_SET = "inbox_relays_set"
 CHANGE_PUBLISHED = "change_published"  # our commit or proposal, sent and not yet applied
 MERGED_LOCALLY = "merged_locally"  # our commit to a group nobody else is in: applied at once
 WELCOMES_SENT = "welcomes_sent"
@@ -152,6 +153,11 @@ def account_created(pubkey: str, now_ms: int) -> Event:
     return Event(
         ACCOUNT_CREATED, derive_event_id("marmot", ACCOUNT_CREATED, pubkey), ACCOUNT, now_ms, {"pubkey": pubkey}
     )
+
+
+def inbox_relays_set(list_event_id: str, relays: list[str], now_ms: int) -> Event:
+    data = {"event_id": list_event_id, "relays": relays}
+    return Event(INBOX_RELAYS_SET, derive_event_id("marmot", INBOX_RELAYS_SET, list_event_id), ACCOUNT, now_ms, data)
 
 
 def key_package_published(ref: str, event_id: str, relays: tuple[str, ...], last_resort: bool, now_ms: int) -> Event:

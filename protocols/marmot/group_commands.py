@@ -148,7 +148,11 @@ def _admin_only(loaded: group.LoadedGroup, me: accounts.Account, what: str) -> N
 
 
 def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
-    """Add the owners of ``key_package_events`` (signed KeyPackage events, JSON) to ``group``."""
+    """Add the owners of ``key_package_events`` (signed KeyPackage events, JSON) to ``group``.
+
+    ``inboxes`` (pubkey -> relay URLs, their kind-10050 list) says where each invitee's welcome goes;
+    without it, to the relays their KeyPackage event names, else the group's.
+    """
     me = accounts.require(ctx.state)
     loaded = group.load_joined(ctx.state, params.get("group"))
     _admin_only(loaded, me, "invite")
@@ -161,7 +165,19 @@ def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
     for package in packages:
         if package.author in members:
             raise InvalidInput(f"{package.author[:16]} is a member of group {loaded.gid} already")
-    return _commit(ctx, loaded, me, add=packages)
+    return _commit(ctx, loaded, me, add=packages, inboxes=_inboxes(params.get("inboxes"), packages))
+
+
+def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEvent]) -> dict[str, tuple[str, ...]]:
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise InvalidInput("inboxes must map an invitee's hex public key to a list of relay URLs")
+    invited = {package.author for package in packages}
+    unknown = sorted(set(given) - invited)
+    if unknown:
+        raise InvalidInput(f"inboxes names {unknown[0][:16]}, who is not among the invitees")
+    return {str(pubkey): tuple(_relays(urls)) for pubkey, urls in given.items()}
 
 
 def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
@@ -233,6 +249,7 @@ def _commit(
     add: Sequence[key_package_events.KeyPackageEvent] = (),
     remove: Sequence[str] = (),
     self_update: bool = False,
+    inboxes: dict[str, tuple[str, ...]] | None = None,
 ) -> Result:
     state = loaded.state
     if not state.active:
@@ -244,7 +261,7 @@ def _commit(
     result = mls.commit(state, add=[p.key_package for p in add], remove=remove, self_update=self_update)
     digest = hashlib.sha256(result.message).hexdigest()
     now = ctx.now_ms // 1000
-    wraps = _welcome_wraps(me, result, add, group_data.read(result.new_state).relays, now)
+    wraps = _welcome_wraps(me, result, add, group_data.read(result.new_state).relays, inboxes or {}, now)
     values = SealedValues(ctx.state)
     action = "invite" if add else "remove" if remove else "self_update"
     detail = {"added": [p.author for p in add], "removed": list(remove), "digest": digest}
@@ -284,9 +301,11 @@ def _welcome_wraps(
     result: mls.CommitResult,
     added: Sequence[key_package_events.KeyPackageEvent],
     group_relays: Sequence[str],
+    inboxes: dict[str, tuple[str, ...]],
     now: int,
 ) -> list[tuple[dict, tuple[str, ...]]]:
-    """One gift-wrapped welcome rumor per invitee, and the relays to send it to (theirs, else the group's)."""
+    """One gift-wrapped welcome rumor per invitee, and the relays to send it to: their inbox list, else the
+    relays their KeyPackage names, else the group's."""
     wraps = []
     for package in added:
         welcome = result.welcomes[package.author]
@@ -297,6 +316,6 @@ def _welcome_wraps(
             relays=group_relays or package.relays,
             created_at=now,
         )
-        inbox = tuple(package.relays or group_relays)
+        inbox = tuple(inboxes.get(package.author) or package.relays or group_relays)
         wraps.append((gift_wrap.wrap(rumor, me.secret_key, package.author, now=now), inbox))
     return wraps

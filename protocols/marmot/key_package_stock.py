@@ -25,13 +25,13 @@ from protocols.marmot.account import Account
 from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.state_store import SealedValues
 from protocols.marmot.wire import key_package_events
+from protocols.marmot.wire.relay_lists import KEY_PACKAGE_RELAYS_KIND, relay_list_event
 from protocols.mls.codec import Opaque, Uint8, decode, encode
 from protocols.mls.crypto import suite
 from protocols.mls.group.join import decode_welcome
 from protocols.mls.group.key_packages import key_package_ref
 
 KEY_PACKAGE = "kp/"
-KEY_PACKAGE_RELAY_LIST_KIND = 10051  # MIP-00: where to find our KeyPackages
 DEFAULT_STOCK = 3
 MAX_STOCK = 100
 
@@ -135,11 +135,5 @@ def used_intents(values: SealedValues, stored: StoredKeyPackage) -> list[WritePr
 
 def relay_list_intent(account: Account, relays: Sequence[str], now: int) -> EnqueueOutgoing:
     """Publish our KeyPackage relay list (kind 10051, replaceable) naming ``relays``, to those relays."""
-    listed = sorted(set(relays))
-    unsigned = {
-        "created_at": now,
-        "kind": KEY_PACKAGE_RELAY_LIST_KIND,
-        "tags": [["relay", url] for url in listed],
-        "content": "",
-    }
-    return publish_intent(account.sign(unsigned), listed)
+    listed = relay_list_event(KEY_PACKAGE_RELAYS_KIND, relays, now)
+    return publish_intent(account.sign(listed), sorted(set(relays)))

@@ -7,8 +7,8 @@ What we ask relays for:
   its resume cursor (seed 000: the cursor only moves forward, so a sync
   never asks for less than what is unprocessed; events of that second that
   were processed come back and are recognised as duplicates);
-- our invitations: kind-1059 gift wraps with our ``p`` tag, from the relays
-  our KeyPackages were published to.  Gift wraps are back-dated by up to two
+- our invitations: kind-1059 gift wraps with our ``p`` tag, from our inbox
+  relays and the relays our KeyPackages were published to (:mod:`.inbox`).  Gift wraps are back-dated by up to two
   days (NIP-59), so ``since`` is the last inbox sync minus that.
 
 Fetching is a network call, made outside any transaction; what it brings is
@@ -32,10 +32,11 @@ import attrs
 from core import queues
 from core.state import ProtocolState
 from protocols.marmot import account as accounts
-from protocols.marmot import group, group_data, key_package_stock, nostr_transport
+from protocols.marmot import group, group_data, nostr_transport
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.inbox import gift_wrap_relays
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
 from protocols.marmot.state_store import STATE, routes_of
 from protocols.marmot.wire import gift_wrap, nostr
@@ -83,7 +84,7 @@ def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscriptio
             found.append(Subscription(f"group {gid}", query, relays))
         me = accounts.load(state)
         if me is not None:
-            inbox = {relay for kp in key_package_stock.stock(state) for relay in kp.relays} | set(extra)
+            inbox = {*gift_wrap_relays(state), *extra}
             if inbox:
                 query = {"kinds": [gift_wrap.GIFT_WRAP_KIND], "#p": [me.pubkey]}
                 since = state.get(INBOX_SINCE)

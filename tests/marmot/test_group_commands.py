@@ -18,8 +18,10 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
+from protocols.marmot import account as accounts
 from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
+from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state_store import routes_of
 from protocols.marmot.wire import nostr
@@ -170,3 +172,62 @@ def test_publishing_key_packages_also_publishes_where_to_find_them(marmot_app, r
     [relay_list] = relays.fetch({"kinds": [10051], "authors": [alice_pk]}, [RELAY]).events
     assert relay_list["tags"] == [["relay", RELAY]] and relay_list["content"] == ""
     assert len(relays.fetch({"kinds": [30443], "authors": [alice_pk]}, [RELAY]).events) == 2
+
+
+INBOX = "ws://inbox.test"
+ELSEWHERE = "ws://elsewhere.test"
+
+
+def test_a_welcome_goes_to_the_invitees_inbox_relays_and_they_read_it_there(marmot_app, relays) -> None:
+    relays.add(INBOX)
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    bob.runtime.run_command("marmot.inbox_relays", {"relays": [INBOX]})
+    tick(alice, bob)
+    [inbox_list] = relays.fetch({"kinds": [10050], "authors": [bob_pk]}, [RELAY]).events
+    assert inbox_list["tags"] == [["relay", INBOX]]
+
+    invitee = find_invitee(bob_pk, [RELAY], alice.clock.now_ms() // 1000)
+    assert invitee.inbox == (INBOX,)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    params = {"group": gid, "key_package_events": [invitee.key_package_event], "inboxes": {bob_pk: [INBOX]}}
+    alice.runtime.run_command("marmot.invite", params)
+    pump(alice, bob)
+    assert not relays.fetch({"kinds": [1059], "#p": [bob_pk]}, [RELAY]).events
+    assert len(relays.fetch({"kinds": [1059], "#p": [bob_pk]}, [INBOX]).events) == 1
+    assert bob.db.value("SELECT count(*) FROM marmot_welcomes WHERE state = 'pending'") == 1
+
+
+def test_an_invitees_key_packages_are_found_through_their_general_relay_list(marmot_app, relays) -> None:
+    """bob's KeyPackage is only on a relay his kind-10002 list names as one he writes to."""
+    relays.add(ELSEWHERE)
+    bob = marmot_app()
+    bob_pk = bob.runtime.run_command("marmot.identity_new", {}).events[0].data["pubkey"]
+    bob.runtime.run_command("marmot.key_package_publish", {"relays": [ELSEWHERE], "count": 1})
+    tick(bob)
+    with bob.db.read():
+        me = accounts.require(ProtocolState(bob.db, "marmot"))
+    relays.publish(
+        me.sign({"created_at": 1, "kind": 10002, "tags": [["r", ELSEWHERE, "write"]], "content": ""}), [RELAY]
+    )
+
+    invitee = find_invitee(bob_pk, [RELAY], bob.clock.now_ms() // 1000)
+    assert json.loads(invitee.key_package_event)["pubkey"] == bob_pk and invitee.inbox == ()
+    relays.publish(
+        me.sign({"created_at": 2, "kind": 10002, "tags": [["r", ELSEWHERE, "read"]], "content": ""}), [RELAY]
+    )
+    with pytest.raises(NoKeyPackage, match="no KeyPackage"):
+        find_invitee(bob_pk, [RELAY], bob.clock.now_ms() // 1000)  # a relay he only reads from is not searched
+
+
+def test_inboxes_must_name_invitees_and_relay_addresses(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    package = key_package_event(relays, bob_pk)
+    for inboxes, error in (({"ab" * 32: [INBOX]}, "not among the invitees"), ({bob_pk: ["http://x"]}, "ws://")):
+        with pytest.raises(InvalidInput, match=error):
+            alice.runtime.run_command(
+                "marmot.invite", {"group": gid, "key_package_events": [package], "inboxes": inboxes}
+            )

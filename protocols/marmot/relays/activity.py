@@ -35,9 +35,15 @@ class Happening(enum.Enum):
     OK_ID_TOLERATED = "ok_id_tolerated"
     EXCLUSIVE_UNTIL = "exclusive_until"
     CROWDED_SECOND = "crowded_second"
+    POSSIBLY_CROWDED = "possibly_crowded"
 
 
-_PROBLEMS = frozenset(Happening) - {Happening.CONNECTED, Happening.NOTICE, Happening.RECONNECTING}
+_PROBLEMS = frozenset(Happening) - {
+    Happening.CONNECTED,
+    Happening.NOTICE,
+    Happening.RECONNECTING,
+    Happening.POSSIBLY_CROWDED,
+}
 
 
 @attrs.frozen

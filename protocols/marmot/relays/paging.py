@@ -14,7 +14,12 @@ id.  Three real-world wrinkles are handled here:
   relay does not silently lose the caller's last second;
 * a second holding more matching events than the relay returns per page
   would stop paging for good; instead that second is recorded as crowded
-  (some of its events may be missing) and paging continues below it.
+  (some of its events may be missing) and paging continues below it.  A page
+  of already-seen events of one second is only *proof* of that when the
+  walk shows the relay cutting answers at that size (a page followed by a
+  page with new events was cut short); then it is a warning.  Without proof
+  (a relay holding just those few events looks the same) the second is still
+  recorded, so nothing is silently lost, but reported at info level.
 
 Every event is checked (shape, id, BIP-340 signature) and must match the
 filter sent, because relays are untrusted.
@@ -93,6 +98,9 @@ class _Walk:
     bound_seen: bool
     shift: int = 0  # 1 once the relay is known to treat until as exclusive
     largest_page: int = 0  # the most events one page brought: the relay's cap, as far as we can tell
+    previous_page: int = 0  # the size of the last answer, proven cut short if the next page brings new events
+    proven_cap: int | None = None  # the smallest answer proven cut short
+    unproven: list[tuple[int, int]] = attrs.Factory(list)  # (second, page size) recorded as crowded without proof
     # The caller's own until, before the relay's reading of until is known: ask one second more
     # (an exclusive relay then returns exactly the wanted seconds; an inclusive one's extra is dropped).
     over_ask: bool = False
@@ -123,7 +131,23 @@ async def page_backwards(
     Stops after ``wanted.limit`` events when that is set.
     """
     over_ask = wanted.until is not None and not bound_seen
-    walk = _Walk(wanted.until, bound_seen, largest_page=largest_page, over_ask=over_ask)
+    walk = _Walk(wanted.until, bound_seen, largest_page=largest_page, previous_page=largest_page, over_ask=over_ask)
+    try:
+        async for event in _walk_pages(connection, wanted, tally, walk, page_size, timeout_s, seen):
+            yield event
+    finally:
+        _report_unproven(walk, tally)
+
+
+async def _walk_pages(
+    connection: RelayConnection,
+    wanted: Filter,
+    tally: Tally,
+    walk: _Walk,
+    page_size: int,
+    timeout_s: float,
+    seen: set[str],
+) -> AsyncIterator[dict[str, Any]]:
     wanted_count = wanted.limit
     page_size = min(page_size, wanted_count) if wanted_count else page_size
     yielded = 0
@@ -137,6 +161,9 @@ async def page_backwards(
             continue
         fresh = [event for event in page if event["id"] not in seen]
         seen.update(event["id"] for event in page)
+        if fresh and walk.previous_page and walk.bound is not None:
+            walk.proven_cap = min(walk.proven_cap or walk.previous_page, walk.previous_page)
+        walk.previous_page = len(page)
         for event in fresh:
             if matches(wanted, event) and (wanted_count is None or yielded < wanted_count):
                 yielded += 1
@@ -144,8 +171,9 @@ async def page_backwards(
         if wanted_count is not None and yielded >= wanted_count:
             return
         full = len(page) >= page_size or 0 < walk.largest_page <= len(page)
+        proven = len(page) >= page_size or (walk.proven_cap is not None and len(page) >= walk.proven_cap)
         walk.largest_page = max(walk.largest_page, len(page))
-        if not _step(walk, wanted, page, fresh, full, tally):
+        if not _step(walk, wanted, page, fresh, full, proven, tally):
             return
 
 
@@ -157,11 +185,18 @@ def _reveals_exclusive_until(walk: _Walk, page: list[dict[str, Any]]) -> bool:
 
 
 def _step(
-    walk: _Walk, wanted: Filter, page: list[dict[str, Any]], fresh: list[dict[str, Any]], full: bool, tally: Tally
+    walk: _Walk,
+    wanted: Filter,
+    page: list[dict[str, Any]],
+    fresh: list[dict[str, Any]],
+    full: bool,
+    proven: bool,
+    tally: Tally,
 ) -> bool:
     """Move the walk below what ``page`` covered; False when the relay has nothing more.
 
-    ``full`` says the page was as large as any before it, so it may have been cut off.
+    ``full`` says the page was as large as any before it, so it may have been cut off;
+    ``proven`` that the relay is known to cut answers at this size.
     """
     if fresh:
         walk.bound = min(event["created_at"] for event in page)
@@ -173,8 +208,28 @@ def _step(
     # hold more of that second than it will ever show with until alone.
     if full:
         tally.crowded_seconds.append(walk.bound)
-        detail = f"a full page of created_at {walk.bound}; some events of that second may be missing"
-        tally.report(tally.relay, Happening.CROWDED_SECOND, detail)
+        if proven:
+            _report_crowded(tally, walk.bound, len(page))
+        else:
+            walk.unproven.append((walk.bound, len(page)))
     walk.bound -= 1
     walk.bound_seen = False
     return walk.bound >= (wanted.since or 0)
+
+
+def _report_crowded(tally: Tally, second: int, size: int) -> None:
+    detail = f"a full page ({size}) of created_at {second}; some events of that second may be missing"
+    tally.report(tally.relay, Happening.CROWDED_SECOND, detail)
+
+
+def _report_unproven(walk: _Walk, tally: Tally) -> None:
+    """Report the seconds recorded as crowded without proof, now that the walk has shown what it could."""
+    for second, size in walk.unproven:
+        if walk.proven_cap is not None and size >= walk.proven_cap:
+            _report_crowded(tally, second, size)
+        else:
+            detail = (
+                f"a page of {size} seen event(s), all of created_at {second}, and no sign the relay cuts answers "
+                f"at {size}; if it does, some events of that second may be missing"
+            )
+            tally.report(tally.relay, Happening.POSSIBLY_CROWDED, detail)

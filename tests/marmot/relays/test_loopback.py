@@ -11,10 +11,12 @@ import pytest
 from protocols.marmot.relays import (
     Backoff,
     FetchStatus,
+    Happening,
     LiveOptions,
     MemoryRelays,
     PublishFailed,
     PublishStatus,
+    RelayActivity,
 )
 from tests.marmot.relays._events import Author, group_id, ids, now
 
@@ -173,3 +175,26 @@ def _wait(condition, timeout_s: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.01)
+
+
+def test_a_crowded_second_is_a_warning_only_once_the_relay_is_seen_cutting_answers_short():
+    """Capped at 3: four events in one second and an older one prove the cut; a relay holding
+    just two events of one second looks the same as a capped one, so that is only noted."""
+    seen: list[RelayActivity] = []
+    relays = MemoryRelays([A], max_limit=3, observe=seen.append)
+    author, crowded_gid, quiet_gid = Author(), group_id(), group_id()
+    for event in [author.event(tags=[["h", crowded_gid]], created_at=2000) for _ in range(4)] + [
+        author.event(tags=[["h", crowded_gid]], created_at=1000)
+    ]:
+        relays.publish(event, [A]).raise_unless_accepted()
+    for _ in range(2):
+        relays.publish(author.event(tags=[["h", quiet_gid]], created_at=3000), [A]).raise_unless_accepted()
+
+    crowded = relays.fetch({"#h": [crowded_gid]}, [A])
+    assert crowded.outcomes[0].crowded_seconds == (2000,) and len(crowded.events) == 4
+    assert [a.happening for a in seen if "created_at 2000" in a.detail] == [Happening.CROWDED_SECOND]
+
+    seen.clear()
+    quiet = relays.fetch({"#h": [quiet_gid]}, [A])
+    assert quiet.outcomes[0].crowded_seconds == (3000,) and len(quiet.events) == 2
+    assert [a.happening for a in seen if "created_at 3000" in a.detail] == [Happening.POSSIBLY_CROWDED]
