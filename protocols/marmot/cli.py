@@ -229,6 +229,7 @@ for _command in (
     cli_account.identity,
     cli_account.whoami,
     cli_account.key_package,
+    cli_account.inbox_relays,
     *cli_groups.COMMANDS,
     *cli_messages.COMMANDS,
     cli_sync.sync,

@@ -1,4 +1,4 @@
-"""``tessera marmot identity new``, ``whoami`` and ``key-package publish``: this database's account."""
+"""``tessera marmot identity new``, ``whoami``, ``key-package publish`` and ``inbox-relays``: this database's account."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 
 from core.state import ProtocolState
 from protocols.marmot import account as accounts
-from protocols.marmot import key_package_stock, nip19
+from protocols.marmot import inbox, key_package_stock, nip19
 from protocols.marmot.cli_publish import publish_now, timeout_option
 from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.handlers import PROTOCOL
@@ -91,3 +91,31 @@ def key_package_publish(
         f"{count} unused KeyPackage(s) are out already; --force publishes another"
     ]
     emit(as_json, {"key_packages": made, "publish": summary.to_json()}, [*lines, *summary.lines()])
+
+
+@click.command("inbox-relays")
+@timeout_option
+@json_option
+@click.argument("urls", nargs=-1)
+@click.pass_obj
+def inbox_relays(obj: Any, timeout_s: int, as_json: bool, urls: tuple[str, ...]) -> None:
+    """Show where invitations to us go; with URLS, set them and publish our inbox relay list (kind 10050)."""
+    app = obj.app()
+    if urls:
+        outcome = app.runtime.run_command("marmot.inbox_relays", {"relays": relay_urls(urls)})
+        summary = publish_now(app, timeout_s) if outcome.events else None
+    else:
+        summary = None
+    with app.db.read():
+        state = ProtocolState(app.db, PROTOCOL)
+        accounts.require(state)
+        listed, read_from = inbox.inbox_relays(state), inbox.gift_wrap_relays(state)
+    shown: dict[str, Any] = {"inbox": list(listed), "read_from": list(read_from)}
+    lines = [
+        f"inbox relays: {', '.join(listed) or 'none published'}",
+        f"invitations read from: {', '.join(read_from) or 'no relay'}",
+    ]
+    if summary is not None:
+        shown["publish"] = summary.to_json()
+        lines += summary.lines()
+    emit(as_json, shown, lines)

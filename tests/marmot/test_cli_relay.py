@@ -132,6 +132,9 @@ def test_two_people_make_a_group_and_talk_through_a_real_relay(relay: LocalRelay
     for person in (alice, bob):
         published = person.marmot("key-package", "publish", "--relay", relay.url, "--count", "1")
         assert len(published["key_packages"]) == 1 and accepted_everywhere(published["publish"])
+    inbox = bob.marmot("inbox-relays", relay.url)
+    assert inbox["inbox"] == inbox["read_from"] == [relay.url] and accepted_everywhere(inbox["publish"])
+    assert bob.marmot("inbox-relays") == {"inbox": [relay.url], "read_from": [relay.url]}
 
     gid = alice.marmot("create-group", "--name", "tea", "--relay", relay.url)["group"]
     invited = alice.marmot("invite", "--group", gid, b["npub"])
@@ -195,6 +198,7 @@ def test_mistakes_are_one_line_errors(relay: LocalRelayServer, tmp_path: Path) -
     assert "no KeyPackage of" in carol.error("invite", "--group", gid, "cd" * 32, "--timeout", "0")
     assert "ws:// or wss://" in carol.error("key-package", "publish", "--relay", "http://relay.example")
     assert "not a message id" in carol.error("react", "--group", gid, "--to", "zz" * 32, "+")
+    assert "ws:// or wss://" in carol.error("inbox-relays", "https://relay.example")
 
 
 def test_listen_follows_a_group_created_after_it_started(marmot_app, clock, monkeypatch) -> None:
