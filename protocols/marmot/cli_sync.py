@@ -11,11 +11,10 @@ joined, accepted in another terminal, or left).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -71,46 +70,12 @@ class NothingToFollow(MarmotError, InvalidInput):
     """``listen`` was started where there is no group and no relay to follow."""
 
 
-class _TakingTurns:
-    """One database shared by the subscription threads: their transactions take turns.
-
-    :func:`protocols.marmot.sync.listen` queues from one thread per
-    subscription on the app it is given, and a ``Database`` is one
-    connection's transaction state, which threads must not interleave.
-    """
-
-    def __init__(self, db: Any):
-        self._db = db
-        self._turn = threading.RLock()
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Any]:
-        with self._turn, self._db.write():
-            yield self
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Any]:
-        with self._turn, self._db.read():
-            yield self
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
-
-
-class _ListeningApp:
-    """What ``sync.listen`` uses of an app (``db``, ``runtime``), with transactions taking turns."""
-
-    def __init__(self, app: App):
-        self.db = _TakingTurns(app.db)
-        self.runtime = app.runtime
-
-
 class RelayFeed:
     """Live subscriptions on their own connection, rebuilt when what to follow changes."""
 
     def __init__(self, tick_app: App, feed_app: App, extra_relays: Sequence[str]):
         self.tick_app = tick_app
-        self.feed = _ListeningApp(feed_app)
+        self.feed = feed_app  # used by the listen thread alone
         self.extra = tuple(extra_relays)
         self.following: tuple[tuple[str, tuple[str, ...], str], ...] = ()
         self._stop = threading.Event()

@@ -23,6 +23,7 @@ own transaction as it arrives and leaves processing to a running tick.
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -120,29 +121,63 @@ def listen(
     *,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
-    """Queue live events of every subscription until ``stop`` is set (one thread per subscription)."""
+    """Queue live events of every subscription until ``stop`` is set.
+
+    One thread per subscription reads its relays and hands events over; only
+    the calling thread touches ``app.db`` (a connection's transactions must
+    not interleave across threads), queueing what arrived together in one
+    short transaction.  Returns once ``stop`` is set and what arrived is queued,
+    or when every subscription has ended.
+    """
+    arrived: queue.Queue[dict[str, Any]] = queue.Queue()
     threads = []
     for sub in subscriptions(app.db, extra_relays):
-
-        def queue_one(event: dict[str, Any], what: str = sub.what) -> None:
-            if not _admitted([event], app.runtime.clock.now_ms() // 1000, {}):
-                return
-            with app.db.write():
-                queues.push_incoming(app.db, PROTOCOL, [_wire(event)], app.runtime.clock.now_ms())
-            if on_event is not None:
-                on_event(event)
-
         thread = threading.Thread(
             target=nostr_transport.relays().subscribe,
-            args=(sub.filter, sub.relays, queue_one),
+            args=(sub.filter, sub.relays, arrived.put),
             kwargs={"stop": stop},
             name=f"marmot-listen-{sub.what}",
             daemon=True,
         )
         thread.start()
         threads.append(thread)
+    while True:
+        try:
+            batch = [arrived.get(timeout=_HANDOVER_WAIT_S)]
+        except queue.Empty:
+            if stop.is_set() or not any(thread.is_alive() for thread in threads):
+                break
+            continue
+        while len(batch) < _HANDOVER_BATCH:
+            try:
+                batch.append(arrived.get_nowait())
+            except queue.Empty:
+                break
+        _queue_live(app, batch, on_event)
     for thread in threads:
         thread.join()
+    leftover = []
+    while not arrived.empty():
+        leftover.append(arrived.get_nowait())
+    if leftover:
+        _queue_live(app, leftover, on_event)
+
+
+# How long the writer waits for a live event before looking at the stop flag, and how many it queues at once.
+_HANDOVER_WAIT_S = 0.05
+_HANDOVER_BATCH = 256
+
+
+def _queue_live(app: Any, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None) -> None:
+    now_ms = app.runtime.clock.now_ms()
+    admitted = _admitted(events, now_ms // 1000, {})
+    if not admitted:
+        return
+    with app.db.write():
+        queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
+    if on_event is not None:
+        for event in admitted:
+            on_event(event)
 
 
 def _admitted(events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:

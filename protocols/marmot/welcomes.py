@@ -62,6 +62,8 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
         rumor = welcome_events.parse_welcome_rumor(opened.rumor)
     except InvalidWelcomeRumor as exc:
         return _refused(ctx, wrap["id"], f"welcome rumor: {exc}")
+    if ctx.db.one("SELECT 1 FROM marmot_welcomes WHERE welcome_id = ?", (rumor.rumor_id,)) is not None:
+        return Result(duplicate=True)  # the same invitation again (a relay re-sent it): already listed or answered
     stored = key_package_stock.for_welcome(ctx.state, rumor.welcome)
     if stored is None:
         return _refused(ctx, wrap["id"], "the welcome is for no KeyPackage we still hold")

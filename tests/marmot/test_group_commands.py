@@ -10,6 +10,8 @@ tick publishes (``nostr`` transport) and ``sync`` reads relays into
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -19,13 +21,13 @@ from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols.marmot import account as accounts
-from protocols.marmot import nostr_transport, queries
+from protocols.marmot import key_package_stock, nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state_store import routes_of
 from protocols.marmot.wire import nostr
-from tests.marmot._read import history, history_ids
+from tests.marmot._read import facts, history, history_ids
 
 RELAY = "ws://relay.test"
 
@@ -62,6 +64,13 @@ def key_package_event(relays, pubkey: str) -> str:
     found = relays.fetch({"kinds": [30443], "authors": [pubkey]}, [RELAY]).events
     assert found, f"no KeyPackage of {pubkey[:8]} on the relay"
     return json.dumps(found[0])
+
+
+def unused_key_package(relays, app) -> str:
+    """One of ``app``'s KeyPackage events that it still holds (a used one stays on the relay)."""
+    with app.db.read():
+        held = {stored.event_id for stored in key_package_stock.stock(ProtocolState(app.db, "marmot"))}
+    return json.dumps(relays.fetch({"ids": sorted(held)}, [RELAY]).events[0])
 
 
 def admin_and_member(relays, alice, bob, bob_pk: str) -> str:
@@ -231,3 +240,68 @@ def test_inboxes_must_name_invitees_and_relay_addresses(marmot_app, relays) -> N
             alice.runtime.run_command(
                 "marmot.invite", {"group": gid, "key_package_events": [package], "inboxes": inboxes}
             )
+
+
+class _ThreadsSeen:
+    """The database of an app, noting which threads open its transactions."""
+
+    def __init__(self, db):
+        self._db = db
+        self.threads: set[int] = set()
+
+    def write(self):
+        self.threads.add(threading.get_ident())
+        return self._db.write()
+
+    def read(self):
+        self.threads.add(threading.get_ident())
+        return self._db.read()
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+
+def test_listen_queues_every_live_event_from_the_calling_thread_alone(marmot_app, clock, relays) -> None:
+    clock.now = int(time.time() * 1000)  # live events are checked against the app's clock
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    gid = admin_and_member(relays, alice, bob, bob_pk)
+    listener = marmot_app(path=bob.db.path)
+    seen = _ThreadsSeen(listener.db)
+    listening = type("Listening", (), {"db": seen, "runtime": listener.runtime})()
+    stop, queued = threading.Event(), []
+    thread = threading.Thread(target=relay_sync.listen, args=(listening, stop), kwargs={"on_event": queued.append})
+    thread.start()
+    try:
+        for n in range(30):
+            alice.runtime.run_command("marmot.send", {"group": gid, "text": f"live {n}"})
+        carol, _ = member(marmot_app, relays)  # an invitation for bob arrives on the other subscription meanwhile
+        tick(carol)
+        other = carol.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+        carol.runtime.run_command(
+            "marmot.invite", {"group": other, "key_package_events": [unused_key_package(relays, bob)]}
+        )
+        tick(alice, carol)
+        deadline = time.monotonic() + 10
+        while len(queued) < 31 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive() and seen.threads == {thread.ident}
+    tick(bob)
+    assert sorted(r["content"] for r in history(bob, gid)) == sorted(f"live {n}" for n in range(30))
+    assert bob.db.value("SELECT count(*) FROM marmot_welcomes WHERE state = 'pending'") == 1
+
+
+def test_an_answered_invitation_sent_again_is_recognised_not_refused(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    admin_and_member(relays, alice, bob, bob_pk)
+    assert len(relays.fetch({"kinds": [1059], "#p": [bob_pk]}, [RELAY]).events) == 1
+    with bob.db.write():
+        bob.db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key = 'sync/inbox_since'")
+    relay_sync.sync(bob)  # reads the gift wrap again
+    tick(bob)
+    assert bob.db.all("SELECT state FROM marmot_welcomes") == [("accepted",)]
+    assert facts(bob, "welcome_refused") == []
