@@ -269,7 +269,7 @@ def test_listen_queues_every_live_event_from_the_calling_thread_alone(marmot_app
     listener = marmot_app(path=bob.db.path)
     seen = _ThreadsSeen(listener.db)
     listening = type("Listening", (), {"db": seen, "runtime": listener.runtime})()
-    stop, queued = threading.Event(), []
+    stop, queued = threading.Event(), list[dict]()
     thread = threading.Thread(target=relay_sync.listen, args=(listening, stop), kwargs={"on_event": queued.append})
     thread.start()
     try:
