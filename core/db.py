@@ -183,6 +183,20 @@ def connection_temp_store_memory(conn: apsw.Connection) -> None:
     conn.pragma("temp_store", "MEMORY")
 
 
+def connection_secure_delete(conn: apsw.Connection, on: bool) -> None:
+    """Deleted content is overwritten with zeros (free pages included), so what a purge or a retention job
+    deletes is gone from the file once the WAL is checkpointed.  It must hold for every write, not only the
+    delete: a page split leaves copies of rows in a page's free space, which only this setting clears."""
+    conn.pragma("secure_delete", "ON" if on else "OFF")
+
+
+def connection_incremental_vacuum(conn: apsw.Connection) -> None:
+    """A new file tracks its free pages so ``PRAGMA incremental_vacuum`` can give them back to the disk a few
+    at a time (a full VACUUM rewrites the whole file under the write lock).  SQLite takes this only before
+    the first table exists."""
+    conn.pragma("auto_vacuum", "INCREMENTAL")
+
+
 def connection_application_id(conn: apsw.Connection) -> None:
     """Mark the file as Tessera's in its header, so a later open can tell it from anyone else's."""
     conn.pragma("application_id", TESSERA_APPLICATION_ID)
@@ -213,9 +227,12 @@ def open_connection(path: str, settings: Settings, *, readonly: bool = False, cr
                 path=path,
             )
         if not readonly:
+            if kind == "blank":
+                connection_incremental_vacuum(conn)
             if kind != "tessera":
                 connection_application_id(conn)
             connection_wal(conn)
+            connection_secure_delete(conn, bool(settings.secure_delete))
         connection_synchronous_normal(conn)
         connection_foreign_keys(conn)
         connection_cache_size(conn, settings.cache_mib)

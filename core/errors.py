@@ -174,6 +174,10 @@ class UnknownIntent(TesseraError, TypeError):
     """A command returned an infra intent outside the allowlist."""
 
 
+class PurgeWithoutRecord(PluginError):
+    """A ``PurgeEvents`` intent names a retention event that is not in the log (it must come in the same Result)."""
+
+
 # --- item processing ----------------------------------------------------
 
 
@@ -285,6 +289,10 @@ class DatabaseCorrupt(StorageError):
 
 class CorruptEvent(StorageError, ValueError):
     """A logged event's payload no longer decodes as the canonical JSON it was written as."""
+
+
+class EventPurged(TesseraError, LookupError):
+    """The event was purged by a retention event: only its tombstone (ids, type, seq) is left."""
 
 
 class EventTableMismatch(SchemaError):

@@ -3,6 +3,17 @@
 Appends are idempotent on ``(protocol, event_id)``: a duplicate is counted as
 a no-op, never an error.  ``seq`` only grows, and because one writer commits
 at a time, a reader that sees ``seq = n`` also sees every event before it.
+
+The one change the log allows is a **purge** (:func:`purge`): a retention
+event recorded in the same transaction names what goes, and each purged
+event's payload is emptied.  The row stays as a tombstone: ``seq`` stays
+contiguous and ``(protocol, event_id)`` stays taken, so replaying the input
+that made it is still a no-op.  Readers of the log return tombstones
+(``purged`` true; their ``data`` raises :class:`~core.errors.EventPurged`) so
+a replay sees the same sequence of event types as the live projections did;
+a projector handles a tombstone only where it declares a tombstone handler
+(see :class:`projectors.Projector`), e.g. to keep a count that the retention
+event later lowers.
 """
 
 from __future__ import annotations
@@ -14,7 +25,7 @@ from typing import Any
 import attrs
 
 from core.db import Database
-from core.errors import EventTableMismatch
+from core.errors import EventTableMismatch, PurgeWithoutRecord
 from core.records import Event, StoredEvent
 
 
@@ -75,9 +86,19 @@ _APPEND = (
     f"INSERT INTO events({', '.join(_APPENDED)}) VALUES ({', '.join('?' * len(_APPENDED))}) "
     "ON CONFLICT(protocol, event_id) DO NOTHING"
 )
+#: A purged event's payload: no event has an empty one (payloads are JSON).
+TOMBSTONE = b""
 _BY_RANGE = f"SELECT {_SELECT} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
 _BY_PARTITION = (
     f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+_PURGE = (
+    "UPDATE events SET payload = X'' WHERE protocol = ? AND event_id = ? AND payload != X'' AND seq < ? RETURNING seq"
+)
+_RECORD_PURGE = (
+    "INSERT INTO event_purges(by_seq, lowest_seq, purged, purged_at_ms) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(by_seq) DO UPDATE SET lowest_seq = min(lowest_seq, excluded.lowest_seq), "
+    "purged = purged + excluded.purged"
 )
 _BY_ID = f"SELECT {_SELECT} FROM events WHERE protocol = ? AND event_id = ?"
 _HEAD = "SELECT coalesce(max(seq), 0) FROM events"
@@ -167,8 +188,40 @@ def _described(name: str, sql_type: str, not_null: bool, primary_key: bool) -> s
 
 
 def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
+    """The event (or its tombstone, ``purged`` true, once purged) with this id, or None."""
     row = db.one(_BY_ID, (protocol, event_id))
     return stored_event(row) if row else None
+
+
+def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: bytes, now_ms: int) -> list[int]:
+    """Empty the payloads of ``protocol``'s events ``event_ids``, inside the current write transaction.
+
+    ``recorded_by`` is the id of the retention event (same protocol) that
+    names what goes; it must be in the log already, and only events older
+    than it are purged (a purge cannot reach forward).  Ids already purged or
+    unknown are skipped, so a replayed purge is a no-op.  Returns the seqs
+    emptied.  Raises :class:`~core.errors.PurgeWithoutRecord` when the
+    retention event is missing.
+    """
+    record = db.one("SELECT seq FROM events WHERE protocol = ? AND event_id = ?", (protocol, recorded_by))
+    if record is None:
+        raise PurgeWithoutRecord(
+            f"a purge of {protocol} events names retention event {bytes(recorded_by).hex()[:16]}..., which is not in "
+            "the log: return that event in the same Result as the PurgeEvents intent"
+        )
+    by_seq = record[0]
+    emptied: list[int] = []
+    for event_id in event_ids:
+        emptied.extend(seq for (seq,) in db.conn.execute(_PURGE, (protocol, event_id, by_seq)))
+    if emptied:
+        db.execute(_RECORD_PURGE, (by_seq, min(emptied), len(emptied), now_ms))
+    return emptied
+
+
+def purged_since(db: Database, after_by_seq: int) -> tuple[int, int] | None:
+    """``(lowest purged seq, last purge's seq)`` over purges recorded after ``after_by_seq``, or None."""
+    row = db.one("SELECT min(lowest_seq), max(by_seq) FROM event_purges WHERE by_seq > ?", (after_by_seq,))
+    return None if row is None or row[0] is None else (row[0], row[1])
 
 
 def head(db: Database) -> int:
@@ -212,6 +265,7 @@ def read_partition(
 
 
 def count(db: Database) -> int:
+    """Events in the log, tombstones included (each holds its seq)."""
     total: int = db.value("SELECT count(*) FROM events", default=0)
     return total
 

@@ -6,6 +6,8 @@ handler returns is refused with :class:`UnknownIntent`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from core.errors import InvalidInput
@@ -102,6 +104,25 @@ class WriteProtocolState:
     value: bytes | None
 
 
+def _byte_strings(values: Iterable[bytes]) -> tuple[bytes, ...]:
+    return tuple(values)
+
+
+@attrs.frozen
+class PurgeEvents:
+    """Remove the payloads of this protocol's events ``event_ids`` from the log, for good.
+
+    The retention event ``recorded_by`` (its ``event_id``), returned in the
+    same Result, names what goes; its projector deletes the read-model rows
+    in the same transaction, so a rebuild after the purge equals the live
+    tables.  Each purged event stays as a tombstone (see
+    :func:`core.eventlog.purge`).
+    """
+
+    event_ids: tuple[bytes, ...] = attrs.field(converter=_byte_strings)
+    recorded_by: bytes
+
+
 ALLOWED_INTENTS = (
     EnqueueOutgoing,
     EnqueueDeferred,
@@ -109,8 +130,17 @@ ALLOWED_INTENTS = (
     AppendBlobSlice,
     EnqueueRecheck,
     WriteProtocolState,
+    PurgeEvents,
 )
 
 
 #: Every side effect a handler or command may ask for; the core refuses anything else.
-Intent = EnqueueOutgoing | EnqueueDeferred | RemoveIncoming | AppendBlobSlice | EnqueueRecheck | WriteProtocolState
+Intent = (
+    EnqueueOutgoing
+    | EnqueueDeferred
+    | RemoveIncoming
+    | AppendBlobSlice
+    | EnqueueRecheck
+    | WriteProtocolState
+    | PurgeEvents
+)

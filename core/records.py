@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from core import encoding
-from core.errors import CorruptEvent, InvalidInput
+from core.errors import CorruptEvent, EventPurged, InvalidInput
 from core.intents import Intent
 
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
@@ -160,9 +160,19 @@ class StoredEvent:
     _data: Any = attrs.field(default=None, eq=False, repr=False, alias="data")
 
     @property
+    def purged(self) -> bool:
+        """Whether this is a tombstone: a purge emptied the payload (see :func:`core.eventlog.purge`)."""
+        return self.payload == b""
+
+    @property
     def data(self) -> Any:
-        """The decoded payload (decoded once, then cached); CorruptEvent names an event that no longer decodes."""
+        """The decoded payload (decoded once, then cached); CorruptEvent names an event that no longer decodes,
+        EventPurged one whose payload a purge removed."""
         if self._data is None:
+            if self.purged:
+                raise EventPurged(
+                    f"event seq {self.seq} ({self.protocol}/{self.type}) was purged; its payload is gone for good"
+                )
             try:
                 decoded = encoding.loads(self.payload)
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both are

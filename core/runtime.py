@@ -30,6 +30,7 @@ from core.intents import (
     EnqueueDeferred,
     EnqueueOutgoing,
     EnqueueRecheck,
+    PurgeEvents,
     RemoveIncoming,
     WriteProtocolState,
 )
@@ -176,8 +177,8 @@ class Runtime:
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
         """The event with its payload upgraded by the protocol's upcasters, if any apply."""
-        if not self.registry.has_upcaster(event.protocol, event.type, event.version):
-            return event
+        if event.purged or not self.registry.has_upcaster(event.protocol, event.type, event.version):
+            return event  # a tombstone has no payload left to upcast
         version, data = self.registry.upcast(event.protocol, event.type, event.version, event.data)
         return attrs.evolve(event, version=version, data=data)
 
@@ -283,6 +284,10 @@ def _state(rt: Runtime, protocol: str, intent: WriteProtocolState, now_ms: int) 
     ProtocolState(rt.db, protocol).put(intent.key, intent.value, now_ms)
 
 
+def _purge(rt: Runtime, protocol: str, intent: PurgeEvents, now_ms: int) -> None:
+    eventlog.purge(rt.db, protocol, intent.event_ids, intent.recorded_by, now_ms)
+
+
 _INTENT_APPLIERS: dict[type, Callable[[Runtime, str, Any, int], None]] = {
     EnqueueOutgoing: _outgoing,
     EnqueueDeferred: _deferred,
@@ -290,4 +295,5 @@ _INTENT_APPLIERS: dict[type, Callable[[Runtime, str, Any, int], None]] = {
     AppendBlobSlice: _blob_slice,
     EnqueueRecheck: _recheck,
     WriteProtocolState: _state,
+    PurgeEvents: _purge,
 }

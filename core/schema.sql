@@ -28,15 +28,33 @@ CREATE TABLE events (
     INDEX events_by_partition (protocol, partition_key, seq)
 );
 
--- The log is append-only; the seq guarantee above depends on it.
+-- The log is append-only; the seq guarantee above depends on it.  The one
+-- change allowed is a purge (core/eventlog.py): the payload becomes empty and
+-- every other column stays, so the row is a tombstone that keeps seq
+-- contiguous and keeps (protocol, event_id) taken (a replayed append stays a
+-- no-op instead of bringing the purged event back).
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN
     SELECT RAISE(ABORT, 'events are append-only: the log is the source of every rebuild');
 END;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+WHEN NOT (new.payload = X'' AND old.payload != X''
+          AND new.seq = old.seq AND new.protocol = old.protocol AND new.event_type = old.event_type
+          AND new.version = old.version AND new.event_id = old.event_id
+          AND new.partition_key = old.partition_key AND new.created_at_ms = old.created_at_ms
+          AND new.recorded_at_ms = old.recorded_at_ms)
 BEGIN
-    SELECT RAISE(ABORT, 'events are append-only: the log is the source of every rebuild');
+    SELECT RAISE(ABORT, 'events are append-only: the only change allowed is a purge, which empties the payload');
 END;
+
+-- One row per purge: the retention event that recorded it, and the lowest
+-- seq it emptied (a rebuild's Parquet export re-writes its files from there).
+CREATE TABLE event_purges (
+    by_seq          INTEGER PRIMARY KEY,
+    lowest_seq      INTEGER NOT NULL,
+    purged          INTEGER NOT NULL,
+    purged_at_ms    INTEGER NOT NULL
+);
 
 -- Work scheduled for later: retries of failed items and protocol timers.
 -- Drained FIFO per partition, one item per transaction, only when due.

@@ -93,6 +93,14 @@ SETTINGS: tuple[Setting, ...] = (
         30 * _DAY_MS,
     ),
     Setting(
+        "secure_delete",
+        1,
+        "1: SQLite overwrites deleted content with zeros, so a purge or a retention delete leaves no bytes in the "
+        "file; 0: faster deletes, but deleted bytes may linger in free space until reused or vacuumed.",
+        0,
+        1,
+    ),
+    Setting(
         "optimize_after_rows",
         100_000,
         "Rows the daemon writes that make it run PRAGMA optimize early (after a big load).",
@@ -184,6 +192,7 @@ class Settings:
     pause_max_ms: int = _field("pause_max_ms")
     optimize_interval_ms: int = _field("optimize_interval_ms")
     optimize_after_rows: int = _field("optimize_after_rows")
+    secure_delete: int = _field("secure_delete")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

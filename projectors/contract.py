@@ -51,6 +51,12 @@ class Projector:
         protocol: the protocol whose events it consumes.
         tables: the tables it owns (defined in the protocol's schema.sql).
         handlers: event type -> ``fn(conn, event)``; ``event.data`` is upcast.
+        tombstone_handlers: event type -> ``fn(conn, event)`` for a purged event of that type
+            (``event.purged``; its ``data`` is gone, its ids, partition and times remain).  A replay
+            meets tombstones where the live projection met the events: a projector whose retention
+            handler lowers an aggregate (a count) counts the tombstone as the live one counted the
+            event; rows need nothing (the retention handler deleted them, a replay never makes them).
+            Without one, tombstones are skipped.
         rebuild_key: ``"partition_key"`` to replay partitions independently,
             or None to replay the whole log as one ordered partition.
         isolate_failures: a failure is recorded and skipped so the item's
@@ -65,6 +71,7 @@ class Projector:
     protocol: str
     tables: tuple[str, ...] = attrs.field(converter=_table_names)
     handlers: Mapping[str, Apply] = attrs.field(factory=dict)
+    tombstone_handlers: Mapping[str, Apply] = attrs.field(factory=dict)
     rebuild_key: RebuildKey = attrs.field(default="partition_key", validator=_rebuild_key)
     isolate_failures: bool = False
     order_independent: bool = False
@@ -72,10 +79,10 @@ class Projector:
 
     @property
     def event_types(self) -> frozenset[str]:
-        return frozenset(self.handlers)
+        return frozenset(self.handlers) | frozenset(self.tombstone_handlers)
 
     def apply(self, conn: ProjectionConnection, event: StoredEvent) -> None:
-        """Apply one event (ignores types it does not handle)."""
-        handler = self.handlers.get(event.type)
+        """Apply one event (ignores types it does not handle, and tombstones it has no handler for)."""
+        handler = (self.tombstone_handlers if event.purged else self.handlers).get(event.type)
         if handler is not None:
             handler(conn, event)

@@ -6,6 +6,11 @@ never goes stale; a later rebuild exports only the seqs after the last one.
 The manifest remembers the database instance and the id of the last
 exported event: if either no longer matches (another database, or a
 restored backup), everything is exported again.
+
+The one exception is a purge (:func:`core.eventlog.purge`): it empties old
+events' payloads.  The manifest remembers the last purge it has seen; files
+holding any seq a later purge emptied are deleted and written again
+(without the tombstones), so purged payloads leave the export directory too.
 """
 
 from __future__ import annotations
@@ -52,7 +57,35 @@ def _load_manifest(db: Database, directory: Path, instance: str) -> dict[str, An
             return manifest
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True, exist_ok=True)
-    return {"instance": instance, "through_seq": 0, "last_event_id": None, "files": []}
+    return {"instance": instance, "through_seq": 0, "last_event_id": None, "files": [], "purges_through": 0}
+
+
+def _forget_purged(db: Database, directory: Path, manifest: dict[str, Any]) -> bool:
+    """Drop the files holding seqs purged since the manifest's last purge; True when any were dropped.
+
+    Reads the log: call inside a read transaction.
+    """
+    since = eventlog.purged_since(db, manifest.get("purges_through", 0))
+    if since is None:
+        return False
+    lowest, last_purge = since
+    kept = [name for name in manifest["files"] if _last_seq(name) < lowest]
+    for name in manifest["files"]:
+        if name not in kept:
+            (directory / name).unlink(missing_ok=True)
+    dropped = len(kept) != len(manifest["files"])
+    if dropped:
+        through = max((_last_seq(name) for name in kept), default=0)
+        manifest["files"] = kept
+        manifest["through_seq"] = through
+        manifest["last_event_id"] = db.value("SELECT hex(event_id) FROM events WHERE seq = ?", (through,))
+    manifest["purges_through"] = last_purge
+    return dropped
+
+
+def _last_seq(name: str) -> int:
+    """The last seq a file holds, from its name ``events-<first>-<last>.parquet``."""
+    return int(name.removesuffix(".parquet").rsplit("-", 1)[1])
 
 
 def export_events(
@@ -64,6 +97,8 @@ def export_events(
         leftover.unlink()
     with db.read():
         manifest = _load_manifest(db, directory, instance)
+        if _forget_purged(db, directory, manifest):
+            _save_manifest(directory, manifest)
     reused, start, exported = manifest["through_seq"], manifest["through_seq"], 0
     while start < watermark:
         end = min(start + ROWS_PER_FILE, watermark)
@@ -78,6 +113,12 @@ def export_events(
         start = end
     if not _manifest_path(directory).exists():
         _save_manifest(directory, manifest)  # an empty log still gets its (empty) manifest
+    with db.read():
+        purged_meanwhile = _forget_purged(db, directory, manifest)
+    if purged_meanwhile:  # a purge committed while the files were written: write those seqs again
+        _save_manifest(directory, manifest)
+        return export_events(db, directory, watermark, instance, advance)
+    _save_manifest(directory, manifest)
     return ExportResult(directory, exported, max(watermark, reused), reused)
 
 

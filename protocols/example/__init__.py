@@ -17,7 +17,10 @@ def register_protocol():
         package="protocols.example",
         decode=handlers.decode,
         handlers={"post": handlers.handle_post, "delete": handlers.handle_delete},
-        commands={"post": Command(handlers.command_post, description="post a signed message to a room")},
+        commands={
+            "post": Command(handlers.command_post, description="post a signed message to a room"),
+            "forget": Command(handlers.command_forget, description="remove a room's older messages for good (purge)"),
+        },
         projectors=(projectors.MESSAGES, projectors.ROOMS),
         description="signed chat log with keyset-paged rooms",
     )

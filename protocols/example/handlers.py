@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import nacl.signing
 
 from core.errors import InvalidInput, PermanentError
-from core.intents import EnqueueOutgoing, EnqueueRecheck
+from core.intents import EnqueueOutgoing, EnqueueRecheck, PurgeEvents
 from core.records import Blocked, Envelope, Event, Result
 from protocols.example import wire
 
@@ -82,3 +84,37 @@ def command_post(ctx, params: dict) -> Result:
             )
         ],
     )
+
+
+FORGET_BATCH_MAX = 1000
+
+
+def command_forget(ctx, params: dict) -> Result:
+    """Remove ``room``'s messages older than ``before_ts_ms`` for good (at most ``limit``, oldest first).
+
+    A retention event names the messages; their ``message_posted`` events are
+    purged from the log and the projectors drop their rows, in this one
+    transaction.  Nothing older left: a duplicate (no event).
+    """
+    try:
+        room, before = str(params["room"]), int(params["before_ts_ms"])
+        limit = int(params.get("limit") or FORGET_BATCH_MAX)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"forget needs room and an integer before_ts_ms ({exc})") from None
+    if not 1 <= limit <= FORGET_BATCH_MAX:
+        raise InvalidInput(f"limit must be 1 to {FORGET_BATCH_MAX}, got {limit}")
+    rows = ctx.db.all(
+        "SELECT id, deleted FROM example_messages WHERE room = ? AND ts_ms < ? ORDER BY ts_ms, id LIMIT ?",
+        (room, before, limit),
+    )
+    if not rows:
+        return Result(duplicate=True)
+    ids = [bytes(row[0]) for row in rows]
+    recorded = Event(
+        "messages_forgotten",
+        hashlib.sha256(b"example.forget\0" + room.encode() + b"\0" + b"".join(ids)).digest(),
+        room,
+        ctx.now_ms,
+        {"ids": [i.hex() for i in ids], "deleted": sum(row[1] for row in rows), "before_ts_ms": before},
+    )
+    return Result(events=[recorded], intents=[PurgeEvents(ids, recorded_by=recorded.event_id)])

@@ -22,6 +22,17 @@ def _message_deleted(conn, event: StoredEvent) -> None:
     )
 
 
+def _messages_forgotten(conn, event: StoredEvent) -> None:
+    conn.executemany(
+        "DELETE FROM example_messages WHERE room = ? AND id = ?",
+        [(event.partition_key, bytes.fromhex(target)) for target in event.data["ids"]],
+    )
+
+
+def _forgotten_counts(conn, event: StoredEvent) -> None:
+    _count(conn, event, -len(event.data["ids"]), -event.data["deleted"])
+
+
 def _count(conn, event: StoredEvent, posted: int, deleted: int) -> None:
     # last_seq < seq turns a repeated application into a no-op.
     conn.execute(
@@ -38,7 +49,11 @@ MESSAGES = Projector(
     name="example.messages",
     protocol="example",
     tables=("example_messages",),
-    handlers={"message_posted": _message_posted, "message_deleted": _message_deleted},
+    handlers={
+        "message_posted": _message_posted,
+        "message_deleted": _message_deleted,
+        "messages_forgotten": _messages_forgotten,
+    },
     description="every message of every room, newest first by (ts_ms, id)",
 )
 
@@ -46,6 +61,13 @@ ROOMS = Projector(
     name="example.rooms",
     protocol="example",
     tables=("example_rooms",),
-    handlers={"message_posted": lambda c, e: _count(c, e, 1, 0), "message_deleted": lambda c, e: _count(c, e, 0, 1)},
+    handlers={
+        "message_posted": lambda c, e: _count(c, e, 1, 0),
+        "message_deleted": lambda c, e: _count(c, e, 0, 1),
+        "messages_forgotten": _forgotten_counts,
+    },
+    # A forgotten message was counted when posted and is subtracted when forgotten; a replay meets its
+    # tombstone instead of the post, and counts it the same way.
+    tombstone_handlers={"message_posted": lambda c, e: _count(c, e, 1, 0)},
     description="per-room message and deletion counts",
 )
