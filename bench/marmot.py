@@ -32,10 +32,10 @@ from core.app import App
 from core.records import OutcomeKind
 from core.settings import Settings
 from protocols import marmot, mls
-from protocols.marmot import outer, simulate
+from protocols.marmot import simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.wire import envelope, nostr
+from protocols.marmot.wire import envelope, nostr, outer
 
 GID = "5e" * 32
 

@@ -104,15 +104,15 @@ def test_imports_point_one_way(module: str, path: Path):
 def test_the_import_walk_sees_function_level_and_relative_imports(tmp_path):
     source = tmp_path / "mod.py"
     source.write_text(
-        "from . import db\ndef f():\n    import jobs.tick\n    from protocols.marmot import outer, handlers\n"
+        "from . import db\ndef f():\n    import jobs.tick\n    from protocols.marmot.wire import outer, nostr\n"
     )
     expected = {
         "core",
         "core.db",
         "jobs.tick",
-        "protocols.marmot",
-        "protocols.marmot.outer",
-        "protocols.marmot.handlers",
+        "protocols.marmot.wire",
+        "protocols.marmot.wire.outer",
+        "protocols.marmot.wire.nostr",
     }
     assert _imports("core.mod", source) == expected
     assert "jobs.tick" in _violations("core.mod", source)

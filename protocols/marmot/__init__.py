@@ -1,7 +1,7 @@
 """Marmot: end-to-end encrypted group messaging (MLS over Nostr), as a Tessera plugin.
 
 Kind-445 group events are decoded and verified (:mod:`.handlers`), opened
-with the epoch's key (:mod:`.outer`, format in :mod:`.wire.envelope`) and handed to the group engine of
+with the epoch's key (:mod:`.wire.outer`, format in :mod:`.wire.envelope`) and handed to the group engine of
 :mod:`protocols.mls`; the handler returns facts and the new engine state
 (written through ``WriteProtocolState``, sealed at rest by :mod:`.keys`).
 Commits may roll an epoch back when a better competitor arrives

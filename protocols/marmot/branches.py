@@ -22,7 +22,7 @@ from __future__ import annotations
 from core.intents import EnqueueRecheck
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data
+from protocols.marmot import facts, group, rules
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key
 from protocols.marmot.messages import mls_reason
@@ -39,7 +39,7 @@ def handle_on_branch(item: Item, branch: group.Branch, message: bytes) -> Result
     if header.content_type == "commit":
         return _commit(item, branch, header, message)
     try:
-        result = group_data.process_message(branch.state, message)
+        result = rules.process_message(branch.state, message)
     except (mls.KeyAlreadyUsed, mls.CannotDecryptOwnMessage):
         return _invalidated(item, header.epoch, header.content_type)
     except mls.MlsError as exc:
@@ -60,7 +60,7 @@ def _commit(item: Item, branch: group.Branch, header: mls.MessageHeader, message
     intents: list = []
     if header.epoch == branch.state.epoch:
         try:
-            result = group_data.process_message(branch.state, message)
+            result = rules.process_message(branch.state, message)
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=header.epoch, content_type="commit")
         if isinstance(result, mls.CommitApplied):

@@ -9,10 +9,11 @@ import click
 
 from core.state import ProtocolState
 from protocols.marmot import account as accounts
-from protocols.marmot import inbox, key_package_stock, nip19
+from protocols.marmot import inbox, key_package_stock
 from protocols.marmot.cli_publish import publish_now, timeout_option
 from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.wire import nip19
 
 
 @click.group()

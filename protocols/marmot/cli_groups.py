@@ -18,7 +18,7 @@ import click
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import account as accounts
-from protocols.marmot import group, group_data, nip19, queries
+from protocols.marmot import group, queries
 from protocols.marmot.cli_invitees import find_invitee
 from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
 from protocols.marmot.cli_support import (
@@ -33,6 +33,7 @@ from protocols.marmot.cli_support import (
 )
 from protocols.marmot.group_commands import NotAnAdmin
 from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.wire import group_data, nip19
 
 _PENDING_WELCOMES = (
     "SELECT welcome_id, received_at_ms, sender, gid, data FROM marmot_welcomes "

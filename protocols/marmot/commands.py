@@ -13,12 +13,12 @@ from typing import Any
 from core.errors import InvalidInput
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_commands, group_data, messages, outer
+from protocols.marmot import facts, group, group_commands, messages
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item
 from protocols.marmot.state_store import SealedValues, meta_name, verify_key
-from protocols.marmot.wire import rumors
+from protocols.marmot.wire import group_data, outer, rumors
 
 
 def _hex_param(params: dict[str, Any], name: str) -> bytes:

@@ -27,10 +27,11 @@ import attrs
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
-from protocols.marmot import facts, group, group_data, outbox, settings
+from protocols.marmot import facts, group, outbox, rules, settings
 from protocols.marmot.group import EpochRecord
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
 from protocols.marmot.messages import mls_reason
+from protocols.marmot.wire import group_data
 
 # Outer events processed on the branch that just lost (epochs above the race).
 _INVALIDATED = (
@@ -74,7 +75,7 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
 def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """Apply a commit of the current epoch, keeping the pre-commit snapshot."""
     try:
-        result = group_data.process_message(item.joined.state, message)
+        result = rules.process_message(item.joined.state, message)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
@@ -143,7 +144,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if not known:
         base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
         try:  # a forged "better" commit must not roll anything back
-            processed = group_data.process_message(base, message)
+            processed = rules.process_message(base, message)
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
@@ -186,7 +187,7 @@ def rollback(
     old = item.joined
     if result is None:
         try:
-            processed = group_data.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
+            processed = rules.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):

@@ -34,7 +34,7 @@ from core.intents import EnqueueRecheck, Intent, WriteProtocolState
 from core.records import Event
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import facts, group_data, keys
+from protocols.marmot import facts, keys
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.state_store import (
@@ -51,6 +51,7 @@ from protocols.marmot.state_store import (
     snap_name,
     state_name,
 )
+from protocols.marmot.wire import group_data
 
 _CACHE_SIZE = 64
 WAITING_FOR_GROUP = "marmot.group"

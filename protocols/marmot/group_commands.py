@@ -27,11 +27,11 @@ from core.intents import EnqueueOutgoing, Intent
 from core.records import Result
 from protocols import mls
 from protocols.marmot import account as accounts
-from protocols.marmot import facts, group, group_data, key_package_stock, nostr_transport, outbox, outer
+from protocols.marmot import facts, group, key_package_stock, nostr_transport, outbox
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.state_store import SealedValues, keycheck_intent, verify_key
-from protocols.marmot.wire import gift_wrap, key_package_events, welcome_events
+from protocols.marmot.wire import gift_wrap, group_data, key_package_events, outer, welcome_events
 from protocols.marmot.wire.group_data import InvalidGroupData
 
 MLS_GROUP_ID_BYTES = 16  # what MDK uses; private to members

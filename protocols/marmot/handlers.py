@@ -29,14 +29,14 @@ import attrs
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, group, messages, observe, outer, welcomes
+from protocols.marmot import branches, commits, group, messages, observe, welcomes
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
 from protocols.marmot.state_store import route_of
 from protocols.marmot.states import OuterState
-from protocols.marmot.wire import gift_wrap, nostr
+from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
 PROTOCOL = "marmot"

@@ -27,13 +27,13 @@ from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import group, outer
+from protocols.marmot import group
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.state_store import routes_of
-from protocols.marmot.wire import nostr
+from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
 _HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"

@@ -20,7 +20,6 @@ from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import group_data
 from protocols.marmot.account import Account
 from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.state_store import SealedValues
@@ -108,7 +107,9 @@ def publish(
     made: list[StoredKeyPackage] = []
     intents: list[WriteProtocolState | EnqueueOutgoing] = []
     for _ in range(count):
-        key_package, private = group_data.create_key_package(account.identity, last_resort=last_resort, now=created_at)
+        key_package, private = key_package_events.create_key_package(
+            account.identity, last_resort=last_resort, now=created_at
+        )
         ref = key_package_ref(suite(key_package.cipher_suite), key_package).hex()
         event = account.sign(key_package_events.key_package_event(key_package, relays, created_at=created_at))
         stored = StoredKeyPackage(ref, event["id"], tuple(relays), last_resort, private)

@@ -18,10 +18,10 @@ import logging
 
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, group_commands, group_data, outer
+from protocols.marmot import facts, group_commands, rules
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
-from protocols.marmot.wire import rumors
+from protocols.marmot.wire import group_data, outer, rumors
 
 log = logging.getLogger("tessera.marmot")
 
@@ -29,7 +29,7 @@ log = logging.getLogger("tessera.marmot")
 def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
     """Decrypt an application message or proposal with the current state and record the outcome."""
     try:
-        result = group_data.process_message(item.joined.state, message)
+        result = rules.process_message(item.joined.state, message)
     except mls.CannotDecryptOwnMessage:
         return item.fact(
             facts.OUTER_PROCESSED,
@@ -63,8 +63,8 @@ _MLS_REASONS = (
     (mls.NotAMember, "not_a_member"),
     (mls.DecryptionFailed, "undecryptable"),
     (mls.InvalidSignature, "bad_signature"),
-    (group_data.NoAdminLeft, "no_admin_left"),
-    (group_data.IdentityChanged, "identity_changed"),
+    (rules.NoAdminLeft, "no_admin_left"),
+    (rules.IdentityChanged, "identity_changed"),
     (mls.UnauthorizedCommit, "unauthorized_commit"),
     (mls.ConfirmationMismatch, "confirmation_mismatch"),
     (mls.WrongEpoch, "epoch_expired"),

@@ -35,10 +35,10 @@ import attrs
 
 from core.errors import InvalidInput
 from protocols import mls
-from protocols.marmot import group_data, outer
+from protocols.marmot import rules
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.states import OuterState
-from protocols.marmot.wire import envelope, nostr, rumors
+from protocols.marmot.wire import envelope, group_data, key_package_events, nostr, outer, rumors
 
 START = 1_700_000_000
 MAX_EARLY = 1  # commits an event may arrive before the one that makes it readable
@@ -149,7 +149,8 @@ class _Group:
         )
         others = [self._new_member(f"m{i}") for i in range(1, self.config.members)]
         packages = [
-            group_data.create_key_package(m.identity, now=self.now, rng=self.draw) for m in (*others, self.observer)
+            key_package_events.create_key_package(m.identity, now=self.now, rng=self.draw)
+            for m in (*others, self.observer)
         ]
         result = mls.commit(creator.state, add=[kp for kp, _ in packages], rng=self.draw)
         creator.state = result.new_state
@@ -226,7 +227,9 @@ class _Group:
         roll = self.rng.random()
         if roll < 0.15 and len(self.active()) < self.config.members + 3:
             joiner = self._new_member(f"m{len(self.members)}")
-            package, joiner.invited = group_data.create_key_package(joiner.identity, now=self.now, rng=self.draw)
+            package, joiner.invited = key_package_events.create_key_package(
+                joiner.identity, now=self.now, rng=self.draw
+            )
             self.members.append(joiner)
             return admin, {"add": [package]}
         removable = self.active()[1:]
@@ -238,7 +241,7 @@ class _Group:
         """Everyone but the committer processes the commit; joiners join; the removed leave."""
         for member in [*self.active(), self.observer]:
             if member is not committer:
-                member.state = group_data.process_message(member.joined, message).new_state
+                member.state = rules.process_message(member.joined, message).new_state
         committer.state = result.new_state
         for member in self.members:
             if member.pubkey in result.welcomes:

@@ -33,14 +33,14 @@ import attrs
 from core import queues
 from core.state import ProtocolState
 from protocols.marmot import account as accounts
-from protocols.marmot import group, group_data, nostr_transport
+from protocols.marmot import group, nostr_transport
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.inbox import gift_wrap_relays
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
 from protocols.marmot.state_store import STATE, routes_of
-from protocols.marmot.wire import gift_wrap, nostr
+from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
 

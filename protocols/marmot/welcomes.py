@@ -24,11 +24,11 @@ from core.intents import Intent, WriteProtocolState
 from core.records import Envelope, Event, Result, derive_event_id
 from protocols import mls
 from protocols.marmot import account as accounts
-from protocols.marmot import facts, group, group_data, key_package_stock
+from protocols.marmot import facts, group, key_package_stock
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.state_store import SealedValues
-from protocols.marmot.wire import gift_wrap, welcome_events
+from protocols.marmot.wire import gift_wrap, group_data, welcome_events
 from protocols.marmot.wire.gift_wrap import GiftWrapError
 from protocols.marmot.wire.welcome_events import InvalidWelcomeRumor
 

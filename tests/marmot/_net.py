@@ -7,8 +7,7 @@ import random
 from typing import Any
 
 from protocols import mls
-from protocols.marmot import group_data, outer
-from protocols.marmot.wire import nostr, rumors
+from protocols.marmot.wire import group_data, key_package_events, nostr, outer, rumors
 
 T0 = 1_700_000_000
 
@@ -30,7 +29,9 @@ class Net:
         creator = group_data.create_group(
             self.ids[0], self.gid_bytes, bytes.fromhex(self.ngid), admins=admins, now=T0, rng=self.draw
         )
-        packages = [group_data.create_key_package(i, now=T0, rng=self.draw) for i in (*self.ids[1:], self.observer)]
+        packages = [
+            key_package_events.create_key_package(i, now=T0, rng=self.draw) for i in (*self.ids[1:], self.observer)
+        ]
         result = mls.commit(creator, add=[kp for kp, _ in packages], rng=self.draw)
         self.states = {0: result.new_state}
         for n, (identity, (_, private)) in enumerate(zip(self.ids[1:], packages, strict=False), start=1):

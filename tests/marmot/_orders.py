@@ -19,9 +19,10 @@ from core.clock import ManualClock
 from core.settings import Settings
 from core.state import ProtocolState
 from protocols import marmot
-from protocols.marmot import group, outer, simulate
+from protocols.marmot import group, simulate
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.state_store import routes_of
+from protocols.marmot.wire import outer
 from tests.helpers import open_test_app, push
 
 # Windows wide enough that every simulated stream stays inside them: then, and only then,

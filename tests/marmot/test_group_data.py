@@ -6,8 +6,8 @@ import attrs
 import pytest
 
 from protocols import mls
-from protocols.marmot import group_data
-from protocols.marmot.wire import group_data as layouts
+from protocols.marmot import rules
+from protocols.marmot.wire import group_data
 from protocols.marmot.wire.group_data import CURRENT_VERSION, GroupData, InvalidGroupData
 from protocols.mls.codec import encode
 from tests.marmot._net import T0, Net
@@ -31,7 +31,7 @@ def test_the_extension_round_trips_and_names_the_admins() -> None:
     assert data.nostr_group_id_hex != net.gid  # the MLS group id is never the one on relays
     assert group_data.admins(state) == {net.cred(0)}
     assert GroupData.from_bytes(data.to_bytes()) == data
-    assert group_data.GROUP_DATA_TYPE in state.own_leaf_node.capabilities.extensions
+    assert group_data.GROUP_DATA_EXTENSION in state.own_leaf_node.capabilities.extensions
 
 
 def test_mdk_group_data_decodes_and_encodes_to_the_same_bytes() -> None:
@@ -46,7 +46,7 @@ def test_mdk_group_data_decodes_and_encodes_to_the_same_bytes() -> None:
 
 def _older_layout(layout, data: GroupData, version: int) -> bytes:
     image = [data.image_hash or b"", data.image_key or b"", data.image_nonce or b""]
-    if layout is layouts._HexAdmins:
+    if layout is group_data._HexAdmins:
         image.append(data.image_upload_key or b"")
     return encode(
         layout(
@@ -73,7 +73,7 @@ def test_older_layouts_with_hex_admin_keys_decode(layout: str, version: int) -> 
         image_key=b"\x02" * 32,
         image_nonce=b"\x03" * 12,
     )
-    old = GroupData.from_bytes(_older_layout(getattr(layouts, layout), data, version))
+    old = GroupData.from_bytes(_older_layout(getattr(group_data, layout), data, version))
     assert old == attrs.evolve(data, version=version)
     assert GroupData.from_bytes(old.replace().to_bytes()) == data  # written back in the current layout
 
@@ -121,15 +121,15 @@ def test_an_admin_change_is_a_commit_every_member_follows() -> None:
 def test_a_non_admin_may_commit_a_self_update() -> None:
     net = Net(3)
     result = mls.commit(net.states[1], self_update=True)
-    applied = group_data.process_message(net.states[0], result.message)
-    assert isinstance(applied, mls.CommitApplied) and group_data.is_pure_self_update(applied)
+    applied = rules.process_message(net.states[0], result.message)
+    assert isinstance(applied, mls.CommitApplied) and rules.is_pure_self_update(applied)
 
 
 def test_a_non_admin_commit_that_changes_the_group_is_refused() -> None:
     net = Net(3)
     result = mls.commit(net.states[1], remove=[net.cred(2)])
     with pytest.raises(mls.UnauthorizedCommit, match="not an admin"):
-        group_data.process_message(net.states[0], result.message)
+        rules.process_message(net.states[0], result.message)
 
 
 def test_the_plugin_records_a_non_admin_commit_as_unauthorized(app, net) -> None:

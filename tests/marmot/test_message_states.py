@@ -11,8 +11,8 @@ from core.records import OutcomeKind
 from jobs.tick import TickDaemon
 from protocols import mls
 from protocols.marmot import facts as F
-from protocols.marmot import group_data, observe, outer
-from protocols.marmot.wire import rumors
+from protocols.marmot import observe
+from protocols.marmot.wire import key_package_events, outer, rumors
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._read import (
     event_count,
@@ -359,7 +359,7 @@ def test_deletion_that_arrives_before_its_target_applies_when_the_target_arrives
 
 def test_add_and_remove_proposals_wait_for_an_admin(app, net):
     joiner = mls.new_identity(net.draw(32).hex(), rng=net.draw)
-    package, _ = group_data.create_key_package(joiner, rng=net.draw)
+    package, _ = key_package_events.create_key_package(joiner, rng=net.draw)
     add = net.propose(1, T0 + 1, add=package)
     remove = net.propose(2, T0 + 2, remove=net.cred(1))
     deliver(app, add, remove)

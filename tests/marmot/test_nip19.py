@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from protocols.marmot import nip19
+from protocols.marmot.wire import nip19
 
 # BIP-173, "Test vectors": strings with a valid bech32 checksum.
 BIP173_VALID = [

@@ -1,4 +1,4 @@
-"""The Marmot group data extension (GroupContext extension ``0xF2EE``): its model and byte layouts.
+"""The Marmot group data extension (GroupContext extension ``0xF2EE``): its model, byte layouts and place in a group.
 
 Every Marmot group carries one ``marmot_group_data`` extension in its
 GroupContext.  It names the group on relays (``nostr_group_id``, the value
@@ -23,6 +23,13 @@ turn and keeps the one that consumes every byte.  Image fields are empty
 vectors when the group has no image.  (MIP-01's text draws the lengths as
 ``uint16`` and the image fields as fixed arrays; no shipped client wrote
 that form, so it is not accepted.)
+
+Every member must support the extension (a Marmot group's
+``required_capabilities`` name it), and every change to it is a
+GroupContextExtensions commit, so all members agree on who the admins are,
+and which ``nostr_group_id`` the group uses on relays, at each epoch:
+:func:`read` gives it for an engine state, :func:`create_group` makes a
+group that carries it.
 """
 
 from __future__ import annotations
@@ -35,7 +42,10 @@ import attrs
 from attrs import frozen
 
 from core.errors import InvalidInput
+from protocols import mls
 from protocols.mls.codec import DecodeError, Fixed, Opaque, Uint16, decode, encode
+from protocols.mls.messages import Extension, ExtensionType, RequiredCapabilities
+from protocols.mls.messages.registries import SELF_REMOVE_PROPOSAL_TYPE
 
 GROUP_DATA_EXTENSION = 0xF2EE
 CURRENT_VERSION = 2
@@ -138,6 +148,81 @@ def new_group_data(
 ) -> GroupData:
     """Group data for a new group (current layout, no image)."""
     return GroupData(nostr_group_id, name, description, tuple(admins), tuple(relays))
+
+
+# --- in a group's GroupContext --------------------------------------------------------------
+
+
+def extension(data: GroupData) -> Extension:
+    """``data`` as the GroupContext extension."""
+    return Extension(GROUP_DATA_EXTENSION, data.to_bytes())
+
+
+def group_extensions(data: GroupData, *, require_self_remove: bool = True) -> tuple[Extension, ...]:
+    """The GroupContext extensions of a new Marmot group: required capabilities naming 0xF2EE, and the group data.
+
+    SelfRemove is required too, as MDK's groups do, so every member can leave
+    without an admin's help; ``require_self_remove=False`` makes the kind of
+    group older clients made (members then leave by a Remove an admin commits).
+    """
+    proposals = (SELF_REMOVE_PROPOSAL_TYPE,) if require_self_remove else ()
+    required = RequiredCapabilities((GROUP_DATA_EXTENSION,), proposals, ())
+    return (Extension(ExtensionType.REQUIRED_CAPABILITIES, encode(required)), extension(data))
+
+
+def read(state: mls.GroupState) -> GroupData:
+    """The group data of ``state``'s current epoch."""
+    found = [e.extension_data for e in state.context.extensions if e.extension_type == GROUP_DATA_EXTENSION]
+    if len(found) != 1:
+        raise InvalidGroupData("the group has no Marmot group data extension (0xF2EE)")
+    return GroupData.from_bytes(found[0])
+
+
+def admins(state: mls.GroupState) -> frozenset[str]:
+    """The admins' public keys (hex) at ``state``'s epoch."""
+    return frozenset(read(state).admins)
+
+
+def nostr_group_id(state: mls.GroupState) -> str:
+    """The hex ``nostr_group_id`` (the ``h`` tag) at ``state``'s epoch."""
+    return read(state).nostr_group_id_hex
+
+
+def with_changes(state: mls.GroupState, **changes: object) -> tuple[Extension, ...]:
+    """``state``'s GroupContext extensions with the group data changed (for a GroupContextExtensions commit)."""
+    replaced = extension(read(state).replace(**changes))
+    return tuple(replaced if e.extension_type == GROUP_DATA_EXTENSION else e for e in state.context.extensions)
+
+
+def with_admins(state: mls.GroupState, new_admins: Iterable[str]) -> tuple[Extension, ...]:
+    """``state``'s GroupContext extensions with the admin set replaced."""
+    return with_changes(state, admins=tuple(new_admins))
+
+
+def create_group(
+    identity: mls.Identity,
+    group_id: bytes,
+    nostr_group_id: bytes,
+    *,
+    admins: Iterable[str] | None = None,
+    name: str = "",
+    description: str = "",
+    relays: Iterable[str] = (),
+    require_self_remove: bool = True,
+    max_past_epochs: int = mls.GroupConfig().max_past_epochs,
+    now: int | None = None,
+    rng: mls.Rng | None = None,
+) -> mls.GroupState:
+    """A new Marmot group: the engine's group with the group data extension; admins default to the creator.
+
+    ``now`` (seconds since the epoch, default the clock) starts the creator's leaf lifetime.
+    """
+    admin_set = {identity.credential} if admins is None else set(admins)
+    data = new_group_data(nostr_group_id, admin_set, name=name, description=description, relays=relays)
+    extensions = group_extensions(data, require_self_remove=require_self_remove)
+    return mls.create_group(
+        identity, group_id, extensions=extensions, max_past_epochs=max_past_epochs, now=now, rng=rng
+    )
 
 
 @frozen

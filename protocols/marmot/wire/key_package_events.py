@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from attrs import frozen
 
 from core.errors import InvalidInput
+from protocols import mls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.wire import nostr
 from protocols.mls import credential_string, key_package_from_bytes
@@ -60,6 +61,7 @@ __all__ = [
     "advertised_extensions",
     "check_relay_url",
     "check_relays",
+    "create_key_package",
     "decode_content",
     "key_package_event",
     "parse_key_package_event",
@@ -75,6 +77,20 @@ SELF_REMOVE_PROPOSAL = 0x000A
 #: What MIP-00 (and MDK) require ``mls_extensions`` to list: last_resort and the Marmot group data.
 MARMOT_EXTENSIONS = (LAST_RESORT_EXTENSION_TYPE, GROUP_DATA_EXTENSION)
 MAX_RELAY_URL_BYTES = 512
+
+
+def create_key_package(
+    identity: mls.Identity, *, last_resort: bool = False, now: int | None = None, rng: mls.Rng | None = None
+) -> tuple[mls.KeyPackage, mls.KeyPackagePrivate]:
+    """A KeyPackage that can join Marmot groups.
+
+    It supports the group data extension and ``last_resort`` (0x000a), as
+    MDK requires of every KeyPackage event; ``last_resort`` marks it as one
+    that may be used more than once.
+    """
+    return mls.create_key_package(
+        identity, supported_extensions=MARMOT_EXTENSIONS, last_resort=last_resort, now=now, rng=rng
+    )
 
 
 def _client_name() -> str:

@@ -4,7 +4,7 @@ It is the reference for what the plugin does with one group, without the
 event log: the same steps in the same order, small enough to read whole.
 
 * Sending: the inner rumor (pubkey = our credential) -> an MLS application
-  message -> the kind-445 envelope of the current epoch (:mod:`~protocols.marmot.outer`).
+  message -> the kind-445 envelope of the current epoch (:mod:`~protocols.marmot.wire.outer`).
 * Receiving: the envelope is opened with the key of every retained epoch,
   the MLS message processed with Marmot's admin rule, and a rumor is only
   accepted when its pubkey is the credential MLS authenticated.
@@ -27,9 +27,9 @@ from typing import Literal
 import attrs
 
 from protocols import mls
-from protocols.marmot import group_data, outer
+from protocols.marmot import rules
 from protocols.marmot.errors import MarmotError
-from protocols.marmot.wire import nostr, rumors
+from protocols.marmot.wire import group_data, key_package_events, nostr, outer, rumors
 from protocols.marmot.wire.key_package_events import key_package_event, parse_key_package_event
 from protocols.marmot.wire.welcome_events import parse_welcome_rumor, welcome_rumor
 
@@ -151,7 +151,7 @@ class TesseraMember:
 
     def key_package_event(self) -> dict:
         """A fresh KeyPackage as a signed kind-30443 event; its private part is kept to join with."""
-        key_package, private = group_data.create_key_package(self.identity)
+        key_package, private = key_package_events.create_key_package(self.identity)
         unsigned = key_package_event(key_package, self.relays, created_at=int(time.time()))
         event = nostr.sign_event(unsigned, self.secret_key)
         self._key_packages[event["id"]] = private
@@ -258,7 +258,7 @@ class TesseraMember:
             return self._commit(event, message, header.epoch)
         if event["id"] in self._own_events:
             return Received("own", epoch)  # its key is spent; the rumor was recorded when sent
-        result = group_data.process_message(self.group, message)
+        result = rules.process_message(self.group, message)
         if isinstance(result, mls.ProposalReceived):
             self.state = result.new_state
             return Received("proposal", result.epoch, proposal=result)
@@ -291,7 +291,7 @@ class TesseraMember:
 
     def _apply(self, before: mls.GroupState, event: dict, message: bytes, digest: bytes) -> mls.CommitApplied:
         """Apply a commit to ``before`` and keep ``before`` so that a better commit can replace it."""
-        result = group_data.process_message(before, message)
+        result = rules.process_message(before, message)
         if not isinstance(result, mls.CommitApplied):
             raise mls.InvalidMessage("a commit header over content that is not a commit")
         self._applied[before.epoch] = _AppliedCommit(before, rank(event), digest)

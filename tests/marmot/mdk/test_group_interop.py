@@ -54,8 +54,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols import mls
-from protocols.marmot import group_data, outer
-from protocols.marmot.wire import nip44, nostr, rumors
+from protocols.marmot.wire import group_data, nip44, nostr, outer, rumors
 from protocols.marmot.wire.gift_wrap import unwrap, wrap
 from protocols.mls.codec import encode
 from protocols.mls.group import commit as commit_module
@@ -396,7 +395,7 @@ def test_a_commit_leaving_no_admin_among_the_members_is_refused_by_both(mdk_memb
     """MDK 0.8.0 checks every commit's resulting group data: some admin must be a member after it.
 
     Otherwise UNPROCESSABLE ("Would leave group with no admins"); ours refuse it
-    too (``group_data.NoAdminLeft``), so the group cannot fork over it.
+    too (``rules.NoAdminLeft``), so the group cannot fork over it.
     """
     alice, tess, tom = mdk_member("alice"), tessera("tess"), tessera("tom")
     tessera_group(tess, [tom, alice], admins=(tess.pubkey, alice.pubkey))
@@ -425,7 +424,7 @@ def test_a_commit_changing_the_committers_identity_is_refused_by_both(
     """An admin's self-update whose new leaf names another member's Nostr key (the forger's engine is patched).
 
     MDK 0.8.0 refuses any change of a leaf's identity (UNPROCESSABLE), and so
-    do ours (``group_data.IdentityChanged``): otherwise the forger's rumors in
+    do ours (``rules.IdentityChanged``): otherwise the forger's rumors in
     bob's name would pass the rumor-pubkey = MLS-credential check.
     """
     alice, bob, tess, tom = mdk_member("alice"), mdk_member("bob"), tessera("tess"), tessera("tom")

@@ -20,7 +20,7 @@ MDK 0.8.0 behaviours these tests pin:
 * An MDK member that auto-committed a SelfRemove still applies another
   member's commit of it (its own commit is dropped).
 
-Marmot's admin rule (``group_data.check_commit``) lets a non-admin commit
+Marmot's admin rule (``rules.check_commit``) lets a non-admin commit
 others' SelfRemoves, as MDK and the spec do (the last test).
 """
 
@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from protocols import mls
-from protocols.marmot import outer
+from protocols.marmot.wire import outer
 from protocols.mls.codec import decode
 from protocols.mls.messages import SELF_REMOVE_PROPOSAL_TYPE, MLSMessage, RequiredCapabilities, WireFormat
 from protocols.mls.messages.registries import ExtensionType

@@ -17,8 +17,8 @@ import attrs
 import pytest
 
 from protocols import mls
-from protocols.marmot import group_data
-from protocols.marmot.wire import nostr, rumors
+from protocols.marmot import rules
+from protocols.marmot.wire import group_data, nostr, rumors
 from protocols.marmot.wire.gift_wrap import unwrap, wrap
 from protocols.marmot.wire.key_package_events import MARMOT_EXTENSIONS, key_package_event, parse_key_package_event
 from protocols.marmot.wire.welcome_events import InvalidWelcomeRumor, parse_welcome_rumor, welcome_rumor
@@ -84,7 +84,7 @@ def test_mdk_joins_our_group_from_our_welcome_and_we_read_its_messages(mdk_membe
 
     sent = bob.send(group.mls_group_id, "hello from MDK")
     message = open_group_event(sent, mls.exporter_secret(invitation.state))
-    received = group_data.process_message(invitation.state, message)
+    received = rules.process_message(invitation.state, message)
     assert isinstance(received, mls.ApplicationReceived) and received.sender_credential == bob.pubkey
     assert json.loads(received.plaintext)["content"] == "hello from MDK"
 

@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols import mls
-from protocols.marmot import group_data
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.wire import nostr
+from protocols.marmot.wire import group_data, nostr
 from protocols.marmot.wire.key_package_events import (
     CLIENT,
     KEY_PACKAGE_KIND,
@@ -106,7 +105,7 @@ def test_slots_are_random_unless_given(key_package: mls.KeyPackage) -> None:
 
 def test_a_key_package_without_the_marmot_extensions_is_refused(key_package: mls.KeyPackage) -> None:
     without_last_resort = mls.create_key_package(
-        mls.new_identity(AUTHOR), supported_extensions=(group_data.GROUP_DATA_TYPE,), now=NOW
+        mls.new_identity(AUTHOR), supported_extensions=(group_data.GROUP_DATA_EXTENSION,), now=NOW
     )[0]
     with pytest.raises(InvalidKeyPackageEvent, match="0x000a") as caught:
         key_package_event(without_last_resort, RELAYS, created_at=NOW)
