@@ -3,7 +3,7 @@
 Kind-445 group events are decoded and verified (:mod:`.handlers`), opened
 with the epoch's key (:mod:`.wire.outer`, format in :mod:`.wire.envelope`) and handed to the group engine of
 :mod:`protocols.mls`; the handler returns facts and the new engine state
-(written through ``WriteProtocolState``, sealed at rest by :mod:`.keys`).
+(written through ``WriteProtocolState``, sealed at rest by :mod:`.state.store`).
 Commits may roll an epoch back when a better competitor arrives
 (:mod:`.commits`).  The read models are in :mod:`.projectors`, the history
 API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
@@ -11,17 +11,8 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import (
-    commands,
-    group_commands,
-    handlers,
-    inbox,
-    ingest,
-    jobs,
-    nostr_transport,
-    projectors,
-    welcomes,
-)
+from protocols.marmot import commands, group_commands, handlers, ingest, jobs, nostr_transport, projectors, welcomes
+from protocols.marmot.state import inbox
 
 
 @hookimpl

@@ -3,7 +3,7 @@
 When two commits race for an epoch, the members on the losing side keep
 sending for a while.  Their events open with none of the main chain's keys;
 waiting for an epoch would be waiting forever.  The branch the losing commit
-leads to is kept (:class:`~.group.Branch`), so such an event is decrypted on
+leads to is kept (:class:`~protocols.marmot.state.store.Branch`), so such an event is decrypted on
 it and recorded as seed 001 records messages of a rolled-back epoch:
 ``EpochInvalidated``, the rumor kept but hidden.  This way it makes no
 difference whether the losing commit was applied first and rolled back or
@@ -22,14 +22,15 @@ from __future__ import annotations
 from core.intents import EnqueueRecheck
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, rules
+from protocols.marmot import facts, rules
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key
 from protocols.marmot.messages import mls_reason
+from protocols.marmot.state.store import Branch
 from protocols.marmot.wire import rumors
 
 
-def handle_on_branch(item: Item, branch: group.Branch, message: bytes) -> Result:
+def handle_on_branch(item: Item, branch: Branch, message: bytes) -> Result:
     try:
         header = mls.peek(message)
     except mls.MlsError:
@@ -55,7 +56,7 @@ def handle_on_branch(item: Item, branch: group.Branch, message: bytes) -> Result
     return _invalidated(item, header.epoch, header.content_type)
 
 
-def _commit(item: Item, branch: group.Branch, header: mls.MessageHeader, message: bytes) -> Result:
+def _commit(item: Item, branch: Branch, header: mls.MessageHeader, message: bytes) -> Result:
     """A commit on a losing branch: recorded as such; it moves the branch on when it is the branch's next one."""
     intents: list = []
     if header.epoch == branch.state.epoch:
@@ -64,10 +65,9 @@ def _commit(item: Item, branch: group.Branch, header: mls.MessageHeader, message
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=header.epoch, content_type="commit")
         if isinstance(result, mls.CommitApplied):
-            gid = item.outer.gid
             intents = [
-                group.branch_intent(item.values, gid, branch.epoch, branch.digest, result.new_state),
-                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, item.joined.state.epoch + 1)),
+                item.joined.branch_written(branch.epoch, branch.digest, result.new_state),
+                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)),
             ]
     return item.fail(
         "invalidated_branch",

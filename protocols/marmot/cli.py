@@ -20,13 +20,14 @@ import click
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
-from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync, ingest, keys, queries
+from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync, ingest, queries
 from protocols.marmot import simulate as sim
 from protocols.marmot.cli_support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.state_store import routes_of
+from protocols.marmot.state import key
+from protocols.marmot.state.store import routes_of
 from protocols.marmot.states import MessageState, OuterState
 
 
@@ -91,7 +92,7 @@ def simulate(out: Path, **settings: Any) -> None:
     (out / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (out / "observer.identity.json").write_text(json.dumps(result.identity, indent=2) + "\n")
     (out / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2) + "\n")
-    (out / "state.key").write_text(keys.new_key_hex() + "\n")
+    (out / "state.key").write_text(key.new_key_hex() + "\n")
     (out / "expected.json").write_text(json.dumps(result.expected, indent=2) + "\n")
     click.echo(f"wrote {len(result.lines)} relay lines for group {result.expected['group']} to {out}")
 

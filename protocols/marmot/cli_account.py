@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from core.state import ProtocolState
-from protocols.marmot import account as accounts
-from protocols.marmot import inbox, key_package_stock
 from protocols.marmot.cli_publish import publish_now, timeout_option
 from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import inbox, key_packages
 from protocols.marmot.wire import nip19
 
 
@@ -52,7 +52,7 @@ def whoami(obj: Any, as_json: bool) -> None:
     with app.db.read():
         state = ProtocolState(app.db, PROTOCOL)
         me = accounts.require(state)
-        stock = key_package_stock.stock(state)
+        stock = key_packages.stock(state)
     relays = sorted({relay for kp in stock for relay in kp.relays})
     npub = nip19.npub(me.pubkey)
     shown = {"pubkey": me.pubkey, "npub": npub, "key_packages": len(stock), "relays": relays}
@@ -69,9 +69,9 @@ def key_package() -> None:
 @relay_option("Relay to publish them to (repeatable).", required=True)
 @click.option(
     "--count",
-    default=key_package_stock.DEFAULT_STOCK,
+    default=key_packages.DEFAULT_STOCK,
     show_default=True,
-    type=click.IntRange(1, key_package_stock.MAX_STOCK),
+    type=click.IntRange(1, key_packages.MAX_STOCK),
     help="Publish until this many unused KeyPackages are out.",
 )
 @click.option("--last-resort", is_flag=True, help="Mark them reusable: kept after a welcome uses them.")

@@ -17,8 +17,7 @@ import click
 
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import account as accounts
-from protocols.marmot import group, queries
+from protocols.marmot import queries
 from protocols.marmot.cli_invitees import find_invitee
 from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
 from protocols.marmot.cli_support import (
@@ -33,6 +32,8 @@ from protocols.marmot.cli_support import (
 )
 from protocols.marmot.group_commands import NotAnAdmin
 from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, nip19
 
 _PENDING_WELCOMES = (
@@ -84,7 +85,7 @@ def _invite_relays(app: Any, gid: str) -> list[str]:
     with app.db.read():
         state = ProtocolState(app.db, PROTOCOL)
         me = accounts.require(state)
-        loaded = group.load_joined(state, gid)
+        loaded = load_joined(state, gid)
     if me.pubkey not in group_data.admins(loaded.state):
         raise NotAnAdmin(f"only an admin of group {gid} may invite; `tessera marmot members --group {gid}` lists them")
     return list(group_data.read(loaded.state).relays)
@@ -161,7 +162,7 @@ def members(obj: Any, gid: str, as_json: bool) -> None:
     app = obj.app()
     gid = joined_group(app, gid)
     with app.db.read():
-        state = group.load_joined(ProtocolState(app.db, PROTOCOL), gid).state
+        state = load_joined(ProtocolState(app.db, PROTOCOL), gid).state
     admins, me = group_data.admins(state), mls.own_credential(state)
     rows = [
         {"pubkey": key, "npub": nip19.npub(key), "admin": key in admins, "self": key == me}

@@ -14,7 +14,7 @@ from protocols.marmot import queries
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.relays import normalise_relay_url
-from protocols.marmot.state_store import route_of
+from protocols.marmot.state.store import route_of
 from protocols.marmot.wire import nip19
 
 # What click's option decorators do: take a command function, return it with one more option.

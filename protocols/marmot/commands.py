@@ -13,11 +13,11 @@ from typing import Any
 from core.errors import InvalidInput
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group, group_commands, messages
+from protocols.marmot import facts, group_commands, messages
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item
-from protocols.marmot.state_store import SealedValues, meta_name, verify_key
+from protocols.marmot.state.store import SealedValues, load_joined, meta_name, verify_key
 from protocols.marmot.wire import group_data, outer, rumors
 
 
@@ -46,7 +46,7 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     verify_key(values)  # missing or wrong key: fail now, before anything is stored
     if values.raw(meta_name(gid)) is not None:
         return Result(duplicate=True)
-    fact, intents = group.joined(values, gid, state, hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
+    fact, intents = group_commands.joined(values, gid, state, hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
     return Result(events=[fact], intents=intents)
 
 
@@ -80,7 +80,7 @@ def command_react(ctx: Any, params: dict[str, Any]) -> Result:
 def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
     """Delete our message ``target`` of ``group`` (a kind-5 rumor; members drop it from their history)."""
     target, author = _target(ctx, params)
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"))
     if author != mls.own_credential(loaded.state):
         raise InvalidInput(f"message {target[:16]} is not ours; members ignore deletions of others' messages")
     return _send(ctx, params, rumors.DELETION_KIND, "", [["e", target], ["k", str(rumors.CHAT_KIND)]])
@@ -88,7 +88,7 @@ def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
 
 def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
     """The message ``target`` names and its author."""
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"))
     target = str(params.get("target") or "").lower()
     well_formed = len(target) == 64 and all(c in "0123456789abcdef" for c in target)
     known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if well_formed else None
@@ -98,7 +98,7 @@ def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
 
 
 def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"))
     gid, state = loaded.gid, loaded.state
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")
@@ -110,7 +110,7 @@ def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list)
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
     event = outer.seal(state, message, group_data.nostr_group_id(state), created_at, rng=draw)
     intents = (
-        group.state_intent(SealedValues(ctx.state), gid, new_state),
+        *loaded.state_written(new_state),
         group_commands.publish(params, state, event),
     )
     if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now

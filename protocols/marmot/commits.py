@@ -4,7 +4,7 @@ For a commit of epoch ``E`` while the group is at epoch ``S``:
 
 - ``E > S``: it waits for epoch ``S + 1`` like any event we cannot read yet;
 - ``E == S``: it is applied; the pre-commit snapshot is kept and the commit
-  becomes the first candidate of ``E``'s :class:`~.group.EpochRecord`;
+  becomes the first candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
 - ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
   candidate ranked by the best ``(created_at, id)`` among the outer events
   that carried it (seed 001's rule), so another wrapper of a known commit
@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import hashlib
 
-import attrs
-
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
-from protocols.marmot import facts, group, outbox, rules, settings
-from protocols.marmot.group import EpochRecord
+from protocols.marmot import facts, rules
 from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
 from protocols.marmot.messages import mls_reason
+from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
 
 # Outer events processed on the branch that just lost (epochs above the race).
@@ -80,29 +78,18 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
         return item.fail("invalid_message", epoch=epoch, content_type="commit")
-    values, gid = item.values, item.outer.gid
-    record = EpochRecord(epoch, digest, ()).seen(digest, item.outer.cursor)
-    meta, dropped = item.joined.meta.with_applied(record, settings.current().snapshots)
+    written = item.joined.commit_applied(result.new_state, digest, item.outer)
     intents: list[Intent] = [
-        *item.state_intents(result.new_state),
-        group.meta_intent(values, meta),
-        *item.kept(epoch),
-        *group.forget_intents(values, gid, dropped, window_start=meta.window_start),
+        *written.intents,
+        EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, result.new_epoch)),
     ]
-    if meta.record(epoch) is not None:
-        intents.append(group.snapshot_intent(values, gid, epoch, item.joined.snapshot_bytes))
-    intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, result.new_epoch)))
-    events = [_applied(item, result, epoch, digest, item.generation), *_welcomes(item, epoch, digest, intents)]
+    events = [_applied(item, result, epoch, digest, item.generation), *_welcomes(item, written.welcomes, epoch, digest)]
     return Result(events=events, intents=intents)
 
 
-def _welcomes(item: Item, epoch: int, digest: str, intents: list[Intent]) -> list[Event]:
-    """Send the welcomes our own commit ``digest`` was holding back, now that it is applied."""
-    count, released = outbox.release(item.values, item.outer.gid, epoch, digest)
-    if not count:
-        return []
-    intents += released
-    return [facts.welcomes_sent(item.outer, item.generation, epoch, digest, count)]
+def _welcomes(item: Item, count: int, epoch: int, digest: str) -> list[Event]:
+    """The fact of the ``count`` welcomes our own commit ``digest`` was holding back, when its write sends them."""
+    return [facts.welcomes_sent(item.outer, item.generation, epoch, digest, count)] if count else []
 
 
 def _applied(item: Item, result: mls.CommitApplied, epoch: int, digest: str, generation: int) -> Event:
@@ -142,7 +129,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     known = record.candidate(digest) is not None
     result: mls.CommitApplied | None = None
     if not known:
-        base = group.load_snapshot(item.ctx.state, item.outer.gid, epoch)
+        base = item.joined.snapshot(epoch)
         try:  # a forged "better" commit must not roll anything back
             processed = rules.process_message(base, message)
         except mls.MlsError as exc:
@@ -153,72 +140,59 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
         return rollback(item, message, updated.winner, updated, result)
-    meta_intents: list[Intent] = [
-        group.meta_intent(item.values, meta.with_record(updated)),
-        *item.kept(epoch),
-    ]
     if digest == record.applied:
         return item.fact(
             facts.COMMIT_REWRAPPED,
-            intents=meta_intents,
+            intents=item.joined.commit_seen(updated, item.outer),
             epoch=epoch,
             original_outer_id=record.applied_candidate.cursor.id,
         )
-    if result is not None:  # a new loser (only a new commit was applied above): keep its branch, wake waiting events
-        meta_intents += [
-            group.branch_intent(item.values, item.outer.gid, epoch, digest, result.new_state),
-            EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)),
-        ]
+    # A new loser (only a new commit was applied above) keeps its branch and wakes the waiting events.
+    loser = None if result is None else (digest, result.new_state)
+    intents = item.joined.commit_seen(updated, item.outer, loser)
+    if result is not None:
+        intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)))
     return item.fail(
         "commit_lost_race",
         f"commit lost the race for epoch {epoch}",
         epoch=epoch,
         content_type="commit",
-        intents=meta_intents,
+        intents=intents,
     )
 
 
 def rollback(
-    item: Item, message: bytes, winner: group.Candidate, record: EpochRecord, result: mls.CommitApplied | None = None
+    item: Item, message: bytes, winner: Candidate, record: EpochRecord, result: mls.CommitApplied | None = None
 ) -> Result:
     """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item);
     ``result`` is that application when :func:`compete` already made it to validate a new commit."""
-    gid, epoch, values = item.outer.gid, record.epoch, item.values
-    old = item.joined
+    gid, epoch, old = item.outer.gid, record.epoch, item.joined
     if result is None:
         try:
-            processed = rules.process_message(group.load_snapshot(item.ctx.state, gid, epoch), message)
+            processed = rules.process_message(old.snapshot(epoch), message)
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
             return item.fail("invalid_message", epoch=epoch, content_type="commit")
         result = processed
-    old_record = old.meta.record(epoch)
-    assert old_record is not None  # compete() found it before it chose to roll back
-    loser = old_record.applied_candidate
-    meta, dead = old.meta.rolled_back(attrs.evolve(record, applied=winner.digest))
+    written, loser = old.rolled_back(result.new_state, record, winner, item.outer)
+    generation = written.meta.generation
     changes, retry_epochs = _changes(item, epoch, winner)
     events = [
-        facts.rolled_back(item.outer, epoch, loser.cursor, meta.generation, changes),
-        _applied(item, result, epoch, winner.digest, meta.generation),
+        facts.rolled_back(item.outer, epoch, loser.cursor, generation, changes),
+        _applied(item, result, epoch, winner.digest, generation),
+        *_welcomes(item, written.welcomes, epoch, winner.digest),
     ]
     intents: list[Intent] = [
-        *item.state_intents(result.new_state),
-        group.meta_intent(values, meta),
-        *group.forget_intents(values, gid, dead),
-        # The old main becomes the branch of the commit that lost; the winner's branch is main now.
-        group.branch_intent(values, gid, epoch, loser.digest, old.state),
-        group.branch_intent(values, gid, epoch, winner.digest, None),
-        *item.kept(epoch),
+        *written.intents,
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
+        *_requeue(item, old.kept_events(retry_epochs), generation),
     ]
-    intents += _requeue(item, retry_epochs, meta.generation)
-    events += _welcomes(item, epoch, winner.digest, intents)
     return Result(events=events, intents=intents)
 
 
-def _changes(item: Item, epoch: int, winner: group.Candidate) -> tuple[facts.Rollback, dict[str, int]]:
+def _changes(item: Item, epoch: int, winner: Candidate) -> tuple[facts.Rollback, dict[str, int]]:
     """How the rollback moves each event it touches, and the epoch of each event to decide again."""
     db, key = item.ctx.db, bytes.fromhex(item.outer.gid)
     invalidated, rumors = [], []
@@ -238,18 +212,14 @@ def _changes(item: Item, epoch: int, winner: group.Candidate) -> tuple[facts.Rol
     return changes, retry
 
 
-def _requeue(item: Item, retry_epochs: dict[str, int], generation: int) -> list[EnqueueDeferred]:
+def _requeue(item: Item, kept: dict[str, bytes], generation: int) -> list[EnqueueDeferred]:
     """Queue the kept raw events to decide again (their records say Retryable meanwhile)."""
-    gid, intents = item.outer.gid, []
-    for outer_id, epoch in retry_epochs.items():
-        raw = group.kept_raw(item.ctx.state, gid, epoch, outer_id)
-        if raw is not None:
-            intents.append(
-                EnqueueDeferred(
-                    raw,
-                    item.ctx.now_ms,
-                    partition_key=item.outer.route,
-                    idempotency_key=f"marmot:retry:{gid}:{outer_id}:{generation}",
-                )
-            )
-    return intents
+    return [
+        EnqueueDeferred(
+            raw,
+            item.ctx.now_ms,
+            partition_key=item.outer.route,
+            idempotency_key=f"marmot:retry:{item.outer.gid}:{outer_id}:{generation}",
+        )
+        for outer_id, raw in kept.items()
+    ]

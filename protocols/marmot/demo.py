@@ -37,9 +37,9 @@ from core.status import snapshot
 from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
-from protocols.marmot import keys
 from protocols.marmot import simulate as sim
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.state import key
 from protocols.marmot.states import MessageState
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _simulate(workdir: Path, messages: int, start: int | None) -> dict:
     (workdir / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (workdir / "observer.identity.json").write_text(json.dumps(result.identity, indent=2))
     (workdir / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2))
-    (workdir / "state.key").write_text(keys.new_key_hex() + "\n")
+    (workdir / "state.key").write_text(key.new_key_hex() + "\n")
     (workdir / "expected.json").write_text(json.dumps(result.expected, indent=2))
     expected = result.expected
     out.print(

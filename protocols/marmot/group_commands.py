@@ -24,13 +24,14 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, Intent
-from core.records import Result
+from core.records import Event, Result
 from protocols import mls
-from protocols.marmot import account as accounts
-from protocols.marmot import facts, group, key_package_stock, nostr_transport, outbox
+from protocols.marmot import facts, nostr_transport
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import MarmotError
-from protocols.marmot.state_store import SealedValues, keycheck_intent, verify_key
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import key_packages, store
+from protocols.marmot.state.store import LoadedGroup, SealedValues, keycheck_intent, verify_key
 from protocols.marmot.wire import gift_wrap, group_data, key_package_events, outer, welcome_events
 from protocols.marmot.wire.group_data import InvalidGroupData
 
@@ -88,12 +89,12 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
     """Publish KeyPackages until ``count`` unused ones are out (``relays``; ``last_resort`` marks them reusable)."""
     me = accounts.require(ctx.state)
     relays = _relays(params.get("relays"))
-    count = int(params.get("count") or key_package_stock.DEFAULT_STOCK)
-    held = key_package_stock.stock(ctx.state)
+    count = int(params.get("count") or key_packages.DEFAULT_STOCK)
+    held = key_packages.stock(ctx.state)
     have = len(held)
     if have >= count and not params.get("force"):
         return Result(duplicate=True)
-    made, intents = key_package_stock.publish(
+    made, intents = key_packages.publish(
         SealedValues(ctx.state),
         me,
         relays,
@@ -103,7 +104,7 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
     )
     events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
     listed = {url for stored in held for url in stored.relays} | set(relays)
-    relay_list = key_package_stock.relay_list_intent(me, sorted(listed), ctx.now_ms // 1000)
+    relay_list = key_packages.relay_list_intent(me, sorted(listed), ctx.now_ms // 1000)
     return Result(events=events, intents=[*intents, relay_list])
 
 
@@ -133,16 +134,28 @@ def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
     except InvalidGroupData as exc:
         raise InvalidInput(f"cannot create the group: {exc}") from None
     gid = gid_bytes.hex()
-    if group.load(ctx.state, gid) is not None:
+    if store.load(ctx.state, gid) is not None:
         raise InvalidInput(f"a group with id {gid} exists already")
-    fact, intents = group.joined(values, gid, state, hashlib.sha256(gid_bytes).hexdigest(), ctx.now_ms)
+    fact, intents = joined(values, gid, state, hashlib.sha256(gid_bytes).hexdigest(), ctx.now_ms)
     return Result(events=[fact], intents=intents)
+
+
+def joined(
+    values: SealedValues, gid: str, state: mls.GroupState, digest: str, now_ms: int
+) -> tuple[Event, list[Intent]]:
+    """Becoming a member of ``gid`` at ``state`` (a group we created, a welcome, an accepted invitation): the fact,
+    and the intents that store the group and wake its events that arrived first.  ``digest`` identifies how we
+    joined."""
+    intents = store.joined_intents(values, gid, state)
+    members, admins = len(mls.member_credentials(state)), sorted(group_data.admins(state))
+    fact = facts.joined(gid, state.epoch, mls.own_credential(state), members, admins, digest, now_ms)
+    return fact, intents
 
 
 # --- commits -----------------------------------------------------------------------------
 
 
-def _admin_only(loaded: group.LoadedGroup, me: accounts.Account, what: str) -> None:
+def _admin_only(loaded: LoadedGroup, me: accounts.Account, what: str) -> None:
     if me.pubkey not in group_data.admins(loaded.state):
         raise NotAnAdmin(f"only an admin of group {loaded.gid} may {what}; its admins are listed by `groups`")
 
@@ -154,7 +167,7 @@ def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
     without it, to the relays their KeyPackage event names, else the group's.
     """
     me = accounts.require(ctx.state)
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"))
     _admin_only(loaded, me, "invite")
     raw_events = params.get("key_package_events") or []
     if not raw_events:
@@ -183,7 +196,7 @@ def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEven
 def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
     """Remove ``members`` (hex public keys) from ``group``."""
     me = accounts.require(ctx.state)
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"))
     _admin_only(loaded, me, "remove members")
     members = _hex_keys(params.get("members") or [], "members")
     present = set(mls.member_credentials(loaded.state).values())
@@ -198,7 +211,7 @@ def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
 def command_self_update(ctx: Any, params: dict[str, Any]) -> Result:
     """Rotate our own leaf keys in ``group`` (any member may)."""
     me = accounts.require(ctx.state)
-    return _commit(ctx, group.load_joined(ctx.state, params.get("group")), me, self_update=True)
+    return _commit(ctx, store.load_joined(ctx.state, params.get("group")), me, self_update=True)
 
 
 def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
@@ -209,7 +222,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
     group must keep an admin, and members ignore an admin's SelfRemove.
     """
     me = accounts.require(ctx.state)
-    loaded = group.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"))
     if me.pubkey in group_data.admins(loaded.state):
         raise InvalidInput(f"we are an admin of group {loaded.gid}: remove ourselves from the admins before leaving")
     state = loaded.state
@@ -224,7 +237,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
         digest=hashlib.sha256(message).hexdigest(),
     )
     intents = [
-        *group.state_intents(SealedValues(ctx.state), loaded.gid, new_state, state),
+        *loaded.state_written(new_state),
         publish(params, state, event),
     ]
     return Result(events=[fact], intents=intents)
@@ -243,7 +256,7 @@ def publish(params: dict[str, Any], state: mls.GroupState, event: dict) -> Enque
 
 def _commit(
     ctx: Any,
-    loaded: group.LoadedGroup,
+    loaded: LoadedGroup,
     me: accounts.Account,
     *,
     add: Sequence[key_package_events.KeyPackageEvent] = (),
@@ -262,12 +275,11 @@ def _commit(
     digest = hashlib.sha256(result.message).hexdigest()
     now = ctx.now_ms // 1000
     wraps = _welcome_wraps(me, result, add, group_data.read(result.new_state).relays, inboxes or {}, now)
-    values = SealedValues(ctx.state)
     action = "invite" if add else "remove" if remove else "self_update"
     detail = {"added": [p.author for p in add], "removed": list(remove), "digest": digest}
     if _alone(state):  # nobody else could read the commit: merge now, send the welcomes now
         intents: list[Intent] = [
-            *group.state_intents(values, loaded.gid, result.new_state, state),
+            *loaded.state_written(result.new_state),
             *(nostr_transport.publish_intent(wrap, relays) for wrap, relays in wraps),
         ]
         new = result.new_state
@@ -276,11 +288,11 @@ def _commit(
         return Result(events=[fact], intents=intents)
     event = outer.seal(state, result.message, group_data.nostr_group_id(state), now)
     intents = [
-        *group.state_intents(values, loaded.gid, result.pending_state, state),
+        *loaded.state_written(result.pending_state),
         publish({}, state, event),
     ]
     if wraps:
-        intents.append(outbox.keep_intent(values, loaded.gid, state.epoch, digest, wraps))
+        intents.append(loaded.welcomes_held(digest, wraps))
     fact = facts.about(
         facts.CHANGE_PUBLISHED,
         facts.Outer(loaded.gid, event),

@@ -29,12 +29,12 @@ import attrs
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, group, messages, observe, welcomes
+from protocols.marmot import branches, commits, messages, observe, welcomes
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
-from protocols.marmot.state_store import route_of
+from protocols.marmot.state import store
 from protocols.marmot.states import OuterState
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
@@ -69,7 +69,7 @@ def decode(blob: bytes) -> Envelope:
 
 def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does)."""
-    gid = route_of(ctx.state, envelope.partition_key)
+    gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)
     if gid is None:
         return wait_for_group(Item(ctx, out, None))
@@ -80,7 +80,7 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if item.seen is not None and item.seen.state == "Failed":
         item.note(observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = group.load(ctx.state, out.gid)
+    loaded = store.load(ctx.state, out.gid)
     if loaded is None:
         return wait_for_group(item)
     item = attrs.evolve(item, group=loaded)
@@ -113,7 +113,7 @@ def _open(item: Item) -> Result | Blocked:
 
 
 def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
-    for branch in group.load_branches(item.ctx.state, item.joined.meta):
+    for branch in item.joined.branches():
         opened = outer.open_content(branch.state, content)
         if opened is not None:
             return branches.handle_on_branch(item, branch, opened[1])

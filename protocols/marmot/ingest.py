@@ -27,12 +27,11 @@ from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import group
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.state_store import routes_of
+from protocols.marmot.state.store import load_joined, routes_of
 from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
@@ -79,7 +78,7 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     rt = ctx.runtime
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        gid = group.load_joined(store, params.get("group")).gid
+        gid = load_joined(store, params.get("group")).gid
         routes = set(routes_of(store, gid))
         cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
     report = BackfillReport()
@@ -132,9 +131,9 @@ def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Re
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        loaded = group.load_joined(store, gid)
+        loaded = load_joined(store, gid)
         # A losing branch opens its own events: they are decided now, not left for the end.
-        states = [loaded.state, *(branch.state for branch in group.load_branches(store, loaded.meta))]
+        states = [loaded.state, *(branch.state for branch in loaded.branches())]
     readable: list[_Readable] = []
     unreadable: list[dict[str, Any]] = []
     for event in events:

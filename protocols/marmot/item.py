@@ -10,11 +10,9 @@ from core.intents import Intent, WriteProtocolState
 from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts, observe, settings
-from protocols.marmot import group as groups
 from protocols.marmot.facts import Outer
-from protocols.marmot.group import WAITING_FOR_GROUP
 from protocols.marmot.history import GroupHistoryStore, OuterRecord
-from protocols.marmot.state_store import SealedValues
+from protocols.marmot.state.store import WAITING_FOR_GROUP, LoadedGroup
 
 WAITING_FOR_EPOCH = "marmot.epoch"
 
@@ -31,10 +29,10 @@ class Item:
     ctx: Any
     outer: Outer
     seen: OuterRecord | None
-    group: groups.LoadedGroup | None = None
+    group: LoadedGroup | None = None
 
     @property
-    def joined(self) -> groups.LoadedGroup:
+    def joined(self) -> LoadedGroup:
         """The group, for the steps that run after the handler loaded it (it waits for the group before)."""
         assert self.group is not None, "the item's group is read before the handler loaded it"
         return self.group
@@ -44,18 +42,12 @@ class Item:
         return self.group.meta.generation if self.group is not None else 0
 
     @property
-    def values(self) -> SealedValues:
-        return SealedValues(self.ctx.state)
-
-    @property
     def history(self) -> GroupHistoryStore:
         return GroupHistoryStore(self.ctx.db, self.outer.gid)
 
     def kept(self, epoch: int | None) -> list[WriteProtocolState]:
         """Keep the raw event when a later rollback may have to decide it again."""
-        if epoch is None or self.group is None or not groups.needs_keeping(self.group.meta, epoch):
-            return []
-        return [groups.kept_intent(self.outer.gid, epoch, self.outer.id, self.outer.raw().encode())]
+        return [] if self.group is None else self.group.kept(epoch, self.outer)
 
     def fail(
         self,
@@ -81,7 +73,7 @@ class Item:
 
     def state_intents(self, new_state: mls.GroupState) -> list[Intent]:
         """Store the group's new main state (and route a new ``nostr_group_id`` to the group)."""
-        return groups.state_intents(self.values, self.outer.gid, new_state, self.joined.state)
+        return self.joined.state_written(new_state)
 
 
 def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:

@@ -32,14 +32,14 @@ import attrs
 
 from core import queues
 from core.state import ProtocolState
-from protocols.marmot import account as accounts
-from protocols.marmot import group, nostr_transport
+from protocols.marmot import nostr_transport
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.inbox import gift_wrap_relays
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
-from protocols.marmot.state_store import STATE, routes_of
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state.inbox import gift_wrap_relays
+from protocols.marmot.state.store import STATE, load, routes_of
 from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
@@ -72,7 +72,7 @@ def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscriptio
         state = ProtocolState(db, PROTOCOL)
         for name in state.keys(STATE):
             gid = name[len(STATE) :]
-            loaded = group.load(state, gid)
+            loaded = load(state, gid)
             if loaded is None or not loaded.state.active:
                 continue
             relays = tuple(sorted({*group_data.read(loaded.state).relays, *extra}))

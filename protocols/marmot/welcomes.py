@@ -20,20 +20,20 @@ import json
 from typing import Any
 
 from core.errors import InvalidInput, NotFound
-from core.intents import Intent, WriteProtocolState
+from core.intents import Intent
 from core.records import Envelope, Event, Result, derive_event_id
 from protocols import mls
-from protocols.marmot import account as accounts
-from protocols.marmot import facts, group, key_package_stock
+from protocols.marmot import facts, group_commands
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import MarmotError
-from protocols.marmot.state_store import SealedValues
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import key_packages, store
+from protocols.marmot.state.store import SealedValues
 from protocols.marmot.wire import gift_wrap, group_data, welcome_events
 from protocols.marmot.wire.gift_wrap import GiftWrapError
 from protocols.marmot.wire.welcome_events import InvalidWelcomeRumor
 
 GIFT_WRAP = "gift_wrap"
-WELCOME = "welcome/"
 INBOX = "inbox"
 
 WELCOME_RECEIVED = "welcome_received"
@@ -64,7 +64,7 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
         return _refused(ctx, wrap["id"], f"welcome rumor: {exc}")
     if ctx.db.one("SELECT 1 FROM marmot_welcomes WHERE welcome_id = ?", (rumor.rumor_id,)) is not None:
         return Result(duplicate=True)  # the same invitation again (a relay re-sent it): already listed or answered
-    stored = key_package_stock.for_welcome(ctx.state, rumor.welcome)
+    stored = key_packages.for_welcome(ctx.state, rumor.welcome)
     if stored is None:
         return _refused(ctx, wrap["id"], "the welcome is for no KeyPackage we still hold")
     try:
@@ -77,7 +77,7 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
     if opened.sender_pubkey not in data.admins:
         return _refused(ctx, wrap["id"], "the welcome's author is not an admin of the group")
     gid = state.group_id.hex()
-    if group.load(ctx.state, gid) is not None:
+    if store.load(ctx.state, gid) is not None:
         return Result(duplicate=True)  # a welcome into a group we are in already
     values = SealedValues(ctx.state)
     fact = _fact(
@@ -98,7 +98,7 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
         key_package_ref=stored.ref,
         created_at=rumor.created_at,
     )
-    return Result(events=[fact], intents=[values.intent(WELCOME + rumor.rumor_id, mls.snapshot(state))])
+    return Result(events=[fact], intents=[store.pending_welcome_intent(values, rumor.rumor_id, state)])
 
 
 def _refused(ctx: Any, wrapper_id: str, reason: str) -> Result:
@@ -115,7 +115,7 @@ def _pending(ctx: Any, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
     row = ctx.db.one(
         "SELECT data FROM marmot_welcomes WHERE welcome_id = ? AND state = 'pending'", (welcome_id.lower(),)
     )
-    sealed = SealedValues(ctx.state).get(WELCOME + welcome_id.lower())
+    sealed = store.pending_welcome(SealedValues(ctx.state), welcome_id.lower())
     if row is None or sealed is None:
         raise WelcomeNotFound(f"no pending invitation {welcome_id}; `tessera marmot welcomes` lists them")
     return welcome_id.lower(), json.loads(row[0]), sealed
@@ -126,10 +126,9 @@ def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
     welcome_id, info, snapshot = _pending(ctx, params.get("welcome"))
     state = mls.restore(snapshot)
     gid = state.group_id.hex()
-    joined, intents = group.joined(
-        SealedValues(ctx.state), gid, state, hashlib.sha256(snapshot).hexdigest(), ctx.now_ms
-    )
-    intents.append(WriteProtocolState(WELCOME + welcome_id, None))
+    values = SealedValues(ctx.state)
+    joined, intents = group_commands.joined(values, gid, state, hashlib.sha256(snapshot).hexdigest(), ctx.now_ms)
+    intents.append(store.pending_welcome_intent(values, welcome_id, None))
     events = [joined, _fact(WELCOME_ACCEPTED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=gid)]
     more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
     return Result(events=[*events, *more_events], intents=[*intents, *more_intents])
@@ -140,17 +139,18 @@ def command_decline(ctx: Any, params: dict[str, Any]) -> Result:
     welcome_id, info, _ = _pending(ctx, params.get("welcome"))
     more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
     event = _fact(WELCOME_DECLINED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=info["group"])
-    return Result(events=[event, *more_events], intents=[WriteProtocolState(WELCOME + welcome_id, None), *more_intents])
+    forget = store.pending_welcome_intent(SealedValues(ctx.state), welcome_id, None)
+    return Result(events=[event, *more_events], intents=[forget, *more_intents])
 
 
 def _use_key_package(ctx: Any, ref: str) -> tuple[list[Event], list[Intent]]:
     """The KeyPackage ``ref`` was used: delete it (unless last-resort) and publish a fresh one in its place."""
-    stored = key_package_stock.find(ctx.state, ref)
+    stored = key_packages.find(ctx.state, ref)
     if stored is None or stored.last_resort:
         return [], []
     values = SealedValues(ctx.state)
-    intents: list[Intent] = list(key_package_stock.used_intents(values, stored))
+    intents: list[Intent] = list(key_packages.used_intents(values, stored))
     me = accounts.require(ctx.state)
-    made, publish = key_package_stock.publish(values, me, stored.relays, 1, now=ctx.now_ms // 1000)
+    made, publish = key_packages.publish(values, me, stored.relays, 1, now=ctx.now_ms // 1000)
     events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
     return events, [*intents, *publish]

@@ -19,9 +19,10 @@ from core.clock import ManualClock
 from core.settings import Settings
 from core.state import ProtocolState
 from protocols import marmot
-from protocols.marmot import group, simulate
+from protocols.marmot import simulate
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.state_store import routes_of
+from protocols.marmot.state import store
+from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import outer
 from tests.helpers import open_test_app, push
 
@@ -45,7 +46,7 @@ class StreamSize(TypedDict, total=False):
 
 def forget_memory() -> None:
     """What a new process starts without: cached engine states and epoch keys."""
-    group._cache.clear()
+    store._cache.clear()
     outer._keys.clear()
 
 
@@ -137,12 +138,12 @@ def parked_blobs(app) -> list[bytes]:
 def assert_ground_truth(app, sim: simulate.Simulation) -> None:
     """The outcome the simulation itself knows: final epoch, history, every outer event's state."""
     expected, gid = sim.expected, sim.expected["group"]
-    store = GroupHistoryStore(app.db, gid)
-    shown = store.query_rumors(limit=10**6)
+    history = GroupHistoryStore(app.db, gid)
+    shown = history.query_rumors(limit=10**6)
     assert [r["id"] for r in shown] == expected["rumor_ids"]
     assert sorted(r["id"] for r in shown if r["state"] == "Deleted") == expected["deleted_ids"]
     invalidated = [
-        r["id"] for r in store.query_rumors(limit=10**6, include_invalidated=True) if r["state"] == "EpochInvalidated"
+        r["id"] for r in history.query_rumors(limit=10**6, include_invalidated=True) if r["state"] == "EpochInvalidated"
     ]
     assert sorted(invalidated) == sorted(expected["invalidated_ids"])
     states = {

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from core import queues
-from protocols.marmot import cli_sync, keys, nostr_transport
+from protocols.marmot import cli_sync, nostr_transport
 from protocols.marmot.relays import MemoryRelays
+from protocols.marmot.state import key
 from protocols.marmot.wire import nip19, nostr
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
 from tests.relay_servers import LocalRelayServer, running_local_relay
@@ -46,7 +47,7 @@ class Person:
         self.home = home / name
         self.home.mkdir()
         self.env = clean_environment(
-            TESSERA_DB=str(self.home / "tessera.db"), TESSERA_MARMOT_STATE_KEY=keys.new_key_hex(), **FAST
+            TESSERA_DB=str(self.home / "tessera.db"), TESSERA_MARMOT_STATE_KEY=key.new_key_hex(), **FAST
         )
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -20,12 +20,13 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols.marmot import account as accounts
-from protocols.marmot import key_package_stock, nostr_transport, queries
+from protocols.marmot import nostr_transport, queries
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
 from protocols.marmot.relays import MemoryRelays
-from protocols.marmot.state_store import routes_of
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import key_packages
+from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import nostr
 from tests.marmot._read import facts, history, history_ids
 
@@ -69,7 +70,7 @@ def key_package_event(relays, pubkey: str) -> str:
 def unused_key_package(relays, app) -> str:
     """One of ``app``'s KeyPackage events that it still holds (a used one stays on the relay)."""
     with app.db.read():
-        held = {stored.event_id for stored in key_package_stock.stock(ProtocolState(app.db, "marmot"))}
+        held = {stored.event_id for stored in key_packages.stock(ProtocolState(app.db, "marmot"))}
     return json.dumps(relays.fetch({"ids": sorted(held)}, [RELAY]).events[0])
 
 

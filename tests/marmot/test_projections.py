@@ -8,7 +8,8 @@ from core import hookimpl
 from core.state import ProtocolState
 from projectors.testkit import Blob, Item, ProjectorContract, Run
 from protocols import marmot
-from protocols.marmot import group, simulate
+from protocols.marmot import simulate
+from protocols.marmot.state import store
 from tests.marmot._net import T0, Net
 from tests.marmot._read import group_row, history_ids
 from tests.marmot.conftest import deliver, settle
@@ -64,7 +65,7 @@ def test_a_failing_history_projector_still_advances_group_state(make_app):
     after, rumor = net.send(2, "after the commit", T0 + 3)
     deliver(app, after)
     # Authoritative state moved on: the engine state and the processing record.
-    loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
+    loaded = store.load(ProtocolState(app.db, "marmot"), net.gid)
     assert loaded is not None
     assert loaded.state.epoch == epoch + 1 == group_row(app, net.gid)["epoch"]
     assert app.db.value("SELECT count(*) FROM marmot_processed WHERE state IN ('Processed', 'ProcessedCommit')") == 3

@@ -11,14 +11,15 @@ from core.protocol import TickContext
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols import mls
-from protocols.marmot import group, jobs, keys
+from protocols.marmot import jobs
 from protocols.marmot.errors import (
     StateKeyError,
     StateKeyInvalid,
     StateKeyMissing,
     StateKeyWrong,
 )
-from protocols.marmot.state_store import GroupStateStore, SealedValues
+from protocols.marmot.state import key
+from protocols.marmot.state.store import GroupStateStore, SealedValues, load, open_sealed
 from tests.marmot._net import T0
 from tests.marmot._read import history_ids
 from tests.marmot.conftest import deliver
@@ -46,7 +47,7 @@ def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch
     app = marmot_app()
     with pytest.raises(StateKeyInvalid, match="TESSERA_MARMOT_STATE_KEY_FILE"):
         app.runtime.run_command("marmot.join", net.join_params)
-    (tmp_path / "state.key").write_text(keys.new_key_hex() + "\n")
+    (tmp_path / "state.key").write_text(key.new_key_hex() + "\n")
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "state.key"))
     app.runtime.run_command("marmot.join", net.join_params)
     line, rumor = net.send(1, "with a key file", T0 + 1)
@@ -57,7 +58,7 @@ def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch
 def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
     with pytest.raises(StateKeyWrong, match=r"cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
-        group.load(ProtocolState(app.db, "marmot"), net.gid)
+        load(ProtocolState(app.db, "marmot"), net.gid)
     lines = [net.send(1, f"waits for the right key {n}", T0 + n)[0] for n in range(3)]
     with app.db.write():
         queues.push_incoming(app.db, "marmot", lines, app.clock.now_ms())
@@ -109,7 +110,7 @@ def test_state_on_disk_is_never_plaintext(app, net):
     for n in range(5):
         deliver(app, net.send(n % 3, f"message {n}", T0 + n)[0])
     deliver(app, net.commit(0, T0 + 10))
-    loaded = group.load(ProtocolState(app.db, "marmot"), net.gid)
+    loaded = load(ProtocolState(app.db, "marmot"), net.gid)
     assert loaded is not None
     secrets = [
         loaded.snapshot_bytes[:64],
@@ -124,11 +125,11 @@ def test_state_on_disk_is_never_plaintext(app, net):
     )
     for secret in secrets:
         assert secret not in files
-    for key, value in app.db.all("SELECT key, value FROM protocol_state WHERE protocol = 'marmot'"):
-        if key.startswith("route/"):  # h tag -> group id: both are in the read models in the clear
-            assert value == net.gid.encode(), key
+    for name, value in app.db.all("SELECT key, value FROM protocol_state WHERE protocol = 'marmot'"):
+        if name.startswith("route/"):  # h tag -> group id: both are in the read models in the clear
+            assert value == net.gid.encode(), name
             continue
-        assert value[:1] == b"\x01" and mls.snapshot(loaded.state)[:16] not in value, key
+        assert value[:1] == b"\x01" and mls.snapshot(loaded.state)[:16] not in value, name
 
 
 def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):
@@ -136,7 +137,7 @@ def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):
     sealed = values.raw(f"state/{net.gid}")
     assert sealed is not None
     with pytest.raises(StateKeyWrong):
-        keys.open_sealed(values.key, f"state/{'00' * 32}", sealed)
+        open_sealed(values.key, f"state/{'00' * 32}", sealed)
 
 
 def test_group_state_store_get_set_list_remove(app, net):

@@ -15,7 +15,7 @@ from core.errors import InvalidInput, NotFound
 from core.intents import WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot.state_store import SealedValues
+from protocols.marmot.state.store import SealedValues
 from protocols.marmot.wire import nostr
 from protocols.marmot.wire.secp256k1 import check_secret_key
 from protocols.mls.codec import Opaque, decode, encode

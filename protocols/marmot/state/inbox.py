@@ -16,10 +16,11 @@ from typing import Any
 from core.intents import Intent, WriteProtocolState
 from core.records import Result
 from core.state import ProtocolState
-from protocols.marmot import account as accounts
-from protocols.marmot import facts, key_package_stock
+from protocols.marmot import facts
 from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.relays import normalise_relay_urls
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import key_packages
 from protocols.marmot.wire.relay_lists import INBOX_RELAYS_KIND, relay_list_event
 
 INBOX_RELAYS = "relay_lists/inbox"
@@ -33,7 +34,7 @@ def inbox_relays(state: ProtocolState) -> tuple[str, ...]:
 
 def gift_wrap_relays(state: ProtocolState) -> tuple[str, ...]:
     """Every relay an invitation to us may have been sent to: our inbox list, then our KeyPackages' relays."""
-    held = [relay for stored in key_package_stock.stock(state) for relay in stored.relays]
+    held = [relay for stored in key_packages.stock(state) for relay in stored.relays]
     return tuple(dict.fromkeys([*inbox_relays(state), *held]))
 
 

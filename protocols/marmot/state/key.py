@@ -1,12 +1,9 @@
-"""The at-rest key for group state, and the AEAD that seals state values with it.
+"""The at-rest key for group state: where it comes from.
 
 Group state holds every secret of our membership, so it is never stored in
 the clear.  The user supplies a 32-byte key as 64 hex characters, either in
 ``TESSERA_MARMOT_STATE_KEY`` or in a file named by
-``TESSERA_MARMOT_STATE_KEY_FILE``.  Values are sealed with
-XChaCha20-Poly1305 (libsodium, random 24-byte nonces), and the name of the
-state key is the associated data, so a sealed value cannot be moved to
-another key (another group, another epoch's snapshot) unnoticed.
+``TESSERA_MARMOT_STATE_KEY_FILE``; :mod:`.store` seals every value with it.
 """
 
 from __future__ import annotations
@@ -14,23 +11,16 @@ from __future__ import annotations
 import os
 import re
 
-import nacl.bindings
-import nacl.exceptions
-
-from protocols.marmot.errors import StateKeyInvalid, StateKeyMissing, StateKeyWrong
+from protocols.marmot.errors import StateKeyInvalid, StateKeyMissing
 
 ENV_KEY = "TESSERA_MARMOT_STATE_KEY"
 ENV_KEY_FILE = "TESSERA_MARMOT_STATE_KEY_FILE"
-_FORMAT = b"\x01"
-_NONCE = 24
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
-_AD_PREFIX = b"tessera/marmot/state/"
 
 MISSING = (
     f"marmot group state is encrypted at rest and no key is configured: set {ENV_KEY} to 64 hex "
     f"characters (or {ENV_KEY_FILE} to a file holding them)"
 )
-WRONG = f"cannot decrypt group state: wrong {ENV_KEY}?"
 
 _cache: dict[tuple[str | None, str | None], bytes] = {}
 
@@ -74,21 +64,3 @@ def _read_key_file(path: str) -> str:
 def new_key_hex() -> str:
     """A fresh random key, as the 64 hex characters a key file holds."""
     return os.urandom(32).hex()
-
-
-def seal(key: bytes, name: str, plaintext: bytes) -> bytes:
-    """Encrypt ``plaintext`` stored under state key ``name``."""
-    nonce = os.urandom(_NONCE)
-    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, _AD_PREFIX + name.encode(), nonce, key)
-    return _FORMAT + nonce + box
-
-
-def open_sealed(key: bytes, name: str, sealed: bytes) -> bytes:
-    """Decrypt a value sealed under ``name``; StateKeyWrong when it does not open."""
-    if len(sealed) < 1 + _NONCE + 16 or sealed[:1] != _FORMAT:
-        raise StateKeyWrong(WRONG)
-    nonce, box = sealed[1 : 1 + _NONCE], sealed[1 + _NONCE :]
-    try:
-        return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(box, _AD_PREFIX + name.encode(), nonce, key)
-    except nacl.exceptions.CryptoError:
-        raise StateKeyWrong(WRONG) from None

@@ -1,0 +1,578 @@
+"""Group state at rest: the plugin's keys in core ``protocol_state``, sealed, and every read and write of a group.
+
+Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
+
+``state/<gid>``
+    the engine snapshot of our current group state;
+``meta/<gid>``
+    :class:`~protocols.marmot.state.meta.GroupMeta` as JSON (the commits of
+    each epoch of the rollback window, the rollback generation);
+``snap/<gid>/<epoch>``
+    the engine snapshot taken just before the commit of ``epoch`` was
+    applied, kept for rollbacks;
+``branch/<gid>/<epoch>/<digest>``
+    the engine state of a branch that lost the race for ``epoch`` (its
+    commit's SHA-256 is ``digest``): events that only it can open are
+    recorded ``EpochInvalidated`` instead of waiting forever;
+``kept/<gid>/<epoch>/<outer id>``
+    the raw outer event of everything decided at an epoch inside the
+    rollback window (public relay data, not sealed), so a rollback can
+    decide it again; deleted when the epoch leaves the window;
+``route/<nostr group id>``
+    the group id (hex, not sealed) of the group that uses this
+    ``nostr_group_id`` in its events' ``h`` tags now or did before: the
+    group id is the MLS group id, private to members and stable, while
+    the ``nostr_group_id`` is public and may change by commit;
+``outbox/<gid>/<epoch>/<digest>``
+    the gift-wrapped welcomes of our commit ``digest``, sent once it is
+    applied (see *Welcomes waiting for their commit* below);
+``welcome/<rumor id>``
+    the group state an invitation would join, until it is accepted or declined;
+``keycheck``
+    a sealed constant, so a wrong key is detected before any group is touched.
+
+Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
+:mod:`.key_packages`) and inbox relays (``relay_lists/inbox``, :mod:`.inbox`)
+live beside them.  Every value but routes, kept events and the inbox list is
+sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
+the at-rest key of :mod:`.key`, and the name of the state key is the
+associated data, so a sealed value cannot be moved to another key (another
+group, another epoch's snapshot) unnoticed.
+
+Inside a handler, values are read through ``ctx.state`` and written by
+returning ``WriteProtocolState`` intents; outside handlers (inside an open
+write transaction) the direct setters may be used.  A handler reads a group
+with :func:`load` and hands each outcome back as one call on the
+:class:`LoadedGroup` it got (:meth:`~LoadedGroup.commit_applied`,
+:meth:`~LoadedGroup.commit_seen`, :meth:`~LoadedGroup.rolled_back`, ...),
+which returns every intent of that write: engine state, meta, pre-commit
+snapshot, what leaves the rollback window, the welcomes a commit releases.
+
+Restoring an engine snapshot costs more than everything else in an item, so
+opened values are cached per name, keyed by the at-rest key and the exact
+sealed bytes read from the database: a cached value is used only when the
+stored bytes are byte-for-byte the ones it came from (so a rolled-back write
+or another process's write is never served stale) and the configured key is
+the one that opened them (so a wrong key fails at once).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import attrs
+import nacl.bindings
+import nacl.exceptions
+
+from core.intents import EnqueueRecheck, Intent, WriteProtocolState
+from core.state import ProtocolState
+from protocols import mls
+from protocols.marmot import settings
+from protocols.marmot.cursor import Cursor
+from protocols.marmot.errors import GroupNotFound, StateKeyWrong
+from protocols.marmot.nostr_transport import publish_intent
+from protocols.marmot.state.key import ENV_KEY, load_key
+from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
+from protocols.marmot.wire.group_data import nostr_group_id
+
+# --- the key layout ----------------------------------------------------------------------
+
+STATE = "state/"
+META = "meta/"
+SNAP = "snap/"
+BRANCH = "branch/"
+KEPT = "kept/"
+OUTBOX = "outbox/"
+ROUTE = "route/"
+WELCOME = "welcome/"
+KEYCHECK = "keycheck"
+_KEYCHECK_PLAINTEXT = b"tessera marmot state key check v1"
+WAITING_FOR_GROUP = "marmot.group"  # events whose ``h`` tag routes to no group yet wait on it, keyed by that tag
+
+
+def state_name(gid: str) -> str:
+    return STATE + gid
+
+
+def meta_name(gid: str) -> str:
+    return META + gid
+
+
+def snap_name(gid: str, epoch: int) -> str:
+    # Zero-padded so the keys of one group sort by epoch.
+    return f"{SNAP}{gid}/{epoch:020d}"
+
+
+def branch_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{BRANCH}{gid}/" if epoch is None else f"{BRANCH}{gid}/{epoch:020d}/"
+
+
+def branch_name(gid: str, epoch: int, digest: str) -> str:
+    return f"{branch_prefix(gid, epoch)}{digest}"
+
+
+def kept_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
+
+
+def kept_name(gid: str, epoch: int, outer_id: str) -> str:
+    return f"{kept_prefix(gid, epoch)}{outer_id}"
+
+
+def outbox_prefix(gid: str, epoch: int | None = None) -> str:
+    return f"{OUTBOX}{gid}/" if epoch is None else f"{OUTBOX}{gid}/{epoch:020d}/"
+
+
+def outbox_name(gid: str, epoch: int, digest: str) -> str:
+    return outbox_prefix(gid, epoch) + digest
+
+
+def epoch_of(name: str) -> int:
+    """The epoch a ``snap/``, ``branch/``, ``kept/`` or ``outbox/`` key names."""
+    return int(name.split("/")[2])
+
+
+def route_name(nostr_group_id: str) -> str:
+    return ROUTE + nostr_group_id
+
+
+def route_of(state: ProtocolState, nostr_group_id: str) -> str | None:
+    """The group id whose events carry ``nostr_group_id`` in their ``h`` tag, or None."""
+    found = state.get(route_name(nostr_group_id))
+    return None if found is None else found.decode()
+
+
+def routes_of(state: ProtocolState, gid: str) -> list[str]:
+    """Every ``nostr_group_id`` the group ``gid`` has used (its events carry one of them), sorted."""
+    return sorted(name[len(ROUTE) :] for name in state.keys(ROUTE) if state.get(name) == gid.encode())
+
+
+def route_intent(nostr_group_id: str, gid: str) -> WriteProtocolState:
+    """Route ``nostr_group_id`` to ``gid`` (not sealed: the read models name groups by ``gid`` in the clear too,
+    and routing must work before the at-rest key is needed)."""
+    return WriteProtocolState(route_name(nostr_group_id), gid.encode())
+
+
+# --- sealing -----------------------------------------------------------------------------
+
+_FORMAT = b"\x01"
+_NONCE = 24
+_AD_PREFIX = b"tessera/marmot/state/"
+WRONG = f"cannot decrypt group state: wrong {ENV_KEY}?"
+
+
+def seal(key: bytes, name: str, plaintext: bytes) -> bytes:
+    """Encrypt ``plaintext`` stored under state key ``name``."""
+    nonce = os.urandom(_NONCE)
+    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, _AD_PREFIX + name.encode(), nonce, key)
+    return _FORMAT + nonce + box
+
+
+def open_sealed(key: bytes, name: str, sealed: bytes) -> bytes:
+    """Decrypt a value sealed under ``name``; StateKeyWrong when it does not open."""
+    if len(sealed) < 1 + _NONCE + 16 or sealed[:1] != _FORMAT:
+        raise StateKeyWrong(WRONG)
+    nonce, box = sealed[1 : 1 + _NONCE], sealed[1 + _NONCE :]
+    try:
+        return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(box, _AD_PREFIX + name.encode(), nonce, key)
+    except nacl.exceptions.CryptoError:
+        raise StateKeyWrong(WRONG) from None
+
+
+class SealedValues:
+    """Get and set sealed values of the marmot protocol state (key loaded lazily)."""
+
+    def __init__(self, state: ProtocolState):
+        self.state = state
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = load_key()
+        return self._key
+
+    def raw(self, name: str) -> bytes | None:
+        """The stored (sealed) bytes, without opening them."""
+        return self.state.get(name)
+
+    def get(self, name: str) -> bytes | None:
+        sealed = self.state.get(name)
+        return None if sealed is None else open_sealed(self.key, name, sealed)
+
+    def sealed(self, name: str, value: bytes) -> bytes:
+        return seal(self.key, name, value)
+
+    def intent(self, name: str, value: bytes | None) -> WriteProtocolState:
+        """A WriteProtocolState that stores ``value`` sealed (None deletes)."""
+        return WriteProtocolState(name, None if value is None else self.sealed(name, value))
+
+    def put(self, name: str, value: bytes | None, now_ms: int) -> None:
+        """Store directly; only inside an open write transaction, never in a handler."""
+        self.state.put(name, None if value is None else self.sealed(name, value), now_ms)
+
+    def names(self, prefix: str) -> list[str]:
+        return self.state.keys(prefix)
+
+
+def keycheck_intent(values: SealedValues) -> WriteProtocolState | None:
+    """An intent storing the key-check value, or None when one is stored already."""
+    if values.raw(KEYCHECK) is not None:
+        return None
+    return values.intent(KEYCHECK, _KEYCHECK_PLAINTEXT)
+
+
+def verify_key(values: SealedValues) -> None:
+    """Load the key (StateKeyMissing/Invalid) and check it opens the stored key-check value (StateKeyWrong)."""
+    _ = values.key  # loading the key raises StateKeyMissing or StateKeyInvalid
+    if values.raw(KEYCHECK) is not None:
+        values.get(KEYCHECK)
+
+
+# --- opened values, cached ---------------------------------------------------------------
+
+_CACHE_SIZE = 64
+# What a stored value opens to: group meta, an engine state, or (snapshot bytes, engine state).
+Opened = TypeVar("Opened")
+# store name -> (key, sealed bytes, opened value); bounded LRU.  The key is part of
+# the match so a changed (wrong) key is noticed at once, never served from memory.
+_cache: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
+
+
+def _cached(name: str, key: bytes, sealed: bytes) -> Any:
+    hit = _cache.get(name)
+    if hit is not None and hit[1] == sealed and hit[0] == key:
+        _cache.move_to_end(name)
+        return hit[2]
+    return None
+
+
+def _remember(name: str, key: bytes, sealed: bytes, value: Any) -> None:
+    _cache[name] = (key, sealed, value)
+    _cache.move_to_end(name)
+    while len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+
+
+def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
+    found: Opened | None = _cached(name, values.key, sealed)
+    if found is None:
+        found = parse(open_sealed(values.key, name, sealed))
+        _remember(name, values.key, sealed, found)
+    return found
+
+
+def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object) -> WriteProtocolState:
+    """Store ``plain`` sealed under ``name``, and prime the cache with what it opens to."""
+    sealed = values.sealed(name, plain)
+    _remember(name, values.key, sealed, opened)
+    return WriteProtocolState(name, sealed)
+
+
+# --- reading a group ---------------------------------------------------------------------
+
+
+class Carrier(Protocol):
+    """The outer event a write is made for (an item's ``Outer``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cursor(self) -> Cursor: ...
+
+    def raw(self) -> str: ...
+
+
+Wrapped = tuple[dict, tuple[str, ...]]  # a signed gift wrap, and the invitee's relays
+
+
+@attrs.frozen
+class Branch:
+    """A losing branch: the state its commit for ``epoch`` led to (advanced by its own commits)."""
+
+    epoch: int
+    digest: str
+    state: mls.GroupState = attrs.field(repr=False)
+
+
+@attrs.frozen
+class Written:
+    """One write of a group: its intents, the group's meta after it, and how many held welcomes it sends."""
+
+    intents: list[Intent]
+    meta: GroupMeta
+    welcomes: int = 0
+
+
+def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
+    """The group's meta and state, or None when we have not joined ``gid``."""
+    values = SealedValues(state)
+    sealed_meta = values.raw(meta_name(gid))
+    if sealed_meta is None:
+        return None
+    meta = _open(values, meta_name(gid), sealed_meta, GroupMeta.from_bytes)
+    sealed_state = values.raw(state_name(gid))
+    assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
+    snapshot_bytes, engine_state = _open(
+        values, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain))
+    )
+    return LoadedGroup(gid, meta, engine_state, snapshot_bytes, values)
+
+
+def load_joined(state: ProtocolState, gid: object) -> LoadedGroup:
+    """The group ``gid`` names; GroupNotFound when it is not the id of a group we joined."""
+    loaded = load(state, gid) if isinstance(gid, str) else None
+    if loaded is None:
+        raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
+    return loaded
+
+
+@attrs.frozen
+class LoadedGroup:
+    """A group's meta and current engine state, as read inside one item or command, and the writes that move it on.
+
+    Every write method returns the intents of one outcome whole; the caller adds only what is not group state
+    (facts, rechecks of waiting events).
+    """
+
+    gid: str
+    meta: GroupMeta
+    state: mls.GroupState = attrs.field(repr=False)
+    snapshot_bytes: bytes = attrs.field(repr=False)
+    values: SealedValues = attrs.field(repr=False, eq=False)
+
+    # --- reads ---
+
+    def snapshot(self, epoch: int) -> mls.GroupState:
+        """The pre-commit state kept for ``epoch``, an epoch whose record is in the rollback window.
+
+        A record and its snapshot are kept and pruned together, so the snapshot is there.
+        """
+        name = snap_name(self.gid, epoch)
+        sealed = self.values.raw(name)
+        assert sealed is not None, f"the snapshot of epoch {epoch} of group {self.gid} is gone while its record is kept"
+        return _open(self.values, name, sealed, mls.restore)
+
+    def branches(self) -> list[Branch]:
+        """Every losing branch of the window that has a stored state, newest fork first."""
+        found = []
+        for epoch, digest in self.meta.branches():
+            name = branch_name(self.gid, epoch, digest)
+            sealed = self.values.raw(name)
+            if sealed is not None:
+                found.append(Branch(epoch, digest, _open(self.values, name, sealed, mls.restore)))
+        return found
+
+    def kept_events(self, decided: dict[str, int]) -> dict[str, bytes]:
+        """The raw outer events kept of ``decided`` (outer id -> the epoch it was decided at), by outer id."""
+        found = {}
+        for outer_id, epoch in decided.items():
+            raw = self.values.state.get(kept_name(self.gid, epoch, outer_id))
+            if raw is not None:
+                found[outer_id] = raw
+        return found
+
+    # --- writes ---
+
+    def state_written(self, new_state: mls.GroupState) -> list[Intent]:
+        """Store ``new_state`` as the group's state (and route a new ``nostr_group_id`` to the group)."""
+        return state_intents(self.values, self.gid, new_state, self.state)
+
+    def kept(self, epoch: int | None, carrier: Carrier) -> list[WriteProtocolState]:
+        """Keep the raw event decided at ``epoch`` when a later rollback may have to decide it again."""
+        if not self.meta.needs_keeping(epoch):
+            return []
+        assert epoch is not None  # needs_keeping says no for an event of no epoch
+        return [WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())]
+
+    def message_read(self, new_state: mls.GroupState, epoch: int, carrier: Carrier) -> list[Intent]:
+        """A message or proposal of ``epoch`` was read: the state after it, and the event kept for rollbacks."""
+        return [*self.state_written(new_state), *self.kept(epoch, carrier)]
+
+    def commit_applied(self, new_state: mls.GroupState, digest: str, carrier: Carrier) -> Written:
+        """The commit ``digest`` of the current epoch, carried by ``carrier``, was applied and led to ``new_state``.
+
+        One write: the new state, the meta with the epoch's record, the event kept for rollbacks, what left the
+        rollback window (``TESSERA_MARMOT_SNAPSHOTS`` epochs), the pre-commit snapshot, and the welcomes our own
+        commit held back.
+        """
+        epoch = self.state.epoch
+        record = EpochRecord(epoch, digest, ()).seen(digest, carrier.cursor)
+        meta, dropped = self.meta.with_applied(record, settings.current().snapshots)
+        intents: list[Intent] = [
+            *self.state_written(new_state),
+            self._meta_intent(meta),
+            *self.kept(epoch, carrier),
+            *self._forget(dropped, window_start=meta.window_start),
+        ]
+        if meta.record(epoch) is not None:
+            intents.append(self.values.intent(snap_name(self.gid, epoch), self.snapshot_bytes))
+        count, released = self._release_welcomes(epoch, digest)
+        return Written([*intents, *released], meta, count)
+
+    def commit_seen(
+        self, record: EpochRecord, carrier: Carrier, loser: tuple[str, mls.GroupState] | None = None
+    ) -> list[Intent]:
+        """Another outer event carried a commit for ``record``'s epoch and the applied commit stays: the record
+        with it, the event kept for rollbacks, and for a new losing commit (``loser``: its digest and the state it
+        leads to) its branch."""
+        intents: list[Intent] = [self._meta_intent(self.meta.with_record(record)), *self.kept(record.epoch, carrier)]
+        if loser is not None:
+            intents.append(self.branch_written(record.epoch, *loser))
+        return intents
+
+    def rolled_back(
+        self, new_state: mls.GroupState, record: EpochRecord, winner: Candidate, carrier: Carrier
+    ) -> tuple[Written, Candidate]:
+        """``winner`` (carried by ``carrier``) replaced the applied commit of ``record``'s epoch and led to
+        ``new_state``: the write, and the candidate that lost.
+
+        The old main state becomes the branch of the commit that lost; the winner's branch is main now.  What
+        the dead branch kept goes, and the welcomes held for the winner leave.
+        """
+        epoch = record.epoch
+        old_record = self.meta.record(epoch)
+        assert old_record is not None  # the caller found it before it chose to roll back
+        loser = old_record.applied_candidate
+        meta, dead = self.meta.rolled_back(attrs.evolve(record, applied=winner.digest))
+        intents: list[Intent] = [
+            *self.state_written(new_state),
+            self._meta_intent(meta),
+            *self._forget(dead),
+            self.branch_written(epoch, loser.digest, self.state),
+            self.branch_written(epoch, winner.digest, None),
+            *self.kept(epoch, carrier),
+        ]
+        count, released = self._release_welcomes(epoch, winner.digest)
+        return Written([*intents, *released], meta, count), loser
+
+    def branch_written(self, epoch: int, digest: str, branch_state: mls.GroupState | None) -> WriteProtocolState:
+        """Store (None: delete) the state of the branch of ``digest`` at ``epoch``."""
+        name = branch_name(self.gid, epoch, digest)
+        if branch_state is None:
+            return WriteProtocolState(name, None)
+        return _sealed_intent(self.values, name, mls.snapshot(branch_state), branch_state)
+
+    def welcomes_held(self, digest: str, wraps: list[Wrapped]) -> WriteProtocolState:
+        """Keep ``wraps`` until our commit ``digest`` of the current epoch is applied."""
+        plain = json.dumps([[wrap, list(relays)] for wrap, relays in wraps], separators=(",", ":")).encode()
+        return self.values.intent(outbox_name(self.gid, self.state.epoch, digest), plain)
+
+    def _meta_intent(self, meta: GroupMeta) -> WriteProtocolState:
+        return _sealed_intent(self.values, meta_name(self.gid), meta.to_bytes(), meta)
+
+    def _forget(self, records: list[EpochRecord], *, window_start: int | None = None) -> list[WriteProtocolState]:
+        """Delete what was kept for ``records`` (their snapshots, branches and held welcomes) and, given the
+        new ``window_start``, the raw events no race can change any more (epochs up to it)."""
+        gid, names = self.gid, self.values.names
+        intents = []
+        for record in records:
+            intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
+            intents += [WriteProtocolState(name, None) for name in names(branch_prefix(gid, record.epoch))]
+            intents += [WriteProtocolState(name, None) for name in names(outbox_prefix(gid, record.epoch))]
+        if records and window_start is not None:  # only a moved window frees kept events
+            intents += [
+                WriteProtocolState(name, None) for name in names(kept_prefix(gid)) if epoch_of(name) <= window_start
+            ]
+        return intents
+
+    # --- welcomes waiting for their commit ---
+    #
+    # MIP-02: a welcome must not leave before relays hold the commit it belongs to, or the invitee could join
+    # an epoch the group never reaches.  ``invite`` gift-wraps each welcome at once and keeps them under
+    # ``outbox/<gid>/<epoch>/<commit digest>`` (:meth:`welcomes_held`); when that commit is applied (its echo
+    # from a relay, or a rollback that makes it win) they are published and the entry deleted.  A commit that
+    # loses its epoch never releases its welcomes; the entry goes when its epoch leaves the rollback window.
+
+    def _release_welcomes(self, epoch: int, digest: str) -> tuple[int, list[Intent]]:
+        """How many welcomes were held for the commit ``digest`` of ``epoch``, and the intents that publish them
+        and forget the entry (nothing held: ``(0, [])``)."""
+        name = outbox_name(self.gid, epoch, digest)
+        plain = self.values.get(name)
+        if plain is None:
+            return 0, []
+        wraps = json.loads(plain)
+        published: list[Intent] = [publish_intent(wrap, relays) for wrap, relays in wraps]
+        return len(wraps), [*published, WriteProtocolState(name, None)]
+
+
+# --- writing a group outside a handler's outcome -------------------------------------------
+
+
+def state_intents(
+    values: SealedValues, gid: str, new_state: mls.GroupState, old_state: mls.GroupState | None
+) -> list[Intent]:
+    """Store ``new_state``; when its ``nostr_group_id`` is new, route it to ``gid`` and wake its waiting events."""
+    plain = mls.snapshot(new_state)
+    intents: list[Intent] = [_sealed_intent(values, state_name(gid), plain, (plain, new_state))]
+    if old_state is not None and old_state.context.extensions == new_state.context.extensions:
+        return intents  # the group data is unchanged (every message but some commits): nothing to decode
+    route = nostr_group_id(new_state)
+    if old_state is None or nostr_group_id(old_state) != route:
+        intents += [route_intent(route, gid), EnqueueRecheck(WAITING_FOR_GROUP, route)]
+    return intents
+
+
+def joined_intents(values: SealedValues, gid: str, state: mls.GroupState) -> list[Intent]:
+    """Store a group we just became a member of at ``state``: state, route, meta and the key check."""
+    meta = GroupMeta(gid, joined_epoch=state.epoch)
+    intents = [*state_intents(values, gid, state, None), _sealed_intent(values, meta_name(gid), meta.to_bytes(), meta)]
+    check = keycheck_intent(values)
+    return intents + ([check] if check is not None else [])
+
+
+def pending_welcome_intent(values: SealedValues, welcome_id: str, state: mls.GroupState | None) -> WriteProtocolState:
+    """Keep (None: forget) the state the invitation ``welcome_id`` would join."""
+    return values.intent(WELCOME + welcome_id, None if state is None else mls.snapshot(state))
+
+
+def pending_welcome(values: SealedValues, welcome_id: str) -> bytes | None:
+    """The engine snapshot the invitation ``welcome_id`` would join, or None when it is not pending."""
+    return values.get(WELCOME + welcome_id)
+
+
+class GroupStateStore:
+    """Opaque engine-state bytes per group: get / set / list / remove.
+
+    ``set`` is one ``protocol_state`` upsert, atomic for that key.  Handlers
+    use :meth:`set_intent` / :meth:`remove_intents` instead of the setters.
+    """
+
+    def __init__(self, state: ProtocolState):
+        self.values = SealedValues(state)
+
+    def get(self, gid: str) -> bytes | None:
+        return self.values.get(state_name(gid))
+
+    def set(self, gid: str, state_bytes: bytes, now_ms: int) -> None:
+        self.values.put(state_name(gid), state_bytes, now_ms)
+
+    def set_intent(self, gid: str, state_bytes: bytes) -> WriteProtocolState:
+        return self.values.intent(state_name(gid), state_bytes)
+
+    def list(self) -> list[str]:
+        """Group ids (hex) that have a stored state."""
+        return [name[len(STATE) :] for name in self.values.names(STATE)]
+
+    def remove(self, gid: str, now_ms: int) -> None:
+        for intent in self.remove_intents(gid):
+            self.values.state.put(intent.key, None, now_ms)
+
+    def remove_intents(self, gid: str) -> builtins.list[WriteProtocolState]:
+        """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
+        names = [
+            state_name(gid),
+            meta_name(gid),
+            *self.values.names(f"{SNAP}{gid}/"),
+            *self.values.names(branch_prefix(gid)),
+            *self.values.names(kept_prefix(gid)),
+            *self.values.names(outbox_prefix(gid)),
+            *(route_name(route) for route in routes_of(self.values.state, gid)),
+        ]
+        return [WriteProtocolState(name, None) for name in names]
