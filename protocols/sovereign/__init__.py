@@ -1,0 +1,49 @@
+"""Sovereign: the server half — an encrypted message store for MLS groups, as a Tessera plugin.
+
+It keeps only MLS payloads and the metadata that routes them (seed 004):
+messages in server order (ULIDs), a delivery row per recipient (pending,
+delivered, read), group members, one-time KeyPackages; it checks each payload's
+cleartext header without any key, orders commits per epoch (the first stored
+wins), enforces limits, and expires messages for good (:mod:`.retention`,
+through the core's purge).  Requests arrive through :mod:`.service`, which
+``tessera serve`` puts on a WebSocket (docs/server-protocol.md).
+"""
+
+from core import hookimpl
+from core.errors import DecodeError
+from core.protocol import Command, Protocol
+from core.records import Envelope
+from protocols.sovereign import commands, projectors, retention
+
+
+def _decode(blob: bytes) -> Envelope:
+    raise DecodeError("the sovereign store takes requests through `tessera serve`, not queued blobs")
+
+
+@hookimpl
+def register_protocol():
+    return Protocol(
+        name="sovereign",
+        package="protocols.sovereign",
+        decode=_decode,
+        commands={
+            "store": Command(commands.command_store, description="store one MLS message for a group"),
+            "join": Command(commands.command_join, description="an installation joins a group"),
+            "leave": Command(commands.command_leave, description="an installation leaves a group"),
+            "mark": Command(commands.command_mark, description="mark deliveries delivered or read"),
+            "expire": Command(commands.command_expire, description="remove messages for good (retention)"),
+            "key_package_publish": Command(
+                commands.command_key_package_publish, description="stock an installation's one-time KeyPackages"
+            ),
+            "key_package_consume": Command(
+                commands.command_key_package_consume, description="use up one KeyPackage (fetch)"
+            ),
+        },
+        projectors=projectors.PROJECTORS,
+        description="server store: encrypted MLS payloads, delivery tracking, retention",
+    )
+
+
+@hookimpl
+def register_jobs():
+    return list(retention.JOBS)

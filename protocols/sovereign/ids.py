@@ -1,0 +1,42 @@
+"""Server order: ULIDs that only grow, and microsecond timestamps that never go back.
+
+Within one millisecond (or when the wall clock steps back) the next id is the
+last one plus one, so id order is arrival order and a ULID names its
+message's place in the group's history.  The server timestamp is the later of
+the clock and the last one given, so ordering by ``(server_timestamp, id)``
+equals ordering by id; many messages may share one timestamp.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+from ulid import ULID
+
+_MAX_ULID = (1 << 128) - 1
+
+
+@attrs.frozen
+class ServerOrder:
+    """The last id and timestamp given out (protocol state ``order/last``)."""
+
+    last_id: str | None = None
+    last_timestamp_us: int = 0
+
+    def next(self, now_ms: int) -> tuple[str, int]:
+        """The next ``(id, server_timestamp_us)`` after this point, at clock reading ``now_ms``."""
+        timestamp_us = max(now_ms * 1000, self.last_timestamp_us)
+        if self.last_id is None:
+            return _fresh(now_ms), timestamp_us
+        last = ULID.from_str(self.last_id)
+        if now_ms > last.milliseconds:
+            return _fresh(now_ms), timestamp_us
+        if int(last) >= _MAX_ULID:
+            raise OverflowError("the ULID space is exhausted")
+        return str(ULID.from_int(int(last) + 1)), timestamp_us
+
+
+def _fresh(now_ms: int) -> str:
+    """A ULID of millisecond ``now_ms`` with 80 random bits."""
+    return str(ULID.from_int(int.from_bytes(now_ms.to_bytes(6, "big") + os.urandom(10), "big")))

@@ -1,0 +1,180 @@
+"""The store's read models: messages with their deliveries, group members, KeyPackages.
+
+Every handler is idempotent (inserts ignore what exists, statuses only move
+up, counters carry the seq they were last raised at).  Retention removes a
+message's rows when its ``messages_expired`` fact is applied; a rebuild meets
+the purged ``*_stored`` facts as tombstones, makes no rows for them and
+counts them where a count was kept, so it ends where the live tables are.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from core.records import StoredEvent
+from projectors import Projector
+from protocols.sovereign.commands import DAY_MS, STORED_TYPES
+from protocols.sovereign.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
+
+
+def _stored(message_type: int) -> Any:
+    def apply(conn: Any, event: StoredEvent) -> None:
+        data = event.data
+        message_id, group = data["id"], event.partition_key
+        conn.execute(
+            "INSERT INTO sovereign_messages(id, digest, group_id, sender_id, server_timestamp, payload, payload_size, "
+            "message_type, epoch, created_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO NOTHING",
+            (
+                message_id,
+                event.event_id,
+                group,
+                data["sender"],
+                data["ts"],
+                base64.b64decode(data["payload"]),
+                data["size"],
+                message_type,
+                data["epoch"],
+                event.created_at_ms // 1000,
+                int(data["superseded"]),
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO sovereign_delivery_status(message_id, recipient_id, status) VALUES (?, ?, 0) "
+            "ON CONFLICT DO NOTHING",
+            [(message_id, recipient) for recipient in data["recipients"]],
+        )
+        if message_type == WELCOME:
+            conn.executemany(
+                "INSERT INTO sovereign_welcomes(group_id, recipient_id, message_id) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [(group, recipient, message_id) for recipient in data["recipients"]],
+            )
+        if message_type == COMMIT:
+            _count_commit(conn, event, None if data["superseded"] else data["epoch"] + 1)
+        if message_type == APPLICATION:
+            _count_day(conn, event)
+
+    return apply
+
+
+def _count_commit(conn: Any, event: StoredEvent, moved_to: int | None) -> None:
+    """One more commit for the group; a winning commit moves its epoch (epochs only grow)."""
+    conn.execute(
+        "INSERT INTO sovereign_groups(group_id, epoch, commits, last_seq) VALUES (?, ?, 1, ?) "
+        "ON CONFLICT(group_id) DO UPDATE SET commits = commits + 1, last_seq = excluded.last_seq, "
+        "epoch = CASE WHEN excluded.epoch IS NULL THEN epoch ELSE max(coalesce(epoch, -1), excluded.epoch) END "
+        "WHERE sovereign_groups.last_seq < excluded.last_seq",
+        (event.partition_key, moved_to, event.seq),
+    )
+
+
+def _count_day(conn: Any, event: StoredEvent) -> None:
+    conn.execute(
+        "INSERT INTO sovereign_daily_counts(group_id, day, messages, last_seq) VALUES (?, ?, 1, ?) "
+        "ON CONFLICT(group_id, day) DO UPDATE SET messages = messages + 1, last_seq = excluded.last_seq "
+        "WHERE sovereign_daily_counts.last_seq < excluded.last_seq",
+        (event.partition_key, event.created_at_ms // DAY_MS, event.seq),
+    )
+
+
+def _deliveries_marked(conn: Any, event: StoredEvent) -> None:
+    data = event.data
+    status, at = data["status"], data["at"]
+    conn.executemany(
+        "UPDATE sovereign_delivery_status SET status = max(status, ?), "
+        "delivered_at = coalesce(delivered_at, ?), "
+        "read_at = CASE WHEN ? = ? THEN coalesce(read_at, ?) ELSE read_at END "
+        "WHERE message_id = ? AND recipient_id = ?",
+        [(status, at, status, READ, at, message_id, data["recipient"]) for message_id in data["ids"]],
+    )
+
+
+def _messages_expired(conn: Any, event: StoredEvent) -> None:
+    ids = [(message_id,) for message_id in event.data["ids"]]
+    conn.executemany("DELETE FROM sovereign_delivery_status WHERE message_id = ?", ids)
+    conn.executemany(
+        "DELETE FROM sovereign_welcomes WHERE group_id = ? AND message_id = ?",
+        [(event.partition_key, m) for (m,) in ids],
+    )
+    conn.executemany("DELETE FROM sovereign_messages WHERE id = ?", ids)
+    if event.data.get("group_epoch") is not None:
+        # A rebuild never sees the expired commits that moved the epoch; the retention fact carries it.
+        conn.execute(
+            "UPDATE sovereign_groups SET epoch = max(coalesce(epoch, -1), ?) WHERE group_id = ?",
+            (event.data["group_epoch"], event.partition_key),
+        )
+
+
+MESSAGES = Projector(
+    name="sovereign.messages",
+    protocol="sovereign",
+    tables=(
+        "sovereign_messages",
+        "sovereign_delivery_status",
+        "sovereign_groups",
+        "sovereign_welcomes",
+        "sovereign_daily_counts",
+    ),
+    handlers={
+        **{name: _stored(code) for code, name in STORED_TYPES.items()},
+        "deliveries_marked": _deliveries_marked,
+        "messages_expired": _messages_expired,
+    },
+    tombstone_handlers={
+        STORED_TYPES[APPLICATION]: _count_day,
+        STORED_TYPES[COMMIT]: lambda conn, event: _count_commit(conn, event, None),
+    },
+    description="stored messages, their deliveries, group epochs, welcomes and daily counts",
+)
+
+
+def _joined(conn: Any, event: StoredEvent) -> None:
+    conn.execute(
+        "INSERT INTO sovereign_group_members(group_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (event.partition_key, event.data["installation"], event.created_at_ms // 1000),
+    )
+
+
+def _left(conn: Any, event: StoredEvent) -> None:
+    conn.execute(
+        "DELETE FROM sovereign_group_members WHERE group_id = ? AND user_id = ?",
+        (event.partition_key, event.data["installation"]),
+    )
+
+
+MEMBERS = Projector(
+    name="sovereign.members",
+    protocol="sovereign",
+    tables=("sovereign_group_members",),
+    handlers={"member_joined": _joined, "member_left": _left},
+    description="who is in which group",
+)
+
+
+def _key_package_published(conn: Any, event: StoredEvent) -> None:
+    conn.execute(
+        "INSERT INTO sovereign_key_packages(installation, ref, key_package, published_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (event.partition_key, event.data["ref"], base64.b64decode(event.data["key_package"]), event.created_at_ms),
+    )
+
+
+def _key_package_consumed(conn: Any, event: StoredEvent) -> None:
+    conn.execute(
+        "DELETE FROM sovereign_key_packages WHERE installation = ? AND ref = ?",
+        (event.partition_key, event.data["ref"]),
+    )
+
+
+KEY_PACKAGES = Projector(
+    name="sovereign.key_packages",
+    protocol="sovereign",
+    tables=("sovereign_key_packages",),
+    handlers={"key_package_published": _key_package_published, "key_package_consumed": _key_package_consumed},
+    description="one-time KeyPackages per installation, until fetched",
+)
+
+PROJECTORS = (MESSAGES, MEMBERS, KEY_PACKAGES)
+__all__ = ["DELIVERED", "KEY_PACKAGES", "MEMBERS", "MESSAGES", "PROJECTORS"]

@@ -1,0 +1,71 @@
+"""What the store hands back: stored messages, history pages, memberships, figures."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import attrs
+
+APPLICATION, COMMIT, WELCOME, PROPOSAL = 0, 1, 2, 3
+MESSAGE_TYPES = {APPLICATION: "application", COMMIT: "commit", WELCOME: "welcome", PROPOSAL: "proposal"}
+PENDING, DELIVERED, READ = 0, 1, 2
+
+
+@attrs.frozen
+class StoredMessage:
+    """One stored message as clients see it (the payload is opaque MLS ciphertext or a public control message)."""
+
+    id: str
+    group_id: str
+    sender_id: str
+    server_timestamp: int
+    payload: bytes = attrs.field(repr=False)
+    message_type: int
+    epoch: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "group_id": self.group_id,
+            "sender_id": self.sender_id,
+            "server_timestamp": self.server_timestamp,
+            "payload": base64.b64encode(self.payload).decode("ascii"),
+            "message_type": self.message_type,
+            "epoch": self.epoch,
+        }
+
+
+@attrs.frozen
+class Stored:
+    """What storing one message did: who got a pending delivery, and whether a commit lost its epoch."""
+
+    message: StoredMessage
+    recipients: tuple[str, ...]
+    superseded: bool
+    duplicate: bool = False  # the same payload was stored before (a retry): this is that message
+
+
+@attrs.frozen
+class HistoryPage:
+    """One page of a group's history in server order (oldest first), and where the next page starts."""
+
+    messages: list[StoredMessage]
+    next_cursor: str | None
+    has_more: bool
+
+
+@attrs.frozen
+class Membership:
+    installation: str
+    group_id: str
+    member: bool
+    changed: bool
+
+
+@attrs.frozen
+class StoreStats:
+    messages: int
+    pending_deliveries: int
+    payload_bytes: int
+    database_bytes: int

@@ -1,0 +1,186 @@
+"""Retention that really deletes: expiry by age, trimming by size, then space given back to the disk.
+
+A tick job (``sovereign_retention``), due every ``cleanup_interval_s``:
+
+1. messages older than ``retention_days`` go, oldest first;
+2. while the stored payloads exceed ``max_storage_mb``, the oldest go;
+3. every batch is one ``sovereign.expire`` command: the retention fact, the
+   purge of the messages' stored facts and the rows, in one transaction.
+   Batches adapt so each write transaction stays near :data:`TARGET_TXN_MS`
+   (halved when one runs long, grown when they run short), because a
+   server's writers wait behind it;
+4. after deleting, a WAL checkpoint (``TRUNCATE``) so no old page image keeps
+   the deleted bytes, and every ``vacuum_interval_s`` an incremental vacuum of
+   ``vacuum_pages`` pages gives free pages back to the disk.
+
+The policy is read from kv (``sovereign.retention``, JSON), which ``tessera
+serve --config`` writes at start; without it the seed's defaults apply.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import attrs
+
+from core.protocol import Job, TickContext
+from core.runtime import Runtime
+from protocols.sovereign import commands
+from protocols.sovereign.config import MIB, Retention
+
+log = logging.getLogger("tessera.sovereign.retention")
+
+POLICY_KEY = "sovereign.retention"
+LAST_RUN_KEY = "sovereign.retention.last_run_ms"
+LAST_VACUUM_KEY = "sovereign.retention.last_vacuum_ms"
+TARGET_TXN_MS = 25.0
+MIN_BATCH = 1
+DAY_S = 86_400
+
+
+@attrs.define
+class RetentionReport:
+    """What one run did; ``longest_txn_ms`` is the slowest expire transaction."""
+
+    expired_by_age: int = 0
+    trimmed_for_space: int = 0
+    batches: int = 0
+    longest_txn_ms: float = 0.0
+    vacuumed_pages: int = 0
+
+
+def save_policy(runtime: Runtime, retention: Retention) -> None:
+    """Make ``retention`` the policy the tick job applies (one small kv value)."""
+    with runtime.db.write():
+        runtime.kv.set(POLICY_KEY, json.dumps(attrs.asdict(retention), sort_keys=True))
+
+
+def policy(runtime: Runtime) -> Retention:
+    raw = runtime.kv.get(POLICY_KEY)
+    return Retention() if raw is None else Retention(**json.loads(raw))
+
+
+def run_once(runtime: Runtime, retention: Retention, now_ms: int | None = None) -> RetentionReport:
+    """Apply ``retention`` now (each batch its own transaction); returns what was done."""
+    now = runtime.clock.now_ms() if now_ms is None else now_ms
+    report = RetentionReport()
+    batch = _Batch(retention.batch_size)
+    if retention.retention_days:
+        cutoff_s = now // 1000 - retention.retention_days * DAY_S
+        while ids := _oldest(runtime, batch.size, before_s=cutoff_s):
+            report.expired_by_age += _expire(runtime, ids, "age", batch, report)
+    if retention.max_storage_mb:
+        limit = retention.max_storage_mb * MIB
+        while (excess := _stored_bytes(runtime) - limit) > 0:
+            ids = _covering(runtime, batch.size, excess)
+            if not ids:
+                break
+            report.trimmed_for_space += _expire(runtime, ids, "storage", batch, report)
+    if report.batches:
+        runtime.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # best effort: busy readers only delay it
+    with runtime.db.write():
+        runtime.kv.set(LAST_RUN_KEY, now)
+    last_vacuum = runtime.kv.get(LAST_VACUUM_KEY) or 0
+    if now - last_vacuum >= retention.vacuum_interval_s * 1000:
+        report.vacuumed_pages = _vacuum(runtime, retention.vacuum_pages)
+        with runtime.db.write():
+            runtime.kv.set(LAST_VACUUM_KEY, now)
+    if report.batches:
+        log.info(
+            "retention: %d expired by age, %d trimmed for space, %d batches, longest transaction %.1f ms",
+            report.expired_by_age,
+            report.trimmed_for_space,
+            report.batches,
+            report.longest_txn_ms,
+        )
+    return report
+
+
+@attrs.define
+class _Batch:
+    """The batch size, steered so each expire transaction takes about TARGET_TXN_MS."""
+
+    size: int
+    ceiling: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.ceiling = max(self.size, MIN_BATCH)
+        self.size = max(self.size, MIN_BATCH)
+
+    def took(self, ms: float) -> None:
+        if ms > 2 * TARGET_TXN_MS:
+            self.size = max(MIN_BATCH, self.size // 2)
+        elif ms < TARGET_TXN_MS / 2:
+            self.size = min(self.ceiling, self.size * 2)
+
+
+def _expire(runtime: Runtime, ids: list[str], reason: str, batch: _Batch, report: RetentionReport) -> int:
+    started = time.perf_counter()
+    outcome = runtime.run_command("sovereign.expire", {"ids": ids, "reason": reason})
+    took_ms = (time.perf_counter() - started) * 1000
+    batch.took(took_ms)
+    report.batches += 1
+    report.longest_txn_ms = max(report.longest_txn_ms, took_ms)
+    return sum(len(event.data["ids"]) for event in outcome.events if event.type == "messages_expired")
+
+
+def _oldest(runtime: Runtime, limit: int, *, before_s: int) -> list[str]:
+    with runtime.db.read():
+        rows = runtime.db.all(
+            "SELECT id FROM sovereign_messages WHERE created_at < ? ORDER BY created_at, id LIMIT ?", (before_s, limit)
+        )
+    return [row[0] for row in rows]
+
+
+def _covering(runtime: Runtime, limit: int, excess: int) -> list[str]:
+    """The oldest messages whose payloads add up to at least ``excess`` bytes (at most ``limit`` of them)."""
+    ids, freed = [], 0
+    with runtime.db.read():
+        for message_id, size in runtime.db.all(
+            "SELECT id, payload_size FROM sovereign_messages ORDER BY created_at, id LIMIT ?", (limit,)
+        ):
+            ids.append(message_id)
+            freed += size
+            if freed >= excess:
+                break
+    return ids
+
+
+def _stored_bytes(runtime: Runtime) -> int:
+    with runtime.db.read():
+        stored: int = commands.counters(runtime.context(commands.PROTOCOL).state)["payload_bytes"]
+    return stored
+
+
+def _vacuum(runtime: Runtime, pages: int) -> int:
+    """Give up to ``pages`` free pages back to the file system (a no-op for files made without auto_vacuum)."""
+    db = runtime.db
+    if db.value("PRAGMA auto_vacuum") != 2:
+        return 0
+    before = db.value("PRAGMA freelist_count")
+    with db.write():
+        db.execute(f"PRAGMA incremental_vacuum({int(pages)})")
+    freed: int = before - db.value("PRAGMA freelist_count")
+    return freed
+
+
+def _run_job(tick: TickContext) -> int:
+    runtime = tick.runtime
+    retention = policy(runtime)
+    last = runtime.kv.get(LAST_RUN_KEY)
+    if last is not None and runtime.clock.now_ms() - last < retention.cleanup_interval_s * 1000:
+        return 0
+    report = run_once(runtime, retention)
+    return report.expired_by_age + report.trimmed_for_space
+
+
+def _next_due(runtime: Runtime) -> int | None:
+    last = runtime.kv.get(LAST_RUN_KEY)
+    return None if last is None else last + policy(runtime).cleanup_interval_s * 1000
+
+
+JOBS = (Job("sovereign_retention", order=80, run=_run_job, next_due_ms=_next_due),)
+__all__: list[Any] = ["JOBS", "RetentionReport", "policy", "run_once", "save_policy"]
