@@ -1,0 +1,56 @@
+"""``tessera serve``: the sovereign store's WebSocket server (see docs/server-protocol.md).
+
+The plugin adds :func:`serve` as a top-level command through its
+``register_cli_commands`` hook.  Options on the command line win over the
+configuration file, which wins over the defaults.  It prints one line,
+``listening on ws://HOST:PORT``, once it accepts connections (with
+``--port 0`` that line is how to learn the port), and runs until SIGTERM or
+SIGINT.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import click
+
+from protocols.sovereign import config as server_config
+
+if TYPE_CHECKING:
+    from jobs.cli import CliState
+
+
+@click.command()
+@click.option("--db", "db_path", help="SQLite database file (default: tessera's own --db or TESSERA_DB).")
+@click.option("--host", help="Address to listen on (default 127.0.0.1, or [server] host in --config).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), help="Port to listen on; 0 picks a free one (default 8765, or --config)."
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML file with [server], [limits] and [storage] tables.",
+)
+@click.pass_obj
+def serve(obj: CliState, db_path: str | None, host: str | None, port: int | None, config_path: Path | None) -> None:
+    """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port."""
+    from protocols.sovereign.server.runner import run
+
+    settings = obj.settings
+    if db_path is not None:
+        settings = attrs.evolve(settings, db=db_path)
+    chosen = server_config.load(config_path)
+    if host is not None:
+        chosen = attrs.evolve(chosen, host=host)
+    if port is not None:
+        chosen = attrs.evolve(chosen, port=port)
+    run(settings.db, settings, chosen, pm=obj.pm, on_listening=_announce)
+
+
+def _announce(url: str) -> None:
+    click.echo(f"listening on {url}")
+    sys.stdout.flush()
