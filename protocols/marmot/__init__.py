@@ -11,8 +11,9 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import commands, group_commands, handlers, ingest, jobs, nostr_transport, projectors, welcomes
-from protocols.marmot.state import inbox
+from protocols.marmot import handlers, ingest, jobs, nostr_transport, projectors, welcomes
+from protocols.marmot.commands import account, groups, messages
+from protocols.marmot.commands import welcomes as invitations
 
 
 @hookimpl
@@ -23,24 +24,24 @@ def register_protocol():
         decode=handlers.decode,
         handlers={handlers.GROUP_EVENT: handlers.handle_group_event, welcomes.GIFT_WRAP: welcomes.handle_gift_wrap},
         commands={
-            "identity_new": Command(group_commands.command_identity_new, description="create this database's account"),
+            "identity_new": Command(account.command_identity_new, description="create this database's account"),
             "key_package_publish": Command(
-                group_commands.command_key_package_publish, description="publish KeyPackages others invite us with"
+                account.command_key_package_publish, description="publish KeyPackages others invite us with"
             ),
             "inbox_relays": Command(
-                inbox.command_inbox_relays, description="set and publish the relays invitations to us go to"
+                account.command_inbox_relays, description="set and publish the relays invitations to us go to"
             ),
-            "create_group": Command(group_commands.command_create_group, description="create a group"),
-            "invite": Command(group_commands.command_invite, description="add members by their KeyPackage events"),
-            "remove": Command(group_commands.command_remove, description="remove members (admins only)"),
-            "self_update": Command(group_commands.command_self_update, description="rotate our own keys in a group"),
-            "leave": Command(group_commands.command_leave, description="ask to be removed from a group"),
-            "accept": Command(welcomes.command_accept, description="join the group of a pending invitation"),
-            "decline": Command(welcomes.command_decline, description="decline a pending invitation"),
-            "join": Command(commands.command_join, description="join a group from a Welcome"),
-            "send": Command(commands.command_send, description="send a chat message to a group"),
-            "react": Command(commands.command_react, description="react to a message"),
-            "delete": Command(commands.command_delete, description="delete one of our messages"),
+            "create_group": Command(groups.command_create_group, description="create a group"),
+            "invite": Command(groups.command_invite, description="add members by their KeyPackage events"),
+            "remove": Command(groups.command_remove, description="remove members (admins only)"),
+            "self_update": Command(groups.command_self_update, description="rotate our own keys in a group"),
+            "leave": Command(groups.command_leave, description="ask to be removed from a group"),
+            "accept": Command(invitations.command_accept, description="join the group of a pending invitation"),
+            "decline": Command(invitations.command_decline, description="decline a pending invitation"),
+            "join": Command(groups.command_join, description="join a group from a Welcome"),
+            "send": Command(messages.command_send, description="send a chat message to a group"),
+            "react": Command(messages.command_react, description="react to a message"),
+            "delete": Command(messages.command_delete, description="delete one of our messages"),
             "backfill": Command(
                 ingest.backfill, manages_transactions=True, description="process a batch of relay events for one group"
             ),

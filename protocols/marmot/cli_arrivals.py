@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.records import StoredEvent
-from protocols.marmot import facts, welcomes
+from protocols.marmot import facts
 from protocols.marmot.cli_support import short_key
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.wire import rumors
@@ -76,7 +76,7 @@ _GROUP_LINES: dict[str, Line] = {
     facts.OUTER_FAILED: _failed,
     facts.EPOCH_ROLLED_BACK: _rolled_back,
 }
-_ACCOUNT_LINES: dict[str, Line] = {welcomes.WELCOME_RECEIVED: _invitation}
+_ACCOUNT_LINES: dict[str, Line] = {facts.WELCOME_RECEIVED: _invitation}
 
 
 class Arrivals:

@@ -30,7 +30,7 @@ from protocols.marmot.cli_support import (
     relay_urls,
     short_key,
 )
-from protocols.marmot.group_commands import NotAnAdmin
+from protocols.marmot.commands.groups import NotAnAdmin
 from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.store import load_joined

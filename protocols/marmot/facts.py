@@ -41,7 +41,12 @@ INBOX_RELAYS_SET = "inbox_relays_set"
 CHANGE_PUBLISHED = "change_published"  # our commit or proposal, sent and not yet applied
 MERGED_LOCALLY = "merged_locally"  # our commit to a group nobody else is in: applied at once
 WELCOMES_SENT = "welcomes_sent"
+WELCOME_RECEIVED = "welcome_received"  # an invitation: pending until accepted or declined
+WELCOME_REFUSED = "welcome_refused"  # a gift wrap to us that is no invitation we could take
+WELCOME_ACCEPTED = "welcome_accepted"
+WELCOME_DECLINED = "welcome_declined"
 ACCOUNT = "account"  # the partition of facts about our account rather than a group
+INBOX = "inbox"  # the partition of invitations (and of the gift wraps that bring them)
 
 # Facts that close the processing of an outer event successfully.
 PROCESSED_FACTS = (
@@ -153,6 +158,11 @@ def account_created(pubkey: str, now_ms: int) -> Event:
     return Event(
         ACCOUNT_CREATED, derive_event_id("marmot", ACCOUNT_CREATED, pubkey), ACCOUNT, now_ms, {"pubkey": pubkey}
     )
+
+
+def invitation(fact_type: str, key: str, now_ms: int, **data: Any) -> Event:
+    """A ``welcome_*`` fact about the invitation or gift wrap ``key`` names."""
+    return Event(fact_type, derive_event_id("marmot", fact_type, key), INBOX, now_ms, data)
 
 
 def inbox_relays_set(list_event_id: str, relays: list[str], now_ms: int) -> Event:

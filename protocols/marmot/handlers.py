@@ -29,7 +29,7 @@ import attrs
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, messages, observe, welcomes
+from protocols.marmot import branches, commits, facts, messages, observe, welcomes
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
@@ -50,7 +50,7 @@ def decode(blob: bytes) -> Envelope:
         event = nostr.parse_event(blob)
         nostr.verify_event(event)
         if event["kind"] == gift_wrap.GIFT_WRAP_KIND:
-            kind, partition = welcomes.GIFT_WRAP, welcomes.INBOX
+            kind, partition = welcomes.GIFT_WRAP, facts.INBOX
         else:
             kind, partition = GROUP_EVENT, nostr.group_id_of(event)
     except InvalidEvent as exc:

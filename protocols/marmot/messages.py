@@ -18,7 +18,7 @@ import logging
 
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, group_commands, rules
+from protocols.marmot import facts, nostr_transport, rules
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.item import Item, wait_for_epoch
 from protocols.marmot.wire import group_data, outer, rumors
@@ -154,6 +154,6 @@ def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
     """As an admin, commit a member's self-removal and publish it; adopt it when it comes back."""
     committed = mls.commit(received.new_state, proposals_by_ref=[received.proposal_ref])
     event = outer.seal(received.new_state, committed.message, item.outer.route, item.ctx.now_ms // 1000)
-    publish = group_commands.publish({}, received.new_state, event)  # the group's relays (loopback without any)
+    publish = nostr_transport.group_event_intent(received.new_state, event)  # the group's relays (loopback without any)
     # The pending state knows the commit; processing the echo with it applies it.
     return _proposal_fact(item, received, "auto_committed", (*item.state_intents(committed.pending_state), publish))

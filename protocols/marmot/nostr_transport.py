@@ -18,11 +18,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core import queues
-from core.errors import PermanentError, TransientError
+from core.errors import InvalidInput, PermanentError, TransientError
 from core.intents import EnqueueOutgoing
 from core.queues import OutgoingItem
+from protocols import mls
 from protocols.marmot.relays import NostrRelays, PublishReport, PublishStatus, RelayTransport
-from protocols.marmot.wire import nostr
+from protocols.marmot.wire import group_data, nostr, outer
 
 NAME = "nostr"
 PUBLISH_TIMEOUT_S = 10.0
@@ -58,6 +59,18 @@ def publish_intent(event: dict, relay_urls: Sequence[str]) -> EnqueueOutgoing:
         destination=json.dumps(sorted(set(relay_urls))),
         idempotency_key=f"marmot:publish:{event['id']}",
     )
+
+
+def group_event_intent(state: mls.GroupState, event: dict, transport: str | None = None) -> EnqueueOutgoing:
+    """Our group event out: to the group's relays, or looped back where the group has none (simulations);
+    ``transport`` chooses another registered transport."""
+    relays = group_data.read(state).relays
+    chosen = transport or (NAME if relays else "loopback")
+    if chosen == NAME:
+        if not relays:
+            raise InvalidInput("the group names no relays to publish to")
+        return publish_intent(event, relays)
+    return EnqueueOutgoing(outer.to_bytes(event), transport=chosen, idempotency_key=f"marmot:{event['id']}")
 
 
 class NostrTransport:

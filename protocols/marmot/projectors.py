@@ -19,7 +19,7 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.marmot import facts, welcomes
+from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.states import MessageState, OuterState
@@ -339,7 +339,7 @@ def _welcome_received(conn: Any, event: StoredEvent) -> None:
 
 
 def _welcome_answered(conn: Any, event: StoredEvent) -> None:
-    answer = "accepted" if event.type == welcomes.WELCOME_ACCEPTED else "declined"
+    answer = "accepted" if event.type == facts.WELCOME_ACCEPTED else "declined"
     conn.execute(
         "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = 'pending'",
         (answer, event.data["welcome_id"]),
@@ -351,9 +351,9 @@ WELCOMES = Projector(
     protocol="marmot",
     tables=("marmot_welcomes",),
     handlers={
-        welcomes.WELCOME_RECEIVED: _welcome_received,
-        welcomes.WELCOME_ACCEPTED: _welcome_answered,
-        welcomes.WELCOME_DECLINED: _welcome_answered,
+        facts.WELCOME_RECEIVED: _welcome_received,
+        facts.WELCOME_ACCEPTED: _welcome_answered,
+        facts.WELCOME_DECLINED: _welcome_answered,
     },
     description="invitations received, pending until accepted or declined",
 )

@@ -3,7 +3,7 @@
 An inviter sends the gift-wrapped welcome to the inbox relays our kind-10050
 list names (NIP-17, as White Noise does), else to the relays our KeyPackage
 event names.  So we read our gift wraps from both: the inbox list we
-published (``inbox_relays`` command, kept in protocol state under
+published (``inbox_relays`` command, :mod:`protocols.marmot.commands.account`, kept in protocol state under
 ``relay_lists/inbox``) and the relays of our unused KeyPackages.  The list is
 public once published, so it is stored plain.
 """
@@ -11,17 +11,11 @@ public once published, so it is stored plain.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
 
-from core.intents import Intent, WriteProtocolState
-from core.records import Result
+from core.intents import WriteProtocolState
 from core.state import ProtocolState
-from protocols.marmot import facts
-from protocols.marmot.nostr_transport import publish_intent
-from protocols.marmot.relays import normalise_relay_urls
-from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages
-from protocols.marmot.wire.relay_lists import INBOX_RELAYS_KIND, relay_list_event
 
 INBOX_RELAYS = "relay_lists/inbox"
 
@@ -38,16 +32,6 @@ def gift_wrap_relays(state: ProtocolState) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*inbox_relays(state), *held]))
 
 
-def command_inbox_relays(ctx: Any, params: dict[str, Any]) -> Result:
-    """Set our inbox relays to ``relays`` and publish the kind-10050 list (to them and our KeyPackage relays)."""
-    me = accounts.require(ctx.state)
-    relays = normalise_relay_urls(params.get("relays") or ())
-    if tuple(sorted(relays)) == tuple(sorted(inbox_relays(ctx.state))) and not params.get("force"):
-        return Result(duplicate=True)
-    listed = me.sign(relay_list_event(INBOX_RELAYS_KIND, relays, ctx.now_ms // 1000))
-    everywhere = sorted({*relays, *gift_wrap_relays(ctx.state)})
-    intents: list[Intent] = [
-        WriteProtocolState(INBOX_RELAYS, json.dumps(sorted(relays)).encode()),
-        publish_intent(listed, everywhere),
-    ]
-    return Result(events=[facts.inbox_relays_set(listed["id"], sorted(relays), ctx.now_ms)], intents=intents)
+def inbox_relays_intent(relays: Iterable[str]) -> WriteProtocolState:
+    """Store ``relays`` as our inbox list (public once published, so plain)."""
+    return WriteProtocolState(INBOX_RELAYS, json.dumps(sorted(relays)).encode())

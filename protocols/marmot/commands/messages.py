@@ -1,4 +1,4 @@
-"""Commands: join a group from a Welcome; send a message, a reaction or a deletion.
+"""Commands that send to a group: a message, a reaction or a deletion.
 
 Each runs in one transaction (``runtime.run_command``) and, like handlers,
 return facts and intents; the engine state they change is written through
@@ -7,47 +7,17 @@ return facts and intents; the engine state they change is written through
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from core.errors import InvalidInput
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, group_commands, messages
-from protocols.marmot import settings as marmot_settings
+from protocols.marmot import facts, nostr_transport
 from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.item import Item
-from protocols.marmot.state.store import SealedValues, load_joined, meta_name, verify_key
+from protocols.marmot.messages import deletion
+from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, outer, rumors
-
-
-def _hex_param(params: dict[str, Any], name: str) -> bytes:
-    try:
-        return bytes.fromhex(params[name])
-    except (KeyError, TypeError, ValueError):
-        raise InvalidInput(f"parameter {name!r} must be a hex string") from None
-
-
-def command_join(ctx: Any, params: dict[str, Any]) -> Result:
-    """Join the group a Welcome invites us to.
-
-    ``params``: ``identity`` and ``key_package_private`` (hex of the engine
-    encodings) and ``welcome`` (hex).  Joining a group we are in is a no-op.
-    """
-    welcome = _hex_param(params, "welcome")
-    try:
-        identity = mls.identity_from_bytes(_hex_param(params, "identity"))
-        private = mls.key_package_private_from_bytes(_hex_param(params, "key_package_private"))
-        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=marmot_settings.current().past_epochs)
-    except mls.MlsError as exc:
-        raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
-    gid = state.group_id.hex()
-    values = SealedValues(ctx.state)
-    verify_key(values)  # missing or wrong key: fail now, before anything is stored
-    if values.raw(meta_name(gid)) is not None:
-        return Result(duplicate=True)
-    fact, intents = group_commands.joined(values, gid, state, hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
-    return Result(events=[fact], intents=intents)
 
 
 def command_send(ctx: Any, params: dict[str, Any]) -> Result:
@@ -111,10 +81,10 @@ def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list)
     event = outer.seal(state, message, group_data.nostr_group_id(state), created_at, rng=draw)
     intents = (
         *loaded.state_written(new_state),
-        group_commands.publish(params, state, event),
+        nostr_transport.group_event_intent(state, event, params.get("transport")),
     )
     if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now
-        return messages.deletion(Item(ctx, facts.Outer(gid, event), None, loaded), rumor, state.epoch, intents)
+        return deletion(Item(ctx, facts.Outer(gid, event), None, loaded), rumor, state.epoch, intents)
     fact = facts.about(
         facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch, rumor=rumor
     )

@@ -1,4 +1,4 @@
-"""Commands that change groups: create one, invite, remove, update our keys, leave.
+"""Commands that change groups: create or join one, invite, remove, update our keys, leave.
 
 Each runs in one transaction and, like a handler, returns facts and intents.
 A change to a group with other members is a commit that is *published, not
@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, Intent
+from core.intents import Intent
 from core.records import Event, Result
 from protocols import mls
 from protocols.marmot import facts, nostr_transport
 from protocols.marmot import settings as marmot_settings
+from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.state import account as accounts
-from protocols.marmot.state import key_packages, store
-from protocols.marmot.state.store import LoadedGroup, SealedValues, keycheck_intent, verify_key
+from protocols.marmot.state import store
+from protocols.marmot.state.store import LoadedGroup, SealedValues, meta_name, verify_key
 from protocols.marmot.wire import gift_wrap, group_data, key_package_events, outer, welcome_events
 from protocols.marmot.wire.group_data import InvalidGroupData
 
@@ -43,72 +44,7 @@ class NotAnAdmin(MarmotError, InvalidInput):
     """Only the group's admins may make this change."""
 
 
-def _hex_keys(values: object, what: str) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidInput(f"{what} must be a list of hex public keys")
-    keys = [str(value).strip().lower() for value in values]
-    for key in keys:
-        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
-            raise InvalidInput(f"{what}: {key!r} is not a 64-character hex public key")
-    return keys
-
-
-def _relays(values: object) -> list[str]:
-    if values is None:
-        return []
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidInput("relays must be a list of ws:// or wss:// URLs")
-    return [key_package_events.check_relay_url(str(url), _relay_error) for url in values]
-
-
-def _relay_error(message: str, field: str) -> Exception:
-    return InvalidInput(f"{field}: {message}")
-
-
-# --- account and KeyPackages -------------------------------------------------------------
-
-
-def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
-    """Create this database's account (``secret_key`` hex imports an existing Nostr key)."""
-    values = SealedValues(ctx.state)
-    verify_key(values)
-    if accounts.load(ctx.state) is not None:
-        raise InvalidInput("this database already has a marmot account; `tessera marmot whoami` shows it")
-    secret = params.get("secret_key")
-    try:
-        made = accounts.new_account(bytes.fromhex(secret) if secret else None)
-    except ValueError:
-        raise InvalidInput("secret_key must be a secp256k1 secret key in 64 hex characters") from None
-    intents: list[Intent] = [accounts.intent(values, made)]
-    check = keycheck_intent(values)
-    intents += [check] if check is not None else []
-    return Result(events=[facts.account_created(made.pubkey, ctx.now_ms)], intents=intents)
-
-
-def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
-    """Publish KeyPackages until ``count`` unused ones are out (``relays``; ``last_resort`` marks them reusable)."""
-    me = accounts.require(ctx.state)
-    relays = _relays(params.get("relays"))
-    count = int(params.get("count") or key_packages.DEFAULT_STOCK)
-    held = key_packages.stock(ctx.state)
-    have = len(held)
-    if have >= count and not params.get("force"):
-        return Result(duplicate=True)
-    made, intents = key_packages.publish(
-        SealedValues(ctx.state),
-        me,
-        relays,
-        max(count - have, 1),
-        last_resort=bool(params.get("last_resort")),
-        now=ctx.now_ms // 1000,
-    )
-    events = [facts.key_package_published(k.ref, k.event_id, k.relays, k.last_resort, ctx.now_ms) for k in made]
-    listed = {url for stored in held for url in stored.relays} | set(relays)
-    relay_list = key_packages.relay_list_intent(me, sorted(listed), ctx.now_ms // 1000)
-    return Result(events=events, intents=[*intents, relay_list])
-
-
-# --- creating a group --------------------------------------------------------------------
+# --- creating or joining a group ---------------------------------------------------------
 
 
 def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
@@ -116,8 +52,8 @@ def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
     me = accounts.require(ctx.state)
     values = SealedValues(ctx.state)
     verify_key(values)
-    admins = sorted({me.pubkey, *_hex_keys(params.get("admins") or [], "admins")})
-    relays = _relays(params.get("relays"))
+    admins = sorted({me.pubkey, *hex_keys(params.get("admins") or [], "admins")})
+    relays = relay_urls(params.get("relays"))
     gid_bytes = bytes.fromhex(params["group_id"]) if params.get("group_id") else os.urandom(MLS_GROUP_ID_BYTES)
     try:
         state = group_data.create_group(
@@ -150,6 +86,28 @@ def joined(
     members, admins = len(mls.member_credentials(state)), sorted(group_data.admins(state))
     fact = facts.joined(gid, state.epoch, mls.own_credential(state), members, admins, digest, now_ms)
     return fact, intents
+
+
+def command_join(ctx: Any, params: dict[str, Any]) -> Result:
+    """Join the group a Welcome invites us to.
+
+    ``params``: ``identity`` and ``key_package_private`` (hex of the engine
+    encodings) and ``welcome`` (hex).  Joining a group we are in is a no-op.
+    """
+    welcome = hex_bytes(params, "welcome")
+    try:
+        identity = mls.identity_from_bytes(hex_bytes(params, "identity"))
+        private = mls.key_package_private_from_bytes(hex_bytes(params, "key_package_private"))
+        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=marmot_settings.current().past_epochs)
+    except mls.MlsError as exc:
+        raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
+    gid = state.group_id.hex()
+    values = SealedValues(ctx.state)
+    verify_key(values)  # missing or wrong key: fail now, before anything is stored
+    if values.raw(meta_name(gid)) is not None:
+        return Result(duplicate=True)
+    fact, intents = joined(values, gid, state, hashlib.sha256(welcome).hexdigest(), ctx.now_ms)
+    return Result(events=[fact], intents=intents)
 
 
 # --- commits -----------------------------------------------------------------------------
@@ -190,7 +148,7 @@ def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEven
     unknown = sorted(set(given) - invited)
     if unknown:
         raise InvalidInput(f"inboxes names {unknown[0][:16]}, who is not among the invitees")
-    return {str(pubkey): tuple(_relays(urls)) for pubkey, urls in given.items()}
+    return {str(pubkey): tuple(relay_urls(urls)) for pubkey, urls in given.items()}
 
 
 def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
@@ -198,7 +156,7 @@ def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
     me = accounts.require(ctx.state)
     loaded = store.load_joined(ctx.state, params.get("group"))
     _admin_only(loaded, me, "remove members")
-    members = _hex_keys(params.get("members") or [], "members")
+    members = hex_keys(params.get("members") or [], "members")
     present = set(mls.member_credentials(loaded.state).values())
     missing = [m for m in members if m not in present]
     if missing or not members:
@@ -238,20 +196,9 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
     )
     intents = [
         *loaded.state_written(new_state),
-        publish(params, state, event),
+        nostr_transport.group_event_intent(state, event, params.get("transport")),
     ]
     return Result(events=[fact], intents=intents)
-
-
-def publish(params: dict[str, Any], state: mls.GroupState, event: dict) -> EnqueueOutgoing:
-    """Our group event out: to the group's relays, or looped back where the group has none (simulations)."""
-    relays = group_data.read(state).relays
-    chosen = params.get("transport") or ("nostr" if relays else "loopback")
-    if chosen == nostr_transport.NAME:
-        if not relays:
-            raise InvalidInput("the group names no relays to publish to")
-        return nostr_transport.publish_intent(event, relays)
-    return EnqueueOutgoing(outer.to_bytes(event), transport=chosen, idempotency_key=f"marmot:{event['id']}")
 
 
 def _commit(
@@ -289,7 +236,7 @@ def _commit(
     event = outer.seal(state, result.message, group_data.nostr_group_id(state), now)
     intents = [
         *loaded.state_written(result.pending_state),
-        publish({}, state, event),
+        nostr_transport.group_event_intent(state, event),
     ]
     if wraps:
         intents.append(loaded.welcomes_held(digest, wraps))
