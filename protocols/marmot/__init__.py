@@ -11,9 +11,10 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import handlers, ingest, jobs, nostr_transport, projectors, welcomes
+from protocols.marmot import ingest, jobs, nostr_transport, projectors
 from protocols.marmot.commands import account, groups, messages
 from protocols.marmot.commands import welcomes as invitations
+from protocols.marmot.processing import handlers, welcomes
 
 
 @hookimpl

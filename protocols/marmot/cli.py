@@ -24,8 +24,8 @@ from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync, in
 from protocols.marmot import simulate as sim
 from protocols.marmot.cli_support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.handlers import PROTOCOL
 from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.state import key
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.states import MessageState, OuterState

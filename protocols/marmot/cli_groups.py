@@ -31,7 +31,7 @@ from protocols.marmot.cli_support import (
     short_key,
 )
 from protocols.marmot.commands.groups import NotAnAdmin
-from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, nip19

@@ -86,27 +86,23 @@ RETRYABLE_REASONS = frozenset({"undecryptable", "commit_lost_race", "invalidated
 
 @attrs.frozen
 class Outer:
-    """The outer (kind-445) event an item carries."""
+    """The outer (kind-445) event an item carries; its id, time and cursor are read once, when it is made."""
 
     gid: str
     event: dict = attrs.field(repr=False)
+    id: str = attrs.field(init=False)
+    created_at: int = attrs.field(init=False)
+    cursor: Cursor = attrs.field(init=False)
 
-    @property
-    def id(self) -> str:
-        return self.event["id"]
-
-    @property
-    def created_at(self) -> int:
-        return self.event["created_at"]
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "id", self.event["id"])
+        object.__setattr__(self, "created_at", self.event["created_at"])
+        object.__setattr__(self, "cursor", Cursor(self.created_at, self.id))
 
     @property
     def route(self) -> str:
         """The ``nostr_group_id`` in its ``h`` tag (checked when it was decoded)."""
         return next(tag[1] for tag in self.event["tags"] if tag and tag[0] == "h")
-
-    @property
-    def cursor(self) -> Cursor:
-        return Cursor(self.created_at, self.id)
 
     def raw(self) -> str:
         return json.dumps(self.event, separators=(",", ":"), ensure_ascii=False)

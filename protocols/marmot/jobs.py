@@ -13,7 +13,7 @@ from typing import Any
 from core.protocol import Job
 from core.state import ProtocolState
 from protocols.marmot import ingest
-from protocols.marmot.handlers import PROTOCOL
+from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.state.store import SealedValues, verify_key
 
 _verified: set[tuple[str, bytes, bytes]] = set()

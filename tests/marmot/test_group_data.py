@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 from protocols import mls
-from protocols.marmot import rules
+from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data
 from protocols.marmot.wire.group_data import CURRENT_VERSION, GroupData, InvalidGroupData
 from protocols.mls.codec import encode

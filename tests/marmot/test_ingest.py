@@ -222,7 +222,7 @@ def test_backfill_of_a_shuffled_batch_matches_the_ground_truth(marmot_app):
 
 
 def _is_group_event(line: bytes) -> bool:
-    from protocols.marmot import handlers
+    from protocols.marmot.processing import handlers
 
     try:
         handlers.decode(line)
@@ -334,7 +334,7 @@ def test_rolled_back_items_tell_observers_nothing(marmot_app, monkeypatch):
     app.runtime.run_command("marmot.join", net.join_params)
     counting = Counting(app.db.path)
     observe.attach(app.runtime, counting)
-    from protocols.marmot import messages
+    from protocols.marmot.processing import messages
 
     def broken(item, received):
         raise RuntimeError("handler bug after decrypting")

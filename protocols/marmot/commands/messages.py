@@ -14,8 +14,8 @@ from core.records import Result
 from protocols import mls
 from protocols.marmot import facts, nostr_transport
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.item import Item
-from protocols.marmot.messages import deletion
+from protocols.marmot.processing.item import Item
+from protocols.marmot.processing.messages import deletion
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, outer, rumors
 

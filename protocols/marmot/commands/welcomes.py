@@ -3,7 +3,7 @@
 ``accept`` makes the kept state the group's state, uses up the KeyPackage
 (deleted unless last-resort, and a fresh one published in its place) and
 wakes the group's events that arrived first; ``decline`` forgets the state.
-How an invitation becomes pending is :mod:`protocols.marmot.welcomes`.
+How an invitation becomes pending is :mod:`protocols.marmot.processing.welcomes`.
 """
 
 from __future__ import annotations

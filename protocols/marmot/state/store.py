@@ -389,7 +389,10 @@ class LoadedGroup:
         if not self.meta.needs_keeping(epoch):
             return []
         assert epoch is not None  # needs_keeping says no for an event of no epoch
-        return [WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())]
+        return [self._kept_event(epoch, carrier)]
+
+    def _kept_event(self, epoch: int, carrier: Carrier) -> WriteProtocolState:
+        return WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())
 
     def message_read(self, new_state: mls.GroupState, epoch: int, carrier: Carrier) -> list[Intent]:
         """A message or proposal of ``epoch`` was read: the state after it, and the event kept for rollbacks."""
@@ -402,16 +405,19 @@ class LoadedGroup:
         rollback window (``TESSERA_MARMOT_SNAPSHOTS`` epochs), the pre-commit snapshot, and the welcomes our own
         commit held back.
         """
-        epoch = self.state.epoch
-        record = EpochRecord(epoch, digest, ()).seen(digest, carrier.cursor)
-        meta, dropped = self.meta.with_applied(record, settings.current().snapshots)
+        epoch, window = self.state.epoch, settings.current().snapshots
+        # What the meta decides, first: whether the old window keeps the event, the new record and window, and
+        # whether the pre-commit snapshot stays in it.  Then the writes.
+        keeps_event = self.meta.needs_keeping(epoch)
+        meta, dropped = self.meta.with_applied(EpochRecord(epoch, digest, ()).seen(digest, carrier.cursor), window)
+        meta_bytes, window_start, keeps_snapshot = meta.to_bytes(), meta.window_start, meta.record(epoch) is not None
         intents: list[Intent] = [
             *self.state_written(new_state),
-            self._meta_intent(meta),
-            *self.kept(epoch, carrier),
-            *self._forget(dropped, window_start=meta.window_start),
+            _sealed_intent(self.values, meta_name(self.gid), meta_bytes, meta),
+            *([self._kept_event(epoch, carrier)] if keeps_event else []),
+            *self._forget(dropped, window_start=window_start),
         ]
-        if meta.record(epoch) is not None:
+        if keeps_snapshot:
             intents.append(self.values.intent(snap_name(self.gid, epoch), self.snapshot_bytes))
         count, released = self._release_welcomes(epoch, digest)
         return Written([*intents, *released], meta, count)

@@ -27,8 +27,8 @@ from typing import Literal
 import attrs
 
 from protocols import mls
-from protocols.marmot import rules
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data, key_package_events, nostr, outer, rumors
 from protocols.marmot.wire.key_package_events import key_package_event, parse_key_package_event
 from protocols.marmot.wire.welcome_events import parse_welcome_rumor, welcome_rumor

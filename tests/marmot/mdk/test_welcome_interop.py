@@ -17,7 +17,7 @@ import attrs
 import pytest
 
 from protocols import mls
-from protocols.marmot import rules
+from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data, nostr, rumors
 from protocols.marmot.wire.gift_wrap import unwrap, wrap
 from protocols.marmot.wire.key_package_events import MARMOT_EXTENSIONS, key_package_event, parse_key_package_event

@@ -25,9 +25,10 @@ import hashlib
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols import mls
-from protocols.marmot import facts, rules
-from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
-from protocols.marmot.messages import mls_reason
+from protocols.marmot import facts
+from protocols.marmot.processing import rules
+from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
+from protocols.marmot.processing.messages import mls_reason
 from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
 
@@ -58,7 +59,7 @@ _RETRYABLE = (
 
 
 def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
-    state = item.joined.state
+    state = item.group.state
     epoch = header.epoch
     if not state.active:
         return item.fail("not_a_member", epoch=epoch, content_type="commit")
@@ -73,12 +74,12 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
 def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """Apply a commit of the current epoch, keeping the pre-commit snapshot."""
     try:
-        result = rules.process_message(item.joined.state, message)
+        result = rules.process_message(item.group.state, message)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
         return item.fail("invalid_message", epoch=epoch, content_type="commit")
-    written = item.joined.commit_applied(result.new_state, digest, item.outer)
+    written = item.group.commit_applied(result.new_state, digest, item.outer)
     intents: list[Intent] = [
         *written.intents,
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, result.new_epoch)),
@@ -121,7 +122,7 @@ def _members_after(result: mls.CommitApplied) -> int:
 
 def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     """A commit for an epoch we already left: another wrapper, a loser, too old, or a rollback."""
-    meta = item.joined.meta
+    meta = item.group.meta
     record = meta.record(epoch)
     if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
@@ -129,7 +130,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     known = record.candidate(digest) is not None
     result: mls.CommitApplied | None = None
     if not known:
-        base = item.joined.snapshot(epoch)
+        base = item.group.snapshot(epoch)
         try:  # a forged "better" commit must not roll anything back
             processed = rules.process_message(base, message)
         except mls.MlsError as exc:
@@ -143,15 +144,15 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if digest == record.applied:
         return item.fact(
             facts.COMMIT_REWRAPPED,
-            intents=item.joined.commit_seen(updated, item.outer),
+            intents=item.group.commit_seen(updated, item.outer),
             epoch=epoch,
             original_outer_id=record.applied_candidate.cursor.id,
         )
     # A new loser (only a new commit was applied above) keeps its branch and wakes the waiting events.
     loser = None if result is None else (digest, result.new_state)
-    intents = item.joined.commit_seen(updated, item.outer, loser)
+    intents = item.group.commit_seen(updated, item.outer, loser)
     if result is not None:
-        intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)))
+        intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)))
     return item.fail(
         "commit_lost_race",
         f"commit lost the race for epoch {epoch}",
@@ -166,7 +167,7 @@ def rollback(
 ) -> Result:
     """Restore the snapshot of the record's epoch and apply ``winner`` (carried by this item);
     ``result`` is that application when :func:`compete` already made it to validate a new commit."""
-    gid, epoch, old = item.outer.gid, record.epoch, item.joined
+    gid, epoch, old = item.outer.gid, record.epoch, item.group
     if result is None:
         try:
             processed = rules.process_message(old.snapshot(epoch), message)

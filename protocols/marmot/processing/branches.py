@@ -22,10 +22,11 @@ from __future__ import annotations
 from core.intents import EnqueueRecheck
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, rules
+from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
-from protocols.marmot.item import WAITING_FOR_EPOCH, Item, epoch_key
-from protocols.marmot.messages import mls_reason
+from protocols.marmot.processing import rules
+from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key
+from protocols.marmot.processing.messages import mls_reason
 from protocols.marmot.state.store import Branch
 from protocols.marmot.wire import rumors
 
@@ -66,8 +67,8 @@ def _commit(item: Item, branch: Branch, header: mls.MessageHeader, message: byte
             return item.fail(mls_reason(exc), epoch=header.epoch, content_type="commit")
         if isinstance(result, mls.CommitApplied):
             intents = [
-                item.joined.branch_written(branch.epoch, branch.digest, result.new_state),
-                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.joined.state.epoch + 1)),
+                item.group.branch_written(branch.epoch, branch.digest, result.new_state),
+                EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)),
             ]
     return item.fail(
         "invalidated_branch",

@@ -18,9 +18,10 @@ import logging
 
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, nostr_transport, rules
+from protocols.marmot import facts, nostr_transport
 from protocols.marmot.errors import InvalidRumor
-from protocols.marmot.item import Item, wait_for_epoch
+from protocols.marmot.processing import rules
+from protocols.marmot.processing.item import Item, wait_for_epoch
 from protocols.marmot.wire import group_data, outer, rumors
 
 log = logging.getLogger("tessera.marmot")
@@ -29,7 +30,7 @@ log = logging.getLogger("tessera.marmot")
 def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
     """Decrypt an application message or proposal with the current state and record the outcome."""
     try:
-        result = rules.process_message(item.joined.state, message)
+        result = rules.process_message(item.group.state, message)
     except mls.CannotDecryptOwnMessage:
         return item.fact(
             facts.OUTER_PROCESSED,

@@ -1,4 +1,4 @@
-"""One outer event being handled, and the two ways it waits: for its group, or for its epoch."""
+"""One outer event being handled in its loaded group, and the two ways an event waits: for its group, or its epoch."""
 
 from __future__ import annotations
 
@@ -24,22 +24,16 @@ def epoch_key(gid: str, epoch: int) -> str:
 
 @attrs.frozen
 class Item:
-    """One outer event being handled, with what the handler has read so far."""
+    """One outer event being handled: its processing record (``seen``, None when new) and its loaded group."""
 
     ctx: Any
     outer: Outer
     seen: OuterRecord | None
-    group: LoadedGroup | None = None
-
-    @property
-    def joined(self) -> LoadedGroup:
-        """The group, for the steps that run after the handler loaded it (it waits for the group before)."""
-        assert self.group is not None, "the item's group is read before the handler loaded it"
-        return self.group
+    group: LoadedGroup
 
     @property
     def generation(self) -> int:
-        return self.group.meta.generation if self.group is not None else 0
+        return self.group.meta.generation
 
     @property
     def history(self) -> GroupHistoryStore:
@@ -47,7 +41,7 @@ class Item:
 
     def kept(self, epoch: int | None) -> list[WriteProtocolState]:
         """Keep the raw event when a later rollback may have to decide it again."""
-        return [] if self.group is None else self.group.kept(epoch, self.outer)
+        return self.group.kept(epoch, self.outer)
 
     def fail(
         self,
@@ -68,12 +62,14 @@ class Item:
     def make(self, fact_type: str, /, **data: Any) -> Event:
         return facts.about(fact_type, self.outer, self.generation, **data)
 
-    def note(self, outcome: str) -> None:
-        observe.note(self.ctx, self.outer.gid or self.outer.route, self.outer.id, self.outer.created_at, outcome)
-
     def state_intents(self, new_state: mls.GroupState) -> list[Intent]:
         """Store the group's new main state (and route a new ``nostr_group_id`` to the group)."""
-        return self.joined.state_written(new_state)
+        return self.group.state_written(new_state)
+
+
+def note(ctx: Any, outer: Outer, outcome: str) -> None:
+    """Report an outcome that records no fact (a duplicate, a wait) to the observers, once the item commits."""
+    observe.note(ctx, outer.gid or outer.route, outer.id, outer.created_at, outcome)
 
 
 def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
@@ -83,7 +79,7 @@ def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
     epoch, and moves on to the one after if that does not open it either.
     Only a wait longer than ``TESSERA_MARMOT_WAIT_HORIZON_MS`` is parked.
     """
-    item.note(observe.WAITING)
+    note(item.ctx, item.outer, observe.WAITING)
     return Blocked(
         WAITING_FOR_EPOCH,
         epoch_key(item.outer.gid, epoch),
@@ -93,12 +89,12 @@ def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
     )
 
 
-def wait_for_group(item: Item) -> Blocked:
+def wait_for_group(ctx: Any, outer: Outer) -> Blocked:
     """Wait, without spending attempts, for a welcome into this group."""
-    item.note(observe.WAITING)
+    note(ctx, outer, observe.WAITING)
     return Blocked(
         WAITING_FOR_GROUP,
-        item.outer.route,
+        outer.route,
         "not a member of this group (yet)",
         horizon_ms=settings.current().wait_horizon_ms,
         expired_reason="unknown_group",

@@ -24,16 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols import mls
-from protocols.marmot import branches, commits, facts, messages, observe, welcomes
+from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.item import Item, epochs_text, wait_for_epoch, wait_for_group
+from protocols.marmot.processing import branches, commits, messages, welcomes
+from protocols.marmot.processing.item import Item, epochs_text, note, wait_for_epoch, wait_for_group
 from protocols.marmot.state import store
 from protocols.marmot.states import OuterState
 from protocols.marmot.wire import gift_wrap, nostr, outer
@@ -72,26 +71,26 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)
     if gid is None:
-        return wait_for_group(Item(ctx, out, None))
-    item = Item(ctx, out, GroupHistoryStore(ctx.db, gid).outer_record(out.id))
-    if item.seen is not None and item.seen.state in DUPLICATE_STATES:
-        item.note(observe.DUPLICATE)
+        return wait_for_group(ctx, out)
+    seen = GroupHistoryStore(ctx.db, gid).outer_record(out.id)
+    if seen is not None and seen.state in DUPLICATE_STATES:
+        note(ctx, out, observe.DUPLICATE)
         return Result(duplicate=True)
-    if item.seen is not None and item.seen.state == "Failed":
-        item.note(observe.PREVIOUSLY_FAILED)
+    if seen is not None and seen.state == "Failed":
+        note(ctx, out, observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = store.load(ctx.state, out.gid)
+    loaded = store.load(ctx.state, gid)
     if loaded is None:
-        return wait_for_group(item)
-    item = attrs.evolve(item, group=loaded)
-    if item.seen is not None and item.seen.state == "Created":
+        return wait_for_group(ctx, out)
+    item = Item(ctx, out, seen, loaded)
+    if seen is not None and seen.state == "Created":
         # The processing record already proves it is ours; its key is gone anyway.
-        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=item.seen.rumor_id)
+        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=seen.rumor_id)
     return _open(item)
 
 
 def _open(item: Item) -> Result | Blocked:
-    state = item.joined.state
+    state = item.group.state
     content = item.outer.event["content"]
     try:
         opened = outer.open_content(state, content)
@@ -113,11 +112,11 @@ def _open(item: Item) -> Result | Blocked:
 
 
 def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
-    for branch in item.joined.branches():
+    for branch in item.group.branches():
         opened = outer.open_content(branch.state, content)
         if opened is not None:
             return branches.handle_on_branch(item, branch, opened[1])
-    state = item.joined.state
+    state = item.group.state
     if not state.active:
         return item.fail("not_a_member", f"no key of epochs {epochs_text(state)} opens it and we were removed")
     return wait_for_epoch(item, state.epoch + 1, f"no key of epochs {epochs_text(state)} opens it")
