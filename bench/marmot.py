@@ -34,7 +34,7 @@ from core.settings import Settings
 from protocols import marmot, mls
 from protocols.marmot import simulate
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.wire import envelope, nostr, outer
 
 GID = "5e" * 32

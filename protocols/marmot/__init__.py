@@ -11,10 +11,11 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import ingest, jobs, nostr_transport, projectors
+from protocols.marmot import ingest, jobs, nostr_transport
 from protocols.marmot.commands import account, groups, messages
 from protocols.marmot.commands import welcomes as invitations
 from protocols.marmot.processing import handlers, welcomes
+from protocols.marmot.read import projectors
 
 
 @hookimpl

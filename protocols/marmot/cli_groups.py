@@ -17,7 +17,6 @@ import click
 
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot import queries
 from protocols.marmot.cli_invitees import find_invitee
 from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
 from protocols.marmot.cli_support import (
@@ -32,6 +31,7 @@ from protocols.marmot.cli_support import (
 )
 from protocols.marmot.commands.groups import NotAnAdmin
 from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.read import queries
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, nip19

@@ -8,7 +8,7 @@ import click
 
 from protocols.marmot.cli_publish import publish_now, timeout_option
 from protocols.marmot.cli_support import emit, group_id, group_option, json_option, message_id
-from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.read.history import GroupHistoryStore
 
 
 def _send_rumor(obj: Any, command: str, params: dict[str, Any], timeout_s: int, as_json: bool) -> None:

@@ -38,9 +38,9 @@ from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
 from protocols.marmot import simulate as sim
-from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.read.states import MessageState
 from protocols.marmot.state import key
-from protocols.marmot.states import MessageState
 
 if TYPE_CHECKING:
     from jobs.rebuild.run import ReplayEngine

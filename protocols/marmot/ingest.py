@@ -29,8 +29,8 @@ from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.state.store import load_joined, routes_of
 from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope

@@ -71,7 +71,7 @@ class _Hub:
             self.each("on_epoch_rolled_back", list(data["invalidated_rumors"]), list(data["retryable"]), group=group)
 
     def _rumor(self, data: dict, group: str) -> None:
-        from protocols.marmot.history import GroupHistoryStore
+        from protocols.marmot.read.history import GroupHistoryStore
 
         runtime = self.runtime()
         rumor_id = data["rumor"]["id"]

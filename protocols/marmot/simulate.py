@@ -37,7 +37,7 @@ from core.errors import InvalidInput
 from protocols import mls
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.processing import rules
-from protocols.marmot.states import OuterState
+from protocols.marmot.read.states import OuterState
 from protocols.marmot.wire import envelope, group_data, key_package_events, nostr, outer, rumors
 
 START = 1_700_000_000

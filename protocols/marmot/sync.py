@@ -34,8 +34,8 @@ from core import queues
 from core.state import ProtocolState
 from protocols.marmot import nostr_transport
 from protocols.marmot import settings as marmot_settings
-from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays

@@ -20,7 +20,7 @@ from core.settings import Settings
 from core.state import ProtocolState
 from protocols import marmot
 from protocols.marmot import simulate
-from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.state import store
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import outer

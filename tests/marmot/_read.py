@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from core import eventlog
-from protocols.marmot import queries
-from protocols.marmot.history import GroupHistoryStore
+from protocols.marmot.read import queries
+from protocols.marmot.read.history import GroupHistoryStore
 from tests.marmot._net import event_id
 
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from core.app import App
 from core.errors import InvalidInput
 from protocols.marmot.cursor import Cursor, best, compare, newer_than, older_sql
-from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.states import OuterState
+from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.read.states import OuterState
 from protocols.marmot.wire import rumors
 
 GID = "ab" * 32

@@ -20,9 +20,10 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols.marmot import nostr_transport, queries
+from protocols.marmot import nostr_transport
 from protocols.marmot import sync as relay_sync
 from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
+from protocols.marmot.read import queries
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages

@@ -30,11 +30,11 @@ from protocols import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
-from protocols.marmot.history import GroupHistoryStore
 from protocols.marmot.processing import branches, commits, messages, welcomes
 from protocols.marmot.processing.item import Item, epochs_text, note, wait_for_epoch, wait_for_group
+from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.read.states import OuterState
 from protocols.marmot.state import store
-from protocols.marmot.states import OuterState
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 

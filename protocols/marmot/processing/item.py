@@ -11,7 +11,7 @@ from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot.facts import Outer
-from protocols.marmot.history import GroupHistoryStore, OuterRecord
+from protocols.marmot.read.history import GroupHistoryStore, OuterRecord
 from protocols.marmot.state.store import WAITING_FOR_GROUP, LoadedGroup
 
 WAITING_FOR_EPOCH = "marmot.epoch"

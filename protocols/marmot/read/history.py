@@ -29,7 +29,7 @@ import attrs
 from core.errors import InvalidInput
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
-from protocols.marmot.states import MessageState, OuterState
+from protocols.marmot.read.states import MessageState, OuterState
 
 PROCESSED_STATES = (OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED)
 # Failures of authenticated commits (a branch lost): they count for the resume cursor.

@@ -21,8 +21,8 @@ from core.records import StoredEvent
 from projectors import Projector
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.history import GroupHistoryStore
-from protocols.marmot.states import MessageState, OuterState
+from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.wire import rumors
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.states import OuterState
+from protocols.marmot.read.states import OuterState
 
 _GROUPS = (
     "SELECT gid, epoch, members, admins, self_pubkey, joined_epoch, active, rollbacks, resume_created_at, "
