@@ -34,9 +34,9 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.tick import TickDaemon
 from protocols import marmot
-from protocols.marmot import nostr_transport
-from protocols.marmot import sync as relay_sync
 from protocols.marmot.relays import MemoryRelays
+from protocols.marmot.transport import nostr_transport
+from protocols.marmot.transport import sync as relay_sync
 
 PLUGIN = Path(marmot.__file__).resolve().parent
 RELAY = "ws://relay.walk"

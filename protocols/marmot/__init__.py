@@ -11,11 +11,12 @@ API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import ingest, jobs, nostr_transport
+from protocols.marmot import jobs
 from protocols.marmot.commands import account, groups, messages
 from protocols.marmot.commands import welcomes as invitations
 from protocols.marmot.processing import handlers, welcomes
 from protocols.marmot.read import projectors
+from protocols.marmot.transport import ingest, nostr_transport
 
 
 @hookimpl

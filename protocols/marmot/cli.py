@@ -20,7 +20,7 @@ import click
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
-from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync, ingest
+from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync
 from protocols.marmot import simulate as sim
 from protocols.marmot.cli_support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
@@ -30,6 +30,7 @@ from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.state import key
 from protocols.marmot.state.store import routes_of
+from protocols.marmot.transport import ingest
 
 
 @click.group()

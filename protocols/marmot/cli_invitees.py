@@ -17,10 +17,10 @@ from collections.abc import Sequence
 import attrs
 
 from core.errors import InvalidInput, NotFound
-from protocols.marmot import nostr_transport
 from protocols.marmot.cli_support import short_key
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.relays import FetchReport
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire.key_package_events import (
     KEY_PACKAGE_KIND,
     LEGACY_KEY_PACKAGE_KIND,

@@ -20,10 +20,10 @@ import click
 
 from core.errors import LeaseHeld
 from jobs.tick import DaemonMode, TickDaemon, TickReport
-from protocols.marmot import nostr_transport
 from protocols.marmot.cli_support import OptionDecorator
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.relays import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_S, LiveOptions, PublishReport, RelayTransport
+from protocols.marmot.transport import nostr_transport
 
 DEFAULT_WAIT_S = 30
 

@@ -1,7 +1,7 @@
 """``tessera marmot sync`` and ``listen``: relays into the queue, the tick over it, and what came in printed.
 
 ``sync`` is one round: fetch every active group's new events and our
-invitations (:func:`protocols.marmot.sync.sync`), then tick until idle.
+invitations (:func:`protocols.marmot.transport.sync.sync`), then tick until idle.
 ``listen`` runs until Ctrl-C (SIGINT) or SIGTERM: live subscriptions queue
 events on a connection of their own while this process's tick daemon
 processes them, and every message, commit and invitation is printed as it is
@@ -23,11 +23,11 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from jobs.tick import DaemonMode, TickDaemon, TickReport
-from protocols.marmot import sync as relay_sync
 from protocols.marmot.cli_arrivals import Arrivals
 from protocols.marmot.cli_publish import publish_now, timeout_option
 from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.transport import sync as relay_sync
 
 # How often ``listen`` looks whether its subscriptions still match the groups it is in.
 RECHECK_S = 2.0

@@ -137,8 +137,8 @@ def _join(app: Any, workdir: Path) -> None:
 
 def _through_relay(app: Any, workdir: Path, relay: str) -> int:
     """Publish every event of the stream to ``relay`` (it refuses what is not a valid event), then sync the group."""
-    from protocols.marmot import nostr_transport
-    from protocols.marmot import sync as relay_sync
+    from protocols.marmot.transport import nostr_transport
+    from protocols.marmot.transport import sync as relay_sync
 
     lines = (workdir / "relay.jsonl").read_bytes().splitlines()
     accepted = refused = 0

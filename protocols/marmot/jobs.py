@@ -12,9 +12,9 @@ from typing import Any
 
 from core.protocol import Job
 from core.state import ProtocolState
-from protocols.marmot import ingest
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.state.store import SealedValues, verify_key
+from protocols.marmot.transport import ingest
 
 _verified: set[tuple[str, bytes, bytes]] = set()
 

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from core import queues
-from protocols.marmot import cli_sync, nostr_transport
+from protocols.marmot import cli_sync
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import key
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import nip19, nostr
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
 from tests.relay_servers import LocalRelayServer, running_local_relay

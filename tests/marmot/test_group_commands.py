@@ -20,14 +20,14 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols.marmot import nostr_transport
-from protocols.marmot import sync as relay_sync
 from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
 from protocols.marmot.read import queries
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages
 from protocols.marmot.state.store import routes_of
+from protocols.marmot.transport import nostr_transport
+from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import nostr
 from tests.marmot._read import facts, history, history_ids
 

@@ -14,9 +14,10 @@ import pytest
 
 from core.app import App
 from protocols.marmot import facts as F
-from protocols.marmot import ingest, observe, simulate
+from protocols.marmot import observe, simulate
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.transport import ingest
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._orders import StreamSize, assert_ground_truth
 from tests.marmot._read import event_count, facts, history_ids

@@ -13,12 +13,12 @@ from core.intents import Intent
 from core.records import Result
 from protocols.marmot import facts
 from protocols.marmot.commands.params import relay_urls
-from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.relays import normalise_relay_urls
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages
 from protocols.marmot.state.inbox import gift_wrap_relays, inbox_relays, inbox_relays_intent
 from protocols.marmot.state.store import SealedValues, keycheck_intent, verify_key
+from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.relay_lists import INBOX_RELAYS_KIND, relay_list_event
 
 

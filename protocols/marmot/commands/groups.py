@@ -26,13 +26,14 @@ from core.errors import InvalidInput
 from core.intents import Intent
 from core.records import Event, Result
 from protocols import mls
-from protocols.marmot import facts, nostr_transport
+from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import store
 from protocols.marmot.state.store import LoadedGroup, SealedValues, meta_name, verify_key
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import gift_wrap, group_data, key_package_events, outer, welcome_events
 from protocols.marmot.wire.group_data import InvalidGroupData
 

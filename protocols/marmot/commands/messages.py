@@ -12,11 +12,12 @@ from typing import Any
 from core.errors import InvalidInput
 from core.records import Result
 from protocols import mls
-from protocols.marmot import facts, nostr_transport
+from protocols.marmot import facts
 from protocols.marmot.processing.item import Item
 from protocols.marmot.processing.messages import deletion
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.state.store import load_joined
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
 

@@ -18,10 +18,11 @@ import logging
 
 from core.records import Blocked, Result
 from protocols import mls
-from protocols.marmot import facts, nostr_transport
+from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import Item, wait_for_epoch
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
 log = logging.getLogger("tessera.marmot")

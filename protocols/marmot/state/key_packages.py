@@ -20,9 +20,9 @@ from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.state.account import Account
 from protocols.marmot.state.store import SealedValues
+from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire import key_package_events
 from protocols.marmot.wire.relay_lists import KEY_PACKAGE_RELAYS_KIND, relay_list_event
 from protocols.mls.codec import Opaque, Uint8, decode, encode

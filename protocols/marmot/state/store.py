@@ -75,9 +75,9 @@ from protocols import mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, StateKeyWrong
-from protocols.marmot.nostr_transport import publish_intent
 from protocols.marmot.state.key import ENV_KEY, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
+from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
 
 # --- the key layout ----------------------------------------------------------------------

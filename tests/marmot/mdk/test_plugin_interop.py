@@ -18,10 +18,10 @@ import pytest
 
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols.marmot import nostr_transport
-from protocols.marmot import sync as relay_sync
 from protocols.marmot.read import queries
 from protocols.marmot.state import account as accounts
+from protocols.marmot.transport import nostr_transport
+from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import gift_wrap
 from tests._peers import PeerUnavailable, peer_missing
 from tests.marmot._read import history

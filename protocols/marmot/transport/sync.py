@@ -32,7 +32,6 @@ import attrs
 
 from core import queues
 from core.state import ProtocolState
-from protocols.marmot import nostr_transport
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.read.history import GroupHistoryStore
@@ -40,6 +39,7 @@ from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
 from protocols.marmot.state.store import STATE, load, routes_of
+from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
