@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from core import queues
-from protocols.marmot import cli_sync
+from protocols.marmot.cli import sync as cli_sync
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import key
 from protocols.marmot.transport import nostr_transport

@@ -20,7 +20,7 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols.marmot.cli_invitees import NoKeyPackage, find_invitee
+from protocols.marmot.cli.invitees import NoKeyPackage, find_invitee
 from protocols.marmot.read import queries
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import account as accounts

@@ -3,9 +3,9 @@
 ``create-group``, ``invite``, ``remove``, ``self-update`` and ``leave`` each
 run one plugin command (one transaction) and then the tick, so a commit is
 published, comes back from a relay and is applied, and the welcomes it held
-back are sent, before the command returns (see :mod:`.cli_publish`).
+back are sent, before the command returns (see :mod:`.publish`).
 ``invite`` first fetches each invitee's KeyPackage from relays
-(:mod:`.cli_invitees`), outside any transaction.
+(:mod:`.invitees`), outside any transaction.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import click
 
 from core.state import ProtocolState
 from protocols import mls
-from protocols.marmot.cli_invitees import find_invitee
-from protocols.marmot.cli_publish import PublishSummary, publish_now, timeout_option
-from protocols.marmot.cli_support import (
+from protocols.marmot.cli.invitees import find_invitee
+from protocols.marmot.cli.publish import PublishSummary, publish_now, timeout_option
+from protocols.marmot.cli.support import (
     emit,
     group_option,
     joined_group,

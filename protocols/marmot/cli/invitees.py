@@ -1,7 +1,7 @@
 """Finding an invitee on relays before ``invite`` runs (network calls, outside any transaction).
 
 Where to look: the relays the caller names (``--relay`` and the group's).
-There we read the invitee's relay lists (:mod:`.wire.relay_lists`): their
+There we read the invitee's relay lists (:mod:`protocols.marmot.wire.relay_lists`): their
 KeyPackage relays (kind 10051) and write relays (kind 10002) are searched
 too, and their inbox relays (kind 10050) are where the welcome will go.
 What to take: the newest KeyPackage event (kind 30443, or the legacy 443) of
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from core.errors import InvalidInput, NotFound
-from protocols.marmot.cli_support import short_key
+from protocols.marmot.cli.support import short_key
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.relays import FetchReport
 from protocols.marmot.transport import nostr_transport

@@ -23,9 +23,9 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from jobs.tick import DaemonMode, TickDaemon, TickReport
-from protocols.marmot.cli_arrivals import Arrivals
-from protocols.marmot.cli_publish import publish_now, timeout_option
-from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
+from protocols.marmot.cli.arrivals import Arrivals
+from protocols.marmot.cli.publish import publish_now, timeout_option
+from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.transport import sync as relay_sync
 

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from core.state import ProtocolState
-from protocols.marmot.cli_publish import publish_now, timeout_option
-from protocols.marmot.cli_support import emit, json_option, relay_option, relay_urls
+from protocols.marmot.cli.publish import publish_now, timeout_option
+from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import inbox, key_packages

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from protocols.marmot.cli_publish import publish_now, timeout_option
-from protocols.marmot.cli_support import emit, group_id, group_option, json_option, message_id
+from protocols.marmot.cli.publish import publish_now, timeout_option
+from protocols.marmot.cli.support import emit, group_id, group_option, json_option, message_id
 from protocols.marmot.read.history import GroupHistoryStore
 
 

@@ -1,11 +1,8 @@
-"""``tessera marmot ...``: the ``marmot`` command group, and reading a group's history.
+"""``tessera marmot ...`` commands on this database alone: reading what it holds, feeding it from files.
 
-This module holds the group and the commands that read what a database
-holds (``groups``, ``history``, ``outer``, ``filter``) or feed it from files
-(``simulate``, ``join``, ``backfill``).  The commands that speak to relays
-live beside it and are added to the group at the end: the account
-(:mod:`.cli_account`), membership (:mod:`.cli_groups`), messages
-(:mod:`.cli_messages`) and ``sync``/``listen`` (:mod:`.cli_sync`).
+Reading: ``groups``, ``history``, ``outer``, ``filter``.  Feeding from
+files: ``simulate`` (a stream to try things on), ``join``, ``backfill``.
+None of them speaks to a relay.
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ import click
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
-from protocols.marmot import cli_account, cli_groups, cli_messages, cli_sync
 from protocols.marmot import simulate as sim
-from protocols.marmot.cli_support import OptionDecorator, group_id, joined_group
+from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.read import queries
@@ -31,11 +27,6 @@ from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.state import key
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.transport import ingest
-
-
-@click.group()
-def marmot():
-    """Marmot group messaging (MLS over Nostr kind-445 events)."""
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -81,7 +72,7 @@ def _simulation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-@marmot.command()
+@click.command()
 @_simulation_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory.")
 def simulate(out: Path, **settings: Any) -> None:
@@ -99,7 +90,7 @@ def simulate(out: Path, **settings: Any) -> None:
     click.echo(f"wrote {len(result.lines)} relay lines for group {result.expected['group']} to {out}")
 
 
-@marmot.command()
+@click.command()
 @click.option(
     "--identity",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -129,7 +120,7 @@ def join(obj, identity: Path, welcome: Path):
     click.echo(f"joined group {event.partition_key} at epoch {event.data['epoch']}")
 
 
-@marmot.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def groups(obj, as_json: bool):
@@ -145,7 +136,7 @@ def groups(obj, as_json: bool):
     click.echo(f"{len(rows)} group(s)")
 
 
-@marmot.command()
+@click.command()
 @click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.option("--until", help="Cursor CREATED_AT:ID: show rumors strictly older than it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Page size.")
@@ -169,7 +160,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
         click.echo(f"older: --until {rows[0]['created_at']}:{rows[0]['id']}")
 
 
-@marmot.command()
+@click.command()
 @click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.option(
     "--state",
@@ -196,7 +187,7 @@ def outer(obj, gid: str, state: str, as_json: bool):
     click.echo(f"{len(rows)} {state}")
 
 
-@marmot.command("filter")
+@click.command("filter")
 @click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.pass_obj
 def relay_filter(obj, gid: str):
@@ -209,7 +200,7 @@ def relay_filter(obj, gid: str):
     click.echo(json.dumps(ingest.relay_filter(routes, cursor)))
 
 
-@marmot.command()
+@click.command()
 @click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_obj
@@ -228,14 +219,4 @@ def backfill(obj, gid: str, source: Path):
     )
 
 
-for _command in (
-    cli_account.identity,
-    cli_account.whoami,
-    cli_account.key_package,
-    cli_account.inbox_relays,
-    *cli_groups.COMMANDS,
-    *cli_messages.COMMANDS,
-    cli_sync.sync,
-    cli_sync.listen,
-):
-    marmot.add_command(_command)
+COMMANDS = (simulate, join, groups, history, outer, relay_filter, backfill)
