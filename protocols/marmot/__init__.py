@@ -1,12 +1,13 @@
 """Marmot: end-to-end encrypted group messaging (MLS over Nostr), as a Tessera plugin.
 
-Kind-445 group events are decoded and verified (:mod:`.handlers`), opened
-with the epoch's key (:mod:`.wire.outer`, format in :mod:`.wire.envelope`) and handed to the group engine of
-:mod:`protocols.mls`; the handler returns facts and the new engine state
-(written through ``WriteProtocolState``, sealed at rest by :mod:`.state.store`).
-Commits may roll an epoch back when a better competitor arrives
-(:mod:`.commits`).  The read models are in :mod:`.projectors`, the history
-API in :mod:`.history`, the CLI in :mod:`.cli`.  See docs/marmot.md.
+Each concern has one room, in the order a received event walks through them:
+:mod:`.wire` (event kinds, byte formats and the outer encryption),
+:mod:`.processing` (decoding, deduplicating and handling one event: a commit
+is applied, competes or rolls an epoch back under Marmot's admin rule),
+:mod:`.state` (group state at rest, sealed: one call writes what an outcome
+changes), and :mod:`.read` (the read models and their queries).  Beside
+them: :mod:`.commands`, :mod:`.transport` (the plugin's side of the relays),
+:mod:`.relays` (a NIP-01 client) and :mod:`.cli`.  See docs/marmot.md.
 """
 
 from core import hookimpl

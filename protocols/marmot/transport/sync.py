@@ -8,14 +8,15 @@ What we ask relays for:
   never asks for less than what is unprocessed; events of that second that
   were processed come back and are recognised as duplicates);
 - our invitations: kind-1059 gift wraps with our ``p`` tag, from our inbox
-  relays and the relays our KeyPackages were published to (:mod:`.inbox`).  Gift wraps are back-dated by up to two
-  days (NIP-59), so ``since`` is the last inbox sync minus that.
+  relays and the relays our KeyPackages were published to
+  (:mod:`protocols.marmot.state.inbox`).  Gift wraps are back-dated by up to
+  two days (NIP-59), so ``since`` is the last inbox sync minus that.
 
 Fetching is a network call, made outside any transaction; what it brings is
 queued in one short write transaction and processed by the tick like any
 other input.  Events dated too far back or ahead (the age limits of
-:mod:`.settings`, MDK's defaults) are dropped before they are queued and
-counted (the relay transport has already checked ids and signatures; the
+:mod:`protocols.marmot.settings`, MDK's defaults) are dropped before they are
+queued and counted (the relay transport has already checked ids and signatures; the
 plugin's decoder checks them again).  ``listen`` queues each live event in its
 own transaction as it arrives and leaves processing to a running tick.
 """
