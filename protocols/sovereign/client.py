@@ -122,6 +122,8 @@ class Client:
         self.unmatched_errors: list[ServerError] = []
         self._inbox: asyncio.Queue[StoredMessage | Disconnected] = asyncio.Queue(inbox)
         self._seen: set[str] = set()
+        #: Pushed messages dropped because their id was handed out before (sent again after a reconnect).
+        self.repeats_dropped = 0
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ws: ClientConnection | None = None
@@ -212,7 +214,9 @@ class Client:
         kind = frame.get("type")
         if kind == frames.MESSAGE:
             message = message_from_json(frame["message"])
-            if message.id not in self._seen:
+            if message.id in self._seen:
+                self.repeats_dropped += 1
+            else:
                 self._seen.add(message.id)
                 await self._inbox.put(message)  # a full inbox stops the reading: back-pressure
             return
@@ -267,6 +271,8 @@ class Client:
             raise self._closed or Disconnected(*_close_of(self._ws)) from None
         finally:
             self._waiting.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # the reader may have failed it while the send failed: it is seen
         if reply.get("type") == frames.ERROR:
             details = {k: v for k, v in reply.items() if k not in ("type", "id", "code", "message")}
             raise ServerError(reply.get("code", "error"), reply.get("message", ""), details)

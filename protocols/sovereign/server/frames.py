@@ -96,11 +96,10 @@ def decode(text: str | bytes) -> dict[str, Any]:
 
 def error_frame(code: str, message: str, request_id: object = None, **details: object) -> dict[str, Any]:
     """An ``error`` frame; ``request_id`` is the failed request's id (None when it could not be read)."""
-    frame: dict[str, Any] = {"type": ERROR, "code": code, "message": message}
+    frame: dict[str, Any] = {"type": ERROR}
     if request_id is not None:
         frame["id"] = request_id
-    frame.update(details)
-    return frame
+    return {**frame, "code": code, "message": message, **details}
 
 
 def text_bytes(text: str) -> int:
@@ -130,7 +129,9 @@ def request_id(frame: Mapping[str, Any]) -> str | int | None:
 
 def _required(frame: Mapping[str, Any], name: str) -> object:
     if name not in frame or frame[name] is None:
-        raise RequestError(MISSING_FIELD, f"the {frame.get('type')} request needs the field {name!r}")
+        kind = frame.get("type")
+        what = f"a {kind} request" if isinstance(kind, str) and name != "type" else "every frame"
+        raise RequestError(MISSING_FIELD, f"{what} needs the field {name!r}")
     return frame[name]
 
 

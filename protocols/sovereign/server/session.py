@@ -30,6 +30,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 import nacl.exceptions
 import nacl.signing
 from websockets.asyncio.server import ServerConnection
@@ -63,6 +64,15 @@ def _pending_reader(installation: str, after: str | None) -> Callable[[Store], l
 
 def message_frame(message: StoredMessage) -> str:
     return frames.encode({"type": frames.MESSAGE, "message": message.to_json()})
+
+
+@attrs.frozen
+class _Request:
+    """A frame that is a JSON object with a string ``type`` (and a valid ``id``, if any)."""
+
+    frame: dict[str, Any]
+    type: str
+    id: str | int | None
 
 
 class SendQueue:
@@ -296,34 +306,29 @@ class Session:
 
     def _hello(self, raw: str | bytes, nonce: bytes) -> bool | None:
         """Handle one frame before authentication: True authenticated, False refused (closing), None go on."""
-        frame, request_id = self._parse(raw)
-        if frame is None:
+        request = self._parse(raw)
+        if request is None:
             return None
-        request_type = frame.get("type")
-        if request_type != frames.HELLO:
-            self.metrics.count_request(str(request_type))
-            self._error(
-                str(request_type), frames.UNAUTHENTICATED, "answer the challenge with a hello first", request_id
-            )
+        if request.type != frames.HELLO:
+            self._error(request.type, frames.UNAUTHENTICATED, "answer the challenge with a hello first", request.id)
             return None
-        self.metrics.count_request(frames.HELLO)
         try:
-            key = frames.hex_field(frame, "installation", 32)
-            signature = frames.hex_field(frame, "signature", 64)
+            key = frames.hex_field(request.frame, "installation", 32)
+            signature = frames.hex_field(request.frame, "signature", 64)
         except frames.RequestError as exc:
-            self._error(frames.HELLO, exc.code, exc.message, request_id)
+            self._error(frames.HELLO, exc.code, exc.message, request.id)
             return None
         try:
             nacl.signing.VerifyKey(key).verify(frames.signed_message(nonce), signature)
         except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError, nacl.exceptions.TypeError):
-            self._error(frames.HELLO, frames.AUTH_FAILED, "the signature does not verify with that key", request_id)
+            self._error(frames.HELLO, frames.AUTH_FAILED, "the signature does not verify with that key", request.id)
             self._close_after_flush("authentication failed")
             return False
         self.installation = key.hex()
         self.hub.add(self, self.installation)
         ready = {"type": frames.READY, "installation": self.installation, **self._limits()}
-        if request_id is not None:
-            ready["id"] = request_id
+        if request.id is not None:
+            ready["id"] = request.id
         self._queue(ready)
         self._catch_up = asyncio.create_task(self._replay_pending(self.installation))
         return True
@@ -345,69 +350,60 @@ class Session:
                 await self.queue.flushed()
         await self._close_within_timeout(frames.CLOSE_POLICY_VIOLATION, reason)
 
-    def _parse(self, raw: str | bytes) -> tuple[dict[str, Any] | None, object]:
-        """The frame and its id, or (None, id) after queueing the error that says what is wrong with it."""
-        if isinstance(raw, str) and frames.text_bytes(raw) > self.config.max_frame_bytes:
-            self._error(
-                "unknown",
-                frames.FRAME_TOO_LARGE,
-                f"the frame is {frames.text_bytes(raw)} bytes; the limit is {self.config.max_frame_bytes}",
-                limit="max_frame_bytes",
-                value=frames.text_bytes(raw),
-                allowed=self.config.max_frame_bytes,
-            )
-            return None, None
+    def _parse(self, raw: str | bytes) -> _Request | None:
+        """The request in ``raw`` (counted), or None after queueing the error that says what is wrong with it."""
+        size = frames.text_bytes(raw) if isinstance(raw, str) else len(raw)
+        if size > self.config.max_frame_bytes:
+            limit = self.config.max_frame_bytes
+            message = f"the frame is {size} bytes; the limit is {limit}"
+            self._error("unknown", frames.FRAME_TOO_LARGE, message, limit="max_frame_bytes", value=size, allowed=limit)
+            return None
         try:
             frame = frames.decode(raw)
         except frames.RequestError as exc:
             self._error("unknown", exc.code, exc.message)
-            return None, None
+            return None
+        request_type = frame.get("type")
+        label = request_type if isinstance(request_type, str) else "unknown"
+        self.metrics.count_request(label)
+        request_id: str | int | None = None
         try:
-            return frame, frames.request_id(frame)
+            request_id = frames.request_id(frame)
+            return _Request(frame, frames.text(frame, "type"), request_id)
         except frames.RequestError as exc:
-            self._error(str(frame.get("type")), exc.code, exc.message)
-            return None, None
+            self._error(label, exc.code, exc.message, request_id)
+            return None
 
     def _dispatch(self, raw: str | bytes) -> None:
         """Check one request and hand it to the store; the reply is queued when the store answers."""
-        frame, request_id = self._parse(raw)
-        request_type = "unknown" if frame is None else str(frame.get("type"))
-        if frame is not None:
-            self.metrics.count_request(request_type)
-        operation = self._operation(frame, request_type, request_id)
-        if operation is None:
+        request = self._parse(raw)
+        operation = None if request is None else self._operation(request)
+        if request is None or operation is None:
             self._slots.release()
             return
-        assert self.installation is not None
         if operation.writes:
             on_done = self.hub.deliver if operation.stored else None
-            future = self.pool.write(request_type, operation.run, on_done)
+            future = self.pool.write(request.type, operation.run, on_done)
         else:
-            future = self.pool.read(request_type, operation.run)
+            future = self.pool.read(request.type, operation.run)
         self._in_flight.add(future)
-        future.add_done_callback(functools.partial(self._reply, request_type, request_id, operation))
+        future.add_done_callback(functools.partial(self._reply, request.type, request.id, operation))
 
-    def _operation(self, frame: dict[str, Any] | None, request_type: str, request_id: object) -> Operation | None:
-        if frame is None:
+    def _operation(self, request: _Request) -> Operation | None:
+        if request.type == frames.HELLO:
+            self._error(request.type, frames.ALREADY_AUTHENTICATED, "this connection is authenticated", request.id)
             return None
-        if request_type == frames.HELLO:
-            self._error(request_type, frames.ALREADY_AUTHENTICATED, "this connection is authenticated", request_id)
-            return None
-        parser = PARSERS.get(request_type)
+        parser = PARSERS.get(request.type)
         if parser is None:
             known = ", ".join(sorted(PARSERS))
-            self._error(
-                request_type,
-                frames.UNKNOWN_TYPE,
-                f"unknown request type {request_type!r:.40}; known: {known}",
-                request_id,
-            )
+            message = f"unknown request type {request.type!r:.40}; known: {known}"
+            self._error(request.type, frames.UNKNOWN_TYPE, message, request.id)
             return None
         assert self.installation is not None
         try:
-            return parser(frame, self.installation)
+            return parser(request.frame, self.installation)
         except frames.RequestError as exc:
-            self._error(request_type, exc.code, exc.message, request_id)
+            self._error(request.type, exc.code, exc.message, request.id)
             return None
 
     def _reply(self, request_type: str, request_id: object, operation: Operation, future: asyncio.Future[Any]) -> None:
@@ -416,10 +412,10 @@ class Session:
         self._slots.release()
         exc = future.exception()
         if exc is None:
-            reply = {"type": frames.REPLY_TYPES[request_type], **operation.reply(future.result())}
+            reply: dict[str, Any] = {"type": frames.REPLY_TYPES[request_type]}
             if request_id is not None:
                 reply["id"] = request_id
-            self._queue(reply)
+            self._queue({**reply, **operation.reply(future.result())})
         elif isinstance(exc, SovereignError):
             details = {}
             if isinstance(exc, LimitExceeded):
