@@ -143,7 +143,7 @@ def command_store(ctx: Any, params: dict[str, Any]) -> Result:
     values = counters(ctx.state)
     _check_storage(values["payload_bytes"], len(payload), limits)
     superseded = described.message_type == COMMIT and _superseded(ctx.db, group, described.epoch)
-    message_id, timestamp_us = ServerOrder(values["last_id"], values["last_timestamp_us"]).next(ctx.now_ms)
+    message_id, timestamp_us = ServerOrder(values["last_id"], values["last_timestamp_us"]).next(ctx.now_ms, digest)
     data = {
         "id": message_id,
         "sender": sender,

@@ -9,8 +9,6 @@ equals ordering by id; many messages may share one timestamp.
 
 from __future__ import annotations
 
-import os
-
 import attrs
 from ulid import ULID
 
@@ -24,19 +22,24 @@ class ServerOrder:
     last_id: str | None = None
     last_timestamp_us: int = 0
 
-    def next(self, now_ms: int) -> tuple[str, int]:
-        """The next ``(id, server_timestamp_us)`` after this point, at clock reading ``now_ms``."""
+    def next(self, now_ms: int, entropy: bytes) -> tuple[str, int]:
+        """The next ``(id, server_timestamp_us)`` after this point, at clock reading ``now_ms``.
+
+        A new millisecond's id takes its 80 random bits from ``entropy`` (the
+        message's digest), so storing the same messages at the same times
+        gives the same ids: projections stay deterministic.
+        """
         timestamp_us = max(now_ms * 1000, self.last_timestamp_us)
         if self.last_id is None:
-            return _fresh(now_ms), timestamp_us
+            return _fresh(now_ms, entropy), timestamp_us
         last = ULID.from_str(self.last_id)
         if now_ms > last.milliseconds:
-            return _fresh(now_ms), timestamp_us
+            return _fresh(now_ms, entropy), timestamp_us
         if int(last) >= _MAX_ULID:
             raise OverflowError("the ULID space is exhausted")
         return str(ULID.from_int(int(last) + 1)), timestamp_us
 
 
-def _fresh(now_ms: int) -> str:
-    """A ULID of millisecond ``now_ms`` with 80 random bits."""
-    return str(ULID.from_int(int.from_bytes(now_ms.to_bytes(6, "big") + os.urandom(10), "big")))
+def _fresh(now_ms: int, entropy: bytes) -> str:
+    """A ULID of millisecond ``now_ms`` whose 80 low bits come from ``entropy`` (at least 10 bytes)."""
+    return str(ULID.from_int(int.from_bytes(now_ms.to_bytes(6, "big") + entropy[:10], "big")))

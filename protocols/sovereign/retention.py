@@ -80,7 +80,7 @@ def run_once(runtime: Runtime, retention: Retention, now_ms: int | None = None) 
                 break
             report.trimmed_for_space += _expire(runtime, ids, "storage", batch, report)
     if report.batches:
-        runtime.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # best effort: busy readers only delay it
+        runtime.db.all("PRAGMA wal_checkpoint(TRUNCATE)")  # best effort: busy readers only delay it
     with runtime.db.write():
         runtime.kv.set(LAST_RUN_KEY, now)
     last_vacuum = runtime.kv.get(LAST_VACUUM_KEY) or 0
@@ -162,7 +162,7 @@ def _vacuum(runtime: Runtime, pages: int) -> int:
         return 0
     before = db.value("PRAGMA freelist_count")
     with db.write():
-        db.execute(f"PRAGMA incremental_vacuum({int(pages)})")
+        db.all(f"PRAGMA incremental_vacuum({int(pages)})")  # one page per step: read every row
     freed: int = before - db.value("PRAGMA freelist_count")
     return freed
 
@@ -177,10 +177,6 @@ def _run_job(tick: TickContext) -> int:
     return report.expired_by_age + report.trimmed_for_space
 
 
-def _next_due(runtime: Runtime) -> int | None:
-    last = runtime.kv.get(LAST_RUN_KEY)
-    return None if last is None else last + policy(runtime).cleanup_interval_s * 1000
-
-
-JOBS = (Job("sovereign_retention", order=80, run=_run_job, next_due_ms=_next_due),)
+# No next_due_ms: a schedule is not pending work, and `tick --until-idle` must not wait for it.
+JOBS = (Job("sovereign_retention", order=80, run=_run_job),)
 __all__: list[Any] = ["JOBS", "RetentionReport", "policy", "run_once", "save_policy"]

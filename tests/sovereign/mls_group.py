@@ -16,8 +16,8 @@ class Member:
         self.installation = self.identity.signature.public.hex()
         self.state: mls.GroupState | None = None
 
-    def key_package(self) -> tuple[bytes, mls.KeyPackagePrivate]:
-        key_package, private = mls.create_key_package(self.identity)
+    def key_package(self, *, now: int | None = None) -> tuple[bytes, mls.KeyPackagePrivate]:
+        key_package, private = mls.create_key_package(self.identity, now=now)
         return mls.key_package_to_bytes(key_package), private
 
 
