@@ -47,3 +47,10 @@ def register_protocol():
 @hookimpl
 def register_jobs():
     return list(retention.JOBS)
+
+
+@hookimpl
+def register_cli_commands(cli):
+    from protocols.sovereign.cli import serve
+
+    cli.add_command(serve)  # `tessera serve`
