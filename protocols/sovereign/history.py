@@ -21,11 +21,11 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 DIRECTIONS = ("backward", "forward")
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
-_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch"
+_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded"
 
 
 def message(row: Any) -> StoredMessage:
-    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6])
+    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], bool(row[7]))
 
 
 def cursor_of(stored: StoredMessage) -> str:

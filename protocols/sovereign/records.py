@@ -23,6 +23,7 @@ class StoredMessage:
     payload: bytes = attrs.field(repr=False)
     message_type: int
     epoch: int
+    superseded: bool = False  # a commit whose epoch already had one (see docs/sovereign.md)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -33,6 +34,7 @@ class StoredMessage:
             "payload": base64.b64encode(self.payload).decode("ascii"),
             "message_type": self.message_type,
             "epoch": self.epoch,
+            "superseded": self.superseded,
         }
 
 

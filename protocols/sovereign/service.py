@@ -62,6 +62,7 @@ class Store:
             bytes(payload),
             _TYPE_OF[event.type],
             data["epoch"],
+            bool(data["superseded"]),
         )
         return Stored(stored, tuple(data["recipients"]), bool(data["superseded"]), duplicate)
 

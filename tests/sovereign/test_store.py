@@ -53,6 +53,10 @@ def test_the_first_commit_stored_for_an_epoch_moves_it_and_later_ones_are_flagge
     winner = store.send(alice.installation, group.gid, group.commit())
     late = store.send(bob.installation, group.gid, losing)
     assert (winner.superseded, late.superseded) == (False, True)
+    [(row,)] = store.app.db.all("SELECT superseded FROM sovereign_messages WHERE id = ?", (late.message.id,))
+    assert row == 1 and late.message.superseded and late.message.to_json()["superseded"] is True
+    newest = store.history(alice.installation, group.gid, limit=1).messages[0]
+    assert newest.id == late.message.id and newest.superseded
     assert store.app.db.all("SELECT epoch, commits FROM sovereign_groups") == [(3, 2)]  # the winner and the late one
     next_one = store.send(alice.installation, group.gid, group.commit())
     assert not next_one.superseded and next_one.message.epoch == 3
