@@ -9,6 +9,7 @@ twice to a group as one message).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import select
@@ -16,10 +17,13 @@ import signal
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import nacl.signing
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
 
 from protocols import mls
 from protocols.mls.codec import encode
@@ -70,8 +74,8 @@ class Installation:
         key_package, _ = mls.create_key_package(self.identity)
         return mls.key_package_to_bytes(key_package)
 
-    async def connect(self, url: str, **options: float | int) -> Client:
-        return await connect(url, self.signing_key, **options)  # type: ignore[arg-type]
+    async def connect(self, url: str, *, inbox: int = 10_000) -> Client:
+        return await connect(url, self.signing_key, timeout=30, inbox=inbox)
 
 
 async def seat(creator: Client, members: Iterable[Client], group_id: str) -> None:
@@ -85,7 +89,58 @@ async def seat(creator: Client, members: Iterable[Client], group_id: str) -> Non
         await member.ack([pushed.id])
 
 
+class RawClient:
+    """One WebSocket spoken to frame by frame: for what the real client never sends."""
+
+    def __init__(self, ws: ClientConnection, nonce: bytes):
+        self.ws = ws
+        self.nonce = nonce
+
+    @classmethod
+    async def open(cls, url: str, **options: Any) -> RawClient:
+        """Connect and read the challenge (not answered yet)."""
+        ws = await ws_connect(url, compression=None, max_size=None, **options)
+        challenge = json.loads(await ws.recv())
+        assert challenge["type"] == "challenge" and len(challenge["nonce"]) == 64, challenge
+        return cls(ws, bytes.fromhex(challenge["nonce"]))
+
+    def hello_frame(self, installation: Installation, *, signer: Installation | None = None) -> dict[str, Any]:
+        """The hello for ``installation``, signed by ``signer`` (default: itself)."""
+        signature = (signer or installation).signing_key.sign(b"tessera-serve-auth-v1\x00" + self.nonce).signature
+        return {"type": "hello", "installation": installation.id, "signature": signature.hex()}
+
+    async def authenticate(self, installation: Installation) -> dict[str, Any]:
+        ready = await self.call(self.hello_frame(installation))
+        assert ready["type"] == "ready" and ready["installation"] == installation.id, ready
+        return ready
+
+    async def call(self, frame: dict[str, Any] | str | bytes, timeout: float = 10) -> dict[str, Any]:
+        """Send ``frame`` (a dict is sent as JSON) and return the next frame that is not a pushed message."""
+        await self.ws.send(json.dumps(frame) if isinstance(frame, dict) else frame)
+        async with asyncio.timeout(timeout):
+            while True:
+                reply: dict[str, Any] = json.loads(await self.ws.recv())
+                if reply["type"] != "message":
+                    return reply
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def write_config(path: Path, **sections: Mapping[str, int | str]) -> Path:
+    """A ``tessera serve --config`` TOML file with ``sections`` (``server={"send_queue_frames": 20}``)."""
+    lines = []
+    for name, values in sections.items():
+        lines.append(f"[{name}]")
+        lines.extend(f"{key} = {json.dumps(value)}" for key, value in values.items())
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 # --- the server process ---------------------------------------------------------------------------------
+
+#: ``tessera serve`` as its own process, from this checkout.
+SERVE = [*TESSERA, "serve"]
 
 
 def init_database(path: Path) -> None:
@@ -115,7 +170,7 @@ class ServerProcess:
     def start(self, timeout: float = 30) -> ServerProcess:
         with self.log.open("a") as log:
             self.proc = subprocess.Popen(
-                [*TESSERA, "serve", "--db", str(self.db), "--port", "0", *self.args],
+                [*SERVE, "--db", str(self.db), "--port", "0", *self.args],
                 env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -170,13 +225,23 @@ class ServerProcess:
             self.kill()
 
 
+@contextlib.contextmanager
+def serving(folder: Path, **config: Mapping[str, int | str]) -> Iterator[ServerProcess]:
+    """A new database in ``folder`` and ``tessera serve`` on it (with a ``--config`` of ``config``, if any)."""
+    db = folder / "store.db"
+    init_database(db)
+    args = ["--config", str(write_config(folder / "serve.toml", **config))] if config else []
+    with ServerProcess(db, *args) as server:
+        yield server
+
+
 def stored_ids(db: Path) -> list[str]:
     return [row[0] for row in query_file(str(db), "SELECT id FROM sovereign_messages ORDER BY id")]
 
 
 async def gather_messages(client: Client, count: int, timeout: float = 30) -> list[str]:
     """The ids of the next ``count`` pushed messages (TimeoutError if they do not all come in time)."""
-    ids = []
+    ids: list[str] = []
     async with asyncio.timeout(timeout):
         while len(ids) < count:
             ids.append((await client.receive()).id)
