@@ -104,6 +104,7 @@ def message_from_json(data: dict[str, Any]) -> StoredMessage:
         payload=base64.b64decode(data["payload"]),
         message_type=data["message_type"],
         epoch=data["epoch"],
+        superseded=data.get("superseded", False),
     )
 
 

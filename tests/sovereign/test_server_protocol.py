@@ -233,8 +233,12 @@ def test_every_request_type_through_the_client(server) -> None:
             )
             assert states == [(READ,)]
 
+            pushed_to_alice = await alice_client.receive(timeout=10)  # bob's losing commit, flagged
+            assert (pushed_to_alice.id, pushed_to_alice.superseded) == (late.message_id, True)
+
             newest = await bob_client.history(group, limit=3)
             assert [m.id for m in newest.messages] == [commit.message_id, late.message_id, again.message_id]
+            assert [m.superseded for m in newest.messages] == [False, True, False]
             older = await bob_client.history(group, cursor=newest.next_cursor, limit=200)
             assert len(older.messages) == 6 and not older.has_more  # the welcome and five messages
             forward = await bob_client.history(group, direction="forward", limit=2)
