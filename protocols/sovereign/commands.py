@@ -33,6 +33,7 @@ from protocols.sovereign.errors import (
     AlreadyStored,
     BadGroupId,
     BadInstallation,
+    BadMessageIds,
     NoKeyPackage,
     NotAMember,
     NoWelcome,
@@ -76,13 +77,13 @@ def group_id(value: object) -> str:
 
 def message_ids(values: object) -> list[str]:
     if isinstance(values, str) or not isinstance(values, Iterable):
-        raise SovereignError("ids must be a list of message ids")
+        raise BadMessageIds("ids must be a list of message ids")
     ids = list(dict.fromkeys(values))
     if len(ids) > MAX_IDS_PER_REQUEST:
-        raise SovereignError(f"at most {MAX_IDS_PER_REQUEST} ids per request, got {len(ids)}")
+        raise BadMessageIds(f"at most {MAX_IDS_PER_REQUEST} ids per request, got {len(ids)}; send them in parts")
     for value in ids:
         if not isinstance(value, str) or not _ULID.fullmatch(value):
-            raise SovereignError(f"{value!r:.40} is not a message id (a 26-character ULID)")
+            raise BadMessageIds(f"{value!r:.40} is not a message id (a 26-character ULID)")
     return ids
 
 

@@ -93,6 +93,12 @@ class RecipientIsMember(SovereignError, InvalidInput):
     code = "recipient_is_member"
 
 
+class BadMessageIds(SovereignError, InvalidInput):
+    """A list of message ids that is not a list, is too long, or holds something that is not a ULID."""
+
+    code = "bad_ids"
+
+
 class MalformedCursor(SovereignError, InvalidInput):
     code = "malformed_cursor"
 
