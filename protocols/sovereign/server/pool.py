@@ -5,7 +5,9 @@ worker thread opens its own :class:`~core.app.App` (and its own
 :class:`~protocols.sovereign.service.Store` on it) and is the only one to
 touch it; the event loop hands work over through a queue and gets the result
 back as an asyncio future.  One writer keeps commands in arrival order (which
-is server order) without contending for SQLite's write lock; readers run in
+is server order) without contending for SQLite's write lock; when writes wait
+in its queue it commits them together (group commit: each in its own
+savepoint, one COMMIT for all, every reply after that COMMIT); readers run in
 WAL snapshots beside it.
 
 A command's ``on_done`` callback runs on the event loop *before* the future
@@ -37,6 +39,9 @@ RESULT_BATCH = 32
 #: ... or this long after the first of them was ready.
 RESULT_DELAY_S = 0.002
 
+#: The writer commits at most this many waiting writes together (one COMMIT; each in its own savepoint).
+GROUP_COMMIT = 64
+
 #: Opens the App a worker thread uses (called in that thread) and the Store on it.
 StoreOpener = Callable[[], tuple[App, Store]]
 #: Called from a worker thread after each operation: (operation name, seconds it took, whether it raised).
@@ -54,8 +59,9 @@ class _Job(Generic[T]):
 class _Worker:
     """One thread, one App, one queue of jobs (shared with the other readers for the read pool)."""
 
-    def __init__(self, name: str, jobs: queue.SimpleQueue[_Job[Any] | None], pool: StorePool):
+    def __init__(self, name: str, jobs: queue.SimpleQueue[_Job[Any] | None], pool: StorePool, *, group_commit: int = 1):
         self.jobs = jobs
+        self.group_commit = group_commit
         self.pool = pool
         self.opened = threading.Event()
         self.failure: BaseException | None = None
@@ -94,9 +100,37 @@ class _Worker:
                 break
             if not done:
                 first_done_at = time.perf_counter()
-            done.append(self._do(job, store))
+            group, stopping = self._waiting_after(job)
+            done.extend(self._do_group(group, store))
+            if stopping:
+                break
         if done:
             self.pool.loop.call_soon_threadsafe(_settle_all, done)
+
+    def _waiting_after(self, job: _Job[Any]) -> tuple[list[_Job[Any]], bool]:
+        """``job`` and, on the writer, the jobs already waiting behind it (at most GROUP_COMMIT in all)."""
+        group = [job]
+        while len(group) < self.group_commit and not self.jobs.empty():
+            waiting = self.jobs.get_nowait()
+            if waiting is None:
+                return group, True
+            group.append(waiting)
+        return group, False
+
+    def _do_group(self, group: list[_Job[Any]], store: Store) -> list[_Outcome]:
+        """Do ``group`` in one transaction (each job in its own savepoint: a refused one undoes only itself).
+
+        Every job's outcome waits for the group's commit, so no reply or push
+        ever tells of a write that a failed commit then lost.
+        """
+        if len(group) == 1:
+            return [self._do(group[0], store)]
+        try:
+            with store.app.db.write():
+                return [self._do(job, store) for job in group]
+        except Exception as exc:  # the commit itself failed: none of the group is stored
+            log.error("a group of %d writes failed to commit: %s", len(group), exc)
+            return [_Outcome(job, None, exc) for job in group]
 
     def _do(self, job: _Job[Any], store: Store) -> _Outcome:
         started = time.perf_counter()
@@ -143,7 +177,7 @@ class StorePool:
         self.loop = asyncio.get_running_loop()
         self._write_jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._read_jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        self._writer = _Worker("sovereign-writer", self._write_jobs, self)
+        self._writer = _Worker("sovereign-writer", self._write_jobs, self, group_commit=GROUP_COMMIT)
         self._readers = [_Worker(f"sovereign-reader-{n}", self._read_jobs, self) for n in range(readers)]
         self._started = False
 
