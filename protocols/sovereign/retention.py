@@ -7,8 +7,8 @@ A tick job (``sovereign_retention``), due every ``cleanup_interval_s``:
 3. every batch is one ``sovereign.expire`` command: the retention fact, the
    purge of the messages' stored facts and the rows, in one transaction.
    Batches adapt so each write transaction stays near :data:`TARGET_TXN_MS`
-   (halved when one runs long, grown when they run short), because a
-   server's writers wait behind it;
+   (each batch sized from the last one's time per message, growing or
+   shrinking at most twofold), because a server's writers wait behind it;
 4. after deleting, a WAL checkpoint (``TRUNCATE``) so no old page image keeps
    the deleted bytes, and every ``vacuum_interval_s`` an incremental vacuum of
    ``vacuum_pages`` pages gives free pages back to the disk.
@@ -36,8 +36,10 @@ log = logging.getLogger("tessera.sovereign.retention")
 POLICY_KEY = "sovereign.retention"
 LAST_RUN_KEY = "sovereign.retention.last_run_ms"
 LAST_VACUUM_KEY = "sovereign.retention.last_vacuum_ms"
-TARGET_TXN_MS = 25.0
+TARGET_TXN_MS = 20.0
 MIN_BATCH = 1
+FIRST_BATCH = 32
+CHECKPOINT_EVERY = 4  # batches
 DAY_S = 86_400
 
 
@@ -50,6 +52,7 @@ class RetentionReport:
     batches: int = 0
     longest_txn_ms: float = 0.0
     vacuumed_pages: int = 0
+    batch_times: list[tuple[int, float]] = attrs.Factory(list)  # (messages asked for, ms) per expire transaction
 
 
 def save_policy(runtime: Runtime, retention: Retention) -> None:
@@ -68,6 +71,19 @@ def run_once(runtime: Runtime, retention: Retention, now_ms: int | None = None) 
     now = runtime.clock.now_ms() if now_ms is None else now_ms
     report = RetentionReport()
     batch = _Batch(retention.batch_size)
+    # A commit that crosses the WAL's size threshold checkpoints inside it (copy and fsync: a long write
+    # transaction); during retention this connection checkpoints between batches instead, outside them.
+    autocheckpoint = runtime.db.value("PRAGMA wal_autocheckpoint")
+    runtime.db.all("PRAGMA wal_autocheckpoint = 0")
+    try:
+        _expire_all(runtime, retention, now, batch, report)
+    finally:
+        runtime.db.all(f"PRAGMA wal_autocheckpoint = {int(autocheckpoint)}")
+    _finish(runtime, retention, now, report)
+    return report
+
+
+def _expire_all(runtime: Runtime, retention: Retention, now: int, batch: _Batch, report: RetentionReport) -> None:
     if retention.retention_days:
         cutoff_s = now // 1000 - retention.retention_days * DAY_S
         while ids := _oldest(runtime, batch.size, before_s=cutoff_s):
@@ -79,6 +95,9 @@ def run_once(runtime: Runtime, retention: Retention, now_ms: int | None = None) 
             if not ids:
                 break
             report.trimmed_for_space += _expire(runtime, ids, "storage", batch, report)
+
+
+def _finish(runtime: Runtime, retention: Retention, now: int, report: RetentionReport) -> None:
     if report.batches:
         runtime.db.all("PRAGMA wal_checkpoint(TRUNCATE)")  # best effort: busy readers only delay it
     with runtime.db.write():
@@ -96,7 +115,6 @@ def run_once(runtime: Runtime, retention: Retention, now_ms: int | None = None) 
             report.batches,
             report.longest_txn_ms,
         )
-    return report
 
 
 @attrs.define
@@ -108,13 +126,12 @@ class _Batch:
 
     def __attrs_post_init__(self) -> None:
         self.ceiling = max(self.size, MIN_BATCH)
-        self.size = max(self.size, MIN_BATCH)
+        self.size = max(min(self.size, FIRST_BATCH), MIN_BATCH)  # start small; the first timings steer it
 
     def took(self, ms: float) -> None:
-        if ms > 2 * TARGET_TXN_MS:
-            self.size = max(MIN_BATCH, self.size // 2)
-        elif ms < TARGET_TXN_MS / 2:
-            self.size = min(self.ceiling, self.size * 2)
+        """Aim the next batch at TARGET_TXN_MS from this one's time per message (at most doubling or halving)."""
+        wanted = self.size * TARGET_TXN_MS / max(ms, 0.1)
+        self.size = int(min(self.ceiling, max(MIN_BATCH, self.size // 2, min(wanted, self.size * 2))))
 
 
 def _expire(runtime: Runtime, ids: list[str], reason: str, batch: _Batch, report: RetentionReport) -> int:
@@ -124,6 +141,9 @@ def _expire(runtime: Runtime, ids: list[str], reason: str, batch: _Batch, report
     batch.took(took_ms)
     report.batches += 1
     report.longest_txn_ms = max(report.longest_txn_ms, took_ms)
+    report.batch_times.append((len(ids), took_ms))
+    if report.batches % CHECKPOINT_EVERY == 0:
+        runtime.db.all("PRAGMA wal_checkpoint(PASSIVE)")  # no write lock taken: writers go on meanwhile
     return sum(len(event.data["ids"]) for event in outcome.events if event.type == "messages_expired")
 
 
