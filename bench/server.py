@@ -34,6 +34,7 @@ import contextlib
 import hashlib
 import json
 import os
+import pstats
 import random
 import select
 import shutil
@@ -104,6 +105,14 @@ def parse_args() -> argparse.Namespace:
     found.add_argument("--idle", type=int, help=f"idle connections for the memory part ({DEFAULTS['idle']})")
     found.add_argument("--window", type=int, default=16, help="requests in flight per client (default 16)")
     found.add_argument("--parts", default="rate,memory,catch-up,history", help="which parts to run (default: all four)")
+    found.add_argument(
+        "--profile-server",
+        type=Path,
+        metavar="FILE",
+        help="after the rate runs, run the 10-client one again with the server's event loop under cProfile "
+        "(stats written to FILE, the top functions printed)",
+    )
+    found.add_argument("--profile-server-top", type=int, default=30, help="functions printed with --profile-server")
     found.add_argument("--keep", help="keep the databases in this folder (the history fill is reused from it)")
     found.add_argument("--json", type=Path, help="also write every figure to this file")
     args = found.parse_args()
@@ -194,16 +203,20 @@ def tessera_environment() -> dict[str, str]:
 class ServeProcess:
     """``tessera serve --port 0`` on ``db`` as its own process; its log goes beside the database."""
 
-    def __init__(self, db: str, config: Path):
+    def __init__(self, db: str, config: Path, *, profile: Path | None = None):
         self.db = db
         self.config = config
+        self.profile = profile
         self.log = Path(db).with_suffix(".serve.log")
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.port = 0
 
     def __enter__(self) -> ServeProcess:
-        command = [sys.executable, "-m", "jobs", "serve", "--db", self.db, "--port", "0", "--config", str(self.config)]
+        serve = ["-m", "jobs", "serve", "--db", self.db, "--port", "0", "--config", str(self.config)]
+        # cProfile sees the main thread only: the event loop, where requests are read and replies written.
+        profiler = ["-m", "cProfile", "-o", str(self.profile)] if self.profile else []
+        command = [sys.executable, *profiler, *serve]
         with self.log.open("a") as log:
             self.proc = subprocess.Popen(
                 command, env=tessera_environment(), stdout=subprocess.PIPE, stderr=log, text=True
@@ -277,8 +290,15 @@ def open_store(path: str) -> Store:
     return Store(open_bench_app(path, sovereign, "sovereign", settings), UNLIMITED)
 
 
+def remove_database(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(path + suffix).unlink(missing_ok=True)
+
+
 def new_database(work: Workdir, name: str) -> tuple[str, Store]:
+    """A fresh database (a kept folder may hold one of the same name from an earlier run)."""
     path = work.db(name)
+    remove_database(path)
     return path, open_store(path)
 
 
@@ -450,13 +470,15 @@ async def send_through(server: ServeProcess, layout: Layout, clients: int, count
     )
 
 
-def networked_rate(work: Workdir, config: Path, clients: int, count: int, window: int) -> RateRun:
+def networked_rate(
+    work: Workdir, config: Path, clients: int, count: int, window: int, profile: Path | None = None
+) -> RateRun:
     layout = Layout.for_clients(clients)
     path, store = new_database(work, f"rate-{clients}")
     layout.seat(store)
     seated = store.stats().messages
     store.app.close()
-    with ServeProcess(path, config) as server:
+    with ServeProcess(path, config, profile=profile) as server:
         run = asyncio.run(send_through(server, layout, clients, count, window))
     store = open_store(path)
     stored = store.stats().messages - seated
@@ -529,7 +551,19 @@ def measure_rates(work: Workdir, config: Path, args: argparse.Namespace) -> dict
             "met": ratio >= TARGET_RATIO,
         },
         "load": loads,
-    }
+    } | ({"profiled": profile_event_loop(work, config, args)} if args.profile_server else {})
+
+
+def profile_event_loop(work: Workdir, config: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One more 10-client run with the server under cProfile (slower: its rate is not one of the figures)."""
+    run = networked_rate(work, config, TARGET_CLIENTS, args.messages, args.window, profile=args.profile_server)
+    stats = pstats.Stats(str(args.profile_server))
+    console.print(
+        f"server event loop under cProfile, {TARGET_CLIENTS} clients: {run.rate:,.0f} messages/s "
+        f"(profiled), loop CPU {run.server_loop_cpu / run.seconds:.0%}; top {args.profile_server_top} by own time:"
+    )
+    stats.sort_stats("tottime").print_stats(args.profile_server_top)
+    return {"messages_per_s": round(run.rate, 1), "stats_file": str(args.profile_server)}
 
 
 # --- 2. history pages -------------------------------------------------------------------------------
@@ -546,8 +580,7 @@ def fill_history(work: Workdir, count: int) -> tuple[str, float | None]:
         store.app.close()
         if held == count:
             return path, None
-        for suffix in ("", "-wal", "-shm"):
-            Path(path + suffix).unlink(missing_ok=True)
+        remove_database(path)
     store = open_store(path)
     store.join(member, group_id)
     rate = fill(store, member, group_id, count, f"storing {count:,} messages in one group")
@@ -703,6 +736,7 @@ def measure_catch_up(work: Workdir, config: Path, args: argparse.Namespace) -> d
     fill(store, installation(sender), group_id, count, f"storing {count:,} messages for an offline member")
     store.app.close()
     copy = str(Path(path).with_name("catch-up-copy.db"))
+    remove_database(copy)
     for suffix in ("", "-wal"):
         if Path(path + suffix).exists():
             shutil.copyfile(path + suffix, copy + suffix)
