@@ -1,6 +1,6 @@
 -- Purge: the one change the event log allows (a tombstone with an empty payload),
 -- and the record of each purge for incremental exports.
-DROP TRIGGER events_no_update;
+DROP TRIGGER IF EXISTS events_no_update;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 WHEN NOT (new.payload = X'' AND old.payload != X''
           AND new.seq = old.seq AND new.protocol = old.protocol AND new.event_type = old.event_type
@@ -10,7 +10,7 @@ WHEN NOT (new.payload = X'' AND old.payload != X''
 BEGIN
     SELECT RAISE(ABORT, 'events are append-only: the only change allowed is a purge, which empties the payload');
 END;
-CREATE TABLE event_purges (
+CREATE TABLE IF NOT EXISTS event_purges (
     by_seq          INTEGER PRIMARY KEY,
     lowest_seq      INTEGER NOT NULL,
     purged          INTEGER NOT NULL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.errors import InvalidInput, NotFound, TesseraError
 
 
-class SovereignError(TesseraError):
+class SovereignError(TesseraError, ValueError):
     """A request the store refuses; nothing was changed.  ``code`` names the refusal for clients."""
 
     code = "refused"

@@ -481,5 +481,30 @@ def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     apply_schemas(fresh_db, [before], now_ms=1)
     assert "blob_slices_by_offset" not in indexes(fresh_db, "blob_slices")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run) == ("migrated", 2, (2,))
+    assert (report.action, report.version, report.migrations_run) == ("migrated", 3, (2, 3))
     assert "blob_slices_by_offset" in indexes(fresh_db, "blob_slices")
+
+
+def test_core_migration_003_lets_the_log_take_purges(fresh_db):
+    """A database made before purges (append-only trigger, no event_purges) takes purge tombstones after 003."""
+    core = core_source()
+    start = core.text.index("CREATE TRIGGER events_no_update")
+    table_end = core.text.index(");", core.text.index("CREATE TABLE event_purges")) + 2
+    old_trigger = (
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events\nBEGIN\n"
+        "    SELECT RAISE(ABORT, 'events are append-only');\nEND;\n"
+    )
+    before_text = core.text[:start] + old_trigger + core.text[table_end:]
+    before = source("core", before_text, *(m for m in core.migrations if m.number < 3), path=core.path)
+    apply_schemas(fresh_db, [before], now_ms=1)
+    assert not fresh_db.has_table("event_purges")
+    (report,) = apply_schemas(fresh_db, [core], now_ms=2)
+    assert (report.action, report.version, report.migrations_run) == ("migrated", 3, (3,))
+    assert fresh_db.has_table("event_purges")
+    with fresh_db.write():
+        fresh_db.execute(
+            "INSERT INTO events(protocol, event_type, version, event_id, partition_key, created_at_ms, "
+            "recorded_at_ms, payload) VALUES ('p', 't', 1, X'01', 'k', 1, 1, X'7b7d')"
+        )
+        fresh_db.execute("UPDATE events SET payload = X'' WHERE event_id = X'01'")  # a purge: allowed now
+    assert fresh_db.value("SELECT payload FROM events") == b""
