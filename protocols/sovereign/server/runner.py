@@ -115,7 +115,7 @@ class SovereignServer:
                 max_size=self.config.max_frame_bytes * FRAME_READ_FACTOR,
                 compression=None,  # payloads are ciphertext: deflate would spend CPU to save nothing
             )
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # a host name the resolver cannot even encode is a UnicodeError
             await asyncio.to_thread(self._pool.stop)
             raise CannotListen(_listen_failure(self.config.host, self.config.port, exc)) from None
         if self._tick is not None:
@@ -236,10 +236,12 @@ class _TickThread:
             self._thread.join()
 
 
-def _listen_failure(host: str, port: int, exc: OSError) -> str:
-    if exc.errno == errno.EADDRINUSE:
-        return f"cannot listen on {host}:{port}: the address is in use; stop what holds it or choose another --port"
-    return f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and --port"
+def _listen_failure(host: str, port: int, exc: OSError | UnicodeError) -> str:
+    shown = f"{host[:60]}{'...' if len(host) > 60 else ''}:{port}"
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {shown}: the address is in use; stop what holds it or choose another --port"
+    reason = (exc.strerror if isinstance(exc, OSError) else None) or "not a host name or address"
+    return f"cannot listen on {shown}: {reason}; check --host and --port"
 
 
 def run(
