@@ -39,6 +39,7 @@ HUGE = str(2**63)  # one past the largest signed 64-bit integer SQLite stores
 CHEAP = {
     ("rebuild",): ["--engine", "local"],
     ("tick",): ["--once"],
+    ("serve",): ["--check", "--port", "0"],
     ("demo",): ["--engine", "local", "--messages", "2"],
     ("example", "generate"): ["--messages", "5"],
     ("marmot", "simulate"): cli_options(members=2, messages=2, commits=1, races=0, garbage=0, duplicates=0),

@@ -35,8 +35,15 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="TOML file with [server], [limits] and [storage] tables.",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Check the configuration, the database and the address, print where it would listen, and exit.",
+)
 @click.pass_obj
-def serve(obj: CliState, db_path: str | None, host: str | None, port: int | None, config_path: Path | None) -> None:
+def serve(
+    obj: CliState, db_path: str | None, host: str | None, port: int | None, config_path: Path | None, check: bool
+) -> None:
     """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port."""
     from protocols.sovereign.server.runner import run
 
@@ -48,7 +55,11 @@ def serve(obj: CliState, db_path: str | None, host: str | None, port: int | None
         chosen = attrs.evolve(chosen, host=host)
     if port is not None:
         chosen = attrs.evolve(chosen, port=port)
-    run(settings.db, settings, chosen, pm=obj.pm, on_listening=_announce)
+    run(settings.db, settings, chosen, pm=obj.pm, on_listening=_checked if check else _announce, check_only=check)
+
+
+def _checked(url: str) -> None:
+    click.echo(f"ready: configuration, database and address are good; would listen on {url}")
 
 
 def _announce(url: str) -> None:

@@ -251,12 +251,23 @@ def run(
     *,
     pm: pluggy.PluginManager | None = None,
     on_listening: Callable[[str], Any] | None = None,
+    check_only: bool = False,
 ) -> None:
-    """Run the server until SIGTERM or SIGINT; ``on_listening(url)`` once it listens."""
+    """Run the server until SIGTERM or SIGINT; ``on_listening(url)`` once it listens.
+
+    ``check_only``: start everything (configuration, database, threads, the listening socket), report the
+    address, and stop at once — a dry run for operators and scripts.
+    """
 
     async def main() -> None:
         server = SovereignServer(db_path, settings, config, pm=pm)
         await server.start()
+        if check_only:
+            if on_listening is not None:
+                on_listening(server.url)
+            server.request_stop()
+            await server.wait_stopped()
+            return
         loop = asyncio.get_running_loop()
 
         def on_signal(signum: signal.Signals) -> None:
