@@ -30,6 +30,7 @@ from .group.key_packages import (
     KeyPackageSecrets,
     default_capabilities,
     default_lifetime,
+    key_package_ref,
     supporting,
     validate_key_package,
 )
@@ -54,6 +55,7 @@ from .messages import (
     SelfRemove,
     Sender,
     SenderMember,
+    Welcome,
 )
 
 DEFAULT_SUITE = 1
@@ -130,6 +132,14 @@ def new_identity(identity_hex: str, *, suite_id: int = DEFAULT_SUITE, rng: Rng |
     """An identity for ``identity_hex`` (e.g. a Nostr public key) with a fresh signature key from ``rng``."""
     credential = credential_string(_credential_of(identity_hex.lower()))
     return Identity(credential, suite_id, suite(suite_id).generate_signature_key_pair(rng))
+
+
+def identity_with_key(identity_hex: str, signature_private: bytes, *, suite_id: int = DEFAULT_SUITE) -> Identity:
+    """An identity for ``identity_hex`` whose signature key is one the caller already holds
+    (e.g. a device key that also authenticates elsewhere); for Ed25519 suites the 32-byte seed."""
+    credential = credential_string(_credential_of(identity_hex.lower()))
+    cs = suite(suite_id)
+    return Identity(credential, suite_id, KeyPair(bytes(signature_private), cs.signature_public_key(signature_private)))
 
 
 def identity_to_bytes(identity: Identity) -> bytes:
@@ -224,6 +234,39 @@ def key_package_from_bytes(data: bytes, *, verify: bool = True) -> KeyPackage:
     return message.message
 
 
+def key_package_reference(key_package: KeyPackage) -> bytes:
+    """The KeyPackageRef (RFC 9420 section 5.2) a Welcome names this KeyPackage by."""
+    return key_package_ref(suite(key_package.cipher_suite), key_package)
+
+
+def welcome_refs(welcome: bytes) -> tuple[bytes, ...]:
+    """The KeyPackageRefs a Welcome carries group secrets for: who it invites."""
+    return tuple(entry.new_member for entry in _welcome_of(welcome).secrets)
+
+
+def welcome_for(welcome: bytes, key_package: KeyPackage) -> bytes:
+    """The Welcome with only ``key_package``'s group secrets: one invitee's copy.
+
+    RFC 9420 lets one Welcome serve every new member; a delivery service that
+    stores one Welcome per recipient gets distinct bytes per recipient this
+    way, and no invitee learns the others' KeyPackageRefs.
+    """
+    message = decode(MLSMessage, welcome)
+    opened = _welcome_of(welcome)
+    ref = key_package_reference(key_package)
+    mine = tuple(entry for entry in opened.secrets if entry.new_member == ref)
+    if not mine:
+        raise InvalidArgument(f"the Welcome has no group secrets for KeyPackage {ref.hex()[:16]}")
+    return encode(attrs.evolve(message, message=attrs.evolve(opened, secrets=mine)))
+
+
+def _welcome_of(welcome: bytes) -> Welcome:
+    message = decode(MLSMessage, welcome)
+    if not isinstance(message.message, Welcome):
+        raise InvalidMessage(f"expected a Welcome, got a {message.wire_format.name.lower()}")
+    return message.message
+
+
 def key_package_private_to_bytes(private: KeyPackagePrivate) -> bytes:
     """Serialize a KeyPackage with its private keys."""
     secrets = private.secrets
@@ -288,6 +331,15 @@ def own_credential(state: GroupState) -> str:
 def member_credentials(state: GroupState) -> dict[int, str]:
     """Each member's credential string, by leaf index."""
     return {leaf: credential_string(node.credential) for leaf, node in state.members().items()}
+
+
+def member_leaf_extension(state: GroupState, extension_type: int) -> dict[str, bytes | None]:
+    """Each member's leaf extension of ``extension_type`` (None where its leaf has none), by credential."""
+    found: dict[str, bytes | None] = {}
+    for node in state.members().values():
+        data = next((e.extension_data for e in node.extensions if e.extension_type == extension_type), None)
+        found[credential_string(node.credential)] = data
+    return found
 
 
 def leaf_of(state: GroupState, credential: str) -> int:

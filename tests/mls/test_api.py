@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 
+import nacl.signing
 import pytest
 
 from protocols import mls
+from protocols.mls.messages import Extension
 from tests.helpers import FIXTURES
 
 
@@ -101,3 +103,47 @@ def test_wrong_arguments_are_refused_with_a_typed_error() -> None:
         mls.propose(state)
     with pytest.raises(mls.InvalidArgument, match="hex"):
         mls.new_identity("not hex")
+
+
+def test_an_identity_can_use_a_signature_key_the_caller_already_holds() -> None:
+    seed = bytes(range(32))
+    identity = mls.identity_with_key("CD" * 32, seed)
+    assert identity.credential == "cd" * 32
+    assert identity.signature.private == seed
+    assert identity.signature.public == nacl.signing.SigningKey(seed).verify_key.encode()
+    key_package, _ = mls.create_key_package(identity, rng=seeded(4))
+    assert key_package.leaf_node.signature_key == identity.signature.public
+
+
+def test_each_invitee_gets_a_welcome_holding_only_its_own_secrets() -> None:
+    rng = seeded(5)
+    alice, bob, carol = (mls.new_identity(c * 64, rng=rng) for c in "abc")
+    bob_kp, bob_private = mls.create_key_package(bob, rng=rng)
+    carol_kp, carol_private = mls.create_key_package(carol, rng=rng)
+    result = mls.commit(mls.create_group(alice, b"g" * 16, rng=rng), add=[bob_kp, carol_kp], rng=rng)
+    shared = result.welcomes["b" * 64]
+    assert set(mls.welcome_refs(shared)) == {mls.key_package_reference(bob_kp), mls.key_package_reference(carol_kp)}
+    for identity, kp, private in ((bob, bob_kp, bob_private), (carol, carol_kp, carol_private)):
+        own = mls.welcome_for(shared, kp)
+        assert mls.welcome_refs(own) == (mls.key_package_reference(kp),)
+        joined = mls.join_from_welcome(identity, private, own)
+        assert joined.epoch_authenticator == result.new_state.epoch_authenticator
+    stranger_kp, _ = mls.create_key_package(mls.new_identity("d" * 64, rng=rng), rng=rng)
+    with pytest.raises(mls.InvalidArgument, match="no group secrets"):
+        mls.welcome_for(shared, stranger_kp)
+    with pytest.raises(mls.InvalidMessage, match="expected a Welcome"):
+        mls.welcome_refs(result.message)
+
+
+def test_leaf_extensions_are_read_per_member_and_survive_a_self_update() -> None:
+    rng = seeded(6)
+    tag = 0xF0A1
+    alice, bob = mls.new_identity("a" * 64, rng=rng), mls.new_identity("b" * 64, rng=rng)
+    mark = Extension(tag, b"alice's mark")
+    group = mls.create_group(alice, b"h" * 16, leaf_extensions=[mark], rng=rng)
+    bob_kp, bob_private = mls.create_key_package(bob, supported_extensions=[tag], rng=rng)
+    added = mls.commit(group, add=[bob_kp], rng=rng)
+    bob_state = mls.join_from_welcome(bob, bob_private, added.welcomes["b" * 64])
+    updated = mls.commit(added.new_state, self_update=True, rng=rng)
+    for state in (added.new_state, bob_state, updated.new_state):
+        assert mls.member_leaf_extension(state, tag) == {"a" * 64: b"alice's mark", "b" * 64: None}

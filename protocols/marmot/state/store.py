@@ -60,22 +60,19 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import attrs
-import nacl.bindings
-import nacl.exceptions
 
 from core.intents import EnqueueRecheck, Intent, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.errors import GroupNotFound, StateKeyWrong
-from protocols.marmot.state.key import ENV_KEY, load_key
+from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
@@ -160,28 +157,17 @@ def route_intent(nostr_group_id: str, gid: str) -> WriteProtocolState:
 
 # --- sealing -----------------------------------------------------------------------------
 
-_FORMAT = b"\x01"
-_NONCE = 24
-_AD_PREFIX = b"tessera/marmot/state/"
-WRONG = f"cannot decrypt group state: wrong {ENV_KEY}?"
+WRONG = SEALER.wrong_key_message
 
 
 def seal(key: bytes, name: str, plaintext: bytes) -> bytes:
     """Encrypt ``plaintext`` stored under state key ``name``."""
-    nonce = os.urandom(_NONCE)
-    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, _AD_PREFIX + name.encode(), nonce, key)
-    return _FORMAT + nonce + box
+    return SEALER.seal(key, name, plaintext)
 
 
 def open_sealed(key: bytes, name: str, sealed: bytes) -> bytes:
     """Decrypt a value sealed under ``name``; StateKeyWrong when it does not open."""
-    if len(sealed) < 1 + _NONCE + 16 or sealed[:1] != _FORMAT:
-        raise StateKeyWrong(WRONG)
-    nonce, box = sealed[1 : 1 + _NONCE], sealed[1 + _NONCE :]
-    try:
-        return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(box, _AD_PREFIX + name.encode(), nonce, key)
-    except nacl.exceptions.CryptoError:
-        raise StateKeyWrong(WRONG) from None
+    return SEALER.open(key, name, sealed)
 
 
 class SealedValues:

@@ -1,0 +1,118 @@
+"""Group secrets at rest: one user-supplied key per plugin, and values sealed under it.
+
+An MLS client's stored state (engine snapshots, KeyPackage private keys,
+account keys) holds every secret of its memberships, so a plugin never
+stores it in the clear.  The user gives a 32-byte key as 64 hex characters,
+in an environment variable or in a file an environment variable names; each
+value is sealed with XChaCha20-Poly1305 (libsodium, a random 24-byte nonce)
+and the value's name as associated data, so a sealed value moved to another
+name (another group, another epoch) no longer opens.
+
+A plugin declares one :class:`Sealer` with its own variable names, label
+and error types, so its users see its own names in every message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import attrs
+import nacl.bindings
+import nacl.exceptions
+
+_FORMAT = b"\x01"
+_NONCE = 24
+_TAG = 16
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+@attrs.frozen
+class Sealer:
+    """How one plugin's secret state is sealed.
+
+    Attributes:
+        env_key: the variable holding the key as 64 hex characters.
+        env_key_file: the variable naming a file that holds them instead.
+        label: prefix of every value's associated data (keeps plugins' values apart).
+        what: what the key protects, for messages ("marmot group state").
+        missing: raised when neither variable is set.
+        invalid: raised for a malformed key, an unreadable file, or both variables set.
+        wrong: raised when a stored value does not open with the key.
+    """
+
+    env_key: str
+    env_key_file: str
+    label: bytes
+    what: str
+    missing: type[Exception]
+    invalid: type[Exception]
+    wrong: type[Exception]
+    _keys: dict[tuple[str | None, str | None], bytes] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def configured(self) -> bool:
+        """True when a key is configured (it may still be malformed)."""
+        return bool(os.environ.get(self.env_key) or os.environ.get(self.env_key_file))
+
+    def load_key(self) -> bytes:
+        """The configured 32-byte key (read once per configuration); raises ``missing`` or ``invalid``."""
+        raw, path = os.environ.get(self.env_key) or None, os.environ.get(self.env_key_file) or None
+        found = self._keys.get((raw, path))
+        if found is None:
+            found = self._keys[(raw, path)] = self._read(raw, path)
+        return found
+
+    def seal(self, key: bytes, name: str, plaintext: bytes) -> bytes:
+        """``plaintext`` sealed for the value named ``name``."""
+        nonce = os.urandom(_NONCE)
+        box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, self._bound(name), nonce, key)
+        return _FORMAT + nonce + box
+
+    def open(self, key: bytes, name: str, sealed: bytes) -> bytes:
+        """The plaintext of a value sealed under ``name``; ``wrong`` when it does not open."""
+        if len(sealed) < len(_FORMAT) + _NONCE + _TAG or sealed[:1] != _FORMAT:
+            raise self.wrong(self.wrong_key_message)
+        nonce, box = sealed[1 : 1 + _NONCE], sealed[1 + _NONCE :]
+        try:
+            return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(box, self._bound(name), nonce, key)
+        except nacl.exceptions.CryptoError:
+            raise self.wrong(self.wrong_key_message) from None
+
+    @property
+    def wrong_key_message(self) -> str:
+        return f"cannot decrypt {self.what}: wrong {self.env_key}?"
+
+    @property
+    def missing_message(self) -> str:
+        return (
+            f"{self.what} is encrypted at rest and no key is configured: set {self.env_key} to 64 hex "
+            f"characters (or {self.env_key_file} to a file holding them)"
+        )
+
+    def _bound(self, name: str) -> bytes:
+        return self.label + name.encode()
+
+    def _read(self, raw: str | None, path: str | None) -> bytes:
+        if raw is not None and path is not None:
+            raise self.invalid(f"both {self.env_key} and {self.env_key_file} are set; set only one of them")
+        if raw is not None:
+            source, text = self.env_key, raw.strip()
+        elif path is not None:
+            source, text = f"{self.env_key_file} ({path})", self._read_file(path).strip()
+        else:
+            raise self.missing(self.missing_message)
+        if not _HEX64.fullmatch(text):
+            raise self.invalid(f"{source} must hold exactly 64 hex characters (a 32-byte key)")
+        return bytes.fromhex(text)
+
+    def _read_file(self, path: str) -> str:
+        try:
+            with open(path, encoding="ascii") as handle:
+                return handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self.invalid(f"cannot read the key file named by {self.env_key_file}: {exc}") from None
+
+
+def new_key_hex() -> str:
+    """A fresh random key, as the 64 hex characters a key file holds."""
+    return os.urandom(32).hex()
