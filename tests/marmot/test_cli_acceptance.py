@@ -117,7 +117,7 @@ def test_user_errors_are_one_line(tmp_path):
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
     assert "TESSERA_MARMOT_STATE_KEY" in one_line_error(run(tmp_path, "tick", "--until-idle", check=False))
     wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False, TESSERA_MARMOT_STATE_KEY="ab" * 32))
-    assert "cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY?" in wrong
+    assert "cannot decrypt marmot group state: wrong TESSERA_MARMOT_STATE_KEY?" in wrong
     status = json.loads(run(tmp_path, "status", "--json").stdout)
     assert status["incoming"] > 0 and status["parked"] == 0  # nothing was consumed by a misconfiguration
     assert "no joined marmot group" in one_line_error(

@@ -57,7 +57,7 @@ def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch
 
 def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
-    with pytest.raises(StateKeyWrong, match=r"cannot decrypt group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
+    with pytest.raises(StateKeyWrong, match=r"cannot decrypt marmot group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
         load(ProtocolState(app.db, "marmot"), net.gid)
     lines = [net.send(1, f"waits for the right key {n}", T0 + n)[0] for n in range(3)]
     with app.db.write():
