@@ -1,0 +1,178 @@
+"""What a user asks for, each in one transaction: an identity, a group, an intent, a decision on a welcome.
+
+Changes to a group never happen here: ``send``, ``add_members``,
+``remove_members`` and ``update_key`` only write the intent down (TO_SEND);
+the publish job (:mod:`.publishing`) turns it into an MLS message for the
+group's epoch at that moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from core.errors import InvalidInput
+from core.records import Result
+from protocols import mls
+from protocols.xmtp import facts, members, queries
+from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists
+from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address
+from protocols.xmtp.kinds import IntentKind, Membership
+from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
+
+#: How many KeyPackages we keep on the server for others to invite us with.
+KEY_PACKAGE_STOCK = 5
+MAX_TEXT_BYTES = 64 * 1024
+
+
+def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
+    """Create our account and installation (``server``: the delivery service URL) and a stock of KeyPackages.
+
+    Registering with the server (the binding and the KeyPackages) is
+    network work, done after this commits by :func:`.publishing.register`.
+    """
+    vault = Vault(ctx.state)
+    if vault.has_identity():
+        raise IdentityExists(f"this database already is {vault.identity().address}; use another database")
+    server = params.get("server")
+    if not isinstance(server, str) or not server:
+        raise InvalidInput("identity new needs the server's URL, e.g. ws://127.0.0.1:8765")
+    account = (
+        AccountKey.from_bytes(bytes.fromhex(params["account_key"]))
+        if params.get("account_key")
+        else AccountKey.generate()
+    )
+    installation = InstallationKey.generate()
+    identity = Identity(account, installation, bind(account, installation, ctx.now_ms // 1000), server)
+    intents = [vault.identity_intent(identity), *new_key_packages(vault, identity, KEY_PACKAGE_STOCK)]
+    event = facts.identity_created(identity.address, identity.installation_id, server, ctx.now_ms)
+    return Result(events=[event], intents=intents)
+
+
+def new_key_packages(vault: Vault, identity: Identity, count: int) -> list[Any]:
+    """Intents storing ``count`` fresh KeyPackages (with their private keys) for the server's stock."""
+    made = []
+    for _ in range(count):
+        key_package, private = mls.create_key_package(
+            identity.mls_identity(),
+            leaf_extensions=[identity.binding_extension()],
+            supported_extensions=[BINDING_EXTENSION],
+        )
+        made.append(vault.key_package_intent(private, mls.key_package_reference(key_package)))
+    return made
+
+
+def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
+    """A new group with us as its only member; ``name`` is kept on this database."""
+    vault = Vault(ctx.state)
+    identity = vault.identity()
+    name = params.get("name") or ""
+    if not isinstance(name, str) or len(name) > 200:
+        raise InvalidInput("a group name is text of at most 200 characters")
+    group_id = bytes.fromhex(params["group_id"]) if params.get("group_id") else os.urandom(16)
+    state = mls.create_group(
+        identity.mls_identity(),
+        group_id,
+        leaf_extensions=[identity.binding_extension()],
+        supported_extensions=[BINDING_EXTENSION],
+    )
+    data = {
+        "created_at_ns": ctx.now_ms * 1_000_000,
+        "membership": int(Membership.ALLOWED),
+        "epoch": 0,
+        "name": name,
+        "added_by": identity.address,
+    }
+    event = facts.fact(facts.GROUP_CREATED, group_id, ctx.now_ms, data)
+    return Result(events=[event], intents=[vault.group_intent(group_id, state)])
+
+
+def _active_group(ctx: Any, params: dict[str, Any]) -> bytes:
+    raw = params.get("group")
+    try:
+        group_id = bytes.fromhex(raw) if isinstance(raw, str) else b""
+    except ValueError:
+        group_id = b""
+    if not group_id:
+        raise InvalidInput(f"a group id is hex, got {raw!r:.40}; `tessera xmtp groups` lists them")
+    group = queries.group(ctx.db, group_id)
+    if group is None:
+        raise GroupUnknown(f"no group {raw} on this database; `tessera xmtp groups` lists them")
+    if not group.active:
+        raise GroupInactive(f"we were removed from group {raw}; it is read-only")
+    if group.membership is not Membership.ALLOWED:
+        state = group.membership.name.lower()
+        raise GroupInactive(f"group {raw} is {state}: accept its welcome first (`tessera xmtp accept --group {raw}`)")
+    return group_id
+
+
+def _intent(ctx: Any, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
+    intent_id = os.urandom(16).hex()
+    data = {"intent": intent_id, "kind": int(kind), "request": json.dumps(request, sort_keys=True)}
+    event = facts.fact(facts.INTENT_CREATED, group_id, ctx.now_ms, data, intent_id)
+    return Result(events=[event])
+
+
+def _addresses(params: dict[str, Any]) -> list[str]:
+    given = params.get("addresses")
+    if not isinstance(given, list) or not given:
+        raise InvalidInput("name at least one account address (0x followed by 40 hex digits)")
+    return sorted({parse_address(a) for a in given})
+
+
+def command_send(ctx: Any, params: dict[str, Any]) -> Result:
+    """An intent to send ``text`` to ``group``."""
+    group_id = _active_group(ctx, params)
+    text = params.get("text")
+    if not isinstance(text, str) or not text or len(text.encode()) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"send needs a text of 1 to {MAX_TEXT_BYTES} bytes")
+    return _intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
+
+
+def command_add_members(ctx: Any, params: dict[str, Any]) -> Result:
+    """An intent to add every installation of each of ``addresses`` to ``group``."""
+    group_id = _active_group(ctx, params)
+    return _intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
+
+
+def command_remove_members(ctx: Any, params: dict[str, Any]) -> Result:
+    """An intent to remove every installation of each of ``addresses`` from ``group``."""
+    group_id = _active_group(ctx, params)
+    wanted = _addresses(params)
+    state = Vault(ctx.state).group(group_id)
+    absent = [a for a in wanted if not members.installations_of(state, a)]
+    if absent:
+        raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")
+    return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+
+
+def command_update_key(ctx: Any, params: dict[str, Any]) -> Result:
+    """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
+    return _intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
+
+
+def _decide(ctx: Any, params: dict[str, Any], membership: Membership) -> Result:
+    raw = str(params.get("group") or "")
+    try:
+        group = queries.group(ctx.db, bytes.fromhex(raw)) if raw else None
+    except ValueError:
+        group = None
+    if group is None:
+        raise GroupUnknown(f"no group {raw or '(none given)'} on this database; `tessera xmtp groups` lists them")
+    if group.membership is membership:
+        return Result(duplicate=True)
+    if group.membership is not Membership.PENDING:
+        raise InvalidInput(f"group {raw} is {group.membership.name.lower()} already; only a pending welcome is decided")
+    event = facts.fact(facts.MEMBERSHIP_CHANGED, group.id, ctx.now_ms, {"membership": int(membership)})
+    return Result(events=[event])
+
+
+def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
+    """Take part in a group a welcome brought: it is synced from now on."""
+    return _decide(ctx, params, Membership.ALLOWED)
+
+
+def command_reject(ctx: Any, params: dict[str, Any]) -> Result:
+    """Decline a group a welcome brought: its messages are never processed."""
+    return _decide(ctx, params, Membership.REJECTED)

@@ -1,0 +1,57 @@
+"""What a user, a peer or the server can get wrong in the XMTP-style client, one exception each."""
+
+from __future__ import annotations
+
+from core.errors import ConfigurationError, InvalidInput, NotFound, PermanentError, TesseraError, TransientError
+
+
+class XmtpError(TesseraError):
+    """Base of the XMTP-style client's own errors."""
+
+
+class InvalidAddress(XmtpError, InvalidInput):
+    """An account address that is not ``0x`` and 40 hex digits, or whose mixed case breaks its EIP-55 checksum."""
+
+
+class InvalidBinding(XmtpError, InvalidInput):
+    """An installation binding whose account signature does not verify, or that names another installation."""
+
+
+class IdentityMissing(XmtpError, ConfigurationError):
+    """This database has no XMTP identity yet: run ``tessera xmtp identity new --server URL``."""
+
+
+class IdentityExists(XmtpError, InvalidInput):
+    """``identity new`` on a database that already has an identity."""
+
+
+class GroupUnknown(XmtpError, NotFound):
+    """No group with that id on this database."""
+
+
+class GroupInactive(XmtpError, InvalidInput):
+    """The group is not one we may act in: not accepted yet, rejected, or we were removed from it."""
+
+
+class UnknownPeer(XmtpError, NotFound):
+    """An address with no verified installation on the server (it has not registered, or every binding failed)."""
+
+
+class PayloadUnreadable(XmtpError, PermanentError):
+    """A payload from the server that is not an MLS message we can process (parked with the reason)."""
+
+
+class InvalidKey(XmtpError, InvalidInput):
+    """Secret key bytes that are not 32 long, or (for the account's secp256k1 key) zero or not below the group order."""
+
+
+class ServiceUnavailable(XmtpError, TransientError):
+    """The delivery service could not be reached or did not answer in time; the work is retried."""
+
+
+class ServiceRefused(XmtpError, PermanentError):
+    """The delivery service refused a request; ``code`` is its error code (docs/server-protocol.md)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"the server refused ({code}): {message}")
+        self.code = code

@@ -1,0 +1,205 @@
+"""Handling what sync reads: group messages in server order, and welcomes.
+
+A group message is one of three things:
+
+* **ours, read back** — its hash is the ``message_hash`` of one of our
+  intents: a message intent is COMMITTED (recorded with the text we sent,
+  since a sender cannot decrypt its own message); a commit intent, unless
+  the server marked it superseded, is merged from the pending state we kept
+  and COMMITTED, which releases its welcomes;
+* **another member's commit** — applied when it won its epoch; then every
+  intent of ours built for the old epoch goes back to TO_SEND (a commit
+  cannot land any more; a message not yet published is re-encrypted), and
+  if the commit removed us the group turns inactive;
+* **another member's application message** — decrypted and recorded.
+
+Commits that lost their epoch (``superseded``), commits for epochs we have
+passed and proposals (seed 002: members commit only their own) change
+nothing.  Each applied message records a fact whose id comes from the
+server's message id, so reading it again is recognised as a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from core.records import Envelope, Event, Result, derive_event_id
+from protocols import mls
+from protocols.xmtp import facts, members, queries
+from protocols.xmtp.errors import PayloadUnreadable
+from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind
+from protocols.xmtp.queries import IntentRow
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.interface import APPLICATION, COMMIT, ServerMessage
+
+
+def message_id(content: bytes, group_id: bytes, sent_at_ns: int) -> bytes:
+    """Seed 002's message id: SHA-256 over the decrypted bytes, the group and the time."""
+    return hashlib.sha256(content + group_id + sent_at_ns.to_bytes(8, "big")).digest()
+
+
+def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
+    message: ServerMessage = envelope.payload
+    group = queries.group(ctx.db, message.group_id)
+    if group is None or group.membership is not Membership.ALLOWED or not group.active:
+        return Result()  # not a group we read (declined, left, or unknown): nothing to record
+    if message.message_type not in (APPLICATION, COMMIT) or _already_processed(ctx, message):
+        return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
+    vault = Vault(ctx.state)
+    state = vault.group(message.group_id)
+    own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
+    if own is not None:
+        return _own(ctx, vault, state, message, own)
+    if message.message_type == COMMIT:
+        return _foreign_commit(ctx, vault, state, message)
+    return _application(vault, state, message)
+
+
+def _already_processed(ctx: Any, message: ServerMessage) -> bool:
+    kinds = (facts.MESSAGE_RECORDED, facts.EPOCH_MOVED)
+    return any(ctx.event(PROTOCOL, derive_event_id(k, message.group_id, message.id)) is not None for k in kinds)
+
+
+def _sent_at_ns(message: ServerMessage) -> int:
+    return message.server_timestamp_us * 1000
+
+
+def _record(message: ServerMessage, kind: MessageKind, content: bytes, sender: str, address: str, *part: str) -> Event:
+    sent_at = _sent_at_ns(message)
+    data = {
+        "id": message_id(content, message.group_id, sent_at).hex(),
+        "bytes": facts.b64(content),
+        "sent_at_ns": sent_at,
+        "kind": int(kind),
+        "sender_installation": sender,
+        "sender_address": address,
+        "server_id": message.id,
+    }
+    return facts.fact(facts.MESSAGE_RECORDED, message.group_id, _ms(message), data, message.id, *part)
+
+
+def _ms(message: ServerMessage) -> int:
+    return message.server_timestamp_us // 1000
+
+
+def _application(vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+    try:
+        received = mls.process_message(state, message.payload)
+    except mls.MlsError as exc:
+        raise PayloadUnreadable(f"message {message.id} of group {message.group_id.hex()}: {exc}") from exc
+    if not isinstance(received, mls.ApplicationReceived):
+        return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
+    sender = received.sender_credential
+    event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, members.address_of(state, sender))
+    return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
+
+
+def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+    if message.superseded or message.epoch < state.epoch:
+        return Result()  # it lost its epoch, or we are past it: it never takes effect
+    try:
+        applied = mls.process_message(state, message.payload)
+    except mls.MlsError as exc:
+        raise PayloadUnreadable(f"commit {message.id} of group {message.group_id.hex()}: {exc}") from exc
+    if not isinstance(applied, mls.CommitApplied):
+        raise PayloadUnreadable(f"message {message.id} is stored as a commit but is not one")
+    events = _commit_facts(state, message, applied)
+    events += _requeue_stale(ctx, message, applied.new_epoch, "another member's commit took the epoch")
+    if applied.we_were_removed:
+        events.append(facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id))
+    return Result(events=events, intents=[vault.group_intent(message.group_id, applied.new_state)])
+
+
+def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.CommitApplied) -> list[Event]:
+    """The epoch it moved to, and a message for each member it added or removed."""
+    group = message.group_id
+    committer = applied.committer_credential
+    by = members.address_of(before, committer) if committer in mls.member_credentials(before).values() else ""
+    events = [facts.fact(facts.EPOCH_MOVED, group, _ms(message), {"epoch": applied.new_epoch}, message.id)]
+    after = members.addresses(applied.new_state)
+    changes = (
+        (MessageKind.MEMBER_ADDED, "added", applied.added, after),
+        (MessageKind.MEMBER_REMOVED, "removed", applied.removed, members.addresses(before)),
+    )
+    for kind, word, who, known in changes:
+        if who:
+            content = json.dumps(
+                {word: sorted({known.get(i, members.UNVERIFIED) for i in who}), "installations": sorted(who), "by": by},
+                sort_keys=True,
+            ).encode()
+            events.append(_record(message, kind, content, committer, by or members.UNVERIFIED, word))
+    return events
+
+
+def _requeue_stale(ctx: Any, message: ServerMessage, new_epoch: int, reason: str) -> list[Event]:
+    """Our intents that can no longer land as built: commits for an older epoch, unpublished messages of one."""
+    events = []
+    for row in queries.open_intents(ctx.db, message.group_id):
+        stale_commit = row.kind.is_commit and row.prepared
+        stale_message = not row.kind.is_commit and row.state is IntentState.TO_SEND and row.prepared
+        if (stale_commit or stale_message) and (row.epoch is None or row.epoch < new_epoch):
+            events.append(requeued(row, message.group_id, _ms(message), reason, message.id))
+    return events
+
+
+def requeued(row: IntentRow, group: bytes, now_ms: int, reason: str, cause: str) -> Event:
+    data = {"intent": row.id, "rebuilds": row.rebuilds + 1, "reason": reason}
+    return facts.fact(facts.INTENT_REQUEUED, group, now_ms, data, row.id, cause)
+
+
+def _own(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage, own: IntentRow) -> Result:
+    group = message.group_id
+    committed = facts.fact(facts.INTENT_COMMITTED, group, _ms(message), {"intent": own.id}, own.id)
+    if own.kind is IntentKind.SEND_MESSAGE:
+        text = json.loads(own.request)["text"].encode()
+        me = mls.own_credential(state)
+        recorded = _record(message, MessageKind.APPLICATION, text, me, members.address_of(state, me))
+        return Result(events=[recorded, committed])
+    if message.superseded:
+        # Our commit lost: the winner came first (server order) and sent the intent round again already;
+        # if it has not, do it now, so the intent is never left waiting for a commit that cannot land.
+        return Result(events=[requeued(own, group, _ms(message), "our commit lost its epoch", message.id)])
+    try:
+        applied = mls.process_message(state, message.payload)
+    except mls.MlsError as exc:
+        raise PayloadUnreadable(f"our own commit {message.id} does not apply: {exc}") from exc
+    assert isinstance(applied, mls.CommitApplied)
+    events = [*_commit_facts(state, message, applied), committed]
+    return Result(events=events, intents=[vault.group_intent(group, applied.new_state)])
+
+
+def handle_welcome(ctx: Any, envelope: Envelope) -> Result:
+    """A welcome to us: join the group as PENDING with the KeyPackage it names (used up, unless last-resort)."""
+    message: ServerMessage = envelope.payload
+    if queries.group(ctx.db, message.group_id) is not None:
+        return Result(duplicate=True)
+    vault = Vault(ctx.state)
+    identity = vault.identity()
+    try:
+        refs = set(mls.welcome_refs(message.payload))
+    except mls.MlsError as exc:
+        raise PayloadUnreadable(f"welcome {message.id}: {exc}") from exc
+    stock = vault.key_packages()
+    ref = next((r for r in stock if r in refs), None)
+    if ref is None:
+        raise PayloadUnreadable(f"welcome {message.id} names none of our KeyPackages (it may have been used already)")
+    try:
+        state = mls.join_from_welcome(identity.mls_identity(), stock[ref], message.payload)
+    except mls.MlsError as exc:
+        raise PayloadUnreadable(f"welcome {message.id} does not open: {exc}") from exc
+    if state.group_id != message.group_id:
+        raise PayloadUnreadable(f"welcome {message.id} is stored under another group than the one it opens")
+    data = {
+        "created_at_ns": _sent_at_ns(message),
+        "membership": int(Membership.PENDING),
+        "epoch": state.epoch,
+        "added_by": members.address_of(state, message.sender),
+        "welcome_cursor": message.cursor,
+    }
+    event = facts.fact(facts.WELCOME_RECEIVED, message.group_id, _ms(message), data, message.id)
+    return Result(
+        events=[event], intents=[vault.group_intent(message.group_id, state), vault.key_package_intent(None, ref)]
+    )

@@ -1,0 +1,287 @@
+"""Turning intents into MLS messages and getting them to the server (seed 002's publish step).
+
+For each group, intents go in the order they were made.  An intent may be
+built when every earlier one of its group is final (COMMITTED or ERROR) or
+is a message already published: so a commit is never built on top of
+another commit of ours that is not confirmed yet, and a message made after a
+commit goes out in the epoch that commit opens.
+
+One intent takes three steps, none holding a transaction across the network:
+
+1. ``xmtp.prepare`` (one transaction): the concrete message for the group's
+   current epoch, its hash, and for a commit the pending state and the
+   welcomes, are recorded (``intent_prepared``); an intent prepared before
+   (a crash after step 1) is sent as it was.
+2. the send, outside any transaction;
+3. ``xmtp.published`` or ``xmtp.publish_failed`` (one transaction each):
+   PUBLISHED, or the failure counted and the next try scheduled with
+   backoff, ERROR with the reason after :data:`MAX_ATTEMPTS` or at once
+   when the server refuses the message itself.
+
+Welcomes leave only once their commit is COMMITTED (read back by sync).
+Adding members needs the invitees' KeyPackages, fetched (and so used up on
+the server) just before step 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from core.errors import InvalidInput
+from core.records import Result
+from protocols import mls
+from protocols.xmtp import facts, members, queries
+from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer
+from protocols.xmtp.identity import InstallationBinding, verify
+from protocols.xmtp.kinds import IntentKind, IntentState
+from protocols.xmtp.queries import IntentRow
+from protocols.xmtp.state import BINDING_EXTENSION, Vault
+from protocols.xmtp.transport.interface import DeliveryService
+
+log = logging.getLogger("tessera.xmtp.publish")
+
+MAX_ATTEMPTS = 5
+BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
+#: Server refusals a later try may get past (the group's daily quota, a full store, the store busy).
+RETRYABLE_CODES = frozenset({"rate_limited", "storage_full", "unavailable", "internal_error"})
+
+
+# --- choosing work ---------------------------------------------------------------------------
+
+
+def next_intent(db: Any, group_id: bytes, now_ns: int) -> IntentRow | None:
+    """The intent of ``group_id`` to work on now, if any (see the module's ordering rule)."""
+    for row in queries.open_intents(db, group_id):
+        if row.state is IntentState.PUBLISHED and not row.kind.is_commit:
+            continue
+        if row.state is IntentState.TO_SEND and _due(db, row, now_ns):
+            return row
+        return None
+    return None
+
+
+def _due(db: Any, row: IntentRow, now_ns: int) -> bool:
+    found = db.one("SELECT next_attempt_at_ns FROM xmtp_group_intents WHERE id = ?", (row.id,))
+    return found is not None and found[0] <= now_ns
+
+
+# --- step 1: prepare -------------------------------------------------------------------------
+
+
+def command_prepare(ctx: Any, params: dict[str, Any]) -> Result:
+    """Build intent ``intent``'s message for the current epoch (``key_packages``: base64 list, for adds)."""
+    row = queries.intent(ctx.db, str(params.get("intent")))
+    if row is None or row.state is not IntentState.TO_SEND or row.prepared:
+        return Result(duplicate=True)
+    vault = Vault(ctx.state)
+    state = vault.group(row.group_id)
+    request = json.loads(row.request)
+    welcomes: list[dict[str, str]] = []
+    if row.kind is IntentKind.SEND_MESSAGE:
+        payload, new_state = mls.encrypt_application(state, request["text"].encode())
+    else:
+        payload, new_state, welcomes = _commit(state, row, request, params)
+    data = {
+        "intent": row.id,
+        "epoch": state.epoch,
+        "payload": facts.b64(payload),
+        "hash": hashlib.sha256(payload).hexdigest(),
+        "welcomes": welcomes,
+    }
+    event = facts.fact(facts.INTENT_PREPARED, row.group_id, ctx.now_ms, data, row.id, row.rebuilds)
+    return Result(events=[event], intents=[vault.group_intent(row.group_id, new_state)])
+
+
+def _commit(
+    state: mls.GroupState, row: IntentRow, request: dict[str, Any], params: dict[str, Any]
+) -> tuple[bytes, mls.GroupState, list[dict[str, str]]]:
+    """The commit of an add, remove or key update, our state with it pending, and one welcome per invitee."""
+    if row.kind is IntentKind.KEY_UPDATE:
+        result = mls.commit(state, self_update=True)
+        return result.message, result.pending_state, []
+    if row.kind is IntentKind.REMOVE_MEMBERS:
+        gone = sorted({i for a in request["addresses"] for i in members.installations_of(state, a)})
+        if not gone:
+            raise InvalidInput("none of the addresses to remove is a member any more")
+        result = mls.commit(state, remove=gone)
+        return result.message, result.pending_state, []
+    packages = [mls.key_package_from_bytes(facts.unb64(kp)) for kp in params.get("key_packages") or []]
+    present = set(mls.member_credentials(state).values())
+    packages = [kp for kp in packages if mls.credential_string(kp.leaf_node.credential) not in present]
+    if not packages:
+        raise InvalidInput("every installation of the addresses to add is a member already")
+    result = mls.commit(state, add=packages)
+    shared = next(iter(result.welcomes.values()))
+    welcomes = [
+        {
+            "installation": mls.credential_string(kp.leaf_node.credential),
+            "welcome": facts.b64(mls.welcome_for(shared, kp)),
+        }
+        for kp in packages
+    ]
+    return result.message, result.pending_state, welcomes
+
+
+def invitee_key_packages(service: DeliveryService, addresses: list[str]) -> list[bytes]:
+    """One KeyPackage for every verified installation of each address (each used up on the server).
+
+    A binding that does not verify, or a KeyPackage that is not its
+    installation's or lacks the installation's binding, is skipped: the
+    server is not trusted to say who belongs to an account.
+    """
+    found: list[bytes] = []
+    for address in addresses:
+        installations = [
+            b.installation for b in service.fetch_identity(address) if _bound(b.binding, address, b.installation)
+        ]
+        if not installations:
+            raise UnknownPeer(f"{address} has no verified installation on the server (has it registered?)")
+        for installation in installations:
+            data = service.fetch_key_package(installation)
+            if _key_package_of(data, installation, address):
+                found.append(data)
+    return found
+
+
+def _bound(binding: bytes, address: str, installation: str) -> bool:
+    try:
+        verify(InstallationBinding.from_bytes(binding), address=address, installation=installation)
+    except (InvalidBinding, InvalidInput):
+        return False
+    return True
+
+
+def _key_package_of(data: bytes, installation: str, address: str) -> bool:
+    try:
+        kp = mls.key_package_from_bytes(data)
+    except mls.MlsError:
+        return False
+    binding = next((e.extension_data for e in kp.leaf_node.extensions if e.extension_type == BINDING_EXTENSION), None)
+    if mls.credential_string(kp.leaf_node.credential) != installation or binding is None:
+        return False
+    return members.checked_address(bytes(binding), installation).lower() == address.lower()
+
+
+# --- step 3: the outcome ---------------------------------------------------------------------
+
+
+def command_published(ctx: Any, params: dict[str, Any]) -> Result:
+    """Intent ``intent`` whose message hashes to ``hash`` is stored on the server as ``server_id``."""
+    row = queries.intent(ctx.db, str(params.get("intent")))
+    if row is None or row.state is not IntentState.TO_SEND or row.message_hash is None:
+        return Result(duplicate=True)
+    if row.message_hash.hex() != params.get("hash"):
+        return Result(duplicate=True)  # rebuilt meanwhile (its epoch moved): the new message goes out next
+    data = {"intent": row.id, "server_id": params["server_id"]}
+    return Result(events=[facts.fact(facts.INTENT_PUBLISHED, row.group_id, ctx.now_ms, data, row.id, row.rebuilds)])
+
+
+def command_publish_failed(ctx: Any, params: dict[str, Any]) -> Result:
+    """Count a failed try of intent ``intent`` (``error``; ``final`` when no retry can help)."""
+    row = queries.intent(ctx.db, str(params.get("intent")))
+    if row is None or row.state.final:
+        return Result(duplicate=True)
+    attempts = row.attempts + 1
+    error = str(params.get("error") or "unknown error")
+    identity = (row.id, "attempt", attempts)
+    if params.get("final") or attempts >= MAX_ATTEMPTS:
+        data = {"intent": row.id, "attempts": attempts, "error": error}
+        return Result(events=[facts.fact(facts.INTENT_FAILED, row.group_id, ctx.now_ms, data, *identity)])
+    retry_at = ctx.now_ms * 1_000_000 + BACKOFF_BASE_NS * 2 ** (attempts - 1)
+    data = {"intent": row.id, "attempts": attempts, "error": error, "retry_at_ns": retry_at}
+    return Result(events=[facts.fact(facts.PUBLISH_FAILED, row.group_id, ctx.now_ms, data, *identity)])
+
+
+def command_welcome_sent(ctx: Any, params: dict[str, Any]) -> Result:
+    """The welcome of intent ``intent`` for ``installation`` is on the server."""
+    group_id = bytes.fromhex(str(params.get("group")))
+    data = {"intent": params["intent"], "installation": params["installation"]}
+    return Result(
+        events=[facts.fact(facts.WELCOME_SENT, group_id, ctx.now_ms, data, params["intent"], params["installation"])]
+    )
+
+
+# --- the job ---------------------------------------------------------------------------------
+
+
+def publish_pass(runtime: Any, service: DeliveryService) -> int:
+    """One pass: for every group with work, its next intent through all three steps; then ready welcomes."""
+    done = 0
+    now_ns = runtime.clock.now_ms() * 1_000_000
+    with runtime.db.read():
+        due = queries.groups_with_due_intents(runtime.db, now_ns)
+    for group_id in due:
+        with runtime.db.read():
+            row = next_intent(runtime.db, group_id, now_ns)
+        if row is not None:
+            publish_intent(runtime, service, row)
+            done += 1
+    return done + send_welcomes(runtime, service)
+
+
+def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> None:
+    """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised."""
+    try:
+        params: dict[str, Any] = {"intent": row.id}
+        if row.kind is IntentKind.ADD_MEMBERS and not row.prepared:
+            addresses = json.loads(row.request)["addresses"]
+            params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
+        runtime.run_command("xmtp.prepare", params)
+        with runtime.db.read():
+            prepared = queries.intent(runtime.db, row.id)
+        if prepared is None or prepared.state is not IntentState.TO_SEND or not prepared.prepared:
+            return
+        service.join(prepared.group_id)
+        receipt = service.send(prepared.group_id, prepared.publish_data)
+    except ServiceUnavailable as exc:
+        _failed(runtime, row, str(exc), final=False)
+        return
+    except ServiceRefused as exc:
+        _failed(runtime, row, str(exc), final=exc.code not in RETRYABLE_CODES)
+        return
+    except (InvalidInput, UnknownPeer, mls.MlsError) as exc:
+        _failed(runtime, row, str(exc), final=True)
+        return
+    assert prepared.message_hash is not None
+    params = {"intent": row.id, "hash": prepared.message_hash.hex(), "server_id": receipt.message_id}
+    runtime.run_command("xmtp.published", params)
+
+
+def _failed(runtime: Any, row: IntentRow, error: str, *, final: bool) -> None:
+    log.info("intent %s (%s) failed: %s", row.id, row.kind.name, error)
+    runtime.run_command("xmtp.publish_failed", {"intent": row.id, "error": error, "final": final})
+
+
+def send_welcomes(runtime: Any, service: DeliveryService) -> int:
+    """Send every welcome whose commit is confirmed; one that fails stays ready for the next pass."""
+    with runtime.db.read():
+        ready = queries.ready_welcomes(runtime.db)
+    sent = 0
+    for intent_id, installation, group_id, welcome in ready:
+        try:
+            service.send(group_id, welcome, recipient=installation)
+        except ServiceUnavailable as exc:
+            log.info("welcome of %s to %s waits: %s", intent_id, installation[:16], exc)
+            continue
+        except ServiceRefused as exc:
+            if exc.code != "recipient_is_member":
+                log.warning("welcome of %s to %s refused: %s", intent_id, installation[:16], exc)
+                continue
+        runtime.run_command(
+            "xmtp.welcome_sent", {"intent": intent_id, "installation": installation, "group": group_id.hex()}
+        )
+        sent += 1
+    return sent
+
+
+def register(runtime: Any, service: DeliveryService) -> int:
+    """Publish our binding and the KeyPackages the server does not have yet; returns the server's stock."""
+    with runtime.db.read():
+        vault = Vault.of(runtime.db)
+        identity = vault.identity()
+        stock = vault.key_packages()
+    service.publish_identity(identity.address, identity.binding.to_bytes())
+    return service.publish_key_packages([mls.key_package_to_bytes(p.key_package) for p in stock.values()])

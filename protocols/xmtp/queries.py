@@ -1,0 +1,149 @@
+"""Reads of the client's own tables, shared by handlers, commands, jobs and the CLI (always parameterised)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from protocols.xmtp.kinds import IntentKind, IntentState, Membership
+
+
+@attrs.frozen
+class GroupRow:
+    id: bytes
+    membership: Membership
+    epoch: int
+    active: bool
+    name: str
+    created_at_ns: int
+    added_by: str
+
+
+@attrs.frozen
+class IntentRow:
+    id: str
+    seq: int
+    kind: IntentKind
+    group_id: bytes
+    request: bytes
+    state: IntentState
+    publish_data: bytes
+    message_hash: bytes | None
+    epoch: int | None
+    attempts: int
+    rebuilds: int
+    error: str
+    server_id: str
+
+    @property
+    def prepared(self) -> bool:
+        return bool(self.publish_data)
+
+
+_GROUP = "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by FROM xmtp_groups"
+_INTENT = (
+    "SELECT id, seq, kind, group_id, request, state, publish_data, message_hash, epoch, attempts, rebuilds, error, "
+    "server_id FROM xmtp_group_intents"
+)
+
+
+def _group(row: Any) -> GroupRow:
+    return GroupRow(bytes(row[0]), Membership(row[1]), row[2], bool(row[3]), row[4], row[5], row[6])
+
+
+def _intent(row: Any) -> IntentRow:
+    return IntentRow(
+        row[0],
+        row[1],
+        IntentKind(row[2]),
+        bytes(row[3]),
+        bytes(row[4]),
+        IntentState(row[5]),
+        bytes(row[6]),
+        None if row[7] is None else bytes(row[7]),
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+    )
+
+
+def group(db: Any, group_id: bytes) -> GroupRow | None:
+    row = db.one(f"{_GROUP} WHERE id = ?", (group_id,))
+    return None if row is None else _group(row)
+
+
+def groups(db: Any) -> list[GroupRow]:
+    return [_group(row) for row in db.all(f"{_GROUP} ORDER BY created_at_ns, id")]
+
+
+def synced_groups(db: Any) -> list[GroupRow]:
+    """Groups whose messages we read: accepted and still ours."""
+    rows = db.all(
+        f"{_GROUP} WHERE membership_state = ? AND active = 1 ORDER BY created_at_ns, id", (Membership.ALLOWED,)
+    )
+    return [_group(row) for row in rows]
+
+
+def intent(db: Any, intent_id: str) -> IntentRow | None:
+    row = db.one(f"{_INTENT} WHERE id = ?", (intent_id,))
+    return None if row is None else _intent(row)
+
+
+def intent_by_hash(db: Any, group_id: bytes, message_hash: bytes) -> IntentRow | None:
+    """Our intent in ``group_id`` whose concrete message hashes to ``message_hash`` (not yet committed)."""
+    row = db.one(
+        f"{_INTENT} WHERE group_id = ? AND message_hash = ? AND state IN (?, ?)",
+        (group_id, message_hash, IntentState.TO_SEND, IntentState.PUBLISHED),
+    )
+    return None if row is None else _intent(row)
+
+
+def open_intents(db: Any, group_id: bytes) -> list[IntentRow]:
+    """A group's intents that are neither committed nor failed, in the order they were made."""
+    rows = db.all(
+        f"{_INTENT} WHERE group_id = ? AND state IN (?, ?) ORDER BY seq",
+        (group_id, IntentState.TO_SEND, IntentState.PUBLISHED),
+    )
+    return [_intent(row) for row in rows]
+
+
+def intents(db: Any) -> list[IntentRow]:
+    return [_intent(row) for row in db.all(f"{_INTENT} ORDER BY seq")]
+
+
+def groups_with_due_intents(db: Any, now_ns: int) -> list[bytes]:
+    rows = db.all(
+        "SELECT DISTINCT group_id FROM xmtp_group_intents WHERE state = ? AND next_attempt_at_ns <= ?",
+        (IntentState.TO_SEND, now_ns),
+    )
+    return sorted(bytes(row[0]) for row in rows)
+
+
+def ready_welcomes(db: Any) -> list[tuple[str, str, bytes, bytes]]:
+    """(intent, installation, group, welcome) of every welcome whose commit is confirmed and that is not sent."""
+    from protocols.xmtp.kinds import WelcomeState
+
+    rows = db.all(
+        "SELECT intent_id, installation, group_id, welcome FROM xmtp_outbound_welcomes WHERE state = ? "
+        "ORDER BY intent_id, installation",
+        (WelcomeState.READY_TO_SEND,),
+    )
+    return [(row[0], row[1], bytes(row[2]), bytes(row[3])) for row in rows]
+
+
+def messages(db: Any, group_id: bytes, limit: int, before: tuple[int, bytes] | None = None) -> list[Any]:
+    """The newest ``limit`` messages of a group (older than ``before``), newest first."""
+    if before is None:
+        return db.all(
+            "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes "
+            "FROM xmtp_group_messages WHERE group_id = ? ORDER BY sent_at_ns DESC, id DESC LIMIT ?",
+            (group_id, limit),
+        )
+    return db.all(
+        "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes "
+        "FROM xmtp_group_messages WHERE group_id = ? AND (sent_at_ns, id) < (?, ?) ORDER BY sent_at_ns DESC, id DESC LIMIT ?",
+        (group_id, before[0], before[1], limit),
+    )

@@ -1,0 +1,211 @@
+"""The client's secrets in core ``protocol_state``, sealed, and every read and write of them.
+
+Names (``<gid>`` = the group id in hex):
+
+``identity``
+    our account key, installation key, the binding between them and the
+    server we registered with (:class:`Identity`);
+``group/<gid>``
+    the engine snapshot of our state in the group;
+``kp/<ref>``
+    a KeyPackage of ours that the server may hand out, with its private keys,
+    until a welcome uses it.
+
+Every value is sealed under ``TESSERA_XMTP_STATE_KEY`` (or the file
+``TESSERA_XMTP_STATE_KEY_FILE`` names) by :mod:`protocols.mls.at_rest`.
+Inside handlers and commands values are read through ``ctx.state`` and
+written by returning the ``WriteProtocolState`` intents made here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import OrderedDict
+from typing import Any
+
+import attrs
+
+from core.errors import ConfigurationError
+from core.intents import WriteProtocolState
+from core.state import ProtocolState
+from protocols import mls
+from protocols.mls import at_rest
+from protocols.xmtp.errors import GroupUnknown, IdentityMissing
+from protocols.xmtp.identity import AccountKey, InstallationBinding, InstallationKey
+
+PROTOCOL = "xmtp"
+IDENTITY = "identity"
+GROUP = "group/"
+KEY_PACKAGE = "kp/"
+
+#: The leaf extension that carries a member's installation binding (a private-use type, RFC 9420 §17.3).
+BINDING_EXTENSION = 0xF7B1
+
+
+class StateKeyError(ConfigurationError):
+    """The at-rest key for the XMTP client's state is missing, malformed or wrong."""
+
+
+SEALER = at_rest.Sealer(
+    env_key="TESSERA_XMTP_STATE_KEY",
+    env_key_file="TESSERA_XMTP_STATE_KEY_FILE",
+    label=b"tessera/xmtp/state/",
+    what="xmtp client state",
+    missing=StateKeyError,
+    invalid=StateKeyError,
+    wrong=StateKeyError,
+)
+
+
+@attrs.frozen
+class Identity:
+    """Who this database is: an account, one installation of it, and the server it talks to.
+
+    Attributes:
+        account: the account's secp256k1 key.
+        installation: this installation's Ed25519 key (the MLS signature key too).
+        binding: the account's signed statement that the installation is its own.
+        server: the delivery service's URL.
+    """
+
+    account: AccountKey = attrs.field(repr=False)
+    installation: InstallationKey = attrs.field(repr=False)
+    binding: InstallationBinding
+    server: str
+
+    @property
+    def address(self) -> str:
+        return self.account.address
+
+    @property
+    def installation_id(self) -> str:
+        return self.installation.installation_id
+
+    def mls_identity(self) -> mls.Identity:
+        """Our MLS identity: the installation id as the credential, the installation key as signature key."""
+        return mls.identity_with_key(self.installation_id, self.installation.to_bytes())
+
+    def binding_extension(self) -> mls.messages.Extension:
+        return mls.messages.Extension(BINDING_EXTENSION, self.binding.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "account": self.account.to_bytes().hex(),
+                "installation": self.installation.to_bytes().hex(),
+                "binding": base64.b64encode(self.binding.to_bytes()).decode(),
+                "server": self.server,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Identity:
+        fields = json.loads(data)
+        return cls(
+            AccountKey.from_bytes(bytes.fromhex(fields["account"])),
+            InstallationKey.from_bytes(bytes.fromhex(fields["installation"])),
+            InstallationBinding.from_bytes(base64.b64decode(fields["binding"])),
+            fields["server"],
+        )
+
+
+class Vault:
+    """Sealed reads and writes of the xmtp protocol state (the key is loaded on first use)."""
+
+    def __init__(self, state: ProtocolState):
+        self.state = state
+        self._key: bytes | None = None
+
+    @classmethod
+    def of(cls, db: Any) -> Vault:
+        """The vault of ``db`` (outside handlers: inside a transaction the caller opened)."""
+        return cls(ProtocolState(db, PROTOCOL))
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = SEALER.load_key()
+        return self._key
+
+    def get(self, name: str) -> bytes | None:
+        sealed = self.state.get(name)
+        return None if sealed is None else SEALER.open(self.key, name, sealed)
+
+    def intent(self, name: str, value: bytes | None) -> WriteProtocolState:
+        """Store ``value`` sealed under ``name`` (None deletes it)."""
+        return WriteProtocolState(name, None if value is None else SEALER.seal(self.key, name, value))
+
+    # --- identity ---------------------------------------------------------------------------
+
+    def identity(self) -> Identity:
+        found = self.get(IDENTITY)
+        if found is None:
+            raise IdentityMissing("this database has no XMTP identity: run `tessera xmtp identity new --server URL`")
+        return Identity.from_bytes(found)
+
+    def has_identity(self) -> bool:
+        return self.state.get(IDENTITY) is not None
+
+    def identity_intent(self, identity: Identity) -> WriteProtocolState:
+        return self.intent(IDENTITY, identity.to_bytes())
+
+    # --- groups -----------------------------------------------------------------------------
+
+    def group(self, group_id: bytes) -> mls.GroupState:
+        """Our engine state in ``group_id``; :class:`GroupUnknown` when we hold none."""
+        name = GROUP + group_id.hex()
+        sealed = self.state.get(name)
+        if sealed is None:
+            raise GroupUnknown(f"no group {group_id.hex()} on this database; `tessera xmtp groups` lists them")
+        return _opened(name, self.key, sealed)
+
+    def has_group(self, group_id: bytes) -> bool:
+        return self.state.get(GROUP + group_id.hex()) is not None
+
+    def group_intent(self, group_id: bytes, state: mls.GroupState) -> WriteProtocolState:
+        name = GROUP + group_id.hex()
+        intent = self.intent(name, mls.snapshot(state))
+        _remember(name, self.key, intent.value or b"", state)
+        return intent
+
+    # --- key packages -----------------------------------------------------------------------
+
+    def key_packages(self) -> dict[bytes, mls.KeyPackagePrivate]:
+        """Our KeyPackages still in stock on the server, by KeyPackageRef."""
+        found = {}
+        for name in self.state.keys(KEY_PACKAGE):
+            value = self.get(name)
+            if value is not None:
+                found[bytes.fromhex(name[len(KEY_PACKAGE) :])] = mls.key_package_private_from_bytes(value)
+        return found
+
+    def key_package_intent(self, private: mls.KeyPackagePrivate | None, ref: bytes) -> WriteProtocolState:
+        value = None if private is None else mls.key_package_private_to_bytes(private)
+        return self.intent(KEY_PACKAGE + ref.hex(), value)
+
+
+# Restoring a snapshot costs more than the rest of a message's work: opened states are kept,
+# matched on the exact sealed bytes (and key) they came from, so a rolled-back or foreign write
+# is never served stale.
+_CACHE_SIZE = 64
+_cache: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
+
+
+def _opened(name: str, key: bytes, sealed: bytes) -> mls.GroupState:
+    hit = _cache.get(name)
+    if hit is not None and hit[0] == key and hit[1] == sealed:
+        _cache.move_to_end(name)
+        state: mls.GroupState = hit[2]
+        return state
+    state = mls.restore(SEALER.open(key, name, sealed))
+    _remember(name, key, sealed, state)
+    return state
+
+
+def _remember(name: str, key: bytes, sealed: bytes, state: mls.GroupState) -> None:
+    _cache[name] = (key, sealed, state)
+    _cache.move_to_end(name)
+    while len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)

@@ -1,0 +1,106 @@
+"""Members of XMTP-style groups, each on its own database, talking through one in-process loopback service."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from core.app import App
+from protocols import xmtp
+from protocols.mls import at_rest
+from protocols.xmtp import publishing, queries, sync
+from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.loopback import LoopbackHub, LoopbackService
+
+
+@attrs.define
+class Member:
+    """One person on one database: commands, a publish pass, a sync pass, and what the tables say."""
+
+    app: App
+    service: LoopbackService
+
+    @property
+    def address(self) -> str:
+        with self.app.db.read():
+            return Vault.of(self.app.db).identity().address
+
+    def run(self, command: str, **params: Any) -> Any:
+        return self.app.runtime.run_command(f"xmtp.{command}", params)
+
+    def create_group(self, name: str = "") -> bytes:
+        self.run("create_group", name=name)
+        with self.app.db.read():
+            return queries.groups(self.app.db)[-1].id
+
+    def publish(self) -> int:
+        return publishing.publish_pass(self.app.runtime, self.service)
+
+    def sync(self) -> sync.SyncReport:
+        return sync.sync_all(self.app.runtime, self.service)
+
+    def settle(self) -> None:
+        self.publish()
+        self.sync()
+
+    def texts(self, group_id: bytes) -> list[str]:
+        with self.app.db.read():
+            rows = queries.messages(self.app.db, group_id, 10_000)
+        return [bytes(row[5]).decode() for row in reversed(rows) if row[2] == 1]
+
+    def intents(self) -> list[queries.IntentRow]:
+        with self.app.db.read():
+            return queries.intents(self.app.db)
+
+    def intent_states(self) -> list[IntentState]:
+        return [row.state for row in self.intents()]
+
+    def epoch(self, group_id: bytes) -> int:
+        with self.app.db.read():
+            return Vault.of(self.app.db).group(group_id).epoch
+
+    def roster(self, group_id: bytes) -> list[str]:
+        from protocols.xmtp import members
+
+        with self.app.db.read():
+            state = Vault.of(self.app.db).group(group_id)
+        return sorted(set(members.addresses(state).values()))
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        rows = self.app.db.all(
+            "SELECT payload FROM events WHERE protocol = 'xmtp' AND event_type = ? ORDER BY seq", (kind,)
+        )
+        return [json.loads(row[0]) for row in rows]
+
+
+MakeMember = Callable[[], Member]
+
+
+@pytest.fixture
+def hub() -> LoopbackHub:
+    return LoopbackHub()
+
+
+@pytest.fixture(autouse=True)
+def xmtp_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSERA_XMTP_STATE_KEY", at_rest.new_key_hex())
+    monkeypatch.delenv("TESSERA_XMTP_STATE_KEY_FILE", raising=False)
+
+
+@pytest.fixture
+def make_member(make_app: Any, hub: LoopbackHub) -> Iterator[MakeMember]:
+    def make() -> Member:
+        app = make_app([xmtp], ["xmtp"])
+        app.runtime.run_command("xmtp.identity_new", {"server": "loopback"})
+        with app.db.read():
+            installation = Vault.of(app.db).identity().installation_id
+        member = Member(app, hub.connect(installation))
+        publishing.register(app.runtime, member.service)
+        return member
+
+    yield make
