@@ -5,7 +5,8 @@ messages in server order (ULIDs), a delivery row per recipient (pending,
 delivered, read), group members, one-time KeyPackages; it checks each payload's
 cleartext header without any key, orders commits per epoch (the first stored
 wins), enforces limits, and expires messages for good (:mod:`.retention`,
-through the core's purge).  Requests arrive through :mod:`.service`, which
+through the core's purge).  It also keeps a directory of which installations
+belong to which account address, as bindings it stores but cannot check.  Requests arrive through :mod:`.service`, which
 ``tessera serve`` puts on a WebSocket (docs/server-protocol.md).
 """
 
@@ -37,6 +38,9 @@ def register_protocol():
             ),
             "key_package_consume": Command(
                 commands.command_key_package_consume, description="use up one KeyPackage (fetch)"
+            ),
+            "identity_publish": Command(
+                commands.command_identity_publish, description="bind an installation to its account address"
             ),
         },
         projectors=projectors.PROJECTORS,

@@ -38,7 +38,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocols.sovereign.records import HistoryPage, StoredMessage
+from protocols.sovereign.records import HistoryPage, Identity, IdentityBinding, IdentityPublished, StoredMessage
 from protocols.sovereign.server import frames
 
 log = logging.getLogger("tessera.sovereign.client")
@@ -106,6 +106,15 @@ def message_from_json(data: dict[str, Any]) -> StoredMessage:
         epoch=data["epoch"],
         superseded=data.get("superseded", False),
     )
+
+
+def _page_from_json(reply: dict[str, Any]) -> HistoryPage:
+    messages = [message_from_json(item) for item in reply["messages"]]
+    return HistoryPage(messages, reply["next_cursor"], reply["has_more"])
+
+
+def _binding_from_json(data: dict[str, Any]) -> IdentityBinding:
+    return IdentityBinding(data["installation"], base64.b64decode(data["binding"]), data["published_at"])
 
 
 class Client:
@@ -299,8 +308,12 @@ class Client:
     ) -> HistoryPage:
         """A page of the group's history: ``backward`` (older than ``cursor``, newest page first) or ``forward``."""
         reply = await self.request("history", group_id=group_id, cursor=cursor, limit=limit, direction=direction)
-        messages = [message_from_json(item) for item in reply["messages"]]
-        return HistoryPage(messages, reply["next_cursor"], reply["has_more"])
+        return _page_from_json(reply)
+
+    async def welcomes(self, cursor: str | None = None, limit: int = 50) -> HistoryPage:
+        """The Welcomes stored for us after ``cursor`` (none: from the oldest), oldest first.  Poll again later
+        with the page's ``next_cursor``: it is where this page stopped, also when ``has_more`` is false."""
+        return _page_from_json(await self.request("welcomes", cursor=cursor, limit=limit))
 
     async def ack(self, message_ids: Iterable[str]) -> int:
         """Mark our deliveries ``message_ids`` delivered; returns how many changed (others' ids change nothing)."""
@@ -328,6 +341,18 @@ class Client:
         """Take one of ``installation``'s KeyPackages (the server hands each out once)."""
         reply = await self.request("key_package_fetch", installation=installation)
         return base64.b64decode(reply["key_package"])
+
+    async def identity_publish(self, address: str, binding: bytes) -> IdentityPublished:
+        """Bind this installation to account ``address`` with ``binding`` (signed by the account; the server does
+        not check it); replaces our earlier binding.  ``changed`` is False when these bytes were there already."""
+        reply = await self.request("identity_publish", address=address, binding=frames.b64(binding))
+        return IdentityPublished(reply["address"], reply["installation"], reply["changed"])
+
+    async def identity_fetch(self, address: str) -> Identity:
+        """The bindings of ``address``'s installations.  The server is not trusted: verify each binding's account
+        signature before using its installation."""
+        reply = await self.request("identity_fetch", address=address)
+        return Identity(reply["address"], [_binding_from_json(item) for item in reply["installations"]])
 
 
 def _close_of(ws: ClientConnection) -> tuple[int, str]:

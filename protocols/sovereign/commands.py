@@ -11,7 +11,9 @@ Facts (partition = group id, except KeyPackages, partitioned by installation):
 - ``deliveries_marked``: a recipient's messages moved to delivered or read;
 - ``messages_expired``: the retention record naming the messages removed for
   good (their ``*_stored`` facts are purged in the same transaction);
-- ``key_package_published``, ``key_package_consumed``.
+- ``key_package_published``, ``key_package_consumed``;
+- ``identity_published``: an installation's binding to an account address
+  (partitioned by installation); a later one replaces it.
 """
 
 from __future__ import annotations
@@ -24,16 +26,22 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from Crypto.Hash import keccak
+
 from core import eventlog
 from core.intents import PurgeEvents, WriteProtocolState
-from core.records import Event, Result
+from core.records import Event, Result, derive_event_id
 from protocols.sovereign import payloads
 from protocols.sovereign.config import Limits
 from protocols.sovereign.errors import (
     AlreadyStored,
+    BadAddress,
+    BadBinding,
     BadGroupId,
     BadInstallation,
     BadMessageIds,
+    BindingTooLarge,
+    InstallationBound,
     NoKeyPackage,
     NotAMember,
     NoWelcome,
@@ -43,6 +51,7 @@ from protocols.sovereign.errors import (
     SovereignError,
     StorageFull,
     TooManyGroups,
+    TooManyInstallations,
     WelcomeNeedsRecipient,
 )
 from protocols.sovereign.ids import ServerOrder
@@ -54,10 +63,13 @@ STORED_TYPES = {code: f"{name}_stored" for code, name in MESSAGE_TYPES.items()}
 MAX_IDS_PER_REQUEST = 1000
 MAX_KEY_PACKAGES = 200
 DAY_MS = 86_400_000
+#: An identity binding is a signature and a few fields; the directory keeps no more than this of it.
+MAX_BINDING_BYTES = 1024
 
 _INSTALLATION = re.compile(r"[0-9a-f]{64}")
 _GROUP_ID = re.compile(r"(?:[0-9a-f]{2}){1,255}")
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 
 # --- checks ---------------------------------------------------------------------------------
@@ -73,6 +85,34 @@ def group_id(value: object) -> str:
     if not isinstance(value, str) or not _GROUP_ID.fullmatch(value):
         raise BadGroupId(f"group_id must be the MLS group id in lowercase hex (1 to 255 bytes), got {value!r:.80}")
     return value
+
+
+def account_address(value: object) -> str:
+    """An account address, ``0x`` and 40 hex digits, in lowercase.
+
+    Mixed case is an EIP-55 checksum and must be right: a wrong one is most
+    likely a mistyped address, and binding to it would publish to nobody.
+    All-lowercase or all-uppercase digits carry no checksum and are taken as they are.
+    """
+    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+        raise BadAddress(f"address must be 0x and 40 hex digits (an account address), got {value!r:.60}")
+    digits = value[2:]
+    lowered = digits.lower()
+    if digits not in (lowered, digits.upper()) and digits != _eip55(lowered):
+        raise BadAddress(
+            f"{value}: its mixed case is not its EIP-55 checksum, so it is probably mistyped; "
+            "check the address, or send it in lowercase"
+        )
+    return "0x" + lowered
+
+
+def _eip55(digits: str) -> str:
+    """The EIP-55 spelling of 40 lowercase hex digits: a letter is uppercase where keccak-256 of the text has a
+    nibble of 8 or more."""
+    hashed = keccak.new(digest_bits=256, data=digits.encode("ascii")).hexdigest()
+    return "".join(
+        digit.upper() if int(nibble, 16) >= 8 else digit for digit, nibble in zip(digits, hashed, strict=False)
+    )
 
 
 def message_ids(values: object) -> list[str]:
@@ -362,3 +402,70 @@ def command_key_package_consume(ctx: Any, params: dict[str, Any]) -> Result:
     if ctx.db.one("SELECT 1 FROM sovereign_key_packages WHERE installation = ? AND ref = ?", (who, ref)) is None:
         raise NoKeyPackage(f"{who[:12]}... has no KeyPackage left; ask them to publish more")
     return Result(events=[Event("key_package_consumed", os.urandom(16), who, ctx.now_ms, {"ref": ref})])
+
+
+# --- the identity directory ---------------------------------------------------------------------------
+
+_BINDING_OF = "SELECT address, binding FROM sovereign_identities WHERE installation = ?"
+_INSTALLATIONS_OF = "SELECT count(*) FROM sovereign_identities WHERE address = ?"
+
+
+def command_identity_publish(ctx: Any, params: dict[str, Any]) -> Result:
+    """``installation`` publishes its ``binding`` (opaque bytes) to account ``address``; it replaces the
+    installation's earlier binding, for the same address only (an installation belongs to one account)."""
+    limits: Limits = params.get("limits") or Limits()
+    who = installation_id(params.get("installation"))
+    address = account_address(params.get("address"))
+    binding = _binding(params.get("binding"))
+    held = ctx.db.one(_BINDING_OF, (who,))
+    if held is not None and held[0] != address:
+        raise InstallationBound(
+            f"{who[:12]}... is bound to {held[0]} already and an installation belongs to one account; "
+            f"use a new installation (a new key) for {address}"
+        )
+    if held is not None and bytes(held[1]) == binding:
+        return Result(duplicate=True)
+    if held is None:
+        _check_installations(ctx.db, address, limits)
+    data = {"address": address, "binding": base64.b64encode(binding).decode("ascii")}
+    return Result(events=[Event("identity_published", _identity_event_id(ctx.db, who, binding), who, ctx.now_ms, data)])
+
+
+def _binding(value: object) -> bytes:
+    if not isinstance(value, bytes | bytearray) or not value:
+        raise BadBinding("binding must be the non-empty bytes your account signed (base64 on the wire)")
+    if len(value) > MAX_BINDING_BYTES:
+        raise BindingTooLarge(
+            f"the binding is {len(value)} bytes; the directory keeps at most {MAX_BINDING_BYTES}",
+            limit="max_binding_bytes",
+            value=len(value),
+            allowed=MAX_BINDING_BYTES,
+        )
+    return bytes(value)
+
+
+def _check_installations(db: Any, address: str, limits: Limits) -> None:
+    bound = db.value(_INSTALLATIONS_OF, (address,), default=0)
+    if limits.max_installations_per_address and bound >= limits.max_installations_per_address:
+        raise TooManyInstallations(
+            f"{address} has {bound} installations bound; the server allows {limits.max_installations_per_address} "
+            "per address (max_installations_per_address, set by its operator)",
+            limit="max_installations_per_address",
+            value=bound + 1,
+            allowed=limits.max_installations_per_address,
+        )
+
+
+def _identity_event_id(db: Any, who: str, binding: bytes) -> bytes:
+    """SHA-256 over the installation and its binding, and how often that binding was published before.
+
+    The count keeps a binding published again after another one (A, B, then A) from taking the id of its
+    first publication, which the log would drop as a duplicate.
+    """
+    earlier = 0
+    while (
+        eventlog.by_id(db, PROTOCOL, event_id := derive_event_id("sovereign.identity", who, binding, earlier))
+        is not None
+    ):
+        earlier += 1
+    return event_id

@@ -2,7 +2,8 @@
 
 Defaults are the seed's: 256 KiB payloads, 10,000 application messages per
 group per day (MLS control messages are not counted), 1 GiB of payloads,
-500 groups per installation, 90 days of history, cleanup every 6 hours.
+500 groups per installation, 90 days of history, cleanup every 6 hours;
+and 100 installations per account address in the identity directory.
 An unknown key, a wrong type or a value out of range is refused with
 :class:`~protocols.sovereign.errors.InvalidConfig` naming it.
 """
@@ -39,6 +40,7 @@ class Limits:
     max_app_messages_per_group_per_day: int = attrs.field(default=10_000, validator=_positive)
     max_storage_mb: int = attrs.field(default=1024, validator=_positive)
     max_groups_per_user: int = attrs.field(default=500, validator=_positive)
+    max_installations_per_address: int = attrs.field(default=100, validator=_positive)
 
     @property
     def max_storage_bytes(self) -> int:

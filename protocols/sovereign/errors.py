@@ -69,6 +69,36 @@ class TooManyGroups(LimitExceeded):
     code = "too_many_groups"
 
 
+class TooManyInstallations(LimitExceeded):
+    """An account address already has as many installations as ``max_installations_per_address`` allows."""
+
+    code = "too_many_installations"
+
+
+class BindingTooLarge(LimitExceeded):
+    """An identity binding over the fixed size the directory keeps (it is a signature and a few fields)."""
+
+    code = "binding_too_large"
+
+
+class BadAddress(SovereignError, InvalidInput):
+    """An account address that is not ``0x`` and 40 hex digits, or whose mixed case is not its EIP-55 checksum."""
+
+    code = "bad_address"
+
+
+class BadBinding(SovereignError, InvalidInput):
+    """An identity binding that is not bytes, or is empty."""
+
+    code = "bad_binding"
+
+
+class InstallationBound(SovereignError, InvalidInput):
+    """The installation is bound to another account address already: an installation belongs to one account."""
+
+    code = "installation_bound"
+
+
 class NotAMember(SovereignError, InvalidInput):
     """The installation is not a member of the group it acts on."""
 

@@ -1,4 +1,4 @@
-"""Reading the store: a group's history in pages, both ways, and a member's pending deliveries.
+"""Reading the store: a group's history in pages, both ways, an installation's welcomes, its pending deliveries.
 
 Server order is ``(server_timestamp, id)``; ids only grow and timestamps
 never go back, so it is also id order, and many messages may share one
@@ -7,6 +7,11 @@ page it came with: the next page starts strictly after it (BACKWARD: older;
 FORWARD: newer), so no message is skipped or repeated however many share a
 timestamp.  A cursor must name a message of the group (one that expired is
 unknown: start again from the newest).
+
+Welcomes are polled the same way, forward only: the Welcome messages stored
+for one installation, whatever their group, after a cursor that names one of
+them.  There the cursor of the last welcome comes back even on the last page,
+since a client polls again later from where it stopped.
 """
 
 from __future__ import annotations
@@ -22,6 +27,18 @@ MAX_LIMIT = 200
 DIRECTIONS = ("backward", "forward")
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
 _COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded"
+_M_COLUMNS = ", ".join("m." + column.strip() for column in _COLUMNS.split(","))
+_GROUP_MESSAGE_AT = "SELECT 1 FROM sovereign_messages WHERE id = ? AND group_id = ? AND server_timestamp = ?"
+_WELCOME_AT = "SELECT 1 FROM sovereign_welcomes WHERE recipient_id = ? AND server_timestamp = ? AND message_id = ?"
+#: An installation's welcomes after a position in server order.  The row value on the welcome's own
+#: columns is a range on the index (recipient_id, server_timestamp, message_id), which also gives the order.
+WELCOMES_AFTER = (
+    f"SELECT {_M_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
+    "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
+    "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
+)
+#: Before every position: server timestamps are never negative.
+_START = (-1, "")
 
 
 def message(row: Any) -> StoredMessage:
@@ -32,28 +49,35 @@ def cursor_of(stored: StoredMessage) -> str:
     return f"{stored.server_timestamp}.{stored.id}"
 
 
-def parse_cursor(db: Any, group_id: str, cursor: str) -> tuple[int, str]:
+def position(cursor: object) -> tuple[int, str]:
+    """The ``(server_timestamp, id)`` a cursor names; MalformedCursor when it is not one the server gives."""
     match = _CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
     if match is None:
         raise MalformedCursor(
-            f"{cursor!r:.60} is not a cursor; pass back the next_cursor of a page (or none for the newest page)"
+            f"{cursor!r:.60} is not a cursor; pass back the next_cursor of a page (or none to start over)"
         )
-    position = (int(match["ts"]), match["id"])
-    found = db.one(
-        "SELECT 1 FROM sovereign_messages WHERE id = ? AND group_id = ? AND server_timestamp = ?",
-        (position[1], group_id, position[0]),
-    )
-    if found is None:
-        raise UnknownCursor(
-            f"cursor {cursor} names no message of this group (it may have expired); page again from the newest"
-        )
-    return position
+    return int(match["ts"]), match["id"]
+
+
+def _known(db: Any, sql: str, params: tuple[Any, ...], cursor: str, what: str) -> None:
+    if db.one(sql, params) is None:
+        raise UnknownCursor(f"cursor {cursor} names no {what} (it may have expired); start again without a cursor")
+
+
+def parse_cursor(db: Any, group_id: str, cursor: str) -> tuple[int, str]:
+    ts, message_id = position(cursor)
+    _known(db, _GROUP_MESSAGE_AT, (message_id, group_id, ts), cursor, "message of this group")
+    return ts, message_id
+
+
+def check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise BadLimit(f"limit must be 1 to {MAX_LIMIT}, got {limit!r:.20}")
 
 
 def page(db: Any, group_id: str, cursor: str | None, limit: int, direction: str) -> HistoryPage:
     """One page of ``group_id``'s history, oldest first, read in the caller's read transaction."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise BadLimit(f"limit must be 1 to {MAX_LIMIT}, got {limit!r:.20}")
+    check_limit(limit)
     if direction not in DIRECTIONS:
         raise BadDirection(f"direction must be backward (older) or forward (newer), got {direction!r:.20}")
     params: list[Any] = [group_id]
@@ -77,10 +101,24 @@ def page(db: Any, group_id: str, cursor: str | None, limit: int, direction: str)
     return HistoryPage(found, cursor_of(last) if has_more and last is not None else None, has_more)
 
 
+def welcomes(db: Any, recipient: str, cursor: str | None, limit: int) -> HistoryPage:
+    """The Welcome messages stored for ``recipient`` after ``cursor``, oldest first, in the caller's read
+    transaction; ``next_cursor`` is the last one's (or ``cursor`` when there is none), to poll again from."""
+    check_limit(limit)
+    after = _START
+    if cursor is not None:
+        after = position(cursor)
+        _known(db, _WELCOME_AT, (recipient, *after), cursor, "welcome to you")
+    rows = db.all(WELCOMES_AFTER, (recipient, *after, limit + 1))
+    found = [message(row) for row in rows[:limit]]
+    next_cursor = cursor_of(found[-1]) if found else cursor
+    return HistoryPage(found, next_cursor, len(rows) > limit)
+
+
 def pending(db: Any, installation: str, after: str | None, limit: int) -> list[StoredMessage]:
     """``installation``'s pending deliveries in server order, strictly after message id ``after``."""
     rows = db.all(
-        f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM sovereign_delivery_status AS d "
+        f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d "
         "JOIN sovereign_messages AS m ON m.id = d.message_id "
         "WHERE d.recipient_id = ? AND d.status = 0 AND d.message_id > ? ORDER BY d.message_id LIMIT ?",
         (installation, after or "", limit),

@@ -1,4 +1,4 @@
-"""The store's read models: messages with their deliveries, group members, KeyPackages.
+"""The store's read models: messages with their deliveries, group members, KeyPackages, the identity directory.
 
 Every handler is idempotent (inserts ignore what exists, statuses only move
 up, counters carry the seq they were last raised at).  Retention removes a
@@ -47,9 +47,9 @@ def _stored(message_type: int) -> Any:
         )
         if message_type == WELCOME:
             conn.executemany(
-                "INSERT INTO sovereign_welcomes(group_id, recipient_id, message_id) VALUES (?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                [(group, recipient, message_id) for recipient in data["recipients"]],
+                "INSERT INTO sovereign_welcomes(group_id, recipient_id, message_id, server_timestamp) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(group, recipient, message_id, data["ts"]) for recipient in data["recipients"]],
             )
         if message_type == COMMIT:
             _count_commit(conn, event, None if data["superseded"] else data["epoch"] + 1)
@@ -176,5 +176,28 @@ KEY_PACKAGES = Projector(
     description="one-time KeyPackages per installation, until fetched",
 )
 
-PROJECTORS = (MESSAGES, MEMBERS, KEY_PACKAGES)
-__all__ = ["DELIVERED", "KEY_PACKAGES", "MEMBERS", "MESSAGES", "PROJECTORS"]
+# One row per installation, so a later binding replaces the earlier one; applying the same event again
+# writes the same values.
+_PUBLISH_BINDING = (
+    "INSERT INTO sovereign_identities(address, installation, binding, published_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(installation) DO UPDATE SET address = excluded.address, binding = excluded.binding, "
+    "published_at = excluded.published_at"
+)
+
+
+def _identity_published(conn: Any, event: StoredEvent) -> None:
+    data = event.data
+    binding = base64.b64decode(data["binding"])
+    conn.execute(_PUBLISH_BINDING, (data["address"], event.partition_key, binding, event.created_at_ms // 1000))
+
+
+IDENTITIES = Projector(
+    name="sovereign.identities",
+    protocol="sovereign",
+    tables=("sovereign_identities",),
+    handlers={"identity_published": _identity_published},
+    description="the identity directory: each installation's binding to its account address",
+)
+
+PROJECTORS = (MESSAGES, MEMBERS, KEY_PACKAGES, IDENTITIES)
+__all__ = ["DELIVERED", "IDENTITIES", "KEY_PACKAGES", "MEMBERS", "MESSAGES", "PROJECTORS"]

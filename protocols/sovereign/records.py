@@ -1,4 +1,4 @@
-"""What the store hands back: stored messages, history pages, memberships, figures."""
+"""What the store hands back: stored messages, history pages, memberships, identity bindings, figures."""
 
 from __future__ import annotations
 
@@ -62,6 +62,43 @@ class Membership:
     installation: str
     group_id: str
     member: bool
+    changed: bool
+
+
+@attrs.frozen
+class IdentityBinding:
+    """One installation's binding to an account: opaque bytes the server keeps and never checks.
+
+    Whoever fetches it verifies the account's signature inside before trusting
+    it: the server is not trusted to say which installations an account has.
+    """
+
+    installation: str
+    binding: bytes = attrs.field(repr=False)
+    published_at: int  # seconds since the Unix epoch
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "installation": self.installation,
+            "binding": base64.b64encode(self.binding).decode("ascii"),
+            "published_at": self.published_at,
+        }
+
+
+@attrs.frozen
+class Identity:
+    """An account address (lowercase) and the bindings of its installations, by installation id."""
+
+    address: str
+    installations: list[IdentityBinding]
+
+
+@attrs.frozen
+class IdentityPublished:
+    """What publishing a binding did; ``changed`` is False when the same bytes were stored already."""
+
+    address: str
+    installation: str
     changed: bool
 
 

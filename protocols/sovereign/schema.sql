@@ -56,11 +56,15 @@ CREATE TABLE sovereign_groups (
     last_seq            INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+-- server_timestamp is the welcome message's, so a recipient polls its welcomes in server order
+-- with a (server_timestamp, message_id) cursor that the index below serves.
 CREATE TABLE sovereign_welcomes (
     group_id            TEXT    NOT NULL,
     recipient_id        TEXT    NOT NULL,
     message_id          TEXT    NOT NULL,
+    server_timestamp    INTEGER NOT NULL,
     PRIMARY KEY (group_id, recipient_id, message_id)
+    INDEX sovereign_welcomes_recipient (recipient_id, server_timestamp, message_id)
 ) WITHOUT ROWID;
 
 -- Application messages per group per UTC day, for the daily limit (control messages are not counted).
@@ -79,4 +83,14 @@ CREATE TABLE sovereign_key_packages (
     key_package         BLOB    NOT NULL,
     published_at        INTEGER NOT NULL,
     PRIMARY KEY (installation, ref)
+) WITHOUT ROWID;
+
+-- The identity directory: which account address each installation belongs to, with the binding the
+-- account signed.  The server keeps the binding as opaque bytes and never checks it; clients do.
+CREATE TABLE sovereign_identities (
+    address             TEXT    NOT NULL,
+    installation        TEXT    PRIMARY KEY,
+    binding             BLOB    NOT NULL,
+    published_at        INTEGER NOT NULL
+    INDEX sovereign_identities_address (address, installation)
 ) WITHOUT ROWID;

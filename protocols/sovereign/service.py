@@ -22,6 +22,9 @@ from protocols.sovereign.records import (
     MESSAGE_TYPES,
     READ,
     HistoryPage,
+    Identity,
+    IdentityBinding,
+    IdentityPublished,
     Membership,
     Stored,
     StoredMessage,
@@ -29,6 +32,9 @@ from protocols.sovereign.records import (
 )
 
 _TYPE_OF = {f"{name}_stored": code for code, name in MESSAGE_TYPES.items()}
+_BINDINGS_OF = (
+    "SELECT installation, binding, published_at FROM sovereign_identities WHERE address = ? ORDER BY installation"
+)
 
 
 class Store:
@@ -118,7 +124,29 @@ class Store:
             self.app.runtime.run_command("sovereign.key_package_consume", {"installation": installation, "ref": row[0]})
         return bytes(row[1])
 
+    def identity_publish(self, installation: str, address: str, binding: bytes) -> IdentityPublished:
+        """Bind ``installation`` to account ``address`` with ``binding`` (opaque; replaces its earlier one)."""
+        params = {"installation": installation, "address": address, "binding": binding, "limits": self.limits}
+        outcome = self.app.runtime.run_command("sovereign.identity_publish", params)
+        return IdentityPublished(commands.account_address(address), installation, bool(outcome.events))
+
     # --- reads ------------------------------------------------------------------------------
+
+    def identity_fetch(self, address: str) -> Identity:
+        """The bindings of ``address``'s installations, by installation id (none: an empty list).  Anyone may ask:
+        the directory is public, and whoever reads it checks each binding's signature itself."""
+        normalised = commands.account_address(address)
+        with self.app.db.read():
+            rows = self.app.db.all(_BINDINGS_OF, (normalised,))
+        return Identity(normalised, [IdentityBinding(row[0], bytes(row[1]), row[2]) for row in rows])
+
+    def welcomes(
+        self, installation: str, *, cursor: str | None = None, limit: int = history.DEFAULT_LIMIT
+    ) -> HistoryPage:
+        """The Welcome messages stored for ``installation`` after ``cursor``, oldest first (see :mod:`.history`)."""
+        commands.installation_id(installation)
+        with self.app.db.read():
+            return history.welcomes(self.app.db, installation, cursor, limit)
 
     def history(
         self,

@@ -60,7 +60,24 @@ class TestSovereignContract(ProjectorContract):
         items.append(
             Run("sovereign.key_package_publish", {"installation": publisher.installation, "key_packages": packages})
         )
-        return items
+        return items + identity_items(alice.installation, bob.installation, carol.installation)
+
+
+def identity_items(first: str, second: str, other: str) -> list[Run]:
+    """Bindings published, replaced, published again unchanged, and an earlier one published again (A, B, A)."""
+    account, another = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "0x" + "12" * 20
+
+    def publish(installation: str, address: str, binding: bytes) -> Run:
+        return Run("sovereign.identity_publish", {"installation": installation, "address": address, "binding": binding})
+
+    return [
+        publish(first, account, b"A"),
+        publish(second, account.lower(), b"second's"),
+        publish(first, account, b"B"),
+        publish(first, account, b"B"),
+        publish(first, account, b"A"),
+        publish(other, another, b"other's"),
+    ]
 
 
 class DeliveryStates(RuleBasedStateMachine):

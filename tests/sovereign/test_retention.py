@@ -23,6 +23,7 @@ TABLES = (
     "sovereign_welcomes",
     "sovereign_daily_counts",
     "sovereign_key_packages",
+    "sovereign_identities",
 )
 
 
@@ -40,7 +41,9 @@ def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(store
     old = [store.send(bob.installation, group.gid, group.application(bob, f"old {n}")) for n in range(40)]
     store.send(alice.installation, group.gid, group.commit())  # an old commit: the group's epoch must survive it
     store.ack(alice.installation, [s.message.id for s in old[:10]])
+    store.identity_publish(alice.installation, "0x" + "ab" * 20, b"first")
     clock.advance(60 * DAY_MS)
+    store.identity_publish(alice.installation, "0x" + "ab" * 20, b"second")  # a rebuild keeps the later one
     new = [store.send(bob.installation, group.gid, group.application(bob, f"new {n}")) for n in range(15)]
     clock.advance(31 * DAY_MS)  # the old ones are 91 days old, the new ones 31
     before = store.stats()

@@ -179,3 +179,37 @@ def test_proving_one_key_does_not_let_a_connection_claim_another(server) -> None
 
     alice, bob = Installation(), Installation()
     assert asyncio.run(scenario()) == [alice.id, "already_authenticated"]
+
+
+def test_a_binding_is_always_published_for_the_connections_own_installation(server) -> None:
+    address = "0x" + "9a" * 20
+
+    async def scenario(who, clients) -> None:
+        alice, bob = clients
+        # there is no field naming the installation a binding is for: one sent anyway is ignored
+        reply = await bob.request("identity_publish", address=address, binding="Ymlu", installation=who[0].id)
+        assert reply["installation"] == who[1].id
+        stored = query_file(
+            str(server.db), "SELECT installation, binding FROM sovereign_identities WHERE address = ?", (address,)
+        )
+        assert stored == [(who[1].id, b"bin")]
+        assert [each.installation for each in (await alice.identity_fetch(address)).installations] == [who[1].id]
+
+    run_with(server, 2, scenario)
+
+
+def test_welcomes_are_polled_only_by_their_addressee(server) -> None:
+    group = new_group_id()
+
+    async def scenario(who, clients) -> None:
+        alice, bob, carol = clients
+        await seat(alice, [bob], group)
+        to_carol = await alice.send(group, welcome(), recipient=who[2].id)
+        assert [m.id for m in (await carol.welcomes()).messages] == [to_carol.message_id]
+        bobs = (await bob.welcomes()).messages
+        assert len(bobs) == 1 and bobs[0].id != to_carol.message_id  # the welcome that seated him, not carol's
+        assert (await alice.welcomes()).messages == []
+        carols_cursor = (await carol.welcomes()).next_cursor
+        assert await error_code(bob.welcomes(cursor=carols_cursor)) == "unknown_cursor"
+
+    run_with(server, 3, scenario)

@@ -16,6 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from protocols.mls.messages.framing import ContentType
 from protocols.sovereign.client import ServerError
 from protocols.sovereign.records import APPLICATION, COMMIT, READ
+from protocols.sovereign.server import frames
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import (
     Installation,
@@ -25,18 +26,21 @@ from tests.sovereign.server_helpers import (
     private_message,
     seat,
     serving,
+    welcome,
 )
 
 MAX_FRAME = 16_384
 MAX_PAYLOAD = 4_096
 AUTH_TIMEOUT = 2
+MAX_INSTALLATIONS = 2
+ADDRESS = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"  # EIP-55 checksummed
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     config = {
         "server": {"max_frame_bytes": MAX_FRAME, "auth_timeout_s": AUTH_TIMEOUT},
-        "limits": {"max_payload_bytes": MAX_PAYLOAD},
+        "limits": {"max_payload_bytes": MAX_PAYLOAD, "max_installations_per_address": MAX_INSTALLATIONS},
     }
     with serving(tmp_path_factory.mktemp("protocol"), **config) as running:
         yield running
@@ -44,6 +48,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def stored_count(db: Path) -> int:
     return int(query_file(str(db), "SELECT count(*) FROM sovereign_messages")[0][0])
+
+
+def directory(db: Path) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in query_file(str(db), "SELECT * FROM sovereign_identities ORDER BY installation")]
 
 
 # --- the handshake ---------------------------------------------------------------------------------
@@ -168,6 +176,27 @@ def test_every_malformed_request_has_its_own_code_changes_nothing_and_leaves_the
         ({"type": "send", "id": 23, "group_id": foreign, "payload": _payload(foreign)}, "not_a_member"),
         ({"type": "history", "id": 24, "group_id": foreign}, "not_a_member"),
         ({"type": "hello", "id": 25, "installation": "00" * 32, "signature": "00" * 64}, "already_authenticated"),
+        ({"type": "identity_publish", "id": 27, "binding": "AAAA"}, "missing_field"),
+        ({"type": "identity_publish", "id": 28, "address": ADDRESS}, "missing_field"),
+        ({"type": "identity_publish", "id": 29, "address": 5, "binding": "AAAA"}, "bad_field"),
+        ({"type": "identity_publish", "id": 30, "address": ADDRESS, "binding": "not base64!"}, "bad_field"),
+        ({"type": "identity_publish", "id": 31, "address": "0x12", "binding": "AAAA"}, "bad_address"),
+        (
+            {"type": "identity_publish", "id": 32, "address": "0x" + ADDRESS[2:].swapcase(), "binding": "AAAA"},
+            "bad_address",
+        ),
+        ({"type": "identity_publish", "id": 33, "address": ADDRESS, "binding": ""}, "bad_binding"),
+        (
+            {"type": "identity_publish", "id": 34, "address": ADDRESS, "binding": frames.b64(b"x" * 1025)},
+            "binding_too_large",
+        ),
+        ({"type": "identity_fetch", "id": 35}, "missing_field"),
+        ({"type": "identity_fetch", "id": 36, "address": "alice"}, "bad_address"),
+        ({"type": "welcomes", "id": 37, "cursor": "no-such-cursor"}, "malformed_cursor"),
+        ({"type": "welcomes", "id": 38, "cursor": "12.01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "unknown_cursor"),
+        ({"type": "welcomes", "id": 39, "cursor": 12}, "bad_field"),
+        ({"type": "welcomes", "id": 40, "limit": 201}, "bad_limit"),
+        ({"type": "welcomes", "id": 41, "limit": "ten"}, "bad_field"),
         ("x" * (MAX_FRAME + 1), "frame_too_large"),
         (json.dumps({"type": "send", "id": 26, "group_id": group, "payload": "A" * MAX_FRAME}), "frame_too_large"),
     ]
@@ -186,7 +215,7 @@ def test_every_malformed_request_has_its_own_code_changes_nothing_and_leaves_the
         return answers
 
     alice = Installation()
-    before = stored_count(server.db)
+    before, bound = stored_count(server.db), directory(server.db)
     answers = asyncio.run(scenario())
     for (frame, code), (refused, still_fine) in zip(cases, answers, strict=True):
         assert refused["type"] == "error" and refused["code"] == code, (frame if len(frame) < 200 else "…", refused)
@@ -197,7 +226,10 @@ def test_every_malformed_request_has_its_own_code_changes_nothing_and_leaves_the
     too_large: dict[str, Any] = answers[[code for _, code in cases].index("payload_too_large")][0]
     assert (too_large["limit"], too_large["allowed"]) == ("max_payload_bytes", MAX_PAYLOAD)
     assert too_large["value"] > MAX_PAYLOAD
+    big_binding: dict[str, Any] = answers[[code for _, code in cases].index("binding_too_large")][0]
+    assert (big_binding["limit"], big_binding["value"], big_binding["allowed"]) == ("max_binding_bytes", 1025, 1024)
     assert stored_count(server.db) == before  # no refused request stored anything
+    assert directory(server.db) == bound
 
 
 def _payload(group_id: str) -> str:
@@ -265,6 +297,73 @@ def test_every_request_type_through_the_client(server) -> None:
     group = new_group_id()
     payloads = [private_message(group, epoch=1) for _ in range(5)]
     once = private_message(group, epoch=1)
+    asyncio.run(scenario())
+
+
+def test_the_identity_directory_through_the_client(server) -> None:
+    async def scenario() -> None:
+        clients = [await each.connect(server.url) for each in (first, second, third, stranger)]
+        one, two, three, asker = clients
+        try:
+            published = await one.identity_publish(ADDRESS, b"first's binding")
+            assert (published.address, published.installation, published.changed) == (ADDRESS.lower(), first.id, True)
+            assert not (await one.identity_publish(ADDRESS.lower(), b"first's binding")).changed
+            assert (await one.identity_publish(ADDRESS, b"first's binding, renewed")).changed
+            assert (await two.identity_publish(ADDRESS, b"second's binding")).changed
+
+            bound = directory(server.db)
+            with pytest.raises(ServerError) as other_account:
+                await one.identity_publish("0x" + "34" * 20, b"first's other account")
+            assert other_account.value.code == "installation_bound"
+            with pytest.raises(ServerError) as too_many:
+                await three.identity_publish(ADDRESS, b"third's binding")
+            assert too_many.value.code == "too_many_installations"
+            assert too_many.value.details == {
+                "limit": "max_installations_per_address",
+                "value": MAX_INSTALLATIONS + 1,
+                "allowed": MAX_INSTALLATIONS,
+            }
+            assert directory(server.db) == bound  # neither refusal changed anything
+
+            fetched = await asker.identity_fetch(ADDRESS)  # anyone may read the directory
+            assert fetched.address == ADDRESS.lower()
+            expected = sorted([(first.id, b"first's binding, renewed"), (second.id, b"second's binding")])
+            assert [(each.installation, each.binding) for each in fetched.installations] == expected
+            assert all(isinstance(each.published_at, int) and each.published_at > 0 for each in fetched.installations)
+            unknown = await asker.identity_fetch("0x" + "56" * 20)
+            assert (unknown.address, unknown.installations) == ("0x" + "56" * 20, [])
+        finally:
+            for client in clients:
+                await client.close()
+
+    first, second, third, stranger = (Installation() for _ in range(4))
+    asyncio.run(scenario())
+
+
+def test_polling_welcomes_through_the_client(server) -> None:
+    async def scenario() -> None:
+        inviter, invitee = await alice.connect(server.url), await bob.connect(server.url)
+        try:
+            groups = [new_group_id() for _ in range(2)]
+            for group in groups:
+                await inviter.join(group)
+            sent = [await inviter.send(groups[n % 2], welcome(), recipient=bob.id) for n in range(5)]
+            pushed = [await invitee.receive(timeout=10) for _ in sent]
+            first = await invitee.welcomes(limit=3)
+            assert [m.id for m in first.messages] == [r.message_id for r in sent[:3]] and first.has_more
+            assert first.messages == pushed[:3]  # the same messages, in the same shape, as the pushes
+            rest = await invitee.welcomes(cursor=first.next_cursor)
+            assert [m.id for m in rest.messages] == [r.message_id for r in sent[3:]] and not rest.has_more
+            assert (await invitee.welcomes(cursor=rest.next_cursor)).messages == []
+            later = await inviter.send(groups[0], welcome(), recipient=bob.id)
+            polled = await invitee.welcomes(cursor=rest.next_cursor)
+            assert [m.id for m in polled.messages] == [later.message_id]
+            assert (await inviter.welcomes()).messages == []  # none was addressed to the inviter
+        finally:
+            await inviter.close()
+            await invitee.close()
+
+    alice, bob = Installation(), Installation()
     asyncio.run(scenario())
 
 

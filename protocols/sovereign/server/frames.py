@@ -41,6 +41,9 @@ REPLY_TYPES: Final[Mapping[str, str]] = {
     "leave": "left",
     "key_package_publish": "key_packages_published",
     "key_package_fetch": "key_package",
+    "identity_publish": "identity_published",
+    "identity_fetch": "identity",
+    "welcomes": "welcome_page",
 }
 
 #: Every frame type a client may send.

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from protocols.sovereign.records import HistoryPage, Membership, Stored
+from protocols.sovereign.records import HistoryPage, Identity, IdentityPublished, Membership, Stored
 from protocols.sovereign.server import frames
 from protocols.sovereign.service import Store
 
@@ -60,24 +60,30 @@ def _send(frame: Mapping[str, Any], installation: str) -> Operation:
     )
 
 
+def _page_reply(page: HistoryPage) -> dict[str, Any]:
+    return {
+        "messages": [message.to_json() for message in page.messages],
+        "next_cursor": page.next_cursor,
+        "has_more": page.has_more,
+    }
+
+
 def _history(frame: Mapping[str, Any], installation: str) -> Operation:
     group_id = frames.text(frame, "group_id")
     cursor = frames.optional_text(frame, "cursor")
     limit = frames.integer(frame, "limit", 50)
     direction = frames.optional_text(frame, "direction") or "backward"
-
-    def reply(page: HistoryPage) -> dict[str, Any]:
-        return {
-            "messages": [message.to_json() for message in page.messages],
-            "next_cursor": page.next_cursor,
-            "has_more": page.has_more,
-        }
-
     return Operation(
         False,
         lambda store: store.history(installation, group_id, cursor=cursor, limit=limit, direction=direction),
-        reply,
+        _page_reply,
     )
+
+
+def _welcomes(frame: Mapping[str, Any], installation: str) -> Operation:
+    cursor = frames.optional_text(frame, "cursor")
+    limit = frames.integer(frame, "limit", 50)
+    return Operation(False, lambda store: store.welcomes(installation, cursor=cursor, limit=limit), _page_reply)
 
 
 def _ack(frame: Mapping[str, Any], installation: str) -> Operation:
@@ -121,6 +127,26 @@ def _key_package_fetch(frame: Mapping[str, Any], installation: str) -> Operation
     )
 
 
+def _identity_publish(frame: Mapping[str, Any], installation: str) -> Operation:
+    # The binding is always the connection's own installation: a request has no field to name another.
+    address = frames.text(frame, "address")
+    binding = frames.base64_field(frame, "binding")
+
+    def reply(published: IdentityPublished) -> dict[str, Any]:
+        return {"address": published.address, "installation": published.installation, "changed": published.changed}
+
+    return Operation(True, lambda store: store.identity_publish(installation, address, binding), reply)
+
+
+def _identity_fetch(frame: Mapping[str, Any], installation: str) -> Operation:
+    address = frames.text(frame, "address")
+
+    def reply(identity: Identity) -> dict[str, Any]:
+        return {"address": identity.address, "installations": [each.to_json() for each in identity.installations]}
+
+    return Operation(False, lambda store: store.identity_fetch(address), reply)
+
+
 PARSERS: Mapping[str, Parser] = {
     "send": _send,
     "history": _history,
@@ -130,5 +156,8 @@ PARSERS: Mapping[str, Parser] = {
     "leave": _leave,
     "key_package_publish": _key_package_publish,
     "key_package_fetch": _key_package_fetch,
+    "identity_publish": _identity_publish,
+    "identity_fetch": _identity_fetch,
+    "welcomes": _welcomes,
 }
 assert set(PARSERS) == set(frames.REPLY_TYPES)

@@ -1,0 +1,82 @@
+-- The sovereign store: encrypted MLS payloads and the metadata that routes them.
+-- The server never decrypts; ids are ULIDs in arrival order; server timestamps
+-- are microseconds since the Unix epoch, created_at seconds.
+
+-- Every stored message: application messages and MLS control messages alike.
+-- superseded: a commit for an epoch that already had one (stored, never applied).
+-- digest: SHA-256 over the group and the payload, the id of its stored fact; the same
+-- payload sent again (a client's retry) is recognised by it and stored once.
+CREATE TABLE sovereign_messages (
+    id                  TEXT    PRIMARY KEY,
+    digest              BLOB    NOT NULL,
+    group_id            TEXT    NOT NULL,
+    sender_id           TEXT    NOT NULL,
+    server_timestamp    INTEGER NOT NULL,
+    payload             BLOB    NOT NULL,
+    payload_size        INTEGER NOT NULL,
+    message_type        INTEGER NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1, 2, 3)),
+    epoch               INTEGER NOT NULL DEFAULT 0,
+    created_at          INTEGER NOT NULL,
+    superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1))
+    INDEX sovereign_messages_group_timestamp (group_id, server_timestamp)
+    INDEX sovereign_messages_sender (sender_id, server_timestamp)
+    INDEX sovereign_messages_created_at (created_at)
+    INDEX sovereign_messages_group_size (group_id, payload_size)
+) WITHOUT ROWID;
+
+-- One row per (message, recipient): 0 pending, 1 delivered, 2 read; never backwards.
+-- Rows go with their message (the retention fact deletes both; no foreign key, so
+-- a rebuild's shadow tables stand alone).
+CREATE TABLE sovereign_delivery_status (
+    message_id          TEXT    NOT NULL,
+    recipient_id        TEXT    NOT NULL,
+    status              INTEGER NOT NULL DEFAULT 0 CHECK (status IN (0, 1, 2)),
+    delivered_at        INTEGER,
+    read_at             INTEGER,
+    PRIMARY KEY (message_id, recipient_id)
+) WITHOUT ROWID;
+-- What a reconnecting member has not received yet, in server (id) order.
+CREATE INDEX sovereign_delivery_pending ON sovereign_delivery_status (recipient_id, message_id) WHERE status = 0;
+
+-- Who is in which group now (the server's view: joins and leaves).
+CREATE TABLE sovereign_group_members (
+    group_id            TEXT    NOT NULL,
+    user_id             TEXT    NOT NULL,
+    joined_at           INTEGER NOT NULL,
+    PRIMARY KEY (group_id, user_id)
+    INDEX sovereign_group_members_user (user_id)
+) WITHOUT ROWID;
+
+-- Each group's epoch as its commits moved it (the first commit stored for an epoch wins),
+-- its stored bytes, and who was welcomed into it (a welcome is the ticket to join).
+CREATE TABLE sovereign_groups (
+    group_id            TEXT    PRIMARY KEY,
+    epoch               INTEGER,
+    commits             INTEGER NOT NULL DEFAULT 0,
+    last_seq            INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE sovereign_welcomes (
+    group_id            TEXT    NOT NULL,
+    recipient_id        TEXT    NOT NULL,
+    message_id          TEXT    NOT NULL,
+    PRIMARY KEY (group_id, recipient_id, message_id)
+) WITHOUT ROWID;
+
+-- Application messages per group per UTC day, for the daily limit (control messages are not counted).
+CREATE TABLE sovereign_daily_counts (
+    group_id            TEXT    NOT NULL,
+    day                 INTEGER NOT NULL,
+    messages            INTEGER NOT NULL,
+    last_seq            INTEGER NOT NULL,
+    PRIMARY KEY (group_id, day)
+) WITHOUT ROWID;
+
+-- One-time KeyPackages per installation, consumed when fetched.
+CREATE TABLE sovereign_key_packages (
+    installation        TEXT    NOT NULL,
+    ref                 TEXT    NOT NULL,
+    key_package         BLOB    NOT NULL,
+    published_at        INTEGER NOT NULL,
+    PRIMARY KEY (installation, ref)
+) WITHOUT ROWID;

@@ -1,0 +1,89 @@
+"""A store made before the identity directory and welcome polling is brought to today's schema by
+``tessera init``: migration 001 runs once, keeps every row, gives old welcomes their message's server timestamp,
+and the result equals what schema.sql makes on a new database."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from core.clock import ManualClock
+from core.db import Database
+from protocols import sovereign
+from protocols.sovereign.service import Store
+from schema_loader import validate
+from schema_loader.apply import apply_schemas, source_for_package
+from tests.helpers import open_test_app
+from tests.schema_loader.helpers import core_source, source
+from tests.sovereign.server_helpers import init_database, welcome
+
+#: protocols/sovereign/schema.sql as it was before migration 001.
+BEFORE = Path(__file__).with_name("schema_before_identities.sql")
+
+
+def sovereign_structure(db: Database) -> validate.Structure:
+    names = [row[0] for row in db.all("SELECT name FROM schema_objects WHERE owner = 'sovereign' ORDER BY name")]
+    return validate.structure(db.conn, names)
+
+
+def old_store(path: Path, settings) -> tuple[str, str, int]:
+    """A database at sovereign schema version 0 holding one welcome (and its message), as such a server left it:
+    (recipient, message id, the message's server timestamp)."""
+    db = Database(str(path), settings)
+    try:
+        current = source_for_package("sovereign", "protocols.sovereign")
+        apply_schemas(db, [core_source(), source("sovereign", BEFORE.read_text(), path=current.path)])
+        group, recipient, message_id, timestamp = (
+            "ab" * 16,
+            os.urandom(32).hex(),
+            "01J0000000000000000000000A",
+            1_700_000,
+        )
+        with db.write():
+            db.execute(
+                "INSERT INTO sovereign_messages(id, digest, group_id, sender_id, server_timestamp, payload, "
+                "payload_size, message_type, epoch, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 2, 0, 1)",
+                (message_id, os.urandom(32), group, "cd" * 32, timestamp, welcome(), 100),
+            )
+            db.execute(
+                "INSERT INTO sovereign_welcomes(group_id, recipient_id, message_id) VALUES (?, ?, ?)",
+                (group, recipient, message_id),
+            )
+        assert db.all("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == [(0,)]
+        return recipient, message_id, timestamp
+    finally:
+        db.close()
+
+
+def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, settings) -> None:
+    old = tmp_path / "old.db"
+    recipient, message_id, timestamp = old_store(old, settings)
+    init_database(old)  # `tessera init --protocol sovereign`, as an operator upgrading would run it
+    fresh = tmp_path / "fresh.db"
+    init_database(fresh)
+
+    migrated, made = Database(str(old), settings), Database(str(fresh), settings)
+    try:
+        assert migrated.all("SELECT number, name, baseline FROM schema_migrations WHERE owner = 'sovereign'") == [
+            (1, "identities_and_welcome_order", 0)
+        ]
+        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 1
+        assert sovereign_structure(migrated) == sovereign_structure(made)
+        assert migrated.all("SELECT recipient_id, message_id, server_timestamp FROM sovereign_welcomes") == [
+            (recipient, message_id, timestamp)
+        ]
+    finally:
+        migrated.close()
+        made.close()
+
+    app = open_test_app(
+        str(old), settings, [sovereign], ["sovereign"], clock=ManualClock(int(time.time() * 1000)), create=False
+    )
+    try:
+        store = Store(app)
+        page = store.welcomes(recipient)
+        assert [(m.id, m.server_timestamp) for m in page.messages] == [(message_id, timestamp)]
+        assert store.identity_publish(recipient, "0x" + "ab" * 20, b"binding").changed
+    finally:
+        app.close()
