@@ -214,12 +214,24 @@ def publish_pass(runtime: Any, service: DeliveryService) -> int:
     with runtime.db.read():
         due = queries.groups_with_due_intents(runtime.db, now_ns)
     for group_id in due:
+        done += _publish_group(runtime, service, group_id, now_ns)
+    return done + send_welcomes(runtime, service)
+
+
+def _publish_group(runtime: Any, service: DeliveryService, group_id: bytes, now_ns: int) -> int:
+    """A group's intents in order until one must wait (a commit to confirm, a retry not due, a failure)."""
+    done = 0
+    while True:
         with runtime.db.read():
             row = next_intent(runtime.db, group_id, now_ns)
-        if row is not None:
-            publish_intent(runtime, service, row)
-            done += 1
-    return done + send_welcomes(runtime, service)
+        if row is None:
+            return done
+        publish_intent(runtime, service, row)
+        done += 1
+        with runtime.db.read():
+            after = queries.intent(runtime.db, row.id)
+        if after is None or after.state is not IntentState.PUBLISHED or after.kind.is_commit:
+            return done
 
 
 def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> None:

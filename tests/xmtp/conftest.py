@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,9 +35,9 @@ class Member:
         return self.app.runtime.run_command(f"xmtp.{command}", params)
 
     def create_group(self, name: str = "") -> bytes:
-        self.run("create_group", name=name)
-        with self.app.db.read():
-            return queries.groups(self.app.db)[-1].id
+        group_id = os.urandom(16)
+        self.run("create_group", name=name, group_id=group_id.hex())
+        return group_id
 
     def publish(self) -> int:
         return publishing.publish_pass(self.app.runtime, self.service)
