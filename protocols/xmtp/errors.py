@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.errors import ConfigurationError, InvalidInput, NotFound, PermanentError, TesseraError, TransientError
 
 
-class XmtpError(TesseraError):
+class XmtpError(TesseraError, RuntimeError):
     """Base of the XMTP-style client's own errors."""
 
 

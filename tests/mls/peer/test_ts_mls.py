@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols.mls.codec import DecodeError, decode, encode
+from protocols.mls.codec import encode
 from protocols.mls.crypto import CipherSuite, suite
 from protocols.mls.messages import (
     GREASE_VALUES,
@@ -24,7 +24,6 @@ from protocols.mls.messages import (
     Commit,
     CommitOrigin,
     ExtensionType,
-    ExternalPub,
     GroupInfo,
     KeyPackage,
     KeyPackageOrigin,
@@ -220,9 +219,9 @@ def test_ts_mls_external_pub_is_our_external_key_without_its_length_prefix(ts_ml
     published = read_message(group.add["group_info"], GroupInfo)
     sent = extension(published.extensions, ExtensionType.EXTERNAL_PUB)
 
+    # The bare key, with no length prefix in front of it.  (Trying to decode it as ExternalPub proves
+    # nothing: a random key whose first byte happens to read as the right length decodes, one run in 256.)
     assert sent == group.joined.secrets.external_key_pair().public
-    with pytest.raises(DecodeError):
-        decode(ExternalPub, sent)
 
 
 # --- commits -----------------------------------------------------------------------------------
