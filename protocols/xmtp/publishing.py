@@ -57,15 +57,10 @@ def next_intent(db: Any, group_id: bytes, now_ns: int) -> IntentRow | None:
     for row in queries.open_intents(db, group_id):
         if row.state is IntentState.PUBLISHED and not row.kind.is_commit:
             continue
-        if row.state is IntentState.TO_SEND and _due(db, row, now_ns):
+        if row.state is IntentState.TO_SEND and row.next_attempt_at_ns <= now_ns:
             return row
         return None
     return None
-
-
-def _due(db: Any, row: IntentRow, now_ns: int) -> bool:
-    found = db.one("SELECT next_attempt_at_ns FROM xmtp_group_intents WHERE id = ?", (row.id,))
-    return found is not None and found[0] <= now_ns
 
 
 # --- step 1: prepare -------------------------------------------------------------------------

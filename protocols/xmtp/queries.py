@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from protocols.xmtp.kinds import IntentKind, IntentState, Membership
+from protocols.xmtp.kinds import IntentKind, IntentState, Membership, WelcomeState
 
 
 @attrs.frozen
@@ -35,6 +35,7 @@ class IntentRow:
     rebuilds: int
     error: str
     server_id: str
+    next_attempt_at_ns: int
 
     @property
     def prepared(self) -> bool:
@@ -44,7 +45,7 @@ class IntentRow:
 _GROUP = "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by FROM xmtp_groups"
 _INTENT = (
     "SELECT id, seq, kind, group_id, request, state, publish_data, message_hash, epoch, attempts, rebuilds, error, "
-    "server_id FROM xmtp_group_intents"
+    "server_id, next_attempt_at_ns FROM xmtp_group_intents"
 )
 
 
@@ -67,6 +68,7 @@ def _intent(row: Any) -> IntentRow:
         row[10],
         row[11],
         row[12],
+        row[13],
     )
 
 
@@ -124,8 +126,6 @@ def groups_with_due_intents(db: Any, now_ns: int) -> list[bytes]:
 
 def ready_welcomes(db: Any) -> list[tuple[str, str, bytes, bytes]]:
     """(intent, installation, group, welcome) of every welcome whose commit is confirmed and that is not sent."""
-    from protocols.xmtp.kinds import WelcomeState
-
     rows = db.all(
         "SELECT intent_id, installation, group_id, welcome FROM xmtp_outbound_welcomes WHERE state = ? "
         "ORDER BY intent_id, installation",
