@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 import nacl.bindings
@@ -111,6 +114,46 @@ class Sealer:
                 return handle.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise self.invalid(f"cannot read the key file named by {self.env_key_file}: {exc}") from None
+
+
+Opened = TypeVar("Opened")
+
+
+class OpenedCache:
+    """Values already opened (and parsed), by name: opening and parsing a group state costs more than the rest
+    of a message's work.
+
+    A hit needs the very sealed bytes and key it came from, so a rolled-back or
+    another process's write is never served stale, and a changed (wrong) key is
+    noticed at once.  Bounded, least recently used first out.
+    """
+
+    def __init__(self, sealer: Sealer, size: int = 64):
+        self.sealer = sealer
+        self.size = size
+        self._entries: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
+
+    def open(self, key: bytes, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
+        """What ``sealed`` opens and parses to, from memory when these bytes were seen under this key."""
+        hit = self._entries.get(name)
+        if hit is not None and hit[0] == key and hit[1] == sealed:
+            self._entries.move_to_end(name)
+            found: Opened = hit[2]
+            return found
+        value = parse(self.sealer.open(key, name, sealed))
+        self.remember(key, name, sealed, value)
+        return value
+
+    def clear(self) -> None:
+        """Forget everything (what a new process starts without)."""
+        self._entries.clear()
+
+    def remember(self, key: bytes, name: str, sealed: bytes, value: Any) -> None:
+        """Keep ``value`` as what ``sealed`` opens to (a write primes the cache with what it wrote)."""
+        self._entries[name] = (key, sealed, value)
+        self._entries.move_to_end(name)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
 
 
 def new_key_hex() -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -159,7 +158,7 @@ class Vault:
         sealed = self.state.get(name)
         if sealed is None:
             raise GroupUnknown(f"no group {group_id.hex()} on this database; `tessera xmtp groups` lists them")
-        return _opened(name, self.key, sealed)
+        return _opened.open(self.key, name, sealed, mls.restore)
 
     def has_group(self, group_id: bytes) -> bool:
         return self.state.get(GROUP + group_id.hex()) is not None
@@ -167,7 +166,7 @@ class Vault:
     def group_intent(self, group_id: bytes, state: mls.GroupState) -> WriteProtocolState:
         name = GROUP + group_id.hex()
         intent = self.intent(name, mls.snapshot(state))
-        _remember(name, self.key, intent.value or b"", state)
+        _opened.remember(self.key, name, intent.value or b"", state)
         return intent
 
     # --- key packages -----------------------------------------------------------------------
@@ -186,26 +185,4 @@ class Vault:
         return self.intent(KEY_PACKAGE + ref.hex(), value)
 
 
-# Restoring a snapshot costs more than the rest of a message's work: opened states are kept,
-# matched on the exact sealed bytes (and key) they came from, so a rolled-back or foreign write
-# is never served stale.
-_CACHE_SIZE = 64
-_cache: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
-
-
-def _opened(name: str, key: bytes, sealed: bytes) -> mls.GroupState:
-    hit = _cache.get(name)
-    if hit is not None and hit[0] == key and hit[1] == sealed:
-        _cache.move_to_end(name)
-        state: mls.GroupState = hit[2]
-        return state
-    state = mls.restore(SEALER.open(key, name, sealed))
-    _remember(name, key, sealed, state)
-    return state
-
-
-def _remember(name: str, key: bytes, sealed: bytes, state: mls.GroupState) -> None:
-    _cache[name] = (key, sealed, state)
-    _cache.move_to_end(name)
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
+_opened = at_rest.OpenedCache(SEALER)

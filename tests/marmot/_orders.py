@@ -46,7 +46,7 @@ class StreamSize(TypedDict, total=False):
 
 def forget_memory() -> None:
     """What a new process starts without: cached engine states and epoch keys."""
-    store._cache.clear()
+    store._opened.clear()
     outer._keys.clear()
 
 

@@ -60,9 +60,8 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import attrs
 
@@ -76,6 +75,7 @@ from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
+from protocols.mls import at_rest
 
 # --- the key layout ----------------------------------------------------------------------
 
@@ -222,41 +222,19 @@ def verify_key(values: SealedValues) -> None:
 
 # --- opened values, cached ---------------------------------------------------------------
 
-_CACHE_SIZE = 64
 # What a stored value opens to: group meta, an engine state, or (snapshot bytes, engine state).
 Opened = TypeVar("Opened")
-# store name -> (key, sealed bytes, opened value); bounded LRU.  The key is part of
-# the match so a changed (wrong) key is noticed at once, never served from memory.
-_cache: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
-
-
-def _cached(name: str, key: bytes, sealed: bytes) -> Any:
-    hit = _cache.get(name)
-    if hit is not None and hit[1] == sealed and hit[0] == key:
-        _cache.move_to_end(name)
-        return hit[2]
-    return None
-
-
-def _remember(name: str, key: bytes, sealed: bytes, value: Any) -> None:
-    _cache[name] = (key, sealed, value)
-    _cache.move_to_end(name)
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
+_opened = at_rest.OpenedCache(SEALER)
 
 
 def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
-    found: Opened | None = _cached(name, values.key, sealed)
-    if found is None:
-        found = parse(open_sealed(values.key, name, sealed))
-        _remember(name, values.key, sealed, found)
-    return found
+    return _opened.open(values.key, name, sealed, parse)
 
 
 def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object) -> WriteProtocolState:
     """Store ``plain`` sealed under ``name``, and prime the cache with what it opens to."""
     sealed = values.sealed(name, plain)
-    _remember(name, values.key, sealed, opened)
+    _opened.remember(values.key, name, sealed, opened)
     return WriteProtocolState(name, sealed)
 
 
