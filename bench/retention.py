@@ -2,9 +2,11 @@
 
 Fills a sovereign store with N messages (20 groups of 10 members, ~500-byte
 payloads, so 9 delivery rows each), half of them 91 days old, then runs the
-retention job once.  Reported: messages expired per second, the longest
+retention job once, then the scrub (core.scrub: the VACUUM that leaves no
+purged byte in the file).  Reported: messages expired per second, the longest
 expire transaction (target: at most 50 ms, so a server's writers never wait
-long behind retention), the file before and after the incremental vacuum.
+long behind retention), the file before and after the incremental vacuum, and
+how long the scrub held the write lock per megabyte of file.
 
 The ceiling, in the same run on a copy of the same file: raw apsw deleting the
 same rows (messages, deliveries, welcomes) and emptying the same event
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import Workdir, parser, report
 
+from core import scrub
 from core.app import open_app
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
@@ -146,6 +149,7 @@ def main() -> None:
         done = retention.run_once(app.runtime, Retention(retention_days=90, max_storage_mb=0, vacuum_interval_s=0))
         seconds = time.perf_counter() - started
         size_after = os.path.getsize(path)
+        scrubbed = scrub.scrub(app.runtime)
         app.close()
         expired = done.expired_by_age
         report(
@@ -170,6 +174,11 @@ def main() -> None:
         print(
             f"{done.batches} batches; file {size_before / 1e6:.1f} MB before, {size_after / 1e6:.1f} MB after "
             f"(incremental vacuum gave back {done.vacuumed_pages} pages)"
+        )
+        megabytes = scrubbed.bytes_before / 1e6
+        print(
+            f"scrub (VACUUM): held the write lock {scrubbed.took_ms:,.0f} ms for a {megabytes:.1f} MB file "
+            f"({scrubbed.took_ms / megabytes:.1f} ms per MB), leaving {scrubbed.bytes_after / 1e6:.1f} MB"
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core import drain, hookimpl, maintenance, publish
+from core import drain, hookimpl, maintenance, publish, scrub
 from core.protocol import Job, TickContext, Transport
 
 
@@ -64,6 +64,14 @@ def _optimize(tick: TickContext) -> int:
     return 1
 
 
+def _scrub(tick: TickContext) -> int:
+    """Rewrite the file after purges, at most once per scrub_interval_ms (see core.scrub)."""
+    if not scrub.due(tick.runtime):
+        return 0
+    scrub.scrub(tick.runtime)
+    return 1
+
+
 # Run by the tick daemon (TickDaemon._pass in jobs/tick.py), which finds them, with every plugin's
 # jobs, through register_jobs and Registry.jobs; `order` interleaves them.  See docs/architecture.md.
 CORE_JOBS = (
@@ -74,6 +82,8 @@ CORE_JOBS = (
     Job("sweep_blocked", order=90, run=_sweep),
     # No next_due_ms: --until-idle must not wait an hour for it.
     Job("optimize", order=95, run=_optimize),
+    # After the jobs that purge (a plugin's retention runs before 90), so one pass deletes and scrubs.
+    Job("scrub", order=96, run=_scrub),
 )
 
 

@@ -184,9 +184,9 @@ def connection_temp_store_memory(conn: apsw.Connection) -> None:
 
 
 def connection_secure_delete(conn: apsw.Connection, on: bool) -> None:
-    """Deleted content is overwritten with zeros (free pages included), so what a purge or a retention job
-    deletes is gone from the file once the WAL is checkpointed.  It must hold for every write, not only the
-    delete: a page split leaves copies of rows in a page's free space, which only this setting clears."""
+    """Deleted content is overwritten with zeros where it lies, freed pages included.  That is not the whole
+    answer for a purge: a rebalanced page keeps stale copies of rows that moved away in its free space, which
+    only a rewrite of the file clears (see :mod:`core.scrub`)."""
     conn.pragma("secure_delete", "ON" if on else "OFF")
 
 

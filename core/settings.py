@@ -95,10 +95,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "secure_delete",
         1,
-        "1: SQLite overwrites deleted content with zeros, so a purge or a retention delete leaves no bytes in the "
-        "file; 0: faster deletes, but deleted bytes may linger in free space until reused or vacuumed.",
+        "1: SQLite overwrites deleted content with zeros where it lies (stale copies a page rebalance left "
+        "behind wait for the scrub); 0: faster deletes, but deleted bytes linger in free space until reused or "
+        "scrubbed.",
         0,
         1,
+    ),
+    Setting(
+        "scrub_interval_ms",
+        _HOUR_MS,
+        "After a purge, the daemon rewrites the file (VACUUM) so no purged byte survives anywhere in it, at most "
+        "once per this interval; the write lock is held for the whole rewrite.",
+        0,
+        365 * _DAY_MS,
     ),
     Setting(
         "optimize_after_rows",
@@ -193,6 +202,7 @@ class Settings:
     optimize_interval_ms: int = _field("optimize_interval_ms")
     optimize_after_rows: int = _field("optimize_after_rows")
     secure_delete: int = _field("secure_delete")
+    scrub_interval_ms: int = _field("scrub_interval_ms")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -204,6 +204,19 @@ def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: i
     click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
 
 
+@cli.command()
+@click.pass_obj
+def scrub(obj: CliState) -> None:
+    """Rewrite the file now (VACUUM) so no purged byte survives in it; holds the write lock meanwhile."""
+    from core import scrub as scrubbing
+
+    report = scrubbing.scrub(obj.app().runtime)
+    click.echo(
+        f"scrubbed in {report.took_ms / 1000:.1f} s: {report.bytes_before:,} -> {report.bytes_after:,} bytes"
+        + ("" if report.complete else "; a reader kept old pages in the WAL, run it again when it is done")
+    )
+
+
 @cli.group()
 def parked() -> None:
     """Dead letters: list, retry or drop them."""

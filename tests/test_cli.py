@@ -245,3 +245,12 @@ def test_a_plugin_command_on_a_database_without_the_plugin_says_how_to_enable_it
         f"Error: protocol {args[0]!r} is installed but not enabled in {db}; enable it with "
         f"`tessera --db {db} init --protocol {args[0]}`"
     ), lines
+
+
+def test_scrub_rewrites_the_file_and_says_how_it_went(tmp_path):
+    db = tmp_path / "scrub.db"
+    tessera(db, "init", "--protocol", "example")
+    tessera(db, "example", "post", "lobby", "kept words", "--key", "05" * 32)
+    out = tessera(db, "scrub").stdout.decode()
+    assert out.startswith("scrubbed in ") and "bytes" in out
+    assert "kept words" in tessera(db, "example", "page", "lobby").stdout.decode()  # the rewrite kept the row

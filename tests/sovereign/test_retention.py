@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import eventlog
+from core import eventlog, scrub
 from jobs.rebuild import RebuildRequest, rebuild
 from jobs.tick import TickDaemon
 from protocols.sovereign import retention
@@ -65,6 +65,7 @@ def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(store
     assert rebuild(RebuildRequest(store.app, engine="local", verify=True, workdir=tmp_path / "work")).equal
     assert rebuild(RebuildRequest(store.app, engine="local", workdir=tmp_path / "work")).swapped
     assert snapshot_tables(store.app, TABLES) == live
+    assert scrub.due(store.app.runtime) and scrub.scrub(store.app.runtime).complete  # the tick's scrub job, run here
     bytes_now = on_disk(store.app)
     assert not [s for s in old if s.message.payload in bytes_now]
     assert all(s.message.payload in bytes_now for s in new)
