@@ -10,9 +10,11 @@ delivery service is ``tessera serve`` or an in-process loopback
 (:mod:`.transport`).
 """
 
+from typing import Any
+
 from core import hookimpl
-from core.protocol import Command, Protocol
-from protocols.xmtp import commands, items, processing, projectors, publishing
+from core.protocol import Command, Job, Protocol
+from protocols.xmtp import commands, items, jobs, keypackages, processing, projectors, publishing
 
 PROTOCOL = Protocol(
     name="xmtp",
@@ -32,6 +34,7 @@ PROTOCOL = Protocol(
         "published": Command(publishing.command_published, description="an intent is on the server"),
         "publish_failed": Command(publishing.command_publish_failed, description="count a failed publish"),
         "welcome_sent": Command(publishing.command_welcome_sent, description="a welcome is on the server"),
+        "top_up_key_packages": Command(keypackages.command_top_up, description="refill our KeyPackage stock"),
     },
     projectors=projectors.PROJECTORS,
     description="XMTP-style client: intents, publish, topic sync, welcomes, conflict retry",
@@ -41,3 +44,15 @@ PROTOCOL = Protocol(
 @hookimpl
 def register_protocol() -> Protocol:
     return PROTOCOL
+
+
+@hookimpl
+def register_jobs() -> list[Job]:
+    return list(jobs.JOBS)
+
+
+@hookimpl
+def register_cli_commands(cli: Any) -> None:
+    from protocols.xmtp.cli import xmtp
+
+    cli.add_command(xmtp)

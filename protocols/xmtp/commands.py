@@ -15,14 +15,12 @@ from typing import Any
 from core.errors import InvalidInput
 from core.records import Result
 from protocols import mls
-from protocols.xmtp import facts, members, queries
+from protocols.xmtp import facts, keypackages, members, queries
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists
 from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address
 from protocols.xmtp.kinds import IntentKind, Membership
 from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
 
-#: How many KeyPackages we keep on the server for others to invite us with.
-KEY_PACKAGE_STOCK = 5
 MAX_TEXT_BYTES = 64 * 1024
 
 
@@ -30,7 +28,7 @@ def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
     """Create our account and installation (``server``: the delivery service URL) and a stock of KeyPackages.
 
     Registering with the server (the binding and the KeyPackages) is
-    network work, done after this commits by :func:`.publishing.register`.
+    network work, done after this commits by :func:`.keypackages.register`.
     """
     vault = Vault(ctx.state)
     if vault.has_identity():
@@ -45,22 +43,9 @@ def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
     )
     installation = InstallationKey.generate()
     identity = Identity(account, installation, bind(account, installation, ctx.now_ms // 1000), server)
-    intents = [vault.identity_intent(identity), *new_key_packages(vault, identity, KEY_PACKAGE_STOCK)]
+    intents = [vault.identity_intent(identity), *keypackages.new_key_packages(vault, identity, keypackages.STOCK)]
     event = facts.identity_created(identity.address, identity.installation_id, server, ctx.now_ms)
     return Result(events=[event], intents=intents)
-
-
-def new_key_packages(vault: Vault, identity: Identity, count: int) -> list[Any]:
-    """Intents storing ``count`` fresh KeyPackages (with their private keys) for the server's stock."""
-    made = []
-    for _ in range(count):
-        key_package, private = mls.create_key_package(
-            identity.mls_identity(),
-            leaf_extensions=[identity.binding_extension()],
-            supported_extensions=[BINDING_EXTENSION],
-        )
-        made.append(vault.key_package_intent(private, mls.key_package_reference(key_package)))
-    return made
 
 
 def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:

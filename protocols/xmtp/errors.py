@@ -21,6 +21,10 @@ class IdentityMissing(XmtpError, ConfigurationError):
     """This database has no XMTP identity yet: run ``tessera xmtp identity new --server URL``."""
 
 
+class NotWebSocketServer(XmtpError, ConfigurationError):
+    """The identity's server is not a ws:// or wss:// URL of ``tessera serve``."""
+
+
 class IdentityExists(XmtpError, InvalidInput):
     """``identity new`` on a database that already has an identity."""
 

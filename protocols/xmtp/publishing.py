@@ -282,13 +282,3 @@ def send_welcomes(runtime: Any, service: DeliveryService) -> int:
         )
         sent += 1
     return sent
-
-
-def register(runtime: Any, service: DeliveryService) -> int:
-    """Publish our binding and the KeyPackages the server does not have yet; returns the server's stock."""
-    with runtime.db.read():
-        vault = Vault.of(runtime.db)
-        identity = vault.identity()
-        stock = vault.key_packages()
-    service.publish_identity(identity.address, identity.binding.to_bytes())
-    return service.publish_key_packages([mls.key_package_to_bytes(p.key_package) for p in stock.values()])

@@ -74,10 +74,20 @@ CREATE TABLE xmtp_outbound_welcomes (
 
 -- Where the sync of each topic stands (a group: 'g/<hex id>'; our welcomes: 'w/<installation>').
 -- Not a projection: the sync job writes it in the transaction of each payload it processes, and
--- lock_until_ns (0: free) keeps two syncs of one topic apart; a cold start clears every lock.
+-- lock_until_ns (0: free) keeps two syncs of one topic apart; lock_holder ('<host>/<pid>') lets a
+-- process that starts clear the locks of holders that died (a cold start).
 CREATE TABLE xmtp_topic_refresh_state (
     topic                       TEXT    PRIMARY KEY NOT NULL,
     last_message_timestamp_ns   INTEGER NOT NULL DEFAULT 0,
     cursor                      TEXT    NOT NULL DEFAULT '',
-    lock_until_ns               INTEGER NOT NULL DEFAULT 0
+    lock_until_ns               INTEGER NOT NULL DEFAULT 0,
+    lock_holder                 TEXT    NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+
+-- The KeyPackages of ours the server has been given (their private halves are sealed in protocol
+-- state until a welcome uses them).  Not a projection: the key-package job writes it after the server
+-- took them, so one is never handed to the server twice (a second inviter would find it used up).
+CREATE TABLE xmtp_published_key_packages (
+    ref                 BLOB    PRIMARY KEY NOT NULL,
+    published_at_ns     INTEGER NOT NULL
 ) WITHOUT ROWID;

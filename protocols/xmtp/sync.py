@@ -11,14 +11,20 @@ installation's welcomes (``w/<installation>``).  Syncing one:
    (what was committed is behind the cursor; what was not is fetched again);
 4. release the lock.
 
-A lock outlives a crashed holder by :data:`LOCK_NS` at most; ``tessera``
-clears every lock on a cold start (:func:`clear_locks`).  A welcome opens
+A lock outlives a crashed holder by :data:`LOCK_NS` at most, and less on a
+cold start: each lock names its holder (host and process id), and a process
+that starts syncing clears the locks of holders on this host that are gone
+(:func:`clear_locks`).  Seed 002 clears every lock at start, having one
+process per database; here the tick daemon, ``tessera xmtp sync`` and
+``tessera xmtp listen`` may run side by side, so a live holder keeps its lock.  A welcome opens
 its group's topic at the welcome's own place in the group's history.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,11 +38,19 @@ from protocols.xmtp import items, queries
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.items import PROTOCOL
 from protocols.xmtp.state import Vault
-from protocols.xmtp.transport.interface import DeliveryService, Page, ServerMessage
+from protocols.xmtp.transport.interface import WELCOME, DeliveryService, Page, ServerMessage
 
 log = logging.getLogger("tessera.xmtp.sync")
 
 LOCK_NS = 30_000_000_000  # a sync holds its topic at most this long without renewing
+_HOST = socket.gethostname()
+
+
+def holder() -> str:
+    """How a lock names its holder: this host and process (a forked child is a holder of its own)."""
+    return f"{_HOST}/{os.getpid()}"
+
+
 PAGE = 100
 
 
@@ -63,7 +77,10 @@ def take_lock(runtime: Any, topic: str, holder_until_ns: int | None = None) -> s
         if row[1] > now:
             return None
         until = holder_until_ns if holder_until_ns is not None else now + LOCK_NS
-        runtime.db.execute("UPDATE xmtp_topic_refresh_state SET lock_until_ns = ? WHERE topic = ?", (until, topic))
+        runtime.db.execute(
+            "UPDATE xmtp_topic_refresh_state SET lock_until_ns = ?, lock_holder = ? WHERE topic = ?",
+            (until, holder(), topic),
+        )
         return str(row[0])
 
 
@@ -81,10 +98,33 @@ def release_lock(runtime: Any, topic: str) -> None:
 
 
 def clear_locks(runtime: Any) -> int:
-    """Free every topic (a cold start: no sync of this database is running)."""
+    """Free the topics whose holder process on this host is gone (a cold start); how many were freed."""
+    freed = 0
     with runtime.db.write():
-        runtime.db.execute("UPDATE xmtp_topic_refresh_state SET lock_until_ns = 0 WHERE lock_until_ns != 0")
-        return int(runtime.db.value("SELECT changes()", default=0))
+        held = runtime.db.all("SELECT topic, lock_holder FROM xmtp_topic_refresh_state WHERE lock_until_ns != 0")
+        for topic, holder in held:
+            if holder_is_gone(holder):
+                runtime.db.execute("UPDATE xmtp_topic_refresh_state SET lock_until_ns = 0 WHERE topic = ?", (topic,))
+                freed += 1
+    return freed
+
+
+def holder_is_gone(named: str) -> bool:
+    """Whether the process a lock names has ended (a holder on another host is left to its expiry)."""
+    if not named:
+        return True  # a lock that names no holder: nobody can be holding it
+    host, _, pid = named.rpartition("/")
+    if host != _HOST or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, someone else's
+    return False
 
 
 @contextmanager
@@ -103,7 +143,11 @@ def process(runtime: Any, topic: str, message: ServerMessage) -> None:
     blob = items.encode(topic, message)
     item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=message.group_id.hex())
     with runtime.db.write():
-        process_item(runtime, item, runtime.clock.now_ms())
+        # A group's history holds the welcomes its members sent, too (the server stores each under its
+        # group for its one recipient, and `history` returns every message of the group): the invitee
+        # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
+        if not (topic.startswith("g/") and message.message_type == WELCOME):
+            process_item(runtime, item, runtime.clock.now_ms())
         _advance(runtime, topic, message)
         if topic.startswith("w/"):
             # The group's own topic starts where the welcome stands in its history.
@@ -121,44 +165,87 @@ def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
     )
 
 
-def sync_topic(runtime: Any, topic: str, fetch: Any, report: SyncReport) -> None:
-    """Fetch and process ``topic`` page after page while we hold its lock."""
+def sync_topic(
+    runtime: Any, topic: str, fetch: Any, report: SyncReport, acknowledge: Any = None, *, held: bool = False
+) -> None:
+    """Fetch and process ``topic`` page after page while we hold its lock; ``acknowledge`` each page's ids.
+
+    ``held``: the caller holds the lock already (a live subscription), so it is neither taken nor released."""
+    if held:
+        drain_topic(runtime, topic, cursor_of(runtime, topic), fetch, report, acknowledge)
+        return
     with holding(runtime, topic) as cursor:
         if cursor is None:
             report.busy_topics.append(topic)
             return
-        while True:
-            page: Page = fetch(cursor or None, PAGE)
-            for message in page.messages:
-                process(runtime, topic, message)
-                report.processed += 1
-                cursor = message.cursor
-            if not page.has_more or not page.messages:
-                return
+        drain_topic(runtime, topic, cursor, fetch, report, acknowledge)
 
 
-def sync_all(runtime: Any, service: DeliveryService) -> SyncReport:
-    """Our welcomes, then every group we read; a topic another sync holds is skipped this time."""
+def drain_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
+    """Everything after ``cursor`` through the pipeline, a page at a time (the caller holds the lock)."""
+    while True:
+        page: Page = fetch(cursor or None, PAGE)
+        for message in page.messages:
+            process(runtime, topic, message)
+            report.processed += 1
+            cursor = message.cursor
+        if acknowledge is not None and page.messages:
+            _acknowledge(acknowledge, [m.id for m in page.messages])
+        if not page.has_more or not page.messages:
+            return
+
+
+def cursor_of(runtime: Any, topic: str) -> str:
+    """Where ``topic``'s sync stands ('' before its first message)."""
+    with runtime.db.read():
+        return str(
+            runtime.db.value("SELECT cursor FROM xmtp_topic_refresh_state WHERE topic = ?", (topic,), default="")
+        )
+
+
+def _acknowledge(acknowledge: Any, ids: list[str]) -> None:
+    """Tell the service what is processed; best effort (unacknowledged deliveries only wait on the server)."""
+    try:
+        acknowledge(ids)
+    except (ServiceUnavailable, ServiceRefused) as exc:
+        log.info("acknowledging %d messages failed: %s", len(ids), exc)
+
+
+def sync_all(runtime: Any, service: DeliveryService, held: frozenset[str] = frozenset()) -> SyncReport:
+    """Our welcomes, then every group we read; a topic another sync holds is skipped this time.
+
+    ``held``: topics whose locks the caller holds (a live subscription's)."""
     report = SyncReport()
     with runtime.db.read():
         installation = Vault.of(runtime.db).identity().installation_id
+    welcomes = items.welcome_topic(installation)
     _guarded(
         report,
-        items.welcome_topic(installation),
-        lambda: sync_topic(runtime, items.welcome_topic(installation), service.welcomes_after, report),
+        welcomes,
+        lambda: sync_topic(
+            runtime, welcomes, service.welcomes_after, report, service.acknowledge, held=welcomes in held
+        ),
     )
     with runtime.db.read():
         groups = queries.synced_groups(runtime.db)
     for group in groups:
         topic = items.group_topic(group.id)
-
-        def one_group(group_id: bytes = group.id, topic: str = topic) -> None:
-            service.join(group_id)
-            sync_topic(runtime, topic, lambda cursor, limit: service.history_after(group_id, cursor, limit), report)
-            _leave_if_removed(runtime, service, group_id)
-
-        _guarded(report, topic, one_group)
+        _guarded(
+            report,
+            topic,
+            lambda group_id=group.id, topic=topic: sync_group(runtime, service, group_id, report, held=topic in held),
+        )
     return report
+
+
+def sync_group(
+    runtime: Any, service: DeliveryService, group_id: bytes, report: SyncReport, *, held: bool = False
+) -> None:
+    """One group's new payloads (joining it on the service first: the welcome made us a member of it)."""
+    service.join(group_id)
+    fetch = lambda cursor, limit: service.history_after(group_id, cursor, limit)  # noqa: E731
+    sync_topic(runtime, items.group_topic(group_id), fetch, report, service.acknowledge, held=held)
+    _leave_if_removed(runtime, service, group_id)
 
 
 def _guarded(report: SyncReport, topic: str, work: Any) -> None:

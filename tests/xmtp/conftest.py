@@ -13,7 +13,7 @@ import pytest
 from core.app import App
 from protocols import xmtp
 from protocols.mls import at_rest
-from protocols.xmtp import publishing, queries, sync
+from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.loopback import LoopbackHub, LoopbackService
@@ -101,7 +101,7 @@ def make_member(make_app: Any, hub: LoopbackHub) -> Iterator[MakeMember]:
         with app.db.read():
             installation = Vault.of(app.db).identity().installation_id
         member = Member(app, hub.connect(installation))
-        publishing.register(app.runtime, member.service)
+        keypackages.register(app.runtime, member.service)
         return member
 
     yield make

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+
 from core.clock import ManualClock
 from protocols.xmtp import items, sync
 from tests.xmtp.conftest import MakeMember
@@ -31,8 +35,29 @@ def test_a_lock_left_by_a_crashed_sync_expires_and_a_cold_start_clears_it(
     assert sync.take_lock(alice.app.runtime, topic) is None
     clock.advance(sync.LOCK_NS // 1_000_000 + 1)
     assert sync.take_lock(alice.app.runtime, topic) == ""  # past lock_until_ns: free again
-    assert sync.clear_locks(alice.app.runtime) == 1
+    assert sync.clear_locks(alice.app.runtime) == 0  # its holder (this process) is alive: the lock stays
+    assert sync.take_lock(alice.app.runtime, topic) is None
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process id that named a holder and is gone now
+    with alice.app.db.write():
+        alice.app.db.execute(
+            "UPDATE xmtp_topic_refresh_state SET lock_holder = ? WHERE topic = ?",
+            (f"{socket.gethostname()}/{dead.pid}", topic),
+        )
+    assert sync.clear_locks(alice.app.runtime) == 1  # the cold start of another process frees it
     assert sync.take_lock(alice.app.runtime, topic) == ""
+
+
+def test_a_lock_held_on_another_host_is_left_to_expire(make_member: MakeMember) -> None:
+    alice = make_member()
+    topic = items.group_topic(alice.create_group())
+    assert sync.take_lock(alice.app.runtime, topic) == ""
+    with alice.app.db.write():
+        alice.app.db.execute(
+            "UPDATE xmtp_topic_refresh_state SET lock_holder = 'elsewhere/1' WHERE topic = ?", (topic,)
+        )
+    assert sync.clear_locks(alice.app.runtime) == 0 and sync.take_lock(alice.app.runtime, topic) is None
 
 
 def test_the_cursor_moves_with_each_payload_and_a_repeated_sync_processes_nothing_twice(

@@ -47,6 +47,7 @@ class LoopbackHub:
     members: dict[bytes, set[str]] = attrs.Factory(dict)
     key_packages: dict[str, list[bytes]] = attrs.Factory(dict)
     identities: dict[str, dict[str, bytes]] = attrs.Factory(dict)
+    acknowledged: dict[str, set[str]] = attrs.Factory(dict)
     failures: int = 0
     _winners: dict[tuple[bytes, int], str] = attrs.Factory(dict)
     _by_payload: dict[tuple[bytes, bytes], ServerMessage] = attrs.Factory(dict)
@@ -182,6 +183,11 @@ class LoopbackService:
             self.hub._check_up()
             found = self.hub.identities.get(address.lower(), {})
             return tuple(Binding(installation, found[installation]) for installation in sorted(found))
+
+    def acknowledge(self, message_ids: Sequence[str]) -> None:
+        with self.hub._lock:
+            self.hub._check_up()
+            self.hub.acknowledged.setdefault(self.installation, set()).update(message_ids)
 
     def close(self) -> None:
         return None

@@ -1,0 +1,372 @@
+"""``tessera xmtp ...``: the XMTP-style client from the command line, one database per person.
+
+Commands that change a group write an intent and then make one publish and
+sync round at once (``--no-publish`` leaves that to the tick daemon or a
+running ``listen``), so two people on two databases talk through one
+``tessera serve`` with nothing else running.  Every listing has ``--json``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from core.errors import InvalidInput
+from jobs import output
+from protocols.xmtp import connection, jobs, keypackages, publishing, queries, sync
+from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable
+from protocols.xmtp.identity import parse_address
+from protocols.xmtp.kinds import MessageKind
+from protocols.xmtp.state import Vault
+
+if TYPE_CHECKING:
+    from core.app import App
+    from jobs.cli import CliState
+
+
+def _app(obj: CliState) -> App:
+    return obj.app()
+
+
+def _group_id(text: str) -> bytes:
+    try:
+        group_id = bytes.fromhex(text)
+    except ValueError:
+        group_id = b""
+    if not group_id:
+        raise InvalidInput(f"--group takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
+    return group_id
+
+
+def _round(app: App) -> tuple[int, int]:
+    """One publish pass and one sync: what was published, what was processed."""
+    service = connection.service_for(app.runtime)
+    published = publishing.publish_pass(app.runtime, service)
+    report = sync.sync_all(app.runtime, service)
+    published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+    return published, report.processed
+
+
+@click.group()
+def xmtp() -> None:
+    """XMTP-style groups over `tessera serve`: intents, publish, sync, welcomes."""
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+@xmtp.group()
+def identity() -> None:
+    """This database's account and installation."""
+
+
+@identity.command("new")
+@click.option("--server", required=True, help="The delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).")
+@click.option("--account-key", help="An existing account key (64 hex); default: a new one.")
+@click.pass_obj
+def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
+    """Create our account and installation, register them and publish KeyPackages."""
+    if not server.startswith(connection.SCHEMES):
+        raise click.BadParameter(f"{server!r} is not a ws:// or wss:// URL", param_hint="--server")
+    app = _app(obj)
+    app.runtime.run_command("xmtp.identity_new", {"server": server, "account_key": account_key})
+    with app.db.read():
+        made = Vault.of(app.db).identity()
+    try:
+        published = keypackages.register(app.runtime, connection.service_for(app.runtime))
+    except ServiceUnavailable as exc:
+        raise ServiceUnavailable(
+            f"identity {made.address} was created, but {server} could not be reached ({exc}); "
+            "it registers on the next `tessera xmtp sync`"
+        ) from None
+    click.echo(f"address {made.address}")
+    click.echo(f"installation {made.installation_id}")
+    click.echo(f"registered with {server}: {published} KeyPackages published")
+
+
+@xmtp.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def whoami(obj: CliState, as_json: bool) -> None:
+    """Our address, installation, server and KeyPackage stock."""
+    app = _app(obj)
+    with app.db.read():
+        vault = Vault.of(app.db)
+        me = vault.identity()
+        stock = len(vault.key_packages())
+    found = {"address": me.address, "installation": me.installation_id, "server": me.server, "key_packages": stock}
+    if as_json:
+        click.echo(output.to_json(found))
+        return
+    for key, value in found.items():
+        click.echo(f"{key}: {value}")
+
+
+# --- groups and intents ------------------------------------------------------------------------
+
+publish_option = click.option(
+    "--no-publish", is_flag=True, help="Only write the intent down; the tick daemon or `listen` publishes it."
+)
+
+
+def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
+    if not no_publish:
+        _round(app)
+    with app.db.read():
+        rows = [queries.intent(app.db, intent_id) for intent_id in intent_ids]
+    for row in rows:
+        if row is not None:
+            reason = f" ({row.error})" if row.error else ""
+            click.echo(f"intent {row.id} {row.kind.name} {row.state.name}{reason}")
+
+
+def _intent_ids(outcome: Any) -> list[str]:
+    return [event.data["intent"] for event in outcome.events if event.type == "intent_created"]
+
+
+@xmtp.command("create-group")
+@click.option("--name", default="", help="A name for the group (kept on this database).")
+@click.pass_obj
+def create_group(obj: CliState, name: str) -> None:
+    """A new group with only us in it; prints its id."""
+    app = _app(obj)
+    group_id = os.urandom(16)
+    app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
+    click.echo(group_id.hex())
+
+
+def _members_command(command: str, help_text: str) -> click.Command:
+    @click.command(command.replace("_", "-"), help=help_text)
+    @click.option("--group", "group", required=True, help="Group id (hex).")
+    @click.argument("addresses", nargs=-1, required=True)
+    @publish_option
+    @click.pass_obj
+    def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool) -> None:
+        app = _app(obj)
+        checked = [parse_address(address) for address in addresses]
+        outcome = app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex(), "addresses": checked})
+        _after_intent(app, _intent_ids(outcome), no_publish)
+
+    return run
+
+
+xmtp.add_command(_members_command("add_members", "Add accounts (their every installation) to a group."))
+xmtp.add_command(_members_command("remove_members", "Remove accounts from a group."))
+
+
+@xmtp.command("update-key")
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@publish_option
+@click.pass_obj
+def update_key(obj: CliState, group: str, no_publish: bool) -> None:
+    """Refresh our own leaf's keys in a group (a commit of our own)."""
+    app = _app(obj)
+    outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(group).hex()})
+    _after_intent(app, _intent_ids(outcome), no_publish)
+
+
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.argument("text")
+@publish_option
+@click.pass_obj
+def send(obj: CliState, group: str, text: str, no_publish: bool) -> None:
+    """Send TEXT to a group."""
+    app = _app(obj)
+    outcome = app.runtime.run_command("xmtp.send", {"group": _group_id(group).hex(), "text": text})
+    _after_intent(app, _intent_ids(outcome), no_publish)
+
+
+def _decide(obj: CliState, group: str, command: str) -> None:
+    app = _app(obj)
+    app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex()})
+    _, processed = _round(app)
+    with app.db.read():
+        found = queries.group(app.db, _group_id(group))
+    state = found.membership.name if found is not None else "unknown"
+    click.echo(f"group {group}: {state}, {processed} payloads read")
+
+
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.pass_obj
+def accept(obj: CliState, group: str) -> None:
+    """Take part in a group a welcome brought (then read it)."""
+    _decide(obj, group, "accept")
+
+
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.pass_obj
+def reject(obj: CliState, group: str) -> None:
+    """Decline a group a welcome brought: its messages are not read."""
+    _decide(obj, group, "reject")
+
+
+# --- sync and listen ---------------------------------------------------------------------------
+
+
+@xmtp.command("sync")
+@click.pass_obj
+def sync_command(obj: CliState) -> None:
+    """Publish what waits, read every topic, keep the KeyPackage stock."""
+    app = _app(obj)
+    jobs.cold_start(app.runtime)
+    service = connection.service_for(app.runtime)
+    stocked = keypackages.keep_stock(app.runtime, service)
+    published, processed = _round(app)
+    click.echo(f"published {published}, read {processed} payloads, {stocked} new KeyPackages on the server")
+
+
+@xmtp.command()
+@click.pass_obj
+def listen(obj: CliState) -> None:
+    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM."""
+    from protocols.xmtp.listen import Listener
+    from protocols.xmtp.transport.websocket import WebSocketService
+
+    app = _app(obj)
+    service = connection.service_for(app.runtime, keep_pushes=True)
+    if not isinstance(service, WebSocketService):
+        raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
+    printer = _NewMessages(app)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    click.echo(f"listening on {service.url} as {service.installation[:16]}...", err=True)
+    report = Listener(app.runtime, service, stop, on_processed=lambda _: printer.show()).run()
+    click.echo(f"stopped: {report.pushed} pushed, {report.synced} read by sync, {report.published} published", err=True)
+
+
+class _NewMessages:
+    """Prints application messages newer than the last one shown."""
+
+    def __init__(self, app: App):
+        self.app = app
+        with app.db.read():
+            self.after = app.db.one("SELECT max(sent_at_ns), max(id) FROM xmtp_group_messages") or (None, None)
+        if self.after[0] is None:
+            self.after = (-1, b"")
+
+    def show(self) -> None:
+        with self.app.db.read():
+            rows = self.app.db.all(
+                "SELECT sent_at_ns, id, group_id, sender_wallet_address, decrypted_message_bytes FROM "
+                "xmtp_group_messages WHERE kind = ? AND (sent_at_ns, id) > (?, ?) ORDER BY sent_at_ns, id",
+                (int(MessageKind.APPLICATION), self.after[0], self.after[1]),
+            )
+        for sent_at_ns, message_id, group_id, sender, text in rows:
+            click.echo(f"{bytes(group_id).hex()[:12]} {sender}: {bytes(text).decode(errors='replace')}")
+            self.after = (sent_at_ns, message_id)
+
+
+# --- listings ----------------------------------------------------------------------------------
+
+
+@xmtp.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def groups(obj: CliState, as_json: bool) -> None:
+    """Our groups with their membership state and epoch."""
+    app = _app(obj)
+    with app.db.read():
+        rows = queries.groups(app.db)
+    listed = [
+        {
+            "group": row.id.hex(),
+            "name": row.name,
+            "membership": row.membership.name,
+            "epoch": row.epoch,
+            "active": row.active,
+            "added_by": row.added_by,
+        }
+        for row in rows
+    ]
+    if as_json:
+        click.echo(output.to_json(listed))
+        return
+    for item in listed:
+        flags = "" if item["active"] else " (removed)"
+        click.echo(f"{item['group']} {item['membership']} epoch {item['epoch']} {item['name']}{flags}")
+
+
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000), help="Messages per page.")
+@click.option("--before", help="Show messages older than this cursor (a page's next_cursor).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
+    """A group's messages, newest page first (oldest first within the page)."""
+    app = _app(obj)
+    group_id = _group_id(group)
+    with app.db.read():
+        if queries.group(app.db, group_id) is None:
+            raise GroupUnknown(f"no group {group} on this database; `tessera xmtp groups` lists them")
+        rows = queries.messages(app.db, group_id, limit + 1, _cursor(before))
+    page, more = list(reversed(rows[:limit])), len(rows) > limit
+    listed = [
+        {
+            "id": bytes(row[0]).hex(),
+            "sent_at_ns": row[1],
+            "kind": MessageKind(row[2]).name,
+            "sender": row[3],
+            "text": bytes(row[5]).decode(errors="replace"),
+        }
+        for row in page
+    ]
+    next_cursor = f"{page[0][1]}.{bytes(page[0][0]).hex()}" if more and page else None
+    if as_json:
+        click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
+        return
+    for item in listed:
+        who = item["sender"] if item["kind"] == "APPLICATION" else f"[{item['kind'].lower()}]"
+        click.echo(f"{who}: {item['text']}")
+    if next_cursor:
+        click.echo(f"(older: --before {next_cursor})")
+
+
+def _cursor(text: str | None) -> tuple[int, bytes] | None:
+    if text is None:
+        return None
+    timestamp, _, message_id = text.partition(".")
+    try:
+        return int(timestamp), bytes.fromhex(message_id)
+    except ValueError:
+        raise InvalidInput(
+            f"--before takes a cursor a page printed (e.g. 1700000000000000000.ab12...), got {text!r:.60}"
+        ) from None
+
+
+@xmtp.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def intents(obj: CliState, as_json: bool) -> None:
+    """Every change we asked for: kind, state, attempts, and why one failed."""
+    app = _app(obj)
+    with app.db.read():
+        rows = queries.intents(app.db)
+    listed: list[dict[str, Any]] = [
+        {
+            "intent": row.id,
+            "group": row.group_id.hex(),
+            "kind": row.kind.name,
+            "state": row.state.name,
+            "attempts": row.attempts,
+            "rebuilds": row.rebuilds,
+            "reason": row.error,
+        }
+        for row in rows
+    ]
+    if as_json:
+        click.echo(output.to_json(listed))
+        return
+    for item in listed:
+        reason = f": {item['reason']}" if item["reason"] else ""
+        click.echo(
+            f"{item['intent']} {item['kind']} {item['state']} attempts {item['attempts']} group {item['group'][:12]}{reason}"
+        )
