@@ -31,6 +31,7 @@ from Crypto.Hash import keccak
 from core import eventlog
 from core.intents import PurgeEvents, WriteProtocolState
 from core.records import Event, Result, derive_event_id
+from protocols.delivery.records import APPLICATION, COMMIT, DELIVERED, MESSAGE_TYPES, READ, WELCOME
 from protocols.sovereign import payloads
 from protocols.sovereign.config import Limits
 from protocols.sovereign.errors import (
@@ -55,7 +56,6 @@ from protocols.sovereign.errors import (
     WelcomeNeedsRecipient,
 )
 from protocols.sovereign.ids import ServerOrder
-from protocols.sovereign.records import APPLICATION, COMMIT, DELIVERED, MESSAGE_TYPES, READ, WELCOME
 
 PROTOCOL = "sovereign"
 COUNTERS = "store/counters"  # protocol state: server order and stored payload bytes

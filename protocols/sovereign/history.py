@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from protocols.delivery.records import HistoryPage, StoredMessage
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
-from protocols.sovereign.records import HistoryPage, StoredMessage
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200

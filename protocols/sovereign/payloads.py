@@ -14,13 +14,13 @@ from __future__ import annotations
 import attrs
 
 from protocols import mls
+from protocols.delivery.records import APPLICATION, COMMIT, PROPOSAL, WELCOME
 from protocols.mls.codec import decode
 from protocols.mls.crypto.suites import suite
 from protocols.mls.group.key_packages import key_package_ref, validate_key_package
 from protocols.mls.messages import MLSMessage
 from protocols.mls.messages.registries import WireFormat
 from protocols.sovereign.errors import InvalidKeyPackage, MalformedPayload, WrongGroup
-from protocols.sovereign.records import APPLICATION, COMMIT, PROPOSAL, WELCOME
 
 _CONTENT_TYPES = {"application": APPLICATION, "commit": COMMIT, "proposal": PROPOSAL}
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
+from protocols.delivery.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
 from protocols.sovereign.commands import DAY_MS, STORED_TYPES
-from protocols.sovereign.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
 
 
 def _stored(message_type: int) -> Any:

@@ -14,10 +14,7 @@ from collections.abc import Sequence
 from core import eventlog
 from core.app import App
 from core.state import ProtocolState
-from protocols.sovereign import commands, history
-from protocols.sovereign.config import Limits
-from protocols.sovereign.errors import NoKeyPackage, NotAMember, SovereignError
-from protocols.sovereign.records import (
+from protocols.delivery.records import (
     DELIVERED,
     MESSAGE_TYPES,
     READ,
@@ -30,6 +27,9 @@ from protocols.sovereign.records import (
     StoredMessage,
     StoreStats,
 )
+from protocols.sovereign import commands, history
+from protocols.sovereign.config import Limits
+from protocols.sovereign.errors import NoKeyPackage, NotAMember, SovereignError
 
 _TYPE_OF = {f"{name}_stored": code for code, name in MESSAGE_TYPES.items()}
 _BINDINGS_OF = (

@@ -1,11 +1,11 @@
 """``tessera serve``: the sovereign store on a WebSocket (protocol: docs/server-protocol.md).
 
-- :mod:`.frames`: the wire format (frame types, fields, error codes), shared with the client;
 - :mod:`.requests`: each request type's fields, store call and reply;
 - :mod:`.session`: one connection (challenge, requests, pushes, its bounded send queue);
 - :mod:`.pool`: the threads that own the SQLite connections (one writer, a few readers);
 - :mod:`.metrics`: ``/healthz`` and ``/metrics``;
 - :mod:`.runner`: the server, the tick daemon beside it, signals and shutdown.
 
-Nothing is imported here, so the client can use :mod:`.frames` without the server.
+The wire format (frame types, fields, error codes) is :mod:`protocols.delivery.frames`, shared with the
+clients.
 """

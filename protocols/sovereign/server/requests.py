@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from protocols.sovereign.records import HistoryPage, Identity, IdentityPublished, Membership, Stored
-from protocols.sovereign.server import frames
+from protocols.delivery import frames
+from protocols.delivery.records import HistoryPage, Identity, IdentityPublished, Membership, Stored
 from protocols.sovereign.service import Store
 
 

@@ -37,10 +37,10 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from core.errors import StorageUnavailable
+from protocols.delivery import frames
+from protocols.delivery.records import Stored, StoredMessage
 from protocols.sovereign.config import ServerConfig
 from protocols.sovereign.errors import LimitExceeded, SovereignError
-from protocols.sovereign.records import Stored, StoredMessage
-from protocols.sovereign.server import frames
 from protocols.sovereign.server.metrics import ServerMetrics
 from protocols.sovereign.server.pool import StorePool
 from protocols.sovereign.server.requests import PARSERS, Operation

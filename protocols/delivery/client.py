@@ -38,10 +38,10 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocols.sovereign.records import HistoryPage, Identity, IdentityBinding, IdentityPublished, StoredMessage
-from protocols.sovereign.server import frames
+from protocols.delivery import frames
+from protocols.delivery.records import HistoryPage, Identity, IdentityBinding, IdentityPublished, StoredMessage
 
-log = logging.getLogger("tessera.sovereign.client")
+log = logging.getLogger("tessera.delivery.client")
 
 DEFAULT_TIMEOUT_S = 30.0
 #: Pushed messages held for the application at most; when it does not take them, the client stops

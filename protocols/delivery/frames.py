@@ -1,7 +1,7 @@
 """The wire format of ``tessera serve``: JSON text frames, their fields, and the error codes.
 
 Both ends use this module: the server to read requests and build replies,
-:mod:`protocols.sovereign.client` to build requests and sign the challenge.
+:mod:`protocols.delivery.client` to build requests and sign the challenge.
 docs/server-protocol.md describes every frame with an example exchange.
 
 A frame is a JSON object with a ``type``; a request may carry an ``id`` (a
