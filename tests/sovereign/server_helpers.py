@@ -26,6 +26,8 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from protocols import mls
+from protocols.delivery.client import Client, connect
+from protocols.delivery.records import WELCOME
 from protocols.mls.codec import encode
 from protocols.mls.messages import MLSMessage
 from protocols.mls.messages.framing import ContentType
@@ -33,8 +35,6 @@ from protocols.mls.messages.private_message import PrivateMessage
 from protocols.mls.messages.registries import CipherSuite, ProtocolVersion
 from protocols.mls.messages.update_path import HPKECiphertext
 from protocols.mls.messages.welcome import EncryptedGroupSecrets, Welcome
-from protocols.sovereign.client import Client, connect
-from protocols.sovereign.records import WELCOME
 from tests.helpers import TESSERA, clean_environment, query_file
 
 # --- payloads ---------------------------------------------------------------------------------------

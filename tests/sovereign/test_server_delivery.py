@@ -15,8 +15,8 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocols.sovereign.client import Client, Disconnected, ServerError
-from protocols.sovereign.records import WELCOME
+from protocols.delivery.client import Client, Disconnected, ServerError
+from protocols.delivery.records import WELCOME
 from tests.helpers import query_file, wait_until
 from tests.sovereign.server_helpers import (
     Installation,

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from core.clock import SystemClock
 from core.settings import Settings
 from protocols import sovereign
+from protocols.delivery.records import Stored
 from protocols.sovereign.errors import NotAMember
-from protocols.sovereign.records import Stored
 from protocols.sovereign.server.pool import StorePool
 from protocols.sovereign.service import Store
 from tests.helpers import open_test_app

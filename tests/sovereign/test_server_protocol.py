@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from protocols.delivery import frames
+from protocols.delivery.client import ServerError
+from protocols.delivery.records import APPLICATION, COMMIT, READ
 from protocols.mls.messages.framing import ContentType
-from protocols.sovereign.client import ServerError
-from protocols.sovereign.records import APPLICATION, COMMIT, READ
-from protocols.sovereign.server import frames
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import (
     Installation,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from protocols.delivery.records import WELCOME
 from protocols.sovereign import errors, history
-from protocols.sovereign.records import WELCOME
 from tests.sovereign.conftest import seat
 from tests.sovereign.mls_group import Group, Member
 from tests.sovereign.server_helpers import welcome
