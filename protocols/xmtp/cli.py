@@ -8,16 +8,19 @@ running ``listen``), so two people on two databases talk through one
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import threading
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from core.errors import InvalidInput
 from jobs import output
-from protocols.xmtp import connection, jobs, keypackages, publishing, queries, sync
+from protocols.xmtp import connection, facts, jobs, keypackages, publishing, queries, sync
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import MessageKind
@@ -108,6 +111,8 @@ def whoami(obj: CliState, as_json: bool) -> None:
 
 # --- groups and intents ------------------------------------------------------------------------
 
+SHOWN_INTENTS = 10  # more than this: a count per state, and only the failed ones in full
+
 publish_option = click.option(
     "--no-publish", is_flag=True, help="Only write the intent down; the tick daemon or `listen` publishes it."
 )
@@ -117,11 +122,14 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
     if not no_publish:
         _round(app)
     with app.db.read():
-        rows = [queries.intent(app.db, intent_id) for intent_id in intent_ids]
+        rows = [row for row in (queries.intent(app.db, intent_id) for intent_id in intent_ids) if row is not None]
+    if len(rows) > SHOWN_INTENTS:
+        states = Counter(row.state.name for row in rows)
+        click.echo(f"{len(rows)} intents: " + ", ".join(f"{count} {state}" for state, count in sorted(states.items())))
+        rows = [row for row in rows if row.error]
     for row in rows:
-        if row is not None:
-            reason = f" ({row.error})" if row.error else ""
-            click.echo(f"intent {row.id} {row.kind.name} {row.state.name}{reason}")
+        reason = f" ({row.error})" if row.error else ""
+        click.echo(f"intent {row.id} {row.kind.name} {row.state.name}{reason}")
 
 
 def _intent_ids(outcome: Any) -> list[str]:
@@ -171,14 +179,17 @@ def update_key(obj: CliState, group: str, no_publish: bool) -> None:
 
 @xmtp.command()
 @click.option("--group", "group", required=True, help="Group id (hex).")
-@click.argument("text")
+@click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
 @publish_option
 @click.pass_obj
-def send(obj: CliState, group: str, text: str, no_publish: bool) -> None:
-    """Send TEXT to a group."""
+def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) -> None:
+    """Send each TEXT to a group, in order (one message each)."""
     app = _app(obj)
-    outcome = app.runtime.run_command("xmtp.send", {"group": _group_id(group).hex(), "text": text})
-    _after_intent(app, _intent_ids(outcome), no_publish)
+    group_hex = _group_id(group).hex()
+    made = []
+    for text in texts:
+        made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
+    _after_intent(app, made, no_publish)
 
 
 def _decide(obj: CliState, group: str, command: str) -> None:
@@ -243,25 +254,26 @@ def listen(obj: CliState) -> None:
 
 
 class _NewMessages:
-    """Prints application messages newer than the last one shown."""
+    """Prints the application messages recorded since the last call, in the order they were processed."""
 
     def __init__(self, app: App):
         self.app = app
         with app.db.read():
-            self.after = app.db.one("SELECT max(sent_at_ns), max(id) FROM xmtp_group_messages") or (None, None)
-        if self.after[0] is None:
-            self.after = (-1, b"")
+            self.after = int(app.db.value("SELECT coalesce(max(seq), 0) FROM events"))
 
     def show(self) -> None:
         with self.app.db.read():
             rows = self.app.db.all(
-                "SELECT sent_at_ns, id, group_id, sender_wallet_address, decrypted_message_bytes FROM "
-                "xmtp_group_messages WHERE kind = ? AND (sent_at_ns, id) > (?, ?) ORDER BY sent_at_ns, id",
-                (int(MessageKind.APPLICATION), self.after[0], self.after[1]),
+                "SELECT seq, payload FROM events WHERE seq > ? AND protocol = 'xmtp' AND event_type = ? ORDER BY seq",
+                (self.after, facts.MESSAGE_RECORDED),
             )
-        for sent_at_ns, message_id, group_id, sender, text in rows:
-            click.echo(f"{bytes(group_id).hex()[:12]} {sender}: {bytes(text).decode(errors='replace')}")
-            self.after = (sent_at_ns, message_id)
+        for seq, payload in rows:
+            data = json.loads(payload)
+            self.after = seq
+            if data["kind"] == MessageKind.APPLICATION:
+                text = facts.unb64(data["bytes"]).decode(errors="replace")
+                click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
+        sys.stdout.flush()  # a pipe is block-buffered: whoever reads us sees each message as it comes
 
 
 # --- listings ----------------------------------------------------------------------------------
@@ -319,7 +331,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         }
         for row in page
     ]
-    next_cursor = f"{page[0][1]}.{bytes(page[0][0]).hex()}" if more and page else None
+    next_cursor = f"{page[0][1]}.{page[0][6]}" if more and page else None
     if as_json:
         click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
         return
@@ -330,15 +342,17 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         click.echo(f"(older: --before {next_cursor})")
 
 
-def _cursor(text: str | None) -> tuple[int, bytes] | None:
+def _cursor(text: str | None) -> tuple[int, str] | None:
     if text is None:
         return None
-    timestamp, _, message_id = text.partition(".")
+    timestamp, _, server_id = text.partition(".")
     try:
-        return int(timestamp), bytes.fromhex(message_id)
+        if not server_id.isalnum():
+            raise ValueError(server_id)
+        return int(timestamp), server_id
     except ValueError:
         raise InvalidInput(
-            f"--before takes a cursor a page printed (e.g. 1700000000000000000.ab12...), got {text!r:.60}"
+            f"--before takes a cursor a page printed (e.g. 1795625790447000000.01M89T6AZFWKB847ND60ENYFB2), got {text!r:.60}"
         ) from None
 
 

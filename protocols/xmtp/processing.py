@@ -10,8 +10,13 @@ A group message is one of three things:
 * **another member's commit** — applied when it won its epoch; then every
   intent of ours built for the old epoch goes back to TO_SEND (a commit
   cannot land any more; a message not yet published is re-encrypted), and
-  if the commit removed us the group turns inactive;
-* **another member's application message** — decrypted and recorded.
+  if the commit removed us the group turns inactive and every open intent
+  of ours in it ends in ERROR (nothing of ours can land after it);
+* **another member's application message** — decrypted and recorded, unless
+  its sender is no longer a member (it was stored after the commit that
+  removed its sender, so no member shows it, and the sender ends its intent
+  in ERROR) or it is of an epoch before we joined (a welcome's group is read
+  from the start of its history: see :mod:`.sync`).
 
 Commits that lost their epoch (``superseded``), commits for epochs we have
 passed and proposals (seed 002: members commit only their own) change
@@ -55,7 +60,7 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
         return _own(ctx, vault, state, message, own)
     if message.message_type == COMMIT:
         return _foreign_commit(ctx, vault, state, message)
-    return _application(vault, state, message)
+    return _application(ctx, vault, state, message)
 
 
 def _already_processed(ctx: Any, message: ServerMessage) -> bool:
@@ -85,7 +90,11 @@ def _ms(message: ServerMessage) -> int:
     return message.server_timestamp_us // 1000
 
 
-def _application(vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+    if message.epoch < state.epoch and message.epoch < queries.joined_epoch(ctx.db, message.group_id):
+        # Sent before we joined: a welcome's group is read from the start of its history, since what the
+        # others sent in our first epoch may be stored before our welcome; what is older was never ours to read.
+        return Result()
     try:
         received = mls.process_message(state, message.payload)
     except mls.MlsError as exc:
@@ -93,6 +102,11 @@ def _application(vault: Vault, state: mls.GroupState, message: ServerMessage) ->
     if not isinstance(received, mls.ApplicationReceived):
         return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
     sender = received.sender_credential
+    if sender not in mls.member_credentials(state).values():
+        # A message of an epoch its sender was removed in, stored after the commit that removed it (server
+        # order is everyone's order, so every member drops it alike): the sender, reading that commit
+        # before its own message, ends the intent in ERROR (see _foreign_commit), so nobody may show it.
+        return Result()
     event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, members.address_of(state, sender))
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
 
@@ -107,10 +121,31 @@ def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: Serv
     if not isinstance(applied, mls.CommitApplied):
         raise PayloadUnreadable(f"message {message.id} is stored as a commit but is not one")
     events = _commit_facts(state, message, applied)
-    events += _requeue_stale(ctx, message, applied.new_epoch, "another member's commit took the epoch")
     if applied.we_were_removed:
+        # Sending them round again would leave them TO_SEND or PUBLISHED for ever: we can neither build in
+        # the group any more nor read it (it is not synced once inactive), and a message of ours stored
+        # after this commit is dropped by every member (see _application).  Each ends here, with the reason.
+        events += _fail_open(ctx, message, f"we were removed from the group (commit {message.id})")
         events.append(facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id))
+    else:
+        events += _requeue_stale(ctx, message, applied.new_epoch, "another member's commit took the epoch")
     return Result(events=events, intents=[vault.group_intent(message.group_id, applied.new_state)])
+
+
+def _fail_open(ctx: Any, message: ServerMessage, reason: str) -> list[Event]:
+    """ERROR, with ``reason``, for every intent of ours in the group that is neither COMMITTED nor ERROR."""
+    return [
+        facts.fact(
+            facts.INTENT_FAILED,
+            message.group_id,
+            _ms(message),
+            {"intent": row.id, "attempts": row.attempts, "error": reason},
+            row.id,
+            "removed",
+            message.id,
+        )
+        for row in queries.open_intents(ctx.db, message.group_id)
+    ]
 
 
 def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.CommitApplied) -> list[Event]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 
+from protocols.xmtp import facts
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, WelcomeState
+
+PROTOCOL = "xmtp"
 
 
 @attrs.frozen
@@ -103,6 +107,21 @@ def intent_by_hash(db: Any, group_id: bytes, message_hash: bytes) -> IntentRow |
     return None if row is None else _intent(row)
 
 
+def joined_epoch(db: Any, group_id: bytes) -> int:
+    """The epoch we entered ``group_id`` at: our welcome's, or 0 for a group we created (or when unknown).
+
+    Read from the group's first fact in the log (``group_created`` or
+    ``welcome_received``), which the read models do not keep.
+    """
+    row = db.one(
+        "SELECT event_type, payload FROM events WHERE protocol = ? AND partition_key = ? ORDER BY seq LIMIT 1",
+        (PROTOCOL, group_id.hex()),
+    )
+    if row is None or row[0] != facts.WELCOME_RECEIVED or not row[1]:
+        return 0  # not joined by a welcome, or its fact was purged: every epoch counts as ours
+    return int(json.loads(bytes(row[1]))["epoch"])
+
+
 def open_intents(db: Any, group_id: bytes) -> list[IntentRow]:
     """A group's intents that are neither committed nor failed, in the order they were made."""
     rows = db.all(
@@ -134,16 +153,19 @@ def ready_welcomes(db: Any) -> list[tuple[str, str, bytes, bytes]]:
     return [(row[0], row[1], bytes(row[2]), bytes(row[3])) for row in rows]
 
 
-def messages(db: Any, group_id: bytes, limit: int, before: tuple[int, bytes] | None = None) -> list[Any]:
-    """The newest ``limit`` messages of a group (older than ``before``), newest first."""
+def messages(db: Any, group_id: bytes, limit: int, before: tuple[int, str] | None = None) -> list[Any]:
+    """The newest ``limit`` messages of a group (older than ``before``: a server timestamp and id), newest first.
+
+    Server order: the server's timestamp, then its id (several messages may share a timestamp)."""
     if before is None:
-        return db.all(
-            "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes "
-            "FROM xmtp_group_messages WHERE group_id = ? ORDER BY sent_at_ns DESC, id DESC LIMIT ?",
-            (group_id, limit),
-        )
+        return db.all(_MESSAGES + "ORDER BY sent_at_ns DESC, server_id DESC LIMIT ?", (group_id, limit))
     return db.all(
-        "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes "
-        "FROM xmtp_group_messages WHERE group_id = ? AND (sent_at_ns, id) < (?, ?) ORDER BY sent_at_ns DESC, id DESC LIMIT ?",
+        _MESSAGES + "AND (sent_at_ns, server_id) < (?, ?) ORDER BY sent_at_ns DESC, server_id DESC LIMIT ?",
         (group_id, before[0], before[1], limit),
     )
+
+
+_MESSAGES = (
+    "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes, server_id "
+    "FROM xmtp_group_messages WHERE group_id = ? "
+)

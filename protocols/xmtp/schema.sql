@@ -19,7 +19,8 @@ CREATE TABLE xmtp_groups (
 ) WITHOUT ROWID;
 
 -- Messages as the user sees them, decrypted.  id = SHA-256(decrypted bytes || group id || sent_at_ns):
--- the same message read twice is one row.
+-- the same message read twice is one row.  sent_at_ns is the server's timestamp and server_id its id:
+-- together, server order (several messages may share a timestamp).
 -- kind: 1 APPLICATION, 2 MEMBER_ADDED, 3 MEMBER_REMOVED.
 CREATE TABLE xmtp_group_messages (
     id                      BLOB    PRIMARY KEY NOT NULL,
@@ -30,7 +31,7 @@ CREATE TABLE xmtp_group_messages (
     sender_installation_id  BLOB    NOT NULL,
     sender_wallet_address   TEXT    NOT NULL,
     server_id               TEXT    NOT NULL DEFAULT ''
-    INDEX xmtp_group_messages_group_sort (group_id, sent_at_ns, id)
+    INDEX xmtp_group_messages_group_sort (group_id, sent_at_ns, server_id)
 ) WITHOUT ROWID;
 
 -- Every change we asked for, from its creation until COMMITTED or ERROR.

@@ -17,7 +17,8 @@ that starts syncing clears the locks of holders on this host that are gone
 (:func:`clear_locks`).  Seed 002 clears every lock at start, having one
 process per database; here the tick daemon, ``tessera xmtp sync`` and
 ``tessera xmtp listen`` may run side by side, so a live holder keeps its lock.  A welcome opens
-its group's topic at the welcome's own place in the group's history.
+its group's topic at the start of the group's history (what the others sent in our first epoch may be
+stored before the welcome); what predates our epoch is passed by.
 """
 
 from __future__ import annotations
@@ -150,11 +151,13 @@ def process(runtime: Any, topic: str, message: ServerMessage) -> None:
             process_item(runtime, item, runtime.clock.now_ms())
         _advance(runtime, topic, message)
         if topic.startswith("w/"):
-            # The group's own topic starts where the welcome stands in its history.
+            # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
+            # only once its commit is read back, and by then the others may have stored messages and commits
+            # of our first epoch before it.  What predates our epoch is passed by (processing._application).
             runtime.db.execute(
-                "INSERT INTO xmtp_topic_refresh_state(topic, cursor, last_message_timestamp_ns) VALUES (?, ?, ?) "
+                "INSERT INTO xmtp_topic_refresh_state(topic, cursor, last_message_timestamp_ns) VALUES (?, '', 0) "
                 "ON CONFLICT DO NOTHING",
-                (items.group_topic(message.group_id), message.cursor, message.server_timestamp_us * 1000),
+                (items.group_topic(message.group_id),),
             )
 
 
