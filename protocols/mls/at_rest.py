@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -132,28 +133,34 @@ class OpenedCache:
         self.sealer = sealer
         self.size = size
         self._entries: OrderedDict[str, tuple[bytes, bytes, Any]] = OrderedDict()
+        # Databases on several threads of one process share the cache: a lookup and its reordering must not
+        # meet another thread's eviction in between.
+        self._lock = threading.Lock()
 
     def open(self, key: bytes, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
         """What ``sealed`` opens and parses to, from memory when these bytes were seen under this key."""
-        hit = self._entries.get(name)
-        if hit is not None and hit[0] == key and hit[1] == sealed:
-            self._entries.move_to_end(name)
-            found: Opened = hit[2]
-            return found
+        with self._lock:
+            hit = self._entries.get(name)
+            if hit is not None and hit[0] == key and hit[1] == sealed:
+                self._entries.move_to_end(name)
+                found: Opened = hit[2]
+                return found
         value = parse(self.sealer.open(key, name, sealed))
         self.remember(key, name, sealed, value)
         return value
 
     def clear(self) -> None:
         """Forget everything (what a new process starts without)."""
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
     def remember(self, key: bytes, name: str, sealed: bytes, value: Any) -> None:
         """Keep ``value`` as what ``sealed`` opens to (a write primes the cache with what it wrote)."""
-        self._entries[name] = (key, sealed, value)
-        self._entries.move_to_end(name)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[name] = (key, sealed, value)
+            self._entries.move_to_end(name)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
 
 def new_key_hex() -> str:
