@@ -24,7 +24,6 @@ import attrs
 
 from protocols.xmtp import items, jobs, keypackages, publishing, queries, sync
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
-from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import ServerMessage
 from protocols.xmtp.transport.websocket import WebSocketService
@@ -160,9 +159,7 @@ class Listener:
         if _position(message.cursor) <= _position(sync.cursor_of(self.runtime, topic)):
             return False
         with self.runtime.db.read():
-            waiting = any(
-                row.state is IntentState.PUBLISHED for row in queries.open_intents(self.runtime.db, message.group_id)
-            )
+            waiting = queries.awaits_confirmation(self.runtime.db, message.group_id)
         return not waiting
 
     def _processed(self, count: int) -> None:

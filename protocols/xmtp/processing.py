@@ -4,19 +4,23 @@ A group message is one of three things:
 
 * **ours, read back** — its hash is the ``message_hash`` of one of our
   intents: a message intent is COMMITTED (recorded with the text we sent,
-  since a sender cannot decrypt its own message); a commit intent, unless
-  the server marked it superseded, is merged from the pending state we kept
-  and COMMITTED, which releases its welcomes;
+  since a sender cannot decrypt its own message), or ERROR when it came so
+  many epochs late that no member can read it; a commit intent, unless the
+  server marked it superseded, is merged from the pending state we kept and
+  COMMITTED, which releases its welcomes;
 * **another member's commit** — applied when it won its epoch; then every
   intent of ours built for the old epoch goes back to TO_SEND (a commit
-  cannot land any more; a message not yet published is re-encrypted), and
-  if the commit removed us the group turns inactive and every open intent
-  of ours in it ends in ERROR (nothing of ours can land after it);
+  cannot land any more; a message built but not read back yet is kept as
+  built, since it may be on the server already, unless no member could read
+  it wherever it lands), and if the commit removed us the group turns
+  inactive and every open intent of ours in it ends in ERROR (nothing of
+  ours can land after it);
 * **another member's application message** — decrypted and recorded, unless
   its sender is no longer a member (it was stored after the commit that
   removed its sender, so no member shows it, and the sender ends its intent
-  in ERROR) or it is of an epoch before we joined (a welcome's group is read
-  from the start of its history: see :mod:`.sync`).
+  in ERROR), it is of an epoch before we joined (a welcome's group is read
+  from the start of its history: see :mod:`.sync`), or of an epoch no member
+  keeps any more (its sender ends its intent in ERROR when it reads it back).
 
 Commits that lost their epoch (``superseded``), commits for epochs we have
 passed and proposals (seed 002: members commit only their own) change
@@ -95,6 +99,10 @@ def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerM
         # Sent before we joined: a welcome's group is read from the start of its history, since what the
         # others sent in our first epoch may be stored before our welcome; what is older was never ours to read.
         return Result()
+    if _unreadable(state, message):
+        # Every member is where we are at this point of server order, so nobody can read it; its sender
+        # ends its intent in ERROR when it reads it back (_own).  An older build of one of ours ends here too.
+        return Result()
     try:
         received = mls.process_message(state, message.payload)
     except mls.MlsError as exc:
@@ -128,7 +136,8 @@ def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: Serv
         events += _fail_open(ctx, message, f"we were removed from the group (commit {message.id})")
         events.append(facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id))
     else:
-        events += _requeue_stale(ctx, message, applied.new_epoch, "another member's commit took the epoch")
+        reason = "another member's commit took the epoch"
+        events += _requeue_stale(ctx, message, applied.new_epoch, applied.new_state.config.max_past_epochs, reason)
     return Result(events=events, intents=[vault.group_intent(message.group_id, applied.new_state)])
 
 
@@ -169,15 +178,27 @@ def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.C
     return events
 
 
-def _requeue_stale(ctx: Any, message: ServerMessage, new_epoch: int, reason: str) -> list[Event]:
-    """Our intents that can no longer land as built: commits for an older epoch, unpublished messages of one."""
+def _requeue_stale(ctx: Any, message: ServerMessage, new_epoch: int, kept: int, reason: str) -> list[Event]:
+    """Our intents that can no longer land as built: commits for an older epoch, and messages built for an
+    epoch more than ``kept`` (the past epochs members keep) before ``new_epoch``.
+
+    A message built but not read back yet may be on the server already (a crash or a lost reply after its
+    send): if so it is stored after this commit (else it would have been read back before it), where every
+    member reads it in an epoch ``kept`` allows.  Built again, it would be delivered twice; so it goes out
+    as it was built, unless it is too old for anyone to read wherever it lands.
+    """
     events = []
     for row in queries.open_intents(ctx.db, message.group_id):
-        stale_commit = row.kind.is_commit and row.prepared
-        stale_message = not row.kind.is_commit and row.state is IntentState.TO_SEND and row.prepared
-        if (stale_commit or stale_message) and (row.epoch is None or row.epoch < new_epoch):
+        if not row.prepared or row.epoch is None or row.epoch >= new_epoch:
+            continue
+        if row.kind.is_commit or (row.state is IntentState.TO_SEND and new_epoch - row.epoch > kept):
             events.append(requeued(row, message.group_id, _ms(message), reason, message.id))
     return events
+
+
+def _unreadable(state: mls.GroupState, message: ServerMessage) -> bool:
+    """Whether ``message`` is of an epoch members no longer keep, here in server order."""
+    return state.epoch - message.epoch > state.config.max_past_epochs
 
 
 def requeued(row: IntentRow, group: bytes, now_ms: int, reason: str, cause: str) -> Event:
@@ -189,6 +210,13 @@ def _own(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage, 
     group = message.group_id
     committed = facts.fact(facts.INTENT_COMMITTED, group, _ms(message), {"intent": own.id}, own.id)
     if own.kind is IntentKind.SEND_MESSAGE:
+        if _unreadable(state, message):
+            # It reached the server too many epochs after it was built (it waited through an outage, or we
+            # had not read the group for long): no member can read it (see _application).  Not COMMITTED,
+            # and not sent round again either (a published intent goes back only for a commit's lost race).
+            reason = f"it reached the server {state.epoch - message.epoch} epochs late; no member can read it"
+            data = {"intent": own.id, "attempts": own.attempts, "error": reason}
+            return Result(events=[facts.fact(facts.INTENT_FAILED, group, _ms(message), data, own.id, message.id)])
         text = json.loads(own.request)["text"].encode()
         me = mls.own_credential(state)
         recorded = _record(message, MessageKind.APPLICATION, text, me, members.address_of(state, me))

@@ -16,7 +16,10 @@ One intent takes three steps, none holding a transaction across the network:
 3. ``xmtp.published`` or ``xmtp.publish_failed`` (one transaction each):
    PUBLISHED, or the failure counted and the next try scheduled with
    backoff, ERROR with the reason after :data:`MAX_ATTEMPTS` or at once
-   when the server refuses the message itself.
+   when the server refuses the message itself.  Once step 1 is done an
+   outage never ends the intent: the send may have reached the server
+   (its reply lost), so it is tried again, as built, until the server
+   answers (the server stores a payload sent twice once).
 
 Welcomes leave only once their commit is COMMITTED (read back by sync).
 Adding members needs the invitees' KeyPackages, fetched (and so used up on
@@ -45,6 +48,7 @@ log = logging.getLogger("tessera.xmtp.publish")
 
 MAX_ATTEMPTS = 5
 BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
+MAX_BACKOFF_NS = 300_000_000_000  # 5 min: a built intent is tried until the server answers (see publish_failed)
 #: Server refusals a later try may get past (the group's daily quota, a full store, the store busy).
 RETRYABLE_CODES = frozenset({"rate_limited", "storage_full", "unavailable", "internal_error"})
 
@@ -53,13 +57,13 @@ RETRYABLE_CODES = frozenset({"rate_limited", "storage_full", "unavailable", "int
 
 
 def next_intent(db: Any, group_id: bytes, now_ns: int) -> IntentRow | None:
-    """The intent of ``group_id`` to work on now, if any (see the module's ordering rule)."""
-    for row in queries.open_intents(db, group_id):
-        if row.state is IntentState.PUBLISHED and not row.kind.is_commit:
-            continue
-        if row.state is IntentState.TO_SEND and row.next_attempt_at_ns <= now_ns:
-            return row
-        return None
+    """The intent of ``group_id`` to work on now, if any (see the module's ordering rule).
+
+    One indexed read, whatever the length of the queue or the group's history: the oldest open intent
+    that is not a message already published."""
+    row = queries.first_unsettled(db, group_id)
+    if row is not None and row.state is IntentState.TO_SEND and row.next_attempt_at_ns <= now_ns:
+        return row
     return None
 
 
@@ -182,10 +186,13 @@ def command_publish_failed(ctx: Any, params: dict[str, Any]) -> Result:
     attempts = row.attempts + 1
     error = str(params.get("error") or "unknown error")
     identity = (row.id, "attempt", attempts)
-    if params.get("final") or attempts >= MAX_ATTEMPTS:
+    # A built intent is never given up for failures a retry may get past: the send that failed may have
+    # reached the server (a lost reply, a crash after the send), and then its message is delivered and read
+    # back whatever we record; only the server decides it (a receipt, a refusal, or the message read back).
+    if params.get("final") or (attempts >= MAX_ATTEMPTS and not row.prepared):
         data = {"intent": row.id, "attempts": attempts, "error": error}
         return Result(events=[facts.fact(facts.INTENT_FAILED, row.group_id, ctx.now_ms, data, *identity)])
-    retry_at = ctx.now_ms * 1_000_000 + BACKOFF_BASE_NS * 2 ** (attempts - 1)
+    retry_at = ctx.now_ms * 1_000_000 + min(BACKOFF_BASE_NS * 2 ** (attempts - 1), MAX_BACKOFF_NS)
     data = {"intent": row.id, "attempts": attempts, "error": error, "retry_at_ns": retry_at}
     return Result(events=[facts.fact(facts.PUBLISH_FAILED, row.group_id, ctx.now_ms, data, *identity)])
 
@@ -233,6 +240,10 @@ def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> No
     """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised."""
     try:
         params: dict[str, Any] = {"intent": row.id}
+        # Every network step that can fail before the send comes before step 1: so an intent that is built
+        # may be on the server (only a crash or the send itself came between), and only an unbuilt one is
+        # given up after MAX_ATTEMPTS outages (command_publish_failed).
+        service.join(row.group_id)
         if row.kind is IntentKind.ADD_MEMBERS and not row.prepared:
             addresses = json.loads(row.request)["addresses"]
             params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
@@ -241,7 +252,6 @@ def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> No
             prepared = queries.intent(runtime.db, row.id)
         if prepared is None or prepared.state is not IntentState.TO_SEND or not prepared.prepared:
             return
-        service.join(prepared.group_id)
         receipt = service.send(prepared.group_id, prepared.publish_data)
     except ServiceUnavailable as exc:
         _failed(runtime, row, str(exc), final=False)

@@ -98,12 +98,13 @@ def intent(db: Any, intent_id: str) -> IntentRow | None:
     return None if row is None else _intent(row)
 
 
+# Literal states, not parameters: SQLite uses a partial index only when it can see the query implies its WHERE.
+_OPEN = f"state IN ({int(IntentState.TO_SEND)}, {int(IntentState.PUBLISHED)})"
+
+
 def intent_by_hash(db: Any, group_id: bytes, message_hash: bytes) -> IntentRow | None:
     """Our intent in ``group_id`` whose concrete message hashes to ``message_hash`` (not yet committed)."""
-    row = db.one(
-        f"{_INTENT} WHERE group_id = ? AND message_hash = ? AND state IN (?, ?)",
-        (group_id, message_hash, IntentState.TO_SEND, IntentState.PUBLISHED),
-    )
+    row = db.one(f"{_INTENT} WHERE group_id = ? AND message_hash = ? AND {_OPEN}", (group_id, message_hash))
     return None if row is None else _intent(row)
 
 
@@ -124,11 +125,27 @@ def joined_epoch(db: Any, group_id: bytes) -> int:
 
 def open_intents(db: Any, group_id: bytes) -> list[IntentRow]:
     """A group's intents that are neither committed nor failed, in the order they were made."""
-    rows = db.all(
-        f"{_INTENT} WHERE group_id = ? AND state IN (?, ?) ORDER BY seq",
-        (group_id, IntentState.TO_SEND, IntentState.PUBLISHED),
+    return [_intent(row) for row in db.all(f"{_INTENT} WHERE group_id = ? AND {_OPEN} ORDER BY seq", (group_id,))]
+
+
+def first_unsettled(db: Any, group_id: bytes) -> IntentRow | None:
+    """The oldest intent of the group that holds up the next publish: TO_SEND, or a PUBLISHED commit.
+
+    A message already published does not wait for its read-back, so it is passed over."""
+    row = db.one(
+        f"{_INTENT} WHERE group_id = ? AND {_OPEN} AND NOT (state = ? AND kind = ?) ORDER BY seq LIMIT 1",
+        (group_id, IntentState.PUBLISHED, IntentKind.SEND_MESSAGE),
     )
-    return [_intent(row) for row in rows]
+    return None if row is None else _intent(row)
+
+
+def awaits_confirmation(db: Any, group_id: bytes) -> bool:
+    """Whether something of ours in the group is published and not read back yet."""
+    found = db.one(
+        f"SELECT 1 FROM xmtp_group_intents WHERE group_id = ? AND {_OPEN} AND state = ? LIMIT 1",
+        (group_id, IntentState.PUBLISHED),
+    )
+    return found is not None
 
 
 def intents(db: Any) -> list[IntentRow]:

@@ -61,6 +61,11 @@ CREATE TABLE xmtp_group_intents (
     INDEX xmtp_group_intents_state (state, next_attempt_at_ns)
 ) WITHOUT ROWID;
 
+-- The intents still in play (TO_SEND, PUBLISHED), per group in order, and by the hash of their message:
+-- publishing and reading back visit these, never a group's whole history of committed intents.
+CREATE INDEX xmtp_group_intents_open ON xmtp_group_intents (group_id, seq) WHERE state IN (1, 2);
+CREATE INDEX xmtp_group_intents_open_hash ON xmtp_group_intents (group_id, message_hash) WHERE state IN (1, 2);
+
 -- The welcomes of our ADD_MEMBERS commits, one per invited installation.
 -- state: 1 PENDING (its commit is not confirmed), 2 READY_TO_SEND, 3 SENT.
 CREATE TABLE xmtp_outbound_welcomes (

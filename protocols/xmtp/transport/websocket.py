@@ -70,6 +70,7 @@ class WebSocketService:
         self._keep_pushes = keep_pushes
         self._pushed: queue.Queue[ServerMessage] = queue.Queue(PUSHED_HELD)
         self._client: Client | None = None
+        self._joined: set[bytes] = set()
         self._pump: asyncio.Task[None] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="xmtp-websocket", daemon=True)
@@ -142,10 +143,16 @@ class WebSocketService:
         return _page(self._request("welcomes", cursor, limit))
 
     def join(self, group_id: bytes) -> None:
+        # Membership is the server's lasting state: one join per group and service is enough, and saves a
+        # round trip before every send and every sync of the group.
+        if group_id in self._joined:
+            return
         self._request("join", group_id.hex())
+        self._joined.add(group_id)
 
     def leave(self, group_id: bytes) -> None:
         self._request("leave", group_id.hex())
+        self._joined.discard(group_id)
 
     def publish_key_packages(self, key_packages: Sequence[bytes]) -> int:
         stock: int = self._request("key_package_publish", list(key_packages))
