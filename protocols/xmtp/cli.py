@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -287,7 +288,7 @@ def groups(obj: CliState, as_json: bool) -> None:
     app = _app(obj)
     with app.db.read():
         rows = queries.groups(app.db)
-    listed = [
+    listed: list[dict[str, Any]] = [
         {
             "group": row.id.hex(),
             "name": row.name,
@@ -298,12 +299,11 @@ def groups(obj: CliState, as_json: bool) -> None:
         }
         for row in rows
     ]
-    if as_json:
-        click.echo(output.to_json(listed))
-        return
-    for item in listed:
-        flags = "" if item["active"] else " (removed)"
-        click.echo(f"{item['group']} {item['membership']} epoch {item['epoch']} {item['name']}{flags}")
+    _show(
+        listed,
+        as_json,
+        lambda g: f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}",
+    )
 
 
 @xmtp.command()
@@ -376,11 +376,20 @@ def intents(obj: CliState, as_json: bool) -> None:
         }
         for row in rows
     ]
+    _show(
+        listed,
+        as_json,
+        lambda i: (
+            f"{i['intent']} {i['kind']} {i['state']} attempts {i['attempts']} group {i['group'][:12]}"
+            + (f": {i['reason']}" if i["reason"] else "")
+        ),
+    )
+
+
+def _show(listed: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """A listing as JSON, or one line per item."""
     if as_json:
         click.echo(output.to_json(listed))
         return
     for item in listed:
-        reason = f": {item['reason']}" if item["reason"] else ""
-        click.echo(
-            f"{item['intent']} {item['kind']} {item['state']} attempts {item['attempts']} group {item['group'][:12]}{reason}"
-        )
+        click.echo(line(item))
