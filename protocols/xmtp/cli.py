@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from jobs.cli import CliState
 
 
-def _app(obj: CliState) -> App:
-    return obj.app()
-
-
 def _group_id(text: str) -> bytes:
     try:
         group_id = bytes.fromhex(text)
@@ -76,7 +72,7 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
     """Create our account and installation, register them and publish KeyPackages."""
     if not server.startswith(connection.SCHEMES):
         raise click.BadParameter(f"{server!r} is not a ws:// or wss:// URL", param_hint="--server")
-    app = _app(obj)
+    app = obj.app()
     app.runtime.run_command("xmtp.identity_new", {"server": server, "account_key": account_key})
     with app.db.read():
         made = Vault.of(app.db).identity()
@@ -97,11 +93,11 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
     """Our address, installation, server and KeyPackage stock."""
-    app = _app(obj)
+    app = obj.app()
     with app.db.read():
         vault = Vault.of(app.db)
         me = vault.identity()
-        stock = len(vault.key_packages())
+        stock = len(vault.key_package_refs())
     found = {"address": me.address, "installation": me.installation_id, "server": me.server, "key_packages": stock}
     if as_json:
         click.echo(output.to_json(found))
@@ -142,7 +138,7 @@ def _intent_ids(outcome: Any) -> list[str]:
 @click.pass_obj
 def create_group(obj: CliState, name: str) -> None:
     """A new group with only us in it; prints its id."""
-    app = _app(obj)
+    app = obj.app()
     group_id = os.urandom(16)
     app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
     click.echo(group_id.hex())
@@ -155,7 +151,7 @@ def _members_command(command: str, help_text: str) -> click.Command:
     @publish_option
     @click.pass_obj
     def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool) -> None:
-        app = _app(obj)
+        app = obj.app()
         checked = [parse_address(address) for address in addresses]
         outcome = app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex(), "addresses": checked})
         _after_intent(app, _intent_ids(outcome), no_publish)
@@ -173,7 +169,7 @@ xmtp.add_command(_members_command("remove_members", "Remove accounts from a grou
 @click.pass_obj
 def update_key(obj: CliState, group: str, no_publish: bool) -> None:
     """Refresh our own leaf's keys in a group (a commit of our own)."""
-    app = _app(obj)
+    app = obj.app()
     outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(group).hex()})
     _after_intent(app, _intent_ids(outcome), no_publish)
 
@@ -185,7 +181,7 @@ def update_key(obj: CliState, group: str, no_publish: bool) -> None:
 @click.pass_obj
 def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) -> None:
     """Send each TEXT to a group, in order (one message each)."""
-    app = _app(obj)
+    app = obj.app()
     group_hex = _group_id(group).hex()
     made = []
     for text in texts:
@@ -194,7 +190,7 @@ def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) ->
 
 
 def _decide(obj: CliState, group: str, command: str) -> None:
-    app = _app(obj)
+    app = obj.app()
     app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex()})
     _, processed = _round(app)
     with app.db.read():
@@ -226,7 +222,7 @@ def reject(obj: CliState, group: str) -> None:
 @click.pass_obj
 def sync_command(obj: CliState) -> None:
     """Publish what waits, read every topic, keep the KeyPackage stock."""
-    app = _app(obj)
+    app = obj.app()
     jobs.cold_start(app.runtime)
     service = connection.service_for(app.runtime)
     stocked = keypackages.keep_stock(app.runtime, service)
@@ -241,7 +237,7 @@ def listen(obj: CliState) -> None:
     from protocols.xmtp.listen import Listener
     from protocols.xmtp.transport.websocket import WebSocketService
 
-    app = _app(obj)
+    app = obj.app()
     service = connection.service_for(app.runtime, keep_pushes=True)
     if not isinstance(service, WebSocketService):
         raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
@@ -285,7 +281,7 @@ class _NewMessages:
 @click.pass_obj
 def groups(obj: CliState, as_json: bool) -> None:
     """Our groups with their membership state and epoch."""
-    app = _app(obj)
+    app = obj.app()
     with app.db.read():
         rows = queries.groups(app.db)
     listed: list[dict[str, Any]] = [
@@ -314,7 +310,7 @@ def groups(obj: CliState, as_json: bool) -> None:
 @click.pass_obj
 def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
     """A group's messages, newest page first (oldest first within the page)."""
-    app = _app(obj)
+    app = obj.app()
     group_id = _group_id(group)
     with app.db.read():
         if queries.group(app.db, group_id) is None:
@@ -361,7 +357,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
 @click.pass_obj
 def intents(obj: CliState, as_json: bool) -> None:
     """Every change we asked for: kind, state, attempts, and why one failed."""
-    app = _app(obj)
+    app = obj.app()
     with app.db.read():
         rows = queries.intents(app.db)
     listed: list[dict[str, Any]] = [

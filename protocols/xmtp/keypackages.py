@@ -42,18 +42,19 @@ def new_key_packages(vault: Vault, identity: Identity, count: int) -> list[Any]:
 def command_top_up(ctx: Any, params: dict[str, Any]) -> Result:
     """Make the KeyPackages that bring the unused stock back to :data:`STOCK`."""
     vault = Vault(ctx.state)
-    missing = STOCK - len(vault.key_packages())
+    missing = STOCK - len(vault.key_package_refs())
     if missing <= 0:
         return Result(duplicate=True)
     return Result(intents=new_key_packages(vault, vault.identity(), missing))
 
 
 def unpublished(runtime: Any) -> list[tuple[bytes, bytes]]:
-    """``(ref, KeyPackage bytes)`` of the stock the server has not had."""
+    """``(ref, KeyPackage bytes)`` of the stock the server has not had (only those are unsealed)."""
     with runtime.db.read():
-        stock = Vault.of(runtime.db).key_packages()
+        vault = Vault.of(runtime.db)
         given = {bytes(row[0]) for row in runtime.db.all("SELECT ref FROM xmtp_published_key_packages")}
-    return [(ref, mls.key_package_to_bytes(p.key_package)) for ref, p in stock.items() if ref not in given]
+        fresh = [(ref, vault.key_package(ref)) for ref in vault.key_package_refs() if ref not in given]
+    return [(ref, mls.key_package_to_bytes(private.key_package)) for ref, private in fresh if private is not None]
 
 
 def register(runtime: Any, service: DeliveryService) -> int:
@@ -81,7 +82,7 @@ def register(runtime: Any, service: DeliveryService) -> int:
 def keep_stock(runtime: Any, service: DeliveryService) -> int:
     """Top the stock up and publish what is new (the job); a server that cannot be reached waits for the next pass."""
     with runtime.db.read():
-        short = len(Vault.of(runtime.db).key_packages()) < STOCK
+        short = len(Vault.of(runtime.db).key_package_refs()) < STOCK
     if short:
         runtime.run_command("xmtp.top_up_key_packages", {})
     try:

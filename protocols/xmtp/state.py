@@ -171,6 +171,14 @@ class Vault:
 
     # --- key packages -----------------------------------------------------------------------
 
+    def key_package_refs(self) -> list[bytes]:
+        """The KeyPackageRefs of our stock, read from the names alone (nothing is unsealed)."""
+        return [bytes.fromhex(name[len(KEY_PACKAGE) :]) for name in self.state.keys(KEY_PACKAGE)]
+
+    def key_package(self, ref: bytes) -> mls.KeyPackagePrivate | None:
+        value = self.get(KEY_PACKAGE + ref.hex())
+        return None if value is None else mls.key_package_private_from_bytes(value)
+
     def key_packages(self) -> dict[bytes, mls.KeyPackagePrivate]:
         """Our KeyPackages still in stock on the server, by KeyPackageRef."""
         found = {}
