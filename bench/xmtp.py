@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import cProfile
 import io
@@ -124,6 +125,9 @@ def parse_args() -> argparse.Namespace:
         "--profile", type=int, default=0, metavar="N", help="catch up over N payloads twice more: parts timed, cProfile"
     )
     found.add_argument("--profile-top", type=int, default=25, help="functions printed with --profile")
+    found.add_argument(
+        "--profile-sort", default="tottime", choices=("tottime", "cumulative"), help="order of the cProfile listing"
+    )
     found.add_argument("--json", type=Path, help="also write every figure to this file")
     args = found.parse_args()
     for name, (default, quick) in SIZES.items():
@@ -696,7 +700,7 @@ def split_targets() -> tuple[tuple[Any, str, str], ...]:
         (Database, "_begin_immediate", "  BEGIN IMMEDIATE"),
         (sync, "process_item", "  core pipeline (process_item)"),
         (xmtp.PROTOCOL.handlers, items.GROUP_MESSAGE, "    the handler (handle_group_message)"),
-        (processing, "_already_processed", "      already processed? (two event lookups)"),
+        (processing, "_already_processed", "      already processed? (one lookup of two event ids)"),
         (queries, "group", "      the group's row"),
         (Vault, "group", "      the group state read (cached: no unsealing)"),
         (queries, "intent_by_hash", "      one of our intents? (intent_by_hash)"),
@@ -747,6 +751,19 @@ def timing(targets: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, list[f
             put(owner, name, original)
 
 
+def tally_statements(db: Any) -> collections.Counter[str]:
+    """Count the statements ``db`` runs from now on, by their first words (the profile hook still runs)."""
+    tally: collections.Counter[str] = collections.Counter()
+    hook = db._profile
+
+    def counted(sql: str, nanoseconds: int) -> None:
+        tally[" ".join(sql.split())[:70]] += 1
+        hook(sql, nanoseconds)
+
+    db.conn.set_profile(counted)
+    return tally
+
+
 def profile_catch_up(copy: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     """The catch-up again over the first ``--profile`` payloads, twice, each time on a fresh copy of the
     offline member's database as it was before catching up: once with its parts timed by wrappers, once
@@ -756,11 +773,17 @@ def profile_catch_up(copy: str, url: str, args: argparse.Namespace) -> dict[str,
     for target in (timed_copy, profiled_copy):
         copy_database(copy, target)
     member = Member.open("offline-timed", timed_copy, url, multiprocessing.Array("q", 4), limit=count)
+    statements = tally_statements(member.app.db)
     with timing(split_targets()) as spent:
         found, seconds = catch_up(member, count, f"timing the parts: catching up on {count:,} messages")
     network_s = member.service.network_s
     member.close()
     processed = max(found.processed, 1)
+    report(
+        f"SQL statements per payload ({sum(statements.values()) / processed:.1f} in all)",
+        [(sql, f"{n / processed:.2f}") for sql, n in statements.most_common(25)],
+        ("statement (its start)", "per payload"),
+    )
     rows = [("sync_all, the whole catch-up", f"{seconds / processed * 1e6:,.0f}", "1.00")]
     rows.append(("  waiting on the network (history pages, acks)", f"{network_s / processed * 1e6:,.0f}", ""))
     rows += [(label, f"{s / processed * 1e6:,.0f}", f"{calls / processed:.2f}") for label, (s, calls) in spent.items()]
@@ -777,7 +800,7 @@ def profile_catch_up(copy: str, url: str, args: argparse.Namespace) -> dict[str,
     profiler.disable()
     member.close()
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile_top)
+    pstats.Stats(profiler, stream=out).sort_stats(args.profile_sort).print_stats(args.profile_top)
     console.rule(f"cProfile: catch-up of {again.processed:,} payloads ({again.processed / profiled_s:,.0f}/s profiled)")
     console.print(out.getvalue().rstrip(), markup=False, highlight=False)
     return {

@@ -16,7 +16,10 @@ def _incoming(tick: TickContext) -> int:
     """Incoming items, with due rechecks and deferred items taken first at every step."""
     # has_budget renews the lease: one marker may wake more work than a lease lifetime.
     return _drain(
-        tick, lambda: drain.step(tick.runtime, tick.lease, on_recheck=tick.record, keep_going=tick.has_budget)
+        tick,
+        lambda: drain.step(
+            tick.runtime, tick.lease, on_recheck=tick.record, keep_going=tick.has_budget, limit=tick.budget
+        ),
     )
 
 
@@ -38,9 +41,9 @@ def _drain(tick: TickContext, next_step: Callable[[], drain.Step]) -> int:
         unit = next_step()
         if unit.idle:
             break
-        if unit.outcome is not None:
-            tick.record(unit.outcome)
-        elif unit.rechecked == 0:
+        for outcome in unit.outcomes:
+            tick.record(outcome)
+        if unit.marker and unit.rechecked == 0:
             tick.spend()  # a marker with nothing left to re-handle still cost a transaction
         done += unit.work
     return done

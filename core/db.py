@@ -29,7 +29,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import apsw
@@ -51,6 +51,8 @@ log = logging.getLogger("tessera.db")
 Row = tuple[Any, ...]
 
 _IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE")
+#: What :meth:`Database.staged` returns for a key with nothing staged (None may be a staged value).
+NOT_STAGED: Any = type("NotStaged", (), {"__repr__": lambda self: "NOT_STAGED"})()
 # Written at offset 68 of the SQLite header of every Tessera database: "TESS" in ASCII.
 TESSERA_APPLICATION_ID = 0x54455353
 # The schema loader's own tables, in every Tessera database since the first; they
@@ -331,7 +333,14 @@ class Database:
         self._mode: str | None = None
         self._depth = 0
         self._after_commit: list[Callable[[], None]] = []
+        # Writes held back until COMMIT, latest per key (see stage()); the list keeps their order and history
+        # so a savepoint rolled back restores what was staged before it.
+        self._staged: list[tuple[Hashable, Any, Callable[[Any], None] | None]] = []
+        self._staged_at: dict[Hashable, int] = {}
         self._on_begin: list[Callable[[], None]] = []
+        #: Facts about the tables that hold for the current transaction only (e.g. "no deferred rows"), so a
+        #: per-item probe can be asked once per batch; the code that writes those tables drops its entry.
+        self.memo: dict[str, Any] = {}
         self._last_total_changes = 0
         self._start_changes = 0
         self._ignore_sql: dict[str, bool] = {}
@@ -394,6 +403,54 @@ class Database:
             raise TransactionError("after_commit() needs an open write transaction")
         self._after_commit.append(callback)
 
+    def stage(self, key: Hashable, value: Any, flush: Callable[[Any], None]) -> None:
+        """Hold ``value`` as this transaction's pending write for ``key``: ``flush(value)`` runs once, just before
+        COMMIT, for the last value staged under ``key``.
+
+        A batch of items that each change one piece of state (an MLS group's, say) then encodes and writes it
+        once per transaction instead of once per item, and the intermediate values never reach the disk.  A
+        savepoint rolled back takes its stagings with it; a failing flush rolls the whole transaction back.
+        """
+        if self._mode != "write":
+            raise TransactionError("stage() needs an open write transaction")
+        self._staged_at[key] = len(self._staged)
+        self._staged.append((key, value, flush))
+
+    def unstage(self, key: Hashable) -> None:
+        """Forget what is staged under ``key`` (the caller writes it now, directly)."""
+        if key in self._staged_at:
+            self._staged_at[key] = len(self._staged)
+            self._staged.append((key, None, None))
+
+    def staged(self, key: Hashable) -> Any:
+        """The value staged under ``key`` in this transaction, or :data:`NOT_STAGED`."""
+        at = self._staged_at.get(key)
+        if at is None:
+            return NOT_STAGED
+        _, value, flush = self._staged[at]
+        return NOT_STAGED if flush is None else value
+
+    def staged_keys(self) -> list[Hashable]:
+        """Keys with a value staged in this transaction, in the order first staged."""
+        return [key for key, at in self._staged_at.items() if self._staged[at][2] is not None]
+
+    def _drop_staged_after(self, length: int) -> None:
+        if len(self._staged) == length:
+            return
+        del self._staged[length:]
+        self._staged_at = {}
+        for at, (key, _, _) in enumerate(self._staged):
+            self._staged_at[key] = at
+
+    def _flush_staged(self) -> None:
+        # A flush may stage again (it must not): take the list first so a loop cannot form.
+        staged, latest = self._staged, self._staged_at
+        self._staged, self._staged_at = [], {}
+        for at in sorted(latest.values()):
+            _, value, flush = staged[at]
+            if flush is not None:
+                flush(value)
+
     # --- transactions ------------------------------------------------------
 
     @property
@@ -414,6 +471,7 @@ class Database:
 
     def _begin(self, mode: str) -> None:
         self._mode = mode
+        self.memo.clear()
         self._start_changes = self.conn.total_changes()
         for callback in self._on_begin:
             callback()
@@ -427,6 +485,12 @@ class Database:
                     raise unavailable(self.path, exc) from exc
                 raise StorageError(f"{self.path}: {exc}") from exc
             return
+        if self._staged:
+            try:
+                self._flush_staged()
+            except BaseException as flush_error:
+                self._finish(flush_error)
+                raise
         try:
             self.conn.execute("COMMIT")
         except apsw.Error as commit_error:
@@ -443,6 +507,8 @@ class Database:
     def _rollback(self) -> None:
         self._mode = None
         self._after_commit.clear()
+        self._staged.clear()
+        self._staged_at.clear()
         if not self.conn.get_autocommit():
             self.conn.execute("ROLLBACK")
 
@@ -542,7 +608,7 @@ class Database:
 class _Write:
     """Context manager behind :meth:`Database.write` (a class: this is the hot path)."""
 
-    __slots__ = ("db", "pending", "savepoint")
+    __slots__ = ("db", "pending", "savepoint", "staged")
 
     def __init__(self, db: Database):
         self.db = db
@@ -554,6 +620,7 @@ class _Write:
             db._depth += 1
             self.savepoint = f"tessera_sp{db._depth}"
             self.pending = len(db._after_commit)
+            self.staged = len(db._staged)
             db.conn.execute(f"SAVEPOINT {self.savepoint}")
             return db
         if db._mode == "read":
@@ -578,6 +645,7 @@ class _Write:
             db.conn.execute(f"RELEASE {name}")
             return
         del db._after_commit[self.pending :]
+        db._drop_staged_after(self.staged)
         if db.conn.get_autocommit():
             # SQLite rolled the whole transaction back (it may on a full disk, an I/O error, no
             # memory): the caller's outer transaction is gone, so it must not carry on as if in it.

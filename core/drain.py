@@ -13,6 +13,7 @@ from collections.abc import Callable
 import attrs
 
 from core import leases, queues, recheck
+from core.batch import MicroBatch
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.leases import Lease
@@ -48,6 +49,35 @@ def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | 
         return process_item(rt, item, now)
 
 
+def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: int | None = None) -> list[Outcome]:
+    """Incoming items, oldest first, in one micro-batch (:mod:`core.batch`): each item's handling in its own
+    savepoint (a failing item is retried or parked as in one-item mode), one COMMIT for them all.
+
+    The batch ends at ``batch_items`` items (or ``limit``), after ``batch_ms``, when the queue is empty, or
+    as soon as an item scheduled work that :func:`step` takes before the next incoming item (a deferred
+    item, a recheck marker): so partitions keep their order across retries and unblocked items go first,
+    exactly as with one item per transaction.  A crash loses the batch's uncommitted items whole; they are
+    still in ``incoming`` and are processed again.  The outcomes are returned once committed.
+    """
+    settings = rt.db.settings
+    most = settings.batch_items if limit is None else max(1, min(limit, settings.batch_items))
+    outcomes: list[Outcome] = []
+
+    def next_item() -> Outcome | None:
+        item = queues.oldest_incoming(rt.db)
+        return None if item is None else process_item(rt, item, rt.clock.now_ms())
+
+    with MicroBatch(rt.db, max_items=most, on_begin=lambda: _fence(rt, lease, rt.clock.now_ms())) as batch:
+        while True:
+            outcome = batch.run(next_item, isolated=False)  # process_item isolates the item's own failure
+            if outcome is None:
+                break
+            outcomes.append(outcome)
+            if not batch.open or queues.work_scheduled(rt.db):
+                break
+    return outcomes
+
+
 OnOutcome = Callable[[Outcome], None]
 
 
@@ -64,16 +94,24 @@ class Step:
     outcome: Outcome | None = None
     marker: bool = False
     rechecked: int = 0
+    batch: tuple[Outcome, ...] = ()
 
     @property
     def idle(self) -> bool:
         """Nothing was due."""
-        return self.outcome is None and not self.marker
+        return self.outcome is None and not self.marker and not self.batch
 
     @property
     def work(self) -> int:
         """Units of work done: one per item, at least one per marker (a claim is a transaction)."""
+        if self.batch:
+            return len(self.batch)
         return max(self.rechecked, 1) if self.marker else int(self.outcome is not None)
+
+    @property
+    def outcomes(self) -> tuple[Outcome, ...]:
+        """The outcomes of the items this step processed itself (a marker's go to ``on_recheck``)."""
+        return self.batch or ((self.outcome,) if self.outcome is not None else ())
 
 
 IDLE = Step()
@@ -90,6 +128,7 @@ def step(
     *,
     on_recheck: OnOutcome | None = None,
     keep_going: Callable[[], bool] | None = None,
+    limit: int | None = None,
 ) -> Step:
     """One unit of queue work, oldest obligations first.
 
@@ -99,6 +138,9 @@ def step(
     whole backlog (where, for a protocol like Marmot, its epoch keys might
     already have been retired).  Outcomes of items a marker re-handled go to
     ``on_recheck`` (see :func:`drain_next_marker` for ``keep_going``).
+
+    Incoming items are taken a micro-batch at a time (:func:`process_incoming_batch`, at most ``limit``)
+    unless the ``batch_items`` setting is 1.
     """
     now = rt.clock.now_ms()
     with rt.db.read():
@@ -112,6 +154,9 @@ def step(
         deferred = item_step(process_next_deferred(rt, lease))
         if not deferred.idle:
             return deferred
+    if rt.db.settings.batch_items > 1 and limit != 1:
+        batch = process_incoming_batch(rt, lease, limit=limit)
+        return Step(batch=tuple(batch)) if batch else IDLE
     return item_step(process_next_incoming(rt, lease))
 
 
@@ -244,8 +289,8 @@ def run_until_idle(rt: Runtime, *, advance_clock: bool = False, max_units: int =
     recover_claims(rt)
     for _ in range(max_units):
         unit = step(rt, on_recheck=summary.add)
-        if unit.outcome is not None:
-            summary.add(unit.outcome)
+        for outcome in unit.outcomes:
+            summary.add(outcome)
         summary.rechecked += unit.rechecked
         if not unit.idle:
             continue

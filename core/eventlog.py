@@ -193,6 +193,15 @@ def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
     return stored_event(row) if row else None
 
 
+def any_known(db: Database, protocol: str, event_ids: Sequence[bytes]) -> bool:
+    """Whether any of ``event_ids`` of ``protocol`` is in the log (tombstones count): one indexed statement."""
+    if not event_ids:
+        return False
+    marks = ", ".join("?" * len(event_ids))
+    sql = f"SELECT 1 FROM events WHERE protocol = ? AND event_id IN ({marks}) LIMIT 1"
+    return db.one(sql, (protocol, *event_ids)) is not None
+
+
 def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: bytes, now_ms: int) -> list[int]:
     """Empty the payloads of ``protocol``'s events ``event_ids``, inside the current write transaction.
 

@@ -6,7 +6,8 @@ handler returns is refused with :class:`UnknownIntent`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 
@@ -104,6 +105,23 @@ class WriteProtocolState:
     value: bytes | None
 
 
+@attrs.frozen
+class StageProtocolState:
+    """Set one protocol state value to ``encode(value)``, written once when the transaction commits.
+
+    For state that changes with nearly every item (an MLS group's ratchets): in a transaction of many items
+    (micro-batch mode) only the last value staged under ``key`` is encoded and written, so the encoding is
+    paid once per batch and the values in between never reach the disk — a key consumed by a later item
+    of the batch is not on disk when it commits.  Until then reads through ``ctx.state.staged(key)`` give
+    ``value`` itself and ``ctx.state.get(key)`` its encoding; a later ``WriteProtocolState`` of the key
+    replaces it.  ``encode`` must be pure apart from caching (it runs at COMMIT, maybe more than once).
+    """
+
+    key: str
+    value: object
+    encode: Callable[[Any], bytes] = attrs.field(repr=False)
+
+
 def _byte_strings(values: Iterable[bytes]) -> tuple[bytes, ...]:
     return tuple(values)
 
@@ -130,6 +148,7 @@ ALLOWED_INTENTS = (
     AppendBlobSlice,
     EnqueueRecheck,
     WriteProtocolState,
+    StageProtocolState,
     PurgeEvents,
 )
 
@@ -142,5 +161,6 @@ Intent = (
     | AppendBlobSlice
     | EnqueueRecheck
     | WriteProtocolState
+    | StageProtocolState
     | PurgeEvents
 )

@@ -169,7 +169,7 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     if len(item.blob) > limit:
         raise PermanentError(f"item is {len(item.blob)} bytes; the limit is {limit} (TESSERA_MAX_ITEM_BYTES)")
     protocol = rt.registry.protocol(item.protocol)
-    envelope = protocol.decode(item.blob)
+    envelope = protocol.decode(item.blob) if item.decoded is None else item.decoded
     decoded.append(envelope.partition_key)
     if (
         envelope.partition_key

@@ -13,7 +13,7 @@ import attrs
 
 from core.db import Database
 from core.errors import NotFound
-from core.records import ItemSource
+from core.records import Envelope, ItemSource
 
 
 @attrs.frozen
@@ -28,6 +28,9 @@ class WorkItem:
         attempts: failed tries so far.
         first_failed_at_ms: time of the first failure, if any.
         partition_key: known partition (deferred/blocked rows), else ''.
+        decoded: what the protocol's ``decode`` gives for ``blob``, when the caller made ``blob`` from it
+            (a plugin's own catch-up), so the pipeline does not parse it again; ``blob`` is still what is
+            kept if the item is retried or parked.
     """
 
     protocol: str
@@ -37,6 +40,7 @@ class WorkItem:
     attempts: int = 0
     first_failed_at_ms: int | None = None
     partition_key: str = ""
+    decoded: Envelope | None = attrs.field(default=None, eq=False, repr=False)
 
 
 # --- incoming ---------------------------------------------------------------
@@ -106,6 +110,8 @@ def enqueue_deferred(
     origin: str = "scheduled",
 ) -> bool:
     """Schedule ``payload``; False when the idempotency key was already queued."""
+    db.memo.pop(_DEFERRED_EMPTY, None)
+    note_work_scheduled(db)
     db.execute(
         _ENQUEUE_DEFERRED,
         (
@@ -128,9 +134,30 @@ def enqueue_deferred(
 _PARTITION_HAS_WAITING = "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued') LIMIT 1"
 
 
+_DEFERRED_EMPTY = "queues.deferred_empty"
+_WORK_SCHEDULED = "queues.work_scheduled"
+
+
+def note_work_scheduled(db: Database) -> None:
+    """Say that the current transaction scheduled work (a deferred item, a recheck marker) which the drainer
+    takes before the next incoming item, so a micro-batch ends here (:func:`core.drain.process_incoming_batch`)."""
+    db.memo[_WORK_SCHEDULED] = True
+
+
+def work_scheduled(db: Database) -> bool:
+    """Whether work was scheduled since the last call in this transaction (and forget it)."""
+    return bool(db.memo.pop(_WORK_SCHEDULED, False))
+
+
 def partition_has_waiting(db: Database, partition_key: str) -> bool:
-    """Whether a new item of ``partition_key`` must queue behind items of it in ``deferred``."""
-    return db.one(_PARTITION_HAS_WAITING, (partition_key,)) is not None
+    """Whether a new item of ``partition_key`` must queue behind items of it in ``deferred``.
+
+    When ``deferred`` is empty (the usual case in a catch-up), that is asked once per transaction rather than
+    once per item: only :func:`enqueue_deferred` adds rows, and it drops the memo."""
+    empty = db.memo.get(_DEFERRED_EMPTY)
+    if empty is None:
+        empty = db.memo[_DEFERRED_EMPTY] = db.one("SELECT 1 FROM deferred LIMIT 1") is None
+    return not empty and db.one(_PARTITION_HAS_WAITING, (partition_key,)) is not None
 
 
 def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from core import queues
 from core.db import Database, Row
 from core.queues import WorkItem
 from core.records import EVENT_WAIT, ItemSource, StoredEvent, event_wait_key
@@ -50,6 +51,7 @@ def block(
     With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
     the item first blocked, however often it blocks again in between.
     """
+    db.memo.pop(_NO_EVENT_WAITS, None)
     if item.source is ItemSource.BLOCKED:
         db.execute(
             _REBLOCK,
@@ -96,6 +98,8 @@ _REBLOCK = (
 def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at_ms: int) -> None:
     """Upsert the one marker for this reason, if anything is blocked on it."""
     db.execute(_ENQUEUE, (reason_type, reason_key, available_at_ms, reason_type, reason_key))
+    if db.changes():
+        queues.note_work_scheduled(db)
 
 
 _SCHEDULE = (
@@ -117,6 +121,8 @@ def schedule_marker(db: Database, reason_type: str, reason_key: str, at_ms: int)
     only records the time, which :func:`finish_marker` then uses.
     """
     db.execute(_SCHEDULE, (reason_type, reason_key, at_ms, reason_type, reason_key))
+    if db.changes():
+        queues.note_work_scheduled(db)
 
 
 _CLAIM = (
@@ -291,12 +297,17 @@ def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[E
 
 
 _ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"
+_NO_EVENT_WAITS = "recheck.no_event_waits"
 
 
 def wake_event_waits(db: Database, events: Sequence[StoredEvent], now_ms: int) -> None:
     """Enqueue the marker of every item waiting for one of ``events`` (see
-    :func:`core.records.wait_for_event`); one indexed probe when nothing waits."""
+    :func:`core.records.wait_for_event`); when nothing waits, one indexed probe per transaction (only
+    :func:`block` adds waits, and it drops the memo)."""
+    if db.memo.get(_NO_EVENT_WAITS):
+        return
     if db.one(_ANY_WAIT_OF_TYPE, (EVENT_WAIT,)) is None:
+        db.memo[_NO_EVENT_WAITS] = True
         return
     for event in events:
         key = event_wait_key(event.protocol, event.event_id)

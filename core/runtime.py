@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import attrs
 
 from core import blobs, eventlog, queues, recheck
 from core.clock import Clock, SystemClock
-from core.db import Database, environment_failure
+from core.db import NOT_STAGED, Database, environment_failure
 from core.errors import PluginError, UnknownIntent
 from core.intents import (
     AppendBlobSlice,
@@ -32,6 +33,7 @@ from core.intents import (
     EnqueueRecheck,
     PurgeEvents,
     RemoveIncoming,
+    StageProtocolState,
     WriteProtocolState,
 )
 from core.kv import KV
@@ -90,6 +92,11 @@ class Context:
         that has not arrived yet.
         """
         return eventlog.by_id(self.runtime.db, protocol, event_id)
+
+    def knows_any(self, protocol: str, *event_ids: bytes) -> bool:
+        """Whether the log holds any of ``event_ids`` of ``protocol`` (one statement, no row read back):
+        the cheap way for a handler to recognise an input it recorded a fact about before."""
+        return eventlog.any_known(self.runtime.db, protocol, event_ids)
 
     def __repr__(self) -> str:
         return f"Context(protocol={self.protocol!r}, now_ms={self.now_ms})"
@@ -171,8 +178,11 @@ class Runtime:
                 self._apply_projector(projector, event, now_ms)
                 touched[projector.name] = event.seq
         for name, seq in touched.items():
-            self.db.execute(
-                "UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name = ?", (seq, name)
+            # Staged: a micro-batch moves each projection's watermark once, at COMMIT, to its highest seq.
+            key = (_WATERMARK, name)
+            before = self.db.staged(key)
+            self.db.stage(
+                key, seq if before is NOT_STAGED else max(before, seq), partial(_move_watermark, self.db, name)
             )
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
@@ -235,6 +245,13 @@ class Runtime:
             self.registry.notify("on_events_committed", events=events)
 
 
+_WATERMARK = "projections.last_applied_seq"
+
+
+def _move_watermark(db: Database, name: str, seq: int) -> None:
+    db.execute("UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name = ?", (seq, name))
+
+
 # --- intent appliers -----------------------------------------------------------
 
 
@@ -284,6 +301,10 @@ def _state(rt: Runtime, protocol: str, intent: WriteProtocolState, now_ms: int) 
     ProtocolState(rt.db, protocol).put(intent.key, intent.value, now_ms)
 
 
+def _stage(rt: Runtime, protocol: str, intent: StageProtocolState, now_ms: int) -> None:
+    ProtocolState(rt.db, protocol).stage(intent.key, intent.value, intent.encode, now_ms)
+
+
 def _purge(rt: Runtime, protocol: str, intent: PurgeEvents, now_ms: int) -> None:
     eventlog.purge(rt.db, protocol, intent.event_ids, intent.recorded_by, now_ms)
 
@@ -295,5 +316,6 @@ _INTENT_APPLIERS: dict[type, Callable[[Runtime, str, Any, int], None]] = {
     AppendBlobSlice: _blob_slice,
     EnqueueRecheck: _recheck,
     WriteProtocolState: _state,
+    StageProtocolState: _stage,
     PurgeEvents: _purge,
 }

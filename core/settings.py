@@ -57,6 +57,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_item_bytes", 1_048_576, "Largest wire blob ingest accepts; bigger ones are refused.", 1, _SQLITE_MAX_LENGTH
     ),
+    Setting(
+        "batch_items",
+        256,
+        "Micro-batch mode: items committed together, each in its own savepoint (a failing item rolls back "
+        "alone); a crash loses at most the uncommitted batch, which is then redone. 1: a transaction per item.",
+        1,
+        100_000,
+    ),
+    Setting(
+        "batch_ms",
+        50,
+        "A micro-batch commits after this long even if it has fewer items: the longest a batch holds the write "
+        "lock, and the longest its items wait to be seen by readers.",
+        1,
+        60_000,
+    ),
     Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked.", 1, 1000),
     Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it.", 1, _DAY_MS),
     Setting("retry_max_ms", 300_000, "Upper bound of the retry delay.", 1, 30 * _DAY_MS),
@@ -203,6 +219,8 @@ class Settings:
     optimize_after_rows: int = _field("optimize_after_rows")
     secure_delete: int = _field("secure_delete")
     scrub_interval_ms: int = _field("scrub_interval_ms")
+    batch_items: int = _field("batch_items")
+    batch_ms: int = _field("batch_ms")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -1,8 +1,16 @@
-"""Opaque, authoritative protocol state (e.g. MLS group snapshots)."""
+"""Opaque, authoritative protocol state (e.g. MLS group snapshots).
+
+A value is written at once (:meth:`ProtocolState.put`) or staged (:meth:`ProtocolState.stage`): kept as
+an object until the transaction commits, then encoded and written once, however many items of the
+transaction changed it.  Reads in the transaction see what was staged.
+"""
 
 from __future__ import annotations
 
-from core.db import Database
+from collections.abc import Callable
+from typing import Any
+
+from core.db import NOT_STAGED, Database
 
 
 class ProtocolState:
@@ -13,6 +21,9 @@ class ProtocolState:
         self.protocol = protocol
 
     def get(self, key: str) -> bytes | None:
+        staged = self.db.staged((self.protocol, key))
+        if staged is not NOT_STAGED:
+            return bytes(staged[1](staged[0]))
         value = self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
         return None if value is None else bytes(value)
 
@@ -21,10 +32,29 @@ class ProtocolState:
             "SELECT key FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? ORDER BY key",
             (self.protocol, prefix, prefix + "\U0010ffff"),
         )
-        return [r[0] for r in rows]
+        found = {r[0] for r in rows}
+        for staged in self.db.staged_keys():
+            if isinstance(staged, tuple) and staged[0] == self.protocol and str(staged[1]).startswith(prefix):
+                found.add(staged[1])
+        return sorted(found)
+
+    def staged(self, key: str) -> Any:
+        """The object staged under ``key`` in this transaction, or None (nothing staged: read :meth:`get`)."""
+        staged = self.db.staged((self.protocol, key))
+        return None if staged is NOT_STAGED else staged[0]
+
+    def stage(self, key: str, value: object, encode: Callable[[Any], bytes], now_ms: int) -> None:
+        """Set ``key`` to ``encode(value)`` when the current write transaction commits (see the module docs)."""
+        self.db.stage(
+            (self.protocol, key), (value, encode), lambda staged: self._write(key, staged[1](staged[0]), now_ms)
+        )
 
     def put(self, key: str, value: bytes | None, now_ms: int) -> None:
         """Set (or delete, when ``value`` is None) inside the current write transaction."""
+        self.db.unstage((self.protocol, key))
+        self._write(key, value, now_ms)
+
+    def _write(self, key: str, value: bytes | None, now_ms: int) -> None:
         if value is None:
             self.db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
             return

@@ -50,8 +50,11 @@ def decode(blob: bytes) -> Envelope:
     parsed = loads_untrusted(blob)
     if not isinstance(parsed, dict) or not isinstance(parsed.get("message"), dict):
         raise MalformedInput(None, "an xmtp item is an object with a message")
-    topic = _field(parsed, "topic", str)
-    message = _message(parsed["message"])
+    return envelope(_field(parsed, "topic", str), _message(parsed["message"]))
+
+
+def envelope(topic: str, message: ServerMessage) -> Envelope:
+    """The envelope of ``message`` read on ``topic`` (what :func:`decode` gives for :func:`encode`'s bytes)."""
     kind = WELCOME_MESSAGE if topic.startswith("w/") else GROUP_MESSAGE
     if (kind == WELCOME_MESSAGE) != (message.message_type == WELCOME):
         raise MalformedInput("message.type", f"a {kind} topic item cannot hold message type {message.message_type}")

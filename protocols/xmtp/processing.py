@@ -69,7 +69,7 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
 
 def _already_processed(ctx: Any, message: ServerMessage) -> bool:
     kinds = (facts.MESSAGE_RECORDED, facts.EPOCH_MOVED)
-    return any(ctx.event(PROTOCOL, derive_event_id(k, message.group_id, message.id)) is not None for k in kinds)
+    return bool(ctx.knows_any(PROTOCOL, *(derive_event_id(k, message.group_id, message.id) for k in kinds)))
 
 
 def _sent_at_ns(message: ServerMessage) -> int:

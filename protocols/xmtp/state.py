@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from core.errors import ConfigurationError
-from core.intents import WriteProtocolState
+from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.mls import at_rest
@@ -155,19 +155,31 @@ class Vault:
     def group(self, group_id: bytes) -> mls.GroupState:
         """Our engine state in ``group_id``; :class:`GroupUnknown` when we hold none."""
         name = GROUP + group_id.hex()
+        staged = self.state.staged(name)
+        if isinstance(staged, mls.GroupState):
+            return staged
         sealed = self.state.get(name)
         if sealed is None:
             raise GroupUnknown(f"no group {group_id.hex()} on this database; `tessera xmtp groups` lists them")
         return _opened.open(self.key, name, sealed, mls.restore)
 
     def has_group(self, group_id: bytes) -> bool:
-        return self.state.get(GROUP + group_id.hex()) is not None
-
-    def group_intent(self, group_id: bytes, state: mls.GroupState) -> WriteProtocolState:
         name = GROUP + group_id.hex()
-        intent = self.intent(name, mls.snapshot(state))
-        _opened.remember(self.key, name, intent.value or b"", state)
-        return intent
+        return self.state.staged(name) is not None or self.state.get(name) is not None
+
+    def group_intent(self, group_id: bytes, state: mls.GroupState) -> StageProtocolState:
+        """Our state in the group becomes ``state``: staged, so a transaction of many payloads of one group
+        seals and writes it once, at COMMIT (and the ratchet secrets it consumed in between never reach
+        the disk)."""
+        name = GROUP + group_id.hex()
+        key = self.key
+
+        def seal(value: mls.GroupState) -> bytes:
+            sealed = SEALER.seal(key, name, mls.snapshot(value))
+            _opened.remember(key, name, sealed, value)
+            return sealed
+
+        return StageProtocolState(name, state, seal)
 
     # --- key packages -----------------------------------------------------------------------
 

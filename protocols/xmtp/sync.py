@@ -27,14 +27,18 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import attrs
 
+from core.batch import MicroBatch
+from core.errors import MalformedInput
 from core.pipeline import process_item
 from core.queues import WorkItem
-from core.records import ItemSource
+from core.records import Envelope, ItemSource
 from protocols.xmtp import items, queries
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.items import PROTOCOL
@@ -141,24 +145,35 @@ def holding(runtime: Any, topic: str) -> Iterator[str | None]:
 
 def process(runtime: Any, topic: str, message: ServerMessage) -> None:
     """One payload through the pipeline, and the topic's cursor past it, in one transaction."""
-    blob = items.encode(topic, message)
-    item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=message.group_id.hex())
     with runtime.db.write():
-        # A group's history holds the welcomes its members sent, too (the server stores each under its
-        # group for its one recipient, and `history` returns every message of the group): the invitee
-        # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
-        if not (topic.startswith("g/") and message.message_type == WELCOME):
-            process_item(runtime, item, runtime.clock.now_ms())
-        _advance(runtime, topic, message)
-        if topic.startswith("w/"):
-            # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
-            # only once its commit is read back, and by then the others may have stored messages and commits
-            # of our first epoch before it.  What predates our epoch is passed by (processing._application).
-            runtime.db.execute(
-                "INSERT INTO xmtp_topic_refresh_state(topic, cursor, last_message_timestamp_ns) VALUES (?, '', 0) "
-                "ON CONFLICT DO NOTHING",
-                (items.group_topic(message.group_id),),
-            )
+        process_in_transaction(runtime, topic, message)
+
+
+def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> None:
+    """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).  The
+    payload's handling runs in a savepoint of the core pipeline, which disposes of a failing payload in
+    the transaction, so the cursor moves past every payload either way."""
+    blob = items.encode(topic, message)
+    try:
+        decoded: Envelope | None = items.envelope(topic, message)
+    except MalformedInput:
+        decoded = None  # the pipeline parses the bytes itself and parks the item with the reason
+    item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=message.group_id.hex(), decoded=decoded)
+    # A group's history holds the welcomes its members sent, too (the server stores each under its
+    # group for its one recipient, and `history` returns every message of the group): the invitee
+    # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
+    if not (topic.startswith("g/") and message.message_type == WELCOME):
+        process_item(runtime, item, runtime.clock.now_ms())
+    _advance(runtime, topic, message)
+    if topic.startswith("w/"):
+        # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
+        # only once its commit is read back, and by then the others may have stored messages and commits
+        # of our first epoch before it.  What predates our epoch is passed by (processing._application).
+        runtime.db.execute(
+            "INSERT INTO xmtp_topic_refresh_state(topic, cursor, last_message_timestamp_ns) VALUES (?, '', 0) "
+            "ON CONFLICT DO NOTHING",
+            (items.group_topic(message.group_id),),
+        )
 
 
 def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
@@ -185,17 +200,30 @@ def sync_topic(
 
 
 def drain_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
-    """Everything after ``cursor`` through the pipeline, a page at a time (the caller holds the lock)."""
-    while True:
-        page: Page = fetch(cursor or None, PAGE)
+    """Everything after ``cursor`` through the pipeline, a page at a time (the caller holds the lock).
+
+    The next page is asked for while this one is processed (a second thread waits for it), so a catch-up
+    waits on the network only when the service is slower than we are."""
+    page: Page = fetch(cursor or None, PAGE)
+    with ThreadPoolExecutor(1, thread_name_prefix="xmtp-read-ahead") as ahead:
+        while True:
+            following = ahead.submit(fetch, page.messages[-1].cursor, PAGE) if page.has_more and page.messages else None
+            _process_page(runtime, topic, page, report)
+            if acknowledge is not None and page.messages:
+                _acknowledge(acknowledge, [m.id for m in page.messages])
+            if following is None:
+                return
+            page = following.result()
+
+
+def _process_page(runtime: Any, topic: str, page: Page, report: SyncReport) -> None:
+    # A page's payloads share transactions (micro-batches: each payload in its own savepoint with its cursor
+    # move, a commit every batch_items payloads or batch_ms): a crash redoes the uncommitted payloads whole,
+    # and the page is committed before the server is told it was processed.
+    with MicroBatch(runtime.db) as batch:
         for message in page.messages:
-            process(runtime, topic, message)
+            batch.run(partial(process_in_transaction, runtime, topic, message), isolated=False)
             report.processed += 1
-            cursor = message.cursor
-        if acknowledge is not None and page.messages:
-            _acknowledge(acknowledge, [m.id for m in page.messages])
-        if not page.has_more or not page.messages:
-            return
 
 
 def cursor_of(runtime: Any, topic: str) -> str:

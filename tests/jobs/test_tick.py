@@ -82,7 +82,11 @@ def test_releases_the_lease_on_exit(app):
     assert lease is not None and lease["expires_at_ms"] == 0 and lease["token"] == 1
 
 
-def test_lost_lease_mid_pass_returns_to_standby(app, monkeypatch):
+@pytest.mark.parametrize("batch_items", [1, 2])
+def test_lost_lease_mid_pass_returns_to_standby(make_app, settings, monkeypatch, batch_items):
+    """The lease is checked as each transaction begins: one item per transaction stops after the first
+    item, a micro-batch after the batch that was open when the lease was taken."""
+    app = make_app([ledger], ["ledger"], app_settings=attrs.evolve(settings, batch_items=batch_items))
     push(app, *(ledger.wire("deposit", f"d{n}") for n in range(3)))
     daemon = TickDaemon(app, mode="once")
     original = daemon.heartbeat
@@ -95,9 +99,9 @@ def test_lost_lease_mid_pass_returns_to_standby(app, monkeypatch):
 
     monkeypatch.setattr(daemon, "heartbeat", steal_after_first_item)
     report = daemon.run()
-    assert report.items == 1
+    assert report.items == batch_items
     assert daemon.lease is None
-    assert app.db.value("SELECT count(*) FROM incoming") == 2
+    assert app.db.value("SELECT count(*) FROM incoming") == 3 - batch_items
 
 
 def test_counters_reach_status(app):
