@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import attrs
 import pytest
 
@@ -38,7 +40,7 @@ def insert(db: Database, value: str) -> None:
 def test_units_commit_together_every_max_items(table, other):
     with MicroBatch(table, max_items=3, max_ms=60_000) as batch:
         for n in range(7):
-            batch.run(lambda n=n: insert(table, f"v{n}"))
+            batch.run(partial(insert, table, f"v{n}"))
             if n == 1:
                 assert rows(other) == []  # nothing is visible before the batch commits
         assert batch.commits == 2 and batch.open  # v0-v2 and v3-v5 committed; v6 still open
@@ -96,7 +98,7 @@ def test_on_begin_runs_first_in_each_transaction_and_its_failure_opens_nothing(t
     calls: list[bool] = []
     with MicroBatch(table, max_items=2, on_begin=lambda: calls.append(table.in_write)) as batch:
         for n in range(5):
-            batch.run(lambda n=n: insert(table, f"v{n}"))
+            batch.run(partial(insert, table, f"v{n}"))
     assert calls == [True, True, True]
 
     def refuse() -> None:
