@@ -36,7 +36,12 @@ intent, publishes and reads it back, sends the welcomes; each invitee syncs, acc
 ``--profile N`` then catches up twice more over the first N payloads, each time on a copy of the offline
 member's database made before its catch-up: once with the parts of a payload's handling timed by
 wrappers (put on for the run and taken off after, as bench/mls_counting.py does; nothing is edited), once
-under cProfile, printing its top ``--profile-top`` functions.
+under cProfile, printing its top ``--profile-top`` functions (``--profile-sort cumulative`` orders
+them by time including callees), after a table of the SQL statements run per payload.
+
+The clients run with the built-in settings whatever the environment says, except ``TESSERA_BATCH_ITEMS``
+and ``TESSERA_BATCH_MS``: the catch-up commits micro-batches by default; ``TESSERA_BATCH_ITEMS=1``
+measures a transaction per payload.
 """
 
 from __future__ import annotations
@@ -86,7 +91,10 @@ WINDOW = 16  # sends in flight while filling the catch-up group
 MAX_ROUNDS = 50
 #: Twenty databases commit side by side on two cores: a checkpoint's COMMIT takes 50-100 ms now and then, and
 #: the slow-statement log lines would break the progress display.
-QUIET = Settings.load(env={}, slow_statement_ms=60_000)
+# Built-in settings whatever the environment says, except the micro-batch ones (compare the modes with
+# TESSERA_BATCH_ITEMS=1 against the default).
+BATCH_SETTINGS = ("TESSERA_BATCH_ITEMS", "TESSERA_BATCH_MS")
+QUIET = Settings.load(env={k: v for k, v in os.environ.items() if k in BATCH_SETTINGS}, slow_statement_ms=60_000)
 
 #: Each count's (default, --quick) value.
 SIZES: dict[str, tuple[Any, Any]] = {
