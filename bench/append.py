@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TypeVar
 
 import apsw
 import benchproto
 from common import Workdir, console, open_bench_app, parser, report, timed
 from rich.progress import track
+from suite import Figure, Run, run_json
 
 from core import eventlog
 from core.app import App
@@ -148,6 +150,91 @@ def compare(
         our_rates.append(count / seconds)
     ratios = [o / r for o, r in zip(our_rates, raw_rates, strict=False)]
     return statistics.median(raw_rates), statistics.median(our_rates), ratios
+
+
+ES_REQUIREMENT = "eventsourcing==9.5.6"
+ES_SCRIPT = Path(__file__).resolve().parent / "peers" / "eventsourcing_append.py"
+
+
+def eventsourcing_python() -> Path:
+    """The interpreter of the peers cache's virtualenv holding the ``eventsourcing`` library (installed on first
+    use, as the test suite's peers are: see tests/_peers.py)."""
+    from tests._peers import install_once, python_venv
+
+    def build(work: Path) -> None:
+        python_venv(work, [ES_REQUIREMENT])
+
+    home = install_once("eventsourcing", build, pinned=ES_REQUIREMENT)
+    return home / "venv" / "bin" / "python"
+
+
+def eventsourcing_rate(run: Run, count: int, payload: int, mode: str, synchronous: str) -> float:
+    """The library's events/s saving ``count`` events ``mode`` (per-item or batched), on a fresh file."""
+    path = run.work.db(f"eventsourcing-{mode}-{synchronous}")
+    with console.status(f"eventsourcing {mode} ({synchronous} settings): {count:,} events"):
+        found = run_json(
+            [str(eventsourcing_python()), str(ES_SCRIPT), path, str(count), str(payload), mode, synchronous], 3600
+        )
+    return float(found["rate"])
+
+
+def figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: our append per item and batched against raw apsw, and against the
+    ``eventsourcing`` library storing the same payloads (its defaults and, for context, its connections set
+    to synchronous=NORMAL as ours are)."""
+    payload, rounds = 450, 1 if run.quick else 3
+    batched_n = max(1_000, min(run.events, 1_000_000))
+    per_item_n = max(500, min(run.events // 10, 100_000))
+    found: list[Figure] = []
+    rates: dict[str, float] = {}
+    for label, raw, ours, count, target in (
+        ("batched (1,000/txn)", raw_batched, runner_batched, batched_n, 0.70),
+        ("per item (1/txn)", raw_per_item, runner_per_item, per_item_n, 0.80),
+    ):
+        events = make_events(count, payload, 1)
+        raw_rate, our_rate, _ = compare(run.work, raw, ours, events, rounds)
+        rates[label] = our_rate
+        found.append(
+            Figure("append", f"{label}, {count:,} events", our_rate, "events/s", raw_rate, "raw apsw", "ratio", target)
+        )
+    for label, mode, count, target in (
+        ("per item (1/txn)", "per-item", per_item_n, 5.0),
+        ("batched (1,000/txn)", "batched", batched_n, 2.0),
+    ):
+        try:
+            default = eventsourcing_rate(run, count, payload, mode, "default")
+            normal = eventsourcing_rate(run, count, payload, mode, "normal")
+        except Exception as exc:  # the peer could not be installed or run here: say so in the table
+            found.append(
+                Figure(
+                    "append", f"{label} against eventsourcing", rates[label], "events/s", note=f"peer missing: {exc}"
+                )
+            )
+            continue
+        found.append(
+            Figure(
+                "append",
+                f"{label} against eventsourcing {ES_REQUIREMENT.split('==')[1]}, its defaults",
+                rates[label],
+                "events/s",
+                default,
+                "eventsourcing",
+                "ratio",
+                target,
+            )
+        )
+        found.append(
+            Figure(
+                "append",
+                f"{label} against eventsourcing with synchronous=NORMAL",
+                rates[label],
+                "events/s",
+                normal,
+                "eventsourcing",
+                note="context: its connections set as ours",
+            )
+        )
+    return found
 
 
 def main() -> None:

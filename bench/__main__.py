@@ -1,0 +1,79 @@
+"""Tessera's benchmark suite: every figure beside the ceiling or peer measured in the same run.
+
+    python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--keep DIR]
+
+NAME picks benchmarks (all by default): see ``--list``.  ``--events`` sets the run's size (10,000,000 by
+default; ``--quick`` makes it 100,000 and runs one round of each comparison instead of three); each
+benchmark scales its own workloads from it and names the sizes in its figures.  The run ends with one
+table — our figure, the ceiling or peer, the ratio, the target, met or not — and ``--json`` writes the same
+figures to a file.  ``--keep DIR`` keeps the database files in DIR.
+
+The individual scripts (``python bench/append.py`` ...) print more detail about their own benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import append
+import tick
+from common import Workdir, console
+from suite import Benchmark, Figure, Run, print_table, write_json
+
+BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
+    "append": (append.figures, "event append per item and batched: raw apsw, the eventsourcing library"),
+    "tick": (tick.figures, "process_incoming per item and in micro-batches: the raw loop plus decoding"),
+}
+FULL_EVENTS = 10_000_000
+QUICK_EVENTS = 100_000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    found = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    found.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
+    found.add_argument("--events", type=int, help=f"events in the run (default {FULL_EVENTS:,})")
+    found.add_argument("--quick", action="store_true", help=f"{QUICK_EVENTS:,} events, one round per comparison")
+    found.add_argument("--json", metavar="FILE", help="write the figures to FILE as JSON")
+    found.add_argument("--keep", metavar="DIR", help="keep the database files in DIR")
+    found.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = found.parse_args(argv)
+    unknown = sorted(set(args.names) - set(BENCHMARKS))
+    if unknown:
+        found.error(f"no benchmark {', '.join(unknown)}; there are {', '.join(BENCHMARKS)}")
+    if args.events is not None and args.events < 100:
+        found.error("--events must be at least 100")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for name, (_, what) in BENCHMARKS.items():
+            console.print(f"{name:10} {what}")
+        return 0
+    events = args.events or (QUICK_EVENTS if args.quick else FULL_EVENTS)
+    names = args.names or list(BENCHMARKS)
+    figures: list[Figure] = []
+    started = time.perf_counter()
+    with Workdir(args.keep) as work:
+        run = Run(events=events, quick=args.quick, work=work)
+        for name in names:
+            console.rule(f"{name}: {BENCHMARKS[name][1]}")
+            figures += BENCHMARKS[name][0](run)
+        seconds = time.perf_counter() - started
+        print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, {seconds:,.0f} s")
+        if args.json:
+            write_json(args.json, figures, run, seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

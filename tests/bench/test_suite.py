@@ -1,0 +1,70 @@
+"""``python -m bench`` at a tiny size: every benchmark completes and reports each of its figures.
+
+Speeds are never asserted here (they live in docs/benchmarks.md, measured by the full run); what is
+asserted is that each figure is there, measured (a positive number), beside its ceiling or peer, with its
+target — so a benchmark that breaks, or silently stops reporting a figure, fails the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests._peers import peer_missing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Each benchmark's figures, by the start of their names, and whether each has a ceiling and a target.
+EXPECTED = {
+    "append": [
+        ("batched (1,000/txn), ", True, True),
+        ("per item (1/txn), ", True, True),
+        ("per item (1/txn) against eventsourcing 9.5.6, its defaults", True, True),
+        ("per item (1/txn) against eventsourcing with synchronous=NORMAL", True, False),
+        ("batched (1,000/txn) against eventsourcing 9.5.6, its defaults", True, True),
+        ("batched (1,000/txn) against eventsourcing with synchronous=NORMAL", True, False),
+    ],
+    "tick": [
+        ("process_incoming, 1 item/txn, ", True, True),
+        ("process_incoming, micro-batches of ", True, True),
+        ("decoding alone", False, False),
+    ],
+}
+
+
+def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--events", "300", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["events"] == 300 and "cores" in document["machine"]
+    figures = document["figures"]
+    missing = [f["note"] for f in figures if f["note"].startswith("peer missing")]
+    if missing:
+        peer_missing(missing[0])
+    for benchmark, expected in EXPECTED.items():
+        reported = [f for f in figures if f["benchmark"] == benchmark]
+        assert len(reported) == len(expected), [f["name"] for f in reported]
+        for figure, (start, has_ceiling, has_target) in zip(reported, expected, strict=True):
+            assert figure["name"].startswith(start), figure["name"]
+            assert figure["ours"] > 0 and figure["unit"]
+            assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
+            assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
+    assert "python -m bench append tick" in done.stdout
+
+
+def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "nosuch"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2
+    assert "no benchmark nosuch; there are append, tick" in done.stderr
