@@ -891,12 +891,20 @@ def print_catch_up(result: CatchUp) -> None:
         ("path", "per second", ""),
     )
     whole, write = 1e6 / result.rate, result.state_write
+    # The state is staged and written once per transaction: a page's micro-batch, cut short by batch_ms.
+    per_transaction = max(1, min(sync.PAGE, QUIET.batch_items, int(QUIET.batch_ms * 1000 / whole)))
     parts = [
         ("the whole payload (sync_all's time / payloads)", whole),
         ("  waiting on the network (history pages, acks)", result.network_s / result.messages * 1e6),
         ("  the engine's decrypt (mean of the two runs alone)", 1e6 / result.ceiling),
-        (f"  encoding the group state (mls.snapshot, {write.sealed_bytes:,} bytes sealed)", write.snapshot_us),
-        ("  sealing it (at_rest AEAD)", write.seal_us),
+        (
+            (
+                f"  encoding the group state (mls.snapshot, {write.sealed_bytes:,} bytes sealed; "
+                f"{write.snapshot_us:,.0f} µs once per transaction of ~{per_transaction} payloads)"
+            ),
+            write.snapshot_us / per_transaction,
+        ),
+        (f"  sealing it (at_rest AEAD; {write.seal_us:,.0f} µs per transaction)", write.seal_us / per_transaction),
     ]
     rest = whole - sum(us for _, us in parts[1:])
     parts.append(("  the rest: item, transaction, facts, projectors, cursor", rest))

@@ -17,7 +17,7 @@ from core.batch import MicroBatch
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.leases import Lease
-from core.pipeline import Outcome, count_outcome, process_item
+from core.pipeline import Outcome, Unisolated, count_outcome, process_item
 from core.records import OutcomeKind
 from core.runtime import Runtime
 
@@ -29,24 +29,30 @@ def _fence(rt: Runtime, lease: Lease | None, now_ms: int) -> None:
 
 def process_next_incoming(rt: Runtime, lease: Lease | None = None) -> Outcome | None:
     """Pop and process the oldest incoming item; None when the queue is empty."""
-    now = rt.clock.now_ms()
-    with rt.db.write():
-        _fence(rt, lease, now)
-        item = queues.oldest_incoming(rt.db)
-        if item is None:
-            return None
-        return process_item(rt, item, now)
+    return _alone(rt, lease, lambda now: queues.oldest_incoming(rt.db))
 
 
 def process_next_deferred(rt: Runtime, lease: Lease | None = None) -> Outcome | None:
     """Process the next due deferred item (heads of partitions only)."""
-    now = rt.clock.now_ms()
-    with rt.db.write():
-        _fence(rt, lease, now)
-        item = queues.next_due_deferred(rt.db, now)
-        if item is None:
-            return None
-        return process_item(rt, item, now)
+    return _alone(rt, lease, lambda now: queues.next_due_deferred(rt.db, now))
+
+
+def _alone(rt: Runtime, lease: Lease | None, next_item: Callable[[int], queues.WorkItem | None]) -> Outcome | None:
+    """The next item in a transaction of its own.  It runs without a savepoint (two statements fewer): the
+    usual item succeeds, and one that fails rolls the transaction back and goes again with its savepoint,
+    which disposes of the failure in the same transaction."""
+    for isolated in (False, True):
+        now = rt.clock.now_ms()
+        try:
+            with rt.db.write():
+                _fence(rt, lease, now)
+                item = next_item(now)
+                if item is None:
+                    return None
+                return process_item(rt, item, now, isolated=isolated)
+        except Unisolated:
+            continue
+    raise AssertionError("an isolated item never raises Unisolated")
 
 
 def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: int | None = None) -> list[Outcome]:

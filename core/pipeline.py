@@ -78,7 +78,12 @@ class _Handled:
     events: tuple[StoredEvent, ...] = ()
 
 
-def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
+class Unisolated(Exception):
+    """An item handled without its savepoint failed: the caller rolls its transaction back and handles the
+    item again with isolation, which disposes of the failure (see :func:`process_item`)."""
+
+
+def process_item(rt: Runtime, item: WorkItem, now_ms: int, *, isolated: bool = True) -> Outcome:
     """Handle ``item`` and move it to its next place (see the module table).
 
     Runs inside the caller's write transaction (which checked the lease), so
@@ -87,6 +92,10 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
     lock held past every retry: :func:`core.db.environment_failure`) raises
     :class:`StorageUnavailable`: the caller's transaction rolls back whole, the
     item stays where it was with its attempts untouched, and the tick pauses.
+
+    ``isolated=False`` saves the savepoint when the item is alone in its transaction: if the item fails,
+    :class:`Unisolated` is raised instead, the caller rolls back and calls again with isolation (the
+    handler is pure, so running it twice for a failing item changes nothing but time).
     """
     if not rt.db.in_write:
         raise TransactionError(
@@ -95,7 +104,10 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
         )
     decoded: list[str] = []  # the envelope's partition, once known: retries keep their FIFO place
     try:
-        with rt.db.write():
+        if isolated:
+            with rt.db.write():
+                handled = _handle(rt, item, now_ms, decoded)
+        else:
             handled = _handle(rt, item, now_ms, decoded)
     except Exception as exc:
         failure = environment_failure(exc)
@@ -103,6 +115,8 @@ def process_item(rt: Runtime, item: WorkItem, now_ms: int) -> Outcome:
             raise  # not the item's fault: roll it back whole and stop the work
         if failure is not None:
             raise unavailable(rt.db.path, failure) from exc
+        if not isolated:
+            raise Unisolated(f"{item.source}:{item.source_id} failed: {_describe(exc)}") from exc
         if isinstance(exc, apsw.Error):
             exc = _statement_failed(item, exc)
         outcome = _failed(rt, _with_partition(item, decoded), exc, now_ms)

@@ -177,13 +177,13 @@ class Runtime:
             for projector in projectors:
                 self._apply_projector(projector, event, now_ms)
                 touched[projector.name] = event.seq
-        for name, seq in touched.items():
-            # Staged: a micro-batch moves each projection's watermark once, at COMMIT, to its highest seq.
-            key = (_WATERMARK, name)
-            before = self.db.staged(key)
-            self.db.stage(
-                key, seq if before is NOT_STAGED else max(before, seq), partial(_move_watermark, self.db, name)
-            )
+        if touched:
+            # Staged: the transaction moves the watermarks once, at COMMIT, each to its highest seq.
+            marks = self.db.staged(_WATERMARK)
+            marks = {} if marks is NOT_STAGED else dict(marks)
+            for name, seq in touched.items():
+                marks[name] = max(seq, marks.get(name, seq))
+            self.db.stage(_WATERMARK, marks, partial(_move_watermarks, self.db))
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
         """The event with its payload upgraded by the protocol's upcasters, if any apply."""
@@ -248,8 +248,17 @@ class Runtime:
 _WATERMARK = "projections.last_applied_seq"
 
 
-def _move_watermark(db: Database, name: str, seq: int) -> None:
-    db.execute("UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name = ?", (seq, name))
+def _move_watermarks(db: Database, marks: dict[str, int]) -> None:
+    """One statement per distinct seq (in one item's transaction every projector has the same one)."""
+    by_seq: dict[int, list[str]] = defaultdict(list)
+    for name, seq in marks.items():
+        by_seq[seq].append(name)
+    for seq, names in by_seq.items():
+        marks_sql = ", ".join("?" * len(names))
+        db.execute(
+            f"UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name IN ({marks_sql})",
+            (seq, *names),
+        )
 
 
 # --- intent appliers -----------------------------------------------------------
