@@ -62,7 +62,7 @@ class Figure:
         if self.goal is None or self.goal_kind is None:
             return ""
         if self.goal_kind == "ratio":
-            return f"≥ {self.goal:.0%}" if self.goal < 1.5 else f"≥ {self.goal:g}×"
+            return f"≥ {self.goal:.0%}" if self.goal < 1 else f"≥ {self.goal:g}×"
         sign = "≥" if self.goal_kind == "at_least" else "≤"
         return f"{sign} {_number(self.goal)} {self.unit}"
 
@@ -126,7 +126,7 @@ def print_table(figures: list[Figure], title: str) -> None:
             figure.name + (f" ({figure.note})" if figure.note else ""),
             f"{_number(figure.ours)} {figure.unit}",
             ceiling,
-            "" if ratio is None else (f"{ratio:.0%}" if ratio < 1.5 else f"{ratio:.1f}×"),
+            "" if ratio is None else (f"{ratio:.0%}" if ratio < 1 else f"{ratio:.2f}×"),
             figure.target,
             "" if met is None else ("met" if met else "[bold red]NOT MET[/]"),
         )

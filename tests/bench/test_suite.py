@@ -31,6 +31,14 @@ EXPECTED = {
         ("process_incoming, micro-batches of ", True, True),
         ("decoding alone", False, False),
     ],
+    "fill": [
+        ("append rate, last tenth of ", True, True),
+        ("append rate over all ", False, False),
+        ("footprint at ", False, True),
+        ("newest-50 page p99 at ", False, True),
+        ("next page by cursor p99 at ", False, True),
+        ("newest-50 page p50 at ", False, False),
+    ],
 }
 
 
@@ -59,7 +67,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick" in done.stdout
+    assert "python -m bench append tick fill" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
@@ -67,4 +75,4 @@ def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
         [sys.executable, "-m", "bench", "nosuch"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 2
-    assert "no benchmark nosuch; there are append, tick" in done.stderr
+    assert "no benchmark nosuch; there are append, tick, fill" in done.stderr

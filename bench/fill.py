@@ -1,0 +1,190 @@
+"""A sustained fill: N signed ~500-byte chat messages ingested and processed, then the file measured.
+
+    python bench/fill.py [--events N] [--keep DIR]
+
+The example protocol's posts (Ed25519-signed, ~500 bytes on the wire) in one room per 10,000 events
+(1,000 rooms at 10M) arrive in chunks:
+each chunk is pushed into ``incoming`` (as an ingest does) and processed by ``process_incoming`` in
+micro-batches, and its time is recorded.  Reported:
+
+1. **Sustained rate**: events/s over the first and the last tenth of the fill (the first and last
+   million of a 10M run); target: the last at least 80% of the first.
+2. **Footprint**: bytes per event of the whole file — event log, read models and every index — after a
+   truncating WAL checkpoint, from ``dbstat``; target: at most 1,100.  A table per b-tree says where they go.
+3. **History**: a room's newest 50 messages and the next 50 by keyset cursor, for random rooms, on the
+   full file: p50 and p99 in ms; target: p99 at most 1 ms.
+
+Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
+database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
+stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+import nacl.signing
+from common import Workdir, console, open_bench_app, parser, report
+from rich.progress import Progress
+from suite import Figure, Run
+
+from core import drain, queues
+from core.app import App
+from core.db import Database
+from protocols.example import queries, wire
+
+AUTHORS = 16
+FILLER = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 4
+
+
+def chunk_size(events: int) -> int:
+    return max(100, min(50_000, events // 100))
+
+
+def room_count(events: int) -> int:
+    """Rooms of 10,000 messages each: deep enough for paging, as many as a busy deployment has."""
+    return max(2, events // 10_000)
+
+
+def signed_chunk(index: int, size: int, start: int, rooms: int) -> list[bytes]:
+    """Chunk ``index`` of the stream: the same bytes on every run, so a resumed fill continues it."""
+    rng = random.Random(index)
+    keys = [nacl.signing.SigningKey(bytes([k + 1]) * 32) for k in range(AUTHORS)]
+    blobs = []
+    for n in range(start, start + size):
+        ts = 1_700_000_000_000 + n * 3 + rng.randint(0, 2)
+        body = f"message {n}: {FILLER}"[:200]
+        blobs.append(wire.sign("post", f"room-{rng.randrange(rooms)}", body, ts, keys[n % AUTHORS]))
+    return blobs
+
+
+def open_fill(path: str) -> App:
+    from protocols import example
+
+    return open_bench_app(path, example, "example")
+
+
+def fill(app: App, events: int, times_path: Path) -> list[tuple[int, float]]:
+    """Bring the file to ``events`` events; ``(events in chunk, seconds)`` of every chunk, the kept ones first."""
+    times: list[tuple[int, float]] = json.loads(times_path.read_text()) if times_path.exists() else []
+    size = chunk_size(events)
+    with app.db.read():
+        have = int(app.db.value("SELECT count(*) FROM events"))
+    times = times[: have // size]  # a chunk killed halfway is measured again from its start
+    done = len(times) * size
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"fill: {events:,} events", total=events, completed=done)
+        while done < events:
+            index = done // size
+            count = min(size, events - done)
+            blobs = signed_chunk(index, count, done, room_count(events))
+            started = time.perf_counter()
+            with app.db.write():
+                queues.push_incoming(app.db, "example", blobs, 0)
+            while drain.process_incoming_batch(app.runtime):
+                pass
+            times.append((count, time.perf_counter() - started))
+            times_path.write_text(json.dumps(times))
+            done += count
+            progress.update(task, completed=done)
+    return times
+
+
+def tenth_rates(times: list[tuple[int, float]]) -> tuple[float, float]:
+    """Events/s over the first and the last tenth of the chunks (at least one each)."""
+    tenth = max(1, len(times) // 10)
+    first, last = times[:tenth], times[-tenth:]
+    return sum(n for n, _ in first) / sum(s for _, s in first), sum(n for n, _ in last) / sum(s for _, s in last)
+
+
+def footprint(db: Database) -> list[tuple[str, int]]:
+    """Bytes per b-tree (table or index), largest first, after a truncating checkpoint."""
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    rows = db.all("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC")
+    return [(str(name), int(size)) for name, size in rows]
+
+
+def history_latencies(db: Database, rooms: int, samples: int, seed: int = 9) -> tuple[list[float], list[float]]:
+    """Milliseconds for the newest-50 page of a random room, and for the next page by its cursor."""
+    rng = random.Random(seed)
+    newest, older = [], []
+    for _ in range(samples):
+        room = f"room-{rng.randrange(rooms)}"
+        started = time.perf_counter()
+        page = queries.page(db, room)
+        newest.append((time.perf_counter() - started) * 1000)
+        if len(page) < 50:
+            continue
+        cursor = (page[-1]["ts_ms"], bytes.fromhex(page[-1]["id"]))
+        started = time.perf_counter()
+        queries.page(db, room, before=cursor)
+        older.append((time.perf_counter() - started) * 1000)
+    return newest, older
+
+
+def quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, int]]]:
+    path = str(work.path / f"fill-{events}.db")
+    app = open_fill(path)
+    try:
+        times = fill(app, events, Path(path + ".times.json"))
+        first, last = tenth_rates(times)
+        with app.db.read():
+            total_events = int(app.db.value("SELECT count(*) FROM events"))
+        trees = footprint(app.db)
+        newest, older = history_latencies(app.db, room_count(events), 2_000 if events >= 100_000 else 200)
+    finally:
+        app.close()
+    overall = sum(n for n, _ in times) / sum(s for _, s in times)
+    per_event = sum(size for _, size in trees) / max(total_events, 1)
+    size = f"{total_events:,} events"
+    figures = [
+        Figure("fill", f"append rate, last tenth of {size}", last, "events/s", first, "first tenth", "ratio", 0.8),
+        Figure("fill", f"append rate over all {size}", overall, "events/s", note="ingest + process_incoming"),
+        Figure(
+            "fill", f"footprint at {size} (file, after checkpoint)", per_event, "bytes/event", None, "", "at_most", 1100
+        ),
+        Figure("fill", f"newest-50 page p99 at {size}", quantile(newest, 0.99), "ms", None, "", "at_most", 1.0),
+        Figure("fill", f"next page by cursor p99 at {size}", quantile(older, 0.99), "ms", None, "", "at_most", 1.0),
+        Figure("fill", f"newest-50 page p50 at {size}", statistics.median(newest) if newest else 0.0, "ms"),
+    ]
+    return figures, trees
+
+
+def figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: the fill at the run's size."""
+    found, trees = measure(run.work, run.events)
+    print_trees(trees, run.events)
+    return found
+
+
+def print_trees(trees: list[tuple[str, int]], events: int) -> None:
+    report(
+        f"Where the bytes go at {events:,} events (dbstat, after a truncating checkpoint)",
+        [(name, f"{size:,}", f"{size / events:,.0f}") for name, size in trees[:12]],
+        ("b-tree", "bytes", "bytes/event"),
+    )
+
+
+def main() -> None:
+    args = parser(__doc__, ("--events", 1_000_000, "events in the fill")).parse_args()
+    with Workdir(args.keep) as work:
+        found, trees = measure(work, args.events)
+        print_trees(trees, args.events)
+        from suite import print_table
+
+        print_table(found, f"Sustained fill, {args.events:,} events")
+
+
+if __name__ == "__main__":
+    main()
