@@ -65,7 +65,7 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from core.intents import EnqueueRecheck, Intent, WriteProtocolState
+from core.intents import EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings
@@ -238,6 +238,21 @@ def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object
     return WriteProtocolState(name, sealed)
 
 
+def _staged_state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> StageProtocolState:
+    """The group's engine state becomes ``new_state``, staged: a transaction of many messages of the group (a
+    micro-batch of a backfill) encodes, seals and writes it once, at COMMIT, so the ratchet secrets its
+    messages consumed in between never reach the disk."""
+    name, key = state_name(gid), values.key
+
+    def seal_state(state: mls.GroupState) -> bytes:
+        plain = mls.snapshot(state)
+        sealed = seal(key, name, plain)
+        _opened.remember(key, name, sealed, (plain, state))
+        return sealed
+
+    return StageProtocolState(name, new_state, seal_state)
+
+
 # --- reading a group ---------------------------------------------------------------------
 
 
@@ -281,6 +296,9 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
     if sealed_meta is None:
         return None
     meta = _open(values, meta_name(gid), sealed_meta, GroupMeta.from_bytes)
+    staged = state.staged(state_name(gid))
+    if isinstance(staged, mls.GroupState):
+        return LoadedGroup(gid, meta, staged, None, values)  # changed earlier in this transaction
     sealed_state = values.raw(state_name(gid))
     assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
     snapshot_bytes, engine_state = _open(
@@ -308,10 +326,16 @@ class LoadedGroup:
     gid: str
     meta: GroupMeta
     state: mls.GroupState = attrs.field(repr=False)
-    snapshot_bytes: bytes = attrs.field(repr=False)
+    #: The engine snapshot ``state`` was restored from; None when the state was staged in this transaction.
+    stored_snapshot: bytes | None = attrs.field(repr=False)
     values: SealedValues = attrs.field(repr=False, eq=False)
 
     # --- reads ---
+
+    @property
+    def snapshot_bytes(self) -> bytes:
+        """The engine snapshot of ``state`` (encoded now when it was staged in this transaction)."""
+        return self.stored_snapshot if self.stored_snapshot is not None else mls.snapshot(self.state)
 
     def snapshot(self, epoch: int) -> mls.GroupState:
         """The pre-commit state kept for ``epoch``, an epoch whose record is in the rollback window.
@@ -479,8 +503,7 @@ def state_intents(
     values: SealedValues, gid: str, new_state: mls.GroupState, old_state: mls.GroupState | None
 ) -> list[Intent]:
     """Store ``new_state``; when its ``nostr_group_id`` is new, route it to ``gid`` and wake its waiting events."""
-    plain = mls.snapshot(new_state)
-    intents: list[Intent] = [_sealed_intent(values, state_name(gid), plain, (plain, new_state))]
+    intents: list[Intent] = [_staged_state_intent(values, gid, new_state)]
     if old_state is not None and old_state.context.extensions == new_state.context.extensions:
         return intents  # the group data is unchanged (every message but some commits): nothing to decode
     route = nostr_group_id(new_state)
