@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from core import queues
+from core.batch import MicroBatch
 from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
@@ -82,21 +83,24 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
         routes = set(routes_of(store, gid))
         cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
     report = BackfillReport()
-    pending = _select(params.get("events", ()), routes, cursor, report, rt)
-    while pending:
-        report.rounds += 1
-        readable, pending = _classify(rt, gid, pending)
-        if not readable:
-            break
-        for event in _order(readable):
-            report.add(_process(rt, outer.to_bytes(event), event))
-    for event in sorted(pending, key=_cursor_key):
-        report.add(_process(rt, outer.to_bytes(event), event))  # waits on marmot.epoch, bounded as usual
+    # The events share transactions (micro-batches: each in its own savepoint, a commit every batch_items or
+    # batch_ms); the classification of a round reads the state the batch has reached.
+    with MicroBatch(rt.db) as batch:
+        pending = _select(params.get("events", ()), routes, cursor, report, rt, batch)
+        while pending:
+            report.rounds += 1
+            readable, pending = _classify(rt, gid, pending)
+            if not readable:
+                break
+            for event in _order(readable):
+                report.add(_process(rt, batch, outer.to_bytes(event), event))
+        for event in sorted(pending, key=_cursor_key):
+            report.add(_process(rt, batch, outer.to_bytes(event), event))  # waits on marmot.epoch, as usual
     return report
 
 
 def _select(
-    lines: Iterable[Any], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any
+    lines: Iterable[Any], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any, batch: MicroBatch
 ) -> list[dict]:
     """The batch's events of the group (its ``h`` is one of ``routes``) strictly newer than ``cursor``, each once."""
     chosen: dict[str, dict] = {}
@@ -108,7 +112,7 @@ def _select(
             event_gid = nostr.group_id_of(event)
         except InvalidEvent:
             report.invalid += 1
-            report.add(_process(rt, blob, None))  # parked with its reason, as the tick would
+            report.add(_process(rt, batch, blob, None))  # parked with its reason, as the tick would
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
@@ -159,9 +163,9 @@ def _order(readable: list[_Readable]) -> list[dict[str, Any]]:
     return sorted(others, key=_cursor_key) + [e for _, _, e in sorted(commits, key=lambda c: (c[0], c[1]))]
 
 
-def _process(rt: Any, blob: bytes, event: dict | None) -> Outcome:
-    """One event through the core pipeline, in its own transaction (partitioned by its ``h`` tag, as decoded)."""
+def _process(rt: Any, batch: MicroBatch, blob: bytes, event: dict | None) -> Outcome:
+    """One event through the core pipeline, in its own savepoint of ``batch`` (partitioned by its ``h`` tag,
+    as decoded)."""
     route = nostr.group_id_of(event) if event is not None else ""
     item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source=ItemSource.BACKFILL, source_id=0, partition_key=route)
-    with rt.db.write():
-        return process_item(rt, item, rt.clock.now_ms())
+    return batch.run(lambda: process_item(rt, item, rt.clock.now_ms()), isolated=False)
