@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import append
 import fill
 import tick
+import xmtp
 from common import Workdir, console
 from suite import Benchmark, Figure, Run, print_table, write_json
 
@@ -31,6 +32,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "append": (append.figures, "event append per item and batched: raw apsw, the eventsourcing library"),
     "tick": (tick.figures, "process_incoming per item and in micro-batches: the raw loop plus decoding"),
     "fill": (fill.figures, "a sustained fill: first and last tenth, bytes per event, history pages at the end"),
+    "xmtp": (xmtp.figures, "the XMTP client catching up through tessera serve: the engine's decrypt rate"),
 }
 FULL_EVENTS = 10_000_000
 QUICK_EVENTS = 100_000

@@ -39,6 +39,7 @@ EXPECTED = {
         ("next page by cursor p99 at ", False, True),
         ("newest-50 page p50 at ", False, False),
     ],
+    "xmtp": [("catch-up through tessera serve, ", True, True)],
 }
 
 
@@ -67,7 +68,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill" in done.stdout
+    assert "python -m bench append tick fill xmtp" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
@@ -75,4 +76,4 @@ def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
         [sys.executable, "-m", "bench", "nosuch"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 2
-    assert "no benchmark nosuch; there are append, tick, fill" in done.stderr
+    assert "no benchmark nosuch; there are append, tick, fill, xmtp" in done.stderr
