@@ -24,6 +24,7 @@ stopped.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
@@ -37,6 +38,7 @@ from suite import Figure, Run
 from core import drain, queues
 from core.app import App
 from core.db import Database
+from core.settings import Settings
 from protocols.example import queries, wire
 
 AUTHORS = 16
@@ -65,9 +67,12 @@ def signed_chunk(index: int, size: int, start: int, rooms: int) -> list[bytes]:
 
 
 def open_fill(path: str) -> App:
+    """The example app on ``path``, with the built-in settings except the page cache: ``TESSERA_CACHE_MIB``
+    from the environment, so the fill can be measured with caches of different sizes."""
     from protocols import example
 
-    return open_bench_app(path, example, "example")
+    cache = {k: v for k, v in os.environ.items() if k == "TESSERA_CACHE_MIB"}
+    return open_bench_app(path, example, "example", Settings.load(env=cache))
 
 
 def fill(app: App, events: int, times_path: Path) -> list[tuple[int, float, float]]:
