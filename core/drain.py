@@ -1,4 +1,4 @@
-"""Single units of queue work, each in its own transaction.
+"""Units of queue work: one item in its own transaction, or a micro-batch of incoming items in one.
 
 The tick daemon (``jobs``) loops over these under its lease; the projector
 test kit and scripts call :func:`run_until_idle`.  When a lease is given,

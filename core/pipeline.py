@@ -1,7 +1,7 @@
 """The item pipeline: one wire blob -> decode -> handler -> apply -> dispose.
 
 ``process_item`` runs inside the caller's write transaction (the tick opens
-one per item).  Decoding, handling and applying run in a savepoint, so a
+one per micro-batch of items, or one per item).  Decoding, handling and applying run in a savepoint, so a
 failure rolls back the item's partial effects and the item is then moved
 where it belongs, in the same transaction:
 
