@@ -13,8 +13,10 @@ micro-batches, and its time is recorded.  Reported:
    truncating WAL checkpoint, from ``dbstat``; target: at most 1,100.  A table per b-tree says where they go.
 3. **History**: a room's newest 50 messages and the next 50 by keyset cursor, for random rooms, on the
    full file: p50 and p99 in ms; target: p99 at most 1 ms.
-4. **Pauses**: the longest write transaction of the fill (a chunk's push into ``incoming``, or one
-   micro-batch with its COMMIT and any WAL checkpoint that COMMIT ran); target: at most 100 ms.
+4. **Pauses**: another process (bench/lock_prober.py) takes the write lock every 5 ms during the fill; its
+   longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the longest write
+   transaction as the filling process times it (with its COMMIT and the WAL checkpoint run after it, which
+   does not hold the write lock).
 
 Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
 database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
@@ -27,6 +29,8 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -154,7 +158,8 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
     path = str(work.path / f"fill-{events}.db")
     app = open_fill(path)
     try:
-        times = fill(app, events, Path(path + ".times.json"))
+        with LockProber(path) as prober:
+            times = fill(app, events, Path(path + ".times.json"))
         first, last = tenth_rates(times)
         with app.db.read():
             total_events = int(app.db.value("SELECT count(*) FROM events"))
@@ -177,17 +182,48 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
         Figure("fill", f"newest-50 page p50 at {size}", statistics.median(newest) if newest else 0.0, "ms"),
         Figure(
             "fill",
-            f"longest write transaction in the fill of {size}",
-            longest,
+            f"longest wait for the write lock during the fill of {size}",
+            prober.longest_ms,
             "ms",
             None,
             "",
             "at_most",
             100,
-            note="a chunk's push into incoming, or one micro-batch with its COMMIT",
+            note="another process taking the lock every 5 ms",
+        ),
+        Figure(
+            "fill",
+            f"longest write transaction in the fill of {size}",
+            longest,
+            "ms",
+            note="a push or a micro-batch, timed in the filling process: with its COMMIT and the WAL checkpoint run after it",
         ),
     ]
     return figures, trees
+
+
+class LockProber:
+    """bench/lock_prober.py beside the fill, as its own process; ``longest_ms`` once it has stopped."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.longest_ms = 0.0
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> LockProber:
+        script = Path(__file__).resolve().parent / "lock_prober.py"
+        self._proc = subprocess.Popen([sys.executable, str(script), self.path], stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        if self._proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the lock prober did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        self._proc.terminate()
+        lines = self._proc.stdout.read().split()
+        self._proc.wait(30)
+        self.longest_ms = float(lines[-1]) if lines else 0.0
 
 
 def figures(run: Run) -> list[Figure]:

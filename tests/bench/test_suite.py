@@ -38,7 +38,8 @@ EXPECTED = {
         ("newest-50 page p99 at ", False, True),
         ("next page by cursor p99 at ", False, True),
         ("newest-50 page p50 at ", False, False),
-        ("longest write transaction in the fill of ", False, True),
+        ("longest wait for the write lock during the fill of ", False, True),
+        ("longest write transaction in the fill of ", False, False),
     ],
     "xmtp": [("catch-up through tessera serve, ", True, True)],
 }
