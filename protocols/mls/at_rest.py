@@ -154,6 +154,12 @@ class OpenedCache:
         with self._lock:
             self._entries.clear()
 
+    def seal(self, key: bytes, name: str, plain: bytes, value: Any) -> bytes:
+        """``plain`` sealed under ``name``, remembered as opening to ``value`` (what a write stores)."""
+        sealed = self.sealer.seal(key, name, plain)
+        self.remember(key, name, sealed, value)
+        return sealed
+
     def remember(self, key: bytes, name: str, sealed: bytes, value: Any) -> None:
         """Keep ``value`` as what ``sealed`` opens to (a write primes the cache with what it wrote)."""
         with self._lock:

@@ -175,9 +175,7 @@ class Vault:
         key = self.key
 
         def seal(value: mls.GroupState) -> bytes:
-            sealed = SEALER.seal(key, name, mls.snapshot(value))
-            _opened.remember(key, name, sealed, value)
-            return sealed
+            return _opened.seal(key, name, mls.snapshot(value), value)
 
         return StageProtocolState(name, state, seal)
 

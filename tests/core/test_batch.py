@@ -59,30 +59,28 @@ def test_a_batch_commits_once_max_ms_passed(table, other):
     assert rows(other) == ["a", "b"]
 
 
-def test_a_failing_unit_rolls_back_alone_and_the_batch_goes_on(table):
-    def failing() -> None:
-        insert(table, "half")
-        raise ValueError("the unit's own failure")
+def insert_then_fail(db: Database) -> None:
+    """A unit that writes, then fails: its row must not survive."""
+    insert(db, "half")
+    raise ValueError("the unit's own failure")
 
+
+def test_a_failing_unit_rolls_back_alone_and_the_batch_goes_on(table):
     with MicroBatch(table, max_items=10) as batch:
         batch.run(lambda: insert(table, "a"))
         with pytest.raises(ValueError):
-            batch.run(failing)
+            batch.run(partial(insert_then_fail, table))
         batch.run(lambda: insert(table, "b"))
     assert rows(table) == ["a", "b"]
 
 
 def test_an_unisolated_failure_rolls_back_the_open_batch_whole(table):
-    def failing() -> None:
-        insert(table, "half")
-        raise ValueError("boom")
-
     with MicroBatch(table, max_items=2) as batch:
         batch.run(lambda: insert(table, "committed-1"))
         batch.run(lambda: insert(table, "committed-2"))  # the batch is full: committed
         batch.run(lambda: insert(table, "lost"), isolated=False)
         with pytest.raises(ValueError):
-            batch.run(failing, isolated=False)
+            batch.run(partial(insert_then_fail, table), isolated=False)
         assert not batch.open
     assert rows(table) == ["committed-1", "committed-2"]
 

@@ -27,6 +27,14 @@ from tests.xmtp.conftest import MakeMember, Member
 from tests.xmtp.test_intents_flow import _join
 
 
+def _pair(make_member: MakeMember) -> tuple[Member, Member, bytes]:
+    """Alice's new group with Bob in it (invited, welcomed, accepted)."""
+    alice, bob = make_member(), make_member()
+    group = alice.create_group()
+    _join(alice, bob, group)
+    return alice, bob, group
+
+
 def _parked(member: Member) -> list[str]:
     with member.app.db.read():
         return [str(row[0]) for row in member.app.db.all("SELECT reason FROM parked")]
@@ -84,9 +92,7 @@ def test_what_members_send_before_the_welcome_is_stored_reaches_the_invitee(make
 def test_a_removed_member_s_open_intents_end_in_error_and_its_late_message_is_not_shown(
     make_member: MakeMember,
 ) -> None:
-    alice, bob = make_member(), make_member()
-    group = alice.create_group()
-    _join(alice, bob, group)
+    alice, bob, group = _pair(make_member)
     bob.run("send", group=group.hex(), text="too late")
     bob.run("update_key", group=group.hex())
     alice.run("remove_members", group=group.hex(), addresses=[bob.address])
@@ -132,9 +138,7 @@ def _flaky(member: Member, **faults: int) -> Flaky:
 def test_a_built_message_whose_reply_was_lost_is_never_given_up_and_is_delivered_once(
     make_member: MakeMember, hub: LoopbackHub, clock: ManualClock
 ) -> None:
-    alice, bob = make_member(), make_member()
-    group = alice.create_group()
-    _join(alice, bob, group)
+    alice, bob, group = _pair(make_member)
     _flaky(alice, lose=1)
     alice.run("send", group=group.hex(), text="once")
     alice.publish()  # on the hub; alice saw an outage
@@ -170,9 +174,7 @@ def test_a_message_that_was_not_built_yet_still_ends_in_error_after_the_attempts
 def test_a_message_on_the_hub_is_not_built_again_when_a_commit_comes_before_it(
     make_member: MakeMember, clock: ManualClock
 ) -> None:
-    alice, bob = make_member(), make_member()
-    group = alice.create_group()
-    _join(alice, bob, group)
+    alice, bob, group = _pair(make_member)
     bob.sync()
     alice.run("update_key", group=group.hex())
     alice.publish()  # the commit to epoch 2 is stored first
@@ -197,9 +199,7 @@ def _key_updates(member: Member, group: bytes, count: int) -> None:
 def test_a_message_that_reaches_the_hub_too_many_epochs_late_ends_in_error_and_nobody_parks_it(
     make_member: MakeMember,
 ) -> None:
-    alice, bob = make_member(), make_member()
-    group = alice.create_group()
-    _join(alice, bob, group)
+    alice, bob, group = _pair(make_member)
     bob.sync()
     _key_updates(alice, group, DEFAULT_MAX_PAST_EPOCHS + 1)  # bob reads none of them
     bob.run("send", group=group.hex(), text="too late")
@@ -215,9 +215,7 @@ def test_a_message_that_reaches_the_hub_too_many_epochs_late_ends_in_error_and_n
 def test_a_built_message_too_old_for_anyone_to_read_is_built_again_for_the_new_epoch(
     make_member: MakeMember, clock: ManualClock
 ) -> None:
-    alice, bob = make_member(), make_member()
-    group = alice.create_group()
-    _join(alice, bob, group)
+    alice, bob, group = _pair(make_member)
     bob.sync()
     _flaky(bob, drop=1)
     bob.run("send", group=group.hex(), text="kept")

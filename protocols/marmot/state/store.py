@@ -233,9 +233,7 @@ def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes
 
 def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object) -> WriteProtocolState:
     """Store ``plain`` sealed under ``name``, and prime the cache with what it opens to."""
-    sealed = values.sealed(name, plain)
-    _opened.remember(values.key, name, sealed, opened)
-    return WriteProtocolState(name, sealed)
+    return WriteProtocolState(name, _opened.seal(values.key, name, plain, opened))
 
 
 def _staged_state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> StageProtocolState:
@@ -246,9 +244,7 @@ def _staged_state_intent(values: SealedValues, gid: str, new_state: mls.GroupSta
 
     def seal_state(state: mls.GroupState) -> bytes:
         plain = mls.snapshot(state)
-        sealed = seal(key, name, plain)
-        _opened.remember(key, name, sealed, (plain, state))
-        return sealed
+        return _opened.seal(key, name, plain, (plain, state))
 
     return StageProtocolState(name, new_state, seal_state)
 
