@@ -244,6 +244,11 @@ class ServeProcess:
                 return int(line.split()[1])
         raise RuntimeError("no VmRSS in /proc/PID/status")
 
+    def total_cpu(self) -> float:
+        """CPU seconds (user + system) so far of the whole server process."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def thread_cpu(self) -> dict[int, float]:
         """CPU seconds (user + system) so far of each of the server's threads, by thread id."""
         tick = os.sysconf("SC_CLK_TCK")

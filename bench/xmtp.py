@@ -75,7 +75,7 @@ from core.settings import Settings
 from protocols import mls, xmtp
 from protocols.delivery.client import Client, connect
 from protocols.mls import at_rest
-from protocols.xmtp import keypackages, publishing, sync
+from protocols.xmtp import ahead, keypackages, publishing, sync
 from protocols.xmtp.kinds import IntentState, MessageKind
 from protocols.xmtp.state import SEALER, Vault
 from protocols.xmtp.transport.interface import Page, Receipt
@@ -604,6 +604,8 @@ class CatchUp:
     state_write: StateWrite
     loads: tuple[float, float]
     profile: dict[str, Any] | None
+    report: sync.SyncReport
+    cpu_s: dict[str, float]  # writer process (all its threads), decrypting helper, server: CPU seconds
 
     @property
     def rate(self) -> float:
@@ -627,6 +629,10 @@ class CatchUp:
             "target": TARGET_RATIO,
             "met": self.rate / self.ceiling >= TARGET_RATIO,
             "load": self.loads,
+            "decrypted_ahead": self.report.decrypted_ahead,
+            "waited_for_pages_s": round(self.report.waited_for_pages_s, 3),
+            "waited_for_helper_s": round(self.report.waited_for_helper_s, 3),
+            "cpu_s": {name: round(seconds, 3) for name, seconds in self.cpu_s.items()},
             "profile": self.profile,
         }
 
@@ -678,7 +684,13 @@ def measure_catch_up(work: Workdir, server: ServeProcess, args: argparse.Namespa
         first, after = decrypt_rate(state, sample)
     counters = multiprocessing.Array("q", 4)
     member = Member.open("offline", before, server.url, counters)
+    server_before, writer_before, helper_before = server.total_cpu(), time.process_time(), helper_cpu()
     found, seconds = catch_up(member, count, f"catching up on {count:,} messages")
+    cpu = {
+        "writer": time.process_time() - writer_before,
+        "helper": helper_cpu() - helper_before,
+        "server": server.total_cpu() - server_before,
+    }
     network_s = member.service.network_s
     with member.app.db.read():
         kept = member.app.db.value(
@@ -694,7 +706,20 @@ def measure_catch_up(work: Workdir, server: ServeProcess, args: argparse.Namespa
         raise RuntimeError(f"catch-up: {count} waiting, {found.processed} processed, {kept} messages kept")
     profile = profile_catch_up(copy, server.url, args) if args.profile else None
     pair = (first, second)
-    return CatchUp(count, seconds, network_s, encrypt_per_s, fill_per_s, pair, written, (loads[0], loads[1]), profile)
+    return CatchUp(
+        count, seconds, network_s, encrypt_per_s, fill_per_s, pair, written, (loads[0], loads[1]), profile, found, cpu
+    )
+
+
+def helper_cpu() -> float:
+    """CPU seconds so far of the decrypting helper process(es) of this one (0 before it starts)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in ahead.HELPER.processes():
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def split_targets() -> tuple[tuple[Any, str, str], ...]:
@@ -891,28 +916,33 @@ def print_catch_up(result: CatchUp) -> None:
         ],
         ("path", "per second", ""),
     )
-    whole, write = 1e6 / result.rate, result.state_write
-    # The state is staged and written once per transaction: a page's micro-batch, cut short by batch_ms.
-    per_transaction = max(1, min(sync.PAGE, QUIET.batch_items, int(QUIET.batch_ms * 1000 / whole)))
+    whole, found = 1e6 / result.rate, result.report
+    waits = found.waited_for_pages_s + found.waited_for_helper_s
     parts = [
         ("the whole payload (sync_all's time / payloads)", whole),
-        ("  waiting on the network (history pages, acks)", result.network_s / result.messages * 1e6),
-        ("  the engine's decrypt (mean of the two runs alone)", 1e6 / result.ceiling),
+        ("  the writer waiting for the next history page", found.waited_for_pages_s / result.messages * 1e6),
+        ("  the writer waiting for the helper's decrypt", found.waited_for_helper_s / result.messages * 1e6),
         (
-            (
-                f"  encoding the group state (mls.snapshot, {write.sealed_bytes:,} bytes sealed; "
-                f"{write.snapshot_us:,.0f} µs once per transaction of ~{per_transaction} payloads)"
-            ),
-            write.snapshot_us / per_transaction,
+            "  the writer's own work: item, transaction, facts, projectors, cursor, the helper's state adopted",
+            whole - waits / result.messages * 1e6,
         ),
-        (f"  sealing it (at_rest AEAD; {write.seal_us:,.0f} µs per transaction)", write.seal_us / per_transaction),
     ]
-    rest = whole - sum(us for _, us in parts[1:])
-    parts.append(("  the rest: item, transaction, facts, projectors, cursor", rest))
     report(
-        "Where a catch-up payload's time goes, measured apart (no profiler)",
+        f"Where a catch-up payload's time goes ({found.decrypted_ahead:,} of {result.messages:,} decrypted by the "
+        "helper process a page ahead; the rest by the writer)",
         [(label, f"{us:,.0f}", f"{us / whole:.0%}") for label, us in parts],
         ("part", "µs per payload", "share"),
+    )
+    cpu = result.cpu_s
+    rows = [
+        ("the writer's process (its network thread included)", cpu["writer"]),
+        (f"the decrypting helper (the engine alone: {1e6 / result.ceiling:,.0f} µs)", cpu["helper"]),
+        ("tessera serve (history pages, acks)", cpu["server"]),
+    ]
+    report(
+        f"CPU per payload during the catch-up: {sum(cpu.values()) / result.seconds:.2f} of {os.cpu_count()} cores busy",
+        [(label, f"{seconds / result.messages * 1e6:,.0f}") for label, seconds in rows],
+        ("process", "CPU µs per payload"),
     )
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import apsw
 import attrs
 
+from core.checkpoint import Checkpointer
 from core.errors import (
     DatabaseBusy,
     DatabaseMissing,
@@ -352,6 +353,10 @@ class Database:
         self.lock_wait_listener: Callable[[float], bool] | None = None
         connection_busy_timeout(self.conn, self.settings.busy_timeout_ms, self._on_lock_wait)
         self.conn.set_profile(self._profile)
+        self.checkpointer: Checkpointer | None = None
+        if not readonly and self.settings.checkpoint_pages:
+            self.checkpointer = Checkpointer(path, self.settings.checkpoint_pages, self.settings.busy_timeout_ms)
+            self.checkpointer.attach(self.conn)
 
     # --- observation -------------------------------------------------------
 
@@ -501,8 +506,22 @@ class Database:
         finally:
             self._mode = None
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
+        if self.checkpointer is not None and self.checkpointer.behind:
+            self._checkpoint_behind()
         if self._after_commit:
             self._fire_after_commit()
+
+    def _checkpoint_behind(self) -> None:
+        """The WAL is long: this writer copies what the thread has not yet, so the WAL can start over (see
+        :mod:`core.checkpoint`)."""
+        assert self.checkpointer is not None
+        self.checkpointer.behind = False
+        try:
+            self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error as exc:
+            if environment_failure(exc) is not None:
+                raise unavailable(self.path, exc) from exc
+            log.warning("checkpoint of %s failed: %s", self.path, exc)
 
     def _rollback(self) -> None:
         self._mode = None
@@ -596,6 +615,8 @@ class Database:
         return self.conn.changes()
 
     def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self.conn.close()
 
     def __enter__(self) -> Database:

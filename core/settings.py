@@ -73,6 +73,14 @@ SETTINGS: tuple[Setting, ...] = (
         1,
         60_000,
     ),
+    Setting(
+        "checkpoint_pages",
+        1_000,
+        "WAL pages after which a thread beside the writer copies the WAL back into the database file (a passive "
+        "checkpoint: it takes no write lock); 0: SQLite does it inside the COMMIT that passes 1,000 pages.",
+        0,
+        10_000_000,
+    ),
     Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked.", 1, 1000),
     Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it.", 1, _DAY_MS),
     Setting("retry_max_ms", 300_000, "Upper bound of the retry delay.", 1, 30 * _DAY_MS),
@@ -221,6 +229,7 @@ class Settings:
     scrub_interval_ms: int = _field("scrub_interval_ms")
     batch_items: int = _field("batch_items")
     batch_ms: int = _field("batch_ms")
+    checkpoint_pages: int = _field("checkpoint_pages")
 
     @classmethod
     def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -32,9 +32,20 @@ def checked_address(binding: bytes | None, installation: str) -> str:
 
 
 def addresses(state: mls.GroupState) -> dict[str, str]:
-    """Each member installation's checked address."""
+    """Each member installation's checked address (do not change the dict: the last one is kept)."""
+    last = _Remembered.last
+    if last is not None and last[0] is state:
+        return last[1]
     leaves = mls.member_leaf_extension(state, BINDING_EXTENSION)
-    return {installation: checked_address(binding, installation) for installation, binding in leaves.items()}
+    found = {installation: checked_address(binding, installation) for installation, binding in leaves.items()}
+    _Remembered.last = (state, found)  # one assignment: threads may share it
+    return found
+
+
+class _Remembered:
+    """The last state asked about, and its addresses: a catch-up asks once per payload, of the same state."""
+
+    last: tuple[mls.GroupState, dict[str, str]] | None = None
 
 
 def address_of(state: mls.GroupState, installation: str) -> str:

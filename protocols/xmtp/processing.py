@@ -36,6 +36,7 @@ from typing import Any
 
 from core.records import Envelope, Event, Result, derive_event_id
 from protocols import mls
+from protocols.mls.ahead import Decrypted
 from protocols.xmtp import facts, members, queries
 from protocols.xmtp.errors import PayloadUnreadable
 from protocols.xmtp.items import PROTOCOL
@@ -55,7 +56,9 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
     group = queries.group(ctx.db, message.group_id)
     if group is None or group.membership is not Membership.ALLOWED or not group.active:
         return Result()  # not a group we read (declined, left, or unknown): nothing to record
-    if message.message_type not in (APPLICATION, COMMIT) or _already_processed(ctx, message):
+    if message.message_type not in (APPLICATION, COMMIT) or (
+        not _opened_ahead(message) and _already_processed(ctx, message)
+    ):
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
     vault = Vault(ctx.state)
     state = vault.group(message.group_id)
@@ -65,6 +68,12 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
     if message.message_type == COMMIT:
         return _foreign_commit(ctx, vault, state, message)
     return _application(ctx, vault, state, message)
+
+
+def _opened_ahead(message: ServerMessage) -> bool:
+    """The helper process decrypted it from our committed state, in which the key of every message we
+    recorded is used up: so it is not one we recorded, and the lookup can be spared."""
+    return message.ahead is not None and message.ahead.decrypted is not None
 
 
 def _already_processed(ctx: Any, message: ServerMessage) -> bool:
@@ -103,12 +112,18 @@ def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerM
         # Every member is where we are at this point of server order, so nobody can read it; its sender
         # ends its intent in ERROR when it reads it back (_own).  An older build of one of ours ends here too.
         return Result()
-    try:
-        received = mls.process_message(state, message.payload)
-    except mls.MlsError as exc:
-        raise PayloadUnreadable(f"message {message.id} of group {message.group_id.hex()}: {exc}") from exc
-    if not isinstance(received, mls.ApplicationReceived):
-        return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
+    slot = message.ahead
+    received: mls.ApplicationReceived | Decrypted
+    if slot is not None and slot.decrypted is not None:
+        received = slot.decrypted  # the helper process decrypted it on its copy of this state (.ahead)
+    else:
+        try:
+            processed = mls.process_message(state, message.payload)
+        except mls.MlsError as exc:
+            raise PayloadUnreadable(f"message {message.id} of group {message.group_id.hex()}: {exc}") from exc
+        if not isinstance(processed, mls.ApplicationReceived):
+            return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
+        received = processed
     sender = received.sender_credential
     if sender not in mls.member_credentials(state).values():
         # A message of an epoch its sender was removed in, stored after the commit that removed it (server
@@ -116,6 +131,10 @@ def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerM
         # before its own message, ends the intent in ERROR (see _foreign_commit), so nobody may show it.
         return Result()
     event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, members.address_of(state, sender))
+    if isinstance(received, Decrypted):
+        assert slot is not None
+        slot.took = True  # the receipt the page checks; it stages the helper's state once, at its end
+        return Result(events=[event])
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
 
 

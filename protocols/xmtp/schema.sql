@@ -22,8 +22,10 @@ CREATE TABLE xmtp_groups (
 -- the same message read twice is one row.  sent_at_ns is the server's timestamp and server_id its id:
 -- together, server order (several messages may share a timestamp).
 -- kind: 1 APPLICATION, 2 MEMBER_ADDED, 3 MEMBER_REMOVED.
+-- Rows are kept in arrival order (a rowid table) and the random id in an index of its own: keyed by the id
+-- (WITHOUT ROWID), every ~500-byte row landed at a random place, and a catch-up slowed as the table grew.
 CREATE TABLE xmtp_group_messages (
-    id                      BLOB    PRIMARY KEY NOT NULL,
+    id                      BLOB    NOT NULL,
     group_id                BLOB    NOT NULL,
     decrypted_message_bytes BLOB    NOT NULL,
     sent_at_ns              INTEGER NOT NULL,
@@ -31,8 +33,9 @@ CREATE TABLE xmtp_group_messages (
     sender_installation_id  BLOB    NOT NULL,
     sender_wallet_address   TEXT    NOT NULL,
     server_id               TEXT    NOT NULL DEFAULT ''
+    UNIQUE INDEX xmtp_group_messages_by_id (id)
     INDEX xmtp_group_messages_group_sort (group_id, sent_at_ns, server_id)
-) WITHOUT ROWID;
+);
 
 -- Every change we asked for, from its creation until COMMITTED or ERROR.
 -- kind: 1 SEND_MESSAGE, 2 ADD_MEMBERS, 3 REMOVE_MEMBERS, 4 KEY_UPDATE.

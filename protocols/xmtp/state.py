@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -125,7 +126,12 @@ class Vault:
     @property
     def key(self) -> bytes:
         if self._key is None:
-            self._key = SEALER.load_key()
+            # Every payload's handler makes a Vault: the environment is read once per transaction, not per payload.
+            memo = self.state.db.memo
+            found = memo.get(_KEY_MEMO)
+            if found is None:
+                found = memo[_KEY_MEMO] = SEALER.load_key()
+            self._key = found
         return self._key
 
     def get(self, name: str) -> bytes | None:
@@ -152,9 +158,14 @@ class Vault:
 
     # --- groups -----------------------------------------------------------------------------
 
+    @staticmethod
+    def group_name(group_id: bytes) -> str:
+        """The state name our engine state in ``group_id`` is kept under."""
+        return GROUP + group_id.hex()
+
     def group(self, group_id: bytes) -> mls.GroupState:
         """Our engine state in ``group_id``; :class:`GroupUnknown` when we hold none."""
-        name = GROUP + group_id.hex()
+        name = self.group_name(group_id)
         staged = self.state.staged(name)
         if isinstance(staged, mls.GroupState):
             return staged
@@ -164,20 +175,28 @@ class Vault:
         return _opened.open(self.key, name, sealed, mls.restore)
 
     def has_group(self, group_id: bytes) -> bool:
-        name = GROUP + group_id.hex()
+        name = self.group_name(group_id)
         return self.state.staged(name) is not None or self.state.get(name) is not None
 
     def group_intent(self, group_id: bytes, state: mls.GroupState) -> StageProtocolState:
         """Our state in the group becomes ``state``: staged, so a transaction of many payloads of one group
         seals and writes it once, at COMMIT (and the ratchet secrets it consumed in between never reach
         the disk)."""
-        name = GROUP + group_id.hex()
+        name = self.group_name(group_id)
+        return StageProtocolState(name, state, self._group_sealer(name))
+
+    def stage_group(self, group_id: bytes, state: mls.GroupState, now_ms: int) -> None:
+        """:meth:`group_intent` applied at once, outside a handler (inside the caller's write transaction)."""
+        name = self.group_name(group_id)
+        self.state.stage(name, state, self._group_sealer(name), now_ms)
+
+    def _group_sealer(self, name: str) -> Callable[[mls.GroupState], bytes]:
         key = self.key
 
         def seal(value: mls.GroupState) -> bytes:
             return _opened.seal(key, name, mls.snapshot(value), value)
 
-        return StageProtocolState(name, state, seal)
+        return seal
 
     # --- key packages -----------------------------------------------------------------------
 
@@ -204,3 +223,4 @@ class Vault:
 
 
 _opened = at_rest.OpenedCache(SEALER)
+_KEY_MEMO = "xmtp.state_key"

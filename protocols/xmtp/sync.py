@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -36,10 +37,10 @@ import attrs
 
 from core.batch import MicroBatch
 from core.errors import MalformedInput
-from core.pipeline import process_item
+from core.pipeline import Outcome, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
-from protocols.xmtp import items, queries
+from protocols.xmtp import ahead, items, queries
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.items import PROTOCOL
 from protocols.xmtp.state import Vault
@@ -66,6 +67,11 @@ class SyncReport:
     processed: int = 0
     busy_topics: list[str] = attrs.Factory(list)
     failures: list[str] = attrs.Factory(list)
+    #: Payloads recorded as the decrypting helper process opened them (:mod:`.ahead`).
+    decrypted_ahead: int = 0
+    #: Seconds the writer waited for the next page, and for the helper's work on it.
+    waited_for_pages_s: float = 0.0
+    waited_for_helper_s: float = 0.0
 
 
 def _now_ns(runtime: Any) -> int:
@@ -149,7 +155,7 @@ def process(runtime: Any, topic: str, message: ServerMessage) -> None:
         process_in_transaction(runtime, topic, message)
 
 
-def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> None:
+def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> Outcome | None:
     """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).  The
     payload's handling runs in a savepoint of the core pipeline, which disposes of a failing payload in
     the transaction, so the cursor moves past every payload either way."""
@@ -162,8 +168,9 @@ def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> 
     # A group's history holds the welcomes its members sent, too (the server stores each under its
     # group for its one recipient, and `history` returns every message of the group): the invitee
     # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
+    outcome = None
     if not (topic.startswith("g/") and message.message_type == WELCOME):
-        process_item(runtime, item, runtime.clock.now_ms())
+        outcome = process_item(runtime, item, runtime.clock.now_ms())
     _advance(runtime, topic, message)
     if topic.startswith("w/"):
         # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
@@ -174,6 +181,7 @@ def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> 
             "ON CONFLICT DO NOTHING",
             (items.group_topic(message.group_id),),
         )
+    return outcome
 
 
 def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
@@ -202,28 +210,72 @@ def sync_topic(
 def drain_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
     """Everything after ``cursor`` through the pipeline, a page at a time (the caller holds the lock).
 
-    The next page is asked for while this one is processed (a second thread waits for it), so a catch-up
-    waits on the network only when the service is slower than we are."""
+    A second thread asks for the next page while this one is processed, and tells the service what was
+    processed once it is committed, so a catch-up waits on the network only when the service is slower
+    than we are.  A group with more than a page waiting is decrypted a page ahead by a helper process
+    (:mod:`.ahead`): the next page is fetched before this one is recorded, and handed to the helper."""
     page: Page = fetch(cursor or None, PAGE)
-    with ThreadPoolExecutor(1, thread_name_prefix="xmtp-read-ahead") as ahead:
-        while True:
-            following = ahead.submit(fetch, page.messages[-1].cursor, PAGE) if page.has_more and page.messages else None
-            _process_page(runtime, topic, page, report)
-            if acknowledge is not None and page.messages:
-                _acknowledge(acknowledge, [m.id for m in page.messages])
-            if following is None:
-                return
-            page = following.result()
+    reader = ahead.reader_for(runtime, topic, page)
+    with ThreadPoolExecutor(1, thread_name_prefix="xmtp-read-ahead") as network:
+        acks: list[Future[None]] = []
+        following = _next_page(network, fetch, page)
+        opened = None
+        if reader is not None:
+            reader.seed()
+            opened = reader.submit(page)
+        try:
+            while True:
+                upcoming: Page | None = None
+                if reader is not None and following is not None:
+                    began = time.perf_counter()
+                    upcoming = following.result()  # asked for while the previous page was recorded
+                    report.waited_for_pages_s += time.perf_counter() - began
+                    upcoming_opened = reader.submit(upcoming)
+                    following = _next_page(network, fetch, upcoming)
+                if reader is None:
+                    _process_page(runtime, topic, page.messages)
+                elif reader.record(
+                    topic,
+                    page,
+                    opened,
+                    partial(process_in_transaction, runtime, topic),
+                    partial(_process_page, runtime, topic),
+                ):
+                    reader.seed()
+                    if upcoming is not None:
+                        upcoming_opened = reader.submit(upcoming)
+                report.processed += len(page.messages)
+                if acknowledge is not None and page.messages:
+                    acks.append(network.submit(_acknowledge, acknowledge, [m.id for m in page.messages]))
+                if upcoming is not None:
+                    page, opened = upcoming, upcoming_opened
+                elif following is not None:
+                    began = time.perf_counter()
+                    page, following = following.result(), None
+                    report.waited_for_pages_s += time.perf_counter() - began
+                    following = _next_page(network, fetch, page)
+                else:
+                    break
+        finally:
+            if reader is not None:
+                reader.close()
+                report.decrypted_ahead += reader.adopted
+                report.waited_for_helper_s += reader.waited_s
+        for ack in acks:
+            ack.result()
 
 
-def _process_page(runtime: Any, topic: str, page: Page, report: SyncReport) -> None:
+def _next_page(network: ThreadPoolExecutor, fetch: Any, page: Page) -> Future[Page] | None:
+    return network.submit(fetch, page.messages[-1].cursor, PAGE) if page.has_more and page.messages else None
+
+
+def _process_page(runtime: Any, topic: str, messages: Sequence[ServerMessage]) -> None:
     # A page's payloads share transactions (micro-batches: each payload in its own savepoint with its cursor
     # move, a commit every batch_items payloads or batch_ms): a crash redoes the uncommitted payloads whole,
     # and the page is committed before the server is told it was processed.
     with MicroBatch(runtime.db) as batch:
-        for message in page.messages:
+        for message in messages:
             batch.run(partial(process_in_transaction, runtime, topic, message), isolated=False)
-            report.processed += 1
 
 
 def cursor_of(runtime: Any, topic: str) -> str:

@@ -10,9 +10,12 @@ refusal :class:`~protocols.xmtp.errors.ServiceRefused` with the server's code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
+
+if TYPE_CHECKING:
+    from protocols.xmtp.ahead import AheadSlot
 
 APPLICATION, COMMIT, WELCOME, PROPOSAL = 0, 1, 2, 3
 
@@ -30,6 +33,8 @@ class ServerMessage:
         message_type: APPLICATION, COMMIT, WELCOME or PROPOSAL.
         epoch: the epoch its header names (0 for a welcome).
         superseded: a commit that lost its epoch to an earlier one.
+        ahead: during a catch-up, what the helper process decrypted it to (:mod:`protocols.xmtp.ahead`);
+            never sent, stored or compared.
     """
 
     id: str
@@ -40,6 +45,7 @@ class ServerMessage:
     message_type: int
     epoch: int
     superseded: bool
+    ahead: AheadSlot | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @property
     def cursor(self) -> str:

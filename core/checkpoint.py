@@ -1,0 +1,93 @@
+"""WAL checkpoints on a thread beside the writer.
+
+SQLite's own automatic checkpoint runs inside the COMMIT that takes the WAL
+past a threshold: that writer copies every page back into the database file,
+and syncs it (``synchronous=NORMAL`` syncs at checkpoints only), before its
+COMMIT returns, so one commit in a few costs milliseconds for the rest.
+Here the writer's connection only notices, after each commit, that the WAL
+has grown (a WAL hook), and wakes a thread that runs a PASSIVE checkpoint on
+a connection of its own.  A passive checkpoint copies what no reader still
+needs without taking the write lock, so the writer goes on meanwhile, and
+SQLite lets go of the GIL while it works, so the copy runs on another core.
+
+A checkpoint that ends while the writer is still appending leaves the newest
+frames uncopied, and SQLite starts the WAL over only when a checkpoint has
+copied all of it; a writer that never pauses would let the WAL grow without
+end.  So once it passes :data:`RESTART_FACTOR` times the threshold, the
+writer runs a passive checkpoint itself right after its COMMIT (no write lock
+held): the thread has copied most frames already, so only the newest are
+left, the copy completes, and the next transaction starts the WAL over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import apsw
+
+log = logging.getLogger("tessera.db")
+
+RESTART_FACTOR = 4
+
+
+class Checkpointer:
+    """Background checkpoints for one writer connection (see the module docs)."""
+
+    def __init__(self, path: str, threshold_pages: int, busy_timeout_ms: int):
+        self.path = path
+        self.threshold = threshold_pages
+        self.busy_timeout_ms = busy_timeout_ms
+        self.behind = False
+        self.checkpoints = 0
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, conn: apsw.Connection) -> None:
+        """Take checkpoints off ``conn``'s commits."""
+        conn.pragma("wal_autocheckpoint", 0)
+        conn.set_wal_hook(self._committed)
+
+    def _committed(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
+        # Called inside every COMMIT with the WAL's length in pages: keep it lean.
+        if pages >= self.threshold:
+            self.behind = pages >= self.threshold * RESTART_FACTOR
+            self._wake.set()
+            if self._thread is None:
+                self._start()
+        return apsw.SQLITE_OK
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._stop:
+                self._thread = threading.Thread(target=self._run, name="tessera-checkpoint", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.set_busy_timeout(self.busy_timeout_ms)
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stop:
+                    return
+                try:
+                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                    self.checkpoints += 1
+                except apsw.Error as exc:
+                    # The writer's own checkpoint (see RESTART_FACTOR) still bounds the WAL.
+                    log.warning("background checkpoint of %s failed: %s", self.path, exc)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Stop the thread (a checkpoint under way finishes first)."""
+        with self._lock:
+            self._stop = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()

@@ -1,0 +1,152 @@
+"""A group's catch-up with its payloads decrypted a page ahead, in a helper process.
+
+:mod:`protocols.mls.ahead` runs the engine over the next page while this
+process records the current one.  Here a page the helper opened is recorded
+in one transaction: each payload goes through the core pipeline as always,
+carrying what the helper made of it (:class:`AheadSlot`); the handler records
+the helper's plaintext instead of decrypting, and the page stages the state
+the helper ended with once, before COMMIT.  Every payload is checked against
+what the helper did with it; at the first that went otherwise (the handler
+decrypted it itself, dropped what the helper decrypted, or the item failed),
+the page's transaction rolls back whole and the page is handled the usual
+way, without the helper, which is then seeded again from the state this
+process committed.  So what is stored is what handling the page alone would
+have stored.
+
+Set ``TESSERA_XMTP_DECRYPT_AHEAD=0`` to handle every page in this process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+from typing import Any
+
+import attrs
+
+from core.batch import MicroBatch
+from core.pipeline import Outcome
+from core.records import OutcomeKind
+from protocols import mls
+from protocols.mls.ahead import DecryptAhead, Decrypted, OpenedPage
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.interface import Page, ServerMessage
+
+log = logging.getLogger("tessera.xmtp.ahead")
+
+ENV = "TESSERA_XMTP_DECRYPT_AHEAD"
+#: The process's helper, shared by every database and group it syncs (started on first use).
+HELPER = DecryptAhead()
+
+
+@attrs.define
+class AheadSlot:
+    """What the helper made of one payload, handed to the handler with it.
+
+    ``took`` is the handler's receipt: it recorded ``decrypted`` and left the group state to the page."""
+
+    decrypted: Decrypted | None
+    took: bool = False
+
+
+class _Diverged(Exception):
+    """A payload went otherwise than the helper assumed: the page is handled without it."""
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class GroupReader:
+    """One group topic's catch-up through the helper (see the module docs)."""
+
+    def __init__(self, runtime: Any, group_id: bytes, helper: DecryptAhead | None = None):
+        self.runtime = runtime
+        self.group_id = group_id
+        self.helper = HELPER if helper is None else helper
+        self.adopted = 0  # payloads recorded as the helper decrypted them
+        self.seeds = 0
+        self.waited_s = 0.0  # for the helper's work on a page, once it was to be recorded
+
+    def seed(self) -> None:
+        """Start the helper from the state this process has committed."""
+        with self.runtime.db.read():
+            state = Vault.of(self.runtime.db).group(self.group_id)
+        self.helper.seed(self.group_id, state)
+        self.seeds += 1
+
+    def submit(self, page: Page) -> Future[OpenedPage]:
+        return self.helper.submit(self.group_id, [message.payload for message in page.messages])
+
+    def close(self) -> None:
+        self.helper.forget(self.group_id)
+
+    def record(
+        self,
+        topic: str,
+        page: Page,
+        opened: Future[OpenedPage] | None,
+        process_one: Callable[[ServerMessage], Outcome | None],
+        run_alone: Callable[[Sequence[ServerMessage]], None],
+    ) -> bool:
+        """Record ``page``: what the helper opened in one transaction (each payload through
+        ``process_one``), the rest, or all of it when the helper's work does not fit, through
+        ``run_alone``.  Whether the helper must be seeded again before the next page."""
+        began = time.perf_counter()
+        try:
+            found = opened.result() if opened is not None else None
+        except BrokenProcessPool:
+            log.warning("the decrypting helper process died; recording the page without it")
+            found = None
+        self.waited_s += time.perf_counter() - began
+        if found is None or not self.helper.current(found) or found.stopped_at == 0:
+            if page.messages:
+                run_alone(page.messages)
+            return bool(page.messages)
+        chunk, rest = page.messages[: found.stopped_at], page.messages[found.stopped_at :]
+        adopted = self._adopt(chunk, found, process_one)
+        if adopted:
+            self.adopted += sum(1 for decrypted in found.messages if decrypted is not None)
+        else:
+            run_alone(chunk)
+        if rest:
+            run_alone(rest)
+        return not adopted or bool(rest)
+
+    def _adopt(
+        self,
+        chunk: Sequence[ServerMessage],
+        found: OpenedPage,
+        process_one: Callable[[ServerMessage], Outcome | None],
+    ) -> bool:
+        db = self.runtime.db
+        vault = Vault.of(db)
+        name = vault.group_name(self.group_id)
+        after = mls.restore(found.state) if found.state is not None else None
+        try:
+            # One transaction for the chunk however long it takes (a page: tens of milliseconds): a commit
+            # in the middle would store keys the helper's state has already used, or lose ones it needs.
+            with MicroBatch(db, max_items=len(chunk) + 1, max_ms=3_600_000) as batch:
+                for message, decrypted in zip(chunk, found.messages, strict=True):
+                    slot = AheadSlot(decrypted)
+                    outcome = batch.run(partial(process_one, attrs.evolve(message, ahead=slot)), isolated=False)
+                    recorded = slot.took and outcome is not None and outcome.kind is OutcomeKind.HANDLED
+                    if recorded != (decrypted is not None) or vault.state.staged(name) is not None:
+                        raise _Diverged
+                if after is not None:
+                    vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
+        except _Diverged:
+            return False
+        return True
+
+
+def reader_for(runtime: Any, topic: str, first: Page) -> GroupReader | None:
+    """A reader for a group topic with more than a page waiting, unless the helper is turned off."""
+    if not (topic.startswith("g/") and first.has_more and first.messages and enabled()):
+        return None
+    return GroupReader(runtime, first.messages[0].group_id)

@@ -1,0 +1,95 @@
+"""WAL checkpoints run on a thread beside the writer, not inside its COMMITs (core.checkpoint)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import attrs
+
+from core.checkpoint import RESTART_FACTOR
+from core.db import Database
+from core.settings import Settings
+
+ROW = os.urandom(2000)
+
+
+def _fill(db: Database, transactions: int, rows: int = 20) -> None:
+    for _ in range(transactions):
+        with db.write():
+            for _ in range(rows):
+                db.execute("INSERT INTO t(k, v) VALUES (?, ?)", (os.urandom(16), ROW))
+
+
+def _open(path: str, settings: Settings, pages: int) -> Database:
+    db = Database(path, attrs.evolve(settings, checkpoint_pages=pages))
+    with db.write():
+        db.execute("CREATE TABLE IF NOT EXISTS t(k BLOB PRIMARY KEY, v BLOB)")
+    return db
+
+
+def _wal_pages(path: str) -> int:
+    wal = path + "-wal"
+    return (os.path.getsize(wal) - 32) // (4096 + 24) if os.path.exists(wal) else 0
+
+
+def _checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "tessera-checkpoint"]
+
+
+def test_the_writer_leaves_checkpoints_to_a_thread_that_keeps_the_wal_short(db_path: str, settings: Settings) -> None:
+    db = _open(db_path, settings, pages=50)
+    try:
+        assert db.conn.pragma("wal_autocheckpoint") == 0  # SQLite does not checkpoint inside COMMIT
+        _fill(db, transactions=60)  # ~30 pages a transaction: the threshold is passed over and over
+        checkpointer = db.checkpointer
+        assert checkpointer is not None and checkpointer.checkpoints > 0
+        with db.write():
+            db.execute("INSERT INTO t(k, v) VALUES (?, ?)", (b"last", ROW))
+        # The WAL starts over once a checkpoint has copied it all, so it stays within a few thresholds, far
+        # from the ~700 pages sixty transactions wrote.
+        assert _wal_pages(db_path) < 50 * RESTART_FACTOR + 30
+        with db.read():
+            assert db.value("SELECT count(*) FROM t") == 60 * 20 + 1
+    finally:
+        db.close()
+    assert not _checkpoint_threads()  # close() stops the thread
+
+
+def test_the_thread_copies_the_commits_into_the_database_file(db_path: str, settings: Settings) -> None:
+    db = _open(db_path, settings, pages=20)
+    try:
+        before = os.path.getsize(db_path)
+        _fill(db, transactions=30)  # ~350 pages of rows
+        # With the writer still open (closing checkpoints everything anyway), the file holds most of them.
+        assert os.path.getsize(db_path) - before > 200 * 4096
+    finally:
+        db.close()
+
+
+def test_zero_leaves_checkpoints_to_sqlite_inside_commit(db_path: str, settings: Settings) -> None:
+    db = _open(db_path, settings, pages=0)
+    try:
+        assert db.checkpointer is None
+        assert db.conn.pragma("wal_autocheckpoint") == 1000
+        _fill(db, transactions=5)
+        assert not _checkpoint_threads()
+    finally:
+        db.close()
+
+
+def test_a_wal_far_behind_is_checkpointed_by_the_writer_itself(db_path: str, settings: Settings) -> None:
+    db = _open(db_path, settings, pages=10)
+    checkpointer = db.checkpointer
+    assert checkpointer is not None
+    try:
+        # The thread is kept from ever running: only the writer's own checkpoint can bound the WAL now.
+        checkpointer._thread = threading.Thread()
+        _fill(db, transactions=40)  # ~470 pages: past 10 * RESTART_FACTOR many times
+        assert not checkpointer.behind  # each time, the next COMMIT checkpointed and cleared it
+        with db.write():
+            db.execute("INSERT INTO t(k, v) VALUES (?, ?)", (b"after", ROW))
+        assert _wal_pages(db_path) < 10 * RESTART_FACTOR + 25  # the threshold, and the transaction after it
+    finally:
+        checkpointer._thread = None
+        db.close()

@@ -1,0 +1,67 @@
+"""A client database made before migration 001 is brought to today's schema when it is opened: its messages
+move to a rowid table in arrival order with the id in a unique index, none is lost, a message seen again is
+still stored once, and the result has exactly the structure schema.sql makes on a new database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.db import Database
+from schema_loader import validate
+from schema_loader.apply import apply_schemas, source_for_package
+from tests.schema_loader.helpers import core_source, source
+
+BEFORE = Path(__file__).with_name("schema_before_arrival_order.sql")
+ROWS = [
+    (os.urandom(32), b"g" * 16, f"message {n}".encode(), 1_000 + n // 2, 1, b"s" * 32, "0xabc", f"{n}")
+    for n in range(6)
+]
+
+
+def _structure(db: Database) -> validate.Structure:
+    names = [row[0] for row in db.all("SELECT name FROM schema_objects WHERE owner = 'xmtp' ORDER BY name")]
+    return validate.structure(db.conn, names)
+
+
+def _apply(db: Database, text: str | None = None) -> None:
+    current = source_for_package("xmtp", "protocols.xmtp")
+    owner = current if text is None else source("xmtp", text, path=current.path)
+    apply_schemas(db, [core_source(), owner])
+
+
+def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_path, settings) -> None:
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    try:
+        _apply(old, BEFORE.read_text())
+        with old.write():
+            for row in ROWS:
+                old.execute(
+                    "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
+                    "sender_installation_id, sender_wallet_address, server_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+        _apply(old)
+        _apply(fresh)
+        assert old.all("SELECT number, name FROM schema_migrations WHERE owner = 'xmtp'") == [
+            (1, "messages_in_arrival_order")
+        ]
+        assert _structure(old) == _structure(fresh)
+        with old.write():
+            found = old.all("SELECT * FROM xmtp_group_messages ORDER BY group_id, sent_at_ns, server_id")
+            assert [tuple(bytes(v) if isinstance(v, bytes) else v for v in r) for r in found] == ROWS
+            old.execute(
+                "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
+                "sender_installation_id, sender_wallet_address, server_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(id) DO NOTHING",
+                ROWS[0],
+            )
+            assert old.value("SELECT count(*) FROM xmtp_group_messages") == len(ROWS)
+        plan = " ".join(
+            str(r[-1])
+            for r in old.all("EXPLAIN QUERY PLAN SELECT 1 FROM xmtp_group_messages WHERE id = ?", (ROWS[0][0],))
+        )
+        assert "xmtp_group_messages_by_id" in plan
+    finally:
+        old.close()
+        fresh.close()
