@@ -77,6 +77,8 @@ class Checkpointer:
                 try:
                     conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
+                except apsw.BusyError:
+                    pass  # another connection is checkpointing (the writer's own, a scrub's): it does the copying
                 except apsw.Error as exc:
                     # The writer's own checkpoint (see RESTART_FACTOR) still bounds the WAL.
                     log.warning("background checkpoint of %s failed: %s", self.path, exc)

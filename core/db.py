@@ -518,10 +518,12 @@ class Database:
         self.checkpointer.behind = False
         try:
             self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.BusyError:
+            pass  # another connection's checkpoint is under way: it does the copying; the next COMMIT looks again
         except apsw.Error as exc:
-            if environment_failure(exc) is not None:
-                raise unavailable(self.path, exc) from exc
-            log.warning("checkpoint of %s failed: %s", self.path, exc)
+            # The transaction has committed: a checkpoint that fails is no failure of it.  The next COMMIT
+            # tries again; the storage's trouble, if that is what it is, shows at the next write.
+            log.warning("checkpoint of %s failed after a commit: %s", self.path, exc)
 
     def _rollback(self) -> None:
         self._mode = None

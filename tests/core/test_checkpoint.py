@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+import apsw
 import attrs
 
 from core.checkpoint import RESTART_FACTOR
@@ -91,5 +92,40 @@ def test_a_wal_far_behind_is_checkpointed_by_the_writer_itself(db_path: str, set
             db.execute("INSERT INTO t(k, v) VALUES (?, ?)", (b"after", ROW))
         assert _wal_pages(db_path) < 10 * RESTART_FACTOR + 25  # the threshold, and the transaction after it
     finally:
+        checkpointer._thread = None
+        db.close()
+
+
+class _CheckpointRefused:
+    """The writer's connection, with every checkpoint refused as busy (another connection's under way)."""
+
+    def __init__(self, conn: apsw.Connection):
+        self._conn = conn
+        self.refused = 0
+
+    def wal_checkpoint(self, *args: object, **kwargs: object) -> tuple[int, int]:
+        self.refused += 1
+        raise apsw.BusyError("database is locked")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_a_checkpoint_refused_after_commit_does_not_fail_the_committed_transaction(
+    db_path: str, settings: Settings
+) -> None:
+    db = _open(db_path, settings, pages=10)
+    checkpointer = db.checkpointer
+    assert checkpointer is not None
+    checkpointer._thread = threading.Thread()  # no thread: the writer's own checkpoint is the one refused
+    real, refusing = db.conn, _CheckpointRefused(db.conn)
+    db.conn = refusing  # type: ignore[assignment]
+    try:
+        _fill(db, transactions=10)  # past 10 * RESTART_FACTOR: each COMMIT after tries, and is refused
+        assert refusing.refused > 0
+        with db.read():
+            assert db.value("SELECT count(*) FROM t") == 10 * 20  # every transaction committed, none raised
+    finally:
+        db.conn = real
         checkpointer._thread = None
         db.close()
