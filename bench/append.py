@@ -3,7 +3,7 @@
     python bench/append.py [--batched N] [--per-item N] [--payload BYTES]
 
 Both paths write the same rows into the same ``events`` table (core schema:
-UNIQUE (protocol, event_id) with random 32-byte ids, the partition index).
+its dedupe index on the first 8 bytes of the random 32-byte ids, the partition index).
 Batched: 1,000 events per transaction (runner: one command returning 1,000
 events; raw: ``executemany``).  Per item: one event per transaction (runner:
 ``run_command``; raw: BEGIN IMMEDIATE / INSERT / COMMIT).

@@ -51,7 +51,8 @@ log = logging.getLogger("tessera.db")
 #: One row of a query, its columns in SELECT order.
 Row = tuple[Any, ...]
 
-_IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE")
+# An INSERT written with one of these writes nothing when the row is there already (an idempotent no-op).
+_IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE", "WHERE NOT EXISTS")
 #: What :meth:`Database.staged` returns for a key with nothing staged (None may be a staged value).
 NOT_STAGED: Any = type("NotStaged", (), {"__repr__": lambda self: "NOT_STAGED"})()
 # Written at offset 68 of the SQLite header of every Tessera database: "TESS" in ASCII.

@@ -82,9 +82,16 @@ _check_stored_event_fields()
 # Built once here: the append path runs these for every event.
 _SELECT = ", ".join(EVENT_COLUMN_NAMES)
 _APPENDED = tuple(column.name for column in EVENT_COLUMNS if not column.primary_key)
+# (protocol, event_id) is unique, checked here rather than by a unique index: ids are hashes, and the log's
+# index holds their first eight bytes only (core/schema.sql says why).  Every lookup by id names that prefix
+# the way the index does and names the index (the planner, without statistics, may prefer the partition
+# index's protocol column); the rare rows sharing a prefix are told apart by the rest.
+_BY_PREFIX = "events INDEXED BY events_by_id_prefix"
+_ID_MATCHES = "substr(event_id, 1, 8) = substr(?{id}, 1, 8) AND event_id = ?{id} AND protocol = ?{protocol}"
 _APPEND = (
-    f"INSERT INTO events({', '.join(_APPENDED)}) VALUES ({', '.join('?' * len(_APPENDED))}) "
-    "ON CONFLICT(protocol, event_id) DO NOTHING"
+    f"INSERT INTO events({', '.join(_APPENDED)}) "
+    f"SELECT {', '.join(f'?{n}' for n in range(1, len(_APPENDED) + 1))} "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {_BY_PREFIX} WHERE {_ID_MATCHES.format(id=4, protocol=1)})"
 )
 #: A purged event's payload: no event has an empty one (payloads are JSON).
 TOMBSTONE = b""
@@ -93,14 +100,16 @@ _BY_PARTITION = (
     f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _PURGE = (
-    "UPDATE events SET payload = X'' WHERE protocol = ? AND event_id = ? AND payload != X'' AND seq < ? RETURNING seq"
+    f"UPDATE {_BY_PREFIX} SET payload = X'' WHERE {_ID_MATCHES.format(id=2, protocol=1)} AND payload != X'' "
+    "AND seq < ?3 "
+    "RETURNING seq"
 )
 _RECORD_PURGE = (
     "INSERT INTO event_purges(by_seq, lowest_seq, purged, purged_at_ms) VALUES (?, ?, ?, ?) "
     "ON CONFLICT(by_seq) DO UPDATE SET lowest_seq = min(lowest_seq, excluded.lowest_seq), "
     "purged = purged + excluded.purged"
 )
-_BY_ID = f"SELECT {_SELECT} FROM events WHERE protocol = ? AND event_id = ?"
+_BY_ID = f"SELECT {_SELECT} FROM {_BY_PREFIX} WHERE {_ID_MATCHES.format(id=2, protocol=1)}"
 _HEAD = "SELECT coalesce(max(seq), 0) FROM events"
 _TABLE_INFO = "SELECT name, type, \"notnull\", pk FROM pragma_table_info('events') ORDER BY cid"
 
@@ -197,9 +206,17 @@ def any_known(db: Database, protocol: str, event_ids: Sequence[bytes]) -> bool:
     """Whether any of ``event_ids`` of ``protocol`` is in the log (tombstones count): one indexed statement."""
     if not event_ids:
         return False
-    marks = ", ".join("?" * len(event_ids))
-    sql = f"SELECT 1 FROM events WHERE protocol = ? AND event_id IN ({marks}) LIMIT 1"
-    return db.one(sql, (protocol, *event_ids)) is not None
+    return db.one(any_known_sql(len(event_ids)), (protocol, *event_ids)) is not None
+
+
+def any_known_sql(count: int) -> str:
+    """:func:`any_known`'s statement for ``count`` ids (parameters: the protocol, then the ids)."""
+    prefixes = ", ".join(f"substr(?{n}, 1, 8)" for n in range(2, count + 2))
+    ids = ", ".join(f"?{n}" for n in range(2, count + 2))
+    return (
+        f"SELECT 1 FROM {_BY_PREFIX} WHERE substr(event_id, 1, 8) IN ({prefixes}) AND event_id IN ({ids}) "
+        "AND protocol = ?1 LIMIT 1"
+    )
 
 
 def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: bytes, now_ms: int) -> list[int]:
@@ -212,13 +229,13 @@ def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: 
     emptied.  Raises :class:`~core.errors.PurgeWithoutRecord` when the
     retention event is missing.
     """
-    record = db.one("SELECT seq FROM events WHERE protocol = ? AND event_id = ?", (protocol, recorded_by))
+    record = by_id(db, protocol, recorded_by)
     if record is None:
         raise PurgeWithoutRecord(
             f"a purge of {protocol} events names retention event {bytes(recorded_by).hex()[:16]}..., which is not in "
             "the log: return that event in the same Result as the PurgeEvents intent"
         )
-    by_seq = record[0]
+    by_seq = record.seq
     emptied: list[int] = []
     for event_id in event_ids:
         emptied.extend(seq for (seq,) in db.conn.execute(_PURGE, (protocol, event_id, by_seq)))

@@ -48,15 +48,20 @@ def test_units_commit_together_every_max_items(table, other):
     assert rows(other) == [f"v{n}" for n in range(7)]
 
 
-def test_a_batch_commits_once_max_ms_passed(table, other):
-    with MicroBatch(table, max_items=1000, max_ms=1) as batch:
+def test_a_batch_commits_once_max_ms_passed(table, other, monkeypatch):
+    now = [100.0]  # the batch's clock, moved by hand: a loaded machine cannot make the test race it
+    monkeypatch.setattr("core.batch.time.monotonic", lambda: now[0])
+    with MicroBatch(table, max_items=1000, max_ms=50) as batch:
         batch.run(lambda: insert(table, "a"))
-        import time
-
-        time.sleep(0.005)
+        now[0] += 0.049
         batch.run(lambda: insert(table, "b"))
-        assert not batch.open
-    assert rows(other) == ["a", "b"]
+        open_at_49_ms, seen_at_49_ms = batch.open, rows(other)
+        now[0] += 0.002
+        batch.run(lambda: insert(table, "c"))
+        open_at_51_ms = batch.open
+    assert open_at_49_ms and seen_at_49_ms == []  # 49 ms: still open, nothing committed
+    assert not open_at_51_ms  # 51 ms after it began: committed after its third unit
+    assert rows(other) == ["a", "b", "c"]
 
 
 def insert_then_fail(db: Database) -> None:

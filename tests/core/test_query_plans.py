@@ -23,6 +23,7 @@ QUERIES = [
     ("events by range", eventlog._BY_RANGE, (0, 10, 10)),
     ("events by partition", eventlog._BY_PARTITION, ("p", "k", 0, 10)),
     ("event by id", eventlog._BY_ID, ("p", b"i")),
+    ("purge an event", eventlog._PURGE, ("p", b"i", 10)),
     ("log head", eventlog._HEAD, ()),
     ("oldest incoming", queues._OLDEST_INCOMING, ()),
     ("next due deferred", queues._NEXT_DUE, (0,)),
@@ -41,7 +42,7 @@ QUERIES = [
     ("lease", "SELECT owner, token, expires_at_ms FROM leases WHERE name = ?", ("tick",)),
 ]
 
-FULL_SCAN = re.compile(r"^SCAN (\w+)(?! USING)")
+FULL_SCAN = re.compile(r"^SCAN (?!CONSTANT ROW)(\w+)(?! USING)")  # the constant row of an INSERT ... SELECT is one row
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +57,15 @@ def test_query_uses_an_index(core_db, name, sql, params):
     plan = [row[3] for row in core_db.all("EXPLAIN QUERY PLAN " + sql, params)]
     scans = [line for line in plan if FULL_SCAN.match(line)]
     assert not scans, f"{name} scans a whole table: {plan}"
+
+
+def test_lookups_by_event_id_take_the_prefix_index(core_db):
+    """The log's ids are found through the index of their first 8 bytes, whichever statement asks."""
+    for sql, params in (
+        (eventlog._APPEND, QUERIES[0][2]),
+        (eventlog._BY_ID, ("p", b"i")),
+        (eventlog._PURGE, ("p", b"i", 9)),
+        (eventlog.any_known_sql(2), ("p", b"a", b"b")),
+    ):
+        plan = " ".join(row[3] for row in core_db.all("EXPLAIN QUERY PLAN " + sql, params))
+        assert "events_by_id_prefix" in plan, (sql, plan)

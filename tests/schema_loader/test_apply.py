@@ -77,7 +77,8 @@ def test_core_and_example_schemas_apply(fresh_db):
         "deferred_by_idempotency_key": (True, True, (("idempotency_key", False, B),)),
     }
     assert indexes(fresh_db, "events") == {
-        "events_by_partition": (False, False, (("protocol", False, B), ("partition_key", False, B), ("seq", False, B)))
+        "events_by_partition": (False, False, (("protocol", False, B), ("partition_key", False, B), ("seq", False, B))),
+        "events_by_id_prefix": (False, False, ((None, False, B),)),  # an expression: the id's first 8 bytes
     }
     assert {"events_no_delete", "events_no_update"} <= user_objects(fresh_db, "trigger")
     assert indexes(fresh_db, "schema_objects") == {"schema_objects_by_owner": (False, False, (("owner", False, B),))}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.db import Database
@@ -481,7 +483,8 @@ def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     apply_schemas(fresh_db, [before], now_ms=1)
     assert "blob_slices_by_offset" not in indexes(fresh_db, "blob_slices")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run) == ("migrated", 3, (2, 3))
+    assert (report.action, report.version) == ("migrated", core.latest)
+    assert report.migrations_run == tuple(range(2, core.latest + 1))
     assert "blob_slices_by_offset" in indexes(fresh_db, "blob_slices")
 
 
@@ -499,7 +502,8 @@ def test_core_migration_003_lets_the_log_take_purges(fresh_db):
     apply_schemas(fresh_db, [before], now_ms=1)
     assert not fresh_db.has_table("event_purges")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run) == ("migrated", 3, (3,))
+    assert (report.action, report.version) == ("migrated", core.latest)
+    assert report.migrations_run == tuple(range(3, core.latest + 1))
     assert fresh_db.has_table("event_purges")
     with fresh_db.write():
         fresh_db.execute(
@@ -508,3 +512,48 @@ def test_core_migration_003_lets_the_log_take_purges(fresh_db):
         )
         fresh_db.execute("UPDATE events SET payload = X'' WHERE event_id = X'01'")  # a purge: allowed now
     assert fresh_db.value("SELECT payload FROM events") == b""
+
+
+def _old_events_table() -> str:
+    """The events table as core/schema.sql made it before migration 004 (unique on protocol and id)."""
+    fixture = (Path(__file__).parents[1] / "fixtures" / "core_schema_v0.sql").read_text()
+    start = fixture.index("CREATE TABLE events (")
+    return fixture[start : fixture.index(");", start) + 3]
+
+
+def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_db):
+    """A log made with a unique (protocol, event_id) is copied, seq for seq, into the table with the prefix index;
+    its rows, its append-only triggers and its dedupe all hold after."""
+    from core import eventlog
+    from core.records import Event
+
+    core = core_source()
+    start = core.text.index("CREATE TABLE events (")
+    end = core.text.index("CREATE INDEX events_by_id_prefix")
+    end = core.text.index("\n", end) + 1
+    before = source(
+        "core",
+        core.text[:start] + _old_events_table() + core.text[end:],
+        *(m for m in core.migrations if m.number < 4),
+        path=core.path,
+    )
+    apply_schemas(fresh_db, [before], now_ms=1)
+    events = [Event("t", bytes([n]) * 32, "k", n, {"n": n}) for n in range(1, 6)]
+    with fresh_db.write():  # as the old log appended: its unique constraint told duplicates apart
+        for event in events:
+            fresh_db.execute(
+                "INSERT INTO events(protocol, event_type, version, event_id, partition_key, created_at_ms, "
+                "recorded_at_ms, payload) VALUES ('p', ?, 1, ?, ?, ?, 1, ?) ON CONFLICT(protocol, event_id) DO NOTHING",
+                (event.type, event.event_id, event.partition_key, event.created_at_ms, event.payload),
+            )
+        fresh_db.execute("UPDATE events SET payload = X'' WHERE seq = 2")  # a purge tombstone, carried over too
+    rows_before = fresh_db.all("SELECT * FROM events ORDER BY seq")
+    (report,) = apply_schemas(fresh_db, [core], now_ms=2)
+    assert (report.action, report.version, report.migrations_run) == ("migrated", core.latest, (4,))
+    assert fresh_db.all("SELECT * FROM events ORDER BY seq") == rows_before
+    assert "events_by_id_prefix" in {row[0] for row in fresh_db.all("SELECT name FROM pragma_index_list('events')")}
+    with fresh_db.write():
+        assert eventlog.append(fresh_db, "p", events, 3) == []  # every one a duplicate: a no-op
+        assert [e.seq for e in eventlog.append(fresh_db, "q", events[:1], 3)] == [6]  # another protocol's own
+    with pytest.raises(Exception, match="append-only"), fresh_db.write():
+        fresh_db.execute("DELETE FROM events WHERE seq = 1")
