@@ -51,6 +51,10 @@ log = logging.getLogger("tessera.db")
 #: One row of a query, its columns in SELECT order.
 Row = tuple[Any, ...]
 
+# A write transaction that held the lock this long leaves it free for up to _FAIR_GAP_S (a twentieth of the
+# hold) before the same connection takes it again: long enough for a writer polling every 1-2 ms to get in.
+_LONG_HOLD_S = 0.040
+_FAIR_GAP_S = 0.003
 # An INSERT written with one of these writes nothing when the row is there already (an idempotent no-op).
 _IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE", "WHERE NOT EXISTS")
 #: What :meth:`Database.staged` returns for a key with nothing staged (None may be a staged value).
@@ -354,6 +358,8 @@ class Database:
         self.lock_wait_listener: Callable[[float], bool] | None = None
         connection_busy_timeout(self.conn, self.settings.busy_timeout_ms, self._on_lock_wait)
         self.conn.set_profile(self._profile)
+        self._write_began = 0.0
+        self._lock_free_until = 0.0  # see _leave_a_gap
         self.checkpointer: Checkpointer | None = None
         if not readonly and self.settings.checkpoint_pages:
             self.checkpointer = Checkpointer(path, self.settings.checkpoint_pages, self.settings.busy_timeout_ms)
@@ -507,6 +513,7 @@ class Database:
         finally:
             self._mode = None
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
+        self._leave_a_gap()
         if self.checkpointer is not None and self.checkpointer.behind:
             self._checkpoint_behind()
         if self._after_commit:
@@ -546,6 +553,9 @@ class Database:
                 )
 
     def _begin_immediate(self) -> None:
+        gap = self._lock_free_until - time.monotonic()
+        if gap > 0:
+            time.sleep(gap)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except apsw.BusyError:
@@ -554,6 +564,15 @@ class Database:
             if environment_failure(exc) is not None:
                 raise unavailable(self.path, exc) from exc
             raise
+
+    def _leave_a_gap(self) -> None:
+        """After a long write transaction, keep the lock free for a moment before this connection takes it
+        again.  SQLite's lock has no queue: a writer that commits and begins again at once leaves another
+        process's writer, polling every millisecond or two, waiting for as long as it keeps writing (a
+        catch-up, a fill), while each of its transactions alone is short."""
+        held = time.monotonic() - self._write_began
+        if held >= _LONG_HOLD_S:
+            self._lock_free_until = time.monotonic() + min(_FAIR_GAP_S, held / 20)
 
     def _begin_with_backoff(self) -> None:
         delay, last_error = 0.05, None
@@ -655,6 +674,7 @@ class _Write:
         if db.readonly:
             raise TransactionError(f"{db.path!r} was opened read-only; open it writable to write")
         db._begin_immediate()
+        db._write_began = time.monotonic()
         db._begin("write")
         return db
 

@@ -213,3 +213,40 @@ def test_apsw_sees_wal_files(table, db_path):
     with table.write():
         table.execute("INSERT INTO t(v) VALUES ('w')")
     assert apsw.Connection(db_path).execute("SELECT count(*) FROM t").fetchall() == [(1,)]
+
+
+class _Clock:
+    """core.db's clock and sleep, moved by hand: what a gap should be is checked without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_after_a_long_write_the_lock_is_left_free_for_a_moment(table, monkeypatch):
+    """SQLite's write lock has no queue; a connection that held it 40 ms or more waits a twentieth of that
+    (3 ms at most) before taking it again, so another process's writer, polling, finds it free."""
+    clock = _Clock()
+    monkeypatch.setattr("core.db.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("core.db.time.sleep", clock.sleep)
+    with table.write():
+        clock.now += 0.010  # a short transaction: no gap after it
+    with table.write():
+        clock.now += 0.050
+    assert clock.slept == []
+    with table.write():  # after the 50 ms one: 2.5 ms without the lock first
+        pass
+    assert clock.slept == [pytest.approx(0.0025)]
+    with table.write():
+        clock.now += 0.500
+    clock.now += 0.001  # the caller's own work between transactions counts towards the gap
+    with table.write():
+        pass
+    assert clock.slept[1:] == [pytest.approx(0.002)]
