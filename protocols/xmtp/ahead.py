@@ -70,7 +70,6 @@ class GroupReader:
         self.group_id = group_id
         self.helper = HELPER if helper is None else helper
         self.adopted = 0  # payloads recorded as the helper decrypted them
-        self.seeds = 0
         self.waited_s = 0.0  # for the helper's work on a page, once it was to be recorded
 
     def seed(self) -> None:
@@ -78,7 +77,6 @@ class GroupReader:
         with self.runtime.db.read():
             state = Vault.of(self.runtime.db).group(self.group_id)
         self.helper.seed(self.group_id, state)
-        self.seeds += 1
 
     def submit(self, page: Page) -> Future[OpenedPage]:
         return self.helper.submit(self.group_id, [message.payload for message in page.messages])
@@ -149,4 +147,8 @@ def reader_for(runtime: Any, topic: str, first: Page) -> GroupReader | None:
     """A reader for a group topic with more than a page waiting, unless the helper is turned off."""
     if not (topic.startswith("g/") and first.has_more and first.messages and enabled()):
         return None
-    return GroupReader(runtime, first.messages[0].group_id)
+    group_id = first.messages[0].group_id
+    with runtime.db.read():
+        if not Vault.of(runtime.db).has_group(group_id):
+            return None  # nothing to seed the helper with: the handler says what is wrong, payload by payload
+    return GroupReader(runtime, group_id)
