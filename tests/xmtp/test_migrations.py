@@ -5,14 +5,12 @@ still stored once, and the result has exactly the structure schema.sql makes on 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from core.db import Database
 from schema_loader import validate
 from schema_loader.apply import apply_schemas, source_for_package
 from tests.schema_loader.helpers import core_source, source
 
-BEFORE = Path(__file__).with_name("schema_before_arrival_order.sql")
 ROWS = [
     (os.urandom(32), b"g" * 16, f"message {n}".encode(), 1_000 + n // 2, 1, b"s" * 32, "0xabc", f"{n}")
     for n in range(6)
@@ -24,6 +22,23 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_001() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 001: the messages keyed by their id, WITHOUT ROWID."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    start = text.index("CREATE TABLE xmtp_group_messages (")
+    end = text.index(");", start) + 2
+    table = text[start:end]
+    edits = (
+        ("id                      BLOB    NOT NULL,", "id                      BLOB    PRIMARY KEY NOT NULL,"),
+        ("    UNIQUE INDEX xmtp_group_messages_by_id (id)\n", ""),
+        (");", ") WITHOUT ROWID;"),
+    )
+    for now, then in edits:
+        assert now in table, f"schema.sql's messages table no longer has {now!r}: update this test"
+        table = table.replace(now, then, 1)
+    return text[:start] + table + text[end:]
+
+
 def _apply(db: Database, text: str | None = None) -> None:
     current = source_for_package("xmtp", "protocols.xmtp")
     owner = current if text is None else source("xmtp", text, path=current.path)
@@ -33,7 +48,7 @@ def _apply(db: Database, text: str | None = None) -> None:
 def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_path, settings) -> None:
     old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
     try:
-        _apply(old, BEFORE.read_text())
+        _apply(old, _schema_before_001())
         with old.write():
             for row in ROWS:
                 old.execute(
