@@ -68,6 +68,10 @@ def state_of(body: GroupStateBody, *, nested: bool = False) -> GroupState:
         raise InvalidSnapshot(f"the group context or ratchet tree is not of the snapshot's cipher suite {cs.id}")
     if not 0 <= body.own_leaf < tree.n_leaves or tree.leaf(body.own_leaf) is None:
         raise InvalidSnapshot(f"own leaf {body.own_leaf} is not a member of the stored tree")
+    if tree.tree_hash() != context.tree_hash:
+        # The codec reads a length-prefixed stream, and bytes slipped into one hash can shift the fields after
+        # it into values that still parse: the tree the context names is the check that the two agree.
+        raise InvalidSnapshot("the group context's tree hash is not the stored ratchet tree's")
     if body.view.secret_tree.n_leaves != tree.n_leaves:
         raise InvalidSnapshot(
             f"the secret tree has {body.view.secret_tree.n_leaves} leaves, the ratchet tree {tree.n_leaves}"

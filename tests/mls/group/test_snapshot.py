@@ -338,6 +338,17 @@ def test_cut_or_lengthened_snapshots_are_refused(data: bytes, draw: st.DataObjec
     refused(data[:end] + extra + data[end:])
 
 
+def test_a_context_whose_tree_hash_is_not_the_trees_is_refused() -> None:
+    """Bytes slipped into the context's tree hash can shift the fields after it into values that still parse
+    (a hypothesis run found seven zero bytes that did): the context must name the tree the snapshot holds."""
+    stored = decode(GroupStateSnapshot, SNAPSHOTS[0])
+    context = stored.state.context
+    wrong = bytes(7) + context.tree_hash[:-7]
+    forged = attrs.evolve(stored, state=attrs.evolve(stored.state, context=attrs.evolve(context, tree_hash=wrong)))
+    assert "tree hash" in refused(encode(forged))
+    assert restore(encode(stored)) is not None  # the same record with its own hash restores
+
+
 # --- secrets -------------------------------------------------------------------------------------
 
 
