@@ -145,9 +145,8 @@ def raw(path: str, blobs: list[bytes], per_commit: int = 1) -> tuple[int, float]
                 assert appended is not None, "the benchmark's messages are all distinct"
                 seq = appended[0]
                 conn.execute(
-                    "INSERT INTO example_messages(room, id, author, ts_ms, text, seq) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    (message["room"], event_id, message["author"], message["ts"], message["body"], seq),
+                    "INSERT INTO example_messages(seq, room, ts_ms, id) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (seq, message["room"], message["ts"], event_id),
                 )
                 conn.execute(ROOM_UPSERT, (message["room"], message["ts"], seq))
                 conn.execute("DELETE FROM incoming WHERE id = ?", (row[0],))

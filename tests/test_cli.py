@@ -40,7 +40,7 @@ def test_init_twice_is_harmless(tmp_path):
     db = tmp_path / "twice.db"
     tessera(db, "init", "--protocol", "example")
     tessera(db, "init", "--protocol", "example")
-    assert json.loads(tessera(db, "status", "--json").stdout)["schema"]["example"] == 0
+    assert json.loads(tessera(db, "status", "--json").stdout)["schema"]["example"] == 1
 
 
 def test_ingest_tick_and_parked_round_trip(tmp_path):
@@ -143,13 +143,13 @@ def test_rebuild_verify_names_an_undecodable_event_in_one_line(tmp_path):
     with Database(str(db)) as raw, raw.write():
         raw.execute(
             "INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, created_at_ms, "
-            "recorded_at_ms, payload) VALUES (2, 'example', 'message_posted', 1, x'abcd', 'lobby', 1, 1, ?)",
-            (b'{"text":"\xff"}',),
+            "recorded_at_ms, payload) VALUES (2, 'example', 'message_deleted', 1, x'abcd', 'lobby', 1, 1, ?)",
+            (b'{"target":"\xff"}',),
         )
     proc = tessera(db, "rebuild", "--verify", "--engine", "local", check=False)
     assert proc.returncode == 1
     lines = proc.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: event seq 2 (example/message_posted, id abcd"), lines
+    assert len(lines) == 1 and lines[0].startswith("Error: event seq 2 (example/message_deleted, id abcd"), lines
 
 
 # --- tessera check -----------------------------------------------------------------------------------------------

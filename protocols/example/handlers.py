@@ -6,6 +6,7 @@ import hashlib
 
 import nacl.signing
 
+from core import eventlog
 from core.errors import InvalidInput, PermanentError
 from core.intents import EnqueueOutgoing, EnqueueRecheck, PurgeEvents
 from core.records import Blocked, Envelope, Event, Result
@@ -45,12 +46,14 @@ def handle_post(ctx, envelope: Envelope) -> Result:
 def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
     message = envelope.payload
     target = message["body"]
-    row = ctx.db.one(
-        "SELECT author FROM example_messages WHERE room = ? AND id = ?", (message["room"], bytes.fromhex(target))
-    )
-    if row is None:
+    posted = eventlog.by_id(ctx.db, "example", bytes.fromhex(target))
+    if posted is None:
         return Blocked(WAITING_FOR_MESSAGE, target, "delete arrived before the message it removes")
-    if row[0] != message["author"]:
+    if posted.type != "message_posted" or posted.partition_key != message["room"]:
+        raise PermanentError(f"{target[:12]}… is not a message of room {message['room']!r}: nothing to delete")
+    if posted.purged:
+        raise PermanentError(f"message {target[:12]}… was forgotten: nothing left to delete")
+    if posted.data["author"] != message["author"]:
         raise PermanentError(f"only the author may delete message {target[:12]}…")
     event = Event(
         "message_deleted",
@@ -104,7 +107,8 @@ def command_forget(ctx, params: dict) -> Result:
     if not 1 <= limit <= FORGET_BATCH_MAX:
         raise InvalidInput(f"limit must be 1 to {FORGET_BATCH_MAX}, got {limit}")
     rows = ctx.db.all(
-        "SELECT id, deleted FROM example_messages WHERE room = ? AND ts_ms < ? ORDER BY ts_ms, id LIMIT ?",
+        "SELECT m.id, EXISTS (SELECT 1 FROM example_deletions d WHERE d.id = m.id) FROM example_messages m "
+        "WHERE m.room = ? AND m.ts_ms < ? ORDER BY m.ts_ms, m.seq LIMIT ?",
         (room, before, limit),
     )
     if not rows:

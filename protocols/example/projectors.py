@@ -7,26 +7,38 @@ from projectors import Projector
 
 
 def _message_posted(conn, event: StoredEvent) -> None:
-    data = event.data
+    # seq is the rowid: a repeated application meets its own row and changes nothing.
     conn.execute(
-        "INSERT INTO example_messages(room, id, author, ts_ms, text, seq) VALUES (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(room, id) DO NOTHING",
-        (event.partition_key, event.event_id, data["author"], event.created_at_ms, data["text"], event.seq),
+        "INSERT INTO example_messages(seq, room, ts_ms, id) VALUES (?, ?, ?, ?) ON CONFLICT(seq) DO NOTHING",
+        (event.seq, event.partition_key, event.created_at_ms, event.event_id),
     )
 
 
 def _message_deleted(conn, event: StoredEvent) -> None:
     conn.execute(
-        "UPDATE example_messages SET deleted = 1 WHERE room = ? AND id = ?",
-        (event.partition_key, bytes.fromhex(event.data["target"])),
+        "INSERT INTO example_deletions(id, room) VALUES (?, ?) ON CONFLICT(id) DO NOTHING",
+        (bytes.fromhex(event.data["target"]), event.partition_key),
     )
 
 
 def _messages_forgotten(conn, event: StoredEvent) -> None:
-    conn.executemany(
-        "DELETE FROM example_messages WHERE room = ? AND id = ?",
-        [(event.partition_key, bytes.fromhex(target)) for target in event.data["ids"]],
+    targets = {bytes.fromhex(target) for target in event.data["ids"]}
+    # The forgotten messages are the room's oldest: walk its range oldest first and stop once all are found.
+    found = []
+    oldest_first = conn.execute(
+        "SELECT seq, id FROM example_messages WHERE room = ? AND ts_ms < ? ORDER BY ts_ms, seq",
+        (event.partition_key, event.data["before_ts_ms"]),
     )
+    try:
+        for seq, message_id in oldest_first:
+            if message_id in targets:
+                found.append((seq,))
+                if len(found) == len(targets):
+                    break
+    finally:
+        oldest_first.close()
+    conn.executemany("DELETE FROM example_messages WHERE seq = ?", found)
+    conn.executemany("DELETE FROM example_deletions WHERE id = ?", [(target,) for target in targets])
 
 
 def _forgotten_counts(conn, event: StoredEvent) -> None:
@@ -48,13 +60,13 @@ def _count(conn, event: StoredEvent, posted: int, deleted: int) -> None:
 MESSAGES = Projector(
     name="example.messages",
     protocol="example",
-    tables=("example_messages",),
+    tables=("example_messages", "example_deletions"),
     handlers={
         "message_posted": _message_posted,
         "message_deleted": _message_deleted,
         "messages_forgotten": _messages_forgotten,
     },
-    description="every message of every room, newest first by (ts_ms, id)",
+    description="every message of every room by (ts_ms, seq), and which of them were deleted",
 )
 
 ROOMS = Projector(

@@ -30,16 +30,17 @@ def snapshot_tables(app, tables):
 
 
 def log_damaged_event(app, payload: bytes) -> int:
-    """Append, behind the handlers' back, a message_posted event whose payload no longer decodes."""
+    """Append, behind the handlers' back, a message_deleted event whose payload no longer decodes (its projector
+    reads the payload; a post's reads only the event's columns)."""
     with app.db.write():
         seq = eventlog.head(app.db) + 1
         app.db.execute(
             "INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, "
-            "created_at_ms, recorded_at_ms, payload) VALUES (?, 'example', 'message_posted', 1, ?, "
+            "created_at_ms, recorded_at_ms, payload) VALUES (?, 'example', 'message_deleted', 1, ?, "
             "'room-0', 1, 1, ?)",
             (seq, b"\xab" * 32, payload),
         )
     return seq
 
 
-EXAMPLE_TABLES = ("example_messages", "example_rooms")
+EXAMPLE_TABLES = ("example_messages", "example_deletions", "example_rooms")

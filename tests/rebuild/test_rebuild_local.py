@@ -59,15 +59,14 @@ def test_local_rebuild_equals_live_for_any_stream(
 def test_verify_finds_a_damaged_row_and_swaps_nothing(app):
     with app.db.write():
         app.db.execute(
-            "UPDATE example_messages SET text = 'tampered' WHERE (room, id) = "
-            "(SELECT room, id FROM example_messages ORDER BY ts_ms, id LIMIT 1)"
+            "UPDATE example_messages SET room = 'tampered' WHERE seq = (SELECT min(seq) FROM example_messages)"
         )
     report = verify(app)
     assert not report.equal
     [bad] = [v for v in report.verdicts if not v.equal]
     assert bad.table == "example_messages" and bad.live_rows == bad.rebuilt_rows
     assert "tampered" in bad.only_live and "tampered" not in bad.only_rebuilt
-    assert app.db.value("SELECT count(*) FROM example_messages WHERE text = 'tampered'") == 1
+    assert app.db.value("SELECT count(*) FROM example_messages WHERE room = 'tampered'") == 1
     assert not app.db.has_table("example_messages__rebuild")
 
 
@@ -212,7 +211,10 @@ def test_selection_errors(app):
         rebuild(RebuildRequest(app, engine="flink"))  # type: ignore[arg-type]
 
 
-UNDECODABLE = [(b'{"author":"aa","text":"\xff\xfe"}', "not UTF-8 JSON"), (b'{"author":"aa","text":', "not UTF-8 JSON")]
+UNDECODABLE = [
+    (b'{"author":"aa","target":"\xff\xfe"}', "not UTF-8 JSON"),
+    (b'{"author":"aa","target":', "not UTF-8 JSON"),
+]
 
 
 @pytest.mark.parametrize("payload, problem", UNDECODABLE, ids=["invalid-utf8", "truncated-json"])
@@ -220,7 +222,7 @@ UNDECODABLE = [(b'{"author":"aa","text":"\xff\xfe"}', "not UTF-8 JSON"), (b'{"au
 def test_an_undecodable_event_is_named(app, payload, problem, mode):
     seq = log_damaged_event(app, payload)
     before = snapshot_tables(app, EXAMPLE_TABLES)
-    with pytest.raises(CorruptEvent, match=rf"event seq {seq} \(example/message_posted, id abababab.*\) .*{problem}"):
+    with pytest.raises(CorruptEvent, match=rf"event seq {seq} \(example/message_deleted, id abababab.*\) .*{problem}"):
         rebuild(RebuildRequest(app, engine="local", verify=mode == "verify"))
     assert snapshot_tables(app, EXAMPLE_TABLES) == before
 

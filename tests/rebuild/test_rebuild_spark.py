@@ -218,8 +218,8 @@ def test_spark_names_an_undecodable_event(make_app, spark, tmp_path):
     """The worker's typed error comes back typed, not as Spark's wrapped Python traceback."""
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(50, seed=5))
-    seq = log_damaged_event(app, b'{"author":"aa","text":"\xff"}')
-    with pytest.raises(CorruptEvent, match=rf"^event seq {seq} \(example/message_posted, id abab.*not UTF-8 JSON"):
+    seq = log_damaged_event(app, b'{"author":"aa","target":"\xff"}')
+    with pytest.raises(CorruptEvent, match=rf"^event seq {seq} \(example/message_deleted, id abab.*not UTF-8 JSON"):
         rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark))
 
 
