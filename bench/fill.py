@@ -14,9 +14,8 @@ micro-batches, and its time is recorded.  Reported:
 3. **History**: a room's newest 50 messages and the next 50 by keyset cursor, for random rooms, on the
    full file: p50 and p99 in ms; target: p99 at most 1 ms.
 4. **Pauses**: another process (bench/lock_prober.py) takes the write lock every 5 ms during the fill; its
-   longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the longest write
-   transaction as the filling process times it (with its COMMIT and the WAL checkpoint run after it, which
-   does not hold the write lock).
+   longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the longest the
+   filling process held the write lock (``Database.longest_hold_s``: BEGIN IMMEDIATE to the end of COMMIT).
 
 Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
 database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
@@ -163,6 +162,7 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
     path = str(work.path / f"fill-{events}.db")
     app = open_fill(path)
     try:
+        app.db.longest_hold_s = 0.0  # opening it applied the schema: not part of the fill
         with LockProber(path) as prober:
             times = fill(app, events, Path(path + ".times.json"))
         first, last = tenth_rates(times)
@@ -170,10 +170,10 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
             total_events = int(app.db.value("SELECT count(*) FROM events"))
         trees = footprint(app.db)
         newest, older = history_latencies(app.db, room_count(events), 2_000 if events >= 100_000 else 200)
+        held_ms = app.db.longest_hold_s * 1000
     finally:
         app.close()
     overall = sum(t[0] for t in times) / sum(t[1] for t in times)
-    longest = max(t[2] for t in times)
     per_event = sum(size for _, size in trees) / max(total_events, 1)
     size = f"{total_events:,} events"
     figures = [
@@ -198,10 +198,10 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
         ),
         Figure(
             "fill",
-            f"longest write transaction in the fill of {size}",
-            longest,
+            f"longest hold of the write lock by the filling process, {size}",
+            held_ms,
             "ms",
-            note="a push or a micro-batch, timed in the filling process: with its COMMIT and the WAL checkpoint run after it",
+            note="a push or a micro-batch, BEGIN IMMEDIATE to the end of its COMMIT (this run's, when resumed)",
         ),
     ]
     return figures, trees

@@ -360,6 +360,9 @@ class Database:
         self.conn.set_profile(self._profile)
         self._write_began = 0.0
         self._lock_free_until = 0.0  # see _leave_a_gap
+        #: The longest this connection held the write lock, BEGIN IMMEDIATE to the end of COMMIT, in seconds
+        #: (a checkpoint after the COMMIT does not hold the lock and is not included).
+        self.longest_hold_s = 0.0
         self.checkpointer: Checkpointer | None = None
         if not readonly and self.settings.checkpoint_pages:
             self.checkpointer = Checkpointer(path, self.settings.checkpoint_pages, self.settings.busy_timeout_ms)
@@ -490,6 +493,7 @@ class Database:
 
     def _finish(self, exc: BaseException | None) -> None:
         """End the outermost transaction: commit, or roll back on ``exc``."""
+        wrote = self._mode == "write"
         if exc is not None:
             self._rollback()
             if isinstance(exc, apsw.Error):
@@ -513,7 +517,10 @@ class Database:
         finally:
             self._mode = None
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
-        self._leave_a_gap()
+        if wrote:  # a read transaction ends here too, and holds no lock
+            held = time.monotonic() - self._write_began
+            self.longest_hold_s = max(self.longest_hold_s, held)
+            self._leave_a_gap(held)
         if self.checkpointer is not None and self.checkpointer.behind:
             self._checkpoint_behind()
         if self._after_commit:
@@ -565,12 +572,11 @@ class Database:
                 raise unavailable(self.path, exc) from exc
             raise
 
-    def _leave_a_gap(self) -> None:
+    def _leave_a_gap(self, held: float) -> None:
         """After a long write transaction, keep the lock free for a moment before this connection takes it
         again.  SQLite's lock has no queue: a writer that commits and begins again at once leaves another
         process's writer, polling every millisecond or two, waiting for as long as it keeps writing (a
         catch-up, a fill), while each of its transactions alone is short."""
-        held = time.monotonic() - self._write_began
         if held >= _LONG_HOLD_S:
             self._lock_free_until = time.monotonic() + min(_FAIR_GAP_S, held / 20)
 

@@ -250,3 +250,20 @@ def test_after_a_long_write_the_lock_is_left_free_for_a_moment(table, monkeypatc
     with table.write():
         pass
     assert clock.slept[1:] == [pytest.approx(0.002)]
+
+
+def test_a_read_transaction_leaves_no_gap_and_counts_as_no_hold(table, monkeypatch):
+    """Only a write holds the lock: a long read, or a read long after the last write, neither makes the next
+    write wait nor counts towards the longest hold."""
+    clock = _Clock()
+    monkeypatch.setattr("core.db.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("core.db.time.sleep", clock.sleep)
+    with table.write():
+        clock.now += 0.005
+    clock.now += 1.0
+    with table.read():
+        clock.now += 0.200
+    with table.write():
+        pass
+    assert clock.slept == []
+    assert table.longest_hold_s == pytest.approx(0.005)
