@@ -19,6 +19,8 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The checkout's root: benchmarks with a peer reuse its installer and drivers from tests/ (one copy of each).
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 console = Console(width=150)
 
 

@@ -39,9 +39,14 @@ EXPECTED = {
         ("next page by cursor p99 at ", False, True),
         ("newest-50 page p50 at ", False, False),
         ("longest wait for the write lock during the fill of ", False, True),
-        ("longest write transaction in the fill of ", False, False),
+        ("longest hold of the write lock by the filling process, ", False, False),
     ],
     "xmtp": [("catch-up through tessera serve, ", True, True)],
+    "marmot": [
+        ("end to end, one transaction per message (", True, True),
+        ("end to end, micro-batches (", True, True),
+        ("end to end against MDK 0.8.0's process_message (", True, True),
+    ],
 }
 
 
@@ -70,7 +75,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp" in done.stdout
+    assert "python -m bench append tick fill xmtp marmot" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:

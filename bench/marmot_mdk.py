@@ -1,0 +1,228 @@
+"""Marmot end to end on the reference implementation's stream: ours beside MDK 0.8.0 and the decrypt ceiling.
+
+    python bench/marmot_mdk.py [--messages N]
+
+An MDK member (alice) creates a group with another MDK member (bob) and a Tessera database (us), through
+a LocalRelay on 127.0.0.1 for the KeyPackage and the gift-wrapped welcome, and then sends ``--messages``
+chat messages: real kind-445 events as MDK makes them.  Measured on that one stream, in one run:
+
+1. **the ceiling**: parse + BIP-340 verify + envelope decrypt of every event (our code, no state written);
+2. **ours, one transaction per message**: the full pipeline (verify, decrypt, MLS engine, the sealed group
+   state, the history and every projection) committing each message on its own — the durability MDK gives;
+3. **ours, micro-batches**: the same with the default ``batch_items``/``batch_ms`` (a crash loses at most the
+   uncommitted batch, which is redone from ``incoming``);
+4. **MDK**: bob's ``process_message`` on each event, each committed to its encrypted SQLite store.
+
+Targets (issue 17): ours ≥ 60% of the ceiling; ours per message ≥ 5× MDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+from common import Workdir, console, open_bench_app, parser
+from suite import Figure, Run
+
+from core import drain, queues
+from core.app import App
+from core.records import OutcomeKind
+from core.settings import Settings
+from core.state import ProtocolState
+from jobs.tick import TickDaemon
+from protocols import marmot
+from protocols.marmot.state import account as accounts
+from protocols.marmot.state import store
+from protocols.marmot.transport import nostr_transport
+from protocols.marmot.transport import sync as relay_sync
+from protocols.marmot.wire import gift_wrap, nostr, outer
+
+STATE_KEY = "TESSERA_MARMOT_STATE_KEY"
+TARGET_OF_CEILING = 0.6
+TARGET_OVER_MDK = 5.0
+
+
+@attrs.frozen
+class Rates:
+    """Events per second on one stream."""
+
+    messages: int
+    ceiling: float
+    ours_per_message: float
+    ours_batched: float
+    mdk: float
+
+
+def open_ours(path: str, **settings: Any) -> App:
+    return open_bench_app(path, marmot, "marmot", Settings.load(env={}, slow_statement_ms=60_000, **settings))
+
+
+def _peers() -> tuple[Any, Callable[[str, Path], Any], Any]:
+    """MDK's module, a member factory and a LocalRelay; PeerUnavailable says why one cannot run here."""
+    from tests.marmot.mdk.mdk_peer import MdkMember, install, load
+    from tests.relay_servers import start_local_relay
+
+    install()
+    module = load()
+    return module, lambda name, db: MdkMember(module, name, db), start_local_relay()
+
+
+def _welcome_for(rumors: list[dict[str, Any]], key_package_id: str) -> dict[str, Any]:
+    """The welcome rumor made for the KeyPackage event ``key_package_id`` (its ``e`` tag names it)."""
+    for rumor in rumors:
+        if ["e", key_package_id] in [tag[:2] for tag in rumor["tags"]]:
+            return rumor
+    raise RuntimeError(f"MDK made no welcome naming KeyPackage {key_package_id[:12]}")
+
+
+def join_mdk_group(
+    work: Workdir, path: str, member: Callable[[str, Path], Any], relay_url: str
+) -> tuple[App, Any, Any, str]:
+    """Us (a database at ``path``) and two MDK members in one group made by MDK: (our app, alice, bob, the
+    group id)."""
+    ours = open_ours(path)
+    ours.runtime.run_command("marmot.identity_new", {})
+    ours.runtime.run_command("marmot.key_package_publish", {"relays": [relay_url], "count": 1})
+    TickDaemon(ours, mode="until_idle").run()
+    with ours.db.read():
+        me = accounts.require(ProtocolState(ours.db, "marmot")).pubkey
+    [our_key_package] = nostr_transport.relays().fetch({"kinds": [30443], "authors": [me]}, [relay_url]).events
+    alice, bob = member("alice", work.path / "alice.db"), member("bob", work.path / "bob.db")
+    bob_key_package = bob.key_package_event((relay_url,))
+    group, rumors = alice.create_group([our_key_package, bob_key_package], relays=(relay_url,))
+    bob.join(_welcome_for(rumors, bob_key_package["id"]))
+    wrap = gift_wrap.wrap(_welcome_for(rumors, our_key_package["id"]), alice.secret_key, me, now=int(time.time()))
+    nostr_transport.relays().publish(wrap, [relay_url]).raise_unless_accepted()
+    relay_sync.sync(ours)
+    TickDaemon(ours, mode="until_idle").run()
+    [(welcome_id,)] = ours.db.all("SELECT welcome_id FROM marmot_welcomes WHERE state = 'pending'")
+    ours.runtime.run_command("marmot.accept", {"welcome": welcome_id})
+    return ours, alice, bob, group.mls_group_id
+
+
+def ceiling(app: App, gid: str, events: list[dict[str, Any]]) -> float:
+    """Parse + verify + envelope decrypt of every event, with the group's state as it is (no writes)."""
+    with app.db.read():
+        state = store.load_joined(ProtocolState(app.db, "marmot"), gid).state
+    lines = [json.dumps(event) for event in events]
+    started = time.perf_counter()
+    for line in lines:
+        event = nostr.parse_event(line)
+        nostr.verify_event(event)
+        assert outer.open_content(state, event["content"]) is not None, "the group's key opens its own stream"
+    return len(lines) / (time.perf_counter() - started)
+
+
+def ours_rate(app: App, events: list[dict[str, Any]]) -> float:
+    with app.db.write():
+        queues.push_incoming(app.db, "marmot", [json.dumps(event).encode() for event in events], app.clock.now_ms())
+    started = time.perf_counter()
+    handled = drain.run_until_idle(app.runtime).outcomes.get(OutcomeKind.HANDLED, 0)
+    seconds = time.perf_counter() - started
+    assert handled == len(events), f"{handled} of {len(events)} messages handled"
+    return handled / seconds
+
+
+def mdk_rate(bob: Any, events: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    for event in events:
+        bob.receive(event)
+    return len(events) / (time.perf_counter() - started)
+
+
+def measure(work: Workdir, messages: int) -> Rates:
+    """The four rates on one stream of ``messages`` MDK chat messages (see the module docs)."""
+    os.environ.setdefault(STATE_KEY, os.urandom(32).hex())
+    _module, member, relay = _peers()
+    path, batched_path = work.db("ours"), work.db("ours-batched")
+    try:
+        with console.status("MDK makes a group with us and bob in it"):
+            ours, alice, bob, gid = join_mdk_group(work, path, member, relay.url)
+    finally:
+        relay.stop()
+    with console.status(f"alice (MDK) writes {messages:,} messages"):
+        events = [alice.send(gid, f"message {n}: " + "lorem ipsum dolor sit amet " * 6) for n in range(messages)]
+    # The same joined state twice: one run commits each message, the other micro-batches.
+    ours.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    ours.close()
+    shutil.copyfile(path, batched_path)
+    one_each = open_ours(path, batch_items=1)
+    with console.status("the ceiling: parse + verify + envelope decrypt"):
+        top = max(ceiling(one_each, gid, events) for _ in range(2))
+    with console.status("ours, one transaction per message"):
+        per_message = ours_rate(one_each, events)
+    one_each.close()
+    batched_app = open_ours(batched_path)
+    with console.status("ours, micro-batches"):
+        batched = ours_rate(batched_app, events)
+    batched_app.close()
+    with console.status("MDK: bob's process_message"):
+        theirs = mdk_rate(bob, events)
+    return Rates(messages, top, per_message, batched, theirs)
+
+
+def figures_of(rates: Rates) -> list[Figure]:
+    stream = f"{rates.messages:,} MDK kind-445 messages, 3-member group"
+    return [
+        Figure(
+            "marmot",
+            f"end to end, one transaction per message ({stream})",
+            rates.ours_per_message,
+            "events/s",
+            rates.ceiling,
+            "parse + verify + decrypt",
+            "ratio",
+            TARGET_OF_CEILING,
+        ),
+        Figure(
+            "marmot",
+            f"end to end, micro-batches ({stream})",
+            rates.ours_batched,
+            "events/s",
+            rates.ceiling,
+            "parse + verify + decrypt",
+            "ratio",
+            TARGET_OF_CEILING,
+            note="a crash loses at most the uncommitted batch, redone from incoming",
+        ),
+        Figure(
+            "marmot",
+            f"end to end against MDK 0.8.0's process_message ({stream})",
+            rates.ours_per_message,
+            "events/s",
+            rates.mdk,
+            "MDK",
+            "ratio",
+            TARGET_OVER_MDK,
+            note="both commit every message to disk",
+        ),
+    ]
+
+
+def figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: a stream of a hundredth of the run's events (200 to 3,000)."""
+    from tests._peers import PeerUnavailable
+
+    count = max(200, min(3_000, run.events // 100))
+    try:
+        return figures_of(measure(run.work, count))
+    except PeerUnavailable as missing:  # the stream is MDK's: without it there is nothing to measure
+        return [Figure("marmot", "end to end on MDK's stream", 0.0, "events/s", note=f"peer missing: {missing}")]
+
+
+def main() -> None:
+    args = parser(__doc__, ("--messages", 2_000, "messages in MDK's stream")).parse_args()
+    from suite import print_table
+
+    with Workdir(args.keep) as work:
+        print_table(figures_of(measure(work, args.messages)), "Marmot end to end on MDK's stream")
+
+
+if __name__ == "__main__":
+    main()
