@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from common import Workdir, console, open_bench_app, parser, report
+from suite import Figure, Run
 
 from core.app import open_app
 from core.plugins import make_plugin_manager
@@ -99,6 +100,79 @@ def run_engine(
     return result, total
 
 
+def spark_session(partitions: int = 8) -> Any:
+    """A local[2] SparkSession (its start is not part of any figure)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from jobs.rebuild.spark_session import make_session
+
+    started = time.perf_counter()
+    spark = make_session("local[2]", {"spark.driver.memory": "4g"}, partitions=partitions)
+    console.print(f"SparkSession up in {time.perf_counter() - started:.1f} s (not counted below)")
+    return spark
+
+
+def rebuilt_rates(report: RebuildReport, total: float) -> tuple[float, float]:
+    """Events/s of a verified rebuild without its verify stage, and the verify stage's share of that time."""
+    replayed = max(report.events_replayed, 1)
+    verify = report.seconds.get("verify", 0.0)
+    return replayed / (total - verify), verify / (total - verify)
+
+
+def figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: fill the run's events (projectors inline, the daemon's incremental rate), then
+    rebuild them verified with the local engine and with Spark local[2]."""
+    path = run.work.db("rebuild")
+    incremental = fill(path, run.events)
+    rates: dict[str, tuple[float, float]] = {}
+    spark = spark_session()
+    try:
+        for engine in ("local", "spark"):
+            workdir = run.work.path / f"rebuild-{engine}"
+            rebuilt, total = run_engine(
+                path, engine, str(workdir), spark if engine == "spark" else None, DEFAULT_PARTITION_EVENTS
+            )
+            rates[engine] = rebuilt_rates(rebuilt, total)
+            shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        spark.stop()
+    size = f"{run.events:,} events"
+    (spark_rate, spark_verify), (local_rate, _) = rates["spark"], rates["local"]
+    return [
+        Figure(
+            "rebuild",
+            f"Spark local[2] rebuild of {size} against the daemon's incremental projection",
+            spark_rate,
+            "events/s",
+            incremental,
+            "incremental",
+            "ratio",
+            2.0,
+            note="export, replay, load, catch-up; the incremental rate: 1,000 events per transaction",
+        ),
+        Figure(
+            "rebuild",
+            f"Spark local[2] rebuild of {size} against the local engine",
+            spark_rate,
+            "events/s",
+            local_rate,
+            "local engine",
+            "ratio",
+            1.0,
+        ),
+        Figure(
+            "rebuild",
+            f"--verify's share of a Spark rebuild of {size}",
+            spark_verify * 100,
+            "% of the rebuild",
+            None,
+            "",
+            "at_most",
+            25,
+            note="row counts and an order-independent checksum of every table, live against rebuilt",
+        ),
+    ]
+
+
 def main() -> None:
     options = parser(__doc__, ("--events", 1_000_000, "events to fill the database with"))
     options.add_argument("--slow", action="store_true", help="10,000,000 events")
@@ -119,12 +193,7 @@ def main() -> None:
         spark = None
         for engine in args.engines:
             if engine == "spark" and spark is None:
-                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-                from jobs.rebuild.spark_session import make_session
-
-                started = time.perf_counter()
-                spark = make_session("local[2]", {"spark.driver.memory": "4g"}, partitions=8)
-                console.print(f"SparkSession up in {time.perf_counter() - started:.1f} s (not counted below)")
+                spark = spark_session()
             # Each engine exports afresh so the export stage is measured every time,
             # also when --keep points at a directory an earlier run left behind.
             workdir = work.path / f"work-{engine}"

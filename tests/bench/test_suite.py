@@ -42,6 +42,11 @@ EXPECTED = {
         ("longest hold of the write lock by the filling process, ", False, False),
     ],
     "xmtp": [("catch-up through tessera serve, ", True, True)],
+    "rebuild": [
+        ("Spark local[2] rebuild of 300 events against the daemon's incremental projection", True, True),
+        ("Spark local[2] rebuild of 300 events against the local engine", True, True),
+        ("--verify's share of a Spark rebuild of 300 events", False, True),
+    ],
     "marmot": [
         ("end to end, one transaction per message (", True, True),
         ("end to end, micro-batches (", True, True),
@@ -75,7 +80,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp marmot" in done.stdout
+    assert "python -m bench append tick fill xmtp rebuild marmot" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
