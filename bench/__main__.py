@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import append
 import fill
+import history
 import marmot_mdk
 import rebuild
 import tick
@@ -36,6 +37,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "fill": (fill.figures, "a sustained fill: first and last tenth, bytes per event, history pages at the end"),
     "xmtp": (xmtp.figures, "the XMTP client catching up through tessera serve: the engine's decrypt rate"),
     "rebuild": (rebuild.figures, "a full rebuild, verified: Spark local[2] and the local engine, the daemon's rate"),
+    "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000

@@ -47,6 +47,12 @@ EXPECTED = {
         ("Spark local[2] rebuild of 300 events against the local engine", True, True),
         ("--verify's share of a Spark rebuild of 300 events", False, True),
     ],
+    "history": [
+        ("Marmot history, 300 rumors in one group: newest page of 50, p99", False, True),
+        ("Marmot history, 300 rumors in one group: next page by cursor, p99", False, True),
+        ("server store history (Store.history), 300 messages in one group: newest page of 50, p99", False, True),
+        ("server store history (Store.history), 300 messages in one group: next page by cursor, p99", False, True),
+    ],
     "marmot": [
         ("end to end, one transaction per message (", True, True),
         ("end to end, micro-batches (", True, True),
@@ -80,7 +86,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp rebuild marmot" in done.stdout
+    assert "python -m bench append tick fill xmtp rebuild history marmot" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
