@@ -25,6 +25,7 @@ import append
 import fill
 import history
 import marmot_mdk
+import mls
 import rebuild
 import tick
 import xmtp
@@ -38,6 +39,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "xmtp": (xmtp.figures, "the XMTP client catching up through tessera serve: the engine's decrypt rate"),
     "rebuild": (rebuild.figures, "a full rebuild, verified: Spark local[2] and the local engine, the daemon's rate"),
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
+    "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000

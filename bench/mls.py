@@ -50,6 +50,7 @@ from mls_engine import (
     profile_processing,
 )
 from mls_ts import TsMlsUnavailable, node_and_install, node_version, run_ts_mls
+from suite import Figure, Run
 
 from protocols.mls.crypto import CipherSuite, suite
 
@@ -439,6 +440,83 @@ def write_json(
         "targets": verdicts,
     }
     path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def suite_arguments(run: Run) -> argparse.Namespace:
+    """The sizes a suite run measures: up to 1,000 members in the full run, 100 in a quick one, 10 when tiny."""
+    sizes_: tuple[int, ...]
+    runs: int | None
+    if run.events >= 1_000_000:
+        sizes_, messages, runs = (2, 10, 100, 1000), 1000, None
+    elif run.events >= 10_000:
+        sizes_, messages, runs = (2, 10, 100), 200, 3
+    else:
+        sizes_, messages, runs = (2, 10), 50, 1
+    return argparse.Namespace(
+        sizes=sizes_, commit_sizes=(), messages=messages, payload=100, runs=runs, suite=1, no_ts_mls=False, profile=0
+    )
+
+
+def figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: at the largest size measured, bob's processing of each commit kind and his
+    decryption of application messages, beside ts-mls doing the same in the same run, and decryption beside
+    the crypto a conforming receiver must do."""
+    args = suite_arguments(run)
+    results = Results(suite(args.suite))
+    measure_engine(args, results)
+    measure_ts_mls(args, results)
+    members = max(args.sizes)
+    group = f"{members:,}-member group"
+    found = []
+    peer_note = f"peer missing: {results.ts_mls_note}" if not results.ts_mls else ""
+    for done in results.operations:
+        if done.members != members or not done.process_s:
+            continue
+        ts = _ts_operation(results, members, done.operation)
+        theirs = 1 / ts["process_s"] if ts and ts["process_s"] else None
+        found.append(
+            Figure(
+                "mls",
+                f"{done.operation} commit processed, {group}, against ts-mls",
+                1 / done.process_s,
+                "commits/s",
+                theirs,
+                "ts-mls" if theirs else "",
+                "ratio" if theirs else None,
+                1.0 if theirs else None,
+                note=peer_note,
+            )
+        )
+    for r in results.application:
+        if r.members != members:
+            continue
+        ts_app = _ts_application(results, members) or {}
+        found.append(
+            Figure(
+                "mls",
+                f"application messages decrypted in order, {group}, against ts-mls",
+                r.decrypt_per_s,
+                "messages/s",
+                ts_app.get("decrypt_per_s"),
+                "ts-mls" if ts_app else "",
+                "ratio" if ts_app else None,
+                1.0 if ts_app else None,
+                note=peer_note,
+            )
+        )
+        found.append(
+            Figure(
+                "mls",
+                f"application messages decrypted in order, {group}, against the AEAD + KDF + signature ceiling",
+                r.decrypt_per_s,
+                "messages/s",
+                r.signed_ceiling_decrypt_per_s,
+                "crypto alone",
+                "ratio",
+                DECRYPT_TARGET,
+            )
+        )
+    return found
 
 
 def main() -> None:

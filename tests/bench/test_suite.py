@@ -53,6 +53,13 @@ EXPECTED = {
         ("server store history (Store.history), 300 messages in one group: newest page of 50, p99", False, True),
         ("server store history (Store.history), 300 messages in one group: next page by cursor, p99", False, True),
     ],
+    "mls": [
+        ("add commit processed, 10-member group, against ts-mls", True, True),
+        ("update commit processed, 10-member group, against ts-mls", True, True),
+        ("remove commit processed, 10-member group, against ts-mls", True, True),
+        ("application messages decrypted in order, 10-member group, against ts-mls", True, True),
+        ("application messages decrypted in order, 10-member group, against the AEAD", True, True),
+    ],
     "marmot": [
         ("end to end, one transaction per message (", True, True),
         ("end to end, micro-batches (", True, True),
@@ -86,7 +93,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp rebuild history marmot" in done.stdout
+    assert "python -m bench append tick fill xmtp rebuild history mls marmot" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
