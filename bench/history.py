@@ -49,7 +49,7 @@ def server_pages(run: Run, queries: int) -> tuple[list[float], list[float]]:
     member, group_id = server.installation(server.named_key("history member")), server.named_group("history")
     store = server.open_store(path)
     try:
-        cursors = server.sample_cursors(store, group_id, run.events, queries)
+        cursors = server.sample_cursors(store, group_id, run.events, queries, margin=min(server.PAGE, run.events // 4))
         server.history_in_process(store, member, group_id, cursors, min(queries, 200))  # warm the page cache
         newest, _, backward, _ = server.history_in_process(store, member, group_id, cursors, queries)
     finally:

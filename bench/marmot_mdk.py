@@ -152,6 +152,7 @@ def measure(work: Workdir, messages: int) -> Rates:
     ours.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     ours.close()
     shutil.copyfile(path, batched_path)
+    shutil.copytree(path + "-erasable", batched_path + "-erasable")  # the group state's version keys
     one_each = open_ours(path, batch_items=1)
     with console.status("the ceiling: parse + verify + envelope decrypt"):
         top = max(ceiling(one_each, gid, events) for _ in range(2))

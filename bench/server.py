@@ -604,9 +604,11 @@ def fill_history(work: Workdir, count: int) -> tuple[str, float | None]:
     return path, rate
 
 
-def sample_cursors(store: Store, group_id: str, count: int, samples: int) -> list[str]:
-    """Cursors of ``samples`` random messages of the group (the documented ``<timestamp>.<id>``)."""
-    wanted = set(random.sample(range(count), min(samples, count)))
+def sample_cursors(store: Store, group_id: str, count: int, samples: int, margin: int = 0) -> list[str]:
+    """Cursors of ``samples`` random messages of the group (the documented ``<timestamp>.<id>``), at least
+    ``margin`` messages from either end (so a page from each, either way, holds messages)."""
+    positions = range(margin, max(count - margin, margin + 1))
+    wanted = set(random.sample(positions, min(samples, len(positions))))
     found = []
     with store.app.db.read():
         rows = store.app.db.execute(

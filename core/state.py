@@ -24,6 +24,10 @@ class ProtocolState:
         staged = self.db.staged((self.protocol, key))
         if staged is not NOT_STAGED:
             return bytes(staged[1](staged[0]))
+        return self.stored(key)
+
+    def stored(self, key: str) -> bytes | None:
+        """The value as the database holds it in this transaction, whatever is staged for it."""
         value = self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
         return None if value is None else bytes(value)
 

@@ -116,6 +116,11 @@ class StateKeyWrong(StateKeyError):
     """Stored group state does not open with the configured key."""
 
 
+class GroupStateKeyGone(StateKeyError):
+    """A group's state was sealed under a version key that is no longer in the database's ``-erasable`` folder
+    (the database was copied or restored without that folder, or the folder was lost)."""
+
+
 # --- groups ----------------------------------------------------------------
 
 

@@ -137,15 +137,23 @@ class OpenedCache:
         # meet another thread's eviction in between.
         self._lock = threading.Lock()
 
-    def open(self, key: bytes, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
-        """What ``sealed`` opens and parses to, from memory when these bytes were seen under this key."""
+    def open(
+        self,
+        key: bytes,
+        name: str,
+        sealed: bytes,
+        parse: Callable[[bytes], Opened],
+        opener: Callable[[bytes, str, bytes], bytes] | None = None,
+    ) -> Opened:
+        """What ``sealed`` opens (with ``opener``, the sealer's by default) and parses to, from memory when these
+        bytes were seen under this key."""
         with self._lock:
             hit = self._entries.get(name)
             if hit is not None and hit[0] == key and hit[1] == sealed:
                 self._entries.move_to_end(name)
                 found: Opened = hit[2]
                 return found
-        value = parse(self.sealer.open(key, name, sealed))
+        value = parse((opener or self.sealer.open)(key, name, sealed))
         self.remember(key, name, sealed, value)
         return value
 

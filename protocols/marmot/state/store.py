@@ -64,18 +64,19 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import attrs
+import nacl.exceptions
 
 from core.intents import EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.errors import GroupNotFound
+from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone, StateKeyWrong
 from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
-from protocols.mls import at_rest
+from protocols.mls import at_rest, erasable
 
 # --- the key layout ----------------------------------------------------------------------
 
@@ -239,14 +240,42 @@ def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object
 def _staged_state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> StageProtocolState:
     """The group's engine state becomes ``new_state``, staged: a transaction of many messages of the group (a
     micro-batch of a backfill) encodes, seals and writes it once, at COMMIT, so the ratchet secrets its
-    messages consumed in between never reach the disk."""
-    name, key = state_name(gid), values.key
+    messages consumed in between never reach the disk; and it is sealed erasably, so the version it replaces
+    no longer opens once the transaction has committed (:mod:`protocols.mls.erasable`)."""
+    name = state_name(gid)
 
     def seal_state(state: mls.GroupState) -> bytes:
         plain = mls.snapshot(state)
-        return _opened.seal(key, name, plain, (plain, state))
+        sealed = _seal_erasably(values, name, plain)
+        _opened.remember(values.key, name, sealed, (plain, state))
+        return sealed
 
     return StageProtocolState(name, new_state, seal_state)
+
+
+def _seal_erasably(values: SealedValues, name: str, plain: bytes) -> bytes:
+    state = values.state
+    return erasable.seal(state.db, values.key, SEALER.label, name, plain, state.stored(name))
+
+
+def _open_state(values: SealedValues) -> Callable[[bytes, str, bytes], bytes]:
+    """The opener of group states: erasably sealed ones through their version key, older ones with the key."""
+    path = values.state.db.path
+
+    def opener(key: bytes, name: str, sealed: bytes) -> bytes:
+        if not erasable.is_erasable(sealed):
+            return open_sealed(key, name, sealed)  # sealed before erasable sealing: replaced at its next write
+        try:
+            return erasable.open_sealed(path, key, SEALER.label, name, sealed)
+        except erasable.KeyGone as gone:
+            raise GroupStateKeyGone(
+                f"{gone}: the database was copied or restored without its -erasable folder; a backup must "
+                "hold both (docs/operations.md)"
+            ) from None
+        except nacl.exceptions.CryptoError:
+            raise StateKeyWrong(WRONG) from None
+
+    return opener
 
 
 # --- reading a group ---------------------------------------------------------------------
@@ -297,8 +326,8 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
         return LoadedGroup(gid, meta, staged, None, values)  # changed earlier in this transaction
     sealed_state = values.raw(state_name(gid))
     assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
-    snapshot_bytes, engine_state = _open(
-        values, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain))
+    snapshot_bytes, engine_state = _opened.open(
+        values.key, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain)), _open_state(values)
     )
     return LoadedGroup(gid, meta, engine_state, snapshot_bytes, values)
 
@@ -537,13 +566,16 @@ class GroupStateStore:
         self.values = SealedValues(state)
 
     def get(self, gid: str) -> bytes | None:
-        return self.values.get(state_name(gid))
+        name = state_name(gid)
+        sealed = self.values.raw(name)
+        return None if sealed is None else _open_state(self.values)(self.values.key, name, sealed)
 
     def set(self, gid: str, state_bytes: bytes, now_ms: int) -> None:
-        self.values.put(state_name(gid), state_bytes, now_ms)
+        intent = self.set_intent(gid, state_bytes)
+        self.values.state.put(intent.key, intent.value, now_ms)
 
     def set_intent(self, gid: str, state_bytes: bytes) -> WriteProtocolState:
-        return self.values.intent(state_name(gid), state_bytes)
+        return WriteProtocolState(state_name(gid), _seal_erasably(self.values, state_name(gid), state_bytes))
 
     def list(self) -> list[str]:
         """Group ids (hex) that have a stored state."""
@@ -554,7 +586,9 @@ class GroupStateStore:
             self.values.state.put(intent.key, None, now_ms)
 
     def remove_intents(self, gid: str) -> builtins.list[WriteProtocolState]:
-        """Intents deleting everything stored for ``gid`` (state, meta, snapshots)."""
+        """Intents deleting everything stored for ``gid`` (state, meta, snapshots); the state's version keys are
+        erased once the transaction commits."""
+        erasable.forget(self.values.state.db, SEALER.label, state_name(gid))
         names = [
             state_name(gid),
             meta_name(gid),

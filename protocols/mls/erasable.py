@@ -1,0 +1,227 @@
+"""Values sealed under keys that are destroyed when the value is replaced: forward secrecy at rest.
+
+A group's MLS state changes with every message: the key that opened the
+message is consumed and must not be recoverable from the disk once the
+transaction that consumed it has committed.  Deleting the old value from
+SQLite is not enough: its bytes survive in older WAL frames until the WAL
+is overwritten, and in the unallocated space of b-tree pages that a
+rebalance left behind (see core/scrub.py), and the at-rest key would open
+them.
+
+So each version of such a value is sealed under a key of its own, derived
+from the at-rest key and a random *version key* kept outside the database,
+in a small file per value (``<database>-erasable/<label>-<hash of the
+name>``) with two fixed 48-byte slots: version ``v`` lives in slot
+``v % 2``.  Replacing version ``v`` by ``v + 1``:
+
+1. before COMMIT, a fresh version key for ``v + 1`` is written to the other
+   slot and synced (the new value must never outlive its key);
+2. the transaction commits the value sealed under it;
+3. after COMMIT the WAL is synced (the commit can no longer be undone by a
+   power loss, so the old value is no longer needed), then the slot of ``v``
+   is overwritten with zeros and synced.
+
+From then on every old copy of the value, wherever SQLite left it, is
+ciphertext under a key that no longer exists.  A crash between 2 and 3
+leaves the old key until the value's next replacement (which overwrites
+that slot); the file is small and rewritten in place, so the window is that
+of a filesystem that overwrites blocks in place (ext4, xfs: yes; the
+physical medium's own remapping is beyond what a program controls).
+
+Several processes may write the same database: writes happen under
+SQLite's write lock, and the erase after COMMIT takes an exclusive lock on
+the file and zeroes the slot only if it still holds the old version.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import struct
+from pathlib import Path
+
+import nacl.bindings
+import nacl.exceptions
+
+from core.db import Database
+
+_FORMAT = b"\x02"
+_HEADER = struct.Struct(">cQ")  # format, version
+_NONCE = 24
+_TAG = 16
+_SLOT = struct.Struct(">Q32s8x")  # version, key, padding: 48 bytes
+_EMPTY = bytes(_SLOT.size)
+
+
+class KeyGone(Exception):
+    """The version key of a stored value is not in its key file (erased, or the file was lost or replaced)."""
+
+
+def is_erasable(sealed: bytes) -> bool:
+    """Whether ``sealed`` was written by :func:`seal` (rather than with the at-rest key alone)."""
+    return sealed[:1] == _FORMAT
+
+
+def version_of(sealed: bytes | None) -> int:
+    """The version of a stored value (0 when there is none, or it predates erasable sealing)."""
+    if sealed is None or not is_erasable(sealed) or len(sealed) < _HEADER.size:
+        return 0
+    return int(_HEADER.unpack_from(sealed)[1])
+
+
+def key_file(db_path: str, label: bytes, name: str) -> Path:
+    """Where the version keys of the value ``name`` of the database at ``db_path`` live."""
+    digest = hashlib.sha256(label + b"\0" + name.encode()).hexdigest()[:32]
+    prefix = "".join(c if c.isalnum() else "-" for c in label.decode("ascii", errors="replace")).strip("-")
+    return Path(db_path + "-erasable") / f"{prefix}-{digest}"
+
+
+def _derive(at_rest_key: bytes, version_key: bytes, label: bytes, name: str) -> bytes:
+    return hashlib.blake2b(version_key + label + name.encode(), key=at_rest_key, digest_size=32).digest()
+
+
+def _bound(label: bytes, name: str, version: int) -> bytes:
+    return label + name.encode() + b"\0" + version.to_bytes(8, "big")
+
+
+class _Slots:
+    """The two slots of one value's key file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self, version: int) -> bytes | None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek((version % 2) * _SLOT.size)
+                raw = handle.read(_SLOT.size)
+        except FileNotFoundError:
+            return None
+        if len(raw) != _SLOT.size:
+            return None
+        held, key = _SLOT.unpack(raw)
+        return key if held == version and key != bytes(32) else None
+
+    def write(self, version: int, key: bytes) -> None:
+        created = False
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:  # the value's first version (and maybe the database's first such value)
+            self.path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, created = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600), True
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_size < 2 * _SLOT.size:
+                os.pwrite(fd, _EMPTY * 2, 0)
+            os.pwrite(fd, _SLOT.pack(version, key), (version % 2) * _SLOT.size)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        if created:  # the new file's name must survive a power loss as well as its bytes
+            folder = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+
+    def erase(self, version: int) -> None:
+        """Zero the slot of ``version`` if it still holds it (another process may have reused it since)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            offset = (version % 2) * _SLOT.size
+            held = os.pread(fd, _SLOT.size, offset)
+            if len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version:
+                os.pwrite(fd, _EMPTY, offset)
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def remove(self) -> None:
+        """Erase both slots, then the file."""
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            os.pwrite(fd, _EMPTY * 2, 0)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self.path.unlink(missing_ok=True)
+
+
+def _sync_wal(db: Database) -> None:
+    """Make the committed transaction durable: fsync the WAL (a commit with synchronous=NORMAL is not)."""
+    try:
+        fd = os.open(db.path + "-wal", os.O_RDONLY)
+    except FileNotFoundError:
+        return  # no WAL: the commit went to the database file, which SQLite synced
+    try:
+        os.fdatasync(fd)  # what SQLite itself calls to sync a WAL
+    finally:
+        os.close(fd)
+
+
+def seal(db: Database, at_rest_key: bytes, label: bytes, name: str, plaintext: bytes, replaces: bytes | None) -> bytes:
+    """``plaintext`` sealed as the next version of the value ``name`` inside ``db``'s open write transaction;
+    the committed version's key is erased once the transaction commits.
+
+    ``replaces`` is the value as stored now.  Every seal of ``name`` in one transaction makes the same
+    version (the committed one plus one) under the same key, however often the value changes or is encoded
+    in between: writing a second new version would reuse the committed version's slot, and destroy its key
+    before the transaction that replaces it has committed.
+    """
+    memo_key = f"erasable\0{label.hex()}\0{name}"
+    found = db.memo.get(memo_key)
+    if found is None:
+        committed = version_of(replaces)
+        version, version_key = committed + 1, os.urandom(32)
+        _Slots(key_file(db.path, label, name)).write(version, version_key)
+        db.memo[memo_key] = found = (committed, version, version_key)
+    committed, version, version_key = found
+    if committed:
+        # Registered by every seal: a savepoint rolled back drops its own callbacks, not the others'.
+        slots = _Slots(key_file(db.path, label, name))
+
+        def erase_replaced() -> None:
+            _sync_wal(db)
+            slots.erase(committed)
+
+        db.after_commit(erase_replaced)
+    nonce = os.urandom(_NONCE)
+    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
+        plaintext, _bound(label, name, version), nonce, _derive(at_rest_key, version_key, label, name)
+    )
+    return _HEADER.pack(_FORMAT, version) + nonce + box
+
+
+def open_sealed(db_path: str, at_rest_key: bytes, label: bytes, name: str, sealed: bytes) -> bytes:
+    """The plaintext of a value :func:`seal` made; KeyGone when its version key is no longer there,
+    nacl's CryptoError when the at-rest key (or the bytes) are wrong."""
+    if len(sealed) < _HEADER.size + _NONCE + _TAG or not is_erasable(sealed):
+        raise nacl.exceptions.CryptoError("not an erasable sealed value")
+    version = version_of(sealed)
+    version_key = _Slots(key_file(db_path, label, name)).read(version)
+    if version_key is None:
+        raise KeyGone(f"the key of version {version} of {name!r} is gone from {key_file(db_path, label, name)}")
+    nonce, box = sealed[_HEADER.size : _HEADER.size + _NONCE], sealed[_HEADER.size + _NONCE :]
+    return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        box, _bound(label, name, version), nonce, _derive(at_rest_key, version_key, label, name)
+    )
+
+
+def forget(db: Database, label: bytes, name: str) -> None:
+    """Erase the value ``name``'s keys once the open write transaction (which deletes the value) commits."""
+    slots = _Slots(key_file(db.path, label, name))
+
+    def erase_all() -> None:
+        _sync_wal(db)
+        slots.remove()
+
+    db.after_commit(erase_all)

@@ -1,0 +1,110 @@
+"""Forward secrecy at rest: once the transaction that consumed a message key commits, no copy of the group
+state that could derive that key opens any more, wherever SQLite left its bytes.
+
+A message key is derived from the sender's ratchet in the group state before the message; every such
+version of the state is sealed under a version key of its own (protocols/mls/erasable.py).  These tests
+keep each version the database ever stored and each version key, then scan the database file, its WAL and
+the key files for those keys, and try to open every old version with everything left on disk.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.db import Database
+from core.state import ProtocolState
+from protocols.marmot.errors import GroupStateKeyGone
+from protocols.marmot.state import store as marmot_store
+from protocols.marmot.state.key import SEALER, load_key
+from protocols.marmot.state.store import GroupStateStore, load, state_name
+from protocols.mls import erasable
+from tests.marmot._net import T0
+from tests.marmot.conftest import deliver
+
+
+def _stored(app, gid: str) -> bytes:
+    with app.db.read():
+        sealed = ProtocolState(app.db, "marmot").stored(state_name(gid))
+    assert sealed is not None
+    return sealed
+
+
+def _version_key(app, gid: str, version: int) -> bytes:
+    """The version key now in the slot of ``version`` (read straight from the key file)."""
+    raw = erasable.key_file(app.db.path, SEALER.label, state_name(gid)).read_bytes()
+    slot = raw[(version % 2) * 48 : (version % 2 + 1) * 48]
+    assert int.from_bytes(slot[:8], "big") == version
+    return slot[8:40]
+
+
+def _everything_on_disk(app) -> bytes:
+    """The database file, its WAL (not checkpointed: old frames stay in it) and every key file."""
+    base = Path(app.db.path)
+    files = [base, Path(f"{base}-wal"), *sorted(Path(f"{base}-erasable").iterdir())]
+    return b"".join(path.read_bytes() for path in files if path.exists())
+
+
+def _opens(app, gid: str, sealed: bytes) -> bool:
+    try:
+        erasable.open_sealed(app.db.path, load_key(), SEALER.label, state_name(gid), sealed)
+    except erasable.KeyGone:
+        return False
+    return True
+
+
+def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net) -> None:
+    versions: list[tuple[bytes, bytes]] = []  # (the sealed state, its version key), oldest first
+    lines = [net.send(n % 3, f"message {n}", T0 + n)[0] for n in range(6)] + [net.commit(0, T0 + 10)]
+    for line in lines:
+        sealed = _stored(app, net.gid)
+        versions.append((sealed, _version_key(app, net.gid, erasable.version_of(sealed))))
+        deliver(app, line)
+    current = _stored(app, net.gid)
+    # The last one replaced was committed just before: its key was still in a slot until this commit.
+    assert erasable.version_of(current) == erasable.version_of(versions[-1][0]) + 1
+    on_disk = _everything_on_disk(app)
+    for sealed, version_key in versions:
+        assert version_key not in on_disk
+        assert not _opens(app, net.gid, sealed)
+    assert _opens(app, net.gid, current)
+    with app.db.read():
+        assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
+
+
+def test_a_transaction_that_rolls_back_keeps_the_committed_version_readable(app, net) -> None:
+    committed = _stored(app, net.gid)
+    store = GroupStateStore(ProtocolState(app.db, "marmot"))
+    plain = store.get(net.gid)
+    assert plain is not None
+    with pytest.raises(RuntimeError, match="changed my mind"), app.db.write():
+        for _ in range(3):  # several new versions in one transaction: one new version key, in the other slot
+            store.set(net.gid, plain, 1)
+        raise RuntimeError("changed my mind")
+    assert _stored(app, net.gid) == committed and _opens(app, net.gid, committed)
+    deliver(app, net.send(1, "after the rollback", T0 + 1)[0])
+    assert not _opens(app, net.gid, committed)
+
+
+def test_a_database_copied_without_its_key_folder_names_the_folder(app, net, tmp_path) -> None:
+    copy = tmp_path / "copied.db"
+    app.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(app.db.path, copy)
+    marmot_store._opened.clear()  # what another process starts without
+    with (
+        Database(str(copy), app.db.settings) as alone,
+        alone.read(),
+        pytest.raises(GroupStateKeyGone, match="-erasable folder"),
+    ):
+        load(ProtocolState(alone, "marmot"), net.gid)
+
+
+def test_removing_a_group_erases_its_key_file(app, net) -> None:
+    path = erasable.key_file(app.db.path, SEALER.label, state_name(net.gid))
+    assert path.exists()
+    store = GroupStateStore(ProtocolState(app.db, "marmot"))
+    with app.db.write():
+        store.remove(net.gid, 1)
+    assert not path.exists()

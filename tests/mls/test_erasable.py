@@ -1,0 +1,71 @@
+"""Erasable sealing on a real database file: versions alternate between two slots, the replaced version's key
+is erased once the replacing transaction commits, and never before."""
+
+from __future__ import annotations
+
+import os
+
+import nacl.exceptions
+import pytest
+
+from core.db import Database
+from protocols.mls import erasable
+
+LABEL = b"tests/erasable/"
+KEY = os.urandom(32)
+
+
+@pytest.fixture
+def db(tmp_path, settings):
+    database = Database(str(tmp_path / "e.db"), settings)
+    yield database
+    database.close()
+
+
+def _seal(db: Database, plain: bytes, replaces: bytes | None) -> bytes:
+    with db.write():
+        return erasable.seal(db, KEY, LABEL, "value", plain, replaces)
+
+
+def _open(db: Database, sealed: bytes) -> bytes:
+    return erasable.open_sealed(db.path, KEY, LABEL, "value", sealed)
+
+
+def test_each_version_opens_until_the_next_one_commits(db) -> None:
+    first = _seal(db, b"one", None)
+    assert erasable.version_of(first) == 1 and _open(db, first) == b"one"
+    second = _seal(db, b"two", first)
+    assert erasable.version_of(second) == 2 and _open(db, second) == b"two"
+    with pytest.raises(erasable.KeyGone, match="version 1"):
+        _open(db, first)
+    third = _seal(db, b"three", second)
+    with pytest.raises(erasable.KeyGone):
+        _open(db, second)
+    assert _open(db, third) == b"three"
+
+
+def test_the_replaced_key_stays_until_commit_and_after_a_rollback(db) -> None:
+    first = _seal(db, b"one", None)
+    with pytest.raises(RuntimeError), db.write():
+        second = erasable.seal(db, KEY, LABEL, "value", b"two", first)
+        again = erasable.seal(db, KEY, LABEL, "value", b"two again", first)  # same version, same key
+        assert erasable.version_of(again) == erasable.version_of(second) == 2
+        assert _open(db, first) == b"one" and _open(db, again) == b"two again"
+        raise RuntimeError("rolled back")
+    assert _open(db, first) == b"one"
+
+
+def test_an_erase_leaves_a_slot_another_writer_has_reused(db) -> None:
+    slots = erasable._Slots(erasable.key_file(db.path, LABEL, "value"))
+    slots.write(1, b"\x01" * 32)
+    slots.write(3, b"\x03" * 32)  # the same slot, reused by a later version before the erase ran
+    slots.erase(1)
+    assert slots.read(3) == b"\x03" * 32 and slots.read(1) is None
+
+
+def test_a_wrong_at_rest_key_or_name_does_not_open(db) -> None:
+    sealed = _seal(db, b"one", None)
+    with pytest.raises(nacl.exceptions.CryptoError):
+        erasable.open_sealed(db.path, os.urandom(32), LABEL, "value", sealed)
+    with pytest.raises(erasable.KeyGone):  # another name has no key file
+        erasable.open_sealed(db.path, KEY, LABEL, "other", sealed)
