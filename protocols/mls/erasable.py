@@ -39,6 +39,7 @@ import fcntl
 import hashlib
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import nacl.bindings
@@ -127,33 +128,34 @@ class _Slots:
 
     def erase(self, version: int) -> None:
         """Zero the slot of ``version`` if it still holds it (another process may have reused it since)."""
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            return
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX)
-            offset = (version % 2) * _SLOT.size
+        offset = (version % 2) * _SLOT.size
+
+        def holds_version(fd: int) -> bool:
             held = os.pread(fd, _SLOT.size, offset)
-            if len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version:
-                os.pwrite(fd, _EMPTY, offset)
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
+            return len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version
+
+        self._zero(offset, _SLOT.size, holds_version)
 
     def remove(self) -> None:
         """Erase both slots, then the file."""
+        if self._zero(0, 2 * _SLOT.size, lambda fd: True):
+            self.path.unlink(missing_ok=True)
+
+    def _zero(self, offset: int, length: int, wanted: Callable[[int], bool]) -> bool:
+        """Under the file's lock, overwrite ``length`` bytes at ``offset`` with zeros and sync, if ``wanted``;
+        False when there is no file."""
         try:
             fd = os.open(self.path, os.O_RDWR)
         except FileNotFoundError:
-            return
+            return False
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
-            os.pwrite(fd, _EMPTY * 2, 0)
-            os.fdatasync(fd)
+            if wanted(fd):
+                os.pwrite(fd, bytes(length), offset)
+                os.fdatasync(fd)
         finally:
             os.close(fd)
-        self.path.unlink(missing_ok=True)
+        return True
 
 
 def _sync_wal(db: Database) -> None:
