@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "fill": (fill.figures, "a sustained fill: first and last tenth, bytes per event, history pages at the end"),
     "xmtp": (xmtp.figures, "the XMTP client catching up through tessera serve: the engine's decrypt rate"),
     "rebuild": (rebuild.figures, "a full rebuild, verified: Spark local[2] and the local engine, the daemon's rate"),
+    "cluster": (rebuild.cluster_figures, "the same rebuild on a standalone Spark cluster: 1, 2 and 4 executors"),
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),

@@ -13,9 +13,11 @@ micro-batches, and its time is recorded.  Reported:
    truncating WAL checkpoint, from ``dbstat``; target: at most 1,100.  A table per b-tree says where they go.
 3. **History**: a room's newest 50 messages and the next 50 by keyset cursor, for random rooms, on the
    full file: p50 and p99 in ms; target: p99 at most 1 ms.
-4. **Pauses**: another process (bench/lock_prober.py) takes the write lock every 5 ms during the fill; its
-   longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the longest the
-   filling process held the write lock (``Database.longest_hold_s``: BEGIN IMMEDIATE to the end of COMMIT).
+4. **Pauses**: another process's Tessera writer (bench/lock_prober.py) takes the write lock every 5 ms during
+   the fill; its longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the
+   same prober as a plain SQLite connection (a writer outside Tessera, which does not take turns at the lock:
+   core/write_turns.py), and the longest the filling process held the write lock
+   (``Database.longest_hold_s``: BEGIN IMMEDIATE to the end of COMMIT).
 
 Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
 database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
@@ -163,7 +165,7 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
     app = open_fill(path)
     try:
         app.db.longest_hold_s = 0.0  # opening it applied the schema: not part of the fill
-        with LockProber(path) as prober:
+        with LockProber(path) as prober, LockProber(path, raw=True) as raw_prober:
             times = fill(app, events, Path(path + ".times.json"))
         first, last = tenth_rates(times)
         with app.db.read():
@@ -194,7 +196,14 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
             "",
             "at_most",
             100,
-            note="another process taking the lock every 5 ms",
+            note="another process's Tessera writer, every 5 ms",
+        ),
+        Figure(
+            "fill",
+            f"longest wait for the write lock during the fill of {size}, a writer outside Tessera",
+            raw_prober.longest_ms,
+            "ms",
+            note="a plain SQLite connection polling every 1 ms: it does not take turns",
         ),
         Figure(
             "fill",
@@ -208,16 +217,19 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
 
 
 class LockProber:
-    """bench/lock_prober.py beside the fill, as its own process; ``longest_ms`` once it has stopped."""
+    """bench/lock_prober.py beside the fill, as its own process; ``longest_ms`` once it has stopped.  ``raw``:
+    a plain SQLite writer instead of a Tessera one."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, raw: bool = False):
         self.path = path
+        self.raw = raw
         self.longest_ms = 0.0
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> LockProber:
         script = Path(__file__).resolve().parent / "lock_prober.py"
-        self._proc = subprocess.Popen([sys.executable, str(script), self.path], stdout=subprocess.PIPE, text=True)
+        command = [sys.executable, str(script), self.path, *(["--raw"] if self.raw else [])]
+        self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         if self._proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the lock prober did not start")

@@ -1,11 +1,13 @@
 """Another process waiting for the write lock, over and over: the longest wait is the longest pause a writer
 sees.
 
-    python lock_prober.py DB_PATH
+    python lock_prober.py DB_PATH [--raw]
 
-Every 5 ms it takes the write lock (``BEGIN IMMEDIATE``, polling every millisecond while it is held) and
-gives it back at once, and prints the longest wait so far in milliseconds whenever it grows.  Run beside a
-workload (bench/fill.py does), then stop it with SIGTERM and read its last line.
+Every 5 ms it begins a write transaction and ends it at once, and prints the longest wait so far in
+milliseconds whenever it grows.  By default it is a Tessera writer (``core.db.Database``: it takes turns
+with the other Tessera writers, see ``core/write_turns.py``); with ``--raw`` it is a plain SQLite
+connection polling every millisecond, as a program outside Tessera would.  Run beside a workload
+(bench/fill.py does), then stop it with SIGTERM and read its last line.
 """
 
 from __future__ import annotations
@@ -13,8 +15,13 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import apsw
+import attrs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def poll(attempts: int) -> bool:
@@ -23,17 +30,39 @@ def poll(attempts: int) -> bool:
     return True
 
 
-def main() -> None:
-    conn = apsw.Connection(sys.argv[1])
+def raw_writer(path: str) -> Callable[[], None]:
+    conn = apsw.Connection(path)
     conn.set_busy_handler(poll)
+
+    def begin_and_end() -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+
+    return begin_and_end
+
+
+def tessera_writer(path: str) -> Callable[[], None]:
+    from core.db import Database
+    from core.settings import Settings
+
+    db = Database(path, attrs.evolve(Settings(), checkpoint_pages=0), create=False)
+
+    def begin_and_end() -> None:
+        with db.write():
+            pass
+
+    return begin_and_end
+
+
+def main() -> None:
+    writer = raw_writer(sys.argv[1]) if "--raw" in sys.argv[2:] else tessera_writer(sys.argv[1])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     longest = 0.0
     print("ready", flush=True)
     while True:
         started = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
+        writer()
         waited = time.perf_counter() - started
-        conn.execute("ROLLBACK")
         if waited > longest:
             longest = waited
             print(f"{longest * 1000:.2f}", flush=True)

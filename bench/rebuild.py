@@ -23,6 +23,7 @@ import resource
 import shutil
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from common import Workdir, console, open_bench_app, parser, report
@@ -76,7 +77,7 @@ def engines_option(value: str) -> list[ReplayEngine]:
 
 
 def run_engine(
-    path: str, engine: ReplayEngine, workdir: str, spark: Any, partition_events: int
+    path: str, engine: ReplayEngine, workdir: str, spark: Any, partition_events: int, master: str = "local[2]"
 ) -> tuple[RebuildReport, float]:
     """Rebuild with ``engine``, verified; returns its report and the seconds it took in all."""
     app = open_app(Settings.load(env={}), make_plugin_manager([example], entry_points=False), path=path)
@@ -87,7 +88,7 @@ def run_engine(
             engine=engine,
             verify=True,
             workdir=workdir,
-            master="local[2]",
+            master=master,
             partition_events=partition_events,
             spark=spark,
             progress=stage_progress,
@@ -100,15 +101,75 @@ def run_engine(
     return result, total
 
 
-def spark_session(partitions: int = 8) -> Any:
-    """A local[2] SparkSession (its start is not part of any figure)."""
+def spark_session(partitions: int = 8, master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession, local[2] unless told (its start is not part of any figure)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from jobs.rebuild.spark_session import make_session
 
     started = time.perf_counter()
-    spark = make_session("local[2]", {"spark.driver.memory": "4g"}, partitions=partitions)
-    console.print(f"SparkSession up in {time.perf_counter() - started:.1f} s (not counted below)")
+    spark = make_session(master, {"spark.driver.memory": "4g", **(conf or {})}, partitions=partitions)
+    console.print(f"SparkSession on {master} up in {time.perf_counter() - started:.1f} s (not counted below)")
     return spark
+
+
+def filled(run: Run) -> str:
+    """The run's database of ``run.events`` example events: the rebuild benchmark's when it is there (this run's,
+    or a kept one), else filled now."""
+    path = str(run.work.path / f"rebuild-{run.events}.db")
+    if Path(path).exists():
+        app = open_bench_app(path, example, "example")
+        with app.db.read():
+            held = app.db.count("SELECT count(*) FROM events")
+        app.close()
+        if held == run.events:
+            return path
+    remove_files(path)
+    fill(path, run.events)
+    return path
+
+
+def remove_files(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-writers"):
+        Path(path + suffix).unlink(missing_ok=True)
+
+
+#: Executor counts measured on the standalone cluster (one core each; the machine may have fewer cores).
+CLUSTER_EXECUTORS = (1, 2, 4)
+
+
+def cluster_figures(run: Run) -> list[Figure]:
+    """For ``python -m bench``: the same verified rebuild by Spark on a standalone cluster started on this
+    machine (bench's own master and one worker offering 4 cores), with 1, 2 and 4 one-core executors."""
+    from jobs.rebuild.local_cluster import LocalCluster
+
+    path = filled(run)
+    rates: dict[int, float] = {}
+    with LocalCluster(run.work.path / "cluster", workers=1, cores=max(CLUSTER_EXECUTORS), memory="4g") as cluster:
+        for executors in CLUSTER_EXECUTORS:
+            spark = spark_session(master=cluster.url, conf=cluster.session_conf(executors))
+            try:
+                workdir = run.work.path / f"rebuild-cluster-{executors}"
+                rebuilt, total = run_engine(
+                    path, "spark", str(workdir), spark, DEFAULT_PARTITION_EVENTS, master=cluster.url
+                )
+                rates[executors] = rebuilt_rates(rebuilt, total)[0]
+                shutil.rmtree(workdir, ignore_errors=True)
+            finally:
+                spark.stop()
+    cores = os.cpu_count() or 1
+    return [
+        Figure(
+            "cluster",
+            f"Spark standalone, {executors} executor{'s' if executors > 1 else ''} of 1 core, rebuild of "
+            f"{run.events:,} events",
+            rate,
+            "events/s",
+            rates[1] if executors > 1 else None,
+            "1 executor" if executors > 1 else "",
+            note=f"{cores} cores on this machine" if executors > cores else "",
+        )
+        for executors, rate in rates.items()
+    ]
 
 
 def rebuilt_rates(report: RebuildReport, total: float) -> tuple[float, float]:
@@ -121,7 +182,8 @@ def rebuilt_rates(report: RebuildReport, total: float) -> tuple[float, float]:
 def figures(run: Run) -> list[Figure]:
     """For ``python -m bench``: fill the run's events (projectors inline, the daemon's incremental rate), then
     rebuild them verified with the local engine and with Spark local[2]."""
-    path = run.work.db("rebuild")
+    path = str(run.work.path / f"rebuild-{run.events}.db")
+    remove_files(path)  # the incremental rate is measured by filling it afresh
     incremental = fill(path, run.events)
     rates: dict[str, tuple[float, float]] = {}
     spark = spark_session()

@@ -45,6 +45,7 @@ from core.errors import (
     TransactionError,
 )
 from core.settings import Settings
+from core.write_turns import WriteTurns
 
 log = logging.getLogger("tessera.db")
 
@@ -256,6 +257,14 @@ def open_connection(path: str, settings: Settings, *, readonly: bool = False, cr
 # --- what a file is, found by reading only ----------------------------------
 
 
+def _write_turns(path: str) -> WriteTurns | None:
+    try:
+        return WriteTurns(path)
+    except OSError as exc:  # e.g. a writable file in a folder that is not: writers just do not take turns
+        log.warning("%s: writers will not take turns at the lock (%s)", path, exc)
+        return None
+
+
 def _in_memory(path: str) -> bool:
     return path in ("", ":memory:")
 
@@ -360,6 +369,10 @@ class Database:
         self.conn.set_profile(self._profile)
         self._write_began = 0.0
         self._lock_free_until = 0.0  # see _leave_a_gap
+        # Writers in other processes and this one take turns at the lock (core.write_turns); a file in memory
+        # has no other writers.
+        self.turns = None if readonly or _in_memory(path) else _write_turns(path)
+        self._beginning = False
         #: The longest this connection held the write lock, BEGIN IMMEDIATE to the end of COMMIT, in seconds
         #: (a checkpoint after the COMMIT does not hold the lock and is not included).
         self.longest_hold_s = 0.0
@@ -392,6 +405,8 @@ class Database:
     def _on_lock_wait(self, waited_s: float, sleeping_s: float) -> bool:
         """The busy handler's report; False (from :attr:`lock_wait_listener`) stops waiting."""
         self._lock_wait_s = waited_s + sleeping_s
+        if self._beginning and self.turns is not None:
+            self.turns.wait_in_line()
         listener = self.lock_wait_listener
         return listener is None or listener(waited_s)
 
@@ -560,9 +575,13 @@ class Database:
                 )
 
     def _begin_immediate(self) -> None:
+        turns = self.turns
+        if turns is not None:
+            turns.let_waiters_in()
         gap = self._lock_free_until - time.monotonic()
         if gap > 0:
             time.sleep(gap)
+        self._beginning = True
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except apsw.BusyError:
@@ -571,6 +590,10 @@ class Database:
             if environment_failure(exc) is not None:
                 raise unavailable(self.path, exc) from exc
             raise
+        finally:
+            self._beginning = False
+            if turns is not None:
+                turns.leave_line()
 
     def _leave_a_gap(self, held: float) -> None:
         """After a long write transaction, keep the lock free for a moment before this connection takes it
@@ -645,6 +668,8 @@ class Database:
     def close(self) -> None:
         if self.checkpointer is not None:
             self.checkpointer.close()
+        if self.turns is not None:
+            self.turns.close()
         self.conn.close()
 
     def __enter__(self) -> Database:

@@ -39,6 +39,7 @@ EXPECTED = {
         ("next page by cursor p99 at ", False, True),
         ("newest-50 page p50 at ", False, False),
         ("longest wait for the write lock during the fill of ", False, True),
+        ("longest wait for the write lock during the fill of 300 events, a writer outside Tessera", False, False),
         ("longest hold of the write lock by the filling process, ", False, False),
     ],
     "xmtp": [("catch-up through tessera serve, ", True, True)],
@@ -46,6 +47,11 @@ EXPECTED = {
         ("Spark local[2] rebuild of 300 events against the daemon's incremental projection", True, True),
         ("Spark local[2] rebuild of 300 events against the local engine", True, True),
         ("--verify's share of a Spark rebuild of 300 events", False, True),
+    ],
+    "cluster": [
+        ("Spark standalone, 1 executor of 1 core, rebuild of 300 events", False, False),
+        ("Spark standalone, 2 executors of 1 core, rebuild of 300 events", True, False),
+        ("Spark standalone, 4 executors of 1 core, rebuild of 300 events", True, False),
     ],
     "history": [
         ("Marmot history, 300 rumors in one group: newest page of 50, p99", False, True),
@@ -93,7 +99,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp rebuild history mls marmot" in done.stdout
+    assert "python -m bench append tick fill xmtp rebuild cluster history mls marmot" in done.stdout
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:

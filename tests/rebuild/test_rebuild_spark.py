@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from core.errors import CorruptEvent
 from jobs.rebuild import RebuildRequest, rebuild
+from jobs.rebuild.local_cluster import LocalCluster
 from protocols import example
 from protocols.example import simulate
 from tests.helpers import ROOT
@@ -94,86 +92,11 @@ def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partiti
 # --- a standalone cluster on loopback ------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _spark_class() -> str:
-    import pyspark
-
-    return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
-
-
-def _wait_for_port(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
-
-
 @pytest.fixture
 def standalone_cluster(tmp_path):
     """A Spark master and two one-core workers, started from the pyspark install's own classes."""
-    port = _free_port()
-    env = dict(
-        os.environ,
-        SPARK_LOCAL_IP="127.0.0.1",
-        PYSPARK_PYTHON=sys.executable,
-        SPARK_WORKER_DIR=str(tmp_path / "workers"),
-    )
-    logs = open(tmp_path / "cluster.log", "w")
-    master = subprocess.Popen(
-        [
-            _spark_class(),
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--webui-port",
-            str(_free_port()),
-        ],
-        env=env,
-        stdout=logs,
-        stderr=subprocess.STDOUT,
-    )
-    procs = [master]
-    try:
-        _wait_for_port(port, 60)
-        for _ in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [
-                        _spark_class(),
-                        "org.apache.spark.deploy.worker.Worker",
-                        f"spark://127.0.0.1:{port}",
-                        "--cores",
-                        "1",
-                        "--memory",
-                        "1g",
-                        "--host",
-                        "127.0.0.1",
-                        "--webui-port",
-                        str(_free_port()),
-                    ],
-                    env=env,
-                    stdout=logs,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-        time.sleep(3)  # workers register with the master
-        yield f"spark://127.0.0.1:{port}"
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=30)
-        logs.close()
+    with LocalCluster(tmp_path / "cluster", workers=2, cores=1, memory="1g") as cluster:
+        yield cluster.url
 
 
 @pytest.mark.slow  # a master and a worker JVM: ~90-160 s on 2 cores
