@@ -17,6 +17,7 @@ _ENV = {
     "past_epochs": "TESSERA_MARMOT_PAST_EPOCHS",
     "max_event_age_s": "TESSERA_MARMOT_MAX_EVENT_AGE_S",
     "max_future_skew_s": "TESSERA_MARMOT_MAX_FUTURE_SKEW_S",
+    "backfill_workers": "TESSERA_MARMOT_BACKFILL_WORKERS",
 }
 # (smallest, largest) accepted value of each setting.
 _RANGES = {
@@ -25,6 +26,7 @@ _RANGES = {
     "past_epochs": (1, 255),
     "max_event_age_s": (0, 100 * 365 * 86_400),
     "max_future_skew_s": (0, 365 * 86_400),
+    "backfill_workers": (0, 256),
 }
 
 
@@ -48,6 +50,9 @@ class MarmotSettings:
             dropped before they are queued; 0 keeps every age.  MDK's default.
         max_future_skew_s: likewise for events dated further in the future
             than this; 0 turns the check off.  MDK's default.
+        backfill_workers: worker processes that verify and open a backfill's
+            events before the writer applies them (transport/prepared.py);
+            0 does it all in the writer.  One per core by default.
     """
 
     wait_horizon_ms: int = WEEK_MS
@@ -55,6 +60,7 @@ class MarmotSettings:
     past_epochs: int = 5
     max_event_age_s: int = 45 * 86_400
     max_future_skew_s: int = 300
+    backfill_workers: int = attrs.field(factory=lambda: os.cpu_count() or 1)
 
     def admits(self, created_at: int, now_s: int) -> str | None:
         """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""

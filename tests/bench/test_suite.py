@@ -70,6 +70,8 @@ EXPECTED = {
         ("end to end, one transaction per message (", True, True),
         ("end to end, micro-batches (", True, True),
         ("end to end against MDK 0.8.0's process_message (", True, True),
+        ("backfill, the writer alone (", False, False),
+        ("backfill, ", True, False),
     ],
 }
 

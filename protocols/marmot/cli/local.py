@@ -215,7 +215,8 @@ def backfill(obj, gid: str, source: Path):
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
     click.echo(
         f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
-        f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds"
+        f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds; "
+        f"{report.prepared_ahead} checked ahead by worker processes"
     )
 
 

@@ -28,11 +28,13 @@ from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
+from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor, newer_than
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.state.store import load_joined, routes_of
+from protocols.marmot.transport import prepared
 from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
@@ -69,6 +71,8 @@ class BackfillReport:
     skipped_other_group: int = 0
     invalid: int = 0
     rounds: int = 0
+    #: events whose signature (and, when the keys at the start opened it, envelope) a worker checked first
+    prepared_ahead: int = 0
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
@@ -79,14 +83,20 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     rt = ctx.runtime
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        gid = load_joined(store, params.get("group")).gid
+        loaded = load_joined(store, params.get("group"))
+        gid = loaded.gid
         routes = set(routes_of(store, gid))
         cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
+        keys = [(k.epoch, k.key) for state in _states(loaded) for k in outer.epoch_keys(state)]
+    lines = [line.encode() if isinstance(line, str) else bytes(line) for line in params.get("events", ())]
     report = BackfillReport()
-    # The events share transactions (micro-batches: each in its own savepoint, a commit every batch_items or
-    # batch_ms); the classification of a round reads the state the batch has reached.
-    with MicroBatch(rt.db) as batch:
-        pending = _select(params.get("events", ()), routes, cursor, report, rt, batch)
+    # Signatures and envelopes checked on every core first (transport/prepared.py); then the events share
+    # transactions (micro-batches: each in its own savepoint, a commit every batch_items or batch_ms), and the
+    # classification of a round reads the state the batch has reached.
+    found = prepared.answers(lines, keys, marmot_settings.current().backfill_workers)
+    report.prepared_ahead = sum(1 for answer in found if answer is not None)
+    with prepared.answers_installed(found), MicroBatch(rt.db) as batch:
+        pending = _select(lines, routes, cursor, report, rt, batch)
         while pending:
             report.rounds += 1
             readable, pending = _classify(rt, gid, pending)
@@ -100,12 +110,11 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
 
 
 def _select(
-    lines: Iterable[Any], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any, batch: MicroBatch
+    lines: Iterable[bytes], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any, batch: MicroBatch
 ) -> list[dict]:
     """The batch's events of the group (its ``h`` is one of ``routes``) strictly newer than ``cursor``, each once."""
     chosen: dict[str, dict] = {}
-    for line in lines:
-        blob = line.encode() if isinstance(line, str) else bytes(line)
+    for blob in lines:
         try:
             event = nostr.parse_event(blob)
             nostr.verify_event(event)
@@ -127,6 +136,11 @@ def _cursor_key(event: dict) -> tuple[int, str]:
     return Cursor(event["created_at"], event["id"]).key()
 
 
+def _states(loaded: Any) -> list[mls.GroupState]:
+    """The group's state and its losing branches': a branch opens its own events, decided while it lasts."""
+    return [loaded.state, *(branch.state for branch in loaded.branches())]
+
+
 # An event, with the MLS header of what it carries when the current keys open it.
 _Readable = tuple[dict[str, Any], mls.MessageHeader | None]
 
@@ -134,10 +148,7 @@ _Readable = tuple[dict[str, Any], mls.MessageHeader | None]
 def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Readable], list[dict[str, Any]]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
-        store = ProtocolState(rt.db, PROTOCOL)
-        loaded = load_joined(store, gid)
-        # A losing branch opens its own events: they are decided now, not left for the end.
-        states = [loaded.state, *(branch.state for branch in loaded.branches())]
+        states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid))
     readable: list[_Readable] = []
     unreadable: list[dict[str, Any]] = []
     for event in events:

@@ -1,0 +1,136 @@
+"""A backfill's signatures and envelopes checked in worker processes (protocols/marmot/transport/prepared.py):
+the same end as the writer alone, the writer's own checks skipped only where the answer is provably the
+same, and nothing of the answers left in memory afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from protocols.marmot.errors import InvalidEvent
+from protocols.marmot.state.store import load_joined
+from protocols.marmot.transport import prepared
+from protocols.marmot.wire import nostr, outer
+from tests.marmot._read import history_ids
+from tests.marmot.test_ingest import assert_matches, joined, stream
+
+
+@pytest.fixture
+def two_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSERA_MARMOT_BACKFILL_WORKERS", "2")
+    monkeypatch.setattr(prepared, "LEAST_FOR_WORKERS", 1)  # the test stream is smaller than a real backfill
+
+
+def _counting_verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How often this process (the writer) runs a BIP-340 verification."""
+    calls = [0]
+    real = nostr.schnorr_verify
+
+    def counted(*args: bytes) -> bool:
+        calls[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(nostr, "schnorr_verify", counted)
+    return calls
+
+
+def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_workers, monkeypatch) -> None:
+    sim = stream()
+    app = joined(marmot_app, sim)
+    verifications = _counting_verifications(monkeypatch)
+    lines = list(reversed(sim.lines))
+    report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines}).result
+    assert_matches(app, sim)
+    valid = len(lines) - report.invalid
+    assert report.prepared_ahead == valid > 0
+    # The writer verified only what no worker vouched for: the invalid lines (sorting the batch, then parking).
+    assert verifications[0] <= 2 * report.invalid < valid
+    assert not nostr.VERIFIED_AHEAD and not outer.OPENED_AHEAD
+
+
+def test_without_workers_the_writer_checks_everything(marmot_app, monkeypatch) -> None:
+    monkeypatch.setenv("TESSERA_MARMOT_BACKFILL_WORKERS", "0")
+    monkeypatch.setattr(prepared, "LEAST_FOR_WORKERS", 1)
+    sim = stream()
+    app = joined(marmot_app, sim)
+    verifications = _counting_verifications(monkeypatch)
+    lines = list(reversed(sim.lines))
+    report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines}).result
+    assert_matches(app, sim)
+    assert report.prepared_ahead == 0
+    assert verifications[0] >= 2 * (len(lines) - report.invalid)  # once to sort the batch, once in the pipeline
+
+
+def test_the_answers_are_dropped_when_a_backfill_fails(marmot_app, two_workers) -> None:
+    sim = stream()
+    app = joined(marmot_app, sim)
+    lines = list(sim.lines)
+
+    def failing(*args: object) -> None:
+        assert nostr.VERIFIED_AHEAD and outer.OPENED_AHEAD  # installed while the batch runs
+        raise RuntimeError("the disk went away")
+
+    from protocols.marmot.transport import ingest
+
+    original = ingest._select
+    try:
+        ingest._select = failing  # type: ignore[assignment]
+        with pytest.raises(RuntimeError, match="disk went away"):
+            app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines})
+    finally:
+        ingest._select = original
+    assert not nostr.VERIFIED_AHEAD and not outer.OPENED_AHEAD
+    assert history_ids(app, sim.expected["group"]) == []
+
+
+def test_an_answer_under_a_key_the_state_does_not_hold_is_not_taken(marmot_app) -> None:
+    sim = stream(garbage=0, races=0)
+    app = joined(marmot_app, sim)
+    with app.db.read():
+        from core.state import ProtocolState
+
+        state = load_joined(ProtocolState(app.db, "marmot"), sim.expected["group"]).state
+    content = next(
+        json.loads(line)["content"] for line in sim.lines if outer.open_content(state, json.loads(line)["content"])
+    )
+    real = outer.open_content(state, content)
+    assert real is not None
+    try:
+        outer.OPENED_AHEAD[content] = (real[0], bytes(32), b"forged MLS bytes")  # a key no epoch of ours has
+        assert outer.open_content(state, content) == real
+        outer.OPENED_AHEAD[content] = (real[0] + 1, outer.current_key(state), b"forged MLS bytes")  # wrong epoch
+        assert outer.open_content(state, content) == real
+    finally:
+        outer.OPENED_AHEAD.clear()
+
+
+def test_a_vouched_signature_does_not_cover_altered_content() -> None:
+    secret = bytes(range(1, 33))
+    event = nostr.sign_event(
+        {"pubkey": "", "created_at": 1_700_000_000, "kind": 445, "tags": [["h", "ab" * 32]], "content": "hello"},
+        secret,
+    )
+    altered = {**event, "content": "goodbye"}
+    try:
+        nostr.VERIFIED_AHEAD.add((event["id"], event["pubkey"], event["sig"]))
+        nostr.verify_event(event)
+        with pytest.raises(InvalidEvent) as raised:
+            nostr.verify_event(altered)
+        assert raised.value.reason == "id_mismatch"
+    finally:
+        nostr.VERIFIED_AHEAD.clear()
+
+
+def test_prepare_answers_none_for_what_does_not_verify_or_name_a_group() -> None:
+    secret = bytes(range(1, 33))
+    good = nostr.sign_event(
+        {"pubkey": "", "created_at": 1_700_000_000, "kind": 445, "tags": [["h", "ab" * 32]], "content": "AAAA"},
+        secret,
+    )
+    bad_sig = {**good, "sig": "00" * 64}
+    not_group = nostr.sign_event({**good, "kind": 1, "id": "", "sig": ""}, secret)
+    lines = [json.dumps(e).encode() for e in (good, bad_sig, not_group)] + [b"not json"]
+    answers = prepared.prepare(lines, [(0, bytes(32))])
+    assert answers[0] is not None and answers[0].id == good["id"] and answers[0].opened is None
+    assert answers[1:] == [None, None, None]
