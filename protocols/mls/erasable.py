@@ -14,23 +14,32 @@ in a small file per value (``<database>-erasable/<label>-<hash of the
 name>``) with two fixed 48-byte slots: version ``v`` lives in slot
 ``v % 2``.  Replacing version ``v`` by ``v + 1``:
 
-1. before COMMIT, a fresh version key for ``v + 1`` is written to the other
-   slot and synced (the new value must never outlive its key);
+1. before COMMIT, the version key of ``v + 1`` is taken from the other slot,
+   where the previous replacement prepared it (step 3), or, when there is
+   none this process prepared, a fresh one is written there and synced (the
+   new value must never outlive its key);
 2. the transaction commits the value sealed under it;
 3. after COMMIT the WAL is synced (the commit can no longer be undone by a
    power loss, so the old value is no longer needed), then the slot of ``v``
-   is overwritten with zeros and synced.
+   is overwritten with a fresh key for ``v + 2`` and synced: one write both
+   erases the replaced key and prepares the next, so a replacement costs two
+   syncs (the WAL and this slot), not three.
 
 From then on every old copy of the value, wherever SQLite left it, is
 ciphertext under a key that no longer exists.  A crash between 2 and 3
 leaves the old key until the value's next replacement (which overwrites
 that slot); the file is small and rewritten in place, so the window is that
 of a filesystem that overwrites blocks in place (ext4, xfs: yes; the
-physical medium's own remapping is beyond what a program controls).
+physical medium's own remapping is beyond what a program controls).  A key
+prepared for a version that does not exist yet protects nothing until it is
+used.
 
 Several processes may write the same database: writes happen under
 SQLite's write lock, and the erase after COMMIT takes an exclusive lock on
-the file and zeroes the slot only if it still holds the old version.
+the file and overwrites the slot only if it still holds the old version.  A
+process takes a prepared key only if it wrote and synced it itself (it
+remembers which); another process's, which a crash may have left unsynced,
+is replaced by a fresh one, written and synced.
 """
 
 from __future__ import annotations
@@ -86,6 +95,10 @@ def _bound(label: bytes, name: str, version: int) -> bytes:
     return label + name.encode() + b"\0" + version.to_bytes(8, "big")
 
 
+#: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's next version.
+_PREPARED: dict[tuple[Path, int], bytes] = {}
+
+
 class _Slots:
     """The two slots of one value's key file."""
 
@@ -103,6 +116,27 @@ class _Slots:
             return None
         held, key = _SLOT.unpack(raw)
         return key if held == version and key != bytes(32) else None
+
+    def take(self, version: int) -> bytes:
+        """The key for ``version``, durable in its slot: the one this process prepared there, or a fresh one
+        written and synced now."""
+        prepared = _PREPARED.pop((self.path, version), None)
+        if prepared is not None:
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                fd = -1
+            if fd >= 0:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_SH)
+                    held = os.pread(fd, _SLOT.size, (version % 2) * _SLOT.size)
+                finally:
+                    os.close(fd)
+                if held == _SLOT.pack(version, prepared):
+                    return prepared
+        key = os.urandom(32)
+        self.write(version, key)
+        return key
 
     def write(self, version: int, key: bytes) -> None:
         created = False
@@ -126,36 +160,42 @@ class _Slots:
             finally:
                 os.close(folder)
 
-    def erase(self, version: int) -> None:
-        """Zero the slot of ``version`` if it still holds it (another process may have reused it since)."""
+    def retire(self, version: int) -> None:
+        """Overwrite the slot of ``version`` with a fresh key prepared for ``version + 2`` (the same slot), if it
+        still holds ``version``: another process may have reused it since."""
         offset = (version % 2) * _SLOT.size
+        key = os.urandom(32)
 
         def holds_version(fd: int) -> bool:
             held = os.pread(fd, _SLOT.size, offset)
             return len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version
 
-        self._zero(offset, _SLOT.size, holds_version)
+        if self._overwrite(offset, _SLOT.pack(version + 2, key), holds_version):
+            _PREPARED[(self.path, version + 2)] = key
 
     def remove(self) -> None:
         """Erase both slots, then the file."""
-        if self._zero(0, 2 * _SLOT.size, lambda fd: True):
+        for prepared in [key for key in _PREPARED if key[0] == self.path]:
+            del _PREPARED[prepared]
+        if self._overwrite(0, _EMPTY * 2, lambda fd: True) is not None:
             self.path.unlink(missing_ok=True)
 
-    def _zero(self, offset: int, length: int, wanted: Callable[[int], bool]) -> bool:
-        """Under the file's lock, overwrite ``length`` bytes at ``offset`` with zeros and sync, if ``wanted``;
-        False when there is no file."""
+    def _overwrite(self, offset: int, data: bytes, wanted: Callable[[int], bool]) -> bool | None:
+        """Under the file's lock, write ``data`` at ``offset`` and sync, if ``wanted``: whether it was written;
+        None when there is no file."""
         try:
             fd = os.open(self.path, os.O_RDWR)
         except FileNotFoundError:
-            return False
+            return None
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
-            if wanted(fd):
-                os.pwrite(fd, bytes(length), offset)
-                os.fdatasync(fd)
+            if not wanted(fd):
+                return False
+            os.pwrite(fd, data, offset)
+            os.fdatasync(fd)
+            return True
         finally:
             os.close(fd)
-        return True
 
 
 def _sync_wal(db: Database) -> None:
@@ -183,17 +223,21 @@ def seal(db: Database, at_rest_key: bytes, label: bytes, name: str, plaintext: b
     found = db.memo.get(memo_key)
     if found is None:
         committed = version_of(replaces)
-        version, version_key = committed + 1, os.urandom(32)
-        _Slots(key_file(db.path, label, name)).write(version, version_key)
+        version = committed + 1
+        version_key = _Slots(key_file(db.path, label, name)).take(version)
         db.memo[memo_key] = found = (committed, version, version_key)
     committed, version, version_key = found
     if committed:
-        # Registered by every seal: a savepoint rolled back drops its own callbacks, not the others'.
+        # Registered by every seal: a savepoint rolled back drops its own callbacks, not the others'.  The WAL
+        # is synced once per commit, however many values it replaced.
         slots = _Slots(key_file(db.path, label, name))
+        wal_synced: list[bool] = db.memo.setdefault("erasable\0wal synced", [False])
 
         def erase_replaced() -> None:
-            _sync_wal(db)
-            slots.erase(committed)
+            if not wal_synced[0]:
+                _sync_wal(db)
+                wal_synced[0] = True
+            slots.retire(committed)
 
         db.after_commit(erase_replaced)
     nonce = os.urandom(_NONCE)

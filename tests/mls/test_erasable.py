@@ -59,8 +59,35 @@ def test_an_erase_leaves_a_slot_another_writer_has_reused(db) -> None:
     slots = erasable._Slots(erasable.key_file(db.path, LABEL, "value"))
     slots.write(1, b"\x01" * 32)
     slots.write(3, b"\x03" * 32)  # the same slot, reused by a later version before the erase ran
-    slots.erase(1)
+    slots.retire(1)
     assert slots.read(3) == b"\x03" * 32 and slots.read(1) is None
+
+
+def _slot(db: Database, version: int) -> tuple[int, bytes]:
+    raw = erasable.key_file(db.path, LABEL, "value").read_bytes()[(version % 2) * 48 : (version % 2 + 1) * 48]
+    return int.from_bytes(raw[:8], "big"), raw[8:40]
+
+
+def test_the_erase_prepares_the_next_versions_key_in_the_same_write(db) -> None:
+    first = _seal(db, b"one", None)
+    _, key_of_first = _slot(db, 1)
+    second = _seal(db, b"two", first)
+    held, prepared = _slot(db, 1)  # version 1's slot, erased: it now holds a fresh key for version 3
+    assert held == 3 and prepared not in (key_of_first, bytes(32))
+    third = _seal(db, b"three", second)
+    assert _slot(db, 3) == (3, prepared)  # taken as prepared: version 3 is sealed under it
+    assert _open(db, third) == b"three"
+    assert _slot(db, 2)[0] == 4  # and version 2's slot now holds version 4's
+
+
+def test_a_key_another_process_prepared_is_replaced_not_taken(db) -> None:
+    second = _seal(db, b"two", _seal(db, b"one", None))
+    held, theirs = _slot(db, 3)
+    assert held == 3
+    erasable._PREPARED.clear()  # as in another process, which did not write (or sync) that key itself
+    third = _seal(db, b"three", second)
+    held, used = _slot(db, 3)
+    assert held == 3 and used != theirs and _open(db, third) == b"three"
 
 
 def test_a_wrong_at_rest_key_or_name_does_not_open(db) -> None:
