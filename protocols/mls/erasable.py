@@ -45,6 +45,7 @@ is replaced by a fresh one, written and synced.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import struct
@@ -80,6 +81,7 @@ def version_of(sealed: bytes | None) -> int:
     return int(_HEADER.unpack_from(sealed)[1])
 
 
+@functools.lru_cache(maxsize=4096)  # asked twice a write; a hash and a Path build are not free
 def key_file(db_path: str, label: bytes, name: str) -> Path:
     """Where the version keys of the value ``name`` of the database at ``db_path`` live."""
     digest = hashlib.sha256(label + b"\0" + name.encode()).hexdigest()[:32]

@@ -307,3 +307,46 @@ def test_an_answered_invitation_sent_again_is_recognised_not_refused(marmot_app,
     tick(bob)
     assert bob.db.all("SELECT state FROM marmot_welcomes") == [("accepted",)]
     assert facts(bob, "welcome_refused") == []
+
+
+def _opens(app, name: str, sealed: bytes) -> bool:
+    from protocols.marmot.state.key import SEALER, load_key
+    from protocols.mls import erasable
+
+    try:
+        erasable.open_sealed(app.db.path, load_key(), SEALER.label, name, sealed)
+    except erasable.KeyGone:
+        return False
+    return True
+
+
+def test_a_used_key_package_and_an_accepted_invitation_leave_no_copy_that_opens(marmot_app, relays) -> None:
+    """Forward secrecy at rest for joining: the KeyPackage's private keys and the state the invitation would
+    join are sealed erasably, and once the accept commits no stored copy of either opens."""
+    from protocols.mls import erasable
+
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    [(welcome_id, data)] = bob.db.all("SELECT welcome_id, data FROM marmot_welcomes WHERE state = 'pending'")
+    used = "kp/" + json.loads(data)["key_package_ref"]
+    with bob.db.read():
+        state = ProtocolState(bob.db, "marmot")
+        sealed = {name: state.stored(name) for name in [*state.keys("kp/"), "welcome/" + welcome_id]}
+    assert all(value is not None and erasable.is_erasable(value) for value in sealed.values()), sealed.keys()
+    assert all(_opens(bob, name, value) for name, value in sealed.items())
+    bob.runtime.run_command("marmot.accept", {"welcome": welcome_id})
+    from protocols.marmot.state.key import SEALER
+
+    for name, value in sealed.items():
+        gone = name in (used, "welcome/" + welcome_id)
+        assert _opens(bob, name, value) is not gone, name
+        assert erasable.key_file(bob.db.path, SEALER.label, name).exists() is not gone, name
+    with bob.db.read():
+        assert ProtocolState(bob.db, "marmot").stored(used) is None
+        assert len(key_packages.stock(ProtocolState(bob.db, "marmot"))) == 2  # the used one replaced by a fresh one

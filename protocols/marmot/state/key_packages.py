@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from core.errors import InvalidInput
-from core.intents import EnqueueOutgoing, WriteProtocolState
+from core.intents import EnqueueOutgoing, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot.state.account import Account
@@ -97,7 +97,7 @@ def publish(
     *,
     last_resort: bool = False,
     now: int | None = None,
-) -> tuple[list[StoredKeyPackage], list[WriteProtocolState | EnqueueOutgoing]]:
+) -> tuple[list[StoredKeyPackage], list[StageProtocolState | EnqueueOutgoing]]:
     """``count`` new KeyPackages: their records and the intents that store and publish them."""
     if not relays:
         raise InvalidInput("KeyPackages need at least one relay to be published to (--relay URL)")
@@ -105,7 +105,7 @@ def publish(
         raise InvalidInput(f"publish between 1 and {MAX_STOCK} KeyPackages, not {count}")
     created_at = int(time.time()) if now is None else now
     made: list[StoredKeyPackage] = []
-    intents: list[WriteProtocolState | EnqueueOutgoing] = []
+    intents: list[StageProtocolState | EnqueueOutgoing] = []
     for _ in range(count):
         key_package, private = key_package_events.create_key_package(
             account.identity, last_resort=last_resort, now=created_at
@@ -119,19 +119,20 @@ def publish(
     return made, intents
 
 
-def store_intent(values: SealedValues, stored: StoredKeyPackage) -> WriteProtocolState:
+def store_intent(values: SealedValues, stored: StoredKeyPackage) -> StageProtocolState:
+    """Keep ``stored``, its private keys sealed erasably: once it is used up, no copy of them opens."""
     record = _Record(
         stored.event_id.encode(),
         json.dumps(list(stored.relays)).encode(),
         int(stored.last_resort),
         mls.key_package_private_to_bytes(stored.private),
     )
-    return values.intent(_name(stored.ref), encode(record))
+    return values.erasable_intent(_name(stored.ref), encode(record))
 
 
 def used_intents(values: SealedValues, stored: StoredKeyPackage) -> list[WriteProtocolState]:
-    """What using ``stored`` for a join changes: it is gone, unless it is last-resort."""
-    return [] if stored.last_resort else [WriteProtocolState(_name(stored.ref), None)]
+    """What using ``stored`` for a join changes: it is gone, its private keys erased, unless it is last-resort."""
+    return [] if stored.last_resort else [values.forget_intent(_name(stored.ref))]
 
 
 def relay_list_intent(account: Account, relays: Sequence[str], now: int) -> EnqueueOutgoing:

@@ -190,7 +190,7 @@ class SealedValues:
 
     def get(self, name: str) -> bytes | None:
         sealed = self.state.get(name)
-        return None if sealed is None else open_sealed(self.key, name, sealed)
+        return None if sealed is None else _open_state(self)(self.key, name, sealed)
 
     def sealed(self, name: str, value: bytes) -> bytes:
         return seal(self.key, name, value)
@@ -198,6 +198,17 @@ class SealedValues:
     def intent(self, name: str, value: bytes | None) -> WriteProtocolState:
         """A WriteProtocolState that stores ``value`` sealed (None deletes)."""
         return WriteProtocolState(name, None if value is None else self.sealed(name, value))
+
+    def erasable_intent(self, name: str, plain: bytes) -> StageProtocolState:
+        """Store ``plain`` sealed erasably (:mod:`protocols.mls.erasable`): once a transaction that replaces or
+        forgets it has committed, no copy of it opens, wherever SQLite left its bytes.  For secrets that must
+        not outlive their use: a KeyPackage's private keys, the state a pending invitation would join."""
+        return StageProtocolState(name, plain, lambda value: _seal_erasably(self, name, value))
+
+    def forget_intent(self, name: str) -> WriteProtocolState:
+        """Delete ``name``; an erasably sealed value's version keys are erased once the transaction commits."""
+        erasable.forget(self.state.db, SEALER.label, name)
+        return WriteProtocolState(name, None)
 
     def put(self, name: str, value: bytes | None, now_ms: int) -> None:
         """Store directly; only inside an open write transaction, never in a handler."""
@@ -259,7 +270,8 @@ def _seal_erasably(values: SealedValues, name: str, plain: bytes) -> bytes:
 
 
 def _open_state(values: SealedValues) -> Callable[[bytes, str, bytes], bytes]:
-    """The opener of group states: erasably sealed ones through their version key, older ones with the key."""
+    """The opener of erasably sealed values (group states, KeyPackages, pending invitations) through their
+    version key, and of older ones (and values sealed with the key alone) with the key."""
     path = values.state.db.path
 
     def opener(key: bytes, name: str, sealed: bytes) -> bytes:
@@ -545,9 +557,13 @@ def joined_intents(values: SealedValues, gid: str, state: mls.GroupState) -> lis
     return intents + ([check] if check is not None else [])
 
 
-def pending_welcome_intent(values: SealedValues, welcome_id: str, state: mls.GroupState | None) -> WriteProtocolState:
-    """Keep (None: forget) the state the invitation ``welcome_id`` would join."""
-    return values.intent(WELCOME + welcome_id, None if state is None else mls.snapshot(state))
+def pending_welcome_intent(
+    values: SealedValues, welcome_id: str, state: mls.GroupState | None
+) -> StageProtocolState | WriteProtocolState:
+    """Keep (None: forget) the state the invitation ``welcome_id`` would join, sealed erasably: it holds the
+    secrets of the epoch it joins, which must not outlive the invitation."""
+    name = WELCOME + welcome_id
+    return values.forget_intent(name) if state is None else values.erasable_intent(name, mls.snapshot(state))
 
 
 def pending_welcome(values: SealedValues, welcome_id: str) -> bytes | None:
