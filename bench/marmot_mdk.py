@@ -46,6 +46,7 @@ from protocols.marmot.state import store
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import gift_wrap, nostr, outer
+from protocols.mls import erasable
 
 STATE_KEY = "TESSERA_MARMOT_STATE_KEY"
 BACKFILL_WORKERS = "TESSERA_MARMOT_BACKFILL_WORKERS"
@@ -163,7 +164,7 @@ def measure(work: Workdir, messages: int) -> Rates:
     copies = {name: work.db(name) for name in ("backfill-alone", "backfill-workers")}
     for copy in (batched_path, *copies.values()):
         shutil.copyfile(path, copy)
-        shutil.copytree(path + "-erasable", copy + "-erasable")  # the group state's version keys
+        erasable.copy_keys(path, copy)  # the group state's version keys
     one_each = open_ours(path, batch_items=1)
     with console.status("the ceiling: parse + verify + envelope decrypt"):
         top = max(ceiling(one_each, gid, events) for _ in range(2))

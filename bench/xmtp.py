@@ -77,7 +77,7 @@ from core.app import App
 from core.settings import Settings
 from protocols import mls, xmtp
 from protocols.delivery.client import Client, connect
-from protocols.mls import at_rest
+from protocols.mls import at_rest, erasable
 from protocols.xmtp import ahead, keypackages, publishing, sync
 from protocols.xmtp.kinds import IntentState, MessageKind
 from protocols.xmtp.state import SEALER, Vault
@@ -666,6 +666,7 @@ def copy_database(path: str, copy: str) -> None:
     for suffix in ("", "-wal"):
         if Path(path + suffix).exists():
             shutil.copyfile(path + suffix, copy + suffix)
+    erasable.copy_keys(path, copy)  # the group states' version keys
 
 
 def measure_catch_up(work: Workdir, server: ServeProcess, args: argparse.Namespace) -> CatchUp:

@@ -48,6 +48,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import shutil
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +57,7 @@ import nacl.bindings
 import nacl.exceptions
 
 from core.db import Database
+from protocols.mls import at_rest
 
 _FORMAT = b"\x02"
 _HEADER = struct.Struct(">cQ")  # format, version
@@ -86,7 +88,7 @@ def key_file(db_path: str, label: bytes, name: str) -> Path:
     """Where the version keys of the value ``name`` of the database at ``db_path`` live."""
     digest = hashlib.sha256(label + b"\0" + name.encode()).hexdigest()[:32]
     prefix = "".join(c if c.isalnum() else "-" for c in label.decode("ascii", errors="replace")).strip("-")
-    return Path(db_path + "-erasable") / f"{prefix}-{digest}"
+    return key_folder(db_path) / f"{prefix}-{digest}"
 
 
 def _derive(at_rest_key: bytes, version_key: bytes, label: bytes, name: str) -> bytes:
@@ -262,6 +264,30 @@ def open_sealed(db_path: str, at_rest_key: bytes, label: bytes, name: str, seale
     return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
         box, _bound(label, name, version), nonce, _derive(at_rest_key, version_key, label, name)
     )
+
+
+def open_either(sealer: at_rest.Sealer, db_path: str, key: bytes, name: str, sealed: bytes) -> bytes:
+    """What a stored value opens to, however it was sealed: erasably (through its version key; KeyGone when
+    that is gone) or by ``sealer`` with the at-rest key alone (values stored before erasable sealing, and values
+    that need no forward secrecy).  A key that opens neither raises the sealer's wrong-key error."""
+    if not is_erasable(sealed):
+        return sealer.open(key, name, sealed)
+    try:
+        return open_sealed(db_path, key, sealer.label, name, sealed)
+    except nacl.exceptions.CryptoError:
+        raise sealer.wrong(sealer.wrong_key_message) from None
+
+
+def key_folder(db_path: str) -> Path:
+    """The folder of the version keys of the database at ``db_path``: a copy of the database needs it too."""
+    return Path(db_path + "-erasable")
+
+
+def copy_keys(db_path: str, copy_path: str) -> None:
+    """Copy the version keys of the database at ``db_path`` beside its copy at ``copy_path`` (a consistent
+    copy of the database file made while no one writes: ``VACUUM INTO``, a file copy of a stopped database)."""
+    if key_folder(db_path).is_dir():
+        shutil.copytree(key_folder(db_path), key_folder(copy_path), dirs_exist_ok=True)
 
 
 def forget(db: Database, label: bytes, name: str) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -30,7 +31,7 @@ from core.errors import ConfigurationError
 from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
-from protocols.mls import at_rest
+from protocols.mls import at_rest, erasable
 from protocols.xmtp.errors import GroupUnknown, IdentityMissing
 from protocols.xmtp.identity import AccountKey, InstallationBinding, InstallationKey
 
@@ -45,6 +46,11 @@ BINDING_EXTENSION = 0xF7B1
 
 class StateKeyError(ConfigurationError):
     """The at-rest key for the XMTP client's state is missing, malformed or wrong."""
+
+
+class StateKeyGone(StateKeyError):
+    """A value was sealed under a version key that is no longer in the database's ``-erasable`` folder (the
+    database was copied or restored without that folder, or the folder was lost)."""
 
 
 SEALER = at_rest.Sealer(
@@ -136,7 +142,23 @@ class Vault:
 
     def get(self, name: str) -> bytes | None:
         sealed = self.state.get(name)
-        return None if sealed is None else SEALER.open(self.key, name, sealed)
+        return None if sealed is None else self._open(self.key, name, sealed)
+
+    def _open(self, key: bytes, name: str, sealed: bytes) -> bytes:
+        """Open a value sealed erasably (group states, KeyPackages) or with the key alone (the identity, and
+        values stored before erasable sealing)."""
+        try:
+            return erasable.open_either(SEALER, self.state.db.path, key, name, sealed)
+        except erasable.KeyGone as gone:
+            raise StateKeyGone(
+                f"{gone}: the database was copied or restored without its -erasable folder; a backup must hold "
+                "both (docs/operations.md)"
+            ) from None
+
+    def _erasable(self, name: str, plain: bytes) -> bytes:
+        """``plain`` sealed erasably as the next version of ``name`` (inside the write transaction): once the
+        transaction that replaces or forgets it commits, no stored copy of it opens."""
+        return erasable.seal(self.state.db, self.key, SEALER.label, name, plain, self.state.stored(name))
 
     def intent(self, name: str, value: bytes | None) -> WriteProtocolState:
         """Store ``value`` sealed under ``name`` (None deletes it)."""
@@ -172,7 +194,7 @@ class Vault:
         sealed = self.state.get(name)
         if sealed is None:
             raise GroupUnknown(f"no group {group_id.hex()} on this database; `tessera xmtp groups` lists them")
-        return _opened.open(self.key, name, sealed, mls.restore)
+        return _opened.open(self.key, name, sealed, mls.restore, opener=self._open)
 
     def has_group(self, group_id: bytes) -> bool:
         name = self.group_name(group_id)
@@ -194,7 +216,9 @@ class Vault:
         key = self.key
 
         def seal(value: mls.GroupState) -> bytes:
-            return _opened.seal(key, name, mls.snapshot(value), value)
+            sealed = self._erasable(name, mls.snapshot(value))
+            _opened.remember(key, name, sealed, value)
+            return sealed
 
         return seal
 
@@ -217,9 +241,16 @@ class Vault:
                 found[bytes.fromhex(name[len(KEY_PACKAGE) :])] = mls.key_package_private_from_bytes(value)
         return found
 
-    def key_package_intent(self, private: mls.KeyPackagePrivate | None, ref: bytes) -> WriteProtocolState:
-        value = None if private is None else mls.key_package_private_to_bytes(private)
-        return self.intent(KEY_PACKAGE + ref.hex(), value)
+    def key_package_intent(
+        self, private: mls.KeyPackagePrivate | None, ref: bytes
+    ) -> StageProtocolState | WriteProtocolState:
+        """Keep a KeyPackage's private keys, sealed erasably; None: it was used, so delete it and erase its
+        version keys once the transaction commits."""
+        name = KEY_PACKAGE + ref.hex()
+        if private is None:
+            erasable.forget(self.state.db, SEALER.label, name)
+            return WriteProtocolState(name, None)
+        return StageProtocolState(name, mls.key_package_private_to_bytes(private), partial(self._erasable, name))
 
 
 _opened = at_rest.OpenedCache(SEALER)

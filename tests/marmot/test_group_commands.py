@@ -309,10 +309,11 @@ def test_an_answered_invitation_sent_again_is_recognised_not_refused(marmot_app,
     assert facts(bob, "welcome_refused") == []
 
 
-def _opens(app, name: str, sealed: bytes) -> bool:
+def _opens(app, name: str, sealed: bytes | None) -> bool:
     from protocols.marmot.state.key import SEALER, load_key
     from protocols.mls import erasable
 
+    assert sealed is not None
     try:
         erasable.open_sealed(app.db.path, load_key(), SEALER.label, name, sealed)
     except erasable.KeyGone:

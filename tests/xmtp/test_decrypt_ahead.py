@@ -20,6 +20,7 @@ import attrs
 import pytest
 
 from protocols import mls
+from protocols.mls import erasable
 from protocols.mls.ahead import DecryptAhead, OpenedPage
 from protocols.xmtp import ahead, sync
 from protocols.xmtp.state import Vault
@@ -110,6 +111,7 @@ def offline_bob(
     def open_copy(name: str) -> Member:
         target = str(tmp_path / f"{name}.db")
         bob.app.db.conn.execute("VACUUM INTO ?", (target,))  # a consistent copy, outside any transaction
+        erasable.copy_keys(bob.app.db.path, target)  # with the version keys of its group states
         app = make_app([xmtp], ["xmtp"], path=target)
         with app.db.read():
             installation = Vault.of(app.db).identity().installation_id

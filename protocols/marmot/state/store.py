@@ -64,14 +64,13 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import attrs
-import nacl.exceptions
 
 from core.intents import EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
-from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone, StateKeyWrong
+from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
 from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
@@ -275,17 +274,13 @@ def _open_state(values: SealedValues) -> Callable[[bytes, str, bytes], bytes]:
     path = values.state.db.path
 
     def opener(key: bytes, name: str, sealed: bytes) -> bytes:
-        if not erasable.is_erasable(sealed):
-            return open_sealed(key, name, sealed)  # sealed before erasable sealing: replaced at its next write
         try:
-            return erasable.open_sealed(path, key, SEALER.label, name, sealed)
+            return erasable.open_either(SEALER, path, key, name, sealed)
         except erasable.KeyGone as gone:
             raise GroupStateKeyGone(
                 f"{gone}: the database was copied or restored without its -erasable folder; a backup must "
                 "hold both (docs/operations.md)"
             ) from None
-        except nacl.exceptions.CryptoError:
-            raise StateKeyWrong(WRONG) from None
 
     return opener
 
