@@ -2,7 +2,8 @@
 
     python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--keep DIR]
 
-NAME picks benchmarks (all by default): see ``--list``.  ``--events`` sets the run's size (10,000,000 by
+NAME picks benchmarks (all by default): see ``--list``.  Each benchmark's figures are printed (and written to
+``--json``) as soon as it ends, so a long run stopped early keeps what it measured.  ``--events`` sets the run's size (10,000,000 by
 default; ``--quick`` makes it 100,000 and runs one round of each comparison instead of three); each
 benchmark scales its own workloads from it and names the sizes in its figures.  The run ends with one
 table — our figure, the ceiling or peer, the ratio, the target, met or not — and ``--json`` writes the same
@@ -80,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         run = Run(events=events, quick=args.quick, work=work)
         for name in names:
             console.rule(f"{name}: {BENCHMARKS[name][1]}")
-            figures += BENCHMARKS[name][0](run)
+            found = BENCHMARKS[name][0](run)
+            figures += found
+            # Each benchmark's figures as soon as it ends, and the JSON so far: a long run stopped later
+            # keeps what it measured.
+            print_table(found, f"{name}: {events:,} events")
+            if args.json:
+                write_json(args.json, figures, run, time.perf_counter() - started)
         seconds = time.perf_counter() - started
         print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, {seconds:,.0f} s")
         if args.json:
