@@ -105,12 +105,16 @@ def test_an_answer_under_a_key_the_state_does_not_hold_is_not_taken(marmot_app) 
         outer.OPENED_AHEAD.clear()
 
 
+SECRET = bytes(range(1, 33))
+
+
+def _group_event(content: str) -> dict:
+    unsigned = {"pubkey": "", "created_at": 1_700_000_000, "kind": 445, "tags": [["h", "ab" * 32]], "content": content}
+    return nostr.sign_event(unsigned, SECRET)
+
+
 def test_a_vouched_signature_does_not_cover_altered_content() -> None:
-    secret = bytes(range(1, 33))
-    event = nostr.sign_event(
-        {"pubkey": "", "created_at": 1_700_000_000, "kind": 445, "tags": [["h", "ab" * 32]], "content": "hello"},
-        secret,
-    )
+    event = _group_event("hello")
     altered = {**event, "content": "goodbye"}
     try:
         nostr.VERIFIED_AHEAD.add((event["id"], event["pubkey"], event["sig"]))
@@ -123,13 +127,9 @@ def test_a_vouched_signature_does_not_cover_altered_content() -> None:
 
 
 def test_prepare_answers_none_for_what_does_not_verify_or_name_a_group() -> None:
-    secret = bytes(range(1, 33))
-    good = nostr.sign_event(
-        {"pubkey": "", "created_at": 1_700_000_000, "kind": 445, "tags": [["h", "ab" * 32]], "content": "AAAA"},
-        secret,
-    )
+    good = _group_event("AAAA")
     bad_sig = {**good, "sig": "00" * 64}
-    not_group = nostr.sign_event({**good, "kind": 1, "id": "", "sig": ""}, secret)
+    not_group = nostr.sign_event({**good, "kind": 1, "id": "", "sig": ""}, SECRET)
     lines = [json.dumps(e).encode() for e in (good, bad_sig, not_group)] + [b"not json"]
     answers = prepared.prepare(lines, [(0, bytes(32))])
     assert answers[0] is not None and answers[0].id == good["id"] and answers[0].opened is None
