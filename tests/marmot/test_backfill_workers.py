@@ -5,6 +5,7 @@ same, and nothing of the answers left in memory afterwards."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -35,13 +36,20 @@ def _counting_verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_workers, monkeypatch) -> None:
+def _backfill_reversed(marmot_app, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[bytes], list[int]]:
+    """The test stream backfilled newest first (as a relay answers), checked against its ground truth: the
+    report, the lines, and how often the writer ran a BIP-340 verification."""
     sim = stream()
     app = joined(marmot_app, sim)
     verifications = _counting_verifications(monkeypatch)
     lines = list(reversed(sim.lines))
     report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines}).result
     assert_matches(app, sim)
+    return report, lines, verifications
+
+
+def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_workers, monkeypatch) -> None:
+    report, lines, verifications = _backfill_reversed(marmot_app, monkeypatch)
     valid = len(lines) - report.invalid
     assert report.prepared_ahead == valid > 0
     # The writer verified only what no worker vouched for: the invalid lines (sorting the batch, then parking).
@@ -52,12 +60,7 @@ def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_w
 def test_without_workers_the_writer_checks_everything(marmot_app, monkeypatch) -> None:
     monkeypatch.setenv("TESSERA_MARMOT_BACKFILL_WORKERS", "0")
     monkeypatch.setattr(prepared, "LEAST_FOR_WORKERS", 1)
-    sim = stream()
-    app = joined(marmot_app, sim)
-    verifications = _counting_verifications(monkeypatch)
-    lines = list(reversed(sim.lines))
-    report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines}).result
-    assert_matches(app, sim)
+    report, lines, verifications = _backfill_reversed(marmot_app, monkeypatch)
     assert report.prepared_ahead == 0
     assert verifications[0] >= 2 * (len(lines) - report.invalid)  # once to sort the batch, once in the pipeline
 
