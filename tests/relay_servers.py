@@ -69,6 +69,22 @@ def _wait_until_answering(url: str, deadline: float, still_running: Callable[[],
     raise PeerUnavailable(f"relay at {url} did not answer: {last_error}")
 
 
+_TCP_ESTABLISHED = "01"
+
+
+def _connections_accepted_on(port: int | None) -> bool:
+    """Whether a connection to 127.0.0.1:``port`` is still open on the server's side (Linux)."""
+    try:
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:  # not Linux: the repeated shutdown is bounded by STOP_GRACE_S anyway
+        return True
+    for row in table:
+        local, state = row.split()[1], row.split()[3]
+        if state == _TCP_ESTABLISHED and int(local.rsplit(":", 1)[1], 16) == port:
+            return True
+    return False
+
+
 class LocalRelayServer:
     """nostr-sdk's in-process relay; ``max_filter_limit`` caps every REQ's answer (its default is 500)."""
 
@@ -109,10 +125,21 @@ class LocalRelayServer:
         return relay, str(await relay.url())
 
     def stop(self) -> None:
-        """Stop listening and drop every connection (its in-memory events are lost)."""
-        if self._relay is not None:
+        """Stop listening and drop every connection (its in-memory events are lost).
+
+        The relay's shutdown wakes only the connections idle at that instant: one
+        busy with a message when it fires would stay open, unnoticed by a client
+        until its next ping.  So shutdown is repeated until no connection is left.
+        """
+        if self._relay is None:
+            return
+        deadline = time.monotonic() + STOP_GRACE_S
+        while True:
             self._relay.shutdown()
-            self._relay = None
+            if not _connections_accepted_on(self.port) or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self._relay = None
 
 
 def _install_nostr_relay(work: Path) -> None:
