@@ -105,6 +105,15 @@ class WriteProtocolState:
     value: bytes | None
 
 
+class _Unchanged:
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+#: What a staged value's ``encode`` returns to leave the stored value as it is (see :class:`StageProtocolState`).
+UNCHANGED: Any = _Unchanged()
+
+
 @attrs.frozen
 class StageProtocolState:
     """Set one protocol state value to ``encode(value)``, written once when the transaction commits.
@@ -114,7 +123,8 @@ class StageProtocolState:
     paid once per batch and the values in between never reach the disk — a key consumed by a later item
     of the batch is not on disk when it commits.  Until then reads through ``ctx.state.staged(key)`` give
     ``value`` itself and ``ctx.state.get(key)`` its encoding; a later ``WriteProtocolState`` of the key
-    replaces it.  ``encode`` must be pure apart from caching (it runs at COMMIT, maybe more than once).
+    replaces it.  ``encode`` must be pure apart from caching (it runs at COMMIT, maybe more than once); it
+    returns :data:`UNCHANGED` when the value stored already stands for ``value`` (nothing is written then).
     """
 
     key: str

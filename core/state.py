@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.db import NOT_STAGED, Database
+from core.intents import UNCHANGED
 
 
 class ProtocolState:
@@ -23,7 +24,9 @@ class ProtocolState:
     def get(self, key: str) -> bytes | None:
         staged = self.db.staged((self.protocol, key))
         if staged is not NOT_STAGED:
-            return bytes(staged[1](staged[0]))
+            encoded = staged[1](staged[0])
+            if encoded is not UNCHANGED:
+                return bytes(encoded)
         return self.stored(key)
 
     def stored(self, key: str) -> bytes | None:
@@ -49,9 +52,13 @@ class ProtocolState:
 
     def stage(self, key: str, value: object, encode: Callable[[Any], bytes], now_ms: int) -> None:
         """Set ``key`` to ``encode(value)`` when the current write transaction commits (see the module docs)."""
-        self.db.stage(
-            (self.protocol, key), (value, encode), lambda staged: self._write(key, staged[1](staged[0]), now_ms)
-        )
+
+        def flush(staged: tuple[object, Callable[[Any], bytes]]) -> None:
+            encoded = staged[1](staged[0])
+            if encoded is not UNCHANGED:
+                self._write(key, encoded, now_ms)
+
+        self.db.stage((self.protocol, key), (value, encode), flush)
 
     def put(self, key: str, value: bytes | None, now_ms: int) -> None:
         """Set (or delete, when ``value`` is None) inside the current write transaction."""

@@ -26,6 +26,7 @@ from .group import application, create, join
 from .group import commit as commits
 from .group import proposals as sending_proposals
 from .group import snapshot as snapshots
+from .group import snapshot_split as split
 from .group.key_packages import (
     KeyPackageSecrets,
     default_capabilities,
@@ -609,6 +610,19 @@ def snapshot(state: GroupState) -> bytes:
 def restore(data: bytes) -> GroupState:
     """The state :func:`snapshot` stored; anything else, the old flat-tree engine's included, is :class:`InvalidSnapshot`."""
     return snapshots.restore(data)
+
+
+# Storing a state in two parts, the epoch's and the ratchets' (see :mod:`.group.snapshot_split`).
+Ratchets = split.Ratchets
+epoch_part = split.epoch_part
+ratchets_of = split.ratchets_of
+ratchets_bytes = split.ratchets_bytes
+read_ratchets = split.read_ratchets
+with_ratchets = split.with_ratchets
+restore_parts = split.restore_parts
+only_ratchets_differ = split.only_ratchets_differ
+holds_no_ratchets = split.holds_no_ratchets
+without_ratchets = split.without_ratchets
 
 
 # --- the interface -------------------------------------------------------------------------

@@ -157,6 +157,12 @@ class OpenedCache:
         self.remember(key, name, sealed, value)
         return value
 
+    def peek(self, key: bytes, name: str, sealed: bytes) -> Any:
+        """What ``sealed`` was seen to open to under this key, or None when it is not in memory (never opens it)."""
+        with self._lock:
+            hit = self._entries.get(name)
+            return hit[2] if hit is not None and hit[0] == key and hit[1] == sealed else None
+
     def clear(self) -> None:
         """Forget everything (what a new process starts without)."""
         with self._lock:

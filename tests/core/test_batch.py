@@ -11,7 +11,7 @@ from core import drain
 from core.batch import MicroBatch
 from core.db import NOT_STAGED, Database
 from core.errors import TransactionError
-from core.intents import StageProtocolState
+from core.intents import UNCHANGED, StageProtocolState
 from core.kv import KV
 from core.records import OutcomeKind, Result
 from core.state import ProtocolState
@@ -184,6 +184,20 @@ def test_a_put_after_a_stage_wins(app):
         state.put("k", b"put", 1)
     with app.db.read():
         assert state.get("k") == b"put"
+
+
+def test_an_encode_that_answers_unchanged_writes_nothing_and_reads_the_stored_value(app):
+    state = ProtocolState(app.db, "ledger")
+    with app.db.write():
+        state.put("k", b"stored", 1)
+    with app.db.write():
+        state.stage("k", "same as stored", lambda value: UNCHANGED, 2)
+        assert state.get("k") == b"stored"
+        statements = app.db.counters.statements
+    assert app.db.counters.statements - statements == 1  # COMMIT alone
+    with app.db.read():
+        assert state.get("k") == b"stored"
+        assert app.db.value("SELECT updated_at_ms FROM protocol_state WHERE key = 'k'") == 1
 
 
 def test_the_stage_intent_is_applied_by_the_runtime(app):

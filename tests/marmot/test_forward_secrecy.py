@@ -19,22 +19,22 @@ from core.state import ProtocolState
 from protocols.marmot.errors import GroupStateKeyGone
 from protocols.marmot.state import store as marmot_store
 from protocols.marmot.state.key import SEALER, load_key
-from protocols.marmot.state.store import GroupStateStore, load, state_name
+from protocols.marmot.state.store import GroupStateStore, load, ratchets_name, state_name
 from protocols.mls import erasable
 from tests.marmot._net import T0
 from tests.marmot.conftest import deliver
 
 
-def _stored(app, gid: str) -> bytes:
+def _stored(app, name: str) -> bytes:
     with app.db.read():
-        sealed = ProtocolState(app.db, "marmot").stored(state_name(gid))
+        sealed = ProtocolState(app.db, "marmot").stored(name)
     assert sealed is not None
     return sealed
 
 
-def _version_key(app, gid: str, version: int) -> bytes:
+def _version_key(app, name: str, version: int) -> bytes:
     """The version key now in the slot of ``version`` (read straight from the key file)."""
-    raw = erasable.key_file(app.db.path, SEALER.label, state_name(gid)).read_bytes()
+    raw = erasable.key_file(app.db.path, SEALER.label, name).read_bytes()
     slot = raw[(version % 2) * 48 : (version % 2 + 1) * 48]
     assert int.from_bytes(slot[:8], "big") == version
     return slot[8:40]
@@ -47,35 +47,41 @@ def _everything_on_disk(app) -> bytes:
     return b"".join(path.read_bytes() for path in files if path.exists())
 
 
-def _opens(app, gid: str, sealed: bytes) -> bool:
+def _opens(app, name: str, sealed: bytes) -> bool:
     try:
-        erasable.open_sealed(app.db.path, load_key(), SEALER.label, state_name(gid), sealed)
+        erasable.open_sealed(app.db.path, load_key(), SEALER.label, name, sealed)
     except erasable.KeyGone:
         return False
     return True
 
 
 def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net) -> None:
-    versions: list[tuple[bytes, bytes]] = []  # (the sealed state, its version key), oldest first
+    # Messages move only the ratchets (a new version of ratchets/<gid> each); the commit moves both parts.
+    names = (state_name(net.gid), ratchets_name(net.gid))
+    versions: dict[str, dict[bytes, bytes]] = {name: {} for name in names}  # each version stored, and its key
     lines = [net.send(n % 3, f"message {n}", T0 + n)[0] for n in range(6)] + [net.commit(0, T0 + 10)]
     for line in lines:
-        sealed = _stored(app, net.gid)
-        versions.append((sealed, _version_key(app, net.gid, erasable.version_of(sealed))))
+        for name in names:
+            sealed = _stored(app, name)
+            versions[name][sealed] = _version_key(app, name, erasable.version_of(sealed))
         deliver(app, line)
-    current = _stored(app, net.gid)
-    # The last one replaced was committed just before: its key was still in a slot until this commit.
-    assert erasable.version_of(current) == erasable.version_of(versions[-1][0]) + 1
+    assert len(versions[ratchets_name(net.gid)]) == len(lines)  # one per message read
+    assert len(versions[state_name(net.gid)]) == 1  # the messages left the epoch part as it was
     on_disk = _everything_on_disk(app)
-    for sealed, version_key in versions:
-        assert version_key not in on_disk
-        assert not _opens(app, net.gid, sealed)
-    assert _opens(app, net.gid, current)
+    for name in names:
+        current = _stored(app, name)
+        assert current not in versions[name]
+        for sealed, version_key in versions[name].items():
+            assert version_key not in on_disk
+            assert not _opens(app, name, sealed)
+        assert _opens(app, name, current)
     with app.db.read():
         assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
 
 
 def test_a_transaction_that_rolls_back_keeps_the_committed_version_readable(app, net) -> None:
-    committed = _stored(app, net.gid)
+    name = state_name(net.gid)
+    committed = _stored(app, name)
     store = GroupStateStore(ProtocolState(app.db, "marmot"))
     plain = store.get(net.gid)
     assert plain is not None
@@ -83,9 +89,10 @@ def test_a_transaction_that_rolls_back_keeps_the_committed_version_readable(app,
         for _ in range(3):  # several new versions in one transaction: one new version key, in the other slot
             store.set(net.gid, plain, 1)
         raise RuntimeError("changed my mind")
-    assert _stored(app, net.gid) == committed and _opens(app, net.gid, committed)
-    deliver(app, net.send(1, "after the rollback", T0 + 1)[0])
-    assert not _opens(app, net.gid, committed)
+    assert _stored(app, name) == committed and _opens(app, name, committed)
+    with app.db.write():
+        store.set(net.gid, plain, 1)
+    assert not _opens(app, name, committed)
 
 
 def test_a_database_copied_without_its_key_folder_names_the_folder(app, net, tmp_path) -> None:

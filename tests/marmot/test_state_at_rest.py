@@ -129,7 +129,7 @@ def test_state_on_disk_is_never_plaintext(app, net):
         if name.startswith("route/"):  # h tag -> group id: both are in the read models in the clear
             assert value == net.gid.encode(), name
             continue
-        assert value[:1] == (b"\x02" if name.startswith("state/") else b"\x01"), name
+        assert value[:1] == (b"\x02" if name.startswith(("state/", "ratchets/")) else b"\x01"), name
         assert mls.snapshot(loaded.state)[:16] not in value, name
 
 
@@ -150,7 +150,12 @@ def test_group_state_store_get_set_list_remove(app, net):
     with app.db.write():
         store.set("cd" * 32, b"opaque state bytes", app.clock.now_ms())
     assert sorted(store.list()) == sorted([net.gid, "cd" * 32]) and store.get("cd" * 32) == b"opaque state bytes"
-    assert store.set_intent("cd" * 32, b"x").key == f"state/{'cd' * 32}"
+    with app.db.write():  # the intents of a handler: the whole state, and no ratchets beside it
+        intents = store.set_intents("cd" * 32, b"x")
+    assert [(intent.key, intent.value is None) for intent in intents] == [
+        (f"state/{'cd' * 32}", False),
+        (f"ratchets/{'cd' * 32}", True),
+    ]
     with app.db.write():
         store.remove("cd" * 32, app.clock.now_ms())
     assert store.list() == [net.gid] and store.get("cd" * 32) is None

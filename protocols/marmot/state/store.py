@@ -3,7 +3,15 @@
 Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 
 ``state/<gid>``
-    the engine snapshot of our current group state;
+    the engine snapshot of our current group state without its ratchets
+    (the epoch part of :mod:`protocols.mls.group.snapshot_split`): written
+    when the group changes otherwise than by a message (a commit, a
+    proposal), else left as it is;
+``ratchets/<gid>``
+    the secret trees of our current group state, what every message moves
+    on: the one value written per message.  A group stored before the split
+    has a whole snapshot in ``state/<gid>`` and no ``ratchets/<gid>`` until
+    its next write;
 ``meta/<gid>``
     :class:`~protocols.marmot.state.meta.GroupMeta` as JSON (the commits of
     each epoch of the rollback window, the rollback generation);
@@ -65,7 +73,7 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from core.intents import EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
+from core.intents import UNCHANGED, EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings
@@ -80,6 +88,7 @@ from protocols.mls import at_rest, erasable
 # --- the key layout ----------------------------------------------------------------------
 
 STATE = "state/"
+RATCHETS = "ratchets/"
 META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
@@ -94,6 +103,10 @@ WAITING_FOR_GROUP = "marmot.group"  # events whose ``h`` tag routes to no group 
 
 def state_name(gid: str) -> str:
     return STATE + gid
+
+
+def ratchets_name(gid: str) -> str:
+    return RATCHETS + gid
 
 
 def meta_name(gid: str) -> str:
@@ -247,20 +260,36 @@ def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object
     return WriteProtocolState(name, _opened.seal(values.key, name, plain, opened))
 
 
-def _staged_state_intent(values: SealedValues, gid: str, new_state: mls.GroupState) -> StageProtocolState:
+def _staged_state_intents(values: SealedValues, gid: str, new_state: mls.GroupState) -> list[Intent]:
     """The group's engine state becomes ``new_state``, staged: a transaction of many messages of the group (a
     micro-batch of a backfill) encodes, seals and writes it once, at COMMIT, so the ratchet secrets its
-    messages consumed in between never reach the disk; and it is sealed erasably, so the version it replaces
-    no longer opens once the transaction has committed (:mod:`protocols.mls.erasable`)."""
-    name = state_name(gid)
+    messages consumed in between never reach the disk.  It is written in two parts: the ratchets every time,
+    the epoch part only when more than the ratchets changed (a message moves only them).  Both are sealed
+    erasably, so the version each replaces no longer opens once the transaction has committed
+    (:mod:`protocols.mls.erasable`)."""
+    name, ratchets = state_name(gid), ratchets_name(gid)
 
-    def seal_state(state: mls.GroupState) -> bytes:
-        plain = mls.snapshot(state)
+    def seal_epoch_part(state: mls.GroupState) -> bytes:
+        stored = values.state.stored(name)
+        kept = None if stored is None else _opened.peek(values.key, name, stored)
+        if kept is not None and mls.holds_no_ratchets(kept[1]) and mls.only_ratchets_differ(kept[1], state):
+            return UNCHANGED
+        base = mls.without_ratchets(state)
+        plain = mls.snapshot(base)
         sealed = _seal_erasably(values, name, plain)
-        _opened.remember(values.key, name, sealed, (plain, state))
+        _opened.remember(values.key, name, sealed, (plain, base))
         return sealed
 
-    return StageProtocolState(name, new_state, seal_state)
+    def seal_ratchets(state: mls.GroupState) -> bytes:
+        trees = mls.ratchets_of(state)
+        sealed = _seal_erasably(values, ratchets, mls.ratchets_bytes(trees))
+        _opened.remember(values.key, ratchets, sealed, trees)
+        return sealed
+
+    return [
+        StageProtocolState(name, new_state, seal_epoch_part),
+        StageProtocolState(ratchets, new_state, seal_ratchets),
+    ]
 
 
 def _seal_erasably(values: SealedValues, name: str, plain: bytes) -> bytes:
@@ -331,12 +360,25 @@ def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
     staged = state.staged(state_name(gid))
     if isinstance(staged, mls.GroupState):
         return LoadedGroup(gid, meta, staged, None, values)  # changed earlier in this transaction
+    snapshot_bytes, engine_state = _stored_state(values, gid)
+    return LoadedGroup(gid, meta, engine_state, snapshot_bytes, values)
+
+
+def _stored_state(values: SealedValues, gid: str) -> tuple[bytes | None, mls.GroupState]:
+    """The group's engine state as stored, and its whole snapshot when it is stored as one (else None)."""
     sealed_state = values.raw(state_name(gid))
     assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
-    snapshot_bytes, engine_state = _opened.open(
-        values.key, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain)), _open_state(values)
+    opener = _open_state(values)
+    plain, engine_state = _opened.open(
+        values.key, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain)), opener
     )
-    return LoadedGroup(gid, meta, engine_state, snapshot_bytes, values)
+    sealed_ratchets = values.raw(ratchets_name(gid))
+    if sealed_ratchets is None:
+        return plain, engine_state  # a whole snapshot, stored before the state was split
+    trees = _opened.open(
+        values.key, ratchets_name(gid), sealed_ratchets, lambda data: mls.read_ratchets(data, engine_state), opener
+    )
+    return None, mls.with_ratchets(engine_state, trees)
 
 
 def load_joined(state: ProtocolState, gid: object) -> LoadedGroup:
@@ -535,7 +577,7 @@ def state_intents(
     values: SealedValues, gid: str, new_state: mls.GroupState, old_state: mls.GroupState | None
 ) -> list[Intent]:
     """Store ``new_state``; when its ``nostr_group_id`` is new, route it to ``gid`` and wake its waiting events."""
-    intents: list[Intent] = [_staged_state_intent(values, gid, new_state)]
+    intents: list[Intent] = _staged_state_intents(values, gid, new_state)
     if old_state is not None and old_state.context.extensions == new_state.context.extensions:
         return intents  # the group data is unchanged (every message but some commits): nothing to decode
     route = nostr_group_id(new_state)
@@ -570,23 +612,33 @@ class GroupStateStore:
     """Opaque engine-state bytes per group: get / set / list / remove.
 
     ``set`` is one ``protocol_state`` upsert, atomic for that key.  Handlers
-    use :meth:`set_intent` / :meth:`remove_intents` instead of the setters.
+    use :meth:`set_intents` / :meth:`remove_intents` instead of the setters.
     """
 
     def __init__(self, state: ProtocolState):
         self.values = SealedValues(state)
 
     def get(self, gid: str) -> bytes | None:
+        """The whole engine snapshot of ``gid``'s state, or None."""
         name = state_name(gid)
         sealed = self.values.raw(name)
-        return None if sealed is None else _open_state(self.values)(self.values.key, name, sealed)
+        if sealed is None:
+            return None
+        if self.values.raw(ratchets_name(gid)) is None:  # stored whole: the bytes as they were set
+            return _open_state(self.values)(self.values.key, name, sealed)
+        return mls.snapshot(_stored_state(self.values, gid)[1])
 
     def set(self, gid: str, state_bytes: bytes, now_ms: int) -> None:
-        intent = self.set_intent(gid, state_bytes)
-        self.values.state.put(intent.key, intent.value, now_ms)
+        for intent in self.set_intents(gid, state_bytes):
+            self.values.state.put(intent.key, intent.value, now_ms)
 
-    def set_intent(self, gid: str, state_bytes: bytes) -> WriteProtocolState:
-        return WriteProtocolState(state_name(gid), _seal_erasably(self.values, state_name(gid), state_bytes))
+    def set_intents(self, gid: str, state_bytes: bytes) -> builtins.list[WriteProtocolState]:
+        """Store the whole snapshot ``state_bytes`` as ``gid``'s state (the next write splits it again)."""
+        name = state_name(gid)
+        return [
+            WriteProtocolState(name, _seal_erasably(self.values, name, state_bytes)),
+            self.values.forget_intent(ratchets_name(gid)),
+        ]
 
     def list(self) -> list[str]:
         """Group ids (hex) that have a stored state."""
@@ -600,8 +652,10 @@ class GroupStateStore:
         """Intents deleting everything stored for ``gid`` (state, meta, snapshots); the state's version keys are
         erased once the transaction commits."""
         erasable.forget(self.values.state.db, SEALER.label, state_name(gid))
+        erasable.forget(self.values.state.db, SEALER.label, ratchets_name(gid))
         names = [
             state_name(gid),
+            ratchets_name(gid),
             meta_name(gid),
             *self.values.names(f"{SNAP}{gid}/"),
             *self.values.names(branch_prefix(gid)),

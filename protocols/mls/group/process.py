@@ -55,7 +55,7 @@ def process(state: GroupState, data: bytes) -> Received:
     """Process one encoded MLSMessage for this group; see the module docstring."""
     pending = state.pending_commit
     if pending is not None and state.suite.hash(data) == pending.message_hash:
-        return CommitMessage(pending.summary, True, False, pending.new_state)
+        return CommitMessage(pending.summary, True, False, with_ratchets_of(state, pending.new_state))
     message = decode(MLSMessage, data)
     inner = message.message
     if not isinstance(inner, (PublicMessage, PrivateMessage)):
@@ -76,6 +76,23 @@ def process(state: GroupState, data: bytes) -> Received:
     if isinstance(content, Commit):
         return _commit(state, authenticated, content)
     return _proposal(state, authenticated, content)
+
+
+def with_ratchets_of(state: GroupState, merged: GroupState) -> GroupState:
+    """``merged`` (our own commit's state, made when we sent it) with the secret trees ``state`` has now.
+
+    It keeps the epochs before it for late messages, as they were when the commit was made; the messages
+    read since then consumed keys of those epochs, which must stay consumed (else they decrypt again).
+    """
+    now = {state.epoch: state.view.secret_tree}
+    now.update((epoch.view.group_context.epoch, epoch.view.secret_tree) for epoch in state.past)
+    past = tuple(
+        attrs.evolve(epoch, view=attrs.evolve(epoch.view, secret_tree=now[epoch.view.group_context.epoch]))
+        if epoch.view.group_context.epoch in now
+        else epoch
+        for epoch in merged.past
+    )
+    return attrs.evolve(merged, past=past)
 
 
 def _outsider_key(state: GroupState, inner: PublicMessage | PrivateMessage) -> bytes | None:

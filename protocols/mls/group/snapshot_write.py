@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
+
+import attrs
 
 from ..messages import LeafNode
 from ..protection import EpochView
@@ -124,8 +127,24 @@ def _differs(node: LeafNode | None, newer: Sequence[LeafNode | None], index: int
 
 
 def pending_commit_record(pending: PendingCommit) -> PendingCommitRecord:
-    """A commit in flight, with our state in the epoch it begins."""
-    return PendingCommitRecord(pending.message_hash, summary_record(pending.summary), state_record(pending.new_state))
+    """A commit in flight, with our state in the epoch it begins.
+
+    That state's earlier epochs are the ones we are in now, whose ratchets merging the commit takes from
+    our state as it is then (:func:`~.process.with_ratchets_of`); they are stored emptied, so a key consumed
+    while the commit is in flight is not kept in it.
+    """
+    new_state = pending.new_state
+    past = tuple(
+        attrs.evolve(epoch, view=attrs.evolve(epoch.view, secret_tree=emptied(epoch.view.secret_tree)))
+        for epoch in new_state.past
+    )
+    stored = attrs.evolve(new_state, past=past)
+    return PendingCommitRecord(pending.message_hash, summary_record(pending.summary), state_record(stored))
+
+
+def emptied(tree: SecretTree) -> SecretTree:
+    """``tree`` with no secret left: same shape and receiving window."""
+    return SecretTree(tree.suite, tree.n_leaves, tree.window, MappingProxyType({}), MappingProxyType({}))
 
 
 def summary_record(summary: CommitSummary) -> CommitSummaryRecord:
