@@ -1,13 +1,14 @@
 """Tessera's benchmark suite: every figure beside the ceiling or peer measured in the same run.
 
-    python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--keep DIR]
+    python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--keep DIR] [--executors N,N,...]
 
 NAME picks benchmarks (all by default): see ``--list``.  Each benchmark's figures are printed (and written to
 ``--json``) as soon as it ends, so a long run stopped early keeps what it measured.  ``--events`` sets the run's size (10,000,000 by
 default; ``--quick`` makes it 100,000 and runs one round of each comparison instead of three); each
 benchmark scales its own workloads from it and names the sizes in its figures.  The run ends with one
 table — our figure, the ceiling or peer, the ratio, the target, met or not — and ``--json`` writes the same
-figures to a file.  ``--keep DIR`` keeps the database files in DIR.
+figures to a file.  ``--keep DIR`` keeps the database files in DIR; ``--executors`` sets the executor counts
+the cluster benchmark measures (1,2,4 by default).
 
 The individual scripts (``python bench/append.py`` ...) print more detail about their own benchmark.
 """
@@ -39,13 +40,26 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "fill": (fill.figures, "a sustained fill: first and last tenth, bytes per event, history pages at the end"),
     "xmtp": (xmtp.figures, "the XMTP client catching up through tessera serve: the engine's decrypt rate"),
     "rebuild": (rebuild.figures, "a full rebuild, verified: Spark local[2] and the local engine, the daemon's rate"),
-    "cluster": (rebuild.cluster_figures, "the same rebuild on a standalone Spark cluster: 1, 2 and 4 executors"),
+    "cluster": (
+        rebuild.cluster_figures,
+        "the same rebuild on a standalone Spark cluster, per executor count (--executors)",
+    ),
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000
 QUICK_EVENTS = 100_000
+
+
+def executor_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1 or list(counts) != sorted(set(counts)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rising list of executor counts like 1,2,4")
+    return counts
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,6 +71,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     found.add_argument("--quick", action="store_true", help=f"{QUICK_EVENTS:,} events, one round per comparison")
     found.add_argument("--json", metavar="FILE", help="write the figures to FILE as JSON")
     found.add_argument("--keep", metavar="DIR", help="keep the database files in DIR")
+    found.add_argument(
+        "--executors",
+        type=executor_counts,
+        default=(1, 2, 4),
+        metavar="N,N,...",
+        help="executor counts the cluster benchmark measures (default 1,2,4)",
+    )
     found.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = found.parse_args(argv)
     unknown = sorted(set(args.names) - set(BENCHMARKS))
@@ -78,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: list[Figure] = []
     started = time.perf_counter()
     with Workdir(args.keep) as work:
-        run = Run(events=events, quick=args.quick, work=work)
+        run = Run(events=events, quick=args.quick, work=work, executors=args.executors)
         for name in names:
             console.rule(f"{name}: {BENCHMARKS[name][1]}")
             found = BENCHMARKS[name][0](run)

@@ -101,15 +101,32 @@ def run_engine(
     return result, total
 
 
-def spark_session(partitions: int = 8, master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession, local[2] unless told (its start is not part of any figure)."""
+def spark_session(
+    partitions: int = 8, master: str = "local[2]", conf: dict[str, str] | None = None, executors: int = 0
+) -> Any:
+    """A SparkSession, local[2] unless told, with ``executors`` executors of a cluster up (its start is not part
+    of any figure: a cluster's executors start when the application does, and a job waits for them)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from jobs.rebuild.spark_session import make_session
 
     started = time.perf_counter()
     spark = make_session(master, {"spark.driver.memory": "4g", **(conf or {})}, partitions=partitions)
+    if executors:
+        _wait_for_executors(spark, executors, started + EXECUTORS_TIMEOUT_S)
     console.print(f"SparkSession on {master} up in {time.perf_counter() - started:.1f} s (not counted below)")
     return spark
+
+
+EXECUTORS_TIMEOUT_S = 180
+
+
+def _wait_for_executors(spark: Any, wanted: int, deadline: float) -> None:
+    # The driver's block manager is listed beside the executors'.
+    with console.status(f"waiting for {wanted} executor{'s' if wanted > 1 else ''} to register"):
+        while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 < wanted:
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"{wanted} executors did not register within {EXECUTORS_TIMEOUT_S} s")
+            time.sleep(0.2)
 
 
 def filled(run: Run) -> str:
@@ -133,20 +150,18 @@ def remove_files(path: str) -> None:
         Path(path + suffix).unlink(missing_ok=True)
 
 
-#: Executor counts measured on the standalone cluster (one core each; the machine may have fewer cores).
-CLUSTER_EXECUTORS = (1, 2, 4)
-
-
 def cluster_figures(run: Run) -> list[Figure]:
     """For ``python -m bench``: the same verified rebuild by Spark on a standalone cluster started on this
-    machine (bench's own master and one worker offering 4 cores), with 1, 2 and 4 one-core executors."""
+    machine (bench's own master and one worker offering as many cores as the most executors asked for), with
+    each count of one-core executors of ``run.executors`` (1, 2 and 4 by default)."""
     from jobs.rebuild.local_cluster import LocalCluster
 
     path = filled(run)
     rates: dict[int, float] = {}
-    with LocalCluster(run.work.path / "cluster", workers=1, cores=max(CLUSTER_EXECUTORS), memory="4g") as cluster:
-        for executors in CLUSTER_EXECUTORS:
-            spark = spark_session(master=cluster.url, conf=cluster.session_conf(executors))
+    first = run.executors[0]
+    with LocalCluster(run.work.path / "cluster", workers=1, cores=max(run.executors), memory="4g") as cluster:
+        for executors in run.executors:
+            spark = spark_session(master=cluster.url, conf=cluster.session_conf(executors), executors=executors)
             try:
                 workdir = run.work.path / f"rebuild-cluster-{executors}"
                 rebuilt, total = run_engine(
@@ -164,8 +179,8 @@ def cluster_figures(run: Run) -> list[Figure]:
             f"{run.events:,} events",
             rate,
             "events/s",
-            rates[1] if executors > 1 else None,
-            "1 executor" if executors > 1 else "",
+            rates[first] if executors > first else None,
+            f"{first} executor{'s' if first > 1 else ''}" if executors > first else "",
             note=f"{cores} cores on this machine" if executors > cores else "",
         )
         for executors, rate in rates.items()

@@ -91,11 +91,13 @@ class Run:
             its own workloads from it and says so in its figures' names.
         quick: a quick run (fewer rounds, smaller side measurements).
         work: the folder of database files (kept with ``--keep``, so a long fill can be resumed).
+        executors: the executor counts the cluster benchmark measures, one application each.
     """
 
     events: int
     quick: bool
     work: Workdir
+    executors: tuple[int, ...] = (1, 2, 4)
 
     def scaled(self, full: int, *, least: int = 1) -> int:
         """``full`` (the size for a 10M-event run) scaled to this run, at least ``least``."""

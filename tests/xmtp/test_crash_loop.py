@@ -17,13 +17,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from protocols.mls import at_rest
 from tests.helpers import TESSERA, clean_environment, query_file
 from tests.sovereign.server_helpers import serving
 from tests.xmtp.test_end_to_end import Person
-
-KILLS = 12
-PER_ROUND = 150
 
 
 def read_so_far(person: Person) -> int:
@@ -49,7 +48,16 @@ def tick(person: Person, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([*TESSERA, "--db", str(person.db), "tick", *args], env=env, stdout=log, stderr=log)
 
 
-def test_a_tick_daemon_killed_mid_sync_ends_like_an_uninterrupted_reader(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("per_round", "kills"),
+    [
+        pytest.param(50, 6, id="50-a-round-6-kills"),
+        pytest.param(150, 12, id="150-a-round-12-kills", marks=pytest.mark.slow),
+    ],
+)
+def test_a_tick_daemon_killed_mid_sync_ends_like_an_uninterrupted_reader(
+    tmp_path: Path, per_round: int, kills: int
+) -> None:
     env = clean_environment(TESSERA_XMTP_STATE_KEY=at_rest.new_key_hex(), TESSERA_IDLE_MAX_MS="50")
     rng = random.Random(7)
     with serving(tmp_path) as server:
@@ -63,24 +71,24 @@ def test_a_tick_daemon_killed_mid_sync_ends_like_an_uninterrupted_reader(tmp_pat
             person.xmtp("accept", "--group", group)
 
         for round_ in range(3):
-            alice.xmtp("send", "--group", group, *(f"alice {round_}.{n}" for n in range(PER_ROUND)))
+            alice.xmtp("send", "--group", group, *(f"alice {round_}.{n}" for n in range(per_round)))
             alice.xmtp("update-key", "--group", group)
         queued = [f"carol {n}" for n in range(30)]
         carol.xmtp("send", "--no-publish", "--group", group, *queued)
 
         killed_at: list[int] = []
-        for _ in range(KILLS):
+        for _ in range(kills):
             daemon = tick(carol, "--lease-ttl-ms", "500")
             killed_at.append(kill_mid_work(daemon, carol, rng))
         finished = tick(carol, "--until-idle", "--wait", "--lease-ttl-ms", "500")
         assert finished.wait(300) == 0, carol.db.with_suffix(".tick.log").read_text()[-3000:]
-        assert killed_at[0] > 0 and len(set(killed_at)) > KILLS // 2  # the kills came while it was reading
+        assert killed_at[0] > 0 and len(set(killed_at)) > kills // 2  # the kills came while it was reading
 
         for person in (alice, bob):
             person.xmtp("sync")
         carol.intents_settled()
         expected = bob.texts(group)
-        assert len(expected) == 3 * PER_ROUND + len(queued)
+        assert len(expected) == 3 * per_round + len(queued)
         assert carol.texts(group) == expected == alice.texts(group)
         assert [text for sender, text in expected if sender == carol.address] == queued  # each once, in order
         assert query_file(str(carol.db), "SELECT count(*) = count(DISTINCT event_id) FROM events") == [(1,)]
