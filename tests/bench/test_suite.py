@@ -127,3 +127,22 @@ def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
     )
     assert done.returncode == 2
     assert "no benchmark nosuch; there are append, tick, fill, xmtp" in done.stderr
+
+
+def test_the_state_bytes_script_prints_both_parts_of_a_group_state() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/state_bytes.py", "--sizes", "2", "--messages", "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = next(line for line in done.stdout.splitlines() if line.strip("│ ").startswith("2 "))
+    whole, _, epoch_part, ratchets, _ = (cell.strip() for cell in row.strip("│").split("│")[1:])
+    assert 0 < _bytes(ratchets) < _bytes(epoch_part) < _bytes(whole)
+
+
+def _bytes(cell: str) -> int:
+    return int(cell.removesuffix(" B").replace(",", ""))
