@@ -68,7 +68,7 @@ def test_stored_events_come_first_then_live_ones_each_once(transport, relay_url)
 
     assert [event["id"] for event in listener.events[-3:]] == [event["id"] for event in live]
     assert len(listener.events) == len(ids(listener.events)) == len(stored) + len(live)
-    assert took < 1.0
+    assert took < 2.0  # a stop is seen within 50 ms; the closing handshake is bounded at 1 s
 
 
 def test_a_subscription_survives_a_relay_restart_without_losing_or_doubling(transport, own_relay, activity):
