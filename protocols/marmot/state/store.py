@@ -611,8 +611,9 @@ def pending_welcome(values: SealedValues, welcome_id: str) -> bytes | None:
 class GroupStateStore:
     """Opaque engine-state bytes per group: get / set / list / remove.
 
-    ``set`` is one ``protocol_state`` upsert, atomic for that key.  Handlers
-    use :meth:`set_intents` / :meth:`remove_intents` instead of the setters.
+    ``set`` stores a whole snapshot (and drops the ratchets stored beside the
+    previous one) inside the caller's write transaction.  Handlers use
+    :meth:`set_intents` / :meth:`remove_intents` instead of the setters.
     """
 
     def __init__(self, state: ProtocolState):
