@@ -77,18 +77,18 @@ EXPECTED = {
 }
 
 
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python <args>`` in the project's root, its output captured."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
-    done = subprocess.run(
-        # Two executor counts of the cluster's three: each count is one more application, whose executors'
-        # JVMs take most of the benchmark's time at this size.
-        [sys.executable, "-m", "bench", "--events", "300", "--executors", "1,2", "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    # Two executor counts of the cluster's three: each count is one more application, whose executors' JVMs
+    # take most of the benchmark's time at this size.
+    done = run("-m", "bench", "--events", "300", "--executors", "1,2", "--json", str(out), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(out.read_text())
     assert document["events"] == 300 and "cores" in document["machine"]
@@ -109,35 +109,19 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("counts", ["0,1", "2,1", "one", ""])
 def test_executor_counts_must_be_a_rising_list(counts: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "cluster", "--executors", counts],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run("-m", "bench", "cluster", "--executors", counts)
     assert done.returncode == 2
     assert "is not a rising list of executor counts like 1,2,4" in done.stderr
 
 
 def test_an_unknown_benchmark_is_refused_in_one_line() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "nosuch"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
+    done = run("-m", "bench", "nosuch")
     assert done.returncode == 2
     assert "no benchmark nosuch; there are append, tick, fill, xmtp" in done.stderr
 
 
 def test_the_state_bytes_script_prints_both_parts_of_a_group_state() -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/state_bytes.py", "--sizes", "2", "--messages", "3"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run("bench/state_bytes.py", "--sizes", "2", "--messages", "3")
     assert done.returncode == 0, done.stderr[-3000:]
     row = next(line for line in done.stdout.splitlines() if line.strip("│ ").startswith("2 "))
     whole, _, epoch_part, ratchets, _ = (cell.strip() for cell in row.strip("│").split("│")[1:])

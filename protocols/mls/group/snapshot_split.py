@@ -45,7 +45,7 @@ from ..schedule import SecretTree
 from .snapshot import restore, snapshot
 from .snapshot_format import SecretTreeRecord
 from .snapshot_read import decode_stored, secret_tree
-from .snapshot_write import emptied, secret_tree_record
+from .snapshot_write import emptied, secret_tree_record, without_past_ratchets
 from .state import GroupState
 
 RATCHETS_MAGIC = b"TSMLR"
@@ -149,11 +149,8 @@ def holds_no_ratchets(state: GroupState) -> bool:
 
 def without_ratchets(state: GroupState) -> GroupState:
     """``state`` with every secret tree emptied: same shape and window, no secret."""
-    past = tuple(
-        attrs.evolve(epoch, view=attrs.evolve(epoch.view, secret_tree=emptied(epoch.view.secret_tree)))
-        for epoch in state.past
-    )
-    return attrs.evolve(state, view=attrs.evolve(state.view, secret_tree=emptied(state.view.secret_tree)), past=past)
+    emptied_past = without_past_ratchets(state)
+    return attrs.evolve(emptied_past, view=attrs.evolve(state.view, secret_tree=emptied(state.view.secret_tree)))
 
 
 def _fitted(base: GroupState, empty: SecretTree, record: SecretTreeRecord, where: str) -> SecretTree:

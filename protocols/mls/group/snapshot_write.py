@@ -133,13 +133,17 @@ def pending_commit_record(pending: PendingCommit) -> PendingCommitRecord:
     our state as it is then (:func:`~.process.with_ratchets_of`); they are stored emptied, so a key consumed
     while the commit is in flight is not kept in it.
     """
-    new_state = pending.new_state
+    stored = without_past_ratchets(pending.new_state)
+    return PendingCommitRecord(pending.message_hash, summary_record(pending.summary), state_record(stored))
+
+
+def without_past_ratchets(state: GroupState) -> GroupState:
+    """``state`` with the secret trees of its earlier epochs emptied."""
     past = tuple(
         attrs.evolve(epoch, view=attrs.evolve(epoch.view, secret_tree=emptied(epoch.view.secret_tree)))
-        for epoch in new_state.past
+        for epoch in state.past
     )
-    stored = attrs.evolve(new_state, past=past)
-    return PendingCommitRecord(pending.message_hash, summary_record(pending.summary), state_record(stored))
+    return attrs.evolve(state, past=past)
 
 
 def emptied(tree: SecretTree) -> SecretTree:
