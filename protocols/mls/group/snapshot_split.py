@@ -76,6 +76,7 @@ def epoch_part(state: GroupState) -> bytes:
 
 
 def ratchets_of(state: GroupState) -> Ratchets:
+    """What every message of ``state`` moves on: its secret trees."""
     return Ratchets(state.view.secret_tree, tuple(epoch.view.secret_tree for epoch in state.past))
 
 
@@ -143,8 +144,8 @@ def only_ratchets_differ(stored: GroupState, new: GroupState) -> bool:
 
 def holds_no_ratchets(state: GroupState) -> bool:
     """Whether no secret tree of ``state`` has a secret left (as in an epoch part)."""
-    trees = [state.view.secret_tree, *(epoch.view.secret_tree for epoch in state.past)]
-    return all(not tree.frontier and not tree.ratchets for tree in trees)
+    trees = ratchets_of(state)
+    return all(not tree.frontier and not tree.ratchets for tree in (trees.current, *trees.past))
 
 
 def without_ratchets(state: GroupState) -> GroupState:
