@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -47,14 +49,27 @@ def checksums(db) -> dict:
     return {table: compare.checksum(db.conn, table) for table in EXAMPLE_TABLES}
 
 
-@pytest.fixture
-def populated(make_app, tmp_path):
-    app = make_app([example], ["example"], path=str(tmp_path / "live.db"))
-    stream = tmp_path / "stream.jsonl"
+@pytest.fixture(scope="module")
+def populated_file(tmp_path_factory) -> Path:
+    """One live database of 6,000 example events, ingested and ticked by real processes, made once per module."""
+    folder = tmp_path_factory.mktemp("populated")
+    path = str(folder / "live.db")
+    run(path, "init", "--protocol", "example")
+    stream = folder / "stream.jsonl"
     stream.write_bytes(b"\n".join(simulate.generate(6000, seed=21, rooms=6)) + b"\n")
-    run(app.db.path, "ingest", "--protocol", "example", str(stream))
-    run(app.db.path, "tick", "--until-idle")
-    return app
+    run(path, "ingest", "--protocol", "example", str(stream))
+    run(path, "tick", "--until-idle")
+    return Path(path)
+
+
+@pytest.fixture
+def populated(make_app, tmp_path, populated_file):
+    """A copy of the module's live database for this test alone (every process that wrote it has exited)."""
+    for suffix in ("", "-wal"):
+        source = Path(f"{populated_file}{suffix}")
+        if source.exists():
+            shutil.copyfile(source, tmp_path / f"live.db{suffix}")
+    return make_app([example], ["example"], path=str(tmp_path / "live.db"))
 
 
 def feed_in_background(path: str, settings, blobs: list[bytes]) -> tuple[threading.Thread, threading.Event]:
