@@ -71,8 +71,11 @@ def test_a_message_moves_the_ratchets_alone_and_a_commit_moves_the_epoch() -> No
     # The epoch part stored before the message, with the ratchets after it, is the state after it.
     after = mls.restore_parts(mls.epoch_part(late.state), mls.ratchets_bytes(mls.ratchets_of(read.new_state)))
     assert snapshot(after) == snapshot(read.new_state)
-    committed = next(state for state in LIFE.values() if state.epoch != late.state.epoch)
-    assert not mls.only_ratchets_differ(base, committed)
+    # Our own commit, made from the state the message left: merged, it starts a new epoch.
+    sent = commit(read.new_state, (), force_path=True, now=NOW, rng=seeded_rng(b"next epoch"))
+    assert not mls.only_ratchets_differ(base, sent.pending_state)  # the pending commit is part of the epoch
+    merged = process(sent.pending_state, sent.message).new_state
+    assert merged.epoch == late.state.epoch + 1 and not mls.only_ratchets_differ(base, merged)
 
 
 def test_a_changed_part_of_the_epoch_is_seen() -> None:
