@@ -79,7 +79,7 @@ def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: in
             if outcome is None:
                 break
             outcomes.append(outcome)
-            if not batch.open or queues.work_scheduled(rt.db):
+            if not batch.open or queues.work_scheduled(rt.db) or recheck.released_arrival_waits(rt.db):
                 break
     return outcomes
 
@@ -138,8 +138,9 @@ def step(
 ) -> Step:
     """One unit of queue work, oldest obligations first.
 
-    A due recheck marker, else a due deferred item, else the next incoming
-    item.  Checking the first two before every incoming item means an item
+    Waits on arrivals whose arrivals were all looked at are woken first
+    (:func:`core.records.wait_for_arrivals`).  Then a due recheck marker,
+    else a due deferred item, else the next incoming item.  Checking the first two before every incoming item means an item
     unblocked by the one just processed is handled next, not after the
     whole backlog (where, for a protocol like Marmot, its epoch keys might
     already have been retired).  Outcomes of items a marker re-handled go to
@@ -149,6 +150,12 @@ def step(
     unless the ``batch_items`` setting is 1.
     """
     now = rt.clock.now_ms()
+    with rt.db.read():
+        released = recheck.released_arrival_waits(rt.db)
+    if released:
+        with rt.db.write():
+            _fence(rt, lease, now)
+            recheck.wake_arrival_waits(rt.db, recheck.released_arrival_waits(rt.db), now)
     with rt.db.read():
         marker_due = recheck.next_marker_due_at(rt.db)
         deferred_due = queues.next_deferred_due_at(rt.db)
@@ -174,7 +181,12 @@ def drain_next_marker(
     on_outcome: OnOutcome | None = None,
     keep_going: Callable[[], bool] | None = None,
 ) -> Step:
-    """Claim one due recheck marker and re-handle its items FIFO, one per transaction.
+    """Claim one due recheck marker and re-handle its items in wake order (arrival order, or the
+    envelopes' time order for waits that asked for it), one per transaction.
+
+    When an item wakes another reason whose items come before the drain's place (a commit that lets
+    earlier events open), the drain stops and the marker is re-armed: the next claim takes the marker
+    with the earliest item, so woken items are re-handled in wake order across reasons.
 
     Returns a marker :class:`Step` counting the items re-handled, or :data:`IDLE`
     when no marker was due; each re-handled item's outcome goes to ``on_outcome`` (an item finished
@@ -193,19 +205,22 @@ def drain_next_marker(
         marker = recheck.claim_marker(rt.db, now)
     if marker is None:
         return IDLE
-    handled, last_id, still_blocked, interrupted = 0, 0, False, False
-    while not interrupted:
-        with rt.db.read():
-            items = recheck.blocked_items(rt.db, marker.reason_type, marker.reason_key, last_id, batch)
-        for item in items:
-            if keep_going is not None and not keep_going():
-                interrupted = True
+    handled, cursor, still_blocked, interrupted, woke = 0, recheck.START, False, False, False
+    page: list[tuple[recheck.Cursor, queues.WorkItem]] = []
+    while True:
+        if not page:
+            with rt.db.read():
+                page = recheck.blocked_page(rt.db, marker.reason_type, marker.reason_key, cursor, batch)[::-1]
+            if not page:
                 break
-            still_blocked |= _recheck_item(rt, lease, item, marker, on_outcome)
-            handled += 1
-            last_id = item.source_id
-        if len(items) < batch:
+        position, item = page.pop()
+        if (woke and _earlier_item_woken(rt, marker, position)) or (keep_going is not None and not keep_going()):
+            interrupted = True
             break
+        still_blocked |= _recheck_item(rt, lease, item, marker, on_outcome)
+        handled += 1
+        cursor = position
+        woke = queues.work_scheduled(rt.db)  # the item woke other items: they may come before the next one
     now = rt.clock.now_ms()
     with rt.db.write():
         _fence(rt, lease, now)
@@ -215,6 +230,11 @@ def drain_next_marker(
             retry_at = now + rt.db.settings.retry_delay_ms(marker.attempts + 1)
             recheck.finish_marker(rt.db, marker, still_blocked, retry_at, now)
     return Step(marker=True, rechecked=handled)
+
+
+def _earlier_item_woken(rt: Runtime, marker: recheck.Marker, position: recheck.Cursor) -> bool:
+    with rt.db.read():
+        return recheck.earlier_item_woken(rt.db, marker, position, rt.clock.now_ms())
 
 
 def _recheck_item(

@@ -76,6 +76,8 @@ class _Handled:
     result: Result | Blocked | _WaitInLine
     partition_key: str
     events: tuple[StoredEvent, ...] = ()
+    #: the envelope's (created_at_ms, event_id): where a wait in time order stands
+    order: recheck.Position = recheck.ARRIVAL_ORDER
 
 
 class Unisolated(Exception):
@@ -194,9 +196,10 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     handler = rt.registry.handler(protocol.name, envelope.type)
     # A blocked row counts rechecks that blocked again; its first handling was a try too.
     tries_before = item.attempts + 1 if item.source is ItemSource.BLOCKED else item.attempts
-    result = handler(rt.context(protocol.name, now_ms, tries_before), envelope)
+    result = handler(rt.context(protocol.name, now_ms, tries_before, item), envelope)
     if isinstance(result, Blocked):
-        return _Handled(result, envelope.partition_key)
+        order = (envelope.created_at_ms, envelope.event_id) if result.in_time_order else recheck.ARRIVAL_ORDER
+        return _Handled(result, envelope.partition_key, order=order)
     if not isinstance(result, Result):
         raise ItemError(
             f"handler for {protocol.name}/{envelope.type} returned {type(result).__name__}, not Result or Blocked"
@@ -210,13 +213,13 @@ def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Out
     if isinstance(result, _WaitInLine):
         return _queue_behind(rt, item, handled.partition_key, now_ms)
     if isinstance(result, Blocked):
-        return _block(rt, item, result, handled.partition_key, now_ms)
+        return _block(rt, item, result, handled, now_ms)
     _remove_source(rt, item)
     duplicate = result.duplicate or (bool(result.events) and not handled.events)
     return Outcome(OutcomeKind.DUPLICATE if duplicate else OutcomeKind.HANDLED, events=handled.events)
 
 
-def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, now_ms: int) -> Outcome:
+def _block(rt: Runtime, item: WorkItem, blocked: Blocked, handled: _Handled, now_ms: int) -> Outcome:
     reason = f"{blocked.reason_type}:{blocked.reason_key}" + (f" ({blocked.detail})" if blocked.detail else "")
     if item.source is ItemSource.BLOCKED and not blocked.patient:
         current = recheck.blocked_row(rt.db, item.source_id)
@@ -231,10 +234,11 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, partition_key: str, no
         item,
         blocked.reason_type,
         blocked.reason_key,
-        partition_key,
+        handled.partition_key,
         now_ms,
         horizon_ms=blocked.horizon_ms,
         expired_reason=blocked.expired_reason,
+        order=handled.order,
     )
     if item.source is not ItemSource.BLOCKED:
         _remove_source(rt, item)

@@ -130,6 +130,10 @@ class Protocol:
         projectors: projectors of this protocol's events.
         upcasters: ``(event_type, version) -> fn(data) -> data`` at ``version + 1``.
         description: one line for ``tessera plugins``.
+        arrival_order: ``fn(blob) -> sort key``: the order in which blobs delivered together (one
+            ``tessera ingest`` batch, one relay answer) are queued, e.g. their authors' time; it must
+            accept any bytes (a blob it cannot read sorts anywhere, the decoder refuses it later).
+            None keeps the order they came in.
     """
 
     name: str = attrs.field(validator=_protocol_name)
@@ -140,6 +144,7 @@ class Protocol:
     projectors: Sequence[ProjectorLike] = attrs.field(factory=tuple, converter=_projectors)
     upcasters: Mapping[tuple[str, int], Upcaster] = attrs.field(factory=dict)
     description: str = ""
+    arrival_order: Callable[[bytes], Any] | None = None
 
 
 @attrs.define

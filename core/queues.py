@@ -6,7 +6,7 @@ transaction boundaries (one item per transaction in the tick).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -14,6 +14,9 @@ import attrs
 from core.db import Database
 from core.errors import NotFound
 from core.records import Envelope, ItemSource
+
+#: A protocol's sort key for the wire blobs of one delivery (see :attr:`core.protocol.Protocol.arrival_order`).
+ArrivalOrder = Callable[[bytes], Any]
 
 
 @attrs.frozen
@@ -46,10 +49,23 @@ class WorkItem:
 # --- incoming ---------------------------------------------------------------
 
 
-def push_incoming(db: Database, protocol: str, blobs: Iterable[bytes], now_ms: int) -> int:
-    """Queue wire blobs; returns how many were queued."""
-    rows = [(protocol, blob, now_ms) for blob in blobs]
-    db.executemany("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES (?, ?, ?)", rows)
+_NEXT_DELIVERY = "SELECT coalesce((SELECT delivery FROM incoming ORDER BY id DESC LIMIT 1), 0) + 1"
+
+
+def push_incoming(
+    db: Database, protocol: str, blobs: Iterable[bytes], now_ms: int, *, order: ArrivalOrder | None = None
+) -> int:
+    """Queue wire blobs as one delivery; returns how many were queued.
+
+    ``order`` (the protocol's :attr:`~core.protocol.Protocol.arrival_order`) sorts the delivery first, so
+    that what arrived together is handled in its authors' order whatever order it came in.
+    """
+    queued = list(blobs)
+    if order is not None:
+        queued.sort(key=order)
+    delivery = db.integer(_NEXT_DELIVERY)
+    rows = [(protocol, blob, now_ms, delivery) for blob in queued]
+    db.executemany("INSERT INTO incoming(protocol, blob, received_at_ms, delivery) VALUES (?, ?, ?, ?)", rows)
     return len(rows)
 
 
@@ -67,6 +83,23 @@ def oldest_incoming(db: Database) -> WorkItem | None:
 def has_incoming(db: Database) -> bool:
     """Whether any wire blob waits in ``incoming`` (it is due at once)."""
     return db.one(_HAS_INCOMING) is not None
+
+
+_NEWEST_INCOMING = "SELECT max(id) FROM incoming"
+_LATER_DELIVERY = (
+    "SELECT newest.id FROM incoming AS newest, incoming AS own WHERE own.id = ? "
+    "AND newest.id = (SELECT max(id) FROM incoming) AND newest.delivery > own.delivery"
+)
+
+
+def newest_incoming(db: Database) -> int | None:
+    """The id of the newest ``incoming`` row, or None when the queue is empty."""
+    return db.integer(_NEWEST_INCOMING)
+
+
+def later_delivery_queued(db: Database, incoming_id: int) -> int | None:
+    """The id of the newest ``incoming`` row when it came in a later delivery than row ``incoming_id``."""
+    return db.integer(_LATER_DELIVERY, (incoming_id,))
 
 
 def delete_incoming(db: Database, incoming_id: int) -> None:

@@ -17,7 +17,14 @@ import attrs
 from core import queues
 from core.db import Database, Row
 from core.queues import WorkItem
-from core.records import EVENT_WAIT, ItemSource, StoredEvent, event_wait_key
+from core.records import ARRIVALS_WAIT, EVENT_WAIT, ItemSource, StoredEvent, event_wait_key
+
+#: Where an item stands in its reason's wake order: ``(order_ms, order_id)``; waits in arrival order all
+#: share this one, so their row ids order them.
+Position = tuple[int, bytes]
+ARRIVAL_ORDER: Position = (0, b"")
+#: Before the first item of any reason: the cursor :func:`blocked_page` starts from.
+START = (-1, b"", 0)
 
 _ENQUEUE = (
     "INSERT INTO recheck_queue(reason_type, reason_key, available_at_ms) "
@@ -45,13 +52,17 @@ def block(
     *,
     horizon_ms: int | None = None,
     expired_reason: str | None = None,
+    order: Position = ARRIVAL_ORDER,
 ) -> None:
-    """Park ``item`` under a reason; a blocked item that blocks again keeps its row and FIFO place.
+    """Park ``item`` under a reason; a blocked item that blocks again keeps its row and its place.
 
     With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
     the item first blocked, however often it blocks again in between.
+    ``order`` is the item's ``(created_at_ms, event_id)`` for a wait in time
+    order, :data:`ARRIVAL_ORDER` for one in arrival order (see :func:`blocked_items`).
     """
     db.memo.pop(_NO_EVENT_WAITS, None)
+    db.memo.pop(_NO_ARRIVAL_WAITS, None)
     if item.source is ItemSource.BLOCKED:
         db.execute(
             _REBLOCK,
@@ -71,7 +82,7 @@ def block(
     expires = None if horizon_ms is None else now_ms + horizon_ms
     db.execute(
         "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms, "
-        "waiting_since_ms, expires_at_ms, expired_reason) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+        "waiting_since_ms, expires_at_ms, expired_reason, order_ms, order_id) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
         (
             item.protocol,
             item.blob,
@@ -82,6 +93,7 @@ def block(
             now_ms,
             expires,
             expired_reason if horizon_ms is not None else None,
+            *order,
         ),
     )
 
@@ -125,15 +137,25 @@ def schedule_marker(db: Database, reason_type: str, reason_key: str, at_ms: int)
         queues.note_work_scheduled(db)
 
 
+# The first item of a marker's reason, in wake order (one column of it per use; a reason with no item left
+# counts as one in arrival order).
+_FIRST_ITEM = (
+    "coalesce((SELECT b.{column} FROM blocked AS b WHERE b.reason_type = q.reason_type "
+    "AND b.reason_key = q.reason_key ORDER BY b.order_ms, b.order_id, b.id LIMIT 1), {none})"
+)
+_NO_ID = "x''"
 _CLAIM = (
     "UPDATE recheck_queue SET status = 'processing', dirty = 0 WHERE (reason_type, reason_key) = ("
-    "  SELECT reason_type, reason_key FROM recheck_queue WHERE status = 'ready' AND available_at_ms <= ? "
-    "  ORDER BY available_at_ms LIMIT 1) RETURNING reason_type, reason_key, attempts"
+    "  SELECT q.reason_type, q.reason_key FROM recheck_queue AS q WHERE q.status = 'ready' AND q.available_at_ms <= ? "
+    f"  ORDER BY {_FIRST_ITEM.format(column='order_ms', none='0')}, {_FIRST_ITEM.format(column='order_id', none=_NO_ID)}, "
+    "  q.available_at_ms LIMIT 1) RETURNING reason_type, reason_key, attempts"
 )
 
 
 def claim_marker(db: Database, now_ms: int) -> Marker | None:
-    """Claim the most overdue ready marker (status -> processing)."""
+    """Claim a due marker (status -> processing): the one whose first item is the earliest by time, for waits
+    in time order (the oldest woken event is re-handled first, whichever reason woke it); among the others,
+    the most overdue."""
     row = db.one(_CLAIM, (now_ms,))
     return Marker(*row) if row else None
 
@@ -155,15 +177,29 @@ def _item(row: Row, first_failed_at_ms: int | None = None) -> WorkItem:
 
 
 _BLOCKED_BY_REASON = (
-    f"SELECT {_ITEM_COLUMNS} FROM blocked WHERE reason_type = ? AND reason_key = ? AND id > ? ORDER BY id LIMIT ?"
+    f"SELECT {_ITEM_COLUMNS}, order_ms, order_id FROM blocked WHERE reason_type = ? AND reason_key = ? "
+    "AND (order_ms, order_id, id) > (?, ?, ?) ORDER BY order_ms, order_id, id LIMIT ?"
 )
 
 
+#: A blocked row's place in its reason's wake order: ``(order_ms, order_id, id)``.
+Cursor = tuple[int, bytes, int]
+
+
+def blocked_page(
+    db: Database, reason_type: str, reason_key: str, after: Cursor = START, limit: int = 100
+) -> list[tuple[Cursor, WorkItem]]:
+    """The items waiting on a reason after the cursor ``after``, each with its own cursor, in wake order:
+    waits in arrival order first, by id, then waits in time order by ``(created_at_ms, event_id)``."""
+    rows = db.all(_BLOCKED_BY_REASON, (reason_type, reason_key, *after, limit))
+    return [((r[5], r[6], r[0]), _item(r)) for r in rows]
+
+
 def blocked_items(
-    db: Database, reason_type: str, reason_key: str, after_id: int = 0, limit: int = 100
+    db: Database, reason_type: str, reason_key: str, after: Cursor = START, limit: int = 100
 ) -> list[WorkItem]:
-    rows = db.all(_BLOCKED_BY_REASON, (reason_type, reason_key, after_id, limit))
-    return [_item(r) for r in rows]
+    """:func:`blocked_page` without the cursors."""
+    return [item for _, item in blocked_page(db, reason_type, reason_key, after, limit)]
 
 
 @attrs.frozen
@@ -251,6 +287,22 @@ def reset_claims(db: Database) -> int:
 _NEXT_MARKER_DUE_AT = "SELECT min(available_at_ms) FROM recheck_queue WHERE status = 'ready'"
 
 
+_EARLIER_ITEM_WOKEN = (
+    "SELECT 1 FROM recheck_queue AS q WHERE q.status = 'ready' AND q.available_at_ms <= ? "
+    "AND (q.reason_type, q.reason_key) != (?, ?) AND EXISTS (SELECT 1 FROM blocked AS b "
+    "  WHERE b.reason_type = q.reason_type AND b.reason_key = q.reason_key AND (b.order_ms, b.order_id) < (?, ?)) "
+    "LIMIT 1"
+)
+
+
+def earlier_item_woken(db: Database, marker: Marker, position: Cursor, now_ms: int) -> bool:
+    """Whether another due marker wakes an item earlier by time than ``position``, the next item of
+    ``marker``'s drain (the drain stops there, so that the earlier item goes first).  Waits in arrival order
+    are never earlier by time than one another: their drains run to the end."""
+    order_ms, order_id, _ = position
+    return db.one(_EARLIER_ITEM_WOKEN, (now_ms, marker.reason_type, marker.reason_key, order_ms, order_id)) is not None
+
+
 def next_marker_due_at(db: Database) -> int | None:
     """When the next ready marker is due (None = no marker waits)."""
     return db.integer(_NEXT_MARKER_DUE_AT)
@@ -298,6 +350,28 @@ def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[E
 
 _ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"
 _NO_EVENT_WAITS = "recheck.no_event_waits"
+_NO_ARRIVAL_WAITS = "recheck.no_arrival_waits"
+_ARRIVAL_KEYS = "SELECT DISTINCT reason_key FROM blocked WHERE reason_type = ?"
+_OLDEST_INCOMING_ID = "SELECT min(id) FROM incoming"
+
+
+def released_arrival_waits(db: Database) -> list[str]:
+    """The keys of waits on arrivals (:func:`core.records.wait_for_arrivals`) that are over: every incoming
+    row up to the key's id has left the queue.  When nothing waits so, one indexed probe per transaction."""
+    if db.memo.get(_NO_ARRIVAL_WAITS):
+        return []
+    keys = [key for (key,) in db.all(_ARRIVAL_KEYS, (ARRIVALS_WAIT,))]
+    if not keys:
+        db.memo[_NO_ARRIVAL_WAITS] = True
+        return []
+    oldest = db.integer(_OLDEST_INCOMING_ID)
+    return [key for key in keys if oldest is None or int(key) < oldest]
+
+
+def wake_arrival_waits(db: Database, keys: Sequence[str], now_ms: int) -> None:
+    """Enqueue the markers of the waits on arrivals that :func:`released_arrival_waits` found over."""
+    for key in keys:
+        enqueue_marker(db, ARRIVALS_WAIT, key, now_ms)
 
 
 def wake_event_waits(db: Database, events: Sequence[StoredEvent], now_ms: int) -> None:

@@ -226,6 +226,11 @@ class Blocked:
             None (the default) counts every recheck against ``max_attempts``.
         expired_reason: the parked reason of a patient wait that outlived its
             horizon, e.g. ``epoch_never_arrived``.
+        in_time_order: when the reason is rechecked, take this item in the
+            order of its envelope's ``(created_at_ms, event_id)`` among the
+            items waiting on the same reason, instead of arrival order — for a
+            protocol whose messages must be read in their authors' order
+            whatever order they arrived in (Marmot's MIP-03 rule).
     """
 
     reason_type: str = attrs.field(validator=_type_name)
@@ -234,6 +239,7 @@ class Blocked:
     recheck_after_ms: int | None = None
     horizon_ms: int | None = attrs.field(default=None)
     expired_reason: str = "dependency_never_arrived"
+    in_time_order: bool = False
 
     @horizon_ms.validator
     def _check_horizon(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -248,6 +254,29 @@ class Blocked:
 
 #: The reason type of a wait on an event of any protocol (see :func:`wait_for_event`).
 EVENT_WAIT = "core.event"
+
+#: The reason type of a wait until what had arrived has been looked at (see :func:`wait_for_arrivals`).
+ARRIVALS_WAIT = "core.arrivals"
+
+
+def wait_for_arrivals(newest_incoming_id: int, detail: str = "", *, in_time_order: bool = False) -> Blocked:
+    """Block the item until every ``incoming`` row up to ``newest_incoming_id`` has been looked at once.
+
+    For a step that is hard to take back and that items already queued may
+    need to come before — Marmot applies a commit (which retires the keys of
+    the epoch it leaves) only after the events that arrived with it had their
+    turn.  Ask ``ctx.arrivals_behind()`` for the id: it is None when nothing
+    is queued behind the item, and for an item just released from such a
+    wait (it waits once, so a steady stream of arrivals never starves it).
+    The core wakes the wait as soon as the incoming queue's oldest row is
+    newer than the id; no ``EnqueueRecheck`` is needed.
+    """
+    return Blocked(
+        ARRIVALS_WAIT,
+        str(newest_incoming_id),
+        detail or f"waits until incoming item {newest_incoming_id} and those before it were looked at",
+        in_time_order=in_time_order,
+    )
 
 
 def event_wait_key(protocol: str, event_id: bytes) -> str:

@@ -38,7 +38,8 @@ from core.intents import (
 )
 from core.kv import KV
 from core.leases import Lease
-from core.records import Result, StoredEvent
+from core.queues import WorkItem
+from core.records import ARRIVALS_WAIT, ItemSource, Result, StoredEvent
 from core.registry import Registry
 from core.state import ProtocolState
 
@@ -59,15 +60,17 @@ class Context:
         runtime: the runtime, for commands that manage their own transactions.
         attempts: how often this item was tried or rechecked before (0 for
             commands and first tries), so a handler can give up on its own terms.
+        item: the work item being handled (None for commands).
     """
 
-    __slots__ = ("attempts", "now_ms", "protocol", "runtime")
+    __slots__ = ("attempts", "item", "now_ms", "protocol", "runtime")
 
-    def __init__(self, runtime: Runtime, protocol: str, now_ms: int, attempts: int = 0):
+    def __init__(self, runtime: Runtime, protocol: str, now_ms: int, attempts: int = 0, item: WorkItem | None = None):
         self.runtime = runtime
         self.protocol = protocol
         self.now_ms = now_ms
         self.attempts = attempts
+        self.item = item
 
     @property
     def db(self) -> Database:
@@ -98,6 +101,26 @@ class Context:
         the cheap way for a handler to recognise an input it recorded a fact about before."""
         return eventlog.any_known(self.runtime.db, protocol, event_ids)
 
+    def arrivals_behind(self) -> int | None:
+        """The newest ``incoming`` row when items arrived that the item being handled should not overtake,
+        else None (see :func:`core.records.wait_for_arrivals`).
+
+        For an item from ``incoming``: rows of later deliveries (its own delivery was sorted by the
+        protocol's ``arrival_order``, so what follows it there is later anyway).  For an item woken from
+        ``blocked`` or retried from ``deferred``: any row.  None for commands, for a plugin's own ordered
+        catch-up (``BACKFILL``), and for an item just released from a wait on arrivals: it waits once.
+        """
+        item, db = self.item, self.runtime.db
+        if item is None or item.source is ItemSource.BACKFILL:
+            return None
+        if item.source is ItemSource.INCOMING:
+            return queues.later_delivery_queued(db, item.source_id)
+        if item.source is ItemSource.BLOCKED:
+            row = recheck.blocked_row(db, item.source_id)
+            if row is not None and row.reason_type == ARRIVALS_WAIT:
+                return None
+        return queues.newest_incoming(db)
+
     def __repr__(self) -> str:
         return f"Context(protocol={self.protocol!r}, now_ms={self.now_ms})"
 
@@ -123,8 +146,10 @@ class Runtime:
 
     # --- contexts and commands ----------------------------------------------
 
-    def context(self, protocol: str, now_ms: int | None = None, attempts: int = 0) -> Context:
-        return Context(self, protocol, self.clock.now_ms() if now_ms is None else now_ms, attempts)
+    def context(
+        self, protocol: str, now_ms: int | None = None, attempts: int = 0, item: WorkItem | None = None
+    ) -> Context:
+        return Context(self, protocol, self.clock.now_ms() if now_ms is None else now_ms, attempts, item)
 
     def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome:
         """Run command ``name`` (``protocol.command``) in exactly one transaction.

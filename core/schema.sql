@@ -2,12 +2,15 @@
 -- Timestamps are integer milliseconds since the Unix epoch (*_ms).
 -- Inline INDEX lines are turned into CREATE INDEX statements by schema_loader.
 
--- Wire blobs waiting for process_incoming, oldest first (by id).
+-- Wire blobs waiting for process_incoming, oldest first (by id).  The blobs
+-- of one delivery (one push_incoming) share a delivery number, larger than
+-- that of every delivery queued before it.
 CREATE TABLE incoming (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     protocol        TEXT    NOT NULL,
     blob            BLOB    NOT NULL,
-    received_at_ms  INTEGER NOT NULL
+    received_at_ms  INTEGER NOT NULL,
+    delivery        INTEGER NOT NULL DEFAULT 0
 );
 
 -- The append-only event log: facts as handlers decided them.
@@ -127,7 +130,12 @@ CREATE TABLE blocked (
     waiting_since_ms INTEGER,
     expires_at_ms   INTEGER,
     expired_reason  TEXT,
-    INDEX blocked_by_reason (reason_type, reason_key, id)
+    -- A wait in time order (the handler asked for it) is woken by its
+    -- envelope's (created_at_ms, event_id); every other wait has (0, x'')
+    -- here and is woken in arrival order, by id.
+    order_ms        INTEGER NOT NULL DEFAULT 0,
+    order_id        BLOB    NOT NULL DEFAULT x'',
+    INDEX blocked_by_reason (reason_type, reason_key, order_ms, order_id, id)
     INDEX blocked_by_age (blocked_at_ms)
 );
 CREATE INDEX blocked_by_expiry ON blocked (expires_at_ms) WHERE expires_at_ms IS NOT NULL;

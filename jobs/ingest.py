@@ -116,8 +116,9 @@ def _queue(app: App, protocol: str, lines: Iterator[_Line], batch: int, advance:
 
 
 def _flush(app: App, protocol: str, blobs: list[bytes]) -> int:
+    order = app.runtime.registry.protocol(protocol).arrival_order
     with app.db.write():
-        return queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
+        return queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms(), order=order)
 
 
 def describe_skipped(report: IngestReport, limit: int, shown: int = 10) -> str:

@@ -86,8 +86,10 @@ def worker_settings(**overrides: int) -> Settings:
 
 def push(app: App, *blobs: bytes, protocol: str = "ledger") -> None:
     """Queue ``blobs`` as incoming items of ``protocol`` (by default the core tests' ledger), stamped now."""
+    known = app.runtime.registry.protocols.get(protocol)  # an unknown one is queued to be parked
+    order = None if known is None else known.arrival_order
     with app.db.write():
-        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms())
+        queues.push_incoming(app.db, protocol, blobs, app.clock.now_ms(), order=order)
 
 
 def next_incoming_kind(app: App) -> OutcomeKind:

@@ -18,6 +18,7 @@ from protocols.marmot.commands import welcomes as invitations
 from protocols.marmot.processing import handlers, welcomes
 from protocols.marmot.read import projectors
 from protocols.marmot.transport import ingest, nostr_transport
+from protocols.marmot.wire import nostr
 
 
 @hookimpl
@@ -26,6 +27,7 @@ def register_protocol():
         name="marmot",
         package="protocols.marmot",
         decode=handlers.decode,
+        arrival_order=nostr.arrival_order,
         handlers={handlers.GROUP_EVENT: handlers.handle_group_event, welcomes.GIFT_WRAP: welcomes.handle_gift_wrap},
         commands={
             "identity_new": Command(account.command_identity_new, description="create this database's account"),

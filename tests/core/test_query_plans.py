@@ -34,7 +34,7 @@ QUERIES = [
     ("schedule marker", recheck._SCHEDULE, ("a", "b", 0, "a", "b")),
     ("claim marker", recheck._CLAIM, (0,)),
     ("marker due time", recheck._NEXT_MARKER_DUE_AT, ()),
-    ("blocked by reason", recheck._BLOCKED_BY_REASON, ("a", "b", 0, 5)),
+    ("blocked by reason", recheck._BLOCKED_BY_REASON, ("a", "b", 0, b"", 0, 5)),
     ("expired blocked", recheck._EXPIRED_BLOCKED, (0, 5)),
     ("expired patient waits", recheck._EXPIRED_PATIENT_WAITS, (0, 5)),
     ("blob slices", "SELECT data FROM blob_slices WHERE file_id = ? ORDER BY slice_no", ("f",)),

@@ -323,7 +323,7 @@ def test_reblocking_for_another_reason_keeps_the_row_and_its_place(db):
     ]
     with db.read():
         assert [i.blob for i in recheck.blocked_items(db, "r", "k1")] == [b"b"]
-        assert [i.blob for i in recheck.blocked_items(db, "r", "k1", after_id=second)] == []
+        assert [i.blob for i in recheck.blocked_items(db, "r", "k1", after=(0, b"", second))] == []
 
 
 def test_expired_blocked_are_the_old_ones_without_a_marker(db):
@@ -858,7 +858,7 @@ class RecheckMachine(RuleBasedStateMachine):
         assert marker.attempts == self.markers[marker.reason_key]["attempts"]
         self.model_claim(marker.reason_key)
         with self.app.db.read():
-            pending = recheck.blocked_items(self.app.db, "gate", marker.reason_key, 0, 1000)
+            pending = recheck.blocked_items(self.app.db, "gate", marker.reason_key, limit=1000)
         # FIFO: the items come back in the order they first blocked.
         assert [json.loads(i.blob)["id"] for i in pending] == self.waiting_on(marker.reason_key)
         self.claim = {"marker": marker, "pending": pending, "still": False}

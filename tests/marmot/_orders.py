@@ -11,10 +11,11 @@ the same (SQLite rolls it back).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypedDict
 
 from core import drain
+from core.app import App
 from core.clock import ManualClock
 from core.settings import Settings
 from core.state import ProtocolState
@@ -56,8 +57,11 @@ def run(
     sims: Sequence[simulate.Simulation],
     batches: Sequence[Sequence[bytes]],
     crashes: Sequence[int] = (),
+    after_batch: Callable[[App], None] | None = None,
 ):
-    """Deliver ``batches`` one after the other, crashing after the given numbers of units; returns the open app."""
+    """Deliver ``batches`` one after the other, crashing after the given numbers of units; returns the open app.
+
+    ``after_batch`` looks at the app once each batch is drained (before the next one arrives)."""
     clock = ManualClock()
     app = open_test_app(path, settings, [marmot], ["marmot"], clock=clock)
     for sim in sims:
@@ -74,6 +78,8 @@ def run(
             app.close()
             forget_memory()
             app = open_test_app(path, settings, [marmot], ["marmot"], clock=clock)
+        if after_batch is not None:
+            after_batch(app)
     drain.run_until_idle(app.runtime, advance_clock=True)
     return app
 

@@ -281,7 +281,9 @@ def test_equal_timestamps_the_smaller_id_wins(app, net, smaller_first):
     net.adopt(committer, small)
     probe, probe_rumor = net.send(0, "on the smaller id's branch", T0 + 11)
     order = [small_line, large_line] if smaller_first else [large_line, small_line]
-    deliver(app, *order, probe)
+    # One delivery each: delivered together, they would be read in (created_at, id) order, the smaller first.
+    deliver(app, order[0])
+    deliver(app, order[1], probe)
     settle(app)
     assert outer_state(app, net.gid, small_line) == "ProcessedCommit"
     assert len(facts(app, F.EPOCH_ROLLED_BACK)) == (0 if smaller_first else 1)

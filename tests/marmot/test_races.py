@@ -85,7 +85,8 @@ def test_a_winner_branch_message_from_a_slow_clock_survives_the_rollback(marmot_
         settle(app)  # however long it waits for the winner, it does not give up
         deliver(app, winner_line)
     else:
-        deliver(app, loser_line, winner_line, slow)
+        deliver(app, loser_line)  # applied alone: the winner comes later and rolls it back
+        deliver(app, winner_line, slow)
     settle(app)
     assert len(facts(app, F.EPOCH_ROLLED_BACK)) == 1
     assert outer_state(app, net.gid, slow) == "Processed"

@@ -478,7 +478,10 @@ def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     index_line = "    INDEX blob_slices_by_offset (file_id, offset)\n"
     assert index_line in core.text
     before = source(
-        "core", core.text.replace(index_line, ""), *(m for m in core.migrations if m.number < 2), path=core.path
+        "core",
+        _before_005(core.text.replace(index_line, "")),
+        *(m for m in core.migrations if m.number < 2),
+        path=core.path,
     )
     apply_schemas(fresh_db, [before], now_ms=1)
     assert "blob_slices_by_offset" not in indexes(fresh_db, "blob_slices")
@@ -497,7 +500,7 @@ def test_core_migration_003_lets_the_log_take_purges(fresh_db):
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON events\nBEGIN\n"
         "    SELECT RAISE(ABORT, 'events are append-only');\nEND;\n"
     )
-    before_text = core.text[:start] + old_trigger + core.text[table_end:]
+    before_text = _before_005(core.text[:start] + old_trigger + core.text[table_end:])
     before = source("core", before_text, *(m for m in core.migrations if m.number < 3), path=core.path)
     apply_schemas(fresh_db, [before], now_ms=1)
     assert not fresh_db.has_table("event_purges")
@@ -533,7 +536,7 @@ def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_
     end = core.text.index("\n", end) + 1
     before = source(
         "core",
-        core.text[:start] + _old_events_table() + core.text[end:],
+        _before_005(core.text[:start] + _old_events_table() + core.text[end:]),
         *(m for m in core.migrations if m.number < 4),
         path=core.path,
     )
@@ -549,7 +552,7 @@ def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_
         fresh_db.execute("UPDATE events SET payload = X'' WHERE seq = 2")  # a purge tombstone, carried over too
     rows_before = fresh_db.all("SELECT * FROM events ORDER BY seq")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run) == ("migrated", core.latest, (4,))
+    assert (report.action, report.version, report.migrations_run[0]) == ("migrated", core.latest, 4)
     assert fresh_db.all("SELECT * FROM events ORDER BY seq") == rows_before
     assert "events_by_id_prefix" in {row[0] for row in fresh_db.all("SELECT name FROM pragma_index_list('events')")}
     with fresh_db.write():
@@ -557,3 +560,48 @@ def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_
         assert [e.seq for e in eventlog.append(fresh_db, "q", events[:1], 3)] == [6]  # another protocol's own
     with pytest.raises(Exception, match="append-only"), fresh_db.write():
         fresh_db.execute("DELETE FROM events WHERE seq = 1")
+
+
+_ORDER_COLUMNS = (
+    "    order_ms        INTEGER NOT NULL DEFAULT 0,\n",
+    "    order_id        BLOB    NOT NULL DEFAULT x'',\n",
+)
+_REASON_INDEX = "    INDEX blocked_by_reason (reason_type, reason_key, order_ms, order_id, id)\n"
+_DELIVERY = "    received_at_ms  INTEGER NOT NULL,\n    delivery        INTEGER NOT NULL DEFAULT 0\n"
+
+
+def _before_005(text: str) -> str:
+    """Today's core schema as it was before migration 005 (no deliveries, blocked waits in arrival order)."""
+    for line in (*_ORDER_COLUMNS, _REASON_INDEX, _DELIVERY):
+        assert line in text
+    for line in _ORDER_COLUMNS:
+        text = text.replace(line, "")
+    text = text.replace(_DELIVERY, "    received_at_ms  INTEGER NOT NULL\n")
+    return text.replace(_REASON_INDEX, "    INDEX blocked_by_reason (reason_type, reason_key, id)\n")
+
+
+def test_core_migration_005_wakes_old_waits_in_arrival_order(fresh_db):
+    """Rows blocked before 005 keep their arrival order (they take the shared default place), the reason
+    index walks them in wake order, and queued blobs count as delivered before any new delivery."""
+    from core import recheck
+
+    core = core_source()
+    before = source("core", _before_005(core.text), *(m for m in core.migrations if m.number < 5), path=core.path)
+    apply_schemas(fresh_db, [before], now_ms=1)
+    with fresh_db.write():
+        for blob in (b"first", b"second"):
+            fresh_db.execute(
+                "INSERT INTO blocked(protocol, blob, reason_type, reason_key, blocked_at_ms) VALUES ('p', ?, 'r', 'k', 1)",
+                (blob,),
+            )
+        fresh_db.execute("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('p', x'00', 1)")
+    (report,) = apply_schemas(fresh_db, [core], now_ms=2)
+    assert (report.action, report.version, report.migrations_run) == ("migrated", core.latest, (5,))
+    with fresh_db.read():
+        assert [item.blob for item in recheck.blocked_items(fresh_db, "r", "k")] == [b"first", b"second"]
+        assert fresh_db.all("SELECT delivery FROM incoming") == [(0,)]  # before every later delivery
+    plan = " ".join(
+        str(row[-1])
+        for row in fresh_db.all("EXPLAIN QUERY PLAN " + recheck._BLOCKED_BY_REASON, ("r", "k", -1, b"", 0, 9))
+    )
+    assert "blocked_by_reason" in plan

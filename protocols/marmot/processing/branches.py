@@ -38,6 +38,9 @@ def handle_on_branch(item: Item, branch: Branch, message: bytes) -> Result:
         return item.fail("invalid_message")
     if header.group_id != branch.state.group_id:
         return item.fail("wrong_group", epoch=header.epoch)
+    if header.epoch <= branch.epoch:
+        # An epoch both branches share: its keys are the main chain's too, and the main chain let them go.
+        return item.fail("epoch_expired", epoch=header.epoch, content_type=header.content_type)
     if header.content_type == "commit":
         return _commit(item, branch, header, message)
     try:

@@ -3,7 +3,9 @@
 For a commit of epoch ``E`` while the group is at epoch ``S``:
 
 - ``E > S``: it waits for epoch ``S + 1`` like any event we cannot read yet;
-- ``E == S``: it is applied; the pre-commit snapshot is kept and the commit
+- ``E == S``: when events arrived after it and were not looked at yet, it
+  waits until they were (once): they may be messages of ``E``, which the
+  commit would push towards the end of the past-epoch window; then it is applied; the pre-commit snapshot is kept and the commit
   becomes the first candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
 - ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
   candidate ranked by the best ``(created_at, id)`` among the outer events
@@ -27,7 +29,7 @@ from core.records import Blocked, Event, Result
 from protocols import mls
 from protocols.marmot import facts
 from protocols.marmot.processing import rules
-from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_epoch
+from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch
 from protocols.marmot.processing.messages import mls_reason
 from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
@@ -67,6 +69,9 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
         return wait_for_epoch(item, state.epoch + 1, f"it commits epoch {epoch}, we are at {state.epoch}")
     digest = hashlib.sha256(message).hexdigest()
     if epoch == state.epoch:
+        behind = item.ctx.arrivals_behind()
+        if behind is not None:
+            return wait_for_arrivals(item, behind, epoch)
         return apply(item, message, digest, epoch)
     return compete(item, message, digest, epoch)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import attrs
 
+from core import records
 from core.intents import Intent, WriteProtocolState
 from core.records import Blocked, Event, Result
 from protocols import mls
@@ -86,6 +87,23 @@ def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
         f"outer event {item.outer.id[:12]}: {why}",
         horizon_ms=settings.current().wait_horizon_ms,
         expired_reason="epoch_never_arrived",
+        in_time_order=True,  # MIP-03: an epoch's messages are read before a commit leaves it
+    )
+
+
+def wait_for_arrivals(item: Item, newest_incoming_id: int, epoch: int) -> Blocked:
+    """Hold a commit of the current epoch until what arrived with it has been looked at.
+
+    Applying the commit retires keys of the epoch it leaves (beyond the past-epoch window);
+    events of that epoch still queued behind it must be read first — a relay answers a
+    catch-up newest first, so they often come after it.  They are read, or wait for a
+    later epoch, in time order; then the commit is applied (it waits once).
+    """
+    note(item.ctx, item.outer, observe.WAITING)
+    return records.wait_for_arrivals(
+        newest_incoming_id,
+        f"outer event {item.outer.id[:12]}: the commit of epoch {epoch} waits for the events that arrived with it",
+        in_time_order=True,
     )
 
 
@@ -98,6 +116,7 @@ def wait_for_group(ctx: Any, outer: Outer) -> Blocked:
         "not a member of this group (yet)",
         horizon_ms=settings.current().wait_horizon_ms,
         expired_reason="unknown_group",
+        in_time_order=True,
     )
 
 

@@ -1,0 +1,237 @@
+"""Any arrival order with the default windows: more commits than the past-epoch window keeps epochs.
+
+A member keeps the keys of only a few past epochs (``TESSERA_MARMOT_PAST_EPOCHS``,
+5 by default).  A relay answers a catch-up newest first, so a member that
+applied commits as they came would push the older messages out of that window
+before reading them.  What arrived together is therefore read in its authors'
+order: a commit waits until the events that arrived with it were looked at,
+and waiting events are woken in ``(created_at, id)`` order.  Then:
+
+- one delivery, in any order, with duplicates and crashes, ends exactly where
+  time-ordered delivery ends, however many commits and races it holds (a
+  ``marmot sync`` queues its whole catch-up as one delivery);
+- deliveries in several batches in any order — among them a catch-up paged
+  newest first with a tick after each page — differ from time order only where
+  the window truly forbade reading: an event whose epoch had left the window
+  before the event arrived, which says so (``epoch_expired``) or still waits —
+  never ``EpochInvalidated``, never a message of an epoch before a race.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from protocols.marmot import settings as marmot_settings
+from protocols.marmot import simulate
+from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.wire import nostr
+from tests.marmot._orders import assert_ground_truth, outcome, run, split
+
+PAST_EPOCHS = marmot_settings.MarmotSettings().past_epochs
+
+
+def _sim(**config) -> simulate.Simulation:
+    return simulate.simulate(simulate.Config(**config))
+
+
+# --- the report's stream, pinned --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["reversed", "paged"])
+def test_the_reported_newest_first_catch_up_reads_every_rumor(tmp_path, settings, order):
+    """5 members, 600 messages, 8 commits, 3 races (epochs 4, 5, 8): reversed, 163 rumors of epoch 1 were
+    marked EpochInvalidated (opened with the keys a losing branch shares with the main chain); all 601 now."""
+    sim = _sim(members=5, messages=600, commits=8, races=3, garbage=6, duplicates=40, seed=1234)
+    lines = simulate.arrange(sim.lines, order, random.Random(0), page=100)
+    app = run(str(tmp_path / f"{order}.db"), settings, [sim], [lines])
+    try:
+        assert_ground_truth(app, sim)
+        assert len(GroupHistoryStore(app.db, sim.expected["group"]).query_rumors(limit=10**6)) == 601
+    finally:
+        app.close()
+
+
+# --- deep streams: 8-12 commits, 3+ races ------------------------------------------------------------
+
+DEEP = st.fixed_dictionaries(
+    {
+        "members": st.integers(3, 4),
+        "messages": st.integers(30, 60),
+        "commits": st.integers(8, 12),
+        "races": st.integers(3, 4),
+        "garbage": st.integers(0, 3),
+        "duplicates": st.integers(0, 5),
+        "deletions": st.integers(0, 3),
+        "seed": st.integers(0, 2**32 - 1),
+    }
+)
+ONE_DELIVERY = st.fixed_dictionaries(
+    {
+        "order": st.sampled_from(simulate.ORDERS),
+        "page": st.integers(3, 20),
+        "crashes": st.lists(st.integers(1, 60), max_size=3),
+        "rng": st.integers(0, 2**32 - 1),
+    }
+)
+BATCHES = st.fixed_dictionaries(
+    {
+        "order": st.sampled_from(simulate.ORDERS),
+        "page": st.integers(3, 20),
+        "batches": st.integers(2, 5),
+        "crashes": st.lists(st.integers(1, 60), max_size=2),
+        "rng": st.integers(0, 2**32 - 1),
+    }
+)
+
+
+def _reference(path: str, core_settings, sim: simulate.Simulation) -> dict:
+    app = run(path, core_settings, [sim], [simulate.arrange(sim.lines, "time", random.Random(0))])
+    try:
+        assert_ground_truth(app, sim)
+        return outcome(app, sim.expected["group"])
+    finally:
+        app.close()
+
+
+def check_one_delivery(tmp_path, core_settings, config: dict, delivery: dict) -> None:
+    """Everything arrives before the tick: any order ends where time order ends."""
+    sim = _sim(**config)
+    expected = _reference(str(tmp_path / "time.db"), core_settings, sim)
+    lines = simulate.arrange(sim.lines, delivery["order"], random.Random(delivery["rng"]), page=delivery["page"])
+    app = run(str(tmp_path / "any.db"), core_settings, [sim], [lines], delivery["crashes"])
+    try:
+        assert outcome(app, sim.expected["group"]) == expected
+        assert_ground_truth(app, sim)
+    finally:
+        app.close()
+
+
+def check_pages_newest_first(tmp_path, core_settings, config: dict, page: int, crashes: list[int]) -> None:
+    """A catch-up paged back from the newest events, each page ticked before the next is fetched: the pages
+    after the one with the oldest commit come when the group has moved on."""
+    sim = _sim(**config)
+    by_time = simulate.arrange(sim.lines, "time", random.Random(0))
+    pages = [by_time[i : i + page] for i in range(0, len(by_time), page)][::-1]
+    check_only_the_window_forbids(tmp_path, core_settings, sim, pages, crashes)
+
+
+def check_batches(tmp_path, core_settings, config: dict, delivery: dict) -> None:
+    """Batches in any order, ticked one after the other."""
+    sim = _sim(**config)
+    lines = simulate.arrange(sim.lines, delivery["order"], random.Random(delivery["rng"]), page=delivery["page"])
+    check_only_the_window_forbids(tmp_path, core_settings, sim, split(lines, delivery["batches"]), delivery["crashes"])
+
+
+def check_only_the_window_forbids(tmp_path, core_settings, sim, batches: list[list[bytes]], crashes: list[int]):
+    """Each difference from time order is an event whose epoch had left the window before it arrived, and
+    it says so (``epoch_expired``) or waits; everything else — messages, states, the final epoch — is as in
+    time order."""
+    gid = sim.expected["group"]
+    expected = _reference(str(tmp_path / "time.db"), core_settings, sim)
+    epochs_after: list[int] = []
+
+    def note_epoch(app) -> None:
+        epochs_after.append(app.db.value("SELECT epoch FROM marmot_groups WHERE gid = ?", (bytes.fromhex(gid),)))
+
+    app = run(str(tmp_path / "batches.db"), core_settings, [sim], batches, crashes, note_epoch)
+    try:
+        got = outcome(app, gid)
+        joined = got["group"][0][4]
+        first_batch = _first_batch_of_each_event(batches)
+        reference_outer = {row[0]: row for row in expected["outer"]}
+        differing = [row for row in got["outer"] if reference_outer.get(row[0]) != row]
+        waiting_ids = {nostr.parse_event(blob)["id"] for blob in got["waiting"]}
+        for row in differing:
+            outer_id, state, epoch, reason = row[0], row[2], row[4], row[7]
+            assert (state, reason) == ("Failed", "epoch_expired"), f"{row} vs {reference_outer.get(outer_id)}"
+            _assert_window_forbade(outer_id.hex(), epoch, first_batch, epochs_after, joined)
+        missing = set(reference_outer) - {row[0] for row in got["outer"]}
+        for outer_id in missing:  # never opened: its epoch's keys were gone when it came
+            assert outer_id.hex() in waiting_ids
+            _assert_window_forbade(outer_id.hex(), reference_outer[outer_id][4], first_batch, epochs_after, joined)
+        expired = {row[0] for row in differing} | missing
+        expired_rumors = {reference_outer[o][5] for o in expired if reference_outer[o][5] is not None}
+        assert [m for m in got["messages"] if m[0] not in expired_rumors] == [
+            m for m in expected["messages"] if m[0] not in expired_rumors
+        ]
+        assert got["group"][0][0] == expected["group"][0][0]  # the same final epoch
+    finally:
+        app.close()
+
+
+def _first_batch_of_each_event(batches: list[list[bytes]]) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for number, batch in enumerate(batches):
+        for line in batch:
+            try:
+                first.setdefault(nostr.parse_event(line)["id"], number)
+            except Exception:  # garbage lines are no events
+                continue
+    return first
+
+
+def _assert_window_forbade(outer_id: str, epoch: int | None, first_batch: dict, epochs_after: list, joined: int):
+    """The event came in a batch after which ... its epoch was already more than the window behind."""
+    number = first_batch[outer_id]
+    group_epoch_when_it_came = epochs_after[number - 1] if number else joined
+    assert epoch is not None and group_epoch_when_it_came - epoch > PAST_EPOCHS, (
+        f"{outer_id[:12]} of epoch {epoch} came when the group was at {group_epoch_when_it_came}: "
+        f"within the window of {PAST_EPOCHS}, it had to be read"
+    )
+
+
+_HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+
+
+@pytest.fixture
+def wide_rollback_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the past-epoch window at its default but every race decidable: the batch test is about the former."""
+    monkeypatch.setenv("TESSERA_MARMOT_SNAPSHOTS", "64")
+
+
+@examples(max_examples=4, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=ONE_DELIVERY)
+def test_one_delivery_in_any_order_ends_where_time_order_ends(tmp_path_factory, settings, config, delivery):
+    check_one_delivery(tmp_path_factory.mktemp("deep"), settings, config, delivery)
+
+
+@pytest.mark.usefixtures("wide_rollback_window")
+@examples(max_examples=3, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, page=st.integers(3, 20), crashes=st.lists(st.integers(1, 60), max_size=2))
+def test_pages_ticked_newest_first_lose_only_what_the_window_forbids(tmp_path_factory, settings, config, page, crashes):
+    check_pages_newest_first(tmp_path_factory.mktemp("pages"), settings, config, page, crashes)
+
+
+@pytest.mark.usefixtures("wide_rollback_window")
+@examples(max_examples=4, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=BATCHES)
+def test_batches_differ_from_time_order_only_where_the_window_forbade(tmp_path_factory, settings, config, delivery):
+    check_batches(tmp_path_factory.mktemp("batches"), settings, config, delivery)
+
+
+@pytest.mark.slow
+@examples(max_examples=150, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=ONE_DELIVERY)
+def test_one_delivery_in_any_order_many_examples(tmp_path_factory, settings, config, delivery):
+    check_one_delivery(tmp_path_factory.mktemp("deep"), settings, config, delivery)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("wide_rollback_window")
+@examples(max_examples=100, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, page=st.integers(3, 20), crashes=st.lists(st.integers(1, 60), max_size=2))
+def test_pages_ticked_newest_first_many_examples(tmp_path_factory, settings, config, page, crashes):
+    check_pages_newest_first(tmp_path_factory.mktemp("pages"), settings, config, page, crashes)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("wide_rollback_window")
+@examples(max_examples=150, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=BATCHES)
+def test_batches_many_examples(tmp_path_factory, settings, config, delivery):
+    check_batches(tmp_path_factory.mktemp("batches"), settings, config, delivery)
