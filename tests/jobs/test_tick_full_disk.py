@@ -129,3 +129,9 @@ def test_a_daemon_on_a_full_disk_keeps_trying_says_so_loudly_and_resumes_once_th
         if daemon.poll() is None:
             os.kill(daemon.pid, signal.SIGTERM)
         assert daemon.wait(30) == 0
+
+
+def test_give_up_after_goes_with_until_idle(tmp_path: Path) -> None:
+    db = ingested(tmp_path, "items.db")
+    refused = tessera(db, "tick", "--give-up-after", "5")
+    assert refused.returncode == 2 and "--give-up-after goes with --until-idle" in refused.stderr
