@@ -63,6 +63,17 @@ class StorageUnavailable(StorageError, OSError):
     """
 
 
+class StorageStillUnavailable(StorageUnavailable):
+    """Storage kept failing for longer than a run that must end was allowed to wait (``tick --until-idle``).
+
+    Each failed try rolled back whole, so nothing changed: every item waits
+    where it was, and a later run does the work as if nothing had happened.
+    ``exit_code`` is 75 (``EX_TEMPFAIL``: try again later).
+    """
+
+    exit_code = 75
+
+
 class DatabaseBusy(StorageUnavailable):
     """The write lock stayed taken through every bounded retry."""
 

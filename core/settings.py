@@ -110,6 +110,14 @@ SETTINGS: tuple[Setting, ...] = (
         "pause_max_ms", 60_000, "Longest pause of the daemon between tries while storage keeps failing.", 10, _DAY_MS
     ),
     Setting(
+        "give_up_after_ms",
+        300_000,
+        "How long `tick --until-idle` keeps trying while storage fails (disk full, I/O error, no memory) before "
+        "it exits with status 75, changing nothing; a daemon without --until-idle keeps trying.",
+        0,
+        _DAY_MS,
+    ),
+    Setting(
         "optimize_interval_ms",
         _HOUR_MS,
         "How often the daemon runs PRAGMA optimize (refreshing the query planner's statistics).",
@@ -223,6 +231,7 @@ class Settings:
     counter_flush_ms: int = _field("counter_flush_ms")
     pause_base_ms: int = _field("pause_base_ms")
     pause_max_ms: int = _field("pause_max_ms")
+    give_up_after_ms: int = _field("give_up_after_ms")
     optimize_interval_ms: int = _field("optimize_interval_ms")
     optimize_after_rows: int = _field("optimize_after_rows")
     secure_delete: int = _field("secure_delete")

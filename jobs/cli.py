@@ -188,20 +188,59 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     is_flag=True,
     help="With --until-idle: while another daemon holds the lease, wait for it (default: refuse at once).",
 )
+@click.option(
+    "--give-up-after",
+    "give_up_after_s",
+    type=click.FloatRange(0, 86_400),
+    help="With --until-idle: exit with status 75 once storage (a full disk, I/O errors) has failed this many "
+    "seconds, changing nothing (default TESSERA_GIVE_UP_AFTER_MS, or 300).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what the run did as JSON (also when it gives up).")
 @click.pass_obj
-def tick(obj: CliState, mode: str | None, max_items: int | None, lease_ttl_ms: int | None, wait: bool) -> None:
+def tick(
+    obj: CliState,
+    mode: str | None,
+    max_items: int | None,
+    lease_ttl_ms: int | None,
+    wait: bool,
+    give_up_after_s: float | None,
+    as_json: bool,
+) -> None:
     """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
+    from core.errors import StorageStillUnavailable
     from jobs.tick import DaemonMode, TickDaemon
 
     if wait and mode != DaemonMode.UNTIL_IDLE:
         raise click.UsageError("--wait goes with --until-idle (a daemon without it waits as a standby anyway)")
+    if give_up_after_s is not None and mode != DaemonMode.UNTIL_IDLE:
+        raise click.UsageError("--give-up-after goes with --until-idle (a daemon without it keeps trying)")
     if lease_ttl_ms is not None:
         obj.settings = Settings.load(db=obj.settings.db, lease_ttl_ms=lease_ttl_ms)
-    daemon = TickDaemon(obj.app(), mode=mode or DaemonMode.FOREVER, max_items=max_items, wait_for_lease=wait)
+    give_up_after_ms = None if give_up_after_s is None else int(give_up_after_s * 1000)
+    daemon = TickDaemon(
+        obj.app(),
+        mode=mode or DaemonMode.FOREVER,
+        max_items=max_items,
+        wait_for_lease=wait,
+        give_up_after_ms=give_up_after_ms,
+    )
     daemon.install_signal_handlers()
-    report = daemon.run()
+    try:
+        report = daemon.run()
+    except StorageStillUnavailable as exc:
+        if as_json:  # the same one line goes to stderr, and the exit status is 75
+            click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))
+        raise
+    if as_json:
+        click.echo(output.to_json(_tick_json(report), sort_keys=True))
+        return
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
     click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+
+
+def _tick_json(report: Any, reason: str | None = None) -> dict[str, Any]:
+    outcomes = {str(kind): count for kind, count in sorted(report.outcomes.items())}
+    return {"exit_reason": report.exit_reason, "passes": report.passes, "outcomes": outcomes, "reason": reason}
 
 
 @cli.command()

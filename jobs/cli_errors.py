@@ -1,6 +1,7 @@
 """How the ``tessera`` command line reports what a user got wrong: one line on stderr, a non-zero exit.
 
-- a :class:`TesseraError` prints ``Error: <message>`` and exits 1;
+- a :class:`TesseraError` prints ``Error: <message>`` and exits 1 (or its
+  ``exit_code``: 75 for storage that stayed unavailable past a bounded wait);
 - an operating-system error about a path (a directory that does not exist, a
   file where a directory should be, no permission) prints the path and the
   reason and exits 1, whichever command or plugin met it;
@@ -29,6 +30,14 @@ def one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+class _Refused(click.ClickException):
+    """A :class:`TesseraError` as click reports it, with the error's own exit status."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status  # click's exit_code is one per class
+
+
 class TesseraGroup(click.Group):
     """The root group: turns the errors above into one line each (see the module docs)."""
 
@@ -36,7 +45,7 @@ class TesseraGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TesseraError as exc:
-            raise click.ClickException(one_line(str(exc))) from exc
+            raise _Refused(one_line(str(exc)), getattr(exc, "exit_code", 1)) from exc
         except OSError as exc:
             if exc.filename is None:
                 raise  # not about a path the user gave: a bug to see in full
@@ -66,7 +75,7 @@ class TesseraGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             click.echo(f"Error: {one_line(exc.format_message())}", err=True)
-            sys.exit(exc.exit_code)
+            sys.exit(exc.status if isinstance(exc, _Refused) else exc.exit_code)
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)

@@ -6,12 +6,16 @@ unit of work is its own transaction and checks the fencing token inside it,
 so a holder that was paused past its lease cannot commit afterwards.
 SIGTERM/SIGINT finish the current item, release the lease and exit 0.
 
-Storage failures never stop it: when the disk is full, I/O fails, memory
-runs out or another process holds the write lock through every retry
+Storage failures never stop a daemon: when the disk is full, I/O fails,
+memory runs out or another process holds the write lock through every retry
 (:class:`~core.errors.StorageUnavailable`), the unit of work in hand rolls
 back whole, and the daemon pauses, backing off from ``pause_base_ms`` to
 ``pause_max_ms``, and tries again: it resumes by itself once the condition
-clears.  What it is doing, and why, is in its state file
+clears, and says at ``WARNING`` at every try that storage still fails.  A
+run that must end (``until_idle``) gives up instead once storage has failed
+for ``give_up_after_ms`` (lock waits aside: another process releases the
+lock by itself) with :class:`~core.errors.StorageStillUnavailable`, having
+changed nothing.  What it is doing, and why, is in its state file
 (:mod:`core.tick_state`), which ``tessera status`` shows even while the
 database cannot be written.
 """
@@ -29,7 +33,15 @@ import attrs
 
 from core import drain, leases, queues
 from core.app import App
-from core.errors import DatabaseBusy, InvalidInput, LeaseHeld, LeaseLost, StorageError, StorageUnavailable
+from core.errors import (
+    DatabaseBusy,
+    InvalidInput,
+    LeaseHeld,
+    LeaseLost,
+    StorageError,
+    StorageStillUnavailable,
+    StorageUnavailable,
+)
 from core.kv import KV
 from core.leases import Lease
 from core.protocol import Job, TickContext
@@ -71,6 +83,9 @@ class TickDaemon:
 
     ``wait_for_lease``: in ``until_idle`` mode, wait as a standby while another
     daemon holds the lease instead of refusing with :class:`LeaseHeld`.
+    ``give_up_after_ms``: in ``until_idle`` mode, how long storage may keep
+    failing before the run ends with :class:`StorageStillUnavailable`
+    (default: the ``give_up_after_ms`` setting).
     """
 
     def __init__(
@@ -82,6 +97,7 @@ class TickDaemon:
         owner: str | None = None,
         on_pass: Callable[[TickReport], None] | None = None,
         wait_for_lease: bool = False,
+        give_up_after_ms: int | None = None,
     ):
         if mode not in DaemonMode.__members__.values():
             raise InvalidInput(f"mode must be one of {', '.join(DaemonMode)}, got {mode!r}")
@@ -105,6 +121,8 @@ class TickDaemon:
         self._state_file = StateFile(app.db.path, self.owner)
         self._state: TickState | None = None
         self._failures = 0  # storage failures in a row
+        self._failing_since: float | None = None  # monotonic time of the first of them that was not a lock wait
+        self.give_up_after_ms = self.settings.give_up_after_ms if give_up_after_ms is None else give_up_after_ms
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -255,28 +273,51 @@ class TickDaemon:
     # --- storage failures ---------------------------------------------------------
 
     def _pause(self, exc: StorageUnavailable) -> None:
-        """Wait before trying again, doubling the pause while storage keeps failing."""
+        """Wait before trying again, doubling the pause while storage keeps failing (or give up, see below)."""
         self._failures += 1
         settings = self.settings
         delay_ms = min(settings.pause_base_ms * 2 ** min(self._failures - 1, 30), settings.pause_max_ms)
         # Without the write lock it cannot work, like a standby; anything else is a failing disk.
-        state = "standby" if isinstance(exc, DatabaseBusy) else "paused"
-        level = logging.WARNING if self._failures == 1 or delay_ms < settings.pause_max_ms else logging.INFO
+        busy = isinstance(exc, DatabaseBusy)
+        failing_ms = 0 if busy else self._failing_for_ms()
+        if not busy and self.mode is DaemonMode.UNTIL_IDLE:
+            self._give_up_at(failing_ms, exc)
+            delay_ms = min(delay_ms, self.give_up_after_ms - failing_ms)  # the last try falls on the bound
+        # A failing disk is said at every try: a daemon never gives up, so the log is how anyone hears of it.
+        loud = not busy or self._failures == 1 or delay_ms < settings.pause_max_ms
         log.log(
-            level,
-            "%s; %s, trying again in %.1f s (failure %d in a row)",
+            logging.WARNING if loud else logging.INFO,
+            "%s; %s, trying again in %.1f s (failure %d in a row%s)",
             exc,
-            "standing by" if state == "standby" else "pausing",
+            "standing by" if busy else "pausing",
             delay_ms / 1000,
             self._failures,
+            "" if busy else f", failing for {failing_ms / 1000:.0f} s",
         )
-        self._set_state(state, str(exc), retry_at_ms=_wall_ms() + delay_ms)
+        self._set_state("standby" if busy else "paused", str(exc), retry_at_ms=_wall_ms() + delay_ms)
         self._sleep(delay_ms)
+
+    def _failing_for_ms(self) -> int:
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        return int((now - self._failing_since) * 1000)
+
+    def _give_up_at(self, failing_ms: int, exc: StorageUnavailable) -> None:
+        """End an ``until_idle`` run whose storage has failed for ``give_up_after_ms``; nothing was changed."""
+        if failing_ms < self.give_up_after_ms:
+            return
+        self.report.exit_reason = "storage_unavailable"
+        raise StorageStillUnavailable(
+            f"gave up after {failing_ms / 1000:.0f} s of failing storage ({self._failures} tries; the bound is "
+            f"{self.give_up_after_ms / 1000:g} s): {exc}; nothing else was changed either: run it again then"
+        ) from exc
 
     def _storage_works(self) -> None:
         if self._failures:
             log.warning("storage works again after %d failure(s) in a row; resuming", self._failures)
             self._failures = 0
+            self._failing_since = None
 
     def _on_lock_wait(self, waited_s: float) -> bool:
         """Called while a statement waits for another process's lock; False gives up (when stopping)."""

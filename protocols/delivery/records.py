@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import attrs
@@ -36,6 +37,23 @@ class StoredMessage:
             "epoch": self.epoch,
             "superseded": self.superseded,
         }
+
+    @property
+    def wire_bytes(self) -> int:
+        """At most this many bytes in a frame (its JSON, and a comma): without encoding the payload."""
+        return message_wire_bytes(len(self.payload), len(self.group_id))
+
+
+#: Longest group id on the wire: 255 bytes in hex.
+MAX_GROUP_ID_CHARS = 510
+# Everything of a message's JSON but its group id and payload, with the widest numbers and ``false``.
+_WIDEST = StoredMessage("0" * 26, "", "0" * 64, -(2**63), b"", -(2**63), -(2**63), False)
+_MESSAGE_FIXED_BYTES = len(json.dumps(_WIDEST.to_json(), separators=(",", ":"))) + 1  # + the comma in a list
+
+
+def message_wire_bytes(payload_bytes: int, group_id_chars: int = MAX_GROUP_ID_CHARS) -> int:
+    """The most bytes a message with a payload of ``payload_bytes`` takes in a frame (base64 grows it by 4/3)."""
+    return _MESSAGE_FIXED_BYTES + group_id_chars + 4 * -(-payload_bytes // 3)
 
 
 @attrs.frozen

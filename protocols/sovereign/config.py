@@ -5,7 +5,8 @@ group per day (MLS control messages are not counted), 1 GiB of payloads,
 500 groups per installation, 90 days of history, cleanup every 6 hours;
 and 100 installations per account address in the identity directory.
 An unknown key, a wrong type or a value out of range is refused with
-:class:`~protocols.sovereign.errors.InvalidConfig` naming it.
+:class:`~protocols.sovereign.errors.InvalidConfig` naming it, and so is a
+send queue too small for a healthy client (see :func:`minimum_send_queue_bytes`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ from typing import Any
 
 import attrs
 
+from protocols.delivery.records import message_wire_bytes
 from protocols.sovereign.errors import InvalidConfig
 
 MIB = 1024 * 1024
+#: Requests one connection may have in the store at once; beyond it the server stops reading its frames.
+READ_AHEAD = 64
+#: What a reply adds around the messages it carries (its type, id, cursor, ``has_more``), at most.
+FRAME_ENVELOPE_BYTES = 256
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -71,13 +77,48 @@ class ServerConfig:
     host: str = attrs.field(default="127.0.0.1", validator=lambda _, __, v: _host(v))
     port: int = attrs.field(default=8765, validator=_port)
     max_frame_bytes: int = attrs.field(default=384 * 1024, validator=_positive)
-    send_queue_frames: int = attrs.field(default=1000, validator=_positive)
+    send_queue_bytes: int = attrs.field(default=32 * MIB, validator=_positive)
     auth_timeout_s: int = attrs.field(default=10, validator=_positive)
     limits: Limits = attrs.field(factory=Limits)
     retention: Retention = attrs.field(factory=Retention)
 
+    def __attrs_post_init__(self) -> None:
+        smallest = minimum_send_queue_bytes(self.limits)
+        if self.send_queue_bytes < smallest:
+            raise InvalidConfig(
+                f"send_queue_bytes = {self.send_queue_bytes} would cut off healthy clients: the replies to the "
+                f"{READ_AHEAD} requests the server reads ahead and one push need {smallest} bytes (each frame up to "
+                f"{self.largest_frame_bytes} with max_payload_bytes = {self.limits.max_payload_bytes}); "
+                f"raise it to at least {smallest}"
+            )
 
-_SERVER_KEYS = {"host", "port", "max_frame_bytes", "send_queue_frames", "auth_timeout_s"}
+    @property
+    def largest_frame_bytes(self) -> int:
+        """The largest frame the server sends: a message with the largest payload, or a page of history."""
+        return largest_frame_bytes(self.limits)
+
+
+def largest_frame_bytes(limits: Limits) -> int:
+    """The largest frame sent under ``limits``: a push of a largest message (history pages are cut to it)."""
+    return message_wire_bytes(limits.max_payload_bytes) + FRAME_ENVELOPE_BYTES
+
+
+def minimum_send_queue_bytes(limits: Limits) -> int:
+    """The smallest send queue that never cuts off a client that reads: a full read-ahead's replies and a push.
+
+    Replies share the queue with pushes, and a client that keeps many requests
+    in flight may have the replies of all :data:`READ_AHEAD` of them waiting
+    at once (the store answers them in batches); below this, such a client
+    is disconnected although it reads everything.
+    """
+    return (READ_AHEAD + 1) * largest_frame_bytes(limits)
+
+
+_SERVER_KEYS = {"host", "port", "max_frame_bytes", "send_queue_bytes", "auth_timeout_s"}
+#: Keys that were replaced, and what by (refused with that said, not as merely unknown).
+_RETIRED_KEYS = {
+    "send_queue_frames": "send_queue_bytes (a byte budget per connection; see docs/server-protocol.md)",
+}
 _LIMIT_KEYS = {f.name for f in attrs.fields(Limits)}
 _STORAGE_KEYS = {
     "retention_days",
@@ -131,6 +172,8 @@ def _section(raw: dict[str, Any], name: str, known: set[str], source: str) -> di
     section = raw.get(name, {})
     if not isinstance(section, dict):
         raise InvalidConfig(f"{source}: [{name}] must be a table")
+    for key in sorted(set(section) & set(_RETIRED_KEYS)):
+        raise InvalidConfig(f"{source}: [{name}] {key} is no longer read; use {_RETIRED_KEYS[key]}")
     unknown = set(section) - known
     if unknown:
         raise InvalidConfig(f"{source}: unknown key(s) {sorted(unknown)} in [{name}]; known: {sorted(known)}")

@@ -8,6 +8,12 @@ FORWARD: newer), so no message is skipped or repeated however many share a
 timestamp.  A cursor must name a message of the group (one that expired is
 unknown: start again from the newest).
 
+A page also stops early (``has_more`` true) once its messages would pass
+``max_bytes`` on the wire, but always holds at least one: so one reply is
+never larger than one frame of the largest payload (the server's send
+budget is counted in such frames).  Rows are read one at a time, so the
+payloads beyond the cut are never loaded.
+
 Welcomes are polled the same way, forward only: the Welcome messages stored
 for one installation, whatever their group, after a cursor that names one of
 them.  There the cursor of the last welcome comes back even on the last page,
@@ -17,6 +23,7 @@ since a client polls again later from where it stopped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from protocols.delivery.records import HistoryPage, StoredMessage
@@ -36,6 +43,11 @@ WELCOMES_AFTER = (
     f"SELECT {_M_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
     "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
     "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
+)
+#: An installation's pending deliveries after a message id, in server order.
+PENDING_AFTER = (
+    f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m ON m.id = d.message_id "
+    "WHERE d.recipient_id = ? AND d.status = 0 AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
 )
 #: Before every position: server timestamps are never negative.
 _START = (-1, "")
@@ -70,12 +82,40 @@ def parse_cursor(db: Any, group_id: str, cursor: str) -> tuple[int, str]:
     return ts, message_id
 
 
+def _within(rows: Iterable[Any], limit: int, max_bytes: int | None) -> tuple[list[StoredMessage], bool]:
+    """The messages of ``rows`` up to ``limit`` of them and ``max_bytes`` on the wire (at least one), and
+    whether rows were left over."""
+    found: list[StoredMessage] = []
+    size = 0
+    for row in rows:
+        if len(found) == limit:
+            return found, True
+        stored = message(row)
+        size += stored.wire_bytes
+        if found and max_bytes is not None and size > max_bytes:
+            return found, True
+        found.append(stored)
+    return found, False
+
+
+def _rows(
+    db: Any, sql: str, params: tuple[Any, ...], limit: int, max_bytes: int | None
+) -> tuple[list[StoredMessage], bool]:
+    cursor = db.execute(sql, params)
+    try:
+        return _within(cursor, limit, max_bytes)
+    finally:
+        cursor.close()
+
+
 def check_limit(limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadLimit(f"limit must be 1 to {MAX_LIMIT}, got {limit!r:.20}")
 
 
-def page(db: Any, group_id: str, cursor: str | None, limit: int, direction: str) -> HistoryPage:
+def page(
+    db: Any, group_id: str, cursor: str | None, limit: int, direction: str, max_bytes: int | None = None
+) -> HistoryPage:
     """One page of ``group_id``'s history, oldest first, read in the caller's read transaction."""
     check_limit(limit)
     if direction not in DIRECTIONS:
@@ -88,20 +128,21 @@ def page(db: Any, group_id: str, cursor: str | None, limit: int, direction: str)
         where += " AND (server_timestamp, id) > (?, ?)" if newer else " AND (server_timestamp, id) < (?, ?)"
         params += [ts, message_id]
     order = "ASC" if newer else "DESC"
-    rows = db.all(
+    found, has_more = _rows(
+        db,
         f"SELECT {_COLUMNS} FROM sovereign_messages WHERE {where} "
         f"ORDER BY server_timestamp {order}, id {order} LIMIT ?",
         (*params, limit + 1),
+        limit,
+        max_bytes,
     )
-    has_more = len(rows) > limit
-    found = [message(row) for row in rows[:limit]]
     last = found[-1] if found else None
     if not newer:
         found.reverse()
     return HistoryPage(found, cursor_of(last) if has_more and last is not None else None, has_more)
 
 
-def welcomes(db: Any, recipient: str, cursor: str | None, limit: int) -> HistoryPage:
+def welcomes(db: Any, recipient: str, cursor: str | None, limit: int, max_bytes: int | None = None) -> HistoryPage:
     """The Welcome messages stored for ``recipient`` after ``cursor``, oldest first, in the caller's read
     transaction; ``next_cursor`` is the last one's (or ``cursor`` when there is none), to poll again from."""
     check_limit(limit)
@@ -109,18 +150,15 @@ def welcomes(db: Any, recipient: str, cursor: str | None, limit: int) -> History
     if cursor is not None:
         after = position(cursor)
         _known(db, _WELCOME_AT, (recipient, *after), cursor, "welcome to you")
-    rows = db.all(WELCOMES_AFTER, (recipient, *after, limit + 1))
-    found = [message(row) for row in rows[:limit]]
+    found, has_more = _rows(db, WELCOMES_AFTER, (recipient, *after, limit + 1), limit, max_bytes)
     next_cursor = cursor_of(found[-1]) if found else cursor
-    return HistoryPage(found, next_cursor, len(rows) > limit)
+    return HistoryPage(found, next_cursor, has_more)
 
 
-def pending(db: Any, installation: str, after: str | None, limit: int) -> list[StoredMessage]:
-    """``installation``'s pending deliveries in server order, strictly after message id ``after``."""
-    rows = db.all(
-        f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d "
-        "JOIN sovereign_messages AS m ON m.id = d.message_id "
-        "WHERE d.recipient_id = ? AND d.status = 0 AND d.message_id > ? ORDER BY d.message_id LIMIT ?",
-        (installation, after or "", limit),
-    )
-    return [message(row) for row in rows]
+def pending(
+    db: Any, installation: str, after: str | None, limit: int, max_bytes: int | None = None
+) -> list[StoredMessage]:
+    """``installation``'s pending deliveries in server order, strictly after message id ``after`` (at most
+    ``limit`` of them and ``max_bytes`` on the wire, but at least one)."""
+    found, _ = _rows(db, PENDING_AFTER, (installation, after or "", limit), limit, max_bytes)
+    return found

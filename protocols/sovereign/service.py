@@ -26,6 +26,7 @@ from protocols.delivery.records import (
     Stored,
     StoredMessage,
     StoreStats,
+    message_wire_bytes,
 )
 from protocols.sovereign import commands, history
 from protocols.sovereign.config import Limits
@@ -43,6 +44,8 @@ class Store:
     def __init__(self, app: App, limits: Limits | None = None):
         self.app = app
         self.limits = limits or Limits()
+        # A page's messages fit in one frame of the largest message (see history's module docs).
+        self.page_bytes = message_wire_bytes(self.limits.max_payload_bytes)
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -146,7 +149,7 @@ class Store:
         """The Welcome messages stored for ``installation`` after ``cursor``, oldest first (see :mod:`.history`)."""
         commands.installation_id(installation)
         with self.app.db.read():
-            return history.welcomes(self.app.db, installation, cursor, limit)
+            return history.welcomes(self.app.db, installation, cursor, limit, self.page_bytes)
 
     def history(
         self,
@@ -163,12 +166,14 @@ class Store:
         with self.app.db.read():
             if not commands.is_member(self.app.db, member, group_id):
                 raise NotAMember(f"{member[:12]}... is not a member of group {group_id[:16]}...; only members read it")
-            return history.page(self.app.db, group_id, cursor, limit, direction)
+            return history.page(self.app.db, group_id, cursor, limit, direction, self.page_bytes)
 
-    def pending(self, installation: str, *, after: str | None = None, limit: int = 500) -> list[StoredMessage]:
-        """``installation``'s pending deliveries in server order, after message id ``after``."""
+    def pending(
+        self, installation: str, *, after: str | None = None, limit: int = 500, max_bytes: int | None = None
+    ) -> list[StoredMessage]:
+        """``installation``'s pending deliveries in server order, after message id ``after`` (see :mod:`.history`)."""
         with self.app.db.read():
-            return history.pending(self.app.db, installation, after, limit)
+            return history.pending(self.app.db, installation, after, limit, max_bytes)
 
     def is_member(self, installation: str, group_id: str) -> bool:
         with self.app.db.read():

@@ -128,7 +128,7 @@ class RawClient:
 
 
 def write_config(path: Path, **sections: Mapping[str, int | str]) -> Path:
-    """A ``tessera serve --config`` TOML file with ``sections`` (``server={"send_queue_frames": 20}``)."""
+    """A ``tessera serve --config`` TOML file with ``sections`` (``server={"auth_timeout_s": 5}``)."""
     lines = []
     for name, values in sections.items():
         lines.append(f"[{name}]")

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.sovereign.config import MIB, Limits, Retention, ServerConfig, from_mapping, load
+from protocols.delivery import frames
+from protocols.delivery.records import StoredMessage
+from protocols.sovereign.config import (
+    FRAME_ENVELOPE_BYTES,
+    MIB,
+    READ_AHEAD,
+    Limits,
+    Retention,
+    ServerConfig,
+    from_mapping,
+    load,
+    minimum_send_queue_bytes,
+)
 from protocols.sovereign.errors import InvalidConfig
 
 
@@ -57,3 +69,29 @@ def test_a_file_that_is_not_toml_or_not_there_is_one_clear_error(tmp_path) -> No
         load(broken)
     with pytest.raises(InvalidConfig, match="cannot read"):
         load(tmp_path / "missing.toml")
+
+
+def test_the_send_queue_is_a_byte_budget_no_smaller_than_a_full_read_aheads_replies_and_a_push() -> None:
+    limits = Limits(max_payload_bytes=16_384)
+    smallest = minimum_send_queue_bytes(limits)
+    largest = ServerConfig(limits=limits).largest_frame_bytes
+    assert smallest == (READ_AHEAD + 1) * largest
+    assert ServerConfig(send_queue_bytes=smallest, limits=limits).send_queue_bytes == smallest
+    with pytest.raises(InvalidConfig, match=f"would cut off healthy clients.*at least {smallest}"):
+        ServerConfig(send_queue_bytes=smallest - 1, limits=limits)
+    # the default budget fits the default limits, and a larger payload limit asks for a larger budget
+    assert ServerConfig().send_queue_bytes >= minimum_send_queue_bytes(Limits())
+    with pytest.raises(InvalidConfig, match="send_queue_bytes"):
+        from_mapping({"limits": {"max_payload_bytes": 1024 * 1024}})
+
+
+def test_the_largest_frame_bounds_a_push_of_the_largest_payload_in_the_widest_group() -> None:
+    limits = Limits(max_payload_bytes=10_000)
+    message = StoredMessage("0" * 26, "ab" * 255, "0" * 64, 2**63 - 1, b"\xff" * 10_000, 3, 2**64 - 1, True)
+    frame = frames.encode({"type": frames.MESSAGE, "message": message.to_json()})
+    assert len(frame) <= message.wire_bytes + FRAME_ENVELOPE_BYTES <= ServerConfig(limits=limits).largest_frame_bytes
+
+
+def test_the_retired_frame_count_is_refused_naming_the_byte_budget() -> None:
+    with pytest.raises(InvalidConfig, match="send_queue_frames is no longer read; use send_queue_bytes"):
+        from_mapping({"server": {"send_queue_frames": 1000}})

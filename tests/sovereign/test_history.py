@@ -6,9 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from protocols.delivery import frames
 from protocols.sovereign import errors
+from protocols.sovereign.config import Limits, ServerConfig
+from protocols.sovereign.server.requests import page_reply
 from tests.sovereign.conftest import seat
 from tests.sovereign.mls_group import Group
+from tests.sovereign.server_helpers import Installation, new_group_id, private_message, welcome
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +114,33 @@ def test_cursors_limits_and_directions_are_checked(filled) -> None:
     anchor = store.app.db.one("SELECT server_timestamp, id FROM sovereign_messages WHERE id = ?", (ids[5],))
     with pytest.raises(errors.UnknownCursor):  # a cursor of another group
         store.history(other.creator.installation, other.gid, cursor=f"{anchor[0]}.{anchor[1]}")
+
+
+def test_pages_stop_at_one_frame_of_the_largest_payload_and_still_walk_every_message_once(make_store) -> None:
+    limits = Limits(max_payload_bytes=4096)
+    store = make_store(limits)
+    largest = ServerConfig(limits=limits).largest_frame_bytes
+    alice, bob = Installation(), Installation()
+    group = new_group_id()
+    store.join(alice.id, group)
+    invited = store.send(alice.id, group, welcome(), recipient=bob.id).message.id
+    store.join(bob.id, group)
+    sizes = [3900] * 30 + [40] * 90
+    ids = [invited, *(store.send(alice.id, group, private_message(group, size=size)).message.id for size in sizes)]
+    for direction in ("backward", "forward"):
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = store.history(bob.id, group, cursor=cursor, limit=200, direction=direction)
+            reply = {"type": "history_page", "id": 2**63, **page_reply(page)}
+            assert len(frames.encode(reply)) <= largest and page.messages
+            chunk = [m.id for m in page.messages]
+            seen = chunk + seen if direction == "backward" else seen + chunk
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        assert seen == ids
+    # a page of the large ones holds one frame's worth, not the 200 asked for
+    assert len(store.history(bob.id, group, limit=200, direction="forward").messages) < 5
+    pending = store.pending(bob.id, max_bytes=largest)
+    assert 0 < len(pending) < 5 and [m.id for m in pending] == ids[: len(pending)]  # the welcome first

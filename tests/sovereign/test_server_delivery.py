@@ -17,6 +17,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocols.delivery.client import Client, Disconnected, ServerError
 from protocols.delivery.records import WELCOME
+from protocols.sovereign.config import Limits, minimum_send_queue_bytes
 from tests.helpers import query_file, wait_until
 from tests.sovereign.server_helpers import (
     Installation,
@@ -227,12 +228,16 @@ def test_what_was_not_acked_comes_again_on_the_next_connection_and_what_was_read
 
 # --- back-pressure -----------------------------------------------------------------------------------
 
-QUEUE_FRAMES = 16
 BIG = 60_000
+LIMITS = Limits(max_payload_bytes=64 * 1024)
 
 
 def test_a_client_that_does_not_read_is_disconnected_and_gets_everything_once_after_reconnecting(tmp_path) -> None:
-    config = {"server": {"send_queue_frames": QUEUE_FRAMES}}
+    # the smallest budget accepted: the live pushes (24 MB) fill it many times over
+    config = {
+        "server": {"send_queue_bytes": minimum_send_queue_bytes(LIMITS)},
+        "limits": {"max_payload_bytes": LIMITS.max_payload_bytes},
+    }
     with serving(tmp_path, **config) as server:
         group = new_group_id()
         alice, bob = Installation(), Installation()

@@ -136,6 +136,9 @@ def test_a_bad_configuration_is_one_line(tmp_path) -> None:
     init_database(db)
     config = write_config(tmp_path / "serve.toml", server={"send_queue_size": 5})
     assert "send_queue_size" in one_line_error(serve(db, "--config", str(config), "--port", "0"))
+    tiny = write_config(tmp_path / "tiny.toml", server={"send_queue_bytes": 100_000})
+    line = one_line_error(serve(db, "--config", str(tiny), "--port", "0"))
+    assert "send_queue_bytes = 100000 would cut off healthy clients" in line and "raise it to at least" in line
     missing = tmp_path / "absent.toml"
     assert "absent.toml" in one_line_error(serve(db, "--config", str(missing), "--port", "0"))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from websockets.asyncio.server import ServerConnection
@@ -51,6 +51,16 @@ class ServerMetrics:
             "Connections closed because the client did not drain its send queue.",
             registry=self.registry,
         )
+        self.queued_bytes = Gauge(
+            "tessera_serve_send_queue_bytes",
+            "Bytes of frames waiting to be sent, over all connections (each at most send_queue_bytes).",
+            registry=self.registry,
+        )
+        self.largest_queue_bytes = Gauge(
+            "tessera_serve_send_queue_largest_bytes",
+            "Bytes of frames waiting to be sent on the connection with the most.",
+            registry=self.registry,
+        )
         self.store_latency = Histogram(
             "tessera_serve_store_latency_seconds",
             "Time the store took per operation (on its worker thread).",
@@ -72,6 +82,12 @@ class ServerMetrics:
 
     def count_error(self, request_type: str, code: str) -> None:
         self.errors.labels(type=_type_label(request_type), code=code).inc()
+
+    def observe_queues(self, queued: Iterable[int]) -> None:
+        """Set the send-queue gauges from each connection's queued bytes (when ``/metrics`` is asked for)."""
+        sizes = list(queued)
+        self.queued_bytes.set(sum(sizes))
+        self.largest_queue_bytes.set(max(sizes, default=0))
 
     def observe_store(self, operation: str, seconds: float, failed: bool) -> None:
         """A store operation's latency (called from worker threads; prometheus_client locks for us)."""

@@ -60,7 +60,7 @@ def _send(frame: Mapping[str, Any], installation: str) -> Operation:
     )
 
 
-def _page_reply(page: HistoryPage) -> dict[str, Any]:
+def page_reply(page: HistoryPage) -> dict[str, Any]:
     return {
         "messages": [message.to_json() for message in page.messages],
         "next_cursor": page.next_cursor,
@@ -76,14 +76,14 @@ def _history(frame: Mapping[str, Any], installation: str) -> Operation:
     return Operation(
         False,
         lambda store: store.history(installation, group_id, cursor=cursor, limit=limit, direction=direction),
-        _page_reply,
+        page_reply,
     )
 
 
 def _welcomes(frame: Mapping[str, Any], installation: str) -> Operation:
     cursor = frames.optional_text(frame, "cursor")
     limit = frames.integer(frame, "limit", 50)
-    return Operation(False, lambda store: store.welcomes(installation, cursor=cursor, limit=limit), _page_reply)
+    return Operation(False, lambda store: store.welcomes(installation, cursor=cursor, limit=limit), page_reply)
 
 
 def _ack(frame: Mapping[str, Any], installation: str) -> Operation:

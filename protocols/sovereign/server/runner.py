@@ -161,6 +161,7 @@ class SovereignServer:
         if path == http.METRICS_PATH:
             pool = self._pool
             assert pool is not None
+            self.metrics.observe_queues(session.queue.bytes for session in self.sessions)
             try:
                 await self.metrics.refresh_stats(lambda: pool.read("stats", lambda store: store.stats()))
             except Exception:  # figures a little stale beat no figures

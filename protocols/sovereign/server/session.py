@@ -1,18 +1,29 @@
 """One WebSocket connection: the challenge, its requests, the pushes to it, its bounded send queue.
 
-Every frame to the client goes through the connection's :class:`SendQueue`
-of at most ``send_queue_frames`` frames, which one task writes to the
-socket.  Replies and live pushes that find it full mean the client is not
-reading: the connection is closed with 1008 and the queue dropped, rather
-than memory growing.  Nothing is lost by that: a pushed message stays
-pending in the store until the client acks it, and the next connection
-replays the pending ones.
+Every frame to the client goes through the connection's :class:`SendQueue`,
+which holds at most ``send_queue_bytes`` of frames (counted as the memory
+each takes) and which one task writes to the socket.  Replies and live
+pushes that find it full mean the client is not reading: the connection is
+closed with 1008 and the queue dropped, rather than memory growing.  Nothing
+is lost by that: a pushed message stays pending in the store until the
+client acks it, and the next connection replays the pending ones.  The
+configuration refuses a budget too small for the replies of a full
+read-ahead (:func:`~protocols.sovereign.config.minimum_send_queue_bytes`),
+and the replay of pending deliveries leaves that much free, so a client that
+reads is never cut off for having many requests in flight.
+
+A byte budget rather than queued message ids (payloads read from the store
+as they go out): replies carry payloads too (history pages), a push is
+encoded once for all its recipients' queues, and the store's readers would
+otherwise be read once per frame written; the budget bounds all of it with
+one figure, and the replay reads its pages in bytes to match.
 
 Server order on one connection.  After ``ready`` the session replays the
 installation's pending deliveries page by page (:meth:`Store.pending`),
 while live pushes keep arriving.  During the replay, live pushes are not
-queued, only noted; the replay reads pages until one is short *and* no push
-came in while it was read and queued, then switches to live.  Every message
+queued, only noted; the replay reads pages until one is empty *and* no push
+came in while it was read, then switches to live (a page is short when its
+bytes reach the replay's share of the budget, so a short page proves nothing).  Every message
 stored before the switch was therefore read from the store, every later one
 arrives live, and a live push is queued only when its id is above the last
 id queued: ids are server order, so the client sees each message once, in
@@ -27,7 +38,8 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -39,7 +51,7 @@ from websockets.exceptions import ConnectionClosed
 from core.errors import StorageUnavailable
 from protocols.delivery import frames
 from protocols.delivery.records import Stored, StoredMessage
-from protocols.sovereign.config import ServerConfig
+from protocols.sovereign.config import READ_AHEAD, ServerConfig
 from protocols.sovereign.errors import LimitExceeded, SovereignError
 from protocols.sovereign.server.metrics import ServerMetrics
 from protocols.sovereign.server.pool import StorePool
@@ -48,18 +60,16 @@ from protocols.sovereign.service import Store
 
 log = logging.getLogger("tessera.sovereign.server")
 
-#: Pending deliveries read per page while a connection catches up.
+#: Pending deliveries read per page while a connection catches up (at most; a page also stops at its bytes).
 CATCH_UP_PAGE = 500
-#: Requests one connection may have in the store at once; beyond it the server stops reading its frames.
-MAX_IN_FLIGHT = 64
 #: How long closing may wait for a client that does not answer the close handshake (it is then dropped).
 CLOSE_TIMEOUT_S = 5.0
 #: How long a shutting-down server waits for a connection's queued frames to be written.
 FLUSH_TIMEOUT_S = 5.0
 
 
-def _pending_reader(installation: str, after: str | None) -> Callable[[Store], list[StoredMessage]]:
-    return lambda store: store.pending(installation, after=after, limit=CATCH_UP_PAGE)
+def _pending_reader(installation: str, after: str | None, max_bytes: int) -> Callable[[Store], list[StoredMessage]]:
+    return lambda store: store.pending(installation, after=after, limit=CATCH_UP_PAGE, max_bytes=max_bytes)
 
 
 def message_frame(message: StoredMessage) -> str:
@@ -75,12 +85,18 @@ class _Request:
     id: str | int | None
 
 
+def frame_cost(frame: str) -> int:
+    """The memory one queued frame takes: the string and its slot in the queue."""
+    return sys.getsizeof(frame) + 8
+
+
 class SendQueue:
-    """At most ``capacity`` frames waiting for the socket; :meth:`offer` refuses beyond that."""
+    """Frames waiting for the socket, at most ``capacity`` bytes of them; :meth:`offer` refuses beyond that."""
 
     def __init__(self, capacity: int):
         self.capacity = max(capacity, 1)
-        self._frames: collections.deque[str] = collections.deque()
+        self.bytes = 0
+        self._frames: collections.deque[tuple[str, int]] = collections.deque()
         self._added = asyncio.Event()
         self._taken = asyncio.Event()
         self.writing = False
@@ -89,25 +105,35 @@ class SendQueue:
         return len(self._frames)
 
     def offer(self, frame: str) -> bool:
-        """Queue ``frame``; False (and nothing queued) when the queue is full."""
-        if len(self._frames) >= self.capacity:
+        """Queue ``frame``; False (and nothing queued) when it does not fit in the budget."""
+        cost = frame_cost(frame)
+        if self.bytes + cost > self.capacity:
             return False
-        self._frames.append(frame)
-        self._added.set()
+        self._append(frame, cost)
         return True
 
+    def _append(self, frame: str, cost: int) -> None:
+        self._frames.append((frame, cost))
+        self.bytes += cost
+        self._added.set()
+
     async def put_below(self, frame: str, level: int) -> None:
-        """Queue ``frame`` once fewer than ``level`` frames wait (the catch-up leaves room for replies)."""
-        while len(self._frames) >= max(min(level, self.capacity), 1):
+        """Queue ``frame`` once it fits below ``level`` bytes (the replay leaves the rest for replies).
+
+        An empty queue takes it whatever its size, so a frame larger than ``level`` cannot wait forever.
+        """
+        cost = frame_cost(frame)
+        while self._frames and self.bytes + cost > min(level, self.capacity):
             self._taken.clear()
             await self._taken.wait()
-        self.offer(frame)
+        self._append(frame, cost)
 
     async def take(self) -> str:
         while not self._frames:
             self._added.clear()
             await self._added.wait()
-        frame = self._frames.popleft()
+        frame, cost = self._frames.popleft()
+        self.bytes -= cost
         self._taken.set()
         return frame
 
@@ -124,6 +150,7 @@ class SendQueue:
 
     def clear(self) -> None:
         self._frames.clear()
+        self.bytes = 0
         self._taken.set()
 
 
@@ -172,14 +199,14 @@ class Session:
         self.hub = hub
         self.metrics = metrics
         self.installation: str | None = None
-        self.queue = SendQueue(config.send_queue_frames)
+        self.queue = SendQueue(config.send_queue_bytes)
         self.stopping = False  # the server is shutting down: finish what was asked, then close 1001
         self._closing: asyncio.Task[None] | None = None
         self._catching_up = True
         self._live_seen = False
         self._last_pushed = ""  # ids are ULIDs: every id sorts above ""
         self._in_flight: set[asyncio.Future[Any]] = set()
-        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._slots = asyncio.Semaphore(READ_AHEAD)
         self._receiving: asyncio.Task[None] | None = None
         self._catch_up: asyncio.Task[None] | None = None
 
@@ -232,7 +259,7 @@ class Session:
         if self._closing is not None:
             return
         self.metrics.slow_disconnects.inc()
-        log.warning("%s: send queue full (%d frames); disconnecting", self._who(), self.queue.capacity)
+        log.warning("%s: send queue full (%d bytes); disconnecting", self._who(), self.queue.capacity)
         self.queue.clear()
         self._close(frames.CLOSE_POLICY_VIOLATION, "send queue full: the client did not read; reconnect for pending")
 
@@ -433,23 +460,31 @@ class Session:
     async def _replay_pending(self, installation: str) -> None:
         """Queue the installation's pending deliveries in server order, then go live (see the module docs)."""
         after: str | None = None
-        room = max(self.queue.capacity // 2, 1)  # half the queue stays free for replies and live pushes
+        # The page in hand and what it queued share the room: half for each.
+        room = self.replay_room() // 2
         try:
             while True:
                 self._live_seen = False
-                page = await self.pool.read("pending", _pending_reader(installation, after))
-                await self._queue_pending(page, room)
-                if page:
-                    after = page[-1].id
-                if len(page) < CATCH_UP_PAGE and not self._live_seen:
+                page = await self.pool.read("pending", _pending_reader(installation, after, room))
+                if not page and not self._live_seen:  # a page may be short for its bytes: only none is the end
                     self._catching_up = False
                     return
+                if page:
+                    after = page[-1].id
+                await self._queue_pending(page, room)
         except Exception:
             log.exception("replaying pending deliveries to %s failed", self._who())
             self._close(1011, "could not read pending deliveries")
 
-    async def _queue_pending(self, page: Iterable[StoredMessage], room: int) -> None:
-        for message in page:
+    def replay_room(self) -> int:
+        """Bytes the replay may fill: the rest stays free for the replies of a full read-ahead."""
+        owed = READ_AHEAD * self.config.largest_frame_bytes
+        return max(self.queue.capacity - owed, self.config.largest_frame_bytes)
+
+    async def _queue_pending(self, page: list[StoredMessage], room: int) -> None:
+        page.reverse()
+        while page:
+            message = page.pop()  # queued messages leave the page: their payload is held once, as the frame
             if self._closing is not None:
                 return
             if message.id > self._last_pushed:
