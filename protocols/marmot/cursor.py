@@ -2,9 +2,9 @@
 
 Outer events, commits and rumors are ordered by their timestamp, ties broken
 by the lexicographically smaller id (lowercase hex, which orders exactly like
-the id bytes).  The resume cursor, history paging, commit race selection and
-the backfill filter all go through :func:`compare` in Python and through the
-row-value fragments below in SQL, so they can never disagree.
+the id bytes).  The processed cursor, history paging and commit race
+selection all go through :func:`compare` in Python and through the row-value
+fragments below in SQL, so they can never disagree.
 
 Boundaries (both exclusive):
 

@@ -154,7 +154,7 @@ def _through_relay(app: Any, workdir: Path, relay: str) -> int:
     out.print(f"{relay} accepted {accepted:,} events and refused {refused:,} (garbage, bad signatures)")
     synced = relay_sync.sync(app, [relay])
     if synced.failures:
-        out.print("relay trouble: " + "; ".join(synced.failures))
+        out.print("relay trouble: " + "; ".join(map(str, synced.failures)))
     return synced.queued
 
 

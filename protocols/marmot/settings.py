@@ -18,6 +18,8 @@ _ENV = {
     "max_event_age_s": "TESSERA_MARMOT_MAX_EVENT_AGE_S",
     "max_future_skew_s": "TESSERA_MARMOT_MAX_FUTURE_SKEW_S",
     "backfill_workers": "TESSERA_MARMOT_BACKFILL_WORKERS",
+    "fetch_lookback_s": "TESSERA_MARMOT_FETCH_LOOKBACK_S",
+    "fetch_timeout_s": "TESSERA_MARMOT_FETCH_TIMEOUT_S",
 }
 # (smallest, largest) accepted value of each setting.
 _RANGES = {
@@ -27,6 +29,9 @@ _RANGES = {
     "max_event_age_s": (0, 100 * 365 * 86_400),
     "max_future_skew_s": (0, 365 * 86_400),
     "backfill_workers": (0, 256),
+    # Less than a minute of lookback loses the events of members whose clocks are a little behind ours.
+    "fetch_lookback_s": (60, 30 * 86_400),
+    "fetch_timeout_s": (1, 3_600),
 }
 
 
@@ -53,6 +58,13 @@ class MarmotSettings:
         backfill_workers: worker processes that verify and open a backfill's
             events before the writer applies them (transport/prepared.py);
             0 does it all in the writer.  One per core by default.
+        fetch_lookback_s: how far before the older of a group's fetch
+            cursor and its last complete fetch a ``sync`` asks relays from
+            (``since``), for events that reach a relay late or are dated by
+            a clock behind ours; what comes again is recognised as a duplicate.
+        fetch_timeout_s: how long ``sync`` waits for a relay to connect and
+            to end each page of its answer with EOSE before it counts that
+            relay's answer as cut short.
     """
 
     wait_horizon_ms: int = WEEK_MS
@@ -61,6 +73,8 @@ class MarmotSettings:
     max_event_age_s: int = 45 * 86_400
     max_future_skew_s: int = 300
     backfill_workers: int = attrs.field(factory=lambda: os.cpu_count() or 1)
+    fetch_lookback_s: int = 300
+    fetch_timeout_s: int = 10
 
     def admits(self, created_at: int, now_s: int) -> str | None:
         """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""

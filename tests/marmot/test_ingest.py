@@ -13,11 +13,11 @@ import attrs
 import pytest
 
 from core.app import App
+from jobs.tick import TickDaemon
 from protocols.marmot import facts as F
 from protocols.marmot import observe, simulate
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.transport import ingest
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._orders import StreamSize, assert_ground_truth
 from tests.marmot._read import event_count, facts, history_ids
@@ -232,26 +232,41 @@ def _is_group_event(line: bytes) -> bool:
         return False
 
 
-def test_backfill_skips_what_the_resume_cursor_covers(marmot_app):
+def test_backfill_skips_what_the_group_decided_before_and_nothing_else(marmot_app):
     sim = stream(garbage=0, races=0, seed=13)
     app = joined(marmot_app, sim)
     gid = sim.expected["group"]
-    # A relay answers by timestamp: first everything up to some second, later everything since the cursor.
+    # A relay answers by timestamp: first everything up to some second, later everything from earlier on.
     cut = sorted(json.loads(line)["created_at"] for line in sim.lines)[len(sim.lines) // 2]
     first = [line for line in sim.lines if json.loads(line)["created_at"] <= cut]
     app.runtime.run_command("marmot.backfill", {"group": gid, "events": first})
-    cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
-    assert cursor is not None
-    route = sim.expected["nostr_group_id"]
-    assert ingest.relay_filter([route], cursor) == {"kinds": [445], "#h": [route], "since": cursor.created_at}
-    assert ingest.relay_filter([route], None) == {"kinds": [445], "#h": [route]}
+    decided = {
+        outer_id.hex()
+        for (outer_id,) in app.db.all(
+            "SELECT outer_id FROM marmot_processed WHERE gid = ? AND state IN ('Processed', 'ProcessedCommit', "
+            "'EpochInvalidated', 'Failed')",
+            (bytes.fromhex(gid),),
+        )
+    }
     before = event_count(app)
     again = app.runtime.run_command("marmot.backfill", {"group": gid, "events": sim.lines}).result
-    older = sum(1 for line in sim.lines if compare(Cursor(json.loads(line)["created_at"], event_id(line)), cursor) <= 0)
-    assert again.skipped_old == older > 0
+    assert again.skipped_known == sum(1 for line in sim.lines if event_id(line) in decided) > 0
     settle(app)
     assert event_count(app) > before
     assert history_ids(app, gid) == sim.expected["rumor_ids"]
+
+
+def test_backfill_takes_an_others_event_older_than_our_own_last_one(marmot_app):
+    """Our own message's echo is processed at T0 + 5; a relay file then brings another member's of T0 + 4."""
+    net = Net(3)
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    app.clock.now = (T0 + 5) * 1000
+    app.runtime.run_command("marmot.send", {"group": net.gid, "text": "ours"})
+    TickDaemon(app, mode="until_idle").run()  # a group without relays loops our event back
+    line, rumor = net.send(1, "theirs, a second older", T0 + 4)
+    app.runtime.run_command("marmot.backfill", {"group": net.gid, "events": [line]})
+    assert rumor["id"] in history_ids(app, net.gid)
 
 
 def test_backfill_of_an_unknown_group_is_a_clear_error(marmot_app):

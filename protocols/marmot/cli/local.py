@@ -17,16 +17,19 @@ import click
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
+from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate as sim
 from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
+from protocols.marmot.errors import StateKeyMissing
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.read import queries
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.state import key
-from protocols.marmot.state.store import routes_of
-from protocols.marmot.transport import ingest
+from protocols.marmot.state.store import load_joined
+from protocols.marmot.transport import fetch_window
+from protocols.marmot.wire import group_data
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -120,19 +123,66 @@ def join(obj, identity: Path, welcome: Path):
     click.echo(f"joined group {event.partition_key} at epoch {event.data['epoch']}")
 
 
+def _described(app: Any, rows: list[dict]) -> list[dict]:
+    """``rows`` with each group's profile as its sealed state has it now (name, description, relays, nostr
+    group id; None without the at-rest key, with a note on stderr) and its fetch window (where the next
+    ``sync`` starts)."""
+    lookback_s = marmot_settings.current().fetch_lookback_s
+    with app.db.read():
+        state = ProtocolState(app.db, PROTOCOL)
+        for row in rows:
+            row.update(_profile(state, row["group"]), fetch=fetch_window.read(state, row["group"]).to_json(lookback_s))
+    if rows and rows[0]["name"] is None:
+        click.echo(f"note: {_NO_KEY_NOTE}", err=True)
+    return rows
+
+
+_NO_KEY_NOTE = "names, descriptions and relays are in the sealed group state: set TESSERA_MARMOT_STATE_KEY to see them"
+
+
+def _profile(state: ProtocolState, gid: str) -> dict[str, Any]:
+    try:
+        data = group_data.read(load_joined(state, gid).state)
+    except StateKeyMissing:
+        return dict.fromkeys(("name", "description", "relays", "nostr_group_id"))
+    return {
+        "name": data.name,
+        "description": data.description,
+        "relays": list(data.relays),
+        "nostr_group_id": data.nostr_group_id.hex(),
+    }
+
+
+def _group_lines(row: dict) -> list[str]:
+    states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
+    inactive = "  inactive (we were removed: read-only)" if not row["active"] else ""
+    fetch = row["fetch"]
+    since = "the beginning" if fetch["since"] is None else fetch["since"]
+    name = "" if row["name"] is None else f"  {row['name']!r}"
+    return [
+        f"{row['group']}{name}  epoch {row['epoch']}  {row['members']} members  {states}{inactive}",
+        *([f"  description: {row['description']}"] if row["description"] else []),
+        *([f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"] if name else []),
+        (
+            f"  next sync asks from {since} (newest fetched {fetch['newest_fetched']}, "
+            f"last complete fetch {fetch['last_fetch']})"
+        ),
+    ]
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def groups(obj, as_json: bool):
-    """List joined groups with their epochs and outer-event states."""
-    rows = queries.groups(obj.app().db)
+    """List joined groups: name, relays, epoch, members, outer-event states, where the next sync starts."""
+    app = obj.app()
+    rows = _described(app, queries.groups(app.db))
     if as_json:
-        click.echo(output.to_json(rows))
+        click.echo(output.to_json(rows, ensure_ascii=False))
         return
     for row in rows:
-        states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
-        inactive = "" if row["active"] else "  inactive (we were removed: read-only)"
-        click.echo(f"{row['group']}  epoch {row['epoch']}  {row['members']} members  {states}{inactive}")
+        for line in _group_lines(row):
+            click.echo(line)
     click.echo(f"{len(rows)} group(s)")
 
 
@@ -191,13 +241,13 @@ def outer(obj, gid: str, state: str, as_json: bool):
 @click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 @click.pass_obj
 def relay_filter(obj, gid: str):
-    """Print the relay filter (JSON) that fetches what the group has not processed yet."""
+    """Print the relay filter (JSON) the group's next `sync` asks for."""
     app = obj.app()
     gid = joined_group(app, gid)
+    lookback_s = marmot_settings.current().fetch_lookback_s
     with app.db.read():
-        cursor = GroupHistoryStore(app.db, gid).get_resume_cursor()
-        routes = routes_of(ProtocolState(app.db, PROTOCOL), gid)
-    click.echo(json.dumps(ingest.relay_filter(routes, cursor)))
+        wanted = fetch_window.group_filter(ProtocolState(app.db, PROTOCOL), gid, lookback_s)
+    click.echo(json.dumps(wanted))
 
 
 @click.command()
@@ -214,7 +264,7 @@ def backfill(obj, gid: str, source: Path):
     report = app.runtime.run_command("marmot.backfill", {"group": group_id(app, gid), "events": lines}).result
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing new"
     click.echo(
-        f"backfill: {outcomes}; skipped {report.skipped_old} at or before the resume cursor, "
+        f"backfill: {outcomes}; skipped {report.skipped_known} decided before, "
         f"{report.skipped_other_group} of other groups; {report.invalid} invalid; {report.rounds} rounds; "
         f"{report.prepared_ahead} checked ahead by worker processes"
     )

@@ -2,6 +2,11 @@
 
 ``sync`` is one round: fetch every active group's new events and our
 invitations (:func:`protocols.marmot.transport.sync.sync`), then tick until idle.
+A relay whose answer was cut short is named on stderr (and under ``failures``
+in ``--json``); what it sent before that is processed all the same.  The exit
+code says how complete the relays' answers were (docs/marmot.md): 0 complete,
+3 when some relay failed but every group and the inbox got a complete answer
+from another, 4 when one of them got a complete answer from no relay.
 ``listen`` runs until Ctrl-C (SIGINT) or SIGTERM: live subscriptions queue
 events on a connection of their own while this process's tick daemon
 processes them, and every message, commit and invitation is printed as it is
@@ -17,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import click
 
 from core import leases
@@ -53,17 +59,29 @@ def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> No
     fetched = [f"{what}: {count} event(s) fetched" for what, count in report.per_subscription.items()]
     lines = [
         *(fetched or ["nothing to fetch: no active group, and no KeyPackage relays or --relay for invitations"]),
-        *(f"relay trouble: {failure}" for failure in report.failures),
         *arrivals.lines,
         *summary.lines(),
     ]
+    completeness = report.completeness
     shown = {
         "fetched": report.per_subscription,
-        "failures": report.failures,
+        "complete": completeness.label,
+        "failures": [attrs.asdict(failure) for failure in report.failures],
+        "incomplete": report.incomplete,
         "arrived": arrivals.items,
         "publish": summary.to_json(),
     }
     emit(as_json, shown, lines)
+    for failure in report.failures:
+        click.echo(f"warning: relay answer cut short: {failure}", err=True)
+    if report.incomplete:
+        click.echo(
+            f"warning: no relay answered completely for {', '.join(report.incomplete)}: some events may be "
+            "missing; sync again later",
+            err=True,
+        )
+    if completeness.exit_code:
+        raise SystemExit(completeness.exit_code)
 
 
 class NothingToFollow(MarmotError, InvalidInput):

@@ -9,13 +9,15 @@ Outer-event states move only along the transitions the plugin allows
 transitions applied by :meth:`set_outer_states`); writing any other state
 over an existing row is a no-op, which makes every write idempotent.
 
-The resume cursor is the greatest ``(created_at, id)`` of the outer events
-that were successfully processed (Processed, ProcessedCommit, and those
-later invalidated by a rollback, so it never moves backwards), and of the
-commits that lost a race: they are authenticated commits of members, and
-counting them whatever the arrival order keeps the cursor independent of it.
-Other failures do not move it: a forged timestamp far in the future must not
-make a backfill skip real events.
+The processed cursor (``resume_*`` columns, historically the resume cursor)
+is the greatest ``(created_at, id)`` of the outer events that were
+successfully processed (Processed, ProcessedCommit, and those later
+invalidated by a rollback, so it never moves backwards), and of the commits
+that lost a race: they are authenticated commits of members, and counting
+them whatever the arrival order keeps the cursor independent of it.  Other
+failures do not move it.  It says how far processing got, our own echoes
+included; what to fetch next is the fetch window's business
+(:mod:`protocols.marmot.transport.fetch_window`), which our echoes never move.
 """
 
 from __future__ import annotations
@@ -227,7 +229,7 @@ class GroupHistoryStore:
         return None
 
     def get_resume_cursor(self) -> Cursor | None:
-        """The greatest successfully processed outer event, or None before the first one."""
+        """The greatest successfully processed outer event (the processed cursor), or None before the first one."""
         for created, ident in self.conn.execute(
             "SELECT resume_created_at, resume_id FROM marmot_groups WHERE gid = ?", (self.key,)
         ):

@@ -22,7 +22,9 @@ id.  Three real-world wrinkles are handled here:
   recorded, so nothing is silently lost, but reported at info level.
 
 Every event is checked (shape, id, BIP-340 signature) and must match the
-filter sent, because relays are untrusted.
+filter sent, because relays are untrusted.  A page that ends badly (CLOSED,
+the connection lost, no EOSE in time) still yields the valid events it
+brought before that; then the error is raised.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ import attrs
 
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.relays.activity import Happening, Reporter
-from protocols.marmot.relays.connection import RelayConnection
+from protocols.marmot.relays.connection import RelayConnection, SubscriptionClosed
 from protocols.marmot.relays.filters import Filter, matches, matches_any
+from protocols.marmot.relays.links import LinkDown
 from protocols.marmot.relays.messages import EndOfStored
 from protocols.marmot.wire.nostr import verify_event
 
@@ -71,15 +74,17 @@ class Tally:
         return raw
 
 
-async def fetch_page(connection: RelayConnection, sent: Filter, tally: Tally, timeout_s: float) -> list[dict[str, Any]]:
-    """One REQ: the admitted events up to EOSE.
+async def fetch_page(
+    connection: RelayConnection, sent: Filter, tally: Tally, timeout_s: float, page: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One REQ: the admitted events up to EOSE, appended to ``page`` as they come (and returned).
 
     Raises ``TimeoutError`` without EOSE in ``timeout_s``, and
     :class:`~protocols.marmot.relays.connection.SubscriptionClosed` or
-    :class:`~protocols.marmot.relays.links.LinkDown` as the relay ends it.
+    :class:`~protocols.marmot.relays.links.LinkDown` as the relay ends it;
+    ``page`` then holds what came before.
     """
     tally.pages += 1
-    page: list[dict[str, Any]] = []
     async with connection.subscription([sent]) as subscription, asyncio.timeout(timeout_s):
         while True:
             message = await subscription.next()
@@ -152,7 +157,14 @@ async def _walk_pages(
     page_size = min(page_size, wanted_count) if wanted_count else page_size
     yielded = 0
     while True:
-        page = await fetch_page(connection, walk.sent(wanted, page_size), tally, timeout_s)
+        page: list[dict[str, Any]] = []
+        try:
+            await fetch_page(connection, walk.sent(wanted, page_size), tally, timeout_s, page)
+        except (SubscriptionClosed, LinkDown, TimeoutError):
+            # Cut short: what came before is as valid as a complete page (the caller reports the failure).
+            for event in _unseen_matching(wanted, page, seen, wanted_count, yielded):
+                yield event
+            raise
         walk.over_ask = False
         if _reveals_exclusive_until(walk, page):
             walk.shift = 1
@@ -175,6 +187,15 @@ async def _walk_pages(
         walk.largest_page = max(walk.largest_page, len(page))
         if not _step(walk, wanted, page, fresh, full, proven, tally):
             return
+
+
+def _unseen_matching(
+    wanted: Filter, page: list[dict[str, Any]], seen: set[str], wanted_count: int | None, yielded: int
+) -> list[dict[str, Any]]:
+    """The events of a page cut short to hand on: new, matching ``wanted``, within its ``limit``."""
+    fresh = [event for event in page if event["id"] not in seen and matches(wanted, event)]
+    seen.update(event["id"] for event in fresh)
+    return fresh if wanted_count is None else fresh[: max(wanted_count - yielded, 0)]
 
 
 def _reveals_exclusive_until(walk: _Walk, page: list[dict[str, Any]]) -> bool:

@@ -6,7 +6,8 @@ event that arrived just before the commit that makes it readable is
 rechecked right after that commit, while its epoch keys are still retained.
 
 **Backfill.**  :func:`backfill` takes a batch of relay events for one group,
-drops everything at or before the resume cursor, and feeds the rest through
+drops those the group has decided already (by id: a timestamp says nothing
+about whether we have seen an event), and feeds the rest through
 the normal pipeline, one transaction per event, in the order that needs the
 fewest retries: in rounds, the events the current epoch keys (or a losing
 branch's) can open —
@@ -29,10 +30,11 @@ from core.records import ItemSource
 from core.state import ProtocolState
 from protocols import mls
 from protocols.marmot import settings as marmot_settings
-from protocols.marmot.cursor import Cursor, newer_than
+from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.processing.handlers import DUPLICATE_STATES, PROTOCOL
 from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.read.states import OuterState
 from protocols.marmot.state.store import load_joined, routes_of
 from protocols.marmot.transport import prepared
 from protocols.marmot.wire import nostr, outer
@@ -46,19 +48,6 @@ def has_groups(db: Any) -> bool:
     return db.one(_HAS_GROUPS) is not None
 
 
-def relay_filter(routes: list[str], cursor: Cursor | None) -> dict:
-    """The relay subscription filter for a backfill after ``cursor``.
-
-    Relays filter by timestamp only, so ``since`` is the cursor's second;
-    events of that second at or before the cursor's id come back too and
-    :func:`backfill` drops them.
-    """
-    found: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": routes}
-    if cursor is not None:
-        found["since"] = cursor.created_at
-    return found
-
-
 # --- backfill --------------------------------------------------------------------------
 
 
@@ -67,7 +56,8 @@ class BackfillReport:
     """What a backfill did with its batch."""
 
     outcomes: dict[str, int] = attrs.field(factory=dict)
-    skipped_old: int = 0
+    #: events the group decided before (a processing record that the handler would call a duplicate)
+    skipped_known: int = 0
     skipped_other_group: int = 0
     invalid: int = 0
     rounds: int = 0
@@ -86,7 +76,6 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
         loaded = load_joined(store, params.get("group"))
         gid = loaded.gid
         routes = set(routes_of(store, gid))
-        cursor = GroupHistoryStore(rt.db, gid).get_resume_cursor()
         keys = [(k.epoch, k.key) for state in _states(loaded) for k in outer.epoch_keys(state)]
     lines = [line.encode() if isinstance(line, str) else bytes(line) for line in params.get("events", ())]
     report = BackfillReport()
@@ -96,7 +85,7 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     found = prepared.answers(lines, keys, marmot_settings.current().backfill_workers)
     report.prepared_ahead = sum(1 for answer in found if answer is not None)
     with prepared.answers_installed(found), MicroBatch(rt.db) as batch:
-        pending = _select(lines, routes, cursor, report, rt, batch)
+        pending = _select(lines, gid, routes, report, rt, batch)
         while pending:
             report.rounds += 1
             readable, pending = _classify(rt, gid, pending)
@@ -110,9 +99,14 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
 
 
 def _select(
-    lines: Iterable[bytes], routes: set[str], cursor: Cursor | None, report: BackfillReport, rt: Any, batch: MicroBatch
+    lines: Iterable[bytes],
+    gid: str,
+    routes: set[str],
+    report: BackfillReport,
+    rt: Any,
+    batch: MicroBatch,
 ) -> list[dict]:
-    """The batch's events of the group (its ``h`` is one of ``routes``) strictly newer than ``cursor``, each once."""
+    """The batch's events of the group (its ``h`` is one of ``routes``) that it has not decided yet, each once."""
     chosen: dict[str, dict] = {}
     for blob in lines:
         try:
@@ -125,11 +119,18 @@ def _select(
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
-        elif not newer_than(Cursor(event["created_at"], event["id"]), cursor):
-            report.skipped_old += 1
+        elif _decided(rt.db, gid, event["id"]):
+            report.skipped_known += 1
         else:
             chosen[event["id"]] = event
     return sorted(chosen.values(), key=_cursor_key)
+
+
+def _decided(db: Any, gid: str, outer_id: str) -> bool:
+    """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
+    with db.read():
+        seen = GroupHistoryStore(db, gid).outer_record(outer_id)
+    return seen is not None and (seen.state in DUPLICATE_STATES or seen.state == OuterState.FAILED)
 
 
 def _cursor_key(event: dict) -> tuple[int, str]:

@@ -3,26 +3,31 @@
 What we ask relays for:
 
 - each group's events: kind 445 whose ``h`` is one of the group's
-  ``nostr_group_id`` values, from the group's relays, ``since`` the second of
-  its resume cursor (seed 000: the cursor only moves forward, so a sync
-  never asks for less than what is unprocessed; events of that second that
-  were processed come back and are recognised as duplicates);
+  ``nostr_group_id`` values, from the group's relays, ``since`` where the
+  group's fetch window says (:mod:`protocols.marmot.transport.fetch_window`:
+  the older of the newest event fetched and the last complete fetch, less a
+  lookback; what comes twice is recognised as a duplicate);
 - our invitations: kind-1059 gift wraps with our ``p`` tag, from our inbox
   relays and the relays our KeyPackages were published to
   (:mod:`protocols.marmot.state.inbox`).  Gift wraps are back-dated by up to
   two days (NIP-59), so ``since`` is the last inbox sync minus that.
 
 Fetching is a network call, made outside any transaction; what it brings is
-queued in one short write transaction and processed by the tick like any
-other input.  Events dated too far back or ahead (the age limits of
-:mod:`protocols.marmot.settings`, MDK's defaults) are dropped before they are
-queued and counted (the relay transport has already checked ids and signatures; the
-plugin's decoder checks them again).  ``listen`` queues each live event in its
-own transaction as it arrives and leaves processing to a running tick.
+queued in one short write transaction, with the fetch window's move, and
+processed by the tick like any other input.  A relay's answer cut short
+(CLOSED, dropped, timed out, an oversized frame) still gives the valid events
+it sent before that; they are queued, the relay's failure is reported, and
+the window's last fetch moves only after a complete answer.  Events dated
+too far back or ahead (the age limits of :mod:`protocols.marmot.settings`,
+MDK's defaults) are dropped before they are queued and counted (the relay
+transport has already checked ids and signatures; the plugin's decoder checks
+them again).  ``listen`` queues each live event in its own transaction as it
+arrives and leaves processing to a running tick.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import queue
 import threading
@@ -34,13 +39,13 @@ import attrs
 from core import queues
 from core.state import ProtocolState
 from protocols.marmot import settings as marmot_settings
+from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.processing.handlers import PROTOCOL
-from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchReport, normalise_relay_urls
+from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
-from protocols.marmot.state.store import STATE, load, routes_of
-from protocols.marmot.transport import nostr_transport
+from protocols.marmot.state.store import STATE, load, route_of
+from protocols.marmot.transport import fetch_window, nostr_transport
 from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
@@ -48,26 +53,75 @@ INBOX_SINCE = "sync/inbox_since"
 
 @attrs.frozen
 class Subscription:
-    """One filter and the relays to ask."""
+    """One filter and the relays to ask; ``group`` is the group it fetches (None: our invitations)."""
 
     what: str
     filter: dict[str, Any]
     relays: tuple[str, ...]
+    group: str | None = None
+
+
+@attrs.frozen
+class RelayFailure:
+    """A relay whose answer to one subscription was cut short (or never came).
+
+    Attributes:
+        what: the subscription (``group <id>`` or ``inbox``).
+        relay: the relay's address.
+        status: how its answer ended (a :class:`~protocols.marmot.relays.FetchStatus` value).
+        message: the relay's CLOSED reason, or what went wrong.
+        events: the valid events it sent before that (they are queued like any others).
+    """
+
+    what: str
+    relay: str
+    status: str
+    message: str
+    events: int
+
+    @classmethod
+    def of(cls, what: str, outcome: FetchOutcome) -> RelayFailure:
+        return cls(what, outcome.relay, outcome.status.value, outcome.message, outcome.events)
+
+    def __str__(self) -> str:
+        said = f" ({self.message})" if self.message else ""
+        return f"{self.what}: {self.relay} {self.status}{said}; {self.events} valid event(s) before that kept"
+
+
+class Completeness(enum.Enum):
+    """How completely the relays answered a sync; ``exit_code`` is what ``tessera marmot sync`` exits with."""
+
+    COMPLETE = ("complete", 0)  # every relay answered every subscription to the end
+    PARTIAL = ("partial", 3)  # some relay did not, but every subscription got a complete answer from another
+    INCOMPLETE = ("incomplete", 4)  # some subscription got a complete answer from none of its relays
+
+    def __init__(self, label: str, exit_code: int):
+        self.label = label
+        self.exit_code = exit_code
 
 
 @attrs.define
 class SyncReport:
-    """What a sync fetched and queued."""
+    """What a sync fetched and queued, and which relays did not answer completely."""
 
     queued: int = 0
     per_subscription: dict[str, int] = attrs.field(factory=dict)
     dropped: dict[str, int] = attrs.field(factory=dict)  # too_old / too_far_ahead -> count
-    failures: list[str] = attrs.field(factory=list)
+    failures: list[RelayFailure] = attrs.field(factory=list)
+    #: subscriptions that no relay answered completely: some of their events may be missing
+    incomplete: list[str] = attrs.field(factory=list)
+
+    @property
+    def completeness(self) -> Completeness:
+        if self.incomplete:
+            return Completeness.INCOMPLETE
+        return Completeness.PARTIAL if self.failures else Completeness.COMPLETE
 
 
 def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscription]:
     """What to ask relays for, read in one read transaction."""
     extra = tuple(normalise_relay_urls(list(extra_relays))) if extra_relays else ()
+    lookback_s = marmot_settings.current().fetch_lookback_s
     found: list[Subscription] = []
     with db.read():
         state = ProtocolState(db, PROTOCOL)
@@ -79,11 +133,8 @@ def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscriptio
             relays = tuple(sorted({*group_data.read(loaded.state).relays, *extra}))
             if not relays:
                 continue
-            query: dict[str, Any] = {"kinds": [nostr.GROUP_EVENT_KIND], "#h": routes_of(state, gid)}
-            cursor = GroupHistoryStore(db, gid).get_resume_cursor()
-            if cursor is not None:
-                query["since"] = cursor.created_at
-            found.append(Subscription(f"group {gid}", query, relays))
+            query = fetch_window.group_filter(state, gid, lookback_s)
+            found.append(Subscription(f"group {gid}", query, relays, gid))
         me = accounts.load(state)
         if me is not None:
             inbox = {*gift_wrap_relays(state), *extra}
@@ -100,19 +151,36 @@ def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None
     """Fetch every subscription's stored events and queue them for the tick."""
     report = SyncReport()
     started = now_s if now_s is not None else app.runtime.clock.now_ms() // 1000
+    timeout_s = marmot_settings.current().fetch_timeout_s
     for sub in subscriptions(app.db, extra_relays):
-        fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays)
-        report.failures += [f"{sub.what}: {outcome}" for outcome in fetched.outcomes if not outcome.complete]
+        fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays, timeout_s=timeout_s)
+        report.failures += [RelayFailure.of(sub.what, outcome) for outcome in fetched.outcomes if not outcome.complete]
+        if not fetched.complete:
+            report.incomplete.append(sub.what)
         # Oldest first, as a relay streams them: commits then come before what they make readable.
         events = sorted(fetched.events, key=lambda event: (event["created_at"], event["id"]))
-        blobs = [_wire(event) for event in _admitted(events, started, report.dropped)]
+        admitted = _admitted(events, started, report.dropped)
+        now_ms = app.runtime.clock.now_ms()
         with app.db.write():
-            queues.push_incoming(app.db, PROTOCOL, blobs, app.runtime.clock.now_ms())
-            if sub.what == "inbox" and fetched.complete:
-                _advance_inbox(app.db, started)
-        report.queued += len(blobs)
-        report.per_subscription[sub.what] = len(blobs)
+            queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
+            _note_fetch(ProtocolState(app.db, PROTOCOL), sub, admitted, fetched.complete, started, now_ms)
+        report.queued += len(admitted)
+        report.per_subscription[sub.what] = len(admitted)
     return report
+
+
+def _note_fetch(
+    state: ProtocolState, sub: Subscription, admitted: list[dict[str, Any]], complete: bool, started: int, now_ms: int
+) -> None:
+    """Move the subscription's window: the group's fetch cursor always, its last fetch (or the inbox's)
+    only after a complete answer."""
+    if sub.group is None:
+        if complete:
+            _advance_inbox(state, started)
+        return
+    fetch_window.note_fetched(state, sub.group, admitted, now_ms)
+    if complete:
+        fetch_window.note_complete_fetch(state, sub.group, started, now_ms)
 
 
 def listen(
@@ -176,9 +244,25 @@ def _queue_live(app: Any, events: list[dict[str, Any]], on_event: Callable[[dict
         return
     with app.db.write():
         queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
+        _note_heard(ProtocolState(app.db, PROTOCOL), admitted, now_ms)
     if on_event is not None:
         for event in admitted:
             on_event(event)
+
+
+def _note_heard(state: ProtocolState, events: list[dict[str, Any]], now_ms: int) -> None:
+    """Move the fetch cursor of each joined group that live ``events`` belong to (never its last fetch:
+    a live subscription may have missed events while it reconnected)."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        try:
+            gid = route_of(state, nostr.group_id_of(event))
+        except InvalidEvent:  # a gift wrap, or an h tag the handler will refuse
+            continue
+        if gid is not None:
+            by_group.setdefault(gid, []).append(event)
+    for gid, heard in by_group.items():
+        fetch_window.note_fetched(state, gid, heard, now_ms)
 
 
 def _admitted(events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
@@ -198,8 +282,7 @@ def _wire(event: dict[str, Any]) -> bytes:
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _advance_inbox(db: Any, now_s: int) -> None:
-    state = ProtocolState(db, PROTOCOL)
+def _advance_inbox(state: ProtocolState, now_s: int) -> None:
     before = state.get(INBOX_SINCE)
     if before is None or int(before) < now_s:  # never backwards
         state.put(INBOX_SINCE, str(now_s).encode(), now_s * 1000)
