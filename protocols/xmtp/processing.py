@@ -62,19 +62,27 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
     vault = Vault(ctx.state)
     state = vault.group(message.group_id)
-    if message.epoch > state.epoch and not message.superseded:
-        raise EpochAhead(
-            f"{_what(message)} {message.id} of group {message.group_id.hex()} is for epoch {message.epoch}, "
-            f"we hold epoch {state.epoch}: a commit before it is missing",
-            message.epoch,
-            state.epoch,
-        )
+    _check_epoch_chain(state, message)
     own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
     if own is not None:
         return _own(ctx, vault, state, message, own)
     if message.message_type == COMMIT:
         return _foreign_commit(ctx, vault, state, message)
     return _application(ctx, vault, state, message)
+
+
+def _check_epoch_chain(state: mls.GroupState, message: ServerMessage) -> None:
+    """:class:`EpochAhead` when ``message`` shows that a commit we have not read took our epoch: it is of a
+    later epoch, or a commit the server marked superseded in our epoch (server order puts the winner first)."""
+    group = message.group_id.hex()
+    if message.epoch > state.epoch and not message.superseded:
+        text = (
+            f"{_what(message)} {message.id} of group {group} is for epoch {message.epoch}, we hold epoch {state.epoch}"
+        )
+        raise EpochAhead(f"{text}: a commit before it is missing", message.epoch, state.epoch)
+    if message.superseded and message.epoch == state.epoch:
+        text = f"commit {message.id} of group {group} lost epoch {state.epoch} to a commit we have not read"
+        raise EpochAhead(text, message.epoch + 1, state.epoch)
 
 
 def _what(message: ServerMessage) -> str:

@@ -22,11 +22,14 @@ none of it may leave us stuck without saying so:
   holds, said at WARNING.
 * **Messages stepped over**: a sender's later message was read before an
   earlier one, whose key then waits in the group state
-  (:func:`protocols.mls.skipped_generations`).  Left out of a page, it would
-  never come again; so the topic is read again from the commit that opened
-  the oldest epoch with such a message, once a sync, for at most
-  :data:`MAX_SKIP_REREADS` syncs while the same ones are missing (a sender
-  may also have built a message and never sent it).
+  (:func:`protocols.mls.skipped_generations`), or the cursor passed a
+  message of ours the server took without our reading it back.  Left out of
+  a page, it would never come again; so the topic is read again from the
+  commit that opened the oldest epoch with such a message, once a sync, for
+  at most :data:`MAX_SKIP_REREADS` syncs while the same ones are missing (a
+  sender may also have built a message and never sent it).  A message left
+  out that was its sender's last of its epoch leaves no such trace: a server
+  that never hands it out hides it (docs/xmtp.md).
 
 Each topic is read again at most :data:`MAX_REREADS` times in one sync; then
 it stops short with :class:`TopicStalled`, its cursor where it was, and the
@@ -46,7 +49,9 @@ import attrs
 from core.errors import PermanentError, StatementFailed
 from protocols import mls
 from protocols.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
+from protocols.xmtp import queries
 from protocols.xmtp.errors import EpochAhead, GroupNeedsRejoin, TopicStalled
+from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import COMMIT, ServerMessage
 
@@ -239,17 +244,15 @@ class Recovery:
         """Where to read the topic again from for messages stepped over, or None: the reading is done."""
         if self.group_id is None or self._skips_read_again:
             return None
-        with self.runtime.db.read():
-            vault = Vault.of(self.runtime.db)
-            if not vault.has_group(self.group_id):
-                return None
-            skipped = mls.skipped_generations(vault.group(self.group_id))
         here, starts, check = self._read()
-        if not skipped:
+        missing = self._missing(position(here)[1])
+        if missing is None:
+            return None
+        if not missing:
             if check:
                 self._save_skip_check("")
             return None
-        digest = hashlib.sha256(json.dumps(sorted(skipped)).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(json.dumps(sorted(missing)).encode()).hexdigest()[:16]
         seen, _, count = check.partition(":")
         times = int(count) if seen == digest and count.isdigit() else 0
         if times >= MAX_SKIP_REREADS:
@@ -257,16 +260,35 @@ class Recovery:
         self._save_skip_check(f"{digest}:{times + 1}")
         self._skips_read_again = True
         self.reading.settled_until = position(here)
-        oldest = min(epoch for epoch, _, _ in skipped)
+        epochs = sorted({epoch for epoch, _ in missing})
         log.info(
-            "%s: %d messages of a sender were stepped over (epochs %s); reading the topic again from the commit "
-            "that opened epoch %d",
+            "%s: %d messages were stepped over (epochs %s); reading the topic again from the commit that opened "
+            "epoch %d",
             self.topic,
-            len(skipped),
-            sorted({epoch for epoch, _, _ in skipped}),
-            oldest,
+            len(missing),
+            epochs,
+            epochs[0],
         )
-        return starts.get(oldest, "")
+        return starts.get(epochs[0], "")
+
+    def _missing(self, passed_id: str) -> set[tuple[int, str]] | None:
+        """``(epoch, what)`` of each message we know the topic holds before its cursor and we have not read:
+        generations a sender stepped over, and messages of ours the server took that we never read back
+        (their ids are before the cursor's: the server's ids grow in server order).  None: no group state."""
+        assert self.group_id is not None
+        with self.runtime.db.read():
+            vault = Vault.of(self.runtime.db)
+            if not vault.has_group(self.group_id):
+                return None
+            skipped = mls.skipped_generations(vault.group(self.group_id))
+            ours = [
+                row
+                for row in queries.open_intents(self.runtime.db, self.group_id)
+                if row.state is IntentState.PUBLISHED and row.server_id and row.server_id < passed_id
+            ]
+        return {(epoch, f"{leaf}/{generation}") for epoch, leaf, generation in skipped} | {
+            (row.epoch or 0, row.id) for row in ours
+        }
 
     def _save_skip_check(self, value: str) -> None:
         with self.runtime.db.write():

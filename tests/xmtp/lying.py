@@ -98,12 +98,14 @@ class LyingService:
     """A :class:`~protocols.xmtp.transport.interface.DeliveryService` that tells ``lies`` before it is honest.
 
     ``told`` lists the lies that found something to lie about; a lie whose page offered nothing (an empty
-    page, a page without a commit for a lie about commits) waits for the next page of its topic."""
+    page, a page without a commit for a lie about commits) waits for the next page of its topic.
+    ``left_out`` holds the ids of the payloads lies took out of a page."""
 
     honest: Any
     lies: deque[Lie] = attrs.Factory(deque)
     told: list[Lie] = attrs.Factory(list)
     delivered: dict[str, list[ServerMessage]] = attrs.Factory(dict)
+    left_out: set[str] = attrs.Factory(set)
 
     def plan(self, *lies: Lie) -> None:
         self.lies.extend(lies)
@@ -130,6 +132,8 @@ class LyingService:
             self.lies.remove(lie)
             self.told.append(lie)
         earlier.extend(m for m in page.messages if m not in earlier)
+        handed = {m.id for m in messages}
+        self.left_out.update(m.id for m in page.messages if m.id not in handed)
         return Page(tuple(messages), page.has_more)
 
     def __getattr__(self, name: str) -> Any:

@@ -7,7 +7,7 @@ Each member's service is the real client transport
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ def server_process(folder: Path) -> ServerProcess:
     return ServerProcess(db).start()
 
 
-def served_members(make_app: Any, server: ServerProcess) -> Iterator[MakeServed]:
+def served_members(make_app: Any, server: ServerProcess) -> Generator[MakeServed]:
     """``make()``: a new member registered with ``server``, its service a :class:`LyingService` (honest)."""
     opened: list[WebSocketService] = []
 
@@ -48,9 +48,11 @@ def served_members(make_app: Any, server: ServerProcess) -> Iterator[MakeServed]
         keypackages.register(app.runtime, service)
         return Member(app, service)
 
-    yield make
-    for service in opened:
-        service.close()
+    try:
+        yield make
+    finally:
+        for service in opened:
+            service.close()
 
 
 def liar(member: Member) -> LyingService:
