@@ -58,6 +58,7 @@ from .messages import (
     SenderMember,
     Welcome,
 )
+from .schedule.ratchet import RatchetKind
 
 DEFAULT_SUITE = 1
 """MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519, the suite RFC 9420 makes mandatory to implement."""
@@ -597,6 +598,22 @@ def peek(message: bytes) -> MessageHeader:
     if isinstance(inner, PrivateMessage):
         return MessageHeader(inner.group_id, inner.epoch, inner.content_type.name.lower())
     raise InvalidMessage(f"a {decoded.wire_format.name.lower()} is not a group message")
+
+
+def skipped_generations(state: GroupState) -> frozenset[tuple[int, int, int]]:
+    """``(epoch, leaf, generation)`` of every application message ``state`` stepped over without receiving it,
+    in the current epoch and the earlier ones it keeps: a later message of the same sender was read first.
+
+    The keys of such generations wait in the state (within the sender ratchet's out-of-order window) for
+    messages that arrive late, or that whoever handed the messages out left out."""
+    views = [state.view, *(past.view for past in state.past)]
+    return frozenset(
+        (view.group_context.epoch, leaf, generation)
+        for view in views
+        for (leaf, kind), ratchet in view.secret_tree.ratchets.items()
+        if kind is RatchetKind.APPLICATION
+        for generation in ratchet.kept
+    )
 
 
 # --- snapshots -----------------------------------------------------------------------------

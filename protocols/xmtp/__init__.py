@@ -30,6 +30,10 @@ PROTOCOL = Protocol(
         "update_key": Command(commands.command_update_key, description="intent: refresh our own leaf"),
         "accept": Command(commands.command_accept, description="take part in a group a welcome brought"),
         "reject": Command(commands.command_reject, description="decline a group a welcome brought"),
+        "mark_needs_rejoin": Command(
+            commands.command_mark_needs_rejoin, description="a group we cannot follow any more, and why"
+        ),
+        "resume_group": Command(commands.command_resume_group, description="a group we can follow again"),
         "prepare": Command(publishing.command_prepare, description="build an intent for the current epoch"),
         "published": Command(publishing.command_published, description="an intent is on the server"),
         "publish_failed": Command(publishing.command_publish_failed, description="count a failed publish"),

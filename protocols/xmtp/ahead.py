@@ -34,6 +34,7 @@ from core.pipeline import Outcome
 from core.records import OutcomeKind
 from protocols import mls
 from protocols.mls.ahead import DecryptAhead, Decrypted, OpenedPage
+from protocols.xmtp.rereading import Suspect
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import Page, ServerMessage
 
@@ -138,8 +139,8 @@ class GroupReader:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
-        except _Diverged:
-            return False
+        except (_Diverged, Suspect):
+            return False  # a payload that failed is handled alone too: the page stops before it (.rereading)
         return True
 
 

@@ -22,7 +22,7 @@ import click
 from core.errors import InvalidInput
 from jobs import output
 from protocols.xmtp import connection, facts, jobs, keypackages, publishing, queries, sync
-from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable
+from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import MessageKind
 from protocols.xmtp.state import Vault
@@ -42,13 +42,13 @@ def _group_id(text: str) -> bytes:
     return group_id
 
 
-def _round(app: App) -> tuple[int, int]:
-    """One publish pass and one sync: what was published, what was processed."""
+def _round(app: App) -> tuple[int, sync.SyncReport]:
+    """One publish pass and one sync: what was published, and what the sync did."""
     service = connection.service_for(app.runtime)
     published = publishing.publish_pass(app.runtime, service)
     report = sync.sync_all(app.runtime, service)
     published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
-    return published, report.processed
+    return published, report
 
 
 @click.group()
@@ -192,11 +192,11 @@ def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) ->
 def _decide(obj: CliState, group: str, command: str) -> None:
     app = obj.app()
     app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex()})
-    _, processed = _round(app)
+    _, report = _round(app)
     with app.db.read():
         found = queries.group(app.db, _group_id(group))
     state = found.membership.name if found is not None else "unknown"
-    click.echo(f"group {group}: {state}, {processed} payloads read")
+    click.echo(f"group {group}: {state}, {report.processed} payloads read")
 
 
 @xmtp.command()
@@ -219,15 +219,39 @@ def reject(obj: CliState, group: str) -> None:
 
 
 @xmtp.command("sync")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def sync_command(obj: CliState) -> None:
-    """Publish what waits, read every topic, keep the KeyPackage stock."""
+def sync_command(obj: CliState, as_json: bool) -> None:
+    """Publish what waits, read every topic, keep the KeyPackage stock.
+
+    Exits non-zero when a topic could not be read to its end, or a group needs a rejoin."""
     app = obj.app()
     jobs.cold_start(app.runtime)
     service = connection.service_for(app.runtime)
     stocked = keypackages.keep_stock(app.runtime, service)
-    published, processed = _round(app)
-    click.echo(f"published {published}, read {processed} payloads, {stocked} new KeyPackages on the server")
+    published, report = _round(app)
+    with app.db.read():
+        stuck = queries.groups_needing_rejoin(app.db)
+    found = {
+        "published": published,
+        "read": report.processed,
+        "read_again": report.reread,
+        "key_packages_published": stocked,
+        "busy_topics": report.busy_topics,
+        "failures": report.failures,
+        "needs_rejoin": [{"group": row.id.hex(), "reason": row.needs_rejoin} for row in stuck],
+    }
+    if as_json:
+        click.echo(output.to_json(found))
+    else:
+        click.echo(f"published {published}, read {report.processed} payloads, {stocked} new KeyPackages on the server")
+    if stuck:
+        first = stuck[0]
+        more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
+        raise SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
+    if report.failures:
+        more = f" (and {len(report.failures) - 1} more)" if len(report.failures) > 1 else ""
+        raise SyncIncomplete(f"sync did not read everything: {report.failures[0]}{more}")
 
 
 @xmtp.command()
@@ -292,14 +316,16 @@ def groups(obj: CliState, as_json: bool) -> None:
             "epoch": row.epoch,
             "active": row.active,
             "added_by": row.added_by,
+            "needs_rejoin": row.needs_rejoin or None,
         }
         for row in rows
     ]
-    _show(
-        listed,
-        as_json,
-        lambda g: f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}",
-    )
+    _show(listed, as_json, _group_line)
+
+
+def _group_line(g: dict[str, Any]) -> str:
+    line = f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}"
+    return line + (f" NEEDS REJOIN: {g['needs_rejoin']}" if g["needs_rejoin"] else "")
 
 
 @xmtp.command()

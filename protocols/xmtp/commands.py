@@ -161,3 +161,23 @@ def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
 def command_reject(ctx: Any, params: dict[str, Any]) -> Result:
     """Decline a group a welcome brought: its messages are never processed."""
     return _decide(ctx, params, Membership.REJECTED)
+
+
+def command_mark_needs_rejoin(ctx: Any, params: dict[str, Any]) -> Result:
+    """We cannot follow ``group`` any more, for ``reason`` (sync decides it: see :mod:`.rereading`)."""
+    group_id, reason = bytes.fromhex(params["group"]), str(params["reason"])
+    found = queries.group(ctx.db, group_id)
+    if found is None or found.needs_rejoin == reason:
+        return Result(duplicate=True)
+    data = {"reason": reason}
+    return Result(events=[facts.fact(facts.GROUP_NEEDS_REJOIN, group_id, ctx.now_ms, data, reason, ctx.now_ms)])
+
+
+def command_resume_group(ctx: Any, params: dict[str, Any]) -> Result:
+    """``group`` moves on again after it was marked as needing a rejoin (the commit we missed came back)."""
+    group_id = bytes.fromhex(params["group"])
+    found = queries.group(ctx.db, group_id)
+    if found is None or not found.needs_rejoin:
+        return Result(duplicate=True)
+    data = {"was": found.needs_rejoin}
+    return Result(events=[facts.fact(facts.GROUP_RESUMED, group_id, ctx.now_ms, data, found.needs_rejoin, ctx.now_ms)])

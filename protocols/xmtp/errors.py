@@ -59,3 +59,27 @@ class ServiceRefused(XmtpError, PermanentError):
     def __init__(self, code: str, message: str):
         super().__init__(f"the server refused ({code}): {message}")
         self.code = code
+
+
+class EpochAhead(PayloadUnreadable):
+    """A payload of a later epoch than we hold: a commit before it in the group's history is missing here."""
+
+    def __init__(self, message: str, message_epoch: int, held_epoch: int):
+        super().__init__(message)
+        self.message_epoch = message_epoch
+        self.held_epoch = held_epoch
+
+
+class TopicStalled(XmtpError, TransientError):
+    """A topic's sync stopped short and left its cursor where it was: the server's answers kept changing, or it
+    knows none of the cursors we could start from.  The next sync tries again."""
+
+
+class GroupNeedsRejoin(XmtpError, PermanentError):
+    """We cannot follow a group any more: a commit we need is not on the server (expired, lost, or not one we
+    can apply).  The group is marked with the reason; an admin must remove and add this installation again."""
+
+
+class SyncIncomplete(XmtpError):
+    """``tessera xmtp sync`` could not read every topic to its end, or a group needs a rejoin (the message says
+    which, and why); what it could read is stored."""

@@ -24,6 +24,7 @@ import attrs
 
 from protocols.xmtp import items, jobs, keypackages, publishing, queries, sync
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
+from protocols.xmtp.rereading import Suspect, position
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import ServerMessage
 from protocols.xmtp.transport.websocket import WebSocketService
@@ -145,18 +146,24 @@ class Listener:
                 self._sync()
             return  # a group we do not read now: its sync, later, picks it up
         if self._in_order(topic, message):
-            sync.process(self.runtime, topic, message)
+            try:
+                sync.process(self.runtime, topic, message)
+            except Suspect as suspect:
+                # It failed (a commit before it missed, or damaged on the way): history says what it is.
+                log.info("listen: pushed %s", suspect)
+                self._sync()
+                return
             self._processed(1)
             try:
                 self.service.acknowledge([message.id])
             except (ServiceUnavailable, ServiceRefused) as exc:
                 log.info("listen: acknowledging %s failed: %s", message.id, exc)
-        elif _position(message.cursor) > _position(sync.cursor_of(self.runtime, topic)):
+        elif position(message.cursor) > position(sync.cursor_of(self.runtime, topic)):
             self._sync()
 
     def _in_order(self, topic: str, message: ServerMessage) -> bool:
         """Whether the push may be processed as it is: right after the cursor, nothing of ours unconfirmed."""
-        if _position(message.cursor) <= _position(sync.cursor_of(self.runtime, topic)):
+        if position(message.cursor) <= position(sync.cursor_of(self.runtime, topic)):
             return False
         with self.runtime.db.read():
             waiting = queries.awaits_confirmation(self.runtime.db, message.group_id)
@@ -165,10 +172,3 @@ class Listener:
     def _processed(self, count: int) -> None:
         if count and self.on_processed is not None:
             self.on_processed(count)
-
-
-def _position(cursor: str) -> tuple[int, str]:
-    if not cursor:
-        return (-1, "")
-    timestamp, _, message_id = cursor.partition(".")
-    return (int(timestamp), message_id)

@@ -38,7 +38,7 @@ from core.records import Envelope, Event, Result, derive_event_id
 from protocols import mls
 from protocols.mls.ahead import Decrypted
 from protocols.xmtp import facts, members, queries
-from protocols.xmtp.errors import PayloadUnreadable
+from protocols.xmtp.errors import EpochAhead, PayloadUnreadable
 from protocols.xmtp.items import PROTOCOL
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind
 from protocols.xmtp.queries import IntentRow
@@ -62,12 +62,40 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
     vault = Vault(ctx.state)
     state = vault.group(message.group_id)
+    _check_epoch_chain(state, message)
     own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
     if own is not None:
         return _own(ctx, vault, state, message, own)
     if message.message_type == COMMIT:
         return _foreign_commit(ctx, vault, state, message)
     return _application(ctx, vault, state, message)
+
+
+def _check_epoch_chain(state: mls.GroupState, message: ServerMessage) -> None:
+    """:class:`EpochAhead` when ``message`` shows that a commit we have not read took our epoch: it is of a
+    later epoch, or a commit the server marked superseded in our epoch (server order puts the winner first)."""
+    group = message.group_id.hex()
+    if message.epoch > state.epoch and not message.superseded:
+        text = (
+            f"{_what(message)} {message.id} of group {group} is for epoch {message.epoch}, we hold epoch {state.epoch}"
+        )
+        raise EpochAhead(f"{text}: a commit before it is missing", message.epoch, state.epoch)
+    if message.superseded and message.epoch == state.epoch:
+        text = f"commit {message.id} of group {group} lost epoch {state.epoch} to a commit we have not read"
+        raise EpochAhead(text, message.epoch + 1, state.epoch)
+
+
+def _what(message: ServerMessage) -> str:
+    return "commit" if message.message_type == COMMIT else "message"
+
+
+def refusal(message: ServerMessage, exc: mls.MlsError) -> PayloadUnreadable:
+    """The refusal of ``message`` the engine refused with ``exc``: :class:`EpochAhead` when the payload says
+    it is of a later epoch than ours (its header, which the server read, may be what was damaged)."""
+    text = f"{_what(message)} {message.id} of group {message.group_id.hex()}: {exc}"
+    if isinstance(exc, mls.WrongEpoch) and exc.message_epoch > exc.state_epoch:
+        return EpochAhead(text, exc.message_epoch, exc.state_epoch)
+    return PayloadUnreadable(text)
 
 
 def _opened_ahead(message: ServerMessage) -> bool:
@@ -120,7 +148,7 @@ def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerM
         try:
             processed = mls.process_message(state, message.payload)
         except mls.MlsError as exc:
-            raise PayloadUnreadable(f"message {message.id} of group {message.group_id.hex()}: {exc}") from exc
+            raise refusal(message, exc) from exc
         if not isinstance(processed, mls.ApplicationReceived):
             return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
         received = processed
@@ -144,7 +172,7 @@ def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: Serv
     try:
         applied = mls.process_message(state, message.payload)
     except mls.MlsError as exc:
-        raise PayloadUnreadable(f"commit {message.id} of group {message.group_id.hex()}: {exc}") from exc
+        raise refusal(message, exc) from exc
     if not isinstance(applied, mls.CommitApplied):
         raise PayloadUnreadable(f"message {message.id} is stored as a commit but is not one")
     events = _commit_facts(state, message, applied)

@@ -53,6 +53,14 @@ def _deactivated(conn: Any, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET active = 0 WHERE id = ?", (_group(event),))
 
 
+def _needs_rejoin(conn: Any, event: StoredEvent) -> None:
+    conn.execute("UPDATE xmtp_groups SET needs_rejoin = ? WHERE id = ?", (event.data["reason"], _group(event)))
+
+
+def _resumed(conn: Any, event: StoredEvent) -> None:
+    conn.execute("UPDATE xmtp_groups SET needs_rejoin = '' WHERE id = ?", (_group(event),))
+
+
 GROUPS = Projector(
     name="xmtp.groups",
     protocol=PROTOCOL,
@@ -63,8 +71,10 @@ GROUPS = Projector(
         facts.MEMBERSHIP_CHANGED: _membership_changed,
         facts.EPOCH_MOVED: _epoch_moved,
         facts.GROUP_DEACTIVATED: _deactivated,
+        facts.GROUP_NEEDS_REJOIN: _needs_rejoin,
+        facts.GROUP_RESUMED: _resumed,
     },
-    description="our groups: membership state, epoch, whether we are still in them",
+    description="our groups: membership state, epoch, whether we are still in them and can follow them",
 )
 
 

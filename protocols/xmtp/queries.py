@@ -22,6 +22,7 @@ class GroupRow:
     name: str
     created_at_ns: int
     added_by: str
+    needs_rejoin: str
 
 
 @attrs.frozen
@@ -46,7 +47,7 @@ class IntentRow:
         return bool(self.publish_data)
 
 
-_GROUP = "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by FROM xmtp_groups"
+_GROUP = "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by, needs_rejoin FROM xmtp_groups"
 _INTENT = (
     "SELECT id, seq, kind, group_id, request, state, publish_data, message_hash, epoch, attempts, rebuilds, error, "
     "server_id, next_attempt_at_ns FROM xmtp_group_intents"
@@ -54,7 +55,7 @@ _INTENT = (
 
 
 def _group(row: Any) -> GroupRow:
-    return GroupRow(bytes(row[0]), Membership(row[1]), row[2], bool(row[3]), row[4], row[5], row[6])
+    return GroupRow(bytes(row[0]), Membership(row[1]), row[2], bool(row[3]), row[4], row[5], row[6], row[7])
 
 
 def _intent(row: Any) -> IntentRow:
@@ -83,6 +84,11 @@ def group(db: Any, group_id: bytes) -> GroupRow | None:
 
 def groups(db: Any) -> list[GroupRow]:
     return [_group(row) for row in db.all(f"{_GROUP} ORDER BY created_at_ns, id")]
+
+
+def groups_needing_rejoin(db: Any) -> list[GroupRow]:
+    """Groups we can no longer follow (:mod:`.rereading`), with the reason in ``needs_rejoin``."""
+    return [_group(row) for row in db.all(f"{_GROUP} WHERE needs_rejoin != '' ORDER BY created_at_ns, id")]
 
 
 def synced_groups(db: Any) -> list[GroupRow]:

@@ -6,6 +6,8 @@
 -- Every group we know: created by us, or announced by a welcome.
 -- membership_state: 1 ALLOWED, 2 REJECTED, 3 PENDING.
 -- active: 0 once we were removed from it (it is then read-only and not synced).
+-- needs_rejoin: why we cannot follow the group any more (a commit we need is gone from the server); '' while
+-- we can.  Sync keeps trying and clears it if the group moves on again.
 CREATE TABLE xmtp_groups (
     id                  BLOB    PRIMARY KEY NOT NULL,
     created_at_ns       INTEGER NOT NULL,
@@ -13,7 +15,8 @@ CREATE TABLE xmtp_groups (
     name                TEXT    NOT NULL DEFAULT '',
     epoch               INTEGER NOT NULL DEFAULT 0,
     active              INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
-    added_by            TEXT    NOT NULL DEFAULT ''
+    added_by            TEXT    NOT NULL DEFAULT '',
+    needs_rejoin        TEXT    NOT NULL DEFAULT ''
     INDEX xmtp_groups_created_at (created_at_ns)
     INDEX xmtp_groups_membership_state (membership_state)
 ) WITHOUT ROWID;
@@ -85,12 +88,17 @@ CREATE TABLE xmtp_outbound_welcomes (
 -- Not a projection: the sync job writes it in the transaction of each payload it processes, and
 -- lock_until_ns (0: free) keeps two syncs of one topic apart; lock_holder ('<host>/<pid>') lets a
 -- process that starts clear the locks of holders that died (a cold start).
+-- epoch_starts (groups): JSON {epoch: cursor of the commit that opened it} for the epochs we may read again
+-- from (a missing epoch starts at the start of history); skip_check (groups): 'digest:count' of the
+-- skipped messages we last read the topic again for, and how many times (see rereading.py).
 CREATE TABLE xmtp_topic_refresh_state (
     topic                       TEXT    PRIMARY KEY NOT NULL,
     last_message_timestamp_ns   INTEGER NOT NULL DEFAULT 0,
     cursor                      TEXT    NOT NULL DEFAULT '',
     lock_until_ns               INTEGER NOT NULL DEFAULT 0,
-    lock_holder                 TEXT    NOT NULL DEFAULT ''
+    lock_holder                 TEXT    NOT NULL DEFAULT '',
+    epoch_starts                TEXT    NOT NULL DEFAULT '',
+    skip_check                  TEXT    NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 
 -- The KeyPackages of ours the server has been given (their private halves are sealed in protocol

@@ -37,12 +37,13 @@ import attrs
 
 from core.batch import MicroBatch
 from core.errors import MalformedInput
-from core.pipeline import Outcome, process_item
+from core.pipeline import Outcome, Unisolated, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
-from protocols.xmtp import ahead, items, queries
-from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
+from protocols.xmtp import ahead, facts, items, queries, rereading
+from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
 from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.rereading import Reading, Recovery, Suspect
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import WELCOME, DeliveryService, Page, ServerMessage
 
@@ -58,6 +59,7 @@ def holder() -> str:
 
 
 PAGE = 100
+UNKNOWN_CURSOR = "unknown_cursor"
 
 
 @attrs.define
@@ -72,6 +74,10 @@ class SyncReport:
     #: Seconds the writer waited for the next page, and for the helper's work on it.
     waited_for_pages_s: float = 0.0
     waited_for_helper_s: float = 0.0
+    #: Times a topic was read again (:mod:`.rereading`).
+    reread: int = 0
+    #: Groups we cannot follow any more, by group id (hex): why (also in ``failures``).
+    needs_rejoin: dict[str, str] = attrs.Factory(dict)
 
 
 def _now_ns(runtime: Any) -> int:
@@ -150,15 +156,23 @@ def holding(runtime: Any, topic: str) -> Iterator[str | None]:
 
 
 def process(runtime: Any, topic: str, message: ServerMessage) -> None:
-    """One payload through the pipeline, and the topic's cursor past it, in one transaction."""
+    """One payload through the pipeline, and the topic's cursor past it, in one transaction.
+
+    Raises :class:`~.rereading.Suspect` when it fails (nothing changes): the caller reads the topic from
+    history instead, where it is checked again (:mod:`.rereading`)."""
     with runtime.db.write():
         process_in_transaction(runtime, topic, message)
 
 
-def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> Outcome | None:
-    """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).  The
-    payload's handling runs in a savepoint of the core pipeline, which disposes of a failing payload in
-    the transaction, so the cursor moves past every payload either way."""
+def process_in_transaction(
+    runtime: Any, topic: str, message: ServerMessage, reading: Reading | None = None
+) -> Outcome | None:
+    """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).
+
+    The payload's handling runs in a savepoint with its cursor move.  A payload that fails is not passed
+    by at once: unless ``reading`` says it was checked (:mod:`.rereading`), the savepoint rolls back and
+    :class:`~.rereading.Suspect` is raised, so the cursor stays before it; once checked, the pipeline
+    disposes of it with its reason and the cursor moves past it."""
     blob = items.encode(topic, message)
     try:
         decoded: Envelope | None = items.envelope(topic, message)
@@ -170,8 +184,12 @@ def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> 
     # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
     outcome = None
     if not (topic.startswith("g/") and message.message_type == WELCOME):
-        outcome = process_item(runtime, item, runtime.clock.now_ms())
+        outcome = _handled(runtime, item, message, reading or Reading())
     _advance(runtime, topic, message)
+    if outcome is not None and topic.startswith("g/"):
+        for event in outcome.events:
+            if event.type == facts.EPOCH_MOVED:
+                rereading.record_epoch_start(runtime.db, topic, int(event.data["epoch"]), message.cursor)
     if topic.startswith("w/"):
         # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
         # only once its commit is read back, and by then the others may have stored messages and commits
@@ -182,6 +200,21 @@ def process_in_transaction(runtime: Any, topic: str, message: ServerMessage) -> 
             (items.group_topic(message.group_id),),
         )
     return outcome
+
+
+def _handled(runtime: Any, item: WorkItem, message: ServerMessage, reading: Reading) -> Outcome | None:
+    """The payload through the pipeline in a savepoint of its own; a failure rolls it back, and then either
+    the pipeline disposes of it (parked with its reason, or retried), or it is passed by (None), or
+    :class:`~.rereading.Suspect` is raised."""
+    now = runtime.clock.now_ms()
+    try:
+        with runtime.db.write():
+            return process_item(runtime, item, now, isolated=False)
+    except Unisolated as unisolated:
+        failure = unisolated.__cause__ or unisolated
+    if not reading.disposes(message, failure):
+        return None
+    return process_item(runtime, item, now)
 
 
 def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
@@ -198,22 +231,53 @@ def sync_topic(
 
     ``held``: the caller holds the lock already (a live subscription), so it is neither taken nor released."""
     if held:
-        drain_topic(runtime, topic, cursor_of(runtime, topic), fetch, report, acknowledge)
+        read_topic(runtime, topic, cursor_of(runtime, topic), fetch, report, acknowledge)
         return
     with holding(runtime, topic) as cursor:
         if cursor is None:
             report.busy_topics.append(topic)
             return
-        drain_topic(runtime, topic, cursor, fetch, report, acknowledge)
+        read_topic(runtime, topic, cursor, fetch, report, acknowledge)
 
 
-def drain_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
+def read_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
+    """:func:`drain_topic` from ``cursor``, and again from where :mod:`.rereading` says, until the topic is
+    read: a payload failed on its first reading, the server did not know a cursor, or messages were stepped
+    over.  Raises :class:`GroupNeedsRejoin` or :class:`TopicStalled` when it cannot be."""
+    recovery = Recovery(runtime, topic)
+    following: str | None = cursor
+    while following is not None:
+        try:
+            drain_topic(runtime, topic, following, fetch, report, acknowledge, recovery.reading)
+        except Suspect as suspect:
+            following = recovery.after_suspect(suspect)
+        except ServiceRefused as refused:
+            if refused.code != UNKNOWN_CURSOR:
+                raise
+            following = recovery.after_unknown_cursor()
+        else:
+            following = recovery.after_drain()
+    report.reread += recovery.rereads
+
+
+def drain_topic(
+    runtime: Any,
+    topic: str,
+    cursor: str,
+    fetch: Any,
+    report: SyncReport,
+    acknowledge: Any,
+    reading: Reading | None = None,
+) -> None:
     """Everything after ``cursor`` through the pipeline, a page at a time (the caller holds the lock).
 
     A second thread asks for the next page while this one is processed, and tells the service what was
     processed once it is committed, so a catch-up waits on the network only when the service is slower
     than we are.  A group with more than a page waiting is decrypted a page ahead by a helper process
-    (:mod:`.ahead`): the next page is fetched before this one is recorded, and handed to the helper."""
+    (:mod:`.ahead`): the next page is fetched before this one is recorded, and handed to the helper.
+    A payload that fails stops the drain before it (:class:`~.rereading.Suspect`, unless ``reading`` says
+    it was checked), with what came before it committed."""
+    reading = reading or Reading()
     page: Page = fetch(cursor or None, PAGE)
     reader = ahead.reader_for(runtime, topic, page)
     with ThreadPoolExecutor(1, thread_name_prefix="xmtp-read-ahead") as network:
@@ -233,13 +297,13 @@ def drain_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncR
                     upcoming_opened = reader.submit(upcoming)
                     following = _next_page(network, fetch, upcoming)
                 if reader is None:
-                    _process_page(runtime, topic, page.messages)
+                    _process_page(runtime, topic, page.messages, reading)
                 elif reader.record(
                     topic,
                     page,
                     opened,
-                    partial(process_in_transaction, runtime, topic),
-                    partial(_process_page, runtime, topic),
+                    partial(process_in_transaction, runtime, topic, reading=reading),
+                    partial(_process_page, runtime, topic, reading=reading),
                 ):
                     reader.seed()
                     if upcoming is not None:
@@ -269,13 +333,25 @@ def _next_page(network: ThreadPoolExecutor, fetch: Any, page: Page) -> Future[Pa
     return network.submit(fetch, page.messages[-1].cursor, PAGE) if page.has_more and page.messages else None
 
 
-def _process_page(runtime: Any, topic: str, messages: Sequence[ServerMessage]) -> None:
+def _process_page(runtime: Any, topic: str, messages: Sequence[ServerMessage], reading: Reading) -> None:
     # A page's payloads share transactions (micro-batches: each payload in its own savepoint with its cursor
     # move, a commit every batch_items payloads or batch_ms): a crash redoes the uncommitted payloads whole,
-    # and the page is committed before the server is told it was processed.
+    # and the page is committed before the server is told it was processed.  A payload that fails on its
+    # first reading stops the page: what came before it is committed, then the Suspect goes up.
     with MicroBatch(runtime.db) as batch:
         for message in messages:
-            batch.run(partial(process_in_transaction, runtime, topic, message), isolated=False)
+            suspect = batch.run(partial(_one, runtime, topic, message, reading), isolated=False)
+            if suspect is not None:
+                batch.commit()
+                raise suspect
+
+
+def _one(runtime: Any, topic: str, message: ServerMessage, reading: Reading) -> Suspect | None:
+    try:
+        process_in_transaction(runtime, topic, message, reading)
+    except Suspect as suspect:
+        return suspect  # returned, not raised: raised through the batch, it would roll the whole batch back
+    return None
 
 
 def cursor_of(runtime: Any, topic: str) -> str:
@@ -327,8 +403,40 @@ def sync_group(
     """One group's new payloads (joining it on the service first: the welcome made us a member of it)."""
     service.join(group_id)
     fetch = lambda cursor, limit: service.history_after(group_id, cursor, limit)  # noqa: E731
-    sync_topic(runtime, items.group_topic(group_id), fetch, report, service.acknowledge, held=held)
+    topic = items.group_topic(group_id)
+    try:
+        sync_topic(runtime, topic, fetch, report, service.acknowledge, held=held)
+    except GroupNeedsRejoin as stuck:
+        _mark_needs_rejoin(runtime, group_id, str(stuck))
+        report.needs_rejoin[group_id.hex()] = str(stuck)
+        raise
+    if topic not in report.busy_topics:
+        _resume(runtime, group_id)
     _leave_if_removed(runtime, service, group_id)
+
+
+#: ``tessera status`` shows it among its counters (a gauge: the groups marked now).
+NEEDING_REJOIN_COUNTER = "counters.xmtp_groups_needing_rejoin"
+_NEEDING_REJOIN = "SELECT count(*) FROM xmtp_groups WHERE needs_rejoin != ''"
+
+
+def _mark_needs_rejoin(runtime: Any, group_id: bytes, reason: str) -> None:
+    with runtime.db.write():
+        outcome = runtime.run_command("xmtp.mark_needs_rejoin", {"group": group_id.hex(), "reason": reason})
+        runtime.kv.set(NEEDING_REJOIN_COUNTER, runtime.db.value(_NEEDING_REJOIN))
+    if outcome.events:
+        log.error("group %s needs a rejoin: %s", group_id.hex(), reason)
+
+
+def _resume(runtime: Any, group_id: bytes) -> None:
+    with runtime.db.read():
+        found = queries.group(runtime.db, group_id)
+    if found is None or not found.needs_rejoin:
+        return
+    with runtime.db.write():
+        runtime.run_command("xmtp.resume_group", {"group": group_id.hex()})
+        runtime.kv.set(NEEDING_REJOIN_COUNTER, runtime.db.value(_NEEDING_REJOIN))
+    log.warning("group %s moves on again (it was marked: %s)", group_id.hex(), found.needs_rejoin)
 
 
 def _guarded(report: SyncReport, topic: str, work: Any) -> None:
@@ -337,6 +445,11 @@ def _guarded(report: SyncReport, topic: str, work: Any) -> None:
     except (ServiceUnavailable, ServiceRefused) as exc:
         log.info("sync of %s stopped: %s", topic, exc)
         report.failures.append(f"{topic}: {exc}")
+    except TopicStalled as exc:
+        log.warning("sync of %s stopped: %s", topic, exc)
+        report.failures.append(f"{topic}: {exc}")
+    except GroupNeedsRejoin as exc:
+        report.failures.append(f"{topic}: needs a rejoin: {exc}")
 
 
 def _leave_if_removed(runtime: Any, service: DeliveryService, group_id: bytes) -> None:

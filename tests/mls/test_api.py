@@ -147,3 +147,28 @@ def test_leaf_extensions_are_read_per_member_and_survive_a_self_update() -> None
     updated = mls.commit(added.new_state, self_update=True, rng=rng)
     for state in (added.new_state, bob_state, updated.new_state):
         assert mls.member_leaf_extension(state, tag) == {"a" * 64: b"alice's mark", "b" * 64: None}
+
+
+def test_skipped_generations_name_the_messages_read_past_until_they_come() -> None:
+    rng = seeded(7)
+    alice, bob = (mls.new_identity(f"{n:02x}" * 32, rng=rng) for n in (1, 2))
+    state_a = mls.create_group(alice, b"s" * 16, rng=rng)
+    kp_b, priv_b = mls.create_key_package(bob, rng=rng)
+    added = mls.commit(state_a, add=[mls.key_package_to_bytes(kp_b)], rng=rng)
+    state_a, state_b = added.new_state, mls.join_from_welcome(bob, priv_b, added.welcomes[bob.credential])
+    sent = []
+    for text in (b"one", b"two", b"three"):
+        message, state_b = mls.encrypt_application(state_b, text, rng=rng)
+        sent.append(message)
+    assert mls.skipped_generations(state_a) == frozenset()
+
+    def read(state: mls.GroupState, message: bytes) -> mls.GroupState:
+        received = mls.process_message(state, message)
+        assert isinstance(received, mls.ApplicationReceived)
+        return received.new_state
+
+    state_a = read(read(state_a, sent[0]), sent[2])  # "two" left out: its key waits
+    assert mls.skipped_generations(state_a) == frozenset({(1, 1, 1)})  # epoch 1, Bob's leaf 1, generation 1
+    moved = mls.commit(state_a, rng=rng).new_state  # it stays named once its epoch is a past one
+    assert mls.skipped_generations(moved) == frozenset({(1, 1, 1)})
+    assert mls.skipped_generations(read(state_a, sent[1])) == frozenset()

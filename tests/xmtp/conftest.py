@@ -16,7 +16,7 @@ from protocols.mls import at_rest
 from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault
-from protocols.xmtp.transport.loopback import LoopbackHub, LoopbackService
+from protocols.xmtp.transport.loopback import LoopbackHub
 
 
 @attrs.define
@@ -24,7 +24,7 @@ class Member:
     """One person on one database: commands, a publish pass, a sync pass, and what the tables say."""
 
     app: App
-    service: LoopbackService
+    service: Any  # a LoopbackService, or a LyingService in front of a real server (tests/xmtp/served.py)
 
     @property
     def address(self) -> str:
@@ -105,3 +105,31 @@ def make_member(make_app: Any, hub: LoopbackHub) -> Iterator[MakeMember]:
         return member
 
     yield make
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One ``tessera serve`` process for a test module's members (each test makes its own group)."""
+    from .served import server_process
+
+    process = server_process(tmp_path_factory.mktemp("serve"))
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def make_served(make_app: Any, server: Any) -> Iterator[MakeMember]:
+    """``make_served()``: a member registered with the module's server, behind an honest LyingService."""
+    from .served import served_members
+
+    yield from served_members(make_app, server)
+
+
+@pytest.fixture
+def server_store(server: Any, settings: Any) -> Iterator[Any]:
+    """The module server's store, opened in this process beside it (to expire messages as retention does)."""
+    from .served import open_store
+
+    yield from open_store(server, settings)

@@ -22,9 +22,32 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_002() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 002: no needs_rejoin, epoch_starts, skip_check."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    edits = (
+        (
+            "    added_by            TEXT    NOT NULL DEFAULT '',\n    needs_rejoin        TEXT    NOT NULL DEFAULT ''\n",
+            "    added_by            TEXT    NOT NULL DEFAULT ''\n",
+        ),
+        (
+            (
+                "    lock_holder                 TEXT    NOT NULL DEFAULT '',\n"
+                "    epoch_starts                TEXT    NOT NULL DEFAULT '',\n"
+                "    skip_check                  TEXT    NOT NULL DEFAULT ''\n"
+            ),
+            "    lock_holder                 TEXT    NOT NULL DEFAULT ''\n",
+        ),
+    )
+    for now, then in edits:
+        assert now in text, f"schema.sql no longer has {now!r}: update this test"
+        text = text.replace(now, then, 1)
+    return text
+
+
 def _schema_before_001() -> str:
     """protocols/xmtp/schema.sql as it was before migration 001: the messages keyed by their id, WITHOUT ROWID."""
-    text = source_for_package("xmtp", "protocols.xmtp").text
+    text = _schema_before_002()
     start = text.index("CREATE TABLE xmtp_group_messages (")
     end = text.index(");", start) + 2
     table = text[start:end]
@@ -58,8 +81,9 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
                 )
         _apply(old)
         _apply(fresh)
-        assert old.all("SELECT number, name FROM schema_migrations WHERE owner = 'xmtp'") == [
-            (1, "messages_in_arrival_order")
+        assert old.all("SELECT number, name FROM schema_migrations WHERE owner = 'xmtp' ORDER BY number") == [
+            (1, "messages_in_arrival_order"),
+            (2, "rereading_and_rejoin"),
         ]
         assert _structure(old) == _structure(fresh)
         with old.write():
@@ -77,6 +101,27 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
             for r in old.all("EXPLAIN QUERY PLAN SELECT 1 FROM xmtp_group_messages WHERE id = ?", (ROWS[0][0],))
         )
         assert "xmtp_group_messages_by_id" in plan
+    finally:
+        old.close()
+        fresh.close()
+
+
+def test_opening_a_client_database_before_002_adds_the_rejoin_and_rereading_columns(tmp_path, settings) -> None:
+    """Groups and topics of a database made before migration 002 keep their rows: no group needs a rejoin,
+    and no topic knows where its epochs started (it reads again from the start of history when it must)."""
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    try:
+        _apply(old, _schema_before_002())
+        with old.write():
+            old.execute(
+                "INSERT INTO xmtp_groups(id, created_at_ns, membership_state, epoch) VALUES (?, 1, 1, 3)", (b"g" * 16,)
+            )
+            old.execute("INSERT INTO xmtp_topic_refresh_state(topic, cursor) VALUES ('g/67', '1.X')")
+        _apply(old)
+        _apply(fresh)
+        assert _structure(old) == _structure(fresh)
+        assert old.all("SELECT epoch, needs_rejoin FROM xmtp_groups") == [(3, "")]
+        assert old.all("SELECT cursor, epoch_starts, skip_check FROM xmtp_topic_refresh_state") == [("1.X", "", "")]
     finally:
         old.close()
         fresh.close()

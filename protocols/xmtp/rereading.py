@@ -1,0 +1,295 @@
+"""Reading a topic again: payloads that fail, cursors the server does not know, messages stepped over.
+
+A server, or anything between it and us, can hand out a page with a payload
+left out, damaged, doubled, out of order, or an old one again under an id it
+made up.  None of that may move a topic's cursor past something we need, and
+none of it may leave us stuck without saying so:
+
+* **A payload that fails** (it does not decrypt, does not apply, or is of a
+  later epoch than ours) is not passed by on its first reading: the page
+  stops before it (what came before is committed) and the topic is read
+  again from there.  When the server hands out the same bytes under the same
+  id again, they are what it holds: a payload of our epoch or earlier is then
+  refused for good (parked with its reason) and passed by; one of a later
+  epoch means a commit before it is missing here, and the topic is read
+  again from the commit that opened our epoch.  If the commit is still not
+  there, we cannot follow the group: :class:`GroupNeedsRejoin` (the caller
+  marks the group with the reason) and the cursor stays before the gap, so
+  every later sync tries again, and the mark goes when the group moves on.
+* **A cursor the server does not know** (``unknown_cursor``: one it never
+  gave, or whose message retention expired) restarts the topic from the
+  commit that opened our epoch, else from the oldest message the server
+  holds, said at WARNING.
+* **Messages stepped over**: a sender's later message was read before an
+  earlier one, whose key then waits in the group state
+  (:func:`protocols.mls.skipped_generations`), or the cursor passed a
+  message of ours the server took without our reading it back.  Left out of
+  a page, it would never come again; so the topic is read again from the
+  commit that opened the oldest epoch with such a message, once a sync, for
+  at most :data:`MAX_SKIP_REREADS` syncs while the same ones are missing (a
+  sender may also have built a message and never sent it).  A message left
+  out that was its sender's last of its epoch leaves no such trace: a server
+  that never hands it out hides it (docs/xmtp.md).
+
+Each topic is read again at most :data:`MAX_REREADS` times in one sync; then
+it stops short with :class:`TopicStalled`, its cursor where it was, and the
+next sync tries again.  A failure read again in the part of the topic read
+before (``settled_until``) was settled then and is passed by.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import attrs
+
+from core.errors import PermanentError, StatementFailed
+from protocols import mls
+from protocols.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
+from protocols.xmtp import queries
+from protocols.xmtp.errors import EpochAhead, GroupNeedsRejoin, TopicStalled
+from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.interface import COMMIT, ServerMessage
+
+log = logging.getLogger("tessera.xmtp.sync")
+
+#: Readings of one topic again in one sync, at most (each is one fetch at least).
+MAX_REREADS = 8
+#: Syncs that read a topic again for the same stepped-over messages, at most.
+MAX_SKIP_REREADS = 10
+#: Epoch starts kept per group: the epochs whose messages we may still read, and a few more.
+KEPT_EPOCH_STARTS = DEFAULT_MAX_PAST_EPOCHS + 3
+
+_TOPIC = "SELECT cursor, epoch_starts, skip_check FROM xmtp_topic_refresh_state WHERE topic = ?"
+_SET_CURSOR = "UPDATE xmtp_topic_refresh_state SET cursor = ? WHERE topic = ?"
+_SET_EPOCH_STARTS = "UPDATE xmtp_topic_refresh_state SET epoch_starts = ? WHERE topic = ?"
+_SET_SKIP_CHECK = "UPDATE xmtp_topic_refresh_state SET skip_check = ? WHERE topic = ?"
+
+
+def position(cursor: str) -> tuple[int, str]:
+    """Where ``cursor`` (``<timestamp>.<id>``) stands in server order ('' before everything)."""
+    if not cursor:
+        return (-1, "")
+    timestamp, _, message_id = cursor.partition(".")
+    return (int(timestamp) if timestamp.isdigit() else -1, message_id)
+
+
+class Suspect(Exception):
+    """A payload failed on its first reading: the page stops before it and the topic is read again."""
+
+    def __init__(self, message: ServerMessage, failure: BaseException):
+        super().__init__(f"{failure}")
+        self.message = message
+        self.failure = failure
+
+    @property
+    def key(self) -> tuple[str, bytes]:
+        """The payload as the server handed it out: its id and its bytes."""
+        return self.message.id, hashlib.sha256(self.message.payload).digest()
+
+    @property
+    def gap(self) -> EpochAhead | None:
+        return self.failure if isinstance(self.failure, EpochAhead) else None
+
+
+@attrs.define
+class Reading:
+    """How one reading of a topic treats a payload that fails (see the module docs).
+
+    Attributes:
+        confirmed: payloads (id, digest) the server handed out twice alike: refused for good when they fail.
+        settled_until: the position up to which the topic was read before this reading.
+    """
+
+    confirmed: set[tuple[str, bytes]] = attrs.Factory(set)
+    settled_until: tuple[int, str] | None = None
+
+    def disposes(self, message: ServerMessage, failure: BaseException) -> bool:
+        """Whether the pipeline disposes of a failed ``message`` its usual way (park or retry: True) or it is
+        passed by as settled before (False); raises :class:`Suspect` when the topic must be read again."""
+        if not isinstance(failure, PermanentError) or isinstance(failure, StatementFailed):
+            return True  # not the payload's fault: a retry, or a plugin bug parked with SQLite's message
+        if Suspect(message, failure).key in self.confirmed:
+            return True
+        if self.settled_until is not None and position(message.cursor) <= self.settled_until:
+            return False
+        raise Suspect(message, failure)
+
+
+# --- the topic's bookkeeping (inside the caller's transaction) -----------------------------------------
+
+
+def _row(db: Any, topic: str) -> tuple[str, dict[int, str], str]:
+    found = db.one(_TOPIC, (topic,))
+    if found is None:
+        return "", {}, ""
+    starts = {int(epoch): str(cursor) for epoch, cursor in json.loads(found[1]).items()} if found[1] else {}
+    return str(found[0]), starts, str(found[2])
+
+
+def record_epoch_start(db: Any, topic: str, epoch: int, cursor: str) -> None:
+    """Epoch ``epoch`` was opened by the commit at ``cursor`` (in the transaction that applied it)."""
+    _, starts, _ = _row(db, topic)
+    starts[epoch] = cursor
+    kept = dict(sorted(starts.items())[-KEPT_EPOCH_STARTS:])
+    db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in kept.items()}), topic))
+
+
+def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
+    _, starts, _ = _row(db, topic)
+    if starts.pop(epoch, None) is not None:
+        db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in starts.items()}), topic))
+
+
+class Recovery:
+    """One sync of one topic: where to read it again from, or why not (see the module docs)."""
+
+    def __init__(self, runtime: Any, topic: str):
+        self.runtime = runtime
+        self.topic = topic
+        self.group_id = bytes.fromhex(topic[2:]) if topic.startswith("g/") else None
+        self.reading = Reading()
+        self.rereads = 0
+        self._seen: set[tuple[str, bytes]] = set()
+        self._from_epoch_start = False
+        self._unknown: set[str] = set()
+        self._refused_commit = ""
+        self._skips_read_again = False
+
+    def _read(self) -> tuple[str, dict[int, str], str]:
+        with self.runtime.db.read():
+            return _row(self.runtime.db, self.topic)
+
+    def _count(self, why: str) -> None:
+        self.rereads += 1
+        if self.rereads > MAX_REREADS:
+            raise TopicStalled(
+                f"{self.topic}: read again {MAX_REREADS} times in one sync and the server's answers still do not "
+                f"fit ({why}); the next sync tries again"
+            )
+
+    def _held_epoch(self) -> int | None:
+        if self.group_id is None:
+            return None
+        with self.runtime.db.read():
+            vault = Vault.of(self.runtime.db)
+            return vault.group(self.group_id).epoch if vault.has_group(self.group_id) else None
+
+    def after_suspect(self, suspect: Suspect) -> str:
+        """Where to read the topic again from after ``suspect`` failed; :class:`GroupNeedsRejoin` when the
+        commit it needs is not on the server."""
+        here, starts, _ = self._read()
+        self._count(str(suspect.failure))
+        if suspect.key not in self._seen:
+            self._seen.add(suspect.key)
+            log.info("%s: %s; reading it again from the server", self.topic, suspect.failure)
+            return here
+        gap = suspect.gap
+        if gap is None:
+            self.reading.confirmed.add(suspect.key)
+            if suspect.message.message_type == COMMIT:
+                self._refused_commit = f"commit {suspect.message.id} does not apply: {suspect.failure}"
+            log.warning(
+                "%s: the server hands out the same bytes again; refused for good: %s", self.topic, suspect.failure
+            )
+            return here
+        if not self._from_epoch_start:
+            self._from_epoch_start = True
+            self.reading.settled_until = position(here)
+            log.warning(
+                "%s: %s; reading the topic again from the commit that opened epoch %d",
+                self.topic,
+                gap,
+                gap.held_epoch,
+            )
+            return starts.get(gap.held_epoch, "")
+        refused = f" ({self._refused_commit})" if self._refused_commit else ""
+        raise GroupNeedsRejoin(
+            f"the commit that opens epoch {gap.held_epoch + 1} is not on the server{refused}: "
+            f"{suspect.message.id} is for epoch {gap.message_epoch} and we hold epoch {gap.held_epoch}; "
+            "this installation must be removed from the group and added again (docs/xmtp.md, Forks and rejoin)"
+        )
+
+    def after_unknown_cursor(self) -> str:
+        """Where to start again after the server answered ``unknown_cursor`` to the topic's cursor."""
+        failing, starts, _ = self._read()
+        self._count(f"unknown_cursor for {failing}")
+        self._unknown.add(failing)
+        held = self._held_epoch()
+        start = starts.get(held, "") if held is not None else ""
+        if start and start not in self._unknown:
+            restart, where = start, f"the commit that opened epoch {held}"
+        elif "" not in self._unknown:
+            restart, where = "", "the oldest message the server holds"
+        else:
+            raise TopicStalled(f"{self.topic}: the server answers unknown_cursor even without a cursor")
+        log.warning(
+            "%s: the server answered unknown_cursor for %s (a cursor it never gave, or whose message expired); "
+            "reading the topic again from %s",
+            self.topic,
+            failing or "(none)",
+            where,
+        )
+        with self.runtime.db.write():
+            self.runtime.db.execute(_SET_CURSOR, (restart, self.topic))
+            if held is not None and not restart:
+                _forget_epoch_start(self.runtime.db, self.topic, held)
+        return restart
+
+    def after_drain(self) -> str | None:
+        """Where to read the topic again from for messages stepped over, or None: the reading is done."""
+        if self.group_id is None or self._skips_read_again:
+            return None
+        here, starts, check = self._read()
+        missing = self._missing(position(here)[1])
+        if missing is None:
+            return None
+        if not missing:
+            if check:
+                self._save_skip_check("")
+            return None
+        digest = hashlib.sha256(json.dumps(sorted(missing)).encode()).hexdigest()[:16]
+        seen, _, count = check.partition(":")
+        times = int(count) if seen == digest and count.isdigit() else 0
+        if times >= MAX_SKIP_REREADS:
+            return None
+        self._save_skip_check(f"{digest}:{times + 1}")
+        self._skips_read_again = True
+        self.reading.settled_until = position(here)
+        epochs = sorted({epoch for epoch, _ in missing})
+        log.info(
+            "%s: %d messages were stepped over (epochs %s); reading the topic again from the commit that opened "
+            "epoch %d",
+            self.topic,
+            len(missing),
+            epochs,
+            epochs[0],
+        )
+        return starts.get(epochs[0], "")
+
+    def _missing(self, passed_id: str) -> set[tuple[int, str]] | None:
+        """``(epoch, what)`` of each message we know the topic holds before its cursor and we have not read:
+        generations a sender stepped over, and messages of ours the server took that we never read back
+        (their ids are before the cursor's: the server's ids grow in server order).  None: no group state."""
+        assert self.group_id is not None
+        with self.runtime.db.read():
+            vault = Vault.of(self.runtime.db)
+            if not vault.has_group(self.group_id):
+                return None
+            skipped = mls.skipped_generations(vault.group(self.group_id))
+            ours = [
+                row
+                for row in queries.open_intents(self.runtime.db, self.group_id)
+                if row.state is IntentState.PUBLISHED and row.server_id and row.server_id < passed_id
+            ]
+        return {(epoch, f"{leaf}/{generation}") for epoch, leaf, generation in skipped} | {
+            (row.epoch or 0, row.id) for row in ours
+        }
+
+    def _save_skip_check(self, value: str) -> None:
+        with self.runtime.db.write():
+            self.runtime.db.execute(_SET_SKIP_CHECK, (value, self.topic))
