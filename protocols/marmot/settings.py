@@ -18,6 +18,8 @@ _ENV = {
     "max_event_age_s": "TESSERA_MARMOT_MAX_EVENT_AGE_S",
     "max_future_skew_s": "TESSERA_MARMOT_MAX_FUTURE_SKEW_S",
     "backfill_workers": "TESSERA_MARMOT_BACKFILL_WORKERS",
+    "relay_backlog_events": "TESSERA_MARMOT_RELAY_BACKLOG_EVENTS",
+    "relay_backlog_bytes": "TESSERA_MARMOT_RELAY_BACKLOG_BYTES",
 }
 # (smallest, largest) accepted value of each setting.
 _RANGES = {
@@ -27,6 +29,9 @@ _RANGES = {
     "max_event_age_s": (0, 100 * 365 * 86_400),
     "max_future_skew_s": (0, 365 * 86_400),
     "backfill_workers": (0, 256),
+    # Below these a relay's ordinary burst (a page of a catch-up) would be held back.
+    "relay_backlog_events": (100, 10_000_000),
+    "relay_backlog_bytes": (1_048_576, 10**12),
 }
 
 
@@ -53,6 +58,12 @@ class MarmotSettings:
         backfill_workers: worker processes that verify and open a backfill's
             events before the writer applies them (transport/prepared.py);
             0 does it all in the writer.  One per core by default.
+        relay_backlog_events: how many events one relay may have handed to
+            ``listen`` that the tick has not processed yet; while it has, that
+            relay is not read (it keeps the rest), so a relay's flood bounds
+            neither memory nor the queue, and other relays go on.
+        relay_backlog_bytes: likewise, in bytes (content plus an estimate of
+            the rest of each event).
     """
 
     wait_horizon_ms: int = WEEK_MS
@@ -61,6 +72,8 @@ class MarmotSettings:
     max_event_age_s: int = 45 * 86_400
     max_future_skew_s: int = 300
     backfill_workers: int = attrs.field(factory=lambda: os.cpu_count() or 1)
+    relay_backlog_events: int = 2_000
+    relay_backlog_bytes: int = 8 * 1_048_576
 
     def admits(self, created_at: int, now_s: int) -> str | None:
         """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""
