@@ -17,7 +17,13 @@ queued     a new item whose partition has an item waiting for its retry (or
            so a partition's items are handled in arrival order across retries
 parked     a permanent failure or exhausted retries: moved to ``parked`` with
            its reason, attempts and original blob
+dropped    the handler refused it for good without keeping it (``Result.dropped``):
+           the source row is deleted and ``dropped.<protocol>.<reason>`` counted
 ========== ==================================================================
+
+A new patient wait that takes its partition past the wait budget evicts the
+partition's oldest waits (:func:`core.recheck.hold_to_budget`), counted under
+``dropped.<protocol>.wait_budget``.
 """
 
 from __future__ import annotations
@@ -215,8 +221,20 @@ def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Out
     if isinstance(result, Blocked):
         return _block(rt, item, result, handled, now_ms)
     _remove_source(rt, item)
+    if result.dropped:
+        count_dropped(rt, item.protocol, result.dropped)
+        return Outcome(OutcomeKind.DROPPED, result.dropped, events=handled.events)
     duplicate = result.duplicate or (bool(result.events) and not handled.events)
     return Outcome(OutcomeKind.DUPLICATE if duplicate else OutcomeKind.HANDLED, events=handled.events)
+
+
+#: The reason under which the wait budget's evictions are counted (``dropped.<protocol>.wait_budget``).
+WAIT_BUDGET = "wait_budget"
+
+
+def count_dropped(rt: Runtime, protocol: str, reason: str, count: int = 1) -> None:
+    """Add to the ``dropped.<protocol>.<reason>`` counter of ``status``, in the item's transaction."""
+    rt.kv.add(f"{COUNTER_PREFIX}dropped.{protocol}.{reason}", count)
 
 
 def _block(rt: Runtime, item: WorkItem, blocked: Blocked, handled: _Handled, now_ms: int) -> Outcome:
@@ -229,7 +247,7 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, handled: _Handled, now
                 return _park(rt, item, f"still blocked after {attempts} rechecks: {reason}", now_ms, attempts)
             _schedule_recheck(rt, blocked, now_ms)
             return Outcome(OutcomeKind.BLOCKED, reason)
-    recheck.block(
+    evicted = recheck.block(
         rt.db,
         item,
         blocked.reason_type,
@@ -239,7 +257,19 @@ def _block(rt: Runtime, item: WorkItem, blocked: Blocked, handled: _Handled, now
         horizon_ms=blocked.horizon_ms,
         expired_reason=blocked.expired_reason,
         order=handled.order,
+        detail=blocked.detail,
     )
+    if evicted.items:
+        count_dropped(rt, item.protocol, WAIT_BUDGET, evicted.items)
+        # Debug, not warning: under a flood every new wait evicts one; status counts them all.
+        log.debug(
+            "%s partition %r: evicted its %d oldest waiting item(s) (%d bytes) to stay within its wait budget "
+            "(partition_wait_items, partition_wait_bytes)",
+            item.protocol,
+            handled.partition_key,
+            evicted.items,
+            evicted.bytes,
+        )
     if item.source is not ItemSource.BLOCKED:
         _remove_source(rt, item)
     _schedule_recheck(rt, blocked, now_ms)

@@ -53,13 +53,16 @@ def block(
     horizon_ms: int | None = None,
     expired_reason: str | None = None,
     order: Position = ARRIVAL_ORDER,
-) -> None:
+    detail: str = "",
+) -> Evicted:
     """Park ``item`` under a reason; a blocked item that blocks again keeps its row and its place.
 
     With ``horizon_ms`` the wait is patient: it expires ``horizon_ms`` after
-    the item first blocked, however often it blocks again in between.
+    the item first blocked, however often it blocks again in between.  A new
+    patient wait that takes its partition past the wait budget evicts the
+    partition's oldest waits (:func:`hold_to_budget`); what was evicted is returned.
     ``order`` is the item's ``(created_at_ms, event_id)`` for a wait in time
-    order, :data:`ARRIVAL_ORDER` for one in arrival order (see :func:`blocked_items`).
+    order, :data:`ARRIVAL_ORDER` for one in arrival order (see :func:`blocked_page`).
     """
     db.memo.pop(_NO_EVENT_WAITS, None)
     db.memo.pop(_NO_ARRIVAL_WAITS, None)
@@ -75,14 +78,16 @@ def block(
                 now_ms,
                 horizon_ms,
                 expired_reason if horizon_ms is not None else None,
+                detail[:_DETAIL_CHARS],
                 item.source_id,
             ),
         )
-        return
+        return NOTHING_EVICTED
     expires = None if horizon_ms is None else now_ms + horizon_ms
     db.execute(
         "INSERT INTO blocked(protocol, blob, reason_type, reason_key, partition_key, attempts, blocked_at_ms, "
-        "waiting_since_ms, expires_at_ms, expired_reason, order_ms, order_id) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
+        "waiting_since_ms, expires_at_ms, expired_reason, order_ms, order_id, detail) "
+        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
         (
             item.protocol,
             item.blob,
@@ -94,17 +99,78 @@ def block(
             expires,
             expired_reason if horizon_ms is not None else None,
             *order,
+            detail[:_DETAIL_CHARS],
         ),
     )
+    return NOTHING_EVICTED if horizon_ms is None else hold_to_budget(db, item.protocol, partition_key)
 
+
+# A handler's detail is for people; a flood must not make it a second copy of the blob.
+_DETAIL_CHARS = 500
 
 _REBLOCK = (
     "UPDATE blocked SET reason_type = ?, reason_key = ?, attempts = 0, blocked_at_ms = ?, "
     "  waiting_since_ms = coalesce(waiting_since_ms, ?), "
     "  expires_at_ms = CASE WHEN ? IS NULL THEN NULL ELSE coalesce(waiting_since_ms, ?) + ? END, "
-    "  expired_reason = ? "
+    "  expired_reason = ?, detail = ? "
     "WHERE id = ?"
 )
+
+
+@attrs.frozen
+class Evicted:
+    """Patient waits a partition's wait budget dropped: how many, and their wire bytes."""
+
+    items: int = 0
+    bytes: int = 0
+
+
+NOTHING_EVICTED = Evicted()
+
+_BUDGET_USED = "SELECT items, bytes FROM blocked_budgets WHERE protocol = ? AND partition_key = ?"
+_OLDEST_PATIENT_WAITS = (
+    "SELECT id, length(blob) FROM blocked WHERE protocol = ? AND partition_key = ? AND expires_at_ms IS NOT NULL "
+    "ORDER BY id LIMIT ?"
+)
+_EVICT = "DELETE FROM blocked WHERE id = ?"
+_EVICT_BATCH = 64
+
+
+def hold_to_budget(db: Database, protocol: str, partition_key: str) -> Evicted:
+    """Drop the oldest patient waits of ``(protocol, partition_key)`` until what is left is within the
+    ``partition_wait_items`` and ``partition_wait_bytes`` settings.
+
+    Patient waits never run out of attempts, so without a budget anyone who
+    can make items that block (a Marmot event no key opens: anyone may sign
+    one with a group's public tag) fills the table, and every wake of the
+    partition re-handles all of them.  The oldest go first: a flood evicts
+    itself, and what waits is always the newest.  Evicted items are dropped,
+    not parked: parking would only move the flood to another table.
+    """
+    used = db.one(_BUDGET_USED, (protocol, partition_key))
+    if used is None:
+        return NOTHING_EVICTED
+    items, size = int(used[0]), int(used[1])
+    settings = db.settings
+    evicted_items = evicted_bytes = 0
+
+    def over() -> bool:
+        return (
+            items - evicted_items > settings.partition_wait_items
+            or size - evicted_bytes > settings.partition_wait_bytes
+        )
+
+    while over():
+        oldest = db.all(_OLDEST_PATIENT_WAITS, (protocol, partition_key, _EVICT_BATCH))
+        for wait_id, length in oldest:
+            db.execute(_EVICT, (wait_id,))
+            evicted_items += 1
+            evicted_bytes += length
+            if not over():
+                break
+        if len(oldest) < _EVICT_BATCH:
+            break
+    return Evicted(evicted_items, evicted_bytes)
 
 
 def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at_ms: int) -> None:
@@ -330,21 +396,21 @@ class ExpiredWait:
 
 
 _EXPIRED_PATIENT_WAITS = (
-    f"SELECT {_ITEM_COLUMNS}, reason_type, reason_key, waiting_since_ms, expired_reason FROM blocked "
+    f"SELECT {_ITEM_COLUMNS}, reason_type, reason_key, waiting_since_ms, expired_reason, detail FROM blocked "
     "WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?"
 )
 
 
 def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[ExpiredWait]:
-    """Patient waits whose horizon has passed, whether or not a marker is queued for them."""
+    """Patient waits whose horizon has passed, whether or not a marker is queued for them; the reason names
+    the wait's own reason, what it waited for, since when and the handler's detail."""
     rows = db.all(_EXPIRED_PATIENT_WAITS, (now_ms, limit))
     waits = []
     for row in rows:
-        reason_type, reason_key, waiting_since_ms, expired_reason = row[5:9]
+        reason_type, reason_key, waiting_since_ms, expired_reason, detail = row[5:10]
         item = _item(row, first_failed_at_ms=waiting_since_ms)
-        waits.append(
-            ExpiredWait(item, f"{expired_reason}: waited since {waiting_since_ms} ms for {reason_type}:{reason_key}")
-        )
+        why = f"{expired_reason}: waited since {waiting_since_ms} ms for {reason_type}:{reason_key}"
+        waits.append(ExpiredWait(item, f"{why} ({detail})" if detail else why))
     return waits
 
 

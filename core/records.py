@@ -61,6 +61,7 @@ class OutcomeKind(enum.StrEnum):
     RETRY = "retry"
     PARKED = "parked"
     QUEUED = "queued"
+    DROPPED = "dropped"
 
 
 class ItemSource(enum.StrEnum):
@@ -185,6 +186,14 @@ class StoredEvent:
         return self._data
 
 
+def _optional_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value and not _NAME.fullmatch(value):
+        raise InvalidInput(f"{attribute.name} must be a short name ([a-z0-9_]+), got {value!r:.40}")
+
+
+_NAME = re.compile(r"[a-z0-9_]{1,64}")
+
+
 def _events(events: Iterable[Event]) -> tuple[Event, ...]:
     return tuple(events)
 
@@ -201,11 +210,15 @@ class Result:
         events: facts to append (duplicates are no-ops).
         intents: infra intents from the allowlist in :mod:`core.intents`.
         duplicate: the handler recognised the input as already handled.
+        dropped: the input is refused for good and not kept, for this reason (a short name): no fact and no
+            parked copy, so that what anyone can send in bulk (a flood) cannot fill the database; the
+            pipeline counts it under ``dropped.<protocol>.<reason>`` in ``status``.
     """
 
     events: tuple[Event, ...] = attrs.field(default=(), converter=_events)
     intents: tuple[Intent, ...] = attrs.field(default=(), converter=_intents)
     duplicate: bool = False
+    dropped: str = attrs.field(default="", validator=_optional_name)
 
 
 @attrs.frozen

@@ -135,10 +135,47 @@ CREATE TABLE blocked (
     -- here and is woken in arrival order, by id.
     order_ms        INTEGER NOT NULL DEFAULT 0,
     order_id        BLOB    NOT NULL DEFAULT x'',
+    -- The handler's words on why it waits (shown, and kept in the parked reason when the wait expires).
+    detail          TEXT,
     INDEX blocked_by_reason (reason_type, reason_key, order_ms, order_id, id)
     INDEX blocked_by_age (blocked_at_ms)
 );
 CREATE INDEX blocked_by_expiry ON blocked (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+-- The oldest patient waits of a partition first: what its wait budget evicts.
+CREATE INDEX blocked_patient_by_partition ON blocked (protocol, partition_key, id) WHERE expires_at_ms IS NOT NULL;
+
+-- What the patient waits of each (protocol, partition) hold, kept by the
+-- triggers below in the transaction that adds or removes a wait, so the wait
+-- budget (core/recheck.py) costs one row read per wait instead of a count.
+CREATE TABLE blocked_budgets (
+    protocol        TEXT    NOT NULL,
+    partition_key   TEXT    NOT NULL,
+    items           INTEGER NOT NULL,
+    bytes           INTEGER NOT NULL,
+    PRIMARY KEY (protocol, partition_key)
+) WITHOUT ROWID;
+CREATE TRIGGER blocked_patient_added AFTER INSERT ON blocked WHEN new.expires_at_ms IS NOT NULL
+BEGIN
+    INSERT INTO blocked_budgets(protocol, partition_key, items, bytes)
+        VALUES (new.protocol, new.partition_key, 1, length(new.blob))
+        ON CONFLICT(protocol, partition_key) DO UPDATE SET items = items + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER blocked_patient_removed AFTER DELETE ON blocked WHEN old.expires_at_ms IS NOT NULL
+BEGIN
+    UPDATE blocked_budgets SET items = items - 1, bytes = bytes - length(old.blob)
+        WHERE protocol = old.protocol AND partition_key = old.partition_key;
+END;
+-- A wait that blocks again may turn patient or counted (core/recheck.py: _REBLOCK).
+CREATE TRIGGER blocked_patience_changed AFTER UPDATE OF expires_at_ms ON blocked
+WHEN (old.expires_at_ms IS NULL) != (new.expires_at_ms IS NULL)
+BEGIN
+    INSERT INTO blocked_budgets(protocol, partition_key, items, bytes)
+        VALUES (new.protocol, new.partition_key, 0, 0) ON CONFLICT(protocol, partition_key) DO NOTHING;
+    UPDATE blocked_budgets
+        SET items = items + iif(new.expires_at_ms IS NULL, -1, 1),
+            bytes = bytes + iif(new.expires_at_ms IS NULL, -1, 1) * length(new.blob)
+        WHERE protocol = new.protocol AND partition_key = new.partition_key;
+END;
 
 -- One coalesced marker per blocking reason: "look at these items again".
 -- status 'processing' is the drainer's claim; an unblock that lands during

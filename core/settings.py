@@ -91,6 +91,23 @@ SETTINGS: tuple[Setting, ...] = (
         1_000,
         3650 * _DAY_MS,
     ),
+    # A floor below which a healthy catch-up (events of later epochs waiting for their commit) would be cut off.
+    Setting(
+        "partition_wait_items",
+        10_000,
+        "Patient waits (blocked items with a horizon) one partition of one protocol may hold; a new one beyond it "
+        "evicts the oldest, dropped and counted (counter dropped.<protocol>.wait_budget).",
+        100,
+        1_000_000_000,
+    ),
+    Setting(
+        "partition_wait_bytes",
+        16 * 1_048_576,
+        "Bytes of wire blobs the patient waits of one partition of one protocol may hold; beyond it the oldest "
+        "are evicted, as for partition_wait_items.",
+        1_048_576,
+        1_000_000_000_000,
+    ),
     Setting(
         "lease_ttl_ms", 15_000, "Lifetime of the tick lease; the holder renews it at a third of this.", 100, _HOUR_MS
     ),
@@ -225,6 +242,8 @@ class Settings:
     retry_base_ms: int = _field("retry_base_ms")
     retry_max_ms: int = _field("retry_max_ms")
     blocked_max_age_ms: int = _field("blocked_max_age_ms")
+    partition_wait_items: int = _field("partition_wait_items")
+    partition_wait_bytes: int = _field("partition_wait_bytes")
     lease_ttl_ms: int = _field("lease_ttl_ms")
     idle_max_ms: int = _field("idle_max_ms")
     blob_slice_max_bytes: int = _field("blob_slice_max_bytes")

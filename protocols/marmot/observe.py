@@ -22,6 +22,7 @@ from protocols.marmot import facts
 DUPLICATE = "duplicate"
 PREVIOUSLY_FAILED = "previously_failed"
 WAITING = "waiting"
+DROPPED = "dropped"
 PROCESSED = "processed"
 INVALIDATED = "invalidated"
 FAILED = "failed"
@@ -32,8 +33,8 @@ class Observer:
 
     def on_outer_event_processed(self, id: str, created_at: int, outcome: str, *, group: str) -> None:
         """``outcome``: processed, invalidated (decided on a branch that lost its race), failed,
-        duplicate, previously_failed (failed before; not looked at again) or waiting (for its
-        epoch or its group)."""
+        duplicate, previously_failed (failed before; not looked at again), waiting (for its
+        epoch or its group) or dropped (no key we hold or will hold opens it: not kept, counted)."""
 
     def on_commit_applied(self, epoch: int, *, group: str) -> None:
         """A commit moved the group to ``epoch``."""

@@ -20,6 +20,8 @@ _ENV = {
     "backfill_workers": "TESSERA_MARMOT_BACKFILL_WORKERS",
     "fetch_lookback_s": "TESSERA_MARMOT_FETCH_LOOKBACK_S",
     "fetch_timeout_s": "TESSERA_MARMOT_FETCH_TIMEOUT_S",
+    "relay_backlog_events": "TESSERA_MARMOT_RELAY_BACKLOG_EVENTS",
+    "relay_backlog_bytes": "TESSERA_MARMOT_RELAY_BACKLOG_BYTES",
 }
 # (smallest, largest) accepted value of each setting.
 _RANGES = {
@@ -32,6 +34,9 @@ _RANGES = {
     # Less than a minute of lookback loses the events of members whose clocks are a little behind ours.
     "fetch_lookback_s": (60, 30 * 86_400),
     "fetch_timeout_s": (1, 3_600),
+    # Below these a relay's ordinary burst (a page of a catch-up) would be held back.
+    "relay_backlog_events": (100, 10_000_000),
+    "relay_backlog_bytes": (1_048_576, 10**12),
 }
 
 
@@ -65,6 +70,12 @@ class MarmotSettings:
         fetch_timeout_s: how long ``sync`` waits for a relay to connect and
             to end each page of its answer with EOSE before it counts that
             relay's answer as cut short.
+        relay_backlog_events: how many events one relay may have handed to
+            ``listen`` that the tick has not processed yet; while it has, that
+            relay is not read (it keeps the rest), so a relay's flood bounds
+            neither memory nor the queue, and other relays go on.
+        relay_backlog_bytes: likewise, in bytes (content plus an estimate of
+            the rest of each event).
     """
 
     wait_horizon_ms: int = WEEK_MS
@@ -75,6 +86,8 @@ class MarmotSettings:
     backfill_workers: int = attrs.field(factory=lambda: os.cpu_count() or 1)
     fetch_lookback_s: int = 300
     fetch_timeout_s: int = 10
+    relay_backlog_events: int = 2_000
+    relay_backlog_bytes: int = 8 * 1_048_576
 
     def admits(self, created_at: int, now_s: int) -> str | None:
         """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""

@@ -35,8 +35,10 @@ import attrs
 
 from core.errors import InvalidInput
 from protocols import mls
+from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.processing import rules
+from protocols.marmot.processing.item import CLOCK_SKEW_S
 from protocols.marmot.read.states import OuterState
 from protocols.marmot.wire import envelope, group_data, key_package_events, nostr, outer, rumors
 
@@ -132,10 +134,12 @@ class _Group:
         self.outer_states: dict[str, str] = {}  # outer id -> the processing state it must end in
         self.lost_commits: list[str] = []
         self.races: list[dict] = []
+        self.commit_times: dict[int, int] = {}  # epoch -> created_at of the earliest commit made in it
         self.sent = 0
         self.observer = self._new_member("observer")
         self.welcome = b""
         self.observer_private: mls.KeyPackagePrivate | None = None
+        self.join_epoch = 0  # the epoch the observer's welcome brings it into (set by setup)
 
     # --- setup ----------------------------------------------------------------------
 
@@ -157,6 +161,7 @@ class _Group:
         for member, (_kp, private) in zip((*others, self.observer), packages, strict=False):
             member.state = mls.join_from_welcome(member.identity, private, result.welcomes[member.pubkey])
         self.welcome = result.welcomes[self.observer.pubkey]
+        self.join_epoch = self.observer.joined.epoch
         self.observer_private = packages[-1][1]
         self.members = [creator, *others]
 
@@ -216,6 +221,7 @@ class _Group:
     def commit(self) -> None:
         committer, kwargs = self._commit_plan()
         created_at = self.tick()
+        self.commit_times[committer.joined.epoch] = created_at
         result = mls.commit(committer.joined, rng=self.draw, **kwargs)
         line = self.wrap(committer.joined, result.message, created_at)
         self._adopt(committer, result, result.message)
@@ -265,6 +271,7 @@ class _Group:
         winner, loser = (first, second)[w], (first, second)[1 - w]
         scenario = self.rng.choice(self.config.race_shapes)
         epoch = first.joined.epoch  # the epoch both commits compete for
+        self.commit_times[epoch] = min(times)
         loser_lines = self._loser_branch(loser, results[1 - w], max(times))
         winner_lines = self._settle_race(winner, loser, results[w], results[1 - w], scenario)
         self._deliver_race(scenario, lines[w], lines[1 - w], loser_lines, winner_lines)
@@ -357,7 +364,7 @@ def _duplicate(lines: list[bytes], rng: random.Random, count: int) -> list[bytes
 
 
 def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes, bool]]:
-    """``(line, never readable: it waits for an epoch that never comes)`` for each piece of garbage."""
+    """``(line, never readable: no key ever opens it, so it waits or is dropped)`` for each piece of garbage."""
     rng, draw, out = group.rng, group.draw, []
     for n in range(count):
         kind = rng.choice(group.config.garbage_kinds)
@@ -392,6 +399,14 @@ def _garbage(group: _Group, valid: list[bytes], count: int) -> list[tuple[bytes,
             )
             out.append((outer.to_bytes(event), True))
     return out
+
+
+def _readable_since(group: _Group) -> int | None:
+    """What :func:`protocols.marmot.processing.item.readable_since` says once the observer has every commit:
+    garbage dated earlier is dropped, the rest waits."""
+    joined = group.join_epoch
+    epochs = sorted(e for e in group.commit_times if e >= joined)[-marmot_settings.current().snapshots :]
+    return group.commit_times[epochs[0]] - CLOCK_SKEW_S if epochs else None
 
 
 def _key(draw: Callable[[int], bytes]) -> bytes:
@@ -449,6 +464,9 @@ def simulate(config: Config) -> Simulation:
     _reorder(group.blocks, group.rng, int(len(group.blocks) * config.swaps))
     lines = [line for block in group.blocks for line in block.lines]
     garbage = _garbage(group, lines, config.garbage)
+    never = [line for line, never_readable in garbage if never_readable]
+    since = _readable_since(group)
+    waiting = sum(1 for line in never if since is None or nostr.parse_event(line)["created_at"] >= since)
     lines = _mix(_duplicate(lines, group.rng, config.duplicates), garbage, group.rng)
     lines = arrange(lines, config.order, group.rng, page=config.page)
     expected = {
@@ -460,7 +478,8 @@ def simulate(config: Config) -> Simulation:
         "deleted_ids": sorted(group.deleted),
         "lost_commits": group.lost_commits,
         "failed": len(group.lost_commits),
-        "waiting": sum(1 for _, never_readable in garbage if never_readable),
+        "waiting": waiting,
+        "dropped": len(never) - waiting,
         "outer_states": group.outer_states,
         "races": group.races,
         "lines": len(lines),

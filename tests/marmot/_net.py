@@ -18,7 +18,15 @@ class Net:
     ``states[i]`` is member i's engine state on the branch the test chose.
     """
 
-    def __init__(self, members: int = 3, *, seed: int = 1, observer_admin: bool = False):
+    def __init__(
+        self,
+        members: int = 3,
+        *,
+        seed: int = 1,
+        observer_admin: bool = False,
+        relays: tuple[str, ...] = (),
+        t0: int = T0,
+    ):
         self.draw = random.Random(seed).randbytes
         self.gid_bytes = self.draw(32)
         self.gid = self.gid_bytes.hex()
@@ -27,10 +35,10 @@ class Net:
         self.observer = mls.new_identity(self.draw(32).hex(), rng=self.draw)
         admins = {self.ids[0].credential} | ({self.observer.credential} if observer_admin else set())
         creator = group_data.create_group(
-            self.ids[0], self.gid_bytes, bytes.fromhex(self.ngid), admins=admins, now=T0, rng=self.draw
+            self.ids[0], self.gid_bytes, bytes.fromhex(self.ngid), admins=admins, relays=relays, now=t0, rng=self.draw
         )
         packages = [
-            key_package_events.create_key_package(i, now=T0, rng=self.draw) for i in (*self.ids[1:], self.observer)
+            key_package_events.create_key_package(i, now=t0, rng=self.draw) for i in (*self.ids[1:], self.observer)
         ]
         result = mls.commit(creator, add=[kp for kp, _ in packages], rng=self.draw)
         self.states = {0: result.new_state}

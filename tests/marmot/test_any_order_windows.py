@@ -13,8 +13,9 @@ and waiting events are woken in ``(created_at, id)`` order.  Then:
 - deliveries in several batches in any order — among them a catch-up paged
   newest first with a tick after each page — differ from time order only where
   the window truly forbade reading: an event whose epoch had left the window
-  before the event arrived, which says so (``epoch_expired``) or still waits —
-  never ``EpochInvalidated``, never a message of an epoch before a race.
+  before the event arrived, which says so (``epoch_expired``), still waits, or
+  was dropped as undecryptable — never ``EpochInvalidated``, never a message
+  of an epoch before a race.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+from core.status import COUNTER_PREFIX
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate
 from protocols.marmot.read.history import GroupHistoryStore
@@ -89,19 +91,28 @@ BATCHES = st.fixed_dictionaries(
 )
 
 
-def _reference(path: str, core_settings, sim: simulate.Simulation) -> dict:
+def _reference(path: str, core_settings, sim: simulate.Simulation) -> tuple[dict, int]:
+    """Time-ordered delivery's outcome, and how many events it dropped as never readable."""
     app = run(path, core_settings, [sim], [simulate.arrange(sim.lines, "time", random.Random(0))])
     try:
         assert_ground_truth(app, sim)
-        return outcome(app, sim.expected["group"])
+        return outcome(app, sim.expected["group"]), _dropped(app)
     finally:
         app.close()
+
+
+def _dropped(app) -> int:
+    """Events dropped for good and counted, not kept: undecryptable, or evicted by the wait budget."""
+    return sum(
+        app.db.integer("SELECT value FROM kv WHERE key = ?", (f"{COUNTER_PREFIX}dropped.marmot.{reason}",)) or 0
+        for reason in ("undecryptable", "wait_budget")
+    )
 
 
 def check_one_delivery(tmp_path, core_settings, config: dict, delivery: dict) -> None:
     """Everything arrives before the tick: any order ends where time order ends."""
     sim = _sim(**config)
-    expected = _reference(str(tmp_path / "time.db"), core_settings, sim)
+    expected, _ = _reference(str(tmp_path / "time.db"), core_settings, sim)
     lines = simulate.arrange(sim.lines, delivery["order"], random.Random(delivery["rng"]), page=delivery["page"])
     app = run(str(tmp_path / "any.db"), core_settings, [sim], [lines], delivery["crashes"])
     try:
@@ -132,7 +143,7 @@ def check_only_the_window_forbids(tmp_path, core_settings, sim, batches: list[li
     it says so (``epoch_expired``) or waits; everything else — messages, states, the final epoch — is as in
     time order."""
     gid = sim.expected["group"]
-    expected = _reference(str(tmp_path / "time.db"), core_settings, sim)
+    expected, dropped_in_time_order = _reference(str(tmp_path / "time.db"), core_settings, sim)
     epochs_after: list[int] = []
 
     def note_epoch(app) -> None:
@@ -145,15 +156,15 @@ def check_only_the_window_forbids(tmp_path, core_settings, sim, batches: list[li
         first_batch = _first_batch_of_each_event(batches)
         reference_outer = {row[0]: row for row in expected["outer"]}
         differing = [row for row in got["outer"] if reference_outer.get(row[0]) != row]
-        waiting_ids = {nostr.parse_event(blob)["id"] for blob in got["waiting"]}
         for row in differing:
             outer_id, state, epoch, reason = row[0], row[2], row[4], row[7]
             assert (state, reason) == ("Failed", "epoch_expired"), f"{row} vs {reference_outer.get(outer_id)}"
             _assert_window_forbade(outer_id.hex(), epoch, first_batch, epochs_after, joined)
         missing = set(reference_outer) - {row[0] for row in got["outer"]}
-        for outer_id in missing:  # never opened: its epoch's keys were gone when it came
-            assert outer_id.hex() in waiting_ids
+        for outer_id in missing:  # never opened: its epoch's keys were gone when it came (it waits, or was dropped)
             _assert_window_forbade(outer_id.hex(), reference_outer[outer_id][4], first_batch, epochs_after, joined)
+        waiting_ids = {bytes.fromhex(nostr.parse_event(blob)["id"]) for blob in got["waiting"]}
+        assert len(missing - waiting_ids) <= _dropped(app) - dropped_in_time_order
         expired = {row[0] for row in differing} | missing
         expired_rumors = {reference_outer[o][5] for o in expired if reference_outer[o][5] is not None}
         assert [m for m in got["messages"] if m[0] not in expired_rumors] == [

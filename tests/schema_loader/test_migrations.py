@@ -472,6 +472,20 @@ def test_unrecorded_objects_are_not_claimed_by_a_migration(v0_db):
     ]
 
 
+_DETAIL_COLUMN = (
+    "    -- The handler's words on why it waits (shown, and kept in the parked reason when the wait expires).\n"
+    "    detail          TEXT,\n"
+)
+
+
+def _before_wait_budgets(text: str) -> str:
+    """core/schema.sql as it was before migration 006 (no detail of a wait, no wait budgets)."""
+    start = text.index("-- The oldest patient waits of a partition first")
+    end = text.index("END;\n", text.index("CREATE TRIGGER blocked_patience_changed")) + len("END;\n")
+    assert _DETAIL_COLUMN in text
+    return (text[:start] + text[end:]).replace(_DETAIL_COLUMN, "")
+
+
 def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     """A database made before 002 (without the index, at version 1) is brought to today's core schema."""
     core = core_source()
@@ -479,7 +493,7 @@ def test_core_migration_002_adds_the_blob_slices_offset_index(fresh_db):
     assert index_line in core.text
     before = source(
         "core",
-        _before_005(core.text.replace(index_line, "")),
+        _before_005(_before_wait_budgets(core.text).replace(index_line, "")),
         *(m for m in core.migrations if m.number < 2),
         path=core.path,
     )
@@ -500,7 +514,7 @@ def test_core_migration_003_lets_the_log_take_purges(fresh_db):
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON events\nBEGIN\n"
         "    SELECT RAISE(ABORT, 'events are append-only');\nEND;\n"
     )
-    before_text = _before_005(core.text[:start] + old_trigger + core.text[table_end:])
+    before_text = _before_005(_before_wait_budgets(core.text[:start] + old_trigger + core.text[table_end:]))
     before = source("core", before_text, *(m for m in core.migrations if m.number < 3), path=core.path)
     apply_schemas(fresh_db, [before], now_ms=1)
     assert not fresh_db.has_table("event_purges")
@@ -536,7 +550,7 @@ def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_
     end = core.text.index("\n", end) + 1
     before = source(
         "core",
-        _before_005(core.text[:start] + _old_events_table() + core.text[end:]),
+        _before_005(_before_wait_budgets(core.text[:start] + _old_events_table() + core.text[end:])),
         *(m for m in core.migrations if m.number < 4),
         path=core.path,
     )
@@ -552,7 +566,8 @@ def test_core_migration_004_indexes_event_ids_by_prefix_and_keeps_the_log(fresh_
         fresh_db.execute("UPDATE events SET payload = X'' WHERE seq = 2")  # a purge tombstone, carried over too
     rows_before = fresh_db.all("SELECT * FROM events ORDER BY seq")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run[0]) == ("migrated", core.latest, 4)
+    assert (report.action, report.version) == ("migrated", core.latest)
+    assert report.migrations_run == tuple(range(4, core.latest + 1))
     assert fresh_db.all("SELECT * FROM events ORDER BY seq") == rows_before
     assert "events_by_id_prefix" in {row[0] for row in fresh_db.all("SELECT name FROM pragma_index_list('events')")}
     with fresh_db.write():
@@ -586,7 +601,12 @@ def test_core_migration_005_wakes_old_waits_in_arrival_order(fresh_db):
     from core import recheck
 
     core = core_source()
-    before = source("core", _before_005(core.text), *(m for m in core.migrations if m.number < 5), path=core.path)
+    before = source(
+        "core",
+        _before_005(_before_wait_budgets(core.text)),
+        *(m for m in core.migrations if m.number < 5),
+        path=core.path,
+    )
     apply_schemas(fresh_db, [before], now_ms=1)
     with fresh_db.write():
         for blob in (b"first", b"second"):
@@ -596,7 +616,7 @@ def test_core_migration_005_wakes_old_waits_in_arrival_order(fresh_db):
             )
         fresh_db.execute("INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('p', x'00', 1)")
     (report,) = apply_schemas(fresh_db, [core], now_ms=2)
-    assert (report.action, report.version, report.migrations_run) == ("migrated", core.latest, (5,))
+    assert (report.action, report.version, report.migrations_run) == ("migrated", core.latest, (5, 6))
     with fresh_db.read():
         assert [item.blob for item in recheck.blocked_items(fresh_db, "r", "k")] == [b"first", b"second"]
         assert fresh_db.all("SELECT delivery FROM incoming") == [(0,)]  # before every later delivery

@@ -16,8 +16,10 @@ Failed             previously failed: not validated or decrypted again
 Retryable          process again (a rollback may have made it readable)
 ================== ==========================================================
 
-An event no key of ours opens waits for the group's next epoch; one only a
-losing branch opens is decided on that branch (:mod:`.branches`).
+An event no key of ours opens waits for the group's next epoch, unless it is
+dated before any epoch we may still reach began (:func:`.item.readable_since`):
+then no key ever will, and it is dropped, counted.  One only a losing branch
+opens is decided on that branch (:mod:`.branches`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
 from protocols.marmot.processing import branches, commits, messages, welcomes
-from protocols.marmot.processing.item import Item, epochs_text, note, wait_for_epoch, wait_for_group
+from protocols.marmot.processing.item import (
+    Item,
+    epochs_text,
+    never_readable,
+    note,
+    readable_since,
+    wait_for_epoch,
+    wait_for_group,
+)
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
 from protocols.marmot.state import store
@@ -119,4 +129,7 @@ def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
     state = item.group.state
     if not state.active:
         return item.fail("not_a_member", f"no key of epochs {epochs_text(state)} opens it and we were removed")
+    since = readable_since(item.group.meta)
+    if since is not None and item.outer.created_at < since:
+        return never_readable(item, f"no key of epochs {epochs_text(state)} opens it and it is dated before {since}")
     return wait_for_epoch(item, state.epoch + 1, f"no key of epochs {epochs_text(state)} opens it")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import attrs
@@ -13,9 +14,11 @@ from protocols import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot.facts import Outer
 from protocols.marmot.read.history import GroupHistoryStore, OuterRecord
+from protocols.marmot.state.meta import GroupMeta
 from protocols.marmot.state.store import WAITING_FOR_GROUP, LoadedGroup
 
 WAITING_FOR_EPOCH = "marmot.epoch"
+log = logging.getLogger("tessera.marmot")
 
 
 def epoch_key(gid: str, epoch: int) -> str:
@@ -105,6 +108,38 @@ def wait_for_arrivals(item: Item, newest_incoming_id: int, epoch: int) -> Blocke
         f"outer event {item.outer.id[:12]}: the commit of epoch {epoch} waits for the events that arrived with it",
         in_time_order=True,
     )
+
+
+#: How far an honest member's clock may be behind the committer's: an event of a later epoch is never dated more
+#: than this before the commit that began an epoch it follows (MDK's allowance for future-dated events).
+CLOCK_SKEW_S = 300
+#: The reason an event no key will ever open is dropped (``dropped.marmot.undecryptable`` in ``status``).
+UNDECRYPTABLE = "undecryptable"
+
+
+def readable_since(meta: GroupMeta) -> int | None:
+    """The earliest ``created_at`` an event we cannot open yet may carry and still open one day, or None before
+    the group's first commit (when we joined, the epochs we missed may still send us anything).
+
+    An event opens with the keys of the epoch it was sent in.  Every epoch we may still reach, on the branch we
+    are on or on one a better commit may still bring (a commit of any epoch of the rollback window), began with
+    a commit made at or after the oldest commit of that window; its members date their events after they
+    received that commit, give or take clock skew.  So an event dated earlier than this that no key we hold opens
+    is for an epoch whose keys are gone or for none at all: it waits for nothing.
+    """
+    if not meta.records:
+        return None
+    oldest = meta.records[0]
+    return min(candidate.cursor.created_at for candidate in oldest.candidates) - CLOCK_SKEW_S
+
+
+def never_readable(item: Item, why: str) -> Result:
+    """Drop an event no key we hold or will hold opens: no fact, no copy (anyone can sign such events with the
+    group's public tag, in any number), counted as ``dropped.marmot.undecryptable``."""
+    note(item.ctx, item.outer, observe.DROPPED)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("outer event %s of group %s dropped: %s", item.outer.id[:12], item.outer.gid[:12], why)
+    return Result(dropped=UNDECRYPTABLE)
 
 
 def wait_for_group(ctx: Any, outer: Outer) -> Blocked:

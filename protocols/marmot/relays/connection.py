@@ -22,6 +22,11 @@ from protocols.marmot.relays.messages import AuthChallenge, Closed, EndOfStored,
 Inbox = asyncio.Queue[EventArrived | EndOfStored | Closed | LinkDown]
 
 
+#: Frames one subscription may hold unread before the connection stops reading (see ``_while_an_inbox_is_full``).
+INBOX_HIGH_WATER = 1_024
+_FULL_INBOX_POLL_S = 0.01
+
+
 class SubscriptionClosed(Exception):
     """The relay sent CLOSED for a subscription; the message is the relay's reason."""
 
@@ -61,11 +66,23 @@ class RelayConnection:
         try:
             while True:
                 self._route(messages.parse_relay_message(await self._link.recv()))
+                await self._while_an_inbox_is_full()
         except LinkDown as down:
             self.down = down
             for inbox in self._inboxes.values():
                 inbox.put_nowait(down)
             self._oks.put_nowait(down)
+
+    async def _while_an_inbox_is_full(self) -> None:
+        """Stop reading while a subscription has :data:`INBOX_HIGH_WATER` frames its reader has not taken.
+
+        Then the link's own buffer fills and TCP makes the relay wait: a relay that sends faster than we
+        consume (a flood) costs at most that many frames of memory per subscription, never its whole answer.
+        A subscription left unread meanwhile (a live one while its connection pages in the past) holds up the
+        others on the connection only until their reader times out and the connection is made again.
+        """
+        while any(inbox.qsize() >= INBOX_HIGH_WATER for inbox in self._inboxes.values()):
+            await asyncio.sleep(_FULL_INBOX_POLL_S)
 
     def _route(self, message: messages.RelayMessage) -> None:
         if isinstance(message, (EventArrived, EndOfStored, Closed)):

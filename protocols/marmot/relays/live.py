@@ -21,7 +21,7 @@ import collections
 import random
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -33,6 +33,8 @@ from protocols.marmot.relays.messages import EndOfStored
 from protocols.marmot.relays.paging import Tally, page_backwards
 
 GIFT_WRAP_KIND = 1059
+#: Hands an event on, with the url of the relay it came from.
+Deliver = Callable[[str, dict[str, Any]], None]
 GIFT_WRAP_BACKDATE_S = 2 * 24 * 3600
 _STOP_POLL_S = 0.05
 
@@ -55,6 +57,20 @@ class Backoff:
         return ceiling / 2 + draw() * ceiling / 2
 
 
+class Pacer(Protocol):
+    """Lets the consumer of a subscription hold each relay to what it can take.
+
+    ``handed`` is told of every event delivered (on the subscription's thread, before ``on_event``), with the
+    relay it came from; ``room`` is awaited before the next frame of that relay is read, so a relay whose events
+    the consumer has not caught up with waits (its connection is not read: TCP holds the rest at the relay),
+    while the other relays go on.
+    """
+
+    def handed(self, url: str, event: dict[str, Any]) -> None: ...
+
+    async def room(self, url: str) -> None: ...
+
+
 @attrs.frozen
 class LiveOptions:
     """Tuning of a live subscription.
@@ -65,12 +81,15 @@ class LiveOptions:
             resumed REQ starts (covers clock skew between publishers).
         remembered_ids: how many delivered ids are kept to refuse repeats;
             beyond it the oldest are forgotten (a very old event could then be
-            delivered twice, which idempotent ingest absorbs).
+            delivered twice, which idempotent ingest absorbs).  Each costs
+            some 200 bytes of memory.
+        pacer: holds each relay to what the consumer takes (None: every event is read as it comes).
     """
 
     backoff: Backoff = Backoff()
     resume_overlap_s: int = 60
-    remembered_ids: int = 1_000_000
+    remembered_ids: int = 100_000
+    pacer: Pacer | None = None
 
 
 @attrs.frozen
@@ -121,9 +140,12 @@ async def follow_all(
 ) -> None:
     """Follow every relay until ``stop`` is set; re-raise the first unexpected error (e.g. from ``on_event``)."""
     delivered = RecentIds(context.options.remembered_ids)
+    pacer = context.options.pacer
 
-    def deliver(event: dict[str, Any]) -> None:
+    def deliver(url: str, event: dict[str, Any]) -> None:
         if delivered.add(event["id"]):
+            if pacer is not None:
+                pacer.handed(url, event)
             on_event(event)
 
     followers = [asyncio.create_task(_follow(context, url, wanted, deliver)) for url in urls]
@@ -156,9 +178,7 @@ class _RelayState:
             self.newest = event["created_at"]
 
 
-async def _follow(
-    context: Context, url: str, wanted: Sequence[Filter], deliver: Callable[[dict[str, Any]], None]
-) -> None:
+async def _follow(context: Context, url: str, wanted: Sequence[Filter], deliver: Deliver) -> None:
     state = _RelayState(url)
     while True:
         try:
@@ -180,7 +200,7 @@ async def _session(
     connection: RelayConnection,
     state: _RelayState,
     wanted: Sequence[Filter],
-    deliver: Callable[[dict[str, Any]], None],
+    deliver: Deliver,
 ) -> None:
     """One connection's life: stored events, the rest of them paged in, then live events until it ends."""
     overlap = context.options.resume_overlap_s
@@ -194,7 +214,7 @@ async def _session(
             while True:
                 message = await subscription.next()
                 if not isinstance(message, EndOfStored):
-                    _hand_on(tally.admit(message.event, resumed), state, deliver)
+                    await _hand_on(context, tally.admit(message.event, resumed), state, deliver)
     except SubscriptionClosed as closed:
         context.report(state.url, Happening.CLOSED, str(closed))
     except TimeoutError:
@@ -203,10 +223,12 @@ async def _session(
         context.report(state.url, Happening.DISCONNECTED, str(down))
 
 
-def _hand_on(event: dict[str, Any] | None, state: _RelayState, deliver: Callable[[dict[str, Any]], None]) -> None:
+async def _hand_on(context: Context, event: dict[str, Any] | None, state: _RelayState, deliver: Deliver) -> None:
     if event is not None:
         state.saw(event)
-        deliver(event)
+        deliver(state.url, event)
+    if context.options.pacer is not None:
+        await context.options.pacer.room(state.url)
 
 
 async def _stored(
@@ -215,7 +237,7 @@ async def _stored(
     resumed: Sequence[Filter],
     tally: Tally,
     state: _RelayState,
-    deliver: Callable[[dict[str, Any]], None],
+    deliver: Deliver,
 ) -> list[dict[str, Any]]:
     """Deliver the stored events up to EOSE (each frame within the timeout) and return them."""
     stored: list[dict[str, Any]] = []
@@ -227,7 +249,7 @@ async def _stored(
         event = tally.admit(message.event, resumed)
         if event is not None:
             stored.append(event)
-        _hand_on(event, state, deliver)
+        await _hand_on(context, event, state, deliver)
 
 
 async def _page_in_rest(
@@ -237,7 +259,7 @@ async def _page_in_rest(
     stored: list[dict[str, Any]],
     tally: Tally,
     state: _RelayState,
-    deliver: Callable[[dict[str, Any]], None],
+    deliver: Deliver,
 ) -> None:
     """Page in what the relay's cap left out of the stored answer (filters with a ``limit`` wanted no more)."""
     if not stored:
@@ -259,4 +281,4 @@ async def _page_in_rest(
             largest_page=len(stored),
         )
         async for event in walk:
-            _hand_on(event, state, deliver)
+            await _hand_on(context, event, state, deliver)

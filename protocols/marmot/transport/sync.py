@@ -27,6 +27,8 @@ arrives and leaves processing to a running tick.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import enum
 import json
 import queue
@@ -42,6 +44,7 @@ from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
+from protocols.marmot.relays.live import LiveOptions
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
 from protocols.marmot.state.store import STATE, load, route_of
@@ -199,18 +202,21 @@ def listen(
     or when every subscription has ended.
     """
     arrived: queue.Queue[dict[str, Any]] = queue.Queue()
+    limits = marmot_settings.current()
+    backlog = RelayBacklog(limits.relay_backlog_events, limits.relay_backlog_bytes)
     threads = []
     for sub in subscriptions(app.db, extra_relays):
         thread = threading.Thread(
             target=nostr_transport.relays().subscribe,
             args=(sub.filter, sub.relays, arrived.put),
-            kwargs={"stop": stop},
+            kwargs={"stop": stop, "options": LiveOptions(pacer=backlog)},
             name=f"marmot-listen-{sub.what}",
             daemon=True,
         )
         thread.start()
         threads.append(thread)
     while True:
+        backlog.settle(app.db)
         try:
             batch = [arrived.get(timeout=_HANDOVER_WAIT_S)]
         except queue.Empty:
@@ -222,29 +228,111 @@ def listen(
                 batch.append(arrived.get_nowait())
             except queue.Empty:
                 break
-        _queue_live(app, batch, on_event)
+        _queue_live(app, batch, on_event, backlog)
     for thread in threads:
         thread.join()
     leftover = []
     while not arrived.empty():
         leftover.append(arrived.get_nowait())
     if leftover:
-        _queue_live(app, leftover, on_event)
+        _queue_live(app, leftover, on_event, backlog)
 
 
 # How long the writer waits for a live event before looking at the stop flag, and how many it queues at once.
 _HANDOVER_WAIT_S = 0.05
 _HANDOVER_BATCH = 256
+# How often a relay held back by its backlog looks again whether the tick has caught up.
+_ROOM_POLL_S = 0.02
 
 
-def _queue_live(app: Any, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None) -> None:
+class RelayBacklog:
+    """What each relay handed to ``listen`` that the tick has not processed yet, held to a budget per relay.
+
+    A relay is read only while its backlog (events handed on and not yet past ``incoming``) is under
+    ``relay_events`` and ``relay_bytes`` (:mod:`protocols.marmot.settings`): a relay that floods us is made to
+    wait, so neither this process's memory nor the queue grows with the flood, and the other relays go on.
+    Nothing is dropped: what the relay holds back it sends once we read again.
+
+    The subscription threads call :meth:`handed` and await :meth:`room`; the writer thread records where each
+    event landed in ``incoming`` (:meth:`queued`) and, from the oldest row still there, what the tick is done with
+    (:meth:`settle`): ``incoming`` is processed in id order.
+    """
+
+    def __init__(self, relay_events: int, relay_bytes: int):
+        self.relay_events = relay_events
+        self.relay_bytes = relay_bytes
+        self._lock = threading.Lock()
+        self._events: dict[str, int] = collections.Counter()
+        self._bytes: dict[str, int] = collections.Counter()
+        self._from: dict[str, tuple[str, int]] = {}  # event id -> (relay, size), until it is queued
+        self._queued: collections.deque[tuple[int, str, int]] = collections.deque()  # (incoming id, relay, size)
+
+    def handed(self, url: str, event: dict[str, Any]) -> None:
+        size = len(event.get("content", "")) + _EVENT_OVERHEAD_BYTES
+        with self._lock:
+            self._events[url] += 1
+            self._bytes[url] += size
+            self._from[event["id"]] = (url, size)
+
+    async def room(self, url: str) -> None:
+        while self.full(url):
+            await asyncio.sleep(_ROOM_POLL_S)
+
+    def full(self, url: str) -> bool:
+        with self._lock:
+            return self._events[url] >= self.relay_events or self._bytes[url] >= self.relay_bytes
+
+    def queued(self, events: Sequence[dict[str, Any]], first_id: int | None, admitted: set[str]) -> None:
+        """``events`` were handed over; those in ``admitted`` were queued as ``incoming`` rows from ``first_id``
+        on, in order, and the others were refused at once."""
+        with self._lock:
+            next_id = first_id
+            for event in events:
+                url, size = self._from.pop(event["id"], ("", 0))
+                if event["id"] in admitted and next_id is not None:
+                    self._queued.append((next_id, url, size))
+                    next_id += 1
+                elif url:
+                    self._release(url, size)
+
+    def settle(self, db: Any) -> None:
+        """Release what the tick has taken out of ``incoming`` (every row below the oldest one left)."""
+        if not self._queued:
+            return
+        with db.read():
+            oldest = db.value(_OLDEST_INCOMING)
+        with self._lock:
+            while self._queued and (oldest is None or self._queued[0][0] < oldest):
+                _, url, size = self._queued.popleft()
+                self._release(url, size)
+
+    def _release(self, url: str, size: int) -> None:
+        self._events[url] -= 1
+        self._bytes[url] -= size
+
+
+# What an event costs beyond its content (id, pubkey, signature, tags, JSON): an estimate, for the byte budget.
+_EVENT_OVERHEAD_BYTES = 400
+_OLDEST_INCOMING = "SELECT min(id) FROM incoming"
+_LAST_ID = "SELECT last_insert_rowid()"
+
+
+def _queue_live(
+    app: Any,
+    events: list[dict[str, Any]],
+    on_event: Callable[[dict[str, Any]], None] | None,
+    backlog: RelayBacklog | None = None,
+) -> None:
     now_ms = app.runtime.clock.now_ms()
     admitted = _admitted(events, now_ms // 1000, {})
-    if not admitted:
-        return
-    with app.db.write():
-        queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
-        _note_heard(ProtocolState(app.db, PROTOCOL), admitted, now_ms)
+    first_id = None
+    if admitted:
+        with app.db.write():
+            queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
+            first_id = app.db.value(_LAST_ID) - len(admitted) + 1  # one writer: the batch's ids are consecutive
+            _note_heard(ProtocolState(app.db, PROTOCOL), admitted, now_ms)
+    if backlog is not None:
+        backlog.queued(events, first_id, {event["id"] for event in admitted})
     if on_event is not None:
         for event in admitted:
             on_event(event)
