@@ -196,6 +196,11 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     "seconds, changing nothing (default TESSERA_GIVE_UP_AFTER_MS, or 300).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what the run did as JSON (also when it gives up).")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65_535),
+    help="Serve GET /metrics (queues and counters, Prometheus text) on 127.0.0.1:PORT while it runs.",
+)
 @click.pass_obj
 def tick(
     obj: CliState,
@@ -205,9 +210,11 @@ def tick(
     wait: bool,
     give_up_after_s: float | None,
     as_json: bool,
+    metrics_port: int | None,
 ) -> None:
     """Drain the queues under the tick lease (forever unless --once/--until-idle)."""
     from core.errors import StorageStillUnavailable
+    from core.metrics import MetricsServer
     from jobs.tick import DaemonMode, TickDaemon
 
     if wait and mode != DaemonMode.UNTIL_IDLE:
@@ -226,7 +233,8 @@ def tick(
     )
     daemon.install_signal_handlers()
     try:
-        report = daemon.run()
+        with MetricsServer(obj.settings, metrics_port):
+            report = daemon.run()
     except StorageStillUnavailable as exc:
         if as_json:  # the same one line goes to stderr, and the exit status is 75
             click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))

@@ -28,6 +28,7 @@ import click
 from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
+from core.metrics import MetricsServer
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.arrivals import Arrivals
 from protocols.marmot.cli.publish import publish_now, timeout_option
@@ -142,8 +143,13 @@ class RelayFeed:
 
 @click.command()
 @relay_option("Also listen on this relay (repeatable).")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65_535),
+    help="Serve GET /metrics (queues, drops by reason, counters) on 127.0.0.1:PORT while it listens.",
+)
 @click.pass_obj
-def listen(obj: Any, relays: tuple[str, ...]) -> None:
+def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None) -> None:
     """Follow relays live, process what arrives and print it, until Ctrl-C."""
     extra = relay_urls(relays)
     app = obj.app()
@@ -168,7 +174,8 @@ def listen(obj: Any, relays: tuple[str, ...]) -> None:
                 f"note: tick daemon {holder['owner']} holds this database's lease and processes what arrives; "
                 "what it processes is not printed here (`tessera marmot history` shows it)"
             )
-        daemon.run()
+        with MetricsServer(obj.settings, metrics_port):
+            daemon.run()
     finally:
         feed.stop()
         arrivals.stop()
