@@ -140,7 +140,8 @@ def step(
 
     Waits on arrivals whose arrivals were all looked at are woken first
     (:func:`core.records.wait_for_arrivals`).  Then a due recheck marker,
-    else a due deferred item, else the next incoming item.  Checking the first two before every incoming item means an item
+    else a due deferred item, else the next incoming item.  Checking the
+    first two before every incoming item means an item
     unblocked by the one just processed is handled next, not after the
     whole backlog (where, for a protocol like Marmot, its epoch keys might
     already have been retired).  Outcomes of items a marker re-handled go to
@@ -152,13 +153,13 @@ def step(
     now = rt.clock.now_ms()
     with rt.db.read():
         released = recheck.released_arrival_waits(rt.db)
+        marker_due = recheck.next_marker_due_at(rt.db)
+        deferred_due = queues.next_deferred_due_at(rt.db)
     if released:
         with rt.db.write():
             _fence(rt, lease, now)
             recheck.wake_arrival_waits(rt.db, recheck.released_arrival_waits(rt.db), now)
-    with rt.db.read():
-        marker_due = recheck.next_marker_due_at(rt.db)
-        deferred_due = queues.next_deferred_due_at(rt.db)
+        marker_due = now
     if marker_due is not None and marker_due <= now:
         rechecked = drain_next_marker(rt, lease, on_outcome=on_recheck, keep_going=keep_going)
         if not rechecked.idle:

@@ -10,10 +10,7 @@ nostr-relay package would cost a virtualenv and a process start.
 from __future__ import annotations
 
 import json
-import queue
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +25,11 @@ from protocols.marmot.state import key
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import nip19, nostr
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
+from tests.marmot._listening import Listening
 from tests.relay_servers import LocalRelayServer, running_local_relay
 
 MEMORY_RELAY = "ws://memory.test"
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50"}
-LISTEN_WAIT_S = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -74,35 +71,6 @@ class Person:
                 [*TESSERA, *args], stdout=subprocess.PIPE, stderr=log, text=True, cwd=self.home, env=self.env
             )
         return Listening(process)
-
-
-class Listening:
-    """A long-running command whose output lines are read as they come."""
-
-    def __init__(self, process: subprocess.Popen[str]):
-        self.process = process
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def wait_for(self, text: str) -> str:
-        deadline = time.monotonic() + LISTEN_WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Empty:
-                break
-            if text in line:
-                return line
-        raise AssertionError(f"no line with {text!r} within {LISTEN_WAIT_S} s")
-
-    def interrupt(self) -> int:
-        self.process.send_signal(signal.SIGINT)
-        return self.process.wait(LISTEN_WAIT_S)
 
 
 def accepted_everywhere(summary: dict) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import queue
 import random
 import subprocess
 import threading
@@ -36,6 +35,7 @@ from core.settings import Settings
 from protocols import marmot
 from protocols.marmot.wire import envelope, nostr
 from tests.helpers import TESSERA, clean_environment, open_test_app, wait_until
+from tests.marmot._listening import Listening
 from tests.marmot._net import Net
 from tests.relay_servers import LocalRelayServer, running_local_relay
 
@@ -124,38 +124,20 @@ def publish(url: str, events: list[dict[str, Any]]) -> None:
         asyncio.run(_publish(url, events[start : start + _PER_CONNECTION]))
 
 
-class Listener:
-    """``tessera marmot listen`` as its own process; its lines are read as they come."""
+class Listener(Listening):
+    """``tessera marmot listen`` as its own process."""
 
     def __init__(self, db: Path, env: dict[str, str]):
         self.db = db
-        self.process = subprocess.Popen(
-            [*TESSERA, "--db", str(db), "marmot", "listen"],
-            stdout=subprocess.PIPE,
-            stderr=(db.parent / "listen.err").open("ab"),
-            text=True,
-            env=env,
+        super().__init__(
+            subprocess.Popen(
+                [*TESSERA, "--db", str(db), "marmot", "listen"],
+                stdout=subprocess.PIPE,
+                stderr=(db.parent / "listen.err").open("ab"),
+                text=True,
+                env=env,
+            )
         )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def wait_for(self, texts: set[str], timeout_s: float) -> float:
-        """Wait until a line containing each of ``texts`` came; returns when the last one did (monotonic)."""
-        missing = set(texts)
-        deadline = time.monotonic() + timeout_s
-        while missing and time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            missing -= {text for text in missing if text in line}
-        assert not missing, f"{len(missing)} lines never came within {timeout_s} s, e.g. {sorted(missing)[:3]}"
-        return time.monotonic()
 
     def peak_rss_mib(self) -> float:
         """The process's peak resident set (VmHWM), in MiB."""
@@ -237,7 +219,7 @@ def flood_the_listener(relay: LocalRelayServer, tmp_path: Path, flood: int, budg
     publish(relay.url, [json.loads(net.commit(0, now - 20 * 60))])
     listener = Listener(db, env)
     try:
-        listener.wait_for({"epoch 1 -> 2"}, 60)
+        listener.wait_for_all({"epoch 1 -> 2"}, 60)
         draw = random.Random(flood).randbytes
         stale = [junk(net.ngid, now - HOUR_S, draw) for _ in range(flood // 2)]
         fresh = [junk(net.ngid, now, draw) for _ in range(flood - flood // 2)]
@@ -259,7 +241,7 @@ def flood_the_listener(relay: LocalRelayServer, tmp_path: Path, flood: int, budg
         published = time.monotonic()
         publish(relay.url, valid)
         expected = {f"after the flood {n}" for n in range(10)} | {f"after the commit {n}" for n in range(10)}
-        came = listener.wait_for(expected | {"epoch 2 -> 3"}, budget.valid_within_s + (published - started))
+        came = listener.wait_for_all(expected | {"epoch 2 -> 3"}, budget.valid_within_s + (published - started))
         junk_seen = settle(db, flood)
         settled = time.monotonic()
         sampling.set()
@@ -316,7 +298,7 @@ def test_a_wait_past_its_horizon_is_parked_by_listen_itself_saying_why(relay: Lo
     net, db, env = member_database(relay, tmp_path, now, 1, TESSERA_MARMOT_WAIT_HORIZON_MS="1000")
     listener = Listener(db, env)
     try:
-        listener.wait_for({"listening: "}, 60)
+        listener.wait_for_all({"listening: "}, 60)
         draw = random.Random(3).randbytes
         waiting = [junk(net.ngid, now, draw) for _ in range(5)]
         publish(relay.url, waiting)

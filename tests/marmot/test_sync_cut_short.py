@@ -12,17 +12,15 @@ stderr and in ``--json``, and the exit code says how complete the answers were
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocols.marmot.relays.filters import matches, parse_filter
@@ -31,6 +29,7 @@ from tests.helpers import TESSERA, clean_environment, invoke
 from tests.marmot._net import Net
 from tests.marmot._read import history_ids
 from tests.marmot.conftest import KEY_HEX
+from tests.marmot.relays.scripted_relay import LocalWebSocketServer
 
 MESSAGES = 217
 FETCH_TIMEOUT_S = 2
@@ -40,26 +39,16 @@ FLOOD = 3000
 CUTS = ["no EOSE", "closed mid-frame", "frame over the limit", "flood ahead"]
 
 
-class CuttingRelay:
+class CuttingRelay(LocalWebSocketServer):
     """Serves ``events`` for any REQ; ``cut`` (one of :data:`CUTS`, or None for a good relay) says how the
     first answer ends instead of with EOSE."""
 
+    max_size = None  # it sends a frame over the client's limit on purpose
+
     def __init__(self, events: list[dict[str, Any]], cut: str | None):
+        super().__init__()
         self.events = sorted(events, key=lambda event: (-event["created_at"], event["id"]))  # newest first
         self.cut = cut
-        self.url = ""
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped: asyncio.Future[None] | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stopped = self._loop.create_future()
-        async with serve(self._answer, "127.0.0.1", 0, max_size=None) as server:
-            self.url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}"
-            self._ready.set()
-            await self._stopped
 
     async def _answer(self, connection: ServerConnection) -> None:
         with contextlib.suppress(ConnectionClosed):  # the client may leave first: it gave up on us
@@ -91,16 +80,6 @@ class CuttingRelay:
             big = {"id": "0" * 64, "kind": 445, "content": "x" * OVER_THE_LIMIT}
             await connection.send(json.dumps(["EVENT", subscription, big]))
         await connection.wait_closed()  # silent from here on: no EOSE ever
-
-    def __enter__(self) -> CuttingRelay:
-        self._thread.start()
-        assert self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        assert self._loop is not None and self._stopped is not None
-        self._loop.call_soon_threadsafe(self._stopped.set_result, None)
-        self._thread.join(10)
 
 
 def _junk(count: int) -> Iterator[dict[str, Any]]:

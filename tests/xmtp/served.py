@@ -60,10 +60,11 @@ def liar(member: Member) -> LyingService:
     return member.service
 
 
-def three_in_a_group(make: MakeServed) -> tuple[Member, Member, Member, bytes]:
-    """Alice's group with Bob and Carol in it, each at the group's first epoch after the add."""
+def three_in_a_group(make: MakeServed, name: str = "three") -> tuple[Member, Member, Member, bytes]:
+    """Alice's group with Bob and Carol in it, each at the group's first epoch after the add (any factory of
+    members: served or on the loopback hub)."""
     alice, bob, carol = make(), make(), make()
-    group = alice.create_group("lies")
+    group = alice.create_group(name)
     alice.run("add_members", group=group.hex(), addresses=[bob.address, carol.address])
     alice.settle()
     alice.publish()  # the welcomes leave once the commit is read back

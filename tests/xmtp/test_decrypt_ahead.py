@@ -26,6 +26,7 @@ from protocols.xmtp import ahead, sync
 from protocols.xmtp.state import Vault
 
 from .conftest import MakeMember, Member
+from .served import three_in_a_group
 
 PAGE = 4
 
@@ -46,15 +47,7 @@ def helper() -> Any:
 def offline_history(make_member: MakeMember) -> tuple[Member, bytes, Any]:
     """Bob's catch-up waiting: what the others said while he was away, a key update among it, and two
     messages of his own."""
-    alice, bob, carol = make_member(), make_member(), make_member()
-    group = alice.create_group("ahead")
-    alice.run("add_members", group=group.hex(), addresses=[bob.address, carol.address])
-    alice.settle()
-    alice.publish()  # the welcomes leave once the commit is read back
-    for member in (bob, carol):
-        member.sync()
-        member.run("accept", group=group.hex())
-        member.sync()
+    alice, bob, carol, group = three_in_a_group(make_member, "ahead")
     for n in range(9):
         alice.run("send", group=group.hex(), text=f"alice {n}")
         carol.run("send", group=group.hex(), text=f"carol {n}")

@@ -5,8 +5,9 @@ For a commit of epoch ``E`` while the group is at epoch ``S``:
 - ``E > S``: it waits for epoch ``S + 1`` like any event we cannot read yet;
 - ``E == S``: when events arrived after it and were not looked at yet, it
   waits until they were (once): they may be messages of ``E``, which the
-  commit would push towards the end of the past-epoch window; then it is applied; the pre-commit snapshot is kept and the commit
-  becomes the first candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
+  commit would push towards the end of the past-epoch window.  Then it is
+  applied; the pre-commit snapshot is kept and the commit becomes the first
+  candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
 - ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
   candidate ranked by the best ``(created_at, id)`` among the outer events
   that carried it (seed 001's rule), so another wrapper of a known commit

@@ -9,7 +9,6 @@ and is processed, and then it syncs.  (The seconds are exact: no sleeping.)
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -43,17 +42,6 @@ def mdk_reads(member: MdkMember, relay: LocalRelayServer, route: str, fed: set[s
         if event["id"] not in fed:
             fed.add(event["id"])
             member.receive(event)
-
-
-@pytest.fixture
-def tessera(marmot_app, clock, relay):
-    """A Tessera member with an account and KeyPackages out, on the wall clock until a test sets it."""
-    clock.now = int(time.time() * 1000)
-    app = marmot_app()
-    app.runtime.run_command("marmot.identity_new", {})
-    app.runtime.run_command("marmot.key_package_publish", {"relays": [relay.url], "count": 2})
-    TickDaemon(app, mode="until_idle").run()
-    return app
 
 
 def test_an_mdk_message_a_second_before_ours_is_fetched(mdk_member, tessera, clock, relay) -> None:

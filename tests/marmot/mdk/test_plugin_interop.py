@@ -51,17 +51,6 @@ def relay(request, tmp_path) -> Iterator[Relay]:
         server.stop()
 
 
-@pytest.fixture
-def tessera(marmot_app, clock, relay):
-    """A Tessera member on the wall clock (MDK dates its events by it) with an account and KeyPackages out."""
-    clock.now = int(time.time() * 1000)
-    app = marmot_app()
-    app.runtime.run_command("marmot.identity_new", {})
-    app.runtime.run_command("marmot.key_package_publish", {"relays": [relay.url], "count": 2})
-    TickDaemon(app, mode="until_idle").run()
-    return app
-
-
 def pubkey_of(app) -> str:
     with app.db.read():
         return accounts.require(ProtocolState(app.db, "marmot")).pubkey
