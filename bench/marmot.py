@@ -31,7 +31,8 @@ from core import drain, queues
 from core.app import App
 from core.records import OutcomeKind
 from core.settings import Settings
-from protocols import marmot, mls
+from protocols import marmot
+from protocols.libraries import mls
 from protocols.marmot import simulate
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.read.history import GroupHistoryStore

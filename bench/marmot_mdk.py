@@ -41,12 +41,12 @@ from core.settings import Settings
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols import marmot
+from protocols.libraries import erasable
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import store
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import gift_wrap, nostr, outer
-from protocols.mls import erasable
 
 STATE_KEY = "TESSERA_MARMOT_STATE_KEY"
 BACKFILL_WORKERS = "TESSERA_MARMOT_BACKFILL_WORKERS"

@@ -52,7 +52,7 @@ from mls_engine import (
 from mls_ts import TsMlsUnavailable, node_and_install, node_version, run_ts_mls
 from suite import Figure, Run
 
-from protocols.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.crypto import CipherSuite, suite
 
 QUICK = {"sizes": (2, 10, 100), "commit_sizes": (), "messages": 200, "runs": 3}
 DECRYPT_TARGET = 0.5  # application decrypt >= 50% of its ceiling (issue 13)

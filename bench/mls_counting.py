@@ -16,9 +16,9 @@ from typing import Any
 
 import attrs
 
-from protocols.mls.crypto.hpke import Hpke
-from protocols.mls.crypto.kem import DhKem
-from protocols.mls.crypto.suites import CipherSuite
+from protocols.libraries.mls.crypto.hpke import Hpke
+from protocols.libraries.mls.crypto.kem import DhKem
+from protocols.libraries.mls.crypto.suites import CipherSuite
 
 
 @attrs.define

@@ -23,18 +23,23 @@ from typing import TypeVar
 import attrs
 from mls_counting import Counts, counting
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite
-from protocols.mls.crypto.labels import derive_tree_secret, expand_with_label, sign_with_label, verify_with_label
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import CommitOutcome, commit
-from protocols.mls.group.create import create_group
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.key_packages import KeyPackageSecrets, create_key_package
-from protocols.mls.group.process import process
-from protocols.mls.group.results import ApplicationMessage, CommitMessage
-from protocols.mls.group.state import GroupState
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite
+from protocols.libraries.mls.crypto.labels import (
+    derive_tree_secret,
+    expand_with_label,
+    sign_with_label,
+    verify_with_label,
+)
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import CommitOutcome, commit
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.key_packages import KeyPackageSecrets, create_key_package
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage
+from protocols.libraries.mls.group.state import GroupState
+from protocols.libraries.mls.messages import (
     Add,
     ApplicationData,
     BasicCredential,
@@ -49,7 +54,7 @@ from protocols.mls.messages import (
     SenderMember,
     WireFormat,
 )
-from protocols.mls.protection.signing import SIGN_LABEL, framed_content_tbs
+from protocols.libraries.mls.protection.signing import SIGN_LABEL, framed_content_tbs
 
 T = TypeVar("T")
 

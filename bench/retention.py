@@ -35,12 +35,12 @@ from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from protocols import sovereign
-from protocols.mls.codec import encode
-from protocols.mls.messages import MLSMessage, PrivateMessage
-from protocols.mls.messages.framing import ContentType
-from protocols.mls.messages.registries import CipherSuite, ProtocolVersion
-from protocols.mls.messages.update_path import HPKECiphertext
-from protocols.mls.messages.welcome import EncryptedGroupSecrets, Welcome
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.messages import MLSMessage, PrivateMessage
+from protocols.libraries.mls.messages.framing import ContentType
+from protocols.libraries.mls.messages.registries import CipherSuite, ProtocolVersion
+from protocols.libraries.mls.messages.update_path import HPKECiphertext
+from protocols.libraries.mls.messages.welcome import EncryptedGroupSecrets, Welcome
 from protocols.sovereign import retention
 from protocols.sovereign.config import Retention
 from protocols.sovereign.service import Store

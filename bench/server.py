@@ -5,7 +5,7 @@ in-process rate, history pages at 1M messages, a reconnect's catch-up, and memor
 
 Each part runs ``tessera serve`` as its own process on loopback (``--port 0``) on a database of its
 own, with the daily and storage limits off (a benchmark sends far more than 10,000 messages a group
-a day) and retention off. The clients are :mod:`protocols.delivery.client` connections in this
+a day) and retention off. The clients are :mod:`protocols.libraries.delivery.client` connections in this
 process; payloads are PrivateMessages with random ciphertext (the store reads only the cleartext
 header), ~500 bytes each.
 
@@ -57,14 +57,14 @@ from rich.progress import track
 
 from core.settings import Settings
 from protocols import sovereign
-from protocols.delivery.client import Client, connect
-from protocols.mls.codec import encode
-from protocols.mls.messages import MLSMessage
-from protocols.mls.messages.framing import ContentType
-from protocols.mls.messages.private_message import PrivateMessage
-from protocols.mls.messages.registries import CipherSuite, ProtocolVersion
-from protocols.mls.messages.update_path import HPKECiphertext
-from protocols.mls.messages.welcome import EncryptedGroupSecrets, Welcome
+from protocols.libraries.delivery.client import Client, connect
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.messages import MLSMessage
+from protocols.libraries.mls.messages.framing import ContentType
+from protocols.libraries.mls.messages.private_message import PrivateMessage
+from protocols.libraries.mls.messages.registries import CipherSuite, ProtocolVersion
+from protocols.libraries.mls.messages.update_path import HPKECiphertext
+from protocols.libraries.mls.messages.welcome import EncryptedGroupSecrets, Welcome
 from protocols.sovereign.config import Limits
 from protocols.sovereign.service import Store
 

@@ -6,7 +6,7 @@ For each size a group is built as bench/mls.py builds it; bob reads ``--messages
 from alice, then the script prints the bytes and the encoding time of bob's whole snapshot (what was
 written after every message before the state was split) and of its two parts: the epoch part, written
 only when more than the ratchets changed, and the ratchets, written after every message
-(protocols/mls/group/snapshot_split.py).  Sizes, not speeds, are the point: the bytes are exact.
+(protocols/libraries/mls/group/snapshot_split.py).  Sizes, not speeds, are the point: the bytes are exact.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from mls import sizes
 from mls_engine import _encrypt_all, build_group
 from rich.table import Table
 
-from protocols import mls
-from protocols.mls.crypto import suite
-from protocols.mls.group.process import process
+from protocols.libraries import mls
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.group.process import process
 
 
 def ratchets_of_state(state: mls.GroupState) -> bytes:

@@ -75,9 +75,9 @@ from suite import Figure, Run
 
 from core.app import App
 from core.settings import Settings
-from protocols import mls, xmtp
-from protocols.delivery.client import Client, connect
-from protocols.mls import at_rest, erasable
+from protocols import xmtp
+from protocols.libraries import at_rest, erasable, mls
+from protocols.libraries.delivery.client import Client, connect
 from protocols.xmtp import ahead, keypackages, publishing, sync
 from protocols.xmtp.kinds import IntentState, MessageKind
 from protocols.xmtp.state import SEALER, Vault

@@ -15,8 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 PACKAGES = ("core", "schema_loader", "projectors", "jobs", "protocols")
-#: Libraries plugins share (never plugins themselves): the MLS engine, the wire protocol of tessera serve.
-SHARED_PROTOCOL_LIBRARIES = frozenset({"protocols.mls", "protocols.delivery"})
+#: The room of the libraries plugins share (never plugins themselves): protocols/libraries/.
+SHARED_PROTOCOL_LIBRARIES = frozenset({"protocols.libraries"})
 #: The core modules schema_loader may use: storage and errors, nothing that runs work.
 CORE_STORAGE = frozenset({"core", "core.db", "core.errors", "core.sql", "core.settings"})
 #: May import, per package, besides itself (a protocol: itself and the shared library).

@@ -69,10 +69,12 @@ def register_transports():
 
 @hookimpl
 def register_cli_commands(cli):
+    from protocols.libraries.mls.cli import mls
     from protocols.marmot.cli import marmot
     from protocols.marmot.demo import demo
-    from protocols.mls.cli import mls
 
     cli.add_command(marmot)
-    cli.add_command(mls)  # `tessera mls conformance`: Marmot ships the MLS library, protocols/mls is no plugin
+    cli.add_command(
+        mls
+    )  # `tessera mls conformance`: Marmot ships the MLS library, protocols/libraries/mls is no plugin
     cli.add_command(demo)  # `tessera demo`, the README's first command

@@ -1,6 +1,6 @@
 """A seeded simulation of a real Marmot group, as a relay would deliver it.
 
-Members run the real engine (:mod:`protocols.mls`): they send rumors, delete
+Members run the real engine (:mod:`protocols.libraries.mls`): they send rumors, delete
 some of their own, commit self-updates, adds and removes, and sometimes race
 two commits for one epoch.  One member, the *observer*, never sends; the
 relay stream starts at its join, and the files written for it let a Tessera
@@ -34,7 +34,7 @@ from collections.abc import Callable
 import attrs
 
 from core.errors import InvalidInput
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.processing import rules

@@ -31,7 +31,7 @@ from Crypto.Hash import keccak
 from core import eventlog
 from core.intents import PurgeEvents, WriteProtocolState
 from core.records import Event, Result, derive_event_id
-from protocols.delivery.records import APPLICATION, COMMIT, DELIVERED, MESSAGE_TYPES, READ, WELCOME
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, MESSAGE_TYPES, READ, WELCOME
 from protocols.sovereign import payloads
 from protocols.sovereign.config import Limits
 from protocols.sovereign.errors import (

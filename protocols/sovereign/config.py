@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from protocols.delivery.records import message_wire_bytes
+from protocols.libraries.delivery.records import message_wire_bytes
 from protocols.sovereign.errors import InvalidConfig
 
 MIB = 1024 * 1024

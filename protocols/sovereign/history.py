@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from protocols.delivery.records import HistoryPage, StoredMessage
+from protocols.libraries.delivery.records import HistoryPage, StoredMessage
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
 
 DEFAULT_LIMIT = 50

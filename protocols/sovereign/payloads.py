@@ -1,7 +1,7 @@
 """What the store checks in a payload without any key: it is an MLSMessage, and says what it is.
 
 A PublicMessage or PrivateMessage carries its group id, epoch and content
-type in the clear (:func:`protocols.mls.peek`), so the store can refuse a
+type in the clear (:func:`protocols.libraries.mls.peek`), so the store can refuse a
 message for another group and order commits by epoch.  A Welcome is
 encrypted to its invitee and names no group in the clear; it is stored under
 the group the sender names, for the one recipient the sender names.  A
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import attrs
 
-from protocols import mls
-from protocols.delivery.records import APPLICATION, COMMIT, PROPOSAL, WELCOME
-from protocols.mls.codec import decode
-from protocols.mls.crypto.suites import suite
-from protocols.mls.group.key_packages import key_package_ref, validate_key_package
-from protocols.mls.messages import MLSMessage
-from protocols.mls.messages.registries import WireFormat
+from protocols.libraries import mls
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, PROPOSAL, WELCOME
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.crypto.suites import suite
+from protocols.libraries.mls.group.key_packages import key_package_ref, validate_key_package
+from protocols.libraries.mls.messages import MLSMessage
+from protocols.libraries.mls.messages.registries import WireFormat
 from protocols.sovereign.errors import InvalidKeyPackage, MalformedPayload, WrongGroup
 
 _CONTENT_TYPES = {"application": APPLICATION, "commit": COMMIT, "proposal": PROPOSAL}

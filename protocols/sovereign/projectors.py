@@ -14,7 +14,7 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.delivery.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
 from protocols.sovereign.commands import DAY_MS, STORED_TYPES
 
 

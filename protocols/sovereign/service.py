@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from core import eventlog
 from core.app import App
 from core.state import ProtocolState
-from protocols.delivery.records import (
+from protocols.libraries.delivery.records import (
     DELIVERED,
     MESSAGE_TYPES,
     READ,

@@ -1,6 +1,6 @@
 """A group's catch-up with its payloads decrypted a page ahead, in a helper process.
 
-:mod:`protocols.mls.ahead` runs the engine over the next page while this
+:mod:`protocols.libraries.mls.ahead` runs the engine over the next page while this
 process records the current one.  Here a page the helper opened is recorded
 in one transaction: each payload goes through the core pipeline as always,
 carrying what the helper made of it (:class:`AheadSlot`); the handler records
@@ -32,8 +32,8 @@ import attrs
 from core.batch import MicroBatch
 from core.pipeline import Outcome
 from core.records import OutcomeKind
-from protocols import mls
-from protocols.mls.ahead import DecryptAhead, Decrypted, OpenedPage
+from protocols.libraries import mls
+from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
 from protocols.xmtp.rereading import Suspect
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import Page, ServerMessage

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.records import Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.xmtp import facts, keypackages, members, queries
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists
 from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address

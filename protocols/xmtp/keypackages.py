@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from core.records import Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
 from protocols.xmtp.transport.interface import DeliveryService

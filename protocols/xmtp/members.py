@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.xmtp.errors import InvalidBinding
 from protocols.xmtp.identity import InstallationBinding, verify
 from protocols.xmtp.state import BINDING_EXTENSION

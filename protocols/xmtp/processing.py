@@ -35,8 +35,8 @@ import json
 from typing import Any
 
 from core.records import Envelope, Event, Result, derive_event_id
-from protocols import mls
-from protocols.mls.ahead import Decrypted
+from protocols.libraries import mls
+from protocols.libraries.mls.ahead import Decrypted
 from protocols.xmtp import facts, members, queries
 from protocols.xmtp.errors import EpochAhead, PayloadUnreadable
 from protocols.xmtp.items import PROTOCOL

@@ -35,7 +35,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.records import Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.xmtp import facts, members, queries
 from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer
 from protocols.xmtp.identity import InstallationBinding, verify

@@ -22,7 +22,7 @@ none of it may leave us stuck without saying so:
   holds, said at WARNING.
 * **Messages stepped over**: a sender's later message was read before an
   earlier one, whose key then waits in the group state
-  (:func:`protocols.mls.skipped_generations`), or the cursor passed a
+  (:func:`protocols.libraries.mls.skipped_generations`), or the cursor passed a
   message of ours the server took without our reading it back.  Left out of
   a page, it would never come again; so the topic is read again from the
   commit that opened the oldest epoch with such a message, once a sync, for
@@ -47,8 +47,8 @@ from typing import Any
 import attrs
 
 from core.errors import PermanentError, StatementFailed
-from protocols import mls
-from protocols.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
+from protocols.libraries import mls
+from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
 from protocols.xmtp import queries
 from protocols.xmtp.errors import EpochAhead, GroupNeedsRejoin, TopicStalled
 from protocols.xmtp.kinds import IntentState

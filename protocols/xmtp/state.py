@@ -12,7 +12,7 @@ Names (``<gid>`` = the group id in hex):
     until a welcome uses it.
 
 Every value is sealed under ``TESSERA_XMTP_STATE_KEY`` (or the file
-``TESSERA_XMTP_STATE_KEY_FILE`` names) by :mod:`protocols.mls.at_rest`.
+``TESSERA_XMTP_STATE_KEY_FILE`` names) by :mod:`protocols.libraries.at_rest`.
 Inside handlers and commands values are read through ``ctx.state`` and
 written by returning the ``WriteProtocolState`` intents made here.
 """
@@ -30,8 +30,7 @@ import attrs
 from core.errors import ConfigurationError
 from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
-from protocols import mls
-from protocols.mls import at_rest, erasable
+from protocols.libraries import at_rest, erasable, mls
 from protocols.xmtp.errors import GroupUnknown, IdentityMissing
 from protocols.xmtp.identity import AccountKey, InstallationBinding, InstallationKey
 

@@ -6,7 +6,7 @@ import hashlib
 import random
 from typing import Any
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.wire import group_data, key_package_events, nostr, outer, rumors
 
 T0 = 1_700_000_000

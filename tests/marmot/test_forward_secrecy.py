@@ -2,7 +2,7 @@
 state that could derive that key opens any more, wherever SQLite left its bytes.
 
 A message key is derived from the sender's ratchet in the group state before the message; every such
-version of the state is sealed under a version key of its own (protocols/mls/erasable.py).  These tests
+version of the state is sealed under a version key of its own (protocols/libraries/erasable.py).  These tests
 keep each version the database ever stored and each version key, then scan the database file, its WAL and
 the key files for those keys, and try to open every old version with everything left on disk.
 """
@@ -16,11 +16,11 @@ import pytest
 
 from core.db import Database
 from core.state import ProtocolState
+from protocols.libraries import erasable
 from protocols.marmot.errors import GroupStateKeyGone
 from protocols.marmot.state import store as marmot_store
 from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.store import GroupStateStore, load, ratchets_name, state_name
-from protocols.mls import erasable
 from tests.marmot._net import T0
 from tests.marmot.conftest import deliver
 

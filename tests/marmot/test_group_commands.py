@@ -310,8 +310,8 @@ def test_an_answered_invitation_sent_again_is_recognised_not_refused(marmot_app,
 
 
 def _opens(app, name: str, sealed: bytes | None) -> bool:
+    from protocols.libraries import erasable
     from protocols.marmot.state.key import SEALER, load_key
-    from protocols.mls import erasable
 
     assert sealed is not None
     try:
@@ -324,7 +324,7 @@ def _opens(app, name: str, sealed: bytes | None) -> bool:
 def test_a_used_key_package_and_an_accepted_invitation_leave_no_copy_that_opens(marmot_app, relays) -> None:
     """Forward secrecy at rest for joining: the KeyPackage's private keys and the state the invitation would
     join are sealed erasably, and once the accept commits no stored copy of either opens."""
-    from protocols.mls import erasable
+    from protocols.libraries import erasable
 
     alice, _ = member(marmot_app, relays)
     bob, bob_pk = member(marmot_app, relays)

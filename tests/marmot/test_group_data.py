@@ -5,11 +5,11 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import encode
 from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data
 from protocols.marmot.wire.group_data import CURRENT_VERSION, GroupData, InvalidGroupData
-from protocols.mls.codec import encode
 from tests.marmot._net import T0, Net
 from tests.marmot._read import group_row, outer_record
 from tests.marmot.conftest import deliver

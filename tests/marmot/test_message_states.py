@@ -9,7 +9,7 @@ import pytest
 from core import publish
 from core.records import OutcomeKind
 from jobs.tick import TickDaemon
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts as F
 from protocols.marmot import observe
 from protocols.marmot.wire import key_package_events, outer, rumors

@@ -10,7 +10,7 @@ from core import drain, queues
 from core.protocol import TickContext
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import jobs
 from protocols.marmot.errors import (
     StateKeyError,

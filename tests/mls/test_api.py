@@ -1,4 +1,4 @@
-"""The engine API plugins use (protocols.mls): credential strings, bytes in and out, the old engine's values refused."""
+"""The engine API plugins use (protocols.libraries.mls): credential strings, bytes in and out, the old engine's values refused."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 import nacl.signing
 import pytest
 
-from protocols import mls
-from protocols.mls.messages import Extension
+from protocols.libraries import mls
+from protocols.libraries.mls.messages import Extension
 from tests.helpers import FIXTURES
 
 

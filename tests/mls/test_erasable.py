@@ -9,7 +9,7 @@ import nacl.exceptions
 import pytest
 
 from core.db import Database
-from protocols.mls import erasable
+from protocols.libraries import erasable
 
 LABEL = b"tests/erasable/"
 KEY = os.urandom(32)

@@ -26,17 +26,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import mls
-from protocols.mls import messages as m
-from protocols.mls.codec import DecodeError, decode, encode
-from protocols.mls.crypto import suite
-from protocols.mls.group import commit as group_commit
-from protocols.mls.group.key_packages import create_key_package, default_capabilities
-from protocols.mls.group.proposal_list import check_proposal
-from protocols.mls.group.proposals import propose, propose_remove, propose_self_remove, propose_update
-from protocols.mls.group.refusals import InvalidProposal, InvalidProposalList, UnknownProposalRef
-from protocols.mls.group.snapshot import format_version
-from protocols.mls.group.snapshot_format import FORMAT_VERSION
+from protocols.libraries import mls
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import DecodeError, decode, encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.group import commit as group_commit
+from protocols.libraries.mls.group.key_packages import create_key_package, default_capabilities
+from protocols.libraries.mls.group.proposal_list import check_proposal
+from protocols.libraries.mls.group.proposals import propose, propose_remove, propose_self_remove, propose_update
+from protocols.libraries.mls.group.refusals import InvalidProposal, InvalidProposalList, UnknownProposalRef
+from protocols.libraries.mls.group.snapshot import format_version
+from protocols.libraries.mls.group.snapshot_format import FORMAT_VERSION
 from tests.mls.group._forge import forged_commit, forged_proposal
 
 FORMAT_1 = Path(__file__).parent / "fixtures" / "snapshot_format_1.json"

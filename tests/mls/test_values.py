@@ -1,11 +1,11 @@
-"""protocols.mls.values.replaced: a frozen value's copy with some fields changed, on the per-message path."""
+"""protocols.libraries.mls.values.replaced: a frozen value's copy with some fields changed, on the per-message path."""
 
 from __future__ import annotations
 
 import attrs
 import pytest
 
-from protocols.mls.values import replaced
+from protocols.libraries.mls.values import replaced
 
 
 @attrs.frozen

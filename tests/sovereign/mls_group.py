@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from protocols import mls
+from protocols.libraries import mls
 
 
 class Member:

@@ -25,16 +25,16 @@ import nacl.signing
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
-from protocols import mls
-from protocols.delivery.client import Client, connect
-from protocols.delivery.records import WELCOME
-from protocols.mls.codec import encode
-from protocols.mls.messages import MLSMessage
-from protocols.mls.messages.framing import ContentType
-from protocols.mls.messages.private_message import PrivateMessage
-from protocols.mls.messages.registries import CipherSuite, ProtocolVersion
-from protocols.mls.messages.update_path import HPKECiphertext
-from protocols.mls.messages.welcome import EncryptedGroupSecrets, Welcome
+from protocols.libraries import mls
+from protocols.libraries.delivery.client import Client, connect
+from protocols.libraries.delivery.records import WELCOME
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.messages import MLSMessage
+from protocols.libraries.mls.messages.framing import ContentType
+from protocols.libraries.mls.messages.private_message import PrivateMessage
+from protocols.libraries.mls.messages.registries import CipherSuite, ProtocolVersion
+from protocols.libraries.mls.messages.update_path import HPKECiphertext
+from protocols.libraries.mls.messages.welcome import EncryptedGroupSecrets, Welcome
 from tests.helpers import TESSERA, clean_environment, query_file
 
 # --- payloads ---------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.delivery import frames
-from protocols.delivery.records import StoredMessage
+from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.records import StoredMessage
 from protocols.sovereign.config import (
     FRAME_ENVELOPE_BYTES,
     MIB,

@@ -8,7 +8,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from projectors.testkit import ProjectorContract, Run
 from protocols import sovereign
-from protocols.delivery.records import DELIVERED, PENDING, READ
+from protocols.libraries.delivery.records import DELIVERED, PENDING, READ
 from tests.sovereign.mls_group import Group, Member
 
 KIT_NOW_S = 1_700_000_000  # the kit's manual clock: KeyPackages must be valid then

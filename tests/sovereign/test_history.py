@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocols.delivery import frames
+from protocols.libraries.delivery import frames
 from protocols.sovereign import errors
 from protocols.sovereign.config import Limits, ServerConfig
 from protocols.sovereign.server.requests import page_reply

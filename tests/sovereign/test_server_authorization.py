@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from protocols.delivery.client import Client, ServerError
-from protocols.delivery.records import PENDING
+from protocols.libraries.delivery.client import Client, ServerError
+from protocols.libraries.delivery.records import PENDING
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import (
     Installation,

@@ -15,8 +15,8 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocols.delivery.client import Client, Disconnected, ServerError
-from protocols.delivery.records import WELCOME
+from protocols.libraries.delivery.client import Client, Disconnected, ServerError
+from protocols.libraries.delivery.records import WELCOME
 from protocols.sovereign.config import Limits, minimum_send_queue_bytes
 from tests.helpers import query_file, wait_until
 from tests.sovereign.server_helpers import (

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from core.clock import SystemClock
 from core.settings import Settings
 from protocols import sovereign
-from protocols.delivery.records import Stored
+from protocols.libraries.delivery.records import Stored
 from protocols.sovereign.errors import NotAMember
 from protocols.sovereign.server.pool import StorePool
 from protocols.sovereign.service import Store

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect as ws_connect
 
-from protocols.delivery.client import Client
+from protocols.libraries.delivery.client import Client
 from protocols.sovereign.config import Limits, ServerConfig, minimum_send_queue_bytes
 from tests.helpers import clean_environment, wait_until
 from tests.sovereign.server_helpers import (

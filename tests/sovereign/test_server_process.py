@@ -9,7 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from protocols.delivery.client import Client, Disconnected
+from protocols.libraries.delivery.client import Client, Disconnected
 from tests.helpers import TESSERA, clean_environment, one_line_error, query_file
 from tests.sovereign.server_helpers import (
     SERVE,

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from protocols.delivery import frames
-from protocols.delivery.client import ServerError
-from protocols.delivery.records import APPLICATION, COMMIT, READ
-from protocols.mls.messages.framing import ContentType
+from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.client import ServerError
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, READ
+from protocols.libraries.mls.messages.framing import ContentType
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import (
     Installation,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core import eventlog
-from protocols.delivery.records import APPLICATION, COMMIT, DELIVERED, PENDING, PROPOSAL, READ, WELCOME
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, PENDING, PROPOSAL, READ, WELCOME
 from protocols.sovereign import errors
 from tests.sovereign.conftest import seat
 from tests.sovereign.mls_group import Group, Member

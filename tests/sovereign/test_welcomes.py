@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.delivery.records import WELCOME
+from protocols.libraries.delivery.records import WELCOME
 from protocols.sovereign import errors, history
 from tests.sovereign.conftest import seat
 from tests.sovereign.mls_group import Group, Member

@@ -12,7 +12,7 @@ import pytest
 
 from core.app import App
 from protocols import xmtp
-from protocols.mls import at_rest
+from protocols.libraries import at_rest
 from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault

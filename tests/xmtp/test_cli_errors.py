@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.mls import at_rest
+from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.mls import at_rest
+from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment, query_file
 from tests.sovereign.server_helpers import serving
 from tests.xmtp.test_end_to_end import Person

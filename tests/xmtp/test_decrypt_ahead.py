@@ -19,9 +19,8 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols import mls
-from protocols.mls import erasable
-from protocols.mls.ahead import DecryptAhead, OpenedPage
+from protocols.libraries import erasable, mls
+from protocols.libraries.mls.ahead import DecryptAhead, OpenedPage
 from protocols.xmtp import ahead, sync
 from protocols.xmtp.state import Vault
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from protocols.mls import at_rest
+from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment
 from tests.sovereign.server_helpers import serving
 

@@ -1,5 +1,5 @@
 """Forward secrecy at rest for the XMTP client: its group states and KeyPackages are sealed erasably
-(protocols/mls/erasable.py), so once a transaction that replaces or uses one has committed, no stored copy
+(protocols/libraries/erasable.py), so once a transaction that replaces or uses one has committed, no stored copy
 of the earlier version opens with what is left on disk."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core.state import ProtocolState
-from protocols.mls import erasable
+from protocols.libraries import erasable
 from protocols.xmtp.state import SEALER, StateKeyGone, Vault
 from tests.xmtp.conftest import MakeMember, Member
 

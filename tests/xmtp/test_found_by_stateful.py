@@ -17,7 +17,7 @@ from __future__ import annotations
 import attrs
 
 from core.clock import ManualClock
-from protocols.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
+from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
 from protocols.xmtp import publishing, queries
 from protocols.xmtp.errors import ServiceUnavailable
 from protocols.xmtp.kinds import IntentKind, IntentState

@@ -70,7 +70,7 @@ from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.settings import Settings
 from protocols import xmtp
-from protocols.mls import at_rest
+from protocols.libraries import at_rest
 from protocols.xmtp import facts, jobs, keypackages, members, publishing, queries, sync
 from protocols.xmtp import state as xmtp_state
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, ServiceUnavailable

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from core.state import ProtocolState
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.cli.invitees import find_invitee
 from protocols.marmot.cli.publish import PublishSummary, publish_now, timeout_option
 from protocols.marmot.cli.support import (

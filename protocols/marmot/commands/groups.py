@@ -25,7 +25,7 @@ from typing import Any
 from core.errors import InvalidInput
 from core.intents import Intent
 from core.records import Event, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.records import Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.processing.item import Item
 from protocols.marmot.processing.messages import deletion

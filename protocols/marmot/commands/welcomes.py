@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import InvalidInput, NotFound
 from core.intents import Intent
 from core.records import Event, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.commands.groups import joined
 from protocols.marmot.errors import MarmotError

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from core.intents import EnqueueRecheck
 from core.records import Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.processing import rules

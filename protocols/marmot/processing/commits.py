@@ -27,7 +27,7 @@ import hashlib
 
 from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch

@@ -28,7 +28,7 @@ from typing import Any
 
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer

@@ -10,7 +10,7 @@ import attrs
 from core import records
 from core.intents import Intent, WriteProtocolState
 from core.records import Blocked, Event, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot.facts import Outer
 from protocols.marmot.read.history import GroupHistoryStore, OuterRecord

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from core.records import Blocked, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.processing import rules

@@ -10,14 +10,14 @@ a member receives; the admins are read from the group data
 
 from __future__ import annotations
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.wire.group_data import admins
 
 
 def process_message(state: mls.GroupState, message: bytes) -> mls.ProcessResult:
     """The engine's ``process_message`` with Marmot's rules for every commit (see :func:`check_commit`).
 
-    Raises :class:`~protocols.mls.UnauthorizedCommit` (or a subclass naming the rule) for a commit they forbid.
+    Raises :class:`~protocols.libraries.mls.UnauthorizedCommit` (or a subclass naming the rule) for a commit they forbid.
     """
     result = mls.process_message(state, message)
     if isinstance(result, mls.CommitApplied):

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.records import Envelope, Result
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.state import account as accounts

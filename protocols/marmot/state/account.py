@@ -14,11 +14,11 @@ import attrs
 from core.errors import InvalidInput, NotFound
 from core.intents import WriteProtocolState
 from core.state import ProtocolState
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import Opaque, decode, encode
 from protocols.marmot.state.store import SealedValues
 from protocols.marmot.wire import nostr
 from protocols.marmot.wire.secp256k1 import check_secret_key
-from protocols.mls.codec import Opaque, decode, encode
 
 ACCOUNT = "account"
 _MAGIC = b"tessera-marmot-account-1"

@@ -4,13 +4,13 @@ Group state holds every secret of our membership, so it is never stored in
 the clear.  The user supplies a 32-byte key as 64 hex characters, either in
 ``TESSERA_MARMOT_STATE_KEY`` or in a file named by
 ``TESSERA_MARMOT_STATE_KEY_FILE``; :mod:`.store` seals every value with it
-(the shared :mod:`protocols.mls.at_rest` does the sealing and the reading).
+(the shared :mod:`protocols.libraries.at_rest` does the sealing and the reading).
 """
 
 from __future__ import annotations
 
+from protocols.libraries import at_rest
 from protocols.marmot.errors import StateKeyInvalid, StateKeyMissing, StateKeyWrong
-from protocols.mls import at_rest
 
 ENV_KEY = "TESSERA_MARMOT_STATE_KEY"
 ENV_KEY_FILE = "TESSERA_MARMOT_STATE_KEY_FILE"

@@ -19,16 +19,16 @@ import attrs
 from core.errors import InvalidInput
 from core.intents import EnqueueOutgoing, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import Opaque, Uint8, decode, encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.group.join import decode_welcome
+from protocols.libraries.mls.group.key_packages import key_package_ref
 from protocols.marmot.state.account import Account
 from protocols.marmot.state.store import SealedValues
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire import key_package_events
 from protocols.marmot.wire.relay_lists import KEY_PACKAGE_RELAYS_KIND, relay_list_event
-from protocols.mls.codec import Opaque, Uint8, decode, encode
-from protocols.mls.crypto import suite
-from protocols.mls.group.join import decode_welcome
-from protocols.mls.group.key_packages import key_package_ref
 
 KEY_PACKAGE = "kp/"
 DEFAULT_STOCK = 3

@@ -4,7 +4,7 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 
 ``state/<gid>``
     the engine snapshot of our current group state without its ratchets
-    (the epoch part of :mod:`protocols.mls.group.snapshot_split`): written
+    (the epoch part of :mod:`protocols.libraries.mls.group.snapshot_split`): written
     when the group changes otherwise than by a message (a commit, a
     proposal), else left as it is;
 ``ratchets/<gid>``
@@ -75,7 +75,7 @@ import attrs
 
 from core.intents import UNCHANGED, EnqueueRecheck, Intent, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
-from protocols import mls
+from protocols.libraries import at_rest, erasable, mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
@@ -83,7 +83,6 @@ from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
-from protocols.mls import at_rest, erasable
 
 # --- the key layout ----------------------------------------------------------------------
 
@@ -212,7 +211,7 @@ class SealedValues:
         return WriteProtocolState(name, None if value is None else self.sealed(name, value))
 
     def erasable_intent(self, name: str, plain: bytes) -> StageProtocolState:
-        """Store ``plain`` sealed erasably (:mod:`protocols.mls.erasable`): once a transaction that replaces or
+        """Store ``plain`` sealed erasably (:mod:`protocols.libraries.erasable`): once a transaction that replaces or
         forgets it has committed, no copy of it opens, wherever SQLite left its bytes.  For secrets that must
         not outlive their use: a KeyPackage's private keys, the state a pending invitation would join."""
         return StageProtocolState(name, plain, lambda value: _seal_erasably(self, name, value))
@@ -266,7 +265,7 @@ def _staged_state_intents(values: SealedValues, gid: str, new_state: mls.GroupSt
     messages consumed in between never reach the disk.  It is written in two parts: the ratchets every time,
     the epoch part only when more than the ratchets changed (a message moves only them).  Both are sealed
     erasably, so the version each replaces no longer opens once the transaction has committed
-    (:mod:`protocols.mls.erasable`)."""
+    (:mod:`protocols.libraries.erasable`)."""
     name, ratchets = state_name(gid), ratchets_name(gid)
 
     def seal_epoch_part(state: mls.GroupState) -> bytes:

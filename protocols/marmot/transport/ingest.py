@@ -28,7 +28,7 @@ from core.batch import MicroBatch
 from core.pipeline import Outcome, process_item
 from core.records import ItemSource
 from core.state import ProtocolState
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent

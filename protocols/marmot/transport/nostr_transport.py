@@ -21,7 +21,7 @@ from core import queues
 from core.errors import InvalidInput, PermanentError, TransientError
 from core.intents import EnqueueOutgoing
 from core.queues import OutgoingItem
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.relays import NostrRelays, PublishReport, PublishStatus, RelayTransport
 from protocols.marmot.wire import group_data, nostr, outer
 

@@ -42,10 +42,10 @@ import attrs
 from attrs import frozen
 
 from core.errors import InvalidInput
-from protocols import mls
-from protocols.mls.codec import DecodeError, Fixed, Opaque, Uint16, decode, encode
-from protocols.mls.messages import Extension, ExtensionType, RequiredCapabilities
-from protocols.mls.messages.registries import SELF_REMOVE_PROPOSAL_TYPE
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import DecodeError, Fixed, Opaque, Uint16, decode, encode
+from protocols.libraries.mls.messages import Extension, ExtensionType, RequiredCapabilities
+from protocols.libraries.mls.messages.registries import SELF_REMOVE_PROPOSAL_TYPE
 
 GROUP_DATA_EXTENSION = 0xF2EE
 CURRENT_VERSION = 2

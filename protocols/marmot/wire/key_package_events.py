@@ -39,17 +39,17 @@ from urllib.parse import urlsplit
 from attrs import frozen
 
 from core.errors import InvalidInput
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls import credential_string, key_package_from_bytes
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import InvalidMessage
+from protocols.libraries.mls.group.key_packages import key_package_ref, validate_key_package
+from protocols.libraries.mls.messages import KeyPackage
+from protocols.libraries.mls.messages.registries import GREASE_VALUES, LAST_RESORT_EXTENSION_TYPE
+from protocols.libraries.mls.tree.validation import DEFAULT_EXTENSIONS
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.wire import nostr
-from protocols.mls import credential_string, key_package_from_bytes
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import suite
-from protocols.mls.errors import InvalidMessage
-from protocols.mls.group.key_packages import key_package_ref, validate_key_package
-from protocols.mls.messages import KeyPackage
-from protocols.mls.messages.registries import GREASE_VALUES, LAST_RESORT_EXTENSION_TYPE
-from protocols.mls.tree.validation import DEFAULT_EXTENSIONS
 
 __all__ = [
     "CLIENT",

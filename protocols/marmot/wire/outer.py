@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import attrs
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.wire import envelope, nostr
 
 _CACHE_SIZE = 512

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from core.errors import InvalidInput
+from protocols.libraries.mls.errors import InvalidMessage
+from protocols.libraries.mls.group.join import decode_welcome
 from protocols.marmot.errors import InvalidRumor, MarmotError
 from protocols.marmot.wire import rumors
 from protocols.marmot.wire.key_package_events import CLIENT, check_relays, decode_content, single_tag, tags_named
-from protocols.mls.errors import InvalidMessage
-from protocols.mls.group.join import decode_welcome
 
 __all__ = ["WELCOME_KIND", "InvalidWelcomeRumor", "WelcomeRumor", "parse_welcome_rumor", "welcome_rumor"]
 

@@ -6,6 +6,6 @@
 - :mod:`.metrics`: ``/healthz`` and ``/metrics``;
 - :mod:`.runner`: the server, the tick daemon beside it, signals and shutdown.
 
-The wire format (frame types, fields, error codes) is :mod:`protocols.delivery.frames`, shared with the
+The wire format (frame types, fields, error codes) is :mod:`protocols.libraries.delivery.frames`, shared with the
 clients.
 """

@@ -17,8 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
-from protocols.delivery import frames
-from protocols.delivery.records import StoreStats
+from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.records import StoreStats
 
 STATS_REFRESH_S = 5.0
 HEALTH_PATH = "/healthz"

@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from protocols.delivery import frames
-from protocols.delivery.records import HistoryPage, Identity, IdentityPublished, Membership, Stored
+from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.records import HistoryPage, Identity, IdentityPublished, Membership, Stored
 from protocols.sovereign.service import Store
 
 

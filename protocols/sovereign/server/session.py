@@ -49,8 +49,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from core.errors import StorageUnavailable
-from protocols.delivery import frames
-from protocols.delivery.records import Stored, StoredMessage
+from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.records import Stored, StoredMessage
 from protocols.sovereign.config import READ_AHEAD, ServerConfig
 from protocols.sovereign.errors import LimitExceeded, SovereignError
 from protocols.sovereign.server.metrics import ServerMetrics

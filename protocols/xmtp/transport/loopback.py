@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.interface import (
     APPLICATION,

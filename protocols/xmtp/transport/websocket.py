@@ -1,7 +1,7 @@
 """The delivery service over the network: ``tessera serve``, through the shared asyncio client.
 
 The client's jobs are synchronous (they run between transactions on the tick
-thread), the store's client (:mod:`protocols.delivery.client`) is asyncio:
+thread), the store's client (:mod:`protocols.libraries.delivery.client`) is asyncio:
 :class:`WebSocketService` keeps one event loop on a thread of its own and
 runs each request there, so one implementation of the wire protocol serves
 both.  The connection is opened on first use and again after it drops; a
@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 import nacl.signing
 
-from protocols.delivery.client import Client, Disconnected, ServerError, connect
-from protocols.delivery.records import HistoryPage, StoredMessage
+from protocols.libraries.delivery.client import Client, Disconnected, ServerError, connect
+from protocols.libraries.delivery.records import HistoryPage, StoredMessage
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.interface import Binding, Page, Receipt, ServerMessage
 

@@ -26,7 +26,7 @@ from typing import Literal
 
 import attrs
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data, key_package_events, nostr, outer, rumors
@@ -123,7 +123,7 @@ class TesseraMember:
 
     @property
     def group(self) -> mls.GroupState:
-        """The group state; raises :class:`~protocols.mls.InvalidArgument` before creating or joining one."""
+        """The group state; raises :class:`~protocols.libraries.mls.InvalidArgument` before creating or joining one."""
         if self.state is None:
             raise mls.InvalidArgument(f"{self.name} has neither created nor joined a group")
         return self.state

@@ -53,13 +53,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.group import commit as commit_module
+from protocols.libraries.mls.messages import BasicCredential
+from protocols.libraries.mls.tree.treekem import create_update_path
 from protocols.marmot.wire import group_data, nip44, nostr, outer, rumors
 from protocols.marmot.wire.gift_wrap import unwrap, wrap
-from protocols.mls.codec import encode
-from protocols.mls.group import commit as commit_module
-from protocols.mls.messages import BasicCredential
-from protocols.mls.tree.treekem import create_update_path
 from tests.marmot.mdk.mdk_peer import DEFAULT_RELAYS, MdkMember
 from tests.marmot.mdk.tessera_member import ForgedRumor, Outgoing, Received, TesseraMember, UnreadableEvent, rank
 

@@ -14,7 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import encode
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.wire import nostr
 from protocols.marmot.wire.key_package_events import (
@@ -26,7 +27,6 @@ from protocols.marmot.wire.key_package_events import (
     parse_key_package_event,
 )
 from protocols.marmot.wire.welcome_events import parse_welcome_rumor
-from protocols.mls.codec import encode
 from tests.marmot.mdk.mdk_peer import DEFAULT_RELAYS, MdkMember, open_group_event
 
 pytestmark = pytest.mark.peer

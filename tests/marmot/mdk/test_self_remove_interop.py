@@ -32,11 +32,11 @@ from typing import Any
 
 import pytest
 
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.messages import SELF_REMOVE_PROPOSAL_TYPE, MLSMessage, RequiredCapabilities, WireFormat
+from protocols.libraries.mls.messages.registries import ExtensionType
 from protocols.marmot.wire import outer
-from protocols.mls.codec import decode
-from protocols.mls.messages import SELF_REMOVE_PROPOSAL_TYPE, MLSMessage, RequiredCapabilities, WireFormat
-from protocols.mls.messages.registries import ExtensionType
 from tests.marmot.mdk.mdk_peer import MdkMember
 from tests.marmot.mdk.tessera_member import TesseraMember
 from tests.marmot.mdk.test_group_interop import (

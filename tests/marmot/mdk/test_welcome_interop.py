@@ -16,7 +16,7 @@ from types import ModuleType
 import attrs
 import pytest
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.processing import rules
 from protocols.marmot.wire import group_data, nostr, rumors
 from protocols.marmot.wire.gift_wrap import unwrap, wrap

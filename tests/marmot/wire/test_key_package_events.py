@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import mls
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.group.key_packages import key_package_ref
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.wire import group_data, nostr
 from protocols.marmot.wire.key_package_events import (
@@ -22,9 +25,6 @@ from protocols.marmot.wire.key_package_events import (
     key_package_event,
     parse_key_package_event,
 )
-from protocols.mls.codec import encode
-from protocols.mls.crypto import suite
-from protocols.mls.group.key_packages import key_package_ref
 
 NOW = 1_790_000_000
 RELAYS = ("wss://relay.example", "ws://127.0.0.1:7777")

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from protocols import mls
+from protocols.libraries import mls
 from protocols.marmot.wire import nostr, rumors
 from protocols.marmot.wire.key_package_events import CLIENT, MARMOT_EXTENSIONS
 from protocols.marmot.wire.welcome_events import (

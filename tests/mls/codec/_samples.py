@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.conformance.checkers.messages import FIELDS
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.conformance.checkers.messages import FIELDS
 
 from .._vectors import h, load
 

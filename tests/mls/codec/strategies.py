@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from protocols.mls.codec import (
+from protocols.libraries.mls.codec import (
     Bound,
     ClosedEnum,
     Codec,
@@ -30,7 +30,7 @@ from protocols.mls.codec import (
     ZeroPadding,
     codec_of,
 )
-from protocols.mls.codec.base import NO_PARAMS, DecodeScope, Params
+from protocols.libraries.mls.codec.base import NO_PARAMS, DecodeScope, Params
 
 _cache: dict[int, st.SearchStrategy[Any]] = {}
 

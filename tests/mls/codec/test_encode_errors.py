@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import EncodeError, encode
-from protocols.mls.errors import InvalidArgument
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import EncodeError, encode
+from protocols.libraries.mls.errors import InvalidArgument
 
 CONTENT = m.FramedContent(b"group", 1, m.SenderExternal(0), b"", m.ApplicationData(b"hi"))
 AUTH = m.FramedContentAuthData(b"signature", None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import EncodeError, decode, encode
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import EncodeError, decode, encode
 
 from ._samples import key_package
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.mls import messages as m
-from protocols.mls.codec import DecodeError, decode, encode
-from protocols.mls.errors import InvalidMessage
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import DecodeError, decode, encode
+from protocols.libraries.mls.errors import InvalidMessage
 
 from ._samples import SAMPLES, key_package
 

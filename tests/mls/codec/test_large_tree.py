@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
 
 from ._samples import key_package
 

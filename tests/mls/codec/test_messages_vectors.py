@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.conformance.checkers.messages import FIELDS, check
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.conformance.checkers.messages import FIELDS, check
 
 from .._vectors import h
 from ._samples import ENTRIES

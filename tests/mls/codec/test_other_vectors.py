@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
 
 from .._vectors import h, load
 

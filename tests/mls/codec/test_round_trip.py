@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocols.mls import messages
-from protocols.mls.codec import codec_of, decode, encode
+from protocols.libraries.mls import messages
+from protocols.libraries.mls.codec import codec_of, decode, encode
 
 from .strategies import values_of
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.mls.codec import VARINT_MAX, DecodeError, EncodeError, read_varint, write_varint
-from protocols.mls.conformance.checkers.deserialization import check
-from protocols.mls.errors import InvalidMessage
+from protocols.libraries.mls.codec import VARINT_MAX, DecodeError, EncodeError, read_varint, write_varint
+from protocols.libraries.mls.conformance.checkers.deserialization import check
+from protocols.libraries.mls.errors import InvalidMessage
 
 from .._vectors import load
 

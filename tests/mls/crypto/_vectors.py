@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from protocols.mls.crypto import Rng
+from protocols.libraries.mls.crypto import Rng
 from tests.helpers import VECTORS
 
 MLS_DIR = VECTORS / "mls" / "all-suites"

@@ -11,13 +11,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, x25519
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.mls.crypto import InvalidKey, suite
-from protocols.mls.crypto._labeled import labeled_expand
-from protocols.mls.crypto.aead import AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, Aead
-from protocols.mls.crypto.hpke import Hpke
-from protocols.mls.crypto.kdf import HKDF_SHA256, HKDF_SHA384, HKDF_SHA512, Kdf
-from protocols.mls.crypto.kem import DHKEM_P256, DHKEM_P384, DHKEM_P521, DHKEM_X448, DHKEM_X25519, DhKem
-from protocols.mls.errors import DecryptionFailed
+from protocols.libraries.mls.crypto import InvalidKey, suite
+from protocols.libraries.mls.crypto._labeled import labeled_expand
+from protocols.libraries.mls.crypto.aead import AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, Aead
+from protocols.libraries.mls.crypto.hpke import Hpke
+from protocols.libraries.mls.crypto.kdf import HKDF_SHA256, HKDF_SHA384, HKDF_SHA512, Kdf
+from protocols.libraries.mls.crypto.kem import DHKEM_P256, DHKEM_P384, DHKEM_P521, DHKEM_X448, DHKEM_X25519, DhKem
+from protocols.libraries.mls.errors import DecryptionFailed
 
 from ._vectors import fixed, h, hpke
 

@@ -9,9 +9,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from protocols.mls.crypto import InvalidKey, suite
-from protocols.mls.crypto._curves import P256, P384, P521, Curve
-from protocols.mls.crypto.signature import Ecdsa
+from protocols.libraries.mls.crypto import InvalidKey, suite
+from protocols.libraries.mls.crypto._curves import P256, P384, P521, Curve
+from protocols.libraries.mls.crypto.signature import Ecdsa
 
 per_suite = pytest.mark.parametrize("suite_id", range(1, 8), ids=lambda i: f"suite-{i}")
 ECDSA_SUITES = pytest.mark.parametrize("suite_id", [2, 5, 7], ids=lambda i: f"suite-{i}")

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from core.errors import InvalidInput
-from protocols.mls.crypto import SUITES, InvalidKey, KeyPair, UnsupportedCipherSuite, suite
-from protocols.mls.errors import DecryptionFailed, InvalidArgument, MlsError
+from protocols.libraries.mls.crypto import SUITES, InvalidKey, KeyPair, UnsupportedCipherSuite, suite
+from protocols.libraries.mls.errors import DecryptionFailed, InvalidArgument, MlsError
 
 # RFC 9420 section 17.1, with Nh/Nk/Nn and the HPKE key sizes of RFC 9180 section 7.1.
 EXPECTED = {

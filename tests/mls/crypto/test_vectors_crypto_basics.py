@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.conformance.checkers.crypto_basics import check
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.crypto import labels as L
+from protocols.libraries.mls.conformance.checkers.crypto_basics import check
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.crypto import labels as L
 
 from ._vectors import h, mls
 

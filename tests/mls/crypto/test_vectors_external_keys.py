@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.crypto import suite
+from protocols.libraries.mls.crypto import suite
 
 from ._vectors import h, mls
 

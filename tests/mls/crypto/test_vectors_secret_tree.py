@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.crypto.labels import derive_tree_secret, expand_with_label
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.crypto.labels import derive_tree_secret, expand_with_label
 
 from ._vectors import h, mls
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite, KeyPair
-from protocols.mls.group.key_packages import KeyPackageSecrets, create_key_package
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import CipherSuite, KeyPair
+from protocols.libraries.mls.group.key_packages import KeyPackageSecrets, create_key_package
 from tests.mls.tree._members import seeded_rng
 
 #: A time inside every lifetime the tests give (seconds since the epoch).

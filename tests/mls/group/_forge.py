@@ -16,14 +16,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import Rng, suite
-from protocols.mls.group.sending import handshake_wire_format, protect, sign
-from protocols.mls.group.state import GroupState
-from protocols.mls.protection import public_message, sign_content, with_confirmation_tag
-from protocols.mls.schedule import confirmation_tag, confirmed_transcript_hash, next_epoch, zero_secret
-from protocols.mls.tree.treekem import create_update_path
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import Rng, suite
+from protocols.libraries.mls.group.sending import handshake_wire_format, protect, sign
+from protocols.libraries.mls.group.state import GroupState
+from protocols.libraries.mls.protection import public_message, sign_content, with_confirmation_tag
+from protocols.libraries.mls.schedule import confirmation_tag, confirmed_transcript_hash, next_epoch, zero_secret
+from protocols.libraries.mls.tree.treekem import create_update_path
 
 
 def forged_commit(

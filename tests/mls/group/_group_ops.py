@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite, Rng
-from protocols.mls.errors import MlsError
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import commit
-from protocols.mls.group.create import create_group
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import propose_update
-from protocols.mls.group.results import ApplicationMessage, CommitMessage
-from protocols.mls.group.snapshot import snapshot
-from protocols.mls.group.state import GroupState
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import CipherSuite, Rng
+from protocols.libraries.mls.errors import MlsError
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import commit
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import propose_update
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage
+from protocols.libraries.mls.group.snapshot import snapshot
+from protocols.libraries.mls.group.state import GroupState
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import NOW, Client, client

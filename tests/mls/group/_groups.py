@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite, Rng
-from protocols.mls.group.commit import commit, group_info_extensions
-from protocols.mls.group.create import create_group
-from protocols.mls.group.group_info import sign_group_info
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.results import Received
-from protocols.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import CipherSuite, Rng
+from protocols.libraries.mls.group.commit import commit, group_info_extensions
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.group_info import sign_group_info
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.results import Received
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
 
 from ._clients import Client, client
 

@@ -6,24 +6,24 @@ import functools
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import MlsError
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import commit, group_info_extensions
-from protocols.mls.group.create import create_group
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.group_info import sign_group_info
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import propose_external_psk, propose_update, with_external_psk
-from protocols.mls.group.results import ApplicationMessage, CommitMessage
-from protocols.mls.group.snapshot import restore, snapshot
-from protocols.mls.group.snapshot_tree import RECENT_TREES
-from protocols.mls.group.snapshot_write import without_past_ratchets
-from protocols.mls.group.state import GroupConfig, GroupState
-from protocols.mls.protection import EpochView
-from protocols.mls.schedule import RatchetWindow
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import MlsError
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import commit, group_info_extensions
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.group_info import sign_group_info
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import propose_external_psk, propose_update, with_external_psk
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage
+from protocols.libraries.mls.group.snapshot import restore, snapshot
+from protocols.libraries.mls.group.snapshot_tree import RECENT_TREES
+from protocols.libraries.mls.group.snapshot_write import without_past_ratchets
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls.protection import EpochView
+from protocols.libraries.mls.schedule import RatchetWindow
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import NOW, client

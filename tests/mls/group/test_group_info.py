@@ -8,11 +8,16 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import DecodeError, decode, encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
-from protocols.mls.group.group_info import external_pub, ratchet_tree_extension, sign_group_info, verify_group_info
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import DecodeError, decode, encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
+from protocols.libraries.mls.group.group_info import (
+    external_pub,
+    ratchet_tree_extension,
+    sign_group_info,
+    verify_group_info,
+)
 from tests.mls.tree._members import members, seeded_rng, tree_of
 
 SUITES = [suite(i) for i in range(1, 8)]

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.crypto.labels import make_key_package_ref
-from protocols.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
-from protocols.mls.group.key_packages import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.crypto.labels import make_key_package_ref
+from protocols.libraries.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
+from protocols.libraries.mls.group.key_packages import (
     LIFETIME_MARGIN_SECONDS,
     LIFETIME_SECONDS,
     create_key_package,
@@ -25,9 +25,9 @@ from protocols.mls.group.key_packages import (
     sign_key_package,
     validate_key_package,
 )
-from protocols.mls.group.refusals import InvalidKeyPackage
-from protocols.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE
-from protocols.mls.tree.leaf_node import sign_leaf_node
+from protocols.libraries.mls.group.refusals import InvalidKeyPackage
+from protocols.libraries.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE
+from protocols.libraries.mls.tree.leaf_node import sign_leaf_node
 from tests.helpers import VECTORS
 from tests.mls.tree._members import seeded_rng
 

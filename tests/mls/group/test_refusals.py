@@ -19,10 +19,10 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import suite
-from protocols.mls.errors import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import (
     CannotDecryptOwnMessage,
     ConfirmationMismatch,
     InvalidMessage,
@@ -30,15 +30,15 @@ from protocols.mls.errors import (
     KeyAlreadyUsed,
     WrongEpoch,
 )
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import commit
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.group_info import ratchet_tree_extension, sign_group_info
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.key_packages import create_key_package
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import ProposalOutcome, propose_remove, propose_update, with_external_psk
-from protocols.mls.group.refusals import (
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import commit
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.group_info import ratchet_tree_extension, sign_group_info
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.key_packages import create_key_package
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import ProposalOutcome, propose_remove, propose_update, with_external_psk
+from protocols.libraries.mls.group.refusals import (
     GroupReinitialized,
     InvalidCommit,
     InvalidKeyPackage,
@@ -48,13 +48,13 @@ from protocols.mls.group.refusals import (
     UnsupportedExtension,
     WelcomeNotForUs,
 )
-from protocols.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
-from protocols.mls.group.state import GroupConfig, GroupState
-from protocols.mls.group.welcome import seal_welcome
-from protocols.mls.protection import UnknownSender, WrongGroup, membership_tag
-from protocols.mls.tree.errors import DuplicateKey, InvalidLeafSignature, TreeHashMismatch
-from protocols.mls.tree.leaf_node import sign_leaf_node
-from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls.group.welcome import seal_welcome
+from protocols.libraries.mls.protection import UnknownSender, WrongGroup, membership_tag
+from protocols.libraries.mls.tree.errors import DuplicateKey, InvalidLeafSignature, TreeHashMismatch
+from protocols.libraries.mls.tree.leaf_node import sign_leaf_node
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import NOW, client
@@ -546,7 +546,7 @@ def test_a_welcome_whose_signed_ratchet_tree_holds_a_forged_leaf_is_refused(monk
         sealed["args"] = args
         return seal_welcome(*args)
 
-    monkeypatch.setattr("protocols.mls.group.commit.seal_welcome", keep_inputs)
+    monkeypatch.setattr("protocols.libraries.mls.group.commit.seal_welcome", keep_inputs)
     commit(t.alice, [m.Add(erin.key_package)])
     cs, info, joiner_secret, psk_secret, psks, members, rng = sealed["args"]
     honest = ratchet_tree_extension(info)

@@ -19,20 +19,20 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import ConfirmationMismatch, KeyAlreadyUsed, MlsError, WrongEpoch
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import commit
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import propose_external_psk, propose_update, with_external_psk
-from protocols.mls.group.refusals import EpochNotRetained
-from protocols.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
-from protocols.mls.group.state import GroupConfig, GroupState
-from protocols.mls.protection import EpochView
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import ConfirmationMismatch, KeyAlreadyUsed, MlsError, WrongEpoch
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import commit
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import propose_external_psk, propose_update, with_external_psk
+from protocols.libraries.mls.group.refusals import EpochNotRetained
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls.protection import EpochView
 
 from ._forge import forged_commit
 from ._groups import build_group, capabilities, member_client, signed_group_info
@@ -198,14 +198,14 @@ def transient(monkeypatch: pytest.MonkeyPatch) -> Transient:
         )
 
     for module in ("commit", "process", "external"):
-        recording(f"protocols.mls.group.{module}.next_epoch", new_epoch)
+        recording(f"protocols.libraries.mls.group.{module}.next_epoch", new_epoch)
     recording(
-        "protocols.mls.group.join.epoch_secrets",
+        "protocols.libraries.mls.group.join.epoch_secrets",
         lambda secrets: found.add("welcome", confirmation_key=secrets.confirmation_key),
     )
     for module in ("commit", "external"):
         recording(
-            f"protocols.mls.group.{module}.create_update_path",
+            f"protocols.libraries.mls.group.{module}.create_update_path",
             lambda created: found.add(
                 "created path",
                 commit_secret=created.commit_secret,
@@ -213,11 +213,11 @@ def transient(monkeypatch: pytest.MonkeyPatch) -> Transient:
             ),
         )
     recording(
-        "protocols.mls.group.process.receive_update_path",
+        "protocols.libraries.mls.group.process.receive_update_path",
         lambda received: found.add("received path", commit_secret=received.commit_secret, path=received.path_secret),
     )
     recording(
-        "protocols.mls.group.join.open_group_secrets",
+        "protocols.libraries.mls.group.join.open_group_secrets",
         lambda opened: found.add(
             "group secrets",
             joiner_secret=opened.joiner_secret,

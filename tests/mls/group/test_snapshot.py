@@ -10,14 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import InvalidSnapshot
-from protocols.mls.group import snapshot as snapshots
-from protocols.mls.group.process import process
-from protocols.mls.group.results import ApplicationMessage
-from protocols.mls.group.snapshot import FLAT_TREE_REFUSAL, is_flat_tree_snapshot, restore, snapshot
-from protocols.mls.group.snapshot_format import (
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import InvalidSnapshot
+from protocols.libraries.mls.group import snapshot as snapshots
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.results import ApplicationMessage
+from protocols.libraries.mls.group.snapshot import FLAT_TREE_REFUSAL, is_flat_tree_snapshot, restore, snapshot
+from protocols.libraries.mls.group.snapshot_format import (
     FORMAT_VERSION,
     MAGIC,
     GroupStateBody,
@@ -25,12 +25,19 @@ from protocols.mls.group.snapshot_format import (
     NodePrivateKey,
     ResumptionPskRecord,
 )
-from protocols.mls.group.snapshot_tree import RECENT_TREES, RecentTrees
-from protocols.mls.group.state import EpochKeys, GroupConfig, GroupState, PastEpoch, PendingCommit, PendingProposal
-from protocols.mls.group.summary import CommitSummary
-from protocols.mls.protection import EpochView
-from protocols.mls.schedule import GenerationReused, HashRatchet, RatchetWindow, SecretTree
-from protocols.mls.tree.private_tree import TreePrivate
+from protocols.libraries.mls.group.snapshot_tree import RECENT_TREES, RecentTrees
+from protocols.libraries.mls.group.state import (
+    EpochKeys,
+    GroupConfig,
+    GroupState,
+    PastEpoch,
+    PendingCommit,
+    PendingProposal,
+)
+from protocols.libraries.mls.group.summary import CommitSummary
+from protocols.libraries.mls.protection import EpochView
+from protocols.libraries.mls.schedule import GenerationReused, HashRatchet, RatchetWindow, SecretTree
+from protocols.libraries.mls.tree.private_tree import TreePrivate
 from tests.helpers import FIXTURES
 
 from ._group_ops import GroupRun

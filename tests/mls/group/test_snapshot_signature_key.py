@@ -7,10 +7,10 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.errors import InvalidSnapshot
-from protocols.mls.group.snapshot import restore, snapshot
-from protocols.mls.group.snapshot_format import GroupStateSnapshot
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.errors import InvalidSnapshot
+from protocols.libraries.mls.group.snapshot import restore, snapshot
+from protocols.libraries.mls.group.snapshot_format import GroupStateSnapshot
 
 from ._snapshots import life
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols import mls
-from protocols.mls import messages as m
-from protocols.mls.crypto import suite
-from protocols.mls.errors import InvalidSnapshot
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import commit
-from protocols.mls.group.create import create_group
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.results import ApplicationMessage
-from protocols.mls.group.snapshot import snapshot
-from protocols.mls.group.snapshot_split import RATCHETS_MAGIC
-from protocols.mls.group.state import GroupState
-from protocols.mls.schedule import GenerationReused, SecretTree
+from protocols.libraries import mls
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import InvalidSnapshot
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import commit
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.results import ApplicationMessage
+from protocols.libraries.mls.group.snapshot import snapshot
+from protocols.libraries.mls.group.snapshot_split import RATCHETS_MAGIC
+from protocols.libraries.mls.group.state import GroupState
+from protocols.libraries.mls.schedule import GenerationReused, SecretTree
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import NOW, client

@@ -23,25 +23,25 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.crypto import KeyPair, suite
-from protocols.mls.errors import CannotDecryptOwnMessage, WrongEpoch
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import CommitOutcome, commit
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.crypto import KeyPair, suite
+from protocols.libraries.mls.errors import CannotDecryptOwnMessage, WrongEpoch
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import CommitOutcome, commit
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import (
     ProposalOutcome,
     propose_external_psk,
     propose_remove,
     propose_update,
     with_external_psk,
 )
-from protocols.mls.group.refusals import GroupInactive
-from protocols.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
-from protocols.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls.group.refusals import GroupInactive
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
 from tests.mls.tree._members import seeded_rng
 
 from ._groups import EXTENSION, build_group, capabilities, member_client, signed_group_info

@@ -8,15 +8,15 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.conformance.checkers.welcome import check
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import DecryptionFailed, InvalidArgument, InvalidMessage, InvalidSignature
-from protocols.mls.group.group_info import sign_group_info, verify_group_info
-from protocols.mls.group.key_packages import key_package_ref
-from protocols.mls.group.refusals import MissingPsk, WelcomeNotForUs
-from protocols.mls.group.welcome import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.conformance.checkers.welcome import check
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import DecryptionFailed, InvalidArgument, InvalidMessage, InvalidSignature
+from protocols.libraries.mls.group.group_info import sign_group_info, verify_group_info
+from protocols.libraries.mls.group.key_packages import key_package_ref
+from protocols.libraries.mls.group.refusals import MissingPsk, WelcomeNotForUs
+from protocols.libraries.mls.group.welcome import (
     NewMember,
     OpenedWelcome,
     open_group_info,
@@ -24,7 +24,7 @@ from protocols.mls.group.welcome import (
     open_welcome,
     seal_welcome,
 )
-from protocols.mls.schedule import psk_secret, zero_secret
+from protocols.libraries.mls.schedule import psk_secret, zero_secret
 from tests.helpers import VECTORS
 from tests.mls.tree._members import seeded_rng
 

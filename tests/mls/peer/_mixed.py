@@ -1,7 +1,7 @@
 """One MLS group whose members run in two implementations: Tessera's engine and ts-mls.
 
 :class:`MixedGroup` plays every member of a group.  Our members are
-:class:`~protocols.mls.group.state.GroupState` values in this process;
+:class:`~protocols.libraries.mls.group.state.GroupState` values in this process;
 ts-mls members are group handles in the peer (see ts_mls.py).  Each
 operation is one member's act (create, add, remove, update, propose, commit
 pending proposals, join by external commit), and every message it produces
@@ -30,20 +30,20 @@ from collections.abc import Mapping
 
 import attrs
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.group.application import encrypt_application
-from protocols.mls.group.commit import CommitOutcome, commit, group_info_extensions
-from protocols.mls.group.create import create_group
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.group_info import sign_group_info
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.key_packages import KeyPackageSecrets, create_key_package
-from protocols.mls.group.process import process
-from protocols.mls.group.proposals import ProposalOutcome, propose_add, propose_remove, propose_update
-from protocols.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
-from protocols.mls.group.state import GroupConfig, GroupState
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.group.application import encrypt_application
+from protocols.libraries.mls.group.commit import CommitOutcome, commit, group_info_extensions
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.group_info import sign_group_info
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.key_packages import KeyPackageSecrets, create_key_package
+from protocols.libraries.mls.group.process import process
+from protocols.libraries.mls.group.proposals import ProposalOutcome, propose_add, propose_remove, propose_update
+from protocols.libraries.mls.group.results import ApplicationMessage, CommitMessage, ProposalMessage
+from protocols.libraries.mls.group.state import GroupConfig, GroupState
+from protocols.libraries.mls.messages import (
     Add,
     BasicCredential,
     Extension,

@@ -11,10 +11,10 @@ from typing import TypeVar
 
 import attrs
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.crypto import CipherSuite
-from protocols.mls.crypto.labels import decrypt_with_label, make_key_package_ref, verify_with_label
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.crypto import CipherSuite
+from protocols.libraries.mls.crypto.labels import decrypt_with_label, make_key_package_ref, verify_with_label
+from protocols.libraries.mls.messages import (
     AuthenticatedContentTBM,
     ContentType,
     Extension,
@@ -43,7 +43,7 @@ from protocols.mls.messages import (
     Welcome,
     WireFormat,
 )
-from protocols.mls.schedule import (
+from protocols.libraries.mls.schedule import (
     EpochSecrets,
     RatchetKind,
     SecretTree,

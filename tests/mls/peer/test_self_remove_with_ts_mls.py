@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocols import mls
-from protocols.mls.codec import decode
-from protocols.mls.messages import MLSMessage, PublicMessage, Remove, SenderMember
+from protocols.libraries import mls
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.messages import MLSMessage, PublicMessage, Remove, SenderMember
 
 from ._mixed import Impl, MixedGroup
 from .ts_mls import Peer

@@ -13,9 +13,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols.mls.codec import encode
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.messages import (
     GREASE_VALUES,
     Add,
     ApplicationData,
@@ -36,7 +36,7 @@ from protocols.mls.messages import (
     Welcome,
     WireFormat,
 )
-from protocols.mls.schedule import confirmed_transcript_hash, interim_transcript_hash, verify_confirmation_tag
+from protocols.libraries.mls.schedule import confirmed_transcript_hash, interim_transcript_hash, verify_confirmation_tag
 
 from ._receive import (
     Joined,

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.mls.codec import DecodeError
-from protocols.mls.crypto import CipherSuite, suite
-from protocols.mls.errors import ConfirmationMismatch
-from protocols.mls.group.create import create_group
-from protocols.mls.group.external import join_by_external_commit
-from protocols.mls.group.join import join_from_welcome
-from protocols.mls.group.refusals import NoRatchetTree
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import DecodeError
+from protocols.libraries.mls.crypto import CipherSuite, suite
+from protocols.libraries.mls.errors import ConfirmationMismatch
+from protocols.libraries.mls.group.create import create_group
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.join import join_from_welcome
+from protocols.libraries.mls.group.refusals import NoRatchetTree
+from protocols.libraries.mls.messages import (
     BasicCredential,
     Commit,
     ExtensionType,
@@ -27,8 +27,8 @@ from protocols.mls.messages import (
     PublicMessage,
     Welcome,
 )
-from protocols.mls.tree import treekem
-from protocols.mls.tree.path_secret import next_path_secret, path_secret_chain
+from protocols.libraries.mls.tree import treekem
+from protocols.libraries.mls.tree.path_secret import next_path_secret, path_secret_chain
 
 from ._mixed import Impl, MixedGroup, OurInvitation, our_group_info
 from ._receive import join, read_message

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.mls.conformance.checkers.message_protection import KINDS, RECEIVER, SENDER, Group
+from protocols.libraries.mls.conformance.checkers.message_protection import KINDS, RECEIVER, SENDER, Group
 from tests.mls.crypto._vectors import mls
 
 VECTORS = mls("message-protection")

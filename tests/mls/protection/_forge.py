@@ -7,8 +7,8 @@ would (non-zero padding, another leaf in the sender data).
 
 from __future__ import annotations
 
-from protocols.mls.codec import encode
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.messages import (
     AuthenticatedContent,
     PrivateContentAAD,
     PrivateMessage,
@@ -16,9 +16,9 @@ from protocols.mls.messages import (
     SenderData,
     SenderDataAAD,
 )
-from protocols.mls.protection import EpochView, ratchet_kind
-from protocols.mls.protection.private import guarded_nonce
-from protocols.mls.protection.sender_data import seal_sender_data
+from protocols.libraries.mls.protection import EpochView, ratchet_kind
+from protocols.libraries.mls.protection.private import guarded_nonce
+from protocols.libraries.mls.protection.sender_data import seal_sender_data
 
 REUSE_GUARD = b"\x5a\x5a\x5a\x5a"
 

@@ -12,11 +12,17 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls.codec import DecodeError, decode, encode
-from protocols.mls.errors import CannotDecryptOwnMessage, DecryptionFailed, InvalidSignature, MlsError, WrongEpoch
-from protocols.mls.messages import ApplicationData, MLSMessage
-from protocols.mls.messages.registries import ProtocolVersion, WireFormat
-from protocols.mls.protection import (
+from protocols.libraries.mls.codec import DecodeError, decode, encode
+from protocols.libraries.mls.errors import (
+    CannotDecryptOwnMessage,
+    DecryptionFailed,
+    InvalidSignature,
+    MlsError,
+    WrongEpoch,
+)
+from protocols.libraries.mls.messages import ApplicationData, MLSMessage
+from protocols.libraries.mls.messages.registries import ProtocolVersion, WireFormat
+from protocols.libraries.mls.protection import (
     ContentNotAllowed,
     EpochView,
     MembershipTagMismatch,
@@ -27,7 +33,7 @@ from protocols.mls.protection import (
     sign_own_content,
     unprotect,
 )
-from protocols.mls.schedule import GenerationExpired, GenerationReused, GenerationTooFarAhead, RatchetWindow
+from protocols.libraries.mls.schedule import GenerationExpired, GenerationReused, GenerationTooFarAhead, RatchetWindow
 from tests.mls.protection._cases import CASES, KINDS, RECEIVER, SENDER, Group
 from tests.mls.protection._forge import plaintext_of, seal
 

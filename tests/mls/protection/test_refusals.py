@@ -12,9 +12,9 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls.codec import decode
-from protocols.mls.errors import InvalidArgument, InvalidSignature, WrongEpoch
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.errors import InvalidArgument, InvalidSignature, WrongEpoch
+from protocols.libraries.mls.messages import (
     ApplicationData,
     AuthenticatedContent,
     FramedContent,
@@ -26,8 +26,8 @@ from protocols.mls.messages import (
     SenderNewMemberCommit,
     SenderNewMemberProposal,
 )
-from protocols.mls.messages.registries import WireFormat
-from protocols.mls.protection import (
+from protocols.libraries.mls.messages.registries import WireFormat
+from protocols.libraries.mls.protection import (
     ContentNotAllowed,
     EpochView,
     MembershipTagMismatch,

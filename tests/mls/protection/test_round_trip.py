@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocols.mls.codec import decode, encode
-from protocols.mls.messages import (
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.messages import (
     ApplicationData,
     AuthenticatedContent,
     Commit,
@@ -31,8 +31,8 @@ from protocols.mls.messages import (
     SenderNewMemberCommit,
     SenderNewMemberProposal,
 )
-from protocols.mls.messages.registries import ProtocolVersion, WireFormat
-from protocols.mls.protection import (
+from protocols.libraries.mls.messages.registries import ProtocolVersion, WireFormat
+from protocols.libraries.mls.protection import (
     EpochView,
     PaddingRule,
     pad_to_multiple,
@@ -42,8 +42,8 @@ from protocols.mls.protection import (
     unprotect,
     with_confirmation_tag,
 )
-from protocols.mls.protection.signing import framed_content_tbs, framed_content_tbs_bytes
-from protocols.mls.schedule import GenerationReused
+from protocols.libraries.mls.protection.signing import framed_content_tbs, framed_content_tbs_bytes
+from protocols.libraries.mls.schedule import GenerationReused
 from tests.mls.codec.strategies import values_of
 from tests.mls.protection._cases import VECTORS, Group
 

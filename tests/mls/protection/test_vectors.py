@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.codec import encode
-from protocols.mls.conformance.checkers.message_protection import PUBLIC_KINDS, check, through_the_wire
-from protocols.mls.messages import ApplicationData, MLSMessage, SenderMember
-from protocols.mls.messages.registries import ProtocolVersion, WireFormat
-from protocols.mls.protection import (
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.conformance.checkers.message_protection import PUBLIC_KINDS, check, through_the_wire
+from protocols.libraries.mls.messages import ApplicationData, MLSMessage, SenderMember
+from protocols.libraries.mls.messages.registries import ProtocolVersion, WireFormat
+from protocols.libraries.mls.protection import (
     ContentNotAllowed,
     protect_private,
     protect_public,

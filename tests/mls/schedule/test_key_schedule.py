@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from protocols.mls.crypto import suite
-from protocols.mls.errors import InvalidArgument
-from protocols.mls.messages import GroupContext, ProtocolVersion
-from protocols.mls.schedule import (
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import InvalidArgument
+from protocols.libraries.mls.messages import GroupContext, ProtocolVersion
+from protocols.libraries.mls.schedule import (
     EpochSecrets,
     encode_group_context,
     joiner_secret,

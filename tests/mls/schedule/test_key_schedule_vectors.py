@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.conformance.checkers.key_schedule import EPOCH_FIELDS, check, group_context
-from protocols.mls.crypto import suite
-from protocols.mls.schedule import epoch_secrets, welcome_secret
+from protocols.libraries.mls.conformance.checkers.key_schedule import EPOCH_FIELDS, check, group_context
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.schedule import epoch_secrets, welcome_secret
 from tests.mls.crypto._vectors import h, mls
 
 VECTORS = mls("key-schedule")

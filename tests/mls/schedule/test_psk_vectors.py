@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.conformance.checkers.psk_secret import check
-from protocols.mls.crypto import suite
-from protocols.mls.messages import ExternalPSK, ResumptionPSK, ResumptionPSKUsage
-from protocols.mls.schedule import InvalidPsk, psk_secret
+from protocols.libraries.mls.conformance.checkers.psk_secret import check
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.messages import ExternalPSK, ResumptionPSK, ResumptionPSKUsage
+from protocols.libraries.mls.schedule import InvalidPsk, psk_secret
 from tests.mls.crypto._vectors import mls
 
 VECTORS = mls("psk_secret")

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.mls.crypto import suite
-from protocols.mls.crypto.labels import expand_with_label
-from protocols.mls.errors import InvalidArgument, KeyAlreadyUsed, RatchetExhausted
-from protocols.mls.schedule import (
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.crypto.labels import expand_with_label
+from protocols.libraries.mls.errors import InvalidArgument, KeyAlreadyUsed, RatchetExhausted
+from protocols.libraries.mls.schedule import (
     GenerationExpired,
     GenerationReused,
     GenerationTooFarAhead,
@@ -20,7 +20,7 @@ from protocols.mls.schedule import (
     SecretTree,
     UnknownLeaf,
 )
-from protocols.mls.schedule.ratchet import LAST_GENERATION
+from protocols.libraries.mls.schedule.ratchet import LAST_GENERATION
 
 CS = suite(1)
 ROOT_SECRET = bytes(range(32))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.conformance.checkers.secret_tree import check
+from protocols.libraries.mls.conformance.checkers.secret_tree import check
 from tests.mls.crypto._vectors import mls
 
 VECTORS = mls("secret-tree")

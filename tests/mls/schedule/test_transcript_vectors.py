@@ -7,12 +7,12 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls.codec import decode
-from protocols.mls.conformance.checkers.transcript_hashes import check
-from protocols.mls.crypto import suite
-from protocols.mls.errors import ConfirmationMismatch
-from protocols.mls.messages import ApplicationData, AuthenticatedContent, ContentType
-from protocols.mls.schedule import (
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.conformance.checkers.transcript_hashes import check
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import ConfirmationMismatch
+from protocols.libraries.mls.messages import ApplicationData, AuthenticatedContent, ContentType
+from protocols.libraries.mls.schedule import (
     NotACommit,
     confirmed_input,
     confirmed_transcript_hash,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from protocols.mls.conformance.checkers.welcome import check
+from protocols.libraries.mls.conformance.checkers.welcome import check
 from tests.mls.crypto._vectors import mls
 
 VECTORS = mls("welcome")

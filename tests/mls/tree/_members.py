@@ -10,10 +10,10 @@ import itertools
 
 import attrs
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import CipherSuite, KeyPair, Rng
-from protocols.mls.tree.leaf_node import sign_leaf_node
-from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import CipherSuite, KeyPair, Rng
+from protocols.libraries.mls.tree.leaf_node import sign_leaf_node
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
 
 FOREVER = m.Lifetime(0, 2**64 - 1)
 

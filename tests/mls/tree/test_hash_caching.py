@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import suite
-from protocols.mls.tree import math as tree_math
-from protocols.mls.tree import tree_hash
-from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.tree import math as tree_math
+from protocols.libraries.mls.tree import tree_hash
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
 
 from ._members import members, tree_of
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.mls.conformance.checkers.tree_math import check
-from protocols.mls.errors import InvalidArgument
-from protocols.mls.tree import math as tm
+from protocols.libraries.mls.conformance.checkers.tree_math import check
+from protocols.libraries.mls.errors import InvalidArgument
+from protocols.libraries.mls.tree import math as tm
 from tests.helpers import VECTORS
 
 TREE_MATH: list[dict[str, Any]] = json.loads((VECTORS / "mls" / "tree-math.json").read_text())

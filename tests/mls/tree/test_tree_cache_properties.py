@@ -11,10 +11,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.mls import messages as m
-from protocols.mls.crypto import suite
-from protocols.mls.tree import math as tree_math
-from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.tree import math as tree_math
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
 
 CS = suite(1)
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.conformance.checkers.tree_operations import check
-from protocols.mls.crypto import suite
-from protocols.mls.tree.errors import NoSuchLeaf
-from protocols.mls.tree.operations import apply_proposals
-from protocols.mls.tree.ratchet_tree import PathStep, RatchetTree
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.conformance.checkers.tree_operations import check
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.tree.errors import NoSuchLeaf
+from protocols.libraries.mls.tree.operations import apply_proposals
+from protocols.libraries.mls.tree.ratchet_tree import PathStep, RatchetTree
 from tests.helpers import VECTORS
 from tests.mls.crypto._vectors import h
 

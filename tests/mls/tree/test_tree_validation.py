@@ -12,11 +12,11 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.crypto import suite
-from protocols.mls.errors import InvalidMessage, InvalidSignature
-from protocols.mls.tree.errors import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.errors import InvalidMessage, InvalidSignature
+from protocols.libraries.mls.tree.errors import (
     DuplicateKey,
     InvalidLeafNode,
     InvalidLeafSignature,
@@ -25,8 +25,8 @@ from protocols.mls.tree.errors import (
     TreeHashMismatch,
     UnmergedLeavesInvalid,
 )
-from protocols.mls.tree.ratchet_tree import RatchetTree
-from protocols.mls.tree.validation import validate_leaf_in_tree, validate_leaf_node, validate_tree
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls.tree.validation import validate_leaf_in_tree, validate_leaf_node, validate_tree
 from tests.mls.crypto._vectors import h, mls
 
 SUITE_1 = [v for v in mls("tree-validation") if v["cipher_suite"] == 1]

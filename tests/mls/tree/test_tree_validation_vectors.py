@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode, encode
-from protocols.mls.conformance.checkers.tree_validation import check
-from protocols.mls.crypto import suite
-from protocols.mls.tree.leaf_node import leaf_signature_valid
-from protocols.mls.tree.parent_hash import verify_parent_hashes
-from protocols.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.conformance.checkers.tree_validation import check
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.tree.leaf_node import leaf_signature_valid
+from protocols.libraries.mls.tree.parent_hash import verify_parent_hashes
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
 from tests.mls.crypto._vectors import h, mls
 
 VECTORS = mls("tree-validation")

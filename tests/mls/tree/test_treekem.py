@@ -15,27 +15,32 @@ from typing import Any
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import encode
-from protocols.mls.crypto import suite
-from protocols.mls.crypto.labels import encrypt_with_label
-from protocols.mls.errors import DecryptionFailed, InvalidArgument
-from protocols.mls.tree import math as tree_math
-from protocols.mls.tree import parent_hash, tree_hash
-from protocols.mls.tree.errors import (
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import encode
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.crypto.labels import encrypt_with_label
+from protocols.libraries.mls.errors import DecryptionFailed, InvalidArgument
+from protocols.libraries.mls.tree import math as tree_math
+from protocols.libraries.mls.tree import parent_hash, tree_hash
+from protocols.libraries.mls.tree.errors import (
     InvalidLeafNode,
     InvalidLeafSignature,
     InvalidUpdatePath,
     NoDecryptionKey,
     PrivateStateMismatch,
 )
-from protocols.mls.tree.leaf_node import sign_leaf_node
-from protocols.mls.tree.operations import apply_proposals
-from protocols.mls.tree.private_tree import TreePrivate
-from protocols.mls.tree.ratchet_tree import RatchetTree
-from protocols.mls.tree.treekem import CreatedPath, create_update_path, decrypt_update_path, receive_update_path
-from protocols.mls.tree.update_path import merge_update_path
-from protocols.mls.tree.validation import validate_tree
+from protocols.libraries.mls.tree.leaf_node import sign_leaf_node
+from protocols.libraries.mls.tree.operations import apply_proposals
+from protocols.libraries.mls.tree.private_tree import TreePrivate
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls.tree.treekem import (
+    CreatedPath,
+    create_update_path,
+    decrypt_update_path,
+    receive_update_path,
+)
+from protocols.libraries.mls.tree.update_path import merge_update_path
+from protocols.libraries.mls.tree.validation import validate_tree
 
 from ._members import Member, members, seeded_rng, tree_of
 

@@ -16,14 +16,14 @@ from functools import cache
 import attrs
 import pytest
 
-from protocols.mls import messages as m
-from protocols.mls.codec import decode
-from protocols.mls.conformance.checkers.treekem import check, group_context, private_states
-from protocols.mls.crypto import suite
-from protocols.mls.tree.private_tree import TreePrivate
-from protocols.mls.tree.ratchet_tree import RatchetTree
-from protocols.mls.tree.treekem import create_update_path, decrypt_update_path
-from protocols.mls.tree.update_path import merge_update_path
+from protocols.libraries.mls import messages as m
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.conformance.checkers.treekem import check, group_context, private_states
+from protocols.libraries.mls.crypto import suite
+from protocols.libraries.mls.tree.private_tree import TreePrivate
+from protocols.libraries.mls.tree.ratchet_tree import RatchetTree
+from protocols.libraries.mls.tree.treekem import create_update_path, decrypt_update_path
+from protocols.libraries.mls.tree.update_path import merge_update_path
 from tests.mls.crypto._vectors import h, mls
 
 from ._members import seeded_rng
