@@ -3,8 +3,8 @@
 Facts (partition = group id, except KeyPackages, partitioned by installation):
 
 - ``application_stored``, ``commit_stored``, ``proposal_stored``, ``welcome_stored``:
-  one stored message with its server id, timestamp, payload and the members
-  that get a pending delivery; a commit says whether it was ``superseded``
+  one stored message with its server id, timestamp, its number in the group's
+  history (``sequence``), payload and the members that get a pending delivery; a commit says whether it was ``superseded``
   (its epoch already had a commit: the first stored wins, seed 004's
   server-authoritative ordering);
 - ``member_joined``, ``member_left``;
@@ -59,6 +59,7 @@ from protocols.sovereign.ids import ServerOrder
 
 PROTOCOL = "sovereign"
 COUNTERS = "store/counters"  # protocol state: server order and stored payload bytes
+SEQUENCE = "store/sequence/"  # protocol state, + group id: the last number given to a message of the group
 STORED_TYPES = {code: f"{name}_stored" for code, name in MESSAGE_TYPES.items()}
 MAX_IDS_PER_REQUEST = 1000
 MAX_KEY_PACKAGES = 200
@@ -150,6 +151,16 @@ def counters_intent(values: dict[str, Any]) -> WriteProtocolState:
     return WriteProtocolState(COUNTERS, json.dumps(values, sort_keys=True).encode())
 
 
+def next_sequence(state: Any, group: str) -> tuple[int, WriteProtocolState]:
+    """The number of ``group``'s next message, and the write that takes it.
+
+    Kept beside the server order in the store's own state (not in a read model a rebuild refills), so the
+    numbers given never change; messages that expire keep theirs, and the next one goes on counting."""
+    raw = state.get(SEQUENCE + group)
+    number = (int(raw) if raw is not None else 0) + 1
+    return number, WriteProtocolState(SEQUENCE + group, str(number).encode())
+
+
 # --- storing a message ------------------------------------------------------------------------
 
 
@@ -185,6 +196,7 @@ def command_store(ctx: Any, params: dict[str, Any]) -> Result:
     _check_storage(values["payload_bytes"], len(payload), limits)
     superseded = described.message_type == COMMIT and _superseded(ctx.db, group, described.epoch)
     message_id, timestamp_us = ServerOrder(values["last_id"], values["last_timestamp_us"]).next(ctx.now_ms, digest)
+    sequence, numbered = next_sequence(ctx.state, group)
     data = {
         "id": message_id,
         "sender": sender,
@@ -194,12 +206,13 @@ def command_store(ctx: Any, params: dict[str, Any]) -> Result:
         "epoch": described.epoch,
         "recipients": recipients,
         "superseded": superseded,
+        "sequence": sequence,
     }
     event = Event(STORED_TYPES[described.message_type], digest, group, ctx.now_ms, data)
     values.update(
         last_id=message_id, last_timestamp_us=timestamp_us, payload_bytes=values["payload_bytes"] + len(payload)
     )
-    return Result(events=[event], intents=[counters_intent(values)])
+    return Result(events=[event], intents=[counters_intent(values), numbered])
 
 
 def _recipients(db: Any, sender: str, group: str, message_type: int, recipient: object) -> list[str]:

@@ -33,7 +33,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 DIRECTIONS = ("backward", "forward")
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
-_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded"
+_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded, sequence"
 _M_COLUMNS = ", ".join("m." + column.strip() for column in _COLUMNS.split(","))
 _GROUP_MESSAGE_AT = "SELECT 1 FROM sovereign_messages WHERE id = ? AND group_id = ? AND server_timestamp = ?"
 _WELCOME_AT = "SELECT 1 FROM sovereign_welcomes WHERE recipient_id = ? AND server_timestamp = ? AND message_id = ?"
@@ -54,7 +54,7 @@ _START = (-1, "")
 
 
 def message(row: Any) -> StoredMessage:
-    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], bool(row[7]))
+    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], bool(row[7]), row[8])
 
 
 def cursor_of(stored: StoredMessage) -> str:

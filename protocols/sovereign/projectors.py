@@ -24,7 +24,7 @@ def _stored(message_type: int) -> Any:
         message_id, group = data["id"], event.partition_key
         conn.execute(
             "INSERT INTO sovereign_messages(id, digest, group_id, sender_id, server_timestamp, payload, payload_size, "
-            "message_type, epoch, created_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "message_type, epoch, created_at, superseded, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(id) DO NOTHING",
             (
                 message_id,
@@ -38,6 +38,7 @@ def _stored(message_type: int) -> Any:
                 data["epoch"],
                 event.created_at_ms // 1000,
                 int(data["superseded"]),
+                data.get("sequence"),  # absent from the facts stored before the store numbered messages
             ),
         )
         conn.executemany(

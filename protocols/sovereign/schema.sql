@@ -6,6 +6,8 @@
 -- superseded: a commit for an epoch that already had one (stored, never applied).
 -- digest: SHA-256 over the group and the payload, the id of its stored fact; the same
 -- payload sent again (a client's retry) is recognised by it and stored once.
+-- sequence: the message's place in its group's history (1, 2, 3... none skipped), so a
+-- client sees a message left out of a page; NULL for messages stored before numbering.
 CREATE TABLE sovereign_messages (
     id                  TEXT    PRIMARY KEY,
     digest              BLOB    NOT NULL,
@@ -17,7 +19,8 @@ CREATE TABLE sovereign_messages (
     message_type        INTEGER NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1, 2, 3)),
     epoch               INTEGER NOT NULL DEFAULT 0,
     created_at          INTEGER NOT NULL,
-    superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1))
+    superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1)),
+    sequence            INTEGER
     INDEX sovereign_messages_group_timestamp (group_id, server_timestamp)
     INDEX sovereign_messages_sender (sender_id, server_timestamp)
     INDEX sovereign_messages_created_at (created_at)

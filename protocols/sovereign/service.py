@@ -72,6 +72,7 @@ class Store:
             _TYPE_OF[event.type],
             data["epoch"],
             bool(data["superseded"]),
+            data.get("sequence"),
         )
         return Stored(stored, tuple(data["recipients"]), bool(data["superseded"]), duplicate)
 

@@ -111,6 +111,7 @@ def message_from_json(data: dict[str, Any]) -> StoredMessage:
         message_type=data["message_type"],
         epoch=data["epoch"],
         superseded=data.get("superseded", False),
+        sequence=data.get("sequence"),
     )
 
 

@@ -25,6 +25,9 @@ class StoredMessage:
     message_type: int
     epoch: int
     superseded: bool = False  # a commit whose epoch already had one (see docs/sovereign.md)
+    #: Its place in its group's history: 1, 2, 3... with no number skipped, so a reader sees a message left
+    #: out of what it was handed.  None for messages stored before the store numbered them.
+    sequence: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +39,7 @@ class StoredMessage:
             "message_type": self.message_type,
             "epoch": self.epoch,
             "superseded": self.superseded,
+            "sequence": self.sequence,
         }
 
     @property
@@ -47,7 +51,7 @@ class StoredMessage:
 #: Longest group id on the wire: 255 bytes in hex.
 MAX_GROUP_ID_CHARS = 510
 # Everything of a message's JSON but its group id and payload, with the widest numbers and ``false``.
-_WIDEST = StoredMessage("0" * 26, "", "0" * 64, -(2**63), b"", -(2**63), -(2**63), False)
+_WIDEST = StoredMessage("0" * 26, "", "0" * 64, -(2**63), b"", -(2**63), -(2**63), False, -(2**63))
 _MESSAGE_FIXED_BYTES = len(json.dumps(_WIDEST.to_json(), separators=(",", ":"))) + 1  # + the comma in a list
 
 

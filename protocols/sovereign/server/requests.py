@@ -52,6 +52,7 @@ def _send(frame: Mapping[str, Any], installation: str) -> Operation:
             "message_type": message.message_type,
             "epoch": message.epoch,
             "superseded": stored.superseded,
+            "sequence": message.sequence,
             "duplicate": stored.duplicate,
         }
 

@@ -53,6 +53,7 @@ def server_message(stored: StoredMessage) -> ServerMessage:
         stored.message_type,
         stored.epoch,
         stored.superseded,
+        sequence=stored.sequence,
     )
 
 
