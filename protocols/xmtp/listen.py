@@ -162,9 +162,13 @@ class Listener:
             self._sync()
 
     def _in_order(self, topic: str, message: ServerMessage) -> bool:
-        """Whether the push may be processed as it is: right after the cursor, nothing of ours unconfirmed."""
-        if position(message.cursor) <= position(sync.cursor_of(self.runtime, topic)):
+        """Whether the push may be processed as it is: right after the cursor (the next by the server's
+        numbers, when it gives them), nothing of ours unconfirmed."""
+        here = sync.place_of(self.runtime, topic)
+        if position(message.cursor) <= position(here.cursor):
             return False
+        if message.sequence is not None and here.sequence is not None and message.sequence != here.sequence + 1:
+            return False  # one before it has not come (or it came before): history says
         with self.runtime.db.read():
             waiting = queries.awaits_confirmation(self.runtime.db, message.group_id)
         return not waiting

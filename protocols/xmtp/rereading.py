@@ -49,9 +49,10 @@ import attrs
 from core.errors import PermanentError, StatementFailed
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
-from protocols.xmtp import queries
+from protocols.xmtp import numbering, queries
 from protocols.xmtp.errors import EpochAhead, GroupNeedsRejoin, TopicStalled
 from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.numbering import Place, SequenceGap
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import COMMIT, ServerMessage
 
@@ -64,8 +65,8 @@ MAX_SKIP_REREADS = 10
 #: Epoch starts kept per group: the epochs whose messages we may still read, and a few more.
 KEPT_EPOCH_STARTS = DEFAULT_MAX_PAST_EPOCHS + 3
 
-_TOPIC = "SELECT cursor, epoch_starts, skip_check FROM xmtp_topic_refresh_state WHERE topic = ?"
-_SET_CURSOR = "UPDATE xmtp_topic_refresh_state SET cursor = ? WHERE topic = ?"
+_TOPIC = "SELECT cursor, sequence, epoch_starts, skip_check FROM xmtp_topic_refresh_state WHERE topic = ?"
+_SET_PLACE = "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ? WHERE topic = ?"
 _SET_EPOCH_STARTS = "UPDATE xmtp_topic_refresh_state SET epoch_starts = ? WHERE topic = ?"
 _SET_SKIP_CHECK = "UPDATE xmtp_topic_refresh_state SET skip_check = ? WHERE topic = ?"
 
@@ -95,6 +96,10 @@ class Suspect(Exception):
     def gap(self) -> EpochAhead | None:
         return self.failure if isinstance(self.failure, EpochAhead) else None
 
+    @property
+    def skipped(self) -> SequenceGap | None:
+        return self.failure if isinstance(self.failure, SequenceGap) else None
+
 
 @attrs.define
 class Reading:
@@ -103,10 +108,13 @@ class Reading:
     Attributes:
         confirmed: payloads (id, digest) the server handed out twice alike: refused for good when they fail.
         settled_until: the position up to which the topic was read before this reading.
+        passed_gaps: jumps in the server's numbers (from, to) it handed out twice alike: passed over
+            (:mod:`.numbering`).
     """
 
     confirmed: set[tuple[str, bytes]] = attrs.Factory(set)
     settled_until: tuple[int, str] | None = None
+    passed_gaps: set[tuple[int, int]] = attrs.Factory(set)
 
     def disposes(self, message: ServerMessage, failure: BaseException) -> bool:
         """Whether the pipeline disposes of a failed ``message`` its usual way (park or retry: True) or it is
@@ -123,26 +131,38 @@ class Reading:
 # --- the topic's bookkeeping (inside the caller's transaction) -----------------------------------------
 
 
-def _row(db: Any, topic: str) -> tuple[str, dict[int, str], str]:
+def _row(db: Any, topic: str) -> tuple[Place, dict[int, Place], str]:
+    """The topic's place now, where each epoch we may read again started, and its skip check."""
     found = db.one(_TOPIC, (topic,))
     if found is None:
-        return "", {}, ""
-    starts = {int(epoch): str(cursor) for epoch, cursor in json.loads(found[1]).items()} if found[1] else {}
-    return str(found[0]), starts, str(found[2])
+        return Place(), {}, ""
+    return Place(str(found[0]), found[1]), _starts(str(found[2])), str(found[3])
 
 
-def record_epoch_start(db: Any, topic: str, epoch: int, cursor: str) -> None:
-    """Epoch ``epoch`` was opened by the commit at ``cursor`` (in the transaction that applied it)."""
+def _starts(text: str) -> dict[int, Place]:
+    starts = {}
+    for epoch, value in (json.loads(text) if text else {}).items():
+        cursor, sequence = (value, None) if isinstance(value, str) else value  # a bare cursor: kept before 003
+        starts[int(epoch)] = Place(str(cursor), sequence)
+    return starts
+
+
+def _save_starts(db: Any, topic: str, starts: dict[int, Place]) -> None:
+    value = {str(epoch): [place.cursor, place.sequence] for epoch, place in sorted(starts.items())}
+    db.execute(_SET_EPOCH_STARTS, (json.dumps(value), topic))
+
+
+def record_epoch_start(db: Any, topic: str, epoch: int, opened_at: Place) -> None:
+    """Epoch ``epoch`` was opened by the commit at ``opened_at`` (in the transaction that applied it)."""
     _, starts, _ = _row(db, topic)
-    starts[epoch] = cursor
-    kept = dict(sorted(starts.items())[-KEPT_EPOCH_STARTS:])
-    db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in kept.items()}), topic))
+    starts[epoch] = opened_at
+    _save_starts(db, topic, dict(sorted(starts.items())[-KEPT_EPOCH_STARTS:]))
 
 
 def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
     _, starts, _ = _row(db, topic)
     if starts.pop(epoch, None) is not None:
-        db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in starts.items()}), topic))
+        _save_starts(db, topic, starts)
 
 
 class Recovery:
@@ -160,9 +180,16 @@ class Recovery:
         self._refused_commit = ""
         self._skips_read_again = False
 
-    def _read(self) -> tuple[str, dict[int, str], str]:
+    def _read(self) -> tuple[Place, dict[int, Place], str]:
         with self.runtime.db.read():
             return _row(self.runtime.db, self.topic)
+
+    def _restart(self, place: Place) -> str:
+        """Read the topic again from ``place``: the cursor and its number go back there (in their own
+        transaction: a crash then reads again from there too); the cursor to read from."""
+        with self.runtime.db.write():
+            self.runtime.db.execute(_SET_PLACE, (place.cursor, place.sequence, self.topic))
+        return place.cursor
 
     def _count(self, why: str) -> None:
         self.rereads += 1
@@ -187,7 +214,20 @@ class Recovery:
         if suspect.key not in self._seen:
             self._seen.add(suspect.key)
             log.info("%s: %s; reading it again from the server", self.topic, suspect.failure)
-            return here
+            return here.cursor
+        skipped = suspect.skipped
+        if skipped is not None:
+            self.reading.passed_gaps.add(skipped.jump)
+            with self.runtime.db.write():
+                kept = numbering.keep_gap(self.runtime.db, self.topic, here, skipped.jump)
+            log.warning(
+                "%s: the server again did not hand out number(s) %s of the group; going on without them, and "
+                "reading for them again in the next %d syncs",
+                self.topic,
+                kept,
+                MAX_SKIP_REREADS,
+            )
+            return here.cursor
         gap = suspect.gap
         if gap is None:
             self.reading.confirmed.add(suspect.key)
@@ -196,17 +236,17 @@ class Recovery:
             log.warning(
                 "%s: the server hands out the same bytes again; refused for good: %s", self.topic, suspect.failure
             )
-            return here
+            return here.cursor
         if not self._from_epoch_start:
             self._from_epoch_start = True
-            self.reading.settled_until = position(here)
+            self.reading.settled_until = position(here.cursor)
             log.warning(
                 "%s: %s; reading the topic again from the commit that opened epoch %d",
                 self.topic,
                 gap,
                 gap.held_epoch,
             )
-            return starts.get(gap.held_epoch, "")
+            return self._restart(starts.get(gap.held_epoch, Place()))
         refused = f" ({self._refused_commit})" if self._refused_commit else ""
         raise GroupNeedsRejoin(
             f"the commit that opens epoch {gap.held_epoch + 1} is not on the server{refused}: "
@@ -216,15 +256,16 @@ class Recovery:
 
     def after_unknown_cursor(self) -> str:
         """Where to start again after the server answered ``unknown_cursor`` to the topic's cursor."""
-        failing, starts, _ = self._read()
+        here, starts, _ = self._read()
+        failing = here.cursor
         self._count(f"unknown_cursor for {failing}")
         self._unknown.add(failing)
         held = self._held_epoch()
-        start = starts.get(held, "") if held is not None else ""
-        if start and start not in self._unknown:
+        start = starts.get(held, Place()) if held is not None else Place()
+        if start.cursor and start.cursor not in self._unknown:
             restart, where = start, f"the commit that opened epoch {held}"
         elif "" not in self._unknown:
-            restart, where = "", "the oldest message the server holds"
+            restart, where = Place(), "the oldest message the server holds"
         else:
             raise TopicStalled(f"{self.topic}: the server answers unknown_cursor even without a cursor")
         log.warning(
@@ -235,17 +276,17 @@ class Recovery:
             where,
         )
         with self.runtime.db.write():
-            self.runtime.db.execute(_SET_CURSOR, (restart, self.topic))
-            if held is not None and not restart:
+            self.runtime.db.execute(_SET_PLACE, (restart.cursor, restart.sequence, self.topic))
+            if held is not None and not restart.cursor:
                 _forget_epoch_start(self.runtime.db, self.topic, held)
-        return restart
+        return restart.cursor
 
     def after_drain(self) -> str | None:
         """Where to read the topic again from for messages stepped over, or None: the reading is done."""
         if self.group_id is None or self._skips_read_again:
             return None
         here, starts, check = self._read()
-        missing = self._missing(position(here)[1])
+        missing = self._missing(position(here.cursor)[1], starts)
         if missing is None:
             return None
         if not missing:
@@ -259,22 +300,23 @@ class Recovery:
             return None
         self._save_skip_check(f"{digest}:{times + 1}")
         self._skips_read_again = True
-        self.reading.settled_until = position(here)
-        epochs = sorted({epoch for epoch, _ in missing})
+        self.reading.settled_until = position(here.cursor)
+        since = min(missing.values(), key=lambda place: position(place.cursor))
         log.info(
-            "%s: %d messages were stepped over (epochs %s); reading the topic again from the commit that opened "
-            "epoch %d",
+            "%s: %d messages were stepped over or not handed out (%s); reading the topic again from %s",
             self.topic,
             len(missing),
-            epochs,
-            epochs[0],
+            ", ".join(sorted(missing)),
+            since.cursor or "the start",
         )
-        return starts.get(epochs[0], "")
+        return self._restart(since)
 
-    def _missing(self, passed_id: str) -> set[tuple[int, str]] | None:
-        """``(epoch, what)`` of each message we know the topic holds before its cursor and we have not read:
-        generations a sender stepped over, and messages of ours the server took that we never read back
-        (their ids are before the cursor's: the server's ids grow in server order).  None: no group state."""
+    def _missing(self, passed_id: str, starts: dict[int, Place]) -> dict[str, Place] | None:
+        """Each message we know the topic holds before its cursor and we have not read, and where to read
+        again from for it: generations a sender stepped over and messages of ours the server took that we
+        never read back (their ids are before the cursor's: the server's ids grow in server order), from the
+        start of their epoch; numbers the server did not hand out, from just before them.  None: no group
+        state."""
         assert self.group_id is not None
         with self.runtime.db.read():
             vault = Vault.of(self.runtime.db)
@@ -286,9 +328,11 @@ class Recovery:
                 for row in queries.open_intents(self.runtime.db, self.group_id)
                 if row.state is IntentState.PUBLISHED and row.server_id and row.server_id < passed_id
             ]
-        return {(epoch, f"{leaf}/{generation}") for epoch, leaf, generation in skipped} | {
-            (row.epoch or 0, row.id) for row in ours
-        }
+            gaps = numbering.kept_gaps(self.runtime.db, self.topic)
+        missing = {f"{leaf}/{generation}": starts.get(epoch, Place()) for epoch, leaf, generation in skipped}
+        missing.update({row.id: starts.get(row.epoch or 0, Place()) for row in ours})
+        missing.update({f"number {gap}": gap.since for gap in gaps})
+        return missing
 
     def _save_skip_check(self, value: str) -> None:
         with self.runtime.db.write():

@@ -88,9 +88,12 @@ CREATE TABLE xmtp_outbound_welcomes (
 -- Not a projection: the sync job writes it in the transaction of each payload it processes, and
 -- lock_until_ns (0: free) keeps two syncs of one topic apart; lock_holder ('<host>/<pid>') lets a
 -- process that starts clear the locks of holders that died (a cold start).
--- epoch_starts (groups): JSON {epoch: cursor of the commit that opened it} for the epochs we may read again
--- from (a missing epoch starts at the start of history); skip_check (groups): 'digest:count' of the
--- skipped messages we last read the topic again for, and how many times (see rereading.py).
+-- epoch_starts (groups): JSON {epoch: [cursor, sequence] of the commit that opened it} for the epochs we
+-- may read again from (a missing epoch starts at the start of history); skip_check (groups): 'digest:count'
+-- of the skipped messages we last read the topic again for, and how many times (see rereading.py).
+-- sequence (groups): the server's number of the message at the cursor (NULL: none known), so a message
+-- left out of a page shows as a number skipped; gaps (groups): JSON [[epoch, first, last], ...], the
+-- numbers the server did not hand out when asked twice, read for again in later syncs.
 CREATE TABLE xmtp_topic_refresh_state (
     topic                       TEXT    PRIMARY KEY NOT NULL,
     last_message_timestamp_ns   INTEGER NOT NULL DEFAULT 0,
@@ -98,7 +101,9 @@ CREATE TABLE xmtp_topic_refresh_state (
     lock_until_ns               INTEGER NOT NULL DEFAULT 0,
     lock_holder                 TEXT    NOT NULL DEFAULT '',
     epoch_starts                TEXT    NOT NULL DEFAULT '',
-    skip_check                  TEXT    NOT NULL DEFAULT ''
+    skip_check                  TEXT    NOT NULL DEFAULT '',
+    sequence                    INTEGER,
+    gaps                        TEXT    NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 
 -- The KeyPackages of ours the server has been given (their private halves are sealed in protocol

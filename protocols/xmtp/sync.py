@@ -40,9 +40,10 @@ from core.errors import MalformedInput
 from core.pipeline import Outcome, Unisolated, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
-from protocols.xmtp import ahead, facts, items, queries, rereading
+from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
 from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.numbering import Place, SequenceGap
 from protocols.xmtp.rereading import Reading, Recovery, Suspect
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import WELCOME, DeliveryService, Page, ServerMessage
@@ -172,7 +173,15 @@ def process_in_transaction(
     The payload's handling runs in a savepoint with its cursor move.  A payload that fails is not passed
     by at once: unless ``reading`` says it was checked (:mod:`.rereading`), the savepoint rolls back and
     :class:`~.rereading.Suspect` is raised, so the cursor stays before it; once checked, the pipeline
-    disposes of it with its reason and the cursor moves past it."""
+    disposes of it with its reason and the cursor moves past it.  A message read before (by the server's
+    numbers, :mod:`.numbering`) is passed by, the cursor where it is; one after numbers left out raises
+    :class:`~.rereading.Suspect` too."""
+    reading = reading or Reading()
+    try:
+        if not numbering.taken(runtime.db, topic, message, reading.passed_gaps):
+            return None
+    except SequenceGap as gap:
+        raise Suspect(message, gap) from None
     blob = items.encode(topic, message)
     try:
         decoded: Envelope | None = items.envelope(topic, message)
@@ -184,12 +193,13 @@ def process_in_transaction(
     # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
     outcome = None
     if not (topic.startswith("g/") and message.message_type == WELCOME):
-        outcome = _handled(runtime, item, message, reading or Reading())
+        outcome = _handled(runtime, item, message, reading)
     _advance(runtime, topic, message)
     if outcome is not None and topic.startswith("g/"):
         for event in outcome.events:
             if event.type == facts.EPOCH_MOVED:
-                rereading.record_epoch_start(runtime.db, topic, int(event.data["epoch"]), message.cursor)
+                opened_at = Place(message.cursor, message.sequence)
+                rereading.record_epoch_start(runtime.db, topic, int(event.data["epoch"]), opened_at)
     if topic.startswith("w/"):
         # The group's own topic starts at the start of its history, not at the welcome: the welcome leaves
         # only once its commit is read back, and by then the others may have stored messages and commits
@@ -218,9 +228,10 @@ def _handled(runtime: Any, item: WorkItem, message: ServerMessage, reading: Read
 
 
 def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
+    number = message.sequence if topic.startswith("g/") else None  # welcomes carry their group's numbers
     runtime.db.execute(
-        "UPDATE xmtp_topic_refresh_state SET cursor = ?, last_message_timestamp_ns = ? WHERE topic = ?",
-        (message.cursor, message.server_timestamp_us * 1000, topic),
+        "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ?",
+        (message.cursor, number, message.server_timestamp_us * 1000, topic),
     )
 
 
@@ -356,10 +367,14 @@ def _one(runtime: Any, topic: str, message: ServerMessage, reading: Reading) -> 
 
 def cursor_of(runtime: Any, topic: str) -> str:
     """Where ``topic``'s sync stands ('' before its first message)."""
+    return place_of(runtime, topic).cursor
+
+
+def place_of(runtime: Any, topic: str) -> Place:
+    """Where ``topic``'s sync stands: its cursor and the server's number of the message there."""
     with runtime.db.read():
-        return str(
-            runtime.db.value("SELECT cursor FROM xmtp_topic_refresh_state WHERE topic = ?", (topic,), default="")
-        )
+        found = runtime.db.one("SELECT cursor, sequence FROM xmtp_topic_refresh_state WHERE topic = ?", (topic,))
+    return Place() if found is None else Place(str(found[0]), found[1])
 
 
 def _acknowledge(acknowledge: Any, ids: list[str]) -> None:

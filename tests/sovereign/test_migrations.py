@@ -1,6 +1,7 @@
 """A store made before the identity directory and welcome polling is brought to today's schema by
-``tessera init``: migration 001 runs once, keeps every row, gives old welcomes their message's server timestamp,
-and the result equals what schema.sql makes on a new database."""
+``tessera init``: migrations 001 and 002 run once, keep every row, give old welcomes their message's server
+timestamp (old messages get no number in their group), and the result equals what schema.sql makes on a new
+database."""
 
 from __future__ import annotations
 
@@ -66,9 +67,10 @@ def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, sett
     migrated, made = Database(str(old), settings), Database(str(fresh), settings)
     try:
         assert migrated.all("SELECT number, name, baseline FROM schema_migrations WHERE owner = 'sovereign'") == [
-            (1, "identities_and_welcome_order", 0)
+            (1, "identities_and_welcome_order", 0),
+            (2, "message_sequence", 0),
         ]
-        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 1
+        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 2
         assert sovereign_structure(migrated) == sovereign_structure(made)
         assert migrated.all("SELECT recipient_id, message_id, server_timestamp FROM sovereign_welcomes") == [
             (recipient, message_id, timestamp)
@@ -83,7 +85,7 @@ def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, sett
     try:
         store = Store(app)
         page = store.welcomes(recipient)
-        assert [(m.id, m.server_timestamp) for m in page.messages] == [(message_id, timestamp)]
+        assert [(m.id, m.server_timestamp, m.sequence) for m in page.messages] == [(message_id, timestamp, None)]
         assert store.identity_publish(recipient, "0x" + "ab" * 20, b"binding").changed
     finally:
         app.close()

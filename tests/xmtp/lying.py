@@ -50,12 +50,15 @@ class Lie:
             message handed out earlier, None being the first commit handed out).
         byte: for ``flip``, which byte of the payload (modulo its length).
         topic: the pages it lies about: ``g`` group histories, ``w`` our welcomes.
+        numbered: for ``replay``, whether the copy keeps the server's number of the message (False: it
+            carries none, as from a server that numbers nothing).
     """
 
     kind: str
     index: int | None = None
     byte: int = 0
     topic: str = GROUPS
+    numbered: bool = True
 
     def apply(self, messages: list[ServerMessage], delivered: Sequence[ServerMessage]) -> bool:
         """Tamper with ``messages`` in place; whether the page offered anything to lie about."""
@@ -89,7 +92,8 @@ class Lie:
             return False
         old = delivered[at]
         last = messages[-1] if messages else old
-        messages.append(attrs.evolve(old, id=made_up_id(last.id), server_timestamp_us=last.server_timestamp_us))
+        copy = attrs.evolve(old, id=made_up_id(last.id), server_timestamp_us=last.server_timestamp_us)
+        messages.append(copy if self.numbered else attrs.evolve(copy, sequence=None))
         return True
 
 

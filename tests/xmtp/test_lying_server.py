@@ -110,12 +110,63 @@ def test_a_message_damaged_or_left_out_is_read_again(make_served: MakeMember, li
     assert parked(bob) == []
 
 
-def test_an_old_commit_replayed_under_a_made_up_id_does_not_strand_the_member(
+@pytest.mark.parametrize(
+    "lies",
+    [
+        (Lie("drop", index=1),),  # a2, Alice's last of epoch 1: only the server's numbers show it was there
+        (Lie("drop", index=6),),  # c2, Carol's last of epoch 2
+        # a2 left out again when the page is read again: kept as a gap, and read for in the same sync
+        (Lie("drop", index=1), Lie("drop", index=0)),
+        # ... and once more then: the next sync reads for it again
+        (Lie("drop", index=1), Lie("drop", index=0), Lie("drop", index=0)),
+    ],
+    ids=["once", "carol's", "twice", "three times"],
+)
+def test_a_senders_last_message_of_its_epoch_left_out_is_read_again_by_its_number(
+    make_served: MakeMember, lies: tuple[Lie, ...], caplog: pytest.LogCaptureFixture
+) -> None:
+    alice, bob, carol, group = three_in_a_group(make_served)
+    said = talk_while_bob_is_away(alice, carol, group)
+    liar(bob).plan(*lies)
+    with caplog.at_level(logging.INFO, logger="tessera.xmtp.sync"):
+        bob.sync()
+    assert liar(bob).told == list(lies) and len(liar(bob).left_out) == 1
+    honest_syncs(bob)
+    assert_caught_up(bob, alice, group, said)
+    assert any("not handed out" in r.getMessage() for r in caplog.records)
+    assert parked(bob) == []
+    with bob.app.db.read():
+        assert (
+            bob.app.db.value("SELECT gaps FROM xmtp_topic_refresh_state WHERE topic = ?", (f"g/{group.hex()}",)) == ""
+        )
+
+
+def test_an_old_commit_replayed_under_a_made_up_id_is_known_by_its_number_and_passed_by(
     make_served: MakeMember, caplog: pytest.LogCaptureFixture
 ) -> None:
     alice, bob, carol, group = three_in_a_group(make_served)
     topic = f"g/{group.hex()}"
     liar(bob).plan(Lie("replay"))  # the commit that added Bob, again, at the end of the page, under a new id
+    bob.sync()
+    assert liar(bob).told and cursor_id(bob, topic) in {m.id for m in liar(bob).delivered["g" + group.hex()]}
+    said = talk_while_bob_is_away(alice, carol, group)
+    bob.run("send", group=group.hex(), text="b1")
+    with caplog.at_level(logging.WARNING, logger="tessera.xmtp.sync"):
+        bob.settle()
+        honest_syncs(bob)
+    assert not any("unknown_cursor" in r.getMessage() for r in caplog.records)
+    alice.sync()
+    assert_caught_up(bob, alice, group, [*said, "b1"])
+    assert [row.state for row in bob.intents() if row.kind is IntentKind.SEND_MESSAGE] == [IntentState.COMMITTED]
+
+
+def test_an_old_commit_replayed_without_a_number_does_not_strand_the_member(
+    make_served: MakeMember, caplog: pytest.LogCaptureFixture
+) -> None:
+    """From a server that numbers nothing, the made-up id becomes the cursor; the server then refuses it."""
+    alice, bob, carol, group = three_in_a_group(make_served)
+    topic = f"g/{group.hex()}"
+    liar(bob).plan(Lie("replay", numbered=False))
     bob.sync()
     replayed = liar(bob).told
     assert replayed and cursor_id(bob, topic) not in {m.id for m in liar(bob).delivered["g" + group.hex()]}

@@ -22,9 +22,21 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_003() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 003: topics without sequence and gaps."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    now = (
+        "    skip_check                  TEXT    NOT NULL DEFAULT '',\n"
+        "    sequence                    INTEGER,\n"
+        "    gaps                        TEXT    NOT NULL DEFAULT ''\n"
+    )
+    assert now in text, f"schema.sql no longer has {now!r}: update this test"
+    return text.replace(now, "    skip_check                  TEXT    NOT NULL DEFAULT ''\n", 1)
+
+
 def _schema_before_002() -> str:
     """protocols/xmtp/schema.sql as it was before migration 002: no needs_rejoin, epoch_starts, skip_check."""
-    text = source_for_package("xmtp", "protocols.xmtp").text
+    text = _schema_before_003()
     edits = (
         (
             "    added_by            TEXT    NOT NULL DEFAULT '',\n    needs_rejoin        TEXT    NOT NULL DEFAULT ''\n",
@@ -62,9 +74,10 @@ def _schema_before_001() -> str:
     return text[:start] + table + text[end:]
 
 
-def _apply(db: Database, text: str | None = None) -> None:
+def _apply(db: Database, text: str | None = None, migrated: int = 0) -> None:
+    """Apply today's schema, or ``text`` as a database would hold it after the first ``migrated`` migrations."""
     current = source_for_package("xmtp", "protocols.xmtp")
-    owner = current if text is None else source("xmtp", text, path=current.path)
+    owner = current if text is None else source("xmtp", text, *current.migrations[:migrated], path=current.path)
     apply_schemas(db, [core_source(), owner])
 
 
@@ -84,6 +97,7 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
         assert old.all("SELECT number, name FROM schema_migrations WHERE owner = 'xmtp' ORDER BY number") == [
             (1, "messages_in_arrival_order"),
             (2, "rereading_and_rejoin"),
+            (3, "message_sequence"),
         ]
         assert _structure(old) == _structure(fresh)
         with old.write():
@@ -122,6 +136,27 @@ def test_opening_a_client_database_before_002_adds_the_rejoin_and_rereading_colu
         assert _structure(old) == _structure(fresh)
         assert old.all("SELECT epoch, needs_rejoin FROM xmtp_groups") == [(3, "")]
         assert old.all("SELECT cursor, epoch_starts, skip_check FROM xmtp_topic_refresh_state") == [("1.X", "", "")]
+    finally:
+        old.close()
+        fresh.close()
+
+
+def test_opening_a_client_database_before_003_keeps_its_cursors_with_no_number_known(tmp_path, settings) -> None:
+    """A topic synced before migration 003 keeps its cursor and knows no server number for it: the next
+    message read starts the count."""
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    try:
+        _apply(old, _schema_before_003(), migrated=2)
+        with old.write():
+            old.execute(
+                "INSERT INTO xmtp_topic_refresh_state(topic, cursor, epoch_starts) VALUES ('g/67', '1.X', '{\"3\": \"1.X\"}')"
+            )
+        _apply(old)
+        _apply(fresh)
+        assert _structure(old) == _structure(fresh)
+        assert old.all("SELECT cursor, epoch_starts, sequence, gaps FROM xmtp_topic_refresh_state") == [
+            ("1.X", '{"3": "1.X"}', None, "")
+        ]
     finally:
         old.close()
         fresh.close()

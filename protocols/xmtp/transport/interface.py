@@ -33,6 +33,8 @@ class ServerMessage:
         message_type: APPLICATION, COMMIT, WELCOME or PROPOSAL.
         epoch: the epoch its header names (0 for a welcome).
         superseded: a commit that lost its epoch to an earlier one.
+        sequence: its number in its group's history (1, 2, 3... none skipped), so a message left out of a
+            page shows; None when the service gives none.
         ahead: during a catch-up, what the helper process decrypted it to (:mod:`protocols.xmtp.ahead`);
             never sent, stored or compared.
     """
@@ -45,6 +47,7 @@ class ServerMessage:
     message_type: int
     epoch: int
     superseded: bool
+    sequence: int | None = attrs.field(default=None, kw_only=True)
     ahead: AheadSlot | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @property

@@ -52,6 +52,7 @@ class LoopbackHub:
     _winners: dict[tuple[bytes, int], str] = attrs.Factory(dict)
     _by_payload: dict[tuple[bytes, bytes], ServerMessage] = attrs.Factory(dict)
     _ids: itertools.count[int] = attrs.Factory(lambda: itertools.count(1))
+    _sequences: dict[bytes, int] = attrs.Factory(dict)
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
     def connect(self, installation: str) -> LoopbackService:
@@ -81,7 +82,10 @@ class LoopbackHub:
         if message_type == COMMIT:
             winner = self._winners.setdefault((group_id, epoch), message_id)
             superseded = winner != message_id
-        stored = ServerMessage(message_id, group_id, sender, number, payload, message_type, epoch, superseded)
+        sequence = self._sequences[group_id] = self._sequences.get(group_id, 0) + 1
+        stored = ServerMessage(
+            message_id, group_id, sender, number, payload, message_type, epoch, superseded, sequence=sequence
+        )
         self.messages.append(_Stored(stored, recipient))
         self._by_payload[(group_id, payload)] = stored
         return Receipt(message_id, number, superseded, False)
