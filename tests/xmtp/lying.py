@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from protocols.xmtp.transport.interface import COMMIT, Page, ServerMessage
+from protocols.xmtp.transport.interface import APPLICATION, COMMIT, Page, ServerMessage
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 GROUPS, WELCOMES = "g", "w"
@@ -139,6 +139,27 @@ class LyingService:
         handed = {m.id for m in messages}
         self.left_out.update(m.id for m in page.messages if m.id not in handed)
         return Page(tuple(messages), page.has_more)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.honest, name)
+
+
+@attrs.define
+class LosingPushes:
+    """A live subscription that loses the next ``lose`` application messages pushed to it (a connection
+    that dropped them, or a server that skipped them), then delivers the rest as they come."""
+
+    honest: Any
+    lose: int = 1
+    lost: list[str] = attrs.Factory(list)
+
+    def pushed(self, timeout: float) -> ServerMessage | None:
+        message = self.honest.pushed(timeout)
+        if message is not None and self.lose > 0 and message.message_type == APPLICATION:
+            self.lose -= 1
+            self.lost.append(message.id)
+            return None
+        return message
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.honest, name)

@@ -13,16 +13,23 @@ import json
 import logging
 import os
 import subprocess
-from typing import Any
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 
+from protocols import xmtp
 from protocols.xmtp import queries
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership
-from tests.helpers import TESSERA, clean_environment
+from protocols.xmtp.listen import Listener
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.websocket import WebSocketService
+from tests.helpers import TESSERA, clean_environment, open_test_app
 
 from .conftest import MakeMember, Member
-from .lying import Lie
+from .lying import Lie, LosingPushes
 from .served import liar, three_in_a_group
 
 
@@ -251,3 +258,43 @@ def test_a_commit_gone_from_the_server_marks_the_group_for_a_rejoin(make_served:
     assert "NEEDS REJOIN" in _tessera(bob, "xmtp", "groups").stdout
     status = json.loads(_tessera(bob, "status", "--json").stdout)
     assert status["counters"]["xmtp_groups_needing_rejoin"] == 1
+
+
+def test_a_push_after_one_that_never_came_sends_the_listener_to_history(
+    make_served: MakeMember, server: Any, settings: Any, clock: Any
+) -> None:
+    """Alice's only message is lost on Bob's live subscription, then Carol's comes: taken as it was, it would
+    move Bob's cursor past Alice's for good (nothing in the group's keys shows hers was there).  Its number is
+    not the next one, so Bob's listener reads the group from history instead, and gets both."""
+    alice, bob, carol, group = three_in_a_group(make_served)
+    with bob.app.db.read():
+        key = Vault.of(bob.app.db).identity().installation.signing_key
+    pushes = LosingPushes(WebSocketService(server.url, key, keep_pushes=True))
+    listening = open_test_app(bob.app.db.path, settings, [xmtp], ["xmtp"], clock=clock, create=False)
+    listener = Listener(listening.runtime, cast(WebSocketService, pushes))
+    thread = threading.Thread(target=listener.run, daemon=True)
+    thread.start()
+    try:
+        assert _within(10, lambda: len(listener.held) == 2), "the listener never took its topics"
+        alice.run("send", group=group.hex(), text="alice, once")
+        alice.settle()
+        assert _within(10, lambda: pushes.lost), "Alice's message was never pushed to Bob"
+        carol.run("send", group=group.hex(), text="carol")
+        carol.settle()
+        # Well before the listener's heartbeat sync (HEARTBEAT_S): only the pushed numbers can send it to history.
+        assert _within(5, lambda: bob.texts(group) == ["alice, once", "carol"]), bob.texts(group)
+    finally:
+        listener.stop.set()
+        thread.join(30)
+        pushes.close()
+        listening.close()
+    assert not thread.is_alive()
+
+
+def _within(seconds: float, done: Callable[[], object]) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(0.05)
+    return bool(done())
