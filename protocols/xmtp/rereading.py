@@ -28,8 +28,13 @@ none of it may leave us stuck without saying so:
   commit that opened the oldest epoch with such a message, once a sync, for
   at most :data:`MAX_SKIP_REREADS` syncs while the same ones are missing (a
   sender may also have built a message and never sent it).  A message left
-  out that was its sender's last of its epoch leaves no such trace: a server
-  that never hands it out hides it (docs/xmtp.md).
+  out that was its sender's last of its epoch leaves no such trace in the
+  keys; the server's numbers show it:
+* **Numbers skipped** (:mod:`.numbering`): a message that is not the next by
+  the server's numbers stops the page like a payload that fails, and the
+  topic is read again from the cursor.  When the server repeats the jump,
+  the numbers are kept as missing and read for like stepped-over messages,
+  from just before them; a message whose number was read already is passed by.
 
 Each topic is read again at most :data:`MAX_REREADS` times in one sync; then
 it stops short with :class:`TopicStalled`, its cursor where it was, and the
