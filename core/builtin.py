@@ -6,10 +6,12 @@ plugins' jobs interleave with these by ``order``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from core import drain, hookimpl, maintenance, publish, scrub
 from core.protocol import Job, TickContext, Transport
+from core.setting import Setting
+from core.settings import SETTINGS
 
 
 def _incoming(tick: TickContext) -> int:
@@ -98,3 +100,8 @@ def register_jobs() -> list[Job]:
 @hookimpl
 def register_transports() -> list[Transport]:
     return [publish.LoopbackTransport()]
+
+
+@hookimpl
+def register_settings() -> Sequence[Setting]:
+    return SETTINGS

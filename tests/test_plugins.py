@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 
@@ -179,8 +180,21 @@ def test_hook_register_transports(make_app):
 def test_hook_register_cli_commands():
     group = click.Group("t")
     pm = make_plugin_manager(entry_points=True)
-    pm.hook.register_cli_commands(cli=group)
-    assert {"example", "marmot"} <= set(group.commands)
+    declared = {entry.name: entry for found in pm.hook.register_cli_commands(cli=group) for entry in found or ()}
+    assert {"example", "marmot", "serve", "xmtp"} <= set(declared)
+    for entry in declared.values():  # each names a real command, and --help lists it with that command's own help
+        module, _, attribute = entry.target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command) and entry.help == command.help.split("\n")[0].strip(), entry
+
+
+def test_hook_register_settings():
+    from core.plugins import declared_settings
+
+    pm = make_plugin_manager(entry_points=True)
+    keys = [setting.key for setting in declared_settings(pm)]
+    assert keys[0].startswith("core.") and len(keys) == len(set(keys))
+    assert {"core.batch_ms", "marmot.snapshots", "xmtp.decrypt_ahead", "sovereign.server.port"} <= set(keys)
 
 
 def test_hook_prepare_connection(make_app):
