@@ -15,23 +15,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from core import blobs, queues
-from core.app import App, open_app
 from core.db import Database
 from core.plugins import get_plugins, make_plugin_manager
+from core.protocol import LazyCommand
 from core.settings import Settings
 from core.status import snapshot
-from jobs import ingest as ingest_job
 from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.lazy_commands import LazyGroup
 from jobs.logs import configure_logging
-from jobs.scaffold.command import plugin as plugin_group
 from jobs.settings_command import load_settings
 from jobs.settings_command import settings as settings_command
 
 if TYPE_CHECKING:
+    from core.app import App
     from jobs.rebuild.run import ReplayEngine
+
+# Modules a command needs are imported inside it: `tessera --help` and `tessera status` load only the core's
+# reading side (see bench/cli_start.py).
 
 
 class CliState:
@@ -47,6 +48,8 @@ class CliState:
         if self._app is None or enable:
             if self._app is not None:
                 self._app.close()
+            from core.app import open_app
+
             self._app = open_app(self.settings, self.pm, enable=enable, create=create)
         protocol = _running_protocol()
         if protocol is not None and protocol in self._app.registry.protocols:
@@ -184,6 +187,8 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
     app = obj.app()
     app.require_enabled(protocol)
+    from jobs import ingest as ingest_job
+
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
     click.echo(f"queued {report.queued} blobs for {protocol}")
     if report.skipped:
@@ -289,6 +294,8 @@ def parked() -> None:
 @click.pass_obj
 def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
     """List parked items with their reasons."""
+    from core import queues
+
     rows = queues.list_parked(obj.app().db, limit)
     if as_json:
         click.echo(output.to_json(rows))
@@ -304,6 +311,8 @@ def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
 @click.pass_obj
 def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
     """Send a parked item (or --all) back to its queue."""
+    from core import queues
+
     if (parked_id is None) == (not retry_all):
         raise click.UsageError("give exactly one of ID or --all")
     app = obj.app()
@@ -318,6 +327,8 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
 @click.pass_obj
 def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
     """Delete a parked item for good (needs --yes)."""
+    from core import queues
+
     if not yes:
         raise click.UsageError(f"dropping parked item {parked_id} deletes it for good; add --yes to confirm")
     app = obj.app()
@@ -337,6 +348,8 @@ def blob() -> None:
 @click.pass_obj
 def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+    from core import blobs
+
     written = blobs.export(obj.app().db, file_id, path)
     click.echo(f"wrote {written} bytes to {path}")
 
@@ -347,6 +360,8 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
 @click.pass_obj
 def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+    from core import blobs
+
     app = obj.app()
     with app.db.write():
         found = blobs.info(app.db, file_id)
@@ -452,7 +467,7 @@ def check(obj: CliState, full: bool) -> None:
     click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
 
 
-cli.add_command(plugin_group)
+cli.commands.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
 cli.add_command(settings_command)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
