@@ -10,7 +10,7 @@ from, the value and the allowed range.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -114,7 +114,7 @@ def check(setting: Setting, value: Any, source: str) -> Any:
         raise _wrong_type(setting, source, value)
     if kind is bool:
         return value
-    measured = len(value) if kind is str else value
+    measured = len(value) if isinstance(value, str) else cast("int | float", value)
     if not setting.minimum <= measured <= setting.maximum:
         shown = repr(value) if kind is str else str(value)
         raise InvalidSetting(

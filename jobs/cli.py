@@ -467,7 +467,7 @@ def check(obj: CliState, full: bool) -> None:
     click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
 
 
-cli.commands.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
+cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
 cli.add_command(settings_command)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
@@ -478,10 +478,10 @@ def _register_plugin_commands() -> None:
     before = set(cli.commands)
     for declared in _pm.hook.register_cli_commands(cli=cli):
         for entry in declared or ():
-            cli.commands.declare(entry)
+            cli.lazy.declare(entry)
     _plugin_commands.update(set(cli.commands) - before)
     # The core's commands and any a plugin added itself; the declared ones are bound when imported.
-    for command in cli.commands.imported():
+    for command in cli.lazy.imported():
         bound_integers(command)
 
 

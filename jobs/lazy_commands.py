@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
 
 import click
 
@@ -74,14 +75,13 @@ def _imported(entry: LazyCommand) -> click.Command:
 
 
 class LazyGroup(click.Group):
-    """A group whose :attr:`commands` is a :class:`LazyCommands`; its help lists them without importing them."""
+    """A group whose :attr:`commands` is :attr:`lazy`, a :class:`LazyCommands`; its help lists them unimported."""
 
-    commands: LazyCommands
-
-    def __init__(self, *args: object, **kwargs: object):
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        eager, self.commands = self.commands, LazyCommands(self.on_load)
-        self.commands.update(eager)
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = LazyCommands(self.on_load)
+        self.lazy.update(self.commands)
+        self.commands = self.lazy
 
     def on_load(self, command: click.Command) -> None:
         """What a command gets when it is imported (the root binds its integer options)."""
@@ -90,9 +90,10 @@ class LazyGroup(click.Group):
         limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
         rows = []
         for name in self.list_commands(ctx):
-            entry = self.commands.declared(name)
+            entry = self.lazy.declared(name)
             if entry is not None:
-                rows.append((name, click.utils.make_default_short_help(entry.help, limit)))
+                # Shortened as click shortens a command's own help, without importing the command.
+                rows.append((name, click.Command(name, help=entry.help).get_short_help_str(limit)))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:

@@ -185,7 +185,7 @@ def test_hook_register_cli_commands():
     for entry in declared.values():  # each names a real command, and --help lists it with that command's own help
         module, _, attribute = entry.target.partition(":")
         command = getattr(importlib.import_module(module), attribute)
-        assert isinstance(command, click.Command) and entry.help == command.help.split("\n")[0].strip(), entry
+        assert isinstance(command, click.Command) and entry.help == (command.help or "").split("\n")[0].strip(), entry
 
 
 def test_hook_register_settings():

@@ -11,5 +11,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "marmot.md"
 
 def test_every_marmot_setting_is_documented() -> None:
     text = DOC.read_text()
-    missing = [name for name in (setting.env_key for setting in settings.SETTINGS) if f"| `{name}` |" not in text]
+    missing = [
+        setting.key
+        for setting in settings.SETTINGS
+        if f"| `{setting.env_key}` | `[marmot] {setting.name}` |" not in text
+    ]
     assert missing == []
