@@ -9,7 +9,7 @@ import pluggy
 
 from core import builtin, hookspecs
 from core.errors import PluginError
-from core.setting import Setting
+from core.setting import CORE, Setting
 
 ENTRY_POINT_GROUP = "tessera.protocols"
 
@@ -46,5 +46,5 @@ def declared_settings(pm: pluggy.PluginManager) -> tuple[Setting, ...]:
             if setting.key in found:
                 raise PluginError(f"setting {setting.key} is declared twice; each plugin declares its own section")
             found[setting.key] = setting
-    core_first = sorted(found.values(), key=lambda s: (s.section != "core", s.section))
+    core_first = sorted(found.values(), key=lambda s: (s.section != CORE, s.section))
     return tuple(core_first)

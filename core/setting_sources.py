@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from core.config_file import ConfigFile
-from core.setting import Resolved, Setting, check, parse
+from core.setting import CORE, Resolved, Setting, check, parse
 
 DEFAULT = "default"
 
@@ -64,7 +64,7 @@ class Sources:
 
     def _env_keys(self, setting: Setting) -> list[str]:
         keys = [setting.env_key]
-        if self.prefix and setting.section == "core":
+        if self.prefix and setting.section == CORE:
             keys.insert(0, f"TESSERA_{self.prefix.upper()}_{setting.name.upper()}")
         return keys
 

@@ -19,13 +19,14 @@ from core import config_file
 from core.config_file import ConfigFile
 from core.plugins import declared_settings
 from core.setting import Resolved
-from core.settings import Settings
+from core.settings import SETTINGS, Settings
 from jobs import output
 
 if TYPE_CHECKING:
     from jobs.cli import CliState
 
-_DB = "TESSERA_DB"
+#: Where the config file beside the database is looked for, before the settings are read.
+_DB = next(setting for setting in SETTINGS if setting.name == "db")
 
 
 def load_settings(
@@ -36,14 +37,14 @@ def load_settings(
     Every declared setting is checked now, the plugins' too, so a bad value
     anywhere is refused before the command does anything.
     """
-    env = os.environ if env is None else env
+    environment = os.environ if env is None else env
     declared = declared_settings(pm)
-    path = config_file.find(config, env, db or env.get(_DB) or "tessera.db")
+    path = config_file.find(config, environment, db or environment.get(_DB.env_key) or _DB.default)
     file = None
     if path is not None:
         file = ConfigFile.read(path)
         file.check_known(declared)
-    settings = Settings.load(env=env if env is not os.environ else None, config=file, db=db)
+    settings = Settings.load(env=env, config=file, db=db)
     for setting in declared:
         settings.sources.resolve(setting)
     return settings

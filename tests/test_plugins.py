@@ -197,6 +197,27 @@ def test_hook_register_settings():
     assert {"core.batch_ms", "marmot.snapshots", "xmtp.decrypt_ahead", "sovereign.server.port"} <= set(keys)
 
 
+def test_a_plugin_that_is_no_protocol_declares_settings_and_reads_them_as_the_core_does():
+    from core.plugins import declared_settings
+    from core.setting import Setting
+    from core.settings import Settings
+
+    timeout = Setting("timeout_s", 5, "How long the exporter waits.", 1, 60, section="exporter")
+
+    class Exporter:
+        @hookimpl
+        def register_settings(self):
+            return [timeout]
+
+    pm = make_plugin_manager([Exporter()], entry_points=False)
+    assert timeout in declared_settings(pm)
+    settings = Settings.load(env={"TESSERA_EXPORTER_TIMEOUT_S": "9"})
+    assert settings.sources.values([timeout]) == {"timeout_s": 9}
+    twice = make_plugin_manager([Exporter(), Exporter()], entry_points=False)
+    with pytest.raises(PluginError, match="setting exporter.timeout_s is declared twice"):
+        declared_settings(twice)
+
+
 def test_hook_prepare_connection(make_app):
     class Functions:
         @hookimpl
