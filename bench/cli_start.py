@@ -5,7 +5,8 @@
 
 Each command runs as its own process (``python -m jobs ...`` with this interpreter, the checkout first on
 ``PYTHONPATH``), interleaved round by round with ``python -c pass`` (the ceiling: the interpreter alone),
-21 rounds (5 with ``--quick``); a figure is the median wall time.  ``status`` reads a database made
+21 rounds at the full run's size (fewer for a smaller run, 5 at least and with ``--quick``); a figure is the
+median wall time.  ``status`` reads a database made
 beforehand with ``tessera init`` (every installed protocol enabled).  Held to 300 ms each.  ``tessera marmot
 --help``, which imports the Marmot plugin's command line and the MLS engine behind it, is shown for context.
 Each figure's note gives what ``python -X importtime`` reports for the command (one more run): the
@@ -74,7 +75,9 @@ def figures(run: Run, checkout: Path = CHECKOUT, rounds: int | None = None) -> l
     init = [sys.executable, "-m", "jobs", "--db", db, "init"]
     subprocess.run(init, check=True, env=env, cwd=run.work.path, stdout=subprocess.DEVNULL)
     commands = commands_for(db)
-    times = measured(commands, rounds or (QUICK_ROUNDS if run.quick else ROUNDS), checkout)
+    times = measured(
+        commands, rounds or (QUICK_ROUNDS if run.quick else run.scaled(ROUNDS, least=QUICK_ROUNDS)), checkout
+    )
     ceiling = statistics.median(times["ceiling"])
     return [
         Figure(
