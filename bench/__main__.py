@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import append
+import cli_start
 import fill
 import history
 import marmot_mdk
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     ),
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
+    "cli_start": (cli_start.figures, "tessera --help and tessera status: wall time beside python -c pass"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000

@@ -69,8 +69,9 @@ class Rates:
     workers_start_s: float
 
 
-def open_ours(path: str, **settings: Any) -> App:
-    return open_bench_app(path, marmot, "marmot", Settings.load(env={}, slow_statement_ms=60_000, **settings))
+def open_ours(path: str, env: dict[str, str] | None = None, **settings: Any) -> App:
+    """Our app on ``path``; ``env`` sets plugin settings (the run's own environment is ignored)."""
+    return open_bench_app(path, marmot, "marmot", Settings.load(env=env or {}, slow_statement_ms=60_000, **settings))
 
 
 def _peers() -> tuple[Any, Callable[[str, Path], Any], Any]:
@@ -191,21 +192,19 @@ def backfill_rate(path: str, gid: str, events: list[dict[str, Any]], workers: in
 
     lines = [json.dumps(event).encode() for event in events]
     random.Random(7).shuffle(lines)
-    os.environ[BACKFILL_WORKERS] = str(workers)
     start_s = 0.0
     if workers:
         prepared.WORKERS.close()
         started = time.perf_counter()
         prepared.WORKERS.prepare(lines[:workers], [], workers)  # spawns the pool: once per process
         start_s = time.perf_counter() - started
-    app = open_ours(path)
+    app = open_ours(path, env={BACKFILL_WORKERS: str(workers)})
     try:
         started = time.perf_counter()
         report = app.runtime.run_command("marmot.backfill", {"group": gid, "events": lines}).result
         seconds = time.perf_counter() - started
     finally:
         app.close()
-        os.environ.pop(BACKFILL_WORKERS, None)
         prepared.WORKERS.close()
     handled = report.outcomes.get(OutcomeKind.HANDLED, 0)
     assert handled == len(events), f"backfill: {handled} of {len(events)} messages handled ({report})"

@@ -739,7 +739,7 @@ def split_targets() -> tuple[tuple[Any, str, str], ...]:
         (items, "encode", "    the work item made from the server's message (JSON, base64)"),
         (Database, "_begin_immediate", "    BEGIN IMMEDIATE"),
         (sync, "process_item", "    core pipeline (process_item)"),
-        (xmtp.PROTOCOL.handlers, items.GROUP_MESSAGE, "      the handler (handle_group_message)"),
+        (xmtp.register_protocol().handlers, items.GROUP_MESSAGE, "      the handler (handle_group_message)"),
         (processing, "_already_processed", "        already processed? (one lookup of two event ids)"),
         (queries, "group", "        the group's row"),
         (Vault, "group", "        the group state read (cached: no unsealing)"),

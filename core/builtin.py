@@ -6,14 +6,24 @@ plugins' jobs interleave with these by ``order``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from core import drain, hookimpl, maintenance, publish, scrub
+from core import hookimpl
 from core.protocol import Job, TickContext, Transport
+from core.setting import Setting
+from core.settings import SETTINGS
+
+if TYPE_CHECKING:
+    from core import drain
+
+# The jobs' modules are imported when a job runs: the command line loads this plugin at every start.
 
 
 def _incoming(tick: TickContext) -> int:
     """Incoming items, with due rechecks and deferred items taken first at every step."""
+    from core import drain
+
     # has_budget renews the lease: one marker may wake more work than a lease lifetime.
     return _drain(
         tick,
@@ -24,10 +34,14 @@ def _incoming(tick: TickContext) -> int:
 
 
 def _deferred(tick: TickContext) -> int:
+    from core import drain
+
     return _drain(tick, lambda: drain.item_step(drain.process_next_deferred(tick.runtime, tick.lease)))
 
 
 def _recheck(tick: TickContext) -> int:
+    from core import drain
+
     return _drain(
         tick,
         lambda: drain.drain_next_marker(tick.runtime, tick.lease, on_outcome=tick.record, keep_going=tick.has_budget),
@@ -50,17 +64,23 @@ def _drain(tick: TickContext, next_step: Callable[[], drain.Step]) -> int:
 
 
 def _publish(tick: TickContext) -> int:
+    from core import publish
+
     sent = publish.publish_due(tick.runtime, tick.lease)
     tick.spend(sent)
     return sent
 
 
 def _sweep(tick: TickContext) -> int:
+    from core import drain
+
     return drain.sweep_expired_blocked(tick.runtime, tick.lease)
 
 
 def _optimize(tick: TickContext) -> int:
     """PRAGMA optimize when the schedule or a big load asks for it (see core.maintenance)."""
+    from core import maintenance
+
     if not maintenance.due(tick.runtime):
         return 0
     maintenance.optimize(tick.runtime)
@@ -69,6 +89,8 @@ def _optimize(tick: TickContext) -> int:
 
 def _scrub(tick: TickContext) -> int:
     """Rewrite the file after purges, at most once per scrub_interval_ms (see core.scrub)."""
+    from core import scrub
+
     if not scrub.due(tick.runtime):
         return 0
     scrub.scrub(tick.runtime)
@@ -97,4 +119,11 @@ def register_jobs() -> list[Job]:
 
 @hookimpl
 def register_transports() -> list[Transport]:
+    from core import publish
+
     return [publish.LoopbackTransport()]
+
+
+@hookimpl
+def register_settings() -> Sequence[Setting]:
+    return SETTINGS

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     import apsw
     import click
 
-    from core.protocol import Job, Protocol, Transport
+    from core.protocol import Job, LazyCommand, Protocol, Transport
     from core.records import ItemSource, OutcomeKind, StoredEvent
+    from core.setting import Setting
 
 hookspec = pluggy.HookspecMarker("tessera")
 
@@ -66,13 +67,38 @@ def register_transports() -> Sequence[Transport]:  # type: ignore[empty-body]
 
 
 @hookspec
-def register_cli_commands(cli: click.Group) -> None:
+def register_cli_commands(cli: click.Group) -> Sequence[LazyCommand] | None:
     """Add subcommands to the ``tessera`` command line.
 
-    :param cli: the root ``click.Group``; add a group named after the protocol
-        (``tessera marmot ...``).  Inside a command,
+    Return them as :class:`core.protocol.LazyCommand` records (name,
+    ``"module:attribute"``, first line of help): the command line then imports
+    a command only when it runs or shows its help, so ``tessera --help`` and
+    ``tessera status`` stay fast.  A plugin may instead add a ``click``
+    command to ``cli`` itself (imported at every start).
+
+    :param cli: the root ``click.Group``; name a protocol's group after the
+        protocol (``tessera marmot ...``).  Inside a command,
         ``click.get_current_context().obj.app()`` opens the database, and
         refuses (saying how to enable it) when the protocol is not enabled there.
+    :return: the lazily loaded commands, or None.
+    """
+
+
+@hookspec
+def register_settings() -> Sequence[Setting]:  # type: ignore[empty-body]
+    """Declare the plugin's settings, so the core reads them with its own.
+
+    Called when the command line starts and whenever the declared settings are
+    listed (``tessera settings``) or a config file is checked; keep the module
+    that declares them cheap to import.  Any plugin may declare settings, a
+    protocol or not.
+
+    :return: a list of :class:`core.setting.Setting`, each with ``section`` set
+        to the plugin's name: ``[<section>] <name>`` in the config file,
+        ``TESSERA_<SECTION>_<NAME>`` in the environment (or its own ``env``).
+        The plugin reads their values in force with
+        ``settings.sources.values(MY_SETTINGS)`` (``settings`` being the app's
+        :class:`core.settings.Settings`).
     """
 
 

@@ -8,6 +8,8 @@ from typing import Any
 import pluggy
 
 from core import builtin, hookspecs
+from core.errors import PluginError
+from core.setting import CORE, Setting
 
 ENTRY_POINT_GROUP = "tessera.protocols"
 
@@ -34,3 +36,15 @@ def get_plugins(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())
         out.append({"name": pm.get_name(plugin), "hooks": hooks})
     return sorted(out, key=lambda p: p["name"] or "")
+
+
+def declared_settings(pm: pluggy.PluginManager) -> tuple[Setting, ...]:
+    """Every setting the core and the plugins declare (``register_settings``), in sections, each key once."""
+    found: dict[str, Setting] = {}
+    for declared in pm.hook.register_settings():
+        for setting in declared:
+            if setting.key in found:
+                raise PluginError(f"setting {setting.key} is declared twice; each plugin declares its own section")
+            found[setting.key] = setting
+    core_first = sorted(found.values(), key=lambda s: (s.section != CORE, s.section))
+    return tuple(core_first)

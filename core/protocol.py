@@ -211,3 +211,22 @@ class Transport(TypingProtocol):
     name: str
 
     def send(self, runtime: Runtime, item: OutgoingItem) -> None: ...
+
+
+@attrs.frozen
+class LazyCommand:
+    """A top-level command of the ``tessera`` command line, imported only when it is run or its help is shown.
+
+    Returned by ``register_cli_commands``, so ``tessera --help`` and the core's
+    own commands never import a plugin's command line (nor the engine behind it).
+
+    Attributes:
+        name: the command's name (``tessera <name> ...``); a protocol's group is named after the protocol.
+        target: where the ``click.Command`` lives, ``"package.module:attribute"``.
+        help: its first line of help, as ``tessera --help`` lists it (the command's own docstring's first line;
+            the test kit checks they agree).
+    """
+
+    name: str
+    target: str = attrs.field(validator=attrs.validators.matches_re(r"^[\w.]+:\w+$"))
+    help: str

@@ -1,47 +1,30 @@
-"""Settings: one table of (name, default, help, range), read from the environment.
+"""The core's settings: one table of (name, default, help, range), and the resolved :class:`Settings`.
 
-Each setting ``name`` is read from ``TESSERA_<NAME>`` (upper case) and
-checked against its range wherever settings are made (environment, keyword
-overrides, ``attrs.evolve``), so a bad value is refused when read, with the
-setting, the value and the allowed range, not when it misbehaves later.  A
-component may pass a prefix, so ``TESSERA_TICK_LEASE_TTL_MS`` overrides
-``TESSERA_LEASE_TTL_MS`` for the tick only.  Explicit keyword overrides win
-over the environment.
+Each setting is read, in this order, from a flag (or a keyword override in
+code), the environment (``TESSERA_<NAME>``), the config file (``[core]``;
+see :mod:`core.config_file`) and its default (:mod:`core.setting_sources`),
+and checked against its range wherever settings are made (every source,
+``attrs.evolve``), so a bad value is refused when read, with the setting, where
+it came from, the value and the allowed range, not when it misbehaves later.
+A component may pass a prefix, so ``TESSERA_TICK_LEASE_TTL_MS`` overrides
+``TESSERA_LEASE_TTL_MS`` for the tick only.  Plugins declare their own
+settings the same way (the ``register_settings`` hook) and read them from the
+:class:`Settings`' :attr:`~Settings.sources`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from core.errors import InvalidInput, InvalidSetting
+from core.config_file import ConfigFile
+from core.errors import InvalidInput
+from core.setting import Setting, check
+from core.setting_sources import Sources
 
-
-@attrs.frozen
-class Setting:
-    """One tunable.
-
-    Attributes:
-        name: attribute name on :class:`Settings`; env key is ``TESSERA_`` + upper.
-        default: value when nothing overrides it; its type is the setting's type.
-        help: one sentence for the docs and ``tessera settings``.
-        minimum, maximum: the allowed range, inclusive (for a text setting, of
-            its length); a value outside it is refused when settings are read.
-    """
-
-    name: str
-    default: Any
-    help: str
-    minimum: int
-    maximum: int
-
-    @property
-    def env_key(self) -> str:
-        return f"TESSERA_{self.name.upper()}"
-
+__all__ = ["SETTINGS", "Setting", "Settings"]
 
 _HOUR_MS = 3_600_000
 _DAY_MS = 24 * _HOUR_MS
@@ -170,58 +153,9 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
-def _convert(setting: Setting, key: str, raw: str) -> Any:
-    kind = type(setting.default)
-    try:
-        return kind(raw)
-    except ValueError:
-        raise InvalidSetting(
-            f"{key} must be an integer, got {raw!r:.40}; allowed: {_allowed(setting)}", setting=setting.name, value=raw
-        ) from None
-
-
-def _allowed(setting: Setting) -> str:
-    if isinstance(setting.default, str):
-        return f"text of {setting.minimum} to {setting.maximum} characters"
-    return f"{setting.minimum} to {setting.maximum}"
-
-
-def _check(setting: Setting, value: Any, source: str) -> None:
-    """Refuse ``value`` unless it has the setting's type and lies in its range."""
-    kind = type(setting.default)
-    if type(value) is not kind:
-        noun = "an integer" if kind is int else "text"
-        raise InvalidSetting(
-            f"{source} must be {noun}, got {value!r:.40}; allowed: {_allowed(setting)}",
-            setting=setting.name,
-            value=value,
-        )
-    measured = len(value) if kind is str else value
-    if not setting.minimum <= measured <= setting.maximum:
-        shown = repr(value) if kind is str else str(value)
-        raise InvalidSetting(
-            f"{source}={shown:.40} is out of range; allowed: {_allowed(setting)}", setting=setting.name, value=value
-        )
-
-
-def _from_env(env: Mapping[str, str], prefix: str) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for setting in SETTINGS:
-        keys = [setting.env_key]
-        if prefix:
-            keys.insert(0, f"TESSERA_{prefix.upper()}_{setting.name.upper()}")
-        for key in keys:
-            if key in env:
-                value = _convert(setting, key, env[key])
-                _check(setting, value, key)
-                values[setting.name] = value
-                break
-    return values
-
-
 def _in_range(instance: Any, attribute: attrs.Attribute[int], value: Any) -> None:
     setting = _BY_NAME[attribute.name]
-    _check(setting, value, f"setting {setting.name} ({setting.env_key})")
+    check(setting, value, f"setting {setting.name} ({setting.env_key})")
 
 
 def _field(name: str) -> Any:
@@ -258,16 +192,32 @@ class Settings:
     batch_items: int = _field("batch_items")
     batch_ms: int = _field("batch_ms")
     checkpoint_pages: int = _field("checkpoint_pages")
+    #: Where these came from; plugins read their own settings from the same places.
+    sources: Sources = attrs.field(factory=Sources, eq=False, repr=False)
 
     @classmethod
-    def load(cls, *, prefix: str = "", env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then the environment, then ``overrides`` (None values ignored)."""
+    def load(
+        cls,
+        *,
+        prefix: str = "",
+        env: Mapping[str, str] | None = None,
+        config: ConfigFile | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Each setting from ``overrides`` (None values ignored), else ``env`` (default: the process's), else
+        ``config``, else its default."""
         unknown = set(overrides) - set(_BY_NAME)
         if unknown:
             raise InvalidInput(f"unknown setting(s) {sorted(unknown)}; known: {sorted(_BY_NAME)}")
-        values = _from_env(os.environ if env is None else env, prefix)
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        flags = {_BY_NAME[k].key: v for k, v in overrides.items() if v is not None}
+        sources = Sources(flags=flags, env=env, config=config, prefix=prefix)
+        return cls(**sources.values(SETTINGS), sources=sources)
+
+    def given(self, **flags: Any) -> Settings:
+        """These settings with ``flags`` given too (a command's own options), from the same sources otherwise."""
+        sources = self.sources
+        given = {key.partition(".")[2]: value for key, value in sources.flags.items()}
+        return Settings.load(prefix=sources.prefix, env=sources.env, config=sources.config, **{**given, **flags})
 
     def retry_delay_ms(self, attempts: int) -> int:
         """Backoff before retry number ``attempts`` (1-based): doubling, capped."""

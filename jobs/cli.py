@@ -2,8 +2,10 @@
 
 Every error a user can cause is printed as one line (``Error: ...``) with a
 non-zero exit (see :mod:`jobs.cli_errors`); protocols add their own
-subcommands through the ``register_cli_commands`` hook, and inside them
-``obj.app()`` refuses a database where that protocol is not enabled.
+subcommands through the ``register_cli_commands`` hook, imported only when
+used (:mod:`jobs.lazy_commands`), and inside them ``obj.app()`` refuses a
+database where that protocol is not enabled.  Settings are read once, at the
+start, from ``--db``, the environment and the config file (:func:`load_settings`).
 """
 
 from __future__ import annotations
@@ -13,20 +15,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from core import blobs, queues
-from core.app import App, open_app
 from core.db import Database
 from core.plugins import get_plugins, make_plugin_manager
-from core.settings import SETTINGS, Settings
+from core.protocol import LazyCommand
+from core.settings import Settings
 from core.status import snapshot
-from jobs import ingest as ingest_job
 from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs.lazy_commands import LazyGroup
 from jobs.logs import configure_logging
-from jobs.scaffold.command import plugin as plugin_group
+from jobs.settings_command import load_settings
+from jobs.settings_command import settings as settings_command
 
 if TYPE_CHECKING:
+    from core.app import App
     from jobs.rebuild.run import ReplayEngine
+
+# Modules a command needs are imported inside it: `tessera --help` and `tessera status` load only the core's
+# reading side (see bench/cli_start.py).
 
 
 class CliState:
@@ -42,6 +48,8 @@ class CliState:
         if self._app is None or enable:
             if self._app is not None:
                 self._app.close()
+            from core.app import open_app
+
             self._app = open_app(self.settings, self.pm, enable=enable, create=create)
         protocol = _running_protocol()
         if protocol is not None and protocol in self._app.registry.protocols:
@@ -58,14 +66,23 @@ class CliState:
 _pm = make_plugin_manager()
 
 
-@click.group(cls=TesseraGroup)
+class RootGroup(LazyGroup, TesseraGroup):
+    """``tessera``: plugins' commands imported when used, every user error one line."""
+
+    def on_load(self, command: click.Command) -> None:
+        bound_integers(command)
+
+
+@click.group(cls=RootGroup)
 @click.option(
     "--db",
     "db_path",
-    envvar="TESSERA_DB",
-    default="tessera.db",
-    show_default=True,
-    help="SQLite database file (or TESSERA_DB).",
+    help="SQLite database file (default: TESSERA_DB, else [core] db in the config file, else tessera.db).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    help="TOML config file (default: the file TESSERA_CONFIG names, else tessera.toml beside the database).",
 )
 @click.option(
     "--log-level",
@@ -82,10 +99,10 @@ _pm = make_plugin_manager()
     help="Log line format (json: one object per line, for log shippers).",
 )
 @click.pass_context
-def cli(ctx: click.Context, db_path: str, log_level: str, log_format: str) -> None:
+def cli(ctx: click.Context, db_path: str | None, config_path: str | None, log_level: str, log_format: str) -> None:
     """Tessera: event-sourced storage and processing for encrypted group messaging."""
     configure_logging(log_level, log_format)
-    state = CliState(Settings.load(db=db_path), _pm)
+    state = CliState(load_settings(_pm, db=db_path, config=config_path), _pm)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -170,6 +187,8 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
     app = obj.app()
     app.require_enabled(protocol)
+    from jobs import ingest as ingest_job
+
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
     click.echo(f"queued {report.queued} blobs for {protocol}")
     if report.skipped:
@@ -222,7 +241,7 @@ def tick(
     if give_up_after_s is not None and mode != DaemonMode.UNTIL_IDLE:
         raise click.UsageError("--give-up-after goes with --until-idle (a daemon without it keeps trying)")
     if lease_ttl_ms is not None:
-        obj.settings = Settings.load(db=obj.settings.db, lease_ttl_ms=lease_ttl_ms)
+        obj.settings = obj.settings.given(lease_ttl_ms=lease_ttl_ms)
     give_up_after_ms = None if give_up_after_s is None else int(give_up_after_s * 1000)
     daemon = TickDaemon(
         obj.app(),
@@ -275,6 +294,8 @@ def parked() -> None:
 @click.pass_obj
 def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
     """List parked items with their reasons."""
+    from core import queues
+
     rows = queues.list_parked(obj.app().db, limit)
     if as_json:
         click.echo(output.to_json(rows))
@@ -290,6 +311,8 @@ def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
 @click.pass_obj
 def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
     """Send a parked item (or --all) back to its queue."""
+    from core import queues
+
     if (parked_id is None) == (not retry_all):
         raise click.UsageError("give exactly one of ID or --all")
     app = obj.app()
@@ -304,6 +327,8 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
 @click.pass_obj
 def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
     """Delete a parked item for good (needs --yes)."""
+    from core import queues
+
     if not yes:
         raise click.UsageError(f"dropping parked item {parked_id} deletes it for good; add --yes to confirm")
     app = obj.app()
@@ -323,6 +348,8 @@ def blob() -> None:
 @click.pass_obj
 def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+    from core import blobs
+
     written = blobs.export(obj.app().db, file_id, path)
     click.echo(f"wrote {written} bytes to {path}")
 
@@ -333,6 +360,8 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
 @click.pass_obj
 def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+    from core import blobs
+
     app = obj.app()
     with app.db.write():
         found = blobs.info(app.db, file_id)
@@ -438,15 +467,8 @@ def check(obj: CliState, full: bool) -> None:
     click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
 
 
-@cli.command("settings")
-def settings_command() -> None:
-    """List every setting, its environment key, default, allowed range and meaning."""
-    for setting in SETTINGS:
-        allowed = f"{setting.minimum}-{setting.maximum}"
-        click.echo(f"{setting.env_key:<30} {setting.default!s:<12} {allowed:<22} {setting.help}")
-
-
-cli.add_command(plugin_group)
+cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
+cli.add_command(settings_command)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
 _plugin_commands: set[str] = set()
@@ -454,9 +476,13 @@ _plugin_commands: set[str] = set()
 
 def _register_plugin_commands() -> None:
     before = set(cli.commands)
-    _pm.hook.register_cli_commands(cli=cli)
+    for declared in _pm.hook.register_cli_commands(cli=cli):
+        for entry in declared or ():
+            cli.lazy.declare(entry)
     _plugin_commands.update(set(cli.commands) - before)
-    bound_integers(cli)
+    # The core's commands and any a plugin added itself; the declared ones are bound when imported.
+    for command in cli.lazy.imported():
+        bound_integers(command)
 
 
 def _running_protocol() -> str | None:

@@ -16,7 +16,7 @@ from core.settings import Settings
 
 # ROOT and open_core_db are re-exported for the test modules that still import them from here.
 from tests.helpers import ROOT as ROOT
-from tests.helpers import MakeApp, open_core_db, open_test_app
+from tests.helpers import MakeApp, PluginEnvironment, open_core_db, open_test_app
 
 # Subprocesses started by tests run the same interpreter and see the checkout.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -24,9 +24,14 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture
 def settings() -> Settings:
-    """Fast retries and short timeouts; the environment is ignored."""
+    """Fast retries and short timeouts; the environment is ignored, but for plugins' settings."""
     return Settings.load(
-        env={}, retry_base_ms=5, retry_max_ms=50, max_attempts=3, busy_timeout_ms=2000, lease_ttl_ms=2000
+        env=PluginEnvironment(),
+        retry_base_ms=5,
+        retry_max_ms=50,
+        max_attempts=3,
+        busy_timeout_ms=2000,
+        lease_ttl_ms=2000,
     )
 
 

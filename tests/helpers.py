@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from core.clock import Clock
 from core.db import Database, Row
 from core.plugins import make_plugin_manager
 from core.records import OutcomeKind
-from core.settings import Settings
+from core.settings import SETTINGS, Settings
 from schema_loader import apply_schemas, source_for_package
 
 # --- paths ------------------------------------------------------------------------------------
@@ -37,6 +37,29 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 #: What the ``make_app`` fixture hands out: ``make_app(plugins, protocols, path=None, app_settings=None)``.
 MakeApp = Callable[..., App]
+
+
+class PluginEnvironment(Mapping[str, str]):
+    """The process's environment, read when asked, without the core's own keys.
+
+    Tests ignore a developer's ``TESSERA_BATCH_MS`` and the like, but set plugin
+    settings (``TESSERA_MARMOT_SNAPSHOTS``) with ``monkeypatch.setenv`` while an
+    app is open, as an operator would before starting a command.
+    """
+
+    def __getitem__(self, key: str) -> str:
+        if key in _CORE_KEYS:
+            raise KeyError(key)
+        return os.environ[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in os.environ if key not in _CORE_KEYS)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_CORE_KEYS = {setting.env_key for setting in SETTINGS}
 
 # Worker processes retry and idle briefly, and wait long for a lock other processes hold.
 WORKER_SETTINGS = {

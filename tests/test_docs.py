@@ -125,3 +125,26 @@ def test_the_docs_check_finds_invocations_everywhere():
     assert unknown_parts("--db x.db rebuild --bucket-events 5") == ["`tessera rebuild` has no option --bucket-events"]
     assert unknown_parts("marmot histroy --group G") == ["`tessera marmot` has no subcommand 'histroy'"]
     assert unknown_parts("--db chat.db marmot history --group G [--until C:ID] [--json] | jq .") == []
+
+
+@pytest.mark.parametrize(
+    ("section", "doc", "row"),
+    [
+        ("xmtp", "xmtp.md", "| `{name}` | `{env}` |"),
+        ("sovereign", "sovereign.md", "\n{leaf} = "),
+        ("sovereign", "server-protocol.md", "\n{leaf} = "),
+    ],
+)
+def test_every_plugin_setting_is_documented(section: str, doc: str, row: str) -> None:
+    """marmot.md's table has its own test (tests/marmot/test_settings_documented.py); the core's is operations.md's."""
+    from core.plugins import declared_settings, make_plugin_manager
+
+    text = (ROOT / "docs" / doc).read_text()
+    declared = [s for s in declared_settings(make_plugin_manager()) if s.section == section]
+    assert declared
+    if doc == "server-protocol.md":  # its example shows the server's keys only
+        declared = [s for s in declared if s.name.startswith("server.")]
+    missing = [
+        s.key for s in declared if row.format(name=s.name, env=s.env_key, leaf=s.name.rpartition(".")[2]) not in text
+    ]
+    assert missing == []

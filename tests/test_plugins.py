@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 
@@ -179,8 +180,42 @@ def test_hook_register_transports(make_app):
 def test_hook_register_cli_commands():
     group = click.Group("t")
     pm = make_plugin_manager(entry_points=True)
-    pm.hook.register_cli_commands(cli=group)
-    assert {"example", "marmot"} <= set(group.commands)
+    declared = {entry.name: entry for found in pm.hook.register_cli_commands(cli=group) for entry in found or ()}
+    assert {"example", "marmot", "serve", "xmtp"} <= set(declared)
+    for entry in declared.values():  # each names a real command, and --help lists it with that command's own help
+        module, _, attribute = entry.target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command) and entry.help == (command.help or "").split("\n")[0].strip(), entry
+
+
+def test_hook_register_settings():
+    from core.plugins import declared_settings
+
+    pm = make_plugin_manager(entry_points=True)
+    keys = [setting.key for setting in declared_settings(pm)]
+    assert keys[0].startswith("core.") and len(keys) == len(set(keys))
+    assert {"core.batch_ms", "marmot.snapshots", "xmtp.decrypt_ahead", "sovereign.server.port"} <= set(keys)
+
+
+def test_a_plugin_that_is_no_protocol_declares_settings_and_reads_them_as_the_core_does():
+    from core.plugins import declared_settings
+    from core.setting import Setting
+    from core.settings import Settings
+
+    timeout = Setting("timeout_s", 5, "How long the exporter waits.", 1, 60, section="exporter")
+
+    class Exporter:
+        @hookimpl
+        def register_settings(self):
+            return [timeout]
+
+    pm = make_plugin_manager([Exporter()], entry_points=False)
+    assert timeout in declared_settings(pm)
+    settings = Settings.load(env={"TESSERA_EXPORTER_TIMEOUT_S": "9"})
+    assert settings.sources.values([timeout]) == {"timeout_s": 9}
+    twice = make_plugin_manager([Exporter(), Exporter()], entry_points=False)
+    with pytest.raises(PluginError, match="setting exporter.timeout_s is declared twice"):
+        declared_settings(twice)
 
 
 def test_hook_prepare_connection(make_app):

@@ -5,13 +5,19 @@ that verifies signatures, pure handlers (one of which blocks until another
 message arrives), a command, two idempotent projectors and CLI subcommands.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from core import hookimpl
-from core.protocol import Command, Protocol
-from protocols.example import handlers, projectors
+from core.protocol import Command, LazyCommand, Protocol
 
 
 @hookimpl
-def register_protocol():
+def register_protocol() -> Protocol:
+    # Imported here, as in every plugin, so loading the plugin (`tessera --help`) stays cheap.
+    from protocols.example import handlers, projectors
+
     return Protocol(
         name="example",
         package="protocols.example",
@@ -27,7 +33,5 @@ def register_protocol():
 
 
 @hookimpl
-def register_cli_commands(cli):
-    from protocols.example.cli import example
-
-    cli.add_command(example)
+def register_cli_commands(cli: object) -> Sequence[LazyCommand]:
+    return [LazyCommand("example", "protocols.example.cli:example", "The example signed chat-log protocol.")]

@@ -10,19 +10,32 @@ them: :mod:`.commands`, :mod:`.transport` (the plugin's side of the relays),
 :mod:`.relays` (a NIP-01 client) and :mod:`.cli`.  See docs/marmot.md.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from core import hookimpl
-from core.protocol import Command, Protocol
-from protocols.marmot import jobs
-from protocols.marmot.commands import account, groups, messages
-from protocols.marmot.commands import welcomes as invitations
-from protocols.marmot.processing import handlers, welcomes
-from protocols.marmot.read import projectors
-from protocols.marmot.transport import ingest, nostr_transport
-from protocols.marmot.wire import nostr
+from core.protocol import LazyCommand
+
+if TYPE_CHECKING:
+    from core.protocol import Job, Protocol, Transport
+    from core.setting import Setting
+
+# Only what the hooks below need is imported inside them: `tessera --help` and `tessera status` load this
+# module but never the engine behind it.
 
 
 @hookimpl
-def register_protocol():
+def register_protocol() -> Protocol:
+    from core.protocol import Command, Protocol
+    from protocols.marmot.commands import account, groups, messages
+    from protocols.marmot.commands import welcomes as invitations
+    from protocols.marmot.processing import handlers, welcomes
+    from protocols.marmot.read import projectors
+    from protocols.marmot.transport import ingest
+    from protocols.marmot.wire import nostr
+
     return Protocol(
         name="marmot",
         package="protocols.marmot",
@@ -58,23 +71,42 @@ def register_protocol():
 
 
 @hookimpl
-def register_jobs():
+def register_jobs() -> Sequence[Job]:
+    from protocols.marmot import jobs
+
     return list(jobs.JOBS)
 
 
 @hookimpl
-def register_transports():
+def register_transports() -> Sequence[Transport]:
+    from protocols.marmot.transport import nostr_transport
+
     return [nostr_transport.NostrTransport()]
 
 
 @hookimpl
-def register_cli_commands(cli):
-    from protocols.libraries.mls.cli import mls
-    from protocols.marmot.cli import marmot
-    from protocols.marmot.demo import demo
+def register_settings() -> Sequence[Setting]:
+    from protocols.marmot.settings import SETTINGS
 
-    cli.add_command(marmot)
-    cli.add_command(
-        mls
-    )  # `tessera mls conformance`: Marmot ships the MLS library, protocols/libraries/mls is no plugin
-    cli.add_command(demo)  # `tessera demo`, the README's first command
+    return SETTINGS
+
+
+@hookimpl
+def register_cli_commands(cli: object) -> Sequence[LazyCommand]:
+    return [
+        LazyCommand(
+            "marmot", "protocols.marmot.cli:marmot", "Marmot group messaging (MLS over Nostr kind-445 events)."
+        ),
+        # `tessera mls conformance`: Marmot ships the MLS library, protocols/libraries/mls is no plugin.
+        LazyCommand(
+            "mls",
+            "protocols.libraries.mls.cli:mls",
+            "The RFC 9420 MLS library (registered by the Marmot plugin, which ships it).",
+        ),
+        # `tessera demo`, the README's first command.
+        LazyCommand(
+            "demo",
+            "protocols.marmot.demo:demo",
+            "Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild.",
+        ),
+    ]

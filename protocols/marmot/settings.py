@@ -1,43 +1,77 @@
-"""The plugin's own tunables, read from ``TESSERA_MARMOT_*`` environment variables."""
+"""The plugin's own tunables, declared to the core (``[marmot]`` in the config file, ``TESSERA_MARMOT_*``).
+
+The core reads them with its own settings (flag, environment, config file,
+default) and checks their ranges; :meth:`MarmotSettings.of` resolves them for
+one opened app, so nothing here is kept per process or per database.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
-from core.errors import InvalidInput
+from core.setting import Setting
+from core.setting_sources import Sources
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 WEEK_MS = 7 * 24 * 3_600_000
+SECTION = "marmot"
 
-_ENV = {
-    "wait_horizon_ms": "TESSERA_MARMOT_WAIT_HORIZON_MS",
-    "snapshots": "TESSERA_MARMOT_SNAPSHOTS",
-    "past_epochs": "TESSERA_MARMOT_PAST_EPOCHS",
-    "max_event_age_s": "TESSERA_MARMOT_MAX_EVENT_AGE_S",
-    "max_future_skew_s": "TESSERA_MARMOT_MAX_FUTURE_SKEW_S",
-    "backfill_workers": "TESSERA_MARMOT_BACKFILL_WORKERS",
-    "fetch_lookback_s": "TESSERA_MARMOT_FETCH_LOOKBACK_S",
-    "fetch_timeout_s": "TESSERA_MARMOT_FETCH_TIMEOUT_S",
-    "relay_backlog_events": "TESSERA_MARMOT_RELAY_BACKLOG_EVENTS",
-    "relay_backlog_bytes": "TESSERA_MARMOT_RELAY_BACKLOG_BYTES",
-}
-# (smallest, largest) accepted value of each setting.
-_RANGES = {
-    "wait_horizon_ms": (1_000, 365 * 24 * 3_600_000),
-    "snapshots": (1, 255),
-    "past_epochs": (1, 255),
-    "max_event_age_s": (0, 100 * 365 * 86_400),
-    "max_future_skew_s": (0, 365 * 86_400),
-    "backfill_workers": (0, 256),
+
+def _marmot(name: str, default: int, help: str, minimum: int, maximum: int) -> Setting:
+    return Setting(name, default, help, minimum, maximum, section=SECTION)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    _marmot(
+        "wait_horizon_ms",
+        WEEK_MS,
+        "How long an event may wait for its epoch or its group before it is parked.",
+        1_000,
+        365 * 24 * 3_600_000,
+    ),
+    _marmot("snapshots", 5, "The rollback window: epochs whose pre-commit state and decided events are kept.", 1, 255),
+    _marmot("past_epochs", 5, "Past epochs whose keys a joined group keeps for late messages.", 1, 255),
+    _marmot(
+        "max_event_age_s",
+        45 * 86_400,
+        "Relay events dated further back are dropped; 0: no limit.",
+        0,
+        100 * 365 * 86_400,
+    ),
+    _marmot("max_future_skew_s", 300, "Relay events dated further ahead are dropped; 0: no limit.", 0, 365 * 86_400),
+    _marmot(
+        "backfill_workers",
+        min(os.cpu_count() or 1, 256),
+        "Worker processes that verify and open a backfill's events ahead of the writer; 0: the writer does it all.",
+        0,
+        256,
+    ),
     # Less than a minute of lookback loses the events of members whose clocks are a little behind ours.
-    "fetch_lookback_s": (60, 30 * 86_400),
-    "fetch_timeout_s": (1, 3_600),
+    _marmot(
+        "fetch_lookback_s",
+        300,
+        "How far before a group's fetch cursor and last complete fetch `sync` asks relays from.",
+        60,
+        30 * 86_400,
+    ),
+    _marmot("fetch_timeout_s", 10, "How long `sync` waits for a relay's connection and each page's EOSE.", 1, 3_600),
     # Below these a relay's ordinary burst (a page of a catch-up) would be held back.
-    "relay_backlog_events": (100, 10_000_000),
-    "relay_backlog_bytes": (1_048_576, 10**12),
-}
+    _marmot(
+        "relay_backlog_events",
+        2_000,
+        "Events one relay may have handed to `listen` that the tick has not processed; beyond it it is not read.",
+        100,
+        10_000_000,
+    ),
+    _marmot("relay_backlog_bytes", 8 * 1_048_576, "The same in bytes.", 1_048_576, 10**12),
+)
+_DEFAULTS = {s.name: s.default for s in SETTINGS}
 
 
 @attrs.frozen
@@ -78,16 +112,16 @@ class MarmotSettings:
             the rest of each event).
     """
 
-    wait_horizon_ms: int = WEEK_MS
-    snapshots: int = 5
-    past_epochs: int = 5
-    max_event_age_s: int = 45 * 86_400
-    max_future_skew_s: int = 300
-    backfill_workers: int = attrs.field(factory=lambda: os.cpu_count() or 1)
-    fetch_lookback_s: int = 300
-    fetch_timeout_s: int = 10
-    relay_backlog_events: int = 2_000
-    relay_backlog_bytes: int = 8 * 1_048_576
+    wait_horizon_ms: int = _DEFAULTS["wait_horizon_ms"]
+    snapshots: int = _DEFAULTS["snapshots"]
+    past_epochs: int = _DEFAULTS["past_epochs"]
+    max_event_age_s: int = _DEFAULTS["max_event_age_s"]
+    max_future_skew_s: int = _DEFAULTS["max_future_skew_s"]
+    backfill_workers: int = _DEFAULTS["backfill_workers"]
+    fetch_lookback_s: int = _DEFAULTS["fetch_lookback_s"]
+    fetch_timeout_s: int = _DEFAULTS["fetch_timeout_s"]
+    relay_backlog_events: int = _DEFAULTS["relay_backlog_events"]
+    relay_backlog_bytes: int = _DEFAULTS["relay_backlog_bytes"]
 
     def admits(self, created_at: int, now_s: int) -> str | None:
         """None when an event of ``created_at`` may be queued now, else why not (``too_old`` / ``too_far_ahead``)."""
@@ -98,29 +132,12 @@ class MarmotSettings:
         return None
 
     @classmethod
-    def load(cls, env: Mapping[str, str] | None = None) -> MarmotSettings:
-        env = os.environ if env is None else env
-        return cls(**{name: _in_range(name, env[key]) for name, key in _ENV.items() if key in env})
+    def of(cls, settings: Settings | None = None) -> MarmotSettings:
+        """The values in force for the app whose core ``settings`` these are (None: the process's environment)."""
+        sources = Sources() if settings is None else settings.sources
+        return cls(**sources.values(SETTINGS))
 
-
-def _in_range(name: str, raw: str) -> int:
-    low, high = _RANGES[name]
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        raise InvalidInput(f"{_ENV[name]} must be an integer from {low} to {high}, got {raw!r}")
-    return value
-
-
-_CACHE: dict[tuple, MarmotSettings] = {}
-
-
-def current() -> MarmotSettings:
-    """Settings for the current environment (cached per distinct set of values)."""
-    key = tuple(os.environ.get(k) for k in _ENV.values())
-    found = _CACHE.get(key)
-    if found is None:
-        found = _CACHE[key] = MarmotSettings.load()
-    return found
+    @classmethod
+    def load(cls, env: Mapping[str, str]) -> MarmotSettings:
+        """The values ``env`` gives (defaults for the rest), checked."""
+        return cls(**Sources(env=env).values(SETTINGS))

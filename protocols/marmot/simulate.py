@@ -405,7 +405,7 @@ def _readable_since(group: _Group) -> int | None:
     """What :func:`protocols.marmot.processing.item.readable_since` says once the observer has every commit:
     garbage dated earlier is dropped, the rest waits."""
     joined = group.join_epoch
-    epochs = sorted(e for e in group.commit_times if e >= joined)[-marmot_settings.current().snapshots :]
+    epochs = sorted(e for e in group.commit_times if e >= joined)[-marmot_settings.MarmotSettings.of().snapshots :]
     return group.commit_times[epochs[0]] - CLOCK_SKEW_S if epochs else None
 
 

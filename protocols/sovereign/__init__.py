@@ -10,11 +10,19 @@ belong to which account address, as bindings it stores but cannot check.  Reques
 ``tessera serve`` puts on a WebSocket (docs/server-protocol.md).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from core import hookimpl
 from core.errors import DecodeError
-from core.protocol import Command, Protocol
-from core.records import Envelope
-from protocols.sovereign import commands, projectors, retention
+from core.protocol import LazyCommand
+
+if TYPE_CHECKING:
+    from core.protocol import Job, Protocol
+    from core.records import Envelope
+    from core.setting import Setting
 
 
 def _decode(blob: bytes) -> Envelope:
@@ -22,7 +30,11 @@ def _decode(blob: bytes) -> Envelope:
 
 
 @hookimpl
-def register_protocol():
+def register_protocol() -> Protocol:
+    # Imported here so loading the plugin (`tessera --help`, `tessera status`) stays cheap.
+    from core.protocol import Command, Protocol
+    from protocols.sovereign import commands, projectors
+
     return Protocol(
         name="sovereign",
         package="protocols.sovereign",
@@ -49,12 +61,25 @@ def register_protocol():
 
 
 @hookimpl
-def register_jobs():
+def register_jobs() -> Sequence[Job]:
+    from protocols.sovereign import retention
+
     return list(retention.JOBS)
 
 
 @hookimpl
-def register_cli_commands(cli):
-    from protocols.sovereign.cli import serve
+def register_settings() -> Sequence[Setting]:
+    from protocols.sovereign.settings import SETTINGS
 
-    cli.add_command(serve)  # `tessera serve`
+    return SETTINGS
+
+
+@hookimpl
+def register_cli_commands(cli: object) -> Sequence[LazyCommand]:
+    return [
+        LazyCommand(
+            "serve",
+            "protocols.sovereign.cli:serve",
+            "Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port.",
+        )
+    ]

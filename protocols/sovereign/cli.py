@@ -1,8 +1,11 @@
 """``tessera serve``: the sovereign store's WebSocket server (see docs/server-protocol.md).
 
 The plugin adds :func:`serve` as a top-level command through its
-``register_cli_commands`` hook.  Options on the command line win over the
-configuration file, which wins over the defaults.  It prints one line,
+``register_cli_commands`` hook.  Its settings are the ``sovereign`` section of
+the core's (:mod:`protocols.sovereign.settings`): options on the command line
+win over the environment, which wins over the configuration file (the one
+``--config`` names, else the ``[sovereign.*]`` tables of ``tessera``'s own),
+which wins over the defaults.  It prints one line,
 ``listening on ws://HOST:PORT``, once it accepts connections (with
 ``--port 0`` that line is how to learn the port), and runs until SIGTERM or
 SIGINT.
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
     "--config",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="TOML file with [server], [limits] and [storage] tables.",
+    help="TOML file with [server], [limits] and [storage] tables (default: the [sovereign.*] tables of tessera's "
+    "config file).",
 )
 @click.option(
     "--check",
@@ -50,11 +54,9 @@ def serve(
     settings = obj.settings
     if db_path is not None:
         settings = attrs.evolve(settings, db=db_path)
-    chosen = server_config.load(config_path)
-    if host is not None:
-        chosen = attrs.evolve(chosen, host=host)
-    if port is not None:
-        chosen = attrs.evolve(chosen, port=port)
+    given = {"sovereign.server.host": host, "sovereign.server.port": port}
+    flags = {**settings.sources.flags, **{key: value for key, value in given.items() if value is not None}}
+    chosen = server_config.load(config_path, attrs.evolve(settings.sources, flags=flags))
     run(settings.db, settings, chosen, pm=obj.pm, on_listening=_checked if check else _announce, check_only=check)
 
 

@@ -1,24 +1,30 @@
-"""The store's limits, its retention policy and the server's settings, from one TOML file (``tomllib``).
+"""The store's limits, its retention policy and the server's settings, as the core's settings give them.
 
 Defaults are the seed's: 256 KiB payloads, 10,000 application messages per
 group per day (MLS control messages are not counted), 1 GiB of payloads,
 500 groups per installation, 90 days of history, cleanup every 6 hours;
 and 100 installations per account address in the identity directory.
-An unknown key, a wrong type or a value out of range is refused with
+The values come from the settings :mod:`.settings` declares (flag,
+environment, config file, default), or from the TOML file ``serve --config``
+names.  An unknown key, a wrong type or a value out of range is refused with
 :class:`~protocols.sovereign.errors.InvalidConfig` naming it, and so is a
 send queue too small for a healthy client (see :func:`minimum_send_queue_bytes`).
 """
 
 from __future__ import annotations
 
-import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from core.config_file import ConfigFile
+from core.errors import InvalidSetting
+from core.setting_sources import DEFAULT, Sources
 from protocols.libraries.delivery.records import message_wire_bytes
 from protocols.sovereign.errors import InvalidConfig
+from protocols.sovereign.settings import BY_NAME, SECTION, SETTINGS
 
 MIB = 1024 * 1024
 #: Requests one connection may have in the store at once; beyond it the server stops reading its frames.
@@ -114,74 +120,85 @@ def minimum_send_queue_bytes(limits: Limits) -> int:
     return (READ_AHEAD + 1) * largest_frame_bytes(limits)
 
 
-_SERVER_KEYS = {"host", "port", "max_frame_bytes", "send_queue_bytes", "auth_timeout_s"}
+#: The tables of a file ``serve --config`` names (the ``[sovereign.*]`` tables of the config file).
+_TABLES = ("server", "limits", "storage")
 #: Keys that were replaced, and what by (refused with that said, not as merely unknown).
 _RETIRED_KEYS = {
-    "send_queue_frames": "send_queue_bytes (a byte budget per connection; see docs/server-protocol.md)",
-}
-_LIMIT_KEYS = {f.name for f in attrs.fields(Limits)}
-_STORAGE_KEYS = {
-    "retention_days",
-    "max_storage_mb",
-    "cleanup_interval_hours",
-    "batch_size",
-    "vacuum_interval_hours",
-    "vacuum_pages",
+    "server.send_queue_frames": "send_queue_bytes (a byte budget per connection; see docs/server-protocol.md)",
 }
 
 
-def load(path: Path | None) -> ServerConfig:
-    """The configuration in the TOML file at ``path`` (defaults for whatever it leaves out; all defaults without one)."""
-    if path is None:
-        return ServerConfig()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidConfig(f"cannot read the configuration {path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidConfig(f"{path} is not valid TOML: {exc}") from None
-    return from_mapping(raw, str(path))
+def load(path: Path | None, sources: Sources | None = None) -> ServerConfig:
+    """The configuration in force: ``sources`` (default: the environment), with the TOML file at ``path``
+    (``serve --config``: tables ``server``, ``limits``, ``storage``) in place of the config file's
+    ``[sovereign.*]`` tables."""
+    sources = Sources() if sources is None else sources
+    if path is not None:
+        try:
+            file = ConfigFile.read(path, section=SECTION)
+        except InvalidSetting as exc:
+            raise InvalidConfig(str(exc)) from None
+        sources = sources.with_config(_checked(file, str(path)))
+    return from_sources(sources)
 
 
 def from_mapping(raw: dict[str, Any], source: str = "configuration") -> ServerConfig:
-    """The configuration a parsed TOML document describes (sections ``server``, ``limits``, ``storage``)."""
-    unknown = set(raw) - {"server", "limits", "storage"}
+    """The configuration a parsed ``serve --config`` document describes (tables ``server``, ``limits``, ``storage``)."""
+    document = ConfigFile(Path(source), {SECTION: dict(_flatten_tables(raw, source))})
+    return from_sources(Sources(env={}, config=_checked(document, source)))
+
+
+def _flatten_tables(raw: dict[str, Any], source: str) -> Iterator[tuple[str, Any]]:
+    unknown = set(raw) - set(_TABLES)
     if unknown:
-        raise InvalidConfig(f"{source}: unknown section(s) {sorted(unknown)}; known: server, limits, storage")
-    server = _section(raw, "server", _SERVER_KEYS, source)
-    limits = _section(raw, "limits", _LIMIT_KEYS, source)
-    storage = _section(raw, "storage", _STORAGE_KEYS, source)
-    try:
-        made_limits = Limits(**limits)
-        retention = Retention(
-            retention_days=storage.get("retention_days", 90),
-            max_storage_mb=storage.get("max_storage_mb", made_limits.max_storage_mb),
-            cleanup_interval_s=_hours(storage, "cleanup_interval_hours", 6),
-            batch_size=storage.get("batch_size", 500),
-            vacuum_interval_s=_hours(storage, "vacuum_interval_hours", 24),
-            vacuum_pages=storage.get("vacuum_pages", 2000),
+        raise InvalidConfig(f"{source}: unknown section(s) {sorted(unknown)}; known: {', '.join(_TABLES)}")
+    for table, values in raw.items():
+        if not isinstance(values, dict):
+            raise InvalidConfig(f"{source}: [{table}] must be a table")
+        for key, value in values.items():
+            yield f"{table}.{key}", value
+
+
+def _checked(file: ConfigFile, source: str) -> ConfigFile:
+    """``file`` once its tables, retired keys and unknown keys are checked (all refused as InvalidConfig)."""
+    values = file.values.get(SECTION, {})
+    tables = {name.partition(".")[0] for name in values}
+    if not tables <= set(_TABLES):
+        raise InvalidConfig(
+            f"{source}: unknown section(s) {sorted(tables - set(_TABLES))}; known: {', '.join(_TABLES)}"
         )
-        return ServerConfig(**server, limits=made_limits, retention=retention)
-    except InvalidConfig as exc:
-        raise InvalidConfig(f"{source}: {exc}") from None
-    except TypeError as exc:
-        raise InvalidConfig(f"{source}: {exc}") from None
+    for name in sorted(set(values) & set(_RETIRED_KEYS)):
+        table, _, key = name.partition(".")
+        raise InvalidConfig(f"{source}: [{table}] {key} is no longer read; use {_RETIRED_KEYS[name]}")
+    try:
+        file.check_known(SETTINGS)
+    except InvalidSetting as exc:
+        raise InvalidConfig(str(exc)) from None
+    return file
 
 
-def _section(raw: dict[str, Any], name: str, known: set[str], source: str) -> dict[str, Any]:
-    section = raw.get(name, {})
-    if not isinstance(section, dict):
-        raise InvalidConfig(f"{source}: [{name}] must be a table")
-    for key in sorted(set(section) & set(_RETIRED_KEYS)):
-        raise InvalidConfig(f"{source}: [{name}] {key} is no longer read; use {_RETIRED_KEYS[key]}")
-    unknown = set(section) - known
-    if unknown:
-        raise InvalidConfig(f"{source}: unknown key(s) {sorted(unknown)} in [{name}]; known: {sorted(known)}")
-    return dict(section)
+def from_sources(sources: Sources) -> ServerConfig:
+    """The configuration the ``sovereign`` settings in force describe (flags, environment, config file, defaults)."""
+    try:
+        given = sources.values(SETTINGS)
+        # Unset, the store trims by size at the payload limit.
+        trim_given = sources.resolve(BY_NAME["storage.max_storage_mb"]).source != DEFAULT
+        made_limits = Limits(**_table(given, "limits"))
+        storage = _table(given, "storage")
+        retention = Retention(
+            retention_days=storage["retention_days"],
+            max_storage_mb=storage["max_storage_mb"] if trim_given else made_limits.max_storage_mb,
+            cleanup_interval_s=int(storage["cleanup_interval_hours"] * 3600),
+            batch_size=storage["batch_size"],
+            vacuum_interval_s=int(storage["vacuum_interval_hours"] * 3600),
+            vacuum_pages=storage["vacuum_pages"],
+        )
+        return ServerConfig(**_table(given, "server"), limits=made_limits, retention=retention)
+    except InvalidConfig:
+        raise
+    except InvalidSetting as exc:
+        raise InvalidConfig(str(exc)) from None
 
 
-def _hours(storage: dict[str, Any], key: str, default: int) -> int:
-    value = storage.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise InvalidConfig(f"{key} must be a non-negative number of hours, got {value!r}")
-    return int(value * 3600)
+def _table(given: dict[str, Any], table: str) -> dict[str, Any]:
+    return {name.partition(".")[2]: value for name, value in given.items() if name.startswith(f"{table}.")}

@@ -19,13 +19,12 @@ Set ``TESSERA_XMTP_DECRYPT_AHEAD=0`` to handle every page in this process.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -35,12 +34,16 @@ from core.records import OutcomeKind
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
 from protocols.xmtp.rereading import Suspect
+from protocols.xmtp.settings import DECRYPT_AHEAD
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import Page, ServerMessage
 
+if TYPE_CHECKING:
+    from core.settings import Settings
+
 log = logging.getLogger("tessera.xmtp.ahead")
 
-ENV = "TESSERA_XMTP_DECRYPT_AHEAD"
+ENV = DECRYPT_AHEAD.env_key
 #: The process's helper, shared by every database and group it syncs (started on first use).
 HELPER = DecryptAhead()
 
@@ -59,8 +62,9 @@ class _Diverged(Exception):
     """A payload went otherwise than the helper assumed: the page is handled without it."""
 
 
-def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+def enabled(settings: Settings) -> bool:
+    """Whether the decrypt-ahead helper is on for the app whose core ``settings`` these are."""
+    return bool(settings.sources.resolve(DECRYPT_AHEAD).value)
 
 
 class GroupReader:
@@ -146,7 +150,7 @@ class GroupReader:
 
 def reader_for(runtime: Any, topic: str, first: Page) -> GroupReader | None:
     """A reader for a group topic with more than a page waiting, unless the helper is turned off."""
-    if not (topic.startswith("g/") and first.has_more and first.messages and enabled()):
+    if not (topic.startswith("g/") and first.has_more and first.messages and enabled(runtime.db.settings)):
         return None
     group_id = first.messages[0].group_id
     with runtime.db.read():

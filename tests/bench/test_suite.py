@@ -67,6 +67,11 @@ EXPECTED = {
         ("application messages decrypted in order, 10-member group, against ts-mls", True, True),
         ("application messages decrypted in order, 10-member group, against the AEAD", True, True),
     ],
+    "cli_start": [
+        ("tessera --help: wall time, median of ", True, True),
+        ("tessera status: wall time, median of ", True, True),
+        ("tessera marmot --help: wall time, median of ", True, False),
+    ],
     "marmot": [
         ("end to end, one transaction per message (", True, True),
         ("end to end, micro-batches (", True, True),
@@ -104,7 +109,7 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp rebuild cluster history mls marmot" in done.stdout
+    assert "python -m bench append tick fill xmtp rebuild cluster history mls cli_start marmot" in done.stdout
 
 
 @pytest.mark.parametrize("counts", ["0,1", "2,1", "one", ""])

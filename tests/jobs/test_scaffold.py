@@ -56,7 +56,7 @@ def register_without_installing(package: Path, site: Path) -> dict[str, str]:
     """The environment that shows ``package`` to Python as pip would, without installing it anywhere.
 
     A ``.dist-info`` with the entry points of its pyproject.toml (all that
-    ``importlib.metadata`` reads) in ``site``, and both on PYTHONPATH.
+    ``importlib.metadata`` reads) in ``site``, and both on PYTHONPATH, with this checkout.
     """
     project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
     info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
@@ -67,7 +67,8 @@ def register_without_installing(package: Path, site: Path) -> dict[str, str]:
         for group, points in project["entry-points"].items()
     ]
     (info / "entry_points.txt").write_text("\n".join(entry_points))
-    return isolated_env(PYTHONPATH=os.pathsep.join([str(package), str(site)]))
+    # This checkout's Tessera too: the installed one may be another checkout's (a git worktree's main).
+    return isolated_env(PYTHONPATH=os.pathsep.join([str(package), str(site), str(ROOT)]))
 
 
 # --- what it writes -----------------------------------------------------------------------------------------------

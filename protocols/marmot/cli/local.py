@@ -127,7 +127,7 @@ def _described(app: Any, rows: list[dict]) -> list[dict]:
     """``rows`` with each group's profile as its sealed state has it now (name, description, relays, nostr
     group id; None without the at-rest key, with a note on stderr) and its fetch window (where the next
     ``sync`` starts)."""
-    lookback_s = marmot_settings.current().fetch_lookback_s
+    lookback_s = marmot_settings.MarmotSettings.of(app.db.settings).fetch_lookback_s
     with app.db.read():
         state = ProtocolState(app.db, PROTOCOL)
         for row in rows:
@@ -244,7 +244,7 @@ def relay_filter(obj, gid: str):
     """Print the relay filter (JSON) the group's next `sync` asks for."""
     app = obj.app()
     gid = joined_group(app, gid)
-    lookback_s = marmot_settings.current().fetch_lookback_s
+    lookback_s = marmot_settings.MarmotSettings.of(app.db.settings).fetch_lookback_s
     with app.db.read():
         wanted = fetch_window.group_filter(ProtocolState(app.db, PROTOCOL), gid, lookback_s)
     click.echo(json.dumps(wanted))

@@ -65,7 +65,7 @@ def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
             name=str(params.get("name") or ""),
             description=str(params.get("description") or ""),
             relays=relays,
-            max_past_epochs=marmot_settings.current().past_epochs,
+            max_past_epochs=marmot_settings.MarmotSettings.of(ctx.db.settings).past_epochs,
             now=ctx.now_ms // 1000,
         )
     except InvalidGroupData as exc:
@@ -99,7 +99,9 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     try:
         identity = mls.identity_from_bytes(hex_bytes(params, "identity"))
         private = mls.key_package_private_from_bytes(hex_bytes(params, "key_package_private"))
-        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=marmot_settings.current().past_epochs)
+        state = mls.join_from_welcome(
+            identity, private, welcome, max_past_epochs=marmot_settings.MarmotSettings.of(ctx.db.settings).past_epochs
+        )
     except mls.MlsError as exc:
         raise InvalidInput(f"cannot join from this welcome: {type(exc).__name__}") from None
     gid = state.group_id.hex()

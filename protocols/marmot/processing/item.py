@@ -88,7 +88,7 @@ def wait_for_epoch(item: Item, epoch: int, why: str) -> Blocked:
         WAITING_FOR_EPOCH,
         epoch_key(item.outer.gid, epoch),
         f"outer event {item.outer.id[:12]}: {why}",
-        horizon_ms=settings.current().wait_horizon_ms,
+        horizon_ms=settings.MarmotSettings.of(item.ctx.db.settings).wait_horizon_ms,
         expired_reason="epoch_never_arrived",
         in_time_order=True,  # MIP-03: an epoch's messages are read before a commit leaves it
     )
@@ -149,7 +149,7 @@ def wait_for_group(ctx: Any, outer: Outer) -> Blocked:
         WAITING_FOR_GROUP,
         outer.route,
         "not a member of this group (yet)",
-        horizon_ms=settings.current().wait_horizon_ms,
+        horizon_ms=settings.MarmotSettings.of(ctx.db.settings).wait_horizon_ms,
         expired_reason="unknown_group",
         in_time_order=True,
     )

@@ -52,7 +52,10 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
         return _refused(ctx, wrap["id"], "the welcome is for no KeyPackage we still hold")
     try:
         state = mls.join_from_welcome(
-            me.identity, stored.private, rumor.welcome, max_past_epochs=marmot_settings.current().past_epochs
+            me.identity,
+            stored.private,
+            rumor.welcome,
+            max_past_epochs=marmot_settings.MarmotSettings.of(ctx.db.settings).past_epochs,
         )
         data = group_data.read(state)
     except (mls.MlsError, InvalidInput) as exc:

@@ -466,7 +466,7 @@ class LoadedGroup:
         rollback window (``TESSERA_MARMOT_SNAPSHOTS`` epochs), the pre-commit snapshot, and the welcomes our own
         commit held back.
         """
-        epoch, window = self.state.epoch, settings.current().snapshots
+        epoch, window = self.state.epoch, settings.MarmotSettings.of(self.values.state.db.settings).snapshots
         # What the meta decides, first: whether the old window keeps the event, the new record and window, and
         # whether the pre-commit snapshot stays in it.  Then the writes.
         keeps_event = self.meta.needs_keeping(epoch)

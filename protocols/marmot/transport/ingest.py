@@ -82,7 +82,7 @@ def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
     # Signatures and envelopes checked on every core first (transport/prepared.py); then the events share
     # transactions (micro-batches: each in its own savepoint, a commit every batch_items or batch_ms), and the
     # classification of a round reads the state the batch has reached.
-    found = prepared.answers(lines, keys, marmot_settings.current().backfill_workers)
+    found = prepared.answers(lines, keys, marmot_settings.MarmotSettings.of(ctx.db.settings).backfill_workers)
     report.prepared_ahead = sum(1 for answer in found if answer is not None)
     with prepared.answers_installed(found), MicroBatch(rt.db) as batch:
         pending = _select(lines, gid, routes, report, rt, batch)

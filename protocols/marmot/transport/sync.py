@@ -40,11 +40,11 @@ import attrs
 
 from core import queues
 from core.state import ProtocolState
-from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.processing.handlers import PROTOCOL
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
 from protocols.marmot.relays.live import LiveOptions
+from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
 from protocols.marmot.state.store import STATE, load, route_of
@@ -124,7 +124,7 @@ class SyncReport:
 def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscription]:
     """What to ask relays for, read in one read transaction."""
     extra = tuple(normalise_relay_urls(list(extra_relays))) if extra_relays else ()
-    lookback_s = marmot_settings.current().fetch_lookback_s
+    lookback_s = MarmotSettings.of(db.settings).fetch_lookback_s
     found: list[Subscription] = []
     with db.read():
         state = ProtocolState(db, PROTOCOL)
@@ -154,7 +154,7 @@ def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None
     """Fetch every subscription's stored events and queue them for the tick."""
     report = SyncReport()
     started = now_s if now_s is not None else app.runtime.clock.now_ms() // 1000
-    timeout_s = marmot_settings.current().fetch_timeout_s
+    timeout_s = MarmotSettings.of(app.db.settings).fetch_timeout_s
     for sub in subscriptions(app.db, extra_relays):
         fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays, timeout_s=timeout_s)
         report.failures += [RelayFailure.of(sub.what, outcome) for outcome in fetched.outcomes if not outcome.complete]
@@ -162,7 +162,7 @@ def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None
             report.incomplete.append(sub.what)
         # Oldest first, as a relay streams them: commits then come before what they make readable.
         events = sorted(fetched.events, key=lambda event: (event["created_at"], event["id"]))
-        admitted = _admitted(events, started, report.dropped)
+        admitted = _admitted(app, events, started, report.dropped)
         now_ms = app.runtime.clock.now_ms()
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
@@ -202,7 +202,7 @@ def listen(
     or when every subscription has ended.
     """
     arrived: queue.Queue[dict[str, Any]] = queue.Queue()
-    limits = marmot_settings.current()
+    limits = MarmotSettings.of(app.db.settings)
     backlog = RelayBacklog(limits.relay_backlog_events, limits.relay_backlog_bytes)
     threads = []
     for sub in subscriptions(app.db, extra_relays):
@@ -324,7 +324,7 @@ def _queue_live(
     backlog: RelayBacklog | None = None,
 ) -> None:
     now_ms = app.runtime.clock.now_ms()
-    admitted = _admitted(events, now_ms // 1000, {})
+    admitted = _admitted(app, events, now_ms // 1000, {})
     first_id = None
     if admitted:
         with app.db.write():
@@ -353,9 +353,9 @@ def _note_heard(state: ProtocolState, events: list[dict[str, Any]], now_ms: int)
         fetch_window.note_fetched(state, gid, heard, now_ms)
 
 
-def _admitted(events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
+def _admitted(app: Any, events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
     """The events whose ``created_at`` the age limits admit (MDK's rule); the rest are counted in ``dropped``."""
-    limits = marmot_settings.current()
+    limits = MarmotSettings.of(app.db.settings)
     kept = []
     for event in events:
         why = limits.admits(event["created_at"], now_s)
