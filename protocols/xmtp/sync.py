@@ -40,6 +40,7 @@ from core.errors import MalformedInput
 from core.pipeline import Outcome, Unisolated, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import ahead, facts, items, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
 from protocols.xmtp.items import PROTOCOL
@@ -59,7 +60,6 @@ def holder() -> str:
 
 
 PAGE = 100
-UNKNOWN_CURSOR = "unknown_cursor"
 
 
 @attrs.define
@@ -252,7 +252,7 @@ def read_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncRe
         except Suspect as suspect:
             following = recovery.after_suspect(suspect)
         except ServiceRefused as refused:
-            if refused.code != UNKNOWN_CURSOR:
+            if refused.code != ErrorCode.UNKNOWN_CURSOR:
                 raise
             following = recovery.after_unknown_cursor()
         else:
