@@ -13,6 +13,8 @@ from typing import Any
 from core.db import NOT_STAGED, Database
 from core.intents import UNCHANGED
 
+_ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? LIMIT 1"
+
 
 class ProtocolState:
     """Read and write one protocol's state values."""
@@ -44,6 +46,15 @@ class ProtocolState:
             if isinstance(staged, tuple) and staged[0] == self.protocol and str(staged[1]).startswith(prefix):
                 found.add(staged[1])
         return sorted(found)
+
+    def has_keys(self, prefix: str) -> bool:
+        """Whether any key starts with ``prefix`` (staged ones too): one indexed read, however many there are."""
+        if self.db.one(_ANY_KEY, (self.protocol, prefix, prefix + "\U0010ffff")) is not None:
+            return True
+        return any(
+            isinstance(staged, tuple) and staged[0] == self.protocol and str(staged[1]).startswith(prefix)
+            for staged in self.db.staged_keys()
+        )
 
     def staged(self, key: str) -> Any:
         """The object staged under ``key`` in this transaction, or None (nothing staged: read :meth:`get`)."""

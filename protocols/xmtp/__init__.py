@@ -14,10 +14,10 @@ from typing import Any
 
 from core import hookimpl
 from core.protocol import Command, Job, Protocol
-from protocols.xmtp import commands, items, jobs, keypackages, processing, projectors, publishing
+from protocols.xmtp import commands, facts, items, jobs, keypackages, processing, projectors, publishing
 
 PROTOCOL = Protocol(
-    name="xmtp",
+    name=facts.PROTOCOL,
     package="protocols.xmtp",
     decode=items.decode,
     handlers={items.GROUP_MESSAGE: processing.handle_group_message, items.WELCOME_MESSAGE: processing.handle_welcome},

@@ -8,7 +8,6 @@ running ``listen``), so two people on two databases talk through one
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from core import eventlog
 from core.errors import InvalidInput
 from jobs import output
 from protocols.xmtp import connection, facts, jobs, keypackages, publishing, queries, sync
@@ -280,17 +280,16 @@ class _NewMessages:
     def __init__(self, app: App):
         self.app = app
         with app.db.read():
-            self.after = int(app.db.value("SELECT coalesce(max(seq), 0) FROM events"))
+            self.after = eventlog.head(app.db)
 
     def show(self) -> None:
         with self.app.db.read():
-            rows = self.app.db.all(
-                "SELECT seq, payload FROM events WHERE seq > ? AND protocol = 'xmtp' AND event_type = ? ORDER BY seq",
-                (self.after, facts.MESSAGE_RECORDED),
-            )
-        for seq, payload in rows:
-            data = json.loads(payload)
-            self.after = seq
+            recorded = list(eventlog.read_range(self.app.db, self.after))
+        for event in recorded:
+            self.after = event.seq
+            if event.protocol != facts.PROTOCOL or event.type != facts.MESSAGE_RECORDED:
+                continue
+            data = event.data
             if data["kind"] == MessageKind.APPLICATION:
                 text = facts.unb64(data["bytes"]).decode(errors="replace")
                 click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")

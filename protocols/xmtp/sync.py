@@ -43,7 +43,7 @@ from core.records import Envelope, ItemSource
 from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import ahead, facts, items, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
-from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.rereading import Reading, Recovery, Suspect
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import WELCOME, DeliveryService, Page, ServerMessage
