@@ -86,14 +86,14 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if seen is not None and seen.state in DUPLICATE_STATES:
         note(ctx, out, observe.DUPLICATE)
         return Result(duplicate=True)
-    if seen is not None and seen.state == "Failed":
+    if seen is not None and seen.state == OuterState.FAILED:
         note(ctx, out, observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
     loaded = store.load(ctx.state, gid)
     if loaded is None:
         return wait_for_group(ctx, out)
     item = Item(ctx, out, seen, loaded)
-    if seen is not None and seen.state == "Created":
+    if seen is not None and seen.state == OuterState.CREATED:
         # The processing record already proves it is ours; its key is gone anyway.
         return item.fact(OWN_MESSAGE_ECHOED, rumor_id=seen.rumor_id)
     return _open(item)

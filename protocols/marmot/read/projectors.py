@@ -22,7 +22,7 @@ from projectors import Projector
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.read.states import MessageState, OuterState
+from protocols.marmot.read.states import MessageState, OuterState, WelcomeState
 from protocols.marmot.wire import rumors
 
 
@@ -333,16 +333,23 @@ def _welcome_received(conn: Any, event: StoredEvent) -> None:
     d = event.data
     conn.execute(
         "INSERT INTO marmot_welcomes(welcome_id, received_at_ms, sender, gid, state, data) "
-        "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT(welcome_id) DO NOTHING",
-        (d["welcome_id"], event.created_at_ms, d["sender"], bytes.fromhex(d["group"]), json.dumps(d, sort_keys=True)),
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(welcome_id) DO NOTHING",
+        (
+            d["welcome_id"],
+            event.created_at_ms,
+            d["sender"],
+            bytes.fromhex(d["group"]),
+            WelcomeState.PENDING,
+            json.dumps(d, sort_keys=True),
+        ),
     )
 
 
 def _welcome_answered(conn: Any, event: StoredEvent) -> None:
-    answer = "accepted" if event.type == facts.WELCOME_ACCEPTED else "declined"
+    answer = WelcomeState.ACCEPTED if event.type == facts.WELCOME_ACCEPTED else WelcomeState.DECLINED
     conn.execute(
-        "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = 'pending'",
-        (answer, event.data["welcome_id"]),
+        "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = ?",
+        (answer, event.data["welcome_id"], WelcomeState.PENDING),
     )
 
 
