@@ -12,7 +12,7 @@ them: :mod:`.commands`, :mod:`.transport` (the plugin's side of the relays),
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.marmot import jobs
+from protocols.marmot import facts, jobs
 from protocols.marmot.commands import account, groups, messages
 from protocols.marmot.commands import welcomes as invitations
 from protocols.marmot.processing import handlers, welcomes
@@ -24,7 +24,7 @@ from protocols.marmot.wire import nostr
 @hookimpl
 def register_protocol():
     return Protocol(
-        name="marmot",
+        name=facts.PROTOCOL,
         package="protocols.marmot",
         decode=handlers.decode,
         arrival_order=nostr.arrival_order,

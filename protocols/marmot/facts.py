@@ -14,6 +14,7 @@ key material or raw decoder output can leak into the log.
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -22,6 +23,9 @@ import attrs
 from core.errors import InvalidInput
 from core.records import Event, derive_event_id
 from protocols.marmot.cursor import Cursor
+
+#: The plugin's name: the ``protocol`` of its events, state, items and read models.
+PROTOCOL = "marmot"
 
 GROUP_JOINED = "group_joined"
 MESSAGE_SENT = "message_sent"
@@ -47,6 +51,32 @@ WELCOME_ACCEPTED = "welcome_accepted"
 WELCOME_DECLINED = "welcome_declined"
 ACCOUNT = "account"  # the partition of facts about our account rather than a group
 INBOX = "inbox"  # the partition of invitations (and of the gift wraps that bring them)
+
+
+class ChangeAction(enum.StrEnum):
+    """What a change of ours does (``action`` of ``change_published`` and ``merged_locally``)."""
+
+    INVITE = "invite"
+    REMOVE = "remove"
+    SELF_UPDATE = "self_update"
+    LEAVE = "leave"  # a self-remove proposal, not a commit
+
+
+class ProposalAction(enum.StrEnum):
+    """What we did with a received proposal (``action`` of ``proposal_received``)."""
+
+    PENDING = "pending"  # kept for an admin's commit
+    IGNORED = "ignored"
+    AUTO_COMMITTED = "auto_committed"  # a member's self-removal, committed by us as an admin
+
+
+class DeletionEffect(enum.StrEnum):
+    """What a deletion does to each rumor it names (``effect`` of each target of ``deletion_received``)."""
+
+    DELETED = "deleted"
+    PENDING = "pending"  # the target has not arrived: applied if it comes from the same author
+    IGNORED = "ignored"  # someone else's rumor
+
 
 # Facts that close the processing of an outer event successfully.
 PROCESSED_FACTS = (
@@ -109,7 +139,7 @@ class Outer:
 
 
 def fact_id(kind: str, gid: str, outer_id: str, generation: int) -> bytes:
-    return derive_event_id("marmot", kind, gid, outer_id, generation)
+    return derive_event_id(PROTOCOL, kind, gid, outer_id, generation)
 
 
 def about(fact_type: str, outer: Outer, generation: int, /, **data: Any) -> Event:
@@ -147,36 +177,36 @@ def joined(
     gid: str, epoch: int, self_pubkey: str, members: int, admins: list[str], welcome_digest: str, now_ms: int
 ) -> Event:
     data = {"epoch": epoch, "self": self_pubkey, "members": members, "admins": admins, "joined_at_ms": now_ms}
-    return Event(GROUP_JOINED, derive_event_id("marmot", GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
+    return Event(GROUP_JOINED, derive_event_id(PROTOCOL, GROUP_JOINED, gid, welcome_digest), gid, now_ms, data)
 
 
 def account_created(pubkey: str, now_ms: int) -> Event:
     return Event(
-        ACCOUNT_CREATED, derive_event_id("marmot", ACCOUNT_CREATED, pubkey), ACCOUNT, now_ms, {"pubkey": pubkey}
+        ACCOUNT_CREATED, derive_event_id(PROTOCOL, ACCOUNT_CREATED, pubkey), ACCOUNT, now_ms, {"pubkey": pubkey}
     )
 
 
 def invitation(fact_type: str, key: str, now_ms: int, **data: Any) -> Event:
     """A ``welcome_*`` fact about the invitation or gift wrap ``key`` names."""
-    return Event(fact_type, derive_event_id("marmot", fact_type, key), INBOX, now_ms, data)
+    return Event(fact_type, derive_event_id(PROTOCOL, fact_type, key), INBOX, now_ms, data)
 
 
 def inbox_relays_set(list_event_id: str, relays: list[str], now_ms: int) -> Event:
     data = {"event_id": list_event_id, "relays": relays}
-    return Event(INBOX_RELAYS_SET, derive_event_id("marmot", INBOX_RELAYS_SET, list_event_id), ACCOUNT, now_ms, data)
+    return Event(INBOX_RELAYS_SET, derive_event_id(PROTOCOL, INBOX_RELAYS_SET, list_event_id), ACCOUNT, now_ms, data)
 
 
 def key_package_published(ref: str, event_id: str, relays: tuple[str, ...], last_resort: bool, now_ms: int) -> Event:
     data = {"ref": ref, "event_id": event_id, "relays": list(relays), "last_resort": last_resort}
-    return Event(KEY_PACKAGE_PUBLISHED, derive_event_id("marmot", KEY_PACKAGE_PUBLISHED, ref), ACCOUNT, now_ms, data)
+    return Event(KEY_PACKAGE_PUBLISHED, derive_event_id(PROTOCOL, KEY_PACKAGE_PUBLISHED, ref), ACCOUNT, now_ms, data)
 
 
 def merged_locally(
-    gid: str, epoch: int, members: int, admins: list[str], action: str, detail: dict, now_ms: int
+    gid: str, epoch: int, members: int, admins: list[str], action: ChangeAction, detail: dict, now_ms: int
 ) -> Event:
     """Our commit of ``epoch`` applied without publishing (we were the group's only member)."""
     data = {"epoch": epoch, "new_epoch": epoch + 1, "action": action, "members": members, "admins": admins, **detail}
-    return Event(MERGED_LOCALLY, derive_event_id("marmot", MERGED_LOCALLY, gid, epoch), gid, now_ms, data)
+    return Event(MERGED_LOCALLY, derive_event_id(PROTOCOL, MERGED_LOCALLY, gid, epoch), gid, now_ms, data)
 
 
 def welcomes_sent(outer: Outer, generation: int, epoch: int, digest: str, count: int) -> Event:
@@ -206,7 +236,7 @@ class Rollback:
 
 def rolled_back(outer: Outer, epoch: int, loser: Cursor, generation: int, changes: Rollback) -> Event:
     """One fact per rollback: which commit won, and how every event it touches moves."""
-    event_id = derive_event_id("marmot", EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id, generation)
+    event_id = derive_event_id(PROTOCOL, EPOCH_ROLLED_BACK, outer.gid, epoch, outer.id, loser.id, generation)
     data = {
         "epoch": epoch,
         "winner": {"outer_id": outer.id, "created_at": outer.created_at},

@@ -30,7 +30,7 @@ from protocols.marmot.cli.support import (
     short_key,
 )
 from protocols.marmot.commands.groups import NotAnAdmin
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
 from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts

@@ -23,7 +23,7 @@ from core.errors import LeaseHeld
 from core.records import ItemSource
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.support import OptionDecorator
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.relays import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_S, LiveOptions, PublishReport, RelayTransport
 from protocols.marmot.transport import nostr_transport
 

@@ -31,7 +31,7 @@ from core.records import Blocked, Envelope, Result
 from protocols.libraries import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
+from protocols.marmot.facts import OWN_MESSAGE_ECHOED, PROTOCOL, Outer
 from protocols.marmot.processing import branches, commits, messages, welcomes
 from protocols.marmot.processing.item import (
     Item,
@@ -48,7 +48,6 @@ from protocols.marmot.state import store
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
-PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
 DUPLICATE_STATES = frozenset({OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED})
 

@@ -110,9 +110,9 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
     for target in rumors.deletion_targets(rumor):
         known = item.history.rumor_record(target)
         if known is None:
-            effect = "pending"  # applied if the target arrives later from the same author
+            effect = facts.DeletionEffect.PENDING  # applied if the target arrives later from the same author
         else:
-            effect = "deleted" if known[1] == rumor["pubkey"] else "ignored"
+            effect = facts.DeletionEffect.DELETED if known[1] == rumor["pubkey"] else facts.DeletionEffect.IGNORED
         targets.append({"id": target, "effect": effect})
     return item.fact(
         facts.DELETION_RECEIVED,
@@ -133,13 +133,13 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
             received.kind,
             received.proposer_credential[:12],
         )
-        return _proposal_fact(item, received, "ignored", tuple(item.state_intents(state)))
+        return _proposal_fact(item, received, facts.ProposalAction.IGNORED, tuple(item.state_intents(state)))
     if received.kind == "self_remove" and mls.own_credential(state) in group_data.admins(state):
         return _auto_commit(item, received)
-    return _proposal_fact(item, received, "pending", tuple(item.state_intents(state)))
+    return _proposal_fact(item, received, facts.ProposalAction.PENDING, tuple(item.state_intents(state)))
 
 
-def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
+def _proposal_fact(item: Item, received: mls.ProposalReceived, action: facts.ProposalAction, intents: tuple) -> Result:
     return item.fact(
         facts.PROPOSAL_RECEIVED,
         intents=(*intents, *item.kept(received.epoch)),
@@ -158,4 +158,6 @@ def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
     event = outer.seal(received.new_state, committed.message, item.outer.route, item.ctx.now_ms // 1000)
     publish = nostr_transport.group_event_intent(received.new_state, event)  # the group's relays (loopback without any)
     # The pending state knows the commit; processing the echo with it applies it.
-    return _proposal_fact(item, received, "auto_committed", (*item.state_intents(committed.pending_state), publish))
+    return _proposal_fact(
+        item, received, facts.ProposalAction.AUTO_COMMITTED, (*item.state_intents(committed.pending_state), publish)
+    )

@@ -284,7 +284,8 @@ class GroupHistoryStore:
                 handler(rumor)
 
         stops = [
-            runtime.subscribe(kind, deliver, protocol="marmot") for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
+            runtime.subscribe(kind, deliver, protocol=facts.PROTOCOL)
+            for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
         ]
 
         def unsubscribe() -> None:

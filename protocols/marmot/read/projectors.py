@@ -128,7 +128,7 @@ def _proposal(conn: Any, event: StoredEvent) -> None:
     _store(conn, event).mark_outer_event_processed(
         _outer(event), OuterState.PROCESSED, content_type="proposal", epoch=d["epoch"]
     )
-    if d["action"] == "pending":
+    if d["action"] == facts.ProposalAction.PENDING:
         conn.execute(
             "INSERT INTO marmot_proposals(gid, ref, epoch, kind, proposer, subject, outer_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid, ref) DO NOTHING",
@@ -218,7 +218,7 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
 def _change_published(conn: Any, event: StoredEvent) -> None:
     """Our proposal is ``Created`` like a message we sent, so its echo is recognised (commits are
     not: their echo is what applies them)."""
-    if event.data["action"] == "leave":
+    if event.data["action"] == facts.ChangeAction.LEAVE:
         _store(conn, event).mark_outer_event_processed(
             _outer(event), OuterState.CREATED, content_type="proposal", epoch=event.data["epoch"]
         )
@@ -233,7 +233,7 @@ def _merged_locally(conn: Any, event: StoredEvent) -> None:
 
 PROCESSED = Projector(
     name="marmot.processed",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions"),
     handlers={
         facts.GROUP_JOINED: _joined,
@@ -295,7 +295,7 @@ def _history_echoed(conn: Any, event: StoredEvent) -> None:
 def _history_deletion(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
     for target in event.data["targets"]:
-        if target["effect"] == "deleted":
+        if target["effect"] == facts.DeletionEffect.DELETED:
             store.delete_rumor(target["id"], event.data["pubkey"], event.data["epoch"])
 
 
@@ -311,7 +311,7 @@ def _history_rolled_back(conn: Any, event: StoredEvent) -> None:
 
 HISTORY = Projector(
     name="marmot.history",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_messages",),
     handlers={
         facts.MESSAGE_SENT: _history_sent,
@@ -355,7 +355,7 @@ def _welcome_answered(conn: Any, event: StoredEvent) -> None:
 
 WELCOMES = Projector(
     name="marmot.welcomes",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_welcomes",),
     handlers={
         facts.WELCOME_RECEIVED: _welcome_received,

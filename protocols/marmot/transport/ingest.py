@@ -32,7 +32,8 @@ from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.processing.handlers import DUPLICATE_STATES, PROTOCOL
+from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.processing.handlers import DUPLICATE_STATES
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
 from protocols.marmot.state.store import META, load_joined, routes_of

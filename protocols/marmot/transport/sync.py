@@ -42,7 +42,7 @@ from core import queues
 from core.state import ProtocolState
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
 from protocols.marmot.relays.live import LiveOptions
 from protocols.marmot.state import account as accounts
