@@ -7,16 +7,16 @@ message arrives), a command, two idempotent projectors and CLI subcommands.
 
 from core import hookimpl
 from core.protocol import Command, Protocol
-from protocols.example import handlers, projectors
+from protocols.example import facts, handlers, projectors, wire
 
 
 @hookimpl
 def register_protocol():
     return Protocol(
-        name="example",
+        name=facts.PROTOCOL,
         package="protocols.example",
         decode=handlers.decode,
-        handlers={"post": handlers.handle_post, "delete": handlers.handle_delete},
+        handlers={wire.POST: handlers.handle_post, wire.DELETE: handlers.handle_delete},
         commands={
             "post": Command(handlers.command_post, description="post a signed message to a room"),
             "forget": Command(handlers.command_forget, description="remove a room's older messages for good (purge)"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from core import eventlog
 from core.db import Database
 from core.errors import InvalidInput
+from protocols.example.facts import MESSAGE_POSTED, PROTOCOL
 
 _PAGE = (
     "SELECT m.seq, EXISTS (SELECT 1 FROM example_deletions d WHERE d.id = m.id) "
@@ -49,8 +50,8 @@ def page(db: Database, room: str, *, before: tuple[int, bytes] | None = None, li
 
 
 def _seq_of(db: Database, room: str, message_id: bytes) -> int:
-    event = eventlog.by_id(db, "example", message_id)
-    if event is None or event.type != "message_posted" or event.partition_key != room:
+    event = eventlog.by_id(db, PROTOCOL, message_id)
+    if event is None or event.type != MESSAGE_POSTED or event.partition_key != room:
         raise InvalidInput(
             f"the cursor names no message of room {room!r} ({message_id.hex()[:16]}…): take ts_ms and id "
             "from a row of `example page --json`"

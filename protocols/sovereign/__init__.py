@@ -24,7 +24,7 @@ def _decode(blob: bytes) -> Envelope:
 @hookimpl
 def register_protocol():
     return Protocol(
-        name="sovereign",
+        name=commands.PROTOCOL,
         package="protocols.sovereign",
         decode=_decode,
         commands={

@@ -130,7 +130,7 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
 
 
 def _intent_ids(outcome: Any) -> list[str]:
-    return [event.data["intent"] for event in outcome.events if event.type == "intent_created"]
+    return [event.data["intent"] for event in outcome.events if event.type == facts.INTENT_CREATED]
 
 
 @xmtp.command("create-group")
@@ -357,7 +357,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
         return
     for item in listed:
-        who = item["sender"] if item["kind"] == "APPLICATION" else f"[{item['kind'].lower()}]"
+        who = item["sender"] if item["kind"] == MessageKind.APPLICATION.name else f"[{item['kind'].lower()}]"
         click.echo(f"{who}: {item['text']}")
     if next_cursor:
         click.echo(f"(older: --before {next_cursor})")

@@ -320,7 +320,7 @@ class Client:
         )
 
     async def history(
-        self, group_id: str, *, cursor: str | None = None, limit: int = 50, direction: str = "backward"
+        self, group_id: str, *, cursor: str | None = None, limit: int = 50, direction: str = frames.Direction.BACKWARD
     ) -> HistoryPage:
         """A page of the group's history: ``backward`` (older than ``cursor``, newest page first) or ``forward``."""
         reply = await self.request("history", group_id=group_id, cursor=cursor, limit=limit, direction=direction)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any, Final
@@ -50,6 +51,14 @@ REPLY_TYPES: Final[Mapping[str, str]] = {
 
 #: Every frame type a client may send.
 REQUEST_TYPES: Final = frozenset({HELLO, *REPLY_TYPES})
+
+
+class Direction(enum.StrEnum):
+    """A ``history`` request's ``direction``: pages of older messages (the default) or of newer ones."""
+
+    BACKWARD = "backward"
+    FORWARD = "forward"
+
 
 #: Close codes (RFC 6455 section 7.4.1) and why the server uses each.
 CLOSE_GOING_AWAY: Final = 1001  # the server is shutting down
