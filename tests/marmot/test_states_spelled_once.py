@@ -1,4 +1,4 @@
-"""Marmot's states are spelled once, in protocols/marmot/read/states.py: code compares members, SQL binds them.
+"""Marmot's states and failure reasons are spelled once (read/states.py, facts.py): code compares members, SQL binds them.
 
 (The tables' CHECK constraints in schema.sql and the migrations list the same
 values: DDL cannot import; test_schema_checks_list_every_state keeps them equal.)
@@ -10,6 +10,8 @@ import ast
 import re
 from pathlib import Path
 
+from protocols.marmot.facts import REASONS, RETRYABLE_REASONS, FailureReason
+from protocols.marmot.read.history import RACE_REASONS
 from protocols.marmot.read.states import MessageState, OuterState, WelcomeState
 
 PLUGIN = Path(__file__).resolve().parents[2] / "protocols" / "marmot"
@@ -67,3 +69,8 @@ def test_schema_checks_list_every_state():
         assert check is not None, f"{table}.{column} has no CHECK listing its states"
         listed = re.findall(r"'(\w+)'", check.group(1))
         assert sorted(listed) == sorted(member.value for member in enum), f"{table}.{column} vs {enum.__name__}"
+
+
+def test_every_failure_reason_is_explained_once():
+    assert list(REASONS) == list(FailureReason), "REASONS explains each FailureReason, in the enum's order"
+    assert set(RACE_REASONS) <= RETRYABLE_REASONS <= set(FailureReason)

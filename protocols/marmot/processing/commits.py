@@ -29,6 +29,7 @@ from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
+from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch
 from protocols.marmot.processing.messages import mls_reason
@@ -71,7 +72,7 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
     state = item.group.state
     epoch = header.epoch
     if not state.active:
-        return item.fail("not_a_member", epoch=epoch, content_type="commit")
+        return item.fail(FailureReason.NOT_A_MEMBER, epoch=epoch, content_type="commit")
     if epoch > state.epoch:
         return wait_for_epoch(item, state.epoch + 1, f"it commits epoch {epoch}, we are at {state.epoch}")
     digest = hashlib.sha256(message).hexdigest()
@@ -90,7 +91,7 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
-        return item.fail("invalid_message", epoch=epoch, content_type="commit")
+        return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
     written = item.group.commit_applied(result.new_state, digest, item.outer)
     intents: list[Intent] = [
         *written.intents,
@@ -138,7 +139,9 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     record = meta.record(epoch)
     if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
-        return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit")
+        return item.fail(
+            FailureReason.COMMIT_TOO_OLD, f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit"
+        )
     known = record.candidate(digest) is not None
     result: mls.CommitApplied | None = None
     if not known:
@@ -148,7 +151,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
-            return item.fail("invalid_message", epoch=epoch, content_type="commit")
+            return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
         result = processed
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
@@ -166,7 +169,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if result is not None:
         intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)))
     return item.fail(
-        "commit_lost_race",
+        FailureReason.COMMIT_LOST_RACE,
         f"commit lost the race for epoch {epoch}",
         epoch=epoch,
         content_type="commit",
@@ -186,7 +189,7 @@ def rollback(
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
-            return item.fail("invalid_message", epoch=epoch, content_type="commit")
+            return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
         result = processed
     written, loser = old.rolled_back(result.new_state, record, winner, item.outer)
     generation = written.meta.generation

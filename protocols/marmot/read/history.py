@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -33,9 +33,12 @@ from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
 from protocols.marmot.read.states import MessageState, OuterState
 
+if TYPE_CHECKING:
+    from protocols.libraries import mls
+
 PROCESSED_STATES = (OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED)
 # Failures of authenticated commits (a branch lost): they count for the resume cursor.
-RACE_REASONS = ("commit_lost_race", "invalidated_branch")
+RACE_REASONS = (facts.FailureReason.COMMIT_LOST_RACE, facts.FailureReason.INVALIDATED_BRANCH)
 HIDDEN_BY_DEFAULT = (MessageState.EPOCH_INVALIDATED,)
 #: A deletion marks Deleted (the first) what is shown or deleted already; an invalidated rumor stays so.
 _DELETABLE = (MessageState.DELETED, MessageState.CREATED, MessageState.PROCESSED)
@@ -118,7 +121,7 @@ class GroupHistoryStore:
         outer: Cursor,
         state: OuterState,
         *,
-        content_type: str | None = None,
+        content_type: mls.ContentTypeName | None = None,
         epoch: int | None = None,
         rumor_id: str | None = None,
         rumor_pubkey: str | None = None,

@@ -15,7 +15,7 @@ counters through a ``last_seq`` guard, the resume cursor through a max.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.records import StoredEvent
 from projectors import Projector
@@ -24,6 +24,9 @@ from protocols.marmot.cursor import Cursor
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState, OuterState, WelcomeState
 from protocols.marmot.wire import rumors
+
+if TYPE_CHECKING:
+    from protocols.libraries import mls
 
 
 def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:
@@ -68,7 +71,7 @@ def _mark_rumor_carrier(
     state: OuterState,
     rumor_id: str | None,
     rumor_pubkey: str | None,
-    content_type: str = "application",
+    content_type: mls.ContentTypeName = "application",
 ) -> None:
     """Record the outer event that carried a rumor (or, for ``rumor_id`` None, would have)."""
     _store(conn, event).mark_outer_event_processed(
@@ -190,7 +193,10 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], OuterState.EPOCH_INVALIDATED, (OuterState.PROCESSED, OuterState.CREATED))
-    for commits, reason in (("lost_commits", "commit_lost_race"), ("dead_commits", "invalidated_branch")):
+    for commits, reason in (
+        ("lost_commits", facts.FailureReason.COMMIT_LOST_RACE),
+        ("dead_commits", facts.FailureReason.INVALIDATED_BRANCH),
+    ):
         store.set_outer_states(
             d.get(commits, ()),
             OuterState.FAILED,

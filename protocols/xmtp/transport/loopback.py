@@ -19,19 +19,16 @@ import attrs
 
 from protocols.libraries import mls
 from protocols.libraries.delivery.codes import ErrorCode
+from protocols.libraries.delivery.records import BY_CONTENT_TYPE
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.interface import (
-    APPLICATION,
     COMMIT,
-    PROPOSAL,
     WELCOME,
     Binding,
     Page,
     Receipt,
     ServerMessage,
 )
-
-_TYPES = {"application": APPLICATION, "commit": COMMIT, "proposal": PROPOSAL}
 
 
 @attrs.define
@@ -106,7 +103,7 @@ def _classify(group_id: bytes, payload: bytes, recipient: str | None, members: s
         raise ServiceRefused(ErrorCode.MALFORMED_PAYLOAD, str(exc)) from None
     if header.group_id != group_id:
         raise ServiceRefused(ErrorCode.WRONG_GROUP, "the payload names another group")
-    return _TYPES[header.content_type], header.epoch
+    return BY_CONTENT_TYPE[header.content_type], header.epoch
 
 
 def _after(cursor: str | None) -> int:
