@@ -96,6 +96,7 @@ _APPEND = (
 #: A purged event's payload: no event has an empty one (payloads are JSON).
 TOMBSTONE = b""
 _BY_RANGE = f"SELECT {_SELECT} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
+_AT_SEQS_CHUNK = 500  # seqs per statement: well under SQLite's limit on parameters
 _BY_PARTITION = (
     f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
@@ -200,6 +201,17 @@ def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
     """The event (or its tombstone, ``purged`` true, once purged) with this id, or None."""
     row = db.one(_BY_ID, (protocol, event_id))
     return stored_event(row) if row else None
+
+
+def at_seqs(db: Database, seqs: Sequence[int]) -> list[StoredEvent]:
+    """The events (or tombstones) at ``seqs``, in that order: one rowid lookup each (a seq the log has not
+    reached is left out).  For read models that keep an event's seq and show its payload."""
+    found: dict[int, StoredEvent] = {}
+    for start in range(0, len(seqs), _AT_SEQS_CHUNK):
+        chunk = seqs[start : start + _AT_SEQS_CHUNK]
+        sql = f"SELECT {_SELECT} FROM events WHERE seq IN ({', '.join('?' * len(chunk))})"
+        found.update((row[0], stored_event(row)) for row in db.all(sql, tuple(chunk)))
+    return [found[seq] for seq in seqs if seq in found]
 
 
 def any_known(db: Database, protocol: str, event_ids: Sequence[bytes]) -> bool:

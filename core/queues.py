@@ -85,11 +85,17 @@ def has_incoming(db: Database) -> bool:
     return db.one(_HAS_INCOMING) is not None
 
 
+_OLDEST_INCOMING_ID = "SELECT min(id) FROM incoming"
 _NEWEST_INCOMING = "SELECT max(id) FROM incoming"
 _LATER_DELIVERY = (
     "SELECT newest.id FROM incoming AS newest, incoming AS own WHERE own.id = ? "
     "AND newest.id = (SELECT max(id) FROM incoming) AND newest.delivery > own.delivery"
 )
+
+
+def oldest_incoming_id(db: Database) -> int | None:
+    """The id of the oldest ``incoming`` row (the next the tick takes), or None when the queue is empty."""
+    return db.integer(_OLDEST_INCOMING_ID)
 
 
 def newest_incoming(db: Database) -> int | None:
@@ -284,6 +290,24 @@ def retry_outgoing(db: Database, outgoing_id: int, available_at_ms: int, error: 
     )
 
 
+@attrs.frozen
+class OutgoingTries:
+    """How a pending outgoing message fares: failed tries so far, and the last one's error ('' before any)."""
+
+    attempts: int
+    last_error: str
+
+
+_PENDING_OUTGOING = (
+    "SELECT attempts, coalesce(last_error, '') FROM outgoing WHERE protocol = ? AND status = 'pending' ORDER BY id"
+)
+
+
+def pending_outgoing(db: Database, protocol: str) -> list[OutgoingTries]:
+    """``protocol``'s outgoing messages not sent yet, oldest first."""
+    return [OutgoingTries(*row) for row in db.all(_PENDING_OUTGOING, (protocol,))]
+
+
 def next_outgoing_due_at(db: Database) -> int | None:
     """When the next pending outgoing message is due (None = nothing to send)."""
     due: int | None = db.value(_NEXT_OUTGOING_DUE_AT)
@@ -341,6 +365,14 @@ def list_parked(db: Database, limit: int = 1000) -> list[dict[str, Any]]:
         (limit,),
     )
     return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in rows]
+
+
+_PARKED_SINCE = "SELECT id, reason FROM parked WHERE protocol = ? AND source = ? AND last_failed_at_ms >= ? ORDER BY id"
+
+
+def parked_since(db: Database, protocol: str, source: ItemSource, since_ms: int) -> list[tuple[int, str]]:
+    """``(id, reason)`` of ``protocol``'s items from ``source`` that failed for good at ``since_ms`` or later."""
+    return [(parked_id, reason) for parked_id, reason in db.all(_PARKED_SINCE, (protocol, source, since_ms))]
 
 
 def retry_parked(db: Database, parked_ids: Sequence[int] | None, now_ms: int) -> int:

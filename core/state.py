@@ -7,11 +7,13 @@ transaction changed it.  Reads in the transaction see what was staged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from core.db import NOT_STAGED, Database
 from core.intents import UNCHANGED
+
+_ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? LIMIT 1"
 
 
 class ProtocolState:
@@ -39,11 +41,19 @@ class ProtocolState:
             "SELECT key FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? ORDER BY key",
             (self.protocol, prefix, prefix + "\U0010ffff"),
         )
-        found = {r[0] for r in rows}
+        return sorted({r[0] for r in rows} | set(self._staged_keys(prefix)))
+
+    def has_keys(self, prefix: str) -> bool:
+        """Whether any key starts with ``prefix`` (staged ones too): one indexed read, however many there are."""
+        if self.db.one(_ANY_KEY, (self.protocol, prefix, prefix + "\U0010ffff")) is not None:
+            return True
+        return any(True for _ in self._staged_keys(prefix))
+
+    def _staged_keys(self, prefix: str) -> Iterator[str]:
+        """This protocol's keys staged in the current transaction that start with ``prefix``."""
         for staged in self.db.staged_keys():
             if isinstance(staged, tuple) and staged[0] == self.protocol and str(staged[1]).startswith(prefix):
-                found.add(staged[1])
-        return sorted(found)
+                yield staged[1]
 
     def staged(self, key: str) -> Any:
         """The object staged under ``key`` in this transaction, or None (nothing staged: read :meth:`get`)."""

@@ -161,3 +161,57 @@ def test_the_walk_check_notices_a_missing_function(tmp_path):
     module.write_text("class Daemon:\n    def run(self):\n        pass\n\ndef step():\n    pass\n")
     assert _defines(module, "Daemon.run") and _defines(module, "step")
     assert not _defines(module, "Daemon.stop") and not _defines(module, "run")
+
+
+# --- the core's tables are the core's ---------------------------------------------------------------
+
+
+def _core_tables() -> frozenset[str]:
+    """Every table the core creates: core/schema.sql and each of core/migrations/*.sql."""
+    sources = [ROOT / "core" / "schema.sql", *sorted((ROOT / "core" / "migrations").glob("*.sql"))]
+    create = re.compile(r"\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", re.IGNORECASE)
+    return frozenset(name for source in sources for name in create.findall(source.read_text()))
+
+
+CORE_TABLES = _core_tables()
+# SQL as the project writes it: upper-case keywords, so prose ("split into events") is not taken for SQL.
+NAMES_A_CORE_TABLE = re.compile(
+    r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE|ON)\s+\"?(" + "|".join(sorted(CORE_TABLES)) + r")\b(?!\.)"
+)
+
+
+def _sql_naming_core_tables(path: Path) -> list[str]:
+    """``line: table`` for each string literal of ``path`` (a .py or .sql file) whose SQL names a core table."""
+    if path.suffix == ".sql":
+        texts = [(n, re.sub(r"--.*", "", line)) for n, line in enumerate(path.read_text().splitlines(), 1)]
+    else:
+        tree = ast.parse(path.read_text(), str(path))
+        texts = [
+            (node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        ]
+    return [f"{line}: {table}" for line, text in texts for table in NAMES_A_CORE_TABLE.findall(text)]
+
+
+def test_the_core_tables_are_known():
+    assert {"events", "incoming", "outgoing", "parked", "deferred", "blocked", "protocol_state", "kv"} <= CORE_TABLES
+
+
+def test_no_plugin_reads_or_writes_a_core_table_with_sql_of_its_own():
+    files = sorted(path for suffix in ("*.py", "*.sql") for path in (ROOT / "protocols").rglob(suffix))
+    found = [f"{path.relative_to(ROOT)}:{hit}" for path in files for hit in _sql_naming_core_tables(path)]
+    assert found == [], (
+        "plugin SQL names the core's tables (" + ", ".join(sorted(CORE_TABLES)) + "); use the core's functions "
+        "(core/eventlog.py, core/queues.py, core/state.py, core/kv.py ...), adding a small named one there if "
+        "none fits:\n" + "\n".join(found)
+    )
+
+
+def test_the_core_table_check_sees_sql_in_strings_and_sql_files(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""Split into events the keys open."""\nQ = (\n    "SELECT 1 "\n    "FROM incoming"\n)\n')
+    schema = tmp_path / "schema.sql"
+    schema.write_text("-- not FROM events\nCREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT 1; END;\n")
+    assert _sql_naming_core_tables(module) == ["3: incoming"]
+    assert _sql_naming_core_tables(schema) == ["2: events"]

@@ -16,13 +16,13 @@ from core.protocol import Command, LazyCommand, Protocol
 @hookimpl
 def register_protocol() -> Protocol:
     # Imported here, as in every plugin, so loading the plugin (`tessera --help`) stays cheap.
-    from protocols.example import handlers, projectors
+    from protocols.example import facts, handlers, projectors, wire
 
     return Protocol(
-        name="example",
+        name=facts.PROTOCOL,
         package="protocols.example",
         decode=handlers.decode,
-        handlers={"post": handlers.handle_post, "delete": handlers.handle_delete},
+        handlers={wire.POST: handlers.handle_post, wire.DELETE: handlers.handle_delete},
         commands={
             "post": Command(handlers.command_post, description="post a signed message to a room"),
             "forget": Command(handlers.command_forget, description="remove a room's older messages for good (purge)"),

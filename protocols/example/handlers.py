@@ -11,6 +11,7 @@ from core.errors import InvalidInput, PermanentError
 from core.intents import EnqueueOutgoing, EnqueueRecheck, PurgeEvents
 from core.records import Blocked, Envelope, Event, Result
 from protocols.example import wire
+from protocols.example.facts import MESSAGE_DELETED, MESSAGE_POSTED, MESSAGES_FORGOTTEN, PROTOCOL
 
 WAITING_FOR_MESSAGE = "example.message"
 
@@ -18,7 +19,7 @@ WAITING_FOR_MESSAGE = "example.message"
 def decode(blob: bytes) -> Envelope:
     message = wire.parse(blob)
     return Envelope(
-        protocol="example",
+        protocol=PROTOCOL,
         type=message["kind"],
         event_id=bytes.fromhex(message["id"]),
         partition_key=message["room"],
@@ -29,7 +30,7 @@ def decode(blob: bytes) -> Envelope:
 
 def _posted(message: dict) -> Event:
     return Event(
-        "message_posted",
+        MESSAGE_POSTED,
         bytes.fromhex(message["id"]),
         message["room"],
         message["ts"],
@@ -46,17 +47,17 @@ def handle_post(ctx, envelope: Envelope) -> Result:
 def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
     message = envelope.payload
     target = message["body"]
-    posted = eventlog.by_id(ctx.db, "example", bytes.fromhex(target))
+    posted = eventlog.by_id(ctx.db, PROTOCOL, bytes.fromhex(target))
     if posted is None:
         return Blocked(WAITING_FOR_MESSAGE, target, "delete arrived before the message it removes")
-    if posted.type != "message_posted" or posted.partition_key != message["room"]:
+    if posted.type != MESSAGE_POSTED or posted.partition_key != message["room"]:
         raise PermanentError(f"{target[:12]}… is not a message of room {message['room']!r}: nothing to delete")
     if posted.purged:
         raise PermanentError(f"message {target[:12]}… was forgotten: nothing left to delete")
     if posted.data["author"] != message["author"]:
         raise PermanentError(f"only the author may delete message {target[:12]}…")
     event = Event(
-        "message_deleted",
+        MESSAGE_DELETED,
         bytes.fromhex(message["id"]),
         message["room"],
         message["ts"],
@@ -77,7 +78,7 @@ def command_post(ctx, params: dict) -> Result:
     except (KeyError, ValueError) as exc:
         raise InvalidInput(f"post needs room, text and a 64-hex secret_key ({exc})") from None
     ts = int(params.get("ts_ms") or ctx.now_ms)
-    blob = wire.sign("post", room, text, ts, key)
+    blob = wire.sign(wire.POST, room, text, ts, key)
     message = wire.parse(blob)
     return Result(
         events=[_posted(message)],
@@ -115,7 +116,7 @@ def command_forget(ctx, params: dict) -> Result:
         return Result(duplicate=True)
     ids = [bytes(row[0]) for row in rows]
     recorded = Event(
-        "messages_forgotten",
+        MESSAGES_FORGOTTEN,
         hashlib.sha256(b"example.forget\0" + room.encode() + b"\0" + b"".join(ids)).digest(),
         room,
         ctx.now_ms,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.records import StoredEvent
 from projectors import Projector
+from protocols.example.facts import MESSAGE_DELETED, MESSAGE_POSTED, MESSAGES_FORGOTTEN, PROTOCOL
 
 
 def _message_posted(conn, event: StoredEvent) -> None:
@@ -59,27 +60,27 @@ def _count(conn, event: StoredEvent, posted: int, deleted: int) -> None:
 
 MESSAGES = Projector(
     name="example.messages",
-    protocol="example",
+    protocol=PROTOCOL,
     tables=("example_messages", "example_deletions"),
     handlers={
-        "message_posted": _message_posted,
-        "message_deleted": _message_deleted,
-        "messages_forgotten": _messages_forgotten,
+        MESSAGE_POSTED: _message_posted,
+        MESSAGE_DELETED: _message_deleted,
+        MESSAGES_FORGOTTEN: _messages_forgotten,
     },
     description="every message of every room by (ts_ms, seq), and which of them were deleted",
 )
 
 ROOMS = Projector(
     name="example.rooms",
-    protocol="example",
+    protocol=PROTOCOL,
     tables=("example_rooms",),
     handlers={
-        "message_posted": lambda c, e: _count(c, e, 1, 0),
-        "message_deleted": lambda c, e: _count(c, e, 0, 1),
-        "messages_forgotten": _forgotten_counts,
+        MESSAGE_POSTED: lambda c, e: _count(c, e, 1, 0),
+        MESSAGE_DELETED: lambda c, e: _count(c, e, 0, 1),
+        MESSAGES_FORGOTTEN: _forgotten_counts,
     },
     # A forgotten message was counted when posted and is subtracted when forgotten; a replay meets its
     # tombstone instead of the post, and counts it the same way.
-    tombstone_handlers={"message_posted": lambda c, e: _count(c, e, 1, 0)},
+    tombstone_handlers={MESSAGE_POSTED: lambda c, e: _count(c, e, 1, 0)},
     description="per-room message and deletion counts",
 )

@@ -12,11 +12,11 @@ from __future__ import annotations
 from core import eventlog
 from core.db import Database
 from core.errors import InvalidInput
+from protocols.example.facts import MESSAGE_POSTED, PROTOCOL
 
-_EVENT = ", ".join(f"e.{name}" for name in eventlog.EVENT_COLUMN_NAMES)
 _PAGE = (
-    f"SELECT {_EVENT}, EXISTS (SELECT 1 FROM example_deletions d WHERE d.id = m.id) "
-    "FROM example_messages m JOIN events e ON e.seq = m.seq "
+    "SELECT m.seq, EXISTS (SELECT 1 FROM example_deletions d WHERE d.id = m.id) "
+    "FROM example_messages m "
     "WHERE m.room = ?1 {older} ORDER BY m.ts_ms DESC, m.seq DESC LIMIT ?2"
 )
 _NEWEST = _PAGE.format(older="")
@@ -34,24 +34,24 @@ def page(db: Database, room: str, *, before: tuple[int, bytes] | None = None, li
             rows = db.all(_NEWEST, (room, limit))
         else:
             rows = db.all(_OLDER, (room, limit, before[0], _seq_of(db, room, before[1])))
+        events = eventlog.at_seqs(db, [seq for seq, _ in rows])
     messages = []
-    for row in rows:
-        event = eventlog.stored_event(row[:-1])
+    for event, (_, deleted) in zip(events, rows, strict=True):
         messages.append(
             {
                 "ts_ms": event.created_at_ms,
                 "id": event.event_id.hex(),
                 "author": event.data["author"],
                 "text": event.data["text"],
-                "deleted": bool(row[-1]),
+                "deleted": bool(deleted),
             }
         )
     return messages
 
 
 def _seq_of(db: Database, room: str, message_id: bytes) -> int:
-    event = eventlog.by_id(db, "example", message_id)
-    if event is None or event.type != "message_posted" or event.partition_key != room:
+    event = eventlog.by_id(db, PROTOCOL, message_id)
+    if event is None or event.type != MESSAGE_POSTED or event.partition_key != room:
         raise InvalidInput(
             f"the cursor names no message of room {room!r} ({message_id.hex()[:16]}…): take ts_ms and id "
             "from a row of `example page --json`"

@@ -35,10 +35,10 @@ def generate(
     for n in range(messages):
         ts += rng.choice((0, 0, 1, 7, 250))
         room, key = f"room-{rng.randrange(rooms)}", rng.choice(keys)
-        post = wire.sign("post", room, f"message {n} in {room}", ts, key)
+        post = wire.sign(wire.POST, room, f"message {n} in {room}", ts, key)
         if rng.random() < deletes:
             target = wire.parse(post)["id"]
-            out.append(wire.sign("delete", room, target, ts + 1, key))  # delete before its post
+            out.append(wire.sign(wire.DELETE, room, target, ts + 1, key))  # delete before its post
             held.append(post)
         else:
             out.append(post)

@@ -18,7 +18,9 @@ import nacl.signing
 from core.encoding import dumps, loads_untrusted
 from core.errors import DecodeError, MalformedInput
 
-KINDS = ("post", "delete")
+#: A message's ``kind``: the envelope type its handler is chosen by.
+POST, DELETE = "post", "delete"
+KINDS = (POST, DELETE)
 MAX_BODY = 4000
 _HEX = re.compile(r"^[0-9a-f]+$")
 _FIELDS = {"kind", "room", "author", "ts", "body", "id", "sig"}
@@ -89,5 +91,5 @@ def _check_fields(message: dict) -> None:
     _hex(message["author"], 32, "author")
     _hex(message["id"], 32, "id")
     _hex(message["sig"], 64, "sig")
-    if message["kind"] == "delete":
+    if message["kind"] == DELETE:
         _hex(body, 32, "body", " (the id of the message to delete)")

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 @hookimpl
 def register_protocol() -> Protocol:
     from core.protocol import Command, Protocol
+    from protocols.marmot import facts
     from protocols.marmot.commands import account, groups, messages
     from protocols.marmot.commands import welcomes as invitations
     from protocols.marmot.processing import handlers, welcomes
@@ -37,7 +38,7 @@ def register_protocol() -> Protocol:
     from protocols.marmot.wire import nostr
 
     return Protocol(
-        name="marmot",
+        name=facts.PROTOCOL,
         package="protocols.marmot",
         decode=handlers.decode,
         arrival_order=nostr.arrival_order,

@@ -37,6 +37,7 @@ from core.status import snapshot
 from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
+from protocols.marmot import facts
 from protocols.marmot import simulate as sim
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState
@@ -76,11 +77,11 @@ def run_demo(
     expected = _simulate(workdir, messages, start)
     os.environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(workdir / "state.key")
     settings = Settings.load(db=str(workdir / "demo.db"), retry_base_ms=50, retry_max_ms=500)
-    app = open_app(settings, pm, enable=["marmot"], create=True)
+    app = open_app(settings, pm, enable=[facts.PROTOCOL], create=True)
     _join(app, workdir)
     if relay is None:
         out.rule("2. join as the observer and ingest the relay stream")
-        queued = ingest_lines(app, "marmot", str(workdir / "relay.jsonl")).queued
+        queued = ingest_lines(app, facts.PROTOCOL, str(workdir / "relay.jsonl")).queued
     else:
         out.rule(f"2. join as the observer; publish the stream to {relay} and sync it back")
         queued = _through_relay(app, workdir, relay)

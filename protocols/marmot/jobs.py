@@ -12,7 +12,7 @@ from typing import Any
 
 from core.protocol import Job
 from core.state import ProtocolState
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.state.store import SealedValues, verify_key
 from protocols.marmot.transport import ingest
 

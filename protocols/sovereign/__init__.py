@@ -36,7 +36,7 @@ def register_protocol() -> Protocol:
     from protocols.sovereign import commands, projectors
 
     return Protocol(
-        name="sovereign",
+        name=commands.PROTOCOL,
         package="protocols.sovereign",
         decode=_decode,
         commands={

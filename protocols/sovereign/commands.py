@@ -61,6 +61,12 @@ PROTOCOL = "sovereign"
 COUNTERS = "store/counters"  # protocol state: server order and stored payload bytes
 SEQUENCE = "store/sequence/"  # protocol state, + group id: the last number given to a message of the group
 STORED_TYPES = {code: f"{name}_stored" for code, name in MESSAGE_TYPES.items()}
+# The other facts the store records (the module docs say what each means).
+MEMBER_JOINED, MEMBER_LEFT = "member_joined", "member_left"
+DELIVERIES_MARKED = "deliveries_marked"
+MESSAGES_EXPIRED = "messages_expired"
+KEY_PACKAGE_PUBLISHED, KEY_PACKAGE_CONSUMED = "key_package_published", "key_package_consumed"
+IDENTITY_PUBLISHED = "identity_published"
 MAX_IDS_PER_REQUEST = 1000
 MAX_KEY_PACKAGES = 200
 DAY_MS = 86_400_000
@@ -294,7 +300,7 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
             value=held + 1,
             allowed=limits.max_groups_per_user,
         )
-    return Result(events=[_membership("member_joined", group, who, ctx.now_ms)])
+    return Result(events=[_membership(MEMBER_JOINED, group, who, ctx.now_ms)])
 
 
 def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
@@ -303,7 +309,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
     group = group_id(params.get("group_id"))
     if not is_member(ctx.db, who, group):
         return Result(duplicate=True)
-    return Result(events=[_membership("member_left", group, who, ctx.now_ms)])
+    return Result(events=[_membership(MEMBER_LEFT, group, who, ctx.now_ms)])
 
 
 def _membership(kind: str, group: str, who: str, now_ms: int) -> Event:
@@ -335,7 +341,7 @@ def command_mark(ctx: Any, params: dict[str, Any]) -> Result:
     at = ctx.now_ms * 1000
     events = [
         Event(
-            "deliveries_marked",
+            DELIVERIES_MARKED,
             os.urandom(16),
             group,
             ctx.now_ms,
@@ -370,7 +376,7 @@ def command_expire(ctx: Any, params: dict[str, Any]) -> Result:
     for group, found in by_group.items():
         epoch = ctx.db.value("SELECT epoch FROM sovereign_groups WHERE group_id = ?", (group,))
         data = {"ids": [m for m, _ in found], "reason": reason, "group_epoch": epoch}
-        recorded = Event("messages_expired", os.urandom(16), group, ctx.now_ms, data)
+        recorded = Event(MESSAGES_EXPIRED, os.urandom(16), group, ctx.now_ms, data)
         events.append(recorded)
         intents.append(PurgeEvents([digest for _, digest in found], recorded_by=recorded.event_id))
     if not events:
@@ -404,7 +410,7 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
             continue
         seen.add(ref)
         body = {"ref": ref, "key_package": base64.b64encode(bytes(data)).decode("ascii")}
-        events.append(Event("key_package_published", bytes.fromhex(ref), who, ctx.now_ms, body))
+        events.append(Event(KEY_PACKAGE_PUBLISHED, bytes.fromhex(ref), who, ctx.now_ms, body))
     return Result(events=events) if events else Result(duplicate=True)
 
 
@@ -414,7 +420,7 @@ def command_key_package_consume(ctx: Any, params: dict[str, Any]) -> Result:
     ref = str(params.get("ref"))
     if ctx.db.one("SELECT 1 FROM sovereign_key_packages WHERE installation = ? AND ref = ?", (who, ref)) is None:
         raise NoKeyPackage(f"{who[:12]}... has no KeyPackage left; ask them to publish more")
-    return Result(events=[Event("key_package_consumed", os.urandom(16), who, ctx.now_ms, {"ref": ref})])
+    return Result(events=[Event(KEY_PACKAGE_CONSUMED, os.urandom(16), who, ctx.now_ms, {"ref": ref})])
 
 
 # --- the identity directory ---------------------------------------------------------------------------
@@ -441,7 +447,7 @@ def command_identity_publish(ctx: Any, params: dict[str, Any]) -> Result:
     if held is None:
         _check_installations(ctx.db, address, limits)
     data = {"address": address, "binding": base64.b64encode(binding).decode("ascii")}
-    return Result(events=[Event("identity_published", _identity_event_id(ctx.db, who, binding), who, ctx.now_ms, data)])
+    return Result(events=[Event(IDENTITY_PUBLISHED, _identity_event_id(ctx.db, who, binding), who, ctx.now_ms, data)])
 
 
 def _binding(value: object) -> bytes:

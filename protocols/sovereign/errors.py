@@ -2,49 +2,52 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from core.errors import InvalidInput, NotFound, TesseraError
+from protocols.libraries.delivery.codes import ErrorCode
 
 
 class SovereignError(TesseraError, ValueError):
     """A request the store refuses; nothing was changed.  ``code`` names the refusal for clients."""
 
-    code = "refused"
+    code: ClassVar[ErrorCode] = ErrorCode.REFUSED
 
 
 class MalformedPayload(SovereignError, InvalidInput):
     """The payload is not a well-formed MLSMessage of a kind the store keeps."""
 
-    code = "malformed_payload"
+    code = ErrorCode.MALFORMED_PAYLOAD
 
 
 class AlreadyStored(SovereignError, InvalidInput):
     """The payload was stored before and has expired since; a retry does not bring it back."""
 
-    code = "already_stored"
+    code = ErrorCode.ALREADY_STORED
 
 
 class WrongGroup(SovereignError, InvalidInput):
     """The payload's cleartext header names another group than the request."""
 
-    code = "wrong_group"
+    code = ErrorCode.WRONG_GROUP
 
 
 class BadInstallation(SovereignError, InvalidInput):
     """An installation id that is not an Ed25519 public key in 64 hex characters."""
 
-    code = "bad_installation"
+    code = ErrorCode.BAD_INSTALLATION
 
 
 class BadGroupId(SovereignError, InvalidInput):
     """A group id that is not 1 to 255 bytes in lowercase hex."""
 
-    code = "bad_group_id"
+    code = ErrorCode.BAD_GROUP_ID
 
 
 class LimitExceeded(SovereignError, InvalidInput):
-    """A configured limit would be crossed; ``limit`` names it, ``value`` is what the request would make it."""
+    """A configured limit would be crossed; ``limit`` names it, ``value`` is what the request would make it.
 
-    code = "limit_exceeded"
+    Only its subclasses are raised, each with the code of its limit."""
 
     def __init__(self, message: str, *, limit: str, value: int, allowed: int):
         super().__init__(message)
@@ -54,106 +57,102 @@ class LimitExceeded(SovereignError, InvalidInput):
 
 
 class PayloadTooLarge(LimitExceeded):
-    code = "payload_too_large"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
 
 
 class RateLimited(LimitExceeded):
-    code = "rate_limited"
+    code = ErrorCode.RATE_LIMITED
 
 
 class StorageFull(LimitExceeded):
-    code = "storage_full"
+    code = ErrorCode.STORAGE_FULL
 
 
 class TooManyGroups(LimitExceeded):
-    code = "too_many_groups"
+    code = ErrorCode.TOO_MANY_GROUPS
 
 
 class TooManyInstallations(LimitExceeded):
     """An account address already has as many installations as ``max_installations_per_address`` allows."""
 
-    code = "too_many_installations"
+    code = ErrorCode.TOO_MANY_INSTALLATIONS
 
 
 class BindingTooLarge(LimitExceeded):
     """An identity binding over the fixed size the directory keeps (it is a signature and a few fields)."""
 
-    code = "binding_too_large"
+    code = ErrorCode.BINDING_TOO_LARGE
 
 
 class BadAddress(SovereignError, InvalidInput):
     """An account address that is not ``0x`` and 40 hex digits, or whose mixed case is not its EIP-55 checksum."""
 
-    code = "bad_address"
+    code = ErrorCode.BAD_ADDRESS
 
 
 class BadBinding(SovereignError, InvalidInput):
     """An identity binding that is not bytes, or is empty."""
 
-    code = "bad_binding"
+    code = ErrorCode.BAD_BINDING
 
 
 class InstallationBound(SovereignError, InvalidInput):
     """The installation is bound to another account address already: an installation belongs to one account."""
 
-    code = "installation_bound"
+    code = ErrorCode.INSTALLATION_BOUND
 
 
 class NotAMember(SovereignError, InvalidInput):
     """The installation is not a member of the group it acts on."""
 
-    code = "not_a_member"
-
-
-class AlreadyMember(SovereignError, InvalidInput):
-    code = "already_member"
+    code = ErrorCode.NOT_A_MEMBER
 
 
 class NoWelcome(SovereignError, InvalidInput):
     """Joining a group that has members needs a welcome stored for the installation."""
 
-    code = "no_welcome"
+    code = ErrorCode.NO_WELCOME
 
 
 class WelcomeNeedsRecipient(SovereignError, InvalidInput):
-    code = "welcome_needs_recipient"
+    code = ErrorCode.WELCOME_NEEDS_RECIPIENT
 
 
 class RecipientIsMember(SovereignError, InvalidInput):
-    code = "recipient_is_member"
+    code = ErrorCode.RECIPIENT_IS_MEMBER
 
 
 class BadMessageIds(SovereignError, InvalidInput):
     """A list of message ids that is not a list, is too long, or holds something that is not a ULID."""
 
-    code = "bad_ids"
+    code = ErrorCode.BAD_IDS
 
 
 class MalformedCursor(SovereignError, InvalidInput):
-    code = "malformed_cursor"
+    code = ErrorCode.MALFORMED_CURSOR
 
 
 class UnknownCursor(SovereignError, NotFound):
-    code = "unknown_cursor"
+    code = ErrorCode.UNKNOWN_CURSOR
 
 
 class BadLimit(SovereignError, InvalidInput):
-    code = "bad_limit"
+    code = ErrorCode.BAD_LIMIT
 
 
 class BadDirection(SovereignError, InvalidInput):
-    code = "bad_direction"
+    code = ErrorCode.BAD_DIRECTION
 
 
 class NoKeyPackage(SovereignError, NotFound):
-    code = "no_key_package"
+    code = ErrorCode.NO_KEY_PACKAGE
 
 
 class InvalidKeyPackage(SovereignError, InvalidInput):
-    code = "invalid_key_package"
+    code = ErrorCode.INVALID_KEY_PACKAGE
 
 
-class InvalidConfig(SovereignError, InvalidInput):
-    """The server's TOML configuration has an unknown key, a wrong type or a value out of range."""
+class InvalidConfig(InvalidInput):
+    """The server's TOML configuration has an unknown key, a wrong type or a value out of range.
 
-    code = "invalid_config"
+    It stops ``tessera serve`` before any client connects, so it has no wire code."""

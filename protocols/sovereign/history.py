@@ -26,12 +26,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from protocols.libraries.delivery.records import HistoryPage, StoredMessage
+from protocols.libraries.delivery.frames import Direction
+from protocols.libraries.delivery.records import PENDING, HistoryPage, StoredMessage
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-DIRECTIONS = ("backward", "forward")
+DIRECTIONS = tuple(Direction)
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
 _COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded, sequence"
 _M_COLUMNS = ", ".join("m." + column.strip() for column in _COLUMNS.split(","))
@@ -44,10 +45,11 @@ WELCOMES_AFTER = (
     "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
     "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
 )
-#: An installation's pending deliveries after a message id, in server order.
+#: An installation's pending deliveries after a message id, in server order.  PENDING is written into the
+#: text, not bound: SQLite uses the partial index ``sovereign_delivery_pending`` only when it sees the value.
 PENDING_AFTER = (
     f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m ON m.id = d.message_id "
-    "WHERE d.recipient_id = ? AND d.status = 0 AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
+    f"WHERE d.recipient_id = ? AND d.status = {PENDING} AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
 )
 #: Before every position: server timestamps are never negative.
 _START = (-1, "")
@@ -122,7 +124,7 @@ def page(
         raise BadDirection(f"direction must be backward (older) or forward (newer), got {direction!r:.20}")
     params: list[Any] = [group_id]
     where = "group_id = ?"
-    newer = direction == "forward"
+    newer = direction == Direction.FORWARD
     if cursor is not None:
         ts, message_id = parse_cursor(db, group_id, cursor)
         where += " AND (server_timestamp, id) > (?, ?)" if newer else " AND (server_timestamp, id) < (?, ?)"

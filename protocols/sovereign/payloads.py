@@ -14,15 +14,13 @@ from __future__ import annotations
 import attrs
 
 from protocols.libraries import mls
-from protocols.libraries.delivery.records import APPLICATION, COMMIT, PROPOSAL, WELCOME
+from protocols.libraries.delivery.records import BY_CONTENT_TYPE, WELCOME
 from protocols.libraries.mls.codec import decode
 from protocols.libraries.mls.crypto.suites import suite
 from protocols.libraries.mls.group.key_packages import key_package_ref, validate_key_package
 from protocols.libraries.mls.messages import MLSMessage
 from protocols.libraries.mls.messages.registries import WireFormat
 from protocols.sovereign.errors import InvalidKeyPackage, MalformedPayload, WrongGroup
-
-_CONTENT_TYPES = {"application": APPLICATION, "commit": COMMIT, "proposal": PROPOSAL}
 
 
 @attrs.frozen
@@ -53,7 +51,7 @@ def describe(payload: bytes, group_id: str) -> Described:
             f"the message's header names group {header.group_id.hex()[:16]}..., not {group_id[:16]}...; "
             "send it to the group it belongs to"
         )
-    return Described(_CONTENT_TYPES[header.content_type], header.epoch)
+    return Described(BY_CONTENT_TYPE[header.content_type], header.epoch)
 
 
 def key_package_ref_of(installation: str, data: bytes, now_s: int) -> str:

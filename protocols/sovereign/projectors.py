@@ -14,8 +14,19 @@ from typing import Any
 
 from core.records import StoredEvent
 from projectors import Projector
-from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, READ, WELCOME
-from protocols.sovereign.commands import DAY_MS, STORED_TYPES
+from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, PENDING, READ, WELCOME
+from protocols.sovereign.commands import (
+    DAY_MS,
+    DELIVERIES_MARKED,
+    IDENTITY_PUBLISHED,
+    KEY_PACKAGE_CONSUMED,
+    KEY_PACKAGE_PUBLISHED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MESSAGES_EXPIRED,
+    PROTOCOL,
+    STORED_TYPES,
+)
 
 
 def _stored(message_type: int) -> Any:
@@ -42,9 +53,9 @@ def _stored(message_type: int) -> Any:
             ),
         )
         conn.executemany(
-            "INSERT INTO sovereign_delivery_status(message_id, recipient_id, status) VALUES (?, ?, 0) "
+            "INSERT INTO sovereign_delivery_status(message_id, recipient_id, status) VALUES (?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            [(message_id, recipient) for recipient in data["recipients"]],
+            [(message_id, recipient, PENDING) for recipient in data["recipients"]],
         )
         if message_type == WELCOME:
             conn.executemany(
@@ -110,7 +121,7 @@ def _messages_expired(conn: Any, event: StoredEvent) -> None:
 
 MESSAGES = Projector(
     name="sovereign.messages",
-    protocol="sovereign",
+    protocol=PROTOCOL,
     tables=(
         "sovereign_messages",
         "sovereign_delivery_status",
@@ -120,8 +131,8 @@ MESSAGES = Projector(
     ),
     handlers={
         **{name: _stored(code) for code, name in STORED_TYPES.items()},
-        "deliveries_marked": _deliveries_marked,
-        "messages_expired": _messages_expired,
+        DELIVERIES_MARKED: _deliveries_marked,
+        MESSAGES_EXPIRED: _messages_expired,
     },
     tombstone_handlers={
         STORED_TYPES[APPLICATION]: _count_day,
@@ -147,9 +158,9 @@ def _left(conn: Any, event: StoredEvent) -> None:
 
 MEMBERS = Projector(
     name="sovereign.members",
-    protocol="sovereign",
+    protocol=PROTOCOL,
     tables=("sovereign_group_members",),
-    handlers={"member_joined": _joined, "member_left": _left},
+    handlers={MEMBER_JOINED: _joined, MEMBER_LEFT: _left},
     description="who is in which group",
 )
 
@@ -171,9 +182,9 @@ def _key_package_consumed(conn: Any, event: StoredEvent) -> None:
 
 KEY_PACKAGES = Projector(
     name="sovereign.key_packages",
-    protocol="sovereign",
+    protocol=PROTOCOL,
     tables=("sovereign_key_packages",),
-    handlers={"key_package_published": _key_package_published, "key_package_consumed": _key_package_consumed},
+    handlers={KEY_PACKAGE_PUBLISHED: _key_package_published, KEY_PACKAGE_CONSUMED: _key_package_consumed},
     description="one-time KeyPackages per installation, until fetched",
 )
 
@@ -194,9 +205,9 @@ def _identity_published(conn: Any, event: StoredEvent) -> None:
 
 IDENTITIES = Projector(
     name="sovereign.identities",
-    protocol="sovereign",
+    protocol=PROTOCOL,
     tables=("sovereign_identities",),
-    handlers={"identity_published": _identity_published},
+    handlers={IDENTITY_PUBLISHED: _identity_published},
     description="the identity directory: each installation's binding to its account address",
 )
 

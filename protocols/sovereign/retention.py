@@ -144,7 +144,7 @@ def _expire(runtime: Runtime, ids: list[str], reason: str, batch: _Batch, report
     report.batch_times.append((len(ids), took_ms))
     if report.batches % CHECKPOINT_EVERY == 0:
         runtime.db.all("PRAGMA wal_checkpoint(PASSIVE)")  # no write lock taken: writers go on meanwhile
-    return sum(len(event.data["ids"]) for event in outcome.events if event.type == "messages_expired")
+    return sum(len(event.data["ids"]) for event in outcome.events if event.type == commands.MESSAGES_EXPIRED)
 
 
 def _oldest(runtime: Runtime, limit: int, *, before_s: int) -> list[str]:

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from core import eventlog
 from core.app import App
 from core.state import ProtocolState
+from protocols.libraries.delivery.frames import Direction
 from protocols.libraries.delivery.records import (
     DELIVERED,
     MESSAGE_TYPES,
+    PENDING,
     READ,
     HistoryPage,
     Identity,
@@ -31,6 +33,9 @@ from protocols.libraries.delivery.records import (
 from protocols.sovereign import commands, history
 from protocols.sovereign.config import Limits
 from protocols.sovereign.errors import NoKeyPackage, NotAMember, SovereignError
+
+# PENDING in the text, not bound, so the partial index sovereign_delivery_pending counts it.
+_PENDING_DELIVERIES = f"SELECT count(*) FROM sovereign_delivery_status WHERE status = {PENDING}"
 
 _TYPE_OF = {f"{name}_stored": code for code, name in MESSAGE_TYPES.items()}
 _BINDINGS_OF = (
@@ -101,7 +106,7 @@ class Store:
     def expire(self, message_ids: Sequence[str], reason: str) -> int:
         """Remove ``message_ids`` for good; returns how many were removed."""
         outcome = self.app.runtime.run_command("sovereign.expire", {"ids": list(message_ids), "reason": reason})
-        return sum(len(event.data["ids"]) for event in outcome.events if event.type == "messages_expired")
+        return sum(len(event.data["ids"]) for event in outcome.events if event.type == commands.MESSAGES_EXPIRED)
 
     def key_package_publish(self, installation: str, key_packages: Sequence[bytes]) -> int:
         """Stock ``installation``'s KeyPackages; returns how many it holds now."""
@@ -159,7 +164,7 @@ class Store:
         *,
         cursor: str | None = None,
         limit: int = history.DEFAULT_LIMIT,
-        direction: str = "backward",
+        direction: str = Direction.BACKWARD,
     ) -> HistoryPage:
         """A page of ``group_id``'s messages for ``member`` (who must be in the group)."""
         commands.installation_id(member, "member")
@@ -188,7 +193,7 @@ class Store:
         db = self.app.db
         with db.read():
             messages = db.value("SELECT count(*) FROM sovereign_messages", default=0)
-            pending = db.value("SELECT count(*) FROM sovereign_delivery_status WHERE status = 0", default=0)
+            pending = db.value(_PENDING_DELIVERIES, default=0)
             payload_bytes = commands.counters(ProtocolState(db, commands.PROTOCOL))["payload_bytes"]
         size = os.path.getsize(db.path) if os.path.exists(db.path) else 0
         return StoreStats(messages, pending, payload_bytes, size)

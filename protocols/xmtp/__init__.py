@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 def register_protocol() -> Protocol:
     # Imported here so loading the plugin (`tessera --help`, `tessera status`) never loads the engine.
     from core.protocol import Command, Protocol
-    from protocols.xmtp import commands, items, keypackages, processing, projectors, publishing
+    from protocols.xmtp import commands, facts, items, keypackages, processing, projectors, publishing
 
     return Protocol(
-        name="xmtp",
+        name=facts.PROTOCOL,
         package="protocols.xmtp",
         decode=items.decode,
         handlers={

@@ -8,7 +8,6 @@ running ``listen``), so two people on two databases talk through one
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from core import eventlog
 from core.errors import InvalidInput
 from jobs import output
 from protocols.xmtp import connection, facts, jobs, keypackages, publishing, queries, sync
@@ -130,7 +130,7 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
 
 
 def _intent_ids(outcome: Any) -> list[str]:
-    return [event.data["intent"] for event in outcome.events if event.type == "intent_created"]
+    return [event.data["intent"] for event in outcome.events if event.type == facts.INTENT_CREATED]
 
 
 @xmtp.command("create-group")
@@ -280,17 +280,16 @@ class _NewMessages:
     def __init__(self, app: App):
         self.app = app
         with app.db.read():
-            self.after = int(app.db.value("SELECT coalesce(max(seq), 0) FROM events"))
+            self.after = eventlog.head(app.db)
 
     def show(self) -> None:
         with self.app.db.read():
-            rows = self.app.db.all(
-                "SELECT seq, payload FROM events WHERE seq > ? AND protocol = 'xmtp' AND event_type = ? ORDER BY seq",
-                (self.after, facts.MESSAGE_RECORDED),
-            )
-        for seq, payload in rows:
-            data = json.loads(payload)
-            self.after = seq
+            recorded = list(eventlog.read_range(self.app.db, self.after))
+        for event in recorded:
+            self.after = event.seq
+            if event.protocol != facts.PROTOCOL or event.type != facts.MESSAGE_RECORDED:
+                continue
+            data = event.data
             if data["kind"] == MessageKind.APPLICATION:
                 text = facts.unb64(data["bytes"]).decode(errors="replace")
                 click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
@@ -358,7 +357,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
         return
     for item in listed:
-        who = item["sender"] if item["kind"] == "APPLICATION" else f"[{item['kind'].lower()}]"
+        who = item["sender"] if item["kind"] == MessageKind.APPLICATION.name else f"[{item['kind'].lower()}]"
         click.echo(f"{who}: {item['text']}")
     if next_cursor:
         click.echo(f"(older: --before {next_cursor})")

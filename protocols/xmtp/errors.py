@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.errors import ConfigurationError, InvalidInput, NotFound, PermanentError, TesseraError, TransientError
+from protocols.libraries.delivery.codes import ErrorCode
 
 
 class XmtpError(TesseraError, RuntimeError):
@@ -54,9 +55,10 @@ class ServiceUnavailable(XmtpError, TransientError):
 
 
 class ServiceRefused(XmtpError, PermanentError):
-    """The delivery service refused a request; ``code`` is its error code (docs/server-protocol.md)."""
+    """The delivery service refused a request; ``code`` is its error code (docs/server-protocol.md): a member of
+    :class:`~protocols.libraries.delivery.codes.ErrorCode`, or the text of a code this client does not know."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: ErrorCode | str, message: str):
         super().__init__(f"the server refused ({code}): {message}")
         self.code = code
 

@@ -13,6 +13,9 @@ from typing import Any
 
 from core.records import Event, derive_event_id
 
+#: The plugin's name: the ``protocol`` of its events, its state and its items.
+PROTOCOL = "xmtp"
+
 IDENTITY_CREATED = "identity_created"
 GROUP_CREATED = "group_created"
 WELCOME_RECEIVED = "welcome_received"

@@ -16,9 +16,9 @@ from typing import Any
 from core.encoding import loads_untrusted
 from core.errors import MalformedInput
 from core.records import Envelope, derive_event_id
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.transport.interface import WELCOME, ServerMessage
 
-PROTOCOL = "xmtp"
 GROUP_MESSAGE = "group_message"
 WELCOME_MESSAGE = "welcome"
 

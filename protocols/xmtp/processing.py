@@ -39,7 +39,7 @@ from protocols.libraries import mls
 from protocols.libraries.mls.ahead import Decrypted
 from protocols.xmtp import facts, members, queries
 from protocols.xmtp.errors import EpochAhead, PayloadUnreadable
-from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind
 from protocols.xmtp.queries import IntentRow
 from protocols.xmtp.state import Vault

@@ -12,9 +12,8 @@ from typing import Any
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.xmtp import facts
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.kinds import IntentState, WelcomeState
-
-PROTOCOL = "xmtp"
 
 
 def _ns(event: StoredEvent) -> int:

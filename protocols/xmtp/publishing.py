@@ -36,6 +36,7 @@ from typing import Any
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import facts, members, queries
 from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer
 from protocols.xmtp.identity import InstallationBinding, verify
@@ -50,7 +51,9 @@ MAX_ATTEMPTS = 5
 BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
 MAX_BACKOFF_NS = 300_000_000_000  # 5 min: a built intent is tried until the server answers (see publish_failed)
 #: Server refusals a later try may get past (the group's daily quota, a full store, the store busy).
-RETRYABLE_CODES = frozenset({"rate_limited", "storage_full", "unavailable", "internal_error"})
+RETRYABLE_CODES = frozenset(
+    {ErrorCode.RATE_LIMITED, ErrorCode.STORAGE_FULL, ErrorCode.UNAVAILABLE, ErrorCode.INTERNAL_ERROR}
+)
 
 
 # --- choosing work ---------------------------------------------------------------------------
@@ -284,7 +287,7 @@ def send_welcomes(runtime: Any, service: DeliveryService) -> int:
             log.info("welcome of %s to %s waits: %s", intent_id, installation[:16], exc)
             continue
         except ServiceRefused as exc:
-            if exc.code != "recipient_is_member":
+            if exc.code != ErrorCode.RECIPIENT_IS_MEMBER:
                 log.warning("welcome of %s to %s refused: %s", intent_id, installation[:16], exc)
                 continue
         runtime.run_command(

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import attrs
 
+from core import eventlog
 from protocols.xmtp import facts
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, WelcomeState
-
-PROTOCOL = "xmtp"
 
 
 @attrs.frozen
@@ -120,13 +119,10 @@ def joined_epoch(db: Any, group_id: bytes) -> int:
     Read from the group's first fact in the log (``group_created`` or
     ``welcome_received``), which the read models do not keep.
     """
-    row = db.one(
-        "SELECT event_type, payload FROM events WHERE protocol = ? AND partition_key = ? ORDER BY seq LIMIT 1",
-        (PROTOCOL, group_id.hex()),
-    )
-    if row is None or row[0] != facts.WELCOME_RECEIVED or not row[1]:
+    first = next(eventlog.read_partition(db, PROTOCOL, group_id.hex(), batch=1), None)
+    if first is None or first.type != facts.WELCOME_RECEIVED or first.purged:
         return 0  # not joined by a welcome, or its fact was purged: every epoch counts as ours
-    return int(json.loads(bytes(row[1]))["epoch"])
+    return int(first.data["epoch"])
 
 
 def open_intents(db: Any, group_id: bytes) -> list[IntentRow]:

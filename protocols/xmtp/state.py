@@ -32,9 +32,9 @@ from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols.libraries import at_rest, erasable, mls
 from protocols.xmtp.errors import GroupUnknown, IdentityMissing
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.identity import AccountKey, InstallationBinding, InstallationKey
 
-PROTOCOL = "xmtp"
 IDENTITY = "identity"
 GROUP = "group/"
 KEY_PACKAGE = "kp/"

@@ -40,9 +40,10 @@ from core.errors import MalformedInput
 from core.pipeline import Outcome, Unisolated, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
-from protocols.xmtp.items import PROTOCOL
+from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.numbering import Place, SequenceGap
 from protocols.xmtp.rereading import Reading, Recovery, Suspect
 from protocols.xmtp.state import Vault
@@ -60,7 +61,6 @@ def holder() -> str:
 
 
 PAGE = 100
-UNKNOWN_CURSOR = "unknown_cursor"
 
 
 @attrs.define
@@ -263,7 +263,7 @@ def read_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncRe
         except Suspect as suspect:
             following = recovery.after_suspect(suspect)
         except ServiceRefused as refused:
-            if refused.code != UNKNOWN_CURSOR:
+            if refused.code != ErrorCode.UNKNOWN_CURSOR:
                 raise
             following = recovery.after_unknown_cursor()
         else:

@@ -177,6 +177,19 @@ def test_protocol_state_reads_see_what_is_staged_and_one_row_is_written(app):
         assert state.get("group/a") == b"encoded 2" and state.staged("group/a") is None
 
 
+def test_has_keys_sees_the_stored_and_staged_keys_of_its_own_protocol(app):
+    state, other = ProtocolState(app.db, "ledger"), ProtocolState(app.db, "other")
+    with app.db.write():
+        other.put("meta/theirs", b"1", 1)
+        assert not state.has_keys("meta/")
+        state.stage("meta/a", 1, lambda value: b"staged", 1)
+        assert state.has_keys("meta/")  # staged, not written yet
+        state.put("snap/a", b"1", 1)
+    with app.db.read():
+        assert state.has_keys("meta/") and state.has_keys("snap/") and state.has_keys("")
+        assert not state.has_keys("meta/b") and not state.has_keys("kept/")
+
+
 def test_a_put_after_a_stage_wins(app):
     state = ProtocolState(app.db, "ledger")
     with app.db.write():

@@ -37,6 +37,14 @@ def test_append_returns_new_events_with_seq(log_db):
     assert eventlog.head(log_db) == 2
 
 
+def test_at_seqs_reads_the_events_at_those_seqs_in_the_order_asked(log_db):
+    append(log_db, [event(n) for n in range(1, 6)])
+    with log_db.read():
+        found = eventlog.at_seqs(log_db, [4, 1, 99, 2])
+        assert [(e.seq, e.data["n"]) for e in found] == [(4, 4), (1, 1), (2, 2)]  # 99: beyond the head
+        assert eventlog.at_seqs(log_db, []) == []
+
+
 def test_duplicate_append_is_a_counted_noop(log_db):
     append(log_db, [event(1)])
     noops = log_db.counters.idempotent_noops

@@ -25,7 +25,7 @@ from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.protocol import Protocol
 from core.queues import WorkItem
-from core.records import Blocked, Envelope, Event, Result
+from core.records import Blocked, Envelope, Event, ItemSource, Result
 from core.settings import Settings
 from tests.helpers import open_core_db
 
@@ -45,6 +45,43 @@ def next_due(db, now: int) -> bytes | None:
     with db.read():
         item = queues.next_due_deferred(db, now)
     return None if item is None else item.blob
+
+
+# --- what plugins read of the queues ---------------------------------------------------
+
+
+def test_the_oldest_incoming_id_is_the_row_the_tick_takes_next(db):
+    with db.write():
+        assert queues.oldest_incoming_id(db) is None
+        queues.push_incoming(db, "p", [b"a", b"b"], T0)
+    with db.read():
+        oldest = queues.oldest_incoming_id(db)
+        assert oldest is not None and queues.newest_incoming(db) == oldest + 1
+        assert queues.oldest_incoming(db) == WorkItem("p", b"a", ItemSource.INCOMING, oldest)
+
+
+def test_pending_outgoing_says_how_each_of_a_protocols_messages_fares(db):
+    with db.write():
+        queues.enqueue_outgoing(db, "p", "relay", "wss://a", b"first", T0)
+        queues.enqueue_outgoing(db, "p", "relay", "wss://a", b"second", T0)
+        queues.enqueue_outgoing(db, "q", "relay", "wss://a", b"not ours", T0)
+        first, second = queues.due_outgoing(db, T0)[:2]
+        queues.retry_outgoing(db, first.id, T0 + 10, "relay down")
+        queues.mark_sent(db, second.id, T0)
+    with db.read():
+        assert queues.pending_outgoing(db, "p") == [queues.OutgoingTries(1, "relay down")]
+        assert queues.pending_outgoing(db, "q") == [queues.OutgoingTries(0, "")]
+
+
+def test_parked_since_lists_a_protocols_items_from_one_source_parked_from_then_on(db):
+    item = WorkItem("p", b"x", ItemSource.OUTGOING, 1)
+    with db.write():
+        queues.park(db, item, "too early", 3, T0 - 1)
+        late = queues.park(db, item, "relay refused", 3, T0)
+        queues.park(db, WorkItem("p", b"y", ItemSource.INCOMING, 2), "undecodable", 1, T0)
+        queues.park(db, WorkItem("q", b"z", ItemSource.OUTGOING, 3), "another protocol's", 3, T0)
+    with db.read():
+        assert queues.parked_since(db, "p", ItemSource.OUTGOING, T0) == [(late, "relay refused")]
 
 
 # --- deferred: unit tests -------------------------------------------------------------

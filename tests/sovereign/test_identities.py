@@ -8,6 +8,7 @@ import os
 import pytest
 
 from core import eventlog
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.sovereign import errors
 from protocols.sovereign.commands import MAX_BINDING_BYTES, account_address
 from protocols.sovereign.config import Limits
@@ -57,7 +58,7 @@ def test_a_malformed_address_is_bad_address_and_changes_nothing(store, address) 
     head = eventlog.head(store.app.db)
     with pytest.raises(errors.BadAddress) as refused:
         store.identity_publish(installation(), address, b"binding")
-    assert refused.value.code == "bad_address" and str(refused.value)
+    assert refused.value.code == ErrorCode.BAD_ADDRESS and str(refused.value)
     with pytest.raises(errors.BadAddress):
         store.identity_fetch(address)
     assert eventlog.head(store.app.db) == head and directory(store) == []
@@ -98,7 +99,7 @@ def test_an_installation_bound_to_one_address_cannot_bind_to_another(store) -> N
     before, head = directory(store), eventlog.head(store.app.db)
     with pytest.raises(errors.InstallationBound) as refused:
         store.identity_publish(mine, BOB, b"bob's")
-    assert refused.value.code == "installation_bound" and ALICE.lower() in str(refused.value)
+    assert refused.value.code == ErrorCode.INSTALLATION_BOUND and ALICE.lower() in str(refused.value)
     assert directory(store) == before and eventlog.head(store.app.db) == head
     assert store.identity_fetch(BOB).installations == []
 
@@ -113,7 +114,7 @@ def test_an_address_has_at_most_the_configured_installations(make_store) -> None
         store.identity_publish(third, ALICE, b"3")
     limit = refused.value
     assert (limit.code, limit.limit, limit.value, limit.allowed) == (
-        "too_many_installations",
+        ErrorCode.TOO_MANY_INSTALLATIONS,
         "max_installations_per_address",
         3,
         2,
@@ -133,10 +134,10 @@ def test_no_limit_when_the_limit_is_zero(make_store) -> None:
 @pytest.mark.parametrize(
     "binding, error, code",
     [
-        (b"x" * (MAX_BINDING_BYTES + 1), errors.BindingTooLarge, "binding_too_large"),
-        (b"", errors.BadBinding, "bad_binding"),
-        ("text, not bytes", errors.BadBinding, "bad_binding"),
-        (None, errors.BadBinding, "bad_binding"),
+        (b"x" * (MAX_BINDING_BYTES + 1), errors.BindingTooLarge, ErrorCode.BINDING_TOO_LARGE),
+        (b"", errors.BadBinding, ErrorCode.BAD_BINDING),
+        ("text, not bytes", errors.BadBinding, ErrorCode.BAD_BINDING),
+        (None, errors.BadBinding, ErrorCode.BAD_BINDING),
     ],
 )
 def test_a_binding_that_is_empty_or_too_large_is_refused_and_changes_nothing(store, binding, error, code) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from protocols.libraries.delivery.client import Client, ServerError
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.delivery.records import PENDING
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import (
@@ -69,10 +70,10 @@ def test_history_of_a_group_is_read_only_by_its_members(server) -> None:
         await seat(alice, [bob], group)
         await alice.send(group, private_message(group))
         assert len((await bob.history(group)).messages) == 2  # the welcome and the message
-        assert await error_code(mallory.history(group)) == "not_a_member"
-        assert await error_code(mallory.history(group, direction="forward")) == "not_a_member"
-        assert await error_code(mallory.send(group, private_message(group))) == "not_a_member"
-        assert await error_code(mallory.join(group)) == "no_welcome"  # knowing the id is not enough
+        assert await error_code(mallory.history(group)) == ErrorCode.NOT_A_MEMBER
+        assert await error_code(mallory.history(group, direction="forward")) == ErrorCode.NOT_A_MEMBER
+        assert await error_code(mallory.send(group, private_message(group))) == ErrorCode.NOT_A_MEMBER
+        assert await error_code(mallory.join(group)) == ErrorCode.NO_WELCOME  # knowing the id is not enough
 
     run_with(server, 3, scenario)
 
@@ -155,12 +156,12 @@ def test_key_packages_are_published_only_by_their_own_installation_and_each_fetc
         alice, mallory, carol = clients
         alices = [who[0].key_package() for _ in range(2)]
         # mallory cannot stock alice's KeyPackages (their signature key is alice's), nor her own under alice's name
-        assert await error_code(mallory.key_package_publish([alices[0]])) == "invalid_key_package"
+        assert await error_code(mallory.key_package_publish([alices[0]])) == ErrorCode.INVALID_KEY_PACKAGE
         assert await alice.key_package_publish(alices) == 2
         assert await mallory.key_package_publish([who[1].key_package()]) == 1
         fetched = {await carol.key_package_fetch(who[0].id), await mallory.key_package_fetch(who[0].id)}
         assert fetched == set(alices)  # each handed out once
-        assert await error_code(carol.key_package_fetch(who[0].id)) == "no_key_package"
+        assert await error_code(carol.key_package_fetch(who[0].id)) == ErrorCode.NO_KEY_PACKAGE
         assert await carol.key_package_fetch(who[1].id) != alices[0]  # mallory's stock is her own
 
     run_with(server, 3, scenario)
@@ -178,7 +179,7 @@ def test_proving_one_key_does_not_let_a_connection_claim_another(server) -> None
             await raw.close()
 
     alice, bob = Installation(), Installation()
-    assert asyncio.run(scenario()) == [alice.id, "already_authenticated"]
+    assert asyncio.run(scenario()) == [alice.id, ErrorCode.ALREADY_AUTHENTICATED]
 
 
 def test_a_binding_is_always_published_for_the_connections_own_installation(server) -> None:
@@ -210,6 +211,6 @@ def test_welcomes_are_polled_only_by_their_addressee(server) -> None:
         assert len(bobs) == 1 and bobs[0].id != to_carol.message_id  # the welcome that seated him, not carol's
         assert (await alice.welcomes()).messages == []
         carols_cursor = (await carol.welcomes()).next_cursor
-        assert await error_code(bob.welcomes(cursor=carols_cursor)) == "unknown_cursor"
+        assert await error_code(bob.welcomes(cursor=carols_cursor)) == ErrorCode.UNKNOWN_CURSOR
 
     run_with(server, 3, scenario)

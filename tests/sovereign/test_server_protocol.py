@@ -15,6 +15,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocols.libraries.delivery import frames
 from protocols.libraries.delivery.client import ServerError
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.delivery.records import APPLICATION, COMMIT, READ
 from protocols.libraries.mls.messages.framing import ContentType
 from tests.helpers import query_file
@@ -90,8 +91,8 @@ def test_requests_before_the_hello_are_unauthenticated_and_the_connection_stays_
 
     alice = Installation()
     refused, also, ready, joined = asyncio.run(scenario())
-    assert (refused["type"], refused["code"], refused["id"]) == ("error", "unauthenticated", 1)
-    assert (also["code"], also["id"]) == ("unauthenticated", 2)
+    assert (refused["type"], refused["code"], refused["id"]) == ("error", ErrorCode.UNAUTHENTICATED, 1)
+    assert (also["code"], also["id"]) == (ErrorCode.UNAUTHENTICATED, 2)
     assert ready["type"] == "ready" and joined == {"type": "joined", "id": 3, **_membership(joined, True)}
 
 
@@ -115,7 +116,7 @@ def test_a_hello_whose_signature_does_not_verify_is_auth_failed_and_closes_the_c
 
     alice, mallory = Installation(), Installation()
     refused, close_code = asyncio.run(scenario())
-    assert refused["code"] == "auth_failed" and close_code == 1008
+    assert refused["code"] == ErrorCode.AUTH_FAILED and close_code == 1008
 
 
 def test_a_connection_that_never_says_hello_is_closed_after_the_auth_timeout(server) -> None:
@@ -129,7 +130,7 @@ def test_a_connection_that_never_says_hello_is_closed_after_the_auth_timeout(ser
         return said, closed.value.rcvd.code if closed.value.rcvd else None, waited
 
     said, close_code, waited = asyncio.run(scenario())
-    assert said["code"] == "unauthenticated" and close_code == 1008
+    assert said["code"] == ErrorCode.UNAUTHENTICATED and close_code == 1008
     assert AUTH_TIMEOUT - 0.5 <= waited < AUTH_TIMEOUT + 5
 
 
@@ -144,61 +145,67 @@ def test_every_malformed_request_has_its_own_code_changes_nothing_and_leaves_the
     big_payload = base64.b64encode(private_message(group, size=MAX_PAYLOAD + 100)).decode()
 
     cases: list[tuple[str | bytes | dict[str, object], str]] = [
-        ("this is not json", "malformed_json"),
-        ("[1, 2, 3]", "malformed_json"),
-        (b"\x00binary", "malformed_json"),
-        ({"type": "subscribe", "id": 1}, "unknown_type"),
-        ({"id": 2}, "missing_field"),
-        ({"type": 7, "id": 2}, "bad_field"),
-        ({"type": "send", "id": [3]}, "bad_field"),
-        ({"type": "send", "id": 4, "payload": good_payload}, "missing_field"),
-        ({"type": "send", "id": 5, "group_id": group}, "missing_field"),
-        ({"type": "send", "id": 6, "group_id": 17, "payload": good_payload}, "bad_field"),
-        ({"type": "send", "id": 7, "group_id": group, "payload": "not base64!"}, "bad_field"),
-        ({"type": "send", "id": 8, "group_id": group, "payload": good_payload, "recipient": 5}, "bad_field"),
-        ({"type": "history", "id": 9, "group_id": group, "limit": "ten"}, "bad_field"),
-        ({"type": "history", "id": 10, "group_id": group, "limit": 0}, "bad_limit"),
-        ({"type": "history", "id": 11, "group_id": group, "direction": "sideways"}, "bad_direction"),
-        ({"type": "history", "id": 12, "group_id": group, "cursor": "no-such-cursor"}, "malformed_cursor"),
-        ({"type": "ack", "id": 13, "ids": "01H0000000000000000000000"}, "bad_field"),
-        ({"type": "ack", "id": 14}, "missing_field"),
-        ({"type": "read", "id": 15, "ids": [1, 2]}, "bad_field"),
-        ({"type": "key_package_publish", "id": 16, "key_packages": ["AAAA"]}, "invalid_key_package"),
-        ({"type": "key_package_fetch", "id": 17}, "missing_field"),
-        ({"type": "key_package_fetch", "id": 18, "installation": "ab"}, "bad_installation"),
-        ({"type": "join", "id": 19, "group_id": "XYZ"}, "bad_group_id"),
+        ("this is not json", ErrorCode.MALFORMED_JSON),
+        ("[1, 2, 3]", ErrorCode.MALFORMED_JSON),
+        (b"\x00binary", ErrorCode.MALFORMED_JSON),
+        ({"type": "subscribe", "id": 1}, ErrorCode.UNKNOWN_TYPE),
+        ({"id": 2}, ErrorCode.MISSING_FIELD),
+        ({"type": 7, "id": 2}, ErrorCode.BAD_FIELD),
+        ({"type": "send", "id": [3]}, ErrorCode.BAD_FIELD),
+        ({"type": "send", "id": 4, "payload": good_payload}, ErrorCode.MISSING_FIELD),
+        ({"type": "send", "id": 5, "group_id": group}, ErrorCode.MISSING_FIELD),
+        ({"type": "send", "id": 6, "group_id": 17, "payload": good_payload}, ErrorCode.BAD_FIELD),
+        ({"type": "send", "id": 7, "group_id": group, "payload": "not base64!"}, ErrorCode.BAD_FIELD),
+        ({"type": "send", "id": 8, "group_id": group, "payload": good_payload, "recipient": 5}, ErrorCode.BAD_FIELD),
+        ({"type": "history", "id": 9, "group_id": group, "limit": "ten"}, ErrorCode.BAD_FIELD),
+        ({"type": "history", "id": 10, "group_id": group, "limit": 0}, ErrorCode.BAD_LIMIT),
+        ({"type": "history", "id": 11, "group_id": group, "direction": "sideways"}, ErrorCode.BAD_DIRECTION),
+        ({"type": "history", "id": 12, "group_id": group, "cursor": "no-such-cursor"}, ErrorCode.MALFORMED_CURSOR),
+        ({"type": "ack", "id": 13, "ids": "01H0000000000000000000000"}, ErrorCode.BAD_FIELD),
+        ({"type": "ack", "id": 14}, ErrorCode.MISSING_FIELD),
+        ({"type": "read", "id": 15, "ids": [1, 2]}, ErrorCode.BAD_FIELD),
+        ({"type": "key_package_publish", "id": 16, "key_packages": ["AAAA"]}, ErrorCode.INVALID_KEY_PACKAGE),
+        ({"type": "key_package_fetch", "id": 17}, ErrorCode.MISSING_FIELD),
+        ({"type": "key_package_fetch", "id": 18, "installation": "ab"}, ErrorCode.BAD_INSTALLATION),
+        ({"type": "join", "id": 19, "group_id": "XYZ"}, ErrorCode.BAD_GROUP_ID),
         (
             {"type": "send", "id": 20, "group_id": group, "payload": base64.b64encode(b"junk").decode()},
-            "malformed_payload",
+            ErrorCode.MALFORMED_PAYLOAD,
         ),
-        ({"type": "send", "id": 21, "group_id": foreign, "payload": good_payload}, "wrong_group"),
-        ({"type": "send", "id": 22, "group_id": group, "payload": big_payload}, "payload_too_large"),
-        ({"type": "send", "id": 23, "group_id": foreign, "payload": _payload(foreign)}, "not_a_member"),
-        ({"type": "history", "id": 24, "group_id": foreign}, "not_a_member"),
-        ({"type": "hello", "id": 25, "installation": "00" * 32, "signature": "00" * 64}, "already_authenticated"),
-        ({"type": "identity_publish", "id": 27, "binding": "AAAA"}, "missing_field"),
-        ({"type": "identity_publish", "id": 28, "address": ADDRESS}, "missing_field"),
-        ({"type": "identity_publish", "id": 29, "address": 5, "binding": "AAAA"}, "bad_field"),
-        ({"type": "identity_publish", "id": 30, "address": ADDRESS, "binding": "not base64!"}, "bad_field"),
-        ({"type": "identity_publish", "id": 31, "address": "0x12", "binding": "AAAA"}, "bad_address"),
+        ({"type": "send", "id": 21, "group_id": foreign, "payload": good_payload}, ErrorCode.WRONG_GROUP),
+        ({"type": "send", "id": 22, "group_id": group, "payload": big_payload}, ErrorCode.PAYLOAD_TOO_LARGE),
+        ({"type": "send", "id": 23, "group_id": foreign, "payload": _payload(foreign)}, ErrorCode.NOT_A_MEMBER),
+        ({"type": "history", "id": 24, "group_id": foreign}, ErrorCode.NOT_A_MEMBER),
+        (
+            {"type": "hello", "id": 25, "installation": "00" * 32, "signature": "00" * 64},
+            ErrorCode.ALREADY_AUTHENTICATED,
+        ),
+        ({"type": "identity_publish", "id": 27, "binding": "AAAA"}, ErrorCode.MISSING_FIELD),
+        ({"type": "identity_publish", "id": 28, "address": ADDRESS}, ErrorCode.MISSING_FIELD),
+        ({"type": "identity_publish", "id": 29, "address": 5, "binding": "AAAA"}, ErrorCode.BAD_FIELD),
+        ({"type": "identity_publish", "id": 30, "address": ADDRESS, "binding": "not base64!"}, ErrorCode.BAD_FIELD),
+        ({"type": "identity_publish", "id": 31, "address": "0x12", "binding": "AAAA"}, ErrorCode.BAD_ADDRESS),
         (
             {"type": "identity_publish", "id": 32, "address": "0x" + ADDRESS[2:].swapcase(), "binding": "AAAA"},
-            "bad_address",
+            ErrorCode.BAD_ADDRESS,
         ),
-        ({"type": "identity_publish", "id": 33, "address": ADDRESS, "binding": ""}, "bad_binding"),
+        ({"type": "identity_publish", "id": 33, "address": ADDRESS, "binding": ""}, ErrorCode.BAD_BINDING),
         (
             {"type": "identity_publish", "id": 34, "address": ADDRESS, "binding": frames.b64(b"x" * 1025)},
-            "binding_too_large",
+            ErrorCode.BINDING_TOO_LARGE,
         ),
-        ({"type": "identity_fetch", "id": 35}, "missing_field"),
-        ({"type": "identity_fetch", "id": 36, "address": "alice"}, "bad_address"),
-        ({"type": "welcomes", "id": 37, "cursor": "no-such-cursor"}, "malformed_cursor"),
-        ({"type": "welcomes", "id": 38, "cursor": "12.01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "unknown_cursor"),
-        ({"type": "welcomes", "id": 39, "cursor": 12}, "bad_field"),
-        ({"type": "welcomes", "id": 40, "limit": 201}, "bad_limit"),
-        ({"type": "welcomes", "id": 41, "limit": "ten"}, "bad_field"),
-        ("x" * (MAX_FRAME + 1), "frame_too_large"),
-        (json.dumps({"type": "send", "id": 26, "group_id": group, "payload": "A" * MAX_FRAME}), "frame_too_large"),
+        ({"type": "identity_fetch", "id": 35}, ErrorCode.MISSING_FIELD),
+        ({"type": "identity_fetch", "id": 36, "address": "alice"}, ErrorCode.BAD_ADDRESS),
+        ({"type": "welcomes", "id": 37, "cursor": "no-such-cursor"}, ErrorCode.MALFORMED_CURSOR),
+        ({"type": "welcomes", "id": 38, "cursor": "12.01ARZ3NDEKTSV4RRFFQ69G5FAV"}, ErrorCode.UNKNOWN_CURSOR),
+        ({"type": "welcomes", "id": 39, "cursor": 12}, ErrorCode.BAD_FIELD),
+        ({"type": "welcomes", "id": 40, "limit": 201}, ErrorCode.BAD_LIMIT),
+        ({"type": "welcomes", "id": 41, "limit": "ten"}, ErrorCode.BAD_FIELD),
+        ("x" * (MAX_FRAME + 1), ErrorCode.FRAME_TOO_LARGE),
+        (
+            json.dumps({"type": "send", "id": 26, "group_id": group, "payload": "A" * MAX_FRAME}),
+            ErrorCode.FRAME_TOO_LARGE,
+        ),
     ]
 
     async def scenario() -> list[tuple[dict[str, object], dict[str, object]]]:
@@ -223,10 +230,10 @@ def test_every_malformed_request_has_its_own_code_changes_nothing_and_leaves_the
         if isinstance(frame, dict) and isinstance(frame.get("id"), int):
             assert refused["id"] == frame["id"]  # the reply names the request it refuses
         assert still_fine["type"] == "history_page", still_fine
-    too_large: dict[str, Any] = answers[[code for _, code in cases].index("payload_too_large")][0]
+    too_large: dict[str, Any] = answers[[code for _, code in cases].index(ErrorCode.PAYLOAD_TOO_LARGE)][0]
     assert (too_large["limit"], too_large["allowed"]) == ("max_payload_bytes", MAX_PAYLOAD)
     assert too_large["value"] > MAX_PAYLOAD
-    big_binding: dict[str, Any] = answers[[code for _, code in cases].index("binding_too_large")][0]
+    big_binding: dict[str, Any] = answers[[code for _, code in cases].index(ErrorCode.BINDING_TOO_LARGE)][0]
     assert (big_binding["limit"], big_binding["value"], big_binding["allowed"]) == ("max_binding_bytes", 1025, 1024)
     assert stored_count(server.db) == before  # no refused request stored anything
     assert directory(server.db) == bound
@@ -282,13 +289,13 @@ def test_every_request_type_through_the_client(server) -> None:
             assert fetched and await bob_client.key_package_fetch(alice.id) != fetched
             with pytest.raises(ServerError) as none_left:
                 await bob_client.key_package_fetch(alice.id)
-            assert none_left.value.code == "no_key_package"
+            assert none_left.value.code == ErrorCode.NO_KEY_PACKAGE
 
             left = await bob_client.leave(group)
             assert (left.member, left.changed) == (False, True)
             with pytest.raises(ServerError) as gone:
                 await bob_client.history(group)
-            assert gone.value.code == "not_a_member"
+            assert gone.value.code == ErrorCode.NOT_A_MEMBER
         finally:
             await alice_client.close()
             await bob_client.close()
@@ -314,10 +321,10 @@ def test_the_identity_directory_through_the_client(server) -> None:
             bound = directory(server.db)
             with pytest.raises(ServerError) as other_account:
                 await one.identity_publish("0x" + "34" * 20, b"first's other account")
-            assert other_account.value.code == "installation_bound"
+            assert other_account.value.code == ErrorCode.INSTALLATION_BOUND
             with pytest.raises(ServerError) as too_many:
                 await three.identity_publish(ADDRESS, b"third's binding")
-            assert too_many.value.code == "too_many_installations"
+            assert too_many.value.code == ErrorCode.TOO_MANY_INSTALLATIONS
             assert too_many.value.details == {
                 "limit": "max_installations_per_address",
                 "value": MAX_INSTALLATIONS + 1,

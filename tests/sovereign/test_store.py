@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core import eventlog
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, PENDING, PROPOSAL, READ, WELCOME
 from protocols.sovereign import errors
 from tests.sovereign.conftest import seat
@@ -177,13 +178,15 @@ def test_every_refusal_changes_nothing(make_store) -> None:
         store.send(bob.installation, group.gid, group.application(bob, str(n)))
     head = eventlog.head(store.app.db)
     attempts = {
-        "rate_limited": lambda: store.send(bob.installation, group.gid, group.application(bob, "one too many")),
-        "payload_too_large": lambda: store.send(bob.installation, group.gid, group.application(bob, "x" * 5000)),
-        "wrong_group": lambda: store.send(bob.installation, other.gid, group.application(bob)),
-        "malformed_payload": lambda: store.send(bob.installation, group.gid, b"\x00\x01\x00\x09not mls"),
-        "not_a_member": lambda: store.send(other.creator.installation, group.gid, group.application(bob)),
-        "bad_installation": lambda: store.send("not hex", group.gid, group.application(bob)),
-        "bad_group_id": lambda: store.send(bob.installation, "XYZ", group.application(bob)),
+        ErrorCode.RATE_LIMITED: lambda: store.send(bob.installation, group.gid, group.application(bob, "one too many")),
+        ErrorCode.PAYLOAD_TOO_LARGE: lambda: store.send(
+            bob.installation, group.gid, group.application(bob, "x" * 5000)
+        ),
+        ErrorCode.WRONG_GROUP: lambda: store.send(bob.installation, other.gid, group.application(bob)),
+        ErrorCode.MALFORMED_PAYLOAD: lambda: store.send(bob.installation, group.gid, b"\x00\x01\x00\x09not mls"),
+        ErrorCode.NOT_A_MEMBER: lambda: store.send(other.creator.installation, group.gid, group.application(bob)),
+        ErrorCode.BAD_INSTALLATION: lambda: store.send("not hex", group.gid, group.application(bob)),
+        ErrorCode.BAD_GROUP_ID: lambda: store.send(bob.installation, "XYZ", group.application(bob)),
     }
     for code, attempt in attempts.items():
         with pytest.raises(errors.SovereignError) as refused:
@@ -194,7 +197,7 @@ def test_every_refusal_changes_nothing(make_store) -> None:
     with pytest.raises(errors.TooManyGroups) as refused:
         store.join(alice.installation, Group(1).gid)
     assert (refused.value.code, refused.value.limit, refused.value.value) == (
-        "too_many_groups",
+        ErrorCode.TOO_MANY_GROUPS,
         "max_groups_per_user",
         3,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.delivery.records import WELCOME
 from protocols.sovereign import errors, history
 from tests.sovereign.conftest import seat
@@ -116,7 +117,7 @@ def test_cursors_and_limits_are_checked_as_for_history(store, welcomed) -> None:
     ):
         with pytest.raises(error) as refused:
             store.welcomes(bob.installation, cursor=cursor)
-        assert refused.value.code in ("malformed_cursor", "unknown_cursor")
+        assert refused.value.code in (ErrorCode.MALFORMED_CURSOR, ErrorCode.UNKNOWN_CURSOR)
     for limit in (0, 201, -1, "50", True):
         with pytest.raises(errors.BadLimit):
             store.welcomes(bob.installation, limit=limit)

@@ -21,6 +21,7 @@ from typing import Any, cast
 import pytest
 
 from protocols import xmtp
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import queries
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership
 from protocols.xmtp.listen import Listener
@@ -182,7 +183,7 @@ def test_an_old_commit_replayed_without_a_number_does_not_strand_the_member(
     with caplog.at_level(logging.WARNING, logger="tessera.xmtp.sync"):
         bob.settle()
         honest_syncs(bob)
-    assert any("unknown_cursor" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    assert any(ErrorCode.UNKNOWN_CURSOR in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
     alice.sync()
     assert_caught_up(bob, alice, group, [*said, "b1"])
     assert [row.state for row in bob.intents() if row.kind is IntentKind.SEND_MESSAGE] == [IntentState.COMMITTED]
@@ -200,7 +201,7 @@ def test_a_cursor_the_server_expired_restarts_the_topic(
     said = talk_while_bob_is_away(alice, carol, group)
     with caplog.at_level(logging.WARNING, logger="tessera.xmtp.sync"):
         bob.sync()
-    assert any("unknown_cursor" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(ErrorCode.UNKNOWN_CURSOR in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     assert_caught_up(bob, alice, group, ["before", *said])
 
 
@@ -222,7 +223,7 @@ def test_a_welcome_cursor_the_server_does_not_know_restarts_the_welcomes(
     alice.publish()
     with caplog.at_level(logging.WARNING, logger="tessera.xmtp.sync"):
         bob.sync()
-    assert any("unknown_cursor" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(ErrorCode.UNKNOWN_CURSOR in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     with bob.app.db.read():
         found = queries.group(bob.app.db, second)
     assert found is not None and found.membership is Membership.PENDING

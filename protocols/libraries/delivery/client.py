@@ -39,6 +39,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.codes import ErrorCode, read_code
 from protocols.libraries.delivery.records import (
     HistoryPage,
     Identity,
@@ -55,11 +56,15 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_INBOX = 10_000
 
 
-class ServerError(Exception):
-    """The server refused a request; ``code`` is its error code, ``details`` any further fields
-    (a limit error's ``limit``, ``value`` and ``allowed``)."""
+#: The code of a refusal this client makes itself: the server did not speak the protocol.
+UNEXPECTED_FRAME = "unexpected_frame"
 
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None):
+
+class ServerError(Exception):
+    """The server refused a request; ``code`` is its error code (see :func:`~.codes.read_code`), ``details``
+    any further fields (a limit error's ``limit``, ``value`` and ``allowed``)."""
+
+    def __init__(self, code: ErrorCode | str, message: str, details: dict[str, Any] | None = None):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -98,6 +103,12 @@ class MembershipChange:
     group_id: str
     member: bool
     changed: bool
+
+
+def server_error(frame: dict[str, Any]) -> ServerError:
+    """The refusal an ``error`` frame carries, its code read as an :class:`~.codes.ErrorCode` member."""
+    details = {k: v for k, v in frame.items() if k not in ("type", "id", "code", "message")}
+    return ServerError(read_code(str(frame.get("code", UNEXPECTED_FRAME))), frame.get("message", ""), details)
 
 
 def message_from_json(data: dict[str, Any]) -> StoredMessage:
@@ -155,7 +166,7 @@ class Client:
             async with asyncio.timeout(self.timeout):
                 challenge = json.loads(await ws.recv())
                 if challenge.get("type") != frames.CHALLENGE:
-                    raise ServerError("unexpected_frame", f"expected a challenge, got {challenge.get('type')!r}")
+                    raise ServerError(UNEXPECTED_FRAME, f"expected a challenge, got {challenge.get('type')!r}")
                 nonce = bytes.fromhex(challenge["nonce"])
                 signature = self.signing_key.sign(frames.signed_message(nonce)).signature
                 hello = {"type": frames.HELLO, "installation": self.installation, "signature": signature.hex()}
@@ -166,7 +177,7 @@ class Client:
             raise
         if ready.get("type") == frames.ERROR:
             await ws.close()
-            raise ServerError(ready.get("code", "error"), ready.get("message", ""))
+            raise server_error(ready)
         self.max_frame_bytes = ready.get("max_frame_bytes", 0)
         self.max_payload_bytes = ready.get("max_payload_bytes", 0)
         self._ws = ws
@@ -242,7 +253,7 @@ class Client:
             if not future.done():
                 future.set_result(frame)
         elif kind == frames.ERROR:
-            error = ServerError(frame.get("code", "error"), frame.get("message", ""))
+            error = server_error(frame)
             log.warning("the server sent an error no request waits for: %s", error)
             self.unmatched_errors.append(error)
 
@@ -275,7 +286,7 @@ class Client:
         text = frames.encode({"type": request_type, "id": request_id, **fields})
         if self.max_frame_bytes and frames.text_bytes(text) > self.max_frame_bytes:
             raise ServerError(
-                frames.FRAME_TOO_LARGE,
+                ErrorCode.FRAME_TOO_LARGE,
                 f"the request is {frames.text_bytes(text)} bytes; the server takes at most {self.max_frame_bytes}",
             )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -291,8 +302,7 @@ class Client:
             if future.done() and not future.cancelled():
                 future.exception()  # the reader may have failed it while the send failed: it is seen
         if reply.get("type") == frames.ERROR:
-            details = {k: v for k, v in reply.items() if k not in ("type", "id", "code", "message")}
-            raise ServerError(reply.get("code", "error"), reply.get("message", ""), details)
+            raise server_error(reply)
         return reply
 
     async def send(self, group_id: str, payload: bytes, *, recipient: str | None = None) -> SendReceipt:
@@ -311,7 +321,7 @@ class Client:
         )
 
     async def history(
-        self, group_id: str, *, cursor: str | None = None, limit: int = 50, direction: str = "backward"
+        self, group_id: str, *, cursor: str | None = None, limit: int = 50, direction: str = frames.Direction.BACKWARD
     ) -> HistoryPage:
         """A page of the group's history: ``backward`` (older than ``cursor``, newest page first) or ``forward``."""
         reply = await self.request("history", group_id=group_id, cursor=cursor, limit=limit, direction=direction)

@@ -1,4 +1,4 @@
-"""The wire format of ``tessera serve``: JSON text frames, their fields, and the error codes.
+"""The wire format of ``tessera serve``: JSON text frames and their fields (the error codes are in :mod:`.codes`).
 
 Both ends use this module: the server to read requests and build replies,
 :mod:`protocols.libraries.delivery.client` to build requests and sign the challenge.
@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+
+from protocols.libraries.delivery.codes import ErrorCode
 
 #: What a client signs to prove its installation key: this label, then the challenge's nonce bytes.
 AUTH_LABEL: Final = b"tessera-serve-auth-v1\x00"
@@ -49,18 +52,13 @@ REPLY_TYPES: Final[Mapping[str, str]] = {
 #: Every frame type a client may send.
 REQUEST_TYPES: Final = frozenset({HELLO, *REPLY_TYPES})
 
-# --- error codes the server itself gives (the store's own codes come from protocols.sovereign.errors) --
 
-MALFORMED_JSON: Final = "malformed_json"
-UNKNOWN_TYPE: Final = "unknown_type"
-MISSING_FIELD: Final = "missing_field"
-BAD_FIELD: Final = "bad_field"
-FRAME_TOO_LARGE: Final = "frame_too_large"
-UNAUTHENTICATED: Final = "unauthenticated"
-AUTH_FAILED: Final = "auth_failed"
-ALREADY_AUTHENTICATED: Final = "already_authenticated"
-UNAVAILABLE: Final = "unavailable"
-INTERNAL_ERROR: Final = "internal_error"
+class Direction(enum.StrEnum):
+    """A ``history`` request's ``direction``: pages of older messages (the default) or of newer ones."""
+
+    BACKWARD = "backward"
+    FORWARD = "forward"
+
 
 #: Close codes (RFC 6455 section 7.4.1) and why the server uses each.
 CLOSE_GOING_AWAY: Final = 1001  # the server is shutting down
@@ -70,7 +68,7 @@ CLOSE_POLICY_VIOLATION: Final = 1008  # failed authentication, or a send queue t
 class RequestError(Exception):
     """A request the server refuses before it reaches the store; ``code`` is the wire error code."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: ErrorCode, message: str):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -87,17 +85,17 @@ def encode(frame: Mapping[str, Any]) -> str:
 def decode(text: str | bytes) -> dict[str, Any]:
     """The JSON object in a text frame; :class:`RequestError` (``malformed_json``) for anything else."""
     if isinstance(text, bytes):
-        raise RequestError(MALFORMED_JSON, "frames are JSON text; binary frames are not accepted")
+        raise RequestError(ErrorCode.MALFORMED_JSON, "frames are JSON text; binary frames are not accepted")
     try:
         frame = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise RequestError(MALFORMED_JSON, f"the frame is not JSON: {exc}") from None
+        raise RequestError(ErrorCode.MALFORMED_JSON, f"the frame is not JSON: {exc}") from None
     if not isinstance(frame, dict):
-        raise RequestError(MALFORMED_JSON, f"a frame is a JSON object, got {type(frame).__name__}")
+        raise RequestError(ErrorCode.MALFORMED_JSON, f"a frame is a JSON object, got {type(frame).__name__}")
     return frame
 
 
-def error_frame(code: str, message: str, request_id: object = None, **details: object) -> dict[str, Any]:
+def error_frame(code: ErrorCode, message: str, request_id: object = None, **details: object) -> dict[str, Any]:
     """An ``error`` frame; ``request_id`` is the failed request's id (None when it could not be read)."""
     frame: dict[str, Any] = {"type": ERROR}
     if request_id is not None:
@@ -127,14 +125,14 @@ def request_id(frame: Mapping[str, Any]) -> str | int | None:
     value = frame.get("id")
     if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
-    raise RequestError(BAD_FIELD, f"id must be a string or an integer, got {type(value).__name__}")
+    raise RequestError(ErrorCode.BAD_FIELD, f"id must be a string or an integer, got {type(value).__name__}")
 
 
 def _required(frame: Mapping[str, Any], name: str) -> object:
     if name not in frame or frame[name] is None:
         kind = frame.get("type")
         what = f"a {kind} request" if isinstance(kind, str) and name != "type" else "every frame"
-        raise RequestError(MISSING_FIELD, f"{what} needs the field {name!r}")
+        raise RequestError(ErrorCode.MISSING_FIELD, f"{what} needs the field {name!r}")
     return frame[name]
 
 
@@ -142,7 +140,7 @@ def text(frame: Mapping[str, Any], name: str) -> str:
     """Field ``name``, a string."""
     value = _required(frame, name)
     if not isinstance(value, str):
-        raise RequestError(BAD_FIELD, f"{name} must be a string, got {type(value).__name__}")
+        raise RequestError(ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -157,7 +155,7 @@ def integer(frame: Mapping[str, Any], name: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(BAD_FIELD, f"{name} must be an integer, got {type(value).__name__}")
+        raise RequestError(ErrorCode.BAD_FIELD, f"{name} must be an integer, got {type(value).__name__}")
     return value
 
 
@@ -165,7 +163,7 @@ def text_list(frame: Mapping[str, Any], name: str) -> list[str]:
     """Field ``name`` as a list of strings."""
     value = _required(frame, name)
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise RequestError(BAD_FIELD, f"{name} must be a list of strings")
+        raise RequestError(ErrorCode.BAD_FIELD, f"{name} must be a list of strings")
     return value
 
 
@@ -183,7 +181,7 @@ def _unbase64(value: str, name: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise RequestError(BAD_FIELD, f"{name} must be standard base64") from None
+        raise RequestError(ErrorCode.BAD_FIELD, f"{name} must be standard base64") from None
 
 
 def hex_field(frame: Mapping[str, Any], name: str, size: int) -> bytes:
@@ -192,7 +190,9 @@ def hex_field(frame: Mapping[str, Any], name: str, size: int) -> bytes:
     try:
         data = bytes.fromhex(value)
     except ValueError:
-        raise RequestError(BAD_FIELD, f"{name} must be hex") from None
+        raise RequestError(ErrorCode.BAD_FIELD, f"{name} must be hex") from None
     if len(data) != size:
-        raise RequestError(BAD_FIELD, f"{name} must be {size} bytes ({2 * size} hex characters), got {len(data)}")
+        raise RequestError(
+            ErrorCode.BAD_FIELD, f"{name} must be {size} bytes ({2 * size} hex characters), got {len(data)}"
+        )
     return data

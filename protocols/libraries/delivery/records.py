@@ -10,6 +10,8 @@ import attrs
 
 APPLICATION, COMMIT, WELCOME, PROPOSAL = 0, 1, 2, 3
 MESSAGE_TYPES = {APPLICATION: "application", COMMIT: "commit", WELCOME: "welcome", PROPOSAL: "proposal"}
+#: A group message's message type by its MLS content type (``mls.MessageHeader.content_type``).
+BY_CONTENT_TYPE = {name: code for code, name in MESSAGE_TYPES.items() if code != WELCOME}
 PENDING, DELIVERED, READ = 0, 1, 2
 
 

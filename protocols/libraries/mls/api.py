@@ -43,6 +43,7 @@ from .messages import (
     Add,
     BasicCredential,
     Capabilities,
+    ContentType,
     Credential,
     Extension,
     GroupContextExtensions,
@@ -579,13 +580,22 @@ def _updated_credentials(state: GroupState, received: CommitMessage) -> list[str
 # --- the cleartext header ------------------------------------------------------------------
 
 
+#: A group message's content type as :class:`MessageHeader` names it (RFC 9420's names, in lower case).
+ContentTypeName = Literal["application", "proposal", "commit"]
+_CONTENT_TYPE_NAMES: dict[ContentType, ContentTypeName] = {
+    ContentType.APPLICATION: "application",
+    ContentType.PROPOSAL: "proposal",
+    ContentType.COMMIT: "commit",
+}
+
+
 @attrs.frozen
 class MessageHeader:
     """The cleartext part of a group message: its group, epoch and content type."""
 
     group_id: bytes
     epoch: int
-    content_type: str  # "application" | "proposal" | "commit"
+    content_type: ContentTypeName
 
 
 def peek(message: bytes) -> MessageHeader:
@@ -594,9 +604,9 @@ def peek(message: bytes) -> MessageHeader:
     inner = decoded.message
     if isinstance(inner, PublicMessage):
         content = inner.content
-        return MessageHeader(content.group_id, content.epoch, content.content_type.name.lower())
+        return MessageHeader(content.group_id, content.epoch, _CONTENT_TYPE_NAMES[content.content_type])
     if isinstance(inner, PrivateMessage):
-        return MessageHeader(inner.group_id, inner.epoch, inner.content_type.name.lower())
+        return MessageHeader(inner.group_id, inner.epoch, _CONTENT_TYPE_NAMES[inner.content_type])
     raise InvalidMessage(f"a {decoded.wire_format.name.lower()} is not a group message")
 
 

@@ -10,7 +10,7 @@ import click
 from core.state import ProtocolState
 from protocols.marmot.cli.publish import publish_now, timeout_option
 from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import inbox, key_packages
 from protocols.marmot.wire import nip19

@@ -15,7 +15,7 @@ from typing import Any
 from core.records import StoredEvent
 from protocols.marmot import facts
 from protocols.marmot.cli.support import short_key
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.wire import rumors
 
 Line = Callable[[dict[str, Any]], str]

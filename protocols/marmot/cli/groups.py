@@ -30,15 +30,16 @@ from protocols.marmot.cli.support import (
     short_key,
 )
 from protocols.marmot.commands.groups import NotAnAdmin
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
+from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.wire import group_data, nip19
 
 _PENDING_WELCOMES = (
     "SELECT welcome_id, received_at_ms, sender, gid, data FROM marmot_welcomes "
-    "WHERE state = 'pending' ORDER BY received_at_ms, welcome_id"
+    "WHERE state = ? ORDER BY received_at_ms, welcome_id"  # WelcomeState.PENDING
 )
 
 
@@ -182,7 +183,7 @@ def list_welcomes(obj: Any, as_json: bool) -> None:
     """List pending invitations (accept or decline them by id)."""
     app = obj.app()
     with app.db.read():
-        rows = app.db.all(_PENDING_WELCOMES)
+        rows = app.db.all(_PENDING_WELCOMES, (WelcomeState.PENDING,))
     pending = [
         {"id": welcome_id, "received_at_ms": received, "sender": sender, "group": gid.hex(), **_invitation(data)}
         for welcome_id, received, sender, gid, data in rows

@@ -22,7 +22,7 @@ from protocols.marmot import simulate as sim
 from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import StateKeyMissing
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState, OuterState

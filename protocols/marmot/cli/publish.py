@@ -18,10 +18,12 @@ from typing import Any
 import attrs
 import click
 
+from core import queues
 from core.errors import LeaseHeld
+from core.records import ItemSource
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.support import OptionDecorator
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.relays import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_S, LiveOptions, PublishReport, RelayTransport
 from protocols.marmot.transport import nostr_transport
 
@@ -34,13 +36,6 @@ timeout_option: OptionDecorator = click.option(
     show_default=True,
     type=click.IntRange(0, 3600),
     help="Seconds to spend publishing now (0: only queue it for `tessera tick`).",
-)
-
-_WAITING = (
-    "SELECT attempts, coalesce(last_error, '') FROM outgoing WHERE protocol = ? AND status = 'pending' ORDER BY id"
-)
-_PARKED = (
-    "SELECT id, reason FROM parked WHERE protocol = ? AND source = 'outgoing' AND last_failed_at_ms >= ? ORDER BY id"
 )
 
 
@@ -132,11 +127,11 @@ def publish_now(app: Any, timeout_s: int) -> PublishSummary:
             except LeaseHeld:
                 daemon_running = True
     with app.db.read():
-        waiting = app.db.all(_WAITING, (PROTOCOL,))
-        parked = app.db.all(_PARKED, (PROTOCOL, started_ms))
+        waiting = queues.pending_outgoing(app.db, PROTOCOL)
+        parked = queues.parked_since(app.db, PROTOCOL, ItemSource.OUTGOING, started_ms)
     return PublishSummary(
         published=tuple(_published(recorder.reports)),
-        waiting=tuple({"attempts": attempts, "error": error} for attempts, error in waiting),
+        waiting=tuple({"attempts": tries.attempts, "error": tries.last_error} for tries in waiting),
         parked=tuple({"id": parked_id, "reason": reason} for parked_id, reason in parked),
         daemon_running=daemon_running,
     )

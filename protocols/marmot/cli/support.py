@@ -11,7 +11,7 @@ from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
 from protocols.marmot.errors import GroupNotFound
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
 from protocols.marmot.relays import normalise_relay_url
 from protocols.marmot.state.store import route_of

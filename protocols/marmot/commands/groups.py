@@ -194,7 +194,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
         facts.Outer(loaded.gid, event),
         loaded.meta.generation,
         epoch=state.epoch,
-        action="leave",
+        action=facts.ChangeAction.LEAVE,
         digest=hashlib.sha256(message).hexdigest(),
     )
     intents = [
@@ -225,7 +225,9 @@ def _commit(
     digest = hashlib.sha256(result.message).hexdigest()
     now = ctx.now_ms // 1000
     wraps = _welcome_wraps(me, result, add, group_data.read(result.new_state).relays, inboxes or {}, now)
-    action = "invite" if add else "remove" if remove else "self_update"
+    action = (
+        facts.ChangeAction.INVITE if add else facts.ChangeAction.REMOVE if remove else facts.ChangeAction.SELF_UPDATE
+    )
     detail = {"added": [p.author for p in add], "removed": list(remove), "digest": digest}
     if _alone(state):  # nobody else could read the commit: merge now, send the welcomes now
         intents: list[Intent] = [

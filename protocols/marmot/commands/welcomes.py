@@ -19,6 +19,7 @@ from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.commands.groups import joined
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages, store
 from protocols.marmot.state.store import SealedValues
@@ -32,7 +33,8 @@ def _pending(ctx: Any, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
     if not isinstance(welcome_id, str) or not welcome_id:
         raise InvalidInput("name the invitation by its id (`tessera marmot welcomes` lists them)")
     row = ctx.db.one(
-        "SELECT data FROM marmot_welcomes WHERE welcome_id = ? AND state = 'pending'", (welcome_id.lower(),)
+        "SELECT data FROM marmot_welcomes WHERE welcome_id = ? AND state = ?",
+        (welcome_id.lower(), WelcomeState.PENDING),
     )
     sealed = store.pending_welcome(SealedValues(ctx.state), welcome_id.lower())
     if row is None or sealed is None:

@@ -24,6 +24,7 @@ from core.records import Result
 from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
+from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key
 from protocols.marmot.processing.messages import mls_reason
@@ -35,12 +36,12 @@ def handle_on_branch(item: Item, branch: Branch, message: bytes) -> Result:
     try:
         header = mls.peek(message)
     except mls.MlsError:
-        return item.fail("invalid_message")
+        return item.fail(FailureReason.INVALID_MESSAGE)
     if header.group_id != branch.state.group_id:
-        return item.fail("wrong_group", epoch=header.epoch)
+        return item.fail(FailureReason.WRONG_GROUP, epoch=header.epoch)
     if header.epoch <= branch.epoch:
         # An epoch both branches share: its keys are the main chain's too, and the main chain let them go.
-        return item.fail("epoch_expired", epoch=header.epoch, content_type=header.content_type)
+        return item.fail(FailureReason.EPOCH_EXPIRED, epoch=header.epoch, content_type=header.content_type)
     if header.content_type == "commit":
         return _commit(item, branch, header, message)
     try:
@@ -53,9 +54,9 @@ def handle_on_branch(item: Item, branch: Branch, message: bytes) -> Result:
         try:
             rumor = rumors.decode(result.plaintext)
         except InvalidRumor as exc:
-            return item.fail("invalid_rumor", str(exc), epoch=result.epoch, content_type="application")
+            return item.fail(FailureReason.INVALID_RUMOR, str(exc), epoch=result.epoch, content_type="application")
         if rumor["pubkey"] != result.sender_credential:
-            return item.fail("sender_mismatch", epoch=result.epoch, content_type="application")
+            return item.fail(FailureReason.SENDER_MISMATCH, epoch=result.epoch, content_type="application")
         return _invalidated(item, result.epoch, "application", rumor=rumor)
     return _invalidated(item, header.epoch, header.content_type)
 
@@ -74,7 +75,7 @@ def _commit(item: Item, branch: Branch, header: mls.MessageHeader, message: byte
                 EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)),
             ]
     return item.fail(
-        "invalidated_branch",
+        FailureReason.INVALIDATED_BRANCH,
         f"commit on the branch that lost epoch {branch.epoch}",
         epoch=header.epoch,
         content_type="commit",
@@ -82,7 +83,7 @@ def _commit(item: Item, branch: Branch, header: mls.MessageHeader, message: byte
     )
 
 
-def _invalidated(item: Item, epoch: int, content_type: str, rumor: dict | None = None) -> Result:
+def _invalidated(item: Item, epoch: int, content_type: mls.ContentTypeName, rumor: dict | None = None) -> Result:
     return item.fact(
         facts.OUTER_INVALIDATED, intents=item.kept(epoch), epoch=epoch, content_type=content_type, rumor=rumor
     )

@@ -29,34 +29,41 @@ from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
 from core.records import Blocked, Event, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
+from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch
 from protocols.marmot.processing.messages import mls_reason
+from protocols.marmot.read.states import OuterState
 from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
 
+#: The states of an outer event whose message a rollback takes back (the last two parameters of the two below).
+_SHOWN = (OuterState.PROCESSED, OuterState.CREATED)
 # Outer events processed on the branch that just lost (epochs above the race).
 _INVALIDATED = (
-    "SELECT outer_id, rumor_id FROM marmot_processed WHERE gid = ? AND state IN ('Processed', 'Created') "
-    "AND epoch > ? ORDER BY outer_created_at, outer_id"
+    "SELECT outer_id, rumor_id FROM marmot_processed WHERE gid = ? AND epoch > ? AND state IN (?, ?) "
+    "ORDER BY outer_created_at, outer_id"
 )
 # A rumor also carried by an event below the race (a re-send) stays valid.
 _STILL_CARRIED = (
-    "SELECT 1 FROM marmot_processed WHERE gid = ? AND rumor_id = ? AND state IN ('Processed', 'Created') "
-    "AND epoch <= ? LIMIT 1"
+    "SELECT 1 FROM marmot_processed WHERE gid = ? AND rumor_id = ? AND epoch <= ? AND state IN (?, ?) LIMIT 1"
 )
+# Commits above the race (dead) and at it (lost); the last parameter is OuterState.PROCESSED_COMMIT.
 _DEAD_COMMITS = (
-    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND state = 'ProcessedCommit' AND epoch > ? "
+    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND epoch > ? AND state = ? "
     "ORDER BY outer_created_at, outer_id"
 )
 _LOST_COMMITS = (
-    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND state = 'ProcessedCommit' AND epoch = ? "
+    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND epoch = ? AND state = ? "
     "ORDER BY outer_created_at, outer_id"
 )
-# Decided on some branch above the race, in a way another branch might change.
+#: Failures another branch might undo: the reasons :data:`_RETRYABLE` binds after the two states.
+_RETRY_REASONS = tuple(sorted(facts.RETRYABLE_REASONS))
+# Decided on some branch above the race, in a way another branch might change: invalidated, or failed for one
+# of those reasons.
 _RETRYABLE = (
-    "SELECT outer_id, epoch FROM marmot_processed WHERE gid = ? AND epoch > ? AND (state = 'EpochInvalidated' "
-    f"OR (state = 'Failed' AND reason IN ({', '.join(repr(r) for r in sorted(facts.RETRYABLE_REASONS))}))) "
+    "SELECT outer_id, epoch FROM marmot_processed WHERE gid = ? AND epoch > ? AND (state = ? "
+    f"OR (state = ? AND reason IN ({', '.join('?' * len(_RETRY_REASONS))}))) "
     "ORDER BY outer_created_at, outer_id"
 )
 
@@ -65,7 +72,7 @@ def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Resu
     state = item.group.state
     epoch = header.epoch
     if not state.active:
-        return item.fail("not_a_member", epoch=epoch, content_type="commit")
+        return item.fail(FailureReason.NOT_A_MEMBER, epoch=epoch, content_type="commit")
     if epoch > state.epoch:
         return wait_for_epoch(item, state.epoch + 1, f"it commits epoch {epoch}, we are at {state.epoch}")
     digest = hashlib.sha256(message).hexdigest()
@@ -84,7 +91,7 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
     if not isinstance(result, mls.CommitApplied):
-        return item.fail("invalid_message", epoch=epoch, content_type="commit")
+        return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
     written = item.group.commit_applied(result.new_state, digest, item.outer)
     intents: list[Intent] = [
         *written.intents,
@@ -132,7 +139,9 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     record = meta.record(epoch)
     if record is None:
         why = "before we joined" if epoch < meta.joined_epoch else "outside the rollback window"
-        return item.fail("commit_too_old", f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit")
+        return item.fail(
+            FailureReason.COMMIT_TOO_OLD, f"commit for epoch {epoch} is {why}", epoch=epoch, content_type="commit"
+        )
     known = record.candidate(digest) is not None
     result: mls.CommitApplied | None = None
     if not known:
@@ -142,7 +151,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
         except mls.MlsError as exc:
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
-            return item.fail("invalid_message", epoch=epoch, content_type="commit")
+            return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
         result = processed
     updated = record.seen(digest, item.outer.cursor)
     if updated.winner.digest != record.applied:
@@ -160,7 +169,7 @@ def compete(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     if result is not None:
         intents.append(EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, item.group.state.epoch + 1)))
     return item.fail(
-        "commit_lost_race",
+        FailureReason.COMMIT_LOST_RACE,
         f"commit lost the race for epoch {epoch}",
         epoch=epoch,
         content_type="commit",
@@ -180,7 +189,7 @@ def rollback(
         except mls.MlsError as exc:  # validated when it became a candidate; the snapshot must have changed
             return item.fail(mls_reason(exc), epoch=epoch, content_type="commit")
         if not isinstance(processed, mls.CommitApplied):
-            return item.fail("invalid_message", epoch=epoch, content_type="commit")
+            return item.fail(FailureReason.INVALID_MESSAGE, epoch=epoch, content_type="commit")
         result = processed
     written, loser = old.rolled_back(result.new_state, record, winner, item.outer)
     generation = written.meta.generation
@@ -203,17 +212,19 @@ def _changes(item: Item, epoch: int, winner: Candidate) -> tuple[facts.Rollback,
     """How the rollback moves each event it touches, and the epoch of each event to decide again."""
     db, key = item.ctx.db, bytes.fromhex(item.outer.gid)
     invalidated, rumors = [], []
-    for outer_id, rumor_id in db.all(_INVALIDATED, (key, epoch)):
+    for outer_id, rumor_id in db.all(_INVALIDATED, (key, epoch, *_SHOWN)):
         invalidated.append(outer_id.hex())
-        if rumor_id is not None and db.one(_STILL_CARRIED, (key, rumor_id, epoch)) is None:
+        if rumor_id is not None and db.one(_STILL_CARRIED, (key, rumor_id, epoch, *_SHOWN)) is None:
             rumors.append(rumor_id.hex())
-    retry = {outer_id.hex(): at for outer_id, at in db.all(_RETRYABLE, (key, epoch))}
+    retryable = (key, epoch, OuterState.EPOCH_INVALIDATED, OuterState.FAILED, *_RETRY_REASONS)
+    retry = {outer_id.hex(): at for outer_id, at in db.all(_RETRYABLE, retryable)}
+    commits = (key, epoch, OuterState.PROCESSED_COMMIT)
     changes = facts.Rollback(
         invalidated=tuple(invalidated),
         invalidated_rumors=tuple(dict.fromkeys(rumors)),
-        lost_commits=tuple(o.hex() for (o,) in db.all(_LOST_COMMITS, (key, epoch))),
+        lost_commits=tuple(o.hex() for (o,) in db.all(_LOST_COMMITS, commits)),
         won_commits=tuple(w for w in winner.wrappers if w != item.outer.id),
-        dead_commits=tuple(o.hex() for (o,) in db.all(_DEAD_COMMITS, (key, epoch))),
+        dead_commits=tuple(o.hex() for (o,) in db.all(_DEAD_COMMITS, commits)),
         retryable=tuple(retry),
     )
     return changes, retry

@@ -31,7 +31,7 @@ from core.records import Blocked, Envelope, Result
 from protocols.libraries import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
+from protocols.marmot.facts import OWN_MESSAGE_ECHOED, PROTOCOL, FailureReason, Outer
 from protocols.marmot.processing import branches, commits, messages, welcomes
 from protocols.marmot.processing.item import (
     Item,
@@ -48,7 +48,6 @@ from protocols.marmot.state import store
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
-PROTOCOL = "marmot"
 GROUP_EVENT = "group_event"
 DUPLICATE_STATES = frozenset({OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED})
 
@@ -86,14 +85,14 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if seen is not None and seen.state in DUPLICATE_STATES:
         note(ctx, out, observe.DUPLICATE)
         return Result(duplicate=True)
-    if seen is not None and seen.state == "Failed":
+    if seen is not None and seen.state == OuterState.FAILED:
         note(ctx, out, observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
     loaded = store.load(ctx.state, gid)
     if loaded is None:
         return wait_for_group(ctx, out)
     item = Item(ctx, out, seen, loaded)
-    if seen is not None and seen.state == "Created":
+    if seen is not None and seen.state == OuterState.CREATED:
         # The processing record already proves it is ours; its key is gone anyway.
         return item.fact(OWN_MESSAGE_ECHOED, rumor_id=seen.rumor_id)
     return _open(item)
@@ -105,15 +104,15 @@ def _open(item: Item) -> Result | Blocked:
     try:
         opened = outer.open_content(state, content)
     except InvalidEnvelope:
-        return item.fail("malformed_payload")
+        return item.fail(FailureReason.MALFORMED_PAYLOAD)
     if opened is None:
         return _open_on_a_branch(item, content)
     try:
         header = mls.peek(opened[1])
     except mls.MlsError:
-        return item.fail("invalid_message", epoch=opened[0])
+        return item.fail(FailureReason.INVALID_MESSAGE, epoch=opened[0])
     if header.group_id != state.group_id:
-        return item.fail("wrong_group", epoch=header.epoch)
+        return item.fail(FailureReason.WRONG_GROUP, epoch=header.epoch)
     if header.content_type == "commit":
         return commits.handle_commit(item, header, opened[1])
     if header.epoch > state.epoch:
@@ -128,7 +127,9 @@ def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
             return branches.handle_on_branch(item, branch, opened[1])
     state = item.group.state
     if not state.active:
-        return item.fail("not_a_member", f"no key of epochs {epochs_text(state)} opens it and we were removed")
+        return item.fail(
+            FailureReason.NOT_A_MEMBER, f"no key of epochs {epochs_text(state)} opens it and we were removed"
+        )
     since = readable_since(item.group.meta)
     if since is not None and item.outer.created_at < since:
         return never_readable(item, f"no key of epochs {epochs_text(state)} opens it and it is dated before {since}")

@@ -49,11 +49,11 @@ class Item:
 
     def fail(
         self,
-        reason: str,
+        reason: facts.FailureReason,
         detail: str = "",
         *,
         epoch: int | None = None,
-        content_type: str | None = None,
+        content_type: mls.ContentTypeName | None = None,
         intents: tuple | list = (),
     ) -> Result:
         fact = facts.failed(self.outer, self.generation, reason, detail, epoch=epoch, content_type=content_type)

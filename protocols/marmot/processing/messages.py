@@ -20,6 +20,7 @@ from core.records import Blocked, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot.errors import InvalidRumor
+from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import Item, wait_for_epoch
 from protocols.marmot.transport import nostr_transport
@@ -42,34 +43,34 @@ def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Res
     except mls.WrongEpoch as exc:
         if exc.message_epoch > exc.state_epoch:
             return wait_for_epoch(item, exc.state_epoch + 1, f"it is for epoch {exc.message_epoch}")
-        return item.fail("epoch_expired", epoch=header.epoch, content_type=header.content_type)
+        return item.fail(FailureReason.EPOCH_EXPIRED, epoch=header.epoch, content_type=header.content_type)
     except mls.MlsError as exc:
         return item.fail(mls_reason(exc), epoch=header.epoch, content_type=header.content_type)
     if isinstance(result, mls.ApplicationReceived):
         return application(item, result)
     if isinstance(result, mls.ProposalReceived):
         return proposal(item, result)
-    return item.fail("invalid_message", epoch=header.epoch, content_type=header.content_type)
+    return item.fail(FailureReason.INVALID_MESSAGE, epoch=header.epoch, content_type=header.content_type)
 
 
-def mls_reason(exc: Exception) -> str:
+def mls_reason(exc: Exception) -> FailureReason:
     """The vocabulary word for an engine refusal (the exception text is never stored)."""
     for kind, reason in _MLS_REASONS:
         if isinstance(exc, kind):
             return reason
-    return "invalid_message"
+    return FailureReason.INVALID_MESSAGE
 
 
 _MLS_REASONS = (
-    (mls.KeyAlreadyUsed, "replayed"),
-    (mls.NotAMember, "not_a_member"),
-    (mls.DecryptionFailed, "undecryptable"),
-    (mls.InvalidSignature, "bad_signature"),
-    (rules.NoAdminLeft, "no_admin_left"),
-    (rules.IdentityChanged, "identity_changed"),
-    (mls.UnauthorizedCommit, "unauthorized_commit"),
-    (mls.ConfirmationMismatch, "confirmation_mismatch"),
-    (mls.WrongEpoch, "epoch_expired"),
+    (mls.KeyAlreadyUsed, FailureReason.REPLAYED),
+    (mls.NotAMember, FailureReason.NOT_A_MEMBER),
+    (mls.DecryptionFailed, FailureReason.UNDECRYPTABLE),
+    (mls.InvalidSignature, FailureReason.BAD_SIGNATURE),
+    (rules.NoAdminLeft, FailureReason.NO_ADMIN_LEFT),
+    (rules.IdentityChanged, FailureReason.IDENTITY_CHANGED),
+    (mls.UnauthorizedCommit, FailureReason.UNAUTHORIZED_COMMIT),
+    (mls.ConfirmationMismatch, FailureReason.CONFIRMATION_MISMATCH),
+    (mls.WrongEpoch, FailureReason.EPOCH_EXPIRED),
 )
 
 
@@ -79,9 +80,11 @@ def application(item: Item, received: mls.ApplicationReceived) -> Result:
     try:
         rumor = rumors.decode(received.plaintext)
     except InvalidRumor as exc:
-        return item.fail("invalid_rumor", str(exc), epoch=received.epoch, content_type="application", intents=keep)
+        return item.fail(
+            FailureReason.INVALID_RUMOR, str(exc), epoch=received.epoch, content_type="application", intents=keep
+        )
     if rumor["pubkey"] != received.sender_credential:
-        return item.fail("sender_mismatch", epoch=received.epoch, content_type="application", intents=keep)
+        return item.fail(FailureReason.SENDER_MISMATCH, epoch=received.epoch, content_type="application", intents=keep)
     if rumor["kind"] == rumors.DELETION_KIND:
         return deletion(item, rumor, received.epoch, keep)
     return item.fact(
@@ -110,9 +113,9 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
     for target in rumors.deletion_targets(rumor):
         known = item.history.rumor_record(target)
         if known is None:
-            effect = "pending"  # applied if the target arrives later from the same author
+            effect = facts.DeletionEffect.PENDING  # applied if the target arrives later from the same author
         else:
-            effect = "deleted" if known[1] == rumor["pubkey"] else "ignored"
+            effect = facts.DeletionEffect.DELETED if known[1] == rumor["pubkey"] else facts.DeletionEffect.IGNORED
         targets.append({"id": target, "effect": effect})
     return item.fact(
         facts.DELETION_RECEIVED,
@@ -133,13 +136,13 @@ def proposal(item: Item, received: mls.ProposalReceived) -> Result:
             received.kind,
             received.proposer_credential[:12],
         )
-        return _proposal_fact(item, received, "ignored", tuple(item.state_intents(state)))
+        return _proposal_fact(item, received, facts.ProposalAction.IGNORED, tuple(item.state_intents(state)))
     if received.kind == "self_remove" and mls.own_credential(state) in group_data.admins(state):
         return _auto_commit(item, received)
-    return _proposal_fact(item, received, "pending", tuple(item.state_intents(state)))
+    return _proposal_fact(item, received, facts.ProposalAction.PENDING, tuple(item.state_intents(state)))
 
 
-def _proposal_fact(item: Item, received: mls.ProposalReceived, action: str, intents: tuple) -> Result:
+def _proposal_fact(item: Item, received: mls.ProposalReceived, action: facts.ProposalAction, intents: tuple) -> Result:
     return item.fact(
         facts.PROPOSAL_RECEIVED,
         intents=(*intents, *item.kept(received.epoch)),
@@ -158,4 +161,6 @@ def _auto_commit(item: Item, received: mls.ProposalReceived) -> Result:
     event = outer.seal(received.new_state, committed.message, item.outer.route, item.ctx.now_ms // 1000)
     publish = nostr_transport.group_event_intent(received.new_state, event)  # the group's relays (loopback without any)
     # The pending state knows the commit; processing the echo with it applies it.
-    return _proposal_fact(item, received, "auto_committed", (*item.state_intents(committed.pending_state), publish))
+    return _proposal_fact(
+        item, received, facts.ProposalAction.AUTO_COMMITTED, (*item.state_intents(committed.pending_state), publish)
+    )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -33,10 +33,15 @@ from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
 from protocols.marmot.read.states import MessageState, OuterState
 
+if TYPE_CHECKING:
+    from protocols.libraries import mls
+
 PROCESSED_STATES = (OuterState.PROCESSED, OuterState.PROCESSED_COMMIT, OuterState.EPOCH_INVALIDATED)
 # Failures of authenticated commits (a branch lost): they count for the resume cursor.
-RACE_REASONS = ("commit_lost_race", "invalidated_branch")
+RACE_REASONS = (facts.FailureReason.COMMIT_LOST_RACE, facts.FailureReason.INVALIDATED_BRANCH)
 HIDDEN_BY_DEFAULT = (MessageState.EPOCH_INVALIDATED,)
+#: A deletion marks Deleted (the first) what is shown or deleted already; an invalidated rumor stays so.
+_DELETABLE = (MessageState.DELETED, MessageState.CREATED, MessageState.PROCESSED)
 
 _LOOKUP = (
     "SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
@@ -52,9 +57,11 @@ _MARK = (
     "ON CONFLICT(gid, outer_id) DO UPDATE SET state = excluded.state, content_type = excluded.content_type, "
     "epoch = excluded.epoch, rumor_id = excluded.rumor_id, rumor_pubkey = excluded.rumor_pubkey, "
     "reason = excluded.reason, detail = excluded.detail, raw = excluded.raw "
-    "WHERE marmot_processed.state = 'Retryable' "
-    "   OR (marmot_processed.state = 'Created' AND excluded.state = 'Processed')"
+    "WHERE marmot_processed.state = ?12 OR (marmot_processed.state = ?13 AND excluded.state = ?14)"
 )
+#: What a new outcome may overwrite (``_MARK``'s last parameters): anything over Retryable, and Processed over
+#: Created (our own message seen on a relay); every other record is final.
+_OVERWRITES = (OuterState.RETRYABLE, OuterState.CREATED, OuterState.PROCESSED)
 # Only ever forward: the stored cursor must be strictly older than the new one.
 _ADVANCE = (
     "UPDATE marmot_groups SET resume_created_at = ?, resume_id = ? "
@@ -68,11 +75,11 @@ _ADD_RUMOR = (
     "ON CONFLICT(gid, rumor_id) DO UPDATE SET outer_id = excluded.outer_id, "
     "outer_created_at = excluded.outer_created_at, epoch = excluded.epoch, state = excluded.state, "
     "deleted_epoch = excluded.deleted_epoch "
-    "WHERE marmot_messages.state = 'EpochInvalidated' AND excluded.state <> 'EpochInvalidated'"
+    "WHERE marmot_messages.state = ?13 AND excluded.state <> ?13"  # ?13: MessageState.EPOCH_INVALIDATED
 )
-# Deleted rows keep their content for a possible undo, but never show it.
+# Deleted rows keep their content for a possible undo, but never show it (the one parameter: MessageState.DELETED).
 _COLUMNS = (
-    "rumor_id, created_at, pubkey, kind, CASE WHEN state = 'Deleted' THEN '' ELSE content END, tags, "
+    "rumor_id, created_at, pubkey, kind, CASE WHEN state = ? THEN '' ELSE content END, tags, "
     "outer_id, outer_created_at, epoch, state"
 )
 
@@ -114,7 +121,7 @@ class GroupHistoryStore:
         outer: Cursor,
         state: OuterState,
         *,
-        content_type: str | None = None,
+        content_type: mls.ContentTypeName | None = None,
         epoch: int | None = None,
         rumor_id: str | None = None,
         rumor_pubkey: str | None = None,
@@ -137,6 +144,7 @@ class GroupHistoryStore:
                 reason,
                 detail,
                 raw,
+                *_OVERWRITES,
             ),
         )
         if state in PROCESSED_STATES or (state == OuterState.FAILED and reason in RACE_REASONS):
@@ -186,6 +194,7 @@ class GroupHistoryStore:
                 epoch,
                 state,
                 deleted_epoch if state == MessageState.DELETED else None,
+                MessageState.EPOCH_INVALIDATED,
             ),
         )
 
@@ -202,17 +211,16 @@ class GroupHistoryStore:
     def delete_rumor(self, rumor_id: str, pubkey: str, epoch: int) -> None:
         """Mark a rumor Deleted by its author's deletion of ``epoch`` (the earliest deletion counts)."""
         self.conn.execute(
-            "UPDATE marmot_messages SET state = 'Deleted', deleted_epoch = min(coalesce(deleted_epoch, ?1), ?1) "
-            "WHERE gid = ?2 AND rumor_id = ?3 AND pubkey = ?4 AND state IN ('Created', 'Processed', 'Deleted')",
-            (epoch, self.key, bytes.fromhex(rumor_id), pubkey),
+            "UPDATE marmot_messages SET state = ?5, deleted_epoch = min(coalesce(deleted_epoch, ?1), ?1) "
+            "WHERE gid = ?2 AND rumor_id = ?3 AND pubkey = ?4 AND state IN (?5, ?6, ?7)",
+            (epoch, self.key, bytes.fromhex(rumor_id), pubkey, *_DELETABLE),
         )
 
     def undelete_after(self, epoch: int) -> None:
         """Restore rumors whose deletions all came after ``epoch`` (a rollback dropped them)."""
         self.conn.execute(
-            "UPDATE marmot_messages SET state = 'Processed', deleted_epoch = NULL "
-            "WHERE gid = ? AND state = 'Deleted' AND deleted_epoch > ?",
-            (self.key, epoch),
+            "UPDATE marmot_messages SET state = ?, deleted_epoch = NULL WHERE gid = ? AND state = ? AND deleted_epoch > ?",
+            (MessageState.PROCESSED, self.key, MessageState.DELETED, epoch),
         )
 
     # --- reads -----------------------------------------------------------------
@@ -242,7 +250,7 @@ class GroupHistoryStore:
         """The ``limit`` newest rumors strictly older than ``until``, returned oldest first."""
         hidden = () if include_invalidated else HIDDEN_BY_DEFAULT
         where = ["gid = ?"] + ([f"state NOT IN ({_marks(hidden)})"] if hidden else [])
-        params: list[Any] = [self.key, *hidden]
+        params: list[Any] = [MessageState.DELETED, self.key, *hidden]
         if until is not None:
             where.append(older_sql("created_at", "rumor_id"))
             params += until.params()
@@ -279,7 +287,8 @@ class GroupHistoryStore:
                 handler(rumor)
 
         stops = [
-            runtime.subscribe(kind, deliver, protocol="marmot") for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
+            runtime.subscribe(kind, deliver, protocol=facts.PROTOCOL)
+            for kind in (facts.RUMOR_RECEIVED, facts.MESSAGE_SENT)
         ]
 
         def unsubscribe() -> None:

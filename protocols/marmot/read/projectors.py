@@ -15,15 +15,18 @@ counters through a ``last_seq`` guard, the resume cursor through a max.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.read.states import MessageState, OuterState
+from protocols.marmot.read.states import MessageState, OuterState, WelcomeState
 from protocols.marmot.wire import rumors
+
+if TYPE_CHECKING:
+    from protocols.libraries import mls
 
 
 def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:
@@ -68,7 +71,7 @@ def _mark_rumor_carrier(
     state: OuterState,
     rumor_id: str | None,
     rumor_pubkey: str | None,
-    content_type: str = "application",
+    content_type: mls.ContentTypeName = "application",
 ) -> None:
     """Record the outer event that carried a rumor (or, for ``rumor_id`` None, would have)."""
     _store(conn, event).mark_outer_event_processed(
@@ -128,7 +131,7 @@ def _proposal(conn: Any, event: StoredEvent) -> None:
     _store(conn, event).mark_outer_event_processed(
         _outer(event), OuterState.PROCESSED, content_type="proposal", epoch=d["epoch"]
     )
-    if d["action"] == "pending":
+    if d["action"] == facts.ProposalAction.PENDING:
         conn.execute(
             "INSERT INTO marmot_proposals(gid, ref, epoch, kind, proposer, subject, outer_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(gid, ref) DO NOTHING",
@@ -190,7 +193,10 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], OuterState.EPOCH_INVALIDATED, (OuterState.PROCESSED, OuterState.CREATED))
-    for commits, reason in (("lost_commits", "commit_lost_race"), ("dead_commits", "invalidated_branch")):
+    for commits, reason in (
+        ("lost_commits", facts.FailureReason.COMMIT_LOST_RACE),
+        ("dead_commits", facts.FailureReason.INVALIDATED_BRANCH),
+    ):
         store.set_outer_states(
             d.get(commits, ()),
             OuterState.FAILED,
@@ -218,7 +224,7 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
 def _change_published(conn: Any, event: StoredEvent) -> None:
     """Our proposal is ``Created`` like a message we sent, so its echo is recognised (commits are
     not: their echo is what applies them)."""
-    if event.data["action"] == "leave":
+    if event.data["action"] == facts.ChangeAction.LEAVE:
         _store(conn, event).mark_outer_event_processed(
             _outer(event), OuterState.CREATED, content_type="proposal", epoch=event.data["epoch"]
         )
@@ -233,7 +239,7 @@ def _merged_locally(conn: Any, event: StoredEvent) -> None:
 
 PROCESSED = Projector(
     name="marmot.processed",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_groups", "marmot_processed", "marmot_proposals", "marmot_deletions"),
     handlers={
         facts.GROUP_JOINED: _joined,
@@ -295,7 +301,7 @@ def _history_echoed(conn: Any, event: StoredEvent) -> None:
 def _history_deletion(conn: Any, event: StoredEvent) -> None:
     store = _store(conn, event)
     for target in event.data["targets"]:
-        if target["effect"] == "deleted":
+        if target["effect"] == facts.DeletionEffect.DELETED:
             store.delete_rumor(target["id"], event.data["pubkey"], event.data["epoch"])
 
 
@@ -311,7 +317,7 @@ def _history_rolled_back(conn: Any, event: StoredEvent) -> None:
 
 HISTORY = Projector(
     name="marmot.history",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_messages",),
     handlers={
         facts.MESSAGE_SENT: _history_sent,
@@ -333,22 +339,29 @@ def _welcome_received(conn: Any, event: StoredEvent) -> None:
     d = event.data
     conn.execute(
         "INSERT INTO marmot_welcomes(welcome_id, received_at_ms, sender, gid, state, data) "
-        "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT(welcome_id) DO NOTHING",
-        (d["welcome_id"], event.created_at_ms, d["sender"], bytes.fromhex(d["group"]), json.dumps(d, sort_keys=True)),
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(welcome_id) DO NOTHING",
+        (
+            d["welcome_id"],
+            event.created_at_ms,
+            d["sender"],
+            bytes.fromhex(d["group"]),
+            WelcomeState.PENDING,
+            json.dumps(d, sort_keys=True),
+        ),
     )
 
 
 def _welcome_answered(conn: Any, event: StoredEvent) -> None:
-    answer = "accepted" if event.type == facts.WELCOME_ACCEPTED else "declined"
+    answer = WelcomeState.ACCEPTED if event.type == facts.WELCOME_ACCEPTED else WelcomeState.DECLINED
     conn.execute(
-        "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = 'pending'",
-        (answer, event.data["welcome_id"]),
+        "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = ?",
+        (answer, event.data["welcome_id"], WelcomeState.PENDING),
     )
 
 
 WELCOMES = Projector(
     name="marmot.welcomes",
-    protocol="marmot",
+    protocol=facts.PROTOCOL,
     tables=("marmot_welcomes",),
     handlers={
         facts.WELCOME_RECEIVED: _welcome_received,

@@ -1,7 +1,8 @@
-"""The two closed sets of Marmot states (MIP-03's vocabulary), as ``StrEnum``s.
+"""The closed sets of Marmot states (MIP-03's vocabulary, and an invitation's), as ``StrEnum``s.
 
-They compare equal to, and are stored as, their names; SQL that mentions a
-state spells the same name.
+They compare equal to, and are stored as, their values; SQL binds a member as
+a parameter rather than spelling its value (the tables' CHECK constraints
+list the same values).
 """
 
 from __future__ import annotations
@@ -27,3 +28,11 @@ class MessageState(enum.StrEnum):
     PROCESSED = "Processed"
     DELETED = "Deleted"
     EPOCH_INVALIDATED = "EpochInvalidated"
+
+
+class WelcomeState(enum.StrEnum):
+    """Where an invitation stands (``marmot_welcomes.state``)."""
+
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"

@@ -28,6 +28,7 @@ from protocols.marmot.relays.client import DEFAULT_MAX_EVENT_BYTES, NostrRelays
 from protocols.marmot.relays.errors import InvalidFilter
 from protocols.marmot.relays.filters import Filter, matches, matches_any, parse_filter
 from protocols.marmot.relays.links import Link, LinkDown
+from protocols.marmot.relays.messages import MessageType
 from protocols.marmot.relays.urls import normalise_relay_url
 from protocols.marmot.wire.nostr import verify_event
 
@@ -163,21 +164,21 @@ class MemoryRelay:
         try:
             frame = json.loads(text)
         except ValueError:
-            link.push(messages.encode(["NOTICE", "invalid: frame is not JSON"]))
+            link.push(messages.encode([MessageType.NOTICE, "invalid: frame is not JSON"]))
             return
         with self._lock:
-            if frame[0] == "EVENT":
+            if frame[0] == MessageType.EVENT:
                 self._on_event(link, frame[1])
-            elif frame[0] == "REQ":
+            elif frame[0] == MessageType.REQ:
                 self._on_req(link, frame[1], frame[2:])
-            elif frame[0] == "CLOSE":
+            elif frame[0] == MessageType.CLOSE:
                 link.live.pop(frame[1], None)
             else:
-                link.push(messages.encode(["NOTICE", f"invalid: unknown message type {frame[0]!r}"]))
+                link.push(messages.encode([MessageType.NOTICE, f"invalid: unknown message type {frame[0]!r}"]))
 
     def _on_event(self, link: _MemoryLink, event: dict[str, Any]) -> None:
         accepted, message = self._store(event)
-        link.push(messages.encode(["OK", event.get("id", ""), accepted, message]))
+        link.push(messages.encode([MessageType.OK, event.get("id", ""), accepted, message]))
         if accepted and not message:
             self._broadcast(event)
 
@@ -207,14 +208,14 @@ class MemoryRelay:
         for other in self._links:
             for subscription_id, filters in other.live.items():
                 if matches_any(filters, event):
-                    other.push(messages.encode(["EVENT", subscription_id, event]))
+                    other.push(messages.encode([MessageType.EVENT, subscription_id, event]))
 
     def _on_req(self, link: _MemoryLink, subscription_id: str, raw_filters: list[Any]) -> None:
         self.requests += 1
         try:
             filters = [parse_filter(raw) for raw in raw_filters]
         except InvalidFilter as bad:
-            link.push(messages.encode(["CLOSED", subscription_id, f"invalid: {bad}"]))
+            link.push(messages.encode([MessageType.CLOSED, subscription_id, f"invalid: {bad}"]))
             return
         newest_first = sorted(self._events.values(), key=lambda event: (-event["created_at"], event["id"]))
         answer: dict[str, dict[str, Any]] = {}
@@ -222,8 +223,8 @@ class MemoryRelay:
             hits = [event for event in newest_first if matches(one, event)]
             answer.update((event["id"], event) for event in hits[: self._cap(one)])
         for event in [*answer.values(), *self._planted]:
-            link.push(messages.encode(["EVENT", subscription_id, event]))
-        link.push(messages.encode(["EOSE", subscription_id]))
+            link.push(messages.encode([MessageType.EVENT, subscription_id, event]))
+        link.push(messages.encode([MessageType.EOSE, subscription_id]))
         link.live[subscription_id] = filters
 
     def _cap(self, one: Filter) -> int | None:

@@ -8,6 +8,7 @@ an empty id, is still an ``OK``.  Anything else becomes :class:`Unreadable`
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +16,20 @@ from typing import Any
 import attrs
 
 from protocols.marmot.relays.filters import Filter
+
+
+class MessageType(enum.StrEnum):
+    """A NIP-01 message's first element: what a client sends (EVENT, REQ, CLOSE) and what a relay sends."""
+
+    EVENT = "EVENT"
+    REQ = "REQ"
+    CLOSE = "CLOSE"
+    OK = "OK"
+    EOSE = "EOSE"
+    CLOSED = "CLOSED"
+    NOTICE = "NOTICE"
+    AUTH = "AUTH"  # NIP-42
+
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -26,17 +41,17 @@ def encode(message: object) -> str:
 
 def event_message(event: dict[str, Any]) -> str:
     """``["EVENT", event]``."""
-    return encode(["EVENT", event])
+    return encode([MessageType.EVENT, event])
 
 
 def req_message(subscription_id: str, filters: Sequence[Filter]) -> str:
     """``["REQ", subscription_id, filter, ...]``."""
-    return encode(["REQ", subscription_id, *(one.to_wire() for one in filters)])
+    return encode([MessageType.REQ, subscription_id, *(one.to_wire() for one in filters)])
 
 
 def close_message(subscription_id: str) -> str:
     """``["CLOSE", subscription_id]``."""
-    return encode(["CLOSE", subscription_id])
+    return encode([MessageType.CLOSE, subscription_id])
 
 
 @attrs.frozen
@@ -105,17 +120,17 @@ def _text(value: object) -> str:
 def _from_array(frame: list[Any]) -> RelayMessage | None:
     """The message an array frame holds, or None when its type or arity is not one we know."""
     kind, args = frame[0], frame[1:]
-    if kind == "EVENT" and len(args) >= 2 and isinstance(args[0], str):
+    if kind == MessageType.EVENT and len(args) >= 2 and isinstance(args[0], str):
         return EventArrived(args[0], args[1])
-    if kind == "OK" and len(args) >= 2 and isinstance(args[1], bool):
+    if kind == MessageType.OK and len(args) >= 2 and isinstance(args[1], bool):
         return Ok(_text(args[0]), args[1], _text(args[2]) if len(args) > 2 else "")
-    if kind == "EOSE" and args and isinstance(args[0], str):
+    if kind == MessageType.EOSE and args and isinstance(args[0], str):
         return EndOfStored(args[0])
-    if kind == "CLOSED" and args and isinstance(args[0], str):
+    if kind == MessageType.CLOSED and args and isinstance(args[0], str):
         return Closed(args[0], _text(args[1]) if len(args) > 1 else "")
-    if kind == "NOTICE":
+    if kind == MessageType.NOTICE:
         return Notice(_text(args[0]) if args else "")
-    if kind == "AUTH" and args:
+    if kind == MessageType.AUTH and args:
         return AuthChallenge(_text(args[0]))
     return None
 

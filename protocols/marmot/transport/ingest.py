@@ -32,20 +32,19 @@ from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.processing.handlers import DUPLICATE_STATES, PROTOCOL
+from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.processing.handlers import DUPLICATE_STATES
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
-from protocols.marmot.state.store import load_joined, routes_of
+from protocols.marmot.state.store import META, load_joined, routes_of
 from protocols.marmot.transport import prepared
 from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
-_HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"
-
 
 def has_groups(db: Any) -> bool:
-    """True when this database has joined at least one marmot group."""
-    return db.one(_HAS_GROUPS) is not None
+    """True when this database has joined at least one marmot group (it keeps a group's metadata)."""
+    return ProtocolState(db, PROTOCOL).has_keys(META)
 
 
 # --- backfill --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ import attrs
 from core import queues
 from core.state import ProtocolState
 from protocols.marmot.errors import InvalidEvent
-from protocols.marmot.processing.handlers import PROTOCOL
+from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
 from protocols.marmot.relays.live import LiveOptions
 from protocols.marmot.settings import MarmotSettings
@@ -300,7 +300,7 @@ class RelayBacklog:
         if not self._queued:
             return
         with db.read():
-            oldest = db.value(_OLDEST_INCOMING)
+            oldest = queues.oldest_incoming_id(db)
         with self._lock:
             while self._queued and (oldest is None or self._queued[0][0] < oldest):
                 _, url, size = self._queued.popleft()
@@ -313,8 +313,6 @@ class RelayBacklog:
 
 # What an event costs beyond its content (id, pubkey, signature, tags, JSON): an estimate, for the byte budget.
 _EVENT_OVERHEAD_BYTES = 400
-_OLDEST_INCOMING = "SELECT min(id) FROM incoming"
-_LAST_ID = "SELECT last_insert_rowid()"
 
 
 def _queue_live(
@@ -329,7 +327,9 @@ def _queue_live(
     if admitted:
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
-            first_id = app.db.value(_LAST_ID) - len(admitted) + 1  # one writer: the batch's ids are consecutive
+            newest = queues.newest_incoming(app.db)
+            assert newest is not None  # the batch was just queued
+            first_id = newest - len(admitted) + 1  # one writer: the batch's ids are consecutive and the newest
             _note_heard(ProtocolState(app.db, PROTOCOL), admitted, now_ms)
     if backlog is not None:
         backlog.queued(events, first_id, {event["id"] for event in admitted})

@@ -73,7 +73,7 @@ def _history(frame: Mapping[str, Any], installation: str) -> Operation:
     group_id = frames.text(frame, "group_id")
     cursor = frames.optional_text(frame, "cursor")
     limit = frames.integer(frame, "limit", 50)
-    direction = frames.optional_text(frame, "direction") or "backward"
+    direction = frames.optional_text(frame, "direction") or frames.Direction.BACKWARD
     return Operation(
         False,
         lambda store: store.history(installation, group_id, cursor=cursor, limit=limit, direction=direction),

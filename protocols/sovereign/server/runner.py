@@ -35,6 +35,7 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.tick import DaemonMode, TickDaemon
 from protocols.sovereign import retention
+from protocols.sovereign.commands import PROTOCOL
 from protocols.sovereign.config import ServerConfig
 from protocols.sovereign.server import metrics as http
 from protocols.sovereign.server.metrics import ServerMetrics
@@ -44,7 +45,6 @@ from protocols.sovereign.service import Store
 
 log = logging.getLogger("tessera.sovereign.server")
 
-PROTOCOL = "sovereign"
 #: Frames up to this many times ``max_frame_bytes`` are read and answered with ``frame_too_large``; only
 #: a bigger one makes websockets close the connection (1009), since it must hold a whole frame to read it.
 FRAME_READ_FACTOR = 4

@@ -50,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 
 from core.errors import StorageUnavailable
 from protocols.libraries.delivery import frames
+from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.delivery.records import Stored, StoredMessage
 from protocols.sovereign.config import READ_AHEAD, ServerConfig
 from protocols.sovereign.errors import LimitExceeded, SovereignError
@@ -284,7 +285,9 @@ class Session:
         if self._closing is None and not self.queue.offer(frames.encode(frame)):
             self._overflow()
 
-    def _error(self, request_type: str, code: str, message: str, request_id: object = None, **details: Any) -> None:
+    def _error(
+        self, request_type: str, code: ErrorCode, message: str, request_id: object = None, **details: Any
+    ) -> None:
         self.metrics.count_error(request_type, code)
         self._queue(frames.error_frame(code, message, request_id, **details))
 
@@ -327,7 +330,9 @@ class Session:
                     if outcome is not None:
                         return outcome
         except TimeoutError:
-            self._error(frames.HELLO, frames.UNAUTHENTICATED, f"no valid hello within {self.config.auth_timeout_s} s")
+            self._error(
+                frames.HELLO, ErrorCode.UNAUTHENTICATED, f"no valid hello within {self.config.auth_timeout_s} s"
+            )
             self._close_after_flush("authentication timed out")
             return False
 
@@ -337,7 +342,7 @@ class Session:
         if request is None:
             return None
         if request.type != frames.HELLO:
-            self._error(request.type, frames.UNAUTHENTICATED, "answer the challenge with a hello first", request.id)
+            self._error(request.type, ErrorCode.UNAUTHENTICATED, "answer the challenge with a hello first", request.id)
             return None
         try:
             key = frames.hex_field(request.frame, "installation", 32)
@@ -348,7 +353,7 @@ class Session:
         try:
             nacl.signing.VerifyKey(key).verify(frames.signed_message(nonce), signature)
         except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError, nacl.exceptions.TypeError):
-            self._error(frames.HELLO, frames.AUTH_FAILED, "the signature does not verify with that key", request.id)
+            self._error(frames.HELLO, ErrorCode.AUTH_FAILED, "the signature does not verify with that key", request.id)
             self._close_after_flush("authentication failed")
             return False
         self.installation = key.hex()
@@ -383,7 +388,9 @@ class Session:
         if size > self.config.max_frame_bytes:
             limit = self.config.max_frame_bytes
             message = f"the frame is {size} bytes; the limit is {limit}"
-            self._error("unknown", frames.FRAME_TOO_LARGE, message, limit="max_frame_bytes", value=size, allowed=limit)
+            self._error(
+                "unknown", ErrorCode.FRAME_TOO_LARGE, message, limit="max_frame_bytes", value=size, allowed=limit
+            )
             return None
         try:
             frame = frames.decode(raw)
@@ -418,13 +425,13 @@ class Session:
 
     def _operation(self, request: _Request) -> Operation | None:
         if request.type == frames.HELLO:
-            self._error(request.type, frames.ALREADY_AUTHENTICATED, "this connection is authenticated", request.id)
+            self._error(request.type, ErrorCode.ALREADY_AUTHENTICATED, "this connection is authenticated", request.id)
             return None
         parser = PARSERS.get(request.type)
         if parser is None:
             known = ", ".join(sorted(PARSERS))
             message = f"unknown request type {request.type!r:.40}; known: {known}"
-            self._error(request.type, frames.UNKNOWN_TYPE, message, request.id)
+            self._error(request.type, ErrorCode.UNKNOWN_TYPE, message, request.id)
             return None
         assert self.installation is not None
         try:
@@ -449,11 +456,13 @@ class Session:
                 details = {"limit": exc.limit, "value": exc.value, "allowed": exc.allowed}
             self._error(request_type, exc.code, str(exc), request_id, **details)
         elif isinstance(exc, StorageUnavailable):
-            self._error(request_type, frames.UNAVAILABLE, f"the store cannot work now ({exc}); try again", request_id)
+            self._error(
+                request_type, ErrorCode.UNAVAILABLE, f"the store cannot work now ({exc}); try again", request_id
+            )
         else:
             log.error("%s request of %s failed", request_type, self._who(), exc_info=exc)
             message = "the server failed on this request; see its log"
-            self._error(request_type, frames.INTERNAL_ERROR, message, request_id)
+            self._error(request_type, ErrorCode.INTERNAL_ERROR, message, request_id)
 
     # --- pending deliveries --------------------------------------------------------------------------
 

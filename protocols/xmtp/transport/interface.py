@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
+# The message types of the wire (records.py keeps them), re-exported for the client's modules.
+from protocols.libraries.delivery.records import APPLICATION as APPLICATION
+from protocols.libraries.delivery.records import COMMIT as COMMIT
+from protocols.libraries.delivery.records import PROPOSAL as PROPOSAL
+from protocols.libraries.delivery.records import WELCOME as WELCOME
+
 if TYPE_CHECKING:
     from protocols.xmtp.ahead import AheadSlot
-
-APPLICATION, COMMIT, WELCOME, PROPOSAL = 0, 1, 2, 3
 
 
 @attrs.frozen

@@ -18,19 +18,17 @@ from collections.abc import Sequence
 import attrs
 
 from protocols.libraries import mls
+from protocols.libraries.delivery.codes import ErrorCode
+from protocols.libraries.delivery.records import BY_CONTENT_TYPE
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.interface import (
-    APPLICATION,
     COMMIT,
-    PROPOSAL,
     WELCOME,
     Binding,
     Page,
     Receipt,
     ServerMessage,
 )
-
-_TYPES = {"application": APPLICATION, "commit": COMMIT, "proposal": PROPOSAL}
 
 
 @attrs.define
@@ -69,7 +67,9 @@ class LoopbackHub:
 
     def _member(self, group_id: bytes, installation: str) -> None:
         if installation not in self.members.get(group_id, set()):
-            raise ServiceRefused("not_a_member", f"installation {installation[:16]} is not in group {group_id.hex()}")
+            raise ServiceRefused(
+                ErrorCode.NOT_A_MEMBER, f"installation {installation[:16]} is not in group {group_id.hex()}"
+            )
 
     def _store(self, group_id: bytes, sender: str, payload: bytes, recipient: str | None) -> Receipt:
         known = self._by_payload.get((group_id, payload))
@@ -97,17 +97,17 @@ def _classify(group_id: bytes, payload: bytes, recipient: str | None, members: s
         try:
             mls.welcome_refs(payload)
         except mls.MlsError as exc:
-            raise ServiceRefused("malformed_payload", str(exc)) from None
+            raise ServiceRefused(ErrorCode.MALFORMED_PAYLOAD, str(exc)) from None
         if recipient in members:
-            raise ServiceRefused("recipient_is_member", f"{recipient[:16]} is already in the group")
+            raise ServiceRefused(ErrorCode.RECIPIENT_IS_MEMBER, f"{recipient[:16]} is already in the group")
         return WELCOME, 0
     try:
         header = mls.peek(payload)
     except mls.MlsError as exc:
-        raise ServiceRefused("malformed_payload", str(exc)) from None
+        raise ServiceRefused(ErrorCode.MALFORMED_PAYLOAD, str(exc)) from None
     if header.group_id != group_id:
-        raise ServiceRefused("wrong_group", "the payload names another group")
-    return _TYPES[header.content_type], header.epoch
+        raise ServiceRefused(ErrorCode.WRONG_GROUP, "the payload names another group")
+    return BY_CONTENT_TYPE[header.content_type], header.epoch
 
 
 def _after(cursor: str | None) -> int:
@@ -154,7 +154,7 @@ class LoopbackService:
                 s.recipient == self.installation and s.message.group_id == group_id for s in self.hub.messages
             )
             if members and self.installation not in members and not invited:
-                raise ServiceRefused("no_welcome", f"no Welcome to {self.installation[:16]} in this group")
+                raise ServiceRefused(ErrorCode.NO_WELCOME, f"no Welcome to {self.installation[:16]} in this group")
             members.add(self.installation)
 
     def leave(self, group_id: bytes) -> None:
@@ -174,7 +174,9 @@ class LoopbackService:
             self.hub._check_up()
             stock = self.hub.key_packages.get(installation)
             if not stock:
-                raise ServiceRefused("no_key_package", f"installation {installation[:16]} has no KeyPackage left")
+                raise ServiceRefused(
+                    ErrorCode.NO_KEY_PACKAGE, f"installation {installation[:16]} has no KeyPackage left"
+                )
             return stock.pop(0)
 
     def publish_identity(self, address: str, binding: bytes) -> None:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import nacl.signing
 
 from protocols.libraries.delivery.client import Client, Disconnected, ServerError, connect
+from protocols.libraries.delivery.frames import Direction
 from protocols.libraries.delivery.records import HistoryPage, StoredMessage
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.interface import Binding, Page, Receipt, ServerMessage
@@ -138,7 +139,7 @@ class WebSocketService:
         return Receipt(sent.message_id, sent.server_timestamp, sent.superseded, sent.duplicate)
 
     def history_after(self, group_id: bytes, cursor: str | None, limit: int) -> Page:
-        return _page(self._request("history", group_id.hex(), cursor=cursor, limit=limit, direction="forward"))
+        return _page(self._request("history", group_id.hex(), cursor=cursor, limit=limit, direction=Direction.FORWARD))
 
     def welcomes_after(self, cursor: str | None, limit: int) -> Page:
         return _page(self._request("welcomes", cursor, limit))
