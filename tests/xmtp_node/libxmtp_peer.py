@@ -53,7 +53,9 @@ def install() -> Path:
         tail = " / ".join(done.stderr.strip().splitlines()[-2:])
         raise PeerUnavailable(f"{REQUIREMENT} does not load here: {tail}")
     if LIBXMTP_COMMIT not in done.stdout:
-        raise PeerUnavailable(f"{REQUIREMENT} reports {done.stdout.strip()!r}, not libxmtp v{LIBXMTP_VERSION} ({LIBXMTP_COMMIT})")
+        raise PeerUnavailable(
+            f"{REQUIREMENT} reports {done.stdout.strip()!r}, not libxmtp v{LIBXMTP_VERSION} ({LIBXMTP_COMMIT})"
+        )
     return python
 
 
