@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocols.libraries.xmtp_wire.proto import (
     associations_pb2,
@@ -14,7 +16,7 @@ from protocols.libraries.xmtp_wire.proto import (
     mls_api_pb2,
     mls_api_pb2_grpc,
 )
-from tests.xmtp_node.ceiling_node import DEFAULT_PAGE, CeilingNode
+from tests.xmtp_node.ceiling_node import DEFAULT_PAGE, CeilingNode, paged
 
 GROUP = b"\x01" * 16
 
@@ -140,3 +142,22 @@ def test_what_it_cannot_read_as_mls_is_refused_even_by_the_ceiling(channel: grpc
     with pytest.raises(grpc.RpcError) as refused:
         mls.UploadKeyPackage(upload)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@given(
+    ids=st.lists(st.integers(min_value=1, max_value=10_000), unique=True).map(sorted),
+    limit=st.integers(min_value=1, max_value=7),
+    descending=st.booleans(),
+)
+def test_following_the_cursors_reads_everything_once_in_order(ids: list[int], limit: int, descending: bool) -> None:
+    """What libxmtp does (ask again while the page is full and the cursor is not zero) reads every item once."""
+    direction = mls_api_pb2.SORT_DIRECTION_DESCENDING if descending else mls_api_pb2.SORT_DIRECTION_ASCENDING
+    read: list[int] = []
+    cursor = 0
+    while True:
+        page, answer = paged(ids, mls_api_pb2.PagingInfo(direction=direction, limit=limit, id_cursor=cursor), int)
+        read.extend(page)
+        if len(page) < limit or answer.id_cursor == 0:
+            break
+        cursor = answer.id_cursor
+    assert read == (ids[::-1] if descending else ids)
