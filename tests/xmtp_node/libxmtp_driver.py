@@ -1,0 +1,242 @@
+"""Drive one real libxmtp client (``xmtp-bindings``) from JSON lines: run inside the peer's own virtualenv.
+
+This file is executed by the peer venv's interpreter as a script, never
+imported by the suite, so it imports nothing from the project.  Requests come
+on stdin, one JSON object a line: ``{"id": 1, "op": "create", ...}``; each gets
+one reply line ``{"id": 1, "ok": true, "result": ...}`` or ``{"id": 1, "ok":
+false, "error": "...", "kind": "<exception class>"}``.  Requests run one at a
+time, in order.  Streams write ``{"event": "message", "stream": N, "message":
+{...}}`` lines as libxmtp delivers them, interleaved with replies.
+
+Identifiers travel as hex (group ids, message ids, installation ids); inbox ids
+and addresses are libxmtp's strings.  The Ethereum account key is generated here
+(or given, for a second installation of the same account) and signs the
+identity's signature request with EIP-191 personal_sign, as a wallet would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import sys
+import threading
+import traceback
+from typing import Any
+
+import xmtp_bindings.xmtpv3 as xmtp
+
+# Protocol lines go to the original stdout; anything native code prints lands on stderr instead.
+_PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+_WRITE_LOCK = threading.Lock()
+
+
+def emit(line: dict[str, Any]) -> None:
+    text = json.dumps(line)
+    with _WRITE_LOCK:
+        _PROTOCOL.write(text + "\n")
+        _PROTOCOL.flush()
+
+
+def options(record_type: type, **given: Any) -> Any:
+    """A UniFFI record with every field not given left unset (None, or False for plain flags)."""
+    fields = inspect.signature(record_type.__init__).parameters
+    values = {name: None for name in fields if name != "self"}
+    if "include_duplicate_dms" in values:
+        values["include_duplicate_dms"] = False
+    values.update(given)
+    return record_type(**values)
+
+
+def message_view(message: Any) -> dict[str, Any]:
+    try:
+        text: str | None = xmtp.decode_text(message.content)
+    except Exception:  # a membership change or another content type carries no text
+        text = None
+    return {
+        "id": message.id.hex(),
+        "group_id": message.conversation_id.hex(),
+        "sender_inbox_id": message.sender_inbox_id,
+        "kind": message.kind.name.lower(),
+        "delivery_status": message.delivery_status.name.lower(),
+        "sent_at_ns": message.sent_at_ns,
+        "text": text,
+    }
+
+
+class StreamForwarder(xmtp.FfiMessageCallback):
+    """Writes each streamed message as an event line, tagged with its stream's number."""
+
+    def __init__(self, number: int):
+        self.number = number
+
+    def on_message(self, message: Any) -> None:
+        emit({"event": "message", "stream": self.number, "message": message_view(message)})
+
+    def on_error(self, error: Any) -> None:
+        emit({"event": "error", "stream": self.number, "error": str(error)})
+
+    def on_close(self) -> None:
+        emit({"event": "closed", "stream": self.number})
+
+
+class Driver:
+    """One client and its streams; each ``op_*`` method answers the request of that name."""
+
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.streams: dict[int, Any] = {}
+
+    # ---- the client ----
+
+    async def op_create(self, url: str, db_path: str, private_key: str | None = None) -> dict[str, Any]:
+        """Register (or reopen) the inbox of an Ethereum account as a new installation; device sync off."""
+        key = bytes.fromhex(private_key) if private_key else os.urandom(32)
+        address = xmtp.ethereum_address_from_pubkey(xmtp.ethereum_generate_public_key(bytes(key))).lower()
+        identity = xmtp.FfiIdentifier(identifier=address, identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
+        api = await xmtp.connect_to_backend(url, None, False, None, None, None, None)
+        inbox_id = await xmtp.get_inbox_id_for_identifier(api, identity) or xmtp.generate_inbox_id(identity, 0)
+        database = options(xmtp.DbOptions, db=db_path)
+        self.client = await xmtp.create_client(
+            api, api, database, inbox_id, identity, 0, None, xmtp.FfiDeviceSyncMode.DISABLED, None, None
+        )
+        request = self.client.signature_request()
+        if request is not None:
+            text = await request.signature_text()
+            # EIP-191 personal_sign: the bindings hash with the Ethereum message prefix when told to
+            await request.add_ecdsa_signature(xmtp.ethereum_sign_recoverable(text.encode(), bytes(key), True))
+            await self.client.register_identity(request)
+        return {
+            "inbox_id": self.client.inbox_id(),
+            "installation_id": self.client.installation_id().hex(),
+            "address": address,
+            "private_key": key.hex(),
+        }
+
+    async def op_inbox_id_for(self, address: str) -> str | None:
+        identity = xmtp.FfiIdentifier(identifier=address.lower(), identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
+        return await self.client.find_inbox_id(identity)
+
+    async def op_installations(self, inbox_id: str) -> list[str]:
+        """The installation ids the network says ``inbox_id`` has."""
+        state = await self.client.get_latest_inbox_state(inbox_id)
+        return [installation.id.hex() for installation in state.installations]
+
+    # ---- conversations ----
+
+    def _conversation(self, group_id: str) -> Any:
+        return self.client.conversation(bytes.fromhex(group_id))
+
+    async def op_create_group(self, members: list[str], name: str | None = None) -> str:
+        group = await self.client.conversations().create_group(
+            members, options(xmtp.FfiCreateGroupOptions, group_name=name)
+        )
+        return group.id().hex()
+
+    async def op_create_dm(self, inbox_id: str) -> str:
+        dm = await self.client.conversations().find_or_create_dm(inbox_id, options(xmtp.FfiCreateDmOptions))
+        return dm.id().hex()
+
+    async def op_add_members(self, group_id: str, inbox_ids: list[str]) -> None:
+        await self._conversation(group_id).add_members(inbox_ids)
+
+    async def op_remove_members(self, group_id: str, inbox_ids: list[str]) -> None:
+        await self._conversation(group_id).remove_members(inbox_ids)
+
+    async def op_set_group_name(self, group_id: str, name: str) -> None:
+        await self._conversation(group_id).update_group_name(name)
+
+    async def op_group_name(self, group_id: str) -> str:
+        return self._conversation(group_id).group_name()
+
+    async def op_members(self, group_id: str) -> list[str]:
+        return sorted(member.inbox_id for member in await self._conversation(group_id).list_members())
+
+    async def op_is_active(self, group_id: str) -> bool:
+        return self._conversation(group_id).is_active()
+
+    async def op_list_groups(self) -> list[str]:
+        listed = self.client.conversations().list_groups(options(xmtp.FfiListConversationsOptions))
+        return [item.conversation().id().hex() for item in listed]
+
+    async def op_list_dms(self) -> list[dict[str, str]]:
+        listed = self.client.conversations().list_dms(options(xmtp.FfiListConversationsOptions))
+        return [
+            {"group_id": item.conversation().id().hex(), "peer_inbox_id": item.conversation().dm_peer_inbox_id()}
+            for item in listed
+        ]
+
+    # ---- messages ----
+
+    async def op_send_text(self, group_id: str, text: str) -> str:
+        return (await self._conversation(group_id).send_text(text)).hex()
+
+    async def op_sync_welcomes(self) -> None:
+        await self.client.conversations().sync()
+
+    async def op_sync_all(self) -> int:
+        summary = await self.client.conversations().sync_all_conversations(None)
+        return summary.num_synced
+
+    async def op_sync_group(self, group_id: str) -> None:
+        await self._conversation(group_id).sync()
+
+    async def op_messages(self, group_id: str) -> list[dict[str, Any]]:
+        found = await self._conversation(group_id).find_messages(options(xmtp.FfiListMessagesOptions))
+        return [message_view(message) for message in found]
+
+    # ---- streams ----
+
+    async def op_stream_all(self) -> int:
+        """Stream every message of every conversation (welcomes included); the stream's number."""
+        number = len(self.streams) + 1
+        closer = await self.client.conversations().stream_all_messages(StreamForwarder(number), None)
+        await closer.wait_for_ready()
+        self.streams[number] = closer
+        return number
+
+    async def op_stream_group(self, group_id: str) -> int:
+        number = len(self.streams) + 1
+        closer = await self._conversation(group_id).stream(StreamForwarder(number))
+        await closer.wait_for_ready()
+        self.streams[number] = closer
+        return number
+
+    async def op_end_stream(self, stream: int) -> None:
+        await self.streams.pop(stream).end_and_wait()
+
+    async def op_close(self) -> None:
+        for closer in self.streams.values():
+            closer.end()
+        self.streams.clear()
+        if self.client is not None:
+            self.client.release_db_connection()
+
+
+async def serve() -> None:
+    driver = Driver()
+    loop = asyncio.get_running_loop()
+    xmtp.uniffi_set_event_loop(loop)
+    emit({"event": "ready", "libxmtp": xmtp.get_version_info()})
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        request = json.loads(line)
+        number, op = request.pop("id"), request.pop("op")
+        handler = getattr(driver, f"op_{op}", None)
+        if handler is None:
+            emit({"id": number, "ok": False, "error": f"unknown op {op!r}", "kind": "UnknownOp"})
+            continue
+        try:
+            result = await handler(**request)
+        except Exception as error:
+            traceback.print_exc(file=sys.stderr)
+            emit({"id": number, "ok": False, "error": str(error), "kind": type(error).__name__})
+        else:
+            emit({"id": number, "ok": True, "result": result})
+        if op == "close":
+            break
+
+
+if __name__ == "__main__":
+    asyncio.run(serve())
