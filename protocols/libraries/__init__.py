@@ -7,6 +7,8 @@
 * :mod:`protocols.libraries.at_rest` — values sealed under a user's key;
 * :mod:`protocols.libraries.erasable` — values whose key is destroyed when they
   are replaced (forward secrecy at rest).
+* :mod:`protocols.libraries.xmtp_wire` — the XMTP v3 API's messages and
+  services (our own ``.proto`` files and the code generated from them).
 
 Plugins (``protocols/<name>/``, found through the ``tessera.protocols`` entry
 points) may import any of them.  A library may import ``core``,
