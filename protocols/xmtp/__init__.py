@@ -13,8 +13,10 @@ delivery service is ``tessera serve`` or an in-process loopback
 from typing import Any
 
 from core import hookimpl
+from core.contract import App
 from core.protocol import Command, Job, Protocol
 from protocols.xmtp import commands, items, jobs, keypackages, processing, projectors, publishing
+from protocols.xmtp.connection import XmtpMember
 
 PROTOCOL = Protocol(
     name="xmtp",
@@ -48,6 +50,11 @@ PROTOCOL = Protocol(
 @hookimpl
 def register_protocol() -> Protocol:
     return PROTOCOL
+
+
+@hookimpl
+def open_service(app: App) -> XmtpMember:
+    return XmtpMember(app)
 
 
 @hookimpl
