@@ -11,10 +11,12 @@ them: :mod:`.commands`, :mod:`.transport` (the plugin's side of the relays),
 """
 
 from core import hookimpl
+from core.contract import App
 from core.protocol import Command, Protocol
 from protocols.marmot import jobs
 from protocols.marmot.commands import account, groups, messages
 from protocols.marmot.commands import welcomes as invitations
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.processing import handlers, welcomes
 from protocols.marmot.read import projectors
 from protocols.marmot.transport import ingest, nostr_transport
@@ -55,6 +57,11 @@ def register_protocol():
         projectors=(projectors.PROCESSED, projectors.HISTORY, projectors.WELCOMES),
         description="Marmot group messaging: MLS over Nostr kind-445 events",
     )
+
+
+@hookimpl
+def open_service(app: App) -> MarmotMember:
+    return MarmotMember(app)
 
 
 @hookimpl

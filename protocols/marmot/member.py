@@ -1,0 +1,50 @@
+"""This database's side of Marmot in this process: its relays, its observers, its checked state key.
+
+The plugin's ``open_service`` hook gives every opened app one :class:`MarmotMember`;
+the ``nostr`` transport, the relay sync and ``tessera marmot`` commands ask it for
+the relays (``runtime.service(MarmotMember).relays()``), and observers attach to
+its hub (:func:`protocols.marmot.observe.attach`).  The app's close detaches them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from core.contract import App
+from protocols.marmot.observe import Hub
+from protocols.marmot.relays import NostrRelays, RelayTransport
+
+
+class MarmotMember:
+    """One database's relay transport, observer hub and the at-rest key checks already passed."""
+
+    def __init__(self, app: App):
+        self.observers = Hub(app.runtime)
+        self._relays: list[RelayTransport] = []
+        #: ``(at-rest key, sealed key check)`` pairs that opened, so the tick checks each once.
+        self.keys_checked: set[tuple[bytes, bytes]] = set()
+
+    def relays(self) -> RelayTransport:
+        """The relay transport in use: real WebSocket relays unless one was chosen with :meth:`use_relays`."""
+        if not self._relays:
+            self._relays.append(NostrRelays())
+        return self._relays[-1]
+
+    def use_relays(self, transport: RelayTransport) -> RelayTransport:
+        """Publish and fetch through ``transport`` (e.g. in-memory relays) from now on."""
+        self._relays = [transport]
+        return transport
+
+    @contextlib.contextmanager
+    def using(self, transport: RelayTransport) -> Iterator[RelayTransport]:
+        """Publish and fetch through ``transport`` inside the block only."""
+        self._relays.append(transport)
+        try:
+            yield transport
+        finally:
+            self._relays.remove(transport)
+
+    def close(self) -> None:
+        self.observers.close()
+        self._relays.clear()
