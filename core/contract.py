@@ -22,7 +22,7 @@ A plugin's own per-database objects come through :meth:`App.service` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from typing import Protocol as TypingProtocol
@@ -74,6 +74,15 @@ class Database(TypingProtocol):
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the current transaction commits (never after a rollback)."""
+
+    def stage(self, key: Hashable, value: Any, flush: Callable[[Any], None]) -> None:
+        """Hold a write back until COMMIT (the latest value per key); ``flush(value)`` writes it then."""
+
+    def staged(self, key: Hashable) -> Any: ...
+
+    def staged_keys(self) -> list[Hashable]: ...
+
+    def unstage(self, key: Hashable) -> None: ...
 
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor: ...
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from core.db import Database
 from core.errors import EventTableMismatch, PurgeWithoutRecord
 from core.records import Event, StoredEvent
@@ -196,7 +197,7 @@ def _described(name: str, sql_type: str, not_null: bool, primary_key: bool) -> s
     return f"{name} {sql_type.upper()}" + (" PRIMARY KEY" if primary_key else " NOT NULL" if not_null else "")
 
 
-def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
+def by_id(db: contract.Database, protocol: str, event_id: bytes) -> StoredEvent | None:
     """The event (or its tombstone, ``purged`` true, once purged) with this id, or None."""
     row = db.one(_BY_ID, (protocol, event_id))
     return stored_event(row) if row else None

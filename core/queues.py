@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from core.db import Database
 from core.errors import NotFound
 from core.records import Envelope, ItemSource
@@ -53,7 +54,7 @@ _NEXT_DELIVERY = "SELECT coalesce((SELECT delivery FROM incoming ORDER BY id DES
 
 
 def push_incoming(
-    db: Database, protocol: str, blobs: Iterable[bytes], now_ms: int, *, order: ArrivalOrder | None = None
+    db: contract.Database, protocol: str, blobs: Iterable[bytes], now_ms: int, *, order: ArrivalOrder | None = None
 ) -> int:
     """Queue wire blobs as one delivery; returns how many were queued.
 

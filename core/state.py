@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core.db import NOT_STAGED, Database
+from core import contract
+from core.db import NOT_STAGED
 from core.intents import UNCHANGED
 
 
 class ProtocolState:
     """Read and write one protocol's state values."""
 
-    def __init__(self, db: Database, protocol: str):
+    def __init__(self, db: contract.Database, protocol: str):
         self.db = db
         self.protocol = protocol
 

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from typing import Any
 
 import attrs
 
+from core import contract
 from core.batch import MicroBatch
 from core.pipeline import Outcome
 from core.records import OutcomeKind
@@ -66,7 +66,7 @@ def enabled() -> bool:
 class GroupReader:
     """One group topic's catch-up through the helper (see the module docs)."""
 
-    def __init__(self, runtime: Any, group_id: bytes, helper: DecryptAhead | None = None):
+    def __init__(self, runtime: contract.Runtime, group_id: bytes, helper: DecryptAhead | None = None):
         self.runtime = runtime
         self.group_id = group_id
         self.helper = HELPER if helper is None else helper
@@ -144,7 +144,7 @@ class GroupReader:
         return True
 
 
-def reader_for(runtime: Any, topic: str, first: Page) -> GroupReader | None:
+def reader_for(runtime: contract.Runtime, topic: str, first: Page) -> GroupReader | None:
     """A reader for a group topic with more than a page waiting, unless the helper is turned off."""
     if not (topic.startswith("g/") and first.has_more and first.messages and enabled()):
         return None

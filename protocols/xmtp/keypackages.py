@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from core import contract
 from core.records import Result
 from protocols.libraries import mls
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
@@ -39,7 +40,7 @@ def new_key_packages(vault: Vault, identity: Identity, count: int) -> list[Any]:
     return made
 
 
-def command_top_up(ctx: Any, params: dict[str, Any]) -> Result:
+def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Make the KeyPackages that bring the unused stock back to :data:`STOCK`."""
     vault = Vault(ctx.state)
     missing = STOCK - len(vault.key_package_refs())
@@ -48,7 +49,7 @@ def command_top_up(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(intents=new_key_packages(vault, vault.identity(), missing))
 
 
-def unpublished(runtime: Any) -> list[tuple[bytes, bytes]]:
+def unpublished(runtime: contract.Runtime) -> list[tuple[bytes, bytes]]:
     """``(ref, KeyPackage bytes)`` of the stock the server has not had (only those are unsealed)."""
     with runtime.db.read():
         vault = Vault.of(runtime.db)
@@ -57,7 +58,7 @@ def unpublished(runtime: Any) -> list[tuple[bytes, bytes]]:
     return [(ref, mls.key_package_to_bytes(private.key_package)) for ref, private in fresh if private is not None]
 
 
-def register(runtime: Any, service: DeliveryService) -> int:
+def register(runtime: contract.Runtime, service: DeliveryService) -> int:
     """Publish our binding (once) and the KeyPackages the server has not had; returns how many went out."""
     with runtime.db.read():
         identity = Vault.of(runtime.db).identity()
@@ -79,7 +80,7 @@ def register(runtime: Any, service: DeliveryService) -> int:
     return len(fresh)
 
 
-def keep_stock(runtime: Any, service: DeliveryService) -> int:
+def keep_stock(runtime: contract.Runtime, service: DeliveryService) -> int:
     """Top the stock up and publish what is new (the job); a server that cannot be reached waits for the next pass."""
     with runtime.db.read():
         short = len(Vault.of(runtime.db).key_package_refs()) < STOCK

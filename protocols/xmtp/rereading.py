@@ -42,10 +42,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any
 
 import attrs
 
+from core import contract
 from core.errors import PermanentError, StatementFailed
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
@@ -123,7 +123,7 @@ class Reading:
 # --- the topic's bookkeeping (inside the caller's transaction) -----------------------------------------
 
 
-def _row(db: Any, topic: str) -> tuple[str, dict[int, str], str]:
+def _row(db: contract.Database, topic: str) -> tuple[str, dict[int, str], str]:
     found = db.one(_TOPIC, (topic,))
     if found is None:
         return "", {}, ""
@@ -131,7 +131,7 @@ def _row(db: Any, topic: str) -> tuple[str, dict[int, str], str]:
     return str(found[0]), starts, str(found[2])
 
 
-def record_epoch_start(db: Any, topic: str, epoch: int, cursor: str) -> None:
+def record_epoch_start(db: contract.Database, topic: str, epoch: int, cursor: str) -> None:
     """Epoch ``epoch`` was opened by the commit at ``cursor`` (in the transaction that applied it)."""
     _, starts, _ = _row(db, topic)
     starts[epoch] = cursor
@@ -139,7 +139,7 @@ def record_epoch_start(db: Any, topic: str, epoch: int, cursor: str) -> None:
     db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in kept.items()}), topic))
 
 
-def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
+def _forget_epoch_start(db: contract.Database, topic: str, epoch: int) -> None:
     _, starts, _ = _row(db, topic)
     if starts.pop(epoch, None) is not None:
         db.execute(_SET_EPOCH_STARTS, (json.dumps({str(e): c for e, c in starts.items()}), topic))
@@ -148,7 +148,7 @@ def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
 class Recovery:
     """One sync of one topic: where to read it again from, or why not (see the module docs)."""
 
-    def __init__(self, runtime: Any, topic: str):
+    def __init__(self, runtime: contract.Runtime, topic: str):
         self.runtime = runtime
         self.topic = topic
         self.group_id = bytes.fromhex(topic[2:]) if topic.startswith("g/") else None

@@ -23,10 +23,10 @@ import base64
 import json
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import attrs
 
+from core import contract
 from core.errors import ConfigurationError
 from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
@@ -124,7 +124,7 @@ class Vault:
         self._key: bytes | None = None
 
     @classmethod
-    def of(cls, db: Any) -> Vault:
+    def of(cls, db: contract.Database) -> Vault:
         """The vault of ``db`` (outside handlers: inside a transaction the caller opened)."""
         return cls(ProtocolState(db, PROTOCOL))
 

@@ -67,7 +67,8 @@ def register_without_installing(package: Path, site: Path) -> dict[str, str]:
         for group, points in project["entry-points"].items()
     ]
     (info / "entry_points.txt").write_text("\n".join(entry_points))
-    return isolated_env(PYTHONPATH=os.pathsep.join([str(package), str(site)]))
+    # This checkout's Tessera last: the one under test, wherever the venv's installed copy points.
+    return isolated_env(PYTHONPATH=os.pathsep.join([str(package), str(site), str(ROOT)]))
 
 
 # --- what it writes -----------------------------------------------------------------------------------------------

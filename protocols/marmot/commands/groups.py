@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.intents import Intent
 from core.records import Event, Result
@@ -48,7 +49,7 @@ class NotAnAdmin(MarmotError, InvalidInput):
 # --- creating or joining a group ---------------------------------------------------------
 
 
-def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
+def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A new group with us as its only member and an admin (``name``, ``description``, ``admins``, ``relays``)."""
     me = accounts.require(ctx.state)
     values = SealedValues(ctx.state)
@@ -89,7 +90,7 @@ def joined(
     return fact, intents
 
 
-def command_join(ctx: Any, params: dict[str, Any]) -> Result:
+def command_join(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Join the group a Welcome invites us to.
 
     ``params``: ``identity`` and ``key_package_private`` (hex of the engine
@@ -119,7 +120,7 @@ def _admin_only(loaded: LoadedGroup, me: accounts.Account, what: str) -> None:
         raise NotAnAdmin(f"only an admin of group {loaded.gid} may {what}; its admins are listed by `groups`")
 
 
-def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
+def command_invite(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Add the owners of ``key_package_events`` (signed KeyPackage events, JSON) to ``group``.
 
     ``inboxes`` (pubkey -> relay URLs, their kind-10050 list) says where each invitee's welcome goes;
@@ -152,7 +153,7 @@ def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEven
     return {str(pubkey): tuple(relay_urls(urls)) for pubkey, urls in given.items()}
 
 
-def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
+def command_remove(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove ``members`` (hex public keys) from ``group``."""
     me = accounts.require(ctx.state)
     loaded = store.load_joined(ctx.state, params.get("group"))
@@ -167,13 +168,13 @@ def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
     return _commit(ctx, loaded, me, remove=members)
 
 
-def command_self_update(ctx: Any, params: dict[str, Any]) -> Result:
+def command_self_update(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Rotate our own leaf keys in ``group`` (any member may)."""
     me = accounts.require(ctx.state)
     return _commit(ctx, store.load_joined(ctx.state, params.get("group")), me, self_update=True)
 
 
-def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
+def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Ask to be removed from ``group``: a SelfRemove proposal any member may commit (a Remove proposal
     for our own leaf, which an admin commits, where some member does not support SelfRemove).
 
@@ -203,7 +204,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
 
 
 def _commit(
-    ctx: Any,
+    ctx: contract.Context,
     loaded: LoadedGroup,
     me: accounts.Account,
     *,

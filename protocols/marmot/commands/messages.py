@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
@@ -21,7 +22,7 @@ from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
 
-def command_send(ctx: Any, params: dict[str, Any]) -> Result:
+def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Send ``text`` to ``group``: recorded Created now, published by the tick.
 
     The rumor's id covers author, second and text, so sending the same text
@@ -39,7 +40,7 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
     return _send(ctx, params, kind, text, params.get("tags") or [])
 
 
-def command_react(ctx: Any, params: dict[str, Any]) -> Result:
+def command_react(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """React to message ``target`` of ``group`` with ``emoji`` (NIP-25: a kind-7 rumor naming it)."""
     emoji = params.get("emoji")
     if not isinstance(emoji, str) or not emoji:
@@ -48,7 +49,7 @@ def command_react(ctx: Any, params: dict[str, Any]) -> Result:
     return _send(ctx, params, rumors.REACTION_KIND, emoji, [["e", target], ["p", author], ["k", str(rumors.CHAT_KIND)]])
 
 
-def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
+def command_delete(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Delete our message ``target`` of ``group`` (a kind-5 rumor; members drop it from their history)."""
     target, author = _target(ctx, params)
     loaded = load_joined(ctx.state, params.get("group"))
@@ -57,7 +58,7 @@ def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
     return _send(ctx, params, rumors.DELETION_KIND, "", [["e", target], ["k", str(rumors.CHAT_KIND)]])
 
 
-def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
+def _target(ctx: contract.Context, params: dict[str, Any]) -> tuple[str, str]:
     """The message ``target`` names and its author."""
     loaded = load_joined(ctx.state, params.get("group"))
     target = str(params.get("target") or "").lower()
@@ -68,7 +69,7 @@ def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
     return target, known[1]
 
 
-def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
+def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
     loaded = load_joined(ctx.state, params.get("group"))
     gid, state = loaded.gid, loaded.state
     if not state.active:

@@ -24,8 +24,7 @@ opens is decided on that branch (:mod:`.branches`).
 
 from __future__ import annotations
 
-from typing import Any
-
+from core import contract
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols.libraries import mls
@@ -76,7 +75,7 @@ def decode(blob: bytes) -> Envelope:
     )
 
 
-def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
+def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does)."""
     gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)

@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from core import queues
+from core import contract, queues
 from core.batch import MicroBatch
 from core.pipeline import Outcome, process_item
 from core.records import ItemSource
@@ -43,7 +43,7 @@ from protocols.marmot.wire.envelope import InvalidEnvelope
 _HAS_GROUPS = "SELECT 1 FROM protocol_state WHERE protocol = 'marmot' AND key >= 'meta/' AND key < 'meta0' LIMIT 1"
 
 
-def has_groups(db: Any) -> bool:
+def has_groups(db: contract.Database) -> bool:
     """True when this database has joined at least one marmot group."""
     return db.one(_HAS_GROUPS) is not None
 
@@ -68,7 +68,7 @@ class BackfillReport:
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
 
 
-def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
+def backfill(ctx: contract.Context, params: dict[str, Any]) -> BackfillReport:
     """Command ``marmot.backfill`` (manages its transactions): ``group`` and ``events`` (lines)."""
     rt = ctx.runtime
     with rt.db.read():
@@ -126,7 +126,7 @@ def _select(
     return sorted(chosen.values(), key=_cursor_key)
 
 
-def _decided(db: Any, gid: str, outer_id: str) -> bool:
+def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
     """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
     with db.read():
         seen = GroupHistoryStore(db, gid).outer_record(outer_id)

@@ -1,0 +1,187 @@
+"""Plugins keep per-database state on their service object, and type the core's handles.
+
+Two scans of every module under protocols/ (plugins and the shared libraries):
+
+- no module-level mutable state: a dict, list or set bound at module level and
+  changed at run time, a weak dictionary or set (a cache keyed by database or
+  runtime), a ``global`` statement, or an lru_cache keyed by one of the core's
+  handles.  What a plugin keeps per database belongs to the object its
+  ``open_service(app)`` returns (docs/plugin-guide.md).  Read-only tables stay
+  module constants; the few containers that truly are per process are listed
+  below with the reason;
+- no ``ctx``, ``runtime``, ``app``, ``conn`` or ``db`` parameter typed ``Any``:
+  core/contract.py types them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tests.conftest import ROOT
+
+PROTOCOLS = ROOT / "protocols"
+HANDLES = frozenset({"ctx", "runtime", "app", "conn", "db"})
+_CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+_WEAK = frozenset({"WeakKeyDictionary", "WeakValueDictionary", "WeakSet"})
+_MUTATORS = frozenset(
+    {"append", "add", "pop", "popitem", "update", "setdefault", "clear", "remove", "discard", "extend", "insert"}
+)
+_CACHES = frozenset({"lru_cache", "cache"})
+
+#: Module-level containers that are per process on purpose, by (module path, name), with the reason.
+ALLOWED = {
+    ("protocols/libraries/mls/codec/structs.py", "CLASS_CODECS"): "the codec of each Python class: code, not data",
+    ("protocols/libraries/mls/codec/structs.py", "_ENUM_CODECS"): "the codec of each enum class: code, not data",
+    ("protocols/libraries/mls/values.py", "_FIELD_NAMES"): "the field names of each attrs class: code, not data",
+    ("protocols/libraries/mls/ahead.py", "_chains"): "lives in the decrypt-ahead helper process, one per writer",
+    ("protocols/libraries/erasable.py", "_PREPARED"): (
+        "keyed by key file on disk: a key prepared for a file's next version is that file's, whichever connection"
+        " writes it next (taking it checks the file holds it)"
+    ),
+    ("protocols/marmot/wire/outer.py", "_keys"): (
+        "a bounded memo of a pure derivation keyed by the exporter secret itself: the same secret gives the same"
+        " keys in any database"
+    ),
+    ("protocols/marmot/wire/nostr.py", "VERIFIED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
+    ("protocols/marmot/wire/outer.py", "OPENED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
+    ("protocols/marmot/settings.py", "_CACHE"): "the settings' own memo; issue 33 part 2 (settings the core knows)",
+}
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    modules = [
+        (str(path.relative_to(ROOT)), ast.parse(path.read_text(), str(path)))
+        for path in sorted(PROTOCOLS.rglob("*.py"))
+    ]
+    assert len(modules) > 100, "the scan must see every plugin module"
+    return modules
+
+
+def _called(node: ast.expr) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _module_containers(tree: ast.Module) -> dict[str, str]:
+    """Names bound at module level to a mutable container: name -> what it is."""
+    found = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value
+        else:
+            continue
+        displays = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+        kind = type(value).__name__ if isinstance(value, displays) else _called(value)
+        if kind in _CONTAINERS | _WEAK or isinstance(value, displays):
+            found.update({target.id: str(kind) for target in targets if isinstance(target, ast.Name)})
+    return found
+
+
+def _mutated(node: ast.AST) -> ast.expr | None:
+    """The container a statement or call changes in place (``x[k] = v``, ``del x[k]``, ``x.append(v)``), if any."""
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Subscript):
+                return target.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+        return node.func.value
+    return None
+
+
+def _cached_by_handle(function: ast.FunctionDef) -> bool:
+    decorators = {_called(d) or getattr(d, "id", getattr(d, "attr", None)) for d in function.decorator_list}
+    return bool(decorators & _CACHES and HANDLES & {arg.arg for arg in function.args.args})
+
+
+def module_state(modules: list[tuple[str, ast.Module]]) -> Iterator[tuple[str, str, str]]:
+    """``(module, name, why)`` for each piece of module-level mutable state."""
+    containers = {path: _module_containers(tree) for path, tree in modules}
+    public = {name: path for path, names in containers.items() for name in names}
+    for path, tree in modules:
+        for name, kind in containers[path].items():
+            if kind in _WEAK:
+                yield path, name, f"a module-level {kind}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                yield from ((path, name, "a global statement") for name in node.names)
+            if isinstance(node, ast.FunctionDef) and _cached_by_handle(node):
+                yield path, node.name, "an lru_cache keyed by a database or runtime"
+            target = _mutated(node)
+            if isinstance(target, ast.Name) and target.id in containers[path]:
+                yield path, target.id, "a module-level container changed at run time"
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.attr in public:
+                yield public[target.attr], target.attr, f"a module-level container changed from {path}"
+
+
+def any_typed_handles(modules: list[tuple[str, ast.Module]]) -> Iterator[str]:
+    for path, tree in modules:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                arguments = node.args
+                for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                    if arg.arg in HANDLES and arg.annotation is not None and ast.unparse(arg.annotation) == "Any":
+                        yield f"{path}:{node.lineno} {node.name}({arg.arg}: Any)"
+
+
+def test_no_plugin_keeps_module_level_mutable_state():
+    found = sorted({(path, name, why) for path, name, why in module_state(_modules()) if (path, name) not in ALLOWED})
+    assert not found, "keep these on the plugin's service object (open_service):\n" + "\n".join(map(str, found))
+
+
+def test_every_allowed_container_still_exists():
+    """An entry whose container is gone (moved to a service object) leaves the list too."""
+    containers = {(path, name) for path, tree in _modules() for name in _module_containers(tree)}
+    assert set(ALLOWED) <= containers
+
+
+def test_no_plugin_types_a_core_handle_as_any():
+    found = list(any_typed_handles(_modules()))
+    assert not found, "annotate with core.contract's App, Runtime, Context, Database, Connection:\n" + "\n".join(found)
+
+
+_STATEFUL = """
+import weakref
+from collections import OrderedDict
+from functools import lru_cache
+
+_SERVICES = weakref.WeakKeyDictionary()
+_seen = set()
+_recent = OrderedDict()
+TABLE = {"a": 1}
+_counter = 0
+
+def remember(db, key):
+    _seen.add((db.path, key))
+    _recent[key] = db
+
+def bump():
+    global _counter
+    _counter += 1
+
+@lru_cache(maxsize=8)
+def store_of(runtime):
+    return runtime.db
+
+def read(key):
+    return TABLE[key]
+
+def handle(ctx: Any, db: "Database", conn: Any) -> None: ...
+"""
+
+
+def test_the_scans_find_what_they_look_for():
+    modules = [("protocols/fake.py", ast.parse(_STATEFUL))]
+    assert {(name, why) for _, name, why in module_state(modules)} == {
+        ("_SERVICES", "a module-level WeakKeyDictionary"),
+        ("_seen", "a module-level container changed at run time"),
+        ("_recent", "a module-level container changed at run time"),
+        ("_counter", "a global statement"),
+        ("store_of", "an lru_cache keyed by a database or runtime"),
+    }
+    assert [line.split(" ", 1)[1] for line in any_typed_handles(modules)] == ["handle(ctx: Any)", "handle(conn: Any)"]
