@@ -76,7 +76,7 @@ class GroupReader:
     def seed(self) -> None:
         """Start the helper from the state this process has committed."""
         with self.runtime.db.read():
-            state = Vault.of(self.runtime.db).group(self.group_id)
+            state = Vault.of_runtime(self.runtime).group(self.group_id)
         self.helper.seed(self.group_id, state)
 
     def submit(self, page: Page) -> Future[OpenedPage]:
@@ -124,7 +124,7 @@ class GroupReader:
         process_one: Callable[[ServerMessage], Outcome | None],
     ) -> bool:
         db = self.runtime.db
-        vault = Vault.of(db)
+        vault = Vault.of_runtime(self.runtime)
         name = vault.group_name(self.group_id)
         after = mls.restore(found.state) if found.state is not None else None
         try:
@@ -150,6 +150,6 @@ def reader_for(runtime: contract.Runtime, topic: str, first: Page) -> GroupReade
         return None
     group_id = first.messages[0].group_id
     with runtime.db.read():
-        if not Vault.of(runtime.db).has_group(group_id):
+        if not Vault.of_runtime(runtime).has_group(group_id):
             return None  # nothing to seed the helper with: the handler says what is wrong, payload by payload
     return GroupReader(runtime, group_id)

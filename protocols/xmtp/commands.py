@@ -31,7 +31,7 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
     Registering with the server (the binding and the KeyPackages) is
     network work, done after this commits by :func:`.keypackages.register`.
     """
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     if vault.has_identity():
         raise IdentityExists(f"this database already is {vault.identity().address}; use another database")
     server = params.get("server")
@@ -51,7 +51,7 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
 
 def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A new group with us as its only member; ``name`` is kept on this database."""
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     identity = vault.identity()
     name = params.get("name") or ""
     if not isinstance(name, str) or len(name) > 200:
@@ -126,7 +126,7 @@ def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Res
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
     group_id = _active_group(ctx, params)
     wanted = _addresses(params)
-    state = Vault(ctx.state).group(group_id)
+    state = Vault.in_context(ctx).group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
     if absent:
         raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")

@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 
 from core.contract import App, Runtime
-from protocols.xmtp import sync
 from protocols.xmtp.errors import NotWebSocketServer
-from protocols.xmtp.state import Vault
+from protocols.xmtp.state import Vault, opened_cache
 from protocols.xmtp.transport.interface import DeliveryService
 
 log = logging.getLogger("tessera.xmtp.jobs")
@@ -24,10 +23,13 @@ SCHEMES = ("ws://", "wss://")
 
 
 class XmtpMember:
-    """One database's delivery service connection, and whether this process did its cold start."""
+    """One database's delivery service connection, its opened group states, and whether this process did
+    its cold start."""
 
     def __init__(self, app: App):
         self.runtime = app.runtime
+        #: Group states already opened and parsed (see :meth:`.state.Vault.in_context`).
+        self.opened = opened_cache()
         self._service: DeliveryService | None = None
         self._cold_started = False
 
@@ -48,6 +50,8 @@ class XmtpMember:
 
     def cold_start(self) -> int:
         """Once per database and process: free the locks of sync holders that died."""
+        from protocols.xmtp import sync  # sync's modules use this one: import it when first needed
+
         if self._cold_started:
             return 0
         freed = sync.clear_locks(self.runtime)

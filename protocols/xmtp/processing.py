@@ -60,7 +60,7 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
         not _opened_ahead(message) and _already_processed(ctx, message)
     ):
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     state = vault.group(message.group_id)
     _check_epoch_chain(state, message)
     own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
@@ -288,7 +288,7 @@ def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
     message: ServerMessage = envelope.payload
     if queries.group(ctx.db, message.group_id) is not None:
         return Result(duplicate=True)
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     identity = vault.identity()
     try:
         refs = set(mls.welcome_refs(message.payload))

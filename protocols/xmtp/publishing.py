@@ -76,7 +76,7 @@ def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
     row = queries.intent(ctx.db, str(params.get("intent")))
     if row is None or row.state is not IntentState.TO_SEND or row.prepared:
         return Result(duplicate=True)
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     state = vault.group(row.group_id)
     request = json.loads(row.request)
     welcomes: list[dict[str, str]] = []

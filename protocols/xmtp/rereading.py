@@ -176,7 +176,7 @@ class Recovery:
         if self.group_id is None:
             return None
         with self.runtime.db.read():
-            vault = Vault.of(self.runtime.db)
+            vault = Vault.of_runtime(self.runtime)
             return vault.group(self.group_id).epoch if vault.has_group(self.group_id) else None
 
     def after_suspect(self, suspect: Suspect) -> str:
@@ -277,7 +277,7 @@ class Recovery:
         (their ids are before the cursor's: the server's ids grow in server order).  None: no group state."""
         assert self.group_id is not None
         with self.runtime.db.read():
-            vault = Vault.of(self.runtime.db)
+            vault = Vault.of_runtime(self.runtime)
             if not vault.has_group(self.group_id):
                 return None
             skipped = mls.skipped_generations(vault.group(self.group_id))

@@ -388,7 +388,7 @@ def sync_all(runtime: contract.Runtime, service: DeliveryService, held: frozense
     ``held``: topics whose locks the caller holds (a live subscription's)."""
     report = SyncReport()
     with runtime.db.read():
-        installation = Vault.of(runtime.db).identity().installation_id
+        installation = Vault.of_runtime(runtime).identity().installation_id
     welcomes = items.welcome_topic(installation)
     _guarded(
         report,

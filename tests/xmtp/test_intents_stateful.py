@@ -72,7 +72,6 @@ from core.settings import Settings
 from protocols import xmtp
 from protocols.libraries import at_rest
 from protocols.xmtp import facts, keypackages, members, publishing, queries, sync
-from protocols.xmtp import state as xmtp_state
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, ServiceUnavailable
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind, WelcomeState
@@ -309,8 +308,7 @@ class IntentsMachine(RuleBasedStateMachine):
                         f"{sync.holder().rpartition('/')[0]}/{_dead_pid()}",
                     ),
                 )
-        node.app.close()
-        xmtp_state._opened.clear()
+        node.app.close()  # its cache of opened states goes with it, as with a process that ends
         node.app = self._open(node.path, create=False)
         node.app.service(XmtpMember).cold_start()
         held = node.read("SELECT topic FROM xmtp_topic_refresh_state WHERE lock_until_ns != 0")
@@ -714,7 +712,6 @@ class IntentsMachine(RuleBasedStateMachine):
         finally:
             for node in self.nodes:
                 node.app.close()
-            xmtp_state._opened.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
             for name, value in self.saved_env.items():
                 if value is None:
