@@ -146,11 +146,11 @@ def module_state(modules: list[tuple[str, ast.Module]]) -> Iterator[tuple[str, s
                 yield from ((path, name, "a global statement") for name in node.names)
             if isinstance(node, ast.FunctionDef) and _cached_by_handle(node):
                 yield path, node.name, "an lru_cache keyed by a database or runtime"
-            target = _mutated(node)
-            if isinstance(target, ast.Name) and target.id in containers[path]:
-                yield path, target.id, "a module-level container changed at run time"
-            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.attr in public:
-                yield public[target.attr], target.attr, f"a module-level container changed from {path}"
+            changed = _mutated(node)
+            if isinstance(changed, ast.Name) and changed.id in containers[path]:
+                yield path, changed.id, "a module-level container changed at run time"
+            elif isinstance(changed, ast.Attribute) and isinstance(changed.value, ast.Name) and changed.attr in public:
+                yield public[changed.attr], changed.attr, f"a module-level container changed from {path}"
 
 
 def any_typed_handles(modules: list[tuple[str, ast.Module]]) -> Iterator[str]:
