@@ -51,11 +51,6 @@ ALLOWED = {
     ("protocols/libraries/mls/group/snapshot_tree.py", "RECENT_TREES"): (
         "a bounded memo of a pure codec (ratchet tree <-> its encoding), keyed by the content itself"
     ),
-    ("protocols/marmot/state/store.py", "_opened"): (
-        "a bounded memo of opened states whose hits need the very sealed bytes and key they came from, so no"
-        " database is served another's; moving it to MarmotMember means handing the member to every"
-        " SealedValues (as XMTP's Vault takes its member's cache)"
-    ),
     ("protocols/marmot/wire/nostr.py", "VERIFIED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
     ("protocols/marmot/wire/outer.py", "OPENED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
     ("protocols/marmot/settings.py", "_CACHE"): "the settings' own memo; issue 33 part 2 (settings the core knows)",

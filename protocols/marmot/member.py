@@ -1,4 +1,4 @@
-"""This database's side of Marmot in this process: its relays, its observers, its checked state key.
+"""This database's side of Marmot in this process: its relays, observers, opened states and checked key.
 
 The plugin's ``open_service`` hook gives every opened app one :class:`MarmotMember`;
 the ``nostr`` transport, the relay sync and ``tessera marmot`` commands ask it for
@@ -11,16 +11,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from core.contract import App
+from core.contract import App, Runtime
+from protocols.libraries import at_rest
 from protocols.marmot.observe import Hub
 from protocols.marmot.relays import NostrRelays, RelayTransport
+from protocols.marmot.state.key import opened_cache
 
 
 class MarmotMember:
-    """One database's relay transport, observer hub and the at-rest key checks already passed."""
+    """One database's relay transport, observer hub, opened group states and the at-rest key checks passed."""
 
     def __init__(self, app: App):
         self.observers = Hub(app.runtime)
+        #: Values already opened and parsed (group states above all; see ``state.store.SealedValues``).
+        self.opened = opened_cache()
         self._relays: list[RelayTransport] = []
         #: ``(at-rest key, sealed key check)`` pairs that opened, so the tick checks each once.
         self.keys_checked: set[tuple[bytes, bytes]] = set()
@@ -48,3 +52,9 @@ class MarmotMember:
     def close(self) -> None:
         self.observers.close()
         self._relays.clear()
+        self.opened.clear()
+
+
+def opened_values(runtime: Runtime) -> at_rest.OpenedCache:
+    """The cache of opened values of ``runtime``'s database (pass it to ``store.load``)."""
+    return runtime.service(MarmotMember).opened

@@ -31,6 +31,7 @@ from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.member import opened_values
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import store
 from protocols.marmot.state.store import LoadedGroup, SealedValues, meta_name, verify_key
@@ -127,7 +128,7 @@ def command_invite(ctx: contract.Context, params: dict[str, Any]) -> Result:
     without it, to the relays their KeyPackage event names, else the group's.
     """
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     _admin_only(loaded, me, "invite")
     raw_events = params.get("key_package_events") or []
     if not raw_events:
@@ -156,7 +157,7 @@ def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEven
 def command_remove(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove ``members`` (hex public keys) from ``group``."""
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     _admin_only(loaded, me, "remove members")
     members = hex_keys(params.get("members") or [], "members")
     present = set(mls.member_credentials(loaded.state).values())
@@ -171,7 +172,9 @@ def command_remove(ctx: contract.Context, params: dict[str, Any]) -> Result:
 def command_self_update(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Rotate our own leaf keys in ``group`` (any member may)."""
     me = accounts.require(ctx.state)
-    return _commit(ctx, store.load_joined(ctx.state, params.get("group")), me, self_update=True)
+    return _commit(
+        ctx, store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime)), me, self_update=True
+    )
 
 
 def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
@@ -182,7 +185,7 @@ def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     group must keep an admin, and members ignore an admin's SelfRemove.
     """
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     if me.pubkey in group_data.admins(loaded.state):
         raise InvalidInput(f"we are an admin of group {loaded.gid}: remove ourselves from the admins before leaving")
     state = loaded.state

@@ -14,6 +14,7 @@ from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
 from protocols.marmot import facts
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing.item import Item
 from protocols.marmot.processing.messages import deletion
 from protocols.marmot.read.history import GroupHistoryStore
@@ -52,7 +53,7 @@ def command_react(ctx: contract.Context, params: dict[str, Any]) -> Result:
 def command_delete(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Delete our message ``target`` of ``group`` (a kind-5 rumor; members drop it from their history)."""
     target, author = _target(ctx, params)
-    loaded = load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     if author != mls.own_credential(loaded.state):
         raise InvalidInput(f"message {target[:16]} is not ours; members ignore deletions of others' messages")
     return _send(ctx, params, rumors.DELETION_KIND, "", [["e", target], ["k", str(rumors.CHAT_KIND)]])
@@ -60,7 +61,7 @@ def command_delete(ctx: contract.Context, params: dict[str, Any]) -> Result:
 
 def _target(ctx: contract.Context, params: dict[str, Any]) -> tuple[str, str]:
     """The message ``target`` names and its author."""
-    loaded = load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     target = str(params.get("target") or "").lower()
     well_formed = len(target) == 64 and all(c in "0123456789abcdef" for c in target)
     known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if well_formed else None
@@ -70,7 +71,7 @@ def _target(ctx: contract.Context, params: dict[str, Any]) -> tuple[str, str]:
 
 
 def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
-    loaded = load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     gid, state = loaded.gid, loaded.state
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")

@@ -31,6 +31,7 @@ from protocols.libraries import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, Outer
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing import branches, commits, messages, welcomes
 from protocols.marmot.processing.item import (
     Item,
@@ -88,7 +89,7 @@ def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Bl
     if seen is not None and seen.state == "Failed":
         note(ctx, out, observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = store.load(ctx.state, gid)
+    loaded = store.load(ctx.state, gid, opened_values(ctx.runtime))
     if loaded is None:
         return wait_for_group(ctx, out)
     item = Item(ctx, out, seen, loaded)

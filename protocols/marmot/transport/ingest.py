@@ -32,6 +32,7 @@ from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing.handlers import DUPLICATE_STATES, PROTOCOL
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
@@ -73,7 +74,7 @@ def backfill(ctx: contract.Context, params: dict[str, Any]) -> BackfillReport:
     rt = ctx.runtime
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        loaded = load_joined(store, params.get("group"))
+        loaded = load_joined(store, params.get("group"), opened_values(rt))
         gid = loaded.gid
         routes = set(routes_of(store, gid))
         keys = [(k.epoch, k.key) for state in _states(loaded) for k in outer.epoch_keys(state)]
@@ -149,7 +150,7 @@ _Readable = tuple[dict[str, Any], mls.MessageHeader | None]
 def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Readable], list[dict[str, Any]]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
-        states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid))
+        states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid, opened_values(rt)))
     readable: list[_Readable] = []
     unreadable: list[dict[str, Any]] = []
     for event in events:
