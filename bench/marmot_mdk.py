@@ -42,9 +42,9 @@ from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols import marmot
 from protocols.libraries import erasable
+from protocols.marmot.relays import NostrRelays
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import store
-from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import gift_wrap, nostr, outer
 
@@ -103,13 +103,13 @@ def join_mdk_group(
     TickDaemon(ours, mode="until_idle").run()
     with ours.db.read():
         me = accounts.require(ProtocolState(ours.db, "marmot")).pubkey
-    [our_key_package] = nostr_transport.relays().fetch({"kinds": [30443], "authors": [me]}, [relay_url]).events
+    [our_key_package] = NostrRelays().fetch({"kinds": [30443], "authors": [me]}, [relay_url]).events
     alice, bob = member("alice", work.path / "alice.db"), member("bob", work.path / "bob.db")
     bob_key_package = bob.key_package_event((relay_url,))
     group, rumors = alice.create_group([our_key_package, bob_key_package], relays=(relay_url,))
     bob.join(_welcome_for(rumors, bob_key_package["id"]))
     wrap = gift_wrap.wrap(_welcome_for(rumors, our_key_package["id"]), alice.secret_key, me, now=int(time.time()))
-    nostr_transport.relays().publish(wrap, [relay_url]).raise_unless_accepted()
+    NostrRelays().publish(wrap, [relay_url]).raise_unless_accepted()
     relay_sync.sync(ours)
     TickDaemon(ours, mode="until_idle").run()
     [(welcome_id,)] = ours.db.all("SELECT welcome_id FROM marmot_welcomes WHERE state = 'pending'")

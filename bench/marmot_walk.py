@@ -34,8 +34,8 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.tick import TickDaemon
 from protocols import marmot
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import MemoryRelays
-from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 
 PLUGIN = Path(marmot.__file__).resolve().parent
@@ -122,38 +122,38 @@ def pump(*apps: App) -> None:
 def trace_commit(work: Workdir) -> Walk:
     clock = ManualClock()
     alice, bob = open_member(work, "alice", clock), open_member(work, "bob", clock)
-    with nostr_transport.using(MemoryRelays([RELAY])) as relays:
-        pubkeys = {}
-        for name, app in (("alice", alice), ("bob", bob)):
-            created = app.runtime.run_command("marmot.identity_new", {})
-            pubkeys[name] = created.events[0].data["pubkey"]
-            app.runtime.run_command("marmot.key_package_publish", {"relays": [RELAY], "count": 2})
-        tick(alice, bob)
-        gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
-        [package] = relays.fetch({"kinds": [30443], "authors": [pubkeys["bob"]], "limit": 1}, [RELAY]).events
-        alice.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(package)]})
-        pump(alice, bob)
-        welcome = bob.db.value("SELECT welcome_id FROM marmot_welcomes")
-        bob.runtime.run_command("marmot.accept", {"welcome": welcome})
-        clock.advance(1000)
-        pump(alice, bob)
+    relays = MemoryRelays([RELAY])
+    for app in (alice, bob):
+        app.service(MarmotMember).use_relays(relays)
+    pubkeys = {}
+    for name, app in (("alice", alice), ("bob", bob)):
+        created = app.runtime.run_command("marmot.identity_new", {})
+        pubkeys[name] = created.events[0].data["pubkey"]
+        app.runtime.run_command("marmot.key_package_publish", {"relays": [RELAY], "count": 2})
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    [package] = relays.fetch({"kinds": [30443], "authors": [pubkeys["bob"]], "limit": 1}, [RELAY]).events
+    alice.runtime.run_command("marmot.invite", {"group": gid, "key_package_events": [json.dumps(package)]})
+    pump(alice, bob)
+    welcome = bob.db.value("SELECT welcome_id FROM marmot_welcomes")
+    bob.runtime.run_command("marmot.accept", {"welcome": welcome})
+    clock.advance(1000)
+    pump(alice, bob)
 
-        clock.advance(1000)
-        published = alice.runtime.run_command("marmot.self_update", {"group": gid})
-        commit_id = published.events[0].data["outer_id"]
-        tick(alice)  # to the relay (and applied on alice once it holds it)
-        relay_sync.sync(bob)
-        walk = Walk(lambda blob: commit_id.encode() in blob)
-        sys.setprofile(walk.profile)
-        try:
-            tick(bob)
-        finally:
-            sys.setprofile(None)
-        epochs = {
-            name: app.db.value("SELECT epoch FROM marmot_groups") for name, app in (("alice", alice), ("bob", bob))
-        }
-        if epochs["alice"] != epochs["bob"] or not walk.calls:
-            raise SystemExit(f"the commit did not reach bob as expected: epochs {epochs}, {len(walk.calls)} calls")
+    clock.advance(1000)
+    published = alice.runtime.run_command("marmot.self_update", {"group": gid})
+    commit_id = published.events[0].data["outer_id"]
+    tick(alice)  # to the relay (and applied on alice once it holds it)
+    relay_sync.sync(bob)
+    walk = Walk(lambda blob: commit_id.encode() in blob)
+    sys.setprofile(walk.profile)
+    try:
+        tick(bob)
+    finally:
+        sys.setprofile(None)
+    epochs = {name: app.db.value("SELECT epoch FROM marmot_groups") for name, app in (("alice", alice), ("bob", bob))}
+    if epochs["alice"] != epochs["bob"] or not walk.calls:
+        raise SystemExit(f"the commit did not reach bob as expected: epochs {epochs}, {len(walk.calls)} calls")
     alice.close()
     bob.close()
     return walk

@@ -9,6 +9,7 @@ kit, scripts) starts.  It is the one module of the core that uses
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 import pluggy
 import ulid
@@ -22,6 +23,8 @@ from core.registry import Registry
 from core.runtime import Runtime
 from core.settings import Settings
 from schema_loader.setup import enabled_protocols, is_initialised, load_schemas
+
+S = TypeVar("S")
 
 #: The kv key naming this database to rebuild work directories (exports are reused only for it).
 INSTANCE_KEY = "db.instance_id"
@@ -58,6 +61,7 @@ def open_app(
             register_projections(db, app.projectors())
             if app.runtime.kv.get(INSTANCE_KEY) is None:
                 app.runtime.kv.set(INSTANCE_KEY, str(ulid.ULID()))
+        app.runtime.services.open(registry.hook, app)
         return app
     except BaseException:
         db.close()
@@ -83,14 +87,21 @@ class App:
                 f"enable it with `tessera --db {self.db.path} init --protocol {protocol}`"
             )
 
+    def service(self, kind: type[S]) -> S:
+        """The service object of type ``kind`` a plugin opened for this database (``open_service``)."""
+        return self.runtime.services.get(kind)
+
     def projectors(self, protocols: Iterable[str] | None = None) -> list[ProjectorLike]:
         """The projectors of ``protocols`` (default: every enabled protocol)."""
         wanted = set(self.enabled if protocols is None else protocols)
         return [p for p in self.registry.projectors.values() if p.protocol in wanted]
 
     def close(self) -> None:
-        """Close the database connection."""
-        self.db.close()
+        """Close the plugins' service objects (the last opened first), then the database connection."""
+        try:
+            self.runtime.services.close()
+        finally:
+            self.db.close()
 
 
 def register_projections(db: Database, projectors: Iterable[ProjectorLike]) -> list[str]:

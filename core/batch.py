@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TypeVar
 
-from core.db import Database
+from core import contract
 
 T = TypeVar("T")
 
@@ -35,7 +35,7 @@ class MicroBatch:
 
     def __init__(
         self,
-        db: Database,
+        db: contract.Database,
         *,
         max_items: int | None = None,
         max_ms: int | None = None,
@@ -49,7 +49,7 @@ class MicroBatch:
         self.on_begin = on_begin
         self.units = 0
         self.commits = 0
-        self._open: AbstractContextManager[Database] | None = None
+        self._open: AbstractContextManager[contract.Database] | None = None
         self._started = 0.0
 
     @property

@@ -165,6 +165,10 @@ class PluginError(TesseraError, RuntimeError):
     """A plugin is missing, misnamed or registered something twice."""
 
 
+class ServiceNotOpen(PluginError, LookupError):
+    """No plugin opened a service object of the type asked for on this app (see ``open_service``)."""
+
+
 class UnknownProtocol(PluginError, LookupError):
     """No installed plugin provides this protocol name."""
 

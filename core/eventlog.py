@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from core.db import Database
 from core.errors import EventTableMismatch, PurgeWithoutRecord
 from core.records import Event, StoredEvent
@@ -197,13 +198,13 @@ def _described(name: str, sql_type: str, not_null: bool, primary_key: bool) -> s
     return f"{name} {sql_type.upper()}" + (" PRIMARY KEY" if primary_key else " NOT NULL" if not_null else "")
 
 
-def by_id(db: Database, protocol: str, event_id: bytes) -> StoredEvent | None:
+def by_id(db: contract.Database, protocol: str, event_id: bytes) -> StoredEvent | None:
     """The event (or its tombstone, ``purged`` true, once purged) with this id, or None."""
     row = db.one(_BY_ID, (protocol, event_id))
     return stored_event(row) if row else None
 
 
-def at_seqs(db: Database, seqs: Sequence[int]) -> list[StoredEvent]:
+def at_seqs(db: contract.Database, seqs: Sequence[int]) -> list[StoredEvent]:
     """The events (or tombstones) at ``seqs``, in that order: one rowid lookup each (a seq the log has not
     reached is left out).  For read models that keep an event's seq and show its payload."""
     found: dict[int, StoredEvent] = {}
@@ -262,14 +263,14 @@ def purged_since(db: Database, after_by_seq: int) -> tuple[int, int] | None:
     return None if row is None or row[0] is None else (row[0], row[1])
 
 
-def head(db: Database) -> int:
+def head(db: contract.Database) -> int:
     """The last seq in the log (0 when empty)."""
     last: int = db.value(_HEAD, default=0)
     return last
 
 
 def read_range(
-    db: Database, after_seq: int = 0, upto_seq: int | None = None, *, batch: int = 1000
+    db: contract.Database, after_seq: int = 0, upto_seq: int | None = None, *, batch: int = 1000
 ) -> Iterator[StoredEvent]:
     """Events with ``after_seq < seq <= upto_seq`` in order, fetched in batches."""
     upto = head(db) if upto_seq is None else upto_seq
@@ -283,13 +284,13 @@ def read_range(
         cursor = rows[-1][0]
 
 
-def rows_in_range(db: Database, after_seq: int, upto_seq: int, limit: int) -> list[tuple[Any, ...]]:
+def rows_in_range(db: contract.Database, after_seq: int, upto_seq: int, limit: int) -> list[tuple[Any, ...]]:
     """Up to ``limit`` rows of :data:`EVENT_COLUMNS` values with ``after_seq < seq <= upto_seq``, in seq order."""
     return db.all(_BY_RANGE, (after_seq, upto_seq, limit))
 
 
 def read_partition(
-    db: Database, protocol: str, partition_key: str, after_seq: int = 0, *, batch: int = 1000
+    db: contract.Database, protocol: str, partition_key: str, after_seq: int = 0, *, batch: int = 1000
 ) -> Iterator[StoredEvent]:
     """One partition's events in seq order."""
     cursor = after_seq

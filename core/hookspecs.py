@@ -7,7 +7,8 @@ entry-point group.  A misspelled hook name fails loudly at load time.
 
 What the registration hooks return is declared in :mod:`core.protocol` (the
 records and the callables' types) and :mod:`projectors.contract` (projectors);
-what handlers and commands get is :class:`core.runtime.Context`.  Errors a
+the handles the core gives plugins (app, runtime, a handler's ``ctx``, the
+database) are typed in :mod:`core.contract`.  Errors a
 plugin raises on purpose come from :mod:`core.errors`: ``PermanentError``
 (park the item), ``TransientError`` (retry it with backoff), ``DecodeError``
 and ``MalformedInput`` (bad wire input, parked at once).
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
     import apsw
     import click
 
+    from core.contract import App
     from core.protocol import Job, LazyCommand, Protocol, Transport
     from core.records import ItemSource, OutcomeKind, StoredEvent
+    from core.services import Closable
     from core.setting import Setting
 
 hookspec = pluggy.HookspecMarker("tessera")
@@ -114,6 +117,24 @@ def prepare_connection(conn: apsw.Connection) -> None:
 
     :param conn: the ``apsw.Connection``; register SQL functions or
         collations here.  Do not start transactions.
+    """
+
+
+@hookspec
+def open_service(app: App) -> Closable | None:
+    """Open this plugin's service object for one opened database.
+
+    Called once per app, after its schemas are loaded and before any command
+    or tick runs; the objects close, in the reverse order of opening, when the
+    app closes.  Keep here what belongs to one database: connections to a
+    delivery service or relays, observers, caches.  Open network connections
+    lazily (a CLI command that needs none should not wait for them).
+
+    :param app: the opened app (:class:`core.contract.App`).
+    :return: an object with ``close()``, one per type; the core's code and the
+        plugin's find it with ``app.service(TheClass)`` or
+        ``runtime.service(TheClass)``, typed ``TheClass``.  None when the plugin
+        keeps nothing per database.
     """
 
 

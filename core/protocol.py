@@ -43,11 +43,14 @@ Upcaster = Callable[[EventData], EventData]
 
 
 class Rows(TypingProtocol):
-    """What a statement returns: iterate it, or fetch all or one row."""
+    """What a statement returns: iterate it, fetch all rows, or close it early."""
 
     def __iter__(self) -> Iterator[Any]: ...
 
     def fetchall(self) -> list[Any]: ...
+
+    def close(self) -> None:
+        """Finish the statement early (a walk that stopped before its last row)."""
 
 
 class ProjectionConnection(TypingProtocol):

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from core.db import Database
 from core.errors import NotFound
 from core.records import Envelope, ItemSource
@@ -53,7 +54,7 @@ _NEXT_DELIVERY = "SELECT coalesce((SELECT delivery FROM incoming ORDER BY id DES
 
 
 def push_incoming(
-    db: Database, protocol: str, blobs: Iterable[bytes], now_ms: int, *, order: ArrivalOrder | None = None
+    db: contract.Database, protocol: str, blobs: Iterable[bytes], now_ms: int, *, order: ArrivalOrder | None = None
 ) -> int:
     """Queue wire blobs as one delivery; returns how many were queued.
 
@@ -93,12 +94,12 @@ _LATER_DELIVERY = (
 )
 
 
-def oldest_incoming_id(db: Database) -> int | None:
+def oldest_incoming_id(db: contract.Database) -> int | None:
     """The id of the oldest ``incoming`` row (the next the tick takes), or None when the queue is empty."""
     return db.integer(_OLDEST_INCOMING_ID)
 
 
-def newest_incoming(db: Database) -> int | None:
+def newest_incoming(db: contract.Database) -> int | None:
     """The id of the newest ``incoming`` row, or None when the queue is empty."""
     return db.integer(_NEWEST_INCOMING)
 
@@ -303,7 +304,7 @@ _PENDING_OUTGOING = (
 )
 
 
-def pending_outgoing(db: Database, protocol: str) -> list[OutgoingTries]:
+def pending_outgoing(db: contract.Database, protocol: str) -> list[OutgoingTries]:
     """``protocol``'s outgoing messages not sent yet, oldest first."""
     return [OutgoingTries(*row) for row in db.all(_PENDING_OUTGOING, (protocol,))]
 
@@ -370,7 +371,7 @@ def list_parked(db: Database, limit: int = 1000) -> list[dict[str, Any]]:
 _PARKED_SINCE = "SELECT id, reason FROM parked WHERE protocol = ? AND source = ? AND last_failed_at_ms >= ? ORDER BY id"
 
 
-def parked_since(db: Database, protocol: str, source: ItemSource, since_ms: int) -> list[tuple[int, str]]:
+def parked_since(db: contract.Database, protocol: str, source: ItemSource, since_ms: int) -> list[tuple[int, str]]:
     """``(id, reason)`` of ``protocol``'s items from ``source`` that failed for good at ``since_ms`` or later."""
     return [(parked_id, reason) for parked_id, reason in db.all(_PARKED_SINCE, (protocol, source, since_ms))]
 

@@ -18,7 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -41,11 +41,16 @@ from core.leases import Lease
 from core.queues import WorkItem
 from core.records import ARRIVALS_WAIT, ItemSource, Result, StoredEvent
 from core.registry import Registry
+from core.services import Services
 from core.state import ProtocolState
+
+if TYPE_CHECKING:
+    import apsw
 
 log = logging.getLogger("tessera.runtime")
 
 Subscriber = Callable[[StoredEvent], None]
+S = TypeVar("S")
 
 
 class Context:
@@ -77,7 +82,7 @@ class Context:
         return self.runtime.db
 
     @property
-    def conn(self) -> Any:
+    def conn(self) -> apsw.Connection:
         return self.runtime.db.conn
 
     @property
@@ -142,7 +147,13 @@ class Runtime:
         self.clock = clock or SystemClock()
         self.lease = lease
         self.kv = KV(db)
+        #: The plugins' service objects for this database (opened and closed by :class:`core.app.App`).
+        self.services = Services()
         self._subscribers: dict[tuple[str | None, str], list[Subscriber]] = defaultdict(list)
+
+    def service(self, kind: type[S]) -> S:
+        """The service object of type ``kind`` a plugin opened for this database (``open_service``)."""
+        return self.services.get(kind)
 
     # --- contexts and commands ----------------------------------------------
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from core.db import NOT_STAGED, Database
+from core import contract
+from core.db import NOT_STAGED
 from core.intents import UNCHANGED
 
 _ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? LIMIT 1"
@@ -19,7 +20,7 @@ _ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key
 class ProtocolState:
     """Read and write one protocol's state values."""
 
-    def __init__(self, db: Database, protocol: str):
+    def __init__(self, db: contract.Database, protocol: str):
         self.db = db
         self.protocol = protocol
 

@@ -11,13 +11,14 @@ import pluggy
 import pytest
 
 from core import drain, hookimpl, hookspecs, queues
-from core.errors import PluginError, TransientError
+from core.errors import PluginError, ServiceNotOpen, TransientError
 from core.plugins import make_plugin_manager
 from core.protocol import Job, Protocol, TickContext
 from core.registry import Registry
 from projectors import Projector
 from tests.conftest import ROOT
 from tests.fixtures import ledger
+from tests.helpers import open_test_app
 
 HOOKS = sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(fn, "tessera_spec"))
 
@@ -226,6 +227,82 @@ def test_hook_prepare_connection(make_app):
 
     app = make_app([ledger, Functions()], ["ledger"])
     assert app.db.value("SELECT shout('hi')") == "HI!"
+
+
+class _Journal:
+    """A service object that notes its opening and closing (in a list the test owns)."""
+
+    def __init__(self, app, journal: list[str], name: str, fail_close: bool = False):
+        self.path, self.journal, self.name, self.fail_close = app.db.path, journal, name, fail_close
+        journal.append(f"open {name}")
+
+    def close(self) -> None:
+        self.journal.append(f"close {self.name}")
+        if self.fail_close:
+            raise OSError(f"{self.name} cannot close")
+
+
+class _Other(_Journal):
+    pass
+
+
+def _journal_plugin(journal: list[str], kind: type[_Journal] = _Journal, **options):
+    class Plugin:
+        @hookimpl
+        def open_service(self, app):
+            return kind(app, journal, kind.__name__, **options)
+
+    return Plugin()
+
+
+def test_hook_open_service(make_app, tmp_path):
+    journal: list[str] = []
+    plugin = _journal_plugin(journal)
+    first = make_app([ledger, plugin], ["ledger"], path=str(tmp_path / "first.db"))
+    second = make_app([ledger, plugin], ["ledger"], path=str(tmp_path / "second.db"))
+    # One object per app, found by its class from the app and from its runtime alike.
+    assert first.service(_Journal) is first.runtime.service(_Journal)
+    assert first.service(_Journal) is not second.service(_Journal)
+    assert (first.service(_Journal).path, second.service(_Journal).path) == (first.db.path, second.db.path)
+    first.close()
+    assert journal == ["open _Journal", "open _Journal", "close _Journal"]
+
+
+def test_services_close_in_reverse_order_and_a_failing_close_does_not_stop_the_others(make_app, caplog):
+    journal: list[str] = []
+    app = make_app(
+        [ledger, _journal_plugin(journal, _Journal, fail_close=True), _journal_plugin(journal, _Other)], ["ledger"]
+    )
+    app.close()
+    opened = [entry.split()[1] for entry in journal[:2]]
+    assert sorted(opened) == ["_Journal", "_Other"]
+    assert journal[2:] == [f"close {name}" for name in reversed(opened)]
+    assert "closing its _Journal failed" in caplog.text
+    with pytest.raises(ServiceNotOpen, match="no plugin opened a _Journal service"):
+        app.service(_Journal)
+
+
+def test_a_failing_open_closes_the_services_already_open(tmp_path, settings):
+    journal: list[str] = []
+
+    class Broken:  # registered first, so opened last (pluggy calls the latest registered first)
+        @hookimpl
+        def open_service(self, app):
+            raise OSError("no relay configured")
+
+    with pytest.raises(OSError, match="no relay configured"):
+        open_test_app(str(tmp_path / "a.db"), settings, [ledger, Broken(), _journal_plugin(journal)], ["ledger"])
+    assert journal == ["open _Journal", "close _Journal"]
+
+
+def test_open_service_must_return_something_closable(tmp_path, settings):
+    class Wrong:
+        @hookimpl
+        def open_service(self, app):
+            return {"relays": []}
+
+    with pytest.raises(PluginError, match="open_service returned a dict, which has no close"):
+        open_test_app(str(tmp_path / "a.db"), settings, [ledger, Wrong()], ["ledger"])
 
 
 def test_hook_on_item_processed(make_app):

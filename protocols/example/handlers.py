@@ -7,6 +7,7 @@ import hashlib
 import nacl.signing
 
 from core import eventlog
+from core.contract import Context
 from core.errors import InvalidInput, PermanentError
 from core.intents import EnqueueOutgoing, EnqueueRecheck, PurgeEvents
 from core.records import Blocked, Envelope, Event, Result
@@ -38,13 +39,13 @@ def _posted(message: dict) -> Event:
     )
 
 
-def handle_post(ctx, envelope: Envelope) -> Result:
+def handle_post(ctx: Context, envelope: Envelope) -> Result:
     message = envelope.payload
     # Deletes that arrived first wait under this message's id; wake them.
     return Result(events=[_posted(message)], intents=[EnqueueRecheck(WAITING_FOR_MESSAGE, message["id"])])
 
 
-def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
+def handle_delete(ctx: Context, envelope: Envelope) -> Result | Blocked:
     message = envelope.payload
     target = message["body"]
     posted = eventlog.by_id(ctx.db, PROTOCOL, bytes.fromhex(target))
@@ -66,7 +67,7 @@ def handle_delete(ctx, envelope: Envelope) -> Result | Blocked:
     return Result(events=[event])
 
 
-def command_post(ctx, params: dict) -> Result:
+def command_post(ctx: Context, params: dict) -> Result:
     """Post ``text`` to ``room`` as the holder of ``secret_key`` (hex Ed25519 seed).
 
     The message is recorded at once (the sender sees it immediately) and
@@ -93,7 +94,7 @@ def command_post(ctx, params: dict) -> Result:
 FORGET_BATCH_MAX = 1000
 
 
-def command_forget(ctx, params: dict) -> Result:
+def command_forget(ctx: Context, params: dict) -> Result:
     """Remove ``room``'s messages older than ``before_ts_ms`` for good (at most ``limit``, oldest first).
 
     A retention event names the messages; their ``message_posted`` events are

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from core.contract import Connection
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.example.facts import MESSAGE_DELETED, MESSAGE_POSTED, MESSAGES_FORGOTTEN, PROTOCOL
 
 
-def _message_posted(conn, event: StoredEvent) -> None:
+def _message_posted(conn: Connection, event: StoredEvent) -> None:
     # seq is the rowid: a repeated application meets its own row and changes nothing.
     conn.execute(
         "INSERT INTO example_messages(seq, room, ts_ms, id) VALUES (?, ?, ?, ?) ON CONFLICT(seq) DO NOTHING",
@@ -15,14 +16,14 @@ def _message_posted(conn, event: StoredEvent) -> None:
     )
 
 
-def _message_deleted(conn, event: StoredEvent) -> None:
+def _message_deleted(conn: Connection, event: StoredEvent) -> None:
     conn.execute(
         "INSERT INTO example_deletions(id, room) VALUES (?, ?) ON CONFLICT(id) DO NOTHING",
         (bytes.fromhex(event.data["target"]), event.partition_key),
     )
 
 
-def _messages_forgotten(conn, event: StoredEvent) -> None:
+def _messages_forgotten(conn: Connection, event: StoredEvent) -> None:
     targets = {bytes.fromhex(target) for target in event.data["ids"]}
     # The forgotten messages are the room's oldest: walk its range oldest first and stop once all are found.
     found = []
@@ -42,11 +43,11 @@ def _messages_forgotten(conn, event: StoredEvent) -> None:
     conn.executemany("DELETE FROM example_deletions WHERE id = ?", [(target,) for target in targets])
 
 
-def _forgotten_counts(conn, event: StoredEvent) -> None:
+def _forgotten_counts(conn: Connection, event: StoredEvent) -> None:
     _count(conn, event, -len(event.data["ids"]), -event.data["deleted"])
 
 
-def _count(conn, event: StoredEvent, posted: int, deleted: int) -> None:
+def _count(conn: Connection, event: StoredEvent, posted: int, deleted: int) -> None:
     # last_seq < seq turns a repeated application into a no-op.
     conn.execute(
         "INSERT INTO example_rooms(room, message_count, deleted_count, last_ts_ms, last_seq) VALUES (?, ?, ?, ?, ?) "

@@ -56,7 +56,7 @@ from pathlib import Path
 import nacl.bindings
 import nacl.exceptions
 
-from core.db import Database
+from core.contract import Database
 from protocols.libraries import at_rest
 
 _FORMAT = b"\x02"

@@ -19,8 +19,10 @@ from core import hookimpl
 from core.protocol import LazyCommand
 
 if TYPE_CHECKING:
+    from core.contract import App
     from core.protocol import Job, Protocol, Transport
     from core.setting import Setting
+    from protocols.marmot.member import MarmotMember
 
 # Only what the hooks below need is imported inside them: `tessera --help` and `tessera status` load this
 # module but never the engine behind it.
@@ -69,6 +71,13 @@ def register_protocol() -> Protocol:
         projectors=(projectors.PROCESSED, projectors.HISTORY, projectors.WELCOMES),
         description="Marmot group messaging: MLS over Nostr kind-445 events",
     )
+
+
+@hookimpl
+def open_service(app: App) -> MarmotMember:
+    from protocols.marmot.member import MarmotMember
+
+    return MarmotMember(app)
 
 
 @hookimpl

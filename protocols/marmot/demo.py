@@ -30,7 +30,8 @@ import click
 import pluggy
 from rich.console import Console
 
-from core.app import open_app
+from core import contract
+from core.app import App, open_app
 from core.errors import InvalidInput
 from core.settings import Settings
 from core.status import snapshot
@@ -118,7 +119,7 @@ def _simulate(workdir: Path, messages: int, start: int | None) -> dict:
     return expected
 
 
-def _join(app: Any, workdir: Path) -> None:
+def _join(app: contract.App, workdir: Path) -> None:
     identity = json.loads((workdir / "observer.identity.json").read_text())
     welcome = json.loads((workdir / "observer.welcome.json").read_text())
     outcome = app.runtime.run_command(
@@ -136,9 +137,9 @@ def _join(app: Any, workdir: Path) -> None:
     )
 
 
-def _through_relay(app: Any, workdir: Path, relay: str) -> int:
+def _through_relay(app: contract.App, workdir: Path, relay: str) -> int:
     """Publish every event of the stream to ``relay`` (it refuses what is not a valid event), then sync the group."""
-    from protocols.marmot.transport import nostr_transport
+    from protocols.marmot.member import MarmotMember
     from protocols.marmot.transport import sync as relay_sync
 
     lines = (workdir / "relay.jsonl").read_bytes().splitlines()
@@ -147,7 +148,7 @@ def _through_relay(app: Any, workdir: Path, relay: str) -> int:
         for line in lines:
             try:
                 event = json.loads(line)
-                ok = nostr_transport.relays().publish(event, [relay]).accepted
+                ok = app.service(MarmotMember).relays().publish(event, [relay]).accepted
             except (ValueError, InvalidInput):
                 ok = False  # not JSON, or not an event a relay would take: the demo's garbage
             accepted, refused = accepted + ok, refused + (not ok)
@@ -159,7 +160,7 @@ def _through_relay(app: Any, workdir: Path, relay: str) -> int:
     return synced.queued
 
 
-def _tick(app: Any, queued: int) -> None:
+def _tick(app: App, queued: int) -> None:
     with count_progress(queued, "processing") as advance:
         seen = [0]
 
@@ -171,7 +172,7 @@ def _tick(app: Any, queued: int) -> None:
     out.print("outcomes: " + ", ".join(f"{k}={v:,}" for k, v in sorted(report.outcomes.items())))
 
 
-def _show_history(app: Any, expected: dict) -> bool:
+def _show_history(app: contract.App, expected: dict) -> bool:
     with app.db.read():
         store = GroupHistoryStore(app.db, expected["group"])
         page = store.query_rumors(None, 8)
@@ -190,7 +191,7 @@ def _show_history(app: Any, expected: dict) -> bool:
     return matches
 
 
-def _rebuild(app: Any, workdir: Path, engine: ReplayEngine) -> bool:
+def _rebuild(app: App, workdir: Path, engine: ReplayEngine) -> bool:
     from jobs.rebuild import RebuildRequest, rebuild
 
     session = None

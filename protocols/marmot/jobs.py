@@ -8,28 +8,25 @@ before any item is touched: otherwise every queued group event would fail
 
 from __future__ import annotations
 
-from typing import Any
-
-from core.protocol import Job
+from core.protocol import Job, TickContext
 from core.state import ProtocolState
 from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.state.store import SealedValues, verify_key
 from protocols.marmot.transport import ingest
 
-_verified: set[tuple[str, bytes, bytes]] = set()
 
-
-def check_state_key(tick: Any) -> int:
+def check_state_key(tick: TickContext) -> int:
     """Raise the key's StateKeyError when groups exist and the key cannot open their state."""
     db = tick.runtime.db
     if not ingest.has_groups(db):
         return 0
     values = SealedValues(ProtocolState(db, PROTOCOL))
     sealed = values.raw("keycheck") or b""
-    seen = (db.path, values.key, sealed)
-    if seen not in _verified:
+    checked = tick.runtime.service(MarmotMember).keys_checked
+    if (values.key, sealed) not in checked:
         verify_key(values)
-        _verified.add(seen)
+        checked.add((values.key, sealed))
     return 0
 
 

@@ -4,6 +4,10 @@ Attach an :class:`Observer` (override what you need) to a runtime::
 
     detach = observe.attach(app.runtime, MyObserver())
 
+The observers of a database hang off its app (the :class:`Hub` of its
+:class:`~protocols.marmot.member.MarmotMember`), so two apps in one process
+never hear each other's events, and closing an app detaches them.
+
 Callbacks that follow from facts go through ``runtime.subscribe`` (called
 after the commit that made the fact durable, never for a rollback).
 Outcomes that record no fact — a duplicate, an outer event we cannot read
@@ -13,10 +17,11 @@ item discards along with everything else it did.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
+from core.contract import Context, Runtime
+from core.records import StoredEvent
 from protocols.marmot import facts
 
 DUPLICATE = "duplicate"
@@ -46,17 +51,44 @@ class Observer:
         """A better commit won: ``invalidated`` rumor ids, ``retryable`` outer event ids (re-queued)."""
 
 
-class _Hub:
-    def __init__(self, runtime: Any):
+class Hub:
+    """The observers of one runtime; it subscribes to the facts it reports once the first one attaches."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
         self.observers: list[Observer] = []
-        self.runtime = weakref.ref(runtime)
-        self.stops = [runtime.subscribe(kind, self._fact, protocol="marmot") for kind in _FACT_KINDS]
+        self.stops: list[Callable[[], None]] = []
+
+    def attach(self, observer: Observer) -> Callable[[], None]:
+        """Deliver callbacks to ``observer``; returns a detach function."""
+        if not self.stops:
+            self.stops = [self.runtime.subscribe(kind, self._fact, protocol="marmot") for kind in _FACT_KINDS]
+        self.observers.append(observer)
+
+        def detach() -> None:
+            if observer in self.observers:
+                self.observers.remove(observer)
+
+        return detach
+
+    def note(self, ctx: Context, group: str, outer_id: str, created_at: int, outcome: str) -> None:
+        """Report an outcome that records no fact, once the item being handled commits."""
+        if self.observers:
+            ctx.db.after_commit(
+                lambda: self.each("on_outer_event_processed", outer_id, created_at, outcome, group=group)
+            )
 
     def each(self, method: str, *args: Any, **kwargs: Any) -> None:
         for observer in list(self.observers):
             getattr(observer, method)(*args, **kwargs)
 
-    def _fact(self, event: Any) -> None:
+    def close(self) -> None:
+        """Detach every observer and stop listening to the runtime."""
+        for stop in self.stops:
+            stop()
+        self.stops, self.observers = [], []
+
+    def _fact(self, event: StoredEvent) -> None:
         data, group = event.data, event.partition_key
         if event.type in facts.PROCESSED_FACTS:
             self.each("on_outer_event_processed", data["outer_id"], data["outer_created_at"], PROCESSED, group=group)
@@ -74,10 +106,9 @@ class _Hub:
     def _rumor(self, data: dict, group: str) -> None:
         from protocols.marmot.read.history import GroupHistoryStore
 
-        runtime = self.runtime()
         rumor_id = data["rumor"]["id"]
         # An isolated history projector may have failed: only a stored row counts as persisted.
-        if runtime is not None and GroupHistoryStore(runtime.db, group).rumor_exists(rumor_id):
+        if GroupHistoryStore(self.runtime.db, group).rumor_exists(rumor_id):
             self.each("on_rumor_persisted", rumor_id, data["outer_id"], group=group)
 
 
@@ -88,25 +119,17 @@ _FACT_KINDS = (
     facts.MESSAGE_SENT,
     facts.EPOCH_ROLLED_BACK,
 )
-_hubs: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
 
 
-def attach(runtime: Any, observer: Observer) -> Callable[[], None]:
+def attach(runtime: Runtime, observer: Observer) -> Callable[[], None]:
     """Deliver Marmot callbacks of ``runtime`` to ``observer``; returns a detach function."""
-    hub = _hubs.get(runtime)
-    if hub is None:
-        hub = _hubs[runtime] = _Hub(runtime)
-    hub.observers.append(observer)
+    from protocols.marmot.member import MarmotMember  # the member holds this module's Hub
 
-    def detach() -> None:
-        if observer in hub.observers:
-            hub.observers.remove(observer)
-
-    return detach
+    return runtime.service(MarmotMember).observers.attach(observer)
 
 
-def note(ctx: Any, group: str, outer_id: str, created_at: int, outcome: str) -> None:
+def note(ctx: Context, group: str, outer_id: str, created_at: int, outcome: str) -> None:
     """From a handler: report an outcome that records no fact, once the item commits."""
-    hub = _hubs.get(ctx.runtime)
-    if hub is not None and hub.observers:
-        ctx.db.after_commit(lambda: hub.each("on_outer_event_processed", outer_id, created_at, outcome, group=group))
+    from protocols.marmot.member import MarmotMember
+
+    ctx.runtime.service(MarmotMember).observers.note(ctx, group, outer_id, created_at, outcome)

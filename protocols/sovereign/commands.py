@@ -28,7 +28,7 @@ from typing import Any
 
 from Crypto.Hash import keccak
 
-from core import eventlog
+from core import contract, eventlog
 from core.intents import PurgeEvents, WriteProtocolState
 from core.records import Event, Result, derive_event_id
 from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, MESSAGE_TYPES, READ, WELCOME
@@ -134,14 +134,14 @@ def message_ids(values: object) -> list[str]:
     return ids
 
 
-def is_member(db: Any, installation: str, group: str) -> bool:
+def is_member(db: contract.Database, installation: str, group: str) -> bool:
     return (
         db.one("SELECT 1 FROM sovereign_group_members WHERE group_id = ? AND user_id = ?", (group, installation))
         is not None
     )
 
 
-def members(db: Any, group: str) -> list[str]:
+def members(db: contract.Database, group: str) -> list[str]:
     return [
         row[0]
         for row in db.all("SELECT user_id FROM sovereign_group_members WHERE group_id = ? ORDER BY user_id", (group,))
@@ -170,7 +170,7 @@ def next_sequence(state: Any, group: str) -> tuple[int, WriteProtocolState]:
 # --- storing a message ------------------------------------------------------------------------
 
 
-def command_store(ctx: Any, params: dict[str, Any]) -> Result:
+def command_store(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Store ``payload`` (bytes, an MLSMessage) from ``sender`` in ``group_id``; ``recipient`` for a welcome."""
     limits: Limits = params.get("limits") or Limits()
     sender = installation_id(params.get("sender"), "sender")
@@ -221,7 +221,7 @@ def command_store(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[event], intents=[counters_intent(values), numbered])
 
 
-def _recipients(db: Any, sender: str, group: str, message_type: int, recipient: object) -> list[str]:
+def _recipients(db: contract.Database, sender: str, group: str, message_type: int, recipient: object) -> list[str]:
     if message_type != WELCOME:
         return [member for member in members(db, group) if member != sender]
     if recipient is None:
@@ -234,7 +234,7 @@ def _recipients(db: Any, sender: str, group: str, message_type: int, recipient: 
     return [invited]
 
 
-def _check_daily(db: Any, group: str, now_ms: int, limits: Limits) -> None:
+def _check_daily(db: contract.Database, group: str, now_ms: int, limits: Limits) -> None:
     if not limits.max_app_messages_per_group_per_day:
         return
     sent = db.value(
@@ -263,7 +263,7 @@ def _check_storage(stored: int, adding: int, limits: Limits) -> None:
         )
 
 
-def _superseded(db: Any, group: str, epoch: int) -> bool:
+def _superseded(db: contract.Database, group: str, epoch: int) -> bool:
     """Whether ``epoch`` already has its commit (the group moved past it)."""
     current = db.value("SELECT epoch FROM sovereign_groups WHERE group_id = ?", (group,))
     return current is not None and epoch < current
@@ -277,7 +277,7 @@ def message_digest(group: str, payload: bytes) -> bytes:
 # --- membership ---------------------------------------------------------------------------------
 
 
-def command_join(ctx: Any, params: dict[str, Any]) -> Result:
+def command_join(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """``installation`` joins ``group_id``: the first member creates it; later ones need a stored welcome."""
     limits: Limits = params.get("limits") or Limits()
     who = installation_id(params.get("installation"))
@@ -303,7 +303,7 @@ def command_join(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[_membership(MEMBER_JOINED, group, who, ctx.now_ms)])
 
 
-def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
+def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """``installation`` leaves ``group_id``: nothing stored afterwards is delivered to it."""
     who = installation_id(params.get("installation"))
     group = group_id(params.get("group_id"))
@@ -319,7 +319,7 @@ def _membership(kind: str, group: str, who: str, now_ms: int) -> Event:
 # --- delivery -----------------------------------------------------------------------------------
 
 
-def command_mark(ctx: Any, params: dict[str, Any]) -> Result:
+def command_mark(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Move ``installation``'s deliveries ``ids`` to ``status`` (1 delivered, 2 read); others' are not touched."""
     who = installation_id(params.get("installation"))
     status = params.get("status")
@@ -355,7 +355,7 @@ def command_mark(ctx: Any, params: dict[str, Any]) -> Result:
 # --- retention ----------------------------------------------------------------------------------
 
 
-def command_expire(ctx: Any, params: dict[str, Any]) -> Result:
+def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove messages ``ids`` for good (``reason``: age or storage): one retention fact per group, each purging
     its messages' stored facts, and the stored-bytes counter lowered."""
     ids = message_ids(params.get("ids"))
@@ -390,7 +390,7 @@ def command_expire(ctx: Any, params: dict[str, Any]) -> Result:
 # --- KeyPackages ------------------------------------------------------------------------------------
 
 
-def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
+def command_key_package_publish(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Add ``installation``'s one-time KeyPackages (bytes each); ones already held are skipped."""
     who = installation_id(params.get("installation"))
     given = params.get("key_packages")
@@ -414,7 +414,7 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=events) if events else Result(duplicate=True)
 
 
-def command_key_package_consume(ctx: Any, params: dict[str, Any]) -> Result:
+def command_key_package_consume(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Use up ``installation``'s KeyPackage ``ref`` (the caller has read it in this transaction)."""
     who = installation_id(params.get("installation"))
     ref = str(params.get("ref"))
@@ -429,7 +429,7 @@ _BINDING_OF = "SELECT address, binding FROM sovereign_identities WHERE installat
 _INSTALLATIONS_OF = "SELECT count(*) FROM sovereign_identities WHERE address = ?"
 
 
-def command_identity_publish(ctx: Any, params: dict[str, Any]) -> Result:
+def command_identity_publish(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """``installation`` publishes its ``binding`` (opaque bytes) to account ``address``; it replaces the
     installation's earlier binding, for the same address only (an installation belongs to one account)."""
     limits: Limits = params.get("limits") or Limits()
@@ -463,7 +463,7 @@ def _binding(value: object) -> bytes:
     return bytes(value)
 
 
-def _check_installations(db: Any, address: str, limits: Limits) -> None:
+def _check_installations(db: contract.Database, address: str, limits: Limits) -> None:
     bound = db.value(_INSTALLATIONS_OF, (address,), default=0)
     if limits.max_installations_per_address and bound >= limits.max_installations_per_address:
         raise TooManyInstallations(
@@ -475,7 +475,7 @@ def _check_installations(db: Any, address: str, limits: Limits) -> None:
         )
 
 
-def _identity_event_id(db: Any, who: str, binding: bytes) -> bytes:
+def _identity_event_id(db: contract.Database, who: str, binding: bytes) -> bytes:
     """SHA-256 over the installation and its binding, and how often that binding was published before.
 
     The count keeps a binding published again after another one (A, B, then A) from taking the id of its

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from core import contract
 from protocols.libraries.delivery.frames import Direction
 from protocols.libraries.delivery.records import PENDING, HistoryPage, StoredMessage
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
@@ -73,12 +74,12 @@ def position(cursor: object) -> tuple[int, str]:
     return int(match["ts"]), match["id"]
 
 
-def _known(db: Any, sql: str, params: tuple[Any, ...], cursor: str, what: str) -> None:
+def _known(db: contract.Database, sql: str, params: tuple[Any, ...], cursor: str, what: str) -> None:
     if db.one(sql, params) is None:
         raise UnknownCursor(f"cursor {cursor} names no {what} (it may have expired); start again without a cursor")
 
 
-def parse_cursor(db: Any, group_id: str, cursor: str) -> tuple[int, str]:
+def parse_cursor(db: contract.Database, group_id: str, cursor: str) -> tuple[int, str]:
     ts, message_id = position(cursor)
     _known(db, _GROUP_MESSAGE_AT, (message_id, group_id, ts), cursor, "message of this group")
     return ts, message_id
@@ -101,7 +102,7 @@ def _within(rows: Iterable[Any], limit: int, max_bytes: int | None) -> tuple[lis
 
 
 def _rows(
-    db: Any, sql: str, params: tuple[Any, ...], limit: int, max_bytes: int | None
+    db: contract.Database, sql: str, params: tuple[Any, ...], limit: int, max_bytes: int | None
 ) -> tuple[list[StoredMessage], bool]:
     cursor = db.execute(sql, params)
     try:
@@ -116,7 +117,7 @@ def check_limit(limit: object) -> None:
 
 
 def page(
-    db: Any, group_id: str, cursor: str | None, limit: int, direction: str, max_bytes: int | None = None
+    db: contract.Database, group_id: str, cursor: str | None, limit: int, direction: str, max_bytes: int | None = None
 ) -> HistoryPage:
     """One page of ``group_id``'s history, oldest first, read in the caller's read transaction."""
     check_limit(limit)
@@ -144,7 +145,9 @@ def page(
     return HistoryPage(found, cursor_of(last) if has_more and last is not None else None, has_more)
 
 
-def welcomes(db: Any, recipient: str, cursor: str | None, limit: int, max_bytes: int | None = None) -> HistoryPage:
+def welcomes(
+    db: contract.Database, recipient: str, cursor: str | None, limit: int, max_bytes: int | None = None
+) -> HistoryPage:
     """The Welcome messages stored for ``recipient`` after ``cursor``, oldest first, in the caller's read
     transaction; ``next_cursor`` is the last one's (or ``cursor`` when there is none), to poll again from."""
     check_limit(limit)
@@ -158,7 +161,7 @@ def welcomes(db: Any, recipient: str, cursor: str | None, limit: int, max_bytes:
 
 
 def pending(
-    db: Any, installation: str, after: str | None, limit: int, max_bytes: int | None = None
+    db: contract.Database, installation: str, after: str | None, limit: int, max_bytes: int | None = None
 ) -> list[StoredMessage]:
     """``installation``'s pending deliveries in server order, strictly after message id ``after`` (at most
     ``limit`` of them and ``max_bytes`` on the wire, but at least one)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from core import contract
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.libraries.delivery.records import APPLICATION, COMMIT, DELIVERED, PENDING, READ, WELCOME
@@ -30,7 +31,7 @@ from protocols.sovereign.commands import (
 
 
 def _stored(message_type: int) -> Any:
-    def apply(conn: Any, event: StoredEvent) -> None:
+    def apply(conn: contract.Connection, event: StoredEvent) -> None:
         data = event.data
         message_id, group = data["id"], event.partition_key
         conn.execute(
@@ -71,7 +72,7 @@ def _stored(message_type: int) -> Any:
     return apply
 
 
-def _count_commit(conn: Any, event: StoredEvent, moved_to: int | None) -> None:
+def _count_commit(conn: contract.Connection, event: StoredEvent, moved_to: int | None) -> None:
     """One more commit for the group; a winning commit moves its epoch (epochs only grow)."""
     conn.execute(
         "INSERT INTO sovereign_groups(group_id, epoch, commits, last_seq) VALUES (?, ?, 1, ?) "
@@ -82,7 +83,7 @@ def _count_commit(conn: Any, event: StoredEvent, moved_to: int | None) -> None:
     )
 
 
-def _count_day(conn: Any, event: StoredEvent) -> None:
+def _count_day(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "INSERT INTO sovereign_daily_counts(group_id, day, messages, last_seq) VALUES (?, ?, 1, ?) "
         "ON CONFLICT(group_id, day) DO UPDATE SET messages = messages + 1, last_seq = excluded.last_seq "
@@ -91,7 +92,7 @@ def _count_day(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _deliveries_marked(conn: Any, event: StoredEvent) -> None:
+def _deliveries_marked(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     status, at = data["status"], data["at"]
     conn.executemany(
@@ -103,7 +104,7 @@ def _deliveries_marked(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _messages_expired(conn: Any, event: StoredEvent) -> None:
+def _messages_expired(conn: contract.Connection, event: StoredEvent) -> None:
     ids = [(message_id,) for message_id in event.data["ids"]]
     conn.executemany("DELETE FROM sovereign_delivery_status WHERE message_id = ?", ids)
     conn.executemany(
@@ -142,14 +143,14 @@ MESSAGES = Projector(
 )
 
 
-def _joined(conn: Any, event: StoredEvent) -> None:
+def _joined(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "INSERT INTO sovereign_group_members(group_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         (event.partition_key, event.data["installation"], event.created_at_ms // 1000),
     )
 
 
-def _left(conn: Any, event: StoredEvent) -> None:
+def _left(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "DELETE FROM sovereign_group_members WHERE group_id = ? AND user_id = ?",
         (event.partition_key, event.data["installation"]),
@@ -165,7 +166,7 @@ MEMBERS = Projector(
 )
 
 
-def _key_package_published(conn: Any, event: StoredEvent) -> None:
+def _key_package_published(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "INSERT INTO sovereign_key_packages(installation, ref, key_package, published_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",
@@ -173,7 +174,7 @@ def _key_package_published(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _key_package_consumed(conn: Any, event: StoredEvent) -> None:
+def _key_package_consumed(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "DELETE FROM sovereign_key_packages WHERE installation = ? AND ref = ?",
         (event.partition_key, event.data["ref"]),
@@ -197,7 +198,7 @@ _PUBLISH_BINDING = (
 )
 
 
-def _identity_published(conn: Any, event: StoredEvent) -> None:
+def _identity_published(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     binding = base64.b64decode(data["binding"])
     conn.execute(_PUBLISH_BINDING, (data["address"], event.partition_key, binding, event.created_at_ms // 1000))

@@ -19,8 +19,10 @@ from core import hookimpl
 from core.protocol import LazyCommand
 
 if TYPE_CHECKING:
+    from core.contract import App
     from core.protocol import Job, Protocol
     from core.setting import Setting
+    from protocols.xmtp.connection import XmtpMember
 
 
 @hookimpl
@@ -59,6 +61,13 @@ def register_protocol() -> Protocol:
         projectors=projectors.PROJECTORS,
         description="XMTP-style client: intents, publish, topic sync, welcomes, conflict retry",
     )
+
+
+@hookimpl
+def open_service(app: App) -> XmtpMember:
+    from protocols.xmtp.connection import XmtpMember
+
+    return XmtpMember(app)
 
 
 @hookimpl

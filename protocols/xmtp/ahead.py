@@ -24,10 +24,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
+from core import contract
 from core.batch import MicroBatch
 from core.pipeline import Outcome
 from core.records import OutcomeKind
@@ -70,7 +71,7 @@ def enabled(settings: Settings) -> bool:
 class GroupReader:
     """One group topic's catch-up through the helper (see the module docs)."""
 
-    def __init__(self, runtime: Any, group_id: bytes, helper: DecryptAhead | None = None):
+    def __init__(self, runtime: contract.Runtime, group_id: bytes, helper: DecryptAhead | None = None):
         self.runtime = runtime
         self.group_id = group_id
         self.helper = HELPER if helper is None else helper
@@ -80,7 +81,7 @@ class GroupReader:
     def seed(self) -> None:
         """Start the helper from the state this process has committed."""
         with self.runtime.db.read():
-            state = Vault.of(self.runtime.db).group(self.group_id)
+            state = Vault.of_runtime(self.runtime).group(self.group_id)
         self.helper.seed(self.group_id, state)
 
     def submit(self, page: Page) -> Future[OpenedPage]:
@@ -128,7 +129,7 @@ class GroupReader:
         process_one: Callable[[ServerMessage], Outcome | None],
     ) -> bool:
         db = self.runtime.db
-        vault = Vault.of(db)
+        vault = Vault.of_runtime(self.runtime)
         name = vault.group_name(self.group_id)
         after = mls.restore(found.state) if found.state is not None else None
         try:
@@ -148,12 +149,12 @@ class GroupReader:
         return True
 
 
-def reader_for(runtime: Any, topic: str, first: Page) -> GroupReader | None:
+def reader_for(runtime: contract.Runtime, topic: str, first: Page) -> GroupReader | None:
     """A reader for a group topic with more than a page waiting, unless the helper is turned off."""
     if not (topic.startswith("g/") and first.has_more and first.messages and enabled(runtime.db.settings)):
         return None
     group_id = first.messages[0].group_id
     with runtime.db.read():
-        if not Vault.of(runtime.db).has_group(group_id):
+        if not Vault.of_runtime(runtime).has_group(group_id):
             return None  # nothing to seed the helper with: the handler says what is wrong, payload by payload
     return GroupReader(runtime, group_id)

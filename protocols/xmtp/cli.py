@@ -21,7 +21,8 @@ import click
 from core import eventlog
 from core.errors import InvalidInput
 from jobs import output
-from protocols.xmtp import connection, facts, jobs, keypackages, publishing, queries, sync
+from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
+from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import MessageKind
@@ -44,7 +45,7 @@ def _group_id(text: str) -> bytes:
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
     """One publish pass and one sync: what was published, and what the sync did."""
-    service = connection.service_for(app.runtime)
+    service = app.service(XmtpMember).delivery()
     published = publishing.publish_pass(app.runtime, service)
     report = sync.sync_all(app.runtime, service)
     published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
@@ -77,7 +78,7 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
     with app.db.read():
         made = Vault.of(app.db).identity()
     try:
-        published = keypackages.register(app.runtime, connection.service_for(app.runtime))
+        published = keypackages.register(app.runtime, app.service(XmtpMember).delivery())
     except ServiceUnavailable as exc:
         raise ServiceUnavailable(
             f"identity {made.address} was created, but {server} could not be reached ({exc}); "
@@ -226,8 +227,8 @@ def sync_command(obj: CliState, as_json: bool) -> None:
 
     Exits non-zero when a topic could not be read to its end, or a group needs a rejoin."""
     app = obj.app()
-    jobs.cold_start(app.runtime)
-    service = connection.service_for(app.runtime)
+    app.service(XmtpMember).cold_start()
+    service = app.service(XmtpMember).delivery()
     stocked = keypackages.keep_stock(app.runtime, service)
     published, report = _round(app)
     with app.db.read():
@@ -262,7 +263,7 @@ def listen(obj: CliState) -> None:
     from protocols.xmtp.transport.websocket import WebSocketService
 
     app = obj.app()
-    service = connection.service_for(app.runtime, keep_pushes=True)
+    service = app.service(XmtpMember).delivery(keep_pushes=True)
     if not isinstance(service, WebSocketService):
         raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
     printer = _NewMessages(app)

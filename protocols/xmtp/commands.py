@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
@@ -24,13 +25,13 @@ from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
 MAX_TEXT_BYTES = 64 * 1024
 
 
-def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
+def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Create our account and installation (``server``: the delivery service URL) and a stock of KeyPackages.
 
     Registering with the server (the binding and the KeyPackages) is
     network work, done after this commits by :func:`.keypackages.register`.
     """
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     if vault.has_identity():
         raise IdentityExists(f"this database already is {vault.identity().address}; use another database")
     server = params.get("server")
@@ -48,9 +49,9 @@ def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[event], intents=intents)
 
 
-def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
+def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A new group with us as its only member; ``name`` is kept on this database."""
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     identity = vault.identity()
     name = params.get("name") or ""
     if not isinstance(name, str) or len(name) > 200:
@@ -73,7 +74,7 @@ def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[event], intents=[vault.group_intent(group_id, state)])
 
 
-def _active_group(ctx: Any, params: dict[str, Any]) -> bytes:
+def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
     raw = params.get("group")
     try:
         group_id = bytes.fromhex(raw) if isinstance(raw, str) else b""
@@ -92,7 +93,7 @@ def _active_group(ctx: Any, params: dict[str, Any]) -> bytes:
     return group_id
 
 
-def _intent(ctx: Any, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
+def _intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
     intent_id = os.urandom(16).hex()
     data = {"intent": intent_id, "kind": int(kind), "request": json.dumps(request, sort_keys=True)}
     event = facts.fact(facts.INTENT_CREATED, group_id, ctx.now_ms, data, intent_id)
@@ -106,7 +107,7 @@ def _addresses(params: dict[str, Any]) -> list[str]:
     return sorted({parse_address(a) for a in given})
 
 
-def command_send(ctx: Any, params: dict[str, Any]) -> Result:
+def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to send ``text`` to ``group``."""
     group_id = _active_group(ctx, params)
     text = params.get("text")
@@ -115,29 +116,29 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
     return _intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
 
 
-def command_add_members(ctx: Any, params: dict[str, Any]) -> Result:
+def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to add every installation of each of ``addresses`` to ``group``."""
     group_id = _active_group(ctx, params)
     return _intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
 
 
-def command_remove_members(ctx: Any, params: dict[str, Any]) -> Result:
+def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
     group_id = _active_group(ctx, params)
     wanted = _addresses(params)
-    state = Vault(ctx.state).group(group_id)
+    state = Vault.in_context(ctx).group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
     if absent:
         raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")
     return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
 
 
-def command_update_key(ctx: Any, params: dict[str, Any]) -> Result:
+def command_update_key(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
     return _intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
 
 
-def _decide(ctx: Any, params: dict[str, Any], membership: Membership) -> Result:
+def _decide(ctx: contract.Context, params: dict[str, Any], membership: Membership) -> Result:
     raw = str(params.get("group") or "")
     try:
         group = queries.group(ctx.db, bytes.fromhex(raw)) if raw else None
@@ -153,17 +154,17 @@ def _decide(ctx: Any, params: dict[str, Any], membership: Membership) -> Result:
     return Result(events=[event])
 
 
-def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
+def command_accept(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Take part in a group a welcome brought: it is synced from now on."""
     return _decide(ctx, params, Membership.ALLOWED)
 
 
-def command_reject(ctx: Any, params: dict[str, Any]) -> Result:
+def command_reject(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Decline a group a welcome brought: its messages are never processed."""
     return _decide(ctx, params, Membership.REJECTED)
 
 
-def command_mark_needs_rejoin(ctx: Any, params: dict[str, Any]) -> Result:
+def command_mark_needs_rejoin(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """We cannot follow ``group`` any more, for ``reason`` (sync decides it: see :mod:`.rereading`)."""
     group_id, reason = bytes.fromhex(params["group"]), str(params["reason"])
     found = queries.group(ctx.db, group_id)
@@ -173,7 +174,7 @@ def command_mark_needs_rejoin(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[facts.fact(facts.GROUP_NEEDS_REJOIN, group_id, ctx.now_ms, data, reason, ctx.now_ms)])
 
 
-def command_resume_group(ctx: Any, params: dict[str, Any]) -> Result:
+def command_resume_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """``group`` moves on again after it was marked as needing a rejoin (the commit we missed came back)."""
     group_id = bytes.fromhex(params["group"])
     found = queries.group(ctx.db, group_id)

@@ -1,54 +1,84 @@
-"""Which delivery service a database talks to: the one its identity registered with.
+"""This database's side of XMTP in this process: its delivery service and its cold start.
 
-The tick's jobs and ``tessera xmtp`` commands ask :func:`service_for`; the
-first call opens a :class:`~.transport.websocket.WebSocketService` on the
-identity's server URL and keeps it for the database's lifetime.  Tests and
-embedders hand in another service (the loopback) with :func:`use_service`.
+The plugin's ``open_service`` hook gives every opened app one :class:`XmtpMember`;
+the tick's jobs and ``tessera xmtp`` commands ask it for the delivery service
+(``runtime.service(XmtpMember).delivery()``).  The first call opens a
+:class:`~.transport.websocket.WebSocketService` on the identity's server URL;
+tests and embedders hand in another service (the loopback) with
+:meth:`XmtpMember.use`.  The app's close closes it.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
+import logging
 
+from core.contract import App, Runtime
 from protocols.xmtp.errors import NotWebSocketServer
-from protocols.xmtp.state import Vault
+from protocols.xmtp.state import Vault, opened_cache
 from protocols.xmtp.transport.interface import DeliveryService
 
-_SERVICES: weakref.WeakKeyDictionary[Any, DeliveryService] = weakref.WeakKeyDictionary()
+log = logging.getLogger("tessera.xmtp.jobs")
+
 SCHEMES = ("ws://", "wss://")
 
 
-def use_service(runtime: Any, service: DeliveryService) -> None:
-    """Make ``runtime``'s database talk through ``service`` (replacing any it had)."""
-    _SERVICES[runtime.db] = service
+class XmtpMember:
+    """One database's delivery service connection, its opened group states, and whether this process did
+    its cold start."""
+
+    def __init__(self, app: App):
+        self.runtime = app.runtime
+        #: Group states already opened and parsed (see :meth:`.state.Vault.in_context`).
+        self.opened = opened_cache()
+        self._service: DeliveryService | None = None
+        self._cold_started = False
+
+    def use(self, service: DeliveryService) -> None:
+        """Talk through ``service`` from now on (the one opened before, if any, is closed)."""
+        previous, self._service = self._service, service
+        if previous is not None and previous is not service:
+            previous.close()
+
+    def delivery(self, *, keep_pushes: bool = False) -> DeliveryService:
+        """The delivery service, opened on first use from the identity's server URL."""
+        if self._service is None:
+            self._service = self._open(keep_pushes)
+        return self._service
+
+    def has_identity(self) -> bool:
+        return has_identity(self.runtime)
+
+    def cold_start(self) -> int:
+        """Once per database and process: free the locks of sync holders that died."""
+        from protocols.xmtp import sync  # sync's modules use this one: import it when first needed
+
+        if self._cold_started:
+            return 0
+        freed = sync.clear_locks(self.runtime)
+        self._cold_started = True
+        if freed:
+            log.info("cold start freed %d topic locks of sync holders that are gone", freed)
+        return freed
+
+    def close(self) -> None:
+        service, self._service = self._service, None
+        if service is not None:
+            service.close()
+
+    def _open(self, keep_pushes: bool) -> DeliveryService:
+        from protocols.xmtp.transport.websocket import WebSocketService
+
+        db = self.runtime.db
+        with db.read():
+            identity = Vault.of(db).identity()
+        if not identity.server.startswith(SCHEMES):
+            raise NotWebSocketServer(
+                f"this identity's server is {identity.server!r}, not a ws:// or wss:// URL of `tessera serve`; "
+                "make the identity with `tessera xmtp identity new --server ws://HOST:PORT`"
+            )
+        return WebSocketService(identity.server, identity.installation.signing_key, keep_pushes=keep_pushes)
 
 
-def has_identity(runtime: Any) -> bool:
+def has_identity(runtime: Runtime) -> bool:
     with runtime.db.read():
         return runtime.db.has_table("xmtp_groups") and Vault.of(runtime.db).has_identity()
-
-
-def service_for(runtime: Any, *, keep_pushes: bool = False) -> DeliveryService:
-    """The database's delivery service, opened on first use from its identity's server URL."""
-    found = _SERVICES.get(runtime.db)
-    if found is not None:
-        return found
-    from protocols.xmtp.transport.websocket import WebSocketService
-
-    with runtime.db.read():
-        identity = Vault.of(runtime.db).identity()
-    if not identity.server.startswith(SCHEMES):
-        raise NotWebSocketServer(
-            f"this identity's server is {identity.server!r}, not a ws:// or wss:// URL of `tessera serve`; "
-            "make the identity with `tessera xmtp identity new --server ws://HOST:PORT`"
-        )
-    service = WebSocketService(identity.server, identity.installation.signing_key, keep_pushes=keep_pushes)
-    _SERVICES[runtime.db] = service
-    return service
-
-
-def close_service(runtime: Any) -> None:
-    service = _SERVICES.pop(runtime.db, None)
-    if service is not None:
-        service.close()

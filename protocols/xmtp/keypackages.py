@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from core import contract
 from core.records import Result
 from protocols.libraries import mls
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
@@ -39,28 +40,28 @@ def new_key_packages(vault: Vault, identity: Identity, count: int) -> list[Any]:
     return made
 
 
-def command_top_up(ctx: Any, params: dict[str, Any]) -> Result:
+def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Make the KeyPackages that bring the unused stock back to :data:`STOCK`."""
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     missing = STOCK - len(vault.key_package_refs())
     if missing <= 0:
         return Result(duplicate=True)
     return Result(intents=new_key_packages(vault, vault.identity(), missing))
 
 
-def unpublished(runtime: Any) -> list[tuple[bytes, bytes]]:
+def unpublished(runtime: contract.Runtime) -> list[tuple[bytes, bytes]]:
     """``(ref, KeyPackage bytes)`` of the stock the server has not had (only those are unsealed)."""
     with runtime.db.read():
-        vault = Vault.of(runtime.db)
+        vault = Vault.of_runtime(runtime)
         given = {bytes(row[0]) for row in runtime.db.all("SELECT ref FROM xmtp_published_key_packages")}
         fresh = [(ref, vault.key_package(ref)) for ref in vault.key_package_refs() if ref not in given]
     return [(ref, mls.key_package_to_bytes(private.key_package)) for ref, private in fresh if private is not None]
 
 
-def register(runtime: Any, service: DeliveryService) -> int:
+def register(runtime: contract.Runtime, service: DeliveryService) -> int:
     """Publish our binding (once) and the KeyPackages the server has not had; returns how many went out."""
     with runtime.db.read():
-        identity = Vault.of(runtime.db).identity()
+        identity = Vault.of_runtime(runtime).identity()
         bound = runtime.kv.get(_IDENTITY_PUBLISHED) == identity.installation_id
     if not bound:
         service.publish_identity(identity.address, identity.binding.to_bytes())
@@ -79,10 +80,10 @@ def register(runtime: Any, service: DeliveryService) -> int:
     return len(fresh)
 
 
-def keep_stock(runtime: Any, service: DeliveryService) -> int:
+def keep_stock(runtime: contract.Runtime, service: DeliveryService) -> int:
     """Top the stock up and publish what is new (the job); a server that cannot be reached waits for the next pass."""
     with runtime.db.read():
-        short = len(Vault.of(runtime.db).key_package_refs()) < STOCK
+        short = len(Vault.of_runtime(runtime).key_package_refs()) < STOCK
     if short:
         runtime.run_command("xmtp.top_up_key_packages", {})
     try:

@@ -4,6 +4,7 @@ It holds the locks of its topics for as long as it runs (our welcomes and
 every group we read), extending them on a heartbeat, so no other sync of
 this database processes them meanwhile; they are released when it stops.
 At start, after every publish, and on each heartbeat it syncs its topics
+from core import contract
 from history (catching up what arrived while it was away, and reading our
 own messages back, which the server does not push to their sender).
 Between syncs a pushed message of a group is processed as it is when it
@@ -18,11 +19,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
-from protocols.xmtp import items, jobs, keypackages, publishing, queries, sync
+from core import contract
+from protocols.xmtp import items, keypackages, publishing, queries, sync
+from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.rereading import Suspect, position
 from protocols.xmtp.state import Vault
@@ -49,7 +51,7 @@ class ListenReport:
 class Listener:
     """One session: ``runtime``'s database, ``service`` with pushes kept, until ``stop`` is set."""
 
-    runtime: Any
+    runtime: contract.Runtime
     service: WebSocketService
     stop: threading.Event = attrs.Factory(threading.Event)
     on_processed: Callable[[int], None] | None = None
@@ -57,7 +59,7 @@ class Listener:
     held: set[str] = attrs.Factory(set)
 
     def run(self) -> ListenReport:
-        jobs.cold_start(self.runtime)
+        self.runtime.service(XmtpMember).cold_start()
         try:
             self._connect()
             next_beat = 0.0

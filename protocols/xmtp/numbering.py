@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from protocols.xmtp.transport.interface import ServerMessage
 
 #: Gaps a topic keeps, at most (the oldest go first): each is read for again in later syncs.
@@ -85,11 +86,11 @@ def gaps_of(text: str) -> list[Gap]:
     return [Gap.from_json(value) for value in json.loads(text)] if text else []
 
 
-def _save(db: Any, topic: str, gaps: list[Gap]) -> None:
+def _save(db: contract.Database, topic: str, gaps: list[Gap]) -> None:
     db.execute(_SET_GAPS, (json.dumps([gap.to_json() for gap in gaps[-MAX_GAPS:]]) if gaps else "", topic))
 
 
-def taken(db: Any, topic: str, message: ServerMessage, passed: set[tuple[int, int]]) -> bool:
+def taken(db: contract.Database, topic: str, message: ServerMessage, passed: set[tuple[int, int]]) -> bool:
     """Whether ``message`` is the next of ``topic`` to take (False: read before, pass it by), in the caller's
     write transaction; :class:`SequenceGap` when numbers before it were left out, unless the jump is one
     already ``passed`` in this sync or a gap kept from before.  Taking a number a gap was missing fills it."""
@@ -125,7 +126,7 @@ def _fill(gaps: list[Gap], number: int, at: Place) -> list[Gap]:
     return left
 
 
-def keep_gap(db: Any, topic: str, since: Place, jump: tuple[int, int]) -> Gap:
+def keep_gap(db: contract.Database, topic: str, since: Place, jump: tuple[int, int]) -> Gap:
     """Keep the numbers between ``jump``'s two as missing, to read for again from ``since``."""
     found = db.one(_NUMBERS, (topic,))
     gaps = gaps_of(str(found[1])) if found is not None else []
@@ -136,6 +137,6 @@ def keep_gap(db: Any, topic: str, since: Place, jump: tuple[int, int]) -> Gap:
     return gap
 
 
-def kept_gaps(db: Any, topic: str) -> list[Gap]:
+def kept_gaps(db: contract.Database, topic: str) -> list[Gap]:
     found = db.one(_NUMBERS, (topic,))
     return gaps_of(str(found[1])) if found is not None else []

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
+from core import contract
 from core.records import Envelope, Event, Result, derive_event_id
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import Decrypted
@@ -51,7 +51,7 @@ def message_id(content: bytes, group_id: bytes, sent_at_ns: int) -> bytes:
     return hashlib.sha256(content + group_id + sent_at_ns.to_bytes(8, "big")).digest()
 
 
-def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
+def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     message: ServerMessage = envelope.payload
     group = queries.group(ctx.db, message.group_id)
     if group is None or group.membership is not Membership.ALLOWED or not group.active:
@@ -60,7 +60,7 @@ def handle_group_message(ctx: Any, envelope: Envelope) -> Result:
         not _opened_ahead(message) and _already_processed(ctx, message)
     ):
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     state = vault.group(message.group_id)
     _check_epoch_chain(state, message)
     own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
@@ -104,7 +104,7 @@ def _opened_ahead(message: ServerMessage) -> bool:
     return message.ahead is not None and message.ahead.decrypted is not None
 
 
-def _already_processed(ctx: Any, message: ServerMessage) -> bool:
+def _already_processed(ctx: contract.Context, message: ServerMessage) -> bool:
     kinds = (facts.MESSAGE_RECORDED, facts.EPOCH_MOVED)
     return bool(ctx.knows_any(PROTOCOL, *(derive_event_id(k, message.group_id, message.id) for k in kinds)))
 
@@ -131,7 +131,7 @@ def _ms(message: ServerMessage) -> int:
     return message.server_timestamp_us // 1000
 
 
-def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+def _application(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
     if message.epoch < state.epoch and message.epoch < queries.joined_epoch(ctx.db, message.group_id):
         # Sent before we joined: a welcome's group is read from the start of its history, since what the
         # others sent in our first epoch may be stored before our welcome; what is older was never ours to read.
@@ -166,7 +166,7 @@ def _application(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerM
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
 
 
-def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+def _foreign_commit(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
     if message.superseded or message.epoch < state.epoch:
         return Result()  # it lost its epoch, or we are past it: it never takes effect
     try:
@@ -188,7 +188,7 @@ def _foreign_commit(ctx: Any, vault: Vault, state: mls.GroupState, message: Serv
     return Result(events=events, intents=[vault.group_intent(message.group_id, applied.new_state)])
 
 
-def _fail_open(ctx: Any, message: ServerMessage, reason: str) -> list[Event]:
+def _fail_open(ctx: contract.Context, message: ServerMessage, reason: str) -> list[Event]:
     """ERROR, with ``reason``, for every intent of ours in the group that is neither COMMITTED nor ERROR."""
     return [
         facts.fact(
@@ -225,7 +225,9 @@ def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.C
     return events
 
 
-def _requeue_stale(ctx: Any, message: ServerMessage, new_epoch: int, kept: int, reason: str) -> list[Event]:
+def _requeue_stale(
+    ctx: contract.Context, message: ServerMessage, new_epoch: int, kept: int, reason: str
+) -> list[Event]:
     """Our intents that can no longer land as built: commits for an older epoch, and messages built for an
     epoch more than ``kept`` (the past epochs members keep) before ``new_epoch``.
 
@@ -253,7 +255,7 @@ def requeued(row: IntentRow, group: bytes, now_ms: int, reason: str, cause: str)
     return facts.fact(facts.INTENT_REQUEUED, group, now_ms, data, row.id, cause)
 
 
-def _own(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage, own: IntentRow) -> Result:
+def _own(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage, own: IntentRow) -> Result:
     group = message.group_id
     committed = facts.fact(facts.INTENT_COMMITTED, group, _ms(message), {"intent": own.id}, own.id)
     if own.kind is IntentKind.SEND_MESSAGE:
@@ -281,12 +283,12 @@ def _own(ctx: Any, vault: Vault, state: mls.GroupState, message: ServerMessage, 
     return Result(events=events, intents=[vault.group_intent(group, applied.new_state)])
 
 
-def handle_welcome(ctx: Any, envelope: Envelope) -> Result:
+def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
     """A welcome to us: join the group as PENDING with the KeyPackage it names (used up, unless last-resort)."""
     message: ServerMessage = envelope.payload
     if queries.group(ctx.db, message.group_id) is not None:
         return Result(duplicate=True)
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     identity = vault.identity()
     try:
         refs = set(mls.welcome_refs(message.payload))

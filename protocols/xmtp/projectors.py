@@ -7,8 +7,7 @@ fact twice changes nothing, and a group's rows depend only on its own facts.
 
 from __future__ import annotations
 
-from typing import Any
-
+from core import contract
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.xmtp import facts
@@ -24,7 +23,7 @@ def _group(event: StoredEvent) -> bytes:
     return bytes.fromhex(event.partition_key)
 
 
-def _group_created(conn: Any, event: StoredEvent) -> None:
+def _group_created(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "INSERT INTO xmtp_groups(id, created_at_ns, membership_state, name, epoch, added_by) "
@@ -40,23 +39,23 @@ def _group_created(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _membership_changed(conn: Any, event: StoredEvent) -> None:
+def _membership_changed(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET membership_state = ? WHERE id = ?", (event.data["membership"], _group(event)))
 
 
-def _epoch_moved(conn: Any, event: StoredEvent) -> None:
+def _epoch_moved(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET epoch = max(epoch, ?) WHERE id = ?", (event.data["epoch"], _group(event)))
 
 
-def _deactivated(conn: Any, event: StoredEvent) -> None:
+def _deactivated(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET active = 0 WHERE id = ?", (_group(event),))
 
 
-def _needs_rejoin(conn: Any, event: StoredEvent) -> None:
+def _needs_rejoin(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET needs_rejoin = ? WHERE id = ?", (event.data["reason"], _group(event)))
 
 
-def _resumed(conn: Any, event: StoredEvent) -> None:
+def _resumed(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET needs_rejoin = '' WHERE id = ?", (_group(event),))
 
 
@@ -77,7 +76,7 @@ GROUPS = Projector(
 )
 
 
-def _message_recorded(conn: Any, event: StoredEvent) -> None:
+def _message_recorded(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
@@ -106,7 +105,7 @@ MESSAGES = Projector(
 )
 
 
-def _intent_created(conn: Any, event: StoredEvent) -> None:
+def _intent_created(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "INSERT INTO xmtp_group_intents(id, seq, kind, group_id, request, state, updated_at_ns) "
@@ -123,7 +122,7 @@ def _intent_created(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _intent_prepared(conn: Any, event: StoredEvent) -> None:
+def _intent_prepared(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     welcomes = data["welcomes"]
     conn.execute(
@@ -148,14 +147,14 @@ def _intent_prepared(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _intent_published(conn: Any, event: StoredEvent) -> None:
+def _intent_published(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "UPDATE xmtp_group_intents SET state = ?, server_id = ?, error = '', updated_at_ns = ? WHERE id = ? AND state = ?",
         (IntentState.PUBLISHED, event.data["server_id"], _ns(event), event.data["intent"], IntentState.TO_SEND),
     )
 
 
-def _publish_failed(conn: Any, event: StoredEvent) -> None:
+def _publish_failed(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "UPDATE xmtp_group_intents SET attempts = ?, next_attempt_at_ns = ?, error = ?, updated_at_ns = ? WHERE id = ?",
@@ -163,7 +162,7 @@ def _publish_failed(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _intent_failed(conn: Any, event: StoredEvent) -> None:
+def _intent_failed(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "UPDATE xmtp_group_intents SET state = ?, attempts = ?, error = ?, updated_at_ns = ? WHERE id = ?",
@@ -172,7 +171,7 @@ def _intent_failed(conn: Any, event: StoredEvent) -> None:
     conn.execute("DELETE FROM xmtp_outbound_welcomes WHERE intent_id = ?", (data["intent"],))
 
 
-def _intent_committed(conn: Any, event: StoredEvent) -> None:
+def _intent_committed(conn: contract.Connection, event: StoredEvent) -> None:
     intent = event.data["intent"]
     conn.execute(
         "UPDATE xmtp_group_intents SET state = ?, error = '', updated_at_ns = ? WHERE id = ?",
@@ -184,7 +183,7 @@ def _intent_committed(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _intent_requeued(conn: Any, event: StoredEvent) -> None:
+def _intent_requeued(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "UPDATE xmtp_group_intents SET state = ?, publish_data = x'', post_commit_data = x'', message_hash = NULL, "
@@ -194,7 +193,7 @@ def _intent_requeued(conn: Any, event: StoredEvent) -> None:
     conn.execute("DELETE FROM xmtp_outbound_welcomes WHERE intent_id = ?", (data["intent"],))
 
 
-def _welcome_sent(conn: Any, event: StoredEvent) -> None:
+def _welcome_sent(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute(
         "UPDATE xmtp_outbound_welcomes SET state = ? WHERE intent_id = ? AND installation = ?",
         (WelcomeState.SENT, event.data["intent"], event.data["installation"]),

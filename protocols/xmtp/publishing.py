@@ -33,6 +33,7 @@ import json
 import logging
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
@@ -59,7 +60,7 @@ RETRYABLE_CODES = frozenset(
 # --- choosing work ---------------------------------------------------------------------------
 
 
-def next_intent(db: Any, group_id: bytes, now_ns: int) -> IntentRow | None:
+def next_intent(db: contract.Database, group_id: bytes, now_ns: int) -> IntentRow | None:
     """The intent of ``group_id`` to work on now, if any (see the module's ordering rule).
 
     One indexed read, whatever the length of the queue or the group's history: the oldest open intent
@@ -73,12 +74,12 @@ def next_intent(db: Any, group_id: bytes, now_ns: int) -> IntentRow | None:
 # --- step 1: prepare -------------------------------------------------------------------------
 
 
-def command_prepare(ctx: Any, params: dict[str, Any]) -> Result:
+def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Build intent ``intent``'s message for the current epoch (``key_packages``: base64 list, for adds)."""
     row = queries.intent(ctx.db, str(params.get("intent")))
     if row is None or row.state is not IntentState.TO_SEND or row.prepared:
         return Result(duplicate=True)
-    vault = Vault(ctx.state)
+    vault = Vault.in_context(ctx)
     state = vault.group(row.group_id)
     request = json.loads(row.request)
     welcomes: list[dict[str, str]] = []
@@ -170,7 +171,7 @@ def _key_package_of(data: bytes, installation: str, address: str) -> bool:
 # --- step 3: the outcome ---------------------------------------------------------------------
 
 
-def command_published(ctx: Any, params: dict[str, Any]) -> Result:
+def command_published(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Intent ``intent`` whose message hashes to ``hash`` is stored on the server as ``server_id``."""
     row = queries.intent(ctx.db, str(params.get("intent")))
     if row is None or row.state is not IntentState.TO_SEND or row.message_hash is None:
@@ -181,7 +182,7 @@ def command_published(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[facts.fact(facts.INTENT_PUBLISHED, row.group_id, ctx.now_ms, data, row.id, row.rebuilds)])
 
 
-def command_publish_failed(ctx: Any, params: dict[str, Any]) -> Result:
+def command_publish_failed(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Count a failed try of intent ``intent`` (``error``; ``final`` when no retry can help)."""
     row = queries.intent(ctx.db, str(params.get("intent")))
     if row is None or row.state.final:
@@ -200,7 +201,7 @@ def command_publish_failed(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[facts.fact(facts.PUBLISH_FAILED, row.group_id, ctx.now_ms, data, *identity)])
 
 
-def command_welcome_sent(ctx: Any, params: dict[str, Any]) -> Result:
+def command_welcome_sent(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """The welcome of intent ``intent`` for ``installation`` is on the server."""
     group_id = bytes.fromhex(str(params.get("group")))
     data = {"intent": params["intent"], "installation": params["installation"]}
@@ -212,7 +213,7 @@ def command_welcome_sent(ctx: Any, params: dict[str, Any]) -> Result:
 # --- the job ---------------------------------------------------------------------------------
 
 
-def publish_pass(runtime: Any, service: DeliveryService) -> int:
+def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
     """One pass: for every group with work, its next intent through all three steps; then ready welcomes."""
     done = 0
     now_ns = runtime.clock.now_ms() * 1_000_000
@@ -223,7 +224,7 @@ def publish_pass(runtime: Any, service: DeliveryService) -> int:
     return done + send_welcomes(runtime, service)
 
 
-def _publish_group(runtime: Any, service: DeliveryService, group_id: bytes, now_ns: int) -> int:
+def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id: bytes, now_ns: int) -> int:
     """A group's intents in order until one must wait (a commit to confirm, a retry not due, a failure)."""
     done = 0
     while True:
@@ -239,7 +240,7 @@ def _publish_group(runtime: Any, service: DeliveryService, group_id: bytes, now_
             return done
 
 
-def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> None:
+def publish_intent(runtime: contract.Runtime, service: DeliveryService, row: IntentRow) -> None:
     """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised."""
     try:
         params: dict[str, Any] = {"intent": row.id}
@@ -270,12 +271,12 @@ def publish_intent(runtime: Any, service: DeliveryService, row: IntentRow) -> No
     runtime.run_command("xmtp.published", params)
 
 
-def _failed(runtime: Any, row: IntentRow, error: str, *, final: bool) -> None:
+def _failed(runtime: contract.Runtime, row: IntentRow, error: str, *, final: bool) -> None:
     log.info("intent %s (%s) failed: %s", row.id, row.kind.name, error)
     runtime.run_command("xmtp.publish_failed", {"intent": row.id, "error": error, "final": final})
 
 
-def send_welcomes(runtime: Any, service: DeliveryService) -> int:
+def send_welcomes(runtime: contract.Runtime, service: DeliveryService) -> int:
     """Send every welcome whose commit is confirmed; one that fails stays ready for the next pass."""
     with runtime.db.read():
         ready = queries.ready_welcomes(runtime.db)

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from core import eventlog
+from core import contract, eventlog
 from protocols.xmtp import facts
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, WelcomeState
@@ -76,21 +76,21 @@ def _intent(row: Any) -> IntentRow:
     )
 
 
-def group(db: Any, group_id: bytes) -> GroupRow | None:
+def group(db: contract.Database, group_id: bytes) -> GroupRow | None:
     row = db.one(f"{_GROUP} WHERE id = ?", (group_id,))
     return None if row is None else _group(row)
 
 
-def groups(db: Any) -> list[GroupRow]:
+def groups(db: contract.Database) -> list[GroupRow]:
     return [_group(row) for row in db.all(f"{_GROUP} ORDER BY created_at_ns, id")]
 
 
-def groups_needing_rejoin(db: Any) -> list[GroupRow]:
+def groups_needing_rejoin(db: contract.Database) -> list[GroupRow]:
     """Groups we can no longer follow (:mod:`.rereading`), with the reason in ``needs_rejoin``."""
     return [_group(row) for row in db.all(f"{_GROUP} WHERE needs_rejoin != '' ORDER BY created_at_ns, id")]
 
 
-def synced_groups(db: Any) -> list[GroupRow]:
+def synced_groups(db: contract.Database) -> list[GroupRow]:
     """Groups whose messages we read: accepted and still ours."""
     rows = db.all(
         f"{_GROUP} WHERE membership_state = ? AND active = 1 ORDER BY created_at_ns, id", (Membership.ALLOWED,)
@@ -98,7 +98,7 @@ def synced_groups(db: Any) -> list[GroupRow]:
     return [_group(row) for row in rows]
 
 
-def intent(db: Any, intent_id: str) -> IntentRow | None:
+def intent(db: contract.Database, intent_id: str) -> IntentRow | None:
     row = db.one(f"{_INTENT} WHERE id = ?", (intent_id,))
     return None if row is None else _intent(row)
 
@@ -107,13 +107,13 @@ def intent(db: Any, intent_id: str) -> IntentRow | None:
 _OPEN = f"state IN ({int(IntentState.TO_SEND)}, {int(IntentState.PUBLISHED)})"
 
 
-def intent_by_hash(db: Any, group_id: bytes, message_hash: bytes) -> IntentRow | None:
+def intent_by_hash(db: contract.Database, group_id: bytes, message_hash: bytes) -> IntentRow | None:
     """Our intent in ``group_id`` whose concrete message hashes to ``message_hash`` (not yet committed)."""
     row = db.one(f"{_INTENT} WHERE group_id = ? AND message_hash = ? AND {_OPEN}", (group_id, message_hash))
     return None if row is None else _intent(row)
 
 
-def joined_epoch(db: Any, group_id: bytes) -> int:
+def joined_epoch(db: contract.Database, group_id: bytes) -> int:
     """The epoch we entered ``group_id`` at: our welcome's, or 0 for a group we created (or when unknown).
 
     Read from the group's first fact in the log (``group_created`` or
@@ -125,12 +125,12 @@ def joined_epoch(db: Any, group_id: bytes) -> int:
     return int(first.data["epoch"])
 
 
-def open_intents(db: Any, group_id: bytes) -> list[IntentRow]:
+def open_intents(db: contract.Database, group_id: bytes) -> list[IntentRow]:
     """A group's intents that are neither committed nor failed, in the order they were made."""
     return [_intent(row) for row in db.all(f"{_INTENT} WHERE group_id = ? AND {_OPEN} ORDER BY seq", (group_id,))]
 
 
-def first_unsettled(db: Any, group_id: bytes) -> IntentRow | None:
+def first_unsettled(db: contract.Database, group_id: bytes) -> IntentRow | None:
     """The oldest intent of the group that holds up the next publish: TO_SEND, or a PUBLISHED commit.
 
     A message already published does not wait for its read-back, so it is passed over."""
@@ -141,7 +141,7 @@ def first_unsettled(db: Any, group_id: bytes) -> IntentRow | None:
     return None if row is None else _intent(row)
 
 
-def awaits_confirmation(db: Any, group_id: bytes) -> bool:
+def awaits_confirmation(db: contract.Database, group_id: bytes) -> bool:
     """Whether something of ours in the group is published and not read back yet."""
     found = db.one(
         f"SELECT 1 FROM xmtp_group_intents WHERE group_id = ? AND {_OPEN} AND state = ? LIMIT 1",
@@ -150,11 +150,11 @@ def awaits_confirmation(db: Any, group_id: bytes) -> bool:
     return found is not None
 
 
-def intents(db: Any) -> list[IntentRow]:
+def intents(db: contract.Database) -> list[IntentRow]:
     return [_intent(row) for row in db.all(f"{_INTENT} ORDER BY seq")]
 
 
-def groups_with_due_intents(db: Any, now_ns: int) -> list[bytes]:
+def groups_with_due_intents(db: contract.Database, now_ns: int) -> list[bytes]:
     rows = db.all(
         "SELECT DISTINCT group_id FROM xmtp_group_intents WHERE state = ? AND next_attempt_at_ns <= ?",
         (IntentState.TO_SEND, now_ns),
@@ -162,7 +162,7 @@ def groups_with_due_intents(db: Any, now_ns: int) -> list[bytes]:
     return sorted(bytes(row[0]) for row in rows)
 
 
-def ready_welcomes(db: Any) -> list[tuple[str, str, bytes, bytes]]:
+def ready_welcomes(db: contract.Database) -> list[tuple[str, str, bytes, bytes]]:
     """(intent, installation, group, welcome) of every welcome whose commit is confirmed and that is not sent."""
     rows = db.all(
         "SELECT intent_id, installation, group_id, welcome FROM xmtp_outbound_welcomes WHERE state = ? "
@@ -172,7 +172,7 @@ def ready_welcomes(db: Any) -> list[tuple[str, str, bytes, bytes]]:
     return [(row[0], row[1], bytes(row[2]), bytes(row[3])) for row in rows]
 
 
-def messages(db: Any, group_id: bytes, limit: int, before: tuple[int, str] | None = None) -> list[Any]:
+def messages(db: contract.Database, group_id: bytes, limit: int, before: tuple[int, str] | None = None) -> list[Any]:
     """The newest ``limit`` messages of a group (older than ``before``: a server timestamp and id), newest first.
 
     Server order: the server's timestamp, then its id (several messages may share a timestamp)."""

@@ -47,10 +47,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any
 
 import attrs
 
+from core import contract
 from core.errors import PermanentError, StatementFailed
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
@@ -136,7 +136,7 @@ class Reading:
 # --- the topic's bookkeeping (inside the caller's transaction) -----------------------------------------
 
 
-def _row(db: Any, topic: str) -> tuple[Place, dict[int, Place], str]:
+def _row(db: contract.Database, topic: str) -> tuple[Place, dict[int, Place], str]:
     """The topic's place now, where each epoch we may read again started, and its skip check."""
     found = db.one(_TOPIC, (topic,))
     if found is None:
@@ -152,19 +152,19 @@ def _starts(text: str) -> dict[int, Place]:
     return starts
 
 
-def _save_starts(db: Any, topic: str, starts: dict[int, Place]) -> None:
+def _save_starts(db: contract.Database, topic: str, starts: dict[int, Place]) -> None:
     value = {str(epoch): [place.cursor, place.sequence] for epoch, place in sorted(starts.items())}
     db.execute(_SET_EPOCH_STARTS, (json.dumps(value), topic))
 
 
-def record_epoch_start(db: Any, topic: str, epoch: int, opened_at: Place) -> None:
+def record_epoch_start(db: contract.Database, topic: str, epoch: int, opened_at: Place) -> None:
     """Epoch ``epoch`` was opened by the commit at ``opened_at`` (in the transaction that applied it)."""
     _, starts, _ = _row(db, topic)
     starts[epoch] = opened_at
     _save_starts(db, topic, dict(sorted(starts.items())[-KEPT_EPOCH_STARTS:]))
 
 
-def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
+def _forget_epoch_start(db: contract.Database, topic: str, epoch: int) -> None:
     _, starts, _ = _row(db, topic)
     if starts.pop(epoch, None) is not None:
         _save_starts(db, topic, starts)
@@ -173,7 +173,7 @@ def _forget_epoch_start(db: Any, topic: str, epoch: int) -> None:
 class Recovery:
     """One sync of one topic: where to read it again from, or why not (see the module docs)."""
 
-    def __init__(self, runtime: Any, topic: str):
+    def __init__(self, runtime: contract.Runtime, topic: str):
         self.runtime = runtime
         self.topic = topic
         self.group_id = bytes.fromhex(topic[2:]) if topic.startswith("g/") else None
@@ -208,7 +208,7 @@ class Recovery:
         if self.group_id is None:
             return None
         with self.runtime.db.read():
-            vault = Vault.of(self.runtime.db)
+            vault = Vault.of_runtime(self.runtime)
             return vault.group(self.group_id).epoch if vault.has_group(self.group_id) else None
 
     def after_suspect(self, suspect: Suspect) -> str:
@@ -324,7 +324,7 @@ class Recovery:
         state."""
         assert self.group_id is not None
         with self.runtime.db.read():
-            vault = Vault.of(self.runtime.db)
+            vault = Vault.of_runtime(self.runtime)
             if not vault.has_group(self.group_id):
                 return None
             skipped = mls.skipped_generations(vault.group(self.group_id))

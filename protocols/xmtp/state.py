@@ -23,10 +23,10 @@ import base64
 import json
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import attrs
 
+from core import contract
 from core.errors import ConfigurationError
 from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
@@ -117,16 +117,31 @@ class Identity:
 
 
 class Vault:
-    """Sealed reads and writes of the xmtp protocol state (the key is loaded on first use)."""
+    """Sealed reads and writes of the xmtp protocol state (the key is loaded on first use).
 
-    def __init__(self, state: ProtocolState):
+    ``opened`` keeps group states already opened and parsed (the database's own cache, on its
+    :class:`~protocols.xmtp.connection.XmtpMember`); without one every read opens the state again.
+    """
+
+    def __init__(self, state: ProtocolState, opened: at_rest.OpenedCache | None = None):
         self.state = state
+        self.opened = opened
         self._key: bytes | None = None
 
     @classmethod
-    def of(cls, db: Any) -> Vault:
-        """The vault of ``db`` (outside handlers: inside a transaction the caller opened)."""
+    def of(cls, db: contract.Database) -> Vault:
+        """The vault of ``db`` (outside handlers: inside a transaction the caller opened), uncached."""
         return cls(ProtocolState(db, PROTOCOL))
+
+    @classmethod
+    def in_context(cls, ctx: contract.Context) -> Vault:
+        """The vault a handler or command reads through, with its database's cache of opened group states."""
+        return cls(ctx.state, _opened_cache(ctx.runtime))
+
+    @classmethod
+    def of_runtime(cls, runtime: contract.Runtime) -> Vault:
+        """The vault of ``runtime``'s database, with its cache of opened group states."""
+        return cls(ProtocolState(runtime.db, PROTOCOL), _opened_cache(runtime))
 
     @property
     def key(self) -> bytes:
@@ -193,7 +208,9 @@ class Vault:
         sealed = self.state.get(name)
         if sealed is None:
             raise GroupUnknown(f"no group {group_id.hex()} on this database; `tessera xmtp groups` lists them")
-        return _opened.open(self.key, name, sealed, mls.restore, opener=self._open)
+        if self.opened is None:
+            return mls.restore(self._open(self.key, name, sealed))
+        return self.opened.open(self.key, name, sealed, mls.restore, opener=self._open)
 
     def has_group(self, group_id: bytes) -> bool:
         name = self.group_name(group_id)
@@ -216,7 +233,8 @@ class Vault:
 
         def seal(value: mls.GroupState) -> bytes:
             sealed = self._erasable(name, mls.snapshot(value))
-            _opened.remember(key, name, sealed, value)
+            if self.opened is not None:
+                self.opened.remember(key, name, sealed, value)
             return sealed
 
         return seal
@@ -252,5 +270,15 @@ class Vault:
         return StageProtocolState(name, mls.key_package_private_to_bytes(private), partial(self._erasable, name))
 
 
-_opened = at_rest.OpenedCache(SEALER)
+def opened_cache() -> at_rest.OpenedCache:
+    """A new cache of opened group states (one per database: its XmtpMember keeps it)."""
+    return at_rest.OpenedCache(SEALER)
+
+
+def _opened_cache(runtime: contract.Runtime) -> at_rest.OpenedCache:
+    from protocols.xmtp.connection import XmtpMember  # the member is built on this module
+
+    return runtime.service(XmtpMember).opened
+
+
 _KEY_MEMO = "xmtp.state_key"

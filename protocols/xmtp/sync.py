@@ -35,11 +35,13 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from core.batch import MicroBatch
 from core.errors import MalformedInput
 from core.pipeline import Outcome, Unisolated, process_item
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
+from core.runtime import Runtime as CoreRuntime
 from protocols.libraries.delivery.codes import ErrorCode
 from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
@@ -81,11 +83,11 @@ class SyncReport:
     needs_rejoin: dict[str, str] = attrs.Factory(dict)
 
 
-def _now_ns(runtime: Any) -> int:
+def _now_ns(runtime: contract.Runtime) -> int:
     return int(runtime.clock.now_ms()) * 1_000_000
 
 
-def take_lock(runtime: Any, topic: str, holder_until_ns: int | None = None) -> str | None:
+def take_lock(runtime: contract.Runtime, topic: str, holder_until_ns: int | None = None) -> str | None:
     """Take ``topic``'s lock when it is free; its cursor ('' at the start), or None when another sync holds it."""
     now = _now_ns(runtime)
     with runtime.db.write():
@@ -102,7 +104,7 @@ def take_lock(runtime: Any, topic: str, holder_until_ns: int | None = None) -> s
         return str(row[0])
 
 
-def extend_lock(runtime: Any, topic: str) -> None:
+def extend_lock(runtime: contract.Runtime, topic: str) -> None:
     """Keep holding ``topic`` (a live subscription's heartbeat)."""
     with runtime.db.write():
         runtime.db.execute(
@@ -110,12 +112,12 @@ def extend_lock(runtime: Any, topic: str) -> None:
         )
 
 
-def release_lock(runtime: Any, topic: str) -> None:
+def release_lock(runtime: contract.Runtime, topic: str) -> None:
     with runtime.db.write():
         runtime.db.execute("UPDATE xmtp_topic_refresh_state SET lock_until_ns = 0 WHERE topic = ?", (topic,))
 
 
-def clear_locks(runtime: Any) -> int:
+def clear_locks(runtime: contract.Runtime) -> int:
     """Free the topics whose holder process on this host is gone (a cold start); how many were freed."""
     freed = 0
     with runtime.db.write():
@@ -146,7 +148,7 @@ def holder_is_gone(named: str) -> bool:
 
 
 @contextmanager
-def holding(runtime: Any, topic: str) -> Iterator[str | None]:
+def holding(runtime: contract.Runtime, topic: str) -> Iterator[str | None]:
     """The topic's cursor while we hold its lock (None: another sync holds it); released on the way out."""
     cursor = take_lock(runtime, topic)
     try:
@@ -156,7 +158,7 @@ def holding(runtime: Any, topic: str) -> Iterator[str | None]:
             release_lock(runtime, topic)
 
 
-def process(runtime: Any, topic: str, message: ServerMessage) -> None:
+def process(runtime: contract.Runtime, topic: str, message: ServerMessage) -> None:
     """One payload through the pipeline, and the topic's cursor past it, in one transaction.
 
     Raises :class:`~.rereading.Suspect` when it fails (nothing changes): the caller reads the topic from
@@ -166,7 +168,7 @@ def process(runtime: Any, topic: str, message: ServerMessage) -> None:
 
 
 def process_in_transaction(
-    runtime: Any, topic: str, message: ServerMessage, reading: Reading | None = None
+    runtime: contract.Runtime, topic: str, message: ServerMessage, reading: Reading | None = None
 ) -> Outcome | None:
     """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).
 
@@ -212,10 +214,12 @@ def process_in_transaction(
     return outcome
 
 
-def _handled(runtime: Any, item: WorkItem, message: ServerMessage, reading: Reading) -> Outcome | None:
+def _handled(runtime: contract.Runtime, item: WorkItem, message: ServerMessage, reading: Reading) -> Outcome | None:
     """The payload through the pipeline in a savepoint of its own; a failure rolls it back, and then either
     the pipeline disposes of it (parked with its reason, or retried), or it is passed by (None), or
     :class:`~.rereading.Suspect` is raised."""
+    # The pipeline's door takes the core's own Runtime (issue 33 part 3 gives plugins one in the contract).
+    assert isinstance(runtime, CoreRuntime), "sync runs on an app's runtime"
     now = runtime.clock.now_ms()
     try:
         with runtime.db.write():
@@ -227,7 +231,7 @@ def _handled(runtime: Any, item: WorkItem, message: ServerMessage, reading: Read
     return process_item(runtime, item, now)
 
 
-def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
+def _advance(runtime: contract.Runtime, topic: str, message: ServerMessage) -> None:
     number = message.sequence if topic.startswith("g/") else None  # welcomes carry their group's numbers
     runtime.db.execute(
         "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ?",
@@ -236,7 +240,13 @@ def _advance(runtime: Any, topic: str, message: ServerMessage) -> None:
 
 
 def sync_topic(
-    runtime: Any, topic: str, fetch: Any, report: SyncReport, acknowledge: Any = None, *, held: bool = False
+    runtime: contract.Runtime,
+    topic: str,
+    fetch: Any,
+    report: SyncReport,
+    acknowledge: Any = None,
+    *,
+    held: bool = False,
 ) -> None:
     """Fetch and process ``topic`` page after page while we hold its lock; ``acknowledge`` each page's ids.
 
@@ -251,7 +261,9 @@ def sync_topic(
         read_topic(runtime, topic, cursor, fetch, report, acknowledge)
 
 
-def read_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any) -> None:
+def read_topic(
+    runtime: contract.Runtime, topic: str, cursor: str, fetch: Any, report: SyncReport, acknowledge: Any
+) -> None:
     """:func:`drain_topic` from ``cursor``, and again from where :mod:`.rereading` says, until the topic is
     read: a payload failed on its first reading, the server did not know a cursor, or messages were stepped
     over.  Raises :class:`GroupNeedsRejoin` or :class:`TopicStalled` when it cannot be."""
@@ -272,7 +284,7 @@ def read_topic(runtime: Any, topic: str, cursor: str, fetch: Any, report: SyncRe
 
 
 def drain_topic(
-    runtime: Any,
+    runtime: contract.Runtime,
     topic: str,
     cursor: str,
     fetch: Any,
@@ -344,7 +356,7 @@ def _next_page(network: ThreadPoolExecutor, fetch: Any, page: Page) -> Future[Pa
     return network.submit(fetch, page.messages[-1].cursor, PAGE) if page.has_more and page.messages else None
 
 
-def _process_page(runtime: Any, topic: str, messages: Sequence[ServerMessage], reading: Reading) -> None:
+def _process_page(runtime: contract.Runtime, topic: str, messages: Sequence[ServerMessage], reading: Reading) -> None:
     # A page's payloads share transactions (micro-batches: each payload in its own savepoint with its cursor
     # move, a commit every batch_items payloads or batch_ms): a crash redoes the uncommitted payloads whole,
     # and the page is committed before the server is told it was processed.  A payload that fails on its
@@ -357,7 +369,7 @@ def _process_page(runtime: Any, topic: str, messages: Sequence[ServerMessage], r
                 raise suspect
 
 
-def _one(runtime: Any, topic: str, message: ServerMessage, reading: Reading) -> Suspect | None:
+def _one(runtime: contract.Runtime, topic: str, message: ServerMessage, reading: Reading) -> Suspect | None:
     try:
         process_in_transaction(runtime, topic, message, reading)
     except Suspect as suspect:
@@ -365,12 +377,12 @@ def _one(runtime: Any, topic: str, message: ServerMessage, reading: Reading) -> 
     return None
 
 
-def cursor_of(runtime: Any, topic: str) -> str:
+def cursor_of(runtime: contract.Runtime, topic: str) -> str:
     """Where ``topic``'s sync stands ('' before its first message)."""
     return place_of(runtime, topic).cursor
 
 
-def place_of(runtime: Any, topic: str) -> Place:
+def place_of(runtime: contract.Runtime, topic: str) -> Place:
     """Where ``topic``'s sync stands: its cursor and the server's number of the message there."""
     with runtime.db.read():
         found = runtime.db.one("SELECT cursor, sequence FROM xmtp_topic_refresh_state WHERE topic = ?", (topic,))
@@ -385,13 +397,13 @@ def _acknowledge(acknowledge: Any, ids: list[str]) -> None:
         log.info("acknowledging %d messages failed: %s", len(ids), exc)
 
 
-def sync_all(runtime: Any, service: DeliveryService, held: frozenset[str] = frozenset()) -> SyncReport:
+def sync_all(runtime: contract.Runtime, service: DeliveryService, held: frozenset[str] = frozenset()) -> SyncReport:
     """Our welcomes, then every group we read; a topic another sync holds is skipped this time.
 
     ``held``: topics whose locks the caller holds (a live subscription's)."""
     report = SyncReport()
     with runtime.db.read():
-        installation = Vault.of(runtime.db).identity().installation_id
+        installation = Vault.of_runtime(runtime).identity().installation_id
     welcomes = items.welcome_topic(installation)
     _guarded(
         report,
@@ -413,7 +425,7 @@ def sync_all(runtime: Any, service: DeliveryService, held: frozenset[str] = froz
 
 
 def sync_group(
-    runtime: Any, service: DeliveryService, group_id: bytes, report: SyncReport, *, held: bool = False
+    runtime: contract.Runtime, service: DeliveryService, group_id: bytes, report: SyncReport, *, held: bool = False
 ) -> None:
     """One group's new payloads (joining it on the service first: the welcome made us a member of it)."""
     service.join(group_id)
@@ -435,7 +447,7 @@ NEEDING_REJOIN_COUNTER = "counters.xmtp_groups_needing_rejoin"
 _NEEDING_REJOIN = "SELECT count(*) FROM xmtp_groups WHERE needs_rejoin != ''"
 
 
-def _mark_needs_rejoin(runtime: Any, group_id: bytes, reason: str) -> None:
+def _mark_needs_rejoin(runtime: contract.Runtime, group_id: bytes, reason: str) -> None:
     with runtime.db.write():
         outcome = runtime.run_command("xmtp.mark_needs_rejoin", {"group": group_id.hex(), "reason": reason})
         runtime.kv.set(NEEDING_REJOIN_COUNTER, runtime.db.value(_NEEDING_REJOIN))
@@ -443,7 +455,7 @@ def _mark_needs_rejoin(runtime: Any, group_id: bytes, reason: str) -> None:
         log.error("group %s needs a rejoin: %s", group_id.hex(), reason)
 
 
-def _resume(runtime: Any, group_id: bytes) -> None:
+def _resume(runtime: contract.Runtime, group_id: bytes) -> None:
     with runtime.db.read():
         found = queries.group(runtime.db, group_id)
     if found is None or not found.needs_rejoin:
@@ -467,7 +479,7 @@ def _guarded(report: SyncReport, topic: str, work: Any) -> None:
         report.failures.append(f"{topic}: needs a rejoin: {exc}")
 
 
-def _leave_if_removed(runtime: Any, service: DeliveryService, group_id: bytes) -> None:
+def _leave_if_removed(runtime: contract.Runtime, service: DeliveryService, group_id: bytes) -> None:
     with runtime.db.read():
         group = queries.group(runtime.db, group_id)
     if group is not None and not group.active:

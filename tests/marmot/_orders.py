@@ -22,7 +22,6 @@ from core.state import ProtocolState
 from protocols import marmot
 from protocols.marmot import simulate
 from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.state import store
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import outer
 from tests.helpers import open_test_app, push
@@ -46,8 +45,7 @@ class StreamSize(TypedDict, total=False):
 
 
 def forget_memory() -> None:
-    """What a new process starts without: cached engine states and epoch keys."""
-    store._opened.clear()
+    """What a new process starts without: epoch keys (cached states went with the closed app)."""
     outer._keys.clear()
 
 

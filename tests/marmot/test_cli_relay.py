@@ -20,9 +20,9 @@ import pytest
 
 from core import queues
 from protocols.marmot.cli import sync as cli_sync
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import key
-from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import nip19, nostr
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
 from tests.marmot._listening import Listening
@@ -177,25 +177,28 @@ def test_mistakes_are_one_line_errors(relay: LocalRelayServer, tmp_path: Path) -
 def test_listen_follows_a_group_created_after_it_started(marmot_app, clock, monkeypatch) -> None:
     clock.now = int(time.time() * 1000)  # listening refuses events dated far from the app's clock
     monkeypatch.setattr(cli_sync, "RECHECK_S", 0.0)
-    with nostr_transport.using(MemoryRelays([MEMORY_RELAY])) as relays:
-        app = marmot_app()
-        app.runtime.run_command("marmot.identity_new", {})
-        app.runtime.run_command("marmot.key_package_publish", {"relays": [MEMORY_RELAY]})
-        feed = cli_sync.RelayFeed(app, marmot_app(path=app.db.path), ())
-        feed.start()
-        try:
-            assert [what for what, _, _ in feed.following] == ["inbox"]
-            gid = app.runtime.run_command("marmot.create_group", {"relays": [MEMORY_RELAY]}).events[0].partition_key
-            feed.refresh()
-            [(what, _, wanted)] = [f for f in feed.following if f[0] != "inbox"]
-            assert what == f"group {gid}"
-            # Whatever the relay now gets for the group's route is queued by the new subscription.
-            route = json.loads(wanted)["#h"][0]
-            unsigned = {"created_at": int(time.time()), "kind": 445, "tags": [["h", route]], "content": "x"}
-            relays.publish(nostr.sign_event(unsigned, nostr.generate_secret_key()), [MEMORY_RELAY])
-            assert wait_until(lambda: _queued(app), timeout=5)
-        finally:
-            feed.stop()
+    relays = MemoryRelays([MEMORY_RELAY])
+    app = marmot_app()
+    app.service(MarmotMember).use_relays(relays)
+    app.runtime.run_command("marmot.identity_new", {})
+    app.runtime.run_command("marmot.key_package_publish", {"relays": [MEMORY_RELAY]})
+    feed_app = marmot_app(path=app.db.path)
+    feed_app.service(MarmotMember).use_relays(relays)
+    feed = cli_sync.RelayFeed(app, feed_app, ())
+    feed.start()
+    try:
+        assert [what for what, _, _ in feed.following] == ["inbox"]
+        gid = app.runtime.run_command("marmot.create_group", {"relays": [MEMORY_RELAY]}).events[0].partition_key
+        feed.refresh()
+        [(what, _, wanted)] = [f for f in feed.following if f[0] != "inbox"]
+        assert what == f"group {gid}"
+        # Whatever the relay now gets for the group's route is queued by the new subscription.
+        route = json.loads(wanted)["#h"][0]
+        unsigned = {"created_at": int(time.time()), "kind": 445, "tags": [["h", route]], "content": "x"}
+        relays.publish(nostr.sign_event(unsigned, nostr.generate_secret_key()), [MEMORY_RELAY])
+        assert wait_until(lambda: _queued(app), timeout=5)
+    finally:
+        feed.stop()
 
 
 def _queued(app) -> bool:

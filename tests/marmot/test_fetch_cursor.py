@@ -24,10 +24,11 @@ from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols.marmot.read import queries
 from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.relays import NostrRelays
 from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.store import routes_of
-from protocols.marmot.transport import fetch_window, nostr_transport
+from protocols.marmot.transport import fetch_window
 from protocols.marmot.transport import sync as relay_sync
 from tests.helpers import invoke, wait_until
 from tests.marmot._read import history
@@ -70,7 +71,7 @@ def two_members(marmot_app, clock, relay, *, bob_admin: bool) -> tuple[App, App,
         app.runtime.run_command("marmot.identity_new", {})
     bob.runtime.run_command("marmot.key_package_publish", {"relays": [relay.url]})
     tick(bob)
-    found = nostr_transport.relays().fetch({"kinds": [30443], "authors": [pubkey_of(bob)]}, [relay.url]).events
+    found = NostrRelays().fetch({"kinds": [30443], "authors": [pubkey_of(bob)]}, [relay.url]).events
     admins = [pubkey_of(bob)] if bob_admin else []
     created = alice.runtime.run_command(
         "marmot.create_group", {"name": "tea", "description": "for two", "admins": admins, "relays": [relay.url]}

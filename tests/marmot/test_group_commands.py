@@ -20,13 +20,14 @@ from core.errors import InvalidInput
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
+from protocols.marmot import observe
 from protocols.marmot.cli.invitees import NoKeyPackage, find_invitee
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.read import queries
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import key_packages
 from protocols.marmot.state.store import routes_of
-from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import nostr
 from tests.marmot._read import facts, history, history_ids
@@ -36,8 +37,19 @@ RELAY = "ws://relay.test"
 
 @pytest.fixture
 def relays():
-    with nostr_transport.using(MemoryRelays([RELAY])) as chosen:
-        yield chosen
+    return MemoryRelays([RELAY])
+
+
+@pytest.fixture
+def marmot_app(marmot_app, relays):
+    """Every app of these tests publishes and fetches through the in-memory relays."""
+
+    def make(**kwargs):
+        app = marmot_app(**kwargs)
+        app.service(MarmotMember).use_relays(relays)
+        return app
+
+    return make
 
 
 def tick(*apps) -> None:
@@ -198,7 +210,7 @@ def test_a_welcome_goes_to_the_invitees_inbox_relays_and_they_read_it_there(marm
     [inbox_list] = relays.fetch({"kinds": [10050], "authors": [bob_pk]}, [RELAY]).events
     assert inbox_list["tags"] == [["relay", INBOX]]
 
-    invitee = find_invitee(bob_pk, [RELAY], alice.clock.now_ms() // 1000)
+    invitee = find_invitee(relays, bob_pk, [RELAY], alice.clock.now_ms() // 1000)
     assert invitee.inbox == (INBOX,)
     gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
     params = {"group": gid, "key_package_events": [invitee.key_package_event], "inboxes": {bob_pk: [INBOX]}}
@@ -222,13 +234,13 @@ def test_an_invitees_key_packages_are_found_through_their_general_relay_list(mar
         me.sign({"created_at": 1, "kind": 10002, "tags": [["r", ELSEWHERE, "write"]], "content": ""}), [RELAY]
     )
 
-    invitee = find_invitee(bob_pk, [RELAY], bob.clock.now_ms() // 1000)
+    invitee = find_invitee(relays, bob_pk, [RELAY], bob.clock.now_ms() // 1000)
     assert json.loads(invitee.key_package_event)["pubkey"] == bob_pk and invitee.inbox == ()
     relays.publish(
         me.sign({"created_at": 2, "kind": 10002, "tags": [["r", ELSEWHERE, "read"]], "content": ""}), [RELAY]
     )
     with pytest.raises(NoKeyPackage, match="no KeyPackage"):
-        find_invitee(bob_pk, [RELAY], bob.clock.now_ms() // 1000)  # a relay he only reads from is not searched
+        find_invitee(relays, bob_pk, [RELAY], bob.clock.now_ms() // 1000)  # a relay he only reads from is not searched
 
 
 def test_inboxes_must_name_invitees_and_relay_addresses(marmot_app, relays) -> None:
@@ -270,7 +282,7 @@ def test_listen_queues_every_live_event_from_the_calling_thread_alone(marmot_app
     gid = admin_and_member(relays, alice, bob, bob_pk)
     listener = marmot_app(path=bob.db.path)
     seen = _ThreadsSeen(listener.db)
-    listening = type("Listening", (), {"db": seen, "runtime": listener.runtime})()
+    listening = type("Listening", (), {"db": seen, "runtime": listener.runtime, "service": listener.service})()
     stop, queued = threading.Event(), list[dict]()
     thread = threading.Thread(target=relay_sync.listen, args=(listening, stop), kwargs={"on_event": queued.append})
     thread.start()
@@ -351,3 +363,31 @@ def test_a_used_key_package_and_an_accepted_invitation_leave_no_copy_that_opens(
     with bob.db.read():
         assert ProtocolState(bob.db, "marmot").stored(used) is None
         assert len(key_packages.stock(ProtocolState(bob.db, "marmot"))) == 2  # the used one replaced by a fresh one
+
+
+def test_two_members_side_by_side_share_nothing_and_close_cleanly(marmot_app, relays) -> None:
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    assert alice.service(MarmotMember) is not bob.service(MarmotMember)
+    heard: dict[str, list[str]] = {"alice": [], "bob": []}
+
+    class Heard(observe.Observer):
+        def __init__(self, who: str):
+            self.who = who
+
+        def on_rumor_persisted(self, rumor_id: str, outer_event_id: str, *, group: str) -> None:
+            heard[self.who].append(rumor_id)
+
+    observe.attach(alice.runtime, Heard("alice"))
+    observe.attach(bob.runtime, Heard("bob"))
+    gid = admin_and_member(relays, alice, bob, bob_pk)
+    said = alice.runtime.run_command("marmot.send", {"group": gid, "text": "hi"}).events[0].data["rumor"]["id"]
+    pump(alice, bob)
+    assert heard == {"alice": [said], "bob": [said]}  # each database's observers hear its own copy only
+
+    hub = alice.service(MarmotMember).observers
+    alice.close()
+    assert hub.observers == [] and hub.stops == []
+    bob.runtime.run_command("marmot.send", {"group": gid, "text": "still here"})
+    pump(bob)
+    assert len(heard["bob"]) == 2 and heard["alice"] == [said]

@@ -14,7 +14,8 @@ from typing import Any
 from core.app import App
 from protocols import sovereign, xmtp
 from protocols.sovereign.service import Store
-from protocols.xmtp import connection, keypackages
+from protocols.xmtp import keypackages
+from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.websocket import WebSocketService
 from tests.helpers import open_test_app
@@ -44,7 +45,7 @@ def served_members(make_app: Any, server: ServerProcess) -> Generator[MakeServed
         honest = WebSocketService(server.url, key)
         opened.append(honest)
         service = LyingService(honest)
-        connection.use_service(app.runtime, service)
+        app.service(XmtpMember).use(service)
         keypackages.register(app.runtime, service)
         return Member(app, service)
 

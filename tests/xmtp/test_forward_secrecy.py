@@ -70,9 +70,6 @@ def test_a_copy_without_the_key_folder_names_the_folder(make_member: MakeMember,
     group = alice.create_group("copied")
     copy = str(tmp_path / "copied.db")
     alice.app.db.conn.execute("VACUUM INTO ?", (copy,))
-    from protocols.xmtp import state as xmtp_state
-
-    xmtp_state._opened.clear()  # the opened-state cache is per process: another process starts without it
     alone = make_app([xmtp], ["xmtp"], path=copy)
     with alone.db.read(), pytest.raises(StateKeyGone, match="-erasable folder"):
         Vault.of(alone.db).group(group)

@@ -71,8 +71,8 @@ from core.errors import InvalidInput
 from core.settings import Settings
 from protocols import xmtp
 from protocols.libraries import at_rest
-from protocols.xmtp import facts, jobs, keypackages, members, publishing, queries, sync
-from protocols.xmtp import state as xmtp_state
+from protocols.xmtp import facts, keypackages, members, publishing, queries, sync
+from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, ServiceUnavailable
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind, WelcomeState
 from protocols.xmtp.state import Vault
@@ -308,10 +308,9 @@ class IntentsMachine(RuleBasedStateMachine):
                         f"{sync.holder().rpartition('/')[0]}/{_dead_pid()}",
                     ),
                 )
-        node.app.close()
-        xmtp_state._opened.clear()
+        node.app.close()  # its cache of opened states goes with it, as with a process that ends
         node.app = self._open(node.path, create=False)
-        jobs.cold_start(node.app.runtime)
+        node.app.service(XmtpMember).cold_start()
         held = node.read("SELECT topic FROM xmtp_topic_refresh_state WHERE lock_until_ns != 0")
         assert not held, f"{node.name}'s cold start left the locks of a dead process: {held}"
         node.wire = Wire(self.hub.connect(node.installation), self, node)
@@ -713,7 +712,6 @@ class IntentsMachine(RuleBasedStateMachine):
         finally:
             for node in self.nodes:
                 node.app.close()
-            xmtp_state._opened.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
             for name, value in self.saved_env.items():
                 if value is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core import contract
 from core.records import StoredEvent
 from protocols.marmot import facts
 from protocols.marmot.cli.support import short_key
@@ -82,7 +83,7 @@ _ACCOUNT_LINES: dict[str, Line] = {facts.WELCOME_RECEIVED: _invitation}
 class Arrivals:
     """Collects (and hands to ``on_line``) what the runtime commits from now until :meth:`stop`."""
 
-    def __init__(self, runtime: Any, on_line: Callable[[str], None] | None = None):
+    def __init__(self, runtime: contract.Runtime, on_line: Callable[[str], None] | None = None):
         self.items: list[dict[str, Any]] = []
         self.lines: list[str] = []
         self._on_line = on_line

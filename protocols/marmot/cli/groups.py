@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from core import contract
 from core.state import ProtocolState
 from protocols.libraries import mls
 from protocols.marmot.cli.invitees import find_invitee
@@ -31,6 +32,7 @@ from protocols.marmot.cli.support import (
 )
 from protocols.marmot.commands.groups import NotAnAdmin
 from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.read import queries
 from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts
@@ -43,11 +45,11 @@ _PENDING_WELCOMES = (
 )
 
 
-def _group_row(app: Any, gid: str) -> dict[str, Any]:
+def _group_row(app: contract.App, gid: str) -> dict[str, Any]:
     return next(row for row in queries.groups(app.db) if row["group"] == gid)
 
 
-def _report_change(app: Any, gid: str, change: str, summary: PublishSummary, as_json: bool) -> None:
+def _report_change(app: contract.App, gid: str, change: str, summary: PublishSummary, as_json: bool) -> None:
     """Print where ``gid`` stands after ``change`` of ours, and what the relays said."""
     row = _group_row(app, gid)
     standing = f"{change}: group {gid} is at epoch {row['epoch']} with {row['members']} member(s)"
@@ -81,7 +83,7 @@ def create_group(
     emit(as_json, shown, [f"created group {gid}", f"invite with `tessera marmot invite --group {gid} NPUB`"])
 
 
-def _invite_relays(app: Any, gid: str) -> list[str]:
+def _invite_relays(app: contract.App, gid: str) -> list[str]:
     """The group's relays, once we know we may invite to it (an account, a joined group, an admin)."""
     with app.db.read():
         state = ProtocolState(app.db, PROTOCOL)
@@ -108,7 +110,8 @@ def invite(
     gid = joined_group(app, gid)
     where = list(dict.fromkeys([*extra, *_invite_relays(app, gid)]))
     now = app.clock.now_ms() // 1000
-    found = [find_invitee(pubkey, where, now) for pubkey in pubkeys]
+    transport = app.service(MarmotMember).relays()
+    found = [find_invitee(transport, pubkey, where, now) for pubkey in pubkeys]
     params = {
         "group": gid,
         "key_package_events": [invitee.key_package_event for invitee in found],

@@ -19,8 +19,7 @@ import attrs
 from core.errors import InvalidInput, NotFound
 from protocols.marmot.cli.support import short_key
 from protocols.marmot.errors import MarmotError
-from protocols.marmot.relays import FetchReport
-from protocols.marmot.transport import nostr_transport
+from protocols.marmot.relays import FetchReport, RelayTransport
 from protocols.marmot.wire.key_package_events import (
     KEY_PACKAGE_KIND,
     LEGACY_KEY_PACKAGE_KIND,
@@ -42,21 +41,19 @@ class Invitee:
     inbox: tuple[str, ...]
 
 
-def relay_lists_of(pubkey: str, relays: Sequence[str]) -> RelayLists:
-    """``pubkey``'s newest relay lists as ``relays`` hold them."""
-    found = nostr_transport.relays().fetch({"kinds": list(RELAY_LIST_KINDS), "authors": [pubkey]}, relays)
+def relay_lists_of(transport: RelayTransport, pubkey: str, relays: Sequence[str]) -> RelayLists:
+    """``pubkey``'s newest relay lists as ``relays`` hold them (asked through ``transport``)."""
+    found = transport.fetch({"kinds": list(RELAY_LIST_KINDS), "authors": [pubkey]}, relays)
     return read_lists(found.events, pubkey)
 
 
-def find_invitee(pubkey: str, relays: Sequence[str], now: int) -> Invitee:
+def find_invitee(transport: RelayTransport, pubkey: str, relays: Sequence[str], now: int) -> Invitee:
     """``pubkey``'s newest usable KeyPackage on ``relays`` or the relays their lists name, and their inbox."""
     if not relays:
         raise InvalidInput("the group names no relays; give --relay URL where the invitees' KeyPackages are")
-    lists = relay_lists_of(pubkey, relays)
+    lists = relay_lists_of(transport, pubkey, relays)
     everywhere = list(dict.fromkeys([*relays, *lists.key_package_sources()]))
-    found = nostr_transport.relays().fetch(
-        {"kinds": [KEY_PACKAGE_KIND, LEGACY_KEY_PACKAGE_KIND], "authors": [pubkey]}, everywhere
-    )
+    found = transport.fetch({"kinds": [KEY_PACKAGE_KIND, LEGACY_KEY_PACKAGE_KIND], "authors": [pubkey]}, everywhere)
     refused: list[str] = []
     for event in found.events:  # newest first
         try:

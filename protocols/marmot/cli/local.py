@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
@@ -123,7 +124,7 @@ def join(obj, identity: Path, welcome: Path):
     click.echo(f"joined group {event.partition_key} at epoch {event.data['epoch']}")
 
 
-def _described(app: Any, rows: list[dict]) -> list[dict]:
+def _described(app: contract.App, rows: list[dict]) -> list[dict]:
     """``rows`` with each group's profile as its sealed state has it now (name, description, relays, nostr
     group id; None without the at-rest key, with a note on stderr) and its fetch window (where the next
     ``sync`` starts)."""

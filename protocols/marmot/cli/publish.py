@@ -19,13 +19,14 @@ import attrs
 import click
 
 from core import queues
+from core.app import App
 from core.errors import LeaseHeld
 from core.records import ItemSource
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.support import OptionDecorator
 from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_S, LiveOptions, PublishReport, RelayTransport
-from protocols.marmot.transport import nostr_transport
 
 DEFAULT_WAIT_S = 30
 
@@ -115,13 +116,14 @@ def _answers(relays: Iterable[dict[str, str]]) -> str:
     return "; ".join(f"{r['relay']} {r['status']}" + (f" ({r['message']})" if r["message"] else "") for r in relays)
 
 
-def publish_now(app: Any, timeout_s: int) -> PublishSummary:
+def publish_now(app: App, timeout_s: int) -> PublishSummary:
     """Run the tick until it is idle or ``timeout_s`` passed; what relays answered and what still waits."""
     started_ms = app.clock.now_ms()
-    recorder = RecordingRelays(nostr_transport.relays())
+    member = app.service(MarmotMember)
+    recorder = RecordingRelays(member.relays())
     daemon_running = False
     if timeout_s > 0:
-        with nostr_transport.using(recorder):
+        with member.using(recorder):
             try:
                 _run_tick(app, time.monotonic() + timeout_s)
             except LeaseHeld:
@@ -137,7 +139,7 @@ def publish_now(app: Any, timeout_s: int) -> PublishSummary:
     )
 
 
-def _run_tick(app: Any, deadline: float) -> TickReport:
+def _run_tick(app: App, deadline: float) -> TickReport:
     daemon = TickDaemon(app, mode=DaemonMode.UNTIL_IDLE)
 
     def stop_at_deadline(report: TickReport) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
@@ -29,7 +30,7 @@ def relay_option(help: str, *, required: bool = False) -> OptionDecorator:
     return click.option("--relay", "relays", multiple=True, required=required, metavar="URL", help=help)
 
 
-def group_id(app: Any, value: str) -> str:
+def group_id(app: contract.App, value: str) -> str:
     """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex)."""
     text = value.strip().lower()
     if not text or len(text) % 2 or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
@@ -38,7 +39,7 @@ def group_id(app: Any, value: str) -> str:
         return route_of(ProtocolState(app.db, PROTOCOL), text) or text
 
 
-def joined_group(app: Any, value: str) -> str:
+def joined_group(app: contract.App, value: str) -> str:
     """:func:`group_id`, refused with :class:`GroupNotFound` unless this database joined that group."""
     gid = group_id(app, value)
     if not any(g["group"] == gid for g in queries.groups(app.db)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.intents import Intent
 from core.records import Result
@@ -22,7 +23,7 @@ from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.relay_lists import INBOX_RELAYS_KIND, relay_list_event
 
 
-def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
+def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Create this database's account (``secret_key`` hex imports an existing Nostr key)."""
     values = SealedValues(ctx.state)
     verify_key(values)
@@ -39,7 +40,7 @@ def command_identity_new(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[facts.account_created(made.pubkey, ctx.now_ms)], intents=intents)
 
 
-def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
+def command_key_package_publish(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Publish KeyPackages until ``count`` unused ones are out (``relays``; ``last_resort`` marks them reusable)."""
     me = accounts.require(ctx.state)
     relays = relay_urls(params.get("relays"))
@@ -62,7 +63,7 @@ def command_key_package_publish(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=events, intents=[*intents, relay_list])
 
 
-def command_inbox_relays(ctx: Any, params: dict[str, Any]) -> Result:
+def command_inbox_relays(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Set our inbox relays to ``relays`` and publish the kind-10050 list (to them and our KeyPackage relays)."""
     me = accounts.require(ctx.state)
     relays = normalise_relay_urls(params.get("relays") or ())

@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.intents import Intent
 from core.records import Event, Result
@@ -30,6 +31,7 @@ from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls
 from protocols.marmot.errors import MarmotError
+from protocols.marmot.member import opened_values
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state import store
 from protocols.marmot.state.store import LoadedGroup, SealedValues, meta_name, verify_key
@@ -48,7 +50,7 @@ class NotAnAdmin(MarmotError, InvalidInput):
 # --- creating or joining a group ---------------------------------------------------------
 
 
-def command_create_group(ctx: Any, params: dict[str, Any]) -> Result:
+def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A new group with us as its only member and an admin (``name``, ``description``, ``admins``, ``relays``)."""
     me = accounts.require(ctx.state)
     values = SealedValues(ctx.state)
@@ -89,7 +91,7 @@ def joined(
     return fact, intents
 
 
-def command_join(ctx: Any, params: dict[str, Any]) -> Result:
+def command_join(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Join the group a Welcome invites us to.
 
     ``params``: ``identity`` and ``key_package_private`` (hex of the engine
@@ -121,14 +123,14 @@ def _admin_only(loaded: LoadedGroup, me: accounts.Account, what: str) -> None:
         raise NotAnAdmin(f"only an admin of group {loaded.gid} may {what}; its admins are listed by `groups`")
 
 
-def command_invite(ctx: Any, params: dict[str, Any]) -> Result:
+def command_invite(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Add the owners of ``key_package_events`` (signed KeyPackage events, JSON) to ``group``.
 
     ``inboxes`` (pubkey -> relay URLs, their kind-10050 list) says where each invitee's welcome goes;
     without it, to the relays their KeyPackage event names, else the group's.
     """
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     _admin_only(loaded, me, "invite")
     raw_events = params.get("key_package_events") or []
     if not raw_events:
@@ -154,10 +156,10 @@ def _inboxes(given: object, packages: Sequence[key_package_events.KeyPackageEven
     return {str(pubkey): tuple(relay_urls(urls)) for pubkey, urls in given.items()}
 
 
-def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
+def command_remove(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove ``members`` (hex public keys) from ``group``."""
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     _admin_only(loaded, me, "remove members")
     members = hex_keys(params.get("members") or [], "members")
     present = set(mls.member_credentials(loaded.state).values())
@@ -169,13 +171,15 @@ def command_remove(ctx: Any, params: dict[str, Any]) -> Result:
     return _commit(ctx, loaded, me, remove=members)
 
 
-def command_self_update(ctx: Any, params: dict[str, Any]) -> Result:
+def command_self_update(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Rotate our own leaf keys in ``group`` (any member may)."""
     me = accounts.require(ctx.state)
-    return _commit(ctx, store.load_joined(ctx.state, params.get("group")), me, self_update=True)
+    return _commit(
+        ctx, store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime)), me, self_update=True
+    )
 
 
-def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
+def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Ask to be removed from ``group``: a SelfRemove proposal any member may commit (a Remove proposal
     for our own leaf, which an admin commits, where some member does not support SelfRemove).
 
@@ -183,7 +187,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
     group must keep an admin, and members ignore an admin's SelfRemove.
     """
     me = accounts.require(ctx.state)
-    loaded = store.load_joined(ctx.state, params.get("group"))
+    loaded = store.load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     if me.pubkey in group_data.admins(loaded.state):
         raise InvalidInput(f"we are an admin of group {loaded.gid}: remove ourselves from the admins before leaving")
     state = loaded.state
@@ -205,7 +209,7 @@ def command_leave(ctx: Any, params: dict[str, Any]) -> Result:
 
 
 def _commit(
-    ctx: Any,
+    ctx: contract.Context,
     loaded: LoadedGroup,
     me: accounts.Account,
     *,

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
 from protocols.marmot import facts
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing.item import Item
 from protocols.marmot.processing.messages import deletion
 from protocols.marmot.read.history import GroupHistoryStore
@@ -21,7 +23,7 @@ from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
 
-def command_send(ctx: Any, params: dict[str, Any]) -> Result:
+def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Send ``text`` to ``group``: recorded Created now, published by the tick.
 
     The rumor's id covers author, second and text, so sending the same text
@@ -39,7 +41,7 @@ def command_send(ctx: Any, params: dict[str, Any]) -> Result:
     return _send(ctx, params, kind, text, params.get("tags") or [])
 
 
-def command_react(ctx: Any, params: dict[str, Any]) -> Result:
+def command_react(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """React to message ``target`` of ``group`` with ``emoji`` (NIP-25: a kind-7 rumor naming it)."""
     emoji = params.get("emoji")
     if not isinstance(emoji, str) or not emoji:
@@ -48,18 +50,18 @@ def command_react(ctx: Any, params: dict[str, Any]) -> Result:
     return _send(ctx, params, rumors.REACTION_KIND, emoji, [["e", target], ["p", author], ["k", str(rumors.CHAT_KIND)]])
 
 
-def command_delete(ctx: Any, params: dict[str, Any]) -> Result:
+def command_delete(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Delete our message ``target`` of ``group`` (a kind-5 rumor; members drop it from their history)."""
     target, author = _target(ctx, params)
-    loaded = load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     if author != mls.own_credential(loaded.state):
         raise InvalidInput(f"message {target[:16]} is not ours; members ignore deletions of others' messages")
     return _send(ctx, params, rumors.DELETION_KIND, "", [["e", target], ["k", str(rumors.CHAT_KIND)]])
 
 
-def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
+def _target(ctx: contract.Context, params: dict[str, Any]) -> tuple[str, str]:
     """The message ``target`` names and its author."""
-    loaded = load_joined(ctx.state, params.get("group"))
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     target = str(params.get("target") or "").lower()
     well_formed = len(target) == 64 and all(c in "0123456789abcdef" for c in target)
     known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if well_formed else None
@@ -68,8 +70,8 @@ def _target(ctx: Any, params: dict[str, Any]) -> tuple[str, str]:
     return target, known[1]
 
 
-def _send(ctx: Any, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
-    loaded = load_joined(ctx.state, params.get("group"))
+def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
+    loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     gid, state = loaded.gid, loaded.state
     if not state.active:
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")

@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from core import contract
 from core.errors import InvalidInput, NotFound
 from core.intents import Intent
 from core.records import Event, Result
@@ -29,7 +30,7 @@ class WelcomeNotFound(MarmotError, NotFound):
     """No pending invitation has this id."""
 
 
-def _pending(ctx: Any, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
+def _pending(ctx: contract.Context, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
     if not isinstance(welcome_id, str) or not welcome_id:
         raise InvalidInput("name the invitation by its id (`tessera marmot welcomes` lists them)")
     row = ctx.db.one(
@@ -42,7 +43,7 @@ def _pending(ctx: Any, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
     return welcome_id.lower(), json.loads(row[0]), sealed
 
 
-def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
+def command_accept(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Join the group of pending invitation ``welcome``."""
     welcome_id, info, snapshot = _pending(ctx, params.get("welcome"))
     state = mls.restore(snapshot)
@@ -58,7 +59,7 @@ def command_accept(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[*events, *more_events], intents=[*intents, *more_intents])
 
 
-def command_decline(ctx: Any, params: dict[str, Any]) -> Result:
+def command_decline(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Forget pending invitation ``welcome`` (its KeyPackage is used up all the same)."""
     welcome_id, info, _ = _pending(ctx, params.get("welcome"))
     more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
@@ -67,7 +68,7 @@ def command_decline(ctx: Any, params: dict[str, Any]) -> Result:
     return Result(events=[event, *more_events], intents=[forget, *more_intents])
 
 
-def _use_key_package(ctx: Any, ref: str) -> tuple[list[Event], list[Intent]]:
+def _use_key_package(ctx: contract.Context, ref: str) -> tuple[list[Event], list[Intent]]:
     """The KeyPackage ``ref`` was used: delete it (unless last-resort) and publish a fresh one in its place."""
     stored = key_packages.find(ctx.state, ref)
     if stored is None or stored.last_resort:

@@ -24,14 +24,14 @@ opens is decided on that branch (:mod:`.branches`).
 
 from __future__ import annotations
 
-from typing import Any
-
+from core import contract
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
 from protocols.libraries import mls
 from protocols.marmot import facts, observe
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import OWN_MESSAGE_ECHOED, PROTOCOL, FailureReason, Outer
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing import branches, commits, messages, welcomes
 from protocols.marmot.processing.item import (
     Item,
@@ -75,7 +75,7 @@ def decode(blob: bytes) -> Envelope:
     )
 
 
-def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
+def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does)."""
     gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)
@@ -88,7 +88,7 @@ def handle_group_event(ctx: Any, envelope: Envelope) -> Result | Blocked:
     if seen is not None and seen.state == OuterState.FAILED:
         note(ctx, out, observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = store.load(ctx.state, gid)
+    loaded = store.load(ctx.state, gid, opened_values(ctx.runtime))
     if loaded is None:
         return wait_for_group(ctx, out)
     item = Item(ctx, out, seen, loaded)

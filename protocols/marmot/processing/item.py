@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from core import records
+from core import contract, records
 from core.intents import Intent, WriteProtocolState
 from core.records import Blocked, Event, Result
 from protocols.libraries import mls
@@ -30,7 +30,7 @@ def epoch_key(gid: str, epoch: int) -> str:
 class Item:
     """One outer event being handled: its processing record (``seen``, None when new) and its loaded group."""
 
-    ctx: Any
+    ctx: contract.Context
     outer: Outer
     seen: OuterRecord | None
     group: LoadedGroup
@@ -71,7 +71,7 @@ class Item:
         return self.group.state_written(new_state)
 
 
-def note(ctx: Any, outer: Outer, outcome: str) -> None:
+def note(ctx: contract.Context, outer: Outer, outcome: str) -> None:
     """Report an outcome that records no fact (a duplicate, a wait) to the observers, once the item commits."""
     observe.note(ctx, outer.gid or outer.route, outer.id, outer.created_at, outcome)
 
@@ -142,7 +142,7 @@ def never_readable(item: Item, why: str) -> Result:
     return Result(dropped=UNDECRYPTABLE)
 
 
-def wait_for_group(ctx: Any, outer: Outer) -> Blocked:
+def wait_for_group(ctx: contract.Context, outer: Outer) -> Blocked:
     """Wait, without spending attempts, for a welcome into this group."""
     note(ctx, outer, observe.WAITING)
     return Blocked(

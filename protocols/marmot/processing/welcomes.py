@@ -12,8 +12,7 @@ admin of the group it invites to.
 
 from __future__ import annotations
 
-from typing import Any
-
+from core import contract
 from core.errors import InvalidInput
 from core.records import Envelope, Result
 from protocols.libraries import mls
@@ -29,7 +28,7 @@ from protocols.marmot.wire.welcome_events import InvalidWelcomeRumor
 GIFT_WRAP = "gift_wrap"
 
 
-def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
+def handle_gift_wrap(ctx: contract.Context, envelope: Envelope) -> Result:
     """Open a gift wrap; a welcome for one of our KeyPackages becomes a pending invitation."""
     wrap = envelope.payload
     me = accounts.load(ctx.state)
@@ -87,7 +86,7 @@ def handle_gift_wrap(ctx: Any, envelope: Envelope) -> Result:
     return Result(events=[fact], intents=[store.pending_welcome_intent(values, rumor.rumor_id, state)])
 
 
-def _refused(ctx: Any, wrapper_id: str, reason: str) -> Result:
+def _refused(ctx: contract.Context, wrapper_id: str, reason: str) -> Result:
     return Result(
         events=[facts.invitation(facts.WELCOME_REFUSED, wrapper_id, ctx.now_ms, wrapper_id=wrapper_id, reason=reason)]
     )

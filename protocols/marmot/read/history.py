@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from core import contract
 from core.errors import InvalidInput
 from protocols.marmot import facts
 from protocols.marmot.cursor import Cursor, older_sql
@@ -109,7 +110,7 @@ def _marks(values: Sequence[Any]) -> str:
 class GroupHistoryStore:
     """History and processing record of the group ``gid`` (64 hex)."""
 
-    def __init__(self, conn: Any, gid: str):
+    def __init__(self, conn: contract.Connection, gid: str):
         self.conn = conn
         self.gid = gid
         self.key = bytes.fromhex(gid)
@@ -270,7 +271,7 @@ class GroupHistoryStore:
 
     # --- live updates -------------------------------------------------------------
 
-    def subscribe(self, runtime: Any, handler: Callable[[dict], None]) -> Callable[[], None]:
+    def subscribe(self, runtime: contract.Runtime, handler: Callable[[dict], None]) -> Callable[[], None]:
         """Call ``handler(rumor)`` for each rumor of this group once it is durably stored.
 
         Runs after COMMIT only (``runtime.subscribe``), and only when the

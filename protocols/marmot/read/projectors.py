@@ -15,8 +15,9 @@ counters through a ``last_seq`` guard, the resume cursor through a max.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from core import contract
 from core.records import StoredEvent
 from projectors import Projector
 from protocols.marmot import facts
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from protocols.libraries import mls
 
 
-def _store(conn: Any, event: StoredEvent) -> GroupHistoryStore:
+def _store(conn: contract.Connection, event: StoredEvent) -> GroupHistoryStore:
     return GroupHistoryStore(conn, event.partition_key)
 
 
@@ -37,7 +38,7 @@ def _outer(event: StoredEvent) -> Cursor:
     return Cursor(event.data["outer_created_at"], event.data["outer_id"])
 
 
-def _group_update(conn: Any, event: StoredEvent, sql: str, params: tuple[object, ...]) -> None:
+def _group_update(conn: contract.Connection, event: StoredEvent, sql: str, params: tuple[object, ...]) -> None:
     """Apply ``SET sql`` to the group row once, in log order (``last_seq`` guard)."""
     conn.execute(
         f"UPDATE marmot_groups SET {sql}, last_seq = ? WHERE gid = ? AND last_seq < ?",
@@ -48,7 +49,7 @@ def _group_update(conn: Any, event: StoredEvent, sql: str, params: tuple[object,
 # --- marmot.processed ----------------------------------------------------------------
 
 
-def _joined(conn: Any, event: StoredEvent) -> None:
+def _joined(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     conn.execute(
         "INSERT INTO marmot_groups(gid, self_pubkey, joined_epoch, epoch, members, admins, last_seq) "
@@ -66,7 +67,7 @@ def _joined(conn: Any, event: StoredEvent) -> None:
 
 
 def _mark_rumor_carrier(
-    conn: Any,
+    conn: contract.Connection,
     event: StoredEvent,
     state: OuterState,
     rumor_id: str | None,
@@ -84,30 +85,30 @@ def _mark_rumor_carrier(
     )
 
 
-def _sent(conn: Any, event: StoredEvent) -> None:
+def _sent(conn: contract.Connection, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
     _mark_rumor_carrier(conn, event, OuterState.CREATED, rumor["id"], rumor["pubkey"])
 
 
-def _received(conn: Any, event: StoredEvent) -> None:
+def _received(conn: contract.Connection, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
     _mark_rumor_carrier(conn, event, OuterState.PROCESSED, rumor["id"], rumor["pubkey"])
 
 
-def _echoed(conn: Any, event: StoredEvent) -> None:
+def _echoed(conn: contract.Connection, event: StoredEvent) -> None:
     store = _store(conn, event)
     store.set_outer_states([event.data["outer_id"]], OuterState.PROCESSED, (OuterState.CREATED,))
     store.advance_resume_cursor(_outer(event))
 
 
-def _processed(conn: Any, event: StoredEvent) -> None:
+def _processed(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), OuterState.PROCESSED, content_type=d.get("content_type"), epoch=d.get("epoch")
     )
 
 
-def _commit(conn: Any, event: StoredEvent) -> None:
+def _commit(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), OuterState.PROCESSED_COMMIT, content_type="commit", epoch=d["epoch"]
@@ -126,7 +127,7 @@ def _commit(conn: Any, event: StoredEvent) -> None:
         )
 
 
-def _proposal(conn: Any, event: StoredEvent) -> None:
+def _proposal(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event), OuterState.PROCESSED, content_type="proposal", epoch=d["epoch"]
@@ -147,7 +148,7 @@ def _proposal(conn: Any, event: StoredEvent) -> None:
         )
 
 
-def _deletion(conn: Any, event: StoredEvent) -> None:
+def _deletion(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _mark_rumor_carrier(conn, event, OuterState.PROCESSED, d["rumor_id"], d["pubkey"])
     for target in d["targets"]:
@@ -164,7 +165,7 @@ def _deletion(conn: Any, event: StoredEvent) -> None:
         )
 
 
-def _failed(conn: Any, event: StoredEvent) -> None:
+def _failed(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _store(conn, event).mark_outer_event_processed(
         _outer(event),
@@ -176,7 +177,7 @@ def _failed(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _invalidated(conn: Any, event: StoredEvent) -> None:
+def _invalidated(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     rumor = d["rumor"]
     _mark_rumor_carrier(
@@ -189,7 +190,7 @@ def _invalidated(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _rolled_back(conn: Any, event: StoredEvent) -> None:
+def _rolled_back(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     store = _store(conn, event)
     store.set_outer_states(d["invalidated"], OuterState.EPOCH_INVALIDATED, (OuterState.PROCESSED, OuterState.CREATED))
@@ -221,7 +222,7 @@ def _rolled_back(conn: Any, event: StoredEvent) -> None:
     _group_update(conn, event, "rollbacks = rollbacks + ?", (1,))
 
 
-def _change_published(conn: Any, event: StoredEvent) -> None:
+def _change_published(conn: contract.Connection, event: StoredEvent) -> None:
     """Our proposal is ``Created`` like a message we sent, so its echo is recognised (commits are
     not: their echo is what applies them)."""
     if event.data["action"] == facts.ChangeAction.LEAVE:
@@ -230,7 +231,7 @@ def _change_published(conn: Any, event: StoredEvent) -> None:
         )
 
 
-def _merged_locally(conn: Any, event: StoredEvent) -> None:
+def _merged_locally(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     _group_update(
         conn, event, "epoch = ?, members = ?, admins = ?", (d["new_epoch"], d["members"], json.dumps(d["admins"]))
@@ -264,13 +265,13 @@ PROCESSED = Projector(
 # --- marmot.history -------------------------------------------------------------------
 
 
-def _history_sent(conn: Any, event: StoredEvent) -> None:
+def _history_sent(conn: contract.Connection, event: StoredEvent) -> None:
     _store(conn, event).add_rumor(
         event.data["rumor"], _outer(event), epoch=event.data["epoch"], state=MessageState.CREATED
     )
 
 
-def _history_received(conn: Any, event: StoredEvent) -> None:
+def _history_received(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     deleted_epoch = d.get("deleted_epoch")
     if deleted_epoch is None and d.get("deleted"):  # facts written before deletions carried their epoch
@@ -284,7 +285,7 @@ def _history_received(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _history_invalidated(conn: Any, event: StoredEvent) -> None:
+def _history_invalidated(conn: contract.Connection, event: StoredEvent) -> None:
     rumor = event.data["rumor"]
     if rumor is not None and rumor["kind"] != rumors.DELETION_KIND:
         _store(conn, event).add_rumor(
@@ -292,20 +293,20 @@ def _history_invalidated(conn: Any, event: StoredEvent) -> None:
         )
 
 
-def _history_echoed(conn: Any, event: StoredEvent) -> None:
+def _history_echoed(conn: contract.Connection, event: StoredEvent) -> None:
     rumor_id = event.data["rumor_id"]
     if rumor_id is not None:
         _store(conn, event).set_rumor_states([rumor_id], MessageState.PROCESSED, (MessageState.CREATED,))
 
 
-def _history_deletion(conn: Any, event: StoredEvent) -> None:
+def _history_deletion(conn: contract.Connection, event: StoredEvent) -> None:
     store = _store(conn, event)
     for target in event.data["targets"]:
         if target["effect"] == facts.DeletionEffect.DELETED:
             store.delete_rumor(target["id"], event.data["pubkey"], event.data["epoch"])
 
 
-def _history_rolled_back(conn: Any, event: StoredEvent) -> None:
+def _history_rolled_back(conn: contract.Connection, event: StoredEvent) -> None:
     store = _store(conn, event)
     store.set_rumor_states(
         event.data["invalidated_rumors"],
@@ -335,7 +336,7 @@ HISTORY = Projector(
 # --- marmot.welcomes ------------------------------------------------------------------
 
 
-def _welcome_received(conn: Any, event: StoredEvent) -> None:
+def _welcome_received(conn: contract.Connection, event: StoredEvent) -> None:
     d = event.data
     conn.execute(
         "INSERT INTO marmot_welcomes(welcome_id, received_at_ms, sender, gid, state, data) "
@@ -351,7 +352,7 @@ def _welcome_received(conn: Any, event: StoredEvent) -> None:
     )
 
 
-def _welcome_answered(conn: Any, event: StoredEvent) -> None:
+def _welcome_answered(conn: contract.Connection, event: StoredEvent) -> None:
     answer = WelcomeState.ACCEPTED if event.type == facts.WELCOME_ACCEPTED else WelcomeState.DECLINED
     conn.execute(
         "UPDATE marmot_welcomes SET state = ? WHERE welcome_id = ? AND state = ?",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from core import contract
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.read.states import OuterState
 
@@ -19,13 +19,13 @@ _FAILED = (
 )
 
 
-def groups(db: Any) -> list[dict]:
+def groups(db: contract.Database) -> list[dict]:
     """Every joined group with its epoch, members, resume cursor and outer-event counts by state."""
     with db.read():
         return [_group(db, row) for row in db.all(_GROUPS)]
 
 
-def _group(db: Any, row: tuple) -> dict:
+def _group(db: contract.Database, row: tuple) -> dict:
     gid, epoch, members, admins, self_pubkey, joined, active, rollbacks, created, ident = row
     cursor = None if created < 0 else str(Cursor(created, ident.hex()))
     return {
@@ -42,7 +42,7 @@ def _group(db: Any, row: tuple) -> dict:
     }
 
 
-def outer_events(db: Any, gid: str, state: str = OuterState.FAILED, limit: int = 1000) -> list[dict]:
+def outer_events(db: contract.Database, gid: str, state: str = OuterState.FAILED, limit: int = 1000) -> list[dict]:
     """Outer events of ``gid`` in ``state`` (default Failed), oldest first, with reasons."""
     with db.read():
         rows = db.all(_FAILED, (bytes.fromhex(gid), state, limit))

@@ -38,3 +38,8 @@ def load_key() -> bytes:
 
 
 new_key_hex = at_rest.new_key_hex
+
+
+def opened_cache() -> at_rest.OpenedCache:
+    """A new cache of values opened with :data:`SEALER` (one per database: its MarmotMember keeps it)."""
+    return at_rest.OpenedCache(SEALER)

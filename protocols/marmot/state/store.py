@@ -79,7 +79,7 @@ from protocols.libraries import at_rest, erasable, mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
-from protocols.marmot.state.key import SEALER, load_key
+from protocols.marmot.state.key import SEALER, load_key, opened_cache
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
 from protocols.marmot.wire.group_data import nostr_group_id
@@ -183,10 +183,15 @@ def open_sealed(key: bytes, name: str, sealed: bytes) -> bytes:
 
 
 class SealedValues:
-    """Get and set sealed values of the marmot protocol state (key loaded lazily)."""
+    """Get and set sealed values of the marmot protocol state (key loaded lazily).
 
-    def __init__(self, state: ProtocolState):
+    ``opened`` keeps values already opened and parsed: the database's own cache (its
+    :class:`~protocols.marmot.member.MarmotMember`'s), else one for this object alone.
+    """
+
+    def __init__(self, state: ProtocolState, opened: at_rest.OpenedCache | None = None):
         self.state = state
+        self.opened = opened if opened is not None else opened_cache()
         self._key: bytes | None = None
 
     @property
@@ -247,16 +252,15 @@ def verify_key(values: SealedValues) -> None:
 
 # What a stored value opens to: group meta, an engine state, or (snapshot bytes, engine state).
 Opened = TypeVar("Opened")
-_opened = at_rest.OpenedCache(SEALER)
 
 
 def _open(values: SealedValues, name: str, sealed: bytes, parse: Callable[[bytes], Opened]) -> Opened:
-    return _opened.open(values.key, name, sealed, parse)
+    return values.opened.open(values.key, name, sealed, parse)
 
 
 def _sealed_intent(values: SealedValues, name: str, plain: bytes, opened: object) -> WriteProtocolState:
     """Store ``plain`` sealed under ``name``, and prime the cache with what it opens to."""
-    return WriteProtocolState(name, _opened.seal(values.key, name, plain, opened))
+    return WriteProtocolState(name, values.opened.seal(values.key, name, plain, opened))
 
 
 def _staged_state_intents(values: SealedValues, gid: str, new_state: mls.GroupState) -> list[Intent]:
@@ -270,19 +274,19 @@ def _staged_state_intents(values: SealedValues, gid: str, new_state: mls.GroupSt
 
     def seal_epoch_part(state: mls.GroupState) -> bytes:
         stored = values.state.stored(name)
-        kept = None if stored is None else _opened.peek(values.key, name, stored)
+        kept = None if stored is None else values.opened.peek(values.key, name, stored)
         if kept is not None and mls.holds_no_ratchets(kept[1]) and mls.only_ratchets_differ(kept[1], state):
             return UNCHANGED
         base = mls.without_ratchets(state)
         plain = mls.snapshot(base)
         sealed = _seal_erasably(values, name, plain)
-        _opened.remember(values.key, name, sealed, (plain, base))
+        values.opened.remember(values.key, name, sealed, (plain, base))
         return sealed
 
     def seal_ratchets(state: mls.GroupState) -> bytes:
         trees = mls.ratchets_of(state)
         sealed = _seal_erasably(values, ratchets, mls.ratchets_bytes(trees))
-        _opened.remember(values.key, ratchets, sealed, trees)
+        values.opened.remember(values.key, ratchets, sealed, trees)
         return sealed
 
     return [
@@ -349,9 +353,10 @@ class Written:
     welcomes: int = 0
 
 
-def load(state: ProtocolState, gid: str) -> LoadedGroup | None:
-    """The group's meta and state, or None when we have not joined ``gid``."""
-    values = SealedValues(state)
+def load(state: ProtocolState, gid: str, opened: at_rest.OpenedCache | None = None) -> LoadedGroup | None:
+    """The group's meta and state, or None when we have not joined ``gid`` (``opened``: the database's cache
+    of opened values, see :class:`SealedValues`)."""
+    values = SealedValues(state, opened)
     sealed_meta = values.raw(meta_name(gid))
     if sealed_meta is None:
         return None
@@ -368,21 +373,21 @@ def _stored_state(values: SealedValues, gid: str) -> tuple[bytes | None, mls.Gro
     sealed_state = values.raw(state_name(gid))
     assert sealed_state is not None, f"group {gid} has its meta but no state: they are always written together"
     opener = _open_state(values)
-    plain, engine_state = _opened.open(
+    plain, engine_state = values.opened.open(
         values.key, state_name(gid), sealed_state, lambda plain: (plain, mls.restore(plain)), opener
     )
     sealed_ratchets = values.raw(ratchets_name(gid))
     if sealed_ratchets is None:
         return plain, engine_state  # a whole snapshot, stored before the state was split
-    trees = _opened.open(
+    trees = values.opened.open(
         values.key, ratchets_name(gid), sealed_ratchets, lambda data: mls.read_ratchets(data, engine_state), opener
     )
     return None, mls.with_ratchets(engine_state, trees)
 
 
-def load_joined(state: ProtocolState, gid: object) -> LoadedGroup:
+def load_joined(state: ProtocolState, gid: object, opened: at_rest.OpenedCache | None = None) -> LoadedGroup:
     """The group ``gid`` names; GroupNotFound when it is not the id of a group we joined."""
-    loaded = load(state, gid) if isinstance(gid, str) else None
+    loaded = load(state, gid, opened) if isinstance(gid, str) else None
     if loaded is None:
         raise GroupNotFound(f"no joined marmot group {gid!r}; `tessera marmot groups` lists them")
     return loaded

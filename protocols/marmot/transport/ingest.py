@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from core import queues
+from core import contract, queues
 from core.batch import MicroBatch
 from core.pipeline import Outcome, process_item
 from core.records import ItemSource
@@ -33,6 +33,7 @@ from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.member import opened_values
 from protocols.marmot.processing.handlers import DUPLICATE_STATES
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
@@ -42,7 +43,7 @@ from protocols.marmot.wire import nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
 
-def has_groups(db: Any) -> bool:
+def has_groups(db: contract.Database) -> bool:
     """True when this database has joined at least one marmot group (it keeps a group's metadata)."""
     return ProtocolState(db, PROTOCOL).has_keys(META)
 
@@ -67,12 +68,12 @@ class BackfillReport:
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
 
 
-def backfill(ctx: Any, params: dict[str, Any]) -> BackfillReport:
+def backfill(ctx: contract.Context, params: dict[str, Any]) -> BackfillReport:
     """Command ``marmot.backfill`` (manages its transactions): ``group`` and ``events`` (lines)."""
     rt = ctx.runtime
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        loaded = load_joined(store, params.get("group"))
+        loaded = load_joined(store, params.get("group"), opened_values(rt))
         gid = loaded.gid
         routes = set(routes_of(store, gid))
         keys = [(k.epoch, k.key) for state in _states(loaded) for k in outer.epoch_keys(state)]
@@ -125,7 +126,7 @@ def _select(
     return sorted(chosen.values(), key=_cursor_key)
 
 
-def _decided(db: Any, gid: str, outer_id: str) -> bool:
+def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
     """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
     with db.read():
         seen = GroupHistoryStore(db, gid).outer_record(outer_id)
@@ -148,7 +149,7 @@ _Readable = tuple[dict[str, Any], mls.MessageHeader | None]
 def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Readable], list[dict[str, Any]]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
-        states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid))
+        states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid, opened_values(rt)))
     readable: list[_Readable] = []
     unreadable: list[dict[str, Any]] = []
     for event in events:

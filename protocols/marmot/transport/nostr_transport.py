@@ -12,43 +12,23 @@ event on its merits, which no retry changes (parked with the reasons).
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from core import queues
+from core.contract import Runtime
 from core.errors import InvalidInput, PermanentError, TransientError
 from core.intents import EnqueueOutgoing
 from core.queues import OutgoingItem
 from protocols.libraries import mls
-from protocols.marmot.relays import NostrRelays, PublishReport, PublishStatus, RelayTransport
+from protocols.marmot.member import MarmotMember
+from protocols.marmot.relays import PublishReport, PublishStatus
 from protocols.marmot.wire import group_data, nostr, outer
 
 NAME = "nostr"
 PUBLISH_TIMEOUT_S = 10.0
 # OK false prefixes (NIP-01) that say the event itself is unacceptable to that relay.
 _FINAL_REFUSALS = ("invalid:", "pow:", "blocked:", "restricted:")
-
-# The transport in use: one slot, so the daemon keeps its relay connections' settings in one place.
-_chosen: list[RelayTransport] = []
-
-
-def relays() -> RelayTransport:
-    """The relay transport in use (real WebSocket relays unless a test chose others)."""
-    if not _chosen:
-        _chosen.append(NostrRelays())
-    return _chosen[-1]
-
-
-@contextlib.contextmanager
-def using(transport: RelayTransport) -> Iterator[RelayTransport]:
-    """Publish and fetch through ``transport`` (e.g. in-memory relays) inside the block."""
-    _chosen.append(transport)
-    try:
-        yield transport
-    finally:
-        _chosen.remove(transport)
 
 
 def publish_intent(event: dict, relay_urls: Sequence[str]) -> EnqueueOutgoing:
@@ -74,16 +54,17 @@ def group_event_intent(state: mls.GroupState, event: dict, transport: str | None
 
 
 class NostrTransport:
-    """Publishes outgoing events to the relays their row names."""
+    """Publishes outgoing events to the relays their row names, through the database's relay transport
+    (:meth:`~protocols.marmot.member.MarmotMember.relays`)."""
 
     name = NAME
 
-    def send(self, runtime: Any, item: OutgoingItem) -> None:
+    def send(self, runtime: Runtime, item: OutgoingItem) -> None:
         event = nostr.parse_event(item.payload)
         targets = json.loads(item.destination or "[]")
         if not targets:
             raise PermanentError(f"event {event['id'][:12]} has no relay to be published to")
-        report = relays().publish(event, targets, timeout_s=PUBLISH_TIMEOUT_S)
+        report = runtime.service(MarmotMember).relays().publish(event, targets, timeout_s=PUBLISH_TIMEOUT_S)
         if not report.accepted:
             raise _failure(report)
         if event["kind"] == nostr.GROUP_EVENT_KIND:

@@ -38,17 +38,18 @@ from typing import Any
 
 import attrs
 
-from core import queues
+from core import contract, queues
 from core.state import ProtocolState
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
+from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
 from protocols.marmot.relays.live import LiveOptions
 from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
 from protocols.marmot.state.store import STATE, load, route_of
-from protocols.marmot.transport import fetch_window, nostr_transport
+from protocols.marmot.transport import fetch_window
 from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
@@ -121,7 +122,7 @@ class SyncReport:
         return Completeness.PARTIAL if self.failures else Completeness.COMPLETE
 
 
-def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscription]:
+def subscriptions(db: contract.Database, extra_relays: Sequence[str] = ()) -> list[Subscription]:
     """What to ask relays for, read in one read transaction."""
     extra = tuple(normalise_relay_urls(list(extra_relays))) if extra_relays else ()
     lookback_s = MarmotSettings.of(db.settings).fetch_lookback_s
@@ -150,13 +151,13 @@ def subscriptions(db: Any, extra_relays: Sequence[str] = ()) -> list[Subscriptio
     return found
 
 
-def sync(app: Any, extra_relays: Sequence[str] = (), *, now_s: int | None = None) -> SyncReport:
+def sync(app: contract.App, extra_relays: Sequence[str] = (), *, now_s: int | None = None) -> SyncReport:
     """Fetch every subscription's stored events and queue them for the tick."""
     report = SyncReport()
     started = now_s if now_s is not None else app.runtime.clock.now_ms() // 1000
     timeout_s = MarmotSettings.of(app.db.settings).fetch_timeout_s
     for sub in subscriptions(app.db, extra_relays):
-        fetched: FetchReport = nostr_transport.relays().fetch(sub.filter, sub.relays, timeout_s=timeout_s)
+        fetched: FetchReport = app.service(MarmotMember).relays().fetch(sub.filter, sub.relays, timeout_s=timeout_s)
         report.failures += [RelayFailure.of(sub.what, outcome) for outcome in fetched.outcomes if not outcome.complete]
         if not fetched.complete:
             report.incomplete.append(sub.what)
@@ -187,7 +188,7 @@ def _note_fetch(
 
 
 def listen(
-    app: Any,
+    app: contract.App,
     stop: threading.Event,
     extra_relays: Sequence[str] = (),
     *,
@@ -207,7 +208,7 @@ def listen(
     threads = []
     for sub in subscriptions(app.db, extra_relays):
         thread = threading.Thread(
-            target=nostr_transport.relays().subscribe,
+            target=app.service(MarmotMember).relays().subscribe,
             args=(sub.filter, sub.relays, arrived.put),
             kwargs={"stop": stop, "options": LiveOptions(pacer=backlog)},
             name=f"marmot-listen-{sub.what}",
@@ -295,7 +296,7 @@ class RelayBacklog:
                 elif url:
                     self._release(url, size)
 
-    def settle(self, db: Any) -> None:
+    def settle(self, db: contract.Database) -> None:
         """Release what the tick has taken out of ``incoming`` (every row below the oldest one left)."""
         if not self._queued:
             return
@@ -316,7 +317,7 @@ _EVENT_OVERHEAD_BYTES = 400
 
 
 def _queue_live(
-    app: Any,
+    app: contract.App,
     events: list[dict[str, Any]],
     on_event: Callable[[dict[str, Any]], None] | None,
     backlog: RelayBacklog | None = None,
@@ -353,7 +354,9 @@ def _note_heard(state: ProtocolState, events: list[dict[str, Any]], now_ms: int)
         fetch_window.note_fetched(state, gid, heard, now_ms)
 
 
-def _admitted(app: Any, events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
+def _admitted(
+    app: contract.App, events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]
+) -> list[dict[str, Any]]:
     """The events whose ``created_at`` the age limits admit (MDK's rule); the rest are counted in ``dropped``."""
     limits = MarmotSettings.of(app.db.settings)
     kept = []

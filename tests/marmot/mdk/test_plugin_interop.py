@@ -19,8 +19,8 @@ import pytest
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
 from protocols.marmot.read import queries
+from protocols.marmot.relays import NostrRelays
 from protocols.marmot.state import account as accounts
-from protocols.marmot.transport import nostr_transport
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import gift_wrap
 from tests._peers import PeerUnavailable, peer_missing
@@ -64,11 +64,11 @@ def settle(app) -> None:
 
 
 def fetch(relay: Relay, query: dict) -> list[dict]:
-    return sorted(nostr_transport.relays().fetch(query, [relay.url]).events, key=lambda e: (e["created_at"], e["id"]))
+    return sorted(NostrRelays().fetch(query, [relay.url]).events, key=lambda e: (e["created_at"], e["id"]))
 
 
 def publish(relay: Relay, event: dict) -> None:
-    nostr_transport.relays().publish(event, [relay.url]).raise_unless_accepted()
+    NostrRelays().publish(event, [relay.url]).raise_unless_accepted()
 
 
 def mdk_reads(member: MdkMember, relay: Relay, nostr_group_id: str, since: int = 0) -> None:

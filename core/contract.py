@@ -1,0 +1,190 @@
+"""The core's handles as plugins see them: typed protocols of the app, runtime, context and database.
+
+Plugin code annotates the objects the core hands it with these names, never
+with ``Any`` (tests/test_plugin_state.py checks it), so mypy checks every use
+against what the core promises::
+
+    from core.contract import Context, Runtime
+
+    def handle_post(ctx: Context, envelope: Envelope) -> Result: ...
+    def publish_pass(runtime: Runtime) -> int: ...
+
+The concrete classes (:class:`core.app.App`, :class:`core.runtime.Runtime`,
+:class:`core.runtime.Context`, :class:`core.db.Database`, ``apsw.Connection``)
+satisfy them; mypy checks that too, where the core hands them out.  A member
+missing here is one the core does not promise plugins: ask for it in the core
+rather than reaching past the contract.
+
+A plugin's own per-database objects come through :meth:`App.service` /
+:meth:`Runtime.service`, typed by the class asked for (see the
+``open_service`` hook in :mod:`core.hookspecs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Protocol as TypingProtocol
+
+from core.protocol import Bindings, ProjectionConnection
+
+if TYPE_CHECKING:
+    import apsw
+
+    from core.clock import Clock
+    from core.kv import KV
+    from core.queues import WorkItem
+    from core.records import StoredEvent
+    from core.runtime import CommandOutcome
+    from core.settings import Settings
+    from core.state import ProtocolState
+
+S = TypeVar("S")
+
+#: The SQL connection (``ctx.conn``, a projector's ``conn``): statements inside a transaction someone
+#: else owns.  At run time an ``apsw.Connection``.
+Connection = ProjectionConnection
+
+
+class Database(TypingProtocol):
+    """One opened database file: transactions, statements and after-commit callbacks."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def conn(self) -> apsw.Connection: ...
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        """Facts that hold for the current transaction only (dropped by whoever changes them)."""
+
+    @property
+    def in_write(self) -> bool: ...
+
+    def read(self) -> AbstractContextManager[Database]:
+        """A read transaction (or the enclosing one)."""
+
+    def write(self) -> AbstractContextManager[Database]:
+        """A write transaction (a savepoint inside another)."""
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current transaction commits (never after a rollback)."""
+
+    def stage(self, key: Hashable, value: Any, flush: Callable[[Any], None]) -> None:
+        """Hold a write back until COMMIT (the latest value per key); ``flush(value)`` writes it then."""
+
+    def staged(self, key: Hashable) -> Any: ...
+
+    def staged_keys(self) -> list[Hashable]: ...
+
+    def unstage(self, key: Hashable) -> None: ...
+
+    def execute(self, sql: str, params: Any = None) -> apsw.Cursor: ...
+
+    def executemany(self, sql: str, rows: Any) -> apsw.Cursor: ...
+
+    def one(self, sql: str, params: Any = None) -> tuple[Any, ...] | None: ...
+
+    def value(self, sql: str, params: Any = None, default: Any = None) -> Any: ...
+
+    def integer(self, sql: str, params: Any = None) -> int | None: ...
+
+    def count(self, sql: str, params: Any = None) -> int: ...
+
+    def all(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]: ...
+
+    def has_table(self, name: str) -> bool: ...
+
+
+class Context(TypingProtocol):
+    """What a handler or command gets (:class:`core.runtime.Context`): read access and the time."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def now_ms(self) -> int: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    @property
+    def item(self) -> WorkItem | None: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def conn(self) -> apsw.Connection: ...
+
+    @property
+    def kv(self) -> KV: ...
+
+    @property
+    def state(self) -> ProtocolState: ...
+
+    def event(self, protocol: str, event_id: bytes) -> StoredEvent | None: ...
+
+    def knows_any(self, protocol: str, *event_ids: bytes) -> bool: ...
+
+    def arrivals_behind(self) -> int | None: ...
+
+
+class Runtime(TypingProtocol):
+    """Runs commands against one database (:class:`core.runtime.Runtime`); jobs and transports get it."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def kv(self) -> KV: ...
+
+    def context(
+        self, protocol: str, now_ms: int | None = None, attempts: int = 0, item: WorkItem | None = None
+    ) -> Context: ...
+
+    def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome: ...
+
+    def subscribe(
+        self, event_type: str, callback: Callable[[StoredEvent], None], *, protocol: str | None = None
+    ) -> Callable[[], None]: ...
+
+    def service(self, kind: type[S]) -> S:
+        """The service object of type ``kind`` a plugin opened for this database."""
+
+
+class App(TypingProtocol):
+    """An opened database (:class:`core.app.App`): what ``open_service`` and CLI commands get."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def enabled(self) -> tuple[str, ...]: ...
+
+    def require_enabled(self, protocol: str) -> None: ...
+
+    def service(self, kind: type[S]) -> S:
+        """The service object of type ``kind`` a plugin opened for this database."""
+
+    def close(self) -> None: ...
+
+
+__all__ = ["App", "Bindings", "Connection", "Context", "Database", "Runtime"]

@@ -1,0 +1,60 @@
+"""This database's side of Marmot in this process: its relays, observers, opened states and checked key.
+
+The plugin's ``open_service`` hook gives every opened app one :class:`MarmotMember`;
+the ``nostr`` transport, the relay sync and ``tessera marmot`` commands ask it for
+the relays (``runtime.service(MarmotMember).relays()``), and observers attach to
+its hub (:func:`protocols.marmot.observe.attach`).  The app's close detaches them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from core.contract import App, Runtime
+from protocols.libraries import at_rest
+from protocols.marmot.observe import Hub
+from protocols.marmot.relays import NostrRelays, RelayTransport
+from protocols.marmot.state.key import opened_cache
+
+
+class MarmotMember:
+    """One database's relay transport, observer hub, opened group states and the at-rest key checks passed."""
+
+    def __init__(self, app: App):
+        self.observers = Hub(app.runtime)
+        #: Values already opened and parsed (group states above all; see ``state.store.SealedValues``).
+        self.opened = opened_cache()
+        self._relays: list[RelayTransport] = []
+        #: ``(at-rest key, sealed key check)`` pairs that opened, so the tick checks each once.
+        self.keys_checked: set[tuple[bytes, bytes]] = set()
+
+    def relays(self) -> RelayTransport:
+        """The relay transport in use: real WebSocket relays unless one was chosen with :meth:`use_relays`."""
+        if not self._relays:
+            self._relays.append(NostrRelays())
+        return self._relays[-1]
+
+    def use_relays(self, transport: RelayTransport) -> RelayTransport:
+        """Publish and fetch through ``transport`` (e.g. in-memory relays) from now on."""
+        self._relays = [transport]
+        return transport
+
+    @contextlib.contextmanager
+    def using(self, transport: RelayTransport) -> Iterator[RelayTransport]:
+        """Publish and fetch through ``transport`` inside the block only."""
+        self._relays.append(transport)
+        try:
+            yield transport
+        finally:
+            self._relays.remove(transport)
+
+    def close(self) -> None:
+        self.observers.close()
+        self._relays.clear()
+        self.opened.clear()
+
+
+def opened_values(runtime: Runtime) -> at_rest.OpenedCache:
+    """The cache of opened values of ``runtime``'s database (pass it to ``store.load``)."""
+    return runtime.service(MarmotMember).opened
