@@ -1,0 +1,143 @@
+"""Whole-file encryption operations: encrypt a plaintext database, rotate a database's secret, the state root.
+
+Both operations write a complete new file beside the database (``VACUUM
+INTO`` under the new cipher key), make it durable, and only then put it in
+place with one atomic rename (or link it to a new path, which never replaces
+a file).  A process killed at any point leaves either the old file, which
+opens as before, or the new one, which opens with the new key: never a
+half-converted file.  They need the database to themselves: the daemon is
+refused by its lease, and every other process must be stopped too (a
+process that keeps the old file open would write to the file being replaced).
+
+The plugins' sealed state does not depend on the key file in force: it is
+sealed under keys derived from the database's *state root* (the secret it
+was first keyed with, see :mod:`core.keys`).  A rotation seals that root
+under the new secret inside the new file, so sealed state opens unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+import weakref
+
+import apsw
+
+from core import keys, leases
+from core.db import Database, file_encryption
+from core.errors import InvalidInput, LeaseHeld, StorageError
+
+_WORK_SUFFIX = ".rekey-partial"
+_SELECT_ROOT = "SELECT value FROM kv WHERE key = ?"
+# The state root of each open database, read once (it changes only by a rotation, which replaces the file).
+_ROOTS: weakref.WeakKeyDictionary[Database, bytes] = weakref.WeakKeyDictionary()
+_UPSERT_ROOT = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+
+
+def state_root(db: Database) -> bytes | None:
+    """The secret the plugins' state keys derive from: the first secret of the database, kept sealed under the
+    current one after a rotation; None when no key file is given."""
+    if db.secret is None:
+        return None
+    root = _ROOTS.get(db)
+    if root is None:
+        wrapped = db.value(_SELECT_ROOT, (keys.WRAPPED_ROOT_KEY,)) if db.has_table("kv") else None
+        root = _ROOTS[db] = db.secret if wrapped is None else keys.unwrap_root(str(wrapped), db.secret)
+    return root
+
+
+def encrypt(db: Database, out: str | None) -> str:
+    """Encrypt the plaintext database ``db`` with its key file's secret: in place, or into the new file ``out``.
+
+    Returns the path of the encrypted file.
+    """
+    if db.secret is None:
+        raise InvalidInput("encrypt needs the key to encrypt with: pass --key-file (make one with `tessera key new`)")
+    if db.encrypted:
+        raise InvalidInput(f"{db.path} is encrypted already; `tessera key rotate` gives it a new key")
+    return _rewrite(db, db.secret, None, out)
+
+
+def rotate(db: Database, new_secret: bytes) -> None:
+    """Re-encrypt the encrypted database ``db`` under ``new_secret``, its state root kept."""
+    if not db.encrypted or db.secret is None:
+        raise InvalidInput(f"{db.path} is not encrypted: encrypt it first with `tessera encrypt`")
+    if new_secret == db.secret:
+        raise InvalidInput("the new key file holds the key in force: make a fresh one with `tessera key new`")
+    root = state_root(db)
+    assert root is not None
+    _rewrite(db, new_secret, keys.wrap_root(root, new_secret), None)
+
+
+def _rewrite(db: Database, secret: bytes, wrapped_root: str | None, out: str | None) -> str:
+    target = out or db.path
+    if out is not None and os.path.lexists(out):
+        raise InvalidInput(f"{out} exists already: encrypt never overwrites a file; choose a new path")
+    _refuse_live_daemon(db)
+    work = target + _WORK_SUFFIX
+    if os.path.lexists(work):
+        os.unlink(work)  # what a killed run left: never in use, never the database
+    # An empty WAL, kept empty under the write lock: the file put in place then has no log frames of the old
+    # file's left beside it to replay.
+    db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    with db.write():  # holds the write lock until the new file is in place: no commit is lost between
+        if os.path.exists(db.path + "-wal") and os.path.getsize(db.path + "-wal"):
+            raise StorageError(f"{db.path} is in use by another process: stop every process using it, then retry")
+        _copy_encrypted(db, work, secret)
+        _finish_copy(work, secret, wrapped_root)
+        if out is None:
+            os.replace(work, db.path)
+        else:
+            os.link(work, out)  # fails rather than replace a file that appeared meanwhile
+            os.unlink(work)
+        keys.sync_directory(target)
+    return target
+
+
+def _refuse_live_daemon(db: Database) -> None:
+    with db.read():
+        lease = leases.current(db, "tick") if db.has_table("leases") else None
+    if lease and lease["owner"] and (lease["expires_at_ms"] or 0) > time.time_ns() // 1_000_000:
+        raise LeaseHeld(
+            f"{db.path}: the tick daemon {lease['owner']} holds its lease; stop it (and every process using the "
+            "database) first"
+        )
+
+
+def _copy_encrypted(db: Database, work: str, secret: bytes) -> None:
+    """The database as of now, copied into ``work`` under ``secret``'s cipher key (one consistent snapshot)."""
+    key = urllib.parse.quote(f"x'{keys.cipher_key(secret).hex()}'", safe="")
+    uri = f"file:{urllib.parse.quote(os.path.abspath(work))}?key={key}"
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    reader = apsw.Connection(db.path, flags=flags)
+    try:
+        if db.encrypted:
+            assert db.secret is not None
+            reader.execute(keys.key_statement(db.secret))
+        reader.execute("VACUUM INTO ?", (uri,))
+    except apsw.Error as exc:
+        raise StorageError(f"could not write the encrypted copy of {db.path}: {exc}") from exc
+    finally:
+        reader.close()
+
+
+def _finish_copy(work: str, secret: bytes, wrapped_root: str | None) -> None:
+    """Record the wrapped state root in the copy, switch it to WAL, and make it durable before it is put in place."""
+    conn = apsw.Connection(work, flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        conn.execute(keys.key_statement(secret))
+        if wrapped_root is not None:
+            with conn:
+                conn.execute(_UPSERT_ROOT, (keys.WRAPPED_ROOT_KEY, wrapped_root))
+        conn.pragma("journal_mode", "wal")
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    finally:
+        conn.close()
+    fd = os.open(work, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if file_encryption(work) != "encrypted":
+        raise StorageError(f"{work}: the copy is not encrypted; the database was left as it was")
