@@ -70,6 +70,21 @@ def rotate(db: Database, new_secret: bytes) -> None:
     _rewrite(db, new_secret, keys.wrap_root(root, new_secret), None)
 
 
+def backup(db: Database, out: str) -> None:
+    """A consistent copy of ``db`` as it is now, written to the new file ``out`` under the same key (in the clear
+    when ``db`` is); readers and the writer carry on meanwhile.  Never overwrites a file."""
+    if os.path.lexists(out):
+        raise InvalidInput(f"{out} exists already: a backup never overwrites a file; choose a new path")
+    work = out + _WORK_SUFFIX
+    if os.path.lexists(work):
+        os.unlink(work)
+    _copy_encrypted(db, work, db.secret if db.encrypted else None)
+    _make_durable(work)
+    os.link(work, out)
+    os.unlink(work)
+    keys.sync_directory(out)
+
+
 def _rewrite(db: Database, secret: bytes, wrapped_root: str | None, out: str | None) -> str:
     target = out or db.path
     if out is not None and os.path.lexists(out):
@@ -105,10 +120,12 @@ def _refuse_live_daemon(db: Database) -> None:
         )
 
 
-def _copy_encrypted(db: Database, work: str, secret: bytes) -> None:
-    """The database as of now, copied into ``work`` under ``secret``'s cipher key (one consistent snapshot)."""
-    key = urllib.parse.quote(f"x'{keys.cipher_key(secret).hex()}'", safe="")
-    uri = f"file:{urllib.parse.quote(os.path.abspath(work))}?key={key}"
+def _copy_encrypted(db: Database, work: str, secret: bytes | None) -> None:
+    """The database as of now, copied into ``work`` under ``secret``'s cipher key, or in the clear without one
+    (one consistent snapshot)."""
+    uri = f"file:{urllib.parse.quote(os.path.abspath(work))}"
+    if secret is not None:
+        uri += "?key=" + urllib.parse.quote(f"x'{keys.cipher_key(secret).hex()}'", safe="")
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     reader = apsw.Connection(db.path, flags=flags)
     try:
@@ -134,10 +151,14 @@ def _finish_copy(work: str, secret: bytes, wrapped_root: str | None) -> None:
         conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
     finally:
         conn.close()
-    fd = os.open(work, os.O_RDONLY)
+    _make_durable(work)
+    if file_encryption(work) != "encrypted":
+        raise StorageError(f"{work}: the copy is not encrypted; the database was left as it was")
+
+
+def _make_durable(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    if file_encryption(work) != "encrypted":
-        raise StorageError(f"{work}: the copy is not encrypted; the database was left as it was")

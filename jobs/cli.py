@@ -22,6 +22,7 @@ from core.settings import Settings
 from core.status import snapshot
 from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
 from jobs.key_commands import key as key_command
 from jobs.lazy_commands import LazyGroup
@@ -492,6 +493,7 @@ cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a 
 cli.add_command(settings_command)
 cli.add_command(key_command)
 cli.add_command(encrypt_command)
+cli.add_command(backup_command)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
 _plugin_commands: set[str] = set()

@@ -1,4 +1,4 @@
-"""``tessera key new|rotate`` and ``tessera encrypt``: the database's one secret and the file encrypted under it.
+"""``tessera key new|rotate``, ``tessera encrypt`` and ``tessera backup``: the database's one secret and the file encrypted under it.
 
 See :mod:`core.keys` (the key file and what derives from it) and
 :mod:`core.encryption` (the crash-safe rewrites); docs/operations.md ("Keys")
@@ -83,3 +83,19 @@ def encrypt(obj: CliState, out: str | None, as_json: bool) -> None:
     with Database(obj.settings.db, obj.settings, create=False) as db:
         written = encryption.encrypt(db, out)
     _report(as_json, f"{written}: encrypted", database=written, encrypted=True)
+
+
+@click.command("backup")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="The new file (never overwritten).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def backup(obj: CliState, out: str, as_json: bool) -> None:
+    """Copy the database, as it is now, to a new file under the same key (VACUUM INTO); the daemon may run."""
+    from core import encryption
+    from core.db import Database
+
+    with Database(obj.settings.db, obj.settings, readonly=True) as db:
+        encryption.backup(db, out)
+        encrypted = db.encrypted
+    how = "encrypted under the same key file" if encrypted else "in the clear, like the database"
+    _report(as_json, f"{out}: backup written ({how})", backup=out, encrypted=encrypted)

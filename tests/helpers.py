@@ -214,7 +214,7 @@ def clean_environment(**settings: str) -> dict[str, str]:
     """This process's environment without its ``TESSERA_`` settings, plus ``settings``, for a process
     that runs this checkout's code."""
     inherited = {name: value for name, value in os.environ.items() if not name.startswith("TESSERA_")}
-    return dict(inherited, PYTHONPATH=str(ROOT), TESSERA_KEY_FILE=TEST_KEY_FILE, **settings)
+    return {**inherited, "PYTHONPATH": str(ROOT), "TESSERA_KEY_FILE": TEST_KEY_FILE, **settings}
 
 
 def invoke(*args: str, env: dict[str, str] | None = None, input: bytes | str | None = None) -> Result:

@@ -39,7 +39,6 @@ from tests.marmot._listening import Listening
 from tests.marmot._net import Net
 from tests.relay_servers import LocalRelayServer, running_local_relay
 
-KEY_HEX = "5a" * 32
 HOUR_S = 3600
 
 
@@ -185,7 +184,7 @@ def member_database(
     the environment to run it with."""
     net = Net(3, seed=seed, relays=(relay.url,), t0=now - 2 * HOUR_S)
     db = tmp_path / "listener.db"
-    env = clean_environment(TESSERA_DB=str(db), TESSERA_MARMOT_STATE_KEY=KEY_HEX, **settings)
+    env = clean_environment(TESSERA_DB=str(db), **settings)
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "marmot"], env=env, check=True)
     joined = open_test_app(str(db), Settings(), [marmot], ["marmot"], create=False)
     joined.runtime.run_command("marmot.join", net.join_params)
