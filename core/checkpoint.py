@@ -72,7 +72,7 @@ class Checkpointer:
         conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
         try:
             if self._secret is not None:
-                conn.execute(keys.key_statement(self._secret))
+                keys.apply_key(conn, self._secret)
             conn.set_busy_timeout(self.busy_timeout_ms)
             while True:
                 self._wake.wait()

@@ -216,7 +216,7 @@ def connection_application_id(conn: apsw.Connection) -> None:
 
 def connection_key(conn: apsw.Connection, secret: bytes) -> None:
     """The first statement on an encrypted file: the cipher key, before SQLite reads a page."""
-    conn.execute(keys.key_statement(secret))
+    keys.apply_key(conn, secret)
 
 
 #: SQLite3 Multiple Ciphers' apsw (``apsw-sqlite3mc``) names itself here; plain apsw cannot decrypt.

@@ -25,7 +25,7 @@ import weakref
 import apsw
 
 from core import keys, leases
-from core.db import Database, file_encryption
+from core.db import Database, connection_key, file_encryption
 from core.errors import InvalidInput, LeaseHeld, StorageError
 
 _WORK_SUFFIX = ".rekey-partial"
@@ -76,8 +76,7 @@ def backup(db: Database, out: str) -> None:
     if os.path.lexists(out):
         raise InvalidInput(f"{out} exists already: a backup never overwrites a file; choose a new path")
     work = out + _WORK_SUFFIX
-    if os.path.lexists(work):
-        os.unlink(work)
+    _remove_leftovers(work)
     _copy_encrypted(db, work, db.secret if db.encrypted else None)
     _make_durable(work)
     os.link(work, out)
@@ -91,8 +90,7 @@ def _rewrite(db: Database, secret: bytes, wrapped_root: str | None, out: str | N
         raise InvalidInput(f"{out} exists already: encrypt never overwrites a file; choose a new path")
     _refuse_live_daemon(db)
     work = target + _WORK_SUFFIX
-    if os.path.lexists(work):
-        os.unlink(work)  # what a killed run left: never in use, never the database
+    _remove_leftovers(work)
     # An empty WAL, kept empty under the write lock: the file put in place then has no log frames of the old
     # file's left beside it to replay.
     db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
@@ -110,6 +108,13 @@ def _rewrite(db: Database, secret: bytes, wrapped_root: str | None, out: str | N
     return target
 
 
+def _remove_leftovers(work: str) -> None:
+    """What a killed run left of its copy (never in use, never the database): the file and its journals."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        if os.path.lexists(work + suffix):
+            os.unlink(work + suffix)
+
+
 def _refuse_live_daemon(db: Database) -> None:
     with db.read():
         lease = leases.current(db, "tick") if db.has_table("leases") else None
@@ -125,13 +130,13 @@ def _copy_encrypted(db: Database, work: str, secret: bytes | None) -> None:
     (one consistent snapshot)."""
     uri = f"file:{urllib.parse.quote(os.path.abspath(work))}"
     if secret is not None:
-        uri += "?key=" + urllib.parse.quote(f"x'{keys.cipher_key(secret).hex()}'", safe="")
+        uri += "?" + keys.uri_parameters(secret)
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     reader = apsw.Connection(db.path, flags=flags)
     try:
         if db.encrypted:
             assert db.secret is not None
-            reader.execute(keys.key_statement(db.secret))
+            connection_key(reader, db.secret)
         reader.execute("VACUUM INTO ?", (uri,))
     except apsw.Error as exc:
         raise StorageError(f"could not write the encrypted copy of {db.path}: {exc}") from exc
@@ -143,7 +148,7 @@ def _finish_copy(work: str, secret: bytes, wrapped_root: str | None) -> None:
     """Record the wrapped state root in the copy, switch it to WAL, and make it durable before it is put in place."""
     conn = apsw.Connection(work, flags=apsw.SQLITE_OPEN_READWRITE)
     try:
-        conn.execute(keys.key_statement(secret))
+        connection_key(conn, secret)
         if wrapped_root is not None:
             with conn:
                 conn.execute(_UPSERT_ROOT, (keys.WRAPPED_ROOT_KEY, wrapped_root))

@@ -7,7 +7,7 @@ each use gets its own key by labelled HKDF-SHA256 (:func:`derive`), so a key
 that leaks from one use says nothing about another.
 
 - the SQLite cipher key (:func:`cipher_key`), which encrypts the whole file,
-  its WAL and its journals (SQLite3 Multiple Ciphers, ChaCha20-Poly1305);
+  its WAL and its journals (SQLite3 Multiple Ciphers, AEGIS-256);
 - the state-sealing keys of the plugins (:func:`state_key`, one per label),
   derived from the database's *state root*: the secret the database was
   created with.  ``tessera key rotate`` gives the file a new secret but keeps
@@ -21,7 +21,9 @@ import logging
 import os
 import re
 import stat
+import urllib.parse
 
+import apsw
 import nacl.bindings
 import nacl.exceptions
 from cryptography.hazmat.primitives import hashes
@@ -51,11 +53,33 @@ def cipher_key(secret: bytes) -> bytes:
     return derive(secret, "sqlite-cipher")
 
 
-def key_statement(secret: bytes) -> str:
-    """The ``PRAGMA key`` that opens a file encrypted under ``secret``: the cipher key raw (hex in ``x'...'``),
-    which skips the cipher's own passphrase stretching, so an open costs microseconds (the secret is already
-    32 random bytes).  Never logged: it holds the key."""
-    return f"PRAGMA key=\"x'{cipher_key(secret).hex()}'\""
+#: The cipher: AEGIS-256 (authenticated, AES-NI where the CPU has it), which costs plaintext writes far less than
+#: SQLite3 Multiple Ciphers' default ChaCha20-Poly1305 here (bench/encryption.py, docs/benchmarks.md).
+CIPHER = (("cipher", "aegis"), ("algorithm", "aegis-256"))
+
+
+def key_statements(secret: bytes) -> list[str]:
+    """The pragmas that open a file encrypted under ``secret``, to run one at a time before anything reads it:
+    the cipher, then the cipher key raw (hex in ``x'...'``), which skips the cipher's own passphrase stretching,
+    so an open costs microseconds (the secret is already 32 random bytes).  Never logged: they hold the key."""
+    return [*(f"PRAGMA {name}='{value}'" for name, value in CIPHER), f'PRAGMA key="{_raw_key(secret)}"']
+
+
+def apply_key(conn: apsw.Connection, secret: bytes) -> None:
+    """Run :func:`key_statements` on ``conn``, each to its end (a pragma that answers a row runs only when read)."""
+    for statement in key_statements(secret):
+        conn.execute(statement).fetchall()
+
+
+def uri_parameters(secret: bytes) -> str:
+    """The same cipher and key as URI parameters, for a file SQLite creates from a URI (``VACUUM INTO``)."""
+    return "&".join(
+        f"{name}={value}" for name, value in (*CIPHER, ("key", urllib.parse.quote(_raw_key(secret), safe="")))
+    )
+
+
+def _raw_key(secret: bytes) -> str:
+    return f"x'{cipher_key(secret).hex()}'"
 
 
 def state_key(root: bytes, label: bytes) -> bytes:

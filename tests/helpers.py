@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 from core import drain, keys, queues
 from core.app import App, open_app
 from core.clock import Clock
-from core.db import Database, Row, file_encryption
+from core.db import Database, Row, connection_key, file_encryption
 from core.plugins import make_plugin_manager
 from core.records import OutcomeKind
 from core.settings import SETTINGS, Settings
@@ -51,7 +51,7 @@ def raw_connection(path: str, flags: int = apsw.SQLITE_OPEN_READWRITE | apsw.SQL
     """A bare apsw connection to ``path`` (no Tessera setup), keyed with the test key when the file is encrypted."""
     conn = apsw.Connection(path, flags=flags)
     if file_encryption(path) == "encrypted":
-        conn.execute(keys.key_statement(keys.read_key_file(TEST_KEY_FILE)))
+        connection_key(conn, keys.read_key_file(TEST_KEY_FILE))
     return conn
 
 

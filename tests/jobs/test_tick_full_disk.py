@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from protocols.example import simulate
-from tests.helpers import ROOT, TESSERA, clean_environment, wait_until
+from tests.helpers import ROOT, TESSERA, clean_environment, raw_connection, wait_until
 
 BLOBS = simulate.generate(150, seed=11)
 FULL_DISK = [sys.executable, "-m", "tests.fixtures.full_disk"]
@@ -42,7 +42,7 @@ def ingested(folder: Path, name: str) -> Path:
 
 def contents(db: Path) -> dict[str, list[tuple[object, ...]]]:
     """Every row of every table, in rowid order (a read on its own connection)."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
     try:
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")]
         return {table: conn.execute(f'SELECT * FROM "{table}"').fetchall() for table in tables}
@@ -53,7 +53,7 @@ def contents(db: Path) -> dict[str, list[tuple[object, ...]]]:
 def work_done(db: Path) -> dict[str, object]:
     """What draining did, without the times it did it at."""
     rows = contents(db)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
     try:
         events = conn.execute("SELECT protocol, event_type, event_id, payload FROM events ORDER BY event_id").fetchall()
         parked = conn.execute("SELECT count(*) FROM parked").fetchall()
