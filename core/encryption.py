@@ -13,6 +13,8 @@ The plugins' sealed state does not depend on the key file in force: it is
 sealed under keys derived from the database's *state root* (the secret it
 was first keyed with, see :mod:`core.keys`).  A rotation seals that root
 under the new secret inside the new file, so sealed state opens unchanged.
+A plugin's key from before the one secret (a deprecated variable) is kept the
+same way once it is met (:func:`adopt_state_key`), sealed under the root.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from core.errors import InvalidInput, LeaseHeld, StorageError
 
 _WORK_SUFFIX = ".rekey-partial"
 _SELECT_ROOT = "SELECT value FROM kv WHERE key = ?"
+# kv rows holding the keys plugins sealed their state with before the one secret, by label (hex).
+_ADOPTED = "keys.adopted_state_key."
 # The state root of each open database, read once (it changes only by a rotation, which replaces the file).
 _ROOTS: weakref.WeakKeyDictionary[Database, bytes] = weakref.WeakKeyDictionary()
 _UPSERT_ROOT = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
@@ -43,8 +47,33 @@ def state_root(db: Database) -> bytes | None:
     root = _ROOTS.get(db)
     if root is None:
         wrapped = db.value(_SELECT_ROOT, (keys.WRAPPED_ROOT_KEY,)) if db.has_table("kv") else None
-        root = _ROOTS[db] = db.secret if wrapped is None else keys.unwrap_root(str(wrapped), db.secret)
+        root = _ROOTS[db] = (
+            db.secret if wrapped is None else keys.unwrap(str(wrapped), db.secret, keys.WRAPPED_ROOT_KEY)
+        )
     return root
+
+
+def adopted_state_key(db: Database, label: bytes) -> bytes | None:
+    """The key a plugin sealed its state with before the one secret (see :func:`adopt_state_key`), or None."""
+    root = state_root(db)
+    if root is None or not db.has_table("kv"):
+        return None
+    name = _ADOPTED + label.hex()
+    wrapped = db.value(_SELECT_ROOT, (name,))
+    return None if wrapped is None else keys.unwrap(str(wrapped), root, name)
+
+
+def adopt_state_key(db: Database, label: bytes, key: bytes) -> bool:
+    """Keep ``key`` (from a plugin's deprecated variable) in the database, sealed under its state root, so its
+    state opens once the variable is gone.  Only inside a write transaction of a database with a key file;
+    True when it is kept now or was already."""
+    root = state_root(db)
+    if root is None or not db.in_write:
+        return False
+    name = _ADOPTED + label.hex()
+    if db.value(_SELECT_ROOT, (name,)) is None:
+        db.execute(_UPSERT_ROOT, (name, keys.wrap(key, root, name)))
+    return True
 
 
 def encrypt(db: Database, out: str | None) -> str:
@@ -67,7 +96,7 @@ def rotate(db: Database, new_secret: bytes) -> None:
         raise InvalidInput("the new key file holds the key in force: make a fresh one with `tessera key new`")
     root = state_root(db)
     assert root is not None
-    _rewrite(db, new_secret, keys.wrap_root(root, new_secret), None)
+    _rewrite(db, new_secret, keys.wrap(root, new_secret, keys.WRAPPED_ROOT_KEY), None)
 
 
 def backup(db: Database, out: str) -> None:

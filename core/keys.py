@@ -87,26 +87,22 @@ def state_key(root: bytes, label: bytes) -> bytes:
     return derive(root, "state/" + label.decode())
 
 
-def wrap_root(root: bytes, secret: bytes) -> str:
-    """``root`` sealed under ``secret`` (hex, for the kv row): what a rotated database keeps."""
+def wrap(value: bytes, secret: bytes, name: str) -> str:
+    """``value`` (a key) sealed under a key derived from ``secret`` for the kv row ``name`` (hex)."""
     nonce = os.urandom(24)
-    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
-        root, WRAPPED_ROOT_KEY.encode(), nonce, derive(secret, "state-root-wrap")
-    )
+    box = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(value, name.encode(), nonce, derive(secret, name))
     return (nonce + box).hex()
 
 
-def unwrap_root(wrapped: str, secret: bytes) -> bytes:
-    """The state root a rotated database keeps, opened with its current ``secret``."""
+def unwrap(wrapped: str, secret: bytes, name: str) -> bytes:
+    """What :func:`wrap` sealed for ``name``, opened with ``secret``."""
     raw = bytes.fromhex(wrapped)
     try:
         return nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
-            raw[24:], WRAPPED_ROOT_KEY.encode(), raw[:24], derive(secret, "state-root-wrap")
+            raw[24:], name.encode(), raw[:24], derive(secret, name)
         )
     except nacl.exceptions.CryptoError:
-        raise ConfigurationError(
-            f"the database's state root does not open with this key file; see {KEYS_DOC}"
-        ) from None
+        raise ConfigurationError(f"the database's {name} does not open with this key file; see {KEYS_DOC}") from None
 
 
 # --- key files ----------------------------------------------------------

@@ -10,8 +10,9 @@ value moved to another name (another group, another epoch) no longer opens.
 
 Before the one secret, each plugin had its own key, in an environment
 variable or a file one names.  Those variables are deprecated: when set they
-are still used (a database sealed under one keeps opening, see
-docs/operations.md "Keys") and a warning says so, this release only.
+are still used, a warning says so (this release only), and a database with a
+key file keeps the key sealed under it at its next write, so its state keeps
+opening once the variable is gone (docs/operations.md, "Keys").
 
 A plugin declares one :class:`Sealer` with its own variable names, label
 and error types, so its users see its own names in every message.
@@ -70,11 +71,23 @@ class Sealer:
         return self._legacy_configured() or (db is not None and db.secret is not None)
 
     def load_key(self, db: Database | None = None) -> bytes:
-        """The 32-byte key this plugin seals with in ``db``: derived from the database's secret, or (deprecated)
-        the plugin's own variable when set.  Raises ``missing`` or ``invalid``."""
+        """The 32-byte key this plugin seals with in ``db``.
+
+        The plugin's own deprecated variable when set (the database then keeps that key, sealed under its
+        key file, at its next write: see :func:`core.encryption.adopt_state_key`); else the key the database
+        kept that way; else the key derived from the database's key file.  Raises ``missing`` or ``invalid``.
+        """
         if self._legacy_configured():
-            return self._legacy_key()
-        root = None if db is None else encryption.state_root(db)
+            legacy = self._legacy_key()
+            if db is not None:
+                encryption.adopt_state_key(db, self.label, legacy)
+            return legacy
+        if db is None:
+            raise self.missing(self.missing_message)
+        adopted = encryption.adopted_state_key(db, self.label)
+        if adopted is not None:
+            return adopted
+        root = encryption.state_root(db)
         if root is None:
             raise self.missing(self.missing_message)
         return keys.state_key(root, self.label)
@@ -89,8 +102,9 @@ class Sealer:
         if found is None:
             found = self._keys[(raw, path)] = self._read(raw, path)
             log.warning(
-                "%s is deprecated and read for this release only: %s is sealed under it, which keeps opening while "
-                "it is set; new databases need only their key file (see docs/operations.md#keys)",
+                "%s is deprecated and read for this release only: %s sealed under it opens while it is set, and a "
+                "database with a key file keeps the key at its next write, after which the variable can go (see "
+                "docs/operations.md#keys)",
                 self.env_key if raw is not None else self.env_key_file,
                 self.what,
             )

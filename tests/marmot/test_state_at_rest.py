@@ -39,17 +39,35 @@ def test_missing_key_says_exactly_what_to_set(marmot_app, net, settings):
     assert app.db.value("SELECT count(*) FROM protocol_state") == 0
 
 
-def test_state_sealed_under_the_deprecated_variable_keeps_opening_while_it_is_set(marmot_app, net, monkeypatch, caplog):
-    """The path of a database from before the one secret: its state opens with the old variable (warned
-    about), and the variable must stay set for it; a database sealed under the derived key does not need it."""
+def test_state_sealed_under_the_deprecated_variable_keeps_opening_after_it_is_gone(
+    marmot_app, net, monkeypatch, caplog
+):
+    """The path of a database from before the one secret: its state opens with the old variable (warned about);
+    given a key file, the database keeps the old key sealed under it at its next write, and from then on its
+    state opens without the variable."""
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
     app = marmot_app()
     app.runtime.run_command("marmot.join", net.join_params)
     deliver(app, net.send(1, "sealed under the old variable", T0 + 1)[0])
     assert "TESSERA_MARMOT_STATE_KEY is deprecated" in caplog.text
-    key.SEALER._keys.clear()  # a new process: the old key is read (and warned about) again
     with app.db.read():
+        assert SealedValues(ProtocolState(app.db, "marmot")).key == bytes.fromhex(KEY_HEX)
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    with app.db.read():
+        assert SealedValues(ProtocolState(app.db, "marmot")).key == bytes.fromhex(KEY_HEX)  # kept by the database
         assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
+    deliver(app, net.send(2, "after the variable is gone", T0 + 2)[0])
+    assert len(history_ids(app, net.gid)) == 2
+
+
+def test_a_deprecated_key_met_only_by_reads_is_not_kept_yet(marmot_app, net, monkeypatch):
+    """A database with state sealed under the old variable, only read since: without the variable, the wrong-key
+    error names the variable it still needs."""
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    with app.db.write():  # what a database from before the one secret has: state, and no key kept
+        app.db.execute("DELETE FROM kv WHERE key LIKE 'keys.adopted_state_key.%'")
     monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
     with pytest.raises(StateKeyWrong, match="deprecated TESSERA_MARMOT_STATE_KEY"):
         load(ProtocolState(app.db, "marmot"), net.gid)
