@@ -31,12 +31,12 @@ from core.db import Database, connection_key, file_encryption
 from core.errors import InvalidInput, LeaseHeld, StorageError
 
 _WORK_SUFFIX = ".rekey-partial"
-_SELECT_ROOT = "SELECT value FROM kv WHERE key = ?"
+_SELECT_KV = "SELECT value FROM kv WHERE key = ?"
 # kv rows holding the keys plugins sealed their state with before the one secret, by label (hex).
 _ADOPTED = "keys.adopted_state_key."
 # The state root of each open database, read once (it changes only by a rotation, which replaces the file).
 _ROOTS: weakref.WeakKeyDictionary[Database, bytes] = weakref.WeakKeyDictionary()
-_UPSERT_ROOT = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+_UPSERT_KV = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 
 
 def state_root(db: Database) -> bytes | None:
@@ -46,7 +46,7 @@ def state_root(db: Database) -> bytes | None:
         return None
     root = _ROOTS.get(db)
     if root is None:
-        wrapped = db.value(_SELECT_ROOT, (keys.WRAPPED_ROOT_KEY,)) if db.has_table("kv") else None
+        wrapped = db.value(_SELECT_KV, (keys.WRAPPED_ROOT_KEY,)) if db.has_table("kv") else None
         root = _ROOTS[db] = (
             db.secret if wrapped is None else keys.unwrap(str(wrapped), db.secret, keys.WRAPPED_ROOT_KEY)
         )
@@ -59,7 +59,7 @@ def adopted_state_key(db: Database, label: bytes) -> bytes | None:
     if root is None or not db.has_table("kv"):
         return None
     name = _ADOPTED + label.hex()
-    wrapped = db.value(_SELECT_ROOT, (name,))
+    wrapped = db.value(_SELECT_KV, (name,))
     return None if wrapped is None else keys.unwrap(str(wrapped), root, name)
 
 
@@ -71,8 +71,8 @@ def adopt_state_key(db: Database, label: bytes, key: bytes) -> bool:
     if root is None or not db.in_write:
         return False
     name = _ADOPTED + label.hex()
-    if db.value(_SELECT_ROOT, (name,)) is None:
-        db.execute(_UPSERT_ROOT, (name, keys.wrap(key, root, name)))
+    if db.value(_SELECT_KV, (name,)) is None:
+        db.execute(_UPSERT_KV, (name, keys.wrap(key, root, name)))
     return True
 
 
@@ -168,7 +168,7 @@ def _copy_encrypted(db: Database, work: str, secret: bytes | None) -> None:
             connection_key(reader, db.secret)
         reader.execute("VACUUM INTO ?", (uri,))
     except apsw.Error as exc:
-        raise StorageError(f"could not write the encrypted copy of {db.path}: {exc}") from exc
+        raise StorageError(f"could not write the copy of {db.path}: {exc}") from exc
     finally:
         reader.close()
 
@@ -180,7 +180,7 @@ def _finish_copy(work: str, secret: bytes, wrapped_root: str | None) -> None:
         connection_key(conn, secret)
         if wrapped_root is not None:
             with conn:
-                conn.execute(_UPSERT_ROOT, (keys.WRAPPED_ROOT_KEY, wrapped_root))
+                conn.execute(_UPSERT_KV, (keys.WRAPPED_ROOT_KEY, wrapped_root))
         conn.pragma("journal_mode", "wal")
         conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
     finally:
