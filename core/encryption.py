@@ -27,7 +27,7 @@ import weakref
 import apsw
 
 from core import keys, leases
-from core.db import Database, connection_key, file_encryption
+from core.db import Database, connection_key, connection_temp_store_memory, file_encryption
 from core.errors import InvalidInput, LeaseHeld, StorageError
 
 _WORK_SUFFIX = ".rekey-partial"
@@ -166,6 +166,7 @@ def _copy_encrypted(db: Database, work: str, secret: bytes | None) -> None:
         if db.encrypted:
             assert db.secret is not None
             connection_key(reader, db.secret)
+        connection_temp_store_memory(reader)  # the copy's index sorts never spill to a temp file in the clear
         reader.execute("VACUUM INTO ?", (uri,))
     except apsw.Error as exc:
         raise StorageError(f"could not write the copy of {db.path}: {exc}") from exc
