@@ -22,9 +22,9 @@ import pytest
 
 from tests.fixtures import ledger
 from tests.fixtures.tick_worker import spawn
+from tests.helpers import TEST_KEY_FILE, raw_connection, wait_until
 from tests.helpers import finish_worker as finish
 from tests.helpers import query_file as query
-from tests.helpers import raw_connection, wait_until
 
 
 def write_items(path: Path, blobs: list[bytes]) -> str:
@@ -285,7 +285,7 @@ def daemon_states(db: str) -> list[dict]:
     from core.settings import Settings
     from core.status import snapshot
 
-    reader = Database(db, Settings.load(env={}), readonly=True)
+    reader = Database(db, Settings.load(env={}, key_file=TEST_KEY_FILE), readonly=True)
     try:
         return snapshot(reader)["daemons"]
     finally:
