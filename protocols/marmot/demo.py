@@ -132,7 +132,7 @@ def _join(app: Any, workdir: Path) -> None:
     event = outcome.events[0]
     out.print(
         f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
-        "(group state is encrypted at rest with state.key)"
+        "(group state sealed under a key derived from demo.key)"
     )
 
 
