@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import append
 import cli_start
+import encryption
 import fill
 import history
 import marmot_mdk
@@ -48,6 +49,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
     "cli_start": (cli_start.figures, "tessera --help and tessera status: wall time beside python -c pass"),
+    "encryption": (encryption.figures, "event append per item and batched: encrypted against plaintext, same run"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000

@@ -38,6 +38,7 @@ def open_app(
     create: bool = False,
     clock: Clock | None = None,
     path: str | None = None,
+    encrypt: bool | None = None,
 ) -> App:
     """Open ``path`` (default ``settings.db``), load its schemas, return an :class:`App`.
 
@@ -45,9 +46,10 @@ def open_app(
     only: any other command on a mistyped path must not leave a file behind);
     ``enable`` adds protocols.  Protocols already enabled are loaded again too,
     so a pending migration runs (and an unmigrated schema change is refused)
-    before any work starts.
+    before any work starts.  A new database is encrypted when ``encrypt`` (default: when a key file is
+    set; see :mod:`core.keys`).
     """
-    db = Database(path or settings.db, settings, create=create)
+    db = Database(path or settings.db, settings, create=create, encrypt=encrypt)
     try:
         registry = Registry(pm)
         registry.hook.prepare_connection(conn=db.conn)

@@ -26,6 +26,8 @@ import threading
 
 import apsw
 
+from core import keys
+
 log = logging.getLogger("tessera.db")
 
 RESTART_FACTOR = 4
@@ -34,8 +36,9 @@ RESTART_FACTOR = 4
 class Checkpointer:
     """Background checkpoints for one writer connection (see the module docs)."""
 
-    def __init__(self, path: str, threshold_pages: int, busy_timeout_ms: int):
+    def __init__(self, path: str, threshold_pages: int, busy_timeout_ms: int, secret: bytes | None = None):
         self.path = path
+        self._secret = secret
         self.threshold = threshold_pages
         self.busy_timeout_ms = busy_timeout_ms
         self.behind = False
@@ -68,6 +71,8 @@ class Checkpointer:
     def _run(self) -> None:
         conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
         try:
+            if self._secret is not None:
+                keys.apply_key(conn, self._secret)
             conn.set_busy_timeout(self.busy_timeout_ms)
             while True:
                 self._wake.wait()

@@ -57,6 +57,12 @@ class Database(TypingProtocol):
     def settings(self) -> Settings: ...
 
     @property
+    def secret(self) -> bytes | None:
+        """The database's one secret (from its key file), which plugins' sealing keys derive from; None when
+        the file is in the clear and no key file was given."""
+        ...
+
+    @property
     def conn(self) -> apsw.Connection: ...
 
     @property

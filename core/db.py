@@ -35,9 +35,12 @@ from typing import Any
 import apsw
 import attrs
 
+from core import keys
 from core.checkpoint import Checkpointer
 from core.errors import (
+    ConfigurationError,
     DatabaseBusy,
+    DatabaseEncrypted,
     DatabaseMissing,
     ForeignDatabase,
     StorageError,
@@ -211,12 +214,88 @@ def connection_application_id(conn: apsw.Connection) -> None:
     conn.pragma("application_id", TESSERA_APPLICATION_ID)
 
 
-def open_connection(path: str, settings: Settings, *, readonly: bool = False, create: bool = True) -> apsw.Connection:
+def connection_key(conn: apsw.Connection, secret: bytes) -> None:
+    """The first statement on an encrypted file: the cipher key, before SQLite reads a page."""
+    keys.apply_key(conn, secret)
+
+
+#: SQLite3 Multiple Ciphers' apsw (``apsw-sqlite3mc``) names itself here; plain apsw cannot decrypt.
+ENCRYPTION_AVAILABLE = hasattr(apsw, "mc_version")
+_PLAIN_HEADER = b"SQLite format 3\x00"
+# An encrypted file keeps header bytes 16-23 readable (page size, formats, reserved bytes); bytes 21-23 are
+# always 64, 32, 32 in an SQLite file.
+_CLEAR_HEADER_TAIL = b"@  "
+
+
+def file_encryption(path: str) -> str:
+    """What the file at ``path`` is, from its first bytes: ``new`` (missing, empty or in memory), ``plain`` (an
+    SQLite file in the clear), ``encrypted`` (an SQLite file whose pages are encrypted), ``other``."""
+    if _in_memory(path):
+        return "new"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(24)
+    except FileNotFoundError:
+        return "new"
+    if not head:
+        return "new"
+    if head.startswith(_PLAIN_HEADER):
+        return "plain"
+    return "encrypted" if len(head) == 24 and head[21:24] == _CLEAR_HEADER_TAIL else "other"
+
+
+def wrong_key(path: str) -> DatabaseEncrypted:
+    """The one line a wrong or missing key gets."""
+    return DatabaseEncrypted(
+        f"{path}: this database is encrypted: wrong key or no key given (--key-file, TESSERA_KEY_FILE or "
+        f"[core] key_file); see {keys.KEYS_DOC}",
+        path=path,
+    )
+
+
+def _apply_key(conn: apsw.Connection, path: str, secret: bytes | None, encrypt: bool | None, may_create: bool) -> bool:
+    """Key ``conn`` as its file needs; True when the file is (or becomes) encrypted."""
+    found = file_encryption(path)
+    if found == "new" and may_create and not _in_memory(path):
+        wanted = secret is not None if encrypt is None else encrypt
+        if wanted and secret is None:
+            raise ConfigurationError(
+                f"{path}: a new database is encrypted, and no key was given: make one with "
+                "`tessera key new --out FILE` and pass --key-file FILE (or init --no-encryption)"
+            )
+        if not wanted:
+            return False
+    elif found != "encrypted":
+        return False
+    if not ENCRYPTION_AVAILABLE:
+        raise DatabaseEncrypted(
+            f"{path}: this database is encrypted, and this build's SQLite cannot decrypt it: install "
+            f"apsw-sqlite3mc in place of apsw (see {keys.KEYS_DOC})",
+            path=path,
+        )
+    if secret is None:
+        raise wrong_key(path)
+    connection_key(conn, secret)
+    return True
+
+
+def open_connection(
+    path: str,
+    settings: Settings,
+    *,
+    readonly: bool = False,
+    create: bool = True,
+    secret: bytes | None = None,
+    encrypt: bool | None = None,
+) -> apsw.Connection:
     """Open and configure one apsw connection to ``path``.
 
-    The file is identified (see :func:`identify`) before any pragma that
-    writes: a foreign file is refused untouched.  Only with ``create`` (and
-    not ``readonly``) may a missing or blank file become a new database.
+    The key goes first (an encrypted file is keyed with ``secret`` before
+    anything reads it); then the file is identified (see :func:`identify`)
+    before any pragma that writes: a foreign file is refused untouched.  Only
+    with ``create`` (and not ``readonly``) may a missing or blank file become
+    a new database, encrypted when ``encrypt`` (default: when a ``secret`` is
+    given).
     """
     may_create = create and not readonly
     _require_file(path, may_create)
@@ -228,8 +307,14 @@ def open_connection(path: str, settings: Settings, *, readonly: bool = False, cr
     except apsw.Error as exc:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
     try:
+        encrypted = _apply_key(conn, path, secret, encrypt, may_create)
         connection_busy_timeout(conn, settings.busy_timeout_ms)
-        kind = identify(conn, path)
+        try:
+            kind = identify(conn, path)
+        except ForeignDatabase:
+            if encrypted or file_encryption(path) == "encrypted":
+                raise wrong_key(path) from None
+            raise
         if kind == "blank" and not may_create:
             raise DatabaseMissing(
                 f"{path} is an empty file, not a Tessera database yet; make it one with `tessera --db {path} init`",
@@ -339,11 +424,25 @@ class Database:
     refused either way (:func:`identify`).
     """
 
-    def __init__(self, path: str, settings: Settings | None = None, *, readonly: bool = False, create: bool = True):
+    def __init__(
+        self,
+        path: str,
+        settings: Settings | None = None,
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        encrypt: bool | None = None,
+    ):
         self.path = path
         self.settings = settings or Settings()
         self.readonly = readonly
-        self.conn = open_connection(path, self.settings, readonly=readonly, create=create)
+        #: The database's secret (from the key file), or None: what its cipher and state keys derive from.
+        self.secret = keys.read_key_file(self.settings.key_file) if self.settings.key_file else None
+        self.conn = open_connection(
+            path, self.settings, readonly=readonly, create=create, secret=self.secret, encrypt=encrypt
+        )
+        #: Whether the file is encrypted (its pages, WAL and journals).
+        self.encrypted = file_encryption(path) == "encrypted"
         self.counters = Counters()
         self._mode: str | None = None
         self._depth = 0
@@ -378,7 +477,12 @@ class Database:
         self.longest_hold_s = 0.0
         self.checkpointer: Checkpointer | None = None
         if not readonly and self.settings.checkpoint_pages:
-            self.checkpointer = Checkpointer(path, self.settings.checkpoint_pages, self.settings.busy_timeout_ms)
+            self.checkpointer = Checkpointer(
+                path,
+                self.settings.checkpoint_pages,
+                self.settings.busy_timeout_ms,
+                self.secret if self.encrypted else None,
+            )
             self.checkpointer.attach(self.conn)
 
     # --- observation -------------------------------------------------------

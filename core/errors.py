@@ -104,6 +104,17 @@ class ForeignDatabase(StorageError, ValueError):
         super().__init__(message)
 
 
+class DatabaseEncrypted(StorageError, PermissionError):
+    """The database is encrypted and the key given does not open it (or no key was given).
+
+    Also what a build without encryption says of an encrypted file.
+    """
+
+    def __init__(self, message: str, *, path: str):
+        self.path = path
+        super().__init__(message)
+
+
 # --- configuration --------------------------------------------------------
 
 
@@ -114,6 +125,14 @@ class ConfigurationError(TesseraError, RuntimeError):
     parked: its transaction rolls back, it stays queued, and the work stops
     with this error until the operator fixes the configuration.
     """
+
+
+class KeyFileInvalid(ConfigurationError):
+    """A key file cannot be read, or does not hold exactly 64 hex characters (a 32-byte key)."""
+
+
+class KeyFileExists(TesseraError, FileExistsError):
+    """A new key file would replace an existing one (which may be the only key of a database)."""
 
 
 # --- schema -------------------------------------------------------------

@@ -33,6 +33,14 @@ _SQLITE_MAX_LENGTH = 1_000_000_000
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("db", "tessera.db", "Path of the SQLite database file.", 1, 4096),
+    Setting(
+        "key_file",
+        "",
+        "File holding the database's secret (64 hex characters; `tessera key new` makes one): the database "
+        "file and the plugins' sealed state are encrypted with keys derived from it. Empty: no key.",
+        0,
+        4096,
+    ),
     Setting("cache_mib", 64, "SQLite page cache per connection, in MiB.", 1, 65_536),
     Setting("busy_timeout_ms", 30_000, "How long SQLite waits for the write lock before one retry round.", 0, _HOUR_MS),
     Setting("busy_retries", 5, "Extra BEGIN IMMEDIATE attempts (with backoff) before DatabaseBusy.", 0, 100),
@@ -167,6 +175,7 @@ class Settings:
     """Resolved settings (see :data:`SETTINGS` for what each one means)."""
 
     db: str = _field("db")
+    key_file: str = _field("key_file")
     cache_mib: int = _field("cache_mib")
     busy_timeout_ms: int = _field("busy_timeout_ms")
     busy_retries: int = _field("busy_retries")

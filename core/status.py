@@ -14,6 +14,7 @@ from core.errors import StorageError
 
 STATUS_KEYS = (
     "database",
+    "encrypted",
     "events",
     "head_seq",
     "incoming",
@@ -56,6 +57,7 @@ def snapshot(db: Database) -> dict[str, Any]:
         }
         return {
             "database": db.path,
+            "encrypted": db.encrypted,
             "events": _count(db, "SELECT count(*) FROM events"),
             "head_seq": _count(db, "SELECT coalesce(max(seq), 0) FROM events"),
             "incoming": _count(db, "SELECT count(*) FROM incoming"),

@@ -22,6 +22,9 @@ from core.settings import Settings
 from core.status import snapshot
 from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs.key_commands import backup as backup_command
+from jobs.key_commands import encrypt as encrypt_command
+from jobs.key_commands import key as key_command
 from jobs.lazy_commands import LazyGroup
 from jobs.logs import configure_logging
 from jobs.settings_command import load_settings
@@ -43,14 +46,14 @@ class CliState:
         self.pm = pm
         self._app: App | None = None
 
-    def app(self, *, create: bool = False, enable: tuple[str, ...] = ()) -> App:
+    def app(self, *, create: bool = False, enable: tuple[str, ...] = (), encrypt: bool | None = None) -> App:
         """The opened database; inside a protocol's subcommands, refused unless that protocol is enabled."""
         if self._app is None or enable:
             if self._app is not None:
                 self._app.close()
             from core.app import open_app
 
-            self._app = open_app(self.settings, self.pm, enable=enable, create=create)
+            self._app = open_app(self.settings, self.pm, enable=enable, create=create, encrypt=encrypt)
         protocol = _running_protocol()
         if protocol is not None and protocol in self._app.registry.protocols:
             # Before the plugin's own code meets a missing table, say what to do about it.
@@ -85,6 +88,12 @@ class RootGroup(LazyGroup, TesseraGroup):
     help="TOML config file (default: the file TESSERA_CONFIG names, else tessera.toml beside the database).",
 )
 @click.option(
+    "--key-file",
+    "key_file",
+    help="File holding the database's secret (default: TESSERA_KEY_FILE, else [core] key_file); "
+    "make one with `tessera key new --out FILE`.",
+)
+@click.option(
     "--log-level",
     default="WARNING",
     show_default=True,
@@ -99,24 +108,37 @@ class RootGroup(LazyGroup, TesseraGroup):
     help="Log line format (json: one object per line, for log shippers).",
 )
 @click.pass_context
-def cli(ctx: click.Context, db_path: str | None, config_path: str | None, log_level: str, log_format: str) -> None:
+def cli(
+    ctx: click.Context,
+    db_path: str | None,
+    config_path: str | None,
+    key_file: str | None,
+    log_level: str,
+    log_format: str,
+) -> None:
     """Tessera: event-sourced storage and processing for encrypted group messaging."""
     configure_logging(log_level, log_format)
-    state = CliState(load_settings(_pm, db=db_path, config=config_path), _pm)
+    state = CliState(load_settings(_pm, db=db_path, config=config_path, key_file=key_file), _pm)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
 
 @cli.command()
 @click.option("--protocol", "protocols", multiple=True, help="Protocol to enable (repeatable; default: all installed).")
+@click.option(
+    "--no-encryption",
+    is_flag=True,
+    help="Create the database in the clear (default: encrypted with the key file's secret; see docs/operations.md).",
+)
 @click.pass_obj
-def init(obj: CliState, protocols: tuple[str, ...]) -> None:
-    """Create (or upgrade) the database and enable protocols."""
+def init(obj: CliState, protocols: tuple[str, ...], no_encryption: bool) -> None:
+    """Create (or upgrade) the database and enable protocols; a new one is encrypted unless --no-encryption."""
     from core.registry import Registry
 
     wanted = protocols or tuple(sorted(Registry(obj.pm).protocols))
-    app = obj.app(create=True, enable=wanted)
-    click.echo(f"{app.db.path}: core + {', '.join(app.enabled) or 'no protocols'} ready")
+    app = obj.app(create=True, enable=wanted, encrypt=not no_encryption)
+    how = "encrypted" if app.db.encrypted else "not encrypted"
+    click.echo(f"{app.db.path}: core + {', '.join(app.enabled) or 'no protocols'} ready ({how})")
 
 
 @cli.command()
@@ -469,6 +491,9 @@ def check(obj: CliState, full: bool) -> None:
 
 cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
 cli.add_command(settings_command)
+cli.add_command(key_command)
+cli.add_command(encrypt_command)
+cli.add_command(backup_command)
 
 # Top-level commands the register_cli_commands hook added: each is named after its protocol.
 _plugin_commands: set[str] = set()

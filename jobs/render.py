@@ -72,6 +72,7 @@ def print_status(report: dict[str, Any]) -> None:
     for name, info in report["projections"].items():
         projections.add_row(name, info["status"], str(info["last_applied_seq"]), str(info["failures"]))
     out.print(projections)
+    out.print("encrypted: " + ("yes" if report["encrypted"] else "no (created with --no-encryption)"))
     out.print("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))
     if report["counters"]:
         out.print("counters: " + ", ".join(f"{k}={v}" for k, v in report["counters"].items()))

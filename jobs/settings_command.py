@@ -30,7 +30,12 @@ _DB = next(setting for setting in SETTINGS if setting.name == "db")
 
 
 def load_settings(
-    pm: pluggy.PluginManager, *, db: str | None, config: str | None, env: Mapping[str, str] | None = None
+    pm: pluggy.PluginManager,
+    *,
+    db: str | None,
+    config: str | None,
+    key_file: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Settings:
     """The settings in force: ``db`` and ``config`` as given on the command line, the environment, the config file.
 
@@ -44,7 +49,7 @@ def load_settings(
     if path is not None:
         file = ConfigFile.read(path)
         file.check_known(declared)
-    settings = Settings.load(env=env, config=file, db=db)
+    settings = Settings.load(env=env, config=file, db=db, key_file=key_file)
     for setting in declared:
         settings.sources.resolve(setting)
     return settings

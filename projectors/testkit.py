@@ -34,7 +34,7 @@ from unittest import mock
 import apsw
 import attrs
 
-from core import drain, eventlog, queues
+from core import drain, eventlog, keys, queues
 from core.app import App, open_app
 from core.clock import ManualClock
 from core.errors import InvalidInput, ProjectionError
@@ -103,8 +103,17 @@ class ProjectorKit:
         self.protocols = list(protocols)
         self._tmp = None if workdir is not None else tempfile.TemporaryDirectory(prefix="tessera-kit-")
         self.workdir = Path(workdir) if workdir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
-        self.settings = settings or Settings.load(env={}, retry_base_ms=1, retry_max_ms=10, max_attempts=3)
+        self.settings = settings or Settings.load(
+            env={}, key_file=self._key_file(), retry_base_ms=1, retry_max_ms=10, max_attempts=3
+        )
         self._count = 0
+
+    def _key_file(self) -> str:
+        """The kit's databases are encrypted, as ``tessera init`` makes them, under a key file of the workdir's."""
+        path = self.workdir / "kit.key"
+        if not path.exists():
+            keys.write_new_key_file(str(path))
+        return str(path)
 
     def open(self, name: str) -> App:
         """A fresh database with the plugins' schemas applied."""

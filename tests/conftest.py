@@ -16,17 +16,21 @@ from core.settings import Settings
 
 # ROOT and open_core_db are re-exported for the test modules that still import them from here.
 from tests.helpers import ROOT as ROOT
-from tests.helpers import MakeApp, PluginEnvironment, open_core_db, open_test_app
+from tests.helpers import TEST_KEY_FILE, MakeApp, PluginEnvironment, open_core_db, open_test_app
 
 # Subprocesses started by tests run the same interpreter and see the checkout.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# ... and encrypt the databases they make, as `tessera init` does by default.
+os.environ["TESSERA_KEY_FILE"] = TEST_KEY_FILE
 
 
 @pytest.fixture
 def settings() -> Settings:
-    """Fast retries and short timeouts; the environment is ignored, but for plugins' settings."""
+    """Fast retries and short timeouts, the test key (databases are encrypted); the environment is ignored,
+    but for plugins' settings."""
     return Settings.load(
         env=PluginEnvironment(),
+        key_file=TEST_KEY_FILE,
         retry_base_ms=5,
         retry_max_ms=50,
         max_attempts=3,

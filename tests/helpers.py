@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,10 +19,10 @@ from typing import Any
 import apsw
 from click.testing import CliRunner, Result
 
-from core import drain, queues
+from core import drain, keys, queues
 from core.app import App, open_app
 from core.clock import Clock
-from core.db import Database, Row
+from core.db import Database, Row, connection_key, file_encryption
 from core.plugins import make_plugin_manager
 from core.records import OutcomeKind
 from core.settings import SETTINGS, Settings
@@ -32,6 +33,27 @@ from schema_loader import apply_schemas, source_for_package
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors"
 FIXTURES = ROOT / "tests" / "fixtures"
+
+# --- the test databases' key ---------------------------------------------------------------------
+
+#: Every database the suite makes is encrypted under this one key, in-process (the ``settings`` fixture,
+#: :func:`worker_settings`) and in the processes it starts (``TESSERA_KEY_FILE``, set by tests/conftest.py).
+#: Made once per run; the suite's own processes find it in ``TESTS_KEY_FILE`` (a name ``clean_environment`` keeps).
+TEST_KEY_FILE = os.environ.get("TESTS_KEY_FILE") or os.path.join(
+    tempfile.mkdtemp(prefix="tessera-test-key-"), "test.key"
+)
+if not os.path.exists(TEST_KEY_FILE):
+    keys.write_new_key_file(TEST_KEY_FILE)
+os.environ["TESTS_KEY_FILE"] = TEST_KEY_FILE
+
+
+def raw_connection(path: str, flags: int = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE) -> apsw.Connection:
+    """A bare apsw connection to ``path`` (no Tessera setup), keyed with the test key when the file is encrypted."""
+    conn = apsw.Connection(path, flags=flags)
+    if file_encryption(path) == "encrypted":
+        connection_key(conn, keys.read_key_file(TEST_KEY_FILE))
+    return conn
+
 
 # --- apps and databases -------------------------------------------------------------------------
 
@@ -101,7 +123,7 @@ def open_test_app(
 def worker_settings(**overrides: int) -> Settings:
     """Settings for a daemon run as its own process by a test: :data:`WORKER_SETTINGS`, then ``overrides``."""
     values: dict[str, Any] = {**WORKER_SETTINGS, **overrides}
-    return Settings.load(env={}, **values)
+    return Settings.load(env={}, key_file=TEST_KEY_FILE, **values)
 
 
 # --- queues ---------------------------------------------------------------------------------------
@@ -164,7 +186,7 @@ def finish_worker(proc: subprocess.Popen[str], timeout: float = 120) -> str:
 def query_file(path: str, sql: str, params: Sequence[object] = ()) -> list[Row]:
     """Rows of ``sql`` on its own short-lived connection, waiting up to 10 s for other processes' locks;
     typed like :meth:`Database.all`, since the caller knows its columns."""
-    conn = apsw.Connection(path)
+    conn = raw_connection(path)
     conn.set_busy_timeout(10_000)
     try:
         return conn.execute(sql, params).fetchall()
@@ -192,7 +214,7 @@ def clean_environment(**settings: str) -> dict[str, str]:
     """This process's environment without its ``TESSERA_`` settings, plus ``settings``, for a process
     that runs this checkout's code."""
     inherited = {name: value for name, value in os.environ.items() if not name.startswith("TESSERA_")}
-    return dict(inherited, PYTHONPATH=str(ROOT), **settings)
+    return {**inherited, "PYTHONPATH": str(ROOT), "TESSERA_KEY_FILE": TEST_KEY_FILE, **settings}
 
 
 def invoke(*args: str, env: dict[str, str] | None = None, input: bytes | str | None = None) -> Result:

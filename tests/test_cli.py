@@ -6,16 +6,16 @@ import json
 import os
 import subprocess
 
-import apsw
 import click
 import pytest
 from click.testing import CliRunner
 
 from core.db import Database
+from core.settings import Settings
 from core.status import STATUS_KEYS
 from jobs.cli import cli
 from protocols.example import simulate
-from tests.helpers import ROOT, TESSERA
+from tests.helpers import ROOT, TESSERA, TEST_KEY_FILE, raw_connection
 
 
 def tessera(db, *args, input=None, check=True):
@@ -140,7 +140,7 @@ def test_rebuild_verify_names_an_undecodable_event_in_one_line(tmp_path):
     db = tmp_path / "damaged.db"
     tessera(db, "init", "--protocol", "example")
     tessera(db, "example", "post", "lobby", "hello", "--key", "05" * 32)
-    with Database(str(db)) as raw, raw.write():
+    with Database(str(db), Settings.load(env={}, key_file=TEST_KEY_FILE)) as raw, raw.write():
         raw.execute(
             "INSERT INTO events(seq, protocol, event_type, version, event_id, partition_key, created_at_ms, "
             "recorded_at_ms, payload) VALUES (2, 'example', 'message_deleted', 1, x'abcd', 'lobby', 1, 1, ?)",
@@ -161,7 +161,7 @@ def _database_with_rows(tmp_path, name):
     """An initialised database whose incoming and deferred tables span many pages, checkpointed into the file."""
     db = tmp_path / name
     tessera(db, "init", "--protocol", "example")
-    with Database(str(db)) as raw, raw.write():
+    with Database(str(db), Settings.load(env={}, key_file=TEST_KEY_FILE)) as raw, raw.write():
         raw.executemany(
             "INSERT INTO incoming(protocol, blob, received_at_ms) VALUES ('example', ?, 1)",
             [(bytes([n % 256]) * 300,) for n in range(1500)],
@@ -203,7 +203,7 @@ def test_check_reports_a_damaged_page_in_one_line_and_writes_nothing(tmp_path):
 
 def test_only_full_check_finds_an_index_that_disagrees_with_its_table(tmp_path):
     db = _database_with_rows(tmp_path, "index.db")
-    conn = apsw.Connection(str(db))
+    conn = raw_connection(str(db))
     conn.execute("PRAGMA writable_schema = ON")
     with conn:  # the index keeps its entries but now claims to index other columns
         conn.execute(

@@ -80,8 +80,7 @@ def places(tmp_path_factory) -> Iterator[Places]:
     root = tmp_path_factory.mktemp("cli-errors")
     group = root / "group"
     runner = CliRunner()
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(group / "state.key"))
+    with pytest.MonkeyPatch.context():
         for args in (
             ["marmot", "simulate", *CHEAP[("marmot", "simulate")], "--out", str(group)],
             ["--db", str(root / "all.db"), "init"],

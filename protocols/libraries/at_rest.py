@@ -1,12 +1,18 @@
-"""Group secrets at rest: one user-supplied key per plugin, and values sealed under it.
+"""Group secrets at rest: values sealed under a key derived from the database's one secret.
 
 An MLS client's stored state (engine snapshots, KeyPackage private keys,
 account keys) holds every secret of its memberships, so a plugin never
-stores it in the clear.  The user gives a 32-byte key as 64 hex characters,
-in an environment variable or in a file an environment variable names; each
-value is sealed with XChaCha20-Poly1305 (libsodium, a random 24-byte nonce)
-and the value's name as associated data, so a sealed value moved to another
-name (another group, another epoch) no longer opens.
+stores it in the clear, not even inside the encrypted file.  Each plugin's key
+is derived from the database's secret (the key file; :mod:`core.keys`) with
+the plugin's label; each value is sealed with XChaCha20-Poly1305 (libsodium,
+a random 24-byte nonce) and the value's name as associated data, so a sealed
+value moved to another name (another group, another epoch) no longer opens.
+
+Before the one secret, each plugin had its own key, in an environment
+variable or a file one names.  Those variables are deprecated: when set they
+are still used, a warning says so (this release only), and a database with a
+key file keeps the key sealed under it at its next write, so its state keeps
+opening once the variable is gone (docs/operations.md, "Keys").
 
 A plugin declares one :class:`Sealer` with its own variable names, label
 and error types, so its users see its own names in every message.
@@ -14,6 +20,7 @@ and error types, so its users see its own names in every message.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -24,6 +31,10 @@ from typing import Any, TypeVar
 import attrs
 import nacl.bindings
 import nacl.exceptions
+
+from core import contract, encryption, keys
+
+log = logging.getLogger("tessera.at_rest")
 
 _FORMAT = b"\x01"
 _NONCE = 24
@@ -36,11 +47,11 @@ class Sealer:
     """How one plugin's secret state is sealed.
 
     Attributes:
-        env_key: the variable holding the key as 64 hex characters.
-        env_key_file: the variable naming a file that holds them instead.
+        env_key: the deprecated variable holding the plugin's own key as 64 hex characters.
+        env_key_file: the deprecated variable naming a file that holds them instead.
         label: prefix of every value's associated data (keeps plugins' values apart).
         what: what the key protects, for messages ("marmot group state").
-        missing: raised when neither variable is set.
+        missing: raised when the database has no key file (and neither deprecated variable is set).
         invalid: raised for a malformed key, an unreadable file, or both variables set.
         wrong: raised when a stored value does not open with the key.
     """
@@ -54,16 +65,48 @@ class Sealer:
     wrong: type[Exception]
     _keys: dict[tuple[str | None, str | None], bytes] = attrs.field(factory=dict, eq=False, repr=False)
 
-    def configured(self) -> bool:
-        """True when a key is configured (it may still be malformed)."""
+    def configured(self, db: contract.Database | None = None) -> bool:
+        """True when a key is configured: ``db`` has a key file, or a deprecated variable is set."""
+        return self._legacy_configured() or (db is not None and db.secret is not None)
+
+    def load_key(self, db: contract.Database | None = None) -> bytes:
+        """The 32-byte key this plugin seals with in ``db``.
+
+        The plugin's own deprecated variable when set (the database then keeps that key, sealed under its
+        key file, at its next write: see :func:`core.encryption.adopt_state_key`); else the key the database
+        kept that way; else the key derived from the database's key file.  Raises ``missing`` or ``invalid``.
+        """
+        if self._legacy_configured():
+            legacy = self._legacy_key()
+            if db is not None:
+                encryption.adopt_state_key(db, self.label, legacy)
+            return legacy
+        if db is None:
+            raise self.missing(self.missing_message)
+        adopted = encryption.adopted_state_key(db, self.label)
+        if adopted is not None:
+            return adopted
+        root = encryption.state_root(db)
+        if root is None:
+            raise self.missing(self.missing_message)
+        return keys.state_key(root, self.label)
+
+    def _legacy_configured(self) -> bool:
         return bool(os.environ.get(self.env_key) or os.environ.get(self.env_key_file))
 
-    def load_key(self) -> bytes:
-        """The configured 32-byte key (read once per configuration); raises ``missing`` or ``invalid``."""
+    def _legacy_key(self) -> bytes:
+        """The key in the deprecated variables (read once per configuration, warned about once)."""
         raw, path = os.environ.get(self.env_key) or None, os.environ.get(self.env_key_file) or None
         found = self._keys.get((raw, path))
         if found is None:
             found = self._keys[(raw, path)] = self._read(raw, path)
+            log.warning(
+                "%s is deprecated and read for this release only: %s sealed under it opens while it is set, and a "
+                "database with a key file keeps the key at its next write, after which the variable can go (see "
+                "docs/operations.md#keys)",
+                self.env_key if raw is not None else self.env_key_file,
+                self.what,
+            )
         return found
 
     def seal(self, key: bytes, name: str, plaintext: bytes) -> bytes:
@@ -84,13 +127,16 @@ class Sealer:
 
     @property
     def wrong_key_message(self) -> str:
-        return f"cannot decrypt {self.what}: wrong {self.env_key}?"
+        return (
+            f"cannot decrypt {self.what}: wrong key file? (or it was sealed under the deprecated {self.env_key}, "
+            "which must then stay set)"
+        )
 
     @property
     def missing_message(self) -> str:
         return (
-            f"{self.what} is encrypted at rest and no key is configured: set {self.env_key} to 64 hex "
-            f"characters (or {self.env_key_file} to a file holding them)"
+            f"{self.what} is encrypted at rest and no key is configured: give the database its key file "
+            "(--key-file, TESSERA_KEY_FILE or [core] key_file; `tessera key new --out FILE` makes one)"
         )
 
     def _bound(self, name: str) -> bytes:

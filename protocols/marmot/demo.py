@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ import click
 import pluggy
 from rich.console import Console
 
-from core import contract
+from core import contract, keys
 from core.app import App, open_app
 from core.errors import InvalidInput
 from core.settings import Settings
@@ -42,7 +41,6 @@ from protocols.marmot import facts
 from protocols.marmot import simulate as sim
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState
-from protocols.marmot.state import key
 
 if TYPE_CHECKING:
     from jobs.rebuild.run import ReplayEngine
@@ -76,8 +74,11 @@ def run_demo(
     # Through a relay the stream must be recent: relays and the age limits refuse events from 2023.
     start = None if relay is None else int(time.time()) - 4 * (messages + 200)
     expected = _simulate(workdir, messages, start)
-    os.environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(workdir / "state.key")
-    settings = Settings.load(db=str(workdir / "demo.db"), retry_base_ms=50, retry_max_ms=500)
+    # The database's one secret, beside it: the file and the group state are encrypted with keys derived from it.
+    key_file = workdir / "demo.key"
+    keys.write_new_key_file(str(key_file))
+    out.print(f"encrypted database {workdir / 'demo.db'} under the key in {key_file}")
+    settings = Settings.load(db=str(workdir / "demo.db"), key_file=str(key_file), retry_base_ms=50, retry_max_ms=500)
     app = open_app(settings, pm, enable=[facts.PROTOCOL], create=True)
     _join(app, workdir)
     if relay is None:
@@ -106,7 +107,6 @@ def _simulate(workdir: Path, messages: int, start: int | None) -> dict:
     (workdir / "relay.jsonl").write_bytes(b"".join(line + b"\n" for line in result.lines))
     (workdir / "observer.identity.json").write_text(json.dumps(result.identity, indent=2))
     (workdir / "observer.welcome.json").write_text(json.dumps(result.welcome, indent=2))
-    (workdir / "state.key").write_text(key.new_key_hex() + "\n")
     (workdir / "expected.json").write_text(json.dumps(result.expected, indent=2))
     expected = result.expected
     out.print(
@@ -133,7 +133,7 @@ def _join(app: contract.App, workdir: Path) -> None:
     event = outcome.events[0]
     out.print(
         f"joined group {event.partition_key[:16]}… at epoch {event.data['epoch']} "
-        "(group state is encrypted at rest with state.key)"
+        "(group state sealed under a key derived from demo.key)"
     )
 
 

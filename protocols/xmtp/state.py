@@ -150,7 +150,7 @@ class Vault:
             memo = self.state.db.memo
             found = memo.get(_KEY_MEMO)
             if found is None:
-                found = memo[_KEY_MEMO] = SEALER.load_key()
+                found = memo[_KEY_MEMO] = SEALER.load_key(self.state.db)
             self._key = found
         return self._key
 

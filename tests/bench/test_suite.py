@@ -45,6 +45,10 @@ EXPECTED = {
         ("longest hold of the write lock by the filling process, ", False, False),
     ],
     "xmtp": [("catch-up through tessera serve, ", True, True)],
+    "encryption": [
+        ("append per item (1/txn), ", True, True),
+        ("append batched (1,000/txn), ", True, True),
+    ],
     "rebuild": [
         ("Spark local[2] rebuild of 300 events against the daemon's incremental projection", True, True),
         ("Spark local[2] rebuild of 300 events against the local engine", True, True),
@@ -109,7 +113,9 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert figure["ours"] > 0 and figure["unit"]
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
-    assert "python -m bench append tick fill xmtp rebuild cluster history mls cli_start marmot" in done.stdout
+    assert (
+        "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot" in done.stdout
+    )
 
 
 @pytest.mark.parametrize("counts", ["0,1", "2,1", "one", ""])

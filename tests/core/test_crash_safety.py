@@ -11,14 +11,13 @@ import random
 import signal
 import time
 
-import apsw
 import pytest
 
-from tests.helpers import start_worker
+from tests.helpers import raw_connection, start_worker
 
 
 def check_all_or_nothing(path: str) -> int:
-    conn = apsw.Connection(path)
+    conn = raw_connection(path)
     conn.set_busy_timeout(5000)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     states = {k[len("state:") :] for (k,) in conn.execute("SELECT key FROM protocol_state WHERE key LIKE 'state:%'")}

@@ -6,12 +6,12 @@ import logging
 import threading
 import time
 
-import apsw
 import pytest
 
 from core.db import Database
 from core.errors import DatabaseBusy, StorageError, TransactionError
 from core.settings import Settings
+from tests.helpers import TEST_KEY_FILE, raw_connection
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_pragmas_are_applied(fresh_db, settings):
 
 
 def test_busy_handler_waits_about_busy_timeout(table, db_path):
-    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=300, busy_retries=0))
+    other = Database(db_path, Settings.load(env={}, key_file=TEST_KEY_FILE, busy_timeout_ms=300, busy_retries=0))
     with table.write():
         started = time.monotonic()
         with pytest.raises(DatabaseBusy), other.write():
@@ -42,7 +42,7 @@ def test_busy_handler_waits_about_busy_timeout(table, db_path):
 
 
 def test_write_takes_the_lock_at_begin(table, db_path, settings):
-    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=50, busy_retries=0))
+    other = Database(db_path, Settings.load(env={}, key_file=TEST_KEY_FILE, busy_timeout_ms=50, busy_retries=0))
     with table.write():
         table.execute("INSERT INTO t(v) VALUES ('a')")
         # BEGIN IMMEDIATE: a second writer cannot even start while we hold the lock.
@@ -55,7 +55,7 @@ def test_write_takes_the_lock_at_begin(table, db_path, settings):
 
 
 def test_busy_writer_is_retried_until_the_lock_frees(table, db_path):
-    other = Database(db_path, Settings.load(env={}, busy_timeout_ms=20, busy_retries=8))
+    other = Database(db_path, Settings.load(env={}, key_file=TEST_KEY_FILE, busy_timeout_ms=20, busy_retries=8))
     release = threading.Event()
 
     def hold_lock():
@@ -157,7 +157,7 @@ def test_counters(table):
 
 
 def test_slow_statements_are_logged_with_their_sql(db_path, caplog):
-    db = Database(db_path, Settings.load(env={}, slow_statement_ms=1))
+    db = Database(db_path, Settings.load(env={}, key_file=TEST_KEY_FILE, slow_statement_ms=1))
     slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) SELECT sum(i) FROM n"
     with caplog.at_level(logging.WARNING, logger="tessera.db"):
         db.value(slow)
@@ -168,11 +168,13 @@ def test_slow_statements_are_logged_with_their_sql(db_path, caplog):
 
 def test_lock_waits_are_not_slow_statements(table, db_path, caplog):
     """Regression: a BEGIN IMMEDIATE that waited 300 ms for another process's lock was logged as slow SQL."""
-    waiter = Database(db_path, Settings.load(env={}, slow_statement_ms=50, busy_timeout_ms=5_000))
+    waiter = Database(
+        db_path, Settings.load(env={}, key_file=TEST_KEY_FILE, slow_statement_ms=50, busy_timeout_ms=5_000)
+    )
     locked, release = threading.Event(), threading.Event()
 
     def hold_the_lock():
-        holder = apsw.Connection(db_path)
+        holder = raw_connection(db_path)
         holder.execute("BEGIN IMMEDIATE")
         locked.set()
         release.wait(5)
@@ -212,7 +214,7 @@ def test_cannot_open_a_directory(tmp_path, settings):
 def test_apsw_sees_wal_files(table, db_path):
     with table.write():
         table.execute("INSERT INTO t(v) VALUES ('w')")
-    assert apsw.Connection(db_path).execute("SELECT count(*) FROM t").fetchall() == [(1,)]
+    assert raw_connection(db_path).execute("SELECT count(*) FROM t").fetchall() == [(1,)]
 
 
 class _Clock:

@@ -17,7 +17,7 @@ from core.app import open_app
 from core.db import TESSERA_APPLICATION_ID, Database
 from core.errors import DatabaseMissing, ForeignDatabase, StorageError
 from core.plugins import make_plugin_manager
-from tests.helpers import invoke, one_line_error
+from tests.helpers import invoke, one_line_error, raw_connection
 
 GEOPACKAGE_ID = 0x47504B47  # "GPKG": an application id another program registered with SQLite
 
@@ -40,9 +40,9 @@ def make_foreign(path: Path, application_id: int = 0) -> Path:
 
 
 def application_id(path: Path) -> int:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = raw_connection(str(path), apsw.SQLITE_OPEN_READONLY)
     try:
-        return conn.execute("PRAGMA application_id").fetchone()[0]
+        return conn.pragma("application_id")
     finally:
         conn.close()
 
@@ -143,7 +143,7 @@ def make_legacy(tmp_path: Path) -> Path:
     """A database as Tessera made them before files were marked: the core tables, application id 0."""
     path = tmp_path / "legacy.db"
     assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(str(path))
     conn.pragma("application_id", 0)
     conn.close()
     assert application_id(path) == 0

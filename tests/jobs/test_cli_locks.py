@@ -8,9 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import apsw
-
-from tests.helpers import ROOT, TESSERA, clean_environment, wait_until
+from tests.helpers import ROOT, TESSERA, clean_environment, raw_connection, wait_until
 
 
 def tessera(db: Path, *args: str, timeout: float = 60, **settings: str) -> subprocess.CompletedProcess[str]:
@@ -32,7 +30,7 @@ def start_tessera(db: Path, *args: str, env: dict[str, str]) -> subprocess.Popen
 
 
 def lease_owner(db) -> str | None:
-    conn = apsw.Connection(str(db))
+    conn = raw_connection(str(db))
     conn.set_busy_timeout(5_000)
     try:
         rows = conn.execute("SELECT owner FROM leases WHERE name = 'tick' AND expires_at_ms > 0").fetchall()
@@ -50,7 +48,7 @@ def test_status_answers_while_another_process_holds_the_write_lock(tmp_path):
     failed with DatabaseBusy."""
     db = tmp_path / "locked.db"
     assert tessera(db, "init", "--protocol", "example").returncode == 0
-    holder = apsw.Connection(str(db))
+    holder = raw_connection(str(db))
     holder.execute("BEGIN IMMEDIATE")
     try:
         started = time.monotonic()

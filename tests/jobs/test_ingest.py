@@ -12,7 +12,7 @@ import pytest
 from click.testing import Result
 
 from protocols.example import simulate
-from tests.helpers import ROOT, invoke
+from tests.helpers import ROOT, invoke, raw_connection
 
 LIMIT = 400
 GOOD = simulate.generate(6, seed=4, garbage=0, duplicates=0, deletes=0)
@@ -32,7 +32,7 @@ def db(tmp_path: Path) -> Path:
 def queued_blobs(db: Path) -> list[bytes]:
     import apsw
 
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
     try:
         return [row[0] for row in conn.execute("SELECT blob FROM incoming ORDER BY id")]
     finally:

@@ -22,9 +22,9 @@ import pytest
 
 from tests.fixtures import ledger
 from tests.fixtures.tick_worker import spawn
+from tests.helpers import TEST_KEY_FILE, raw_connection, wait_until
 from tests.helpers import finish_worker as finish
 from tests.helpers import query_file as query
-from tests.helpers import wait_until
 
 
 def write_items(path: Path, blobs: list[bytes]) -> str:
@@ -175,7 +175,7 @@ def pause_between_transactions(proc: subprocess.Popen, db: str) -> None:
     """
     for _ in range(50):
         proc.send_signal(signal.SIGSTOP)
-        conn = apsw.Connection(db)
+        conn = raw_connection(db)
         conn.set_busy_timeout(50)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -261,7 +261,7 @@ def test_a_lease_lost_during_claim_recovery_sends_the_daemon_to_standby(tmp_path
     """Regression: LeaseLost from the fenced claim recovery right after a takeover ended the daemon (exit 1)."""
     db = str(tmp_path / "thief.db")
     init(db)
-    conn = apsw.Connection(db)
+    conn = raw_connection(db)
     # Each time the daemon takes the lease over, a thief takes it before the daemon's next (fenced) write.
     conn.execute(
         "INSERT INTO leases(name, owner, token, expires_at_ms, acquired_at_ms) VALUES ('tick', 'gone', 1, 0, 0)"
@@ -285,7 +285,7 @@ def daemon_states(db: str) -> list[dict]:
     from core.settings import Settings
     from core.status import snapshot
 
-    reader = Database(db, Settings.load(env={}), readonly=True)
+    reader = Database(db, Settings.load(env={}, key_file=TEST_KEY_FILE), readonly=True)
     try:
         return snapshot(reader)["daemons"]
     finally:
@@ -312,7 +312,7 @@ def test_a_daemon_kept_from_the_write_lock_stands_by_with_the_reason_and_resumes
         "pause_max_ms=400",
     )
     assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(1,)], timeout=10)
-    locker = apsw.Connection(db)
+    locker = raw_connection(db)
     locker.set_busy_timeout(10_000)  # the daemon may be in one of its short write transactions (a heartbeat)
     locker.execute("BEGIN IMMEDIATE")
     try:
@@ -338,7 +338,7 @@ def test_sigterm_ends_a_wait_for_the_write_lock_at_once(tmp_path):
     init(db)
     daemon = spawn("tick", db, "--ttl", "600", "--set", "busy_timeout_ms=20000")
     assert wait_until(lambda: query(db, "SELECT token FROM leases") == [(1,)], timeout=10)
-    locker = apsw.Connection(db)
+    locker = raw_connection(db)
     locker.set_busy_timeout(10_000)  # the daemon may be in one of its short write transactions (a heartbeat)
     locker.execute("BEGIN IMMEDIATE")
     try:

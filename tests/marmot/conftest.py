@@ -1,4 +1,4 @@
-"""Fixtures for the Marmot plugin tests: an at-rest key in the environment, apps, delivery helpers."""
+"""Fixtures for the Marmot plugin tests: group state sealed under the database's key, apps, delivery helpers."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from protocols import marmot
 from tests.helpers import push
 from tests.marmot._orders import WIDE_WINDOWS
 
+#: A key for the tests of the deprecated TESSERA_MARMOT_STATE_KEY.
 KEY_HEX = "5a" * 32
 
 
 @pytest.fixture(autouse=True)
 def state_key(monkeypatch):
-    """Every test runs with a known at-rest key and the plugin's defaults (unless it changes them)."""
-    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
+    """Every test seals group state under the key derived from its database's key file (none of the deprecated
+    variables) and runs with the plugin's defaults (unless it changes them)."""
     for name in (
+        "TESSERA_MARMOT_STATE_KEY",
         "TESSERA_MARMOT_STATE_KEY_FILE",
         "TESSERA_MARMOT_MAX_RETRIES",
         "TESSERA_MARMOT_RETRY_MS",

@@ -13,12 +13,9 @@ from tests.helpers import TESSERA, clean_environment, cli_options, marmot_join_a
 FAST = {"TESSERA_RETRY_BASE_MS": "5", "TESSERA_RETRY_MAX_MS": "50", "TESSERA_MARMOT_RETRY_MS": "40"}
 
 
-def run(
-    workdir: Path, *args: str, key_file: Path | None = None, check: bool = True, **env: str
-) -> subprocess.CompletedProcess[str]:
+def run(workdir: Path, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+    """``tessera args`` in its own process, on an encrypted database whose key file also seals the group state."""
     environ = clean_environment(TESSERA_DB=str(workdir / "tessera.db"), **FAST, **env)
-    if key_file is not None:
-        environ["TESSERA_MARMOT_STATE_KEY_FILE"] = str(key_file)
     proc = subprocess.run([*TESSERA, *args], capture_output=True, text=True, cwd=workdir, env=environ, timeout=300)
     if check and proc.returncode != 0:
         raise AssertionError(f"tessera {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -40,12 +37,11 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     out = tmp_path / "D"
     run(tmp_path, "marmot", "simulate", *simulate_args, "--out", str(out))
     expected = json.loads((out / "expected.json").read_text())
-    key = out / "state.key"
     run(tmp_path, "init")
-    joined = run(tmp_path, *marmot_join_args(out), key_file=key)
+    joined = run(tmp_path, *marmot_join_args(out))
     assert expected["group"] in joined.stdout
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
-    ticked = run(tmp_path, "tick", "--until-idle", key_file=key)
+    ticked = run(tmp_path, "tick", "--until-idle")
     assert "tick stopped (idle)" in ticked.stdout
     gid = expected["group"]
     shown = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--json").stdout)
@@ -60,8 +56,8 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     assert expected["invalidated_ids"] and all(states[i] == "EpochInvalidated" for i in expected["invalidated_ids"])
     [group] = json.loads(run(tmp_path, "marmot", "groups", "--json").stdout)
     assert group["group"] == gid and group["epoch"] == expected["final_epoch"]
-    # Without the at-rest key the sealed profile is not shown; ingested files never move the fetch window.
-    assert group["name"] is None and group["fetch"] == {"newest_fetched": None, "last_fetch": None, "since": None}
+    # The database's key opens the sealed profile too; ingested files never move the fetch window.
+    assert group["name"] is not None and group["fetch"] == {"newest_fetched": None, "last_fetch": None, "since": None}
     assert group["outer_events"]["Failed"] == expected["failed"]
     failed = json.loads(run(tmp_path, "marmot", "outer", "--group", gid, "--json").stdout)
     assert len(failed) == expected["failed"] and all(f["reason"] for f in failed)
@@ -82,9 +78,9 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     )
     assert [r["id"] for r in page] == expected["rumor_ids"][-10:-5]
     # Our own message: Created, published by the tick, Processed on its echo.
-    sent = run(tmp_path, "marmot", "send", "--group", gid, "hello from the observer", key_file=key)
+    sent = run(tmp_path, "marmot", "send", "--group", gid, "hello from the observer")
     rumor_id = sent.stdout.split("rumor ")[1].split()[0]
-    run(tmp_path, "tick", "--until-idle", key_file=key)
+    run(tmp_path, "tick", "--until-idle")
     last = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)[-1]
     assert (last["id"], last["state"], last["content"]) == (rumor_id, "Processed", "hello from the observer")
     filter_ = json.loads(run(tmp_path, "marmot", "filter", "--group", gid).stdout)
@@ -97,12 +93,11 @@ def test_backfill_command_processes_a_file_at_once(tmp_path):
     simulation = cli_options(messages=40, commits=4, races=0, garbage=0, duplicates=0, seed=3)
     run(tmp_path, "marmot", "simulate", *simulation, "--out", str(out))
     expected = json.loads((out / "expected.json").read_text())
-    key = out / "state.key"
     run(tmp_path, "init", "--protocol", "marmot")
-    run(tmp_path, *marmot_join_args(out), key_file=key)
-    done = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
+    run(tmp_path, *marmot_join_args(out))
+    done = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"))
     assert "backfill: handled=" in done.stdout
-    again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"), key_file=key)
+    again = run(tmp_path, "marmot", "backfill", "--group", expected["group"], str(out / "relay.jsonl"))
     assert "nothing new" in again.stdout
     shown = json.loads(
         run(tmp_path, "marmot", "history", "--group", expected["group"], "--limit", "1000", "--json").stdout
@@ -114,13 +109,14 @@ def test_user_errors_are_one_line(tmp_path):
     out = tmp_path / "D"
     run(tmp_path, "marmot", "simulate", "--messages", "5", "--commits", "1", "--races", "0", "--out", str(out))
     run(tmp_path, "init")
-    missing = one_line_error(run(tmp_path, *marmot_join_args(out), check=False))
-    assert "TESSERA_MARMOT_STATE_KEY" in missing and "TESSERA_MARMOT_STATE_KEY_FILE" in missing
-    run(tmp_path, *marmot_join_args(out), key_file=out / "state.key")
+    missing = one_line_error(run(tmp_path, *marmot_join_args(out), check=False, TESSERA_KEY_FILE=""))
+    assert "this database is encrypted: wrong key or no key given" in missing
+    run(tmp_path, *marmot_join_args(out))
     run(tmp_path, "ingest", "--protocol", "marmot", str(out / "relay.jsonl"))
-    assert "TESSERA_MARMOT_STATE_KEY" in one_line_error(run(tmp_path, "tick", "--until-idle", check=False))
-    wrong = one_line_error(run(tmp_path, "tick", "--until-idle", check=False, TESSERA_MARMOT_STATE_KEY="ab" * 32))
-    assert "cannot decrypt marmot group state: wrong TESSERA_MARMOT_STATE_KEY?" in wrong
+    wrong = run(tmp_path, "tick", "--until-idle", check=False, TESSERA_MARMOT_STATE_KEY="ab" * 32)
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
+    assert "TESSERA_MARMOT_STATE_KEY is deprecated" in wrong.stderr  # the old variable wins, and says so
+    assert wrong.stderr.strip().splitlines()[-1].startswith("Error: cannot decrypt marmot group state: wrong key file?")
     status = json.loads(run(tmp_path, "status", "--json").stdout)
     assert status["incoming"] > 0 and status["parked"] == 0  # nothing was consumed by a misconfiguration
     assert "no joined marmot group" in one_line_error(
@@ -152,7 +148,6 @@ def test_user_errors_are_one_line(tmp_path):
             str(bad),
             "--welcome",
             str(bad),
-            key_file=out / "state.key",
             check=False,
         )
     )

@@ -22,7 +22,6 @@ from core import queues
 from protocols.marmot.cli import sync as cli_sync
 from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import MemoryRelays
-from protocols.marmot.state import key
 from protocols.marmot.wire import nip19, nostr
 from tests.helpers import TESSERA, clean_environment, one_line_error, wait_until
 from tests.marmot._listening import Listening
@@ -44,9 +43,7 @@ class Person:
     def __init__(self, home: Path, name: str):
         self.home = home / name
         self.home.mkdir()
-        self.env = clean_environment(
-            TESSERA_DB=str(self.home / "tessera.db"), TESSERA_MARMOT_STATE_KEY=key.new_key_hex(), **FAST
-        )
+        self.env = clean_environment(TESSERA_DB=str(self.home / "tessera.db"), **FAST)
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from core.db import file_encryption
 from tests.helpers import ROOT, TESSERA
 
 # Wide enough that rich does not wrap the lines asserted on.
@@ -37,7 +38,7 @@ def test_demo_runs_end_to_end_and_twice_in_the_same_directory(tmp_path):
         assert "matches" in proc.stdout and "the simulation's ground truth" in proc.stdout
         assert proc.stdout.count("rebuilt == live") == 1
         assert "swapped in: marmot." in proc.stdout
-    assert (workdir / "demo.db").exists()
+    assert file_encryption(str(workdir / "demo.db")) == "encrypted"  # under demo.key, beside it
 
 
 def test_demo_refuses_to_wipe_a_directory_it_did_not_make(tmp_path):

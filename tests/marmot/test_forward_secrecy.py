@@ -48,7 +48,7 @@ def _everything_on_disk(app) -> bytes:
 
 def _opens(app, name: str, sealed: bytes) -> bool:
     try:
-        erasable.open_sealed(app.db.path, load_key(), SEALER.label, name, sealed)
+        erasable.open_sealed(app.db.path, load_key(app.db), SEALER.label, name, sealed)
     except erasable.KeyGone:
         return False
     return True

@@ -327,7 +327,7 @@ def _opens(app, name: str, sealed: bytes | None) -> bool:
 
     assert sealed is not None
     try:
-        erasable.open_sealed(app.db.path, load_key(), SEALER.label, name, sealed)
+        erasable.open_sealed(app.db.path, load_key(app.db), SEALER.label, name, sealed)
     except erasable.KeyGone:
         return False
     return True

@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable
 from typing import Unpack
 
-import apsw
 import attrs
 import pytest
 
@@ -18,6 +17,7 @@ from protocols.marmot import facts as F
 from protocols.marmot import observe, simulate
 from protocols.marmot.cursor import Cursor, compare
 from protocols.marmot.read.history import GroupHistoryStore
+from tests.helpers import raw_connection
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._orders import StreamSize, assert_ground_truth
 from tests.marmot._read import event_count, facts, history_ids
@@ -296,7 +296,7 @@ class Counting(observe.Observer):
 
     def on_rumor_persisted(self, rumor_id, outer_event_id, *, group):
         self.rumors.append((rumor_id, outer_event_id))
-        other = apsw.Connection(self.db_path)  # another connection sees it: it is committed
+        other = raw_connection(self.db_path)  # another connection sees it: it is committed
         try:
             found = other.execute(
                 "SELECT 1 FROM marmot_messages WHERE rumor_id = ?", (bytes.fromhex(rumor_id),)

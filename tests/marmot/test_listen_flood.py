@@ -34,12 +34,11 @@ from websockets.asyncio.client import connect
 from core.settings import Settings
 from protocols import marmot
 from protocols.marmot.wire import envelope, nostr
-from tests.helpers import TESSERA, clean_environment, open_test_app, wait_until
+from tests.helpers import TESSERA, TEST_KEY_FILE, clean_environment, open_test_app, raw_connection, wait_until
 from tests.marmot._listening import Listening
 from tests.marmot._net import Net
 from tests.relay_servers import LocalRelayServer, running_local_relay
 
-KEY_HEX = "5a" * 32
 HOUR_S = 3600
 
 
@@ -153,7 +152,7 @@ class Listener(Listening):
 
 def read_beside(db: Path, sql: str) -> int:
     """One number from the listener's database, read beside it (WAL)."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
     try:
         conn.setbusytimeout(5_000)
         row = conn.execute(sql).fetchone()
@@ -185,9 +184,9 @@ def member_database(
     the environment to run it with."""
     net = Net(3, seed=seed, relays=(relay.url,), t0=now - 2 * HOUR_S)
     db = tmp_path / "listener.db"
-    env = clean_environment(TESSERA_DB=str(db), TESSERA_MARMOT_STATE_KEY=KEY_HEX, **settings)
+    env = clean_environment(TESSERA_DB=str(db), **settings)
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "marmot"], env=env, check=True)
-    joined = open_test_app(str(db), Settings(), [marmot], ["marmot"], create=False)
+    joined = open_test_app(str(db), Settings(key_file=TEST_KEY_FILE), [marmot], ["marmot"], create=False)
     joined.runtime.run_command("marmot.join", net.join_params)
     joined.close()
     return net, db, env
@@ -305,7 +304,7 @@ def test_a_wait_past_its_horizon_is_parked_by_listen_itself_saying_why(relay: Lo
         assert wait_until(lambda: read_beside(db, "SELECT count(*) FROM parked") == 5, 30, step=0.2)
     finally:
         listener.stop()
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
     reasons = [row[0] for row in conn.execute("SELECT reason FROM parked")]
     conn.close()
     for event in waiting:

@@ -1,15 +1,20 @@
-"""Group state encrypted at rest: the key's configuration, wrong keys, and no plaintext on disk."""
+"""Group state encrypted at rest: its key derived from the database's key file, the deprecated variables,
+wrong keys, rotation, and no plaintext on disk."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
-from core import drain, queues
+from core import drain, encryption, keys, queues
+from core.db import Database
+from core.errors import DatabaseEncrypted
 from core.protocol import TickContext
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
+from protocols import marmot
 from protocols.libraries import mls
 from protocols.marmot import jobs
 from protocols.marmot.errors import (
@@ -20,18 +25,52 @@ from protocols.marmot.errors import (
 )
 from protocols.marmot.state import key
 from protocols.marmot.state.store import GroupStateStore, SealedValues, load, open_sealed
+from tests.helpers import open_test_app
 from tests.marmot._net import T0
 from tests.marmot._read import history_ids
-from tests.marmot.conftest import deliver
+from tests.marmot.conftest import KEY_HEX, deliver
 
 
-def test_missing_key_says_exactly_what_to_set(marmot_app, net, monkeypatch):
-    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
-    app = marmot_app()
+def test_missing_key_says_exactly_what_to_set(marmot_app, net, settings):
+    app = marmot_app(app_settings=attrs.evolve(settings, key_file=""))  # a database with no key file at all
     with pytest.raises(StateKeyMissing) as caught:
         app.runtime.run_command("marmot.join", net.join_params)
-    assert "TESSERA_MARMOT_STATE_KEY" in str(caught.value) and "TESSERA_MARMOT_STATE_KEY_FILE" in str(caught.value)
+    assert "--key-file" in str(caught.value) and "tessera key new" in str(caught.value)
     assert app.db.value("SELECT count(*) FROM protocol_state") == 0
+
+
+def test_state_sealed_under_the_deprecated_variable_keeps_opening_after_it_is_gone(
+    marmot_app, net, monkeypatch, caplog
+):
+    """The path of a database from before the one secret: its state opens with the old variable (warned about);
+    given a key file, the database keeps the old key sealed under it at its next write, and from then on its
+    state opens without the variable."""
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    deliver(app, net.send(1, "sealed under the old variable", T0 + 1)[0])
+    assert "TESSERA_MARMOT_STATE_KEY is deprecated" in caplog.text
+    with app.db.read():
+        assert SealedValues(ProtocolState(app.db, "marmot")).key == bytes.fromhex(KEY_HEX)
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    with app.db.read():
+        assert SealedValues(ProtocolState(app.db, "marmot")).key == bytes.fromhex(KEY_HEX)  # kept by the database
+        assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
+    deliver(app, net.send(2, "after the variable is gone", T0 + 2)[0])
+    assert len(history_ids(app, net.gid)) == 2
+
+
+def test_a_deprecated_key_met_only_by_reads_is_not_kept_yet(marmot_app, net, monkeypatch):
+    """A database with state sealed under the old variable, only read since: without the variable, the wrong-key
+    error names the variable it still needs."""
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    with app.db.write():  # what a database from before the one secret has: state, and no key kept
+        app.db.execute("DELETE FROM kv WHERE key LIKE 'keys.adopted_state_key.%'")
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
+    with pytest.raises(StateKeyWrong, match="deprecated TESSERA_MARMOT_STATE_KEY"):
+        load(ProtocolState(app.db, "marmot"), net.gid)
 
 
 @pytest.mark.parametrize("value", ["abc", "zz" * 32, "11" * 31])
@@ -42,7 +81,6 @@ def test_malformed_key_is_refused(marmot_app, net, monkeypatch, value):
 
 
 def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch, tmp_path: Path):
-    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "absent.key"))
     app = marmot_app()
     with pytest.raises(StateKeyInvalid, match="TESSERA_MARMOT_STATE_KEY_FILE"):
@@ -56,8 +94,8 @@ def test_key_file_works_and_a_missing_file_is_named(marmot_app, net, monkeypatch
 
 
 def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
-    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
-    with pytest.raises(StateKeyWrong, match=r"cannot decrypt marmot group state: wrong TESSERA_MARMOT_STATE_KEY\?"):
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)  # a wrong key: the deprecated variable wins
+    with pytest.raises(StateKeyWrong, match=r"cannot decrypt marmot group state: wrong key file\?"):
         load(ProtocolState(app.db, "marmot"), net.gid)
     lines = [net.send(1, f"waits for the right key {n}", T0 + n)[0] for n in range(3)]
     with app.db.write():
@@ -66,13 +104,14 @@ def test_wrong_key_is_a_clear_error_and_parks_nothing(app, net, monkeypatch):
         drain.run_until_idle(app.runtime)
     assert app.db.value("SELECT count(*) FROM incoming") == 3
     assert app.db.value("SELECT count(*) FROM parked") + app.db.value("SELECT count(*) FROM deferred") == 0
-    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "5a" * 32)
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
     drain.run_until_idle(app.runtime)
     assert len(history_ids(app, net.gid)) == 3
 
 
 def test_both_key_settings_at_once_is_an_error_naming_both(marmot_app, net, monkeypatch, tmp_path: Path):
     (tmp_path / "state.key").write_text("5a" * 32 + "\n")
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", KEY_HEX)
     monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY_FILE", str(tmp_path / "state.key"))
     with pytest.raises(StateKeyInvalid) as caught:
         marmot_app().runtime.run_command("marmot.join", net.join_params)
@@ -85,24 +124,18 @@ def test_tick_fails_fast_when_groups_exist_but_the_key_does_not_fit(app, net, mo
 
     with app.db.write():
         queues.push_incoming(app.db, "marmot", [line], app.clock.now_ms())
-    for env in ({"TESSERA_MARMOT_STATE_KEY": None}, {"TESSERA_MARMOT_STATE_KEY": "7e" * 32}):
-        for name, value in env.items():
-            if value is None:
-                monkeypatch.delenv(name)
-            else:
-                monkeypatch.setenv(name, value)
-        with pytest.raises(StateKeyError) as caught:
-            TickDaemon(app, mode="until_idle").run()
-        assert "\n" not in str(caught.value) and "TESSERA_MARMOT_STATE_KEY" in str(caught.value)
-        assert app.db.value("SELECT count(*) FROM incoming") == 1  # nothing was touched
-    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "5a" * 32)
+    monkeypatch.setenv("TESSERA_MARMOT_STATE_KEY", "7e" * 32)
+    with pytest.raises(StateKeyError) as caught:
+        TickDaemon(app, mode="until_idle").run()
+    assert "\n" not in str(caught.value) and "TESSERA_MARMOT_STATE_KEY" in str(caught.value)
+    assert app.db.value("SELECT count(*) FROM incoming") == 1  # nothing was touched
+    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
     TickDaemon(app, mode="until_idle").run()
     assert history_ids(app, net.gid) == [rumor["id"]]
 
 
-def test_the_key_job_is_silent_without_groups(marmot_app, monkeypatch):
-    monkeypatch.delenv("TESSERA_MARMOT_STATE_KEY")
-    app = marmot_app()
+def test_the_key_job_is_silent_without_groups(marmot_app, settings):
+    app = marmot_app(app_settings=attrs.evolve(settings, key_file=""))
     assert jobs.check_state_key(TickContext(runtime=app.runtime)) == 0
 
 
@@ -131,6 +164,28 @@ def test_state_on_disk_is_never_plaintext(app, net):
             continue
         assert value[:1] == (b"\x02" if name.startswith(("state/", "ratchets/")) else b"\x01"), name
         assert mls.snapshot(loaded.state)[:16] not in value, name
+
+
+def test_after_a_rotation_the_state_opens_under_the_new_key_file(app, net, settings, tmp_path: Path):
+    """The rotation keeps the state root, sealed under the new secret: sealed state opens unchanged."""
+    deliver(app, net.send(1, "before the rotation", T0 + 1)[0])
+    with app.db.read():
+        before_key = SealedValues(ProtocolState(app.db, "marmot")).key
+    keys.write_new_key_file(str(tmp_path / "new.key"))
+    path = app.db.path
+    app.close()
+    with Database(path, settings, create=False) as db:
+        encryption.rotate(db, keys.read_key_file(str(tmp_path / "new.key")))
+    rotated = open_test_app(path, attrs.evolve(settings, key_file=str(tmp_path / "new.key")), [marmot], ["marmot"])
+    try:
+        with rotated.db.read():
+            assert SealedValues(ProtocolState(rotated.db, "marmot")).key == before_key
+        deliver(rotated, net.send(2, "after the rotation", T0 + 2)[0])
+        assert len(history_ids(rotated, net.gid)) == 2
+    finally:
+        rotated.close()
+    with pytest.raises(DatabaseEncrypted, match="wrong key or no key given"):
+        Database(path, settings, create=False)  # the old key file no longer opens it
 
 
 def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):

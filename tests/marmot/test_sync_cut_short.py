@@ -28,7 +28,6 @@ from protocols.marmot.wire import nostr
 from tests.helpers import TESSERA, clean_environment, invoke
 from tests.marmot._net import Net
 from tests.marmot._read import history_ids
-from tests.marmot.conftest import KEY_HEX
 from tests.marmot.relays.scripted_relay import LocalWebSocketServer
 
 MESSAGES = 217
@@ -108,9 +107,7 @@ def member(marmot_app, group):
 
 def sync(app, *relays: str) -> tuple[int, dict[str, Any], str]:
     """``tessera marmot sync --relay R... --json`` in its own process: exit code, JSON, stderr."""
-    env = clean_environment(
-        TESSERA_DB=app.db.path, TESSERA_MARMOT_STATE_KEY=KEY_HEX, TESSERA_MARMOT_FETCH_TIMEOUT_S=str(FETCH_TIMEOUT_S)
-    )
+    env = clean_environment(TESSERA_DB=app.db.path, TESSERA_MARMOT_FETCH_TIMEOUT_S=str(FETCH_TIMEOUT_S))
     flags = [part for relay in relays for part in ("--relay", relay)]
     done = subprocess.run(
         [*TESSERA, "marmot", "sync", *flags, "--json"], capture_output=True, text=True, env=env, timeout=120

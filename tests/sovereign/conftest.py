@@ -21,12 +21,14 @@ def sovereign_app(make_app):
 
 @pytest.fixture
 def make_store(make_app, clock) -> Callable[..., Store]:
-    """``make_store(limits=None)``: a Store on a fresh database file, its clock at the wall clock's time
-    (KeyPackages made now must be within their lifetime)."""
+    """``make_store(limits=None, app_settings=None)``: a Store on a fresh database file, its clock at the wall
+    clock's time (KeyPackages made now must be within their lifetime)."""
     from protocols import sovereign
 
     clock.now = int(time.time() * 1000)
-    return lambda limits=None: Store(make_app([sovereign], ["sovereign"]), limits)
+    return lambda limits=None, app_settings=None: Store(
+        make_app([sovereign], ["sovereign"], app_settings=app_settings), limits
+    )
 
 
 @pytest.fixture

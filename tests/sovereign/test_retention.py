@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from core import eventlog, scrub
 from jobs.rebuild import RebuildRequest, rebuild
 from jobs.tick import TickDaemon
@@ -34,7 +36,10 @@ def on_disk(app) -> bytes:
     return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
-def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(store, clock, tmp_path) -> None:
+def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(
+    make_store, settings, clock, tmp_path
+) -> None:
+    store = make_store(app_settings=attrs.evolve(settings, key_file=""))  # in the clear: the byte scan below reads it
     group = Group(3)
     seat(store, group)
     alice, bob, _ = group.members

@@ -12,7 +12,6 @@ import pytest
 
 from core.app import App
 from protocols import xmtp
-from protocols.libraries import at_rest
 from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.state import Vault
@@ -89,7 +88,8 @@ def hub() -> LoopbackHub:
 
 @pytest.fixture(autouse=True)
 def xmtp_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TESSERA_XMTP_STATE_KEY", at_rest.new_key_hex())
+    """State is sealed under the key derived from the database's key file, not the deprecated variables."""
+    monkeypatch.delenv("TESSERA_XMTP_STATE_KEY", raising=False)
     monkeypatch.delenv("TESSERA_XMTP_STATE_KEY_FILE", raising=False)
 
 

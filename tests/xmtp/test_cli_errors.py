@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment
 
 
@@ -16,7 +15,7 @@ from tests.helpers import TESSERA, clean_environment
 def person(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A database with an identity registered with a server that is not running, and one group."""
     db = tmp_path_factory.mktemp("xmtp-cli") / "me.db"
-    env = clean_environment(TESSERA_XMTP_STATE_KEY=at_rest.new_key_hex())
+    env = clean_environment()
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "xmtp"], check=True, env=env, capture_output=True)
     made = run(db, env, "identity", "new", "--server", "ws://127.0.0.1:9")  # port 9: nobody listens
     assert made.returncode != 0 and "was created" in made.stderr
@@ -56,7 +55,7 @@ def test_each_mistake_is_one_line_and_changes_nothing(person, args, says) -> Non
 
 
 def test_a_database_without_an_identity_says_how_to_make_one(tmp_path: Path) -> None:
-    env = clean_environment(TESSERA_XMTP_STATE_KEY=at_rest.new_key_hex())
+    env = clean_environment()
     db = tmp_path / "blank.db"
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "xmtp"], check=True, env=env, capture_output=True)
     done = run(db, env, "whoami")

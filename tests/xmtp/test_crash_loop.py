@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment, query_file
 from tests.sovereign.server_helpers import serving
 from tests.xmtp.test_end_to_end import Person
@@ -58,7 +57,7 @@ def tick(person: Person, *args: str) -> subprocess.Popen[bytes]:
 def test_a_tick_daemon_killed_mid_sync_ends_like_an_uninterrupted_reader(
     tmp_path: Path, per_round: int, kills: int
 ) -> None:
-    env = clean_environment(TESSERA_XMTP_STATE_KEY=at_rest.new_key_hex(), TESSERA_IDLE_MAX_MS="50")
+    env = clean_environment(TESSERA_IDLE_MAX_MS="50")
     rng = random.Random(7)
     with serving(tmp_path) as server:
         alice, bob, carol = (Person(tmp_path, name, env) for name in ("alice", "bob", "carol"))

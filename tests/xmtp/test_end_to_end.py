@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from protocols.libraries import at_rest
 from tests.helpers import TESSERA, clean_environment
 from tests.sovereign.server_helpers import serving
 
@@ -109,7 +108,7 @@ class Listening:
 
 
 def test_three_people_on_three_databases_talk_through_a_real_server(tmp_path: Path) -> None:
-    env = clean_environment(TESSERA_XMTP_STATE_KEY=at_rest.new_key_hex())
+    env = clean_environment()
     with serving(tmp_path) as server:
         alice, bob, carol = (Person(tmp_path, name, env) for name in ("alice", "bob", "carol"))
         for person in (alice, bob, carol):

@@ -21,7 +21,7 @@ def _stored(member: Member, name: str) -> bytes | None:
 
 def _opens(member: Member, name: str, sealed: bytes) -> bool:
     try:
-        erasable.open_sealed(member.app.db.path, SEALER.load_key(), SEALER.label, name, sealed)
+        erasable.open_sealed(member.app.db.path, SEALER.load_key(member.app.db), SEALER.label, name, sealed)
     except erasable.KeyGone:
         return False
     return True

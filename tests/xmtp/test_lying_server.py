@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import threading
 import time
@@ -230,7 +229,7 @@ def test_a_welcome_cursor_the_server_does_not_know_restarts_the_welcomes(
 
 
 def _tessera(member: Member, *args: str) -> subprocess.CompletedProcess[str]:
-    env = clean_environment(TESSERA_XMTP_STATE_KEY=os.environ["TESSERA_XMTP_STATE_KEY"])
+    env = clean_environment()
     return subprocess.run(
         [*TESSERA, "--db", member.app.db.path, *args], capture_output=True, text=True, env=env, timeout=120
     )

@@ -138,7 +138,9 @@ def _described(app: contract.App, rows: list[dict]) -> list[dict]:
     return rows
 
 
-_NO_KEY_NOTE = "names, descriptions and relays are in the sealed group state: set TESSERA_MARMOT_STATE_KEY to see them"
+_NO_KEY_NOTE = (
+    "names, descriptions and relays are in the sealed group state: give the database its key file to see them"
+)
 
 
 def _profile(state: ProtocolState, gid: str) -> dict[str, Any]:

@@ -1,14 +1,16 @@
 """The at-rest key for group state: where it comes from.
 
 Group state holds every secret of our membership, so it is never stored in
-the clear.  The user supplies a 32-byte key as 64 hex characters, either in
-``TESSERA_MARMOT_STATE_KEY`` or in a file named by
-``TESSERA_MARMOT_STATE_KEY_FILE``; :mod:`.store` seals every value with it
-(the shared :mod:`protocols.libraries.at_rest` does the sealing and the reading).
+the clear.  Its key is derived from the database's one secret (the key file,
+see :mod:`core.keys`); ``TESSERA_MARMOT_STATE_KEY`` (64 hex characters) or a
+file named by ``TESSERA_MARMOT_STATE_KEY_FILE`` are deprecated, still used
+when set; :mod:`.store` seals every value with the key (the shared
+:mod:`protocols.libraries.at_rest` does the sealing and the reading).
 """
 
 from __future__ import annotations
 
+from core import contract
 from protocols.libraries import at_rest
 from protocols.marmot.errors import StateKeyInvalid, StateKeyMissing, StateKeyWrong
 
@@ -27,14 +29,14 @@ SEALER = at_rest.Sealer(
 MISSING = SEALER.missing_message
 
 
-def configured() -> bool:
-    """True when a key is configured (it may still be malformed)."""
-    return SEALER.configured()
+def configured(db: contract.Database | None = None) -> bool:
+    """True when a key is configured for ``db`` (it may still be malformed)."""
+    return SEALER.configured(db)
 
 
-def load_key() -> bytes:
-    """The configured 32-byte key; raises a StateKeyError saying what to set or fix."""
-    return SEALER.load_key()
+def load_key(db: contract.Database | None = None) -> bytes:
+    """The 32-byte key of ``db``'s group state; raises a StateKeyError saying what to set or fix."""
+    return SEALER.load_key(db)
 
 
 new_key_hex = at_rest.new_key_hex

@@ -197,7 +197,7 @@ class SealedValues:
     @property
     def key(self) -> bytes:
         if self._key is None:
-            self._key = load_key()
+            self._key = load_key(self.state.db)
         return self._key
 
     def raw(self, name: str) -> bytes | None:
