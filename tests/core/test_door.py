@@ -83,7 +83,7 @@ def test_the_door_processes_items_as_the_tick_does(make_app):
 def _bad_intent(ctx: contract.Context, envelope: Envelope) -> Result:
     """Appends its event, then fails applying an intent the core does not know: the savepoint must undo it."""
     item = envelope.payload
-    return Result(events=[ledger.deposited(item["id"], item["account"], 1)], intents=[object()])
+    return Result(events=[ledger.deposited(item["id"], item["account"], 1)], intents=[object()])  # type: ignore[list-item]
 
 
 def test_a_failing_item_rolls_back_alone_inside_the_doors_batch(make_app):

@@ -6,11 +6,14 @@ and a forged answer never taken."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import pytest
 
+from core import contract
+from core.queues import WorkItem
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.transport import prepare_stage, prepared
@@ -89,8 +92,8 @@ def test_forged_answers_on_the_items_change_nothing(marmot_app, monkeypatch) -> 
     sim = stream()
     app = joined(marmot_app, sim)
 
-    def forging(runtime: object, items: list) -> list:
-        forged = []
+    def forging(runtime: contract.Runtime, items: Sequence[WorkItem]) -> list[prepared.Answer | None]:
+        forged: list[prepared.Answer | None] = []
         for item in items:
             try:
                 event = json.loads(item.blob)
