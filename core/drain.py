@@ -92,8 +92,9 @@ def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: in
 
 def _prepared_incoming(rt: Runtime, most: int) -> dict[int, queues.WorkItem]:
     """The batch's prepare stage: the next ``most`` incoming items as their protocols' prepare stages left
-    them, by row id (none read when no protocol declares a stage)."""
-    if not any(protocol.prepare is not None for protocol in rt.registry.protocols.values()):
+    them, by row id (none read when no protocol declares a stage worth running on ``most`` items)."""
+    stages = (protocol.prepare for protocol in rt.registry.protocols.values())
+    if not any(stage is not None and stage.least <= most for stage in stages):
         return {}
     with rt.db.read():
         items = queues.oldest_incoming_items(rt.db, most)

@@ -102,8 +102,8 @@ def prepare(rt: Runtime, items: Sequence[WorkItem]) -> list[WorkItem]:
     """``items`` carrying what their protocols' prepare stages made of them (``WorkItem.prepared``), in order.
 
     The pipeline's first stage (:class:`core.protocol.PrepareStage`): it runs outside any transaction, once
-    per protocol for that protocol's items of the batch.  Items of a protocol with no stage come back as
-    they were; so do all of a stage's items when it fails (its results are hints: the items are then
+    per protocol for that protocol's items of the batch.  Items of a protocol with no stage, or fewer than
+    its stage's ``least``, come back as they were; so do all of a stage's items when it fails (its results are hints: the items are then
     handled without them, logged at WARNING).
     """
     positions: dict[str, list[int]] = defaultdict(list)
@@ -112,7 +112,7 @@ def prepare(rt: Runtime, items: Sequence[WorkItem]) -> list[WorkItem]:
     ready = list(items)
     for name, chosen in positions.items():
         protocol = rt.registry.protocols.get(name)
-        if protocol is None or protocol.prepare is None:
+        if protocol is None or protocol.prepare is None or len(chosen) < protocol.prepare.least:
             continue  # an unknown protocol is parked by process_item, with its reason
         for position, result in zip(chosen, _prepared(rt, protocol, [items[p] for p in chosen]), strict=True):
             if result is not None:

@@ -138,10 +138,14 @@ class PrepareStage:
             (it may read in its own), and may return None for any item (nothing prepared).
         decode: ``decode(blob, prepared) -> Envelope``: the protocol's decoder given an item's prepared
             result (a signature checked ahead, say); None: items are decoded as usual.
+        least: the fewest items worth preparing (starting workers costs more than a few items save): a
+            smaller batch is not prepared, and the tick does not read its incoming rows ahead for
+            micro-batches (``batch_items``) smaller than this.
     """
 
     batch: Preparer
     decode: PreparedDecoder | None = None
+    least: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
 
 def _projectors(projectors: Iterable[ProjectorLike]) -> tuple[ProjectorLike, ...]:

@@ -101,8 +101,9 @@ class GroupReader:
         run_alone: Callable[[Sequence[ServerMessage]], None],
     ) -> bool:
         """Record ``page``: what the helper opened in one transaction (each payload through
-        ``process_one``, with what the helper decrypted it to), the rest, or all of it when the helper's work does not fit, through
-        ``run_alone``.  Whether the helper must be seeded again before the next page."""
+        ``process_one``, with what the helper decrypted it to), the rest, or all of it when the helper's
+        work does not fit, through ``run_alone``.  Whether the helper must be seeded again before the next
+        page."""
         began = time.perf_counter()
         try:
             found = opened.result() if opened is not None else None

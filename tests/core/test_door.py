@@ -137,8 +137,8 @@ class Squaring:
     """A "ledger" whose ``square`` items deposit their amount squared: the stage squares ahead; the handler
     takes a result only for its own entry and database, and squares by itself otherwise."""
 
-    def __init__(self, *, forge: bool = False, fail: bool = False, short: bool = False):
-        self.forge, self.fail, self.short = forge, fail, short
+    def __init__(self, *, forge: bool = False, fail: bool = False, short: bool = False, least: int = 1):
+        self.forge, self.fail, self.short, self.least = forge, fail, short, least
         self.prepared_batches: list[int] = []
         self.taken: list[str] = []
         self.squared_by_handler: list[str] = []
@@ -190,7 +190,7 @@ class Squaring:
                 ledger.decode,
                 handlers={**base.handlers, "square": self.handle},
                 projectors=base.projectors,
-                prepare=PrepareStage(batch=self.batch, decode=self.decode),
+                prepare=PrepareStage(batch=self.batch, decode=self.decode, least=self.least),
             )
         )
 
@@ -225,6 +225,21 @@ def test_the_tick_runs_the_prepare_stage_on_its_incoming_batches(make_app):
     run_until_idle(app.runtime)
     assert squaring.prepared_batches == [4] and squaring.taken == ["s1", "s2", "s3", "s4"]
     assert ledger_balances(app) == {"a": 30}
+
+
+def test_a_batch_smaller_than_the_stages_least_is_not_prepared(make_app, settings):
+    squaring = Squaring(least=5)
+    app = make_app([squaring.plugin()], ["ledger"])
+    with app.runtime.door() as door:
+        door.process_all(_items(*SQUARES))  # 4 items
+    push(app, *(wire("square", f"t{n}", "b", n) for n in range(1, 7)))
+    run_until_idle(app.runtime)  # a micro-batch of up to batch_items (256): 6 items, all prepared
+    small = attrs.evolve(settings, batch_items=4)
+    other = make_app([squaring.plugin()], ["ledger"], app_settings=small)
+    push(other, *SQUARES)
+    run_until_idle(other.runtime)  # micro-batches of 4: fewer than least, the rows are not even read ahead
+    assert squaring.prepared_batches == [6]
+    assert squaring.taken == [f"t{n}" for n in range(1, 7)]
 
 
 def test_an_item_retried_from_deferred_is_handled_without_a_prepared_result(make_app):
