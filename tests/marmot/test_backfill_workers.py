@@ -107,7 +107,7 @@ def test_forged_answers_on_the_items_change_nothing(marmot_app, monkeypatch) -> 
 
     protocol = app.runtime.registry.protocols["marmot"]
     assert protocol.prepare is not None and protocol.prepare.batch is prepare_stage.stage
-    forged_stage = attrs.evolve(protocol.prepare, batch=forging)
+    forged_stage = attrs.evolve(protocol.prepare, batch=forging, least=1)  # the stream is a small batch
     monkeypatch.setitem(app.runtime.registry.protocols, "marmot", attrs.evolve(protocol, prepare=forged_stage))
     report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": sim.lines}).result
     assert report.prepared_ahead > 0
