@@ -196,7 +196,7 @@ def backfill_rate(path: str, gid: str, events: list[dict[str, Any]], workers: in
     if workers:
         prepared.WORKERS.close()
         started = time.perf_counter()
-        prepared.WORKERS.prepare(lines[:workers], [], workers)  # spawns the pool: once per process
+        prepared.WORKERS.prepare(lines[:workers], {}, workers)  # spawns the pool: once per process
         start_s = time.perf_counter() - started
     app = open_ours(path, env={BACKFILL_WORKERS: str(workers)})
     try:

@@ -2,7 +2,7 @@
 
 Lives here: connections and transactions (``db``), records (``records``), the
 event log (``eventlog``), the pipeline and drain steps (``pipeline``,
-``drain``), queues and waits (``queues``, ``recheck``), intents, blobs, kv,
+``drain``), the pipeline's door for items plugins bring (``door``), queues and waits (``queues``, ``recheck``), intents, blobs, kv,
 leases, settings, errors, the hook specifications (``hookspecs``), the
 registration records (``protocol``), the plugin manager (``plugins``) and the
 opened application (``app``).

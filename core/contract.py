@@ -22,7 +22,7 @@ A plugin's own per-database objects come through :meth:`App.service` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from typing import Protocol as TypingProtocol
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
     from core.clock import Clock
     from core.kv import KV
+    from core.leases import Lease
+    from core.pipeline import Outcome
     from core.queues import WorkItem
     from core.records import StoredEvent
     from core.runtime import CommandOutcome
@@ -137,11 +139,41 @@ class Context(TypingProtocol):
     @property
     def state(self) -> ProtocolState: ...
 
+    @property
+    def prepared(self) -> Any:
+        """What the protocol's prepare stage made of the item ahead of its handling, or None: a hint that
+        the handler checks against what it holds before taking it (:class:`core.protocol.PrepareStage`)."""
+
     def event(self, protocol: str, event_id: bytes) -> StoredEvent | None: ...
 
     def knows_any(self, protocol: str, *event_ids: bytes) -> bool: ...
 
     def arrivals_behind(self) -> int | None: ...
+
+
+class Door(TypingProtocol):
+    """The pipeline's door (:class:`core.door.Door`, from ``runtime.door()``): items a plugin brings itself
+    (a backfill, a sync), processed now, in the order given, exactly as the tick would process them."""
+
+    def prepare(self, items: Sequence[WorkItem]) -> list[WorkItem]:
+        """``items`` carrying their protocols' prepare-stage results (run outside any transaction)."""
+
+    def process(self, item: WorkItem) -> Outcome:
+        """Handle ``item`` and dispose of it as the tick would, in the door's micro-batch (or in the
+        caller's write transaction when it holds one)."""
+
+    def attempt(self, item: WorkItem, disposes: Callable[[BaseException], bool]) -> Outcome | None:
+        """:meth:`process`, but a failing item is disposed of only when ``disposes(failure)``; else None."""
+
+    def process_all(self, items: Iterable[WorkItem]) -> list[Outcome]:
+        """Prepare ``items`` as one batch, then process them in order."""
+
+    def commit(self) -> None:
+        """Commit what the door's micro-batch holds now."""
+
+    def __enter__(self) -> Door: ...
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None: ...
 
 
 class Runtime(TypingProtocol):
@@ -161,6 +193,9 @@ class Runtime(TypingProtocol):
     ) -> Context: ...
 
     def run_command(self, name: str, params: Mapping[str, Any] | None = None) -> CommandOutcome: ...
+
+    def door(self, *, lease: Lease | None = None) -> Door:
+        """The pipeline's door for items a plugin brings itself (see :class:`Door`)."""
 
     def subscribe(
         self, event_type: str, callback: Callable[[StoredEvent], None], *, protocol: str | None = None
@@ -193,4 +228,4 @@ class App(TypingProtocol):
     def close(self) -> None: ...
 
 
-__all__ = ["App", "Bindings", "Connection", "Context", "Database", "Runtime"]
+__all__ = ["App", "Bindings", "Connection", "Context", "Database", "Door", "Runtime"]

@@ -17,7 +17,7 @@ from core.batch import MicroBatch
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.leases import Lease
-from core.pipeline import Outcome, Unisolated, count_outcome, process_item
+from core.pipeline import Outcome, Unisolated, count_outcome, prepare, process_item
 from core.records import OutcomeKind
 from core.runtime import Runtime
 
@@ -68,10 +68,16 @@ def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: in
     settings = rt.db.settings
     most = settings.batch_items if limit is None else max(1, min(limit, settings.batch_items))
     outcomes: list[Outcome] = []
+    ahead = _prepared_incoming(rt, most)
 
     def next_item() -> Outcome | None:
         item = queues.oldest_incoming(rt.db)
-        return None if item is None else process_item(rt, item, rt.clock.now_ms())
+        if item is None:
+            return None
+        prepared = ahead.get(item.source_id)
+        if prepared is not None and prepared.blob == item.blob:  # the very row that was prepared
+            item = prepared
+        return process_item(rt, item, rt.clock.now_ms())
 
     with MicroBatch(rt.db, max_items=most, on_begin=lambda: _fence(rt, lease, rt.clock.now_ms())) as batch:
         while True:
@@ -82,6 +88,17 @@ def process_incoming_batch(rt: Runtime, lease: Lease | None = None, *, limit: in
             if not batch.open or queues.work_scheduled(rt.db) or recheck.released_arrival_waits(rt.db):
                 break
     return outcomes
+
+
+def _prepared_incoming(rt: Runtime, most: int) -> dict[int, queues.WorkItem]:
+    """The batch's prepare stage: the next ``most`` incoming items as their protocols' prepare stages left
+    them, by row id (none read when no protocol declares a stage worth running on ``most`` items)."""
+    stages = (protocol.prepare for protocol in rt.registry.protocols.values())
+    if not any(stage is not None and stage.least <= most for stage in stages):
+        return {}
+    with rt.db.read():
+        items = queues.oldest_incoming_items(rt.db, most)
+    return {item.source_id: item for item in prepare(rt, items) if item.prepared is not None}
 
 
 OnOutcome = Callable[[Outcome], None]

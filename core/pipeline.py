@@ -1,4 +1,7 @@
-"""The item pipeline: one wire blob -> decode -> handler -> apply -> dispose.
+"""The item pipeline: wire blobs -> prepare (a batch at a time) -> decode -> handler -> apply -> dispose.
+
+``prepare`` runs a protocol's prepare stage (:class:`core.protocol.PrepareStage`) over a batch of
+items before any transaction; its results travel with the items to the decoder and the handler.
 
 ``process_item`` runs inside the caller's write transaction (the tick opens
 one per micro-batch of items, or one per item).  Decoding, handling and applying run in a savepoint, so a
@@ -29,6 +32,9 @@ partition's oldest waits (:func:`core.recheck.hold_to_budget`), counted under
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
 
 import apsw
 import attrs
@@ -45,8 +51,9 @@ from core.errors import (
     TransactionError,
     TransientError,
 )
+from core.protocol import Protocol
 from core.queues import WorkItem
-from core.records import Blocked, ItemSource, OutcomeKind, Result, StoredEvent
+from core.records import Blocked, Envelope, ItemSource, OutcomeKind, Result, StoredEvent
 from core.runtime import Runtime
 from core.status import COUNTER_PREFIX
 
@@ -89,6 +96,48 @@ class _Handled:
 class Unisolated(Exception):
     """An item handled without its savepoint failed: the caller rolls its transaction back and handles the
     item again with isolation, which disposes of the failure (see :func:`process_item`)."""
+
+
+def prepare(rt: Runtime, items: Sequence[WorkItem]) -> list[WorkItem]:
+    """``items`` carrying what their protocols' prepare stages made of them (``WorkItem.prepared``), in order.
+
+    The pipeline's first stage (:class:`core.protocol.PrepareStage`): it runs outside any transaction, once
+    per protocol for that protocol's items of the batch.  Items of a protocol with no stage, or fewer than
+    its stage's ``least``, come back as they were; so do all of a stage's items when it fails (its results are hints: the items are then
+    handled without them, logged at WARNING).
+    """
+    positions: dict[str, list[int]] = defaultdict(list)
+    for position, item in enumerate(items):
+        positions[item.protocol].append(position)
+    ready = list(items)
+    for name, chosen in positions.items():
+        protocol = rt.registry.protocols.get(name)
+        if protocol is None or protocol.prepare is None or len(chosen) < protocol.prepare.least:
+            continue  # an unknown protocol is parked by process_item, with its reason
+        for position, result in zip(chosen, _prepared(rt, protocol, [items[p] for p in chosen]), strict=True):
+            if result is not None:
+                ready[position] = attrs.evolve(items[position], prepared=result)
+    return ready
+
+
+def _prepared(rt: Runtime, protocol: Protocol, items: list[WorkItem]) -> Sequence[Any]:
+    assert protocol.prepare is not None
+    try:
+        results = protocol.prepare.batch(rt, items)
+    except (StorageUnavailable, ConfigurationError):
+        raise  # not the stage's failure: the work stops, as it would in the items' own transactions
+    except Exception:
+        log.warning("the %s prepare stage failed; its items are handled without it", protocol.name, exc_info=True)
+        return [None] * len(items)
+    if len(results) != len(items):
+        log.warning(
+            "the %s prepare stage gave %d results for %d items; they are handled without them",
+            protocol.name,
+            len(results),
+            len(items),
+        )
+        return [None] * len(items)
+    return results
 
 
 def process_item(rt: Runtime, item: WorkItem, now_ms: int, *, isolated: bool = True) -> Outcome:
@@ -191,7 +240,7 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
     if len(item.blob) > limit:
         raise PermanentError(f"item is {len(item.blob)} bytes; the limit is {limit} (TESSERA_MAX_ITEM_BYTES)")
     protocol = rt.registry.protocol(item.protocol)
-    envelope = protocol.decode(item.blob) if item.decoded is None else item.decoded
+    envelope = _decoded(protocol, item)
     decoded.append(envelope.partition_key)
     if (
         envelope.partition_key
@@ -212,6 +261,17 @@ def _handle(rt: Runtime, item: WorkItem, now_ms: int, decoded: list[str]) -> _Ha
         )
     events = rt.apply(protocol.name, result, now_ms)
     return _Handled(result, envelope.partition_key, tuple(events))
+
+
+def _decoded(protocol: Protocol, item: WorkItem) -> Envelope:
+    """The item's envelope: as its caller decoded it, or through the prepare stage's decoder with the item's
+    prepared result, or by the protocol's decoder."""
+    if item.decoded is not None:
+        return item.decoded
+    stage = protocol.prepare
+    if item.prepared is not None and stage is not None and stage.decode is not None:
+        return stage.decode(item.blob, item.prepared)
+    return protocol.decode(item.blob)
 
 
 def _dispose(rt: Runtime, item: WorkItem, handled: _Handled, now_ms: int) -> Outcome:

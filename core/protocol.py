@@ -17,9 +17,10 @@ import attrs
 from core.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from core import contract
     from core.leases import Lease
     from core.pipeline import Outcome
-    from core.queues import OutgoingItem
+    from core.queues import OutgoingItem, WorkItem
     from core.records import Blocked, Envelope, OutcomeKind, Result, StoredEvent
     from core.runtime import Context, Runtime
 
@@ -40,6 +41,10 @@ Handler = Callable[["Context", "Envelope"], "Result | Blocked"]
 CommandFn = Callable[["Context", dict[str, Any]], Any]
 #: ``upcast(data) -> data``: one payload version to the next.
 Upcaster = Callable[[EventData], EventData]
+#: ``prepare(runtime, items) -> results``: one result per item, in order (None: nothing prepared for it).
+Preparer = Callable[["contract.Runtime", Sequence["WorkItem"]], Sequence[Any]]
+#: ``decode(blob, prepared) -> Envelope``: the decoder, given what the prepare stage made of ``blob``.
+PreparedDecoder = Callable[[bytes, Any], "Envelope"]
 
 
 class Rows(TypingProtocol):
@@ -116,6 +121,33 @@ class Command:
     description: str = ""
 
 
+@attrs.frozen
+class PrepareStage:
+    """A protocol's prepare stage: work on a batch of items that needs no transaction (signature checks,
+    opening envelopes, decrypting ahead), done before the items are handled, possibly in worker processes.
+
+    Its results travel with the items (``WorkItem.prepared``) to the decoder and the handler
+    (``ctx.prepared``); the pure step stays pure.  A prepared result is a hint, never a verdict: whoever
+    takes it checks it against what it holds (the blob, the state at that point) and does the work itself
+    when it does not fit, so a wrong, stale or missing result changes the time an item takes, never its
+    outcome.  The tick runs the stage on each micro-batch of incoming items; the door
+    (:class:`core.door.Door`) on the items a plugin brings it.
+
+    Attributes:
+        batch: ``batch(runtime, items) -> results``, one per item in order; runs outside any transaction
+            (it may read in its own), and may return None for any item (nothing prepared).
+        decode: ``decode(blob, prepared) -> Envelope``: the protocol's decoder given an item's prepared
+            result (a signature checked ahead, say); None: items are decoded as usual.
+        least: the fewest items worth preparing (starting workers costs more than a few items save): a
+            smaller batch is not prepared, and the tick does not read its incoming rows ahead for
+            micro-batches (``batch_items``) smaller than this.
+    """
+
+    batch: Preparer
+    decode: PreparedDecoder | None = None
+    least: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+
+
 def _projectors(projectors: Iterable[ProjectorLike]) -> tuple[ProjectorLike, ...]:
     return tuple(projectors)
 
@@ -137,6 +169,7 @@ class Protocol:
             ``tessera ingest`` batch, one relay answer) are queued, e.g. their authors' time; it must
             accept any bytes (a blob it cannot read sorts anywhere, the decoder refuses it later).
             None keeps the order they came in.
+        prepare: the protocol's prepare stage (:class:`PrepareStage`), or None when it has none.
     """
 
     name: str = attrs.field(validator=_protocol_name)
@@ -148,6 +181,7 @@ class Protocol:
     upcasters: Mapping[tuple[str, int], Upcaster] = attrs.field(factory=dict)
     description: str = ""
     arrival_order: Callable[[bytes], Any] | None = None
+    prepare: PrepareStage | None = None
 
 
 @attrs.define

@@ -35,6 +35,9 @@ class WorkItem:
         decoded: what the protocol's ``decode`` gives for ``blob``, when the caller made ``blob`` from it
             (a plugin's own catch-up), so the pipeline does not parse it again; ``blob`` is still what is
             kept if the item is retried or parked.
+        prepared: what the protocol's prepare stage made of ``blob`` ahead of its handling
+            (:class:`core.protocol.PrepareStage`), for its decoder and its handler (``ctx.prepared``);
+            None: nothing was prepared.  Never stored: a retried or woken item is prepared again or not at all.
     """
 
     protocol: str
@@ -45,6 +48,7 @@ class WorkItem:
     first_failed_at_ms: int | None = None
     partition_key: str = ""
     decoded: Envelope | None = attrs.field(default=None, eq=False, repr=False)
+    prepared: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 # --- incoming ---------------------------------------------------------------
@@ -79,6 +83,17 @@ def oldest_incoming(db: Database) -> WorkItem | None:
     if row is None:
         return None
     return WorkItem(protocol=row[1], blob=row[2], source=ItemSource.INCOMING, source_id=row[0])
+
+
+_OLDEST_INCOMING_ITEMS = "SELECT id, protocol, blob FROM incoming ORDER BY id LIMIT ?"
+
+
+def oldest_incoming_items(db: contract.Database, limit: int) -> list[WorkItem]:
+    """The ``limit`` oldest ``incoming`` items, oldest first, left in place (what the tick prepares ahead)."""
+    return [
+        WorkItem(protocol=row[1], blob=row[2], source=ItemSource.INCOMING, source_id=row[0])
+        for row in db.all(_OLDEST_INCOMING_ITEMS, (limit,))
+    ]
 
 
 def has_incoming(db: Database) -> bool:

@@ -47,6 +47,8 @@ from core.state import ProtocolState
 if TYPE_CHECKING:
     import apsw
 
+    from core.door import Door
+
 log = logging.getLogger("tessera.runtime")
 
 Subscriber = Callable[[StoredEvent], None]
@@ -66,6 +68,8 @@ class Context:
         attempts: how often this item was tried or rechecked before (0 for
             commands and first tries), so a handler can give up on its own terms.
         item: the work item being handled (None for commands).
+        prepared: what the protocol's prepare stage made of the item ahead of its handling
+            (:class:`core.protocol.PrepareStage`), or None: a hint the handler checks before it takes it.
     """
 
     __slots__ = ("attempts", "item", "now_ms", "protocol", "runtime")
@@ -88,6 +92,10 @@ class Context:
     @property
     def kv(self) -> KV:
         return self.runtime.kv
+
+    @property
+    def prepared(self) -> Any:
+        return None if self.item is None else self.item.prepared
 
     @property
     def state(self) -> ProtocolState:
@@ -154,6 +162,12 @@ class Runtime:
     def service(self, kind: type[S]) -> S:
         """The service object of type ``kind`` a plugin opened for this database (``open_service``)."""
         return self.services.get(kind)
+
+    def door(self, *, lease: Lease | None = None) -> Door:
+        """The pipeline's door for items a plugin brings itself (a backfill, a sync): see :mod:`core.door`."""
+        from core.door import Door  # the door runs the pipeline, which runs on this module
+
+        return Door(self, lease=lease)
 
     # --- contexts and commands ----------------------------------------------
 

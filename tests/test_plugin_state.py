@@ -51,8 +51,6 @@ ALLOWED = {
     ("protocols/libraries/mls/group/snapshot_tree.py", "RECENT_TREES"): (
         "a bounded memo of a pure codec (ratchet tree <-> its encoding), keyed by the content itself"
     ),
-    ("protocols/marmot/wire/nostr.py", "VERIFIED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
-    ("protocols/marmot/wire/outer.py", "OPENED_AHEAD"): "decrypt-ahead slot; issue 33 part 3 (prepare stage)",
 }
 
 

@@ -30,13 +30,13 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_protocol() -> Protocol:
-    from core.protocol import Command, Protocol
+    from core.protocol import Command, PrepareStage, Protocol
     from protocols.marmot import facts
     from protocols.marmot.commands import account, groups, messages
     from protocols.marmot.commands import welcomes as invitations
     from protocols.marmot.processing import handlers, welcomes
     from protocols.marmot.read import projectors
-    from protocols.marmot.transport import ingest
+    from protocols.marmot.transport import ingest, prepare_stage, prepared
     from protocols.marmot.wire import nostr
 
     return Protocol(
@@ -44,6 +44,10 @@ def register_protocol() -> Protocol:
         package="protocols.marmot",
         decode=handlers.decode,
         arrival_order=nostr.arrival_order,
+        # Signatures and envelopes checked in worker processes ahead of the writer (transport/prepared.py).
+        prepare=PrepareStage(
+            batch=prepare_stage.stage, decode=handlers.decode_prepared, least=prepared.LEAST_FOR_WORKERS
+        ),
         handlers={handlers.GROUP_EVENT: handlers.handle_group_event, welcomes.GIFT_WRAP: welcomes.handle_gift_wrap},
         commands={
             "identity_new": Command(account.command_identity_new, description="create this database's account"),

@@ -2,16 +2,25 @@
 
 :mod:`protocols.libraries.mls.ahead` runs the engine over the next page while this
 process records the current one.  Here a page the helper opened is recorded
-in one transaction: each payload goes through the core pipeline as always,
-carrying what the helper made of it (:class:`AheadSlot`); the handler records
-the helper's plaintext instead of decrypting, and the page stages the state
-the helper ended with once, before COMMIT.  Every payload is checked against
-what the helper did with it; at the first that went otherwise (the handler
-decrypted it itself, dropped what the helper decrypted, or the item failed),
+in one transaction: each payload goes through the core's door as always,
+carrying what the helper made of it as its prepared result (``WorkItem.prepared``,
+a :class:`~protocols.libraries.mls.ahead.Decrypted`, which the handler finds in
+``ctx.prepared``); the handler records the helper's plaintext instead of
+decrypting, and the page stages the state the helper ended with once, before
+COMMIT.  Every payload is checked against what the helper did with it; at the
+first that went otherwise (the handler decrypted it itself, dropped what the
+helper decrypted, or the item failed),
 the page's transaction rolls back whole and the page is handled the usual
 way, without the helper, which is then seeded again from the state this
 process committed.  So what is stored is what handling the page alone would
 have stored.
+
+Why this is XMTP's own and not a :class:`core.protocol.PrepareStage`: the
+helper works on a chain of states, page after page, each decrypted on the state
+the page before it left, and its results hold only if the writer adopts the
+helper's state at the end of each page; a batch stage the core may run on any
+items, in any transaction, could not keep that promise.  What the core's
+contract gives it is the rest: the door, and a result that travels on its item.
 
 Set ``TESSERA_XMTP_DECRYPT_AHEAD=0`` to handle every page in this process.
 """
@@ -26,14 +35,13 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from typing import TYPE_CHECKING
 
-import attrs
-
 from core import contract
 from core.batch import MicroBatch
 from core.pipeline import Outcome
 from core.records import OutcomeKind
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
+from protocols.xmtp import facts
 from protocols.xmtp.rereading import Suspect
 from protocols.xmtp.settings import DECRYPT_AHEAD
 from protocols.xmtp.state import Vault
@@ -49,14 +57,8 @@ ENV = DECRYPT_AHEAD.env_key
 HELPER = DecryptAhead()
 
 
-@attrs.define
-class AheadSlot:
-    """What the helper made of one payload, handed to the handler with it.
-
-    ``took`` is the handler's receipt: it recorded ``decrypted`` and left the group state to the page."""
-
-    decrypted: Decrypted | None
-    took: bool = False
+#: ``process_one(message, decrypted)``: one payload through the door, with what the helper made of it.
+ProcessOne = Callable[[ServerMessage, Decrypted | None], Outcome | None]
 
 
 class _Diverged(Exception):
@@ -95,12 +97,13 @@ class GroupReader:
         topic: str,
         page: Page,
         opened: Future[OpenedPage] | None,
-        process_one: Callable[[ServerMessage], Outcome | None],
+        process_one: ProcessOne,
         run_alone: Callable[[Sequence[ServerMessage]], None],
     ) -> bool:
         """Record ``page``: what the helper opened in one transaction (each payload through
-        ``process_one``), the rest, or all of it when the helper's work does not fit, through
-        ``run_alone``.  Whether the helper must be seeded again before the next page."""
+        ``process_one``, with what the helper decrypted it to), the rest, or all of it when the helper's
+        work does not fit, through ``run_alone``.  Whether the helper must be seeded again before the next
+        page."""
         began = time.perf_counter()
         try:
             found = opened.result() if opened is not None else None
@@ -126,7 +129,7 @@ class GroupReader:
         self,
         chunk: Sequence[ServerMessage],
         found: OpenedPage,
-        process_one: Callable[[ServerMessage], Outcome | None],
+        process_one: ProcessOne,
     ) -> bool:
         db = self.runtime.db
         vault = Vault.of_runtime(self.runtime)
@@ -137,16 +140,24 @@ class GroupReader:
             # in the middle would store keys the helper's state has already used, or lose ones it needs.
             with MicroBatch(db, max_items=len(chunk) + 1, max_ms=3_600_000) as batch:
                 for message, decrypted in zip(chunk, found.messages, strict=True):
-                    slot = AheadSlot(decrypted)
-                    outcome = batch.run(partial(process_one, attrs.evolve(message, ahead=slot)), isolated=False)
-                    recorded = slot.took and outcome is not None and outcome.kind is OutcomeKind.HANDLED
-                    if recorded != (decrypted is not None) or vault.state.staged(name) is not None:
+                    outcome = batch.run(partial(process_one, message, decrypted), isolated=False)
+                    # The handler recorded the helper's plaintext exactly when it recorded a message and
+                    # left the group state alone (it stages a state only when it decrypted by itself).
+                    if _recorded(outcome) != (decrypted is not None) or vault.state.staged(name) is not None:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
         except (_Diverged, Suspect):
             return False  # a payload that failed is handled alone too: the page stops before it (.rereading)
         return True
+
+
+def _recorded(outcome: Outcome | None) -> bool:
+    return (
+        outcome is not None
+        and outcome.kind is OutcomeKind.HANDLED
+        and any(event.type == facts.MESSAGE_RECORDED for event in outcome.events)
+    )
 
 
 def reader_for(runtime: contract.Runtime, topic: str, first: Page) -> GroupReader | None:

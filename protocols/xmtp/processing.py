@@ -56,19 +56,19 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     group = queries.group(ctx.db, message.group_id)
     if group is None or group.membership is not Membership.ALLOWED or not group.active:
         return Result()  # not a group we read (declined, left, or unknown): nothing to record
-    if message.message_type not in (APPLICATION, COMMIT) or (
-        not _opened_ahead(message) and _already_processed(ctx, message)
-    ):
+    digest = hashlib.sha256(message.payload).digest()
+    ahead = _decrypted_ahead(ctx, message, digest)
+    if message.message_type not in (APPLICATION, COMMIT) or (ahead is None and _already_processed(ctx, message)):
         return Result(duplicate=message.message_type in (APPLICATION, COMMIT))
     vault = Vault.in_context(ctx)
     state = vault.group(message.group_id)
     _check_epoch_chain(state, message)
-    own = queries.intent_by_hash(ctx.db, message.group_id, hashlib.sha256(message.payload).digest())
+    own = queries.intent_by_hash(ctx.db, message.group_id, digest)
     if own is not None:
         return _own(ctx, vault, state, message, own)
     if message.message_type == COMMIT:
         return _foreign_commit(ctx, vault, state, message)
-    return _application(ctx, vault, state, message)
+    return _application(ctx, vault, state, message, ahead)
 
 
 def _check_epoch_chain(state: mls.GroupState, message: ServerMessage) -> None:
@@ -98,10 +98,14 @@ def refusal(message: ServerMessage, exc: mls.MlsError) -> PayloadUnreadable:
     return PayloadUnreadable(text)
 
 
-def _opened_ahead(message: ServerMessage) -> bool:
-    """The helper process decrypted it from our committed state, in which the key of every message we
-    recorded is used up: so it is not one we recorded, and the lookup can be spared."""
-    return message.ahead is not None and message.ahead.decrypted is not None
+def _decrypted_ahead(ctx: contract.Context, message: ServerMessage, digest: bytes) -> Decrypted | None:
+    """What the decrypt-ahead helper made of this very payload (:mod:`.ahead`: the item's prepared result),
+    or None.  It decrypted it from our committed state, in which the key of every message we recorded is
+    used up: so it is not one we recorded, and the lookup of the facts can be spared."""
+    found = ctx.prepared
+    if isinstance(found, Decrypted) and found.payload_digest == digest and found.epoch == message.epoch:
+        return found
+    return None
 
 
 def _already_processed(ctx: contract.Context, message: ServerMessage) -> bool:
@@ -131,7 +135,9 @@ def _ms(message: ServerMessage) -> int:
     return message.server_timestamp_us // 1000
 
 
-def _application(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+def _application(
+    ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage, ahead: Decrypted | None
+) -> Result:
     if message.epoch < state.epoch and message.epoch < queries.joined_epoch(ctx.db, message.group_id):
         # Sent before we joined: a welcome's group is read from the start of its history, since what the
         # others sent in our first epoch may be stored before our welcome; what is older was never ours to read.
@@ -140,10 +146,9 @@ def _application(ctx: contract.Context, vault: Vault, state: mls.GroupState, mes
         # Every member is where we are at this point of server order, so nobody can read it; its sender
         # ends its intent in ERROR when it reads it back (_own).  An older build of one of ours ends here too.
         return Result()
-    slot = message.ahead
     received: mls.ApplicationReceived | Decrypted
-    if slot is not None and slot.decrypted is not None:
-        received = slot.decrypted  # the helper process decrypted it on its copy of this state (.ahead)
+    if ahead is not None:
+        received = ahead  # the helper process decrypted it on its copy of this state (.ahead)
     else:
         try:
             processed = mls.process_message(state, message.payload)
@@ -160,9 +165,7 @@ def _application(ctx: contract.Context, vault: Vault, state: mls.GroupState, mes
         return Result()
     event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, members.address_of(state, sender))
     if isinstance(received, Decrypted):
-        assert slot is not None
-        slot.took = True  # the receipt the page checks; it stages the helper's state once, at its end
-        return Result(events=[event])
+        return Result(events=[event])  # the page stages the helper's state once, at its end (.ahead)
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
 
 

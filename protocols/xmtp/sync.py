@@ -38,11 +38,11 @@ import attrs
 from core import contract
 from core.batch import MicroBatch
 from core.errors import MalformedInput
-from core.pipeline import Outcome, Unisolated, process_item
+from core.pipeline import Outcome
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
-from core.runtime import Runtime as CoreRuntime
 from protocols.libraries.delivery.codes import ErrorCode
+from protocols.libraries.mls.ahead import Decrypted
 from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
 from protocols.xmtp.facts import PROTOCOL
@@ -168,7 +168,11 @@ def process(runtime: contract.Runtime, topic: str, message: ServerMessage) -> No
 
 
 def process_in_transaction(
-    runtime: contract.Runtime, topic: str, message: ServerMessage, reading: Reading | None = None
+    runtime: contract.Runtime,
+    topic: str,
+    message: ServerMessage,
+    reading: Reading | None = None,
+    prepared: Decrypted | None = None,
 ) -> Outcome | None:
     """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).
 
@@ -177,7 +181,8 @@ def process_in_transaction(
     :class:`~.rereading.Suspect` is raised, so the cursor stays before it; once checked, the pipeline
     disposes of it with its reason and the cursor moves past it.  A message read before (by the server's
     numbers, :mod:`.numbering`) is passed by, the cursor where it is; one after numbers left out raises
-    :class:`~.rereading.Suspect` too."""
+    :class:`~.rereading.Suspect` too.  ``prepared``: what the decrypt-ahead helper made of the payload
+    (:mod:`.ahead`), carried on its work item to the handler."""
     reading = reading or Reading()
     try:
         if not numbering.taken(runtime.db, topic, message, reading.passed_gaps):
@@ -189,7 +194,9 @@ def process_in_transaction(
         decoded: Envelope | None = items.envelope(topic, message)
     except MalformedInput:
         decoded = None  # the pipeline parses the bytes itself and parks the item with the reason
-    item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=message.group_id.hex(), decoded=decoded)
+    item = WorkItem(
+        PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=message.group_id.hex(), decoded=decoded, prepared=prepared
+    )
     # A group's history holds the welcomes its members sent, too (the server stores each under its
     # group for its one recipient, and `history` returns every message of the group): the invitee
     # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
@@ -215,20 +222,10 @@ def process_in_transaction(
 
 
 def _handled(runtime: contract.Runtime, item: WorkItem, message: ServerMessage, reading: Reading) -> Outcome | None:
-    """The payload through the pipeline in a savepoint of its own; a failure rolls it back, and then either
-    the pipeline disposes of it (parked with its reason, or retried), or it is passed by (None), or
-    :class:`~.rereading.Suspect` is raised."""
-    # The pipeline's door takes the core's own Runtime (issue 33 part 3 gives plugins one in the contract).
-    assert isinstance(runtime, CoreRuntime), "sync runs on an app's runtime"
-    now = runtime.clock.now_ms()
-    try:
-        with runtime.db.write():
-            return process_item(runtime, item, now, isolated=False)
-    except Unisolated as unisolated:
-        failure = unisolated.__cause__ or unisolated
-    if not reading.disposes(message, failure):
-        return None
-    return process_item(runtime, item, now)
+    """The payload through the core's door, inside the caller's transaction, in a savepoint of its own; a
+    failure rolls it back, and then either the pipeline disposes of it (parked with its reason, or retried),
+    or it is passed by (None), or :class:`~.rereading.Suspect` is raised."""
+    return runtime.door().attempt(item, partial(reading.disposes, message))
 
 
 def _advance(runtime: contract.Runtime, topic: str, message: ServerMessage) -> None:
@@ -325,7 +322,7 @@ def drain_topic(
                     topic,
                     page,
                     opened,
-                    partial(process_in_transaction, runtime, topic, reading=reading),
+                    lambda message, decrypted: process_in_transaction(runtime, topic, message, reading, decrypted),
                     partial(_process_page, runtime, topic, reading=reading),
                 ):
                     reader.seed()

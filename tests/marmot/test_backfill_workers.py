@@ -1,19 +1,23 @@
-"""A backfill's signatures and envelopes checked in worker processes (protocols/marmot/transport/prepared.py):
-the same end as the writer alone, the writer's own checks skipped only where the answer is provably the
-same, and nothing of the answers left in memory afterwards."""
+"""Marmot's prepare stage: a backfill's signatures and envelopes checked in worker processes
+(protocols/marmot/transport/prepared.py), the answers carried on the items through the core's door: the
+same end as the writer alone, the writer's own checks skipped only where the answer is provably the same,
+and a forged answer never taken."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import pytest
 
+from core import contract
+from core.queues import WorkItem
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.state.store import load_joined
-from protocols.marmot.transport import prepared
+from protocols.marmot.transport import prepare_stage, prepared
 from protocols.marmot.wire import nostr, outer
-from tests.marmot._read import history_ids
 from tests.marmot.test_ingest import assert_matches, joined, stream
 
 
@@ -54,7 +58,6 @@ def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_w
     assert report.prepared_ahead == valid > 0
     # The writer verified only what no worker vouched for: the invalid lines (sorting the batch, then parking).
     assert verifications[0] <= 2 * report.invalid < valid
-    assert not nostr.VERIFIED_AHEAD and not outer.OPENED_AHEAD
 
 
 def test_without_workers_the_writer_checks_everything(marmot_app, monkeypatch) -> None:
@@ -63,28 +66,6 @@ def test_without_workers_the_writer_checks_everything(marmot_app, monkeypatch) -
     report, lines, verifications = _backfill_reversed(marmot_app, monkeypatch)
     assert report.prepared_ahead == 0
     assert verifications[0] >= 2 * (len(lines) - report.invalid)  # once to sort the batch, once in the pipeline
-
-
-def test_the_answers_are_dropped_when_a_backfill_fails(marmot_app, two_workers) -> None:
-    sim = stream()
-    app = joined(marmot_app, sim)
-    lines = list(sim.lines)
-
-    def failing(*args: object) -> None:
-        assert nostr.VERIFIED_AHEAD and outer.OPENED_AHEAD  # installed while the batch runs
-        raise RuntimeError("the disk went away")
-
-    from protocols.marmot.transport import ingest
-
-    original = ingest._select
-    try:
-        ingest._select = failing  # type: ignore[assignment]
-        with pytest.raises(RuntimeError, match="disk went away"):
-            app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": lines})
-    finally:
-        ingest._select = original
-    assert not nostr.VERIFIED_AHEAD and not outer.OPENED_AHEAD
-    assert history_ids(app, sim.expected["group"]) == []
 
 
 def test_an_answer_under_a_key_the_state_does_not_hold_is_not_taken(marmot_app) -> None:
@@ -99,13 +80,38 @@ def test_an_answer_under_a_key_the_state_does_not_hold_is_not_taken(marmot_app) 
     )
     real = outer.open_content(state, content)
     assert real is not None
-    try:
-        outer.OPENED_AHEAD[content] = (real[0], bytes(32), b"forged MLS bytes")  # a key no epoch of ours has
-        assert outer.open_content(state, content) == real
-        outer.OPENED_AHEAD[content] = (real[0] + 1, outer.current_key(state), b"forged MLS bytes")  # wrong epoch
-        assert outer.open_content(state, content) == real
-    finally:
-        outer.OPENED_AHEAD.clear()
+    forged = (real[0], bytes(32), b"forged MLS bytes")  # a key no epoch of ours has
+    assert outer.open_content(state, content, forged) == real
+    wrong_epoch = (real[0] + 1, outer.current_key(state), b"forged MLS bytes")
+    assert outer.open_content(state, content, wrong_epoch) == real
+
+
+def test_forged_answers_on_the_items_change_nothing(marmot_app, monkeypatch) -> None:
+    """Answers whose envelope opens under no key of ours, or was opened from other content, or whose
+    signature is another event's: the backfill ends exactly as with no answers at all."""
+    sim = stream()
+    app = joined(marmot_app, sim)
+
+    def forging(runtime: contract.Runtime, items: Sequence[WorkItem]) -> list[prepared.Answer | None]:
+        forged: list[prepared.Answer | None] = []
+        for item in items:
+            try:
+                event = json.loads(item.blob)
+            except ValueError:
+                forged.append(None)
+                continue
+            content = event.get("content", "")
+            opened = (0, bytes(32), b"forged MLS bytes")
+            forged.append(prepared.Answer("00" * 32, event.get("pubkey", ""), "00" * 64, content, opened))
+        return forged
+
+    protocol = app.runtime.registry.protocols["marmot"]
+    assert protocol.prepare is not None and protocol.prepare.batch is prepare_stage.stage
+    forged_stage = attrs.evolve(protocol.prepare, batch=forging, least=1)  # the stream is a small batch
+    monkeypatch.setitem(app.runtime.registry.protocols, "marmot", attrs.evolve(protocol, prepare=forged_stage))
+    report = app.runtime.run_command("marmot.backfill", {"group": sim.expected["group"], "events": sim.lines}).result
+    assert report.prepared_ahead > 0
+    assert_matches(app, sim)
 
 
 SECRET = bytes(range(1, 33))
@@ -119,14 +125,14 @@ def _group_event(content: str) -> dict:
 def test_a_vouched_signature_does_not_cover_altered_content() -> None:
     event = _group_event("hello")
     altered = {**event, "content": "goodbye"}
-    try:
-        nostr.VERIFIED_AHEAD.add((event["id"], event["pubkey"], event["sig"]))
-        nostr.verify_event(event)
-        with pytest.raises(InvalidEvent) as raised:
-            nostr.verify_event(altered)
-        assert raised.value.reason == "id_mismatch"
-    finally:
-        nostr.VERIFIED_AHEAD.clear()
+    vouched = (event["id"], event["pubkey"], event["sig"])
+    nostr.verify_event(event, verified=vouched)
+    with pytest.raises(InvalidEvent) as raised:
+        nostr.verify_event(altered, verified=vouched)
+    assert raised.value.reason == "id_mismatch"
+    with pytest.raises(InvalidEvent) as raised:
+        nostr.verify_event({**event, "sig": "00" * 64}, verified=vouched)  # another signature: checked here
+    assert raised.value.reason == "bad_signature"
 
 
 def test_prepare_answers_none_for_what_does_not_verify_or_name_a_group() -> None:
@@ -134,6 +140,6 @@ def test_prepare_answers_none_for_what_does_not_verify_or_name_a_group() -> None
     bad_sig = {**good, "sig": "00" * 64}
     not_group = nostr.sign_event({**good, "kind": 1, "id": "", "sig": ""}, SECRET)
     lines = [json.dumps(e).encode() for e in (good, bad_sig, not_group)] + [b"not json"]
-    answers = prepared.prepare(lines, [(0, bytes(32))])
+    answers = prepared.prepare(lines, {"ab" * 32: [(0, bytes(32))]})
     assert answers[0] is not None and answers[0].id == good["id"] and answers[0].opened is None
     assert answers[1:] == [None, None, None]

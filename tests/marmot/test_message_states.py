@@ -160,9 +160,9 @@ def decrypts(monkeypatch):
     calls = []
     real = outer.open_content
 
-    def counting(state, content):
+    def counting(state, content, ahead=None):
         calls.append(content)
-        return real(state, content)
+        return real(state, content, ahead)
 
     monkeypatch.setattr(outer, "open_content", counting)
     return calls

@@ -183,3 +183,35 @@ def test_a_helper_killed_mid_catch_up_loses_nothing(
     report = killed.sync()
     assert pages > 3 and report.decrypted_ahead > 0  # a new helper took over after the old one died
     assert caught_up(killed, offline_bob.group) == offline_bob.expected
+
+
+class _ShiftedHelper(DecryptAhead):
+    """A helper whose answers are shifted by one payload: each carries another payload's plaintext, sender
+    and digest, as a result attached to the wrong item would."""
+
+    def submit(self, group_id: bytes, payloads: Sequence[bytes]) -> Future[OpenedPage]:
+        real = super().submit(group_id, payloads)
+        shifted: Future[OpenedPage] = Future()
+
+        def shift(done: Future[OpenedPage]) -> None:
+            try:
+                page = done.result()
+            except BaseException as exc:
+                shifted.set_exception(exc)
+                return
+            shifted.set_result(attrs.evolve(page, messages=page.messages[1:] + page.messages[:1]))
+
+        real.add_done_callback(shift)
+        return shifted
+
+
+def test_answers_attached_to_the_wrong_payloads_are_not_taken(offline_bob: OfflineBob, monkeypatch) -> None:
+    shifted_copy = offline_bob.open_copy("shifted")
+    shifted = _ShiftedHelper()
+    monkeypatch.setattr(ahead, "HELPER", shifted)
+    try:
+        shifted_copy.sync()
+    finally:
+        shifted.close()
+    # Each handler saw another payload's digest, decrypted by itself, and its page was redone alone.
+    assert caught_up(shifted_copy, offline_bob.group) == offline_bob.expected

@@ -31,6 +31,7 @@ and is dropped with :meth:`DecryptAhead.forget` when the catch-up ends.
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import threading
 from collections.abc import Sequence
@@ -52,6 +53,8 @@ class Decrypted:
     sender_credential: str
     plaintext: bytes = attrs.field(repr=False)
     epoch: int
+    #: SHA-256 of the payload it decrypted: whoever takes it checks it is this payload's
+    payload_digest: bytes = attrs.field(repr=False)
 
 
 @attrs.frozen
@@ -182,7 +185,8 @@ def _decrypt(group_id: bytes, token: int, payloads: list[bytes]) -> OpenedPage:
         if not isinstance(received, ApplicationReceived):
             stopped_at = position
             break
-        opened.append(Decrypted(received.sender_credential, received.plaintext, received.epoch))
+        digest = hashlib.sha256(payload).digest()
+        opened.append(Decrypted(received.sender_credential, received.plaintext, received.epoch, digest))
         state, moved = received.new_state, True
     # After a stop the writer applies the handshake itself and seeds again; until then nothing more is done.
     _chains[group_id] = (token, state if stopped_at == len(payloads) else None)

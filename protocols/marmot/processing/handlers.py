@@ -45,6 +45,7 @@ from protocols.marmot.processing.item import (
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
 from protocols.marmot.state import store
+from protocols.marmot.transport.prepared import Answer
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
 
@@ -54,9 +55,19 @@ DUPLICATE_STATES = frozenset({OuterState.PROCESSED, OuterState.PROCESSED_COMMIT,
 
 def decode(blob: bytes) -> Envelope:
     """Parse, verify and route a kind-445 group event or a kind-1059 gift wrap; DecodeError (parked) otherwise."""
+    return _decoded(blob, None)
+
+
+def decode_prepared(blob: bytes, prepared: object) -> Envelope:
+    """:func:`decode` with what the prepare stage made of ``blob`` (``PrepareStage.decode``): a signature a
+    worker verified is not verified again, if it is this very event's (see ``nostr.verify_event``)."""
+    return _decoded(blob, prepared.signature if isinstance(prepared, Answer) else None)
+
+
+def _decoded(blob: bytes, verified: nostr.Verified | None) -> Envelope:
     try:
         event = nostr.parse_event(blob)
-        nostr.verify_event(event)
+        nostr.verify_event(event, verified=verified)
         if event["kind"] == gift_wrap.GIFT_WRAP_KIND:
             kind, partition = welcomes.GIFT_WRAP, facts.INBOX
         else:
@@ -101,12 +112,15 @@ def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Bl
 def _open(item: Item) -> Result | Blocked:
     state = item.group.state
     content = item.outer.event["content"]
+    answer = item.ctx.prepared
+    # What a worker opened this content to (the prepare stage), taken only under a key this state retains.
+    ahead = answer.opened_for(content) if isinstance(answer, Answer) else None
     try:
-        opened = outer.open_content(state, content)
+        opened = outer.open_content(state, content, ahead)
     except InvalidEnvelope:
         return item.fail(FailureReason.MALFORMED_PAYLOAD)
     if opened is None:
-        return _open_on_a_branch(item, content)
+        return _open_on_a_branch(item, content, ahead)
     try:
         header = mls.peek(opened[1])
     except mls.MlsError:
@@ -120,9 +134,9 @@ def _open(item: Item) -> Result | Blocked:
     return messages.handle_message(item, header, opened[1])
 
 
-def _open_on_a_branch(item: Item, content: str) -> Result | Blocked:
+def _open_on_a_branch(item: Item, content: str, ahead: outer.OpenedAhead | None) -> Result | Blocked:
     for branch in item.group.branches():
-        opened = outer.open_content(branch.state, content)
+        opened = outer.open_content(branch.state, content, ahead)
         if opened is not None:
             return branches.handle_on_branch(item, branch, opened[1])
     state = item.group.state

@@ -8,7 +8,9 @@ rechecked right after that commit, while its epoch keys are still retained.
 **Backfill.**  :func:`backfill` takes a batch of relay events for one group,
 drops those the group has decided already (by id: a timestamp says nothing
 about whether we have seen an event), and feeds the rest through
-the normal pipeline, one transaction per event, in the order that needs the
+the core's door (``runtime.door()``: the tick's own pipeline, in micro-batches),
+its prepare stage first (signatures and envelopes checked by worker processes,
+:mod:`.prepared`, the answers carried on the items), in the order that needs the
 fewest retries: in rounds, the events the current epoch keys (or a losing
 branch's) can open —
 non-commits first, then commits by ``(epoch, created_at, id)`` — until a
@@ -24,12 +26,10 @@ from typing import Any
 import attrs
 
 from core import contract, queues
-from core.batch import MicroBatch
-from core.pipeline import Outcome, process_item
+from core.pipeline import Outcome
 from core.records import ItemSource
 from core.state import ProtocolState
 from protocols.libraries import mls
-from protocols.marmot import settings as marmot_settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
@@ -73,56 +73,74 @@ def backfill(ctx: contract.Context, params: dict[str, Any]) -> BackfillReport:
     rt = ctx.runtime
     with rt.db.read():
         store = ProtocolState(rt.db, PROTOCOL)
-        loaded = load_joined(store, params.get("group"), opened_values(rt))
-        gid = loaded.gid
+        gid = load_joined(store, params.get("group"), opened_values(rt)).gid
         routes = set(routes_of(store, gid))
-        keys = [(k.epoch, k.key) for state in _states(loaded) for k in outer.epoch_keys(state)]
     lines = [line.encode() if isinstance(line, str) else bytes(line) for line in params.get("events", ())]
     report = BackfillReport()
-    # Signatures and envelopes checked on every core first (transport/prepared.py); then the events share
-    # transactions (micro-batches: each in its own savepoint, a commit every batch_items or batch_ms), and the
+    # Through the core's door: first its prepare stage (signatures and envelopes checked on every core,
+    # transport/prepared.py), whose answers travel on the items; then the events share transactions
+    # (micro-batches: each in its own savepoint, a commit every batch_items or batch_ms), and the
     # classification of a round reads the state the batch has reached.
-    found = prepared.answers(lines, keys, marmot_settings.MarmotSettings.of(ctx.db.settings).backfill_workers)
-    report.prepared_ahead = sum(1 for answer in found if answer is not None)
-    with prepared.answers_installed(found), MicroBatch(rt.db) as batch:
-        pending = _select(lines, gid, routes, report, rt, batch)
+    with rt.door() as door:
+        items = door.prepare([_item(line) for line in lines])
+        report.prepared_ahead = sum(1 for item in items if item.prepared is not None)
+        pending = _select(items, gid, routes, report, door, rt.db)
         while pending:
             report.rounds += 1
             readable, pending = _classify(rt, gid, pending)
             if not readable:
                 break
             for event in _order(readable):
-                report.add(_process(rt, batch, outer.to_bytes(event), event))
+                report.add(door.process(event.item))
         for event in sorted(pending, key=_cursor_key):
-            report.add(_process(rt, batch, outer.to_bytes(event), event))  # waits on marmot.epoch, as usual
+            report.add(door.process(event.item))  # waits on marmot.epoch, as usual
     return report
 
 
+@attrs.frozen
+class _Event:
+    """A backfilled event, parsed and verified, and its work item (partitioned by its ``h`` tag)."""
+
+    event: dict[str, Any]
+    item: queues.WorkItem
+
+    @property
+    def ahead(self) -> outer.OpenedAhead | None:
+        """What a worker opened its content to, if it did."""
+        answer = self.item.prepared
+        return answer.opened_for(self.event["content"]) if isinstance(answer, prepared.Answer) else None
+
+
+def _item(line: bytes) -> queues.WorkItem:
+    return queues.WorkItem(protocol=PROTOCOL, blob=line, source=ItemSource.BACKFILL, source_id=0)
+
+
 def _select(
-    lines: Iterable[bytes],
+    items: Iterable[queues.WorkItem],
     gid: str,
     routes: set[str],
     report: BackfillReport,
-    rt: Any,
-    batch: MicroBatch,
-) -> list[dict]:
+    door: contract.Door,
+    db: contract.Database,
+) -> list[_Event]:
     """The batch's events of the group (its ``h`` is one of ``routes``) that it has not decided yet, each once."""
-    chosen: dict[str, dict] = {}
-    for blob in lines:
+    chosen: dict[str, _Event] = {}
+    for item in items:
+        answer = item.prepared
         try:
-            event = nostr.parse_event(blob)
-            nostr.verify_event(event)
+            event = nostr.parse_event(item.blob)
+            nostr.verify_event(event, verified=answer.signature if isinstance(answer, prepared.Answer) else None)
             event_gid = nostr.group_id_of(event)
         except InvalidEvent:
             report.invalid += 1
-            report.add(_process(rt, batch, blob, None))  # parked with its reason, as the tick would
+            report.add(door.process(item))  # parked with its reason, as the tick would
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
-        elif _decided(rt.db, gid, event["id"]):
+        elif _decided(db, gid, event["id"]):
             report.skipped_known += 1
         else:
-            chosen[event["id"]] = event
+            chosen[event["id"]] = _Event(event, attrs.evolve(item, partition_key=event_gid))
     return sorted(chosen.values(), key=_cursor_key)
 
 
@@ -133,8 +151,8 @@ def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
     return seen is not None and (seen.state in DUPLICATE_STATES or seen.state == OuterState.FAILED)
 
 
-def _cursor_key(event: dict) -> tuple[int, str]:
-    return Cursor(event["created_at"], event["id"]).key()
+def _cursor_key(chosen: _Event) -> tuple[int, str]:
+    return Cursor(chosen.event["created_at"], chosen.event["id"]).key()
 
 
 def _states(loaded: Any) -> list[mls.GroupState]:
@@ -143,41 +161,34 @@ def _states(loaded: Any) -> list[mls.GroupState]:
 
 
 # An event, with the MLS header of what it carries when the current keys open it.
-_Readable = tuple[dict[str, Any], mls.MessageHeader | None]
+_Readable = tuple[_Event, mls.MessageHeader | None]
 
 
-def _classify(rt: Any, gid: str, events: list[dict[str, Any]]) -> tuple[list[_Readable], list[dict[str, Any]]]:
+def _classify(rt: contract.Runtime, gid: str, events: list[_Event]) -> tuple[list[_Readable], list[_Event]]:
     """Split into events the current keys open (with their MLS header) and the rest."""
     with rt.db.read():
         states = _states(load_joined(ProtocolState(rt.db, PROTOCOL), gid, opened_values(rt)))
     readable: list[_Readable] = []
-    unreadable: list[dict[str, Any]] = []
-    for event in events:
+    unreadable: list[_Event] = []
+    for chosen in events:
+        content, ahead = chosen.event["content"], chosen.ahead
         try:
-            opened = next(filter(None, (outer.open_content(state, event["content"]) for state in states)), None)
+            opened = next(filter(None, (outer.open_content(state, content, ahead) for state in states)), None)
         except InvalidEnvelope:
-            readable.append((event, None))  # malformed: the handler records it Failed
+            readable.append((chosen, None))  # malformed: the handler records it Failed
             continue
         if opened is None:
-            unreadable.append(event)
+            unreadable.append(chosen)
             continue
         try:
-            readable.append((event, mls.peek(opened[1])))
+            readable.append((chosen, mls.peek(opened[1])))
         except mls.MlsError:
-            readable.append((event, None))
+            readable.append((chosen, None))
     return readable, unreadable
 
 
-def _order(readable: list[_Readable]) -> list[dict[str, Any]]:
+def _order(readable: list[_Readable]) -> list[_Event]:
     """Non-commits by cursor, then commits by (epoch, created_at, id)."""
     others = [e for e, h in readable if h is None or h.content_type != "commit"]
     commits = [(h.epoch, _cursor_key(e), e) for e, h in readable if h is not None and h.content_type == "commit"]
     return sorted(others, key=_cursor_key) + [e for _, _, e in sorted(commits, key=lambda c: (c[0], c[1]))]
-
-
-def _process(rt: Any, batch: MicroBatch, blob: bytes, event: dict | None) -> Outcome:
-    """One event through the core pipeline, in its own savepoint of ``batch`` (partitioned by its ``h`` tag,
-    as decoded)."""
-    route = nostr.group_id_of(event) if event is not None else ""
-    item = queues.WorkItem(protocol=PROTOCOL, blob=blob, source=ItemSource.BACKFILL, source_id=0, partition_key=route)
-    return batch.run(lambda: process_item(rt, item, rt.clock.now_ms()), isolated=False)

@@ -1,22 +1,24 @@
-"""A backfill's events verified and opened on every core, before the one writer applies them.
+"""Marmot's prepare stage: relay events verified and opened on every core, before the one writer handles them.
 
-Per event, a backfill pays the BIP-340 verification of its Nostr signature and the outer AEAD twice: once to
-sort the batch (its rounds need to know which events the current keys open, and which of those are commits)
-and once more as each event goes through the pipeline.  Neither needs the database.  So, for a batch of at
-least :data:`LEAST_FOR_WORKERS` events, worker processes (``backfill_workers``, one per core by default) do
-both for the whole batch at its start — the outer layer with the keys of every epoch the group's state and
-its losing branches retain then — and the writer finds their answers instead of doing the work:
+Per event, the writer pays the BIP-340 verification of its Nostr signature and the outer AEAD (and a
+backfill pays both twice: once to sort its batch into rounds, once as each event goes through the
+pipeline).  Neither needs the database.  So, for a batch of at least :data:`LEAST_FOR_WORKERS` events,
+worker processes (``backfill_workers``, one per core by default) do both for the whole batch at its start
+— the outer layer with the keys of every epoch each joined group's state and its losing branches retain
+then — and each event carries their :class:`Answer` through the pipeline (``WorkItem.prepared``):
 
-* a verified signature, as ``(id, pubkey, sig)`` (:data:`~protocols.marmot.wire.nostr.VERIFIED_AHEAD`): the
-  writer still recomputes the id from the content, so an event altered after the check is no verified one;
-* an opened envelope, as its MLS bytes with the epoch and the key that opened it
-  (:data:`~protocols.marmot.wire.outer.OPENED_AHEAD`): the writer takes them only where the state it holds
-  at that point retains that very key for that epoch.
+* its verified signature, as ``(id, pubkey, sig)``: the decoder (:func:`~protocols.marmot.processing.
+  handlers.decode_prepared`) still recomputes the id from the content, so an event altered after the check
+  is no verified one;
+* its opened envelope, as its MLS bytes with the epoch and the key that opened it: the handler takes them
+  only for this very content and where the state it holds at that point retains that very key for that
+  epoch (:func:`~protocols.marmot.wire.outer.open_content`).
 
-An event a worker could not verify or open is simply not in the answers: the writer meets it as before and
-records the same outcome with the same reason.  The answers stay in the writer's memory for the backfill
-only (:func:`answers_installed` empties them, whatever happens); the MLS bytes they hold are still
-encrypted to the group's ratchet.  The workers are started once per process and kept for the next backfill.
+An event a worker could not verify or open has no answer (or one without an opened envelope): the writer
+meets it as before and records the same outcome with the same reason.  Answers live on the items, so they
+end with the batch and no two databases ever see each other's.  The stage itself (what the core calls,
+with the database's keys) is :mod:`.prepare_stage`; this module is what the workers import.  The workers
+are started once per process and kept for the next batch.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 
 import attrs
 
@@ -49,21 +50,34 @@ class Answer:
     pubkey: str
     sig: str
     content: str
-    opened: tuple[int, bytes, bytes] | None  # (epoch, key, MLS message)
+    opened: outer.OpenedAhead | None  # (epoch, key, MLS message)
+
+    @property
+    def signature(self) -> nostr.Verified:
+        return self.id, self.pubkey, self.sig
+
+    def opened_for(self, content: str) -> outer.OpenedAhead | None:
+        """The opened envelope, when it is of ``content`` exactly."""
+        return self.opened if self.opened is not None and content == self.content else None
 
 
-def prepare(lines: Sequence[bytes], keys: Sequence[EpochKey]) -> list[Answer | None]:
+#: Each joined group's epoch keys by the ``h`` tags its events carry, as a worker gets them.
+KeysByRoute = Mapping[str, Sequence[EpochKey]]
+
+
+def prepare(lines: Sequence[bytes], keys: KeysByRoute) -> list[Answer | None]:
     """Verify and open each line (None for one that does not parse, verify or name a group); runs in a worker."""
     found: list[Answer | None] = []
     for line in lines:
         try:
             event = nostr.parse_event(line)
             nostr.verify_event(event)
-            nostr.group_id_of(event)
+            route = nostr.group_id_of(event)
         except InvalidEvent:
             found.append(None)
             continue
-        found.append(Answer(event["id"], event["pubkey"], event["sig"], event["content"], _open(event, keys)))
+        opened = _open(event, keys.get(route, ()))
+        found.append(Answer(event["id"], event["pubkey"], event["sig"], event["content"], opened))
     return found
 
 
@@ -87,13 +101,13 @@ class Workers:
         self._pool: ProcessPoolExecutor | None = None
         self._size = 0
 
-    def prepare(self, lines: Sequence[bytes], keys: Sequence[EpochKey], workers: int) -> list[Answer | None]:
+    def prepare(self, lines: Sequence[bytes], keys: KeysByRoute, workers: int) -> list[Answer | None]:
         """:func:`prepare` over ``lines`` spread over ``workers`` processes, answers in the lines' order."""
         pool = self._started(workers)
         chunk = max(1, -(-len(lines) // (workers * _CHUNKS_PER_WORKER)))
         chunks = [lines[start : start + chunk] for start in range(0, len(lines), chunk)]
         answers: list[Answer | None] = []
-        for part in pool.map(prepare, chunks, [list(keys)] * len(chunks)):
+        for part in pool.map(prepare, chunks, [dict(keys)] * len(chunks)):
             answers.extend(part)
         return answers
 
@@ -116,27 +130,3 @@ class Workers:
 
 WORKERS = Workers()
 atexit.register(WORKERS.close)
-
-
-def answers(lines: Sequence[bytes], keys: Sequence[EpochKey], workers: int) -> list[Answer | None]:
-    """The answers for ``lines``: from ``workers`` processes, or none at all (an empty list) when the batch
-    is too small or ``workers`` is 0, and the writer does the work itself."""
-    if workers <= 0 or len(lines) < LEAST_FOR_WORKERS:
-        return []
-    return WORKERS.prepare(lines, keys, workers)
-
-
-@contextmanager
-def answers_installed(found: Sequence[Answer | None]) -> Iterator[None]:
-    """``found`` where verify_event and open_content look, for the duration of the block."""
-    for answer in found:
-        if answer is None:
-            continue
-        nostr.VERIFIED_AHEAD.add((answer.id, answer.pubkey, answer.sig))
-        if answer.opened is not None:
-            outer.OPENED_AHEAD[answer.content] = answer.opened
-    try:
-        yield
-    finally:
-        nostr.VERIFIED_AHEAD.clear()
-        outer.OPENED_AHEAD.clear()

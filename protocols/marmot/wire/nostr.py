@@ -279,19 +279,20 @@ def _check_for_id(event: object) -> None:
 # --- signatures -------------------------------------------------------------------
 
 
-#: ``(id, pubkey, sig)`` of events whose signature a helper process verified (a backfill's workers:
-#: protocols/marmot/transport/prepared.py), filled and emptied by the backfill.  verify_event recomputes the id
-#: from the content first, so only the very signature that verified over that very content is taken on trust.
-VERIFIED_AHEAD: set[tuple[str, str, str]] = set()
+#: A signature checked ahead of the writer (a prepare stage's worker): the event's ``(id, pubkey, sig)``.
+Verified = tuple[str, str, str]
 
 
-def verify_event(event: dict, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+def verify_event(event: dict, *, max_bytes: int = DEFAULT_MAX_BYTES, verified: Verified | None = None) -> None:
     """Check shape, id and BIP-340 signature of an event; return None or raise InvalidEvent.
 
     The id is recomputed from the dict (reason "id_mismatch" if it differs),
     then the signature over the id bytes is checked against ``pubkey``
     (reason "bad_signature", also for a pubkey that is not a curve point).
     ``max_bytes`` bounds the canonical serialization, which is built anyway.
+    ``verified``: a signature a worker checked ahead (protocols/marmot/transport/prepared.py); taken only
+    when it is this event's very ``(id, pubkey, sig)``, and only after the id was recomputed from the
+    content, so a signature vouched for covers exactly the content it was checked over.
     """
     _check_shape(event)
     serialized = _serialize(event)
@@ -305,8 +306,8 @@ def verify_event(event: dict, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
             reason="id_mismatch",
             field="id",
         )
-    if (event["id"], event["pubkey"], event["sig"]) in VERIFIED_AHEAD:
-        return  # the id was recomputed above: this exact signature of this content verified in a helper
+    if verified is not None and verified == (event["id"], event["pubkey"], event["sig"]):
+        return  # the id was recomputed above: this exact signature of this content verified in a worker
     if not schnorr_verify(bytes.fromhex(event["pubkey"]), bytes.fromhex(event["sig"]), digest):
         raise InvalidEvent(
             f"signature of event {event['id']} does not verify for pubkey {event['pubkey']}",

@@ -67,20 +67,19 @@ def current_key(state: mls.GroupState) -> bytes:
     return _epoch_keys(state.keys.exporter_secret, state, state.epoch).key
 
 
-#: Contents a helper process opened (a backfill's workers: protocols/marmot/transport/prepared.py), with the
-#: epoch and the key that opened them: ``content -> (epoch, key, MLS message)``.  open_content takes one only
-#: when the state it is given retains that very key for that epoch; the backfill fills and empties it.
-OPENED_AHEAD: dict[str, tuple[int, bytes, bytes]] = {}
+#: An envelope opened ahead of the writer (a prepare stage's worker): ``(epoch, key that opened it, MLS bytes)``.
+OpenedAhead = tuple[int, bytes, bytes]
 
 
-def open_content(state: mls.GroupState, content: str) -> tuple[int, bytes] | None:
+def open_content(state: mls.GroupState, content: str, ahead: OpenedAhead | None = None) -> tuple[int, bytes] | None:
     """``(epoch whose key opened it, MLS message bytes)``, or None when no retained key does.
 
     Content that is no envelope whatever the key (bad base64, too short)
     raises :class:`~protocols.marmot.wire.envelope.InvalidEnvelope`.
+    ``ahead``: what a worker opened this very content to (protocols/marmot/transport/prepared.py); taken
+    only when ``state`` retains that very key for that epoch, else the content is opened here.
     """
     keys = epoch_keys(state)
-    ahead = OPENED_AHEAD.get(content)
     if ahead is not None:
         epoch, key, opened = ahead
         if any(keyed.epoch == epoch and hmac.compare_digest(keyed.key, key) for keyed in keys):

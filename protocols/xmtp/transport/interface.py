@@ -10,7 +10,7 @@ refusal :class:`~protocols.xmtp.errors.ServiceRefused` with the server's code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import attrs
 
@@ -19,9 +19,6 @@ from protocols.libraries.delivery.records import APPLICATION as APPLICATION
 from protocols.libraries.delivery.records import COMMIT as COMMIT
 from protocols.libraries.delivery.records import PROPOSAL as PROPOSAL
 from protocols.libraries.delivery.records import WELCOME as WELCOME
-
-if TYPE_CHECKING:
-    from protocols.xmtp.ahead import AheadSlot
 
 
 @attrs.frozen
@@ -39,8 +36,6 @@ class ServerMessage:
         superseded: a commit that lost its epoch to an earlier one.
         sequence: its number in its group's history (1, 2, 3... none skipped), so a message left out of a
             page shows; None when the service gives none.
-        ahead: during a catch-up, what the helper process decrypted it to (:mod:`protocols.xmtp.ahead`);
-            never sent, stored or compared.
     """
 
     id: str
@@ -52,7 +47,6 @@ class ServerMessage:
     epoch: int
     superseded: bool
     sequence: int | None = attrs.field(default=None, kw_only=True)
-    ahead: AheadSlot | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @property
     def cursor(self) -> str:
