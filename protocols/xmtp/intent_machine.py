@@ -115,17 +115,29 @@ class Change:
 
 
 class IntentBook:
-    """The open intents, read from (and, by the transitions' writes, kept in) the plugin's protocol state."""
+    """The open intents, read from (and, by the transitions' writes, kept in) the plugin's protocol state.
+
+    A book reads each key once and keeps what it read: make one per command, handler or read transaction
+    (the writes of its transitions are applied after it is done with)."""
 
     def __init__(self, db: contract.Database):
         self.state = ProtocolState(db, PROTOCOL)
+        self._read: dict[str, bytes | None] = {}
+
+    def _value(self, key: str) -> bytes | None:
+        if key not in self._read:
+            self._read[key] = self._load(key)
+        return self._read[key]
+
+    def _load(self, key: str) -> bytes | None:
+        return self.state.get(key)
 
     def get(self, intent_id: str) -> Intent | None:
-        raw = self.state.get(_RECORD + intent_id)
+        raw = self._value(_RECORD + intent_id)
         return None if raw is None else Intent.decode(raw)
 
     def open_ids(self, group_id: bytes) -> list[str]:
-        raw = self.state.get(_OPEN + group_id.hex())
+        raw = self._value(_OPEN + group_id.hex())
         return [] if raw is None else list(json.loads(raw))
 
     def open_in(self, group_id: bytes) -> list[Intent]:
@@ -191,9 +203,7 @@ def _open_list(group_id: bytes, ids: list[str]) -> WriteProtocolState:
 
 
 def create(book: IntentBook, intent: Intent, now_ms: int) -> Change:
-    """(none) -> TO_SEND: a new intent, last in its group's order."""
-    if book.get(intent.id) is not None:
-        raise _refuse(book.get(intent.id), intent.id, "create", ())
+    """(none) -> TO_SEND: a new intent (its id is random, so new), last in its group's order."""
     data = {"intent": intent.id, "kind": int(intent.kind), "request": intent.request}
     event = facts.fact(facts.INTENT_CREATED, intent.group_id, now_ms, data, intent.id)
     ids = [*book.open_ids(intent.group_id), intent.id]

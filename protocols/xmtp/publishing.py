@@ -214,13 +214,14 @@ def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id
     done = 0
     while True:
         with runtime.db.read():
-            intent = IntentBook(runtime.db).next_due(group_id, now_ns)
+            book = IntentBook(runtime.db)
+            intent = book.next_due(group_id, now_ns)
         if intent is None:
             return done
         published = publish_intent(runtime, service, intent)
         done += 1
-        if not published or intent.kind.is_commit:
-            return done
+        if not published or intent.kind.is_commit or intent.id == book.open_ids(group_id)[-1]:
+            return done  # it must be confirmed first, or it failed, or it was the group's last
 
 
 def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> bool:
