@@ -72,6 +72,7 @@ def counting() -> Iterator[dict[str, int]]:
         counts[key] += by
 
     wrap(Database, "_begin_immediate", lambda *a, **k: bump("transactions"))
+
     def appended(db: Any, protocol: str, events: Any, *rest: Any) -> None:
         bump("appends")
         bump("events", len(events))

@@ -16,7 +16,7 @@ from tests.marmot._read import message_state
 from tests.marmot.conftest import deliver
 
 
-def _early_deletion(app, net, between) -> list[str]:
+def _early_deletion(app, net, between) -> list[str | None]:
     """A deletion (and a forged one) that come before their target, ``between(app)`` run before the target."""
     line, rumor = net.send(1, "soon gone", T0 + 1)
     deletion, _ = net.delete(1, rumor["id"], T0 + 2)
