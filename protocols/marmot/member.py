@@ -58,14 +58,18 @@ class MarmotMember:
 
 def _fill_deletions(app: App) -> None:
     """A database made before the handlers kept their deletions themselves gets them once, from its rows."""
+    from protocols.marmot.errors import StateKeyError
     from protocols.marmot.state import deletions
 
-    db = app.runtime.db
-    with db.read():
-        if not db.has_table("marmot_deletions") or deletions.is_filled(db):
+    runtime = app.runtime
+    with runtime.db.read():
+        if not runtime.db.has_table("marmot_deletions") or deletions.is_filled(runtime.kv):
             return
-    with db.write():
-        deletions.fill(db, app.runtime.clock.now_ms())
+    try:
+        with runtime.db.write():
+            deletions.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
+    except StateKeyError:
+        return  # no state key here yet: nothing of the group can be decided either; filled once it is set
 
 
 def opened_values(runtime: Runtime) -> at_rest.OpenedCache:

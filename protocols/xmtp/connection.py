@@ -84,12 +84,12 @@ def _fill_intent_book(app: App) -> None:
     """A database made before the intent machine kept its own state gets it once, from its intents' rows."""
     from protocols.xmtp import intent_machine
 
-    db = app.runtime.db
-    with db.read():
-        if not db.has_table("xmtp_group_intents") or intent_machine.is_filled(db):
+    runtime = app.runtime
+    with runtime.db.read():
+        if not runtime.db.has_table("xmtp_group_intents") or intent_machine.is_filled(runtime.kv):
             return
-    with db.write():
-        filled = intent_machine.fill(db, app.runtime.clock.now_ms())
+    with runtime.db.write():
+        filled = intent_machine.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
     if filled:
         log.info("the intent machine took over %d open intents from the read model", filled)
 

@@ -29,6 +29,7 @@ import attrs
 
 from core import contract
 from core.intents import WriteProtocolState
+from core.kv import KV
 from core.records import Event
 from core.state import ProtocolState
 from protocols.xmtp import facts
@@ -38,8 +39,8 @@ from protocols.xmtp.kinds import IntentKind, IntentState
 
 _RECORD = "intent/"
 _OPEN = "open/"
-#: Set once the book holds every open intent (a database made before the book is filled once: :func:`fill`).
-FILLED = "intents-filled"
+#: The core KV flag set once the book holds every open intent (a database made before is filled once: :func:`fill`).
+FILLED = "xmtp.intents_filled"
 
 MAX_ATTEMPTS = 5
 BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
@@ -322,16 +323,16 @@ _OPEN_ROWS = (
 )
 
 
-def is_filled(db: contract.Database) -> bool:
-    return ProtocolState(db, PROTOCOL).get(FILLED) is not None
+def is_filled(kv: KV) -> bool:
+    return kv.get(FILLED) is not None
 
 
-def fill(db: contract.Database, now_ms: int) -> int:
+def fill(db: contract.Database, kv: KV, now_ms: int) -> int:
     """Once per database (in a write transaction): put the open intents of a database made before the book
     into it, from the read model as it stood (the only time the machine reads it).  The number filled."""
-    state = ProtocolState(db, PROTOCOL)
-    if state.get(FILLED) is not None:
+    if is_filled(kv):
         return 0
+    state = ProtocolState(db, PROTOCOL)
     book = IntentBook(db)
     rows = db.all(_OPEN_ROWS, (IntentState.TO_SEND, IntentState.PUBLISHED))
     found = [intent for intent in map(_from_row, rows) if book.get(intent.id) is None]  # kept already: as kept
@@ -341,7 +342,7 @@ def fill(db: contract.Database, now_ms: int) -> int:
         by_group.setdefault(intent.group_id, []).append(intent.id)
     for group_id, ids in by_group.items():
         state.put(_OPEN + group_id.hex(), json.dumps([*ids, *book.open_ids(group_id)]).encode(), now_ms)
-    state.put(FILLED, b"1", now_ms)
+    kv.set(FILLED, 1)
     return len(found)
 
 

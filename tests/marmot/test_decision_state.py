@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.db import Database
+from core.kv import KV
 from core.state import ProtocolState
 from jobs.rebuild.run import RebuildRequest, rebuild
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.state import deletions
+from protocols.marmot.state.store import SealedValues
 from tests.marmot._net import T0
 from tests.marmot._read import message_state
 from tests.marmot.conftest import deliver
@@ -58,11 +60,12 @@ def test_a_database_made_before_gets_its_deletions_once(marmot_app, net):
     db = Database(path)  # as a database made before: its deletions only in the read model
     with db.write():
         db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key >= 'deleted' AND key < 'deletee'")
-        db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key = ?", (deletions.FILLED,))
+        KV(db).delete(deletions.FILLED)
     db.close()
     reopened = marmot_app(path=path)
     with reopened.db.read():
-        assert deletions.is_filled(reopened.db)
-        assert deletions.earliest(ProtocolState(reopened.db, PROTOCOL), net.gid, rumor["id"], net.cred(1)) is not None
+        assert deletions.is_filled(reopened.runtime.kv)
+        values = SealedValues(ProtocolState(reopened.db, PROTOCOL))
+        assert deletions.earliest(values, net.gid, rumor["id"], net.cred(1)) is not None
     deliver(reopened, line)
     assert message_state(reopened, net.gid, rumor["id"]) == "Deleted"

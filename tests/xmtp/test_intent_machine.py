@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.db import Database
+from core.kv import KV
 from jobs.rebuild.run import RebuildRequest, rebuild
 from protocols import xmtp
 from protocols.xmtp import intent_machine
@@ -114,8 +115,9 @@ def test_a_database_made_before_the_machine_gets_its_open_intents_once(make_memb
     alice.app.close()
     db = Database(path)  # as a database made before the machine: its intents only in the read model
     with db.write():
-        db.execute("DELETE FROM protocol_state WHERE protocol = 'xmtp' AND (key >= 'intent' AND key < 'intenu')")
+        db.execute("DELETE FROM protocol_state WHERE protocol = 'xmtp' AND (key >= 'intent/' AND key < 'intent0')")
         db.execute("DELETE FROM protocol_state WHERE protocol = 'xmtp' AND (key >= 'open/' AND key < 'open0')")
+        KV(db).delete(intent_machine.FILLED)
     db.close()
     reopened = Member(make_app([xmtp], ["xmtp"], path=path), alice.service)
     assert _book(reopened) == before

@@ -205,7 +205,7 @@ def rollback(
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
         *_requeue(item, old.kept_events(retry_epochs), generation),
-        *deletions.dropped_after(item.ctx.state, item.outer.gid, epoch),
+        *deletions.dropped_after(item.group.values, item.outer.gid, epoch),
     ]
     return Result(events=events, intents=intents)
 

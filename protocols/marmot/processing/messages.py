@@ -100,7 +100,7 @@ def application(item: Item, received: mls.ApplicationReceived) -> Result:
 
 def _deleted_in_advance(item: Item, rumor: dict) -> int | None:
     """The epoch of its author's deletion when that arrived before the rumor itself."""
-    return deletions.earliest(item.ctx.state, item.outer.gid, rumor["id"], rumor["pubkey"])
+    return deletions.earliest(item.group.values, item.outer.gid, rumor["id"], rumor["pubkey"])
 
 
 def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
@@ -114,7 +114,7 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
             effect = facts.DeletionEffect.DELETED if known[1] == rumor["pubkey"] else facts.DeletionEffect.IGNORED
         targets.append({"id": target, "effect": effect})
     recorded = deletions.recorded(
-        item.ctx.state, item.outer.gid, rumor["pubkey"], rumor["id"], epoch, [t["id"] for t in targets]
+        item.group.values, item.outer.gid, rumor["pubkey"], rumor["id"], epoch, [t["id"] for t in targets]
     )
     return item.fact(
         facts.DELETION_RECEIVED,
