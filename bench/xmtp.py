@@ -731,6 +731,7 @@ def split_targets() -> tuple[tuple[Any, str, str], ...]:
     from core.db import Database
     from core.runtime import Runtime
     from protocols.xmtp import items, processing, queries
+    from protocols.xmtp.intent_machine import IntentBook
 
     return (
         (ahead.GroupReader, "_adopt", "a page the helper opened, recorded in one transaction"),
@@ -743,7 +744,7 @@ def split_targets() -> tuple[tuple[Any, str, str], ...]:
         (processing, "_already_processed", "        already processed? (one lookup of two event ids)"),
         (queries, "group", "        the group's row"),
         (Vault, "group", "        the group state read (cached: no unsealing)"),
-        (queries, "intent_by_hash", "        one of our intents? (intent_by_hash)"),
+        (IntentBook, "by_hash", "        one of our intents? (IntentBook.by_hash)"),
         (mls, "process_message", "        the engine (mls.process_message)"),
         (processing, "_record", "        the fact built (_record)"),
         (Vault, "group_intent", "        the state written: snapshot and seal (Vault.group_intent)"),

@@ -1,9 +1,10 @@
 """What a user asks for, each in one transaction: an identity, a group, an intent, a decision on a welcome.
 
-Changes to a group never happen here: ``send``, ``add_members``,
-``remove_members`` and ``update_key`` only write the intent down (TO_SEND);
-the publish job (:mod:`.publishing`) turns it into an MLS message for the
-group's epoch at that moment.
+Changes to a group never happen here: ``add_members``, ``remove_members``
+and ``update_key`` only write the intent down (TO_SEND); the publish job
+(:mod:`.publishing`) turns it into an MLS commit for the group's epoch at
+that moment.  ``send`` builds its message at once when nothing of ours in
+the group comes before it (else the publish job builds it in turn).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
-from protocols.xmtp import facts, keypackages, members, queries
+from protocols.xmtp import facts, intent_machine, keypackages, members, publishing, queries
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists
 from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address
+from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, Membership
 from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
 
@@ -94,10 +96,16 @@ def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
 
 
 def _intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
-    intent_id = os.urandom(16).hex()
-    data = {"intent": intent_id, "kind": int(kind), "request": json.dumps(request, sort_keys=True)}
-    event = facts.fact(facts.INTENT_CREATED, group_id, ctx.now_ms, data, intent_id)
-    return Result(events=[event])
+    """A new intent (TO_SEND); a message whose turn it is already is built in the same transaction, so it
+    needs only its send and the transaction that records it PUBLISHED (see :mod:`.publishing`)."""
+    book = IntentBook(ctx.db)
+    intent = Intent(os.urandom(16).hex(), group_id, kind, json.dumps(request, sort_keys=True))
+    its_turn = book.first_unsettled(group_id) is None
+    created = intent_machine.create(book, intent, ctx.now_ms)
+    if kind is not IntentKind.SEND_MESSAGE or not its_turn:
+        return Result(events=created.events, intents=created.writes)
+    built = publishing.build(ctx, intent, [])
+    return Result(events=[*created.events, *built.events], intents=[*created.writes, *built.intents])
 
 
 def _addresses(params: dict[str, Any]) -> list[str]:

@@ -32,6 +32,7 @@ class XmtpMember:
         self.opened = opened_cache()
         self._service: DeliveryService | None = None
         self._cold_started = False
+        _fill_intent_book(app)
 
     def use(self, service: DeliveryService) -> None:
         """Talk through ``service`` from now on (the one opened before, if any, is closed)."""
@@ -77,6 +78,20 @@ class XmtpMember:
                 "make the identity with `tessera xmtp identity new --server ws://HOST:PORT`"
             )
         return WebSocketService(identity.server, identity.installation.signing_key, keep_pushes=keep_pushes)
+
+
+def _fill_intent_book(app: App) -> None:
+    """A database made before the intent machine kept its own state gets it once, from its intents' rows."""
+    from protocols.xmtp import intent_machine
+
+    runtime = app.runtime
+    with runtime.db.read():
+        if not runtime.db.has_table("xmtp_group_intents") or intent_machine.is_filled(runtime.kv):
+            return
+    with runtime.db.write():
+        filled = intent_machine.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
+    if filled:
+        log.info("the intent machine took over %d open intents from the read model", filled)
 
 
 def has_identity(runtime: Runtime) -> bool:

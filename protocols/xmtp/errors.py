@@ -85,3 +85,8 @@ class GroupNeedsRejoin(XmtpError, PermanentError):
 class SyncIncomplete(XmtpError):
     """``tessera xmtp sync`` could not read every topic to its end, or a group needs a rejoin (the message says
     which, and why); what it could read is stored."""
+
+
+class WrongIntentState(XmtpError, InvalidInput):
+    """A transition of an intent asked for from a state it may not leave that way (or of an intent that is
+    settled already): see :mod:`protocols.xmtp.intent_machine`."""

@@ -13,7 +13,7 @@ from core.contract import Runtime
 from core.protocol import Job, TickContext
 from protocols.xmtp import keypackages, publishing, sync
 from protocols.xmtp.connection import XmtpMember
-from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.intent_machine import IntentBook
 
 
 def _key_packages(tick: TickContext) -> int:
@@ -42,16 +42,11 @@ def _sync(tick: TickContext) -> int:
     return report.processed
 
 
-_NEXT_TRY = "SELECT min(next_attempt_at_ns) FROM xmtp_group_intents WHERE state = ?"
-
-
 def _next_try_ms(runtime: Runtime) -> int | None:
     """When an intent waiting out its backoff may be tried again (so ``tick --until-idle`` waits for it)."""
-    if not runtime.db.has_table("xmtp_group_intents"):
-        return None
     with runtime.db.read():
-        found = runtime.db.value(_NEXT_TRY, (int(IntentState.TO_SEND),))
-    return None if found is None else int(found) // 1_000_000
+        found = IntentBook(runtime.db).next_try_ns()
+    return None if found is None else found // 1_000_000
 
 
 # After the core's own incoming work (30) and before its publishing (40): our intents go out, then

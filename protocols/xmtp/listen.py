@@ -26,6 +26,7 @@ from core import contract
 from protocols.xmtp import items, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
+from protocols.xmtp.intent_machine import IntentBook
 from protocols.xmtp.rereading import Suspect, position
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import ServerMessage
@@ -172,7 +173,7 @@ class Listener:
         if message.sequence is not None and here.sequence is not None and message.sequence != here.sequence + 1:
             return False  # one before it has not come (or it came before): history says
         with self.runtime.db.read():
-            waiting = queries.awaits_confirmation(self.runtime.db, message.group_id)
+            waiting = IntentBook(self.runtime.db).awaits_confirmation(message.group_id)
         return not waiting
 
     def _processed(self, count: int) -> None:

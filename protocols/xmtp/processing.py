@@ -37,11 +37,11 @@ from core import contract
 from core.records import Envelope, Event, Result, derive_event_id
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import Decrypted
-from protocols.xmtp import facts, members, queries
+from protocols.xmtp import facts, intent_machine, members, queries
 from protocols.xmtp.errors import EpochAhead, PayloadUnreadable
 from protocols.xmtp.facts import PROTOCOL
+from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind
-from protocols.xmtp.queries import IntentRow
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import APPLICATION, COMMIT, ServerMessage
 
@@ -63,11 +63,12 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     vault = Vault.in_context(ctx)
     state = vault.group(message.group_id)
     _check_epoch_chain(state, message)
-    own = queries.intent_by_hash(ctx.db, message.group_id, digest)
+    book = IntentBook(ctx.db)
+    own = book.by_hash(message.group_id, digest)
     if own is not None:
-        return _own(ctx, vault, state, message, own)
+        return _own(book, vault, state, message, own)
     if message.message_type == COMMIT:
-        return _foreign_commit(ctx, vault, state, message)
+        return _foreign_commit(book, vault, state, message)
     return _application(ctx, vault, state, message, ahead)
 
 
@@ -169,7 +170,7 @@ def _application(
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])
 
 
-def _foreign_commit(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
+def _foreign_commit(book: IntentBook, vault: Vault, state: mls.GroupState, message: ServerMessage) -> Result:
     if message.superseded or message.epoch < state.epoch:
         return Result()  # it lost its epoch, or we are past it: it never takes effect
     try:
@@ -183,28 +184,14 @@ def _foreign_commit(ctx: contract.Context, vault: Vault, state: mls.GroupState, 
         # Sending them round again would leave them TO_SEND or PUBLISHED for ever: we can neither build in
         # the group any more nor read it (it is not synced once inactive), and a message of ours stored
         # after this commit is dropped by every member (see _application).  Each ends here, with the reason.
-        events += _fail_open(ctx, message, f"we were removed from the group (commit {message.id})")
-        events.append(facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id))
+        reason = f"we were removed from the group (commit {message.id})"
+        change = intent_machine.fail_open(book, message.group_id, reason, _ms(message), message.id)
+        events += [*change.events, facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id)]
     else:
         reason = "another member's commit took the epoch"
-        events += _requeue_stale(ctx, message, applied.new_epoch, applied.new_state.config.max_past_epochs, reason)
-    return Result(events=events, intents=[vault.group_intent(message.group_id, applied.new_state)])
-
-
-def _fail_open(ctx: contract.Context, message: ServerMessage, reason: str) -> list[Event]:
-    """ERROR, with ``reason``, for every intent of ours in the group that is neither COMMITTED nor ERROR."""
-    return [
-        facts.fact(
-            facts.INTENT_FAILED,
-            message.group_id,
-            _ms(message),
-            {"intent": row.id, "attempts": row.attempts, "error": reason},
-            row.id,
-            "removed",
-            message.id,
-        )
-        for row in queries.open_intents(ctx.db, message.group_id)
-    ]
+        change = _requeue_stale(book, message, applied.new_epoch, applied.new_state.config.max_past_epochs, reason)
+        events += change.events
+    return Result(events=events, intents=[*change.writes, vault.group_intent(message.group_id, applied.new_state)])
 
 
 def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.CommitApplied) -> list[Event]:
@@ -229,8 +216,8 @@ def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.C
 
 
 def _requeue_stale(
-    ctx: contract.Context, message: ServerMessage, new_epoch: int, kept: int, reason: str
-) -> list[Event]:
+    book: IntentBook, message: ServerMessage, new_epoch: int, kept: int, reason: str
+) -> intent_machine.Change:
     """Our intents that can no longer land as built: commits for an older epoch, and messages built for an
     epoch more than ``kept`` (the past epochs members keep) before ``new_epoch``.
 
@@ -239,13 +226,15 @@ def _requeue_stale(
     member reads it in an epoch ``kept`` allows.  Built again, it would be delivered twice; so it goes out
     as it was built, unless it is too old for anyone to read wherever it lands.
     """
-    events = []
-    for row in queries.open_intents(ctx.db, message.group_id):
-        if not row.prepared or row.epoch is None or row.epoch >= new_epoch:
+    events, writes = [], []
+    for intent in book.open_in(message.group_id):
+        if not intent.prepared or intent.epoch is None or intent.epoch >= new_epoch:
             continue
-        if row.kind.is_commit or (row.state is IntentState.TO_SEND and new_epoch - row.epoch > kept):
-            events.append(requeued(row, message.group_id, _ms(message), reason, message.id))
-    return events
+        if intent.kind.is_commit or (intent.state is IntentState.TO_SEND and new_epoch - intent.epoch > kept):
+            change = intent_machine.requeue(intent, reason, message.id, _ms(message))
+            events += change.events
+            writes += change.writes
+    return intent_machine.Change(events, writes)
 
 
 def _unreadable(state: mls.GroupState, message: ServerMessage) -> bool:
@@ -253,37 +242,33 @@ def _unreadable(state: mls.GroupState, message: ServerMessage) -> bool:
     return state.epoch - message.epoch > state.config.max_past_epochs
 
 
-def requeued(row: IntentRow, group: bytes, now_ms: int, reason: str, cause: str) -> Event:
-    data = {"intent": row.id, "rebuilds": row.rebuilds + 1, "reason": reason}
-    return facts.fact(facts.INTENT_REQUEUED, group, now_ms, data, row.id, cause)
-
-
-def _own(ctx: contract.Context, vault: Vault, state: mls.GroupState, message: ServerMessage, own: IntentRow) -> Result:
+def _own(book: IntentBook, vault: Vault, state: mls.GroupState, message: ServerMessage, own: Intent) -> Result:
     group = message.group_id
-    committed = facts.fact(facts.INTENT_COMMITTED, group, _ms(message), {"intent": own.id}, own.id)
+    committed = intent_machine.commit(book, own, _ms(message))
     if own.kind is IntentKind.SEND_MESSAGE:
         if _unreadable(state, message):
             # It reached the server too many epochs after it was built (it waited through an outage, or we
             # had not read the group for long): no member can read it (see _application).  Not COMMITTED,
             # and not sent round again either (a published intent goes back only for a commit's lost race).
             reason = f"it reached the server {state.epoch - message.epoch} epochs late; no member can read it"
-            data = {"intent": own.id, "attempts": own.attempts, "error": reason}
-            return Result(events=[facts.fact(facts.INTENT_FAILED, group, _ms(message), data, own.id, message.id)])
+            failed = intent_machine.fail(book, own, reason, _ms(message), own.id, message.id)
+            return Result(events=failed.events, intents=failed.writes)
         text = json.loads(own.request)["text"].encode()
         me = mls.own_credential(state)
         recorded = _record(message, MessageKind.APPLICATION, text, me, members.address_of(state, me))
-        return Result(events=[recorded, committed])
+        return Result(events=[recorded, *committed.events], intents=committed.writes)
     if message.superseded:
         # Our commit lost: the winner came first (server order) and sent the intent round again already;
         # if it has not, do it now, so the intent is never left waiting for a commit that cannot land.
-        return Result(events=[requeued(own, group, _ms(message), "our commit lost its epoch", message.id)])
+        requeued = intent_machine.requeue(own, "our commit lost its epoch", message.id, _ms(message))
+        return Result(events=requeued.events, intents=requeued.writes)
     try:
         applied = mls.process_message(state, message.payload)
     except mls.MlsError as exc:
         raise PayloadUnreadable(f"our own commit {message.id} does not apply: {exc}") from exc
     assert isinstance(applied, mls.CommitApplied)
-    events = [*_commit_facts(state, message, applied), committed]
-    return Result(events=events, intents=[vault.group_intent(group, applied.new_state)])
+    events = [*_commit_facts(state, message, applied), *committed.events]
+    return Result(events=events, intents=[*committed.writes, vault.group_intent(group, applied.new_state)])
 
 
 def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:

@@ -6,16 +6,20 @@ is a message already published: so a commit is never built on top of
 another commit of ours that is not confirmed yet, and a message made after a
 commit goes out in the epoch that commit opens.
 
-One intent takes three steps, none holding a transaction across the network:
+One intent takes three steps, none holding a transaction across the network
+(the transitions are :mod:`.intent_machine`'s):
 
-1. ``xmtp.prepare`` (one transaction): the concrete message for the group's
-   current epoch, its hash, and for a commit the pending state and the
-   welcomes, are recorded (``intent_prepared``); an intent prepared before
-   (a crash after step 1) is sent as it was.
+1. build (one transaction): the concrete message for the group's current
+   epoch, its hash, and for a commit the pending state and the welcomes, are
+   recorded (``intent_prepared``).  A message whose turn it is already is
+   built by ``send`` itself, in the transaction that makes it (so a message
+   reaches PUBLISHED in two transactions); any other intent by
+   ``xmtp.prepare`` here.  An intent built before (a crash after step 1) is
+   sent as it was.
 2. the send, outside any transaction;
 3. ``xmtp.published`` or ``xmtp.publish_failed`` (one transaction each):
    PUBLISHED, or the failure counted and the next try scheduled with
-   backoff, ERROR with the reason after :data:`MAX_ATTEMPTS` or at once
+   backoff, ERROR with the reason after ``MAX_ATTEMPTS`` or at once
    when the server refuses the message itself.  Once step 1 is done an
    outage never ends the intent: the send may have reached the server
    (its reply lost), so it is tried again, as built, until the server
@@ -38,80 +42,64 @@ from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
 from protocols.libraries.delivery.codes import ErrorCode
-from protocols.xmtp import facts, members, queries
-from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer
+from protocols.xmtp import facts, intent_machine, members, queries
+from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer, WrongIntentState
 from protocols.xmtp.identity import InstallationBinding, verify
+from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, IntentState
-from protocols.xmtp.queries import IntentRow
 from protocols.xmtp.state import BINDING_EXTENSION, Vault
 from protocols.xmtp.transport.interface import DeliveryService
 
 log = logging.getLogger("tessera.xmtp.publish")
 
-MAX_ATTEMPTS = 5
-BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
-MAX_BACKOFF_NS = 300_000_000_000  # 5 min: a built intent is tried until the server answers (see publish_failed)
 #: Server refusals a later try may get past (the group's daily quota, a full store, the store busy).
 RETRYABLE_CODES = frozenset(
     {ErrorCode.RATE_LIMITED, ErrorCode.STORAGE_FULL, ErrorCode.UNAVAILABLE, ErrorCode.INTERNAL_ERROR}
 )
 
 
-# --- choosing work ---------------------------------------------------------------------------
+# --- step 1: build ----------------------------------------------------------------------------
 
 
-def next_intent(db: contract.Database, group_id: bytes, now_ns: int) -> IntentRow | None:
-    """The intent of ``group_id`` to work on now, if any (see the module's ordering rule).
-
-    One indexed read, whatever the length of the queue or the group's history: the oldest open intent
-    that is not a message already published."""
-    row = queries.first_unsettled(db, group_id)
-    if row is not None and row.state is IntentState.TO_SEND and row.next_attempt_at_ns <= now_ns:
-        return row
-    return None
-
-
-# --- step 1: prepare -------------------------------------------------------------------------
+def build(ctx: contract.Context, intent: Intent, key_packages: list[str]) -> Result:
+    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds)."""
+    vault = Vault.in_context(ctx)
+    state = vault.group(intent.group_id)
+    request = json.loads(intent.request)
+    welcomes: list[dict[str, str]] = []
+    if intent.kind is IntentKind.SEND_MESSAGE:
+        payload, new_state = mls.encrypt_application(state, request["text"].encode())
+    else:
+        payload, new_state, welcomes = _commit(state, intent, request, key_packages)
+    digest = hashlib.sha256(payload).digest()
+    _, change = intent_machine.prepare(intent, state.epoch, payload, digest, welcomes, ctx.now_ms)
+    return Result(events=change.events, intents=[*change.writes, vault.group_intent(intent.group_id, new_state)])
 
 
 def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Build intent ``intent``'s message for the current epoch (``key_packages``: base64 list, for adds)."""
-    row = queries.intent(ctx.db, str(params.get("intent")))
-    if row is None or row.state is not IntentState.TO_SEND or row.prepared:
-        return Result(duplicate=True)
-    vault = Vault.in_context(ctx)
-    state = vault.group(row.group_id)
-    request = json.loads(row.request)
-    welcomes: list[dict[str, str]] = []
-    if row.kind is IntentKind.SEND_MESSAGE:
-        payload, new_state = mls.encrypt_application(state, request["text"].encode())
-    else:
-        payload, new_state, welcomes = _commit(state, row, request, params)
-    data = {
-        "intent": row.id,
-        "epoch": state.epoch,
-        "payload": facts.b64(payload),
-        "hash": hashlib.sha256(payload).hexdigest(),
-        "welcomes": welcomes,
-    }
-    event = facts.fact(facts.INTENT_PREPARED, row.group_id, ctx.now_ms, data, row.id, row.rebuilds)
-    return Result(events=[event], intents=[vault.group_intent(row.group_id, new_state)])
+    intent_id = str(params.get("intent"))
+    try:
+        intent = intent_machine.unbuilt(IntentBook(ctx.db).get(intent_id), intent_id)
+    except WrongIntentState:
+        return Result(duplicate=True)  # built before a crash, read back, or given up meanwhile
+    return build(ctx, intent, list(params.get("key_packages") or []))
 
 
 def _commit(
-    state: mls.GroupState, row: IntentRow, request: dict[str, Any], params: dict[str, Any]
+    state: mls.GroupState, intent: Intent, request: dict[str, Any], key_packages: list[str]
 ) -> tuple[bytes, mls.GroupState, list[dict[str, str]]]:
     """The commit of an add, remove or key update, our state with it pending, and one welcome per invitee."""
-    if row.kind is IntentKind.KEY_UPDATE:
+    if intent.kind is IntentKind.KEY_UPDATE:
         result = mls.commit(state, self_update=True)
         return result.message, result.pending_state, []
-    if row.kind is IntentKind.REMOVE_MEMBERS:
+    if intent.kind is IntentKind.REMOVE_MEMBERS:
         gone = sorted({i for a in request["addresses"] for i in members.installations_of(state, a)})
         if not gone:
             raise InvalidInput("none of the addresses to remove is a member any more")
         result = mls.commit(state, remove=gone)
         return result.message, result.pending_state, []
-    packages = [mls.key_package_from_bytes(facts.unb64(kp)) for kp in params.get("key_packages") or []]
+    packages = [mls.key_package_from_bytes(facts.unb64(kp)) for kp in key_packages]
     present = set(mls.member_credentials(state).values())
     packages = [kp for kp in packages if mls.credential_string(kp.leaf_node.credential) not in present]
     if not packages:
@@ -173,32 +161,29 @@ def _key_package_of(data: bytes, installation: str, address: str) -> bool:
 
 def command_published(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Intent ``intent`` whose message hashes to ``hash`` is stored on the server as ``server_id``."""
-    row = queries.intent(ctx.db, str(params.get("intent")))
-    if row is None or row.state is not IntentState.TO_SEND or row.message_hash is None:
-        return Result(duplicate=True)
-    if row.message_hash.hex() != params.get("hash"):
-        return Result(duplicate=True)  # rebuilt meanwhile (its epoch moved): the new message goes out next
-    data = {"intent": row.id, "server_id": params["server_id"]}
-    return Result(events=[facts.fact(facts.INTENT_PUBLISHED, row.group_id, ctx.now_ms, data, row.id, row.rebuilds)])
+    intent_id = str(params.get("intent"))
+    book = IntentBook(ctx.db)
+    try:
+        change = intent_machine.publish(
+            book.get(intent_id), intent_id, bytes.fromhex(str(params.get("hash"))), str(params["server_id"]), ctx.now_ms
+        )
+    except WrongIntentState:
+        return Result(duplicate=True)  # read back first, or rebuilt meanwhile (the new message goes out next)
+    return Result(events=change.events, intents=change.writes)
 
 
 def command_publish_failed(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Count a failed try of intent ``intent`` (``error``; ``final`` when no retry can help)."""
-    row = queries.intent(ctx.db, str(params.get("intent")))
-    if row is None or row.state.final:
-        return Result(duplicate=True)
-    attempts = row.attempts + 1
+    intent_id = str(params.get("intent"))
+    book = IntentBook(ctx.db)
     error = str(params.get("error") or "unknown error")
-    identity = (row.id, "attempt", attempts)
-    # A built intent is never given up for failures a retry may get past: the send that failed may have
-    # reached the server (a lost reply, a crash after the send), and then its message is delivered and read
-    # back whatever we record; only the server decides it (a receipt, a refusal, or the message read back).
-    if params.get("final") or (attempts >= MAX_ATTEMPTS and not row.prepared):
-        data = {"intent": row.id, "attempts": attempts, "error": error}
-        return Result(events=[facts.fact(facts.INTENT_FAILED, row.group_id, ctx.now_ms, data, *identity)])
-    retry_at = ctx.now_ms * 1_000_000 + min(BACKOFF_BASE_NS * 2 ** (attempts - 1), MAX_BACKOFF_NS)
-    data = {"intent": row.id, "attempts": attempts, "error": error, "retry_at_ns": retry_at}
-    return Result(events=[facts.fact(facts.PUBLISH_FAILED, row.group_id, ctx.now_ms, data, *identity)])
+    try:
+        change = intent_machine.fail_attempt(
+            book, book.get(intent_id), intent_id, error, bool(params.get("final")), ctx.now_ms
+        )
+    except WrongIntentState:
+        return Result(duplicate=True)  # settled meanwhile (read back, or another cause ended it)
+    return Result(events=change.events, intents=change.writes)
 
 
 def command_welcome_sent(ctx: contract.Context, params: dict[str, Any]) -> Result:
@@ -218,7 +203,7 @@ def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
     done = 0
     now_ns = runtime.clock.now_ms() * 1_000_000
     with runtime.db.read():
-        due = queries.groups_with_due_intents(runtime.db, now_ns)
+        due = IntentBook(runtime.db).groups()
     for group_id in due:
         done += _publish_group(runtime, service, group_id, now_ns)
     return done + send_welcomes(runtime, service)
@@ -229,51 +214,62 @@ def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id
     done = 0
     while True:
         with runtime.db.read():
-            row = next_intent(runtime.db, group_id, now_ns)
-        if row is None:
+            book = IntentBook(runtime.db)
+            intent = book.next_due(group_id, now_ns)
+        if intent is None:
             return done
-        publish_intent(runtime, service, row)
+        published = publish_intent(runtime, service, intent)
         done += 1
-        with runtime.db.read():
-            after = queries.intent(runtime.db, row.id)
-        if after is None or after.state is not IntentState.PUBLISHED or after.kind.is_commit:
-            return done
+        if not published or intent.kind.is_commit or intent.id == book.open_ids(group_id)[-1]:
+            return done  # it must be confirmed first, or it failed, or it was the group's last
 
 
-def publish_intent(runtime: contract.Runtime, service: DeliveryService, row: IntentRow) -> None:
-    """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised."""
+def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> bool:
+    """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised.  Whether it is
+    PUBLISHED now."""
     try:
-        params: dict[str, Any] = {"intent": row.id}
         # Every network step that can fail before the send comes before step 1: so an intent that is built
         # may be on the server (only a crash or the send itself came between), and only an unbuilt one is
-        # given up after MAX_ATTEMPTS outages (command_publish_failed).
-        service.join(row.group_id)
-        if row.kind is IntentKind.ADD_MEMBERS and not row.prepared:
-            addresses = json.loads(row.request)["addresses"]
-            params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
-        runtime.run_command("xmtp.prepare", params)
-        with runtime.db.read():
-            prepared = queries.intent(runtime.db, row.id)
-        if prepared is None or prepared.state is not IntentState.TO_SEND or not prepared.prepared:
-            return
-        receipt = service.send(prepared.group_id, prepared.publish_data)
+        # given up after MAX_ATTEMPTS outages (intent_machine.fail_attempt).
+        service.join(intent.group_id)
+        if not intent.prepared:
+            built = _build(runtime, service, intent)
+            if built is None:
+                return False
+            intent = built
+        receipt = service.send(intent.group_id, intent.payload)
     except ServiceUnavailable as exc:
-        _failed(runtime, row, str(exc), final=False)
-        return
+        _failed(runtime, intent, str(exc), final=False)
+        return False
     except ServiceRefused as exc:
-        _failed(runtime, row, str(exc), final=exc.code not in RETRYABLE_CODES)
-        return
+        _failed(runtime, intent, str(exc), final=exc.code not in RETRYABLE_CODES)
+        return False
     except (InvalidInput, UnknownPeer, mls.MlsError) as exc:
-        _failed(runtime, row, str(exc), final=True)
-        return
-    assert prepared.message_hash is not None
-    params = {"intent": row.id, "hash": prepared.message_hash.hex(), "server_id": receipt.message_id}
-    runtime.run_command("xmtp.published", params)
+        _failed(runtime, intent, str(exc), final=True)
+        return False
+    assert intent.message_hash is not None
+    params = {"intent": intent.id, "hash": intent.message_hash.hex(), "server_id": receipt.message_id}
+    return bool(runtime.run_command("xmtp.published", params).events)
 
 
-def _failed(runtime: contract.Runtime, row: IntentRow, error: str, *, final: bool) -> None:
-    log.info("intent %s (%s) failed: %s", row.id, row.kind.name, error)
-    runtime.run_command("xmtp.publish_failed", {"intent": row.id, "error": error, "final": final})
+def _build(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> Intent | None:
+    """Step 1 in a transaction of its own (after the KeyPackages of an add are fetched); the intent as
+    built, or None when it is no longer one to build."""
+    params: dict[str, Any] = {"intent": intent.id}
+    if intent.kind is IntentKind.ADD_MEMBERS:
+        addresses = json.loads(intent.request)["addresses"]
+        params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
+    runtime.run_command("xmtp.prepare", params)
+    with runtime.db.read():
+        built = IntentBook(runtime.db).get(intent.id)
+    if built is None or built.state is not IntentState.TO_SEND or not built.prepared:
+        return None
+    return built
+
+
+def _failed(runtime: contract.Runtime, intent: Intent, error: str, *, final: bool) -> None:
+    log.info("intent %s (%s) failed: %s", intent.id, intent.kind.name, error)
+    runtime.run_command("xmtp.publish_failed", {"intent": intent.id, "error": error, "final": final})
 
 
 def send_welcomes(runtime: contract.Runtime, service: DeliveryService) -> int:

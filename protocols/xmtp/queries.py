@@ -1,4 +1,7 @@
-"""Reads of the client's own tables, shared by handlers, commands, jobs and the CLI (always parameterised)."""
+"""Reads of the client's own tables, shared by handlers, commands, jobs and the CLI (always parameterised).
+
+The intents' rows here are a read model: what is decided about an intent is decided from
+:class:`.intent_machine.IntentBook`."""
 
 from __future__ import annotations
 
@@ -103,16 +106,6 @@ def intent(db: contract.Database, intent_id: str) -> IntentRow | None:
     return None if row is None else _intent(row)
 
 
-# Literal states, not parameters: SQLite uses a partial index only when it can see the query implies its WHERE.
-_OPEN = f"state IN ({int(IntentState.TO_SEND)}, {int(IntentState.PUBLISHED)})"
-
-
-def intent_by_hash(db: contract.Database, group_id: bytes, message_hash: bytes) -> IntentRow | None:
-    """Our intent in ``group_id`` whose concrete message hashes to ``message_hash`` (not yet committed)."""
-    row = db.one(f"{_INTENT} WHERE group_id = ? AND message_hash = ? AND {_OPEN}", (group_id, message_hash))
-    return None if row is None else _intent(row)
-
-
 def joined_epoch(db: contract.Database, group_id: bytes) -> int:
     """The epoch we entered ``group_id`` at: our welcome's, or 0 for a group we created (or when unknown).
 
@@ -125,41 +118,8 @@ def joined_epoch(db: contract.Database, group_id: bytes) -> int:
     return int(first.data["epoch"])
 
 
-def open_intents(db: contract.Database, group_id: bytes) -> list[IntentRow]:
-    """A group's intents that are neither committed nor failed, in the order they were made."""
-    return [_intent(row) for row in db.all(f"{_INTENT} WHERE group_id = ? AND {_OPEN} ORDER BY seq", (group_id,))]
-
-
-def first_unsettled(db: contract.Database, group_id: bytes) -> IntentRow | None:
-    """The oldest intent of the group that holds up the next publish: TO_SEND, or a PUBLISHED commit.
-
-    A message already published does not wait for its read-back, so it is passed over."""
-    row = db.one(
-        f"{_INTENT} WHERE group_id = ? AND {_OPEN} AND NOT (state = ? AND kind = ?) ORDER BY seq LIMIT 1",
-        (group_id, IntentState.PUBLISHED, IntentKind.SEND_MESSAGE),
-    )
-    return None if row is None else _intent(row)
-
-
-def awaits_confirmation(db: contract.Database, group_id: bytes) -> bool:
-    """Whether something of ours in the group is published and not read back yet."""
-    found = db.one(
-        f"SELECT 1 FROM xmtp_group_intents WHERE group_id = ? AND {_OPEN} AND state = ? LIMIT 1",
-        (group_id, IntentState.PUBLISHED),
-    )
-    return found is not None
-
-
 def intents(db: contract.Database) -> list[IntentRow]:
     return [_intent(row) for row in db.all(f"{_INTENT} ORDER BY seq")]
-
-
-def groups_with_due_intents(db: contract.Database, now_ns: int) -> list[bytes]:
-    rows = db.all(
-        "SELECT DISTINCT group_id FROM xmtp_group_intents WHERE state = ? AND next_attempt_at_ns <= ?",
-        (IntentState.TO_SEND, now_ns),
-    )
-    return sorted(bytes(row[0]) for row in rows)
 
 
 def ready_welcomes(db: contract.Database) -> list[tuple[str, str, bytes, bytes]]:

@@ -54,8 +54,9 @@ from core import contract
 from core.errors import PermanentError, StatementFailed
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
-from protocols.xmtp import numbering, queries
+from protocols.xmtp import numbering
 from protocols.xmtp.errors import EpochAhead, GroupNeedsRejoin, TopicStalled
+from protocols.xmtp.intent_machine import IntentBook
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.numbering import Place, SequenceGap
 from protocols.xmtp.state import Vault
@@ -329,13 +330,13 @@ class Recovery:
                 return None
             skipped = mls.skipped_generations(vault.group(self.group_id))
             ours = [
-                row
-                for row in queries.open_intents(self.runtime.db, self.group_id)
-                if row.state is IntentState.PUBLISHED and row.server_id and row.server_id < passed_id
+                intent
+                for intent in IntentBook(self.runtime.db).open_in(self.group_id)
+                if intent.state is IntentState.PUBLISHED and intent.server_id and intent.server_id < passed_id
             ]
             gaps = numbering.kept_gaps(self.runtime.db, self.topic)
         missing = {f"{leaf}/{generation}": starts.get(epoch, Place()) for epoch, leaf, generation in skipped}
-        missing.update({row.id: starts.get(row.epoch or 0, Place()) for row in ours})
+        missing.update({intent.id: starts.get(intent.epoch or 0, Place()) for intent in ours})
         missing.update({f"number {gap}": gap.since for gap in gaps})
         return missing
 

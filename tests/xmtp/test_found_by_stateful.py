@@ -18,7 +18,7 @@ import attrs
 
 from core.clock import ManualClock
 from protocols.libraries.mls.group.state import DEFAULT_MAX_PAST_EPOCHS
-from protocols.xmtp import publishing, queries
+from protocols.xmtp import intent_machine, queries
 from protocols.xmtp.errors import ServiceUnavailable
 from protocols.xmtp.kinds import IntentKind, IntentState
 from protocols.xmtp.transport.interface import Receipt
@@ -142,13 +142,13 @@ def test_a_built_message_whose_reply_was_lost_is_never_given_up_and_is_delivered
     _flaky(alice, lose=1)
     alice.run("send", group=group.hex(), text="once")
     alice.publish()  # on the hub; alice saw an outage
-    for _ in range(publishing.MAX_ATTEMPTS + 1):  # the outage goes on through every retry
+    for _ in range(intent_machine.MAX_ATTEMPTS + 1):  # the outage goes on through every retry
         hub.fail_next(100)
         clock.advance(600_000)
         alice.publish()
     hub.fail_next(0)
     intent = alice.intents()[-1]
-    assert intent.state is IntentState.TO_SEND and intent.attempts == publishing.MAX_ATTEMPTS + 2
+    assert intent.state is IntentState.TO_SEND and intent.attempts == intent_machine.MAX_ATTEMPTS + 2
     bob.sync()
     assert bob.texts(group) == ["once"]  # delivered: the intent may not end in ERROR
     clock.advance(600_000)
@@ -157,13 +157,15 @@ def test_a_built_message_whose_reply_was_lost_is_never_given_up_and_is_delivered
     assert _parked(alice) == _parked(bob) == []
 
 
-def test_a_message_that_was_not_built_yet_still_ends_in_error_after_the_attempts(
+def test_an_intent_that_was_not_built_yet_still_ends_in_error_after_the_attempts(
     make_member: MakeMember, hub: LoopbackHub, clock: ManualClock
 ) -> None:
+    # A commit is built by the publish job, after its join: an outage before it leaves it unbuilt.  (A
+    # message whose turn it is is built by `send` itself, so it is tried until the server answers.)
     alice = make_member()
     group = alice.create_group()
-    alice.run("send", group=group.hex(), text="never built")
-    for _ in range(publishing.MAX_ATTEMPTS):
+    alice.run("update_key", group=group.hex())
+    for _ in range(intent_machine.MAX_ATTEMPTS):
         hub.fail_next(100)
         alice.publish()
         clock.advance(600_000)

@@ -101,7 +101,7 @@ def test_a_publish_that_keeps_failing_ends_in_error_with_its_reason(
 ) -> None:
     alice = make_member()
     group = alice.create_group()
-    alice.run("send", group=group.hex(), text="into the void")
+    alice.run("update_key", group=group.hex())
     for _ in range(5):
         hub.fail_next(10)
         alice.publish()
@@ -110,6 +110,25 @@ def test_a_publish_that_keeps_failing_ends_in_error_with_its_reason(
     assert intent.state is IntentState.ERROR and "simulated outage" in intent.error and intent.attempts == 5
     hub.fail_next(0)
     assert alice.publish() == 0  # an intent in ERROR is never tried again
+
+
+def test_a_message_built_by_send_is_tried_through_an_outage_until_the_server_answers(
+    make_member: MakeMember, hub: LoopbackHub, clock: ManualClock
+) -> None:
+    alice = make_member()
+    group = alice.create_group()
+    alice.run("send", group=group.hex(), text="through the storm")
+    [intent] = alice.intents()
+    assert intent.state is IntentState.TO_SEND and intent.prepared  # built in send's own transaction
+    for _ in range(7):
+        hub.fail_next(10)
+        alice.publish()
+        clock.advance(600_000)
+    [intent] = alice.intents()
+    assert intent.state is IntentState.TO_SEND and intent.attempts == 7 and "simulated outage" in intent.error
+    hub.fail_next(0)
+    alice.settle()
+    assert alice.intents()[0].state is IntentState.COMMITTED and alice.texts(group) == ["through the storm"]
 
 
 def test_a_transient_failure_is_retried_after_backoff(

@@ -34,6 +34,7 @@ from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch
 from protocols.marmot.processing.messages import mls_reason
 from protocols.marmot.read.states import OuterState
+from protocols.marmot.state import deletions
 from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
 
@@ -204,6 +205,7 @@ def rollback(
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
         *_requeue(item, old.kept_events(retry_epochs), generation),
+        *deletions.dropped_after(item.group.values, item.outer.gid, epoch),
     ]
     return Result(events=events, intents=intents)
 

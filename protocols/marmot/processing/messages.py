@@ -23,6 +23,7 @@ from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import Item, wait_for_epoch
+from protocols.marmot.state import deletions
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
@@ -97,14 +98,9 @@ def application(item: Item, received: mls.ApplicationReceived) -> Result:
     )
 
 
-_DELETED_IN_ADVANCE = "SELECT min(epoch) FROM marmot_deletions WHERE gid = ? AND target = ? AND pubkey = ?"
-
-
 def _deleted_in_advance(item: Item, rumor: dict) -> int | None:
     """The epoch of its author's deletion when that arrived before the rumor itself."""
-    return item.ctx.db.value(
-        _DELETED_IN_ADVANCE, (bytes.fromhex(item.outer.gid), bytes.fromhex(rumor["id"]), rumor["pubkey"])
-    )
+    return deletions.earliest(item.group.values, item.outer.gid, rumor["id"], rumor["pubkey"])
 
 
 def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
@@ -117,9 +113,12 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
         else:
             effect = facts.DeletionEffect.DELETED if known[1] == rumor["pubkey"] else facts.DeletionEffect.IGNORED
         targets.append({"id": target, "effect": effect})
+    recorded = deletions.recorded(
+        item.group.values, item.outer.gid, rumor["pubkey"], rumor["id"], epoch, [t["id"] for t in targets]
+    )
     return item.fact(
         facts.DELETION_RECEIVED,
-        intents=keep,
+        intents=(*keep, *recorded),
         epoch=epoch,
         rumor_id=rumor["id"],
         pubkey=rumor["pubkey"],
