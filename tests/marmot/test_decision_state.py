@@ -49,7 +49,7 @@ def test_a_rebuild_before_the_target_arrives_changes_no_decision(marmot_app, net
     assert _early_deletion(joined(), net, emptied) == plain
 
 
-def test_a_database_made_before_gets_its_deletions_once(marmot_app, net):
+def test_a_database_made_before_gets_its_deletions_once(marmot_app, net, settings):
     app = marmot_app()
     app.runtime.run_command("marmot.join", net.join_params)
     line, rumor = net.send(1, "deleted before it came", T0 + 1)
@@ -57,7 +57,7 @@ def test_a_database_made_before_gets_its_deletions_once(marmot_app, net):
     deliver(app, deletion)
     path = app.db.path
     app.close()
-    db = Database(path)  # as a database made before: its deletions only in the read model
+    db = Database(path, settings)  # as a database made before: its deletions only in the read model
     with db.write():
         db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key >= 'deleted' AND key < 'deletee'")
         KV(db).delete(deletions.FILLED)

@@ -101,7 +101,9 @@ def test_a_rebuild_between_decisions_changes_none_of_them(make_member: MakeMembe
     assert _scenario(make_member, emptied)[0] == plain[0]
 
 
-def test_a_database_made_before_the_machine_gets_its_open_intents_once(make_member: MakeMember, make_app: Any) -> None:
+def test_a_database_made_before_the_machine_gets_its_open_intents_once(
+    make_member: MakeMember, make_app: Any, settings: Any
+) -> None:
     alice, bob = make_member(), make_member()
     group = alice.create_group()
     _join(alice, bob, group)
@@ -113,7 +115,7 @@ def test_a_database_made_before_the_machine_gets_its_open_intents_once(make_memb
     assert [i.state for i in before.values()] == [IntentState.PUBLISHED, IntentState.TO_SEND, IntentState.TO_SEND]
     path = alice.app.db.path
     alice.app.close()
-    db = Database(path)  # as a database made before the machine: its intents only in the read model
+    db = Database(path, settings)  # as a database made before the machine: its intents only in the read model
     with db.write():
         db.execute("DELETE FROM protocol_state WHERE protocol = 'xmtp' AND (key >= 'intent/' AND key < 'intent0')")
         db.execute("DELETE FROM protocol_state WHERE protocol = 'xmtp' AND (key >= 'open/' AND key < 'open0')")
