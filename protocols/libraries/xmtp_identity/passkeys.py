@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec

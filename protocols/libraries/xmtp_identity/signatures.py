@@ -34,13 +34,10 @@ def _verify(signature: associations_pb2.Signature, text: str, role: str) -> Veri
         address, raw = ethereum.recover_signer(text, signature.erc_191.bytes)
         return VerifiedSignature(MemberId(MemberKind.ETHEREUM, address), SignatureKind.ERC191, raw)
     if which == "installation_key":
-        key = signature.installation_key.public_key
-        verify_installation_signature(key, text, signature.installation_key.bytes)
-        return VerifiedSignature(
-            MemberId(MemberKind.INSTALLATION, key.hex()),
-            SignatureKind.INSTALLATION_KEY,
-            signature.installation_key.bytes,
-        )
+        key: bytes = signature.installation_key.public_key
+        signed: bytes = signature.installation_key.bytes
+        verify_installation_signature(key, text, signed)
+        return VerifiedSignature(MemberId(MemberKind.INSTALLATION, key.hex()), SignatureKind.INSTALLATION_KEY, signed)
     if which == "delegated_erc_191":
         return _legacy_delegated(signature.delegated_erc_191, text)
     if which == "passkey":
