@@ -8,6 +8,9 @@ signature over the update's own text, so a test can forge exactly one thing.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
 from collections.abc import Callable
 
@@ -16,11 +19,16 @@ import coincurve
 from Crypto.Hash import SHA512
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from protocols.libraries.xmtp_identity import ETHEREUM, Identifier, inbox_id_for, signature_text
 from protocols.libraries.xmtp_identity.ethereum import address_of, personal_sign_hash
 from protocols.libraries.xmtp_identity.installation import IDENTITY_UPDATE_CONTEXT
+from protocols.libraries.xmtp_identity.signatures import LEGACY_KEY_TEXT
 from protocols.libraries.xmtp_wire.proto import associations_pb2 as pb
+from protocols.libraries.xmtp_wire.proto import legacy_keys_pb2, legacy_public_key_pb2
 
 Signer = Callable[[str], pb.Signature]
 
@@ -114,3 +122,53 @@ def signed_update(
 
 def inbox_of(wallet: Wallet, nonce: int = 0) -> str:
     return inbox_id_for(wallet.identifier, nonce)
+
+
+def legacy_signer(wallet: Wallet, *, created_ns: int = 1_600_000_000 * 10**9) -> tuple[Signer, Wallet]:
+    """A v2 identity key vouched for by ``wallet``, signing in its stead; the signer and the v2 key."""
+    legacy = Wallet()
+    public = coincurve.PrivateKey(legacy.secret).public_key.format(compressed=False)
+    key_bytes = legacy_public_key_pb2.UnsignedPublicKey(
+        created_ns=created_ns,
+        secp256k1_uncompressed=legacy_public_key_pb2.UnsignedPublicKey.Secp256k1Uncompressed(bytes=public),
+    ).SerializeToString()
+    vouch = wallet.sign(LEGACY_KEY_TEXT.format(key_hex=key_bytes.hex())).erc_191.bytes
+    delegated = legacy_keys_pb2.SignedPublicKey(
+        key_bytes=key_bytes,
+        signature=legacy_keys_pb2.Signature(
+            wallet_ecdsa_compact=legacy_keys_pb2.Signature.WalletECDSACompact(bytes=vouch[:64], recovery=vouch[64] - 27)
+        ),
+    )
+
+    def sign(text: str) -> pb.Signature:
+        return pb.Signature(
+            delegated_erc_191=pb.LegacyDelegatedSignature(delegated_key=delegated, signature=legacy.sign(text).erc_191)
+        )
+
+    return sign, legacy
+
+
+@attrs.frozen
+class Passkey:
+    """A WebAuthn passkey (P-256) that signs the way a browser's authenticator does."""
+
+    key: ec.EllipticCurvePrivateKey = attrs.Factory(lambda: ec.generate_private_key(ec.SECP256R1()))
+    origin: str = "https://example.org"
+
+    @property
+    def public_key(self) -> bytes:
+        return self.key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+
+    def sign(self, text: str, *, challenge: str | None = None) -> pb.Signature:
+        expected = base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+        client_data = json.dumps({"type": "webauthn.get", "challenge": challenge or expected, "origin": self.origin})
+        authenticator_data = hashlib.sha256(b"example.org").digest() + b"\x05\x00\x00\x00\x01"
+        signed = authenticator_data + hashlib.sha256(client_data.encode()).digest()
+        return pb.Signature(
+            passkey=pb.RecoverablePasskeySignature(
+                public_key=self.public_key,
+                signature=self.key.sign(signed, ec.ECDSA(hashes.SHA256())),
+                authenticator_data=authenticator_data,
+                client_data_json=client_data.encode(),
+            )
+        )
