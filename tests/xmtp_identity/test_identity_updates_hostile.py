@@ -362,3 +362,28 @@ def test_inbox_state_is_a_value() -> None:
     first = apply_identity_update(None, update, sequence_id=1)
     assert first == apply_identity_update(None, update, sequence_id=1)
     assert attrs.evolve(first, sequence_id=2) != first
+
+
+def test_a_passkey_signature_written_the_other_way_is_a_replay() -> None:
+    """(r, n - s) verifies as well as (r, s) under ECDSA; remembered by its low s, it counts as the same signature."""
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+
+    passkey, newcomer = forge.Passkey(), forge.Installation()
+    identifier = Identifier(PASSKEY, passkey.public_key.hex())
+    inbox_id = inbox_id_for(identifier, 0)
+    action = pb.IdentityAction(
+        create_inbox=pb.CreateInbox(initial_identifier=passkey.public_key.hex(), initial_identifier_kind=PASSKEY)
+    )
+    state = apply_identity_update(
+        None,
+        forge.signed_update(inbox_id, (action, [("create_inbox.initial_identifier_signature", passkey.sign)])),
+        sequence_id=1,
+    )
+    added = forge.signed_update(inbox_id, forge.add(newcomer.member(), passkey.sign, newcomer.sign))
+    state = apply_identity_update(state, added, sequence_id=2)
+    signature = added.actions[0].add.existing_member_signature.passkey
+    r, s = decode_dss_signature(signature.signature)
+    signature.signature = encode_dss_signature(
+        r, 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551 - s
+    )
+    assert refused(state, added).reason == "replayed_signature"

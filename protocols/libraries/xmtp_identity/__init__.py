@@ -14,6 +14,7 @@ from .group_messages import CheckedGroupMessage, check_group_message, check_welc
 from .identifiers import ETHEREUM, PASSKEY, Identifier, MemberId, MemberKind, inbox_id_for
 from .key_packages import CheckedKeyPackage, check_key_package
 from .signature_text import signature_text
+from .stored_state import inbox_state_from_bytes, inbox_state_to_bytes
 
 __all__ = [
     "ETHEREUM",
@@ -31,5 +32,7 @@ __all__ = [
     "check_key_package",
     "check_welcome",
     "inbox_id_for",
+    "inbox_state_from_bytes",
+    "inbox_state_to_bytes",
     "signature_text",
 ]

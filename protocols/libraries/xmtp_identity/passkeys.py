@@ -15,12 +15,16 @@ import json
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from protocols.libraries.xmtp_wire.proto import associations_pb2
 
 from .errors import Refused
 from .identifiers import MemberId, MemberKind
 from .verified import SignatureKind, VerifiedSignature
+
+#: The order of P-256's group.
+_P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 
 def verify_passkey(signature: associations_pb2.RecoverablePasskeySignature, text: str) -> VerifiedSignature:
@@ -36,8 +40,15 @@ def verify_passkey(signature: associations_pb2.RecoverablePasskeySignature, text
     except (InvalidSignature, ValueError):
         raise Refused("the passkey signature does not verify", reason="bad_signature") from None
     return VerifiedSignature(
-        MemberId(MemberKind.PASSKEY, signature.public_key.hex()), SignatureKind.P256, signature.signature
+        MemberId(MemberKind.PASSKEY, signature.public_key.hex()), SignatureKind.P256, _identity(signature.signature)
     )
+
+
+def _identity(der: bytes) -> bytes:
+    """``r || s`` with the low ``s``: libxmtp remembers a passkey signature as ``r || s``; taking the low ``s``
+    also makes ``(r, n - s)``, the same signature written the other way, a replay rather than a new signature."""
+    r, s = decode_dss_signature(der)
+    return r.to_bytes(32, "big") + min(s, _P256_ORDER - s).to_bytes(32, "big")
 
 
 def _check_challenge(client_data_json: bytes, text: str) -> None:
