@@ -32,7 +32,7 @@ def reasons_in_code() -> set[tuple[str, str]]:
 
 def reasons_in_doc() -> set[tuple[str, str]]:
     section = DOC.read_text().split("## Refusals", 1)[1].split("\n## ", 1)[0]
-    found = set()
+    found: set[tuple[str, str]] = set()
     for status, reasons in re.findall(r"^\| `([A-Z_]+)` \| (.+) \|$", section, re.MULTILINE):
         found.update((reason, status) for reason in re.findall(r"`([a-z_]+)`", reasons))
     return found
