@@ -387,3 +387,9 @@ def test_a_passkey_signature_written_the_other_way_is_a_replay() -> None:
         r, 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551 - s
     )
     assert refused(state, added).reason == "replayed_signature"
+
+
+def test_an_update_for_another_inbox_than_the_state_given_is_refused(inbox: Inbox) -> None:
+    other = forge.Wallet()
+    update = forge.signed_update(forge.inbox_of(other), forge.add(other.member(), inbox.wallet.sign, other.sign))
+    assert refused(inbox.state, update).reason == "wrong_inbox_id"

@@ -103,6 +103,11 @@ def apply_identity_update(
             reason="wrong_sequence",
             status="FAILED_PRECONDITION",
         )
+    if state is not None and update.inbox_id != state.inbox_id:
+        raise Refused(
+            f"the update is for inbox {update.inbox_id[:80]!r}, not {state.inbox_id} whose state was given",
+            reason="wrong_inbox_id",
+        )
     if not update.actions:
         raise Refused("an identity update must carry at least one action", reason="no_actions")
     if len(update.actions) > MAX_ACTIONS:
