@@ -97,9 +97,27 @@ def apply_identity_update(
     Every signature is verified over the update's signature text before any rule
     is applied; ``state`` ``None`` means the inbox has no update yet.  Pure: no I/O.
     """
-    if state is not None and sequence_id <= state.sequence_id:
+    _refuse_out_of_place(state, update, sequence_id)
+    text = signature_text(update)
+    verified = [_verified_action(action, text) for action in update.actions]
+    for action, signatures in zip(update.actions, verified, strict=True):
+        state = _apply(state, action, signatures)
+    assert state is not None  # every action either creates the inbox or refuses a missing one
+    if state.inbox_id != update.inbox_id:
         raise Refused(
-            f"sequence id {sequence_id} does not follow {state.sequence_id}, the inbox's last",
+            f"the update is for inbox {update.inbox_id[:80]!r}, but its actions are for inbox {state.inbox_id}",
+            reason="wrong_inbox_id",
+        )
+    seen = frozenset(signature.raw for signatures in verified for signature in signatures)
+    return attrs.evolve(state, seen_signatures=state.seen_signatures | seen, sequence_id=sequence_id)
+
+
+def _refuse_out_of_place(state: InboxState | None, update: associations_pb2.IdentityUpdate, sequence_id: int) -> None:
+    """Refuse what is wrong before any signature is checked: the sequence, the inbox, the number of actions."""
+    last = state.sequence_id if state is not None else 0
+    if sequence_id <= last:
+        raise Refused(
+            f"sequence id {sequence_id} does not follow {last}, the inbox's last",
             reason="wrong_sequence",
             status="FAILED_PRECONDITION",
         )
@@ -116,18 +134,6 @@ def apply_identity_update(
             reason="too_large",
             status="RESOURCE_EXHAUSTED",
         )
-    text = signature_text(update)
-    verified = [_verified_action(action, text) for action in update.actions]
-    for action, signatures in zip(update.actions, verified, strict=True):
-        state = _apply(state, action, signatures)
-    assert state is not None  # every action either creates the inbox or refuses a missing one
-    if state.inbox_id != update.inbox_id:
-        raise Refused(
-            f"the update is for inbox {update.inbox_id[:80]!r}, but its actions are for inbox {state.inbox_id}",
-            reason="wrong_inbox_id",
-        )
-    seen = frozenset(signature.raw for signatures in verified for signature in signatures)
-    return attrs.evolve(state, seen_signatures=state.seen_signatures | seen, sequence_id=sequence_id)
 
 
 def _verified_action(action: associations_pb2.IdentityAction, text: str) -> tuple[VerifiedSignature, ...]:
