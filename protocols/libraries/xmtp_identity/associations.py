@@ -31,6 +31,8 @@ from .verified import SignatureKind, VerifiedSignature
 
 #: More actions than this in one update is not a client's doing (libxmtp revokes installations one action each).
 MAX_ACTIONS = 256
+#: Nor is an update larger than this (a real one is a few hundred bytes per action).
+MAX_UPDATE_BYTES = 256 * 1024
 
 #: Which signature kinds may speak for a member of each kind (``allowed_signature_for_kind``).
 _SIGNATURES_FOR = {
@@ -128,9 +130,10 @@ def _refuse_out_of_place(state: InboxState | None, update: associations_pb2.Iden
         )
     if not update.actions:
         raise Refused("an identity update must carry at least one action", reason="no_actions")
-    if len(update.actions) > MAX_ACTIONS:
+    if len(update.actions) > MAX_ACTIONS or update.ByteSize() > MAX_UPDATE_BYTES:
         raise Refused(
-            f"an identity update carries {len(update.actions)} actions, more than {MAX_ACTIONS}",
+            f"an identity update of {len(update.actions)} actions and {update.ByteSize()} bytes is larger than "
+            f"{MAX_ACTIONS} actions or {MAX_UPDATE_BYTES} bytes",
             reason="too_large",
             status="RESOURCE_EXHAUSTED",
         )
