@@ -44,7 +44,12 @@ _SIGNATURES_FOR = {
 
 @attrs.frozen
 class Member:
-    """One member of an inbox and who added it (``None`` for the identifier that created the inbox)."""
+    """One member of an inbox.
+
+    Attributes:
+        id: who it is.
+        added_by: the member (or recovery identifier) that vouched for it; ``None`` for the inbox's creator.
+    """
 
     id: MemberId
     added_by: MemberId | None
@@ -81,6 +86,7 @@ class InboxState:
         )
 
     def member(self, member_id: MemberId) -> Member | None:
+        """The member ``member_id`` is, if it belongs to the inbox."""
         return next((member for member in self.members if member.id == member_id), None)
 
     def _with_member(self, member: Member) -> InboxState:
