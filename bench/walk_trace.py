@@ -42,7 +42,9 @@ CORE_ROOTS = ("core", "jobs", "projectors", "schema_loader")
 LIBRARY_ROOTS = ("protocols/libraries", "protocols/mls", "protocols/delivery")
 #: Callbacks SQLite makes after each statement or while it waits for a lock: the core's instruments, not
 #: steps of a journey.
-INSTRUMENTS = frozenset({("core/db.py", "_profile"), ("core/db.py", "_is_ignoring_insert"), ("core/db.py", "_on_lock_wait")})
+INSTRUMENTS = frozenset(
+    {("core/db.py", "_profile"), ("core/db.py", "_is_ignoring_insert"), ("core/db.py", "_on_lock_wait")}
+)
 #: Rooms inside a plugin whose own calls among themselves are that room's internals.
 PLUGIN_ROOMS = ("protocols/marmot/wire", "protocols/marmot/relays")
 
