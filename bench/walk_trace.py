@@ -14,7 +14,7 @@ walk was last in).  A generator or coroutine resuming is no call.  The walk is t
 collapsed; a *return* is a step into a file the walk visited before, after it had been in another.
 
 Each file is core (``core/``, ``jobs/``, ``projectors/``, ``schema_loader/``: the framework), library
-(``protocols/libraries/``; before the libraries had a room, ``protocols/mls/`` and ``protocols/delivery/``)
+(``protocols/libraries/``; before the libraries had a folder, ``protocols/mls/`` and ``protocols/delivery/``)
 or plugin (any other ``protocols/<name>/``).  The *plugin part* of a walk is its plugin files only,
 consecutive repeats collapsed again, so a plugin function the core calls back into the file the plugin
 was already in is no return.
@@ -38,8 +38,10 @@ import attrs
 
 #: Top-level folders of the framework.
 CORE_ROOTS = ("core", "jobs", "projectors", "schema_loader")
-#: Folders of shared libraries: today's room, and where two of them lived before it.
-LIBRARY_ROOTS = ("protocols/libraries", "protocols/mls", "protocols/delivery")
+#: The folder of the shared libraries, each a room of its own.
+LIBRARIES = "protocols/libraries"
+#: Libraries that lived beside the plugins before they had a folder of their own: each is one room.
+OLD_LIBRARIES = ("protocols/mls", "protocols/delivery")
 #: Callbacks SQLite makes after each statement or while it waits for a lock: the core's instruments, not
 #: steps of a journey.
 INSTRUMENTS = frozenset(
@@ -54,7 +56,7 @@ def kind_of(path: str) -> str | None:
     top = path.split("/", 1)[0]
     if top in CORE_ROOTS:
         return "core"
-    if any(path.startswith(root + "/") for root in LIBRARY_ROOTS):
+    if any(path.startswith(library + "/") for library in (LIBRARIES, *OLD_LIBRARIES)):
         return "library"
     if top == "protocols" and path.count("/") >= 2:
         return "plugin"
@@ -62,12 +64,12 @@ def kind_of(path: str) -> str | None:
 
 
 def room_of(path: str) -> str | None:
-    """The sealed room ``path`` lies in (its folder), or None."""
-    for root in LIBRARY_ROOTS:
-        if path.startswith(root + "/"):
-            rest = path[len(root) + 1 :]
-            return f"{root}/{rest.split('/', 1)[0]}" if "/" in rest else path
-    return next((room for room in PLUGIN_ROOMS if path.startswith(room + "/")), None)
+    """The sealed room ``path`` lies in, or None: a library's folder (or file), or a plugin's own room."""
+    if path.startswith(LIBRARIES + "/"):
+        first = path[len(LIBRARIES) + 1 :].split("/", 1)[0]
+        return f"{LIBRARIES}/{first}"
+    rooms = (*OLD_LIBRARIES, *PLUGIN_ROOMS)
+    return next((room for room in rooms if path.startswith(room + "/")), None)
 
 
 def always(frame: FrameType) -> bool:

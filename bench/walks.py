@@ -55,7 +55,7 @@ from jobs.tick import DaemonMode, TickDaemon
 ROOT = Path(core.__file__).resolve().parent.parent
 RELAY = "ws://relay.walk"
 #: How long a new listener must hear nothing before the traced event is sent (its relays' replay is over).
-QUIET_S = 0.2
+QUIET_S = 0.5
 #: The issue-33 aims for each journey's plugin part, and for one XMTP intent's transactions to PUBLISHED.
 AIM_FILES, AIM_RETURNS, AIM_PUBLISHED_TRANSACTIONS = 8, 8, 2
 
