@@ -91,7 +91,7 @@ def traced(tracer: Tracer, *, this_thread: bool = True, new_threads: bool = Fals
         yield tracer
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         tracer.armed = False
 
 
