@@ -5,9 +5,9 @@ it comes back to one it had left.
 
 Journeys (each on fresh databases; only the journey itself is traced, not its setting up):
 
-``marmot-message``  one Marmot kind-445 application message, on the receiving member: the relay sync
-                    that takes it into ``incoming`` (``transport/sync.py``), then the tick's step that
-                    processes it, to the history row in ``marmot_messages`` and the commit.
+``marmot-message``  one Marmot kind-445 application message, on the receiving member: his ``listen``
+                    taking it from the relay into ``incoming`` (``transport/sync.py``), then the tick's
+                    step that processes it, to the history row in ``marmot_messages`` and the commit.
 ``marmot-commit``   one Marmot commit (a member's ``self_update``), the same way; the walk
                     ``bench/marmot_walk.py`` used to trace (now this journey).
 ``xmtp-send``       one XMTP message intent on the sender, one of three members: ``tessera xmtp send
@@ -50,8 +50,8 @@ from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.tick import DaemonMode, TickDaemon
 
-#: The checkout the walks are traced in (where ``core`` was imported from, so another worktree's code can
-#: be traced with PYTHONPATH pointing at it).
+#: The checkout the walks are traced in: where ``core`` was imported from (bench/common.py puts this
+#: script's own checkout first on the path; to trace another tree, run a copy of the two scripts there).
 ROOT = Path(core.__file__).resolve().parent.parent
 RELAY = "ws://relay.walk"
 #: How long a new listener must hear nothing before the traced event is sent (its relays' replay is over).
@@ -291,7 +291,7 @@ def cli_send(app: App, group: bytes, text: str) -> None:
     from protocols.xmtp.cli import send
 
     state = CliState(app.db.settings, None)
-    state._app = app  # the CLI's state with this database already open
+    state._app = app  # the CLI's state, holding this database already open (as after its first `obj.app()`)
     with click.Context(send, obj=state) as ctx, redirect_stdout(io.StringIO()):  # what it prints is not the walk
         ctx.invoke(send, group=group.hex(), texts=(text,), no_publish=True)
 
@@ -364,7 +364,6 @@ def server_send(journeys: Journeys) -> dict[str, Any]:
     import nacl.signing
 
     from protocols import sovereign
-    from tests.sovereign.server_helpers import new_group_id, private_message, welcome
 
     app = journeys.open(sovereign, "sovereign", "server")  # the server's database, made as `tessera init` would
     db_path = app.db.path
@@ -385,18 +384,18 @@ def server_send(journeys: Journeys) -> dict[str, Any]:
     with traced(tracer, this_thread=False, new_threads=True):  # the server's threads, not the clients'
         tracer.armed = False  # they are profiled from their start; only the send is recorded
         with ServerThread(db_path, journeys.settings) as serving:
-            pushed = asyncio.run(
-                _send_one(serving.server.url, sender, recipient, tracer, new_group_id(), private_message, welcome)
-            )
+            pushed = asyncio.run(_send_one(serving.server.url, sender, recipient, tracer))
     return {**summary(tracer), "complete": pushed, "end": "pushed to the recipient" if pushed else "not pushed"}
 
 
-async def _send_one(
-    url: str, sender: Any, recipient: Any, tracer: Tracer, group: str, payload: Any, welcome: Any
-) -> bool:
+async def _send_one(url: str, sender: Any, recipient: Any, tracer: Tracer) -> bool:
+    """``sender`` and ``recipient`` in one group (a welcome taken and acked), then one message traced from the
+    sender's ``send`` to the recipient's push; whether it arrived."""
     from protocols.libraries.delivery.client import connect
     from protocols.libraries.delivery.records import WELCOME
+    from tests.sovereign.server_helpers import new_group_id, private_message, welcome  # MLS-shaped payloads
 
+    group = new_group_id()
     async with await connect(url, sender, timeout=30) as alice, await connect(url, recipient, timeout=30) as bob:
         await alice.join(group)
         await alice.send(group, welcome(), recipient=bob.installation)
@@ -405,7 +404,7 @@ async def _send_one(
         assert joined.message_type == WELCOME
         await bob.ack([joined.id])
         tracer.armed = True
-        receipt = await alice.send(group, payload(group))
+        receipt = await alice.send(group, private_message(group))
         message = await bob.receive(timeout=10)
         tracer.armed = False
         return message.id == receipt.message_id
@@ -437,10 +436,14 @@ def show(name: str, found: dict[str, Any], width: int, calls: bool) -> None:
     )
     console.print(
         f"  plugin part: {plugin['files']} files, {plugin['returns']} returns"
-        f" (aim ≤ {AIM_FILES} and ≤ {AIM_RETURNS}: {'met' if met else 'not met'})"
+        f" (aim ≤ {AIM_FILES} files and ≤ {AIM_RETURNS} returns: {'met' if met else 'not met'})"
     )
     for milestone, figures in found["milestones"].items():
-        console.print(f"  to {milestone} ({figures['seen']}): {figures['transactions']} write transactions")
+        within = figures["transactions"] <= AIM_PUBLISHED_TRANSACTIONS
+        console.print(
+            f"  to {milestone} ({figures['seen']}): {figures['transactions']} write transactions"
+            f" (aim ≤ {AIM_PUBLISHED_TRANSACTIONS}: {'met' if within else 'not met'})"
+        )
     print_path("  walk", found["walk"], width)
     print_path("  plugin walk", plugin["walk"], width)
     if calls:
