@@ -32,6 +32,10 @@ class XmtpMember:
         self.opened = opened_cache()
         self._service: DeliveryService | None = None
         self._cold_started = False
+        # An identity is never replaced or removed (``identity new`` refuses a second one), so once read it
+        # is known for good: the tick's jobs ask on every pass.
+        self._has_identity = False
+        self._installation_id: str | None = None
         _fill_intent_book(app)
 
     def use(self, service: DeliveryService) -> None:
@@ -47,7 +51,16 @@ class XmtpMember:
         return self._service
 
     def has_identity(self) -> bool:
-        return has_identity(self.runtime)
+        if not self._has_identity:
+            self._has_identity = has_identity(self.runtime)
+        return self._has_identity
+
+    def installation_id(self) -> str:
+        """Our installation's id (``IdentityMissing`` before ``identity new``)."""
+        if self._installation_id is None:
+            with self.runtime.db.read():
+                self._installation_id = Vault.of(self.runtime.db).identity().installation_id
+        return self._installation_id
 
     def cold_start(self) -> int:
         """Once per database and process: free the locks of sync holders that died."""

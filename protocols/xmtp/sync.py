@@ -44,11 +44,11 @@ from core.records import Envelope, ItemSource
 from protocols.libraries.delivery.codes import ErrorCode
 from protocols.libraries.mls.ahead import Decrypted
 from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
+from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.numbering import Place, SequenceGap
 from protocols.xmtp.rereading import Reading, Recovery, Suspect
-from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import WELCOME, DeliveryService, Page, ServerMessage
 
 log = logging.getLogger("tessera.xmtp.sync")
@@ -399,9 +399,7 @@ def sync_all(runtime: contract.Runtime, service: DeliveryService, held: frozense
 
     ``held``: topics whose locks the caller holds (a live subscription's)."""
     report = SyncReport()
-    with runtime.db.read():
-        installation = Vault.of_runtime(runtime).identity().installation_id
-    welcomes = items.welcome_topic(installation)
+    welcomes = items.welcome_topic(runtime.service(XmtpMember).installation_id())
     _guarded(
         report,
         welcomes,
@@ -434,9 +432,14 @@ def sync_group(
         _mark_needs_rejoin(runtime, group_id, str(stuck))
         report.needs_rejoin[group_id.hex()] = str(stuck)
         raise
-    if topic not in report.busy_topics:
-        _resume(runtime, group_id)
-    _leave_if_removed(runtime, service, group_id)
+    with runtime.db.read():
+        group = queries.group(runtime.db, group_id)
+    if group is None:
+        return
+    if group.needs_rejoin and topic not in report.busy_topics:
+        _resume(runtime, group_id, group.needs_rejoin)
+    if not group.active:
+        service.leave(group_id)  # we were removed: the service need not keep us in its group
 
 
 #: ``tessera status`` shows it among its counters (a gauge: the groups marked now).
@@ -452,15 +455,12 @@ def _mark_needs_rejoin(runtime: contract.Runtime, group_id: bytes, reason: str) 
         log.error("group %s needs a rejoin: %s", group_id.hex(), reason)
 
 
-def _resume(runtime: contract.Runtime, group_id: bytes) -> None:
-    with runtime.db.read():
-        found = queries.group(runtime.db, group_id)
-    if found is None or not found.needs_rejoin:
-        return
+def _resume(runtime: contract.Runtime, group_id: bytes, marked: str) -> None:
+    """The group marked as needing a rejoin (for ``marked``) was read again: it moves on."""
     with runtime.db.write():
         runtime.run_command("xmtp.resume_group", {"group": group_id.hex()})
         runtime.kv.set(NEEDING_REJOIN_COUNTER, runtime.db.value(_NEEDING_REJOIN))
-    log.warning("group %s moves on again (it was marked: %s)", group_id.hex(), found.needs_rejoin)
+    log.warning("group %s moves on again (it was marked: %s)", group_id.hex(), marked)
 
 
 def _guarded(report: SyncReport, topic: str, work: Any) -> None:
@@ -474,10 +474,3 @@ def _guarded(report: SyncReport, topic: str, work: Any) -> None:
         report.failures.append(f"{topic}: {exc}")
     except GroupNeedsRejoin as exc:
         report.failures.append(f"{topic}: needs a rejoin: {exc}")
-
-
-def _leave_if_removed(runtime: contract.Runtime, service: DeliveryService, group_id: bytes) -> None:
-    with runtime.db.read():
-        group = queries.group(runtime.db, group_id)
-    if group is not None and not group.active:
-        service.leave(group_id)

@@ -155,15 +155,17 @@ def sync(app: contract.App, extra_relays: Sequence[str] = (), *, now_s: int | No
     """Fetch every subscription's stored events and queue them for the tick."""
     report = SyncReport()
     started = now_s if now_s is not None else app.runtime.clock.now_ms() // 1000
-    timeout_s = MarmotSettings.of(app.db.settings).fetch_timeout_s
+    limits = MarmotSettings.of(app.db.settings)
     for sub in subscriptions(app.db, extra_relays):
-        fetched: FetchReport = app.service(MarmotMember).relays().fetch(sub.filter, sub.relays, timeout_s=timeout_s)
+        fetched: FetchReport = (
+            app.service(MarmotMember).relays().fetch(sub.filter, sub.relays, timeout_s=limits.fetch_timeout_s)
+        )
         report.failures += [RelayFailure.of(sub.what, outcome) for outcome in fetched.outcomes if not outcome.complete]
         if not fetched.complete:
             report.incomplete.append(sub.what)
         # Oldest first, as a relay streams them: commits then come before what they make readable.
         events = sorted(fetched.events, key=lambda event: (event["created_at"], event["id"]))
-        admitted = _admitted(app, events, started, report.dropped)
+        admitted = _admitted(limits, events, started, report.dropped)
         now_ms = app.runtime.clock.now_ms()
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
@@ -229,14 +231,14 @@ def listen(
                 batch.append(arrived.get_nowait())
             except queue.Empty:
                 break
-        _queue_live(app, batch, on_event, backlog)
+        _queue_live(app, limits, batch, on_event, backlog)
     for thread in threads:
         thread.join()
     leftover = []
     while not arrived.empty():
         leftover.append(arrived.get_nowait())
     if leftover:
-        _queue_live(app, leftover, on_event, backlog)
+        _queue_live(app, limits, leftover, on_event, backlog)
 
 
 # How long the writer waits for a live event before looking at the stop flag, and how many it queues at once.
@@ -318,12 +320,13 @@ _EVENT_OVERHEAD_BYTES = 400
 
 def _queue_live(
     app: contract.App,
+    limits: MarmotSettings,
     events: list[dict[str, Any]],
     on_event: Callable[[dict[str, Any]], None] | None,
     backlog: RelayBacklog | None = None,
 ) -> None:
     now_ms = app.runtime.clock.now_ms()
-    admitted = _admitted(app, events, now_ms // 1000, {})
+    admitted = _admitted(limits, events, now_ms // 1000, {})
     first_id = None
     if admitted:
         with app.db.write():
@@ -355,10 +358,11 @@ def _note_heard(state: ProtocolState, events: list[dict[str, Any]], now_ms: int)
 
 
 def _admitted(
-    app: contract.App, events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]
+    limits: MarmotSettings, events: Sequence[dict[str, Any]], now_s: int, dropped: dict[str, int]
 ) -> list[dict[str, Any]]:
-    """The events whose ``created_at`` the age limits admit (MDK's rule); the rest are counted in ``dropped``."""
-    limits = MarmotSettings.of(app.db.settings)
+    """The events whose ``created_at`` the age limits admit (MDK's rule); the rest are counted in ``dropped``.
+
+    ``limits`` are read once per sync or listen, not per batch: resolving them reads every plugin setting."""
     kept = []
     for event in events:
         why = limits.admits(event["created_at"], now_s)
