@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import attrs
 import nacl.signing
 import pytest
 
@@ -39,6 +40,12 @@ def posts(room: str, texts: list[str], start_ms: int = START_MS) -> list[bytes]:
 @pytest.fixture
 def app(make_app):
     return make_app([example], ["example"])
+
+
+@pytest.fixture
+def plain_app(make_app, settings):
+    """A database in the clear: the only kind whose rebuild export outlives the rebuild (jobs/rebuild/workdir.py)."""
+    return make_app([example], ["example"], app_settings=attrs.evolve(settings, key_file=""))
 
 
 def forget(app, room: str, before_ts_ms: int, limit: int | None = None):
@@ -84,7 +91,8 @@ def test_a_purged_message_delivered_again_does_not_come_back(app) -> None:
     assert eventlog.head(app.db) == 6
 
 
-def test_a_rebuild_after_purges_equals_the_live_tables_and_its_export_forgets_them(app, tmp_path) -> None:
+def test_a_rebuild_after_purges_equals_the_live_tables_and_its_export_forgets_them(plain_app, tmp_path) -> None:
+    app = plain_app
     texts = [marker(n) for n in range(60)]
     ingest(app, posts("room-a", texts[:40]) + posts("room-b", texts[40:]))
     workdir = tmp_path / "work"

@@ -69,6 +69,7 @@ def test_replaced_group_states_and_a_used_key_package_no_longer_open(make_member
         base = Path(member.app.db.path)
         raw = b"".join(p.read_bytes() for p in (base, Path(f"{base}-wal"), *Path(f"{base}-erasable").iterdir()))
         assert [text for text in texts if text.encode() in raw] == []
+    assert bob.app.db.secret is not None
     in_pages = database_text(bob.app.db.path, bob.app.db.secret)  # while bob's decrypted pages hold every one
     assert all(text.encode() in in_pages for text in texts)
 
