@@ -99,3 +99,15 @@ def files_holding(directory: str | Path, texts: Iterable[bytes]) -> dict[str, li
         if hits:
             found[str(candidate)] = hits
     return found
+
+
+def assert_nothing_in_the_clear(directory: str | Path, texts: Iterable[bytes], databases: Iterable[tuple[str, bytes]]):
+    """No file below ``directory`` (databases, WALs, shm, journals, exports, blobs, key folders: everything a
+    scenario wrote there) holds any of ``texts`` in its raw bytes, while the decrypted pages of ``databases``
+    (path, secret) hold every one of them between them: the texts were written, and a scan would see them."""
+    wanted, databases = list(texts), list(databases)
+    scanned = {str(path) for path in files_under(directory)}
+    assert all(str(Path(path)) in scanned for path, _ in databases), "the databases lie in the scanned directory"
+    assert files_holding(directory, wanted) == {}
+    decrypted = b"".join(database_text(path, secret) for path, secret in databases)
+    assert [text for text in wanted if text not in decrypted] == []
