@@ -50,19 +50,23 @@ OPTIONS = (
 )
 
 
-def open_marmot(path: str, key_file: str = "") -> App:
-    """A Marmot app on ``path``; encrypted under ``key_file`` when one is given."""
+def open_marmot(path: str, key_file: str = "", *, encrypt: bool | None = None) -> App:
+    """A Marmot app on ``path``: its group state sealed under keys derived from ``key_file`` (when one is given)
+    and the file encrypted under it unless ``encrypt`` is False."""
     # Bulk loads commit large batches on purpose: do not log them as slow statements.
-    return open_bench_app(path, marmot, "marmot", Settings.load(env={}, slow_statement_ms=60_000, key_file=key_file))
+    settings = Settings.load(env={}, slow_statement_ms=60_000, key_file=key_file)
+    return open_bench_app(path, marmot, "marmot", settings, encrypt=encrypt)
 
 
 # --- throughput --------------------------------------------------------------------------------
 
 
-def pipeline(path: str, sim: simulate.Simulation, key_file: str = "") -> tuple[int, float]:
+def pipeline(
+    path: str, sim: simulate.Simulation, key_file: str = "", *, encrypt: bool | None = None
+) -> tuple[int, float]:
     """The simulated stream through the whole pipeline into a new file at ``path``, one transaction per item:
-    (items handled, seconds)."""
-    app = open_marmot(path, key_file)
+    (items handled, seconds); ``key_file`` and ``encrypt`` as :func:`open_marmot`'s."""
+    app = open_marmot(path, key_file, encrypt=encrypt)
     app.runtime.run_command("marmot.join", sim.join_params)
     with app.db.write():
         queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
