@@ -6,8 +6,9 @@ message, deferred work) is ever produced again.  Until the swap commits the
 live tables are untouched, so a rebuild that fails or is killed at any point
 can simply be run again: leftover shadow tables are discarded and, for a
 database in the clear, the export is reused (an encrypted database's export
-lives only for its rebuild: see :mod:`jobs.rebuild.workdir`).  Tables are discarded a batch of rows per transaction, so
-dropping millions of rows never holds the daemon's write lock for long.
+lives only for its rebuild: see :mod:`jobs.rebuild.workdir`).  Tables are
+discarded a batch of rows per transaction, so dropping millions of rows never
+holds the daemon's write lock for long.
 """
 
 from __future__ import annotations
