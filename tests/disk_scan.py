@@ -101,7 +101,9 @@ def files_holding(directory: str | Path, texts: Iterable[bytes]) -> dict[str, li
     return found
 
 
-def assert_nothing_in_the_clear(directory: str | Path, texts: Iterable[bytes], databases: Iterable[tuple[str, bytes]]):
+def assert_nothing_in_the_clear(
+    directory: str | Path, texts: Iterable[bytes], databases: Iterable[tuple[str, bytes]]
+) -> None:
     """No file below ``directory`` (databases, WALs, shm, journals, exports, blobs, key folders: everything a
     scenario wrote there) holds any of ``texts`` in its raw bytes, while the decrypted pages of ``databases``
     (path, secret) hold every one of them between them: the texts were written, and a scan would see them."""

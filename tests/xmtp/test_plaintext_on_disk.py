@@ -29,6 +29,8 @@ def test_no_message_text_in_any_file_the_members_write(make_member: MakeMember, 
     assert set(texts) <= set(bob.texts(group))
     assert rebuild(RebuildRequest(bob.app, engine="local", protocol="xmtp", workdir=tmp_path / "rebuild")).swapped
 
-    databases = [(m.app.db.path, m.app.db.secret) for m in (alice, bob)]
-    assert all(secret is not None for _, secret in databases)
-    assert_nothing_in_the_clear(tmp_path, [t.encode() for t in texts], databases)  # type: ignore[arg-type]
+    databases = []
+    for member in (alice, bob):
+        assert member.app.db.secret is not None
+        databases.append((member.app.db.path, member.app.db.secret))
+    assert_nothing_in_the_clear(tmp_path, [t.encode() for t in texts], databases)
