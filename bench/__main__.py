@@ -49,7 +49,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "history": (history.figures, "newest and next history pages at the run's size: Marmot's and the server store's"),
     "mls": (mls.figures, "the MLS engine's commits and decryption beside ts-mls and the crypto alone"),
     "cli_start": (cli_start.figures, "tessera --help and tessera status: wall time beside python -c pass"),
-    "encryption": (encryption.figures, "event append per item and batched: encrypted against plaintext, same run"),
+    "encryption": (
+        encryption.figures,
+        "append, tick, a Marmot message, history pages: encrypted against plaintext, same run",
+    ),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
 }
 FULL_EVENTS = 10_000_000

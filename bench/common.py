@@ -58,15 +58,19 @@ def parser(doc: str, *counts: tuple[str, int, str]) -> argparse.ArgumentParser:
     return found
 
 
-def open_bench_app(path: str, plugin: object, protocol: str, settings: Settings | None = None) -> App:
+def open_bench_app(
+    path: str, plugin: object, protocol: str, settings: Settings | None = None, *, encrypt: bool | None = None
+) -> App:
     """An App on ``path`` (created when new) with only ``plugin`` registered and its ``protocol`` enabled;
-    ``settings`` default to the built-in ones, whatever the environment says."""
+    ``settings`` default to the built-in ones, whatever the environment says.  A new file is encrypted when
+    ``encrypt`` (default: when the settings name a key file)."""
     return open_app(
         settings or Settings.load(env={}),
         make_plugin_manager([plugin], entry_points=False),
         enable=[protocol],
         create=True,
         path=path,
+        encrypt=encrypt,
     )
 
 

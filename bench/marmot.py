@@ -50,16 +50,23 @@ OPTIONS = (
 )
 
 
-def open_marmot(path: str) -> App:
+def open_marmot(path: str, key_file: str = "", *, encrypt: bool | None = None) -> App:
+    """A Marmot app on ``path``: its group state sealed under keys derived from ``key_file`` (when one is given)
+    and the file encrypted under it unless ``encrypt`` is False."""
     # Bulk loads commit large batches on purpose: do not log them as slow statements.
-    return open_bench_app(path, marmot, "marmot", Settings.load(env={}, slow_statement_ms=60_000))
+    settings = Settings.load(env={}, slow_statement_ms=60_000, key_file=key_file)
+    return open_bench_app(path, marmot, "marmot", settings, encrypt=encrypt)
 
 
 # --- throughput --------------------------------------------------------------------------------
 
 
-def pipeline(work: Workdir, sim: simulate.Simulation) -> tuple[int, float]:
-    app = open_marmot(work.db("pipeline"))
+def pipeline(
+    path: str, sim: simulate.Simulation, key_file: str = "", *, encrypt: bool | None = None
+) -> tuple[int, float]:
+    """The simulated stream through the whole pipeline into a new file at ``path``, one transaction per item:
+    (items handled, seconds); ``key_file`` and ``encrypt`` as :func:`open_marmot`'s."""
+    app = open_marmot(path, key_file, encrypt=encrypt)
     app.runtime.run_command("marmot.join", sim.join_params)
     with app.db.write():
         queues.push_incoming(app.db, "marmot", sim.lines, app.clock.now_ms())
@@ -136,7 +143,7 @@ def throughput(work: Workdir, args: argparse.Namespace) -> None:
     verified = count / seconds
     engine = [n / t for n, t in (engine_in_memory(sim, with_snapshot=flag) for flag in (False, True))]
     with console.status("ingesting through the pipeline"):
-        count, seconds = pipeline(work, sim)
+        count, seconds = pipeline(work.db("pipeline"), sim)
     full = count / seconds
     rows = [
         ("envelope decrypt only (ceiling)", f"{len(payloads):,}", f"{ceiling:,.0f}", "100%"),

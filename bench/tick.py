@@ -63,10 +63,10 @@ def messages(count: int, seed: int = 1) -> list[bytes]:
     return blobs
 
 
-def open_example(path: str) -> App:
+def open_example(path: str, settings: Settings | None = None) -> App:
     from protocols import example
 
-    return open_bench_app(path, example, "example")
+    return open_bench_app(path, example, "example", settings)
 
 
 def queue(app: App, blobs: list[bytes]) -> None:
@@ -75,9 +75,9 @@ def queue(app: App, blobs: list[bytes]) -> None:
             queues.push_incoming(app.db, "example", blobs[start : start + 5000], 0)
 
 
-def framework(path: str, blobs: list[bytes]) -> tuple[int, float]:
-    """process_incoming with one item per transaction."""
-    app = open_example(path)
+def framework(path: str, blobs: list[bytes], settings: Settings | None = None) -> tuple[int, float]:
+    """process_incoming with one item per transaction (``settings``: the built-in ones by default)."""
+    app = open_example(path, settings)
     queue(app, blobs)
 
     def run() -> int:

@@ -20,6 +20,7 @@ reveal (an earlier one) leaves the blob unable to complete; :func:`reset`
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,13 +232,16 @@ def export(db: Database, file_id: str, path: Path) -> int:
 
     A missing, incomplete or corrupt blob is refused before anything is
     written, and a failed export leaves neither ``path`` nor a ``.part`` file.
+    The copy is in the clear, written only where the user asked, and readable
+    by its owner only (mode 0600): the database it came from is encrypted.
     """
     tmp = path.with_name(path.name + ".part")
     written = 0
     with db.read():
         _require_complete(db, file_id)
         try:
-            with open(tmp, "wb") as out:
+            tmp.unlink(missing_ok=True)  # a stale .part from a killed export would keep its own mode
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
                 for chunk in _chunks(db, file_id):
                     out.write(chunk)
                     written += len(chunk)

@@ -48,6 +48,7 @@ from core.protocol import Job, TickContext
 from core.records import OutcomeKind
 from core.status import COUNTER_PREFIX
 from core.tick_state import StateFile, TickState
+from jobs.rebuild import workdir as rebuild_workdir
 
 log = logging.getLogger("tessera.tick")
 
@@ -137,6 +138,7 @@ class TickDaemon:
     def run(self) -> TickReport:
         idle_sleep_ms = 10
         self._state_file.remove_lapsed(_wall_ms())
+        rebuild_workdir.remove_abandoned(self.app.db)  # a killed rebuild's plaintext export goes at the next start
         self._set_state("starting")
         self.app.db.lock_wait_listener = self._on_lock_wait
         try:

@@ -4,9 +4,11 @@ The tick daemon keeps running throughout: it projects into the live tables
 until the swap.  Only projectors run — no handler, so no intent (outgoing
 message, deferred work) is ever produced again.  Until the swap commits the
 live tables are untouched, so a rebuild that fails or is killed at any point
-can simply be run again: leftover shadow tables are discarded and the
-export is reused.  Tables are discarded a batch of rows per transaction, so
-dropping millions of rows never holds the daemon's write lock for long.
+can simply be run again: leftover shadow tables are discarded and, for a
+database in the clear, the export is reused (an encrypted database's export
+lives only for its rebuild: see :mod:`jobs.rebuild.workdir`).  Tables are
+discarded a batch of rows per transaction, so dropping millions of rows never
+holds the daemon's write lock for long.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from core import eventlog, maintenance
 from core.app import INSTANCE_KEY, App
 from core.db import Database
 from core.errors import InvalidInput
-from jobs.rebuild import engines, shadow
+from jobs.rebuild import engines, shadow, workdir
 from jobs.rebuild.export import export_events, exported_files
 from jobs.rebuild.verify import TableVerdict, compare_tables
 from projectors import arrow, replay
@@ -224,7 +226,8 @@ def rebuild(request: RebuildRequest) -> RebuildReport:
         raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
     run = RebuildRun.of(request, projectors)
     shadow.check_swappable(run.db, run.tables)
-    with _rebuild_pragmas(run.db):
+    workdir.remove_abandoned(run.db)
+    with _rebuild_pragmas(run.db), workdir.in_use(run.db, run.workdir, ephemeral=run.db.encrypted):
         return _rebuild(run)
 
 

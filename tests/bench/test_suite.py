@@ -48,10 +48,16 @@ EXPECTED = {
     "encryption": [
         ("append per item (1/txn), ", True, True),
         ("append batched (1,000/txn), ", True, True),
+        ("tick per item (1/txn), ", True, True),
+        ("Marmot message end to end (pipeline, 1/txn), ", True, False),
+        ("Marmot history, 1,000 rumors: newest page of 50, p99, encrypted", True, True),
+        ("Marmot history, 1,000 rumors: next page by cursor, p99, encrypted", True, True),
     ],
     "rebuild": [
         ("Spark local[2] rebuild of 300 events against the daemon's incremental projection", True, True),
         ("Spark local[2] rebuild of 300 events against the local engine", True, True),
+        ("export stage's share of a local rebuild of 300 events", False, False),
+        ("export stage's share of a spark rebuild of 300 events", False, False),
         ("--verify's share of a Spark rebuild of 300 events", False, True),
     ],
     "cluster": [

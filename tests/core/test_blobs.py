@@ -297,6 +297,7 @@ def test_export_writes_the_exact_bytes_slice_by_slice(db, tmp_path):
     assert blobs.export(db, file_id, target) == len(data)
     assert hashlib.sha256(target.read_bytes()).hexdigest() == file_id
     assert not (tmp_path / "copy.bin.part").exists()
+    assert target.stat().st_mode & 0o777 == 0o600  # plaintext out of an encrypted file: its owner's only
 
 
 def test_empty_content(db, tmp_path):

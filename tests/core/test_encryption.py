@@ -3,8 +3,10 @@ and kill -9 during the rewrites (real processes, real files)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -154,6 +156,34 @@ def test_an_encrypted_file_met_by_a_build_without_encryption_says_so(tmp_path, m
     monkeypatch.setattr(core_db, "ENCRYPTION_AVAILABLE", True)
     with pytest.raises(DatabaseEncrypted, match="this database is encrypted: wrong key or no key given"):
         Database(str(path), settings_for(None), create=False)
+
+
+#: ``tessera`` in a process whose apsw looks like the plain build's (no ``mc_version``: no SQLite3 Multiple Ciphers).
+_WITHOUT_ENCRYPTION = (
+    "import sys, apsw; del apsw.mc_version; from jobs.cli import main; sys.argv[0] = 'tessera'; main()"
+)
+
+
+def test_plain_sqlite_sees_no_database_and_the_cli_without_encryption_names_it(tmp_path):
+    key, path = new_key(tmp_path), tmp_path / "chat.db"
+    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+    with (
+        contextlib.closing(sqlite3.connect(path)) as plain,
+        pytest.raises(sqlite3.DatabaseError, match="not a database"),
+    ):
+        plain.execute("SELECT count(*) FROM sqlite_schema").fetchall()  # plain SQLite semantics: no database
+    env = dict(clean_environment(), TESSERA_KEY_FILE=str(key))
+    for args in (["status"], ["parked", "list"]):
+        proc = subprocess.run(
+            [sys.executable, "-c", _WITHOUT_ENCRYPTION, "--db", str(path), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=300,
+        )
+        line = one_line_error(proc)
+        assert "encrypted" in line and "install apsw-sqlite3mc" in line and "Traceback" not in proc.stderr
 
 
 # --- encrypt, rotate, backup ------------------------------------------------------------------------------------------

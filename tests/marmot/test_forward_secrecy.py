@@ -9,6 +9,7 @@ the key files for those keys, and try to open every old version with everything 
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from protocols.libraries import erasable
 from protocols.marmot.errors import GroupStateKeyGone
 from protocols.marmot.state.key import SEALER, load_key
 from protocols.marmot.state.store import GroupStateStore, load, ratchets_name, state_name
+from tests.disk_scan import database_text
 from tests.marmot._net import T0
 from tests.marmot.conftest import deliver
 
@@ -58,7 +60,8 @@ def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net)
     # Messages move only the ratchets (a new version of ratchets/<gid> each); the commit moves both parts.
     names = (state_name(net.gid), ratchets_name(net.gid))
     versions: dict[str, dict[bytes, bytes]] = {name: {} for name in names}  # each version stored, and its key
-    lines = [net.send(n % 3, f"message {n}", T0 + n)[0] for n in range(6)] + [net.commit(0, T0 + 10)]
+    texts = [f"forward-secret-{n}-{os.urandom(6).hex()}" for n in range(6)]  # found nowhere else on disk
+    lines = [net.send(n % 3, text, T0 + n)[0] for n, text in enumerate(texts)] + [net.commit(0, T0 + 10)]
     for line in lines:
         for name in names:
             sealed = _stored(app, name)
@@ -76,6 +79,9 @@ def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net)
         assert _opens(app, name, current)
     with app.db.read():
         assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
+    assert [text for text in texts if text.encode() in on_disk] == []  # and no message text in the clear
+    in_pages = database_text(app.db.path, app.db.secret)  # while the decrypted pages hold every one
+    assert all(text.encode() in in_pages for text in texts)
 
 
 def test_a_transaction_that_rolls_back_keeps_the_committed_version_readable(app, net) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -107,7 +108,10 @@ def test_events_after_the_watermark_are_caught_up(app):
     assert app.db.value("SELECT max(last_applied_seq) FROM projections") == eventlog.head(app.db)
 
 
-def test_export_is_incremental_and_tied_to_its_database(app, tmp_path):
+def test_export_is_incremental_and_tied_to_its_database(make_app, settings, tmp_path):
+    # A database in the clear keeps its export between rebuilds (an encrypted one's goes: tests/rebuild/test_workdir.py)
+    app = make_app([example], ["example"], app_settings=attrs.evolve(settings, key_file=""))
+    ingest(app, simulate.generate(400, seed=3))
     workdir = tmp_path / "work"
     first = rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir))
     assert first.exported == eventlog.head(app.db)

@@ -3,15 +3,12 @@ the live tables afterwards, and no expired payload byte left in the database fil
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import attrs
-
 from core import eventlog, scrub
 from jobs.rebuild import RebuildRequest, rebuild
 from jobs.tick import TickDaemon
 from protocols.sovereign import retention
 from protocols.sovereign.config import MIB, Retention
+from tests.disk_scan import database_text
 from tests.rebuild.conftest import snapshot_tables
 from tests.sovereign.conftest import seat
 from tests.sovereign.mls_group import Group
@@ -30,16 +27,12 @@ TABLES = (
 
 
 def on_disk(app) -> bytes:
-    assert app.db.all("PRAGMA wal_checkpoint(TRUNCATE)") == [(0, 0, 0)]
-    path = Path(app.db.path)
-    wal = path.with_name(path.name + "-wal")
-    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    """Every page of the database file and its WAL, decrypted (free pages and stale frames included)."""
+    return database_text(app.db.path, app.db.secret)
 
 
-def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(
-    make_store, settings, clock, tmp_path
-) -> None:
-    store = make_store(app_settings=attrs.evolve(settings, key_file=""))  # in the clear: the byte scan below reads it
+def test_old_messages_expire_for_good_and_a_rebuild_equals_the_live_tables(make_store, clock, tmp_path) -> None:
+    store = make_store()
     group = Group(3)
     seat(store, group)
     alice, bob, _ = group.members

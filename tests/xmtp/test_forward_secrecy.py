@@ -4,6 +4,8 @@ of the earlier version opens with what is left on disk."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from core.state import ProtocolState
 from protocols.libraries import erasable
 from protocols.xmtp.state import SEALER, StateKeyGone, Vault
+from tests.disk_scan import database_text
 from tests.xmtp.conftest import MakeMember, Member
 
 
@@ -50,17 +53,25 @@ def test_replaced_group_states_and_a_used_key_package_no_longer_open(make_member
     assert not erasable.key_file(bob.app.db.path, SEALER.label, used[0]).exists()
     name = Vault.group_name(group)
     versions: list[bytes] = []
-    for n in range(4):
+    texts = [f"alice-secret-{n}-{os.urandom(6).hex()}" for n in range(4)]  # found nowhere else on disk
+    for text in texts:
         sealed = _stored(bob, name)
         assert sealed is not None and erasable.is_erasable(sealed)
         versions.append(sealed)
-        alice.run("send", group=group.hex(), text=f"alice {n}")
+        alice.run("send", group=group.hex(), text=text)
         alice.publish()
         bob.sync()
     current = _stored(bob, name)
     assert current is not None and current not in versions
     assert _opens(bob, name, current)
     assert not any(_opens(bob, name, old) for old in versions)
+    for member in (alice, bob):  # no message text in the clear: the file, its WAL, the key files
+        base = Path(member.app.db.path)
+        raw = b"".join(p.read_bytes() for p in (base, Path(f"{base}-wal"), *Path(f"{base}-erasable").iterdir()))
+        assert [text for text in texts if text.encode() in raw] == []
+    assert bob.app.db.secret is not None
+    in_pages = database_text(bob.app.db.path, bob.app.db.secret)  # while bob's decrypted pages hold every one
+    assert all(text.encode() in in_pages for text in texts)
 
 
 def test_a_copy_without_the_key_folder_names_the_folder(make_member: MakeMember, make_app: Any, tmp_path) -> None:
