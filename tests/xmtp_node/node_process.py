@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import select
+import queue
+import subprocess
+import threading
 from pathlib import Path
 
 from tests.helpers import query_file
-from tests.sovereign.server_helpers import ServerProcess, init_database
+from tests.sovereign.server_helpers import SERVE, ServerProcess, init_database
+
+
+def _forward(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
+    """The server's stdout lines, as they come (a reader thread: select on a buffered pipe misses lines)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line.strip())
 
 
 class NodeProcess(ServerProcess):
@@ -21,14 +30,27 @@ class NodeProcess(ServerProcess):
         self.ws_url = ""
 
     def start(self, timeout: float = 30) -> NodeProcess:
-        self.args = (*[a for a in self.args if not a.startswith("--xmtp-port=")], f"--xmtp-port={self.xmtp_port}")
-        super().start(timeout)
-        self.ws_url = self.url
-        assert self.proc is not None and self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline().strip() if ready else ""
-        assert line.startswith("xmtp node on http://"), f"{line!r}\n{self.log.read_text()[-3000:]}"
-        self.url = line.removeprefix("xmtp node on ")
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen(
+                [*SERVE, "--db", str(self.db), "--port", "0", f"--xmtp-port={self.xmtp_port}", *self.args],
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=_forward, args=(self.proc, lines), daemon=True).start()
+        try:
+            ws_line, xmtp_line = lines.get(timeout=timeout), lines.get(timeout=timeout)
+        except queue.Empty:
+            ws_line = xmtp_line = ""
+        if not (ws_line.startswith("listening on ") and xmtp_line.startswith("xmtp node on http://")):
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"tessera serve did not start: {ws_line!r}\n{self.log.read_text()[-3000:]}")
+        self.ws_url = ws_line.removeprefix("listening on ")
+        self.port = int(self.ws_url.rsplit(":", 1)[1])
+        self.url = xmtp_line.removeprefix("xmtp node on ")
         self.xmtp_port = int(self.url.rsplit(":", 1)[1])
         return self
 

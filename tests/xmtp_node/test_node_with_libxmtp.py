@@ -166,10 +166,12 @@ def catch_up(libxmtp_client: Clients, node: NodeProcess, count: int) -> None:
     assert [text for _, text in bob.texts(group)] == [f"m{number}" for number in range(count)]
 
 
-def test_a_client_away_for_150_messages_catches_up_in_one_sync(libxmtp_client: Clients, xmtp_node: NodeProcess) -> None:
-    catch_up(libxmtp_client, xmtp_node, 150)
+def test_a_client_away_for_500_messages_catches_up_in_one_sync(libxmtp_client: Clients, xmtp_node: NodeProcess) -> None:
+    catch_up(libxmtp_client, xmtp_node, 500)
 
 
 @pytest.mark.slow
-def test_a_client_away_for_500_messages_catches_up_in_one_sync(libxmtp_client: Clients, xmtp_node: NodeProcess) -> None:
-    catch_up(libxmtp_client, xmtp_node, 500)
+def test_a_client_away_for_3000_messages_catches_up_in_one_sync(
+    libxmtp_client: Clients, xmtp_node: NodeProcess
+) -> None:
+    catch_up(libxmtp_client, xmtp_node, 3000)
