@@ -6,6 +6,7 @@ import queue
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import query_file
 from tests.sovereign.server_helpers import SERVE, ServerProcess, init_database
@@ -63,9 +64,12 @@ class NodeProcess(ServerProcess):
         self.kill()
         return self.start()
 
-    def rows(self, sql: str) -> list[tuple[object, ...]]:
+    def rows(self, sql: str) -> list[Any]:
         """A raw read of the database (the server may be running: WAL lets it)."""
         return [tuple(row) for row in query_file(str(self.db), sql)]
+
+    def __enter__(self) -> NodeProcess:
+        return self.start() if self.proc is None else self
 
 
 def new_node(folder: Path, *args: str) -> NodeProcess:

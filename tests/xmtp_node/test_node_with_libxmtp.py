@@ -9,11 +9,13 @@ what the node must hold.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 
 import pytest
 
+from tests.helpers import TESSERA, clean_environment
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
 from tests.xmtp_node.node_process import NodeProcess
 
@@ -70,9 +72,9 @@ def test_three_inboxes_build_a_group_change_it_talk_both_ways_and_open_a_dm(
     assert sorted(xmtp_node.rows("SELECT inbox_id, count(*) FROM sovereign_xmtp_identity_updates GROUP BY 1")) == (
         sorted((client.inbox_id, 1) for client in (alice, bob, carol))
     )
-    assert {bytes(row[0]).hex() for row in xmtp_node.rows("SELECT installation_key FROM sovereign_xmtp_key_packages")} >= {
-        client.installation_id for client in (alice, bob, carol)
-    }
+    assert {
+        bytes(row[0]).hex() for row in xmtp_node.rows("SELECT installation_key FROM sovereign_xmtp_key_packages")
+    } >= {client.installation_id for client in (alice, bob, carol)}
     stored = xmtp_node.rows(
         f"SELECT id, is_commit FROM sovereign_xmtp_group_messages WHERE group_id = x'{group}' ORDER BY id"
     )
@@ -153,6 +155,18 @@ def test_restart_and_sigkill_between_steps_lose_nothing_acknowledged_and_clients
     assert [text for _, text in bob.texts(group)] == expected
     ids = [row[0] for row in xmtp_node.rows("SELECT id FROM sovereign_xmtp_group_messages ORDER BY id")]
     assert ids == list(range(1, len(ids) + 1))  # server order survived both: no id given twice or skipped
+
+    # the tables are projections of the facts: a rebuild from the log makes the same rows
+    assert xmtp_node.stop() == 0
+    workdir = xmtp_node.db.parent / "rebuild"
+    rebuilt = subprocess.run(
+        [*TESSERA, "--db", str(xmtp_node.db), "rebuild", "--engine", "local", "--workdir", str(workdir), "--verify"],
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert rebuilt.returncode == 0 and "rebuilt == live" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
 
 
 def catch_up(libxmtp_client: Clients, node: NodeProcess, count: int) -> None:

@@ -8,6 +8,7 @@ Reads run on the reader threads.  Checks run before a write is queued (:mod:`.ch
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -24,8 +25,6 @@ from protocols.sovereign.xmtp_node.fanout import GROUP, WELCOME, Fanout, Subscri
 from protocols.sovereign.xmtp_node.limits import StreamLimits
 from protocols.sovereign.xmtp_node.rpc_metrics import XmtpMetrics, stream, unary
 
-#: A stream's replay reads this many messages per read transaction.
-REPLAY_PAGE = 500
 UNSUPPORTED = {
     "RegisterInstallation": "RegisterInstallation was replaced by UploadKeyPackage; this node serves only the latter",
     "RevokeInstallation": "RevokeInstallation was replaced by identity updates (IdentityApi/PublishIdentityUpdate)",
@@ -154,7 +153,7 @@ class MlsApi(mls_api_pb2_grpc.MlsApiServicer):
         context: grpc.aio.ServicerContext,
         kind: str,
         cursors: dict[bytes, int],
-        replay: Callable[[Store, bytes, int, int], list[Any]],
+        replay: Callable[..., list[Any]],
         id_of: Callable[[Any], int],
     ) -> AsyncIterator[Any]:
         """Every message stored under each key after its cursor, then each one stored while the stream is open;
@@ -165,14 +164,13 @@ class MlsApi(mls_api_pb2_grpc.MlsApiServicer):
             sent_up_to = dict(cursors)
             for key in cursors:
                 while True:
-                    after = sent_up_to[key]
                     page = await self.node.pool.read(
-                        "xmtp.stream_replay", lambda store, key=key, after=after: replay(store, key, after, REPLAY_PAGE)
+                        "xmtp.stream_replay", functools.partial(replay, key=key, cursor=sent_up_to[key])
                     )
                     for message in page:
                         sent_up_to[key] = id_of(message)
                         yield message
-                    if len(page) < REPLAY_PAGE:
+                    if len(page) < reads.REPLAY_PAGE:
                         break
             while True:
                 delivery = await subscription.queue.get()

@@ -95,16 +95,21 @@ def query_welcomes(store: Store, installation_key: bytes, paging: mls_api_pb2.Pa
     )
 
 
-def group_messages_after(store: Store, group_id: bytes, cursor: int, limit: int) -> list[mls_api_pb2.GroupMessage]:
-    """Up to ``limit`` of the group's messages after id ``cursor``, oldest first (a stream's replay)."""
+#: A stream's replay reads this many messages per read transaction.
+REPLAY_PAGE = 500
+
+
+def group_messages_after(store: Store, *, key: bytes, cursor: int) -> list[mls_api_pb2.GroupMessage]:
+    """Up to :data:`REPLAY_PAGE` of group ``key``'s messages after id ``cursor``, oldest first (a stream's replay)."""
     with store.app.db.read():
-        found = rows(store.app.db, _GROUP_MESSAGE, "group_id = ?", (group_id,), Page(cursor, False, limit))
+        found = rows(store.app.db, _GROUP_MESSAGE, "group_id = ?", (key,), Page(cursor, False, REPLAY_PAGE))
     return [group_message(row) for row in found]
 
 
-def welcomes_after(store: Store, installation_key: bytes, cursor: int, limit: int) -> list[mls_api_pb2.WelcomeMessage]:
+def welcomes_after(store: Store, *, key: bytes, cursor: int) -> list[mls_api_pb2.WelcomeMessage]:
+    """Up to :data:`REPLAY_PAGE` of the welcomes to installation ``key`` after id ``cursor``, oldest first."""
     with store.app.db.read():
-        found = rows(store.app.db, _WELCOME, "installation_key = ?", (installation_key,), Page(cursor, False, limit))
+        found = rows(store.app.db, _WELCOME, "installation_key = ?", (key,), Page(cursor, False, REPLAY_PAGE))
     return [welcome_message(row) for row in found]
 
 
