@@ -87,6 +87,7 @@ class Driver:
 
     def __init__(self) -> None:
         self.client: Any = None
+        self.key = b""  # the Ethereum account key that registered the inbox: it signs later identity changes
         self.streams: dict[int, Any] = {}
 
     # ---- the client ----
@@ -94,6 +95,7 @@ class Driver:
     async def op_create(self, url: str, db_path: str, private_key: str | None = None) -> dict[str, Any]:
         """Register (or reopen) the inbox of an Ethereum account as a new installation; device sync off."""
         key = bytes.fromhex(private_key) if private_key else os.urandom(32)
+        self.key = key
         address = xmtp.ethereum_address_from_pubkey(xmtp.ethereum_generate_public_key(bytes(key))).lower()
         identity = xmtp.FfiIdentifier(identifier=address, identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
         api = await xmtp.connect_to_backend(url, None, False, None, None, None, None)
@@ -118,6 +120,35 @@ class Driver:
     async def op_inbox_id_for(self, address: str) -> str | None:
         identity = xmtp.FfiIdentifier(identifier=address.lower(), identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
         return await self.client.find_inbox_id(identity)
+
+    async def op_generate_inbox_id(self, address: str, nonce: int) -> str:
+        """The inbox id libxmtp derives for an Ethereum address and nonce (no client or network needed)."""
+        identity = xmtp.FfiIdentifier(identifier=address.lower(), identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
+        return xmtp.generate_inbox_id(identity, nonce)
+
+    async def _sign_and_apply(self, request: Any, key: bytes) -> None:
+        """Sign an identity change's text with the Ethereum ``key`` (EIP-191) and publish it."""
+        text = await request.signature_text()
+        await request.add_ecdsa_signature(xmtp.ethereum_sign_recoverable(text.encode(), key, True))
+        await self.client.apply_signature_request(request)
+
+    async def op_link_address(self, private_key: str) -> str:
+        """Link another Ethereum account to this inbox (this installation and the new account sign); its address."""
+        key = bytes.fromhex(private_key)
+        address = xmtp.ethereum_address_from_pubkey(xmtp.ethereum_generate_public_key(key)).lower()
+        identity = xmtp.FfiIdentifier(identifier=address, identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
+        await self._sign_and_apply(await self.client.add_identity(identity), key)
+        return address
+
+    async def op_revoke_installations(self, installation_ids: list[str]) -> None:
+        """Revoke installations of this inbox, signed by the recovery account."""
+        request = await self.client.revoke_installations([bytes.fromhex(one) for one in installation_ids])
+        await self._sign_and_apply(request, self.key)
+
+    async def op_change_recovery(self, address: str) -> None:
+        """Make ``address`` the inbox's recovery identifier, signed by the current recovery account."""
+        identity = xmtp.FfiIdentifier(identifier=address.lower(), identifier_kind=xmtp.FfiIdentifierKind.ETHEREUM)
+        await self._sign_and_apply(await self.client.change_recovery_identifier(identity), self.key)
 
     async def op_installations(self, inbox_id: str) -> list[str]:
         """The installation ids the network says ``inbox_id`` has."""

@@ -1,0 +1,81 @@
+"""EIP-191 ``personal_sign`` recovery: which Ethereum address signed a text.
+
+A wallet signs ``keccak256("\\x19Ethereum Signed Message:\\n" + len(text) + text)``
+with secp256k1 and gives ``r || s || v``.  As libxmtp does (``to_lower_s`` in
+crates/xmtp_id/src/associations/signature.rs), a high ``s`` is replaced by
+``n - s`` before recovering, without touching ``v``: the normalised bytes are
+the signature's identity for replay checks, so the two encodings of one
+signature count as one.
+"""
+
+from __future__ import annotations
+
+import coincurve
+from Crypto.Hash import keccak
+
+from .errors import Refused
+
+#: The order of secp256k1's group.
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+_HALF_ORDER = SECP256K1_ORDER // 2
+_PREFIX = b"\x19Ethereum Signed Message:\n"
+#: Bytes of ``r || s || v``.
+SIGNATURE_SIZE = 65
+#: ``v`` of an EIP-155 signature starts here (``35 + 2 * chain_id + parity``).
+_EIP155_BASE = 35
+
+
+def keccak256(data: bytes) -> bytes:
+    """Keccak-256 as Ethereum uses it (the original padding, not NIST SHA3-256)."""
+    return keccak.new(digest_bits=256, data=data).digest()
+
+
+def personal_sign_hash(text: str) -> bytes:
+    """The digest an EIP-191 ``personal_sign`` of ``text`` signs."""
+    message = text.encode()
+    return keccak256(_PREFIX + str(len(message)).encode() + message)
+
+
+def address_of(public_key: bytes) -> str:
+    """The lowercase ``0x`` address of a secp256k1 public key (any SEC1 encoding)."""
+    uncompressed = coincurve.PublicKey(public_key).format(compressed=False)
+    return "0x" + keccak256(uncompressed[1:])[-20:].hex()
+
+
+def normalized(signature: bytes) -> bytes:
+    """``signature`` (``r || s`` with or without ``v``) with its ``s`` in the lower half; refused when malformed."""
+    if len(signature) not in (64, SIGNATURE_SIZE):
+        raise Refused(f"an ECDSA signature has 64 or 65 bytes, not {len(signature)}", reason="bad_signature")
+    r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:64], "big")
+    if not (0 < r < SECP256K1_ORDER and 0 < s < SECP256K1_ORDER):
+        raise Refused("an ECDSA signature's r or s lies outside the curve order", reason="bad_signature")
+    if s > _HALF_ORDER:
+        s = SECP256K1_ORDER - s
+    return signature[:32] + s.to_bytes(32, "big") + signature[64:]
+
+
+def recovery_parity(v: int) -> int:
+    """The y parity a ``v`` byte stands for: 0/1, 27/28, or EIP-155's ``35 + 2 * chain + parity``."""
+    if v in (0, 1):
+        return v
+    if v in (27, 28):
+        return v - 27
+    if v >= _EIP155_BASE:
+        return (v - _EIP155_BASE) % 2
+    raise Refused(f"an ECDSA signature's recovery byte {v} is not 0, 1, 27, 28 or EIP-155", reason="bad_signature")
+
+
+def recover_signer(text: str, signature: bytes) -> tuple[str, bytes]:
+    """The lowercase address whose key signed ``text`` with ``personal_sign``, and the normalised signature bytes."""
+    if len(signature) != SIGNATURE_SIZE:
+        raise Refused(
+            f"a recoverable ECDSA signature has {SIGNATURE_SIZE} bytes (r, s, v), not {len(signature)}",
+            reason="bad_signature",
+        )
+    bytes_ = normalized(signature)
+    compact = bytes_[:64] + bytes([recovery_parity(bytes_[64])])
+    try:
+        public_key = coincurve.PublicKey.from_signature_and_message(compact, personal_sign_hash(text), hasher=None)
+    except Exception as error:  # coincurve raises a bare Exception when no key recovers
+        raise Refused(f"no public key recovers from the ECDSA signature ({error})", reason="bad_signature") from None
+    return address_of(public_key.format(compressed=False)), bytes_
