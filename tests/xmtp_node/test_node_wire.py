@@ -50,10 +50,11 @@ def send(mls: mls_api_pb2_grpc.MlsApiStub, *payloads: bytes) -> None:
     )
 
 
-def page(mls: mls_api_pb2_grpc.MlsApiStub, group: bytes, **paging: int) -> tuple[list[bytes], int]:
-    answer = mls.QueryGroupMessages(
-        mls_api_pb2.QueryGroupMessagesRequest(group_id=group, paging_info=mls_api_pb2.PagingInfo(**paging))
-    )
+def page(
+    mls: mls_api_pb2_grpc.MlsApiStub, group: bytes, *, direction: int, limit: int = 0, id_cursor: int = 0
+) -> tuple[list[bytes], int]:
+    paging = mls_api_pb2.PagingInfo(direction=direction, limit=limit, id_cursor=id_cursor)  # type: ignore[arg-type]
+    answer = mls.QueryGroupMessages(mls_api_pb2.QueryGroupMessagesRequest(group_id=group, paging_info=paging))
     return [message.v1.data for message in answer.messages], answer.paging_info.id_cursor
 
 
@@ -116,7 +117,12 @@ def test_a_stream_replays_from_its_cursor_then_follows_each_message_once_while_s
     send(mls, *before)
     _, cursor = page(mls, group, direction=ASCENDING, limit=10)  # the stream starts after the 10th
     during = [private_message(group.hex()) for _ in range(200)]
-    sender = threading.Thread(target=lambda: [send(mls, payload) for payload in during])
+
+    def send_each() -> None:
+        for payload in during:
+            send(mls, payload)
+
+    sender = threading.Thread(target=send_each)
 
     stream = mls.SubscribeGroupMessages(
         mls_api_pb2.SubscribeGroupMessagesRequest(
