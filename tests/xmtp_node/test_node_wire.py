@@ -22,7 +22,7 @@ from protocols.libraries.xmtp_wire.proto import (
     mls_api_pb2,
     mls_api_pb2_grpc,
 )
-from tests.sovereign.server_helpers import private_message
+from tests.sovereign.server_helpers import private_message, write_config
 from tests.xmtp_node.node_process import NodeProcess, new_node
 
 ASCENDING = mls_api_pb2.SORT_DIRECTION_ASCENDING
@@ -181,3 +181,21 @@ def test_sigterm_ends_open_streams_and_the_process_exits_0(tmp_path: Path) -> No
         assert node.stop() == 0
         assert list(stream) == []  # ended by the server, not cut off
         assert stream.code() == grpc.StatusCode.OK
+
+
+def test_the_store_limits_apply_commits_are_not_counted_and_nothing_past_them_is_stored(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "serve.toml", limits={"max_app_messages_per_group_per_day": 3})
+    group = os.urandom(16)
+    with (
+        new_node(tmp_path, "--config", str(config)) as node,
+        grpc.insecure_channel(f"127.0.0.1:{node.xmtp_port}") as ch,
+    ):
+        mls = mls_api_pb2_grpc.MlsApiStub(ch)
+        send(mls, *[private_message(group.hex()) for _ in range(3)])
+        send(mls, private_message(group.hex(), epoch=1, content_type=ContentType.COMMIT))
+        with pytest.raises(grpc.RpcError) as refused:
+            send(mls, private_message(group.hex()), private_message(group.hex()))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert refused.value.details().startswith("max_app_messages_per_group_per_day:")
+        assert node.rows("SELECT count(*) FROM sovereign_xmtp_group_messages") == [(4,)]
+        send(mls, private_message(os.urandom(16).hex()))  # another group has its own count

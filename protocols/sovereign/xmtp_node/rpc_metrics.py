@@ -38,14 +38,14 @@ class XmtpMetrics:
         self.open_streams = Gauge("tessera_xmtp_open_streams", "XMTP streams open now.", registry=registry)
 
 
-async def _answer_failure(context: grpc.aio.ServicerContext, method: str, error: Exception) -> str:
+async def _answer_failure(context: grpc.aio.ServicerContext, method: str, error: Exception) -> None:
     """Abort the call for ``error``: a refusal with its status and reason, anything else as INTERNAL."""
     refused = status_of(error)
     if refused is None:
         log.error("XMTP %s failed", method, exc_info=error)
         refused = grpc.StatusCode.INTERNAL, "the node failed to answer; its log says why"
     await context.abort(*refused)
-    return refused[0].name  # not reached: abort raises
+    raise AssertionError("not reached: abort raises")
 
 
 def _code_of(context: grpc.aio.ServicerContext) -> str:
@@ -60,14 +60,19 @@ def unary(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[...
         @functools.wraps(handler)
         async def answer(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
+            cancelled = False
             try:
                 return await handler(self, request, context)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
+            except asyncio.CancelledError:
+                cancelled = True
+                raise
+            except grpc.aio.AbortError:
                 raise
             except Exception as error:
                 await _answer_failure(context, method, error)
             finally:
-                self.metrics.requests.labels(method=method, code=_code_of(context)).inc()
+                code = "CANCELLED" if cancelled else _code_of(context)
+                self.metrics.requests.labels(method=method, code=code).inc()
                 self.metrics.latency.labels(method=method).observe(time.perf_counter() - started)
 
         return answer
@@ -83,16 +88,21 @@ def stream(method: str) -> Callable[[Callable[..., AsyncIterator[Any]]], Callabl
         async def answer(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started = time.perf_counter()
             self.metrics.open_streams.inc()
+            cancelled = False
             try:
                 async for message in handler(self, request, context):
                     yield message
-            except (grpc.aio.AbortError, asyncio.CancelledError):
+            except asyncio.CancelledError:  # the client went away (or the server's grace ran out)
+                cancelled = True
+                raise
+            except grpc.aio.AbortError:
                 raise
             except Exception as error:
                 await _answer_failure(context, method, error)
             finally:
                 self.metrics.open_streams.dec()
-                self.metrics.requests.labels(method=method, code=_code_of(context)).inc()
+                code = "CANCELLED" if cancelled else _code_of(context)
+                self.metrics.requests.labels(method=method, code=code).inc()
                 self.metrics.latency.labels(method=method).observe(time.perf_counter() - started)
 
         return answer
