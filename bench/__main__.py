@@ -33,6 +33,7 @@ import mls
 import rebuild
 import tick
 import xmtp
+import xmtp_node
 from common import Workdir, console
 from suite import Benchmark, Figure, Run, print_table, write_json
 
@@ -51,6 +52,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     "cli_start": (cli_start.figures, "tessera --help and tessera status: wall time beside python -c pass"),
     "encryption": (encryption.figures, "event append per item and batched: encrypted against plaintext, same run"),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
+    "xmtp-node": (xmtp_node.figures, "real libxmtp clients sending through tessera serve's XMTP node and the ceiling"),
 }
 FULL_EVENTS = 10_000_000
 QUICK_EVENTS = 100_000
