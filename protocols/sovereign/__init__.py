@@ -68,6 +68,7 @@ def register_protocol() -> Protocol:
             "xmtp_publish_commit_log": Command(
                 xmtp.command_publish_commit_log, description="XMTP node: append commit-log entries"
             ),
+            "xmtp_expire": Command(xmtp.command_expire, description="XMTP node: remove messages for good (retention)"),
         },
         projectors=projectors.PROJECTORS,
         description="server store: encrypted MLS payloads, delivery tracking, retention",

@@ -50,7 +50,7 @@ def status_of(error: BaseException) -> tuple[grpc.StatusCode, str] | None:
     if isinstance(error, SovereignError):
         limit = getattr(error, "limit", None)
         status = grpc.StatusCode.RESOURCE_EXHAUSTED if limit else grpc.StatusCode.INVALID_ARGUMENT
-        return status, f"{limit or 'refused'}: {error}"
+        return status, f"{limit or error.code.value}: {error}"
     return None
 
 

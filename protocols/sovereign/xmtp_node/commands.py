@@ -9,7 +9,10 @@ Facts (protocol ``sovereign``):
   KeyPackage, checked;
 - ``xmtp_identity_updated`` (partition: the inbox id): one identity update with its sequence id in the
   inbox, and the identifiers it ``claimed`` for the inbox and ``released``;
-- ``xmtp_commit_logged`` (partition: the group id in hex): one commit-log entry.
+- ``xmtp_commit_logged`` (partition: the group id in hex): one commit-log entry;
+- ``xmtp_group_messages_expired`` (partition: the group id in hex) and ``xmtp_welcomes_expired`` (partition:
+  the installation key in hex): the retention records naming what was removed for good (the stored facts
+  are purged in the same transaction, and leave tombstones).
 
 What numbers the node gives (message, welcome and commit-log ids, the last ``created_ns``, stored bytes)
 lives in protocol state beside each inbox's state after its last update, so they never change and a
@@ -23,13 +26,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from core import contract, eventlog
-from core.intents import WriteProtocolState
+from core.intents import PurgeEvents, WriteProtocolState
 from core.records import Event, Result
 from protocols.libraries.xmtp_identity import apply_identity_update
 from protocols.libraries.xmtp_wire.proto import associations_pb2
@@ -43,6 +47,10 @@ WELCOME_STORED = "xmtp_welcome_stored"
 KEY_PACKAGE_UPLOADED = "xmtp_key_package_uploaded"
 IDENTITY_UPDATED = "xmtp_identity_updated"
 COMMIT_LOGGED = "xmtp_commit_logged"
+GROUP_MESSAGES_EXPIRED = "xmtp_group_messages_expired"
+WELCOMES_EXPIRED = "xmtp_welcomes_expired"
+#: At most this many ids in one expiry (one transaction).
+MAX_EXPIRE = 5000
 
 COUNTERS = "xmtp/counters"  # protocol state: the node's last ids, last created_ns and stored payload bytes
 DAY_NS = 86_400 * 10**9
@@ -276,3 +284,52 @@ def command_publish_commit_log(ctx: contract.Context, params: dict[str, Any]) ->
     if not events:
         return Result(duplicate=True)
     return Result(events=events, intents=[_counters_intent(values)])
+
+
+# --- retention ------------------------------------------------------------------------------------------
+
+
+def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    """Remove group messages (``kind`` "group_messages") or welcomes ("welcomes") ``ids`` for good: one retention
+    fact per group or installation key, each purging its rows' stored facts; the stored bytes go down."""
+    ids = [int(value) for value in params["ids"]][:MAX_EXPIRE]
+    if not ids:
+        return Result(duplicate=True)
+    marks = ",".join("?" * len(ids))
+    values = _counters(ctx)
+    by_key: dict[bytes, list[tuple[int, bytes, int]]] = {}
+    if params["kind"] == "group_messages":
+        rows = ctx.db.all(
+            f"SELECT id, group_id, digest, length(data), created_ns FROM sovereign_xmtp_group_messages "
+            f"WHERE id IN ({marks}) ORDER BY id",
+            tuple(ids),
+        )
+        fact = GROUP_MESSAGES_EXPIRED
+        for message_id, group_id, event_id, size, _ in rows:
+            by_key.setdefault(bytes(group_id), []).append((message_id, bytes(event_id), size))
+        through_day = max((row[4] for row in rows), default=0) // DAY_NS
+    else:
+        rows = ctx.db.all(
+            f"SELECT id, installation_key, kind, data, length(data) + length(welcome_metadata) "
+            f"FROM sovereign_xmtp_welcomes WHERE id IN ({marks}) ORDER BY id",
+            tuple(ids),
+        )
+        fact = WELCOMES_EXPIRED
+        for welcome_id, key, kind, data, size in rows:
+            event_id = digest("welcome", bytes(key), bytes([kind]), bytes(data))
+            by_key.setdefault(bytes(key), []).append((welcome_id, event_id, size))
+        through_day = 0
+    events: list[Event] = []
+    intents: list[Any] = []
+    for key, found in by_key.items():
+        data = {"ids": [row[0] for row in found], "reason": str(params.get("reason") or "age")}
+        if fact == GROUP_MESSAGES_EXPIRED:
+            data["through_day"] = through_day  # the daily counts of days that far back go too (see projectors)
+        recorded = Event(fact, os.urandom(16), key.hex(), ctx.now_ms, data)
+        events.append(recorded)
+        intents.append(PurgeEvents([row[1] for row in found], recorded_by=recorded.event_id))
+        values["payload_bytes"] = max(0, values["payload_bytes"] - sum(row[2] for row in found))
+    if not events:
+        return Result(duplicate=True)
+    intents.append(_counters_intent(values))
+    return Result(events=events, intents=intents)

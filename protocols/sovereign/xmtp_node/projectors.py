@@ -16,9 +16,11 @@ from protocols.sovereign.xmtp_node.commands import (
     COMMIT_LOGGED,
     DAY_NS,
     GROUP_MESSAGE_STORED,
+    GROUP_MESSAGES_EXPIRED,
     IDENTITY_UPDATED,
     KEY_PACKAGE_UPLOADED,
     WELCOME_STORED,
+    WELCOMES_EXPIRED,
 )
 
 
@@ -118,6 +120,22 @@ def _commit_logged(conn: contract.Connection, event: StoredEvent) -> None:
     )
 
 
+def _group_messages_expired(conn: contract.Connection, event: StoredEvent) -> None:
+    """The rows go; so do the group's daily counts up to the newest removed message's day, which a rebuild
+    (meeting those messages as tombstones) never counts.  Retention keeps at least a day, so today's count,
+    the one the daily limit reads, is never among them."""
+    group_id = bytes.fromhex(event.partition_key)
+    conn.executemany("DELETE FROM sovereign_xmtp_group_messages WHERE id = ?", [(i,) for i in event.data["ids"]])
+    conn.execute(
+        "DELETE FROM sovereign_xmtp_daily_counts WHERE group_id = ? AND day <= ?",
+        (group_id, event.data["through_day"]),
+    )
+
+
+def _welcomes_expired(conn: contract.Connection, event: StoredEvent) -> None:
+    conn.executemany("DELETE FROM sovereign_xmtp_welcomes WHERE id = ?", [(i,) for i in event.data["ids"]])
+
+
 XMTP_NODE = Projector(
     name="sovereign.xmtp_node",
     protocol=PROTOCOL,
@@ -136,6 +154,8 @@ XMTP_NODE = Projector(
         KEY_PACKAGE_UPLOADED: _key_package_uploaded,
         IDENTITY_UPDATED: _identity_updated,
         COMMIT_LOGGED: _commit_logged,
+        GROUP_MESSAGES_EXPIRED: _group_messages_expired,
+        WELCOMES_EXPIRED: _welcomes_expired,
     },
     description="the XMTP node: group messages, welcomes, key packages, identity updates, the inbox index",
 )
