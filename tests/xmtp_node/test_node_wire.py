@@ -8,6 +8,7 @@ header), so thousands cost nothing.
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,8 @@ from protocols.libraries.xmtp_wire.proto import (
     mls_api_pb2,
     mls_api_pb2_grpc,
 )
-from tests.sovereign.server_helpers import private_message, write_config
+from tests.helpers import clean_environment, one_line_error
+from tests.sovereign.server_helpers import SERVE, init_database, private_message, write_config
 from tests.xmtp_node.node_process import NodeProcess, new_node
 
 ASCENDING = mls_api_pb2.SORT_DIRECTION_ASCENDING
@@ -199,3 +201,16 @@ def test_the_store_limits_apply_commits_are_not_counted_and_nothing_past_them_is
         assert refused.value.details().startswith("max_app_messages_per_group_per_day:")
         assert node.rows("SELECT count(*) FROM sovereign_xmtp_group_messages") == [(4,)]
         send(mls, private_message(os.urandom(16).hex()))  # another group has its own count
+
+
+def test_an_xmtp_port_in_use_is_one_line_and_exit_1(node: NodeProcess, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    init_database(other)
+    done = subprocess.run(
+        [*SERVE, "--db", str(other), "--port", "0", "--xmtp-port", str(node.xmtp_port)],
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"cannot serve XMTP on 127.0.0.1:{node.xmtp_port}" in one_line_error(done)

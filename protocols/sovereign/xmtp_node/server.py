@@ -7,6 +7,8 @@ unary calls in flight are given :data:`STOP_GRACE_S` to be answered before the s
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 
 import grpc
 
@@ -55,10 +57,11 @@ class XmtpNode:
         identity_api_pb2_grpc.add_IdentityApiServicer_to_server(IdentityApi(self.context), server)
         host = self.config.host
         address = f"[{host}]:{self.config.xmtp_port}" if ":" in host else f"{host}:{self.config.xmtp_port}"
+        _check_free(host, self.config.xmtp_port, address)
         try:
             self.port = server.add_insecure_port(address)
-        except RuntimeError as exc:
-            raise CannotServeXmtp(f"cannot serve XMTP on {address}: {exc}; choose another --xmtp-port") from None
+        except RuntimeError:
+            raise CannotServeXmtp(f"cannot serve XMTP on {address}; check --host and --xmtp-port") from None
         await server.start()
         self._server = server
 
@@ -74,3 +77,23 @@ class XmtpNode:
         await asyncio.sleep(0)  # the port takes no new calls once stop has begun
         self.fanout.end_all()
         await stopping
+
+
+def _check_free(host: str, port: int, address: str) -> None:
+    """Refuse a taken port in our own words (gRPC would log its own lines to stderr first)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise CannotServeXmtp(f"cannot serve XMTP on {address}: not a host name or address; check --host") from None
+    family, kind, protocol, _, where = infos[0]
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds: a port in TIME_WAIT is free
+        try:
+            probe.bind(where)
+        except OSError as exc:
+            reason = "the address is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+            raise CannotServeXmtp(
+                f"cannot serve XMTP on {address}: {reason}; stop what holds it or choose another --xmtp-port"
+            ) from None
