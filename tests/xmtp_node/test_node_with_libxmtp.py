@@ -9,14 +9,16 @@ what the node must hold.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.helpers import TESSERA, clean_environment
-from tests.xmtp_node.libxmtp_peer import LibxmtpClient
+from tests.xmtp_node.libxmtp_peer import LibxmtpClient, LibxmtpError
 from tests.xmtp_node.node_process import NodeProcess
 
 pytestmark = pytest.mark.peer
@@ -189,3 +191,45 @@ def test_a_client_away_for_3000_messages_catches_up_in_one_sync(
     libxmtp_client: Clients, xmtp_node: NodeProcess
 ) -> None:
     catch_up(libxmtp_client, xmtp_node, 3000)
+
+
+def many_sending_at_once(libxmtp_client: Clients, node: NodeProcess, clients: int, texts: int) -> None:
+    members = registered(libxmtp_client, node, *[f"member-{n}" for n in range(clients)])
+    group = members[0].create_group(members[1:])
+    for member in members[1:]:
+        member.call("sync_welcomes")
+        member.call("sync_group", group_id=group)
+
+    def send_all(member: LibxmtpClient) -> list[str]:
+        sent = []
+        for number in range(texts):
+            text = f"{member.name} {number}"
+            # A send that lost a commit race three times fails, but its text stays queued in the client and goes
+            # out on its next sync: the texts every member must end up with are all of them.
+            with contextlib.suppress(LibxmtpError):
+                member.send_text(group, text)
+            sent.append(text)
+        return sent
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        everything = {text for sent in pool.map(send_all, members) for text in sent}
+    for _ in range(2):  # the first sync publishes what waited; the second reads what the others published
+        for member in members:
+            member.call("sync_group", group_id=group)
+
+    seen = [member.texts(group) for member in members]
+    assert all(each == seen[0] for each in seen)  # one order: the node's
+    assert {text for _, text in seen[0]} == everything
+
+
+def test_four_clients_sending_at_once_see_every_text_in_one_order(
+    libxmtp_client: Clients, xmtp_node: NodeProcess
+) -> None:
+    many_sending_at_once(libxmtp_client, xmtp_node, 4, 10)
+
+
+@pytest.mark.slow
+def test_eight_clients_sending_at_once_see_every_text_in_one_order(
+    libxmtp_client: Clients, xmtp_node: NodeProcess
+) -> None:
+    many_sending_at_once(libxmtp_client, xmtp_node, 8, 50)
