@@ -83,6 +83,9 @@ def test_an_empty_or_oversized_update_is_refused(inbox: Inbox) -> None:
     assert refused(inbox.state, pb.IdentityUpdate(inbox_id=inbox.inbox_id)).reason == "no_actions"
     many = pb.IdentityUpdate(inbox_id=inbox.inbox_id, actions=[pb.IdentityAction()] * 257)
     assert reason_and_status(refused(inbox.state, many)) == ("too_large", "RESOURCE_EXHAUSTED")
+    huge = forge.signed_update(inbox.inbox_id, forge.revoke(forge.Wallet().member(), inbox.wallet.sign))
+    huge.actions[0].revoke.member_to_revoke.ethereum_address = "0x" + "a" * 300_000
+    assert reason_and_status(refused(inbox.state, huge)) == ("too_large", "RESOURCE_EXHAUSTED")
 
 
 # --- adding members -------------------------------------------------------------------------------------------
@@ -336,6 +339,38 @@ def test_no_single_bit_flip_of_a_real_update_changes_what_it_does(captured: Capt
     assert signature_text(update) == signature_text(pb.IdentityUpdate.FromString(original))
 
 
+@pytest.mark.slow
+def test_no_single_bit_flip_of_any_real_update_changes_what_it_does(captured: Captured) -> None:
+    """Every bit of every recorded update, flipped one at a time (about 15 000 cases)."""
+    for state, original in _real_cases(captured):
+        sequence_id = (state.sequence_id if state else 0) + 1
+        expected = apply_identity_update(state, pb.IdentityUpdate.FromString(original), sequence_id=sequence_id)
+        for bit in range(len(original) * 8):
+            flipped = bytearray(original)
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            try:
+                update = pb.IdentityUpdate.FromString(bytes(flipped))
+                result = apply_identity_update(state, update, sequence_id=sequence_id)
+            except Exception as error:  # a protobuf DecodeError, or a refusal
+                assert isinstance(error, Refused) or type(error).__name__ == "DecodeError", error
+                continue
+            assert result == expected, bit
+
+
+def test_reusing_an_address_signature_with_v_written_another_way_is_a_replay(inbox: Inbox) -> None:
+    """libxmtp keeps v as written, so there (r, s, 27) and (r, s, 0) would be two signatures; here they are one."""
+    linked = forge.Wallet()
+    added = forge.signed_update(inbox.inbox_id, forge.add(linked.member(), inbox.wallet.sign, linked.sign))
+    state = apply_identity_update(inbox.state, added, sequence_id=2)
+    state = apply_identity_update(
+        state, forge.signed_update(inbox.inbox_id, forge.revoke(linked.member(), inbox.wallet.sign)), sequence_id=3
+    )
+    for signature in (added.actions[0].add.existing_member_signature, added.actions[0].add.new_member_signature):
+        v = signature.erc_191.bytes[64]
+        signature.erc_191.bytes = signature.erc_191.bytes[:64] + bytes([v - 27 + 37])  # EIP-155, chain 1
+    assert refused(state, added).reason == "replayed_signature"
+
+
 def test_tampering_with_any_signed_field_of_a_real_update_is_refused(captured: Captured) -> None:
     state, data = _real_cases(captured)[0]
     tampers = [
@@ -387,3 +422,9 @@ def test_a_passkey_signature_written_the_other_way_is_a_replay() -> None:
         r, 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551 - s
     )
     assert refused(state, added).reason == "replayed_signature"
+
+
+def test_an_update_for_another_inbox_than_the_state_given_is_refused(inbox: Inbox) -> None:
+    other = forge.Wallet()
+    update = forge.signed_update(forge.inbox_of(other), forge.add(other.member(), inbox.wallet.sign, other.sign))
+    assert refused(inbox.state, update).reason == "wrong_inbox_id"

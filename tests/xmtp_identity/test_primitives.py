@@ -39,11 +39,11 @@ def test_eip191_recovers_the_documented_signer() -> None:
     assert recover_signer(VECTOR_TEXT, VECTOR_SIGNATURE) == (VECTOR_ADDRESS, VECTOR_SIGNATURE)
 
 
-def test_every_way_of_writing_v_recovers_the_same_signer() -> None:
+def test_every_way_of_writing_v_recovers_the_same_signer_and_is_the_same_signature() -> None:
+    """0/1, 27/28 and EIP-155's 35 + 2 * chain + parity: one signature, so reusing it another way is a replay."""
     parity = VECTOR_SIGNATURE[64] - 27
     for v in (parity, 27 + parity, 35 + 2 * 1 + parity, 35 + 2 * 5 + parity):
-        address, _ = recover_signer(VECTOR_TEXT, VECTOR_SIGNATURE[:64] + bytes([v]))
-        assert address == VECTOR_ADDRESS
+        assert recover_signer(VECTOR_TEXT, VECTOR_SIGNATURE[:64] + bytes([v])) == (VECTOR_ADDRESS, VECTOR_SIGNATURE)
 
 
 def test_another_text_recovers_another_address() -> None:

@@ -31,6 +31,8 @@ from .verified import SignatureKind, VerifiedSignature
 
 #: More actions than this in one update is not a client's doing (libxmtp revokes installations one action each).
 MAX_ACTIONS = 256
+#: Nor is an update larger than this (a real one is a few hundred bytes per action).
+MAX_UPDATE_BYTES = 256 * 1024
 
 #: Which signature kinds may speak for a member of each kind (``allowed_signature_for_kind``).
 _SIGNATURES_FOR = {
@@ -42,7 +44,12 @@ _SIGNATURES_FOR = {
 
 @attrs.frozen
 class Member:
-    """One member of an inbox and who added it (``None`` for the identifier that created the inbox)."""
+    """One member of an inbox.
+
+    Attributes:
+        id: who it is.
+        added_by: the member (or recovery identifier) that vouched for it; ``None`` for the inbox's creator.
+    """
 
     id: MemberId
     added_by: MemberId | None
@@ -79,6 +86,7 @@ class InboxState:
         )
 
     def member(self, member_id: MemberId) -> Member | None:
+        """The member ``member_id`` is, if it belongs to the inbox."""
         return next((member for member in self.members if member.id == member_id), None)
 
     def _with_member(self, member: Member) -> InboxState:
@@ -97,20 +105,7 @@ def apply_identity_update(
     Every signature is verified over the update's signature text before any rule
     is applied; ``state`` ``None`` means the inbox has no update yet.  Pure: no I/O.
     """
-    if state is not None and sequence_id <= state.sequence_id:
-        raise Refused(
-            f"sequence id {sequence_id} does not follow {state.sequence_id}, the inbox's last",
-            reason="wrong_sequence",
-            status="FAILED_PRECONDITION",
-        )
-    if not update.actions:
-        raise Refused("an identity update must carry at least one action", reason="no_actions")
-    if len(update.actions) > MAX_ACTIONS:
-        raise Refused(
-            f"an identity update carries {len(update.actions)} actions, more than {MAX_ACTIONS}",
-            reason="too_large",
-            status="RESOURCE_EXHAUSTED",
-        )
+    _refuse_out_of_place(state, update, sequence_id)
     text = signature_text(update)
     verified = [_verified_action(action, text) for action in update.actions]
     for action, signatures in zip(update.actions, verified, strict=True):
@@ -123,6 +118,31 @@ def apply_identity_update(
         )
     seen = frozenset(signature.raw for signatures in verified for signature in signatures)
     return attrs.evolve(state, seen_signatures=state.seen_signatures | seen, sequence_id=sequence_id)
+
+
+def _refuse_out_of_place(state: InboxState | None, update: associations_pb2.IdentityUpdate, sequence_id: int) -> None:
+    """Refuse what is wrong before any signature is checked: the sequence, the inbox, the number of actions."""
+    last = state.sequence_id if state is not None else 0
+    if sequence_id <= last:
+        raise Refused(
+            f"sequence id {sequence_id} does not follow {last}, the inbox's last",
+            reason="wrong_sequence",
+            status="FAILED_PRECONDITION",
+        )
+    if state is not None and update.inbox_id != state.inbox_id:
+        raise Refused(
+            f"the update is for inbox {update.inbox_id[:80]!r}, not {state.inbox_id} whose state was given",
+            reason="wrong_inbox_id",
+        )
+    if not update.actions:
+        raise Refused("an identity update must carry at least one action", reason="no_actions")
+    if len(update.actions) > MAX_ACTIONS or update.ByteSize() > MAX_UPDATE_BYTES:
+        raise Refused(
+            f"an identity update of {len(update.actions)} actions and {update.ByteSize()} bytes is larger than "
+            f"{MAX_ACTIONS} actions or {MAX_UPDATE_BYTES} bytes",
+            reason="too_large",
+            status="RESOURCE_EXHAUSTED",
+        )
 
 
 def _verified_action(action: associations_pb2.IdentityAction, text: str) -> tuple[VerifiedSignature, ...]:

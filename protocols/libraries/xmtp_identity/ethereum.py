@@ -3,9 +3,10 @@
 A wallet signs ``keccak256("\\x19Ethereum Signed Message:\\n" + len(text) + text)``
 with secp256k1 and gives ``r || s || v``.  As libxmtp does (``to_lower_s`` in
 crates/xmtp_id/src/associations/signature.rs), a high ``s`` is replaced by
-``n - s`` before recovering, without touching ``v``: the normalised bytes are
-the signature's identity for replay checks, so the two encodings of one
-signature count as one.
+``n - s`` before recovering, without touching ``v``.  The signature's identity
+for replay checks is ``r || s || 27 + parity``: libxmtp keeps ``v`` as written,
+so there the same signature with ``v`` written another way (0/1, 27/28 or an
+EIP-155 value of the same parity) passes as a fresh one; here it is a replay.
 """
 
 from __future__ import annotations
@@ -66,16 +67,18 @@ def recovery_parity(v: int) -> int:
 
 
 def recover_signer(text: str, signature: bytes) -> tuple[str, bytes]:
-    """The lowercase address whose key signed ``text`` with ``personal_sign``, and the normalised signature bytes."""
+    """The lowercase address whose key signed ``text`` with ``personal_sign``, and the signature's identity
+    (``r``, the low ``s``, and ``v`` as 27 or 28)."""
     if len(signature) != SIGNATURE_SIZE:
         raise Refused(
             f"a recoverable ECDSA signature has {SIGNATURE_SIZE} bytes (r, s, v), not {len(signature)}",
             reason="bad_signature",
         )
     bytes_ = normalized(signature)
-    compact = bytes_[:64] + bytes([recovery_parity(bytes_[64])])
+    parity = recovery_parity(bytes_[64])
+    compact = bytes_[:64] + bytes([parity])
     try:
         public_key = coincurve.PublicKey.from_signature_and_message(compact, personal_sign_hash(text), hasher=None)
     except Exception as error:  # coincurve raises a bare Exception when no key recovers
         raise Refused(f"no public key recovers from the ECDSA signature ({error})", reason="bad_signature") from None
-    return address_of(public_key.format(compressed=False)), bytes_
+    return address_of(public_key.format(compressed=False)), bytes_[:64] + bytes([27 + parity])

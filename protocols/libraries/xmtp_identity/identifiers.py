@@ -50,6 +50,7 @@ class Identifier:
 
     @property
     def member(self) -> MemberId:
+        """The identifier as a member of an inbox."""
         return MemberId(MemberKind.ETHEREUM if self.kind == ETHEREUM else MemberKind.PASSKEY, self.value)
 
 

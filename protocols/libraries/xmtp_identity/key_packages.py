@@ -70,7 +70,7 @@ def check_key_package(data: bytes, *, now: int) -> CheckedKeyPackage:
         )
     key_package = _decoded(data)
     origin = key_package.leaf_node.leaf_node_source
-    if not isinstance(origin, KeyPackageOrigin):  # the codec only reads key_package leaves here; kept for the type
+    if not isinstance(origin, KeyPackageOrigin):  # a leaf made for an update or a commit
         raise Refused("the key package's leaf was not made for a key package", reason="not_key_package")
     _check_lifetime(int(origin.lifetime.not_before), int(origin.lifetime.not_after), now)
     try:

@@ -9,6 +9,8 @@ association rules then decide whether that signer may do what the action asks.
 
 from __future__ import annotations
 
+from google.protobuf.message import DecodeError
+
 from protocols.libraries.xmtp_wire.proto import associations_pb2, legacy_public_key_pb2
 
 from . import ethereum, passkeys
@@ -21,14 +23,12 @@ from .verified import SignatureKind, VerifiedSignature
 def verify_signature(signature: associations_pb2.Signature, text: str, *, role: str) -> VerifiedSignature:
     """Verify ``signature`` over ``text``; ``role`` names it in refusals (``"the new member's signature"``)."""
     try:
-        return _verify(signature, text, role)
+        return _verify(signature, text)
     except Refused as refused:
-        if str(refused).startswith(role):
-            raise
         raise Refused(f"{role}: {refused}", reason=refused.reason, status=refused.status) from None
 
 
-def _verify(signature: associations_pb2.Signature, text: str, role: str) -> VerifiedSignature:
+def _verify(signature: associations_pb2.Signature, text: str) -> VerifiedSignature:
     which = signature.WhichOneof("signature")
     if which == "erc_191":
         address, raw = ethereum.recover_signer(text, signature.erc_191.bytes)
@@ -44,12 +44,12 @@ def _verify(signature: associations_pb2.Signature, text: str, role: str) -> Veri
         return passkeys.verify_passkey(signature.passkey, text)
     if which == "erc_6492":
         raise Refused(
-            f"{role} is a smart-contract wallet signature (ERC-6492); checking one needs an Ethereum chain, "
+            "a smart-contract wallet signature (ERC-6492) needs an Ethereum chain to check, "
             "which this node does not have",
             reason="smart_contract_wallet",
             status="UNIMPLEMENTED",
         )
-    raise Refused(f"{role} is missing", reason="missing_signature")
+    raise Refused("there is no signature", reason="missing_signature")
 
 
 # --- legacy delegated (an XMTP v2 identity key signs in its wallet's stead) ---------------------------------
@@ -76,7 +76,7 @@ def _legacy_delegated(signature: associations_pb2.LegacyDelegatedSignature, text
     key = legacy_public_key_pb2.UnsignedPublicKey()
     try:
         key.ParseFromString(delegated.key_bytes)
-    except Exception:  # protobuf raises DecodeError, which is not exported under a stable name
+    except DecodeError:
         raise Refused("the legacy delegated key's bytes are not an UnsignedPublicKey", reason="bad_signature") from None
     if not key.HasField("secp256k1_uncompressed"):
         raise Refused("the legacy delegated key is not a secp256k1 key", reason="bad_signature")
