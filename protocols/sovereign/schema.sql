@@ -150,13 +150,15 @@ CREATE TABLE sovereign_xmtp_identity_updates (
     PRIMARY KEY (inbox_id, sequence_id)
 ) WITHOUT ROWID;
 
--- Which inbox an identifier (an Ethereum address, a passkey) belongs to: the latest association wins, and a
--- revocation frees it.  kind is the IdentifierKind of the XMTP API.
+-- Which inboxes hold an identifier (an Ethereum address, a passkey), since when (the node's stamp of the
+-- update that added it): the lookup answers the latest.  A revocation removes its inbox's row only, so each
+-- inbox's updates touch only its own rows.  kind is the IdentifierKind of the XMTP API.
 CREATE TABLE sovereign_xmtp_inbox_index (
     identifier          TEXT    NOT NULL,
     kind                INTEGER NOT NULL,
     inbox_id            TEXT    NOT NULL,
-    PRIMARY KEY (identifier, kind)
+    claimed_ns          INTEGER NOT NULL,
+    PRIMARY KEY (identifier, kind, inbox_id)
 ) WITHOUT ROWID;
 
 -- Commit log entries (libxmtp's fork detection), per group, in node-wide order.

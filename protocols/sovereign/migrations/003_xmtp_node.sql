@@ -40,7 +40,8 @@ CREATE TABLE sovereign_xmtp_inbox_index (
     identifier          TEXT    NOT NULL,
     kind                INTEGER NOT NULL,
     inbox_id            TEXT    NOT NULL,
-    PRIMARY KEY (identifier, kind)
+    claimed_ns          INTEGER NOT NULL,
+    PRIMARY KEY (identifier, kind, inbox_id)
 ) WITHOUT ROWID;
 CREATE TABLE sovereign_xmtp_commit_log (
     id                  INTEGER PRIMARY KEY,

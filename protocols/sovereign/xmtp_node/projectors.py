@@ -99,15 +99,16 @@ def _identity_updated(conn: contract.Connection, event: StoredEvent) -> None:
         "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (inbox_id, data["sequence_id"], data["server_timestamp_ns"], _bytes(data["update"])),
     )
-    # A revocation frees an identifier only if this inbox still holds it; a claim takes it (latest wins).
+    # Only this inbox's own rows change (the lookup picks the latest claim among the inboxes holding an
+    # identifier), so replaying inboxes in any order makes the same index.
     conn.executemany(
         "DELETE FROM sovereign_xmtp_inbox_index WHERE identifier = ? AND kind = ? AND inbox_id = ?",
         [(value, kind, inbox_id) for value, kind in data["released"]],
     )
     conn.executemany(
-        "INSERT INTO sovereign_xmtp_inbox_index(identifier, kind, inbox_id) VALUES (?, ?, ?) "
-        "ON CONFLICT(identifier, kind) DO UPDATE SET inbox_id = excluded.inbox_id",
-        [(value, kind, inbox_id) for value, kind in data["claimed"]],
+        "INSERT INTO sovereign_xmtp_inbox_index(identifier, kind, inbox_id, claimed_ns) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO UPDATE SET claimed_ns = excluded.claimed_ns",
+        [(value, kind, inbox_id, data["server_timestamp_ns"]) for value, kind in data["claimed"]],
     )
 
 

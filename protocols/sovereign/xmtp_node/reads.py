@@ -195,13 +195,15 @@ def identity_updates(store: Store, request: identity_api_pb2.GetIdentityUpdatesR
 
 
 def inbox_ids(store: Store, request: identity_api_pb2.GetInboxIdsRequest) -> Any:
-    """The inbox holding each identifier asked for (none: ``inbox_id`` left unset)."""
+    """The inbox holding each identifier asked for, the latest to claim it if several do (none: ``inbox_id``
+    left unset)."""
     answer = identity_api_pb2.GetInboxIdsResponse.Response
     responses = []
     with store.app.db.read():
         for wanted in request.requests:
             inbox_id = store.app.db.value(
-                "SELECT inbox_id FROM sovereign_xmtp_inbox_index WHERE identifier = ? AND kind = ?",
+                "SELECT inbox_id FROM sovereign_xmtp_inbox_index WHERE identifier = ? AND kind = ? "
+                "ORDER BY claimed_ns DESC LIMIT 1",
                 (wanted.identifier, _kind(wanted.identifier_kind)),
             )
             found = answer(identifier=wanted.identifier, identifier_kind=wanted.identifier_kind)
