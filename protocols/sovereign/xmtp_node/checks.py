@@ -32,7 +32,7 @@ from protocols.sovereign.xmtp_node.commands import WELCOME, WELCOME_POINTER, Gro
 MAX_BATCH = 1000
 
 
-class NodeRefused(TesseraError):
+class NodeRefused(TesseraError, ValueError):
     """A request the node refuses for a reason of its own (not the identity library's): status and reason."""
 
     def __init__(self, message: str, *, reason: str, status: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT):

@@ -12,6 +12,7 @@ import socket
 
 import grpc
 
+from core.errors import TesseraError
 from protocols.libraries.xmtp_wire.proto import identity_api_pb2_grpc, mls_api_pb2_grpc
 from protocols.sovereign.config import ServerConfig
 from protocols.sovereign.server.pool import StorePool
@@ -28,7 +29,7 @@ UNARY_IN_FLIGHT = 512
 PAYLOADS_PER_REQUEST = 16
 
 
-class CannotServeXmtp(OSError):
+class CannotServeXmtp(TesseraError, OSError):
     """The XMTP port is taken, or not ours to bind."""
 
 
