@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from core import contract
 from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
 #: The largest page (the limit libxmtp asks for, and the upstream node's): a larger limit asked is cut to it.
@@ -48,7 +49,7 @@ class Page:
         return mls_api_pb2.PagingInfo(direction=direction, limit=self.limit, id_cursor=next_cursor)
 
 
-def rows(db: Any, select: str, key_condition: str, key: tuple[Any, ...], page: Page) -> list[Any]:
+def rows(db: contract.Database, select: str, key_condition: str, key: tuple[Any, ...], page: Page) -> list[Any]:
     """The rows of one page: ``select`` (ending in FROM a table) ``WHERE key_condition AND`` the page's ids."""
     condition, bounds = page.where()
     return list(db.all(f"{select} WHERE {key_condition} AND {condition}", (*key, *bounds)))
