@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,3 +215,42 @@ def test_an_xmtp_port_in_use_is_one_line_and_exit_1(node: NodeProcess, tmp_path:
         timeout=60,
     )
     assert f"cannot serve XMTP on 127.0.0.1:{node.xmtp_port}" in one_line_error(done)
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_a_stop_mid_storm_loses_no_acknowledged_send(tmp_path: Path, stop: str) -> None:
+    """Eight senders at once; the node is stopped (SIGTERM: calls in flight are answered; SIGKILL: cut off)
+    once 300 sends were acknowledged.  Every acknowledged payload is stored, once."""
+    group = os.urandom(16)
+    acknowledged: list[bytes] = []
+    node = new_node(tmp_path).start()
+    try:
+
+        def sender() -> None:
+            with grpc.insecure_channel(f"127.0.0.1:{node.xmtp_port}") as channel:
+                mls = mls_api_pb2_grpc.MlsApiStub(channel)
+                while True:
+                    payload = private_message(group.hex())
+                    try:
+                        send(mls, payload)
+                    except grpc.RpcError:
+                        return
+                    acknowledged.append(payload)
+
+        senders = [threading.Thread(target=sender) for _ in range(8)]
+        for thread in senders:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while len(acknowledged) < 300 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        code = node.stop() if stop == "sigterm" else node.kill()
+        for thread in senders:
+            thread.join(30)
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.kill()
+    assert code == (0 if stop == "sigterm" else -9)
+    stored = [bytes(row[0]) for row in node.rows("SELECT data FROM sovereign_xmtp_group_messages")]
+    assert len(stored) == len(set(stored))
+    assert set(acknowledged) <= set(stored)
+    assert len(acknowledged) >= 300
