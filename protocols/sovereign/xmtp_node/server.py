@@ -27,6 +27,7 @@ STOP_GRACE_S = 10.0
 UNARY_IN_FLIGHT = 512
 #: A request may carry a batch of payloads: room for this many of the largest.
 PAYLOADS_PER_REQUEST = 16
+KEEPALIVE_S, KEEPALIVE_TIMEOUT_S = 60, 20
 
 
 class CannotServeXmtp(TesseraError, OSError):
@@ -52,6 +53,10 @@ class XmtpNode:
                 ("grpc.max_receive_message_length", largest),
                 ("grpc.max_send_message_length", largest),
                 ("grpc.so_reuseport", 0),
+                # A connection with calls open is pinged; one that vanished without closing (its streams
+                # counting against the bounds) is dropped once a ping goes unanswered.
+                ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+                ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
             ],
         )
         mls_api_pb2_grpc.add_MlsApiServicer_to_server(MlsApi(self.context), server)
