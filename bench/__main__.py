@@ -33,6 +33,7 @@ import mls
 import rebuild
 import tick
 import xmtp
+import xmtp_node
 from common import Workdir, console
 from suite import Benchmark, Figure, Run, print_table, write_json
 
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
         "append, tick, a Marmot message, history pages: encrypted against plaintext, same run",
     ),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
+    "xmtp-node": (xmtp_node.figures, "real libxmtp clients sending through tessera serve's XMTP node and the ceiling"),
 }
 FULL_EVENTS = 10_000_000
 QUICK_EVENTS = 100_000

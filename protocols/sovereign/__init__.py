@@ -34,6 +34,7 @@ def register_protocol() -> Protocol:
     # Imported here so loading the plugin (`tessera --help`, `tessera status`) stays cheap.
     from core.protocol import Command, Protocol
     from protocols.sovereign import commands, projectors
+    from protocols.sovereign.xmtp_node import commands as xmtp
 
     return Protocol(
         name=commands.PROTOCOL,
@@ -54,6 +55,20 @@ def register_protocol() -> Protocol:
             "identity_publish": Command(
                 commands.command_identity_publish, description="bind an installation to its account address"
             ),
+            "xmtp_send_group_messages": Command(
+                xmtp.command_send_group_messages, description="XMTP node: store checked group messages"
+            ),
+            "xmtp_send_welcomes": Command(xmtp.command_send_welcomes, description="XMTP node: store checked welcomes"),
+            "xmtp_upload_key_package": Command(
+                xmtp.command_upload_key_package, description="XMTP node: keep an installation's latest KeyPackage"
+            ),
+            "xmtp_publish_identity_update": Command(
+                xmtp.command_publish_identity_update, description="XMTP node: check and store an identity update"
+            ),
+            "xmtp_publish_commit_log": Command(
+                xmtp.command_publish_commit_log, description="XMTP node: append commit-log entries"
+            ),
+            "xmtp_expire": Command(xmtp.command_expire, description="XMTP node: remove messages for good (retention)"),
         },
         projectors=projectors.PROJECTORS,
         description="server store: encrypted MLS payloads, delivery tracking, retention",

@@ -7,8 +7,8 @@ win over the environment, which wins over the configuration file (the one
 ``--config`` names, else the ``[sovereign.*]`` tables of ``tessera``'s own),
 which wins over the defaults.  It prints one line,
 ``listening on ws://HOST:PORT``, once it accepts connections (with
-``--port 0`` that line is how to learn the port), and runs until SIGTERM or
-SIGINT.
+``--port 0`` that line is how to learn the port), then, with ``--xmtp-port``,
+``xmtp node on http://HOST:PORT``, and runs until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     "--port", type=click.IntRange(0, 65535), help="Port to listen on; 0 picks a free one (default 8765, or --config)."
 )
 @click.option(
+    "--xmtp-port",
+    type=click.IntRange(-1, 65535),
+    help="Also serve XMTP v3 clients (gRPC) on this port of the same host; 0 picks a free one, -1 serves none "
+    "(default -1, or [server] xmtp_port in --config). See docs/xmtp-node.md.",
+)
+@click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -46,7 +52,13 @@ if TYPE_CHECKING:
 )
 @click.pass_obj
 def serve(
-    obj: CliState, db_path: str | None, host: str | None, port: int | None, config_path: Path | None, check: bool
+    obj: CliState,
+    db_path: str | None,
+    host: str | None,
+    port: int | None,
+    xmtp_port: int | None,
+    config_path: Path | None,
+    check: bool,
 ) -> None:
     """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port."""
     from protocols.sovereign.server.runner import run
@@ -54,10 +66,18 @@ def serve(
     settings = obj.settings
     if db_path is not None:
         settings = attrs.evolve(settings, db=db_path)
-    given = {"sovereign.server.host": host, "sovereign.server.port": port}
+    given = {"sovereign.server.host": host, "sovereign.server.port": port, "sovereign.server.xmtp_port": xmtp_port}
     flags = {**settings.sources.flags, **{key: value for key, value in given.items() if value is not None}}
     chosen = server_config.load(config_path, attrs.evolve(settings.sources, flags=flags))
-    run(settings.db, settings, chosen, pm=obj.pm, on_listening=_checked if check else _announce, check_only=check)
+    run(
+        settings.db,
+        settings,
+        chosen,
+        pm=obj.pm,
+        on_listening=_checked if check else _announce,
+        on_xmtp_listening=_announce_xmtp,
+        check_only=check,
+    )
 
 
 def _checked(url: str) -> None:
@@ -66,4 +86,9 @@ def _checked(url: str) -> None:
 
 def _announce(url: str) -> None:
     click.echo(f"listening on {url}")
+    sys.stdout.flush()
+
+
+def _announce_xmtp(url: str) -> None:
+    click.echo(f"xmtp node on {url}")
     sys.stdout.flush()

@@ -76,6 +76,11 @@ def _host(value: object) -> None:
         raise InvalidConfig(f"host must be a host name or address, got {value!r}")
 
 
+def _xmtp_port(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= 65535:
+        raise InvalidConfig(f"xmtp_port must be -1 (no XMTP node), 0 (any free port) or a port, got {value!r}")
+
+
 @attrs.frozen
 class ServerConfig:
     """``tessera serve``'s settings."""
@@ -85,6 +90,9 @@ class ServerConfig:
     max_frame_bytes: int = attrs.field(default=384 * 1024, validator=_positive)
     send_queue_bytes: int = attrs.field(default=32 * MIB, validator=_positive)
     auth_timeout_s: int = attrs.field(default=10, validator=_positive)
+    xmtp_port: int = attrs.field(default=-1, validator=lambda _, __, v: _xmtp_port(v))
+    xmtp_max_streams: int = attrs.field(default=1000, validator=_positive)
+    xmtp_max_streams_per_connection: int = attrs.field(default=100, validator=_positive)
     limits: Limits = attrs.field(factory=Limits)
     retention: Retention = attrs.field(factory=Retention)
 

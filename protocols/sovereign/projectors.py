@@ -28,6 +28,7 @@ from protocols.sovereign.commands import (
     PROTOCOL,
     STORED_TYPES,
 )
+from protocols.sovereign.xmtp_node.projectors import XMTP_NODE
 
 
 def _stored(message_type: int) -> Any:
@@ -212,5 +213,5 @@ IDENTITIES = Projector(
     description="the identity directory: each installation's binding to its account address",
 )
 
-PROJECTORS = (MESSAGES, MEMBERS, KEY_PACKAGES, IDENTITIES)
-__all__ = ["DELIVERED", "IDENTITIES", "KEY_PACKAGES", "MEMBERS", "MESSAGES", "PROJECTORS"]
+PROJECTORS = (MESSAGES, MEMBERS, KEY_PACKAGES, IDENTITIES, XMTP_NODE)
+__all__ = ["DELIVERED", "IDENTITIES", "KEY_PACKAGES", "MEMBERS", "MESSAGES", "PROJECTORS", "XMTP_NODE"]

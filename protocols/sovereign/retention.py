@@ -2,7 +2,8 @@
 
 A tick job (``sovereign_retention``), due every ``cleanup_interval_s``:
 
-1. messages older than ``retention_days`` go, oldest first;
+1. messages older than ``retention_days`` go, oldest first, and so do the
+   XMTP node's group messages and welcomes (:mod:`.xmtp_node.retention`);
 2. while the stored payloads exceed ``max_storage_mb``, the oldest go;
 3. every batch is one ``sovereign.expire`` command: the retention fact, the
    purge of the messages' stored facts and the rows, in one transaction.
@@ -30,6 +31,7 @@ from core.protocol import Job, TickContext
 from core.runtime import Runtime
 from protocols.sovereign import commands
 from protocols.sovereign.config import MIB, Retention
+from protocols.sovereign.xmtp_node import retention as xmtp_retention
 
 log = logging.getLogger("tessera.sovereign.retention")
 
@@ -88,6 +90,12 @@ def _expire_all(runtime: Runtime, retention: Retention, now: int, batch: _Batch,
         cutoff_s = now // 1000 - retention.retention_days * DAY_S
         while ids := _oldest(runtime, batch.size, before_s=cutoff_s):
             report.expired_by_age += _expire(runtime, ids, "age", batch, report)
+        report.expired_by_age += xmtp_retention.expire_by_age(
+            runtime,
+            cutoff_s * 1000,
+            lambda: batch.size,
+            lambda kind, ids: _expire_xmtp(runtime, kind, ids, batch, report),
+        )
     if retention.max_storage_mb:
         limit = retention.max_storage_mb * MIB
         while (excess := _stored_bytes(runtime) - limit) > 0:
@@ -145,6 +153,18 @@ def _expire(runtime: Runtime, ids: list[str], reason: str, batch: _Batch, report
     if report.batches % CHECKPOINT_EVERY == 0:
         runtime.db.all("PRAGMA wal_checkpoint(PASSIVE)")  # no write lock taken: writers go on meanwhile
     return sum(len(event.data["ids"]) for event in outcome.events if event.type == commands.MESSAGES_EXPIRED)
+
+
+def _expire_xmtp(runtime: Runtime, kind: str, ids: list[int], batch: _Batch, report: RetentionReport) -> int:
+    """One batch of the XMTP node's group messages or welcomes, timed like the store's own batches."""
+    started = time.perf_counter()
+    outcome = runtime.run_command("sovereign.xmtp_expire", {"kind": kind, "ids": ids, "reason": "age"})
+    took_ms = (time.perf_counter() - started) * 1000
+    batch.took(took_ms)
+    report.batches += 1
+    report.longest_txn_ms = max(report.longest_txn_ms, took_ms)
+    report.batch_times.append((len(ids), took_ms))
+    return sum(len(event.data["ids"]) for event in outcome.events)
 
 
 def _oldest(runtime: Runtime, limit: int, *, before_s: int) -> list[str]:

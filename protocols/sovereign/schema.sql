@@ -97,3 +97,84 @@ CREATE TABLE sovereign_identities (
     published_at        INTEGER NOT NULL
     INDEX sovereign_identities_address (address, installation)
 ) WITHOUT ROWID;
+
+-- === The XMTP node (protocols/sovereign/xmtp_node, docs/xmtp-node.md) ===================================
+-- XMTP v3 clients' data, on the same store.  Ids are node-wide and increasing (the XMTP API pages by them);
+-- created_ns is when the node stored the row, in nanoseconds since the Unix epoch.  Payloads stay opaque.
+
+-- Group messages (commits and application messages), in server order.  digest: SHA-256 over the group id
+-- and the payload, the id of the stored fact, so a client's retry is stored once.
+CREATE TABLE sovereign_xmtp_group_messages (
+    id                  INTEGER PRIMARY KEY,
+    group_id            BLOB    NOT NULL,
+    created_ns          INTEGER NOT NULL,
+    data                BLOB    NOT NULL,
+    sender_hmac         BLOB    NOT NULL,
+    should_push         INTEGER NOT NULL CHECK (should_push IN (0, 1)),
+    is_commit           INTEGER NOT NULL CHECK (is_commit IN (0, 1)),
+    epoch               INTEGER NOT NULL,
+    digest              BLOB    NOT NULL
+    INDEX sovereign_xmtp_group_messages_group (group_id, id)
+);
+
+-- Welcomes by the installation key they are addressed to (a real installation, or the random key libxmtp
+-- stores one welcome under for pointers).  kind 0: a wrapped Welcome (data, welcome_metadata);
+-- kind 1: a welcome pointer (data holds the pointer; welcome_metadata is empty).
+CREATE TABLE sovereign_xmtp_welcomes (
+    id                  INTEGER PRIMARY KEY,
+    installation_key    BLOB    NOT NULL,
+    created_ns          INTEGER NOT NULL,
+    kind                INTEGER NOT NULL CHECK (kind IN (0, 1)),
+    data                BLOB    NOT NULL,
+    hpke_public_key     BLOB    NOT NULL,
+    wrapper_algorithm   INTEGER NOT NULL,
+    welcome_metadata    BLOB    NOT NULL
+    INDEX sovereign_xmtp_welcomes_installation (installation_key, id)
+);
+
+-- The latest checked KeyPackage of each installation (a later upload replaces it).
+CREATE TABLE sovereign_xmtp_key_packages (
+    installation_key    BLOB    PRIMARY KEY,
+    inbox_id            TEXT    NOT NULL,
+    key_package         BLOB    NOT NULL,
+    not_after           INTEGER NOT NULL,
+    uploaded_ns         INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Each inbox's identity updates, numbered 1, 2, 3... per inbox (the sequence id clients read after).
+CREATE TABLE sovereign_xmtp_identity_updates (
+    inbox_id            TEXT    NOT NULL,
+    sequence_id         INTEGER NOT NULL,
+    server_timestamp_ns INTEGER NOT NULL,
+    identity_update     BLOB    NOT NULL,
+    PRIMARY KEY (inbox_id, sequence_id)
+) WITHOUT ROWID;
+
+-- Which inboxes hold an identifier (an Ethereum address, a passkey), since when (the node's stamp of the
+-- update that added it): the lookup answers the latest.  A revocation removes its inbox's row only, so each
+-- inbox's updates touch only its own rows.  kind is the IdentifierKind of the XMTP API.
+CREATE TABLE sovereign_xmtp_inbox_index (
+    identifier          TEXT    NOT NULL,
+    kind                INTEGER NOT NULL,
+    inbox_id            TEXT    NOT NULL,
+    claimed_ns          INTEGER NOT NULL,
+    PRIMARY KEY (identifier, kind, inbox_id)
+) WITHOUT ROWID;
+
+-- Commit log entries (libxmtp's fork detection), per group, in node-wide order.
+CREATE TABLE sovereign_xmtp_commit_log (
+    id                  INTEGER PRIMARY KEY,
+    group_id            BLOB    NOT NULL,
+    entry               BLOB    NOT NULL,
+    signature           BLOB    NOT NULL
+    INDEX sovereign_xmtp_commit_log_group (group_id, id)
+);
+
+-- Application messages per group per UTC day, for the daily limit (commits are not counted).
+CREATE TABLE sovereign_xmtp_daily_counts (
+    group_id            BLOB    NOT NULL,
+    day                 INTEGER NOT NULL,
+    messages            INTEGER NOT NULL,
+    last_seq            INTEGER NOT NULL,
+    PRIMARY KEY (group_id, day)
+) WITHOUT ROWID;

@@ -29,6 +29,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Bytes of frames waiting for one connection's socket, at most (no smaller than a full read-ahead's replies).",
     ),
     _serve("server.auth_timeout_s", 10, "Time from the challenge to a valid hello."),
+    _serve(
+        "server.xmtp_port",
+        -1,
+        "Port the XMTP node (gRPC, XMTP v3 API) listens on, on the same host; 0: any free port; -1: no XMTP node.",
+        -1,
+        65_535,
+    ),
+    _serve("server.xmtp_max_streams", 1000, "XMTP streams open at once over the whole node.", 1, 1_000_000),
+    _serve("server.xmtp_max_streams_per_connection", 100, "XMTP streams one connection may hold open.", 1, 100_000),
     _serve("limits.max_payload_bytes", 256 * 1024, "Largest MLS payload stored."),
     _serve(
         "limits.max_app_messages_per_group_per_day",

@@ -89,6 +89,12 @@ EXPECTED = {
         ("backfill, the writer alone (", False, False),
         ("backfill, ", True, False),
     ],
+    "xmtp-node": [
+        ("sending through tessera serve's XMTP node (", True, True),
+        ("one send, p50 (", True, False),
+        ("one send, p99 (", True, False),
+        ("the node's CPU per message (", True, True),
+    ],
 }
 
 
@@ -120,7 +126,8 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
     assert (
-        "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot" in done.stdout
+        "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot xmtp-node"
+        in done.stdout
     )
 
 

@@ -55,11 +55,21 @@ def test_a_file_sets_every_table(tmp_path) -> None:
         ({"limits": {"max_installations_per_address": "many"}}, "max_installations_per_address"),
         ({"storage": {"cleanup_interval_hours": "often"}}, "cleanup_interval_hours"),
         ({"limits": []}, r"\[limits\] must be a table"),
+        ({"server": {"xmtp_port": -2}}, "xmtp_port"),
+        ({"server": {"xmtp_port": 65_536}}, "xmtp_port"),
+        ({"server": {"xmtp_max_streams": 0}}, "xmtp_max_streams"),
+        ({"server": {"xmtp_max_streams_per_connection": 0}}, "xmtp_max_streams_per_connection"),
     ],
 )
 def test_a_bad_value_is_refused_with_its_key(raw, named) -> None:
     with pytest.raises(InvalidConfig, match=named):
         from_mapping(raw)
+
+
+def test_the_xmtp_node_is_off_unless_given_a_port_and_its_stream_bounds_are_read() -> None:
+    assert ServerConfig().xmtp_port == -1
+    config = from_mapping({"server": {"xmtp_port": 0, "xmtp_max_streams": 50, "xmtp_max_streams_per_connection": 5}})
+    assert (config.xmtp_port, config.xmtp_max_streams, config.xmtp_max_streams_per_connection) == (0, 50, 5)
 
 
 def test_a_file_that_is_not_toml_or_not_there_is_one_clear_error(tmp_path) -> None:

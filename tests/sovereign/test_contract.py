@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -9,7 +11,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from projectors.testkit import ProjectorContract, Run
 from protocols import sovereign
 from protocols.libraries.delivery.records import DELIVERED, PENDING, READ
+from protocols.libraries.mls.messages.framing import ContentType
+from protocols.sovereign.config import Limits
+from protocols.sovereign.xmtp_node import commands as xmtp
 from tests.sovereign.mls_group import Group, Member
+from tests.sovereign.server_helpers import private_message, welcome
+from tests.xmtp_identity import forge
 
 KIT_NOW_S = 1_700_000_000  # the kit's manual clock: KeyPackages must be valid then
 
@@ -60,7 +67,65 @@ class TestSovereignContract(ProjectorContract):
         items.append(
             Run("sovereign.key_package_publish", {"installation": publisher.installation, "key_packages": packages})
         )
-        return items + identity_items(alice.installation, bob.installation, carol.installation)
+        return items + identity_items(alice.installation, bob.installation, carol.installation) + xmtp_node_items()
+
+
+def xmtp_node_items() -> list[Run]:
+    """The XMTP node's facts: group messages in two groups (commits among them, a retry), welcomes and a pointer,
+    key packages (a later one replacing), identity updates moving an address between inboxes, commit logs,
+    and retention removing some of them."""
+    limits = Limits(max_app_messages_per_group_per_day=0)
+    groups = [os.urandom(16), os.urandom(16)]
+
+    def messages(group: bytes, count: int, *, commit: bool = False) -> list[xmtp.GroupMessageInput]:
+        made = []
+        for epoch in range(count):
+            data = private_message(
+                group.hex(), epoch=epoch, content_type=ContentType.COMMIT if commit else ContentType.APPLICATION
+            )
+            made.append(xmtp.GroupMessageInput(group, epoch, commit, data, b"hmac", True))
+        return made
+
+    first = messages(groups[0], 5)
+    items = [
+        Run("sovereign.xmtp_send_group_messages", {"messages": first, "limits": limits}),
+        Run("sovereign.xmtp_send_group_messages", {"messages": messages(groups[1], 2, commit=True), "limits": limits}),
+        Run("sovereign.xmtp_send_group_messages", {"messages": first[:2], "limits": limits}),  # a retry
+    ]
+    invitee = os.urandom(32)
+    welcomes = [
+        xmtp.WelcomeInput(invitee, xmtp.WELCOME, welcome(), b"hpke", 1, b"metadata"),
+        xmtp.WelcomeInput(invitee, xmtp.WELCOME_POINTER, os.urandom(64), b"hpke", 2, b""),
+    ]
+    items.append(Run("sovereign.xmtp_send_welcomes", {"welcomes": welcomes, "limits": limits}))
+    installation_key = os.urandom(32)
+    for package in (b"first package", b"second package"):
+        params = {"installation_key": installation_key, "inbox_id": "ab" * 32, "key_package": package, "not_after": 9}
+        items.append(Run("sovereign.xmtp_upload_key_package", params))
+    wallet, other = forge.Wallet(), forge.Wallet()
+    installation = forge.Installation()
+    create = forge.signed_update(
+        forge.inbox_of(wallet),
+        forge.create_inbox(wallet),
+        forge.add(installation.member(), wallet.sign, installation.sign),
+    )
+    create_other = forge.signed_update(forge.inbox_of(other), forge.create_inbox(other))
+    # the first wallet is added to the other inbox too (latest wins), then revoked from its own
+    claim = forge.signed_update(forge.inbox_of(other), forge.add(wallet.member(), other.sign, wallet.sign))
+    for update in (create, create_other, claim, create):  # the last: a retry, stored once
+        items.append(
+            Run(
+                "sovereign.xmtp_publish_identity_update",
+                {"update": update, "raw": update.SerializeToString(deterministic=True)},
+            )
+        )
+    entries = [(groups[0], bytes([n]), b"signature") for n in range(3)]
+    items.append(Run("sovereign.xmtp_publish_commit_log", {"entries": entries}))
+    items += [
+        Run("sovereign.xmtp_expire", {"kind": "group_messages", "ids": [1, 2, 6]}),
+        Run("sovereign.xmtp_expire", {"kind": "welcomes", "ids": [1]}),
+    ]
+    return items
 
 
 def identity_items(first: str, second: str, other: str) -> list[Run]:

@@ -1,5 +1,5 @@
 """A store made before the identity directory and welcome polling is brought to today's schema by
-``tessera init``: migrations 001 and 002 run once, keep every row, give old welcomes their message's server
+``tessera init``: migrations 001 to 003 run once, keep every row, give old welcomes their message's server
 timestamp (old messages get no number in their group), and the result equals what schema.sql makes on a new
 database."""
 
@@ -69,8 +69,9 @@ def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, sett
         assert migrated.all("SELECT number, name, baseline FROM schema_migrations WHERE owner = 'sovereign'") == [
             (1, "identities_and_welcome_order", 0),
             (2, "message_sequence", 0),
+            (3, "xmtp_node", 0),
         ]
-        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 2
+        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 3
         assert sovereign_structure(migrated) == sovereign_structure(made)
         assert migrated.all("SELECT recipient_id, message_id, server_timestamp FROM sovereign_welcomes") == [
             (recipient, message_id, timestamp)

@@ -10,6 +10,7 @@ import pytest
 from tests._peers import PeerUnavailable, peer_missing
 from tests.xmtp_node.ceiling_node import CeilingNode
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient, client_factory, install
+from tests.xmtp_node.node_process import NodeProcess, new_node
 
 
 @pytest.fixture(scope="session")
@@ -35,4 +36,11 @@ def libxmtp_client(libxmtp_python: Path, tmp_path: Path) -> Iterator[Callable[[s
 def ceiling_node() -> Iterator[CeilingNode]:
     """The in-memory ceiling node (tests/xmtp_node/ceiling_node.py) on a free port of 127.0.0.1."""
     with CeilingNode() as node:
+        yield node
+
+
+@pytest.fixture
+def xmtp_node(tmp_path: Path) -> Iterator[NodeProcess]:
+    """``tessera serve --xmtp-port 0`` on a new encrypted database, as its own process."""
+    with new_node(tmp_path) as node:
         yield node

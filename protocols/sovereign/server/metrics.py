@@ -19,6 +19,7 @@ from websockets.http11 import Request, Response
 
 from protocols.libraries.delivery import frames
 from protocols.libraries.delivery.records import StoreStats
+from protocols.sovereign.xmtp_node.rpc_metrics import XmtpMetrics
 
 STATS_REFRESH_S = 5.0
 HEALTH_PATH = "/healthz"
@@ -75,6 +76,7 @@ class ServerMetrics:
             "tessera_serve_database_bytes", "Size of the database file.", registry=self.registry
         )
         self.stored_messages = Gauge("tessera_serve_stored_messages", "Messages held.", registry=self.registry)
+        self.xmtp = XmtpMetrics(self.registry)
         self._stats_at = float("-inf")
 
     def count_request(self, request_type: str) -> None:

@@ -42,6 +42,7 @@ from protocols.sovereign.server.metrics import ServerMetrics
 from protocols.sovereign.server.pool import StorePool
 from protocols.sovereign.server.session import Hub, Session
 from protocols.sovereign.service import Store
+from protocols.sovereign.xmtp_node.server import CannotServeXmtp, XmtpNode
 
 log = logging.getLogger("tessera.sovereign.server")
 
@@ -80,6 +81,7 @@ class SovereignServer:
         self._tick = _TickThread(self._open_app) if run_tick else None
         self._pool: StorePool | None = None
         self._server: Server | None = None
+        self.xmtp: XmtpNode | None = None
         self._stop_requested: asyncio.Event | None = None
 
     # --- starting ----------------------------------------------------------------------------------
@@ -118,9 +120,29 @@ class SovereignServer:
         except (OSError, UnicodeError) as exc:  # a host name the resolver cannot even encode is a UnicodeError
             await asyncio.to_thread(self._pool.stop)
             raise CannotListen(_listen_failure(self.config.host, self.config.port, exc)) from None
+        if self.config.xmtp_port >= 0:
+            await self._start_xmtp()
         if self._tick is not None:
             self._tick.start()
         self.started_at = time.monotonic()
+
+    async def _start_xmtp(self) -> None:
+        """The XMTP node beside the WebSocket server, on the same store threads (docs/xmtp-node.md)."""
+        assert self._pool is not None and self._server is not None
+        node = XmtpNode(self._pool, self.config, self.metrics.xmtp)
+        try:
+            await node.start()
+        except CannotServeXmtp as exc:
+            self._server.close()
+            await self._server.wait_closed()
+            await asyncio.to_thread(self._pool.stop)
+            raise CannotListen(str(exc)) from None
+        self.xmtp = node
+
+    @property
+    def xmtp_url(self) -> str | None:
+        """Where XMTP clients reach the node (``http://HOST:PORT``), or None when it is not served."""
+        return self.xmtp.url if self.xmtp is not None else None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -193,6 +215,8 @@ class SovereignServer:
             for session in list(self.sessions):
                 session.shut_down()
             await self._server.wait_closed()
+        if self.xmtp is not None:
+            await self.xmtp.stop()  # its calls in flight finish on the store threads, which stop after
         if self._pool is not None:
             await asyncio.to_thread(self._pool.stop)
         if self._tick is not None:
@@ -252,12 +276,14 @@ def run(
     *,
     pm: pluggy.PluginManager | None = None,
     on_listening: Callable[[str], Any] | None = None,
+    on_xmtp_listening: Callable[[str], Any] | None = None,
     check_only: bool = False,
 ) -> None:
     """Run the server until SIGTERM or SIGINT; ``on_listening(url)`` once it listens.
 
     ``check_only``: start everything (configuration, database, threads, the listening socket), report the
-    address, and stop at once — a dry run for operators and scripts.
+    address, and stop at once — a dry run for operators and scripts.  ``on_xmtp_listening(url)`` once the
+    XMTP node listens too (when the configuration gives it a port).
     """
 
     async def main() -> None:
@@ -281,6 +307,8 @@ def run(
             loop.add_signal_handler(signum, on_signal, signum)
         if on_listening is not None:
             on_listening(server.url)
+        if on_xmtp_listening is not None and server.xmtp_url is not None:
+            on_xmtp_listening(server.xmtp_url)
         await server.wait_stopped()
 
     asyncio.run(main())
