@@ -4,13 +4,13 @@
 
 Three real clients (``xmtp-bindings`` 0.1.8, installed to the peers cache on
 first use) talk through the in-memory ceiling node.  Alice creates an
-admin-only group with Bob, sends a text, a reaction and a reply (encoded by
-libxmtp's own codecs), changes the description, makes Bob an admin and adds
+admin-only group with Bob, sends a text, a reaction, a reply (encoded by
+libxmtp's own codecs) and a second text, changes the description, makes Bob an admin and adds
 Carol.  The fixture keeps the EncodedContent bytes Bob's libxmtp stored for
 each message (the group updates included: libxmtp writes those itself), the
 group's state as Bob's libxmtp reports it, and the inbox ids, so tests can
-check the codecs against bytes no code of ours produced, and the message ids
-libxmtp computed against the sender's idempotency keys.
+check the codecs against bytes no code of ours produced, and the message id
+libxmtp computed for one text against the sender's idempotency key.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tests.xmtp_node.libxmtp_peer import LIBXMTP_VERSION, client_factory, instal
 FIXTURE = Path(__file__).with_name("fixtures") / "libxmtp_group.json"
 REACTION = {"action": "added", "content": "👍", "schema": "unicode"}
 REPLY_TEXT = "a reply, from libxmtp"
+KEYED_TEXT = "a text whose idempotency key is known"
 
 
 def capture() -> dict[str, Any]:
@@ -50,6 +51,12 @@ def capture() -> dict[str, Any]:
                 value={"reference": text_id, "reference_inbox_id": alice.inbox_id, "text": REPLY_TEXT},
             )
             alice.call("send_encoded", group_id=group, content=reply)
+            # one more text, sent in two steps to read its idempotency key, from which libxmtp derives its id
+            keyed = alice.call(
+                "send_encoded_keyed",
+                group_id=group,
+                content=alice.call("encode_content", kind="text", value={"text": KEYED_TEXT}),
+            )
             alice.call("update_metadata", group_id=group, field="description", value="after")
             alice.call("change_admins", group_id=group, change="add_admin", inbox_id=bob.inbox_id)
             alice.call("add_members", group_id=group, inbox_ids=[carol.inbox_id])
@@ -61,10 +68,7 @@ def capture() -> dict[str, Any]:
                 "text_message_id": text_id,
                 "group_id": group,
                 "messages": bob.call("message_contents", group_id=group),
-                # the sender's send time of each of its messages: libxmtp's idempotency key, from which ids derive
-                "sent_at_ns_by_sender": {
-                    message["id"]: message["sent_at_ns"] for message in alice.call("messages", group_id=group)
-                },
+                "keyed": keyed,
                 "group_state": bob.call("group_state", group_id=group),
             }
         finally:

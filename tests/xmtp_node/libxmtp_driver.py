@@ -262,6 +262,18 @@ class Driver:
         )
         return sent.hex()
 
+    async def op_send_encoded_keyed(self, group_id: str, content: str) -> dict[str, Any]:
+        """Send EncodedContent bytes (hex) in two steps, reading the stored send time (the idempotency key)
+        between them, since publishing replaces it with the node's timestamp; the id and that key."""
+        conversation = self._conversation(group_id)
+        message_id = conversation.send_optimistic(
+            bytes.fromhex(content), options(xmtp.FfiSendMessageOpts, should_push=True)
+        )
+        found = await conversation.find_messages(options(xmtp.FfiListMessagesOptions))
+        (stored,) = [message for message in found if message.id == message_id]
+        await conversation.publish_messages()
+        return {"id": message_id.hex(), "idempotency_key": str(stored.sent_at_ns)}
+
     async def op_message_contents(self, group_id: str) -> list[dict[str, Any]]:
         """Every stored message with the EncodedContent bytes libxmtp keeps for it (hex)."""
         found = await self._conversation(group_id).find_messages(options(xmtp.FfiListMessagesOptions))
