@@ -17,31 +17,41 @@ TEXT = [
 REACTION_V1 = [
     (
         "Reaction without optional referenceInboxId",
-        "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBIlN7ImFjdGlvbiI6ImFkZGVkIiwicmVmZXJlbmNlIjoibWVzc2FnZS1pZC0xMjMiLCJzY2hl"
-        "bWEiOiJ1bmljb2RlIiwiY29udGVudCI6IvCfkY0ifQ==",
+        (
+            "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBIlN7ImFjdGlvbiI6ImFkZGVkIiwicmVmZXJlbmNlIjoibWVzc2FnZS1pZC0xMjMiLCJzY2hl"
+            "bWEiOiJ1bmljb2RlIiwiY29udGVudCI6IvCfkY0ifQ=="
+        ),
     ),
     (
         "Reaction with optional referenceInboxId",
-        "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBInl7ImFjdGlvbiI6InJlbW92ZWQiLCJyZWZlcmVuY2UiOiJtZXNzYWdlLWlkLTQ1NiIsInJl"
-        "ZmVyZW5jZUluYm94SWQiOiJpbmJveC1pZC03ODkiLCJzY2hlbWEiOiJ1bmljb2RlIiwiY29udGVudCI6IuKdpO+4jyJ9",
+        (
+            "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBInl7ImFjdGlvbiI6InJlbW92ZWQiLCJyZWZlcmVuY2UiOiJtZXNzYWdlLWlkLTQ1NiIsInJl"
+            "ZmVyZW5jZUluYm94SWQiOiJpbmJveC1pZC03ODkiLCJzY2hlbWEiOiJ1bmljb2RlIiwiY29udGVudCI6IuKdpO+4jyJ9"
+        ),
     ),
     (
         "Reaction with custom schema",
-        "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBImB7ImFjdGlvbiI6ImFkZGVkIiwicmVmZXJlbmNlIjoibWVzc2FnZS1pZC1hYmMiLCJzY2hl"
-        "bWEiOiJjdXN0b20iLCJjb250ZW50IjoiY3VzdG9tLXJlYWN0aW9uLWlkIn0=",
+        (
+            "ChYKCHhtdHAub3JnEghyZWFjdGlvbhgBImB7ImFjdGlvbiI6ImFkZGVkIiwicmVmZXJlbmNlIjoibWVzc2FnZS1pZC1hYmMiLCJzY2hl"
+            "bWEiOiJjdXN0b20iLCJjb250ZW50IjoiY3VzdG9tLXJlYWN0aW9uLWlkIn0="
+        ),
     ),
 ]
 REPLY = [
     (
         "Reply without optional referenceInboxId",
-        "ChMKCHhtdHAub3JnEgVyZXBseRgBEiAKC2NvbnRlbnRUeXBlEhF4bXRwLm9yZy90ZXh0OjEuMBIgCglyZWZlcmVuY2USE29yaWdpbmFs"
-        "LW1lc3NhZ2UtaWQiOAoSCgh4bXRwLm9yZxIEdGV4dBgBEhEKCGVuY29kaW5nEgVVVEYtOCIPVGhpcyBpcyBhIHJlcGx5",
+        (
+            "ChMKCHhtdHAub3JnEgVyZXBseRgBEiAKC2NvbnRlbnRUeXBlEhF4bXRwLm9yZy90ZXh0OjEuMBIgCglyZWZlcmVuY2USE29yaWdpbmFs"
+            "LW1lc3NhZ2UtaWQiOAoSCgh4bXRwLm9yZxIEdGV4dBgBEhEKCGVuY29kaW5nEgVVVEYtOCIPVGhpcyBpcyBhIHJlcGx5"
+        ),
     ),
     (
         "Reply with optional referenceInboxId",
-        "ChMKCHhtdHAub3JnEgVyZXBseRgBEiAKC2NvbnRlbnRUeXBlEhF4bXRwLm9yZy90ZXh0OjEuMBIgCglyZWZlcmVuY2USE29yaWdpbmFs"
-        "LW1lc3NhZ2UtaWQSIwoQcmVmZXJlbmNlSW5ib3hJZBIPc2VuZGVyLWluYm94LWlkIjwKEgoIeG10cC5vcmcSBHRleHQYARIRCghlbmNv"
-        "ZGluZxIFVVRGLTgiE1JlcGx5IHdpdGggaW5ib3ggSUQ=",
+        (
+            "ChMKCHhtdHAub3JnEgVyZXBseRgBEiAKC2NvbnRlbnRUeXBlEhF4bXRwLm9yZy90ZXh0OjEuMBIgCglyZWZlcmVuY2USE29yaWdpbmFs"
+            "LW1lc3NhZ2UtaWQSIwoQcmVmZXJlbmNlSW5ib3hJZBIPc2VuZGVyLWluYm94LWlkIjwKEgoIeG10cC5vcmcSBHRleHQYARIRCghlbmNv"
+            "ZGluZxIFVVRGLTgiE1JlcGx5IHdpdGggaW5ib3ggSUQ="
+        ),
     ),
 ]
 GROUP_UPDATED = [

@@ -39,7 +39,7 @@ reactions = st.builds(
 replies = st.builds(
     codecs.Reply,
     reference=text,
-    content=st.builds(lambda value: codecs.encode(value), texts | reactions) | encoded_contents,
+    content=st.builds(codecs.encode, texts | reactions) | encoded_contents,
     reference_inbox_id=st.none() | inbox_ids,
 )
 _inbox_tuples = st.lists(inbox_ids, max_size=3).map(tuple)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 
@@ -107,9 +109,9 @@ def test_allow_cannot_be_a_permissions_update_policy() -> None:
 
 
 def _wire_set(**missing: bool) -> bytes:
-    admin = group_permissions_pb2.PermissionsUpdatePolicy(base=2)
-    member = group_permissions_pb2.MembershipPolicy(base=1)
-    full = {
+    admin = group_permissions_pb2.PermissionsUpdatePolicy(base="PERMISSIONS_BASE_POLICY_ALLOW_IF_ADMIN")
+    member = group_permissions_pb2.MembershipPolicy(base="BASE_POLICY_ALLOW")
+    full: dict[str, Any] = {
         "add_member_policy": member,
         "remove_member_policy": member,
         "add_admin_policy": admin,
@@ -137,8 +139,8 @@ def test_a_policy_set_missing_a_policy_is_refused(missing: str) -> None:
     "policy",
     [
         group_permissions_pb2.MembershipPolicy(),  # no kind
-        group_permissions_pb2.MembershipPolicy(base=0),  # unspecified
-        group_permissions_pb2.MembershipPolicy(base=9),  # unknown
+        group_permissions_pb2.MembershipPolicy(base="BASE_POLICY_UNSPECIFIED"),
+        group_permissions_pb2.MembershipPolicy.FromString(bytes([0x08, 0x09])),  # base 9, which no version defines
     ],
 )
 def test_a_policy_without_a_known_rule_is_refused(policy: group_permissions_pb2.MembershipPolicy) -> None:

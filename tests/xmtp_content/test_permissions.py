@@ -223,13 +223,13 @@ def test_the_last_super_admin_cannot_be_removed() -> None:
     alone = MutableMetadata({}, (), (ACTOR,))
     assert not p.permitted(p.RemoveSuperAdmin(ACTOR), ACTOR, policies.all_members(), alone)
     # ... unless the same commit makes another: libxmtp counts the super admins after the commit
-    handover = [p.AddSuperAdmin(OTHER), p.RemoveSuperAdmin(ACTOR)]
+    handover: list[p.Change] = [p.AddSuperAdmin(OTHER), p.RemoveSuperAdmin(ACTOR)]
     assert p.commit_permitted(handover, ACTOR, policies.all_members(), alone)
     assert not p.commit_permitted([p.RemoveSuperAdmin(ACTOR)], ACTOR, policies.all_members(), alone)
 
 
 def test_a_commit_is_refused_if_any_change_is() -> None:
-    changes = [p.AddMembers((OTHER,)), p.UpdateMetadata("description")]
+    changes: list[p.Change] = [p.AddMembers((OTHER,)), p.UpdateMetadata("description")]
     assert p.commit_permitted(changes, ACTOR, policies.all_members(), roles("member"))
     assert not p.commit_permitted([*changes, p.AddAdmin(OTHER)], ACTOR, policies.all_members(), roles("member"))
 

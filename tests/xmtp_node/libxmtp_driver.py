@@ -327,7 +327,7 @@ class Driver:
                 "reference": reply.reference,
                 "reference_inbox_id": reply.reference_inbox_id,
                 "inner_type": reply.content.type_id.type_id if reply.content.type_id else None,
-                "inner_content": reply.content.content.hex(),
+                "inner_content": reply.content.content.hex(),  # the nested content's own bytes
             }
         updated = xmtp.decode_group_updated(data)
         return {
