@@ -3,7 +3,8 @@
 The fixture holds the EncodedContent bytes Bob's libxmtp stored for each
 message of a group Alice made admin-only: her texts, reaction and reply, and
 the group updates libxmtp wrote for the commits (Bob added, the description
-changed, Bob made admin, Carol added).  Regenerate it with
+changed, Bob made admin, Carol added), and the group context extensions
+libxmtp stored: the group's when Bob joined and now, and a DM's.  Regenerate it with
 ``PYTHONPATH=. python -m tests.xmtp_content.capture``.
 """
 
@@ -12,11 +13,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 
-from protocols.libraries.xmtp_content import codecs, envelope, policies
+from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.messages.extensions import RequiredCapabilities
+from protocols.libraries.xmtp_content import codecs, envelope, group_context, permissions, policies
 from protocols.libraries.xmtp_content import content_type as types
 from protocols.libraries.xmtp_content.encoded import decode_content
+from protocols.libraries.xmtp_content.group_context import (
+    ConversationType,
+    GroupMembership,
+    GroupMetadata,
+    MutableMetadata,
+)
+from protocols.libraries.xmtp_content.policies import PolicySet
 from tests.xmtp_content.capture import FIXTURE, KEYED_TEXT, REACTION, REPLY_TEXT
 
 
@@ -91,3 +102,94 @@ def test_libxmtps_admin_only_preset_is_ours(recorded: dict[str, Any]) -> None:
     }
     assert {name: policy.rule.value for name, policy in as_reported.items()} == reported  # type: ignore[union-attr]
     assert recorded["group_state"]["preset"] == "admin_only" == policies.preset_name(ours)
+
+
+def _extensions(recorded: dict[str, Any], name: str) -> dict[int, bytes]:
+    found = recorded[name]["extensions"] if "extensions" in recorded[name] else recorded[name]
+    return {int(kind, 16): bytes.fromhex(data) for kind, data in found.items()}
+
+
+def test_libxmtps_group_context_decodes_to_the_group_it_made(recorded: dict[str, Any]) -> None:
+    """The context Bob joined: Alice's admin-only group "capture", described "before", with Alice and Bob."""
+    alice, bob = recorded["inboxes"]["alice"], recorded["inboxes"]["bob"]
+    found = _extensions(recorded, "joined_context")
+    metadata = GroupMetadata.from_extension_data(found[group_context.IMMUTABLE_METADATA_EXTENSION_TYPE])
+    assert metadata == GroupMetadata(ConversationType.GROUP, alice)
+    assert metadata.to_extension_data() == found[group_context.IMMUTABLE_METADATA_EXTENSION_TYPE]
+    mutable = MutableMetadata.from_bytes(found[group_context.MUTABLE_METADATA_EXTENSION_TYPE])
+    expected = MutableMetadata.new_group(alice, name="capture", description="before")
+    signer = mutable.attributes[group_context.COMMIT_LOG_SIGNER]  # libxmtp's commit-log key, 32 bytes in hex
+    assert len(bytes.fromhex(signer)) == 32
+    assert mutable == attrs.evolve(
+        expected, attributes={**expected.attributes, group_context.COMMIT_LOG_SIGNER: signer}
+    )
+    membership = GroupMembership.from_bytes(found[group_context.GROUP_MEMBERSHIP_EXTENSION_TYPE])
+    assert set(membership.members) == {alice, bob} and membership.failed_installations == ()
+    permissions = PolicySet.from_bytes(found[group_context.GROUP_PERMISSIONS_EXTENSION_TYPE])
+    assert permissions == policies.admin_only()
+
+
+def test_our_encodings_of_libxmtps_extensions_decode_equal(recorded: dict[str, Any]) -> None:
+    """The bytes differ: prost writes map entries in its hash map's order and leaves out an empty value, which
+    Python's protobuf writes; libxmtp compares what the extensions mean, so compare that."""
+    found = _extensions(recorded, "joined_context")
+    for kind, reader in (
+        (group_context.MUTABLE_METADATA_EXTENSION_TYPE, MutableMetadata.from_bytes),
+        (group_context.GROUP_MEMBERSHIP_EXTENSION_TYPE, GroupMembership.from_bytes),
+        (group_context.GROUP_PERMISSIONS_EXTENSION_TYPE, PolicySet.from_bytes),
+    ):
+        value = reader(found[kind])
+        assert reader(value.to_bytes()) == value
+
+
+def test_libxmtps_groups_require_its_extensions(recorded: dict[str, Any]) -> None:
+    """What a libxmtp group requires of every member (RFC 9420 required_capabilities): the four XMTP extensions,
+    last resort (0x000a) and application id (0x0001); group context extensions proposals (7); basic credentials."""
+    required = decode(RequiredCapabilities, _extensions(recorded, "joined_context")[0x0003])
+    assert required.extension_types == (0xFF01, 0xFF00, 0xFF02, 0xF000, 0x000A, 0x0001)
+    assert (required.proposal_types, required.credential_types) == ((7,), (1,))
+
+
+def test_the_commits_since_joining_are_found_and_permitted_for_alice_only(recorded: dict[str, Any]) -> None:
+    """From the context Bob joined to the current one: Alice changed the description, made Bob admin, added Carol."""
+    alice, bob, carol = (recorded["inboxes"][name] for name in ("alice", "bob", "carol"))
+    joined, now = _extensions(recorded, "joined_context"), _extensions(recorded, "current_extensions")
+    before = MutableMetadata.from_bytes(joined[group_context.MUTABLE_METADATA_EXTENSION_TYPE])
+    after = MutableMetadata.from_bytes(now[group_context.MUTABLE_METADATA_EXTENSION_TYPE])
+    assert (after.description, after.admins, after.super_admins) == ("after", (bob,), (alice,))
+    members_now = GroupMembership.from_bytes(now[group_context.GROUP_MEMBERSHIP_EXTENSION_TYPE]).members
+    members_before = GroupMembership.from_bytes(joined[group_context.GROUP_MEMBERSHIP_EXTENSION_TYPE]).members
+    assert set(members_now) - set(members_before) == {carol}
+    rules = PolicySet.from_bytes(now[group_context.GROUP_PERMISSIONS_EXTENSION_TYPE])
+    changes = permissions.changes_between(before, after, rules, rules, added=[carol])
+    assert changes == [
+        permissions.AddMembers((carol,)),
+        permissions.UpdateMetadata("description"),
+        permissions.AddAdmin(bob),
+    ]
+    assert permissions.commit_permitted(changes, alice, rules, before)
+    assert not permissions.commit_permitted(changes, bob, rules, before)
+
+
+def test_libxmtps_dm_context_is_a_dm(recorded: dict[str, Any]) -> None:
+    alice, carol = recorded["inboxes"]["alice"], recorded["inboxes"]["carol"]
+    found = _extensions(recorded, "dm_context")
+    metadata = GroupMetadata.from_extension_data(found[group_context.IMMUTABLE_METADATA_EXTENSION_TYPE])
+    assert (metadata.conversation_type, metadata.creator_inbox_id) == (ConversationType.DM, alice)
+    assert set(metadata.dm_members or ()) == {alice, carol}
+    mutable = MutableMetadata.from_bytes(found[group_context.MUTABLE_METADATA_EXTENSION_TYPE])
+    without_signer = {k: v for k, v in mutable.attributes.items() if k != group_context.COMMIT_LOG_SIGNER}
+    assert attrs.evolve(mutable, attributes=without_signer) == MutableMetadata.new_dm()
+    dm_rules = PolicySet.from_bytes(found[group_context.GROUP_PERMISSIONS_EXTENSION_TYPE])
+    assert dm_rules == policies.dm()
+    assert recorded["dm_state"]["policies"] == {
+        "add_member_policy": "deny",
+        "remove_member_policy": "deny",
+        "add_admin_policy": "deny",
+        "remove_admin_policy": "deny",
+        "update_group_name_policy": "allow",
+        "update_group_description_policy": "allow",
+        "update_group_image_url_square_policy": "allow",
+        "update_message_disappearing_policy": "allow",
+        "update_app_data_policy": "allow",
+    }

@@ -66,6 +66,13 @@ def message_view(message: Any) -> dict[str, Any]:
     }
 
 
+def _or_none(accessor: Any) -> Any:
+    try:
+        return accessor()
+    except Exception:  # libxmtp reports a missing attribute as an error
+        return None
+
+
 class StreamForwarder(xmtp.FfiMessageCallback):
     """Writes each streamed message as an event line, tagged with its stream's number."""
 
@@ -215,16 +222,17 @@ class Driver:
         )
 
     async def op_group_state(self, group_id: str) -> dict[str, Any]:
-        """Metadata, admin lists and permission policies as this client's libxmtp reports them."""
+        """Metadata, admin lists and permission policies as this client's libxmtp reports them (None where it
+        reports an error, as for a DM's app data, which DMs do not carry)."""
         conversation = self._conversation(group_id)
         metadata = await conversation.group_metadata()
         permissions = conversation.group_permissions()
         policy_set = permissions.policy_set()
         return {
-            "name": conversation.group_name(),
-            "description": conversation.group_description(),
-            "image_url": conversation.group_image_url_square(),
-            "app_data": conversation.app_data(),
+            "name": _or_none(conversation.group_name),
+            "description": _or_none(conversation.group_description),
+            "image_url": _or_none(conversation.group_image_url_square),
+            "app_data": _or_none(conversation.app_data),
             "admins": sorted(conversation.admin_list()),
             "super_admins": sorted(conversation.super_admin_list()),
             "creator_inbox_id": metadata.creator_inbox_id(),

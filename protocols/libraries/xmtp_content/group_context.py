@@ -1,9 +1,12 @@
 """libxmtp's group context extensions: membership, immutable metadata and mutable metadata, as values.
 
-Each is a protobuf inside an MLS extension of the group context.  The
-extension types are libxmtp's private-use ids below; the immutable metadata
-rides in openmls's ImmutableMetadata extension, which XMTP's openmls fork
-defines, so it has no id here.
+Each is a protobuf inside an MLS extension of the group context, under the
+extension types below (read from the group contexts libxmtp v1.10.0 stores).
+The three private-use extensions (0xff00 to 0xff02) carry the protobuf as
+their whole ``extension_data``.  The immutable metadata rides in the
+ImmutableMetadata extension of XMTP's fork of OpenMLS (0xf000), whose data is
+the protobuf once more wrapped as an RFC 9420 ``opaque<V>``:
+:meth:`GroupMetadata.from_extension_data` and ``to_extension_data`` handle that.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from collections.abc import Mapping
 import attrs
 from google.protobuf.message import DecodeError, Message
 
+from protocols.libraries.mls.codec import DecodeError as MlsDecodeError
+from protocols.libraries.mls.codec import Opaque, decode, encode
 from protocols.libraries.xmtp_content.errors import MalformedContent, MetadataTooLong
 from protocols.libraries.xmtp_wire.proto import group_membership_pb2, group_metadata_pb2, group_mutable_metadata_pb2
 
+IMMUTABLE_METADATA_EXTENSION_TYPE = 0xF000
 MUTABLE_METADATA_EXTENSION_TYPE = 0xFF00
 GROUP_MEMBERSHIP_EXTENSION_TYPE = 0xFF01
 GROUP_PERMISSIONS_EXTENSION_TYPE = 0xFF02
@@ -132,6 +138,18 @@ class GroupMetadata:
         if proto.HasField("dm_members"):
             members = (proto.dm_members.dm_member_one.inbox_id, proto.dm_members.dm_member_two.inbox_id)
         return cls(kind, proto.creator_inbox_id, members, proto.creator_account_address)
+
+    def to_extension_data(self) -> bytes:
+        """The ``extension_data`` of the 0xf000 extension: the protobuf as an ``opaque<V>``."""
+        return encode(self.to_bytes(), Opaque)
+
+    @classmethod
+    def from_extension_data(cls, data: bytes) -> GroupMetadata:
+        try:
+            inner = decode(Opaque, data)
+        except MlsDecodeError as error:
+            raise MalformedContent(f"the immutable metadata extension is not an opaque<V>: {error}") from error
+        return cls.from_bytes(inner)
 
 
 def _sorted_attributes(given: Mapping[str, str]) -> Mapping[str, str]:
