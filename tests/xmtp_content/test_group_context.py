@@ -15,6 +15,7 @@ from protocols.libraries.xmtp_content.group_context import (
     GroupMetadata,
     MutableMetadata,
 )
+from protocols.libraries.xmtp_content.group_state import GroupState
 from protocols.libraries.xmtp_content.policies import ADMIN, ALLOW, DENY, SUPER_ADMIN, PolicySet
 from protocols.libraries.xmtp_wire.proto import group_permissions_pb2
 from tests.xmtp_content import strategies
@@ -28,6 +29,31 @@ def test_membership_round_trips(membership: GroupMembership) -> None:
 @given(strategies.group_metadata)
 def test_immutable_metadata_round_trips(metadata: GroupMetadata) -> None:
     assert GroupMetadata.from_bytes(metadata.to_bytes()) == metadata
+
+
+@given(strategies.group_metadata)
+def test_immutable_metadata_round_trips_as_extension_data(metadata: GroupMetadata) -> None:
+    data = metadata.to_extension_data()
+    assert data[1:] == metadata.to_bytes() or data[2:] == metadata.to_bytes()  # an MLS varint length, then the protobuf
+    assert GroupMetadata.from_extension_data(data) == metadata
+
+
+@given(strategies.group_metadata, strategies.mutable_metadata, strategies.memberships, strategies.policy_sets)
+def test_a_group_state_round_trips_through_its_extensions(
+    metadata: GroupMetadata, mutable: MutableMetadata, membership: GroupMembership, policy_set: PolicySet
+) -> None:
+    state = GroupState(metadata, mutable, membership, policy_set)
+    assert GroupState.from_extensions(state.to_extensions()) == state
+
+
+def test_a_context_without_an_xmtp_extension_is_refused() -> None:
+    state = GroupState(GroupMetadata(ConversationType.GROUP, "me"), MutableMetadata(), GroupMembership(), policies.dm())
+    extensions = state.to_extensions()
+    del extensions[group_context.GROUP_MEMBERSHIP_EXTENSION_TYPE]
+    with pytest.raises(MalformedContent, match="no membership extension"):
+        GroupState.from_extensions(extensions)
+    with pytest.raises(MalformedContent, match="opaque"):
+        GroupMetadata.from_extension_data(b"\x40")
 
 
 @given(strategies.mutable_metadata)

@@ -27,6 +27,7 @@ from protocols.libraries.xmtp_content.group_context import (
     GroupMetadata,
     MutableMetadata,
 )
+from protocols.libraries.xmtp_content.group_state import GroupState
 from protocols.libraries.xmtp_content.policies import PolicySet
 from tests.xmtp_content.capture import FIXTURE, KEYED_TEXT, REACTION, REPLY_TEXT
 
@@ -127,6 +128,7 @@ def test_libxmtps_group_context_decodes_to_the_group_it_made(recorded: dict[str,
     assert set(membership.members) == {alice, bob} and membership.failed_installations == ()
     permissions = PolicySet.from_bytes(found[group_context.GROUP_PERMISSIONS_EXTENSION_TYPE])
     assert permissions == policies.admin_only()
+    assert GroupState.from_extensions(found) == GroupState(metadata, mutable, membership, permissions)
 
 
 def test_our_encodings_of_libxmtps_extensions_decode_equal(recorded: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 
 from protocols.libraries.xmtp_content import codecs, policies
@@ -142,3 +143,37 @@ def test_libxmtp_allows_and_refuses_what_permitted_says(libxmtp_client: Clients,
     ]
     assert all(expected == done for _, _, expected, done in outcomes), outcomes
     assert bob.call("group_state", group_id=group)["name"] == "by bob"
+
+
+def test_policy_changes_by_libxmtp_are_judged_alike(libxmtp_client: Clients, ceiling_node: CeilingNode) -> None:
+    """In an all-members group a member adds and describes; once the super admin restricts adding, it may not."""
+    alice, bob, carol, dave = (
+        libxmtp_client(name).create(ceiling_node.url) for name in ("alice", "bob", "carol", "dave")
+    )
+    group = alice.create_group([bob])
+    bob.call("sync_welcomes")
+    rules = policies.all_members()
+    roles = MutableMetadata({}, (), (alice.inbox_id,))
+    assert (
+        bob.call("group_state", group_id=group)["preset"] == "default" and policies.preset_name(rules) == "all_members"
+    )
+
+    assert p.permitted(p.AddMembers((carol.inbox_id,)), bob.inbox_id, rules, roles)
+    assert _try(bob, "add_members", group_id=group, inbox_ids=[carol.inbox_id])
+    assert p.permitted(p.UpdateMetadata("description"), bob.inbox_id, rules, roles)
+    assert _try(bob, "update_metadata", group_id=group, field="description", value="by bob")
+
+    alice.call("sync_group", group_id=group)
+    alice.call("set_permission", group_id=group, update="add_member", policy="super_admin")
+    rules = attrs.evolve(rules, add_member=policies.SUPER_ADMIN)
+    bob.call("sync_group", group_id=group)
+    seen = bob.call("group_state", group_id=group)
+    assert (seen["preset"], policies.preset_name(rules)) == ("custom_policy", "custom")
+    assert seen["policies"]["add_member_policy"] == "super_admin"
+
+    assert not p.permitted(p.AddMembers((dave.inbox_id,)), bob.inbox_id, rules, roles)
+    assert not _try(bob, "add_members", group_id=group, inbox_ids=[dave.inbox_id])
+    assert not p.permitted(p.UpdatePermissions(), bob.inbox_id, rules, roles)
+    assert not _try(bob, "set_permission", group_id=group, update="add_member", policy="allow")
+    assert p.permitted(p.AddMembers((dave.inbox_id,)), alice.inbox_id, rules, roles)
+    assert _try(alice, "add_members", group_id=group, inbox_ids=[dave.inbox_id])
