@@ -7,7 +7,8 @@ group extensions (membership, metadata, mutable metadata, permission policies) w
   :class:`~.codecs.UnknownContent`, never dropped.
 - :mod:`.envelope` frames content as an application message's plaintext and computes libxmtp's message id.
 - :mod:`.group_context` holds the membership and metadata extensions, :mod:`.policies` the permission policies and
-  their presets, :mod:`.permissions` the rules a commit is checked by.
+  their presets, :mod:`.group_state` all four extensions of a group at once, :mod:`.permissions` the rules a
+  commit is checked by.
 
 docs/xmtp-content.md describes each type, extension and rule.
 """
