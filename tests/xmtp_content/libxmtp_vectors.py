@@ -68,6 +68,29 @@ GROUP_UPDATED = [
         "ChsKCHhtdHAub3JnEg1ncm91cF91cGRhdGVkGAEiIQoLYWRtaW4taW5ib3gaEgoQcmVtb3ZlZC1tZW1iZXItMQ==",
     ),
 ]
+REMOTE_ATTACHMENT = [
+    (
+        "Remote attachment without optional fields",
+        (
+            "CiQKCHhtdHAub3JnEhZyZW1vdGVTdGF0aWNBdHRhY2htZW50GAESUQoNY29udGVudERpZ2VzdBJAYWJjZDEyMzQ1Njc4OTBhYmNkMTIz"
+            "NDU2Nzg5MGFiY2QxMjM0NTY3ODkwYWJjZDEyMzQ1Njc4OTBhYmNkMTIzNBJICgRzYWx0EkAwMjAyMDIwMjAyMDIwMjAyMDIwMjAyMDIw"
+            "MjAyMDIwMjAyMDIwMjAyMDIwMjAyMDIwMjAyMDIwMjAyMDIwMjAyEiEKBW5vbmNlEhgwMzAzMDMwMzAzMDMwMzAzMDMwMzAzMDMSSgoG"
+            "c2VjcmV0EkAwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxMDEwMTAxEg8KBnNj"
+            "aGVtZRIFaHR0cHMSFQoNY29udGVudExlbmd0aBIEMTAyNBIKCghmaWxlbmFtZSIcaHR0cHM6Ly9leGFtcGxlLmNvbS9maWxlLnBkZg=="
+        ),
+    ),
+    (
+        "Remote attachment with optional filename",
+        (
+            "CiQKCHhtdHAub3JnEhZyZW1vdGVTdGF0aWNBdHRhY2htZW50GAESUQoNY29udGVudERpZ2VzdBJAZWZnaDU2Nzg5MDEyMzRlZmdoNTY3"
+            "ODkwMTIzNGVmZ2g1Njc4OTAxMjM0ZWZnaDU2Nzg5MDEyMzRlZmdoNTY3OBJICgRzYWx0EkAwNTA1MDUwNTA1MDUwNTA1MDUwNTA1MDUw"
+            "NTA1MDUwNTA1MDUwNTA1MDUwNTA1MDUwNTA1MDUwNTA1MDUwNTA1EiEKBW5vbmNlEhgwNjA2MDYwNjA2MDYwNjA2MDYwNjA2MDYSSgoG"
+            "c2VjcmV0EkAwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0MDQwNDA0Eg8KBnNj"
+            "aGVtZRIFaHR0cHMSFQoNY29udGVudExlbmd0aBIEMjA0OBIiCghmaWxlbmFtZRIWaW1wb3J0YW50LWRvY3VtZW50LnBkZiIgaHR0cHM6"
+            "Ly9leGFtcGxlLmNvbS9kb2N1bWVudC5wZGY="
+        ),
+    ),
+]
 # Types this library has no codec for: they must come back as UnknownContent, whole.
 OTHER = [
     ("Read receipt", "ChkKCHhtdHAub3JnEgtyZWFkUmVjZWlwdBgB"),

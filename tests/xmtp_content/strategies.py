@@ -13,8 +13,8 @@ inbox_ids = st.text(alphabet="0123456789abcdef", min_size=1, max_size=64)
 parameters = st.dictionaries(st.text(max_size=12), text, max_size=4)
 content_type_ids = st.builds(
     ContentTypeId,
-    authority=st.text(alphabet=st.characters(blacklist_characters="/"), max_size=12),
-    type_id=st.text(alphabet=st.characters(blacklist_characters=":"), max_size=12),
+    authority=st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="/"), max_size=12),
+    type_id=st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters=":"), max_size=12),
     major=st.integers(0, 2**32 - 1),
     minor=st.integers(0, 2**32 - 1),
 )
@@ -57,6 +57,17 @@ group_updates = st.builds(
     added_super_admin_inboxes=_inbox_tuples,
     removed_super_admin_inboxes=_inbox_tuples,
 )
+remote_attachments = st.builds(
+    codecs.RemoteAttachment,
+    url=text,
+    content_digest=st.text(alphabet="0123456789abcdef", max_size=64),
+    secret=st.binary(max_size=32),
+    salt=st.binary(max_size=32),
+    nonce=st.binary(max_size=12),
+    scheme=st.sampled_from(["https", "http"]),
+    content_length=st.none() | st.integers(0, 2**32 - 1),
+    filename=st.none() | text,
+)
 _unknown_types = content_type_ids.filter(lambda kind: kind.authority != "xmtp.org")
 unknown_contents = st.builds(
     codecs.UnknownContent,
@@ -66,7 +77,7 @@ unknown_contents = st.builds(
     fallback=st.none() | text,
     compression=st.none() | st.sampled_from(Compression),
 )
-contents = texts | reactions | replies | group_updates | unknown_contents
+contents = texts | reactions | replies | group_updates | remote_attachments | unknown_contents
 
 memberships = st.builds(
     group_context.GroupMembership,

@@ -13,7 +13,12 @@ from protocols.libraries.xmtp_content import codecs, encoded
 from protocols.libraries.xmtp_content import content_type as types
 from protocols.libraries.xmtp_content.content_type import ContentTypeId
 from protocols.libraries.xmtp_content.encoded import Compression, EncodedContent, decode_content, encode_content
-from protocols.libraries.xmtp_content.errors import ContentTooLarge, MalformedContent, UnsupportedEncoding
+from protocols.libraries.xmtp_content.errors import (
+    ContentTooLarge,
+    MalformedContent,
+    NotExpressible,
+    UnsupportedEncoding,
+)
 from tests.xmtp_content import libxmtp_vectors, strategies
 
 
@@ -81,6 +86,42 @@ def test_libxmtp_group_updates_decode() -> None:
     assert [codecs.encode_bytes(value) for value in decoded] == [
         _vector(b64) for _, b64 in libxmtp_vectors.GROUP_UPDATED
     ]
+
+
+def test_libxmtp_remote_attachments_decode() -> None:
+    first, second = (codecs.decode_bytes(_vector(b64)) for _, b64 in libxmtp_vectors.REMOTE_ATTACHMENT)
+    assert first == codecs.RemoteAttachment(
+        url="https://example.com/file.pdf",
+        content_digest="abcd1234567890" * 4 + "abcd1234",
+        secret=b"\x01" * 32,
+        salt=b"\x02" * 32,
+        nonce=b"\x03" * 12,
+        scheme="https",
+        content_length=1024,
+        filename="",  # present but empty: kept as given, as libxmtp keeps it
+    )
+    assert isinstance(second, codecs.RemoteAttachment)
+    assert (second.filename, second.content_length) == ("important-document.pdf", 2048)
+    assert codecs.encode(second).fallback == (
+        "Can't display important-document.pdf. This app doesn't support remote attachments."
+    )
+
+
+@pytest.mark.parametrize(("description", "b64"), libxmtp_vectors.REMOTE_ATTACHMENT)
+def test_remote_attachments_re_encode_with_the_same_parameters(description: str, b64: str) -> None:
+    original = decode_content(_vector(b64))
+    again = codecs.encode(codecs.decode(original))
+    assert (again.type, again.parameters, again.content) == (original.type, original.parameters, original.content)
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value"), [("salt", "not hex"), ("contentLength", "-1"), ("contentLength", str(2**32))]
+)
+def test_remote_attachments_with_bad_parameters_are_refused(parameter: str, value: str) -> None:
+    original = decode_content(_vector(libxmtp_vectors.REMOTE_ATTACHMENT[0][1]))
+    broken = EncodedContent(original.type, original.content, {**original.parameters, parameter: value})
+    with pytest.raises(MalformedContent, match=parameter):
+        codecs.decode(broken)
 
 
 @pytest.mark.parametrize(("description", "b64"), libxmtp_vectors.OTHER)
@@ -170,6 +211,15 @@ def test_a_compression_bomb_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_known_types_with_bad_bytes_raise_typed_errors(content: EncodedContent, error: type[Exception]) -> None:
     with pytest.raises(error):
         codecs.decode(content)
+
+
+def test_text_that_is_not_unicode_is_refused_when_encoding() -> None:
+    with pytest.raises(NotExpressible):
+        codecs.encode(codecs.Text("\ud800"))
+    with pytest.raises(NotExpressible):
+        codecs.encode_bytes(codecs.Reaction("ab", "\udfff"))
+    with pytest.raises(NotExpressible):
+        encode_content(EncodedContent(ContentTypeId("\ud800", "x", 1), b""))
 
 
 def test_bytes_that_are_not_encoded_content_are_refused() -> None:

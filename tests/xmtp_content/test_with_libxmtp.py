@@ -43,6 +43,19 @@ def test_libxmtps_decoders_read_what_we_encode(libxmtp_client: Clients) -> None:
     assert decoder.call("decode_content", kind="text", content=codecs.encode_bytes(codecs.Text("é ✓")).hex()) == {
         "text": "é ✓"
     }
+    attachment = codecs.RemoteAttachment(
+        "https://files.example/x", "ab" * 32, b"\x07" * 32, b"\x08" * 32, b"\x09" * 12, "https", 4096, "x.png"
+    )
+    assert decoder.call("decode_content", kind="remote_attachment", content=codecs.encode_bytes(attachment).hex()) == {
+        "url": "https://files.example/x",
+        "content_digest": "ab" * 32,
+        "secret": "07" * 32,
+        "salt": "08" * 32,
+        "nonce": "09" * 12,
+        "scheme": "https",
+        "content_length": 4096,
+        "filename": "x.png",
+    }
     updated = codecs.GroupUpdated(
         "alice",
         added_inboxes=("bob",),

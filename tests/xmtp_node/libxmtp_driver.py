@@ -316,7 +316,8 @@ class Driver:
         return xmtp.encode_reply(reply).hex()
 
     async def op_decode_content(self, kind: str, content: str) -> dict[str, Any]:
-        """What libxmtp's own codec reads from EncodedContent bytes (hex): text, reaction, reply or group_updated."""
+        """What libxmtp's own codec reads from EncodedContent bytes (hex): text, reaction, reply, remote_attachment
+        or group_updated."""
         data = bytes.fromhex(content)
         if kind == "text":
             return {"text": xmtp.decode_text(data)}
@@ -336,6 +337,18 @@ class Driver:
                 "reference_inbox_id": reply.reference_inbox_id,
                 "inner_type": reply.content.type_id.type_id if reply.content.type_id else None,
                 "inner_content": reply.content.content.hex(),  # the nested content's own bytes
+            }
+        if kind == "remote_attachment":
+            attachment = xmtp.decode_remote_attachment(data)
+            return {
+                "url": attachment.url,
+                "content_digest": attachment.content_digest,
+                "secret": attachment.secret.hex(),
+                "salt": attachment.salt.hex(),
+                "nonce": attachment.nonce.hex(),
+                "scheme": attachment.scheme,
+                "content_length": attachment.content_length,
+                "filename": attachment.filename,
             }
         updated = xmtp.decode_group_updated(data)
         return {

@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 from protocols.libraries.xmtp_content import content_type as types
 from protocols.libraries.xmtp_content.content_type import ContentTypeId
 from protocols.libraries.xmtp_content.encoded import Compression, EncodedContent, decode_content, encode_content
-from protocols.libraries.xmtp_content.errors import MalformedContent, UnsupportedEncoding
+from protocols.libraries.xmtp_content.errors import MalformedContent, NotExpressible, UnsupportedEncoding
 from protocols.libraries.xmtp_wire.proto import content_reaction_pb2, transcript_messages_pb2
 
 _ENCODING = "encoding"
@@ -126,6 +126,37 @@ class GroupUpdated:
 
 
 @attrs.frozen
+class RemoteAttachment:
+    """xmtp.org/remoteStaticAttachment:1.0 — where an encrypted attachment lies and how to open it.
+
+    The content bytes are the URL; everything else travels as parameters (byte strings in hex).
+    Fetching and decrypting the payload is left to the caller.
+
+    Attributes:
+        url: where the encrypted payload is.
+        content_digest: hex SHA-256 of the encrypted payload.
+        secret, salt, nonce: the payload's key material.
+        scheme: the URL's scheme (``https``).
+        content_length: the encrypted payload's size, when given.
+        filename: the attachment's name, when given.
+    """
+
+    url: str
+    content_digest: str
+    secret: bytes
+    salt: bytes
+    nonce: bytes
+    scheme: str = "https"
+    content_length: int | None = None
+    filename: str | None = None
+
+    def fallback(self) -> str:
+        """The text libxmtp puts in ``fallback``."""
+        shown = self.filename if self.filename is not None else "this content"
+        return f"Can't display {shown}. This app doesn't support remote attachments."
+
+
+@attrs.frozen
 class UnknownContent:
     """A content whose type this library has no codec for, kept whole so it can be stored, shown and re-sent.
 
@@ -144,7 +175,7 @@ class UnknownContent:
     compression: Compression | None = None
 
 
-Content = Text | Reaction | Reply | GroupUpdated | UnknownContent
+Content = Text | Reaction | Reply | GroupUpdated | RemoteAttachment | UnknownContent
 
 
 def decode_text(encoded: EncodedContent) -> Text:
@@ -291,6 +322,49 @@ def _encode_group_updated(value: GroupUpdated) -> EncodedContent:
     return EncodedContent(types.GROUP_UPDATED, proto.SerializeToString())
 
 
+def _hex_parameter(parameters: Mapping[str, str], name: str) -> bytes:
+    try:
+        return bytes.fromhex(parameters.get(name, ""))
+    except ValueError as error:
+        raise MalformedContent(f"remote attachment parameter {name} is not hex: {error}") from error
+
+
+def _decode_remote_attachment(encoded: EncodedContent) -> RemoteAttachment:
+    parameters = encoded.parameters
+    length = parameters.get("contentLength")
+    if length is not None and not (length.isdigit() and int(length) < 2**32):
+        raise MalformedContent(f"remote attachment contentLength {length!r} is not a 32-bit count of bytes")
+    try:
+        url = encoded.inflated().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MalformedContent(f"remote attachment URL is not UTF-8: {error}") from error
+    return RemoteAttachment(
+        url=url,
+        content_digest=parameters.get("contentDigest", ""),
+        secret=_hex_parameter(parameters, "secret"),
+        salt=_hex_parameter(parameters, "salt"),
+        nonce=_hex_parameter(parameters, "nonce"),
+        scheme=parameters.get("scheme", ""),
+        content_length=None if length is None else int(length),
+        filename=parameters.get("filename"),
+    )
+
+
+def _encode_remote_attachment(value: RemoteAttachment) -> EncodedContent:
+    parameters = {
+        "contentDigest": value.content_digest,
+        "salt": value.salt.hex(),
+        "nonce": value.nonce.hex(),
+        "secret": value.secret.hex(),
+        "scheme": value.scheme,
+    }
+    if value.content_length is not None:
+        parameters["contentLength"] = str(value.content_length)
+    if value.filename is not None:
+        parameters["filename"] = value.filename
+    return EncodedContent(types.REMOTE_ATTACHMENT, value.url.encode("utf-8"), parameters, fallback=value.fallback())
+
+
 def decode(encoded: EncodedContent) -> Content:
     """The value ``encoded`` carries; :class:`UnknownContent` for a type without a codec here."""
     kind = encoded.type
@@ -304,11 +378,23 @@ def decode(encoded: EncodedContent) -> Content:
         return _decode_reply(encoded)
     if kind is not None and kind.same_type(types.GROUP_UPDATED):
         return _decode_group_updated(encoded.inflated())
+    if kind is not None and kind.same_type(types.REMOTE_ATTACHMENT):
+        return _decode_remote_attachment(encoded)
     return UnknownContent(kind, encoded.parameters, encoded.content, encoded.fallback, encoded.compression)
 
 
 def encode(value: Content) -> EncodedContent:
-    """``value`` as libxmtp v1.10.0 encodes it (an unknown content goes back exactly as it came)."""
+    """``value`` as libxmtp v1.10.0 encodes it (an unknown content goes back exactly as it came).
+
+    Raises :class:`NotExpressible` for text that is not valid Unicode (a lone surrogate), which UTF-8 cannot carry.
+    """
+    try:
+        return _encode(value)
+    except UnicodeEncodeError as error:
+        raise NotExpressible(f"{type(value).__name__} with text that is not valid Unicode: {error}") from error
+
+
+def _encode(value: Content) -> EncodedContent:
     match value:
         case Text():
             return encode_text(value)
@@ -318,6 +404,8 @@ def encode(value: Content) -> EncodedContent:
             return _encode_reply(value)
         case GroupUpdated():
             return _encode_group_updated(value)
+        case RemoteAttachment():
+            return _encode_remote_attachment(value)
         case UnknownContent():
             return EncodedContent(value.type_id, value.content, value.parameters, value.fallback, value.compression)
 

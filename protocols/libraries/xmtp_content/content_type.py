@@ -61,3 +61,5 @@ REACTION_V2 = ContentTypeId("xmtp.org", "reaction", 2, 0)
 REPLY = ContentTypeId("xmtp.org", "reply", 1, 0)
 #: What libxmtp stores (and shows) for a commit that changed members, metadata or admins; never sent as a message.
 GROUP_UPDATED = ContentTypeId("xmtp.org", "group_updated", 1, 0)
+#: An encrypted attachment stored elsewhere: the content is its URL, the key material is in the parameters.
+REMOTE_ATTACHMENT = ContentTypeId("xmtp.org", "remoteStaticAttachment", 1, 0)

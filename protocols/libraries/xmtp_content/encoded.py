@@ -15,7 +15,7 @@ import attrs
 from google.protobuf.message import DecodeError
 
 from protocols.libraries.xmtp_content.content_type import ContentTypeId
-from protocols.libraries.xmtp_content.errors import ContentTooLarge, MalformedContent
+from protocols.libraries.xmtp_content.errors import ContentTooLarge, MalformedContent, NotExpressible
 from protocols.libraries.xmtp_wire.proto import content_pb2
 
 #: Inflated content beyond this is refused rather than held in memory (a few bytes can inflate to gigabytes).
@@ -101,7 +101,10 @@ def compress(content: EncodedContent, algorithm: Compression) -> EncodedContent:
 
 def encode_content(content: EncodedContent) -> bytes:
     """The protobuf bytes of ``content``; parameters in key order, so equal contents give equal bytes."""
-    return content.to_proto().SerializeToString(deterministic=True)
+    try:
+        return content.to_proto().SerializeToString(deterministic=True)
+    except UnicodeEncodeError as error:
+        raise NotExpressible(f"content with text that is not valid Unicode (a lone surrogate?): {error}") from error
 
 
 def decode_content(data: bytes) -> EncodedContent:
