@@ -66,6 +66,13 @@ def message_view(message: Any) -> dict[str, Any]:
     }
 
 
+def _or_none(accessor: Any) -> Any:
+    try:
+        return accessor()
+    except Exception:  # libxmtp reports a missing attribute as an error
+        return None
+
+
 class StreamForwarder(xmtp.FfiMessageCallback):
     """Writes each streamed message as an event line, tagged with its stream's number."""
 
@@ -160,9 +167,18 @@ class Driver:
     def _conversation(self, group_id: str) -> Any:
         return self.client.conversation(bytes.fromhex(group_id))
 
-    async def op_create_group(self, members: list[str], name: str | None = None) -> str:
+    async def op_create_group(
+        self,
+        members: list[str],
+        name: str | None = None,
+        description: str | None = None,
+        permissions: str | None = None,
+    ) -> str:
+        """Create a group; ``permissions`` names a preset of FfiGroupPermissionsOptions (``default``, ``admin_only``)."""
+        preset = getattr(xmtp.FfiGroupPermissionsOptions, permissions.upper()) if permissions else None
         group = await self.client.conversations().create_group(
-            members, options(xmtp.FfiCreateGroupOptions, group_name=name)
+            members,
+            options(xmtp.FfiCreateGroupOptions, group_name=name, group_description=description, permissions=preset),
         )
         return group.id().hex()
 
@@ -181,6 +197,49 @@ class Driver:
 
     async def op_group_name(self, group_id: str) -> str:
         return self._conversation(group_id).group_name()
+
+    async def op_update_metadata(self, group_id: str, field: str, value: str) -> None:
+        """Change ``description``, ``group_image_url_square`` or ``app_data`` (the name has ``set_group_name``)."""
+        conversation = self._conversation(group_id)
+        updates = {
+            "description": conversation.update_group_description,
+            "group_image_url_square": conversation.update_group_image_url_square,
+            "app_data": conversation.update_app_data,
+        }
+        await updates[field](value)
+
+    async def op_change_admins(self, group_id: str, change: str, inbox_id: str) -> None:
+        """``change`` is one of add_admin, remove_admin, add_super_admin, remove_super_admin."""
+        assert change in ("add_admin", "remove_admin", "add_super_admin", "remove_super_admin"), change
+        await getattr(self._conversation(group_id), change)(inbox_id)
+
+    async def op_set_permission(self, group_id: str, update: str, policy: str, field: str | None = None) -> None:
+        """One policy changed: ``update`` and ``policy`` name FfiPermissionUpdateType and FfiPermissionPolicy members."""
+        await self._conversation(group_id).update_permission_policy(
+            getattr(xmtp.FfiPermissionUpdateType, update.upper()),
+            getattr(xmtp.FfiPermissionPolicy, policy.upper()),
+            getattr(xmtp.FfiMetadataField, field.upper()) if field else None,
+        )
+
+    async def op_group_state(self, group_id: str) -> dict[str, Any]:
+        """Metadata, admin lists and permission policies as this client's libxmtp reports them (None where it
+        reports an error, as for a DM's app data, which DMs do not carry)."""
+        conversation = self._conversation(group_id)
+        metadata = await conversation.group_metadata()
+        permissions = conversation.group_permissions()
+        policy_set = permissions.policy_set()
+        return {
+            "name": _or_none(conversation.group_name),
+            "description": _or_none(conversation.group_description),
+            "image_url": _or_none(conversation.group_image_url_square),
+            "app_data": _or_none(conversation.app_data),
+            "admins": sorted(conversation.admin_list()),
+            "super_admins": sorted(conversation.super_admin_list()),
+            "creator_inbox_id": metadata.creator_inbox_id(),
+            "conversation_type": metadata.conversation_type().name.lower(),
+            "preset": permissions.policy_type().name.lower(),
+            "policies": {name: getattr(policy_set, name).name.lower() for name in vars(policy_set)},
+        }
 
     async def op_members(self, group_id: str) -> list[str]:
         return sorted(member.inbox_id for member in await self._conversation(group_id).list_members())
@@ -203,6 +262,104 @@ class Driver:
 
     async def op_send_text(self, group_id: str, text: str) -> str:
         return (await self._conversation(group_id).send_text(text)).hex()
+
+    async def op_send_encoded(self, group_id: str, content: str) -> str:
+        """Send EncodedContent bytes (hex) as they are; the message id."""
+        sent = await self._conversation(group_id).send(
+            bytes.fromhex(content), options(xmtp.FfiSendMessageOpts, should_push=True)
+        )
+        return sent.hex()
+
+    async def op_send_encoded_keyed(self, group_id: str, content: str) -> dict[str, Any]:
+        """Send EncodedContent bytes (hex) in two steps, reading the stored send time (the idempotency key)
+        between them, since publishing replaces it with the node's timestamp; the id and that key."""
+        conversation = self._conversation(group_id)
+        message_id = conversation.send_optimistic(
+            bytes.fromhex(content), options(xmtp.FfiSendMessageOpts, should_push=True)
+        )
+        found = await conversation.find_messages(options(xmtp.FfiListMessagesOptions))
+        (stored,) = [message for message in found if message.id == message_id]
+        await conversation.publish_messages()
+        return {"id": message_id.hex(), "idempotency_key": str(stored.sent_at_ns)}
+
+    async def op_message_contents(self, group_id: str) -> list[dict[str, Any]]:
+        """Every stored message with the EncodedContent bytes libxmtp keeps for it (hex)."""
+        found = await self._conversation(group_id).find_messages(options(xmtp.FfiListMessagesOptions))
+        return [
+            {"id": message.id.hex(), "sender_inbox_id": message.sender_inbox_id, "content": message.content.hex()}
+            for message in found
+        ]
+
+    async def op_encode_content(self, kind: str, value: dict[str, Any]) -> str:
+        """EncodedContent bytes (hex) made by libxmtp's own codec: ``kind`` is text, reaction or reply."""
+        if kind == "text":
+            return xmtp.encode_text(value["text"]).hex()
+        if kind == "reaction":
+            payload = xmtp.FfiReactionPayload(
+                reference=value["reference"],
+                reference_inbox_id=value["reference_inbox_id"],
+                action=getattr(xmtp.FfiReactionAction, value["action"].upper()),
+                content=value["content"],
+                schema=getattr(xmtp.FfiReactionSchema, value["schema"].upper()),
+            )
+            return xmtp.encode_reaction(payload).hex()
+        inner = xmtp.FfiEncodedContent(
+            type_id=xmtp.FfiContentTypeId(authority_id="xmtp.org", type_id="text", version_major=1, version_minor=0),
+            parameters={"encoding": "UTF-8"},
+            fallback=None,
+            compression=None,
+            content=value["text"].encode(),
+        )
+        reply = xmtp.FfiReply(
+            reference=value["reference"], reference_inbox_id=value.get("reference_inbox_id"), content=inner
+        )
+        return xmtp.encode_reply(reply).hex()
+
+    async def op_decode_content(self, kind: str, content: str) -> dict[str, Any]:
+        """What libxmtp's own codec reads from EncodedContent bytes (hex): text, reaction, reply, remote_attachment
+        or group_updated."""
+        data = bytes.fromhex(content)
+        if kind == "text":
+            return {"text": xmtp.decode_text(data)}
+        if kind == "reaction":
+            reaction = xmtp.decode_reaction(data)
+            return {
+                "reference": reaction.reference,
+                "reference_inbox_id": reaction.reference_inbox_id,
+                "action": reaction.action.name.lower(),
+                "content": reaction.content,
+                "schema": reaction.schema.name.lower(),
+            }
+        if kind == "reply":
+            reply = xmtp.decode_reply(data)
+            return {
+                "reference": reply.reference,
+                "reference_inbox_id": reply.reference_inbox_id,
+                "inner_type": reply.content.type_id.type_id if reply.content.type_id else None,
+                "inner_content": reply.content.content.hex(),  # the nested content's own bytes
+            }
+        if kind == "remote_attachment":
+            attachment = xmtp.decode_remote_attachment(data)
+            return {
+                "url": attachment.url,
+                "content_digest": attachment.content_digest,
+                "secret": attachment.secret.hex(),
+                "salt": attachment.salt.hex(),
+                "nonce": attachment.nonce.hex(),
+                "scheme": attachment.scheme,
+                "content_length": attachment.content_length,
+                "filename": attachment.filename,
+            }
+        updated = xmtp.decode_group_updated(data)
+        return {
+            "initiated_by_inbox_id": updated.initiated_by_inbox_id,
+            "added_inboxes": [inbox.inbox_id for inbox in updated.added_inboxes],
+            "removed_inboxes": [inbox.inbox_id for inbox in updated.removed_inboxes],
+            "added_admin_inboxes": [inbox.inbox_id for inbox in updated.added_admin_inboxes],
+            "metadata_field_changes": [
+                [change.field_name, change.old_value, change.new_value] for change in updated.metadata_field_changes
+            ],
+        }
 
     async def op_sync_welcomes(self) -> None:
         await self.client.conversations().sync()

@@ -13,11 +13,18 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from protocols.libraries.xmtp_wire.proto import (
     associations_pb2,
+    content_pb2,
+    content_reaction_pb2,
+    group_membership_pb2,
+    group_metadata_pb2,
+    group_mutable_metadata_pb2,
+    group_permissions_pb2,
     identity_api_pb2,
     identity_api_pb2_grpc,
     mls_api_pb2,
     mls_api_pb2_grpc,
     mls_contents_pb2,
+    transcript_messages_pb2,
 )
 
 MLS_API_METHODS = {
@@ -174,6 +181,43 @@ def _field(message: Descriptor, name: str) -> FieldDescriptor:
         (associations_pb2.Signature.DESCRIPTOR, "installation_key", 3, FieldDescriptor.TYPE_MESSAGE),
         (associations_pb2.MemberIdentifier.DESCRIPTOR, "installation_public_key", 2, FieldDescriptor.TYPE_BYTES),
         (mls_contents_pb2.CommitLogEntry.DESCRIPTOR, "sequence_id", 1, FieldDescriptor.TYPE_UINT64),
+        (content_pb2.ContentTypeId.DESCRIPTOR, "version_minor", 4, FieldDescriptor.TYPE_UINT32),
+        (content_pb2.EncodedContent.DESCRIPTOR, "parameters", 2, FieldDescriptor.TYPE_MESSAGE),
+        (content_pb2.EncodedContent.DESCRIPTOR, "fallback", 3, FieldDescriptor.TYPE_STRING),
+        (content_pb2.EncodedContent.DESCRIPTOR, "content", 4, FieldDescriptor.TYPE_BYTES),
+        (content_pb2.EncodedContent.DESCRIPTOR, "compression", 5, FieldDescriptor.TYPE_ENUM),
+        (content_pb2.PlaintextEnvelope.DESCRIPTOR, "v2", 2, FieldDescriptor.TYPE_MESSAGE),
+        (content_pb2.PlaintextEnvelope.V1.DESCRIPTOR, "idempotency_key", 2, FieldDescriptor.TYPE_STRING),
+        (content_pb2.PlaintextEnvelope.V2.DESCRIPTOR, "idempotency_key", 1, FieldDescriptor.TYPE_STRING),
+        (content_pb2.PlaintextEnvelope.V2.DESCRIPTOR, "content", 2, FieldDescriptor.TYPE_BYTES),
+        (content_reaction_pb2.ReactionV2.DESCRIPTOR, "reference_inbox_id", 2, FieldDescriptor.TYPE_STRING),
+        (content_reaction_pb2.ReactionV2.DESCRIPTOR, "schema", 5, FieldDescriptor.TYPE_ENUM),
+        (group_membership_pb2.GroupMembership.DESCRIPTOR, "members", 1, FieldDescriptor.TYPE_MESSAGE),
+        (group_membership_pb2.GroupMembership.DESCRIPTOR, "failed_installations", 2, FieldDescriptor.TYPE_BYTES),
+        (group_metadata_pb2.GroupMetadataV1.DESCRIPTOR, "creator_inbox_id", 3, FieldDescriptor.TYPE_STRING),
+        (group_metadata_pb2.GroupMetadataV1.DESCRIPTOR, "dm_members", 4, FieldDescriptor.TYPE_MESSAGE),
+        (
+            group_mutable_metadata_pb2.GroupMutableMetadataV1.DESCRIPTOR,
+            "super_admin_list",
+            3,
+            FieldDescriptor.TYPE_MESSAGE,
+        ),
+        (group_permissions_pb2.PolicySet.DESCRIPTOR, "update_metadata_policy", 3, FieldDescriptor.TYPE_MESSAGE),
+        (group_permissions_pb2.PolicySet.DESCRIPTOR, "update_permissions_policy", 6, FieldDescriptor.TYPE_MESSAGE),
+        (group_permissions_pb2.MembershipPolicy.DESCRIPTOR, "any_condition", 3, FieldDescriptor.TYPE_MESSAGE),
+        (transcript_messages_pb2.GroupUpdated.DESCRIPTOR, "left_inboxes", 5, FieldDescriptor.TYPE_MESSAGE),
+        (
+            transcript_messages_pb2.GroupUpdated.DESCRIPTOR,
+            "removed_super_admin_inboxes",
+            9,
+            FieldDescriptor.TYPE_MESSAGE,
+        ),
+        (
+            transcript_messages_pb2.GroupUpdated.MetadataFieldChange.DESCRIPTOR,
+            "new_value",
+            3,
+            FieldDescriptor.TYPE_STRING,
+        ),
     ],
 )
 def test_field_numbers_and_types_match_upstream(message: Descriptor, field: str, number: int, kind: int) -> None:
@@ -185,6 +229,34 @@ def test_optional_fields_keep_their_presence() -> None:
     """``optional`` changes what a client can tell apart (an unknown inbox versus an empty id)."""
     assert _field(identity_api_pb2.GetInboxIdsResponse.Response.DESCRIPTOR, "inbox_id").has_presence
     assert _field(mls_api_pb2.GetNewestGroupMessageResponse.Response.DESCRIPTOR, "group_message").has_presence
+
+
+def test_content_fields_keep_their_presence() -> None:
+    """A missing fallback or compression differs from an empty one; libxmtp reads them as Option."""
+    assert _field(content_pb2.EncodedContent.DESCRIPTOR, "fallback").has_presence
+    assert _field(content_pb2.EncodedContent.DESCRIPTOR, "compression").has_presence
+    assert _field(group_metadata_pb2.GroupMetadataV1.DESCRIPTOR, "dm_members").has_presence
+    assert _field(transcript_messages_pb2.GroupUpdated.MetadataFieldChange.DESCRIPTOR, "old_value").has_presence
+
+
+def test_content_enum_values_match_upstream() -> None:
+    assert (content_pb2.COMPRESSION_DEFLATE, content_pb2.COMPRESSION_GZIP) == (0, 1)
+    assert content_reaction_pb2.REACTION_ACTION_REMOVED == 2
+    assert content_reaction_pb2.REACTION_SCHEMA_CUSTOM == 3
+    assert group_metadata_pb2.CONVERSATION_TYPE_DM == 2
+    assert group_metadata_pb2.CONVERSATION_TYPE_SYNC == 3
+    assert group_permissions_pb2.MembershipPolicy.BASE_POLICY_ALLOW_IF_SUPER_ADMIN == 4
+    assert group_permissions_pb2.MetadataPolicy.METADATA_BASE_POLICY_ALLOW_IF_ADMIN == 3
+    # the permissions-update policy has no "allow": its numbers start at deny
+    assert group_permissions_pb2.PermissionsUpdatePolicy.PERMISSIONS_BASE_POLICY_DENY == 1
+    assert group_permissions_pb2.PermissionsUpdatePolicy.PERMISSIONS_BASE_POLICY_ALLOW_IF_SUPER_ADMIN == 3
+
+
+def test_content_packages_are_upstreams() -> None:
+    """Type names never travel, but upstream's packages keep our descriptors comparable with libxmtp's."""
+    assert content_pb2.EncodedContent.DESCRIPTOR.full_name == "xmtp.mls.message_contents.EncodedContent"
+    assert content_reaction_pb2.ReactionV2.DESCRIPTOR.full_name == "xmtp.mls.message_contents.content_types.ReactionV2"
+    assert group_permissions_pb2.PolicySet.DESCRIPTOR.full_name == "xmtp.mls.message_contents.PolicySet"
 
 
 def test_enum_values_match_upstream() -> None:

@@ -1,0 +1,1 @@
+"""One module per content type libxmtp v1.10.0 sends: its value class and its codec."""
