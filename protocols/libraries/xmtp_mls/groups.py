@@ -1,0 +1,129 @@
+"""A libxmtp group this installation joined: its MLS state, kept current from the node, and sending text into it.
+
+Every group message the node holds is read once, in the node's order (its
+cursor is the last message id read): commits move the state to the next epoch,
+application messages are decrypted and their content decoded.  Messages this
+installation sent come back from the node too; they are recognised by their
+bytes and skipped (the MLS sender cannot decrypt its own messages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import attrs
+
+from protocols.libraries import mls
+from protocols.libraries.mls.group.state import GroupState
+from protocols.libraries.xmtp_wire.proto import mls_credential_pb2
+
+from .content import EncodedContent, read_envelope, text_envelope
+from .node import XmtpNode
+
+
+@attrs.frozen
+class ReceivedMessage:
+    """An application message of a group member, decrypted.
+
+    Attributes:
+        id: the node's id of the message.
+        sender_inbox_id: the inbox named by the sender's credential.
+        epoch: the epoch it was sent in.
+        content: its EncodedContent (``None`` for device-sync envelopes, which carry none).
+    """
+
+    id: int
+    sender_inbox_id: str
+    epoch: int
+    content: EncodedContent | None
+
+
+@attrs.frozen
+class AppliedCommit:
+    """A commit of another member, applied: the epoch it led to and the inboxes it added and removed."""
+
+    id: int
+    committer_inbox_id: str
+    new_epoch: int
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+GroupEvent = ReceivedMessage | AppliedCommit
+
+
+def inbox_of_credential(credential: str) -> str:
+    """The inbox id inside a member's credential string (the hex of its ``MlsCredential``)."""
+    parsed = mls_credential_pb2.MlsCredential()
+    parsed.ParseFromString(bytes.fromhex(credential))
+    return parsed.inbox_id
+
+
+@attrs.define
+class JoinedGroup:
+    """One group's state and how far through the node's messages it is.
+
+    Attributes:
+        state: the MLS group state (every private key of the epoch in it).
+        cursor: the id of the last group message read from the node.
+        sent: digests of the messages this installation sent, to skip when they come back.
+    """
+
+    state: GroupState
+    cursor: int = 0
+    sent: set[bytes] = attrs.Factory(set)
+
+    @property
+    def group_id(self) -> bytes:
+        return bytes(self.state.group_id)
+
+    @property
+    def epoch(self) -> int:
+        return int(self.state.epoch)
+
+    def member_inbox_ids(self) -> list[str]:
+        """The inboxes of the group's members, each once, sorted (libxmtp's ``list_members`` order)."""
+        return sorted({inbox_of_credential(credential) for credential in mls.member_credentials(self.state).values()})
+
+    def sync(self, node: XmtpNode) -> list[GroupEvent]:
+        """Read the group's new messages from the node: decrypt what members sent, apply their commits."""
+        events: list[GroupEvent] = []
+        for stored in node.group_messages(self.group_id, after=self.cursor):
+            self.cursor = stored.v1.id
+            data = stored.v1.data
+            if _digest(data) in self.sent:
+                continue
+            if mls.peek(data).epoch < self.epoch and mls.peek(data).content_type == "commit":
+                continue  # a commit of an epoch we already left (the one that welcomed us, for one)
+            events.append(self._apply(stored.v1.id, mls.process_message(self.state, data)))
+        return events
+
+    def _apply(self, message_id: int, result: mls.ProcessResult) -> GroupEvent:
+        self.state = result.new_state
+        if isinstance(result, mls.ApplicationReceived):
+            envelope = read_envelope(result.plaintext)
+            return ReceivedMessage(
+                message_id, inbox_of_credential(result.sender_credential), result.epoch, envelope.content
+            )
+        if isinstance(result, mls.CommitApplied):
+            return AppliedCommit(
+                message_id,
+                inbox_of_credential(result.committer_credential),
+                result.new_epoch,
+                tuple(inbox_of_credential(credential) for credential in result.added),
+                tuple(inbox_of_credential(credential) for credential in result.removed),
+            )
+        raise NotImplementedError(f"libxmtp sends no standalone proposals, yet one arrived: {result.kind}")
+
+    def send_text(self, node: XmtpNode, text: str) -> bytes:
+        """Encrypt ``text`` as a libxmtp text message of the current epoch and publish it; the message's bytes."""
+        plaintext = text_envelope(text, idempotency_key=uuid.uuid4().hex)
+        data, self.state = mls.encrypt_application(self.state, plaintext)
+        self.sent.add(_digest(data))
+        node.send_group_message(data)
+        return data
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
