@@ -8,7 +8,14 @@ private key of their epoch: seal them at rest).
 """
 
 from .content import EncodedContent, Envelope, read_envelope, text_envelope
-from .errors import NodeUnavailable, UndecodableContent, UnsupportedWelcome, WelcomeNotForUs, XmtpMlsError
+from .errors import (
+    NodeUnavailable,
+    UndecodableContent,
+    UnexpectedProposal,
+    UnsupportedWelcome,
+    WelcomeNotForUs,
+    XmtpMlsError,
+)
 from .groups import AppliedCommit, GroupEvent, JoinedGroup, ReceivedMessage
 from .installation import Installation
 from .key_packages import credential_for, new_key_package
@@ -23,6 +30,7 @@ __all__ = [
     "Installation",
     "JoinedGroup",
     "NodeUnavailable",
+    "UnexpectedProposal",
     "ReceivedMessage",
     "UndecodableContent",
     "UnsupportedWelcome",

@@ -23,3 +23,7 @@ class UndecodableContent(XmtpMlsError):
 
 class NodeUnavailable(XmtpMlsError):
     """The XMTP node refused or did not answer a call."""
+
+
+class UnexpectedProposal(XmtpMlsError):
+    """A proposal sent on its own: libxmtp never sends one, so its group has a member that is not libxmtp."""

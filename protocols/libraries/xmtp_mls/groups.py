@@ -19,6 +19,7 @@ from protocols.libraries.mls.group.state import GroupState
 from protocols.libraries.xmtp_wire.proto import mls_credential_pb2
 
 from .content import EncodedContent, read_envelope, text_envelope
+from .errors import UnexpectedProposal
 from .node import XmtpNode
 
 
@@ -66,11 +67,13 @@ class JoinedGroup:
 
     Attributes:
         state: the MLS group state (every private key of the epoch in it).
+        joined_epoch: the epoch the welcome brought us in at; earlier messages are not ours to read.
         cursor: the id of the last group message read from the node.
         sent: digests of the messages this installation sent, to skip when they come back.
     """
 
     state: GroupState
+    joined_epoch: int
     cursor: int = 0
     sent: set[bytes] = attrs.Factory(set)
 
@@ -92,10 +95,10 @@ class JoinedGroup:
         for stored in node.group_messages(self.group_id, after=self.cursor):
             self.cursor = stored.v1.id
             data = stored.v1.data
-            if _digest(data) in self.sent:
+            # Our own messages come back (we cannot decrypt them), and so does everything sent before the
+            # commit that added us (the welcome gave no keys for it).
+            if _digest(data) in self.sent or mls.peek(data).epoch < self.joined_epoch:
                 continue
-            if mls.peek(data).epoch < self.epoch and mls.peek(data).content_type == "commit":
-                continue  # a commit of an epoch we already left (the one that welcomed us, for one)
             events.append(self._apply(stored.v1.id, mls.process_message(self.state, data)))
         return events
 
@@ -114,7 +117,10 @@ class JoinedGroup:
                 tuple(inbox_of_credential(credential) for credential in result.added),
                 tuple(inbox_of_credential(credential) for credential in result.removed),
             )
-        raise NotImplementedError(f"libxmtp sends no standalone proposals, yet one arrived: {result.kind}")
+        raise UnexpectedProposal(
+            f"message {message_id} is a standalone {result.kind} proposal; libxmtp only sends proposals inside "
+            "commits, so this group has a member that is not a libxmtp v1.10.0 client"
+        )
 
     def send_text(self, node: XmtpNode, text: str) -> bytes:
         """Encrypt ``text`` as a libxmtp text message of the current epoch and publish it; the message's bytes."""

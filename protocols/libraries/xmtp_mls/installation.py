@@ -75,5 +75,5 @@ class Installation:
             self.welcome_cursor = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
             welcome, private = welcome_for_key_package(message, self.key_packages)
             state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
-            joined.append(JoinedGroup(state))
+            joined.append(JoinedGroup(state, joined_epoch=state.epoch))
         return joined

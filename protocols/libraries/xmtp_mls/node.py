@@ -67,7 +67,9 @@ class XmtpNode:
 
     def inbox_id_for(self, address: str) -> str | None:
         """The inbox the node says ``address`` belongs to, if any."""
-        wanted = identity_api_pb2.GetInboxIdsRequest.Request(identifier=address, identifier_kind=1)
+        wanted = identity_api_pb2.GetInboxIdsRequest.Request(
+            identifier=address, identifier_kind=associations_pb2.IDENTIFIER_KIND_ETHEREUM
+        )
         answer = self._call(
             self._identity.GetInboxIds, identity_api_pb2.GetInboxIdsRequest(requests=[wanted]), "GetInboxIds"
         )
