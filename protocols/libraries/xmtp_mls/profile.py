@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from protocols.libraries.mls.messages import Capabilities, CredentialType, ProtocolVersion
 from protocols.libraries.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE, ExtensionType, ProposalType
+from protocols.libraries.xmtp_wire.proto import mls_contents_pb2
 
 #: MLS_128_DHKEMX25519_CHACHA20POLY1305_SHA256_Ed25519: every libxmtp group and KeyPackage.
 CIPHER_SUITE = 3
@@ -52,10 +53,10 @@ WELCOME_HPKE_LABEL = "MLS_WELCOME"
 
 #: ``WelcomeWrapperAlgorithm`` of mls_api.proto: 0 (unspecified) and 1 mean Curve25519 (HPKE to the
 #: KeyPackage's init key), 2 X-Wing (to the KeyPackage's post-quantum key), 3 a symmetric key (welcome pointers).
-WRAPPER_UNSPECIFIED = 0
-WRAPPER_CURVE25519 = 1
-WRAPPER_XWING = 2
-WRAPPER_SYMMETRIC = 3
+WRAPPER_UNSPECIFIED = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_UNSPECIFIED
+WRAPPER_CURVE25519 = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_CURVE25519
+WRAPPER_XWING = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_XWING_MLKEM_768_DRAFT_6
+WRAPPER_SYMMETRIC = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_SYMMETRIC_KEY
 
 #: libxmtp keeps the secrets of this many past epochs, so messages of recent epochs still decrypt.
 MAX_PAST_EPOCHS = 3
