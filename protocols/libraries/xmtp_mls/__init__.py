@@ -13,12 +13,14 @@ from .errors import (
     UndecodableContent,
     UnexpectedProposal,
     UnsupportedWelcome,
+    UnverifiedMember,
     WelcomeNotForUs,
     XmtpMlsError,
 )
 from .groups import AppliedCommit, GroupEvent, JoinedGroup, ReceivedMessage
 from .installation import Installation
-from .key_packages import credential_for, new_key_package
+from .key_packages import credential_for, inbox_of_credential, new_key_package
+from .membership import check_members, inbox_states, verify_members
 from .node import XmtpNode
 from .welcomes import unwrap_welcome, welcome_for_key_package
 
@@ -34,13 +36,18 @@ __all__ = [
     "UndecodableContent",
     "UnexpectedProposal",
     "UnsupportedWelcome",
+    "UnverifiedMember",
     "WelcomeNotForUs",
     "XmtpMlsError",
     "XmtpNode",
+    "check_members",
     "credential_for",
+    "inbox_of_credential",
+    "inbox_states",
     "new_key_package",
     "read_envelope",
     "text_envelope",
     "unwrap_welcome",
+    "verify_members",
     "welcome_for_key_package",
 ]

@@ -27,3 +27,7 @@ class NodeUnavailable(XmtpMlsError):
 
 class UnexpectedProposal(XmtpMlsError):
     """A proposal sent on its own: libxmtp never sends one, so its group has a member that is not libxmtp."""
+
+
+class UnverifiedMember(XmtpMlsError):
+    """A group leaf whose installation key its inbox's identity updates do not hold: the group is not trusted."""

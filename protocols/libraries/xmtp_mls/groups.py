@@ -16,10 +16,11 @@ import attrs
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import GroupState
-from protocols.libraries.xmtp_wire.proto import mls_credential_pb2
 
 from .content import EncodedContent, read_envelope, text_envelope
 from .errors import UnexpectedProposal
+from .key_packages import inbox_of_credential
+from .membership import verify_members
 from .node import XmtpNode
 
 
@@ -54,13 +55,6 @@ class AppliedCommit:
 GroupEvent = ReceivedMessage | AppliedCommit
 
 
-def inbox_of_credential(credential: str) -> str:
-    """The inbox id inside a member's credential string (the hex of its ``MlsCredential``)."""
-    parsed = mls_credential_pb2.MlsCredential()
-    parsed.ParseFromString(bytes.fromhex(credential))
-    return parsed.inbox_id
-
-
 @attrs.define
 class JoinedGroup:
     """One group's state and how far through the node's messages it is.
@@ -90,7 +84,10 @@ class JoinedGroup:
         return sorted({inbox_of_credential(credential) for credential in mls.member_credentials(self.state).values()})
 
     def sync(self, node: XmtpNode) -> list[GroupEvent]:
-        """Read the group's new messages from the node: decrypt what members sent, apply their commits."""
+        """Read the group's new messages from the node: decrypt what members sent, apply their commits.
+
+        After a commit that adds members, every leaf is checked against its inbox's identity updates
+        (:class:`~.errors.UnverifiedMember` when one fails)."""
         events: list[GroupEvent] = []
         for stored in node.group_messages(self.group_id, after=self.cursor):
             self.cursor = stored.v1.id
@@ -99,7 +96,10 @@ class JoinedGroup:
             # commit that added us (the welcome gave no keys for it).
             if _digest(data) in self.sent or mls.peek(data).epoch < self.joined_epoch:
                 continue
-            events.append(self._apply(stored.v1.id, mls.process_message(self.state, data)))
+            event = self._apply(stored.v1.id, mls.process_message(self.state, data))
+            if isinstance(event, AppliedCommit) and event.added:
+                verify_members(node, self.state)  # before any message of a newcomer is shown
+            events.append(event)
         return events
 
     def _apply(self, message_id: int, result: mls.ProcessResult) -> GroupEvent:

@@ -18,6 +18,7 @@ from protocols.libraries.xmtp_identity.installation import installation_public_k
 
 from .groups import JoinedGroup
 from .key_packages import installation_identity, new_key_package
+from .membership import verify_members
 from .node import XmtpNode
 from .profile import MAX_PAST_EPOCHS
 from .welcomes import welcome_for_key_package
@@ -68,12 +69,16 @@ class Installation:
         self.key_packages.append(private)
 
     def join_welcomed_groups(self, node: XmtpNode) -> list[JoinedGroup]:
-        """Every group whose welcome arrived for this installation since the last call, joined."""
+        """Every group whose welcome arrived for this installation since the last call, joined.
+
+        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then every member's
+        installation key against its inbox's identity updates (:class:`~.errors.UnverifiedMember`)."""
         joined = []
         identity = installation_identity(self.seed, self.inbox_id)
         for message in node.welcomes(self.installation_key, after=self.welcome_cursor):
             self.welcome_cursor = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
             welcome, private = welcome_for_key_package(message, self.key_packages)
             state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
+            verify_members(node, state)
             joined.append(JoinedGroup(state, joined_epoch=state.epoch))
         return joined

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from google.protobuf.message import DecodeError
+
 from protocols.libraries import mls
 from protocols.libraries.mls.codec import encode
 from protocols.libraries.mls.crypto import Rng, suite
@@ -22,6 +24,7 @@ from protocols.libraries.mls.messages import ApplicationId, BasicCredential, Ext
 from protocols.libraries.mls.messages.registries import ExtensionType
 from protocols.libraries.xmtp_wire.proto import mls_credential_pb2
 
+from .errors import UnverifiedMember
 from .profile import CAPABILITIES, CIPHER_SUITE
 
 #: openmls's default KeyPackage lifetime, which libxmtp keeps: from an hour before now until 12 weeks after.
@@ -32,6 +35,16 @@ LIFETIME_SECONDS = 12 * 7 * 24 * 3600
 def credential_for(inbox_id: str) -> BasicCredential:
     """The basic credential of an installation of ``inbox_id``: its identity is the ``MlsCredential`` protobuf."""
     return BasicCredential(mls_credential_pb2.MlsCredential(inbox_id=inbox_id).SerializeToString())
+
+
+def inbox_of_credential(credential: str) -> str:
+    """The inbox id a member's credential string (the hex of its ``MlsCredential``) claims."""
+    parsed = mls_credential_pb2.MlsCredential()
+    try:
+        parsed.ParseFromString(bytes.fromhex(credential))
+    except (ValueError, DecodeError):
+        raise UnverifiedMember(f"credential {credential[:32]}… is not an XMTP MlsCredential") from None
+    return parsed.inbox_id
 
 
 def installation_identity(installation_seed: bytes, inbox_id: str) -> mls.Identity:

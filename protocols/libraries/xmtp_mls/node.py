@@ -77,6 +77,21 @@ class XmtpNode:
         found = answer.responses[0] if answer.responses else None
         return found.inbox_id if found is not None and found.HasField("inbox_id") else None
 
+    def identity_updates(
+        self, inbox_ids: list[str]
+    ) -> dict[str, list[identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog]]:
+        """Every identity update of each inbox, in the node's order."""
+        wanted = [
+            identity_api_pb2.GetIdentityUpdatesRequest.Request(inbox_id=inbox, sequence_id=0) for inbox in inbox_ids
+        ]
+        answer = self._call(
+            self._identity.GetIdentityUpdates,
+            identity_api_pb2.GetIdentityUpdatesRequest(requests=wanted),
+            "GetIdentityUpdates",
+        )
+        assert isinstance(answer, identity_api_pb2.GetIdentityUpdatesResponse)
+        return {response.inbox_id: list(response.updates) for response in answer.responses}
+
     def upload_key_package(self, key_package: bytes) -> None:
         request = mls_api_pb2.UploadKeyPackageRequest(
             key_package=mls_api_pb2.KeyPackageUpload(key_package_tls_serialized=key_package),
