@@ -138,3 +138,19 @@ def test_a_second_installation_of_the_inbox_is_welcomed_when_libxmtp_next_sends(
     events = joined.sync(node)
     assert [event.added for event in events if isinstance(event, AppliedCommit)] == [(ours.inbox_id,)]
     assert texts(events) == [(alice.inbox_id, "to both")]
+
+
+def test_a_dm_libxmtp_opens_carries_messages_both_ways(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    bob = libxmtp_client("bob").create(ceiling_node.url)
+    ours = registered(node)
+    dm = bob.call("create_dm", inbox_id=ours.inbox_id)
+    bob.send_text(dm, "hi tessera")
+
+    (joined,) = ours.join_welcomed_groups(node)
+    assert joined.group_id.hex() == dm
+    assert texts(joined.sync(node)) == [(bob.inbox_id, "hi tessera")]
+    joined.send_text(node, "hi bob")
+    bob.call("sync_group", group_id=dm)
+    assert bob.texts(dm) == [(bob.inbox_id, "hi tessera"), (ours.inbox_id, "hi bob")]
