@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from protocols.libraries.xmtp_identity import check_key_package
-from protocols.libraries.xmtp_mls import AppliedCommit, Installation, JoinedGroup, ReceivedMessage, XmtpNode
+from protocols.libraries.xmtp_mls import (
+    AppliedCommit,
+    GroupEvent,
+    Installation,
+    JoinedGroup,
+    ReceivedMessage,
+    UnreadableMessage,
+    XmtpNode,
+)
 from tests.xmtp_node.ceiling_node import CeilingNode
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
 from tests.xmtp_node.test_ceiling_with_libxmtp import INSTALLATION_CHECK_INTERVAL_S
@@ -37,7 +45,7 @@ def registered(node: XmtpNode) -> Installation:
     return installation
 
 
-def texts(events: list[AppliedCommit | ReceivedMessage]) -> list[tuple[str, str | None]]:
+def texts(events: list[GroupEvent]) -> list[tuple[str, str | None]]:
     return [
         (event.sender_inbox_id, event.content.text if event.content else None)
         for event in events
@@ -154,3 +162,18 @@ def test_a_dm_libxmtp_opens_carries_messages_both_ways(
     joined.send_text(node, "hi bob")
     bob.call("sync_group", group_id=dm)
     assert bob.texts(dm) == [(bob.inbox_id, "hi tessera"), (ours.inbox_id, "hi bob")]
+
+
+def test_a_replayed_altered_message_is_reported_unreadable_and_reading_goes_on(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    alice, _, group, _, joined = joined_group_of_three(libxmtp_client, ceiling_node, node)
+    alice.send_text(group, "whole")
+    sent = ceiling_node.memory.groups[bytes.fromhex(group)].stored[-1].v1.data
+    node.send_group_message(sent[:-1] + bytes([sent[-1] ^ 1]))  # the same message, its AEAD tag broken
+    alice.send_text(group, "still read")
+
+    whole, broken, after = joined.sync(node)
+    assert isinstance(broken, UnreadableMessage)
+    assert broken.reason.startswith("GenerationReused")  # its key was spent on the original: a replay
+    assert texts([whole, after]) == [(alice.inbox_id, "whole"), (alice.inbox_id, "still read")]

@@ -11,13 +11,12 @@ from .content import EncodedContent, Envelope, read_envelope, text_envelope
 from .errors import (
     NodeUnavailable,
     UndecodableContent,
-    UnexpectedProposal,
     UnsupportedWelcome,
     UnverifiedMember,
     WelcomeNotForUs,
     XmtpMlsError,
 )
-from .groups import AppliedCommit, GroupEvent, JoinedGroup, ReceivedMessage
+from .groups import AppliedCommit, GroupEvent, JoinedGroup, PendingProposal, ReceivedMessage, UnreadableMessage
 from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members
@@ -32,9 +31,10 @@ __all__ = [
     "Installation",
     "JoinedGroup",
     "NodeUnavailable",
+    "PendingProposal",
     "ReceivedMessage",
     "UndecodableContent",
-    "UnexpectedProposal",
+    "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
     "WelcomeNotForUs",

@@ -25,9 +25,5 @@ class NodeUnavailable(XmtpMlsError):
     """The XMTP node refused or did not answer a call."""
 
 
-class UnexpectedProposal(XmtpMlsError):
-    """A proposal sent on its own: libxmtp never sends one, so its group has a member that is not libxmtp."""
-
-
 class UnverifiedMember(XmtpMlsError):
     """A group leaf whose installation key its inbox's identity updates do not hold: the group is not trusted."""

@@ -15,10 +15,11 @@ import uuid
 import attrs
 
 from protocols.libraries import mls
+from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.mls.group.state import GroupState
 
 from .content import EncodedContent, read_envelope, text_envelope
-from .errors import UnexpectedProposal
+from .errors import UndecodableContent
 from .key_packages import inbox_of_credential
 from .membership import verify_members
 from .node import XmtpNode
@@ -52,7 +53,25 @@ class AppliedCommit:
     removed: tuple[str, ...]
 
 
-GroupEvent = ReceivedMessage | AppliedCommit
+@attrs.frozen
+class PendingProposal:
+    """A proposal sent on its own, kept in the state until a commit includes it (libxmtp's own commits
+    carry their proposals inside; a standalone one comes from a member's leave request or another client)."""
+
+    id: int
+    proposer_inbox_id: str
+    kind: str
+
+
+@attrs.frozen
+class UnreadableMessage:
+    """A group message that could not be read (refused by the engine, or not a libxmtp envelope), and why."""
+
+    id: int
+    reason: str
+
+
+GroupEvent = ReceivedMessage | AppliedCommit | PendingProposal | UnreadableMessage
 
 
 @attrs.define
@@ -86,41 +105,34 @@ class JoinedGroup:
     def sync(self, node: XmtpNode) -> list[GroupEvent]:
         """Read the group's new messages from the node: decrypt what members sent, apply their commits.
 
-        After a commit that adds members, every leaf is checked against its inbox's identity updates
-        (:class:`~.errors.UnverifiedMember` when one fails)."""
+        A message the engine refuses (or whose plaintext is not a libxmtp envelope) becomes an
+        :class:`UnreadableMessage` and the reading goes on, as libxmtp skips what it cannot process.
+        A commit that adds members is adopted only once every leaf passed the check against its
+        inbox's identity updates; otherwise :class:`~.errors.UnverifiedMember` is raised and the
+        group stays at the message before it.
+        """
         events: list[GroupEvent] = []
         for stored in node.group_messages(self.group_id, after=self.cursor):
-            self.cursor = stored.v1.id
             data = stored.v1.data
             # Our own messages come back (we cannot decrypt them), and so does everything sent before the
             # commit that added us (the welcome gave no keys for it).
-            if _digest(data) in self.sent or mls.peek(data).epoch < self.joined_epoch:
-                continue
-            event = self._apply(stored.v1.id, mls.process_message(self.state, data))
-            if isinstance(event, AppliedCommit) and event.added:
-                verify_members(node, self.state)  # before any message of a newcomer is shown
-            events.append(event)
+            if _digest(data) not in self.sent and mls.peek(data).epoch >= self.joined_epoch:
+                events.append(self._read(node, stored.v1.id, data))
+            self.cursor = stored.v1.id
         return events
 
-    def _apply(self, message_id: int, result: mls.ProcessResult) -> GroupEvent:
+    def _read(self, node: XmtpNode, message_id: int, data: bytes) -> GroupEvent:
+        try:
+            result = mls.process_message(self.state, data)
+        except MlsError as error:
+            return UnreadableMessage(message_id, f"{type(error).__name__}: {error}")
+        if isinstance(result, mls.CommitApplied) and result.added:
+            verify_members(node, result.new_state)  # before the state, and any newcomer's message, is taken
         self.state = result.new_state
-        if isinstance(result, mls.ApplicationReceived):
-            envelope = read_envelope(result.plaintext)
-            return ReceivedMessage(
-                message_id, inbox_of_credential(result.sender_credential), result.epoch, envelope.content
-            )
-        if isinstance(result, mls.CommitApplied):
-            return AppliedCommit(
-                message_id,
-                inbox_of_credential(result.committer_credential),
-                result.new_epoch,
-                tuple(inbox_of_credential(credential) for credential in result.added),
-                tuple(inbox_of_credential(credential) for credential in result.removed),
-            )
-        raise UnexpectedProposal(
-            f"message {message_id} is a standalone {result.kind} proposal; libxmtp only sends proposals inside "
-            "commits, so this group has a member that is not a libxmtp v1.10.0 client"
-        )
+        try:
+            return _event(message_id, result)
+        except UndecodableContent as error:
+            return UnreadableMessage(message_id, f"UndecodableContent: {error}")
 
     def send_text(self, node: XmtpNode, text: str) -> bytes:
         """Encrypt ``text`` as a libxmtp text message of the current epoch and publish it; the message's bytes."""
@@ -129,6 +141,23 @@ class JoinedGroup:
         self.sent.add(_digest(data))
         node.send_group_message(data)
         return data
+
+
+def _event(message_id: int, result: mls.ProcessResult) -> GroupEvent:
+    if isinstance(result, mls.ApplicationReceived):
+        envelope = read_envelope(result.plaintext)
+        return ReceivedMessage(
+            message_id, inbox_of_credential(result.sender_credential), result.epoch, envelope.content
+        )
+    if isinstance(result, mls.CommitApplied):
+        return AppliedCommit(
+            message_id,
+            inbox_of_credential(result.committer_credential),
+            result.new_epoch,
+            tuple(inbox_of_credential(credential) for credential in result.added),
+            tuple(inbox_of_credential(credential) for credential in result.removed),
+        )
+    return PendingProposal(message_id, inbox_of_credential(result.proposer_credential), result.kind)
 
 
 def _digest(data: bytes) -> bytes:
