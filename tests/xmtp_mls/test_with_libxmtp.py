@@ -88,7 +88,7 @@ def test_invited_by_libxmtp_the_installation_joins_and_messages_flow_both_ways(
     assert ours.join_welcomed_groups(node) == []  # a welcome is read once
     for number in range(5):
         alice.send_text(group, f"alice {number}")
-    assert texts(joined.sync(node)) == [(alice.inbox_id, f"alice {number}") for number in range(5)]
+    assert texts(list(joined.sync(node))) == [(alice.inbox_id, f"alice {number}") for number in range(5)]
 
     for number in range(5):
         joined.send_text(node, f"tessera {number}")
@@ -97,7 +97,7 @@ def test_invited_by_libxmtp_the_installation_joins_and_messages_flow_both_ways(
         member.call("sync_group", group_id=group)
         ours_seen = [(sender, text) for sender, text in member.texts(group) if sender == ours.inbox_id]
         assert ours_seen == [(ours.inbox_id, f"tessera {number}") for number in range(5)]
-    assert joined.sync(node) == []  # our own messages come back from the node and are skipped
+    assert list(joined.sync(node)) == []  # our own messages come back from the node and are skipped
 
 
 def test_libxmtps_commits_are_applied_and_later_messages_decrypt(
@@ -109,7 +109,7 @@ def test_libxmtps_commits_are_applied_and_later_messages_decrypt(
     alice.call("set_group_name", group_id=group, name="renamed")
     alice.send_text(group, "after the commits")
 
-    events = joined.sync(node)
+    events = list(joined.sync(node))
     commits = [event for event in events if isinstance(event, AppliedCommit)]
     assert [commit.added for commit in commits] == [(carol.inbox_id,), ()]
     assert all(commit.committer_inbox_id == alice.inbox_id for commit in commits)
@@ -123,7 +123,7 @@ def test_libxmtps_commits_are_applied_and_later_messages_decrypt(
 
     alice.call("remove_members", group_id=group, inbox_ids=[bob.inbox_id])
     alice.send_text(group, "after the removal")
-    events = joined.sync(node)
+    events = list(joined.sync(node))
     assert [event.removed for event in events if isinstance(event, AppliedCommit)] == [(bob.inbox_id,)]
     assert texts(events) == [(alice.inbox_id, "after the removal")]
     assert joined.member_inbox_ids() == alice.call("members", group_id=group)
@@ -142,8 +142,8 @@ def test_a_second_installation_of_the_inbox_is_welcomed_when_libxmtp_next_sends(
     alice.send_text(group, "to both")
 
     (second_joined,) = second.join_welcomed_groups(node)
-    assert texts(second_joined.sync(node)) == [(alice.inbox_id, "to both")]
-    events = joined.sync(node)
+    assert texts(list(second_joined.sync(node))) == [(alice.inbox_id, "to both")]
+    events = list(joined.sync(node))
     assert [event.added for event in events if isinstance(event, AppliedCommit)] == [(ours.inbox_id,)]
     assert texts(events) == [(alice.inbox_id, "to both")]
 
@@ -158,7 +158,7 @@ def test_a_dm_libxmtp_opens_carries_messages_both_ways(
 
     (joined,) = ours.join_welcomed_groups(node)
     assert joined.group_id.hex() == dm
-    assert texts(joined.sync(node)) == [(bob.inbox_id, "hi tessera")]
+    assert texts(list(joined.sync(node))) == [(bob.inbox_id, "hi tessera")]
     joined.send_text(node, "hi bob")
     bob.call("sync_group", group_id=dm)
     assert bob.texts(dm) == [(bob.inbox_id, "hi tessera"), (ours.inbox_id, "hi bob")]
@@ -173,7 +173,7 @@ def test_a_replayed_altered_message_is_reported_unreadable_and_reading_goes_on(
     node.send_group_message(sent[:-1] + bytes([sent[-1] ^ 1]))  # the same message, its AEAD tag broken
     alice.send_text(group, "still read")
 
-    whole, broken, after = joined.sync(node)
+    whole, broken, after = list(joined.sync(node))
     assert isinstance(broken, UnreadableMessage)
     assert broken.reason.startswith("GenerationReused")  # its key was spent on the original: a replay
     assert texts([whole, after]) == [(alice.inbox_id, "whole"), (alice.inbox_id, "still read")]

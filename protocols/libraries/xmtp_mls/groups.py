@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterator
 
 import attrs
 
@@ -102,27 +103,30 @@ class JoinedGroup:
         """The inboxes of the group's members, each once, sorted (libxmtp's ``list_members`` order)."""
         return sorted({inbox_of_credential(credential) for credential in mls.member_credentials(self.state).values()})
 
-    def sync(self, node: XmtpNode) -> list[GroupEvent]:
-        """Read the group's new messages from the node: decrypt what members sent, apply their commits.
+    def sync(self, node: XmtpNode) -> Iterator[GroupEvent]:
+        """Read the group's new messages from the node, one event each: decrypt what members sent, apply
+        their commits.  The cursor moves past each message as its event is yielded.
 
         A message the engine refuses (or whose plaintext is not a libxmtp envelope) becomes an
         :class:`UnreadableMessage` and the reading goes on, as libxmtp skips what it cannot process.
         A commit that adds members is adopted only once every leaf passed the check against its
         inbox's identity updates; otherwise :class:`~.errors.UnverifiedMember` is raised and the
-        group stays at the message before it.
+        group stays before that commit.
         """
-        events: list[GroupEvent] = []
         for stored in node.group_messages(self.group_id, after=self.cursor):
-            data = stored.v1.data
-            # Our own messages come back (we cannot decrypt them), and so does everything sent before the
-            # commit that added us (the welcome gave no keys for it).
-            if _digest(data) not in self.sent and mls.peek(data).epoch >= self.joined_epoch:
-                events.append(self._read(node, stored.v1.id, data))
+            event = self._read(node, stored.v1.id, stored.v1.data)
             self.cursor = stored.v1.id
-        return events
+            if event is not None:
+                yield event
 
-    def _read(self, node: XmtpNode, message_id: int, data: bytes) -> GroupEvent:
+    def _read(self, node: XmtpNode, message_id: int, data: bytes) -> GroupEvent | None:
+        """The event of one message; ``None`` for our own messages and those sent before the commit that
+        added us (the welcome gave no keys for them)."""
+        if _digest(data) in self.sent:
+            return None
         try:
+            if mls.peek(data).epoch < self.joined_epoch:
+                return None
             result = mls.process_message(self.state, data)
         except MlsError as error:
             return UnreadableMessage(message_id, f"{type(error).__name__}: {error}")
