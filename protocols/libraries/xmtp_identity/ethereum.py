@@ -43,6 +43,20 @@ def address_of(public_key: bytes) -> str:
     return "0x" + keccak256(uncompressed[1:])[-20:].hex()
 
 
+def personal_sign(private_key: bytes, text: str) -> bytes:
+    """A wallet's EIP-191 ``personal_sign`` of ``text`` with a secp256k1 ``private_key``: ``r || s || v``, ``v`` 27 or 28.
+
+    libsecp256k1 signs deterministically (RFC 6979) with a low ``s`` already.
+    """
+    recoverable = coincurve.PrivateKey(private_key).sign_recoverable(personal_sign_hash(text), hasher=None)
+    return recoverable[:64] + bytes([27 + recoverable[64]])
+
+
+def account_address(private_key: bytes) -> str:
+    """The lowercase ``0x`` address of a secp256k1 account ``private_key``."""
+    return address_of(coincurve.PrivateKey(private_key).public_key.format(compressed=False))
+
+
 def normalized(signature: bytes) -> bytes:
     """``signature`` (``r || s`` with or without ``v``) with its ``s`` in the lower half; refused when malformed."""
     if len(signature) not in (64, SIGNATURE_SIZE):

@@ -20,6 +20,20 @@ PUBLIC_KEY_SIZE = 32
 SIGNATURE_SIZE = 64
 
 
+def sign_installation(private_seed: bytes, text: str) -> bytes:
+    """The installation's Ed25519ph signature of ``text`` under the identity context (``private_seed``: 32 bytes)."""
+    if len(private_seed) != PUBLIC_KEY_SIZE:
+        raise ValueError(f"an installation key's seed has {PUBLIC_KEY_SIZE} bytes, not {len(private_seed)}")
+    signer = eddsa.new(eddsa.import_private_key(private_seed), "rfc8032", context=IDENTITY_UPDATE_CONTEXT)
+    return bytes(signer.sign(SHA512.new(text.encode())))
+
+
+def installation_public_key(private_seed: bytes) -> bytes:
+    """The 32-byte Ed25519 public key (the installation id) of an installation's seed."""
+    key = eddsa.import_private_key(private_seed)
+    return bytes(key.public_key().export_key(format="raw"))
+
+
 def verify_installation_signature(public_key: bytes, text: str, signature: bytes) -> None:
     """Refuse unless ``signature`` is ``public_key``'s Ed25519ph signature of ``text`` under the identity context."""
     if len(public_key) != PUBLIC_KEY_SIZE:

@@ -344,25 +344,29 @@ def _check_targets(proposals: Sequence[Sourced]) -> None:
         targeted.add(leaf)
 
 
-def client_identity(leaf: LeafNode) -> tuple[bytes, bytes]:
-    """What makes two leaves the same client: its credential and its signature key."""
-    return encode(leaf.credential), leaf.signature_key
+def client_identity(leaf: LeafNode) -> bytes:
+    """What makes two leaves the same client: its signature key, unique in a tree (RFC 9420 section 7.3).
+
+    Not the credential: several clients may share one (one user's devices, section 5.3; XMTP's
+    installations of an inbox all carry the inbox's credential), and the application decides
+    what a shared credential means.
+    """
+    return bytes(leaf.signature_key)
 
 
 def _check_adds(tree: RatchetTree, effects: Effects) -> None:
     if not effects.adds:
         return
     removed = set(effects.removes)
-    present_credentials = {encode(leaf.credential) for i, leaf in tree.members() if i not in removed}
-    present_keys = {leaf.signature_key for i, leaf in tree.members() if i not in removed}
+    present_keys = {client_identity(leaf) for i, leaf in tree.members() if i not in removed}
     seen: set[bytes] = set()
     for key_package in effects.adds:
-        credential, key = client_identity(key_package.leaf_node)
-        if credential in present_credentials or key in present_keys:
+        key = client_identity(key_package.leaf_node)
+        if key in present_keys:
             raise InvalidProposalList("an Add names a client that is already a member")
-        if credential in seen or key in seen:
+        if key in seen:
             raise InvalidProposalList("two Adds name the same client")
-        seen.update((credential, key))
+        seen.add(key)
 
 
 def _check_unique_psks(psks: Sequence[PreSharedKeyID]) -> None:

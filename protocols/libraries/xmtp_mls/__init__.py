@@ -1,0 +1,53 @@
+"""An XMTP installation in libxmtp's MLS profile: identity on a node, KeyPackages libxmtp accepts,
+joining from libxmtp's welcomes, and messages both ways (docs/xmtp-mls.md).
+
+A shared library, not a plugin: the XMTP plugin builds on it.  It talks to a
+node through :class:`XmtpNode` and keeps nothing itself; callers store the
+:class:`Installation` and :class:`JoinedGroup` values (group states hold every
+private key of their epoch: seal them at rest).
+"""
+
+from .content import EncodedContent, Envelope, read_envelope, text_envelope
+from .errors import (
+    NodeUnavailable,
+    UndecodableContent,
+    UnsupportedWelcome,
+    UnverifiedMember,
+    WelcomeNotForUs,
+    XmtpMlsError,
+)
+from .groups import AppliedCommit, GroupEvent, JoinedGroup, PendingProposal, ReceivedMessage, UnreadableMessage
+from .installation import Installation
+from .key_packages import credential_for, inbox_of_credential, new_key_package
+from .membership import check_members, inbox_states, verify_members
+from .node import XmtpNode
+from .welcomes import unwrap_welcome, welcome_for_key_package
+
+__all__ = [
+    "AppliedCommit",
+    "EncodedContent",
+    "Envelope",
+    "GroupEvent",
+    "Installation",
+    "JoinedGroup",
+    "NodeUnavailable",
+    "PendingProposal",
+    "ReceivedMessage",
+    "UndecodableContent",
+    "UnreadableMessage",
+    "UnsupportedWelcome",
+    "UnverifiedMember",
+    "WelcomeNotForUs",
+    "XmtpMlsError",
+    "XmtpNode",
+    "check_members",
+    "credential_for",
+    "inbox_of_credential",
+    "inbox_states",
+    "new_key_package",
+    "read_envelope",
+    "text_envelope",
+    "unwrap_welcome",
+    "verify_members",
+    "welcome_for_key_package",
+]

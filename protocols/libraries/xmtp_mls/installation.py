@@ -1,0 +1,84 @@
+"""An XMTP installation of an inbox: its keys, its registration on a node, and joining the groups it is welcomed to.
+
+The account (an Ethereum key) owns the inbox; the installation key (Ed25519)
+is this app's member key: it signs identity updates, it is the leaf signature
+key of every KeyPackage and group leaf, and its public half is the
+installation id libxmtp addresses welcomes to.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from protocols.libraries import mls
+from protocols.libraries.xmtp_identity.authoring import Account, add_installation_update, create_inbox_update
+from protocols.libraries.xmtp_identity.installation import installation_public_key
+
+from .groups import JoinedGroup
+from .key_packages import installation_identity, new_key_package
+from .membership import verify_members
+from .node import XmtpNode
+from .profile import MAX_PAST_EPOCHS
+from .welcomes import welcome_for_key_package
+
+
+@attrs.define
+class Installation:
+    """One installation and the KeyPackages it can still join with.
+
+    Attributes:
+        account: the inbox's account key (hidden from repr).
+        seed: the installation's Ed25519 seed (hidden from repr).
+        inbox_id: the inbox it belongs to.
+        key_packages: the KeyPackages it published, with their private keys.
+        welcome_cursor: the id of the last welcome read from the node.
+    """
+
+    account: Account = attrs.field(repr=False)
+    seed: bytes = attrs.field(repr=False)
+    inbox_id: str
+    key_packages: list[mls.KeyPackagePrivate] = attrs.Factory(list)
+    welcome_cursor: int = 0
+
+    @classmethod
+    def new(cls, account: Account | None = None, *, nonce: int = 0) -> Installation:
+        """A fresh installation key for ``account`` (a fresh account when none), in the inbox of ``nonce``."""
+        account = account or Account(os.urandom(32))
+        return cls(account, os.urandom(32), account.inbox_id(nonce))
+
+    @property
+    def installation_key(self) -> bytes:
+        """The installation's public Ed25519 key: its id, and where libxmtp sends its welcomes."""
+        return installation_public_key(self.seed)
+
+    def register(self, node: XmtpNode, *, nonce: int = 0) -> None:
+        """Publish the update that creates the inbox with this installation, then a KeyPackage."""
+        node.publish_identity_update(create_inbox_update(self.account, self.seed, nonce=nonce))
+        self.publish_key_package(node)
+
+    def register_as_another_installation(self, node: XmtpNode) -> None:
+        """Publish the update adding this installation to an inbox the account already has, then a KeyPackage."""
+        node.publish_identity_update(add_installation_update(self.account, self.inbox_id, self.seed))
+        self.publish_key_package(node)
+
+    def publish_key_package(self, node: XmtpNode) -> None:
+        key_package, private = new_key_package(self.seed, self.inbox_id)
+        node.upload_key_package(key_package)
+        self.key_packages.append(private)
+
+    def join_welcomed_groups(self, node: XmtpNode) -> list[JoinedGroup]:
+        """Every group whose welcome arrived for this installation since the last call, joined.
+
+        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then every member's
+        installation key against its inbox's identity updates (:class:`~.errors.UnverifiedMember`)."""
+        joined = []
+        identity = installation_identity(self.seed, self.inbox_id)
+        for message in node.welcomes(self.installation_key, after=self.welcome_cursor):
+            self.welcome_cursor = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
+            welcome, private = welcome_for_key_package(message, self.key_packages)
+            state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
+            verify_members(node, state)
+            joined.append(JoinedGroup(state, joined_epoch=state.epoch))
+        return joined

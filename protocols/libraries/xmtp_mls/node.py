@@ -1,0 +1,136 @@
+"""The calls an installation makes to an XMTP v3 node (MlsApi, IdentityApi), over plain gRPC.
+
+A thin synchronous client: each method is one RPC with the request built from
+its arguments.  The node is named by URL as libxmtp names it
+(``http://host:port``; TLS for ``https://``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import grpc
+
+from protocols.libraries.xmtp_wire.proto import (
+    associations_pb2,
+    identity_api_pb2,
+    identity_api_pb2_grpc,
+    mls_api_pb2,
+    mls_api_pb2_grpc,
+)
+
+from .errors import NodeUnavailable
+
+#: How long one call may take before it counts as failed.
+CALL_TIMEOUT_S = 30.0
+_PAGE = 100
+
+
+class XmtpNode:
+    """A connection to one XMTP node."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
+            raise NodeUnavailable(f"an XMTP node is named http(s)://host:port, not {url!r}")
+        target = f"{parts.hostname}:{parts.port}"
+        self.url = url
+        self._channel = (
+            grpc.secure_channel(target, grpc.ssl_channel_credentials())
+            if parts.scheme == "https"
+            else grpc.insecure_channel(target)
+        )
+        self._mls = mls_api_pb2_grpc.MlsApiStub(self._channel)
+        self._identity = identity_api_pb2_grpc.IdentityApiStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> XmtpNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: grpc.UnaryUnaryMultiCallable, request: object, what: str) -> object:
+        try:
+            return method(request, timeout=CALL_TIMEOUT_S)
+        except grpc.RpcError as error:
+            raise NodeUnavailable(
+                f"the node at {self.url} refused {what}: {error.code().name} {error.details()}"
+            ) from None
+
+    def publish_identity_update(self, update: associations_pb2.IdentityUpdate) -> None:
+        request = identity_api_pb2.PublishIdentityUpdateRequest(identity_update=update)
+        self._call(self._identity.PublishIdentityUpdate, request, "the identity update")
+
+    def inbox_id_for(self, address: str) -> str | None:
+        """The inbox the node says ``address`` belongs to, if any."""
+        wanted = identity_api_pb2.GetInboxIdsRequest.Request(
+            identifier=address, identifier_kind=associations_pb2.IDENTIFIER_KIND_ETHEREUM
+        )
+        answer = self._call(
+            self._identity.GetInboxIds, identity_api_pb2.GetInboxIdsRequest(requests=[wanted]), "GetInboxIds"
+        )
+        assert isinstance(answer, identity_api_pb2.GetInboxIdsResponse)
+        found = answer.responses[0] if answer.responses else None
+        return found.inbox_id if found is not None and found.HasField("inbox_id") else None
+
+    def identity_updates(
+        self, inbox_ids: list[str]
+    ) -> dict[str, list[identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog]]:
+        """Every identity update of each inbox, in the node's order."""
+        wanted = [
+            identity_api_pb2.GetIdentityUpdatesRequest.Request(inbox_id=inbox, sequence_id=0) for inbox in inbox_ids
+        ]
+        answer = self._call(
+            self._identity.GetIdentityUpdates,
+            identity_api_pb2.GetIdentityUpdatesRequest(requests=wanted),
+            "GetIdentityUpdates",
+        )
+        assert isinstance(answer, identity_api_pb2.GetIdentityUpdatesResponse)
+        return {response.inbox_id: list(response.updates) for response in answer.responses}
+
+    def upload_key_package(self, key_package: bytes) -> None:
+        request = mls_api_pb2.UploadKeyPackageRequest(
+            key_package=mls_api_pb2.KeyPackageUpload(key_package_tls_serialized=key_package),
+            is_inbox_id_credential=True,
+        )
+        self._call(self._mls.UploadKeyPackage, request, "the key package")
+
+    def welcomes(self, installation_key: bytes, *, after: int = 0) -> Iterator[mls_api_pb2.WelcomeMessage]:
+        """Every welcome stored for the installation after id ``after``, oldest first."""
+        cursor = after
+        while True:
+            paging = mls_api_pb2.PagingInfo(
+                direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=_PAGE, id_cursor=cursor
+            )
+            request = mls_api_pb2.QueryWelcomeMessagesRequest(installation_key=installation_key, paging_info=paging)
+            answer = self._call(self._mls.QueryWelcomeMessages, request, "QueryWelcomeMessages")
+            assert isinstance(answer, mls_api_pb2.QueryWelcomeMessagesResponse)
+            yield from answer.messages
+            if not answer.paging_info.id_cursor:
+                return
+            cursor = answer.paging_info.id_cursor
+
+    def group_messages(self, group_id: bytes, *, after: int = 0) -> Iterator[mls_api_pb2.GroupMessage]:
+        """Every message stored for the group after id ``after``, oldest first."""
+        cursor = after
+        while True:
+            paging = mls_api_pb2.PagingInfo(
+                direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=_PAGE, id_cursor=cursor
+            )
+            request = mls_api_pb2.QueryGroupMessagesRequest(group_id=group_id, paging_info=paging)
+            answer = self._call(self._mls.QueryGroupMessages, request, "QueryGroupMessages")
+            assert isinstance(answer, mls_api_pb2.QueryGroupMessagesResponse)
+            yield from answer.messages
+            if not answer.paging_info.id_cursor:
+                return
+            cursor = answer.paging_info.id_cursor
+
+    def send_group_message(self, data: bytes) -> None:
+        message = mls_api_pb2.GroupMessageInput(v1=mls_api_pb2.GroupMessageInput.V1(data=data, should_push=True))
+        self._call(
+            self._mls.SendGroupMessages, mls_api_pb2.SendGroupMessagesRequest(messages=[message]), "the group message"
+        )
