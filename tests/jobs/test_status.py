@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -176,3 +180,31 @@ def test_interval_without_watch_is_a_usage_error(tmp_path):
     init(db)
     refused = status(db, "--interval", "1")
     assert refused.returncode == 2 and "--interval only applies with --watch" in refused.stderr
+
+
+def test_watch_on_a_terminal_redraws_in_place(tmp_path):
+    db = str(tmp_path / "terminal.db")
+    init(db)
+    leader, follower = pty.openpty()
+    env = clean_environment(TERM="xterm-256color", COLUMNS="120", LINES="50")
+    proc = subprocess.Popen(
+        [*TESSERA, "--db", db, "status", "--watch", "--interval", "0.1"],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while seen.count(b"Tessera status") < 3 and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                seen += os.read(leader, 65536)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        os.close(leader)
+    assert seen.count(b"Tessera status") >= 3, seen[-2000:]
+    # Each later frame moves the cursor back up over the previous one (ESC [ n A) instead of scrolling on.
+    assert re.search(rb"\x1b\[\d*A", seen), seen[-2000:]
+    assert proc.returncode == 0
