@@ -176,9 +176,11 @@ def print_rebuild(report: Any, request: Any) -> None:
             if not v.equal:
                 out.print(f"{v.table}: first row only live: {v.only_live}; first row only rebuilt: {v.only_rebuilt}")
         out.print("[bold green]rebuilt == live[/]" if report.equal else "[bold red]rebuilt != live[/]")
-        return
-    rows = Table("table", "rows written")
-    for table, count in report.rows.items():
-        rows.add_row(table, f"{count:,}")
-    out.print(rows)
-    out.print(f"swapped in: {', '.join(report.projectors)}")
+    else:
+        rows = Table("table", "rows written")
+        for table, count in report.rows.items():
+            rows.add_row(table, f"{count:,}")
+        out.print(rows)
+        out.print(f"swapped in: {', '.join(report.projectors)}")
+    if report.hint:
+        out.print(report.hint, markup=False)
