@@ -313,7 +313,8 @@ def _replay(run: RebuildRun, files: Sequence[str], specs: Sequence[tuple[str | N
     if request.engine == "spark":
         from jobs.rebuild.spark_session import engine_hint
 
-        run.report.hint = engine_hint(run.report.events_replayed, request.master)
+        if request.spark is None:  # the hint is about Spark's start-up, which a caller's own session has paid
+            run.report.hint = engine_hint(run.report.events_replayed, request.master)
         session = _spark(request)
     try:
 

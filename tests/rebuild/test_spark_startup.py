@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from jobs.rebuild import RebuildRequest, rebuild
 from jobs.rebuild.spark_session import SMALL_LOG_EVENTS, engine_hint
 from protocols import example
 from protocols.example import simulate
@@ -68,3 +69,12 @@ def test_a_java_home_without_java_is_named(make_app, tmp_path):
     proc = rebuild_process(app.db.path, "--engine", "spark", JAVA_HOME=str(tmp_path))
     assert proc.returncode == 1
     assert f"JAVA_HOME={tmp_path} has no bin/java" in proc.stderr and "--engine local" in proc.stderr, proc.stderr
+
+
+@pytest.mark.spark
+def test_no_hint_when_the_caller_brings_a_running_session(make_app, spark, tmp_path):
+    """The demo and the benchmarks pass their own session: its start-up is paid, so nothing to suggest."""
+    app = make_app([example], ["example"])
+    ingest(app, simulate.generate(100, seed=6))
+    report = rebuild(RebuildRequest(app, engine="spark", verify=True, workdir=tmp_path / "w", spark=spark))
+    assert report.equal and report.hint is None
