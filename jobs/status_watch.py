@@ -8,6 +8,8 @@ line), so a log or ``watch``-less script gets a plain record over time.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,8 +65,12 @@ def watch(take: Snapshot, interval_s: float, *, as_json: bool) -> None:
             _live(take, interval_s, out)
         else:
             _repeated(take, interval_s, out, as_json=as_json)
-    except (KeyboardInterrupt, BrokenPipeError):
+    except KeyboardInterrupt:
         return
+    except BrokenPipeError:
+        # The reader left (`| head`): done, not failed.  Point stdout at /dev/null so the
+        # interpreter's last flush at exit does not fail on the closed pipe too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _live(take: Snapshot, interval_s: float, out: Console) -> None:
@@ -83,11 +89,15 @@ def _repeated(take: Snapshot, interval_s: float, out: Console, *, as_json: bool)
         report = take()
         figures = watch_figures(report, previous)
         if as_json:
-            out.file.write(json.dumps({**report, "watch": figures}, sort_keys=True) + "\n")  # one line each
+            text = json.dumps({**report, "watch": figures}, sort_keys=True) + "\n"  # one line each
         else:
-            for part in status_parts(report, rates_line(figures)):
-                out.print(part)
-            out.print()
+            # Rendered first, written here: rich would answer a closed pipe with exit status 1.
+            with out.capture() as captured:
+                for part in status_parts(report, rates_line(figures)):
+                    out.print(part)
+                out.print()
+            text = captured.get()
+        out.file.write(text)
         out.file.flush()
         previous = report
         time.sleep(interval_s)

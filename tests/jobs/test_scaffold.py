@@ -7,6 +7,7 @@ import fnmatch
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -290,6 +291,19 @@ def test_the_generated_code_passes_mypy_strict(tmp_path):
     assert not errors, proc.stdout
 
 
+def packaged_copy_of_this_checkout(target: Path) -> Path:
+    """What pip builds Tessera from, copied from this checkout, so the build's leftovers (build/, *.egg-info) land
+    in the copy, not in the checkout."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {pattern.rstrip("*") for pattern in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    leftovers = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.db", "*.db-*")
+    for name in packages:
+        shutil.copytree(ROOT / name, target / name, ignore=leftovers)
+    for name in ("pyproject.toml", project["project"]["readme"]):
+        shutil.copy(ROOT / name, target / name)
+    return target
+
+
 @pytest.mark.slow
 def test_the_plugin_installs_into_a_fresh_venv_with_this_checkout_as_its_tessera(tmp_path):
     """No Tessera in the venv beforehand: pip takes the dependency from this checkout, never the index's `tessera`."""
@@ -300,7 +314,8 @@ def test_the_plugin_installs_into_a_fresh_venv_with_this_checkout_as_its_tessera
     env = isolated_env()
     before = run([str(python), "-m", "pip", "list", "--format=freeze"], cwd=tmp_path, env=env)
     assert distribution.NAME not in before.lower()
-    run([str(python), "-m", "pip", "install", "--quiet", str(ROOT), str(package)], cwd=tmp_path, env=env)
+    checkout = packaged_copy_of_this_checkout(tmp_path / "checkout")
+    run([str(python), "-m", "pip", "install", "--quiet", str(checkout), str(package)], cwd=tmp_path, env=env)
     installed = time.monotonic()
     listed = run([str(python), "-m", "pip", "list", "--format=freeze"], cwd=tmp_path, env=env).lower().split()
     names = {line.split("==")[0] for line in listed}

@@ -208,3 +208,17 @@ def test_watch_on_a_terminal_redraws_in_place(tmp_path):
     # Each later frame moves the cursor back up over the previous one (ESC [ n A) instead of scrolling on.
     assert re.search(rb"\x1b\[\d*A", seen), seen[-2000:]
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_watch_ends_quietly_with_status_0_when_its_reader_leaves(tmp_path, json_lines):
+    """`status --watch | head -1`: the closed pipe ends the watch; it is no failure and prints no traceback."""
+    db = str(tmp_path / "head.db")
+    init(db)
+    command = [*TESSERA, "--db", db, "status", "--watch", "--interval", "0.1", *(["--json"] if json_lines else [])]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment())
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr.read() == b""
