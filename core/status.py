@@ -41,6 +41,8 @@ def _count(db: Database, sql: str) -> int:
     return db.count(sql)
 
 
+# Ids grow with arrival, so the first by id is the oldest, found without a scan.
+_OLDEST_INCOMING = "SELECT received_at_ms FROM incoming ORDER BY id LIMIT 1"
 _NO_LEASE = {"owner": None, "expires_at_ms": None, "token": None, "acquired_at_ms": None}
 
 
@@ -97,9 +99,7 @@ def snapshot(db: Database) -> dict[str, Any]:
             "blocked": _count(db, "SELECT count(*) FROM blocked"),
             "parked": _count(db, "SELECT count(*) FROM parked"),
             "recheck_markers": _count(db, "SELECT count(*) FROM recheck_queue"),
-            "oldest_incoming_at_ms": db.value(
-                "SELECT received_at_ms FROM incoming ORDER BY id LIMIT 1"
-            ),  # ids grow with arrival
+            "oldest_incoming_at_ms": db.value(_OLDEST_INCOMING),
             "last_errors": last_errors(db),
             "lease": lease,
             "daemons": daemons(db.path, lease, now_ms),

@@ -133,9 +133,11 @@ def stale_reason(state: TickState, lease_owner: str | None, lease_token: int | N
     host, _, _ = state.owner.partition(":")
     if host == socket.gethostname() and not pid_alive(state.pid):
         return f"pid {state.pid} is not running on this host"
-    if state.state == "running" and (lease_owner, lease_token) != (state.owner, state.token):
+    # A file from a daemon older than the token field (token None) is judged by its owner alone.
+    if state.state == "running" and (lease_owner != state.owner or state.token not in (None, lease_token)):
         holder = "nobody" if lease_owner is None else f"{lease_owner} (token {lease_token})"
-        return f"it no longer holds the tick lease (token {state.token}); the holder is {holder}"
+        ours = "" if state.token is None else f" (token {state.token})"
+        return f"it no longer holds the tick lease{ours}; the holder is {holder}"
     return None
 
 

@@ -74,6 +74,9 @@ def test_a_running_daemon_on_another_host_is_stale_once_another_owner_holds_the_
     )
     assert "no longer holds" in (stale_reason(state(alive, 3), alive, 4) or "")  # same owner, a newer token
     assert stale_reason(state("elsewhere:1:bb", None, "standby"), "elsewhere:2:cc", 4) is None
+    # A daemon from before states recorded their token: its owner alone decides.
+    assert stale_reason(state("elsewhere:1:bb", None), "elsewhere:1:bb", 4) is None
+    assert "the holder is elsewhere:2:cc" in (stale_reason(state("elsewhere:1:bb", None), "elsewhere:2:cc", 4) or "")
 
 
 def test_state_files_written_before_tokens_were_recorded_still_read(tmp_path):
