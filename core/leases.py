@@ -91,8 +91,9 @@ def release(db: Database, lease: Lease) -> None:
 
 
 def current(db: Database, name: str) -> dict[str, Any] | None:
-    row = db.one(_SELECT, (name,))
+    """Lease ``name`` as stored: ``owner``, ``token``, ``expires_at_ms``, ``acquired_at_ms``; None if never taken."""
+    row = db.one("SELECT owner, token, expires_at_ms, acquired_at_ms FROM leases WHERE name = ?", (name,))
     if row is None:
         return None
-    owner, token, expires_at_ms = row
-    return {"owner": owner, "token": token, "expires_at_ms": expires_at_ms}
+    owner, token, expires_at_ms, acquired_at_ms = row
+    return {"owner": owner, "token": token, "expires_at_ms": expires_at_ms, "acquired_at_ms": acquired_at_ms}

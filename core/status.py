@@ -13,6 +13,7 @@ from core.db import Database
 from core.errors import StorageError
 
 STATUS_KEYS = (
+    "taken_at_ms",
     "database",
     "encrypted",
     "events",
@@ -23,6 +24,8 @@ STATUS_KEYS = (
     "blocked",
     "parked",
     "recheck_markers",
+    "oldest_incoming_at_ms",
+    "last_errors",
     "lease",
     "daemons",
     "projections",
@@ -30,15 +33,43 @@ STATUS_KEYS = (
     "schema",
 )
 COUNTER_PREFIX = "counters."
+LAST_ERRORS = 3
+_REASON_CHARS = 300
 
 
 def _count(db: Database, sql: str) -> int:
     return db.count(sql)
 
 
+# Ids grow with arrival, so the first by id is the oldest, found without a scan.
+_OLDEST_INCOMING = "SELECT received_at_ms FROM incoming ORDER BY id LIMIT 1"
+_NO_LEASE = {"owner": None, "expires_at_ms": None, "token": None, "acquired_at_ms": None}
+
+
+def daemons(db_path: str, lease: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
+    """Each daemon's state from its file, with ``stale``/``stale_reason``: a file outlives a killed daemon."""
+    entries = []
+    for state in tick_state.read_states(db_path, now_ms):
+        why = tick_state.stale_reason(state, lease["owner"], lease["token"])
+        entries.append({**state.as_dict(), "stale": why is not None, "stale_reason": why})
+    return entries
+
+
+def last_errors(db: Database, limit: int = LAST_ERRORS) -> list[dict[str, Any]]:
+    """The most recently parked items, newest first: id, protocol, reason (its start), last failure."""
+    return [
+        {"id": item_id, "protocol": protocol, "reason": reason[:_REASON_CHARS], "last_failed_at_ms": failed_at}
+        for item_id, protocol, reason, failed_at in db.all(
+            "SELECT id, protocol, reason, last_failed_at_ms FROM parked ORDER BY last_failed_at_ms DESC, id DESC LIMIT ?",
+            (limit,),
+        )
+    ]
+
+
 def snapshot(db: Database) -> dict[str, Any]:
     """Everything ``status --json`` prints, read in one snapshot (a read transaction: it never
-    waits for the write lock), plus each live daemon's state from its file beside the database."""
+    waits for the write lock), plus each daemon's state from its file beside the database."""
+    now_ms = time.time_ns() // 1_000_000
     with db.read():
         if not db.has_table("schema_versions"):  # created, but its first init never committed
             raise StorageError(f"{db.path} is not a Tessera database yet; run `tessera --db {db.path} init` first")
@@ -55,7 +86,9 @@ def snapshot(db: Database) -> dict[str, Any]:
                 (COUNTER_PREFIX, COUNTER_PREFIX + "\U0010ffff"),
             )
         }
+        lease = leases.current(db, "tick") or _NO_LEASE
         return {
+            "taken_at_ms": now_ms,
             "database": db.path,
             "encrypted": db.encrypted,
             "events": _count(db, "SELECT count(*) FROM events"),
@@ -66,8 +99,10 @@ def snapshot(db: Database) -> dict[str, Any]:
             "blocked": _count(db, "SELECT count(*) FROM blocked"),
             "parked": _count(db, "SELECT count(*) FROM parked"),
             "recheck_markers": _count(db, "SELECT count(*) FROM recheck_queue"),
-            "lease": leases.current(db, "tick") or {"owner": None, "expires_at_ms": None, "token": None},
-            "daemons": [state.as_dict() for state in tick_state.read_states(db.path, time.time_ns() // 1_000_000)],
+            "oldest_incoming_at_ms": db.value(_OLDEST_INCOMING),
+            "last_errors": last_errors(db),
+            "lease": lease,
+            "daemons": daemons(db.path, lease, now_ms),
             "projections": projections,
             "counters": counters,
             "schema": dict(db.all("SELECT owner, version FROM schema_versions ORDER BY owner")),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ class TickState:
         retry_at_ms: when a paused daemon tries again.
         updated_at_ms: when the file was last written.
         valid_until_ms: after this, a daemon that stopped rewriting the file is gone.
+        token: the tick lease's fencing token while it holds the lease (None otherwise, and in
+            files written before daemons recorded it).
     """
 
     owner: str
@@ -62,6 +65,7 @@ class TickState:
     retry_at_ms: int | None
     updated_at_ms: int
     valid_until_ms: int
+    token: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -118,6 +122,45 @@ def read_states(db_path: str, now_ms: int) -> list[TickState]:
     return sorted(states, key=lambda s: s.owner)
 
 
+def stale_reason(state: TickState, lease_owner: str | None, lease_token: int | None) -> str | None:
+    """Why ``state`` no longer describes a live daemon, or None while it may.
+
+    A file lingers until ``valid_until_ms`` after its daemon was killed; in that
+    window it must not read as "running".  Two checks, each sufficient: the
+    process is gone (only decidable when it ran on this host), or it claims to
+    work under a lease that another owner or a newer token now holds.
+    """
+    host, _, _ = state.owner.partition(":")
+    if host == socket.gethostname() and not pid_alive(state.pid):
+        return f"pid {state.pid} is not running on this host"
+    # A file from a daemon older than the token field (token None) is judged by its owner alone.
+    if state.state == "running" and (lease_owner != state.owner or state.token not in (None, lease_token)):
+        holder = "nobody" if lease_owner is None else f"{lease_owner} (token {lease_token})"
+        ours = "" if state.token is None else f" (token {state.token})"
+        return f"it no longer holds the tick lease{ours}; the holder is {holder}"
+    return None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    # A killed child that its parent has not reaped yet still answers signal 0.
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] == "Z"
+
+
 def _files(folder: Path | None) -> list[tuple[Path, TickState | None]]:
     if folder is None or not folder.is_dir():
         return []
@@ -129,7 +172,12 @@ def _read(path: Path) -> TickState | None:
     for _ in range(3):
         try:
             data = json.loads(path.read_bytes().rstrip())
-            return TickState(**{field.name: data[field.name] for field in attrs.fields(TickState)})
+            return TickState(
+                **{
+                    field.name: data[field.name] if field.default is attrs.NOTHING else data.get(field.name)
+                    for field in attrs.fields(TickState)
+                }
+            )
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, OSError):

@@ -180,13 +180,32 @@ def plugins(obj: CliState, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with fixed keys (see docs/operations.md).")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Show it again every --interval seconds with rates and lag: redrawn in place on a terminal, "
+    "printed one after another when piped (with --json, one object per line). Ctrl-C stops it.",
+)
+@click.option(
+    "--interval",
+    "interval_s",
+    type=click.FloatRange(0.1, 3600),
+    help="With --watch: seconds between snapshots (default 2).",
+)
 @click.pass_obj
-def status(obj: CliState, as_json: bool) -> None:
+def status(obj: CliState, as_json: bool, watch: bool, interval_s: float | None) -> None:
     """Show queue depths, the lease, the daemons, projections and counters (read-only)."""
+    if interval_s is not None and not watch:
+        raise click.UsageError("--interval only applies with --watch")
     # One read transaction on a read-only connection: no schema step, no lock to wait
     # for, so status answers while a daemon (or anything else) holds the write lock.
     db = Database(obj.settings.db, obj.settings, readonly=True)
     try:
+        if watch:
+            from jobs.status_watch import watch as watch_status
+
+            watch_status(lambda: snapshot(db), interval_s or 2.0, as_json=as_json)
+            return
         report = snapshot(db)
     finally:
         db.close()

@@ -6,9 +6,12 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
+
+from jobs import times
 
 console = Console(stderr=True)
 # Progress bars are for a person at a terminal; redirected to a file or a pipe they would
@@ -52,30 +55,86 @@ def count_progress(total: int | None, label: str) -> Iterator[Callable[[int], No
         yield _advance(progress)
 
 
+def stdout_console() -> Console:
+    """The console for a command's output: as wide as the terminal, unbounded when piped.
+
+    Piped or redirected, rich would cut tables to 80 columns
+    (``xmtp_outbound_welco…``); a script or a file wants every character.
+    """
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=_UNBOUNDED_WIDTH, soft_wrap=True)
+    return out
+
+
+_UNBOUNDED_WIDTH = 100_000
 _QUEUE_COLUMNS = ("events", "incoming", "outgoing", "deferred", "blocked", "parked", "recheck_markers")
 
 
 def print_status(report: dict[str, Any]) -> None:
-    out = Console()
-    queues = Table(title=f"Tessera status — {report['database']}", show_header=True)
+    out = stdout_console()
+    for part in status_parts(report):
+        out.print(part)
+
+
+def status_parts(report: dict[str, Any], rates: str | None = None) -> list[RenderableType]:
+    """What ``status`` shows, in order; ``rates`` is the watch view's line of rates and lag."""
+    now = report["taken_at_ms"]
+    queues = Table(title=f"Tessera status — {report['database']} — {times.utc(now)}", show_header=True)
     for column in _QUEUE_COLUMNS:
         queues.add_column(column, justify="right")
     queues.add_row(*(str(report[column]) for column in _QUEUE_COLUMNS))
-    out.print(queues)
-    lease = report["lease"]
-    out.print(f"lease tick: owner={lease['owner']} token={lease['token']} expires_at_ms={lease['expires_at_ms']}")
-    for daemon in report["daemons"]:
-        why = f": {daemon['reason']}" if daemon["reason"] else ""
-        retry = f" (next try at {daemon['retry_at_ms']})" if daemon["retry_at_ms"] else ""
-        out.print(f"daemon {daemon['owner']} (pid {daemon['pid']}): {daemon['state']}{why}{retry}")
+    parts: list[RenderableType] = [queues]
+    if rates is not None:
+        parts.append(rates)
+    parts.append(lease_line(report["lease"], now))
+    parts.extend(daemon_line(daemon, now) for daemon in report["daemons"])
+    parts.extend(_error_lines(report, now))
     projections = Table("projection", "status", "last applied seq", "failures")
     for name, info in report["projections"].items():
         projections.add_row(name, info["status"], str(info["last_applied_seq"]), str(info["failures"]))
-    out.print(projections)
-    out.print("encrypted: " + ("yes" if report["encrypted"] else "no (created with --no-encryption)"))
-    out.print("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))
+    parts.append(projections)
+    parts.append("encrypted: " + ("yes" if report["encrypted"] else "no (created with --no-encryption)"))
+    parts.append("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))
     if report["counters"]:
-        out.print("counters: " + ", ".join(f"{k}={v}" for k, v in report["counters"].items()))
+        parts.append("counters: " + ", ".join(f"{k}={v}" for k, v in report["counters"].items()))
+    return parts
+
+
+def lease_line(lease: dict[str, Any], now_ms: int) -> str:
+    """The tick lease in words: who holds it, since when, until when (raw values are in --json)."""
+    owner, token, expires = lease["owner"], lease["token"], lease["expires_at_ms"]
+    if owner is None:
+        return "lease tick: never taken"
+    holder = f"{escape(owner)} (token {token})"
+    if expires == 0:
+        return f"lease tick: free, released by {holder}"
+    if expires <= now_ms:
+        return f"lease tick: free, expired {times.moment(expires, now_ms)}; last held by {holder}"
+    since = f" since {times.moment(lease['acquired_at_ms'], now_ms)}" if lease.get("acquired_at_ms") else ""
+    return f"lease tick: held by {holder}{since}, expires {times.relative(expires, now_ms)}"
+
+
+def daemon_line(daemon: dict[str, Any], now_ms: int) -> str:
+    """One daemon's state, or STALE with why when its file outlived it."""
+    who = f"daemon {escape(daemon['owner'])} (pid {daemon['pid']})"
+    if daemon["stale"]:
+        seen = times.relative(daemon["updated_at_ms"], now_ms)
+        return (
+            f"{who}: [bold red]STALE[/] (said {daemon['state']!r}, last written {seen}): "
+            f"{escape(daemon['stale_reason'])}"
+        )
+    why = f": {escape(daemon['reason'])}" if daemon["reason"] else ""
+    retry = f" (next try {times.relative(daemon['retry_at_ms'], now_ms)})" if daemon["retry_at_ms"] else ""
+    return f"{who}: {daemon['state']} for {times.duration(now_ms - daemon['since_ms'])}{why}{retry}"
+
+
+def _error_lines(report: dict[str, Any], now_ms: int) -> list[str]:
+    return [
+        f"parked #{error['id']} ({error['protocol']}, {times.relative(error['last_failed_at_ms'], now_ms)}): "
+        f"{escape(error['reason'])}"
+        for error in report["last_errors"]
+    ]
 
 
 @contextlib.contextmanager
@@ -90,7 +149,7 @@ def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], No
 
 
 def print_rebuild(report: Any, request: Any) -> None:
-    out = Console()
+    out = stdout_console()
     mode = "verify" if request.verify else "rebuild"
     out.print(
         f"{mode} with the {request.engine} engine"
@@ -117,9 +176,11 @@ def print_rebuild(report: Any, request: Any) -> None:
             if not v.equal:
                 out.print(f"{v.table}: first row only live: {v.only_live}; first row only rebuilt: {v.only_rebuilt}")
         out.print("[bold green]rebuilt == live[/]" if report.equal else "[bold red]rebuilt != live[/]")
-        return
-    rows = Table("table", "rows written")
-    for table, count in report.rows.items():
-        rows.add_row(table, f"{count:,}")
-    out.print(rows)
-    out.print(f"swapped in: {', '.join(report.projectors)}")
+    else:
+        rows = Table("table", "rows written")
+        for table, count in report.rows.items():
+            rows.add_row(table, f"{count:,}")
+        out.print(rows)
+        out.print(f"swapped in: {', '.join(report.projectors)}")
+    if report.hint:
+        out.print(report.hint, markup=False)

@@ -338,7 +338,13 @@ class TickDaemon:
 
     def _set_state(self, state: str, reason: str | None = None, *, retry_at_ms: int | None = None) -> None:
         current = self._state
-        if current is not None and (current.state, current.reason, current.retry_at_ms) == (state, reason, retry_at_ms):
+        token = self.lease.token if self.lease is not None and state == "running" else None
+        if current is not None and (current.state, current.reason, current.retry_at_ms, current.token) == (
+            state,
+            reason,
+            retry_at_ms,
+            token,
+        ):
             self._refresh_state()
             return
         now = _wall_ms()
@@ -352,6 +358,7 @@ class TickDaemon:
                 retry_at_ms=retry_at_ms,
                 updated_at_ms=now,
                 valid_until_ms=now,
+                token=token,
             )
         )
 

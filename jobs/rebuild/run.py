@@ -138,6 +138,7 @@ class RebuildReport:
     seconds: dict[str, float] = attrs.field(factory=dict)
     verdicts: list[TableVerdict] = attrs.field(factory=list)
     swapped: bool = False
+    hint: str | None = None
 
     @property
     def equal(self) -> bool:
@@ -224,6 +225,10 @@ def rebuild(request: RebuildRequest) -> RebuildReport:
     projectors = select_projectors(request)
     if not projectors:
         raise InvalidInput("nothing to rebuild: no projector is enabled for that selection")
+    if request.engine == "spark" and request.spark is None:
+        from jobs.rebuild.spark_session import require_java
+
+        require_java()  # before the export, which may take long, rather than after it
     run = RebuildRun.of(request, projectors)
     shadow.check_swappable(run.db, run.tables)
     workdir.remove_abandoned(run.db)
@@ -292,20 +297,26 @@ def _spark(request: RebuildRequest) -> Any:
 def _replay(run: RebuildRun, files: Sequence[str], specs: Sequence[tuple[str | None, arrow.ReplaySpec]]) -> None:
     """Stage "replay": every projector group, with the engine the request names."""
     request, watermark = run.request, run.report.watermark
-    session = _spark(request) if request.engine == "spark" else None
+    groups = [
+        engines.ReplayGroup(
+            tuple(files),
+            spec,
+            key,
+            watermark,
+            engines.count_events(files, spec, watermark) if files else 0,
+            run.replay_dir(index),
+        )
+        for index, (key, spec) in enumerate(specs)
+    ]
+    run.report.events_replayed = sum(group.events for group in groups)
+    session = None
+    if request.engine == "spark":
+        from jobs.rebuild.spark_session import engine_hint
+
+        if request.spark is None:  # the hint is about Spark's start-up, which a caller's own session has paid
+            run.report.hint = engine_hint(run.report.events_replayed, request.master)
+        session = _spark(request)
     try:
-        groups = [
-            engines.ReplayGroup(
-                tuple(files),
-                spec,
-                key,
-                watermark,
-                engines.count_events(files, spec, watermark) if files else 0,
-                run.replay_dir(index),
-            )
-            for index, (key, spec) in enumerate(specs)
-        ]
-        run.report.events_replayed = sum(group.events for group in groups)
 
         def replay_groups(advance: Callable[[int], None]) -> None:
             for group in groups:

@@ -11,10 +11,10 @@ import importlib.util
 import keyword
 import sys
 from collections.abc import Collection, Mapping
-from importlib import metadata
 
 import attrs
 
+from core import distribution
 from core.errors import InvalidInput
 from core.protocol import Protocol
 
@@ -38,16 +38,14 @@ def plugin_names(name: str) -> PluginNames:
     """The names a plugin called ``name`` (already checked) goes by."""
     return PluginNames(
         protocol=name,
-        distribution=f"tessera-{name.replace('_', '-')}",
-        requirement=_tessera_requirement(),
+        distribution=plugin_distribution(name),
+        requirement=distribution.requirement(),
     )
 
 
-def _tessera_requirement() -> str:
-    try:
-        return f"tessera>={metadata.version('tessera')}"
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "tessera"
+def plugin_distribution(name: str) -> str:
+    """The pip name of plugin ``name``: ``tessera-`` and the name with dashes for underscores."""
+    return f"tessera-{name.replace('_', '-')}"
 
 
 def check_name(name: str, *, protocols: Mapping[str, Protocol], commands: Collection[str]) -> None:
@@ -65,6 +63,11 @@ def check_name(name: str, *, protocols: Mapping[str, Protocol], commands: Collec
     if name in protocols:
         raise InvalidInput(
             f"a protocol named {name!r} is already installed (package {protocols[name].package}); pick another name"
+        )
+    if plugin_distribution(name) == distribution.NAME:
+        raise InvalidInput(
+            f"a plugin named {name!r} would be distributed as {distribution.NAME}, Tessera's own name; "
+            "pick another name"
         )
     if name in commands:
         raise InvalidInput(

@@ -39,9 +39,13 @@ def test_renewal_keeps_the_token_and_extends_expiry(db):
     renewed = leases.try_acquire(db, "tick", "a", TTL, T0 + 600)
     assert renewed is not None
     assert (renewed.token, renewed.expires_at_ms) == (1, T0 + 600 + TTL)
-    assert leases.current(db, "tick") == {"owner": "a", "token": 1, "expires_at_ms": T0 + 600 + TTL}
     # acquired_at is the takeover time, not the renewal time
-    assert db.value("SELECT acquired_at_ms FROM leases") == T0
+    assert leases.current(db, "tick") == {
+        "owner": "a",
+        "token": 1,
+        "expires_at_ms": T0 + 600 + TTL,
+        "acquired_at_ms": T0,
+    }
 
 
 def test_another_owner_waits_until_expiry_then_takes_over_with_a_new_token(db, other):
@@ -72,7 +76,12 @@ def test_release_lets_the_next_taker_in_at_once_with_a_higher_token(db, other):
     assert taken is not None and taken.token == 2
     # Releasing a lease we no longer hold changes nothing.
     leases.release(db, lease)
-    assert leases.current(db, "tick") == {"owner": "b", "token": 2, "expires_at_ms": T0 + 1 + TTL}
+    assert leases.current(db, "tick") == {
+        "owner": "b",
+        "token": 2,
+        "expires_at_ms": T0 + 1 + TTL,
+        "acquired_at_ms": T0 + 1,
+    }
 
 
 def test_release_then_reacquire_by_the_same_owner_is_a_takeover(db):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from core import distribution
 from jobs.cli import cli
 from jobs.scaffold.names import plugin_names
 from jobs.scaffold.render import FILES, TEMPLATE_SUFFIX, destination, render_files, template_root
@@ -87,6 +90,14 @@ def test_it_writes_every_file_and_says_what_each_is_for(tmp_path):
     assert "pip install -e" in output.splitlines()[-1]
 
 
+def test_the_plugin_depends_on_tesseras_own_distribution_not_the_stranger_called_tessera(tmp_path):
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert ours == distribution.NAME != "tessera"
+    project = tomllib.loads((scaffold(tmp_path) / "pyproject.toml").read_text())["project"]
+    [dependency] = project["dependencies"]
+    assert re.fullmatch(rf"{re.escape(ours)}(>=[0-9][0-9.]*)?", dependency), dependency
+
+
 def test_the_generated_tests_pass_with_the_plugin_registered_but_not_installed(tmp_path):
     """The default suite's variant of the install test below: same generated tests, no venv, no pip."""
     package = scaffold(tmp_path)
@@ -134,6 +145,7 @@ def test_every_generated_function_is_fully_annotated(tmp_path):
         ("status", "`tessera status` is already a command"),
         ("json", "a Python module named 'json' is already importable"),
         ("pytest", "a Python module named 'pytest' is already importable"),
+        ("cqrs", "would be distributed as tessera-cqrs, Tessera's own name"),
     ],
 )
 def test_a_bad_name_is_refused_on_one_line_and_writes_nothing(tmp_path, name, reason):
@@ -277,3 +289,39 @@ def test_the_generated_code_passes_mypy_strict(tmp_path):
     proc = subprocess.run(command, cwd=package, env=env, capture_output=True, text=True)
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert not errors, proc.stdout
+
+
+def packaged_copy_of_this_checkout(target: Path) -> Path:
+    """What pip builds Tessera from, copied from this checkout, so the build's leftovers (build/, *.egg-info) land
+    in the copy, not in the checkout."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {pattern.rstrip("*") for pattern in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    leftovers = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.db", "*.db-*")
+    for name in packages:
+        shutil.copytree(ROOT / name, target / name, ignore=leftovers)
+    for name in ("pyproject.toml", project["project"]["readme"]):
+        shutil.copy(ROOT / name, target / name)
+    return target
+
+
+@pytest.mark.slow
+def test_the_plugin_installs_into_a_fresh_venv_with_this_checkout_as_its_tessera(tmp_path):
+    """No Tessera in the venv beforehand: pip takes the dependency from this checkout, never the index's `tessera`."""
+    package = scaffold(tmp_path)
+    started = time.monotonic()
+    run([sys.executable, "-m", "venv", str(tmp_path / "venv")], cwd=tmp_path)
+    python = tmp_path / "venv" / "bin" / "python"
+    env = isolated_env()
+    before = run([str(python), "-m", "pip", "list", "--format=freeze"], cwd=tmp_path, env=env)
+    assert distribution.NAME not in before.lower()
+    checkout = packaged_copy_of_this_checkout(tmp_path / "checkout")
+    run([str(python), "-m", "pip", "install", "--quiet", str(checkout), str(package)], cwd=tmp_path, env=env)
+    installed = time.monotonic()
+    listed = run([str(python), "-m", "pip", "list", "--format=freeze"], cwd=tmp_path, env=env).lower().split()
+    names = {line.split("==")[0] for line in listed}
+    assert {distribution.NAME, "tessera-reactions"} <= names
+    assert "tessera" not in names and "flask" not in names, listed  # the index's `tessera` pulls Flask
+    # The installed `tessera` script finds the plugin through its entry point, from outside any checkout.
+    plugins = run([str(tmp_path / "venv" / "bin" / "tessera"), "plugins"], cwd=tmp_path, env=env)
+    assert "protocol reactions (reactions): notes posted to topics" in plugins, plugins
+    print(f"venv and pip install {installed - started:.1f} s")

@@ -33,11 +33,11 @@ import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from urllib.parse import urlsplit
 
 from attrs import frozen
 
+from core import distribution
 from core.errors import InvalidInput
 from protocols.libraries import mls
 from protocols.libraries.mls import credential_string, key_package_from_bytes
@@ -94,10 +94,8 @@ def create_key_package(
 
 
 def _client_name() -> str:
-    try:
-        return f"tessera/{metadata.version('tessera')}"
-    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
-        return "tessera"
+    version = distribution.installed_version()
+    return "tessera" if version is None else f"tessera/{version}"
 
 
 CLIENT = _client_name()
