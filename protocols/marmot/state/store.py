@@ -25,7 +25,10 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 ``kept/<gid>/<epoch>/<outer id>``
     the raw outer event of everything decided at an epoch inside the
     rollback window (public relay data, not sealed), so a rollback can
-    decide it again; deleted when the epoch leaves the window;
+    decide it again; empty for our own events, which a rollback only
+    invalidates.  The names are also how a rollback finds the events it
+    moves (:func:`protocols.marmot.state.seen.decided_after`); deleted
+    when the epoch leaves the window;
 ``route/<nostr group id>``
     the group id (hex, not sealed) of the group that uses this
     ``nostr_group_id`` in its events' ``h`` tags now or did before: the
@@ -40,9 +43,10 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
     a sealed constant, so a wrong key is detected before any group is touched.
 
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
-:mod:`.key_packages`) and inbox relays (``relay_lists/inbox``, :mod:`.inbox`)
-live beside them.  Every value but routes, kept events and the inbox list is
-sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
+:mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
+the deletions (``deleted/``, :mod:`.deletions`) and the processing record
+(``seen/``, ``carried/``, :mod:`.seen`) live beside them.  Every value but
+routes, kept events, the inbox list and the processing record is sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
 associated data, so a sealed value cannot be moved to another key (another
 group, another epoch's snapshot) unnoticed.
@@ -440,7 +444,7 @@ class LoadedGroup:
         found = {}
         for outer_id, epoch in decided.items():
             raw = self.values.state.get(kept_name(self.gid, epoch, outer_id))
-            if raw is not None:
+            if raw:  # an empty value names an event of ours, never decided again (see :meth:`noted`)
                 found[outer_id] = raw
         return found
 
@@ -456,6 +460,13 @@ class LoadedGroup:
             return []
         assert epoch is not None  # needs_keeping says no for an event of no epoch
         return [self._kept_event(epoch, carrier)]
+
+    def noted(self, epoch: int, carrier: Carrier) -> list[WriteProtocolState]:
+        """Name an event of ours decided at ``epoch`` (sent, or sent from elsewhere) among those of the rollback
+        window, without its raw event: a rollback finds it (to invalidate it) but never decides it again."""
+        if not self.meta.needs_keeping(epoch):
+            return []
+        return [WriteProtocolState(kept_name(self.gid, epoch, carrier.id), b"")]
 
     def _kept_event(self, epoch: int, carrier: Carrier) -> WriteProtocolState:
         return WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())

@@ -34,9 +34,8 @@ from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.member import opened_values
-from protocols.marmot.processing.handlers import DUPLICATE_STATES
-from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.read.states import OuterState
+from protocols.marmot.processing.handlers import is_decided
+from protocols.marmot.state import seen
 from protocols.marmot.state.store import META, load_joined, routes_of
 from protocols.marmot.transport import prepared
 from protocols.marmot.wire import nostr, outer
@@ -147,8 +146,7 @@ def _select(
 def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
     """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
     with db.read():
-        seen = GroupHistoryStore(db, gid).outer_record(outer_id)
-    return seen is not None and (seen.state in DUPLICATE_STATES or seen.state == OuterState.FAILED)
+        return is_decided(seen.get(ProtocolState(db, PROTOCOL), gid, outer_id))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:

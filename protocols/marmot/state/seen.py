@@ -1,0 +1,293 @@
+"""What became of each outer event, as the handlers decide from it: write-side state of each group.
+
+The handlers dedupe an outer event by what they decided before, a rollback finds the events it moves by
+their epoch and state, and a deletion (or ``react``, ``delete``, a second ``send``) asks who wrote a rumor.
+Those answers come from here, written by the item (or command) whose facts change them, in its transaction,
+never from ``marmot_processed``, the read model a rebuild may drop and refill while the daemon works:
+
+``seen/<gid>/<outer id>``
+    JSON ``[state, epoch, created_at, rumor id, reason]``: the outcome of an outer event, moved along the
+    same transitions as its ``marmot_processed`` row (:func:`recorded` folds the facts of a result);
+``carried/<gid>/<rumor id>/<outer id>``
+    the rumor's author (its pubkey): one key per outer event whose outcome names that rumor (one, unless it
+    was sent again), so a new rumor costs one write and no read.
+
+A rollback of the epochs after ``E`` reads the records of the events decided after ``E`` only: they are the
+names under ``kept/<gid>/`` (:mod:`.store`; every event decided inside the rollback window has one, ours
+with an empty value), and the wrappers of the commit that loses ``E`` are in the group's meta.
+
+Not sealed, unlike the group's other values: they hold ids, epochs, states and authors, which the read
+models beside them hold in clear too (the whole file is encrypted at rest, issue 37), and sealing two values
+more per message would cost the backfill about 2% (a seal is 4 µs).  A database made before is filled once
+from ``marmot_processed`` when it is opened (:func:`fill`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from core import contract
+from core.intents import WriteProtocolState
+from core.kv import KV
+from core.records import Event, Result
+from core.state import ProtocolState
+from protocols.marmot import facts
+from protocols.marmot.read.states import OuterState
+from protocols.marmot.state.meta import GroupMeta
+from protocols.marmot.state.store import SealedValues, epoch_of, kept_name, kept_prefix, meta_name
+
+SEEN = "seen/"
+CARRIED = "carried/"
+#: The core KV flag set once this state holds the record of every outer event of the database (see :func:`fill`).
+FILLED = "marmot.seen_filled"
+#: What a new outcome may overwrite: anything Retryable, and Created by Processed (our own message seen on a
+#: relay); every other record is final (``marmot_processed`` keeps the same rule).
+_OVERWRITTEN = (OuterState.RETRYABLE,)
+
+
+@attrs.frozen
+class Seen:
+    """The outcome of one outer event: what the handlers decide from."""
+
+    state: OuterState = attrs.field(converter=OuterState)
+    epoch: int | None
+    created_at: int
+    rumor_id: str | None = None
+    reason: str | None = None
+
+    def encoded(self) -> bytes:
+        return json.dumps(
+            [self.state.value, self.epoch, self.created_at, self.rumor_id, self.reason], separators=(",", ":")
+        ).encode()
+
+    @classmethod
+    def decoded(cls, raw: bytes) -> Seen:
+        state, epoch, created_at, rumor_id, reason = json.loads(raw)
+        return cls(state, epoch, created_at, rumor_id, reason)
+
+
+def seen_name(gid: str, outer_id: str) -> str:
+    return f"{SEEN}{gid}/{outer_id}"
+
+
+def carried_prefix(gid: str, rumor_id: str) -> str:
+    return f"{CARRIED}{gid}/{rumor_id}/"
+
+
+def _outer_of(name: str) -> str:
+    return name.rsplit("/", 1)[1]
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+def get(state: ProtocolState, gid: str, outer_id: str) -> Seen | None:
+    """What was decided about ``outer_id`` of group ``gid``, or None when it is new."""
+    raw = state.get(seen_name(gid, outer_id))
+    return None if raw is None else Seen.decoded(raw)
+
+
+def author(state: ProtocolState, gid: str, rumor_id: str) -> str | None:
+    """The pubkey of rumor ``rumor_id`` when an outer event of the group carried it, else None."""
+    for name in state.keys(carried_prefix(gid, rumor_id)):
+        pubkey = state.get(name)
+        if pubkey is not None:
+            return pubkey.decode()
+    return None
+
+
+def carried_at_or_below(state: ProtocolState, gid: str, rumor_id: str, epoch: int, states: Sequence[str]) -> bool:
+    """Whether an outer event of epoch ``epoch`` or before, in one of ``states``, carries ``rumor_id``."""
+    for name in state.keys(carried_prefix(gid, rumor_id)):
+        record = get(state, gid, _outer_of(name))
+        if record is not None and record.epoch is not None and record.epoch <= epoch and record.state in states:
+            return True
+    return False
+
+
+def decided_after(state: ProtocolState, gid: str, epoch: int) -> list[tuple[str, Seen]]:
+    """The events decided at an epoch after ``epoch`` (inside the rollback window), oldest first."""
+    names = [name for name in state.keys(kept_prefix(gid)) if epoch_of(name) > epoch]
+    found = _records(state, gid, dict.fromkeys(_outer_of(name) for name in names))
+    return [(outer_id, record) for outer_id, record in found if record.epoch is not None and record.epoch > epoch]
+
+
+def commits_at(state: ProtocolState, gid: str, epoch: int, wrappers: Iterable[str]) -> list[str]:
+    """The outer events of ``wrappers`` (and any other kept at ``epoch``) that are processed commits of
+    ``epoch``, oldest first."""
+    kept = (_outer_of(name) for name in state.keys(kept_prefix(gid, epoch)))
+    candidates = dict.fromkeys([*wrappers, *kept])
+    return [
+        outer_id
+        for outer_id, record in _records(state, gid, candidates)
+        if record.epoch == epoch and record.state == OuterState.PROCESSED_COMMIT
+    ]
+
+
+def _records(state: ProtocolState, gid: str, outer_ids: Iterable[str]) -> list[tuple[str, Seen]]:
+    found = [(outer_id, get(state, gid, outer_id)) for outer_id in outer_ids]
+    return sorted(((o, r) for o, r in found if r is not None), key=lambda pair: (pair[1].created_at, pair[0]))
+
+
+# --- writes: the facts of one result, folded -------------------------------------------------------------
+
+
+class _Changes:
+    """The records a result's facts change, in the order the facts come (one write per key at the end)."""
+
+    def __init__(self, state: ProtocolState, gid: str):
+        self.state, self.gid = state, gid
+        self.before: dict[str, Seen | None] = {}
+        self.records: dict[str, Seen | None] = {}
+        self.carried: dict[str, bytes | None] = {}
+
+    def record(self, outer_id: str) -> Seen | None:
+        if outer_id not in self.records:
+            self.before[outer_id] = self.records[outer_id] = get(self.state, self.gid, outer_id)
+        return self.records[outer_id]
+
+    def mark(self, outer_id: str, new: Seen, pubkey: str | None = None) -> None:
+        """A new outcome: kept unless a final one is there already."""
+        old = self.record(outer_id)
+        if old is not None and not (
+            old.state in _OVERWRITTEN or (old.state == OuterState.CREATED and new.state == OuterState.PROCESSED)
+        ):
+            return
+        if old is None or old.rumor_id != new.rumor_id:
+            if old is not None and old.rumor_id is not None:
+                self.carried[carried_prefix(self.gid, old.rumor_id) + outer_id] = None
+            if new.rumor_id is not None and pubkey is not None:
+                self.carried[carried_prefix(self.gid, new.rumor_id) + outer_id] = pubkey.encode()
+        self.records[outer_id] = new
+
+    def move(self, outer_ids: Iterable[str], new_state: OuterState, from_states: Sequence[str]) -> None:
+        """Move the named events that are in one of ``from_states``."""
+        self.moved(outer_ids, from_states, lambda old: attrs.evolve(old, state=new_state))
+
+    def move_with_reason(
+        self, outer_ids: Iterable[str], new_state: OuterState, from_states: Sequence[str], reason: str | None
+    ) -> None:
+        """:meth:`move`, and set their failure reason (None for none) with the state."""
+        self.moved(outer_ids, from_states, lambda old: attrs.evolve(old, state=new_state, reason=reason))
+
+    def moved(self, outer_ids: Iterable[str], from_states: Sequence[str], change: Callable[[Seen], Seen]) -> None:
+        for outer_id in outer_ids:
+            old = self.record(outer_id)
+            if old is not None and old.state in from_states:
+                self.records[outer_id] = change(old)
+
+    def writes(self) -> list[WriteProtocolState]:
+        changed = [
+            WriteProtocolState(seen_name(self.gid, outer_id), record.encoded())
+            for outer_id, record in self.records.items()
+            if record is not None and record != self.before[outer_id]
+        ]
+        return changed + [WriteProtocolState(name, value) for name, value in self.carried.items()]
+
+
+def _marked(changes: _Changes, event: Event) -> None:
+    """What one fact about an outer event says of it (the transitions of ``marmot_processed``'s projector)."""
+    d, kind = event.data, event.type
+    outer_id = d.get("outer_id")
+    if outer_id is None:
+        return
+    made = d["outer_created_at"]
+    if kind in (facts.MESSAGE_SENT, facts.RUMOR_RECEIVED):
+        rumor = d["rumor"]
+        state = OuterState.CREATED if kind == facts.MESSAGE_SENT else OuterState.PROCESSED
+        changes.mark(outer_id, Seen(state, d["epoch"], made, rumor["id"]), rumor["pubkey"])
+    elif kind == facts.DELETION_RECEIVED:
+        changes.mark(outer_id, Seen(OuterState.PROCESSED, d["epoch"], made, d["rumor_id"]), d["pubkey"])
+    elif kind in (facts.OUTER_PROCESSED, facts.PROPOSAL_RECEIVED):
+        changes.mark(outer_id, Seen(OuterState.PROCESSED, d.get("epoch"), made))
+    elif kind in (facts.COMMIT_APPLIED, facts.COMMIT_REWRAPPED):
+        changes.mark(outer_id, Seen(OuterState.PROCESSED_COMMIT, d["epoch"], made))
+    elif kind == facts.OUTER_FAILED:
+        changes.mark(outer_id, Seen(OuterState.FAILED, d["epoch"], made, reason=d["reason"]))
+    elif kind == facts.OUTER_INVALIDATED:
+        rumor = d["rumor"]
+        record = Seen(OuterState.EPOCH_INVALIDATED, d["epoch"], made, None if rumor is None else rumor["id"])
+        changes.mark(outer_id, record, None if rumor is None else rumor["pubkey"])
+    elif kind == facts.OWN_MESSAGE_ECHOED:
+        changes.move([outer_id], OuterState.PROCESSED, (OuterState.CREATED,))
+    elif kind == facts.CHANGE_PUBLISHED and d["action"] == facts.ChangeAction.LEAVE:
+        changes.mark(outer_id, Seen(OuterState.CREATED, d["epoch"], made))
+
+
+def _rolled_back(changes: _Changes, d: dict) -> None:
+    shown = (OuterState.PROCESSED, OuterState.CREATED)
+    changes.move(d["invalidated"], OuterState.EPOCH_INVALIDATED, shown)
+    for commits, why in (
+        ("lost_commits", facts.FailureReason.COMMIT_LOST_RACE),
+        ("dead_commits", facts.FailureReason.INVALIDATED_BRANCH),
+    ):
+        changes.move_with_reason(d[commits], OuterState.FAILED, (OuterState.PROCESSED_COMMIT,), why.value)
+    won = (OuterState.FAILED, OuterState.RETRYABLE)
+    changes.move_with_reason(d["won_commits"], OuterState.PROCESSED_COMMIT, won, None)
+    changes.move(d["retryable"], OuterState.RETRYABLE, (OuterState.FAILED, OuterState.EPOCH_INVALIDATED))
+
+
+def recorded(state: ProtocolState, events: Sequence[Event]) -> list[WriteProtocolState]:
+    """The writes that bring the records of the outer events ``events`` are about up to date with them."""
+    by_group: dict[str, _Changes] = {}
+    for event in events:
+        changes = by_group.setdefault(event.partition_key, _Changes(state, event.partition_key))
+        if event.type == facts.EPOCH_ROLLED_BACK:
+            _rolled_back(changes, dict(event.data))
+        else:
+            _marked(changes, event)
+    return [write for changes in by_group.values() for write in changes.writes()]
+
+
+def with_records(state: ProtocolState, result: Result) -> Result:
+    """``result`` with the writes of the records its facts change (in its transaction, like the facts)."""
+    writes = recorded(state, result.events)
+    return attrs.evolve(result, intents=(*result.intents, *writes)) if writes else result
+
+
+# --- a database made before ------------------------------------------------------------------------------
+
+
+_ROWS = (
+    "SELECT gid, outer_id, outer_created_at, state, epoch, rumor_id, rumor_pubkey, reason FROM marmot_processed "
+    "ORDER BY gid"
+)
+
+
+def is_filled(kv: KV) -> bool:
+    return kv.get(FILLED) is not None
+
+
+def fill(db: contract.Database, kv: KV, now_ms: int) -> int:
+    """Once per database (in a write transaction): the records of a database made before this state, from the
+    read model as it stood (the only time it is read for a decision).  The number of records filled.
+
+    Events of ours decided inside a group's rollback window get their empty ``kept/`` name too, so a rollback
+    finds them; that reads the group's meta, sealed: without the state key nothing is filled (the handlers
+    cannot run either), and the next opening with the key fills."""
+    if kv.get(FILLED) is not None:
+        return 0
+    state = ProtocolState(db, facts.PROTOCOL)
+    values = SealedValues(state)
+    rows = db.all(_ROWS)
+    starts = {gid: _window_start(values, gid) for gid in {bytes(row[0]).hex() for row in rows}}
+    for gid_blob, outer_blob, created_at, state_name, epoch, rumor_blob, pubkey, reason in rows:
+        gid, outer_id = bytes(gid_blob).hex(), bytes(outer_blob).hex()
+        rumor_id = None if rumor_blob is None else bytes(rumor_blob).hex()
+        state.put(seen_name(gid, outer_id), Seen(state_name, epoch, created_at, rumor_id, reason).encoded(), now_ms)
+        if rumor_id is not None and pubkey is not None:
+            state.put(carried_prefix(gid, rumor_id) + outer_id, pubkey.encode(), now_ms)
+        start = starts[gid]
+        kept = None if epoch is None else kept_name(gid, epoch, outer_id)
+        if kept is not None and start is not None and epoch > start and state.get(kept) is None:
+            state.put(kept, b"", now_ms)
+    kv.set(FILLED, 1)
+    return len(rows)
+
+
+def _window_start(values: SealedValues, gid: str) -> int | None:
+    plain = values.get(meta_name(gid))
+    return None if plain is None else GroupMeta.from_bytes(plain).window_start
