@@ -57,13 +57,15 @@ class MarmotMember:
 
 
 def _fill_decision_state(app: App) -> None:
-    """A database made before the handlers kept their deletions and processing records themselves gets them
-    once, from its read models' rows (:func:`.state.deletions.fill`, :func:`.state.seen.fill`)."""
+    """A database made before the handlers kept their deletions, processing records and invitations themselves
+    gets them once, from its read models' rows (the ``fill`` of :mod:`.state.deletions`, :mod:`.state.seen`
+    and :mod:`.state.invitations`)."""
     from protocols.marmot.errors import StateKeyError
-    from protocols.marmot.state import deletions, seen
+    from protocols.marmot.state import deletions, invitations, seen
 
     runtime = app.runtime
-    for table, state in (("marmot_deletions", deletions), ("marmot_processed", seen)):
+    filled = (("marmot_deletions", deletions), ("marmot_processed", seen), ("marmot_welcomes", invitations))
+    for table, state in filled:
         with runtime.db.read():
             if not runtime.db.has_table(table) or state.is_filled(runtime.kv):
                 continue

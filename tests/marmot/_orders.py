@@ -145,9 +145,10 @@ def assert_records_match_projection(app, gid: str) -> None:
         (key,),
     )
     projected = {o.hex(): seen.Seen(s, e, c, None if r is None else r.hex(), why) for o, s, e, c, r, _, why in rows}
-    records = {name.rsplit("/", 1)[1]: seen.Seen.decoded(state.get(name)) for name in state.keys(f"seen/{gid}/")}
+    stored = {name: state.get(name) or b"" for name in state.keys(f"seen/{gid}/") + state.keys(f"carried/{gid}/")}
+    records = {name.rsplit("/", 1)[1]: seen.Seen.decoded(v) for name, v in stored.items() if name.startswith("seen/")}
     assert records == projected
-    carried = {tuple(name.split("/")[2:]): state.get(name).decode() for name in state.keys(f"carried/{gid}/")}
+    carried = {tuple(name.split("/")[2:]): v.decode() for name, v in stored.items() if name.startswith("carried/")}
     assert carried == {(r.hex(), o.hex()): p for o, _, _, _, r, p, _ in rows if r is not None}
 
 

@@ -5,7 +5,6 @@ and a database made before is filled once from its rows."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
@@ -128,7 +127,7 @@ def test_read_models_emptied_between_deliveries_change_no_decision(tmp_path: Pat
         emptied.close()
 
 
-def _own_message_on_a_losing_branch(app, net: Net, between) -> tuple[str, bytes]:
+def _own_message_on_a_losing_branch(app, net: Net, between) -> tuple[str, str]:
     """Commit A is applied, we send a message after it, ``between(app)`` runs, then the better commit B rolls
     A back; the message's rumor id and its outer event."""
     app.runtime.run_command("marmot.join", net.join_params)

@@ -90,20 +90,20 @@ def _decoded(blob: bytes, verified: nostr.Verified | None) -> Envelope:
 def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Blocked:
     """Handle one outer event (see the module table for what a known one does); its outcome's record is
     written with it (:mod:`protocols.marmot.state.seen`)."""
-    outcome = _decided(ctx, envelope)
-    return seen.with_records(ctx.state, outcome) if isinstance(outcome, Result) else outcome
-
-
-def _decided(ctx: contract.Context, envelope: Envelope) -> Result | Blocked:
     gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)
     if gid is None:
         return wait_for_group(ctx, out)
     record = seen.get(ctx.state, gid, out.id)
+    outcome = _decided(ctx, out, record)
+    return seen.with_records(ctx.state, outcome, {out.id: record}) if isinstance(outcome, Result) else outcome
+
+
+def _decided(ctx: contract.Context, out: Outer, record: seen.Seen | None) -> Result | Blocked:
     if is_decided(record):
         note(ctx, out, observe.DUPLICATE if record.state in DUPLICATE_STATES else observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = store.load(ctx.state, gid, opened_values(ctx.runtime))
+    loaded = store.load(ctx.state, out.gid, opened_values(ctx.runtime))
     if loaded is None:
         return wait_for_group(ctx, out)
     item = Item(ctx, out, record, loaded)

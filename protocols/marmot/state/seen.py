@@ -25,7 +25,7 @@ from ``marmot_processed`` when it is opened (:func:`fill`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -138,10 +138,10 @@ def _records(state: ProtocolState, gid: str, outer_ids: Iterable[str]) -> list[t
 class _Changes:
     """The records a result's facts change, in the order the facts come (one write per key at the end)."""
 
-    def __init__(self, state: ProtocolState, gid: str):
+    def __init__(self, state: ProtocolState, gid: str, known: Mapping[str, Seen | None]):
         self.state, self.gid = state, gid
-        self.before: dict[str, Seen | None] = {}
-        self.records: dict[str, Seen | None] = {}
+        self.before: dict[str, Seen | None] = dict(known)
+        self.records: dict[str, Seen | None] = dict(known)
         self.carried: dict[str, bytes | None] = {}
 
     def record(self, outer_id: str) -> Seen | None:
@@ -230,11 +230,15 @@ def _rolled_back(changes: _Changes, d: dict) -> None:
     changes.move(d["retryable"], OuterState.RETRYABLE, (OuterState.FAILED, OuterState.EPOCH_INVALIDATED))
 
 
-def recorded(state: ProtocolState, events: Sequence[Event]) -> list[WriteProtocolState]:
-    """The writes that bring the records of the outer events ``events`` are about up to date with them."""
+def recorded(
+    state: ProtocolState, events: Sequence[Event], known: Mapping[str, Seen | None] | None = None
+) -> list[WriteProtocolState]:
+    """The writes that bring the records of the outer events ``events`` are about up to date with them;
+    ``known`` holds records read in this transaction already (by outer id), so they are not read again."""
     by_group: dict[str, _Changes] = {}
     for event in events:
-        changes = by_group.setdefault(event.partition_key, _Changes(state, event.partition_key))
+        gid = event.partition_key
+        changes = by_group.setdefault(gid, _Changes(state, gid, known or {}))
         if event.type == facts.EPOCH_ROLLED_BACK:
             _rolled_back(changes, dict(event.data))
         else:
@@ -242,9 +246,9 @@ def recorded(state: ProtocolState, events: Sequence[Event]) -> list[WriteProtoco
     return [write for changes in by_group.values() for write in changes.writes()]
 
 
-def with_records(state: ProtocolState, result: Result) -> Result:
+def with_records(state: ProtocolState, result: Result, known: Mapping[str, Seen | None] | None = None) -> Result:
     """``result`` with the writes of the records its facts change (in its transaction, like the facts)."""
-    writes = recorded(state, result.events)
+    writes = recorded(state, result.events, known)
     return attrs.evolve(result, intents=(*result.intents, *writes)) if writes else result
 
 
