@@ -2,7 +2,9 @@
 
 A store is bound to one group and to something that runs SQL (the apsw
 connection a projector is given, or a ``core.db.Database``).  The write
-methods are what the projectors call; handlers and the CLI use the reads.
+methods are what the projectors call; the CLI and observers use the reads
+(handlers and commands decide from write-side state instead:
+:mod:`protocols.marmot.state.seen`).
 
 Outer-event states move only along the transitions the plugin allows
 (``Created -> Processed``, ``Retryable -> anything``, and the two rollback
