@@ -6,7 +6,7 @@ Those answers come from here, written by the item (or command) whose facts chang
 never from ``marmot_processed``, the read model a rebuild may drop and refill while the daemon works:
 
 ``seen/<gid>/<outer id>``
-    JSON ``[state, epoch, created_at, rumor id, reason]``: the outcome of an outer event, moved along the
+    ``state epoch created_at rumor-id reason`` (``-`` for none): the outcome of an outer event, moved along the
     same transitions as its ``marmot_processed`` row (:func:`recorded` folds the facts of a result);
 ``carried/<gid>/<rumor id>/<outer id>``
     the rumor's author (its pubkey): one key per outer event whose outcome names that rumor (one, unless it
@@ -24,7 +24,6 @@ from ``marmot_processed`` when it is opened (:func:`fill`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
@@ -59,14 +58,25 @@ class Seen:
     reason: str | None = None
 
     def encoded(self) -> bytes:
-        return json.dumps(
-            [self.state.value, self.epoch, self.created_at, self.rumor_id, self.reason], separators=(",", ":")
-        ).encode()
+        """``state epoch created_at rumor-id reason``, ``-`` for none: no value holds a space (ids are hex,
+        reasons words of :class:`~protocols.marmot.facts.FailureReason`); shorter and quicker than JSON."""
+        return f"{self.state.value} {_text(self.epoch)} {self.created_at} {_text(self.rumor_id)} {_text(self.reason)}".encode()
 
     @classmethod
     def decoded(cls, raw: bytes) -> Seen:
-        state, epoch, created_at, rumor_id, reason = json.loads(raw)
-        return cls(state, epoch, created_at, rumor_id, reason)
+        state, epoch, created_at, rumor_id, reason = raw.decode().split(" ")
+        return cls(state, None if epoch == _NONE else int(epoch), int(created_at), _value(rumor_id), _value(reason))
+
+
+_NONE = "-"
+
+
+def _text(value: object) -> str:
+    return _NONE if value is None else str(value)
+
+
+def _value(text: str) -> str | None:
+    return None if text == _NONE else text
 
 
 def seen_name(gid: str, outer_id: str) -> str:
