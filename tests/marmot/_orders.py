@@ -146,10 +146,14 @@ def assert_records_match_projection(app, gid: str) -> None:
     )
     projected = {o.hex(): seen.Seen(s, e, c, None if r is None else r.hex(), why) for o, s, e, c, r, _, why in rows}
     stored = {name: state.get(name) or b"" for name in state.keys(f"seen/{gid}/") + state.keys(f"carried/{gid}/")}
-    records = {name.rsplit("/", 1)[1]: seen.Seen.decoded(v) for name, v in stored.items() if name.startswith("seen/")}
+    records = {
+        name.split("/")[3]: seen.Seen.decoded(value, int(name.split("/")[2]))
+        for name, value in stored.items()
+        if name.startswith("seen/")
+    }
     assert records == projected
     carried = {tuple(name.split("/")[2:]): v.decode() for name, v in stored.items() if name.startswith("carried/")}
-    assert carried == {(r.hex(), o.hex()): p for o, _, _, _, r, p, _ in rows if r is not None}
+    assert carried == {(r.hex(), f"{c:010d}", o.hex()): p for o, _, _, c, r, p, _ in rows if r is not None}
 
 
 def parked_blobs(app) -> list[bytes]:

@@ -17,7 +17,7 @@ from protocols.marmot import simulate
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read.projectors import HISTORY, PROCESSED
 from protocols.marmot.state import deletions, seen
-from protocols.marmot.state.store import SealedValues
+from protocols.marmot.state.store import EPOCHS, SealedValues
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._orders import assert_records_match_projection, outcome, run, split
 from tests.marmot._read import message_state, outer_state
@@ -127,9 +127,9 @@ def test_read_models_emptied_between_deliveries_change_no_decision(tmp_path: Pat
         emptied.close()
 
 
-def _own_message_on_a_losing_branch(app, net: Net, between) -> tuple[str, str]:
+def _own_message_on_a_losing_branch(app, net: Net, between) -> tuple[str, str, int]:
     """Commit A is applied, we send a message after it, ``between(app)`` runs, then the better commit B rolls
-    A back; the message's rumor id and its outer event."""
+    A back; the message's rumor id, its outer event's id and time."""
     app.runtime.run_command("marmot.join", net.join_params)
     a_line, _ = net.prepare(1, T0 + 20)
     b_line, _ = net.prepare(2, T0 + 10)
@@ -138,7 +138,7 @@ def _own_message_on_a_losing_branch(app, net: Net, between) -> tuple[str, str]:
     between(app)
     deliver(app, b_line)
     settle(app)
-    return sent["rumor"]["id"], sent["outer_id"]
+    return sent["rumor"]["id"], sent["outer_id"], sent["outer_created_at"]
 
 
 @pytest.mark.parametrize("interference", ["none", "emptied"])
@@ -146,9 +146,9 @@ def test_our_own_message_after_a_losing_commit_is_invalidated(marmot_app, interf
     net = Net(3)
     app = marmot_app()
     between = _empty_read_models if interference == "emptied" else lambda app: None
-    rumor_id, outer_id = _own_message_on_a_losing_branch(app, net, between)
+    rumor_id, outer_id, created_at = _own_message_on_a_losing_branch(app, net, between)
     with app.db.read():
-        record = seen.get(ProtocolState(app.db, PROTOCOL), net.gid, outer_id)
+        record = seen.get(ProtocolState(app.db, PROTOCOL), net.gid, created_at, outer_id)
     assert record is not None and record.state == "EpochInvalidated"
     if interference == "none":  # the read models (not emptied) say the same
         assert message_state(app, net.gid, rumor_id) == "EpochInvalidated"
@@ -159,7 +159,7 @@ def _decision_state(app) -> dict[str, bytes | None]:
     """The records, their rumor index and the names a rollback finds events by."""
     state = ProtocolState(app.db, PROTOCOL)
     with app.db.read():
-        names = [*state.keys(seen.SEEN), *state.keys(seen.CARRIED), *state.keys("kept/")]
+        names = [*state.keys(seen.SEEN), *state.keys(seen.CARRIED), *state.keys(EPOCHS)]
         return {name: state.get(name) for name in names}
 
 
@@ -173,7 +173,7 @@ def test_a_database_made_before_gets_its_processing_records_once(marmot_app, set
     deliver(app, said, a_line)
     sent = app.runtime.run_command("marmot.send", {"group": net.gid, "text": "ours, after A"}).events[0].data
     made = _decision_state(app)
-    assert any(value == b"" for name, value in made.items() if name.startswith("kept/"))  # ours, noted
+    assert any(name.endswith(sent["outer_id"]) for name in made if name.startswith(EPOCHS))  # ours, in the window
     path = app.db.path
     app.close()
     db = Database(path, settings)  # as a database made before: its records only in the read model
@@ -183,7 +183,7 @@ def test_a_database_made_before_gets_its_processing_records_once(marmot_app, set
                 "DELETE FROM protocol_state WHERE protocol = ? AND substr(key, 1, ?) = ?",
                 (PROTOCOL, len(prefix), prefix),
             )
-        db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key LIKE 'kept/%' AND value = x''", (PROTOCOL,))
+        db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key LIKE 'at/%'", (PROTOCOL,))
         KV(db).delete(seen.FILLED)
     db.close()
     reopened = marmot_app(path=path)

@@ -204,7 +204,6 @@ def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     intents = [
         *loaded.state_written(new_state),
         nostr_transport.group_event_intent(state, event, params.get("transport")),
-        *loaded.noted(state.epoch, facts.Outer(loaded.gid, event)),
     ]
     return seen.with_records(ctx.state, Result(events=[fact], intents=intents))
 

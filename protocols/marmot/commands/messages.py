@@ -86,7 +86,6 @@ def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str
     intents = (
         *loaded.state_written(new_state),
         nostr_transport.group_event_intent(state, event, params.get("transport")),
-        *loaded.noted(state.epoch, sent),
     )
     if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now
         return seen.with_records(ctx.state, deletion(Item(ctx, sent, None, loaded), rumor, state.epoch, intents))

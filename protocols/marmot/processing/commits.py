@@ -186,8 +186,8 @@ def rollback(
 def _changes(item: Item, epoch: int, winner: Candidate) -> tuple[facts.Rollback, dict[str, int]]:
     """How the rollback moves each event it touches, and the epoch of each event to decide again.
 
-    Decided from the group's records (:mod:`protocols.marmot.state.seen`): the events decided after ``epoch``,
-    and the wrappers of the commit that loses it."""
+    Decided from the group's records (:mod:`protocols.marmot.state.seen`) of the events decided at ``epoch``
+    (its commits) and after it."""
     state, gid = item.ctx.state, item.outer.gid
     after = seen.decided_after(state, gid, epoch)
     shown = [(outer_id, record) for outer_id, record in after if record.state in _SHOWN]
@@ -198,12 +198,10 @@ def _changes(item: Item, epoch: int, winner: Candidate) -> tuple[facts.Rollback,
         if record.rumor_id is not None and not seen.carried_at_or_below(state, gid, record.rumor_id, epoch, _SHOWN)
     ]
     retry = {outer_id: record.epoch for outer_id, record in after if _may_read_otherwise(record)}
-    loser = item.group.meta.record(epoch)
-    assert loser is not None  # the caller found it before it chose to roll back
     changes = facts.Rollback(
         invalidated=tuple(outer_id for outer_id, _ in shown),
         invalidated_rumors=tuple(dict.fromkeys(rumors)),
-        lost_commits=tuple(seen.commits_at(state, gid, epoch, loser.applied_candidate.wrappers)),
+        lost_commits=tuple(seen.commits_at(state, gid, epoch)),
         won_commits=tuple(w for w in winner.wrappers if w != item.outer.id),
         dead_commits=tuple(o for o, record in after if record.state == OuterState.PROCESSED_COMMIT),
         retryable=tuple(retry),

@@ -94,7 +94,7 @@ def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Bl
     out = Outer(gid or "", envelope.payload)
     if gid is None:
         return wait_for_group(ctx, out)
-    record = seen.get(ctx.state, gid, out.id)
+    record = seen.get(ctx.state, gid, out.created_at, out.id)
     outcome = _decided(ctx, out, record)
     return seen.with_records(ctx.state, outcome, {out.id: record}) if isinstance(outcome, Result) else outcome
 

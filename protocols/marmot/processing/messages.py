@@ -37,7 +37,6 @@ def handle_message(item: Item, header: mls.MessageHeader, message: bytes) -> Res
     except mls.CannotDecryptOwnMessage:
         return item.fact(
             facts.OUTER_PROCESSED,
-            intents=item.group.noted(header.epoch, item.outer),
             epoch=header.epoch,
             content_type=header.content_type,
             note="our own message, sent from elsewhere; not readable here",

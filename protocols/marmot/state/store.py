@@ -25,10 +25,7 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 ``kept/<gid>/<epoch>/<outer id>``
     the raw outer event of everything decided at an epoch inside the
     rollback window (public relay data, not sealed), so a rollback can
-    decide it again; empty for our own events, which a rollback only
-    invalidates.  The names are also how a rollback finds the events it
-    moves (:func:`protocols.marmot.state.seen.decided_after`); deleted
-    when the epoch leaves the window;
+    decide it again; deleted when the epoch leaves the window;
 ``route/<nostr group id>``
     the group id (hex, not sealed) of the group that uses this
     ``nostr_group_id`` in its events' ``h`` tags now or did before: the
@@ -45,7 +42,7 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
 :mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
 the deletions (``deleted/``, :mod:`.deletions`) and the processing record
-(``seen/``, ``carried/``, :mod:`.seen`) live beside them.  Every value but
+(``seen/``, ``carried/``, ``at/``, :mod:`.seen`) live beside them.  Every value but
 routes, kept events, the inbox list and the processing record is sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
 associated data, so a sealed value cannot be moved to another key (another
@@ -96,6 +93,7 @@ META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
 KEPT = "kept/"
+EPOCHS = "at/"
 OUTBOX = "outbox/"
 ROUTE = "route/"
 WELCOME = "welcome/"
@@ -133,6 +131,11 @@ def kept_prefix(gid: str, epoch: int | None = None) -> str:
     return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
 
 
+def epochs_prefix(gid: str, epoch: int | None = None) -> str:
+    """Where the processing record indexes a group's events by epoch (:mod:`.seen`), pruned with the window."""
+    return f"{EPOCHS}{gid}/" if epoch is None else f"{EPOCHS}{gid}/{epoch:020d}/"
+
+
 def kept_name(gid: str, epoch: int, outer_id: str) -> str:
     return f"{kept_prefix(gid, epoch)}{outer_id}"
 
@@ -146,7 +149,7 @@ def outbox_name(gid: str, epoch: int, digest: str) -> str:
 
 
 def epoch_of(name: str) -> int:
-    """The epoch a ``snap/``, ``branch/``, ``kept/`` or ``outbox/`` key names."""
+    """The epoch a ``snap/``, ``branch/``, ``kept/``, ``at/`` or ``outbox/`` key names."""
     return int(name.split("/")[2])
 
 
@@ -444,7 +447,7 @@ class LoadedGroup:
         found = {}
         for outer_id, epoch in decided.items():
             raw = self.values.state.get(kept_name(self.gid, epoch, outer_id))
-            if raw:  # an empty value names an event of ours, never decided again (see :meth:`noted`)
+            if raw is not None:
                 found[outer_id] = raw
         return found
 
@@ -460,13 +463,6 @@ class LoadedGroup:
             return []
         assert epoch is not None  # needs_keeping says no for an event of no epoch
         return [self._kept_event(epoch, carrier)]
-
-    def noted(self, epoch: int, carrier: Carrier) -> list[WriteProtocolState]:
-        """Name an event of ours decided at ``epoch`` (sent, or sent from elsewhere) among those of the rollback
-        window, without its raw event: a rollback finds it (to invalidate it) but never decides it again."""
-        if not self.meta.needs_keeping(epoch):
-            return []
-        return [WriteProtocolState(kept_name(self.gid, epoch, carrier.id), b"")]
 
     def _kept_event(self, epoch: int, carrier: Carrier) -> WriteProtocolState:
         return WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())
@@ -559,9 +555,13 @@ class LoadedGroup:
             intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
             intents += [WriteProtocolState(name, None) for name in names(branch_prefix(gid, record.epoch))]
             intents += [WriteProtocolState(name, None) for name in names(outbox_prefix(gid, record.epoch))]
-        if records and window_start is not None:  # only a moved window frees kept events
+        if records and window_start is not None:  # only a moved window frees kept events and the epoch index
             intents += [
                 WriteProtocolState(name, None) for name in names(kept_prefix(gid)) if epoch_of(name) <= window_start
+            ]
+            # A rollback of the window's first epoch still reads that epoch's commits (seen.commits_at).
+            intents += [
+                WriteProtocolState(name, None) for name in names(epochs_prefix(gid)) if epoch_of(name) < window_start
             ]
         return intents
 

@@ -136,17 +136,17 @@ def _select(
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
-        elif _decided(db, gid, event["id"]):
+        elif _decided(db, gid, event):
             report.skipped_known += 1
         else:
             chosen[event["id"]] = _Event(event, attrs.evolve(item, partition_key=event_gid))
     return sorted(chosen.values(), key=_cursor_key)
 
 
-def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
-    """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
+def _decided(db: contract.Database, gid: str, event: dict[str, Any]) -> bool:
+    """Whether the handler would take ``event`` for a duplicate or a past failure (see its dedupe table)."""
     with db.read():
-        return is_decided(seen.get(ProtocolState(db, PROTOCOL), gid, outer_id))
+        return is_decided(seen.get(ProtocolState(db, PROTOCOL), gid, event["created_at"], event["id"]))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:
