@@ -205,7 +205,7 @@ def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
         *loaded.state_written(new_state),
         nostr_transport.group_event_intent(state, event, params.get("transport")),
     ]
-    return seen.with_records(ctx.state, Result(events=[fact], intents=intents))
+    return seen.with_records(ctx.state, Result(events=[fact], intents=intents), loaded.meta.window_start)
 
 
 def _commit(

@@ -88,6 +88,7 @@ def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str
         nostr_transport.group_event_intent(state, event, params.get("transport")),
     )
     if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now
-        return seen.with_records(ctx.state, deletion(Item(ctx, sent, None, loaded), rumor, state.epoch, intents))
+        decided = deletion(Item(ctx, sent, None, loaded), rumor, state.epoch, intents)
+        return seen.with_records(ctx.state, decided, loaded.meta.window_start)
     fact = facts.about(facts.MESSAGE_SENT, sent, loaded.meta.generation, epoch=state.epoch, rumor=rumor)
-    return seen.with_records(ctx.state, Result(events=[fact], intents=intents))
+    return seen.with_records(ctx.state, Result(events=[fact], intents=intents), loaded.meta.window_start)

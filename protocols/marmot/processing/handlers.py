@@ -95,21 +95,22 @@ def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Bl
     if gid is None:
         return wait_for_group(ctx, out)
     record = seen.get(ctx.state, gid, out.created_at, out.id)
-    outcome = _decided(ctx, out, record)
-    return seen.with_records(ctx.state, outcome, {out.id: record}) if isinstance(outcome, Result) else outcome
-
-
-def _decided(ctx: contract.Context, out: Outer, record: seen.Seen | None) -> Result | Blocked:
     if is_decided(record):
         note(ctx, out, observe.DUPLICATE if record.state in DUPLICATE_STATES else observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
-    loaded = store.load(ctx.state, out.gid, opened_values(ctx.runtime))
+    loaded = store.load(ctx.state, gid, opened_values(ctx.runtime))
     if loaded is None:
         return wait_for_group(ctx, out)
-    item = Item(ctx, out, record, loaded)
-    if record is not None and record.state == OuterState.CREATED:
+    outcome = _decided(Item(ctx, out, record, loaded))
+    if isinstance(outcome, Blocked):
+        return outcome
+    return seen.with_records(ctx.state, outcome, loaded.meta.window_start, {out.id: record})
+
+
+def _decided(item: Item) -> Result | Blocked:
+    if item.record is not None and item.record.state == OuterState.CREATED:
         # The processing record already proves it is ours; its key is gone anyway.
-        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=record.rumor_id)
+        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=item.record.rumor_id)
     return _open(item)
 
 

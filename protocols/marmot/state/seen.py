@@ -12,8 +12,10 @@ never from ``marmot_processed``, the read model a rebuild may drop and refill wh
     the rumor's author (its pubkey), one key per outer event whose outcome names that rumor (one, unless it
     was sent again): who wrote a rumor, and did it come;
 ``at/<gid>/<epoch>/<created_at>/<outer id>``
-    empty: the events decided at each epoch, so a rollback of the epochs after ``E`` reads the records of
-    those events and no other; pruned with the rollback window (:mod:`.store`).
+    empty: the events decided at each epoch of the rollback window (from its first epoch on, and every
+    commit), so a rollback of the epochs after ``E`` reads the records of those events and no other; pruned
+    as the window moves (:mod:`.store`).  An event outside the window no rollback can reach (the window only
+    moves on), as the rule that keeps raw events (``GroupMeta.needs_keeping``) assumes too.
 
 Every key names the outer event's ``created_at`` (10 digits) before its id, which the handlers know (it is
 in the event) when they look it up: an index ordered by time takes a new event near the last one, on a page
@@ -170,8 +172,8 @@ def _times_from(state: ProtocolState, gid: str, epoch: int) -> dict[str, int]:
 class _Changes:
     """The records a result's facts change, in the order the facts come (one write per key at the end)."""
 
-    def __init__(self, state: ProtocolState, gid: str, known: Mapping[str, Seen | None]):
-        self.state, self.gid = state, gid
+    def __init__(self, state: ProtocolState, gid: str, window_start: int | None, known: Mapping[str, Seen | None]):
+        self.state, self.gid, self.window_start = state, gid, window_start
         self.before: dict[str, Seen | None] = dict(known)
         self.records: dict[str, Seen | None] = dict(known)
         self.when = {outer_id: record.created_at for outer_id, record in known.items() if record is not None}
@@ -184,7 +186,13 @@ class _Changes:
             self.before[outer_id] = self.records[outer_id] = found
         return self.records[outer_id]
 
-    def mark(self, outer_id: str, new: Seen, pubkey: str | None = None) -> None:
+    def indexed(self, epoch: int | None, commit: bool) -> bool:
+        """Whether an event decided at ``epoch`` goes in the epoch index: inside the window, or a commit (the
+        first commit applied begins the window, and a rollback of its epoch reads it)."""
+        start = self.window_start
+        return epoch is not None and (commit or (start is not None and epoch >= start))
+
+    def mark(self, outer_id: str, new: Seen, pubkey: str | None = None, *, commit: bool = False) -> None:
         """A new outcome: kept unless a final one is there already."""
         self.when.setdefault(outer_id, new.created_at)
         old = self.record(outer_id)
@@ -201,7 +209,7 @@ class _Changes:
         if old is None or old.epoch != new.epoch:
             if old is not None and old.epoch is not None:
                 self.index[epochs_prefix(self.gid, old.epoch) + when] = None
-            if new.epoch is not None:
+            if self.indexed(new.epoch, commit):
                 self.index[epochs_prefix(self.gid, new.epoch) + when] = b""
         self.records[outer_id] = new
 
@@ -246,7 +254,7 @@ def _marked(changes: _Changes, event: Event) -> None:
     elif kind in (facts.OUTER_PROCESSED, facts.PROPOSAL_RECEIVED):
         changes.mark(outer_id, Seen(OuterState.PROCESSED, d.get("epoch"), made))
     elif kind in (facts.COMMIT_APPLIED, facts.COMMIT_REWRAPPED):
-        changes.mark(outer_id, Seen(OuterState.PROCESSED_COMMIT, d["epoch"], made))
+        changes.mark(outer_id, Seen(OuterState.PROCESSED_COMMIT, d["epoch"], made), commit=True)
     elif kind == facts.OUTER_FAILED:
         changes.mark(outer_id, Seen(OuterState.FAILED, d["epoch"], made, reason=d["reason"]))
     elif kind == facts.OUTER_INVALIDATED:
@@ -277,14 +285,18 @@ def _rolled_back(changes: _Changes, d: Mapping) -> None:
 
 
 def recorded(
-    state: ProtocolState, events: Sequence[Event], known: Mapping[str, Seen | None] | None = None
+    state: ProtocolState,
+    events: Sequence[Event],
+    window_start: int | None,
+    known: Mapping[str, Seen | None] | None = None,
 ) -> list[WriteProtocolState]:
-    """The writes that bring the records of the outer events ``events`` are about up to date with them;
-    ``known`` holds records read in this transaction already (by outer id), so they are not read again."""
+    """The writes that bring the records of the outer events ``events`` are about up to date with them, for a
+    group whose rollback window begins at ``window_start``; ``known`` holds records read in this transaction
+    already (by outer id), so they are not read again."""
     by_group: dict[str, _Changes] = {}
     for event in events:
         gid = event.partition_key
-        changes = by_group.setdefault(gid, _Changes(state, gid, known or {}))
+        changes = by_group.setdefault(gid, _Changes(state, gid, window_start, known or {}))
         if event.type == facts.EPOCH_ROLLED_BACK:
             _rolled_back(changes, event.data)
         else:
@@ -292,9 +304,11 @@ def recorded(
     return [write for changes in by_group.values() for write in changes.writes()]
 
 
-def with_records(state: ProtocolState, result: Result, known: Mapping[str, Seen | None] | None = None) -> Result:
+def with_records(
+    state: ProtocolState, result: Result, window_start: int | None, known: Mapping[str, Seen | None] | None = None
+) -> Result:
     """``result`` with the writes of the records its facts change (in its transaction, like the facts)."""
-    writes = recorded(state, result.events, known)
+    writes = recorded(state, result.events, window_start, known)
     return attrs.evolve(result, intents=(*result.intents, *writes)) if writes else result
 
 
