@@ -28,7 +28,7 @@ class MarmotMember:
         self._relays: list[RelayTransport] = []
         #: ``(at-rest key, sealed key check)`` pairs that opened, so the tick checks each once.
         self.keys_checked: set[tuple[bytes, bytes]] = set()
-        _fill_deletions(app)
+        _fill_decision_state(app)
 
     def relays(self) -> RelayTransport:
         """The relay transport in use: real WebSocket relays unless one was chosen with :meth:`use_relays`."""
@@ -56,20 +56,24 @@ class MarmotMember:
         self.opened.clear()
 
 
-def _fill_deletions(app: App) -> None:
-    """A database made before the handlers kept their deletions themselves gets them once, from its rows."""
+def _fill_decision_state(app: App) -> None:
+    """A database made before the handlers kept their deletions, processing records and invitations themselves
+    gets them once, from its read models' rows (the ``fill`` of :mod:`.state.deletions`, :mod:`.state.seen`
+    and :mod:`.state.invitations`)."""
     from protocols.marmot.errors import StateKeyError
-    from protocols.marmot.state import deletions
+    from protocols.marmot.state import deletions, invitations, seen
 
     runtime = app.runtime
-    with runtime.db.read():
-        if not runtime.db.has_table("marmot_deletions") or deletions.is_filled(runtime.kv):
-            return
-    try:
-        with runtime.db.write():
-            deletions.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
-    except StateKeyError:
-        return  # no state key here yet: nothing of the group can be decided either; filled once it is set
+    filled = (("marmot_deletions", deletions), ("marmot_processed", seen), ("marmot_welcomes", invitations))
+    for table, state in filled:
+        with runtime.db.read():
+            if not runtime.db.has_table(table) or state.is_filled(runtime.kv):
+                continue
+        try:
+            with runtime.db.write():
+                state.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
+        except StateKeyError:
+            continue  # no state key here yet: nothing of the group can be decided either; filled once it is set
 
 
 def opened_values(runtime: Runtime) -> at_rest.OpenedCache:

@@ -21,8 +21,8 @@ CREATE TABLE marmot_groups (
 ) WITHOUT ROWID;
 
 -- Every outer (kind-445) event the plugin decided something about, with its
--- processing state.  The handler reads it before decrypting (dedupe), so it
--- belongs to the non-isolated projector.  raw is only set in databases
+-- processing state: a read model (the handlers dedupe and roll back from the
+-- plugin's write-side records, seen/<gid>/<outer id>).  raw is only set in databases
 -- written before raw events moved to protocol state (kept/...).
 CREATE TABLE marmot_processed (
     gid                 BLOB    NOT NULL,
@@ -39,7 +39,6 @@ CREATE TABLE marmot_processed (
     raw                 TEXT,
     PRIMARY KEY (gid, outer_id)
     INDEX marmot_processed_by_state (gid, state, epoch)
-    INDEX marmot_processed_by_rumor (gid, rumor_id) WHERE rumor_id IS NOT NULL
 ) WITHOUT ROWID;
 
 -- Add/remove proposals waiting for an admin's commit (dropped when their epoch ends).

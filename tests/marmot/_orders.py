@@ -22,6 +22,7 @@ from core.state import ProtocolState
 from protocols import marmot
 from protocols.marmot import simulate
 from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.state import seen
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import outer
 from tests.helpers import open_test_app, push
@@ -135,6 +136,26 @@ def outcome(app, gid: str) -> dict:
     }
 
 
+def assert_records_match_projection(app, gid: str) -> None:
+    """The processing record the handlers decide from (write-side state) says what ``marmot_processed`` says."""
+    key, state = bytes.fromhex(gid), ProtocolState(app.db, "marmot")
+    rows = app.db.all(
+        "SELECT outer_id, state, epoch, outer_created_at, rumor_id, rumor_pubkey, reason FROM marmot_processed "
+        "WHERE gid = ?",
+        (key,),
+    )
+    projected = {o.hex(): seen.Seen(s, e, c, None if r is None else r.hex(), why) for o, s, e, c, r, _, why in rows}
+    stored = {name: state.get(name) or b"" for name in state.keys(f"seen/{gid}/") + state.keys(f"carried/{gid}/")}
+    records = {
+        name.split("/")[3]: seen.Seen.decoded(value, int(name.split("/")[2]))
+        for name, value in stored.items()
+        if name.startswith("seen/")
+    }
+    assert records == projected
+    carried = {tuple(name.split("/")[2:]): v.decode() for name, v in stored.items() if name.startswith("carried/")}
+    assert carried == {(r.hex(), f"{c:010d}", o.hex()): p for o, _, _, c, r, p, _ in rows if r is not None}
+
+
 def parked_blobs(app) -> list[bytes]:
     return sorted(blob for (blob,) in app.db.all("SELECT blob FROM parked"))
 
@@ -166,3 +187,4 @@ def assert_ground_truth(app, sim: simulate.Simulation) -> None:
     assert sorted((o.hex(), r) for o, r in lost) == sorted((o, "commit_lost_race") for o in expected["lost_commits"])
     waiting = app.db.value("SELECT count(*) FROM blocked WHERE partition_key = ?", (expected["nostr_group_id"],))
     assert waiting == expected["waiting"]
+    assert_records_match_projection(app, gid)

@@ -16,7 +16,9 @@ import time
 import pytest
 
 from core import drain
+from core.db import Database
 from core.errors import InvalidInput
+from core.kv import KV
 from core.publish import publish_due
 from core.state import ProtocolState
 from jobs.tick import TickDaemon
@@ -26,7 +28,7 @@ from protocols.marmot.member import MarmotMember
 from protocols.marmot.read import queries
 from protocols.marmot.relays import MemoryRelays
 from protocols.marmot.state import account as accounts
-from protocols.marmot.state import key_packages
+from protocols.marmot.state import invitations, key_packages
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.transport import sync as relay_sync
 from protocols.marmot.wire import nostr
@@ -319,6 +321,62 @@ def test_an_answered_invitation_sent_again_is_recognised_not_refused(marmot_app,
     tick(bob)
     assert bob.db.all("SELECT state FROM marmot_welcomes") == [("accepted",)]
     assert facts(bob, "welcome_refused") == []
+
+
+def _invited(marmot_app, relays) -> tuple:
+    """alice invites bob, whose invitation is pending; alice, bob and the invitation's id."""
+    alice, _ = member(marmot_app, relays)
+    bob, bob_pk = member(marmot_app, relays)
+    tick(alice, bob)
+    gid = alice.runtime.run_command("marmot.create_group", {"relays": [RELAY]}).events[0].partition_key
+    alice.runtime.run_command(
+        "marmot.invite", {"group": gid, "key_package_events": [key_package_event(relays, bob_pk)]}
+    )
+    pump(alice, bob)
+    return alice, bob, bob.db.value("SELECT welcome_id FROM marmot_welcomes WHERE state = 'pending'")
+
+
+def _read_again(app) -> None:
+    """The inbox read from the start again: the gift wrap comes back."""
+    with app.db.write():
+        app.db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key = 'sync/inbox_since'")
+    relay_sync.sync(app)
+    tick(app)
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+def test_invitations_are_answered_and_recognised_with_their_read_model_emptied(marmot_app, relays, answer) -> None:
+    """What the handler and accept/decline decide from is the invitations' write-side state: with
+    ``marmot_welcomes`` emptied (a rebuild's drop), the pending one is answered, and once answered the gift
+    wrap read again is a duplicate, not refused (its KeyPackage is used up)."""
+    _, bob, welcome_id = _invited(marmot_app, relays)
+    with bob.db.write():
+        bob.db.execute("DELETE FROM marmot_welcomes")
+    bob.runtime.run_command(f"marmot.{answer}", {"welcome": welcome_id})
+    with bob.db.write():
+        bob.db.execute("DELETE FROM marmot_welcomes")
+    _read_again(bob)
+    assert facts(bob, "welcome_refused") == []
+    assert len(facts(bob, "welcome_received")) == 1
+    with bob.db.read():
+        recorded = invitations.get(ProtocolState(bob.db, "marmot"), welcome_id)
+    assert recorded is not None and recorded.state == ("accepted" if answer == "accept" else "declined")
+
+
+def test_a_database_made_before_gets_its_invitations_once(marmot_app, relays, settings) -> None:
+    _, bob, welcome_id = _invited(marmot_app, relays)
+    path = bob.db.path
+    bob.close()
+    db = Database(path, settings)  # as a database made before: its invitations only in the read model
+    with db.write():
+        db.execute("DELETE FROM protocol_state WHERE protocol = 'marmot' AND key LIKE 'invited/%'")
+        KV(db).delete(invitations.FILLED)
+    db.close()
+    reopened = marmot_app(path=path)
+    with reopened.db.read():
+        assert invitations.is_filled(reopened.runtime.kv)
+    reopened.runtime.run_command("marmot.accept", {"welcome": welcome_id})
+    assert reopened.db.all("SELECT state FROM marmot_welcomes") == [("accepted",)]
 
 
 def _opens(app, name: str, sealed: bytes | None) -> bool:

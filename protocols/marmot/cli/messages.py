@@ -23,8 +23,8 @@ def _send_rumor(obj: Any, command: str, params: dict[str, Any], timeout_s: int, 
     rumor_id = data["rumor"]["id"] if "rumor" in data else data["rumor_id"]
     summary = publish_now(app, timeout_s)
     with app.db.read():
-        known = GroupHistoryStore(app.db, params["group"]).rumor_record(rumor_id)
-    state = known[0] if known is not None else None  # Created until a relay (or the loopback) hands it back
+        known = GroupHistoryStore(app.db, params["group"]).outer_record(data["outer_id"])
+    state = known.state if known is not None else None  # Created until a relay (or the loopback) hands it back
     said = f"sent rumor {rumor_id}" + (f" ({state})" if state else "")
     emit(as_json, {"rumor": rumor_id, "state": state, "publish": summary.to_json()}, [said, *summary.lines()])
 

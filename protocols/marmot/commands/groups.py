@@ -33,7 +33,7 @@ from protocols.marmot.commands.params import hex_bytes, hex_keys, relay_urls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.member import opened_values
 from protocols.marmot.state import account as accounts
-from protocols.marmot.state import store
+from protocols.marmot.state import seen, store
 from protocols.marmot.state.store import LoadedGroup, SealedValues, meta_name, verify_key
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import gift_wrap, group_data, key_package_events, outer, welcome_events
@@ -205,7 +205,7 @@ def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
         *loaded.state_written(new_state),
         nostr_transport.group_event_intent(state, event, params.get("transport")),
     ]
-    return Result(events=[fact], intents=intents)
+    return seen.with_records(ctx.state, Result(events=[fact], intents=intents), loaded.meta.window_start)
 
 
 def _commit(

@@ -17,7 +17,7 @@ from protocols.marmot import facts
 from protocols.marmot.member import opened_values
 from protocols.marmot.processing.item import Item
 from protocols.marmot.processing.messages import deletion
-from protocols.marmot.read.history import GroupHistoryStore
+from protocols.marmot.state import seen
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
@@ -64,10 +64,10 @@ def _target(ctx: contract.Context, params: dict[str, Any]) -> tuple[str, str]:
     loaded = load_joined(ctx.state, params.get("group"), opened_values(ctx.runtime))
     target = str(params.get("target") or "").lower()
     well_formed = len(target) == 64 and all(c in "0123456789abcdef" for c in target)
-    known = GroupHistoryStore(ctx.db, loaded.gid).rumor_record(target) if well_formed else None
+    known = seen.author(ctx.state, loaded.gid, target) if well_formed else None
     if known is None:
         raise InvalidInput(f"group {loaded.gid} has no message {target or '(none given)'}; `history` lists them")
-    return target, known[1]
+    return target, known
 
 
 def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str, tags: list) -> Result:
@@ -77,18 +77,18 @@ def _send(ctx: contract.Context, params: dict[str, Any], kind: int, content: str
         raise InvalidInput(f"we were removed from group {gid}; it is read-only")
     created_at = int(params.get("created_at") or ctx.now_ms // 1000)
     rumor = rumors.make(mls.own_credential(state), created_at, content, kind=kind, tags=tags)
-    if GroupHistoryStore(ctx.db, gid).rumor_record(rumor["id"]) is not None:
+    if seen.author(ctx.state, gid, rumor["id"]) is not None:
         return Result(duplicate=True)
     draw = outer.derived_rng(state.signature_private, state.epoch.to_bytes(8, "big"), bytes.fromhex(rumor["id"]))
     message, new_state = mls.encrypt_application(state, rumors.encode(rumor), rng=draw)
     event = outer.seal(state, message, group_data.nostr_group_id(state), created_at, rng=draw)
+    sent = facts.Outer(gid, event)
     intents = (
         *loaded.state_written(new_state),
         nostr_transport.group_event_intent(state, event, params.get("transport")),
     )
     if kind == rumors.DELETION_KIND:  # we cannot read our own message back: its effect is recorded now
-        return deletion(Item(ctx, facts.Outer(gid, event), None, loaded), rumor, state.epoch, intents)
-    fact = facts.about(
-        facts.MESSAGE_SENT, facts.Outer(gid, event), loaded.meta.generation, epoch=state.epoch, rumor=rumor
-    )
-    return Result(events=[fact], intents=intents)
+        decided = deletion(Item(ctx, sent, None, loaded), rumor, state.epoch, intents)
+        return seen.with_records(ctx.state, decided, loaded.meta.window_start)
+    fact = facts.about(facts.MESSAGE_SENT, sent, loaded.meta.generation, epoch=state.epoch, rumor=rumor)
+    return seen.with_records(ctx.state, Result(events=[fact], intents=intents), loaded.meta.window_start)

@@ -9,7 +9,6 @@ How an invitation becomes pending is :mod:`protocols.marmot.processing.welcomes`
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from core import contract
@@ -22,7 +21,7 @@ from protocols.marmot.commands.groups import joined
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts
-from protocols.marmot.state import key_packages, store
+from protocols.marmot.state import invitations, key_packages, store
 from protocols.marmot.state.store import SealedValues
 
 
@@ -30,42 +29,43 @@ class WelcomeNotFound(MarmotError, NotFound):
     """No pending invitation has this id."""
 
 
-def _pending(ctx: contract.Context, welcome_id: object) -> tuple[str, dict[str, Any], bytes]:
+def _pending(ctx: contract.Context, welcome_id: object) -> tuple[str, invitations.Invitation, bytes]:
     if not isinstance(welcome_id, str) or not welcome_id:
         raise InvalidInput("name the invitation by its id (`tessera marmot welcomes` lists them)")
-    row = ctx.db.one(
-        "SELECT data FROM marmot_welcomes WHERE welcome_id = ? AND state = ?",
-        (welcome_id.lower(), WelcomeState.PENDING),
-    )
+    invitation = invitations.get(ctx.state, welcome_id.lower())
     sealed = store.pending_welcome(SealedValues(ctx.state), welcome_id.lower())
-    if row is None or sealed is None:
+    if invitation is None or invitation.state != WelcomeState.PENDING or sealed is None:
         raise WelcomeNotFound(f"no pending invitation {welcome_id}; `tessera marmot welcomes` lists them")
-    return welcome_id.lower(), json.loads(row[0]), sealed
+    return welcome_id.lower(), invitation, sealed
 
 
 def command_accept(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Join the group of pending invitation ``welcome``."""
-    welcome_id, info, snapshot = _pending(ctx, params.get("welcome"))
+    welcome_id, invitation, snapshot = _pending(ctx, params.get("welcome"))
     state = mls.restore(snapshot)
     gid = state.group_id.hex()
     values = SealedValues(ctx.state)
     fact, intents = joined(values, gid, state, hashlib.sha256(snapshot).hexdigest(), ctx.now_ms)
     intents.append(store.pending_welcome_intent(values, welcome_id, None))
+    intents.append(invitations.written(welcome_id, invitation.answered(WelcomeState.ACCEPTED)))
     events = [
         fact,
         facts.invitation(facts.WELCOME_ACCEPTED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=gid),
     ]
-    more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
+    more_events, more_intents = _use_key_package(ctx, invitation.key_package_ref)
     return Result(events=[*events, *more_events], intents=[*intents, *more_intents])
 
 
 def command_decline(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Forget pending invitation ``welcome`` (its KeyPackage is used up all the same)."""
-    welcome_id, info, _ = _pending(ctx, params.get("welcome"))
-    more_events, more_intents = _use_key_package(ctx, info["key_package_ref"])
-    event = facts.invitation(facts.WELCOME_DECLINED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=info["group"])
+    welcome_id, invitation, _ = _pending(ctx, params.get("welcome"))
+    more_events, more_intents = _use_key_package(ctx, invitation.key_package_ref)
+    event = facts.invitation(
+        facts.WELCOME_DECLINED, welcome_id, ctx.now_ms, welcome_id=welcome_id, group=invitation.group
+    )
     forget = store.pending_welcome_intent(SealedValues(ctx.state), welcome_id, None)
-    return Result(events=[event, *more_events], intents=[forget, *more_intents])
+    declined = invitations.written(welcome_id, invitation.answered(WelcomeState.DECLINED))
+    return Result(events=[event, *more_events], intents=[forget, declined, *more_intents])
 
 
 def _use_key_package(ctx: contract.Context, ref: str) -> tuple[list[Event], list[Intent]]:

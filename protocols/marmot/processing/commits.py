@@ -34,39 +34,12 @@ from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import WAITING_FOR_EPOCH, Item, epoch_key, wait_for_arrivals, wait_for_epoch
 from protocols.marmot.processing.messages import mls_reason
 from protocols.marmot.read.states import OuterState
-from protocols.marmot.state import deletions
+from protocols.marmot.state import deletions, seen
 from protocols.marmot.state.meta import Candidate, EpochRecord
 from protocols.marmot.wire import group_data
 
-#: The states of an outer event whose message a rollback takes back (the last two parameters of the two below).
+#: The states of an outer event whose message a rollback takes back.
 _SHOWN = (OuterState.PROCESSED, OuterState.CREATED)
-# Outer events processed on the branch that just lost (epochs above the race).
-_INVALIDATED = (
-    "SELECT outer_id, rumor_id FROM marmot_processed WHERE gid = ? AND epoch > ? AND state IN (?, ?) "
-    "ORDER BY outer_created_at, outer_id"
-)
-# A rumor also carried by an event below the race (a re-send) stays valid.
-_STILL_CARRIED = (
-    "SELECT 1 FROM marmot_processed WHERE gid = ? AND rumor_id = ? AND epoch <= ? AND state IN (?, ?) LIMIT 1"
-)
-# Commits above the race (dead) and at it (lost); the last parameter is OuterState.PROCESSED_COMMIT.
-_DEAD_COMMITS = (
-    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND epoch > ? AND state = ? "
-    "ORDER BY outer_created_at, outer_id"
-)
-_LOST_COMMITS = (
-    "SELECT outer_id FROM marmot_processed WHERE gid = ? AND epoch = ? AND state = ? "
-    "ORDER BY outer_created_at, outer_id"
-)
-#: Failures another branch might undo: the reasons :data:`_RETRYABLE` binds after the two states.
-_RETRY_REASONS = tuple(sorted(facts.RETRYABLE_REASONS))
-# Decided on some branch above the race, in a way another branch might change: invalidated, or failed for one
-# of those reasons.
-_RETRYABLE = (
-    "SELECT outer_id, epoch FROM marmot_processed WHERE gid = ? AND epoch > ? AND (state = ? "
-    f"OR (state = ? AND reason IN ({', '.join('?' * len(_RETRY_REASONS))}))) "
-    "ORDER BY outer_created_at, outer_id"
-)
 
 
 def handle_commit(item: Item, header: mls.MessageHeader, message: bytes) -> Result | Blocked:
@@ -211,25 +184,36 @@ def rollback(
 
 
 def _changes(item: Item, epoch: int, winner: Candidate) -> tuple[facts.Rollback, dict[str, int]]:
-    """How the rollback moves each event it touches, and the epoch of each event to decide again."""
-    db, key = item.ctx.db, bytes.fromhex(item.outer.gid)
-    invalidated, rumors = [], []
-    for outer_id, rumor_id in db.all(_INVALIDATED, (key, epoch, *_SHOWN)):
-        invalidated.append(outer_id.hex())
-        if rumor_id is not None and db.one(_STILL_CARRIED, (key, rumor_id, epoch, *_SHOWN)) is None:
-            rumors.append(rumor_id.hex())
-    retryable = (key, epoch, OuterState.EPOCH_INVALIDATED, OuterState.FAILED, *_RETRY_REASONS)
-    retry = {outer_id.hex(): at for outer_id, at in db.all(_RETRYABLE, retryable)}
-    commits = (key, epoch, OuterState.PROCESSED_COMMIT)
+    """How the rollback moves each event it touches, and the epoch of each event to decide again.
+
+    Decided from the group's records (:mod:`protocols.marmot.state.seen`) of the events decided at ``epoch``
+    (its commits) and after it."""
+    state, gid = item.ctx.state, item.outer.gid
+    after = seen.decided_after(state, gid, epoch)
+    shown = [(outer_id, record) for outer_id, record in after if record.state in _SHOWN]
+    # A rumor also carried by an event of the race's epoch or before (a re-send) stays valid.
+    rumors = [
+        record.rumor_id
+        for _, record in shown
+        if record.rumor_id is not None and not seen.carried_at_or_below(state, gid, record.rumor_id, epoch, _SHOWN)
+    ]
+    retry = {outer_id: record.epoch for outer_id, record in after if _may_read_otherwise(record)}
     changes = facts.Rollback(
-        invalidated=tuple(invalidated),
+        invalidated=tuple(outer_id for outer_id, _ in shown),
         invalidated_rumors=tuple(dict.fromkeys(rumors)),
-        lost_commits=tuple(o.hex() for (o,) in db.all(_LOST_COMMITS, commits)),
+        lost_commits=tuple(seen.commits_at(state, gid, epoch)),
         won_commits=tuple(w for w in winner.wrappers if w != item.outer.id),
-        dead_commits=tuple(o.hex() for (o,) in db.all(_DEAD_COMMITS, commits)),
+        dead_commits=tuple(o for o, record in after if record.state == OuterState.PROCESSED_COMMIT),
         retryable=tuple(retry),
     )
-    return changes, retry
+    return changes, {outer_id: at for outer_id, at in retry.items() if at is not None}
+
+
+def _may_read_otherwise(record: seen.Seen) -> bool:
+    """Decided on some branch in a way another branch might change: invalidated, or failed for such a reason."""
+    return record.state == OuterState.EPOCH_INVALIDATED or (
+        record.state == OuterState.FAILED and record.reason in facts.RETRYABLE_REASONS
+    )
 
 
 def _requeue(item: Item, kept: dict[str, bytes], generation: int) -> list[EnqueueDeferred]:

@@ -24,6 +24,8 @@ opens is decided on that branch (:mod:`.branches`).
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from core import contract
 from core.errors import DecodeError, MalformedInput
 from core.records import Blocked, Envelope, Result
@@ -42,9 +44,8 @@ from protocols.marmot.processing.item import (
     wait_for_epoch,
     wait_for_group,
 )
-from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import OuterState
-from protocols.marmot.state import store
+from protocols.marmot.state import seen, store
 from protocols.marmot.transport.prepared import Answer
 from protocols.marmot.wire import gift_wrap, nostr, outer
 from protocols.marmot.wire.envelope import InvalidEnvelope
@@ -87,26 +88,35 @@ def _decoded(blob: bytes, verified: nostr.Verified | None) -> Envelope:
 
 
 def handle_group_event(ctx: contract.Context, envelope: Envelope) -> Result | Blocked:
-    """Handle one outer event (see the module table for what a known one does)."""
+    """Handle one outer event (see the module table for what a known one does); its outcome's record is
+    written with it (:mod:`protocols.marmot.state.seen`)."""
     gid = store.route_of(ctx.state, envelope.partition_key)
     out = Outer(gid or "", envelope.payload)
     if gid is None:
         return wait_for_group(ctx, out)
-    seen = GroupHistoryStore(ctx.db, gid).outer_record(out.id)
-    if seen is not None and seen.state in DUPLICATE_STATES:
-        note(ctx, out, observe.DUPLICATE)
-        return Result(duplicate=True)
-    if seen is not None and seen.state == OuterState.FAILED:
-        note(ctx, out, observe.PREVIOUSLY_FAILED)
+    record = seen.get(ctx.state, gid, out.created_at, out.id)
+    if is_decided(record):
+        note(ctx, out, observe.DUPLICATE if record.state in DUPLICATE_STATES else observe.PREVIOUSLY_FAILED)
         return Result(duplicate=True)
     loaded = store.load(ctx.state, gid, opened_values(ctx.runtime))
     if loaded is None:
         return wait_for_group(ctx, out)
-    item = Item(ctx, out, seen, loaded)
-    if seen is not None and seen.state == OuterState.CREATED:
+    outcome = _decided(Item(ctx, out, record, loaded))
+    if isinstance(outcome, Blocked):
+        return outcome
+    return seen.with_records(ctx.state, outcome, loaded.meta.window_start, {out.id: record})
+
+
+def _decided(item: Item) -> Result | Blocked:
+    if item.record is not None and item.record.state == OuterState.CREATED:
         # The processing record already proves it is ours; its key is gone anyway.
-        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=seen.rumor_id)
+        return item.fact(OWN_MESSAGE_ECHOED, rumor_id=item.record.rumor_id)
     return _open(item)
+
+
+def is_decided(record: seen.Seen | None) -> TypeGuard[seen.Seen]:
+    """Whether an outer event with this record is taken for a duplicate or a past failure (the module table)."""
+    return record is not None and (record.state in DUPLICATE_STATES or record.state == OuterState.FAILED)
 
 
 def _open(item: Item) -> Result | Blocked:

@@ -13,8 +13,8 @@ from core.records import Blocked, Event, Result
 from protocols.libraries import mls
 from protocols.marmot import facts, observe, settings
 from protocols.marmot.facts import Outer
-from protocols.marmot.read.history import GroupHistoryStore, OuterRecord
 from protocols.marmot.state.meta import GroupMeta
+from protocols.marmot.state.seen import Seen
 from protocols.marmot.state.store import WAITING_FOR_GROUP, LoadedGroup
 
 WAITING_FOR_EPOCH = "marmot.epoch"
@@ -28,20 +28,17 @@ def epoch_key(gid: str, epoch: int) -> str:
 
 @attrs.frozen
 class Item:
-    """One outer event being handled: its processing record (``seen``, None when new) and its loaded group."""
+    """One outer event being handled: what was decided about it before (``record``, None when new) and its
+    loaded group."""
 
     ctx: contract.Context
     outer: Outer
-    seen: OuterRecord | None
+    record: Seen | None
     group: LoadedGroup
 
     @property
     def generation(self) -> int:
         return self.group.meta.generation
-
-    @property
-    def history(self) -> GroupHistoryStore:
-        return GroupHistoryStore(self.ctx.db, self.outer.gid)
 
     def kept(self, epoch: int | None) -> list[WriteProtocolState]:
         """Keep the raw event when a later rollback may have to decide it again."""

@@ -23,7 +23,7 @@ from protocols.marmot.errors import InvalidRumor
 from protocols.marmot.facts import FailureReason
 from protocols.marmot.processing import rules
 from protocols.marmot.processing.item import Item, wait_for_epoch
-from protocols.marmot.state import deletions
+from protocols.marmot.state import deletions, seen
 from protocols.marmot.transport import nostr_transport
 from protocols.marmot.wire import group_data, outer, rumors
 
@@ -107,11 +107,11 @@ def deletion(item: Item, rumor: dict, epoch: int, keep: tuple) -> Result:
     """A kind-5 rumor: deletes each named rumor its author sent; ignored for anyone else's."""
     targets = []
     for target in rumors.deletion_targets(rumor):
-        known = item.history.rumor_record(target)
+        known = seen.author(item.ctx.state, item.outer.gid, target)
         if known is None:
             effect = facts.DeletionEffect.PENDING  # applied if the target arrives later from the same author
         else:
-            effect = facts.DeletionEffect.DELETED if known[1] == rumor["pubkey"] else facts.DeletionEffect.IGNORED
+            effect = facts.DeletionEffect.DELETED if known == rumor["pubkey"] else facts.DeletionEffect.IGNORED
         targets.append({"id": target, "effect": effect})
     recorded = deletions.recorded(
         item.group.values, item.outer.gid, rumor["pubkey"], rumor["id"], epoch, [t["id"] for t in targets]

@@ -18,8 +18,9 @@ from core.records import Envelope, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
 from protocols.marmot import settings as marmot_settings
+from protocols.marmot.read.states import WelcomeState
 from protocols.marmot.state import account as accounts
-from protocols.marmot.state import key_packages, store
+from protocols.marmot.state import invitations, key_packages, store
 from protocols.marmot.state.store import SealedValues
 from protocols.marmot.wire import gift_wrap, group_data, welcome_events
 from protocols.marmot.wire.gift_wrap import GiftWrapError
@@ -44,7 +45,7 @@ def handle_gift_wrap(ctx: contract.Context, envelope: Envelope) -> Result:
         rumor = welcome_events.parse_welcome_rumor(opened.rumor)
     except InvalidWelcomeRumor as exc:
         return _refused(ctx, wrap["id"], f"welcome rumor: {exc}")
-    if ctx.db.one("SELECT 1 FROM marmot_welcomes WHERE welcome_id = ?", (rumor.rumor_id,)) is not None:
+    if invitations.get(ctx.state, rumor.rumor_id) is not None:
         return Result(duplicate=True)  # the same invitation again (a relay re-sent it): already listed or answered
     stored = key_packages.for_welcome(ctx.state, rumor.welcome)
     if stored is None:
@@ -83,7 +84,9 @@ def handle_gift_wrap(ctx: contract.Context, envelope: Envelope) -> Result:
         key_package_ref=stored.ref,
         created_at=rumor.created_at,
     )
-    return Result(events=[fact], intents=[store.pending_welcome_intent(values, rumor.rumor_id, state)])
+    listed = invitations.Invitation(WelcomeState.PENDING, gid, stored.ref)
+    intents = [store.pending_welcome_intent(values, rumor.rumor_id, state), invitations.written(rumor.rumor_id, listed)]
+    return Result(events=[fact], intents=intents)
 
 
 def _refused(ctx: contract.Context, wrapper_id: str, reason: str) -> Result:

@@ -2,7 +2,9 @@
 
 A store is bound to one group and to something that runs SQL (the apsw
 connection a projector is given, or a ``core.db.Database``).  The write
-methods are what the projectors call; handlers and the CLI use the reads.
+methods are what the projectors call; the CLI and observers use the reads
+(handlers and commands decide from write-side state instead:
+:mod:`protocols.marmot.state.seen`).
 
 Outer-event states move only along the transitions the plugin allows
 (``Created -> Processed``, ``Retryable -> anything``, and the two rollback
@@ -47,10 +49,6 @@ _DELETABLE = (MessageState.DELETED, MessageState.CREATED, MessageState.PROCESSED
 _LOOKUP = (
     "SELECT state, outer_created_at, epoch, rumor_id, rumor_pubkey, reason, content_type, raw "
     "FROM marmot_processed WHERE gid = ? AND outer_id = ?"
-)
-_BY_RUMOR = (
-    "SELECT state, rumor_pubkey, outer_id FROM marmot_processed "
-    "WHERE gid = ? AND rumor_id = ? AND rumor_id IS NOT NULL LIMIT 1"
 )
 _MARK = (
     "INSERT INTO marmot_processed(gid, outer_id, outer_created_at, state, content_type, epoch, rumor_id, "
@@ -229,12 +227,6 @@ class GroupHistoryStore:
     def outer_record(self, outer_id: str) -> OuterRecord | None:
         for row in self.conn.execute(_LOOKUP, (self.key, bytes.fromhex(outer_id))):
             return OuterRecord(row[0], row[1], row[2], _hex(row[3]), row[4], row[5], row[6], row[7])
-        return None
-
-    def rumor_record(self, rumor_id: str) -> tuple[str, str, str] | None:
-        """(state, pubkey, outer id) of the outer event that carried ``rumor_id``, if any."""
-        for row in self.conn.execute(_BY_RUMOR, (self.key, bytes.fromhex(rumor_id))):
-            return row[0], row[1], row[2].hex()
         return None
 
     def get_resume_cursor(self) -> Cursor | None:

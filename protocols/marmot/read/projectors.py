@@ -1,8 +1,10 @@
 """The Marmot read models.
 
 ``marmot.processed`` (groups, the per-outer-event processing record, pending
-proposals and early deletions) is what the handler reads to dedupe and to
-decide rollbacks, so it runs inside the item like the state it belongs with.
+proposals and early deletions) runs inside the item, but nothing decides from
+it: the handlers read the same facts' write-side records
+(:mod:`protocols.marmot.state.seen`, :mod:`protocols.marmot.state.deletions`),
+which a rebuild never touches.
 ``marmot.history`` (the decrypted rumors) declares ``isolate_failures``: if
 it fails, the failure is recorded and the item's group state still commits
 (``tessera rebuild --projection marmot.history`` repairs it later).

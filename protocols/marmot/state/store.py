@@ -40,9 +40,10 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
     a sealed constant, so a wrong key is detected before any group is touched.
 
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
-:mod:`.key_packages`) and inbox relays (``relay_lists/inbox``, :mod:`.inbox`)
-live beside them.  Every value but routes, kept events and the inbox list is
-sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
+:mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
+the deletions (``deleted/``, :mod:`.deletions`) and the processing record
+(``seen/``, ``carried/``, ``at/``, :mod:`.seen`) live beside them.  Every value but
+routes, kept events, the inbox list and the processing record is sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
 associated data, so a sealed value cannot be moved to another key (another
 group, another epoch's snapshot) unnoticed.
@@ -92,6 +93,7 @@ META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
 KEPT = "kept/"
+EPOCHS = "at/"
 OUTBOX = "outbox/"
 ROUTE = "route/"
 WELCOME = "welcome/"
@@ -129,6 +131,11 @@ def kept_prefix(gid: str, epoch: int | None = None) -> str:
     return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
 
 
+def epochs_prefix(gid: str, epoch: int | None = None) -> str:
+    """Where the processing record indexes a group's events by epoch (:mod:`.seen`), pruned with the window."""
+    return f"{EPOCHS}{gid}/" if epoch is None else f"{EPOCHS}{gid}/{epoch:020d}/"
+
+
 def kept_name(gid: str, epoch: int, outer_id: str) -> str:
     return f"{kept_prefix(gid, epoch)}{outer_id}"
 
@@ -142,7 +149,7 @@ def outbox_name(gid: str, epoch: int, digest: str) -> str:
 
 
 def epoch_of(name: str) -> int:
-    """The epoch a ``snap/``, ``branch/``, ``kept/`` or ``outbox/`` key names."""
+    """The epoch a ``snap/``, ``branch/``, ``kept/``, ``at/`` or ``outbox/`` key names."""
     return int(name.split("/")[2])
 
 
@@ -548,9 +555,13 @@ class LoadedGroup:
             intents.append(WriteProtocolState(snap_name(gid, record.epoch), None))
             intents += [WriteProtocolState(name, None) for name in names(branch_prefix(gid, record.epoch))]
             intents += [WriteProtocolState(name, None) for name in names(outbox_prefix(gid, record.epoch))]
-        if records and window_start is not None:  # only a moved window frees kept events
+        if records and window_start is not None:  # only a moved window frees kept events and the epoch index
             intents += [
                 WriteProtocolState(name, None) for name in names(kept_prefix(gid)) if epoch_of(name) <= window_start
+            ]
+            # A rollback of the window's first epoch still reads that epoch's commits (seen.commits_at).
+            intents += [
+                WriteProtocolState(name, None) for name in names(epochs_prefix(gid)) if epoch_of(name) < window_start
             ]
         return intents
 

@@ -34,9 +34,8 @@ from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.member import opened_values
-from protocols.marmot.processing.handlers import DUPLICATE_STATES
-from protocols.marmot.read.history import GroupHistoryStore
-from protocols.marmot.read.states import OuterState
+from protocols.marmot.processing.handlers import is_decided
+from protocols.marmot.state import seen
 from protocols.marmot.state.store import META, load_joined, routes_of
 from protocols.marmot.transport import prepared
 from protocols.marmot.wire import nostr, outer
@@ -137,18 +136,17 @@ def _select(
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
-        elif _decided(db, gid, event["id"]):
+        elif _decided(db, gid, event):
             report.skipped_known += 1
         else:
             chosen[event["id"]] = _Event(event, attrs.evolve(item, partition_key=event_gid))
     return sorted(chosen.values(), key=_cursor_key)
 
 
-def _decided(db: contract.Database, gid: str, outer_id: str) -> bool:
-    """Whether the handler would take ``outer_id`` for a duplicate or a past failure (see its dedupe table)."""
+def _decided(db: contract.Database, gid: str, event: dict[str, Any]) -> bool:
+    """Whether the handler would take ``event`` for a duplicate or a past failure (see its dedupe table)."""
     with db.read():
-        seen = GroupHistoryStore(db, gid).outer_record(outer_id)
-    return seen is not None and (seen.state in DUPLICATE_STATES or seen.state == OuterState.FAILED)
+        return is_decided(seen.get(ProtocolState(db, PROTOCOL), gid, event["created_at"], event["id"]))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:
