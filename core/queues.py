@@ -330,6 +330,31 @@ def next_outgoing_due_at(db: Database) -> int | None:
     return due
 
 
+_RETRYING_OUTGOING = (
+    "SELECT count(*), min(available_at_ms), min(created_at_ms) FROM outgoing WHERE status = 'pending' AND attempts > 0"
+)
+
+
+@attrs.frozen
+class OutgoingRetrying:
+    """Pending outgoing messages that failed at least once and wait for their next try (status shows it).
+
+    Attributes:
+        waiting: how many.
+        next_attempt_at_ms: the earliest next try (None when none waits).
+        oldest_queued_at_ms: when the oldest of them was queued (None when none waits).
+    """
+
+    waiting: int
+    next_attempt_at_ms: int | None
+    oldest_queued_at_ms: int | None
+
+
+def retrying_outgoing(db: contract.Database) -> OutgoingRetrying:
+    waiting, next_at, oldest = db.all(_RETRYING_OUTGOING)[0]
+    return OutgoingRetrying(waiting, next_at, oldest)
+
+
 # --- parked -----------------------------------------------------------------
 
 PARKED_COLUMNS = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -62,6 +63,7 @@ def print_status(report: dict[str, Any]) -> None:
         queues.add_column(column, justify="right")
     queues.add_row(*(str(report[column]) for column in _QUEUE_COLUMNS))
     out.print(queues)
+    _print_outgoing_retrying(out, report["outgoing_retrying"])
     lease = report["lease"]
     out.print(f"lease tick: owner={lease['owner']} token={lease['token']} expires_at_ms={lease['expires_at_ms']}")
     for daemon in report["daemons"]:
@@ -76,6 +78,17 @@ def print_status(report: dict[str, Any]) -> None:
     out.print("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))
     if report["counters"]:
         out.print("counters: " + ", ".join(f"{k}={v}" for k, v in report["counters"].items()))
+
+
+def _print_outgoing_retrying(out: Console, retrying: dict[str, Any]) -> None:
+    """One line when outgoing messages wait to be tried again (a relay or node is down)."""
+    if not retrying["waiting"]:
+        return
+    next_in_s = max(retrying["next_attempt_at_ms"] - time.time_ns() // 1_000_000, 0) / 1000
+    out.print(
+        f"outgoing waiting to retry: {retrying['waiting']}, next attempt in {next_in_s:.0f} s, oldest queued "
+        f"{retrying['oldest_age_ms'] / 1000:.0f} s ago (parked after {retrying['horizon_ms'] / 3_600_000:g} h)"
+    )
 
 
 @contextlib.contextmanager
