@@ -15,8 +15,8 @@ import logging
 from core import leases, queues
 from core.db import environment_failure
 from core.errors import PermanentError, TransientError
-from core.outgoing_retry import Verdict, next_attempt_ms, verdict
 from core.leases import Lease
+from core.outgoing_retry import Verdict, next_attempt_ms, verdict
 from core.queues import OutgoingItem, WorkItem
 from core.records import ItemSource
 from core.runtime import Runtime
