@@ -30,6 +30,8 @@ class Outcome(enum.Enum):
     QUEUED = ("queued", 5)
     #: nothing (or not everything asked for) could be reached: relay, node or server down
     UNREACHABLE = ("unreachable", Unreachable.exit_code)
+    #: something was refused or cannot go on without the user (one ``Error:`` line says what)
+    FAILED = ("failed", 1)
 
     def __init__(self, label: str, exit_code: int):
         self.label = label
