@@ -68,6 +68,14 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert status["outgoing_retrying"]["waiting"] == 2 and status["parked"] == 0
     assert "outgoing waiting to retry: 2" in alice.run("status").stdout
 
+    for mode in ("--once", "--until-idle"):  # the tick neither waits out the outage nor calls it done
+        started = time.monotonic()
+        ticked = alice.run("tick", mode, "--json", check=False)
+        assert ticked.returncode == 5 and time.monotonic() - started < QUICK_S, ticked.stderr
+        assert (_json(ticked)["outcome"], _json(ticked)["exit_code"]) == ("queued", 5)
+        assert "queued; will retry: 2 outgoing messages not sent yet" in ticked.stderr
+    assert _json(alice.run("status", "--json"))["parked"] == 0
+
     relay.start()  # on the same port: what waited goes out with the next tick
     delivered = alice.run("marmot", "sync", "--json")
     assert (_json(delivered)["outcome"], _json(delivered)["exit_code"]) == ("done", 0)
