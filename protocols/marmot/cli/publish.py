@@ -106,19 +106,22 @@ class PublishSummary:
 
     @property
     def outcome(self) -> Outcome:
-        """QUEUED while anything waits (for a relay, or for the daemon), else DONE (parked events are errors of
-        their own, told by :attr:`reasons`)."""
+        """FAILED when a relay refused an event for good (it was parked), QUEUED while anything waits (for a
+        relay, or for the daemon), else DONE."""
+        if self.parked:
+            return Outcome.FAILED
         return Outcome.QUEUED if self.waiting or self.daemon_running else Outcome.DONE
 
     def reasons(self) -> list[str]:
         """Why the outcome is not DONE, one line each, for stderr."""
+        said = [f"parked {p['id']}: {p['reason']}" for p in self.parked]
         if self.daemon_running and self.waiting:
-            return [f"queued; the tick daemon running on this database publishes {_events(len(self.waiting))}"]
-        if self.waiting:
+            said.append(f"queued; the tick daemon running on this database publishes {_events(len(self.waiting))}")
+        elif self.waiting:
             last = self.waiting[-1]
             why = f": {last['error']}" if last["error"] else " (not tried yet: --timeout 0)"
-            return [f"queued; will retry {_events(len(self.waiting))} with `tessera tick`{why}"]
-        return []
+            said.append(f"queued; will retry {_events(len(self.waiting))} with `tessera tick`{why}")
+        return said
 
     def lines(self) -> list[str]:
         """What to tell the user, one line each."""
@@ -129,7 +132,8 @@ class PublishSummary:
 
 def report(as_json: bool, value: dict[str, Any], lines: Sequence[str], summary: PublishSummary | None) -> None:
     """Print a publishing command's result (``value`` as JSON, or ``lines``), and exit by its outcome: 0 when
-    everything went out, 5 (``queued``) when something still waits, with why on stderr."""
+    everything went out, 5 (``queued``) when something still waits, 1 when a relay refused an event for good,
+    with why on stderr."""
     result = Outcome.DONE if summary is None else summary.outcome
     outcome.emit(as_json, value, lines, result)
     outcome.finish(result, summary.reasons() if summary is not None else ())
