@@ -127,11 +127,15 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
     with app.db.read():
         rows = [row for row in (queries.intent(app.db, intent_id) for intent_id in intent_ids) if row is not None]
     waiting = [row for row in rows if row.state is IntentState.TO_SEND]
+    failed = [row for row in rows if row.state is IntentState.ERROR]
     _show_intents(rows)
+    reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
     if waiting:
         why = f": {waiting[-1].error}" if waiting[-1].error else " (not tried yet)"
         count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
-        outcome.finish(Outcome.QUEUED, [f"queued; will retry {count} with `tessera xmtp sync` or `tessera tick`{why}"])
+        reasons.append(f"queued; will retry {count} with `tessera xmtp sync` or `tessera tick`{why}")
+    found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
+    outcome.finish(outcome.worst(found), reasons)
 
 
 def _show_intents(rows: list[Any]) -> None:
