@@ -1,7 +1,8 @@
 """The exit-code contract of ``tessera marmot`` with a real relay that is stopped, and started again.
 
 Each step is the real command line in its own process; the relay is nostr-sdk's LocalRelay on 127.0.0.1
-(tests/relay_servers.py).  Codes: 0 done, 4 unreachable, 5 queued (docs/operations.md, *Exit codes*)."""
+(tests/relay_servers.py).  Codes: 0 done, 4 unreachable, 5 queued, and 1 when the relay refused an event
+for good (docs/operations.md, *Exit codes*)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     sent = alice.run("marmot", "send", "--group", gid, "while it is up", "--json")
     assert _json(sent)["outcome"] == "done" and _json(sent)["exit_code"] == 0
 
+    # The relay refuses events over 64 KiB for good ("blocked: ..."): parked at once, exit 1, the reason on stderr.
+    refused = alice.run("marmot", "send", "--group", gid, "x" * 70_000, "--json", check=False)
+    assert refused.returncode == Outcome.FAILED.exit_code == 1, refused.stderr
+    assert (_json(refused)["outcome"], len(_json(refused)["publish"]["parked"])) == ("failed", 1)
+    assert "parked 1: PermanentError: no relay accepted event" in refused.stderr and "blocked:" in refused.stderr
+
     relay.stop()
     started = time.monotonic()
     queued = alice.run("marmot", "send", "--group", gid, "while it is down", "--json", check=False)
@@ -65,7 +72,7 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert invited.returncode == 4 and "Error: could not look for" in invited.stderr, invited.stderr
 
     status = _json(alice.run("status", "--json"))
-    assert status["outgoing_retrying"]["waiting"] == 2 and status["parked"] == 0
+    assert status["outgoing_retrying"]["waiting"] == 2 and status["parked"] == 1  # the refused one alone
     assert "outgoing waiting to retry: 2" in alice.run("status").stdout
 
     for mode in ("--once", "--until-idle"):  # the tick neither waits out the outage nor calls it done
@@ -74,7 +81,7 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
         assert ticked.returncode == 5 and time.monotonic() - started < QUICK_S, ticked.stderr
         assert (_json(ticked)["outcome"], _json(ticked)["exit_code"]) == ("queued", 5)
         assert "queued; will retry: 2 outgoing messages not sent yet" in ticked.stderr
-    assert _json(alice.run("status", "--json"))["parked"] == 0
+    assert _json(alice.run("status", "--json"))["parked"] == 1
 
     relay.start()  # on the same port: what waited goes out with the next tick
     delivered = alice.run("marmot", "sync", "--json")
