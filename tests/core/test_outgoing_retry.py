@@ -5,11 +5,12 @@ The clock is the core's ManualClock: hours of retries pass in no real time."""
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from core import publish, queues
-from core.errors import PermanentError, TransientError
+from core.errors import InvalidSetting, PermanentError, TransientError
 from core.outgoing_retry import next_attempt_ms
 from core.queues import OutgoingItem
 from core.runtime import Runtime
@@ -124,3 +125,11 @@ def test_the_next_try_is_jittered_capped_and_never_past_the_horizon(attempts, ba
     assert delay <= cap
     if now < queued + horizon:
         assert at <= queued + horizon
+
+
+def test_the_horizon_is_range_checked_wherever_it_comes_from():
+    assert Settings.load(env={}).outgoing_retry_horizon_ms == 24 * HOUR_MS
+    assert Settings.load(env={"TESSERA_OUTGOING_RETRY_HORIZON_MS": "3600000"}).outgoing_retry_horizon_ms == HOUR_MS
+    for bad in ("999", str(366 * 24 * HOUR_MS), "soon"):
+        with pytest.raises(InvalidSetting, match="TESSERA_OUTGOING_RETRY_HORIZON_MS"):
+            Settings.load(env={"TESSERA_OUTGOING_RETRY_HORIZON_MS": bad})
