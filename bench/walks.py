@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -48,6 +48,7 @@ from core.app import App, open_app
 from core.clock import ManualClock
 from core.plugins import make_plugin_manager
 from core.settings import Settings
+from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon
 
 #: The checkout the walks are traced in: where ``core`` was imported from (bench/common.py puts this
@@ -292,8 +293,12 @@ def cli_send(app: App, group: bytes, text: str) -> None:
 
     state = CliState(app.db.settings, None)
     state._app = app  # the CLI's state, holding this database already open (as after its first `obj.app()`)
-    with click.Context(send, obj=state) as ctx, redirect_stdout(io.StringIO()):  # what it prints is not the walk
-        ctx.invoke(send, group=group.hex(), texts=(text,), no_publish=True)
+    with click.Context(send, obj=state) as ctx, redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        try:  # what it prints is not the walk
+            ctx.invoke(send, group=group.hex(), texts=(text,), no_publish=True)
+        except SystemExit as queued:  # --no-publish leaves the intent queued: exit 5 (jobs/outcome.py)
+            if queued.code != Outcome.QUEUED.exit_code:
+                raise
 
 
 def xmtp_send(journeys: Journeys) -> dict[str, Any]:

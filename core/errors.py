@@ -74,6 +74,16 @@ class StorageStillUnavailable(StorageUnavailable):
     exit_code = 75
 
 
+class Unreachable(TesseraError, RuntimeError):
+    """A command could reach none of the relays, nodes or servers it needed, so it did nothing it was asked.
+
+    ``exit_code`` is 4, "unreachable" in the exit-code contract of network commands (docs/operations.md,
+    *Exit codes*); the message names what was asked and what each answered.
+    """
+
+    exit_code = 4
+
+
 class DatabaseBusy(StorageUnavailable):
     """The write lock stayed taken through every bounded retry."""
 

@@ -3,8 +3,8 @@
 A batch of due rows is read, each is sent outside any transaction (a network
 call must not hold the write lock), then marked sent in a short transaction
 of its own.  A crash between the two sends the row again: delivery is at
-least once, and receivers dedupe by event id.  Transient failures back off;
-permanent ones, or too many attempts, park the row.
+least once, and receivers dedupe by event id.  When a failed row is tried
+again, and when it is parked, is :mod:`core.outgoing_retry`'s rule.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from core import leases, queues
 from core.db import environment_failure
 from core.errors import PermanentError, TransientError
 from core.leases import Lease
+from core.outgoing_retry import Verdict, next_attempt_ms, verdict
 from core.queues import OutgoingItem, WorkItem
 from core.records import ItemSource
 from core.runtime import Runtime
@@ -74,7 +75,7 @@ def _failed(rt: Runtime, item: OutgoingItem, error: Exception, now: int) -> None
     reason = f"{type(error).__name__}: {error}"
     attempts = item.attempts + 1
     settings = rt.db.settings
-    if isinstance(error, PermanentError) or attempts >= settings.max_attempts:
+    if verdict(settings, error, attempts, item.created_at_ms, now) is Verdict.PARK:
         work = WorkItem(
             protocol=item.protocol,
             blob=item.payload,
@@ -88,4 +89,4 @@ def _failed(rt: Runtime, item: OutgoingItem, error: Exception, now: int) -> None
         return
     if not isinstance(error, TransientError):
         log.error("transport %s raised unexpectedly for outgoing %d: %s", item.transport, item.id, reason)
-    queues.retry_outgoing(rt.db, item.id, now + settings.retry_delay_ms(attempts), reason)
+    queues.retry_outgoing(rt.db, item.id, next_attempt_ms(settings, attempts, item.created_at_ms, now), reason)

@@ -285,6 +285,7 @@ _DUE_OUTGOING = (
     "WHERE status = 'pending' AND available_at_ms <= ? ORDER BY available_at_ms, id LIMIT ?"
 )
 _NEXT_OUTGOING_DUE_AT = "SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending'"
+_NEXT_UNTRIED_OUTGOING_DUE_AT = "SELECT min(available_at_ms) FROM outgoing WHERE status = 'pending' AND attempts = 0"
 
 
 def due_outgoing(db: Database, now_ms: int, limit: int = 100) -> list[OutgoingItem]:
@@ -324,10 +325,36 @@ def pending_outgoing(db: contract.Database, protocol: str) -> list[OutgoingTries
     return [OutgoingTries(*row) for row in db.all(_PENDING_OUTGOING, (protocol,))]
 
 
-def next_outgoing_due_at(db: Database) -> int | None:
-    """When the next pending outgoing message is due (None = nothing to send)."""
-    due: int | None = db.value(_NEXT_OUTGOING_DUE_AT)
+def next_outgoing_due_at(db: Database, *, untried_only: bool = False) -> int | None:
+    """When the next pending outgoing message is due (None = nothing to send); ``untried_only``: of those
+    never tried (the others wait for an outage to end)."""
+    due: int | None = db.value(_NEXT_UNTRIED_OUTGOING_DUE_AT if untried_only else _NEXT_OUTGOING_DUE_AT)
     return due
+
+
+_RETRYING_OUTGOING = (
+    "SELECT count(*), min(available_at_ms), min(created_at_ms) FROM outgoing WHERE status = 'pending' AND attempts > 0"
+)
+
+
+@attrs.frozen
+class OutgoingRetrying:
+    """Pending outgoing messages that failed at least once and wait for their next try (status shows it).
+
+    Attributes:
+        waiting: how many.
+        next_attempt_at_ms: the earliest next try (None when none waits).
+        oldest_queued_at_ms: when the oldest of them was queued (None when none waits).
+    """
+
+    waiting: int
+    next_attempt_at_ms: int | None
+    oldest_queued_at_ms: int | None
+
+
+def retrying_outgoing(db: contract.Database) -> OutgoingRetrying:
+    waiting, next_at, oldest = db.all(_RETRYING_OUTGOING)[0]
+    return OutgoingRetrying(waiting, next_at, oldest)
 
 
 # --- parked -----------------------------------------------------------------

@@ -75,6 +75,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_attempts", 5, "Tries of a failing or still-blocked item before it is parked.", 1, 1000),
     Setting("retry_base_ms", 1_000, "First retry delay; each further retry doubles it.", 1, _DAY_MS),
     Setting("retry_max_ms", 300_000, "Upper bound of the retry delay.", 1, 30 * _DAY_MS),
+    # A relay or node that is down for a night must not dead-letter what we send: the horizon, not
+    # max_attempts, decides when a transiently failing outgoing message is given up on.
+    Setting(
+        "outgoing_retry_horizon_ms",
+        _DAY_MS,
+        "How long an outgoing message whose transport fails transiently (relay or node down) is retried, with "
+        "exponential backoff and jitter capped at retry_max_ms, counted from when it was queued, before it is "
+        "parked.",
+        1_000,
+        365 * _DAY_MS,
+    ),
     Setting(
         "blocked_max_age_ms",
         7 * _DAY_MS,
@@ -184,6 +195,7 @@ class Settings:
     max_attempts: int = _field("max_attempts")
     retry_base_ms: int = _field("retry_base_ms")
     retry_max_ms: int = _field("retry_max_ms")
+    outgoing_retry_horizon_ms: int = _field("outgoing_retry_horizon_ms")
     blocked_max_age_ms: int = _field("blocked_max_age_ms")
     partition_wait_items: int = _field("partition_wait_items")
     partition_wait_bytes: int = _field("partition_wait_bytes")
@@ -230,4 +242,4 @@ class Settings:
 
     def retry_delay_ms(self, attempts: int) -> int:
         """Backoff before retry number ``attempts`` (1-based): doubling, capped."""
-        return int(min(self.retry_base_ms * (2 ** max(attempts - 1, 0)), self.retry_max_ms))
+        return int(min(self.retry_base_ms * (2 ** min(max(attempts - 1, 0), 62)), self.retry_max_ms))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core import leases, tick_state
+from core import leases, queues, tick_state
 from core.db import Database
 from core.errors import StorageError
 
@@ -20,6 +20,7 @@ STATUS_KEYS = (
     "head_seq",
     "incoming",
     "outgoing",
+    "outgoing_retrying",
     "deferred",
     "blocked",
     "parked",
@@ -95,6 +96,7 @@ def snapshot(db: Database) -> dict[str, Any]:
             "head_seq": _count(db, "SELECT coalesce(max(seq), 0) FROM events"),
             "incoming": _count(db, "SELECT count(*) FROM incoming"),
             "outgoing": _count(db, "SELECT count(*) FROM outgoing WHERE status = 'pending'"),
+            "outgoing_retrying": _outgoing_retrying(db),
             "deferred": _count(db, "SELECT count(*) FROM deferred"),
             "blocked": _count(db, "SELECT count(*) FROM blocked"),
             "parked": _count(db, "SELECT count(*) FROM parked"),
@@ -107,3 +109,16 @@ def snapshot(db: Database) -> dict[str, Any]:
             "counters": counters,
             "schema": dict(db.all("SELECT owner, version FROM schema_versions ORDER BY owner")),
         }
+
+
+def _outgoing_retrying(db: Database) -> dict[str, Any]:
+    """Outgoing messages a transient failure (relay or node down) holds back: how many, the next try, and the
+    oldest one's age, so an operator sees an outage before ``outgoing_retry_horizon_ms`` parks anything."""
+    found = queues.retrying_outgoing(db)
+    now_ms = time.time_ns() // 1_000_000
+    return {
+        "waiting": found.waiting,
+        "next_attempt_at_ms": found.next_attempt_at_ms,
+        "oldest_age_ms": None if found.oldest_queued_at_ms is None else max(now_ms - found.oldest_queued_at_ms, 0),
+        "horizon_ms": db.settings.outgoing_retry_horizon_ms,
+    }

@@ -27,6 +27,7 @@ from jobs.key_commands import encrypt as encrypt_command
 from jobs.key_commands import key as key_command
 from jobs.lazy_commands import LazyGroup
 from jobs.logs import configure_logging
+from jobs.outcome import Outcome, finish, with_outcome
 from jobs.settings_command import load_settings
 from jobs.settings_command import settings as settings_command
 
@@ -299,11 +300,32 @@ def tick(
         if as_json:  # the same one line goes to stderr, and the exit status is 75
             click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))
         raise
+    result, reasons = _publish_outcome(obj, daemon.mode)
     if as_json:
-        click.echo(output.to_json(_tick_json(report), sort_keys=True))
-        return
-    outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
-    click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+        click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
+    else:
+        outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
+        click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+    finish(result, reasons)
+
+
+def _publish_outcome(obj: CliState, mode: Any) -> tuple[Outcome, list[str]]:
+    """For --once and --until-idle: QUEUED while outgoing messages wait (the exit-code contract of network
+    commands); a daemon stopped by a signal exits 0 whatever waits."""
+    from core import queues
+    from jobs.tick import DaemonMode
+
+    if mode not in (DaemonMode.ONCE, DaemonMode.UNTIL_IDLE):
+        return Outcome.DONE, []
+    app = obj.app()
+    with app.db.read():
+        pending = app.db.count("SELECT count(*) FROM outgoing WHERE status = 'pending'")
+        retrying = queues.retrying_outgoing(app.db)
+    if not pending:
+        return Outcome.DONE, []
+    noun = "message" if pending == 1 else "messages"
+    why = f"; {retrying.waiting} failed a try and wait for the next" if retrying.waiting else ""
+    return Outcome.QUEUED, [f"queued; will retry: {pending} outgoing {noun} not sent yet{why} (`tessera status`)"]
 
 
 def _tick_json(report: Any, reason: str | None = None) -> dict[str, Any]:

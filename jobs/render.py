@@ -87,6 +87,9 @@ def status_parts(report: dict[str, Any], rates: str | None = None) -> list[Rende
     parts: list[RenderableType] = [queues]
     if rates is not None:
         parts.append(rates)
+    retrying = outgoing_retrying_line(report["outgoing_retrying"], now)
+    if retrying is not None:
+        parts.append(retrying)
     parts.append(lease_line(report["lease"], now))
     parts.extend(daemon_line(daemon, now) for daemon in report["daemons"])
     parts.extend(_error_lines(report, now))
@@ -135,6 +138,17 @@ def _error_lines(report: dict[str, Any], now_ms: int) -> list[str]:
         f"{escape(error['reason'])}"
         for error in report["last_errors"]
     ]
+
+
+def outgoing_retrying_line(retrying: dict[str, Any], now_ms: int) -> str | None:
+    """One line when outgoing messages wait to be tried again (a relay or node is down); None when none wait."""
+    if not retrying["waiting"]:
+        return None
+    return (
+        f"outgoing waiting to retry: {retrying['waiting']}, next attempt "
+        f"{times.relative(retrying['next_attempt_at_ms'], now_ms)}, oldest queued "
+        f"{retrying['oldest_age_ms'] / 1000:.0f} s ago (parked after {retrying['horizon_ms'] / 3_600_000:g} h)"
+    )
 
 
 @contextlib.contextmanager

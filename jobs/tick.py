@@ -437,7 +437,10 @@ def _next_due(daemon: TickDaemon) -> int | None:
     with rt.db.read():
         if queues.has_incoming(rt.db):
             return rt.clock.now_ms()
-        times = [queues.next_outgoing_due_at(rt.db)]
+        # --until-idle does not wait out an outage: messages whose transport failed are retried by a later
+        # tick (the command says they are queued) for outgoing_retry_horizon_ms.
+        until_idle = daemon.mode is DaemonMode.UNTIL_IDLE
+        times = [queues.next_outgoing_due_at(rt.db, untried_only=until_idle)]
     times.append(drain.next_due_ms(rt))
     for job in daemon.jobs:
         if job.next_due_ms is not None:

@@ -169,7 +169,7 @@ def test_hook_register_transports(make_app):
 
     app = make_app([ledger, Transports()], ["ledger"])
     with app.db.write():
-        app.runtime.apply("ledger", Result(intents=[EnqueueOutgoing(b"hello", transport="flaky")]), 0)
+        app.runtime.apply("ledger", Result(intents=[EnqueueOutgoing(b"hello", transport="flaky")]), app.clock.now_ms())
     publish.publish_due(app.runtime)
     assert app.db.one("SELECT status, attempts FROM outgoing") == ("pending", 1)
     app.clock.advance(60_000)

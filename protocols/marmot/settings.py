@@ -61,6 +61,15 @@ SETTINGS: tuple[Setting, ...] = (
         30 * 86_400,
     ),
     _marmot("fetch_timeout_s", 10, "How long `sync` waits for a relay's connection and each page's EOSE.", 1, 3_600),
+    # The bound on a command's first try at a relay that is down (then it says "queued; will retry").
+    _marmot(
+        "publish_timeout_s",
+        10,
+        "How long one try to publish an event waits for a relay to connect and answer OK before it counts as "
+        "failed (retried with backoff for the core's outgoing_retry_horizon_ms).",
+        1,
+        3_600,
+    ),
     # Below these a relay's ordinary burst (a page of a catch-up) would be held back.
     _marmot(
         "relay_backlog_events",
@@ -104,6 +113,9 @@ class MarmotSettings:
         fetch_timeout_s: how long ``sync`` waits for a relay to connect and
             to end each page of its answer with EOSE before it counts that
             relay's answer as cut short.
+        publish_timeout_s: how long one try to publish an event waits for
+            a relay to connect and to answer OK; a relay that is down costs a
+            command at most this before it says the event is queued.
         relay_backlog_events: how many events one relay may have handed to
             ``listen`` that the tick has not processed yet; while it has, that
             relay is not read (it keeps the rest), so a relay's flood bounds
@@ -120,6 +132,7 @@ class MarmotSettings:
     backfill_workers: int = _DEFAULTS["backfill_workers"]
     fetch_lookback_s: int = _DEFAULTS["fetch_lookback_s"]
     fetch_timeout_s: int = _DEFAULTS["fetch_timeout_s"]
+    publish_timeout_s: int = _DEFAULTS["publish_timeout_s"]
     relay_backlog_events: int = _DEFAULTS["relay_backlog_events"]
     relay_backlog_bytes: int = _DEFAULTS["relay_backlog_bytes"]
 

@@ -4,6 +4,10 @@ Commands that change a group write an intent and then make one publish and
 sync round at once (``--no-publish`` leaves that to the tick daemon or a
 running ``listen``), so two people on two databases talk through one
 ``tessera serve`` with nothing else running.  Every listing has ``--json``.
+Commands that reach the server exit by the contract of network commands
+(jobs/outcome.py): 0 done, 5 when an intent still waits to be published
+(retried by the tick daemon, ``listen`` or the next ``sync``), 4 when the
+server could not be reached, 1 when something was refused.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import click
 
 from core import eventlog
 from core.errors import InvalidInput
-from jobs import output
+from jobs import outcome, output
+from jobs.outcome import Outcome
 from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
-from protocols.xmtp.kinds import MessageKind
+from protocols.xmtp.kinds import IntentState, MessageKind
 from protocols.xmtp.state import Vault
 
 if TYPE_CHECKING:
@@ -121,6 +126,19 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
         _round(app)
     with app.db.read():
         rows = [row for row in (queries.intent(app.db, intent_id) for intent_id in intent_ids) if row is not None]
+    waiting = [row for row in rows if row.state is IntentState.TO_SEND]
+    failed = [row for row in rows if row.state is IntentState.ERROR]
+    _show_intents(rows)
+    reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
+    if waiting:
+        why = f": {waiting[-1].error}" if waiting[-1].error else " (not tried yet)"
+        count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
+        reasons.append(f"queued; will retry {count} with `tessera xmtp sync` or `tessera tick`{why}")
+    found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
+    outcome.finish(outcome.worst(found), reasons)
+
+
+def _show_intents(rows: list[Any]) -> None:
     if len(rows) > SHOWN_INTENTS:
         states = Counter(row.state.name for row in rows)
         click.echo(f"{len(rows)} intents: " + ", ".join(f"{count} {state}" for state, count in sorted(states.items())))
@@ -198,6 +216,8 @@ def _decide(obj: CliState, group: str, command: str) -> None:
         found = queries.group(app.db, _group_id(group))
     state = found.membership.name if found is not None else "unknown"
     click.echo(f"group {group}: {state}, {report.processed} payloads read")
+    if report.unreachable:  # decided here all the same; reading the group waits for the server
+        outcome.finish(Outcome.UNREACHABLE, [f"not read: {report.failures[0]}; `tessera xmtp sync` reads it later"])
 
 
 @xmtp.command()
@@ -225,7 +245,8 @@ def reject(obj: CliState, group: str) -> None:
 def sync_command(obj: CliState, as_json: bool) -> None:
     """Publish what waits, read every topic, keep the KeyPackage stock.
 
-    Exits non-zero when a topic could not be read to its end, or a group needs a rejoin."""
+    Exits 4 when the server could not be reached, 5 when an intent still waits to be published, 1 when a
+    topic could not be read to its end or a group needs a rejoin."""
     app = obj.app()
     app.service(XmtpMember).cold_start()
     service = app.service(XmtpMember).delivery()
@@ -233,6 +254,16 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     published, report = _round(app)
     with app.db.read():
         stuck = queries.groups_needing_rejoin(app.db)
+    with app.db.read():
+        waiting = [row for row in queries.intents(app.db) if row.state is IntentState.TO_SEND]
+    refused = [f for f in report.failures if not any(f.startswith(f"{topic}: ") for topic in report.unreachable)]
+    result = outcome.worst(
+        [
+            *([Outcome.QUEUED] if waiting else []),
+            *([Outcome.UNREACHABLE] if report.unreachable else []),
+            *([Outcome.FAILED] if stuck or refused else []),
+        ]
+    )
     found = {
         "published": published,
         "read": report.processed,
@@ -240,19 +271,30 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         "key_packages_published": stocked,
         "busy_topics": report.busy_topics,
         "failures": report.failures,
+        "unreachable": report.unreachable,
+        "waiting_intents": len(waiting),
         "needs_rejoin": [{"group": row.id.hex(), "reason": row.needs_rejoin} for row in stuck],
     }
-    if as_json:
-        click.echo(output.to_json(found))
-    else:
-        click.echo(f"published {published}, read {report.processed} payloads, {stocked} new KeyPackages on the server")
+    outcome.emit(
+        as_json,
+        found,
+        [f"published {published}, read {report.processed} payloads, {stocked} new KeyPackages on the server"],
+        result,
+    )
     if stuck:
         first = stuck[0]
         more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
         raise SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
-    if report.failures:
-        more = f" (and {len(report.failures) - 1} more)" if len(report.failures) > 1 else ""
-        raise SyncIncomplete(f"sync did not read everything: {report.failures[0]}{more}")
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
+    reasons = []
+    if report.unreachable:
+        reasons.append(f"unreachable: {len(report.unreachable)} topics not read: {report.failures[0]}")
+    if waiting:
+        count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
+        reasons.append(f"queued; will retry {count}: {waiting[-1].error or 'not tried yet'}")
+    outcome.finish(result, reasons)
 
 
 @xmtp.command()

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from core.errors import ConfigurationError, InvalidInput, NotFound, PermanentError, TesseraError, TransientError
+from core.errors import (
+    ConfigurationError,
+    InvalidInput,
+    NotFound,
+    PermanentError,
+    TesseraError,
+    TransientError,
+    Unreachable,
+)
 from protocols.libraries.delivery.codes import ErrorCode
 
 
@@ -50,8 +58,9 @@ class InvalidKey(XmtpError, InvalidInput):
     """Secret key bytes that are not 32 long, or (for the account's secp256k1 key) zero or not below the group order."""
 
 
-class ServiceUnavailable(XmtpError, TransientError):
-    """The delivery service could not be reached or did not answer in time; the work is retried."""
+class ServiceUnavailable(XmtpError, TransientError, Unreachable):
+    """The delivery service could not be reached or did not answer in time; the work is retried (a command
+    that could do nothing without it exits 4, *unreachable*)."""
 
 
 class ServiceRefused(XmtpError, PermanentError):

@@ -64,6 +64,8 @@ class Intent:
         next_attempt_at_ns: when the next try is due.
         rebuilds: how many times another commit sent it round again.
         server_id: the server's id of its message, once PUBLISHED.
+        created_at_ms: when it was asked for (0: made before this was kept; such an intent is given up
+            after MAX_ATTEMPTS outages as before).
     """
 
     id: str
@@ -78,6 +80,7 @@ class Intent:
     next_attempt_at_ns: int = 0
     rebuilds: int = 0
     server_id: str = ""
+    created_at_ms: int = 0
 
     @property
     def prepared(self) -> bool:
@@ -208,7 +211,7 @@ def create(book: IntentBook, intent: Intent, now_ms: int) -> Change:
     data = {"intent": intent.id, "kind": int(intent.kind), "request": intent.request}
     event = facts.fact(facts.INTENT_CREATED, intent.group_id, now_ms, data, intent.id)
     ids = [*book.open_ids(intent.group_id), intent.id]
-    return Change([event], [_keep(intent), _open_list(intent.group_id, ids)])
+    return Change([event], [_keep(attrs.evolve(intent, created_at_ms=now_ms)), _open_list(intent.group_id, ids)])
 
 
 def unbuilt(intent: Intent | None, intent_id: str) -> Intent:
@@ -251,17 +254,26 @@ def publish(intent: Intent | None, intent_id: str, message_hash: bytes, server_i
 
 
 def fail_attempt(
-    book: IntentBook, intent: Intent | None, intent_id: str, error: str, final: bool, now_ms: int
+    book: IntentBook,
+    intent: Intent | None,
+    intent_id: str,
+    error: str,
+    final: bool,
+    now_ms: int,
+    horizon_ms: int = 0,
 ) -> Change:
     """TO_SEND -> TO_SEND (the failure counted, the next try after a backoff) or ERROR.
 
-    ERROR when ``final`` (no retry can help), or after :data:`MAX_ATTEMPTS` for an intent not built: a
-    built one may be on the server (a lost reply, a crash after the send), and then it is delivered and
-    read back whatever we record; so only the server decides it (a receipt, a refusal, its read-back)."""
+    ERROR when ``final`` (no retry can help), or, for an intent not built, after :data:`MAX_ATTEMPTS`
+    once ``horizon_ms`` (the core's ``outgoing_retry_horizon_ms``) has passed since it was asked for: a
+    server that is down for a night ends nothing.  A built one may be on the server (a lost reply, a crash
+    after the send), and then it is delivered and read back whatever we record; so only the server decides
+    it (a receipt, a refusal, its read-back)."""
     found = _check(intent, intent_id, "counting a failed try", IntentState.TO_SEND, IntentState.PUBLISHED)
     attempts = found.attempts + 1
     identity = (found.id, "attempt", attempts)
-    if final or (attempts >= MAX_ATTEMPTS and not found.prepared):
+    waited_out = now_ms - found.created_at_ms >= horizon_ms
+    if final or (attempts >= MAX_ATTEMPTS and not found.prepared and waited_out):
         return fail(book, found, error, now_ms, *identity, attempts=attempts)
     retry_at = now_ms * 1_000_000 + min(BACKOFF_BASE_NS * 2 ** (attempts - 1), MAX_BACKOFF_NS)
     counted = attrs.evolve(found, attempts=attempts, next_attempt_at_ns=retry_at)

@@ -19,7 +19,8 @@ One intent takes three steps, none holding a transaction across the network
 2. the send, outside any transaction;
 3. ``xmtp.published`` or ``xmtp.publish_failed`` (one transaction each):
    PUBLISHED, or the failure counted and the next try scheduled with
-   backoff, ERROR with the reason after ``MAX_ATTEMPTS`` or at once
+   backoff, ERROR with the reason after ``MAX_ATTEMPTS`` and the core's
+   ``outgoing_retry_horizon_ms`` (a day) or at once
    when the server refuses the message itself.  Once step 1 is done an
    outage never ends the intent: the send may have reached the server
    (its reply lost), so it is tried again, as built, until the server
@@ -179,7 +180,13 @@ def command_publish_failed(ctx: contract.Context, params: dict[str, Any]) -> Res
     error = str(params.get("error") or "unknown error")
     try:
         change = intent_machine.fail_attempt(
-            book, book.get(intent_id), intent_id, error, bool(params.get("final")), ctx.now_ms
+            book,
+            book.get(intent_id),
+            intent_id,
+            error,
+            bool(params.get("final")),
+            ctx.now_ms,
+            ctx.db.settings.outgoing_retry_horizon_ms,
         )
     except WrongIntentState:
         return Result(duplicate=True)  # settled meanwhile (read back, or another cause ended it)
@@ -230,7 +237,7 @@ def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: 
     try:
         # Every network step that can fail before the send comes before step 1: so an intent that is built
         # may be on the server (only a crash or the send itself came between), and only an unbuilt one is
-        # given up after MAX_ATTEMPTS outages (intent_machine.fail_attempt).
+        # given up after MAX_ATTEMPTS outages and the retry horizon (intent_machine.fail_attempt).
         service.join(intent.group_id)
         if not intent.prepared:
             built = _build(runtime, service, intent)

@@ -81,6 +81,8 @@ class SyncReport:
     reread: int = 0
     #: Groups we cannot follow any more, by group id (hex): why (also in ``failures``).
     needs_rejoin: dict[str, str] = attrs.Factory(dict)
+    #: Topics not read because the server could not be reached (also in ``failures``).
+    unreachable: list[str] = attrs.Factory(list)
 
 
 def _now_ns(runtime: contract.Runtime) -> int:
@@ -469,6 +471,8 @@ def _guarded(report: SyncReport, topic: str, work: Any) -> None:
     except (ServiceUnavailable, ServiceRefused) as exc:
         log.info("sync of %s stopped: %s", topic, exc)
         report.failures.append(f"{topic}: {exc}")
+        if isinstance(exc, ServiceUnavailable):
+            report.unreachable.append(topic)
     except TopicStalled as exc:
         log.warning("sync of %s stopped: %s", topic, exc)
         report.failures.append(f"{topic}: {exc}")

@@ -101,7 +101,8 @@ def test_two_people_make_a_group_and_talk_through_a_real_relay(relay: LocalRelay
         assert len(published["key_packages"]) == 1 and accepted_everywhere(published["publish"])
     inbox = bob.marmot("inbox-relays", relay.url)
     assert inbox["inbox"] == inbox["read_from"] == [relay.url] and accepted_everywhere(inbox["publish"])
-    assert bob.marmot("inbox-relays") == {"inbox": [relay.url], "read_from": [relay.url]}
+    shown = bob.marmot("inbox-relays")
+    assert shown == {"inbox": [relay.url], "read_from": [relay.url], "outcome": "done", "exit_code": 0}
 
     gid = alice.marmot("create-group", "--name", "tea", "--relay", relay.url)["group"]
     invited = alice.marmot("invite", "--group", gid, b["npub"])

@@ -73,7 +73,7 @@ def test_a_tick_daemon_killed_mid_sync_ends_like_an_uninterrupted_reader(
             alice.xmtp("send", "--group", group, *(f"alice {round_}.{n}" for n in range(per_round)))
             alice.xmtp("update-key", "--group", group)
         queued = [f"carol {n}" for n in range(30)]
-        carol.xmtp("send", "--no-publish", "--group", group, *queued)
+        carol.xmtp("send", "--no-publish", "--group", group, *queued, exit_code=5)  # queued, not delivered
 
         killed_at: list[int] = []
         for _ in range(kills):

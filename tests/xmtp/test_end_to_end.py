@@ -31,11 +31,12 @@ class Person:
         self.env = env
         self.address = ""
 
-    def xmtp(self, *args: str) -> str:
+    def xmtp(self, *args: str, exit_code: int = 0) -> str:
+        """``tessera xmtp ARGS``'s output, once it exited with ``exit_code`` (5: queued, as after --no-publish)."""
         done = subprocess.run(
             [*TESSERA, "--db", str(self.db), "xmtp", *args], capture_output=True, text=True, env=self.env, timeout=300
         )
-        if done.returncode != 0:
+        if done.returncode != exit_code:
             raise AssertionError(f"{self.name}: tessera xmtp {' '.join(args[:3])} failed: {done.stderr.strip()}")
         return done.stdout
 

@@ -157,18 +157,24 @@ def test_a_built_message_whose_reply_was_lost_is_never_given_up_and_is_delivered
     assert _parked(alice) == _parked(bob) == []
 
 
-def test_an_intent_that_was_not_built_yet_still_ends_in_error_after_the_attempts(
+def test_an_intent_that_was_not_built_yet_ends_in_error_after_the_attempts_and_the_horizon(
     make_member: MakeMember, hub: LoopbackHub, clock: ManualClock
 ) -> None:
     # A commit is built by the publish job, after its join: an outage before it leaves it unbuilt.  (A
     # message whose turn it is is built by `send` itself, so it is tried until the server answers.)
     alice = make_member()
+    horizon_ms = alice.app.db.settings.outgoing_retry_horizon_ms
     group = alice.create_group()
     alice.run("update_key", group=group.hex())
-    for _ in range(intent_machine.MAX_ATTEMPTS):
+    for _ in range(intent_machine.MAX_ATTEMPTS * 2):  # an outage of minutes: tried on, not given up
         hub.fail_next(100)
         alice.publish()
         clock.advance(600_000)
+    [intent] = alice.intents()
+    assert intent.state is IntentState.TO_SEND and intent.attempts == intent_machine.MAX_ATTEMPTS * 2
+    clock.advance(horizon_ms)  # the outage outlasted the core's outgoing_retry_horizon_ms
+    hub.fail_next(100)
+    alice.publish()
     [intent] = alice.intents()
     assert intent.state is IntentState.ERROR and not intent.prepared and "outage" in intent.error
 

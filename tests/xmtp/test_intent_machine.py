@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from core.db import Database
@@ -122,7 +123,8 @@ def test_a_database_made_before_the_machine_gets_its_open_intents_once(
         KV(db).delete(intent_machine.FILLED)
     db.close()
     reopened = Member(make_app([xmtp], ["xmtp"], path=path), alice.service)
-    assert _book(reopened) == before
+    # The read model never kept when an intent was asked for: a filled one counts as asked for long ago.
+    assert _book(reopened) == {key: attrs.evolve(i, created_at_ms=0) for key, i in before.items()}
     with reopened.app.db.read():
         assert list(IntentBook(reopened.app.db).open_ids(group)) == list(before)
     reopened.settle()

@@ -107,7 +107,12 @@ def test_a_publish_that_keeps_failing_ends_in_error_with_its_reason(
         alice.publish()
         clock.advance(60_000)
     [intent] = alice.intents()
-    assert intent.state is IntentState.ERROR and "simulated outage" in intent.error and intent.attempts == 5
+    assert intent.state is IntentState.TO_SEND and intent.attempts == 5  # minutes of outage end nothing
+    clock.advance(alice.app.db.settings.outgoing_retry_horizon_ms)  # the outage outlasts the retry horizon
+    hub.fail_next(10)
+    alice.publish()
+    [intent] = alice.intents()
+    assert intent.state is IntentState.ERROR and "simulated outage" in intent.error and intent.attempts == 6
     hub.fail_next(0)
     assert alice.publish() == 0  # an intent in ERROR is never tried again
 

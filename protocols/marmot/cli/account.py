@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from core.state import ProtocolState
-from protocols.marmot.cli.publish import publish_now, timeout_option
+from protocols.marmot.cli.publish import publish_now, report, timeout_option
 from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.state import account as accounts
@@ -91,7 +91,7 @@ def key_package_publish(
     lines = [f"KeyPackage {event_id}" for event_id in made] or [
         f"{count} unused KeyPackage(s) are out already; --force publishes another"
     ]
-    emit(as_json, {"key_packages": made, "publish": summary.to_json()}, [*lines, *summary.lines()])
+    report(as_json, {"key_packages": made, "publish": summary.to_json()}, [*lines, *summary.lines()], summary)
 
 
 @click.command("inbox-relays")
@@ -119,4 +119,4 @@ def inbox_relays(obj: Any, timeout_s: int, as_json: bool, urls: tuple[str, ...])
     if summary is not None:
         shown["publish"] = summary.to_json()
         lines += summary.lines()
-    emit(as_json, shown, lines)
+    report(as_json, shown, lines, summary)

@@ -19,7 +19,7 @@ from core import contract
 from core.state import ProtocolState
 from protocols.libraries import mls
 from protocols.marmot.cli.invitees import find_invitee
-from protocols.marmot.cli.publish import PublishSummary, publish_now, timeout_option
+from protocols.marmot.cli.publish import PublishSummary, publish_now, report, timeout_option
 from protocols.marmot.cli.support import (
     emit,
     group_option,
@@ -54,7 +54,7 @@ def _report_change(app: contract.App, gid: str, change: str, summary: PublishSum
     row = _group_row(app, gid)
     standing = f"{change}: group {gid} is at epoch {row['epoch']} with {row['members']} member(s)"
     shown = {"group": gid, "change": change, "now": row, "publish": summary.to_json()}
-    emit(as_json, shown, [standing, *summary.lines()])
+    report(as_json, shown, [standing, *summary.lines()], summary)
 
 
 def _change(obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool) -> None:
@@ -227,7 +227,8 @@ def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
     app = obj.app()
     app.runtime.run_command("marmot.decline", {"welcome": welcome_id.strip()})
     summary = publish_now(app, timeout_s)
-    emit(as_json, {"declined": welcome_id, "publish": summary.to_json()}, [f"declined {welcome_id}", *summary.lines()])
+    shown = {"declined": welcome_id, "publish": summary.to_json()}
+    report(as_json, shown, [f"declined {welcome_id}", *summary.lines()], summary)
 
 
 COMMANDS = (create_group, invite, remove, self_update, leave, members, list_welcomes, accept, decline)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, Unreachable
 from protocols.marmot.cli.support import short_key
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.relays import FetchReport, RelayTransport
@@ -30,6 +30,10 @@ from protocols.marmot.wire.relay_lists import RELAY_LIST_KINDS, RelayLists, read
 
 class NoKeyPackage(MarmotError, NotFound):
     """No relay asked holds a usable KeyPackage of an invitee."""
+
+
+class InviteeUnreachable(MarmotError, Unreachable):
+    """No relay asked for an invitee's KeyPackages answered (all down or cut short): nothing was changed."""
 
 
 @attrs.frozen
@@ -62,6 +66,12 @@ def find_invitee(transport: RelayTransport, pubkey: str, relays: Sequence[str], 
             refused.append(f"{event['id'][:12]}: {exc}")
             continue
         return Invitee(pubkey, json.dumps(event, separators=(",", ":"), ensure_ascii=False), lists.inbox)
+    if not found.events and not found.complete:
+        trouble = "; ".join(str(outcome) for outcome in found.outcomes)
+        raise InviteeUnreachable(
+            f"could not look for {short_key(pubkey)}'s KeyPackages: no relay answered ({trouble}); nothing was "
+            "changed: invite again when a relay is up, or give --relay URL"
+        )
     raise NoKeyPackage(_nothing_usable(pubkey, everywhere, found, refused))
 
 

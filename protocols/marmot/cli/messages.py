@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from protocols.marmot.cli.publish import publish_now, timeout_option
-from protocols.marmot.cli.support import emit, group_id, group_option, json_option, message_id
+from protocols.marmot.cli.publish import publish_now, report, timeout_option
+from protocols.marmot.cli.support import group_id, group_option, json_option, message_id
 from protocols.marmot.read.history import GroupHistoryStore
 
 
@@ -17,7 +17,9 @@ def _send_rumor(obj: Any, command: str, params: dict[str, Any], timeout_s: int, 
     params["group"] = group_id(app, params["group"])
     outcome = app.runtime.run_command(f"marmot.{command}", params)
     if not outcome.events:
-        emit(as_json, {"rumor": None, "duplicate": True}, ["already sent (same content within the same second)"])
+        report(
+            as_json, {"rumor": None, "duplicate": True}, ["already sent (same content within the same second)"], None
+        )
         return
     data = outcome.events[0].data
     rumor_id = data["rumor"]["id"] if "rumor" in data else data["rumor_id"]
@@ -26,7 +28,9 @@ def _send_rumor(obj: Any, command: str, params: dict[str, Any], timeout_s: int, 
         known = GroupHistoryStore(app.db, params["group"]).outer_record(data["outer_id"])
     state = known.state if known is not None else None  # Created until a relay (or the loopback) hands it back
     said = f"sent rumor {rumor_id}" + (f" ({state})" if state else "")
-    emit(as_json, {"rumor": rumor_id, "state": state, "publish": summary.to_json()}, [said, *summary.lines()])
+    report(
+        as_json, {"rumor": rumor_id, "state": state, "publish": summary.to_json()}, [said, *summary.lines()], summary
+    )
 
 
 @click.command()

@@ -2,10 +2,13 @@
 
 A Marmot command only records what to send (outgoing intents); the tick
 publishes it.  Commands that change something run the tick until nothing is
-left to do, or until ``--timeout`` seconds have passed (a relay that is down
-is retried with back-off by any later ``tessera tick``), so the user sees
-each relay's answer at once.  When a tick daemon already holds this
-database's lease, that daemon publishes and the command says so.
+left to do, until ``--timeout`` seconds have passed, or until every event
+still waiting has had its first try fail (a relay that is down: it is retried
+with back-off by any later ``tessera tick``, for ``outgoing_retry_horizon_ms``),
+so the user sees each relay's answer at once and a relay that is down costs
+one try, not the whole timeout.  When a tick daemon already holds this
+database's lease, that daemon publishes and the command says so.  What is
+still waiting makes the command's outcome ``queued`` (jobs/outcome.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from core import queues
 from core.app import App
 from core.errors import LeaseHeld
 from core.records import ItemSource
+from jobs import outcome
+from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.support import OptionDecorator
 from protocols.marmot.facts import PROTOCOL
@@ -99,17 +104,43 @@ class PublishSummary:
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
+    @property
+    def outcome(self) -> Outcome:
+        """FAILED when a relay refused an event for good (it was parked), QUEUED while anything waits (for a
+        relay, or for the daemon), else DONE."""
+        if self.parked:
+            return Outcome.FAILED
+        return Outcome.QUEUED if self.waiting or self.daemon_running else Outcome.DONE
+
+    def reasons(self) -> list[str]:
+        """Why the outcome is not DONE, one line each, for stderr."""
+        said = [f"parked {p['id']}: {p['reason']}" for p in self.parked]
+        if self.daemon_running and self.waiting:
+            said.append(f"queued; the tick daemon running on this database publishes {_events(len(self.waiting))}")
+        elif self.waiting:
+            last = self.waiting[-1]
+            why = f": {last['error']}" if last["error"] else " (not tried yet: --timeout 0)"
+            said.append(f"queued; will retry {_events(len(self.waiting))} with `tessera tick`{why}")
+        return said
+
     def lines(self) -> list[str]:
         """What to tell the user, one line each."""
         said = [f"event {e['id']} (kind {e['kind']}): {_answers(e['relays'])}" for e in self.published]
-        if self.daemon_running:
-            said.append("queued: the tick daemon running on this database publishes it")
-        elif self.waiting:
-            last = self.waiting[-1]
-            why = f" (attempt {last['attempts']}: {last['error']})" if last["attempts"] else ""
-            said.append(f"{len(self.waiting)} event(s) still queued{why}; `tessera tick` keeps publishing them")
         said += [f"parked {p['id']}: {p['reason']}; `tessera parked retry {p['id']}` tries again" for p in self.parked]
         return said
+
+
+def report(as_json: bool, value: dict[str, Any], lines: Sequence[str], summary: PublishSummary | None) -> None:
+    """Print a publishing command's result (``value`` as JSON, or ``lines``), and exit by its outcome: 0 when
+    everything went out, 5 (``queued``) when something still waits, 1 when a relay refused an event for good,
+    with why on stderr."""
+    result = Outcome.DONE if summary is None else summary.outcome
+    outcome.emit(as_json, value, lines, result)
+    outcome.finish(result, summary.reasons() if summary is not None else ())
+
+
+def _events(count: int) -> str:
+    return f"{count} event" + ("" if count == 1 else "s")
 
 
 def _answers(relays: Iterable[dict[str, str]]) -> str:
@@ -143,11 +174,24 @@ def _run_tick(app: App, deadline: float) -> TickReport:
     daemon = TickDaemon(app, mode=DaemonMode.UNTIL_IDLE)
 
     def stop_at_deadline(report: TickReport) -> None:
-        if time.monotonic() >= deadline:
-            daemon.stopping = True  # what's left is retried by the next tick, with its back-off
+        # What's left is retried by the next tick, with its back-off: waiting for it here would block the
+        # command for as long as a relay is down.
+        if time.monotonic() >= deadline or _only_retries_left(app):
+            daemon.stopping = True
 
     daemon.on_pass = stop_at_deadline
     return daemon.run()
+
+
+def _only_retries_left(app: App) -> bool:
+    """Nothing to process, and every pending outgoing event has had a try fail and waits for its next."""
+    now = app.clock.now_ms()
+    with app.db.read():
+        if queues.has_incoming(app.db):
+            return False
+        retrying = queues.retrying_outgoing(app.db)
+        due_at = queues.next_outgoing_due_at(app.db)
+    return retrying.waiting > 0 and due_at is not None and due_at > now
 
 
 def _published(reports: dict[str, tuple[int, PublishReport]]) -> Iterable[dict[str, Any]]:

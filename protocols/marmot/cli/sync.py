@@ -4,9 +4,10 @@
 invitations (:func:`protocols.marmot.transport.sync.sync`), then tick until idle.
 A relay whose answer was cut short is named on stderr (and under ``failures``
 in ``--json``); what it sent before that is processed all the same.  The exit
-code says how complete the relays' answers were (docs/marmot.md): 0 complete,
-3 when some relay failed but every group and the inbox got a complete answer
-from another, 4 when one of them got a complete answer from no relay.
+code follows the contract of network commands (jobs/outcome.py): 0 done, 3
+when some relay failed but every group and the inbox got a complete answer
+from another, 4 when one of them got a complete answer from no relay, 5 when
+everything was read but something we publish still waits for its relays.
 ``listen`` runs until Ctrl-C (SIGINT) or SIGTERM: live subscriptions queue
 events on a connection of their own while this process's tick daemon
 processes them, and every message, commit and invitation is printed as it is
@@ -29,10 +30,12 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from core.metrics import MetricsServer
+from jobs import outcome
+from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.arrivals import Arrivals
 from protocols.marmot.cli.publish import publish_now, timeout_option
-from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
+from protocols.marmot.cli.support import json_option, relay_option, relay_urls
 from protocols.marmot.errors import MarmotError
 from protocols.marmot.transport import sync as relay_sync
 
@@ -72,17 +75,23 @@ def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> No
         "arrived": arrivals.items,
         "publish": summary.to_json(),
     }
-    emit(as_json, shown, lines)
-    for failure in report.failures:
-        click.echo(f"warning: relay answer cut short: {failure}", err=True)
+    result = outcome.worst((_FETCHED[completeness], summary.outcome))
+    outcome.emit(as_json, shown, lines, result)
+    reasons = [f"warning: relay answer cut short: {failure}" for failure in report.failures]
     if report.incomplete:
-        click.echo(
+        reasons.append(
             f"warning: no relay answered completely for {', '.join(report.incomplete)}: some events may be "
-            "missing; sync again later",
-            err=True,
+            "missing; sync again later"
         )
-    if completeness.exit_code:
-        raise SystemExit(completeness.exit_code)
+    outcome.finish(result, [*reasons, *summary.reasons()])
+
+
+# What the completeness of the relays' answers means in the exit-code contract.
+_FETCHED = {
+    relay_sync.Completeness.COMPLETE: Outcome.DONE,
+    relay_sync.Completeness.PARTIAL: Outcome.PARTIAL,
+    relay_sync.Completeness.INCOMPLETE: Outcome.UNREACHABLE,
+}
 
 
 class NothingToFollow(MarmotError, InvalidInput):

@@ -23,10 +23,10 @@ from core.queues import OutgoingItem
 from protocols.libraries import mls
 from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import PublishReport, PublishStatus
+from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.wire import group_data, nostr, outer
 
 NAME = "nostr"
-PUBLISH_TIMEOUT_S = 10.0
 # OK false prefixes (NIP-01) that say the event itself is unacceptable to that relay.
 _FINAL_REFUSALS = ("invalid:", "pow:", "blocked:", "restricted:")
 
@@ -64,7 +64,8 @@ class NostrTransport:
         targets = json.loads(item.destination or "[]")
         if not targets:
             raise PermanentError(f"event {event['id'][:12]} has no relay to be published to")
-        report = runtime.service(MarmotMember).relays().publish(event, targets, timeout_s=PUBLISH_TIMEOUT_S)
+        timeout_s = MarmotSettings.of(runtime.db.settings).publish_timeout_s
+        report = runtime.service(MarmotMember).relays().publish(event, targets, timeout_s=timeout_s)
         if not report.accepted:
             raise _failure(report)
         if event["kind"] == nostr.GROUP_EVENT_KIND:

@@ -93,15 +93,15 @@ class RelayFailure:
 
 
 class Completeness(enum.Enum):
-    """How completely the relays answered a sync; ``exit_code`` is what ``tessera marmot sync`` exits with."""
+    """How completely the relays answered a sync (``tessera marmot sync`` maps it to its exit code)."""
 
-    COMPLETE = ("complete", 0)  # every relay answered every subscription to the end
-    PARTIAL = ("partial", 3)  # some relay did not, but every subscription got a complete answer from another
-    INCOMPLETE = ("incomplete", 4)  # some subscription got a complete answer from none of its relays
+    COMPLETE = "complete"  # every relay answered every subscription to the end
+    PARTIAL = "partial"  # some relay did not, but every subscription got a complete answer from another
+    INCOMPLETE = "incomplete"  # some subscription got a complete answer from none of its relays
 
-    def __init__(self, label: str, exit_code: int):
-        self.label = label
-        self.exit_code = exit_code
+    @property
+    def label(self) -> str:
+        return str(self.value)
 
 
 @attrs.define
