@@ -395,6 +395,25 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     click.echo(f"wrote {written} bytes to {path}")
 
 
+@blob.command("import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mime", help="The file's media type, stored with it (e.g. image/png).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> None:
+    """Store the file at PATH as a blob; its id is its SHA-256 (an import cut short resumes)."""
+    from core import blobs
+
+    app = obj.app()
+    stored = blobs.import_file(
+        app.db, path, app.clock.now_ms, mime=mime, slice_bytes=app.db.settings.blob_slice_max_bytes
+    )
+    if as_json:
+        click.echo(output.to_json({"file_id": stored.file_id, "size": stored.total_size, "mime": stored.mime}))
+        return
+    click.echo(f"stored {path} as blob {stored.file_id} ({stored.total_size} bytes)")
+
+
 @blob.command("reset")
 @click.argument("file_id")
 @click.option("--yes", is_flag=True, help="Confirm resetting a complete blob (its content is deleted for good).")
