@@ -99,3 +99,10 @@ def test_without_nostr_sdk_the_error_is_one_line_naming_the_install_command(tmp_
     )
     line = one_line_error(outcome)
     assert "nostr-sdk" in line and "pip install 'tessera[relay]'" in line
+
+
+def test_check_starts_prints_the_address_and_exits_0(tmp_path: Path) -> None:
+    checked = tessera(tmp_path, "marmot", "relay", "--check", "--port", "0", "--json")
+    assert checked.returncode == 0, checked.stderr
+    shown = json.loads(checked.stdout)
+    assert shown["url"] == f"ws://127.0.0.1:{shown['port']}" and shown["port"] > 0

@@ -24,8 +24,11 @@ _WAKE_S = 0.5
     show_default=True,
     help="TCP port on 127.0.0.1; 0 picks a free one.",
 )
+@click.option(
+    "--check", is_flag=True, help="Start the relay, print its address, stop it and exit: checks it can run here."
+)
 @json_option
-def relay(port: int, as_json: bool) -> None:
+def relay(port: int, check: bool, as_json: bool) -> None:
     """Run a Nostr relay on 127.0.0.1 until Ctrl-C or SIGTERM; events live in memory only.
 
     Prints the relay's ws:// address on the first line (as {"url", "port"} with
@@ -42,6 +45,8 @@ def relay(port: int, as_json: bool) -> None:
         running = development.start(port)
         try:
             emit(as_json, {"url": running.url, "port": running.port}, [running.url])
+            if check:
+                return
             click.echo("relay running, events in memory only; Ctrl-C stops it", err=True)
             while not stopping.wait(_WAKE_S):
                 pass
