@@ -71,7 +71,10 @@ def open_app(
 
 
 class App:
-    """Everything a CLI command, the tick or a test needs, on one connection."""
+    """Everything a CLI command, the tick or a test needs, on one connection.
+
+    A context manager: ``with open_app(...) as app:`` closes it (:meth:`close`) on the way out.
+    """
 
     def __init__(self, db: Database, registry: Registry, enabled: Iterable[str], *, clock: Clock | None = None):
         self.db = db
@@ -97,6 +100,12 @@ class App:
         """The projectors of ``protocols`` (default: every enabled protocol)."""
         wanted = set(self.enabled if protocols is None else protocols)
         return [p for p in self.registry.projectors.values() if p.protocol in wanted]
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Close the plugins' service objects (the last opened first), then the database connection."""

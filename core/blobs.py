@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -250,3 +250,50 @@ def export(db: Database, file_id: str, path: Path) -> int:
             raise
     tmp.replace(path)
     return written
+
+
+_READ_CHUNK = 1 << 20
+
+
+def file_id_of(path: Path) -> str:
+    """The SHA-256 of the file at ``path`` (hex): the id its blob gets."""
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while chunk := source.read(_READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def import_file(
+    db: Database, path: Path, now: Callable[[], int], *, mime: str | None = None, slice_bytes: int
+) -> BlobInfo:
+    """Store the file at ``path`` as a complete blob, one write transaction per slice; returns its info.
+
+    The id is the file's SHA-256.  An import cut short resumes where the blob
+    stands (its received bytes), and a blob already complete is left as it
+    is.  The last slice is checked against the id, so a file changed while
+    it was read is refused (:class:`BlobHashMismatch`) and can be reset.
+    ``now`` gives each slice's time in milliseconds.
+    """
+    file_id = file_id_of(path)
+    total_size = path.stat().st_size
+    with db.read():
+        stored = info(db, file_id)
+    if stored is not None and stored.status == "complete":
+        return stored
+    slice_no, offset = (0, 0) if stored is None else (stored.next_slice, stored.received_bytes)
+    with path.open("rb") as source:
+        source.seek(offset)
+        while True:
+            data = source.read(slice_bytes)
+            if not data and total_size:  # shorter than when it was hashed: it changed under us
+                raise InvalidInput(
+                    f"{path} changed while it was imported; `tessera blob reset {file_id}`, then import it again"
+                )
+            with db.write():
+                stored = append_slice(
+                    db, file_id, slice_no, data, total_size, now(), mime=mime, max_slice_bytes=slice_bytes
+                )
+            if stored.status == "complete":
+                return stored
+            slice_no += 1

@@ -170,6 +170,9 @@ class Protocol:
             accept any bytes (a blob it cannot read sorts anywhere, the decoder refuses it later).
             None keeps the order they came in.
         prepare: the protocol's prepare stage (:class:`PrepareStage`), or None when it has none.
+        describe: ``fn(blob) -> dict | None``: a view of a queued or parked blob for people
+            (``tessera parked list --show``): its readable, public fields, never key material; None
+            for a blob it cannot read (then the blob is shown in hex).  None: always hex.
     """
 
     name: str = attrs.field(validator=_protocol_name)
@@ -182,6 +185,7 @@ class Protocol:
     description: str = ""
     arrival_order: Callable[[bytes], Any] | None = None
     prepare: PrepareStage | None = None
+    describe: Callable[[bytes], dict[str, Any] | None] | None = None
 
 
 @attrs.define

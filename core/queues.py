@@ -401,13 +401,35 @@ def park(
     )
 
 
-def list_parked(db: Database, limit: int = 1000) -> list[dict[str, Any]]:
-    rows = db.all(
-        "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
-        "length(blob) FROM parked ORDER BY id LIMIT ?",
-        (limit,),
-    )
+_LIST_PARKED = (
+    "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
+    "length(blob) FROM parked "
+    "WHERE (?1 IS NULL OR protocol = ?1) AND (?2 IS NULL OR instr(lower(reason), lower(?2)) > 0) "
+    "ORDER BY id LIMIT ?3"
+)
+
+
+def list_parked(
+    db: Database, limit: int = 1000, *, protocol: str | None = None, reason: str | None = None
+) -> list[dict[str, Any]]:
+    """Parked items, oldest first: only ``protocol``'s, and only those whose reason contains ``reason``
+    (any case), when given."""
+    rows = db.all(_LIST_PARKED, (protocol, reason, limit))
     return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in rows]
+
+
+_PARKED_ITEM = (
+    "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
+    "length(blob), blob, transport, destination FROM parked WHERE id = ?"
+)
+
+
+def parked_item(db: Database, parked_id: int) -> dict[str, Any]:
+    """One parked item with its payload (``blob``) and, for an outgoing one, where it was going."""
+    row = db.one(_PARKED_ITEM, (parked_id,))
+    if row is None:
+        raise NotFound(f"no parked item {parked_id}; `tessera parked list` shows the ids")
+    return dict(zip((*PARKED_COLUMNS, "blob", "transport", "destination"), row, strict=True))
 
 
 _PARKED_SINCE = "SELECT id, reason FROM parked WHERE protocol = ? AND source = ? AND last_failed_at_ms >= ? ORDER BY id"

@@ -354,12 +354,31 @@ def parked() -> None:
 @parked.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="At most this many rows.")
+@click.option("--protocol", help="Only this protocol's items.")
+@click.option("--reason", metavar="TEXT", help="Only items whose reason contains TEXT (any case).")
+@click.option("--show", "show_id", type=int, metavar="ID", help="Show item ID with its payload instead of a list.")
 @click.pass_obj
-def parked_list(obj: CliState, as_json: bool, limit: int) -> None:
-    """List parked items with their reasons."""
+def parked_list(
+    obj: CliState, as_json: bool, limit: int, protocol: str | None, reason: str | None, show_id: int | None
+) -> None:
+    """List parked items with their reasons, or show one with its payload (--show ID)."""
     from core import queues
 
-    rows = queues.list_parked(obj.app().db, limit)
+    app = obj.app()
+    if show_id is not None:
+        from jobs import parked_view
+
+        with app.db.read():
+            view = parked_view.shown(app.registry, queues.parked_item(app.db, show_id))
+        if as_json:
+            click.echo(output.to_json(view, ensure_ascii=False))
+            return
+        payload = output.to_json(view.get("payload"), ensure_ascii=False)
+        for line in parked_view.lines(view, payload):
+            click.echo(line)
+        return
+    with app.db.read():
+        rows = queues.list_parked(app.db, limit, protocol=protocol, reason=reason)
     if as_json:
         click.echo(output.to_json(rows))
         return
@@ -415,6 +434,25 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
 
     written = blobs.export(obj.app().db, file_id, path)
     click.echo(f"wrote {written} bytes to {path}")
+
+
+@blob.command("import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mime", help="The file's media type, stored with it (e.g. image/png).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> None:
+    """Store the file at PATH as a blob; its id is its SHA-256 (an import cut short resumes)."""
+    from core import blobs
+
+    app = obj.app()
+    stored = blobs.import_file(
+        app.db, path, app.clock.now_ms, mime=mime, slice_bytes=app.db.settings.blob_slice_max_bytes
+    )
+    if as_json:
+        click.echo(output.to_json({"file_id": stored.file_id, "size": stored.total_size, "mime": stored.mime}))
+        return
+    click.echo(f"stored {path} as blob {stored.file_id} ({stored.total_size} bytes)")
 
 
 @blob.command("reset")

@@ -40,6 +40,7 @@ CHEAP = {
     ("rebuild",): ["--engine", "local"],
     ("tick",): ["--once"],
     ("serve",): ["--check", "--port", "0"],
+    ("marmot", "relay"): ["--check", "--port", "0"],
     ("demo",): ["--engine", "local", "--messages", "2"],
     ("example", "generate"): ["--messages", "5"],
     ("marmot", "simulate"): cli_options(members=2, messages=2, commits=1, races=0, garbage=0, duplicates=0),

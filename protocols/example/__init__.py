@@ -29,6 +29,7 @@ def register_protocol() -> Protocol:
         },
         projectors=(projectors.MESSAGES, projectors.ROOMS),
         description="signed chat log with keyset-paged rooms",
+        describe=wire.describe,
     )
 
 

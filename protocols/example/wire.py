@@ -93,3 +93,13 @@ def _check_fields(message: dict) -> None:
     _hex(message["sig"], 64, "sig")
     if message["kind"] == DELETE:
         _hex(body, 32, "body", " (the id of the message to delete)")
+
+
+def describe(blob: bytes) -> dict | None:
+    """A blob as people read it (``tessera parked list --show``): the message's fields, whether or not its id
+    and signature check out (a signed message holds no secret), or None when it is not a JSON object."""
+    try:
+        message = loads_untrusted(blob)
+    except MalformedInput:
+        return None
+    return message if isinstance(message, dict) else None

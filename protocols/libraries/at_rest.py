@@ -26,6 +26,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
@@ -82,13 +83,13 @@ class Sealer:
                 encryption.adopt_state_key(db, self.label, legacy)
             return legacy
         if db is None:
-            raise self.missing(self.missing_message)
+            raise self.missing(self.missing_message(db))
         adopted = encryption.adopted_state_key(db, self.label)
         if adopted is not None:
             return adopted
         root = encryption.state_root(db)
         if root is None:
-            raise self.missing(self.missing_message)
+            raise self.missing(self.missing_message(db))
         return keys.state_key(root, self.label)
 
     def _legacy_configured(self) -> bool:
@@ -132,11 +133,15 @@ class Sealer:
             "which must then stay set)"
         )
 
-    @property
-    def missing_message(self) -> str:
+    def missing_message(self, db: contract.Database | None = None) -> str:
+        """What to run when no key is configured: commands to paste, naming ``db``'s file when there is one."""
+        path = db.path if db is not None else "tessera.db"
+        key_file = f"{Path(path).stem}.key"
         return (
-            f"{self.what} is encrypted at rest and no key is configured: give the database its key file "
-            "(--key-file, TESSERA_KEY_FILE or [core] key_file; `tessera key new --out FILE` makes one)"
+            f"{self.what} is encrypted at rest and {path} has no key file: make one with "
+            f"`tessera key new --out {key_file}`, then give it to every command, e.g. "
+            f"`tessera --db {path} --key-file {key_file} COMMAND` "
+            f"(or export TESSERA_KEY_FILE={key_file}, or set key_file under [core] in the config file)"
         )
 
     def _bound(self, name: str) -> bytes:
@@ -150,7 +155,7 @@ class Sealer:
         elif path is not None:
             source, text = f"{self.env_key_file} ({path})", self._read_file(path).strip()
         else:
-            raise self.missing(self.missing_message)
+            raise self.missing(self.missing_message())
         if not _HEX64.fullmatch(text):
             raise self.invalid(f"{source} must hold exactly 64 hex characters (a 32-byte key)")
         return bytes.fromhex(text)

@@ -37,13 +37,14 @@ def register_protocol() -> Protocol:
     from protocols.marmot.processing import handlers, welcomes
     from protocols.marmot.read import projectors
     from protocols.marmot.transport import ingest, prepare_stage, prepared
-    from protocols.marmot.wire import nostr
+    from protocols.marmot.wire import describe, nostr
 
     return Protocol(
         name=facts.PROTOCOL,
         package="protocols.marmot",
         decode=handlers.decode,
         arrival_order=nostr.arrival_order,
+        describe=describe.describe,
         # Signatures and envelopes checked in worker processes ahead of the writer (transport/prepared.py).
         prepare=PrepareStage(
             batch=prepare_stage.stage, decode=handlers.decode_prepared, least=prepared.LEAST_FOR_WORKERS

@@ -130,3 +130,11 @@ class GroupNotFound(MarmotError, NotFound):
 
 class InvalidRumor(MarmotError, InvalidInput):
     """A decrypted application message is not a well-formed Nostr rumor."""
+
+
+class RelaySoftwareMissing(MarmotError, ConfigurationError):
+    """``tessera marmot relay`` needs nostr-sdk (its in-process relay), an optional extra not installed here."""
+
+
+class RelayNotStarted(MarmotError):
+    """The development relay could not listen (the port is taken, or the address cannot be bound)."""

@@ -12,9 +12,10 @@ import contextlib
 from collections.abc import Iterator
 
 from core.contract import App, Runtime
+from core.state import ProtocolState
 from protocols.libraries import at_rest
 from protocols.marmot.observe import Hub
-from protocols.marmot.relays import NostrRelays, RelayTransport
+from protocols.marmot.relays import ExclusiveUntil, NostrRelays, RelayTransport
 from protocols.marmot.state.key import opened_cache
 
 
@@ -25,6 +26,7 @@ class MarmotMember:
         self.observers = Hub(app.runtime)
         #: Values already opened and parsed (group states above all; see ``state.store.SealedValues``).
         self.opened = opened_cache()
+        self._app = app
         self._relays: list[RelayTransport] = []
         #: ``(at-rest key, sealed key check)`` pairs that opened, so the tick checks each once.
         self.keys_checked: set[tuple[bytes, bytes]] = set()
@@ -33,8 +35,15 @@ class MarmotMember:
     def relays(self) -> RelayTransport:
         """The relay transport in use: real WebSocket relays unless one was chosen with :meth:`use_relays`."""
         if not self._relays:
-            self._relays.append(NostrRelays())
+            self._relays.append(NostrRelays(exclusive_until=self._known_exclusive_until()))
         return self._relays[-1]
+
+    def _known_exclusive_until(self) -> ExclusiveUntil:
+        from protocols.marmot.facts import PROTOCOL
+        from protocols.marmot.transport import relay_habits
+
+        with self._app.db.read():
+            return relay_habits.exclusive_until(ProtocolState(self._app.db, PROTOCOL))
 
     def use_relays(self, transport: RelayTransport) -> RelayTransport:
         """Publish and fetch through ``transport`` (e.g. in-memory relays) from now on."""

@@ -1,4 +1,4 @@
-"""``tessera mls conformance FILE...``: run official RFC 9420 vector files against the MLS library.
+"""``tessera mls conformance [FILE...]``: run official RFC 9420 vector files against the MLS library.
 
 The checkers (every RFC 9420 package) are imported only when the command runs,
 so registering the group costs the command line's start-up nothing.
@@ -23,17 +23,21 @@ def mls() -> None:
 
 
 @mls.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 def conformance(files: tuple[Path, ...], as_json: bool) -> None:
-    """Check official mlswg vector FILES; the type of each is told from its entries' keys, not its name.
+    """Check official mlswg vector FILES (default: the ones shipped with the package, every type and suite).
 
+    The type of each file is told from its entries' keys, not its name.
     Prints passed / failed / skipped entries per file and cipher suite and
-    exits 1 when any entry failed.  Types that need the group state machine
-    (welcome, passive-client) are counted as skipped, never as passed.
+    exits 1 when any entry failed.  Every type runs, welcome and
+    passive-client included; an entry is skipped only when its cipher suite
+    is not one of RFC 9420's (1 to 7).
     """
     from protocols.libraries.mls.conformance.runner import run_file
+    from protocols.libraries.mls.conformance.shipped import vector_files
 
+    files = files or tuple(vector_files())
     reports = [run_file(path) for path in files]
     if as_json:
         click.echo(output.to_json([report.to_json() for report in reports]))

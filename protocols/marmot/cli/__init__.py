@@ -6,14 +6,15 @@ relays), :mod:`.groups` (creating groups and changing their members),
 :mod:`.messages` (sending) and :mod:`.sync` (``sync`` and ``listen``, with
 :mod:`.arrivals` saying what arrived).  The ones that speak to relays publish
 at once through :mod:`.publish` and find invitees through :mod:`.invitees`;
-:mod:`.support` holds the options and checks they share.
+:mod:`.support` holds the options and checks they share; :mod:`.relay` runs
+a relay on this machine for development.
 """
 
 from __future__ import annotations
 
 import click
 
-from protocols.marmot.cli import account, groups, local, messages, sync
+from protocols.marmot.cli import account, groups, local, messages, relay, sync
 
 
 @click.group()
@@ -31,5 +32,6 @@ for _command in (
     *messages.COMMANDS,
     sync.sync,
     sync.listen,
+    relay.relay,
 ):
     marmot.add_command(_command)

@@ -49,6 +49,7 @@ from protocols.marmot.relays.reports import (
     PublishReport,
     PublishStatus,
 )
+from protocols.marmot.relays.until_habits import ExclusiveUntil
 from protocols.marmot.relays.urls import normalise_relay_url, normalise_relay_urls
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "GIFT_WRAP_BACKDATE_S",
     "Backoff",
     "EventTooLarge",
+    "ExclusiveUntil",
     "FetchFailed",
     "FetchOutcome",
     "FetchReport",

@@ -43,7 +43,11 @@ _PROBLEMS = frozenset(Happening) - {
     Happening.NOTICE,
     Happening.RECONNECTING,
     Happening.POSSIBLY_CROWDED,
+    Happening.EXCLUSIVE_UNTIL,
 }
+# Handled quirks worth a trace but no one's attention: paging adapts to them, and the
+# database remembers each relay's, so it is met once (see until_habits).
+_DEBUG = frozenset({Happening.EXCLUSIVE_UNTIL})
 
 
 @attrs.frozen
@@ -80,6 +84,12 @@ class Reporter:
     def __call__(self, relay: str, happening: Happening, detail: str = "", *, delay_s: float | None = None) -> None:
         """Report one happening."""
         activity = RelayActivity(relay, happening, detail, delay_s)
-        LOG.log(logging.WARNING if happening in _PROBLEMS else logging.INFO, "%s", activity)
+        LOG.log(_level(happening), "%s", activity)
         if self._observe is not None:
             self._observe(activity)
+
+
+def _level(happening: Happening) -> int:
+    if happening in _DEBUG:
+        return logging.DEBUG
+    return logging.WARNING if happening in _PROBLEMS else logging.INFO

@@ -29,6 +29,7 @@ from protocols.marmot.relays.reports import (
     PublishReport,
     PublishStatus,
 )
+from protocols.marmot.relays.until_habits import ExclusiveUntil
 from protocols.marmot.relays.urls import normalise_relay_urls
 from protocols.marmot.wire.nostr import verify_event
 
@@ -44,7 +45,9 @@ class NostrRelays:
 
     ``dial`` opens links (WebSockets unless given); ``observe`` receives every
     :class:`~protocols.marmot.relays.activity.RelayActivity`; events whose JSON
-    is over ``max_event_bytes`` are neither sent nor accepted from relays.
+    is over ``max_event_bytes`` are neither sent nor accepted from relays;
+    ``exclusive_until`` holds the relays known to read ``until`` as exclusive
+    (what its fetches discover is added to it).
     """
 
     def __init__(
@@ -53,7 +56,9 @@ class NostrRelays:
         dial: Dialer | None = None,
         observe: Observer | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        exclusive_until: ExclusiveUntil | None = None,
     ):
+        self.exclusive_until = exclusive_until if exclusive_until is not None else ExclusiveUntil()
         self.max_event_bytes = int(require_positive("max_event_bytes", max_event_bytes))
         frame_bytes = max(DEFAULT_MAX_FRAME_BYTES, 2 * self.max_event_bytes)
         self._dial = dial or websocket_dialer(max_frame_bytes=frame_bytes)
@@ -163,7 +168,7 @@ class NostrRelays:
     async def _fetch_one(
         self, url: str, wanted: Sequence[Filter], timeout_s: float, page_size: int
     ) -> tuple[FetchOutcome, list[dict[str, Any]]]:
-        tally = Tally(url, self._report, self.max_event_bytes)
+        tally = Tally(url, self._report, self.max_event_bytes, exclusive_until_known=url in self.exclusive_until)
         try:
             connection = await RelayConnection.open(url, self._dial, self._report, timeout_s)
         except LinkDown as down:
@@ -188,6 +193,8 @@ class NostrRelays:
                     status, message = FetchStatus.DISCONNECTED, str(down)
                     self._report(url, Happening.DISCONNECTED, message)
                     break
+        if tally.exclusive_until:
+            self.exclusive_until.learn(url)
         outcome = FetchOutcome(
             url,
             status,

@@ -8,7 +8,8 @@ id.  Three real-world wrinkles are handled here:
 
 * some relays (the ``nostr-relay`` package) treat ``until`` as exclusive; a
   page that should have repeated the boundary second but did not reveals it,
-  and from then on that relay is asked for ``until + 1``;
+  and from then on that relay is asked for ``until + 1`` (a relay already
+  known for it, see :mod:`.until_habits`, is asked so from the first page);
 * before a relay has shown how it reads ``until``, the caller's own ``until``
   is sent as ``until + 1`` and the extra second dropped here, so an exclusive
   relay does not silently lose the caller's last second;
@@ -55,7 +56,8 @@ class Tally:
     invalid: int = 0
     unwanted: int = 0
     crowded_seconds: list[int] = attrs.Factory(list)
-    exclusive_until: bool = False
+    exclusive_until: bool = False  # revealed by this walk
+    exclusive_until_known: bool = False  # known before it began (ask for until + 1 at once)
 
     def admit(self, raw: object, sent: Sequence[Filter]) -> dict[str, Any] | None:
         """``raw`` as an event if it is valid and matches one of ``sent``; else count and report it, and return None."""
@@ -135,8 +137,16 @@ async def page_backwards(
     hint at its cap.
     Stops after ``wanted.limit`` events when that is set.
     """
-    over_ask = wanted.until is not None and not bound_seen
-    walk = _Walk(wanted.until, bound_seen, largest_page=largest_page, previous_page=largest_page, over_ask=over_ask)
+    known = tally.exclusive_until_known or tally.exclusive_until
+    over_ask = wanted.until is not None and not bound_seen and not known
+    walk = _Walk(
+        wanted.until,
+        bound_seen,
+        shift=int(known),
+        largest_page=largest_page,
+        previous_page=largest_page,
+        over_ask=over_ask,
+    )
     try:
         async for event in _walk_pages(connection, wanted, tally, walk, page_size, timeout_s, seen):
             yield event

@@ -26,7 +26,6 @@ SEALER = at_rest.Sealer(
     invalid=StateKeyInvalid,
     wrong=StateKeyWrong,
 )
-MISSING = SEALER.missing_message
 
 
 def configured(db: contract.Database | None = None) -> bool:

@@ -49,7 +49,7 @@ from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.state import account as accounts
 from protocols.marmot.state.inbox import gift_wrap_relays
 from protocols.marmot.state.store import STATE, load, route_of
-from protocols.marmot.transport import fetch_window
+from protocols.marmot.transport import fetch_window, relay_habits
 from protocols.marmot.wire import gift_wrap, group_data, nostr
 
 INBOX_SINCE = "sync/inbox_since"
@@ -170,6 +170,7 @@ def sync(app: contract.App, extra_relays: Sequence[str] = (), *, now_s: int | No
         with app.db.write():
             queues.push_incoming(app.db, PROTOCOL, [_wire(event) for event in admitted], now_ms)
             _note_fetch(ProtocolState(app.db, PROTOCOL), sub, admitted, fetched.complete, started, now_ms)
+            relay_habits.note(ProtocolState(app.db, PROTOCOL), fetched.outcomes, now_ms)
         report.queued += len(admitted)
         report.per_subscription[sub.what] = len(admitted)
     return report

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from protocols.libraries.mls.conformance.shipped import vector_file
 from protocols.libraries.mls.crypto import Rng
 from tests.helpers import VECTORS
 
-MLS_DIR = VECTORS / "mls" / "all-suites"
 HPKE_FILE = VECTORS / "hpke" / "rfc9180-base-mode.json"
 SUITE_IDS = tuple(range(1, 8))
 
 
 def mls(name: str) -> list[dict[str, Any]]:
-    """Every entry of ``tests/vectors/mls/all-suites/<name>.json``."""
-    entries: list[dict[str, Any]] = json.loads((MLS_DIR / f"{name}.json").read_text())
+    """Every entry of the shipped ``<name>.json`` (protocols/libraries/mls/conformance/vectors)."""
+    entries: list[dict[str, Any]] = json.loads(vector_file(name).read_text())
     assert {entry["cipher_suite"] for entry in entries} == set(SUITE_IDS), f"{name}.json lacks a suite"
     return entries
 

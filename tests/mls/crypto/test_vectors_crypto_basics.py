@@ -1,4 +1,4 @@
-"""RFC 9420 crypto-basics.json for every cipher suite (tests/vectors/mls/all-suites)."""
+"""RFC 9420 crypto-basics.json for every cipher suite (shipped in protocols/libraries/mls/conformance/vectors)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from protocols.libraries.mls import messages as m
 from protocols.libraries.mls.codec import decode, encode
+from protocols.libraries.mls.conformance.shipped import vector_file
 from protocols.libraries.mls.crypto import CipherSuite, suite
 from protocols.libraries.mls.crypto.labels import make_key_package_ref
 from protocols.libraries.mls.errors import InvalidArgument, InvalidMessage, InvalidSignature
@@ -28,7 +29,6 @@ from protocols.libraries.mls.group.key_packages import (
 from protocols.libraries.mls.group.refusals import InvalidKeyPackage
 from protocols.libraries.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE
 from protocols.libraries.mls.tree.leaf_node import sign_leaf_node
-from tests.helpers import VECTORS
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import LIFETIME, NOW, Client, client
@@ -307,7 +307,7 @@ def test_every_changed_byte_of_an_encoded_key_package_is_refused() -> None:
 
 
 def test_the_welcome_vectors_key_packages_validate_but_suite_7s_does_not_list_its_suite() -> None:
-    entries = json.loads((VECTORS / "mls" / "all-suites" / "welcome.json").read_text())
+    entries = json.loads(vector_file("welcome").read_text())
     for entry in entries:
         key_package = decode(m.MLSMessage, bytes.fromhex(entry["key_package"])).message
         assert isinstance(key_package, m.KeyPackage)

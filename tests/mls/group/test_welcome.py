@@ -11,6 +11,7 @@ import pytest
 from protocols.libraries.mls import messages as m
 from protocols.libraries.mls.codec import decode, encode
 from protocols.libraries.mls.conformance.checkers.welcome import check
+from protocols.libraries.mls.conformance.shipped import vector_file
 from protocols.libraries.mls.crypto import CipherSuite, suite
 from protocols.libraries.mls.errors import DecryptionFailed, InvalidArgument, InvalidMessage, InvalidSignature
 from protocols.libraries.mls.group.group_info import sign_group_info, verify_group_info
@@ -25,7 +26,6 @@ from protocols.libraries.mls.group.welcome import (
     seal_welcome,
 )
 from protocols.libraries.mls.schedule import psk_secret, zero_secret
-from tests.helpers import VECTORS
 from tests.mls.tree._members import seeded_rng
 
 from ._clients import Client, client
@@ -179,7 +179,7 @@ def test_no_secret_shows_in_a_repr() -> None:
 
 
 def _entries() -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = json.loads((VECTORS / "mls" / "all-suites" / "welcome.json").read_text())
+    entries: list[dict[str, Any]] = json.loads(vector_file("welcome").read_text())
     return entries
 
 

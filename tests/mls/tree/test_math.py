@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.libraries.mls.conformance.checkers.tree_math import check
+from protocols.libraries.mls.conformance.shipped import vector_file
 from protocols.libraries.mls.errors import InvalidArgument
 from protocols.libraries.mls.tree import math as tm
-from tests.helpers import VECTORS
 
-TREE_MATH: list[dict[str, Any]] = json.loads((VECTORS / "mls" / "tree-math.json").read_text())
+TREE_MATH: list[dict[str, Any]] = json.loads(vector_file("tree-math").read_text())
 
 
 @pytest.mark.parametrize("vector", TREE_MATH, ids=[f"{v['n_leaves']}-leaves" for v in TREE_MATH])

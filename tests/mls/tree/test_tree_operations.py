@@ -16,16 +16,16 @@ import pytest
 from protocols.libraries.mls import messages as m
 from protocols.libraries.mls.codec import decode
 from protocols.libraries.mls.conformance.checkers.tree_operations import check
+from protocols.libraries.mls.conformance.shipped import vector_file
 from protocols.libraries.mls.crypto import suite
 from protocols.libraries.mls.tree.errors import NoSuchLeaf
 from protocols.libraries.mls.tree.operations import apply_proposals
 from protocols.libraries.mls.tree.ratchet_tree import PathStep, RatchetTree
-from tests.helpers import VECTORS
 from tests.mls.crypto._vectors import h
 
 from ._members import Member, members, tree_of
 
-TREE_OPERATIONS: list[dict[str, Any]] = json.loads((VECTORS / "mls" / "tree-operations.json").read_text())
+TREE_OPERATIONS: list[dict[str, Any]] = json.loads(vector_file("tree-operations").read_text())
 CS = suite(1)
 GROUP: list[Member] = members(CS, 9)
 LEAVES = [g.leaf for g in GROUP]
