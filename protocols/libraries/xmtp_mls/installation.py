@@ -16,6 +16,7 @@ from protocols.libraries import mls
 from protocols.libraries.xmtp_identity.authoring import Account, add_installation_update, create_inbox_update
 from protocols.libraries.xmtp_identity.installation import installation_public_key
 
+from .context import group_context
 from .groups import JoinedGroup
 from .key_packages import installation_identity, new_key_package
 from .membership import verify_members
@@ -71,14 +72,17 @@ class Installation:
     def join_welcomed_groups(self, node: XmtpNode) -> list[JoinedGroup]:
         """Every group whose welcome arrived for this installation since the last call, joined.
 
-        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then every member's
-        installation key against its inbox's identity updates (:class:`~.errors.UnverifiedMember`)."""
+        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then the group's
+        context must carry libxmtp's four extensions (:class:`~.errors.InvalidGroupContext`), and every
+        member's inbox be in its membership map with an installation key its identity updates list up to
+        the recorded sequence id (:class:`~.errors.UnverifiedMember`).  A refused welcome raises; the
+        welcome cursor has moved past it, so the next call goes on with the rest."""
         joined = []
         identity = installation_identity(self.seed, self.inbox_id)
         for message in node.welcomes(self.installation_key, after=self.welcome_cursor):
             self.welcome_cursor = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
             welcome, private = welcome_for_key_package(message, self.key_packages)
             state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
-            verify_members(node, state)
+            verify_members(node, state, group_context(state).membership.members)
             joined.append(JoinedGroup(state, joined_epoch=state.epoch))
         return joined
