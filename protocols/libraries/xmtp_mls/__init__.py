@@ -32,7 +32,7 @@ from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members
 from .node import XmtpNode
-from .welcomes import unwrap_welcome, welcome_for_key_package
+from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
 
 __all__ = [
     "AppliedCommit",
@@ -61,4 +61,5 @@ __all__ = [
     "unwrap_welcome",
     "verify_members",
     "welcome_for_key_package",
+    "wrap_welcome",
 ]
