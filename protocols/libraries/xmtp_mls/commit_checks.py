@@ -37,6 +37,12 @@ def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitAppli
         raise ForbiddenCommit(f"the commit leaves the group without libxmtp's context: {error}") from None
     if new.metadata != old.metadata:
         raise ForbiddenCommit("the commit changes the group's immutable metadata (creator, conversation type)")
+    for inbox_id, sequence_id in new.membership.members.items():
+        if sequence_id < old.membership.members.get(inbox_id, 0):
+            raise ForbiddenCommit(
+                f"the commit moves inbox {inbox_id} back to identity update {sequence_id} from "
+                f"{old.membership.members[inbox_id]}: a group's sequence ids only increase"
+            )
     for field_name, value in new.mutable.attributes.items():
         try:
             check_value_length(field_name, value)
