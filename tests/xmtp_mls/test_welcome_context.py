@@ -34,16 +34,19 @@ def sequence_id(node: XmtpNode, inbox_id: str) -> int:
     return node.identity_updates([inbox_id])[inbox_id][-1].sequence_id
 
 
-def invite(node: XmtpNode, creator: Installation, invited: Installation, context: GroupState | None) -> None:
-    """``creator`` makes a group with ``context`` in its extensions (none if None) and welcomes ``invited``."""
+def invite(node: XmtpNode, creator: Installation, invited: Installation, context: GroupState | None) -> mls.GroupState:
+    """``creator`` makes a group with ``context`` in its extensions (none if None) and welcomes ``invited``;
+    the creator's state after the commit that added it."""
     extensions = [] if context is None else [Extension(kind, data) for kind, data in context.to_extensions().items()]
     group = mls.create_group(
         installation_identity(creator.seed, creator.inbox_id), os.urandom(16), extensions=extensions
     )
     (package,) = [private.key_package for private in invited.key_packages]
-    (welcome,) = set(mls.commit(group, add=[package]).welcomes.values())
+    added = mls.commit(group, add=[package])
+    (welcome,) = set(added.welcomes.values())
     init_key = bytes(package.init_key)
     node.send_welcome(invited.installation_key, init_key, wrap_welcome(welcome, init_key))
+    return added.new_state
 
 
 def context_of(creator: Installation, membership: dict[str, int]) -> GroupState:
