@@ -41,7 +41,7 @@ def invite(node: XmtpNode, creator: Installation, invited: Installation, context
     group = mls.create_group(
         installation_identity(creator.seed, creator.inbox_id), os.urandom(16), extensions=extensions
     )
-    (package,) = [private.key_package for private in invited.key_packages]
+    package = invited.key_packages[-1].key_package  # the newest it published
     added = mls.commit(group, add=[package])
     (welcome,) = set(added.welcomes.values())
     init_key = bytes(package.init_key)
@@ -96,3 +96,17 @@ def test_a_welcome_recording_an_identity_update_the_node_lacks_is_refused(node: 
 
     with pytest.raises(UnverifiedMember, match=f"at identity update {ahead}"):
         invited.join_welcomed_groups(node)
+
+
+def test_groups_joined_before_a_refused_welcome_are_returned_and_the_refusal_comes_next(node: XmtpNode) -> None:
+    creator, invited = registered(node), registered(node)
+    membership = {one.inbox_id: sequence_id(node, one.inbox_id) for one in (creator, invited)}
+    invite(node, creator, invited, context_of(creator, membership))
+    invited.publish_key_package(node)
+    invite(node, creator, invited, None)
+
+    (joined,) = invited.join_welcomed_groups(node)
+    assert joined.context == context_of(creator, membership)
+    with pytest.raises(InvalidGroupContext):
+        invited.join_welcomed_groups(node)
+    assert invited.join_welcomed_groups(node) == []

@@ -38,7 +38,7 @@ def inbox_states(
             reached = max((log.sequence_id for log in logs), default=0)
             raise UnverifiedMember(
                 f"the group records inbox {inbox_id} at identity update {limit}, but the node's updates of it "
-                f"reach only {reached}: the committer claims installations the network does not know"
+                f"reach only {reached}: the group claims installations the node does not know of"
             )
         for log in logs:
             if limit is not None and log.sequence_id > limit:
