@@ -172,3 +172,43 @@ def test_skipped_generations_name_the_messages_read_past_until_they_come() -> No
     moved = mls.commit(state_a, rng=rng).new_state  # it stays named once its epoch is a past one
     assert mls.skipped_generations(moved) == frozenset({(1, 1, 1)})
     assert mls.skipped_generations(read(state_a, sent[1])) == frozenset()
+
+
+def test_clients_sharing_one_credential_are_told_apart_by_signature_key() -> None:
+    """An XMTP inbox's installations share a credential; each is its own leaf, named and removed by its key."""
+    rng = seeded(7)
+    alice = mls.new_identity("01" * 32, rng=rng)
+    phone, laptop = (mls.new_identity("02" * 32, rng=rng) for _ in range(2))
+    state = mls.create_group(alice, b"g" * 16, rng=rng)
+    packages = [mls.create_key_package(client, rng=rng) for client in (phone, laptop)]
+    state = mls.commit(state, add=[package for package, _ in packages], rng=rng).new_state
+    keys = mls.member_signature_keys(state)
+    assert sorted(keys.values()) == sorted([alice.signature.public, phone.signature.public, laptop.signature.public])
+    laptop_leaf = mls.leaf_of_signature_key(state, laptop.signature.public)
+    assert mls.member_credentials(state)[laptop_leaf] == laptop.credential == phone.credential
+
+    removed = mls.commit(state, remove_leaves=[laptop_leaf], rng=rng)
+    remaining = mls.member_signature_keys(removed.new_state)
+    assert laptop.signature.public not in remaining.values() and phone.signature.public in remaining.values()
+    with pytest.raises(mls.InvalidArgument, match="no member has signature key"):
+        mls.leaf_of_signature_key(removed.new_state, laptop.signature.public)
+    with pytest.raises(mls.InvalidArgument, match="holds no member"):
+        mls.commit(removed.new_state, remove_leaves=[laptop_leaf], rng=rng)
+
+
+def test_results_name_the_signature_keys_of_senders_and_of_clients_added_and_removed() -> None:
+    rng = seeded(8)
+    alice, bob = mls.new_identity("01" * 32, rng=rng), mls.new_identity("02" * 32, rng=rng)
+    state_a = mls.create_group(alice, b"g" * 16, rng=rng)
+    package, private = mls.create_key_package(bob, rng=rng)
+    added = mls.commit(state_a, add=[package], rng=rng)
+    state_b = mls.join_from_welcome(bob, private, added.welcomes[bob.credential])
+    message, state_b = mls.encrypt_application(state_b, b"hi", rng=rng)
+    received = mls.process_message(added.new_state, message)
+    assert isinstance(received, mls.ApplicationReceived)
+    assert received.sender_signature_key == bob.signature.public
+
+    removal = mls.commit(state_b, remove=[alice.credential], rng=rng)
+    applied = mls.process_message(received.new_state, removal.message)
+    assert isinstance(applied, mls.CommitApplied)
+    assert applied.removed_signature_keys == (alice.signature.public,) and applied.added_signature_keys == ()

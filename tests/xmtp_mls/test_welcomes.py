@@ -7,15 +7,17 @@ import os
 import pytest
 
 from protocols.libraries import mls
-from protocols.libraries.mls.codec import encode
 from protocols.libraries.mls.crypto import suite
-from protocols.libraries.mls.crypto.labels import encrypt_with_label
-from protocols.libraries.mls.messages import HPKECiphertext
-from protocols.libraries.xmtp_mls import UnsupportedWelcome, WelcomeNotForUs, new_key_package, welcome_for_key_package
+from protocols.libraries.xmtp_mls import (
+    UnsupportedWelcome,
+    WelcomeNotForUs,
+    new_key_package,
+    welcome_for_key_package,
+    wrap_welcome,
+)
 from protocols.libraries.xmtp_mls.key_packages import installation_identity
 from protocols.libraries.xmtp_mls.profile import (
     CIPHER_SUITE,
-    WELCOME_HPKE_LABEL,
     WRAPPER_CURVE25519,
     WRAPPER_SYMMETRIC,
     WRAPPER_XWING,
@@ -23,12 +25,6 @@ from protocols.libraries.xmtp_mls.profile import (
 from protocols.libraries.xmtp_wire.proto import mls_api_pb2, mls_contents_pb2
 
 INBOX = "cd" * 32
-
-
-def wrapped(welcome: bytes, init_key: bytes) -> bytes:
-    """``welcome`` sealed as libxmtp's ``wrap_welcome`` seals it for the Curve25519 algorithm."""
-    kem_output, ciphertext = encrypt_with_label(suite(CIPHER_SUITE), init_key, WELCOME_HPKE_LABEL, b"", welcome)
-    return encode(HPKECiphertext(kem_output, ciphertext))
 
 
 def stored(
@@ -52,7 +48,7 @@ def invited() -> tuple[bytes, mls.KeyPackagePrivate, bytes, mls.GroupState]:
 
 def test_a_wrapped_welcome_opens_and_joins_the_group(invited) -> None:
     seed, private, welcome, creator_state = invited
-    message = stored(wrapped(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key))
+    message = stored(wrap_welcome(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key))
 
     opened, used = welcome_for_key_package(message, [new_key_package(seed, INBOX)[1], private])
     state = mls.join_from_welcome(installation_identity(seed, INBOX), used, opened)
@@ -64,7 +60,7 @@ def test_a_wrapped_welcome_opens_and_joins_the_group(invited) -> None:
 def test_a_welcome_for_a_key_package_we_do_not_hold_is_refused(invited) -> None:
     seed, private, welcome, _ = invited
     other = new_key_package(seed, INBOX)[1]
-    message = stored(wrapped(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key))
+    message = stored(wrap_welcome(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key))
 
     with pytest.raises(WelcomeNotForUs, match="init key of none"):
         welcome_for_key_package(message, [other])
@@ -73,7 +69,7 @@ def test_a_welcome_for_a_key_package_we_do_not_hold_is_refused(invited) -> None:
 def test_a_welcome_sealed_to_another_key_under_our_init_key_name_is_refused(invited) -> None:
     _, private, welcome, _ = invited
     stranger = suite(CIPHER_SUITE).generate_hpke_key_pair()
-    message = stored(wrapped(welcome, stranger.public), bytes(private.key_package.init_key))
+    message = stored(wrap_welcome(welcome, stranger.public), bytes(private.key_package.init_key))
 
     with pytest.raises(WelcomeNotForUs, match="does not open"):
         welcome_for_key_package(message, [private])
@@ -85,7 +81,7 @@ def test_wrappers_our_key_packages_never_offered_are_refused(
 ) -> None:
     _, private, welcome, _ = invited
     message = stored(
-        wrapped(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key), algorithm
+        wrap_welcome(welcome, bytes(private.key_package.init_key)), bytes(private.key_package.init_key), algorithm
     )
 
     with pytest.raises(UnsupportedWelcome, match=f"algorithm {algorithm}"):

@@ -10,10 +10,11 @@ inbox), and the application messages (it shows them with our inbox as sender).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
+from protocols.libraries.xmtp_content.codecs import Text
 from protocols.libraries.xmtp_identity import check_key_package
 from protocols.libraries.xmtp_mls import (
     AppliedCommit,
@@ -33,12 +34,6 @@ pytestmark = pytest.mark.peer
 Clients = Callable[[str], LibxmtpClient]
 
 
-@pytest.fixture
-def node(ceiling_node: CeilingNode) -> Iterator[XmtpNode]:
-    with XmtpNode(ceiling_node.url) as connected:
-        yield connected
-
-
 def registered(node: XmtpNode) -> Installation:
     installation = Installation.new()
     installation.register(node)
@@ -47,7 +42,7 @@ def registered(node: XmtpNode) -> Installation:
 
 def texts(events: list[GroupEvent]) -> list[tuple[str, str | None]]:
     return [
-        (event.sender_inbox_id, event.content.text if event.content else None)
+        (event.sender_inbox_id, event.content.text if isinstance(event.content, Text) else None)
         for event in events
         if isinstance(event, ReceivedMessage)
     ]

@@ -346,11 +346,28 @@ def member_leaf_extension(state: GroupState, extension_type: int) -> dict[str, b
 
 
 def leaf_of(state: GroupState, credential: str) -> int:
-    """The leaf of the member with ``credential`` (:class:`InvalidArgument` when none)."""
+    """The leaf of the member with ``credential`` (:class:`InvalidArgument` when none).
+
+    Where one credential has several clients (an XMTP inbox's installations), this is the first of their
+    leaves; :func:`leaf_of_signature_key` names one client.
+    """
     for leaf, text in member_credentials(state).items():
         if text == credential.lower():
             return leaf
     raise InvalidArgument(f"{credential[:16]} is not a member of the group at epoch {state.epoch}")
+
+
+def member_signature_keys(state: GroupState) -> dict[int, bytes]:
+    """Each member's leaf signature key, by leaf index: unique per client even where credentials are shared."""
+    return {leaf: bytes(node.signature_key) for leaf, node in state.members().items()}
+
+
+def leaf_of_signature_key(state: GroupState, signature_key: bytes) -> int:
+    """The leaf of the client whose signature key is ``signature_key`` (:class:`InvalidArgument` when none)."""
+    for leaf, key in member_signature_keys(state).items():
+        if key == signature_key:
+            return leaf
+    raise InvalidArgument(f"no member has signature key {signature_key.hex()[:16]}… at epoch {state.epoch}")
 
 
 @attrs.frozen
@@ -375,12 +392,16 @@ def commit(
     *,
     add: Iterable[KeyPackage | bytes] = (),
     remove: Iterable[str] = (),
+    remove_leaves: Iterable[int] = (),
     self_update: bool = False,
     proposals_by_ref: Iterable[bytes] | None = None,
     extensions: Sequence[Extension] | None = None,
     rng: Rng | None = None,
 ) -> CommitResult:
-    """Commit adds, removes (by credential), a new set of group context ``extensions`` and/or a self-update.
+    """Commit adds, removes, a new set of group context ``extensions`` and/or a self-update.
+
+    ``remove`` names members by credential (one leaf each); ``remove_leaves`` by leaf index, for
+    credentials shared by several clients (see :func:`leaf_of_signature_key`).
 
     ``proposals_by_ref`` names pending proposals to include (default: all of
     them, but an Update or Remove of a member whose SelfRemove is pending,
@@ -391,7 +412,14 @@ def commit(
     if isinstance(remove, str):
         raise InvalidArgument("remove must be a list of credentials, not a single string")
     packages = [key_package_from_bytes(bytes(kp)) if isinstance(kp, (bytes, bytearray)) else kp for kp in add]
-    proposals: list[Proposal] = [Remove(leaf_of(state, credential)) for credential in remove]
+    leaves = [leaf_of(state, credential) for credential in remove]
+    members = state.members()
+    for leaf in remove_leaves:
+        if leaf not in members:
+            raise InvalidArgument(f"leaf {leaf} holds no member at epoch {state.epoch}")
+        if leaf not in leaves:
+            leaves.append(leaf)
+    proposals: list[Proposal] = [Remove(leaf) for leaf in leaves]
     proposals += [Add(kp) for kp in packages]
     if extensions is not None:
         proposals.append(GroupContextExtensions(tuple(extensions)))
@@ -485,6 +513,8 @@ class ApplicationReceived:
     plaintext: bytes = attrs.field(repr=False)
     epoch: int
     new_state: GroupState = attrs.field(repr=False)
+    #: The sender's leaf signature key: one credential may have several clients (RFC 9420 5.3), this names one.
+    sender_signature_key: bytes = b""
 
 
 @attrs.frozen
@@ -504,6 +534,9 @@ class CommitApplied:
     we_were_removed: bool
     extensions_changed: bool
     new_state: GroupState = attrs.field(repr=False)
+    #: The signature keys of the clients added and removed, in the order of ``added`` and ``removed``.
+    added_signature_keys: tuple[bytes, ...] = ()
+    removed_signature_keys: tuple[bytes, ...] = ()
 
 
 @attrs.frozen
@@ -526,7 +559,11 @@ def process_message(state: GroupState, message: bytes) -> ProcessResult:
     received = process(state, message)
     if isinstance(received, ApplicationMessage):
         return ApplicationReceived(
-            credential_string(received.credential), received.data, received.epoch, received.new_state
+            credential_string(received.credential),
+            received.data,
+            received.epoch,
+            received.new_state,
+            received.signature_key,
         )
     if isinstance(received, ProposalMessage):
         return _proposal_received(state, received)
@@ -569,6 +606,8 @@ def _commit_applied(state: GroupState, received: CommitMessage) -> CommitApplied
         we_were_removed=received.we_were_removed,
         extensions_changed=summary.extensions_changed,
         new_state=received.new_state,
+        added_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.added),
+        removed_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.removed),
     )
 
 

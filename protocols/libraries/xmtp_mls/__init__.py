@@ -1,5 +1,6 @@
 """An XMTP installation in libxmtp's MLS profile: identity on a node, KeyPackages libxmtp accepts,
-joining from libxmtp's welcomes, and messages both ways (docs/xmtp-mls.md).
+joining from libxmtp's welcomes, messages both ways (content decoded by protocols/libraries/xmtp_content),
+and libxmtp's group context and commit rules (docs/xmtp-mls.md).
 
 A shared library, not a plugin: the XMTP plugin builds on it.  It talks to a
 node through :class:`XmtpNode` and keeps nothing itself; callers store the
@@ -7,47 +8,58 @@ node through :class:`XmtpNode` and keeps nothing itself; callers store the
 private key of their epoch: seal them at rest).
 """
 
-from .content import EncodedContent, Envelope, read_envelope, text_envelope
+from .commit_checks import check_commit
+from .context import group_context
 from .errors import (
+    ForbiddenCommit,
+    InvalidGroupContext,
     NodeUnavailable,
-    UndecodableContent,
     UnsupportedWelcome,
     UnverifiedMember,
     WelcomeNotForUs,
     XmtpMlsError,
 )
-from .groups import AppliedCommit, GroupEvent, JoinedGroup, PendingProposal, ReceivedMessage, UnreadableMessage
+from .groups import (
+    AppliedCommit,
+    GroupEvent,
+    JoinedGroup,
+    PendingProposal,
+    ReceivedMessage,
+    RejectedCommit,
+    UnreadableMessage,
+)
 from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members
 from .node import XmtpNode
-from .welcomes import unwrap_welcome, welcome_for_key_package
+from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
 
 __all__ = [
     "AppliedCommit",
-    "EncodedContent",
-    "Envelope",
+    "ForbiddenCommit",
     "GroupEvent",
     "Installation",
+    "InvalidGroupContext",
     "JoinedGroup",
     "NodeUnavailable",
     "PendingProposal",
     "ReceivedMessage",
-    "UndecodableContent",
+    "RejectedCommit",
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
     "WelcomeNotForUs",
     "XmtpMlsError",
     "XmtpNode",
+    "check_commit",
     "check_members",
     "credential_for",
+    "group_context",
     "inbox_of_credential",
     "inbox_states",
     "new_key_package",
-    "read_envelope",
-    "text_envelope",
     "unwrap_welcome",
     "verify_members",
     "welcome_for_key_package",
+    "wrap_welcome",
 ]

@@ -17,13 +17,19 @@ class WelcomeNotForUs(XmtpMlsError):
     """A welcome whose HPKE key is not the init key of any KeyPackage this installation holds."""
 
 
-class UndecodableContent(XmtpMlsError):
-    """An application message whose plaintext is not a libxmtp PlaintextEnvelope around an EncodedContent."""
-
-
 class NodeUnavailable(XmtpMlsError):
     """The XMTP node refused or did not answer a call."""
 
 
 class UnverifiedMember(XmtpMlsError):
     """A group leaf whose installation key its inbox's identity updates do not hold: the group is not trusted."""
+
+
+class InvalidGroupContext(XmtpMlsError):
+    """A group whose context lacks one of libxmtp's extensions, or carries one that does not decode."""
+
+
+class ForbiddenCommit(XmtpMlsError):
+    """A commit libxmtp's validation would reject: a change the committer may not make, or members its
+    membership extension and the identity updates do not back.  Never raised out of a sync: the commit
+    is reported as a :class:`~.groups.RejectedCommit` and the group stays before it."""

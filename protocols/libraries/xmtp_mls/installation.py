@@ -13,9 +13,13 @@ import os
 import attrs
 
 from protocols.libraries import mls
+from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.xmtp_identity.authoring import Account, add_installation_update, create_inbox_update
 from protocols.libraries.xmtp_identity.installation import installation_public_key
+from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
+from .context import group_context
+from .errors import XmtpMlsError
 from .groups import JoinedGroup
 from .key_packages import installation_identity, new_key_package
 from .membership import verify_members
@@ -71,14 +75,29 @@ class Installation:
     def join_welcomed_groups(self, node: XmtpNode) -> list[JoinedGroup]:
         """Every group whose welcome arrived for this installation since the last call, joined.
 
-        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then every member's
-        installation key against its inbox's identity updates (:class:`~.errors.UnverifiedMember`)."""
-        joined = []
-        identity = installation_identity(self.seed, self.inbox_id)
+        The Welcome is checked as RFC 9420 says (signatures, tree, our KeyPackage); then the group's
+        context must carry libxmtp's four extensions (:class:`~.errors.InvalidGroupContext`), and every
+        member's inbox be in its membership map with an installation key its identity updates list up to
+        the recorded sequence id (:class:`~.errors.UnverifiedMember`).  A refused welcome raises once,
+        from a call that joined nothing before it (an earlier call returns the groups it joined and
+        stops there); the welcome cursor then moves past it, so the next call goes on with the rest."""
+        joined: list[JoinedGroup] = []
         for message in node.welcomes(self.installation_key, after=self.welcome_cursor):
-            self.welcome_cursor = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
-            welcome, private = welcome_for_key_package(message, self.key_packages)
-            state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
-            verify_members(node, state)
-            joined.append(JoinedGroup(state, joined_epoch=state.epoch))
+            read_to = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
+            try:
+                group = self._join(node, message)
+            except (XmtpMlsError, MlsError):
+                if joined:
+                    return joined
+                self.welcome_cursor = read_to
+                raise
+            self.welcome_cursor = read_to
+            joined.append(group)
         return joined
+
+    def _join(self, node: XmtpNode, message: mls_api_pb2.WelcomeMessage) -> JoinedGroup:
+        welcome, private = welcome_for_key_package(message, self.key_packages)
+        identity = installation_identity(self.seed, self.inbox_id)
+        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
+        verify_members(node, state, group_context(state).membership.members)
+        return JoinedGroup(state, joined_epoch=state.epoch)

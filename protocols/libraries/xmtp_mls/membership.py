@@ -21,12 +21,28 @@ from .key_packages import inbox_of_credential
 from .node import XmtpNode
 
 
-def inbox_states(node: XmtpNode, inbox_ids: Iterable[str]) -> dict[str, InboxState]:
-    """Each inbox's state after all its identity updates on the node, each update verified."""
+def inbox_states(
+    node: XmtpNode, inbox_ids: Iterable[str], *, up_to: Mapping[str, int] | None = None
+) -> dict[str, InboxState]:
+    """Each inbox's state after its identity updates on the node, each update verified.
+
+    With ``up_to`` (a group's membership map: inbox -> sequence id), only the updates up to that
+    sequence id count, as libxmtp reads an inbox at the sequence id the group recorded; the node's
+    updates must reach it (:class:`UnverifiedMember` when they do not).
+    """
     states: dict[str, InboxState] = {}
     for inbox_id, logs in node.identity_updates(sorted(set(inbox_ids))).items():
         state: InboxState | None = None
+        limit = None if up_to is None else up_to.get(inbox_id)
+        if limit is not None and not any(log.sequence_id >= limit for log in logs):
+            reached = max((log.sequence_id for log in logs), default=0)
+            raise UnverifiedMember(
+                f"the group records inbox {inbox_id} at identity update {limit}, but the node's updates of it "
+                f"reach only {reached}: the group claims installations the node does not know of"
+            )
         for log in logs:
+            if limit is not None and log.sequence_id > limit:
+                continue
             try:
                 state = apply_identity_update(state, log.update, sequence_id=log.sequence_id)
             except Refused as refused:
@@ -53,7 +69,13 @@ def check_members(state: GroupState, inboxes: Mapping[str, InboxState]) -> None:
             )
 
 
-def verify_members(node: XmtpNode, state: GroupState) -> None:
-    """Fetch the identity updates of every inbox in the group and :func:`check_members` against them."""
+def verify_members(node: XmtpNode, state: GroupState, membership: Mapping[str, int]) -> None:
+    """Check every leaf against the group's membership map (inbox -> identity-update sequence id): its inbox
+    is in the map, and its installation key is one of that inbox's installations at the recorded sequence id."""
     claimed = {inbox_of_credential(credential) for credential in mls.member_credentials(state).values()}
-    check_members(state, inbox_states(node, claimed))
+    outside = sorted(claimed - set(membership))
+    if outside:
+        raise UnverifiedMember(
+            f"the group has installations of inboxes its membership extension does not list: {', '.join(outside)}"
+        )
+    check_members(state, inbox_states(node, claimed, up_to=membership))

@@ -21,6 +21,7 @@ from protocols.libraries.xmtp_wire.proto import (
 )
 
 from .errors import NodeUnavailable
+from .profile import WRAPPER_CURVE25519
 
 #: How long one call may take before it counts as failed.
 CALL_TIMEOUT_S = 30.0
@@ -134,3 +135,14 @@ class XmtpNode:
         self._call(
             self._mls.SendGroupMessages, mls_api_pb2.SendGroupMessagesRequest(messages=[message]), "the group message"
         )
+
+    def send_welcome(self, installation_key: bytes, hpke_public_key: bytes, data: bytes) -> None:
+        """Store a Curve25519-wrapped welcome (:func:`~.welcomes.wrap_welcome`) for the installation."""
+        welcome = mls_api_pb2.WelcomeMessageInput.V1(
+            installation_key=installation_key,
+            data=data,
+            hpke_public_key=hpke_public_key,
+            wrapper_algorithm=WRAPPER_CURVE25519,
+        )
+        request = mls_api_pb2.SendWelcomeMessagesRequest(messages=[mls_api_pb2.WelcomeMessageInput(v1=welcome)])
+        self._call(self._mls.SendWelcomeMessages, request, "the welcome")

@@ -11,31 +11,33 @@ from __future__ import annotations
 
 from protocols.libraries.mls.messages import Capabilities, CredentialType, ProtocolVersion
 from protocols.libraries.mls.messages.registries import LAST_RESORT_EXTENSION_TYPE, ExtensionType, ProposalType
+from protocols.libraries.xmtp_content.group_context import (
+    GROUP_MEMBERSHIP_EXTENSION_TYPE,
+    GROUP_PERMISSIONS_EXTENSION_TYPE,
+    IMMUTABLE_METADATA_EXTENSION_TYPE,
+    MUTABLE_METADATA_EXTENSION_TYPE,
+)
 from protocols.libraries.xmtp_wire.proto import mls_contents_pb2
 
 #: MLS_128_DHKEMX25519_CHACHA20POLY1305_SHA256_Ed25519: every libxmtp group and KeyPackage.
 CIPHER_SUITE = 3
 
-#: libxmtp's group-context extensions (private-use range of RFC 9420's registry).
-MUTABLE_METADATA_EXTENSION = 0xFF00
-GROUP_MEMBERSHIP_EXTENSION = 0xFF01
-GROUP_PERMISSIONS_EXTENSION = 0xFF02
+#: libxmtp's group-context extensions (membership, metadata, policies) are numbered in
+#: :mod:`protocols.libraries.xmtp_content.group_context`, which reads them.
 #: KeyPackage extensions: a post-quantum (X-Wing) key to wrap welcomes to, and welcome-pointer support.
 WELCOME_WRAPPER_ENCRYPTION_EXTENSION = 0xFF03
 WELCOME_POINTEE_ENCRYPTION_AEAD_TYPES_EXTENSION = 0xFF04
-#: openmls's ``ImmutableMetadata`` extension type (creator, conversation type), which libxmtp's groups carry.
-IMMUTABLE_METADATA_EXTENSION = 0xF000
 
 #: The extension types a libxmtp KeyPackage's leaf lists as supported, in libxmtp's order.
 SUPPORTED_EXTENSIONS = (
     LAST_RESORT_EXTENSION_TYPE,
     ExtensionType.APPLICATION_ID,
-    GROUP_PERMISSIONS_EXTENSION,
-    MUTABLE_METADATA_EXTENSION,
-    GROUP_MEMBERSHIP_EXTENSION,
+    GROUP_PERMISSIONS_EXTENSION_TYPE,
+    MUTABLE_METADATA_EXTENSION_TYPE,
+    GROUP_MEMBERSHIP_EXTENSION_TYPE,
     WELCOME_WRAPPER_ENCRYPTION_EXTENSION,
     WELCOME_POINTEE_ENCRYPTION_AEAD_TYPES_EXTENSION,
-    IMMUTABLE_METADATA_EXTENSION,
+    IMMUTABLE_METADATA_EXTENSION_TYPE,
 )
 
 #: What an installation's leaf supports: MLS 1.0, suite 3 only, the extensions above, the
@@ -60,8 +62,3 @@ WRAPPER_SYMMETRIC = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_SYMMETRIC_KEY
 
 #: libxmtp keeps the secrets of this many past epochs, so messages of recent epochs still decrypt.
 MAX_PAST_EPOCHS = 3
-
-#: The content type of a text message (xmtp.org/text 1.0) and its one parameter.
-TEXT_AUTHORITY = "xmtp.org"
-TEXT_TYPE = "text"
-TEXT_ENCODING = "UTF-8"

@@ -17,15 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protocols.libraries import mls
-from protocols.libraries.mls.codec import decode
+from protocols.libraries.mls.codec import decode, encode
 from protocols.libraries.mls.crypto import suite
-from protocols.libraries.mls.crypto.labels import decrypt_with_label
+from protocols.libraries.mls.crypto.labels import decrypt_with_label, encrypt_with_label
 from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.mls.messages import HPKECiphertext
 from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
 from .errors import UnsupportedWelcome, WelcomeNotForUs
 from .profile import CIPHER_SUITE, WELCOME_HPKE_LABEL, WRAPPER_CURVE25519, WRAPPER_UNSPECIFIED
+
+
+def wrap_welcome(welcome: bytes, init_key: bytes) -> bytes:
+    """``MLSMessage(Welcome)`` bytes sealed to a KeyPackage's init key, as libxmtp's Curve25519 wrapper seals them."""
+    kem_output, ciphertext = encrypt_with_label(suite(CIPHER_SUITE), init_key, WELCOME_HPKE_LABEL, b"", welcome)
+    return encode(HPKECiphertext(kem_output, ciphertext))
 
 
 def unwrap_welcome(data: bytes, init_private: bytes) -> bytes:

@@ -129,7 +129,13 @@ def _application(
     leaf = leaf_at(sender.leaf_index)
     assert leaf is not None
     return ApplicationMessage(
-        sender.leaf_index, leaf.credential, data.application_data, content.authenticated_data, content.epoch, state
+        sender.leaf_index,
+        leaf.credential,
+        data.application_data,
+        content.authenticated_data,
+        content.epoch,
+        state,
+        signature_key=bytes(leaf.signature_key),
     )
 
 

@@ -20,6 +20,7 @@ class ApplicationMessage:
         authenticated_data: the message's cleartext authenticated data.
         epoch: the epoch it was sent in (an earlier one for a late message).
         new_state: the state without the key the message used.
+        signature_key: the sender's leaf signature key (what tells apart clients sharing one credential).
     """
 
     sender: int
@@ -28,6 +29,7 @@ class ApplicationMessage:
     authenticated_data: bytes
     epoch: int
     new_state: GroupState = attrs.field(repr=False)
+    signature_key: bytes = b""
 
 
 @attrs.frozen
