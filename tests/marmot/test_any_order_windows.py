@@ -195,13 +195,17 @@ def _branches_never_taken(reference_outer: dict, differing: list, missing: set) 
 
 
 def _first_batch_of_each_event(batches: list[list[bytes]]) -> dict[str, int]:
+    """The batch each event first came in.  A forged copy (the event's id with a broken signature, garbage the
+    stream mixes in) is not the event: it is parked, and the event is read, or not, when its signed copy comes."""
     first: dict[str, int] = {}
     for number, batch in enumerate(batches):
         for line in batch:
             try:
-                first.setdefault(nostr.parse_event(line)["id"], number)
+                event = nostr.parse_event(line)
+                nostr.verify_event(event)
             except Exception:  # garbage lines are no events
                 continue
+            first.setdefault(event["id"], number)
     return first
 
 
