@@ -121,9 +121,14 @@ def open_test_app(
 
 
 def worker_settings(**overrides: int) -> Settings:
-    """Settings for a daemon run as its own process by a test: :data:`WORKER_SETTINGS`, then ``overrides``."""
+    """Settings for a daemon run as its own process by a test: :data:`WORKER_SETTINGS`, then ``overrides``.
+
+    Plugin settings come from the environment the test set (``wide_windows`` widens the daemon's rollback
+    window with ``TESSERA_MARMOT_SNAPSHOTS``, and the test's model of the outcome reads the same variable);
+    the core's own keys do not, as in the ``settings`` fixture.
+    """
     values: dict[str, Any] = {**WORKER_SETTINGS, **overrides}
-    return Settings.load(env={}, key_file=TEST_KEY_FILE, **values)
+    return Settings.load(env=PluginEnvironment(), key_file=TEST_KEY_FILE, **values)
 
 
 # --- queues ---------------------------------------------------------------------------------------
