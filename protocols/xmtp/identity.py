@@ -24,15 +24,14 @@ from typing import Any
 import attrs
 import coincurve
 import nacl.signing
-from Crypto.Hash import keccak
 
+from protocols.libraries.xmtp_identity.ethereum import (
+    SECP256K1_ORDER,
+    SIGNATURE_SIZE,
+    keccak256,
+    personal_message_digest,
+)
 from protocols.xmtp.errors import InvalidAddress, InvalidBinding, InvalidKey
-
-#: The order of the secp256k1 group: secret keys and signature scalars lie below it.
-SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-
-#: Bytes in a personal_sign signature: r (32), s (32) and v (1, 27 or 28).
-SIGNATURE_SIZE = 65
 
 #: Bytes in a secret key, for both kinds of key.
 SECRET_KEY_SIZE = 32
@@ -43,7 +42,6 @@ MAX_BINDING_BYTES = 1024
 #: The first line of every binding text; the version lets a later format never be mistaken for this one.
 BINDING_TITLE = "Tessera XMTP installation binding v1"
 
-_PERSONAL_SIGN_PREFIX = b"\x19Ethereum Signed Message:\n"
 _FIRST_RECOVERY_BYTE = 27
 _MAX_CREATED_AT = 2**63 - 1
 _ADDRESS_HINT = "an address is 0x followed by 40 hex digits, e.g. 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
@@ -54,11 +52,6 @@ _BINDING_KEYS = frozenset({"address", "installation_id", "created_at", "signatur
 
 
 # --- hashing and addresses ------------------------------------------------------
-
-
-def keccak256(data: bytes) -> bytes:
-    """Return the Keccak-256 digest Ethereum uses (original Keccak padding, unlike NIST SHA3-256)."""
-    return keccak.new(digest_bits=256, data=data).digest()
 
 
 def checksum_address(raw_address: bytes) -> str:
@@ -113,11 +106,6 @@ def _address_of(public_key: coincurve.PublicKey) -> str:
 
 
 # --- EIP-191 personal_sign ----------------------------------------------------------
-
-
-def personal_message_digest(message: bytes) -> bytes:
-    """Return the digest ``personal_sign`` signs: Keccak-256 of the EIP-191 prefix, the length in decimal, the message."""
-    return keccak256(_PERSONAL_SIGN_PREFIX + str(len(message)).encode("ascii") + message)
 
 
 def recover_signer(message: bytes, signature: bytes) -> str:

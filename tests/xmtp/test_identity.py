@@ -13,20 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
+from protocols.libraries.xmtp_identity.ethereum import SECP256K1_ORDER, keccak256, personal_message_digest
 from protocols.xmtp.errors import InvalidAddress, InvalidBinding, InvalidKey, XmtpError
 from protocols.xmtp.identity import (
     BINDING_TITLE,
     MAX_BINDING_BYTES,
-    SECP256K1_ORDER,
     AccountKey,
     InstallationBinding,
     InstallationKey,
     bind,
     binding_text,
     checksum_address,
-    keccak256,
     parse_address,
-    personal_message_digest,
     recover_signer,
     verify,
 )

@@ -31,10 +31,14 @@ def keccak256(data: bytes) -> bytes:
     return keccak.new(digest_bits=256, data=data).digest()
 
 
+def personal_message_digest(message: bytes) -> bytes:
+    """The digest an EIP-191 ``personal_sign`` of ``message`` signs: the prefix, the length in decimal, the bytes."""
+    return keccak256(_PREFIX + str(len(message)).encode("ascii") + message)
+
+
 def personal_sign_hash(text: str) -> bytes:
-    """The digest an EIP-191 ``personal_sign`` of ``text`` signs."""
-    message = text.encode()
-    return keccak256(_PREFIX + str(len(message)).encode() + message)
+    """The digest an EIP-191 ``personal_sign`` of ``text`` (UTF-8) signs."""
+    return personal_message_digest(text.encode())
 
 
 def address_of(public_key: bytes) -> str:

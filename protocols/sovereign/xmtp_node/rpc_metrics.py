@@ -53,6 +53,15 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
     return code.name if isinstance(code, grpc.StatusCode) else "OK"
 
 
+def _count(
+    metrics: XmtpMetrics, method: str, context: grpc.aio.ServicerContext, cancelled: bool, started: float
+) -> None:
+    """One finished RPC: its status code (CANCELLED when the caller went away) and how long it took."""
+    code = "CANCELLED" if cancelled else _code_of(context)
+    metrics.requests.labels(method=method, code=code).inc()
+    metrics.latency.labels(method=method).observe(time.perf_counter() - started)
+
+
 def unary(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
     """A unary RPC, counted and timed; a refusal it raises becomes its status."""
 
@@ -71,9 +80,7 @@ def unary(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[...
             except Exception as error:
                 await _answer_failure(context, method, error)
             finally:
-                code = "CANCELLED" if cancelled else _code_of(context)
-                self.metrics.requests.labels(method=method, code=code).inc()
-                self.metrics.latency.labels(method=method).observe(time.perf_counter() - started)
+                _count(self.metrics, method, context, cancelled, started)
 
         return answer
 
@@ -101,9 +108,7 @@ def stream(method: str) -> Callable[[Callable[..., AsyncIterator[Any]]], Callabl
                 await _answer_failure(context, method, error)
             finally:
                 self.metrics.open_streams.dec()
-                code = "CANCELLED" if cancelled else _code_of(context)
-                self.metrics.requests.labels(method=method, code=code).inc()
-                self.metrics.latency.labels(method=method).observe(time.perf_counter() - started)
+                _count(self.metrics, method, context, cancelled, started)
 
         return answer
 
