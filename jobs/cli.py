@@ -22,6 +22,7 @@ from core.settings import Settings
 from core.status import snapshot
 from jobs import output
 from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs.cli_options import CONTEXT_SETTINGS, DB_META_KEY, attach_shared, db_option, json_option, version_option
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
 from jobs.key_commands import key as key_command
@@ -42,10 +43,18 @@ if TYPE_CHECKING:
 class CliState:
     """Settings and a lazily opened :class:`App`, shared by every subcommand."""
 
-    def __init__(self, settings: Settings, pm: Any):
+    def __init__(self, settings: Settings, pm: Any, *, config_path: str | None = None, key_file: str | None = None):
         self.settings = settings
         self.pm = pm
+        self._config_path = config_path  # read again, with the key file, when --db comes after a subcommand
+        self._key_file = key_file
         self._app: App | None = None
+
+    def use_db(self, path: str) -> None:
+        """``--db`` given after a subcommand: read the settings again for that file (its config file too)."""
+        if self._app is not None:
+            self.close()
+        self.settings = load_settings(self.pm, db=path, config=self._config_path, key_file=self._key_file)
 
     def app(self, *, create: bool = False, enable: tuple[str, ...] = (), encrypt: bool | None = None) -> App:
         """The opened database; inside a protocol's subcommands, refused unless that protocol is enabled."""
@@ -75,14 +84,12 @@ class RootGroup(LazyGroup, TesseraGroup):
 
     def on_load(self, command: click.Command) -> None:
         bound_integers(command)
+        attach_shared(command)
 
 
-@click.group(cls=RootGroup)
-@click.option(
-    "--db",
-    "db_path",
-    help="SQLite database file (default: TESSERA_DB, else [core] db in the config file, else tessera.db).",
-)
+@click.group(cls=RootGroup, context_settings=CONTEXT_SETTINGS)
+@version_option
+@db_option
 @click.option(
     "--config",
     "config_path",
@@ -111,7 +118,6 @@ class RootGroup(LazyGroup, TesseraGroup):
 @click.pass_context
 def cli(
     ctx: click.Context,
-    db_path: str | None,
     config_path: str | None,
     key_file: str | None,
     log_level: str,
@@ -119,7 +125,8 @@ def cli(
 ) -> None:
     """Tessera: event-sourced storage and processing for encrypted group messaging."""
     configure_logging(log_level, log_format)
-    state = CliState(load_settings(_pm, db=db_path, config=config_path, key_file=key_file), _pm)
+    settings = load_settings(_pm, db=ctx.meta.get(DB_META_KEY), config=config_path, key_file=key_file)
+    state = CliState(settings, _pm, config_path=config_path, key_file=key_file)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -587,6 +594,7 @@ def _register_plugin_commands() -> None:
     # The core's commands and any a plugin added itself; the declared ones are bound when imported.
     for command in cli.lazy.imported():
         bound_integers(command)
+        attach_shared(command)
 
 
 def _running_protocol() -> str | None:
