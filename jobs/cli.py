@@ -138,19 +138,25 @@ def cli(
     is_flag=True,
     help="Create the database in the clear (default: encrypted with the key file's secret; see docs/operations.md).",
 )
+@json_option
 @click.pass_obj
-def init(obj: CliState, protocols: tuple[str, ...], no_encryption: bool) -> None:
+def init(obj: CliState, protocols: tuple[str, ...], no_encryption: bool, as_json: bool) -> None:
     """Create (or upgrade) the database and enable protocols; a new one is encrypted unless --no-encryption."""
     from core.registry import Registry
 
     wanted = protocols or tuple(sorted(Registry(obj.pm).protocols))
     app = obj.app(create=True, enable=wanted, encrypt=not no_encryption)
+    if as_json:
+        click.echo(
+            output.to_json({"database": app.db.path, "protocols": list(app.enabled), "encrypted": app.db.encrypted})
+        )
+        return
     how = "encrypted" if app.db.encrypted else "not encrypted"
     click.echo(f"{app.db.path}: core + {', '.join(app.enabled) or 'no protocols'} ready ({how})")
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def plugins(obj: CliState, as_json: bool) -> None:
     """List plugins and their hooks, then protocols with their handlers, tables and projectors."""
@@ -187,7 +193,7 @@ def plugins(obj: CliState, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON with fixed keys (see docs/operations.md).")
+@json_option
 @click.option(
     "--watch",
     is_flag=True,
@@ -231,15 +237,20 @@ def status(obj: CliState, as_json: bool, watch: bool, interval_s: float | None) 
 @click.option(
     "--batch", default=1000, show_default=True, type=click.IntRange(1, 1_000_000), help="Blobs per transaction."
 )
+@json_option
 @click.pass_obj
-def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
+def ingest(obj: CliState, protocol: str, source: str, batch: int, as_json: bool) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
     app = obj.app()
     app.require_enabled(protocol)
     from jobs import ingest as ingest_job
 
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
-    click.echo(f"queued {report.queued} blobs for {protocol}")
+    if as_json:
+        shown = {"protocol": protocol, "queued": report.queued, "skipped": report.skipped}
+        click.echo(output.to_json(shown))
+        return
+    click.echo(f"queued {output.plural(report.queued, 'blob')} for {protocol}")
     if report.skipped:
         click.echo(ingest_job.describe_skipped(report, app.db.settings.max_item_bytes))
 
@@ -263,7 +274,7 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     help="With --until-idle: exit with status 75 once storage (a full disk, I/O errors) has failed this many "
     "seconds, changing nothing (default TESSERA_GIVE_UP_AFTER_MS, or 300).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print what the run did as JSON (also when it gives up).")
+@json_option
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65_535),
@@ -341,12 +352,17 @@ def _tick_json(report: Any, reason: str | None = None) -> dict[str, Any]:
 
 
 @cli.command()
+@json_option
 @click.pass_obj
-def scrub(obj: CliState) -> None:
+def scrub(obj: CliState, as_json: bool) -> None:
     """Rewrite the file now (VACUUM) so no purged byte survives in it; holds the write lock meanwhile."""
     from core import scrub as scrubbing
 
     report = scrubbing.scrub(obj.app().runtime)
+    if as_json:
+        fields = ("took_ms", "bytes_before", "bytes_after", "complete")
+        click.echo(output.to_json({name: getattr(report, name) for name in fields}))
+        return
     click.echo(
         f"scrubbed in {report.took_ms / 1000:.1f} s: {report.bytes_before:,} -> {report.bytes_after:,} bytes"
         + ("" if report.complete else "; a reader kept old pages in the WAL, run it again when it is done")
@@ -359,7 +375,7 @@ def parked() -> None:
 
 
 @parked.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="At most this many rows.")
 @click.option("--protocol", help="Only this protocol's items.")
 @click.option("--reason", metavar="TEXT", help="Only items whose reason contains TEXT (any case).")
@@ -397,8 +413,9 @@ def parked_list(
 @parked.command("retry")
 @click.argument("parked_id", required=False, type=int)
 @click.option("--all", "retry_all", is_flag=True, help="Retry every parked item.")
+@json_option
 @click.pass_obj
-def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
+def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool, as_json: bool) -> None:
     """Send a parked item (or --all) back to its queue."""
     from core import queues
 
@@ -407,14 +424,15 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
     app = obj.app()
     with app.db.write():
         count = queues.retry_parked(app.db, None if parked_id is None else [parked_id], app.clock.now_ms())
-    click.echo(f"re-queued {count} parked item(s)")
+    _said(as_json, f"re-queued {output.plural(count, 'parked item')}", requeued=count)
 
 
 @parked.command("drop")
 @click.argument("parked_id", type=int)
 @click.option("--yes", is_flag=True, help="Confirm: the item is deleted for good.")
+@json_option
 @click.pass_obj
-def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
+def parked_drop(obj: CliState, parked_id: int, yes: bool, as_json: bool) -> None:
     """Delete a parked item for good (needs --yes)."""
     from core import queues
 
@@ -423,7 +441,7 @@ def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
     app = obj.app()
     with app.db.write():
         queues.drop_parked(app.db, parked_id)
-    click.echo(f"dropped parked item {parked_id}")
+    _said(as_json, f"dropped parked item {parked_id}", dropped=parked_id)
 
 
 @cli.group()
@@ -434,19 +452,20 @@ def blob() -> None:
 @blob.command("export")
 @click.argument("file_id")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
 @click.pass_obj
-def blob_export(obj: CliState, file_id: str, path: Path) -> None:
+def blob_export(obj: CliState, file_id: str, path: Path, as_json: bool) -> None:
     """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
     from core import blobs
 
     written = blobs.export(obj.app().db, file_id, path)
-    click.echo(f"wrote {written} bytes to {path}")
+    _said(as_json, f"wrote {output.plural(written, 'byte')} to {path}", file_id=file_id, path=str(path), size=written)
 
 
 @blob.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--mime", help="The file's media type, stored with it (e.g. image/png).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> None:
     """Store the file at PATH as a blob; its id is its SHA-256 (an import cut short resumes)."""
@@ -459,14 +478,15 @@ def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> N
     if as_json:
         click.echo(output.to_json({"file_id": stored.file_id, "size": stored.total_size, "mime": stored.mime}))
         return
-    click.echo(f"stored {path} as blob {stored.file_id} ({stored.total_size} bytes)")
+    click.echo(f"stored {path} as blob {stored.file_id} ({output.plural(stored.total_size, 'byte')})")
 
 
 @blob.command("reset")
 @click.argument("file_id")
 @click.option("--yes", is_flag=True, help="Confirm resetting a complete blob (its content is deleted for good).")
+@json_option
 @click.pass_obj
-def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
+def blob_reset(obj: CliState, file_id: str, yes: bool, as_json: bool) -> None:
     """Drop FILE_ID's slices so the file can be sent again from slice 0."""
     from core import blobs
 
@@ -478,7 +498,9 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
                 f"blob {file_id} is complete; resetting deletes its content for good; add --yes to confirm"
             )
         dropped = blobs.reset(app.db, file_id)
-    click.echo(f"dropped {dropped} slices of blob {file_id}")
+    _said(
+        as_json, f"dropped {output.plural(dropped, 'slice')} of blob {file_id}", file_id=file_id, slices_dropped=dropped
+    )
 
 
 @cli.command()
@@ -511,6 +533,7 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Work directory for the Parquet export and replay output (default: DB.rebuild/).",
 )
+@json_option
 @click.pass_obj
 def rebuild(
     obj: CliState,
@@ -523,12 +546,13 @@ def rebuild(
     partition_events: int,
     verify: bool,
     workdir: Path | None,
+    as_json: bool,
 ) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
     from jobs.rebuild import RebuildRequest
     from jobs.rebuild import rebuild as run_rebuild
     from jobs.rebuild.spark_session import spark_available
-    from jobs.render import print_rebuild, stage_progress
+    from jobs.render import print_rebuild, rebuild_json, stage_progress
 
     request = RebuildRequest(
         obj.app(),
@@ -541,10 +565,13 @@ def rebuild(
         conf=_parse_conf(confs),
         partitions=partitions,
         partition_events=partition_events,
-        progress=stage_progress,
+        **({} if as_json else {"progress": stage_progress}),
     )
     report = run_rebuild(request)
-    print_rebuild(report, request)
+    if as_json:
+        click.echo(output.to_json(rebuild_json(report, request)))
+    else:
+        print_rebuild(report, request)
     if verify and not report.equal:
         raise SystemExit(1)
 
@@ -566,13 +593,25 @@ def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
     help="PRAGMA integrity_check instead of quick_check: also reads every index back against its table "
     "(much slower on a large file).",
 )
+@json_option
 @click.pass_obj
-def check(obj: CliState, full: bool) -> None:
+def check(obj: CliState, full: bool, as_json: bool) -> None:
     """Check the database file for damage (read-only; the daemon may keep running)."""
     from core.integrity import check_file
 
     pragma = check_file(obj.settings.db, obj.settings, full=full)
-    click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
+    _said(
+        as_json,
+        f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)",
+        database=obj.settings.db,
+        ok=True,
+        pragma=pragma,
+    )
+
+
+def _said(as_json: bool, line: str, **fields: Any) -> None:
+    """A command's one line of text, or ``fields`` as its JSON object."""
+    click.echo(output.to_json(fields) if as_json else line)
 
 
 cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))

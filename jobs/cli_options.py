@@ -65,7 +65,7 @@ def json_option(command: Any) -> Any:
         "as_json",
         is_flag=True,
         callback=_wants_json,
-        help="Print JSON (see docs/cli.md); errors as {\"error\": ...} on stdout too.",
+        help='Print JSON (see docs/cli.md); errors as {"error": ...} on stdout too.',
     )(command)
 
 

@@ -18,6 +18,11 @@ def text(value: object) -> str:
     return str(value)
 
 
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``count`` and ``noun``, the noun in the plural unless the count is one: "1 blob", "3 blobs"."""
+    return f"{count:,} {noun if count == 1 else plural_form or noun + 's'}"
+
+
 def _json_default(value: object) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")

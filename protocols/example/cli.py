@@ -8,6 +8,7 @@ import click
 
 from core.errors import InvalidInput
 from jobs import output
+from jobs.cli_options import json_option
 from protocols.example import queries, simulate
 
 
@@ -58,7 +59,7 @@ def _cursor(value: str | None) -> tuple[int, bytes] | None:
 @click.argument("room")
 @click.option("--before", help="Cursor TS_MS:ID_HEX: show messages strictly older than it.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000), help="Page size.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def page(obj, room: str, before: str | None, limit: int, as_json: bool):
     """Show a page of ROOM, newest first."""

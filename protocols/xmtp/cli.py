@@ -95,7 +95,7 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
     """Our address, installation, server and KeyPackage stock."""
@@ -240,7 +240,7 @@ def reject(obj: CliState, group: str) -> None:
 
 
 @xmtp.command("sync")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def sync_command(obj: CliState, as_json: bool) -> None:
     """Publish what waits, read every topic, keep the KeyPackage stock.
@@ -343,7 +343,7 @@ class _NewMessages:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def groups(obj: CliState, as_json: bool) -> None:
     """Our groups with their membership state and epoch."""
@@ -374,7 +374,7 @@ def _group_line(g: dict[str, Any]) -> str:
 @click.option("--group", "group", required=True, help="Group id (hex).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000), help="Messages per page.")
 @click.option("--before", help="Show messages older than this cursor (a page's next_cursor).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
     """A group's messages, newest page first (oldest first within the page)."""
@@ -421,7 +421,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def intents(obj: CliState, as_json: bool) -> None:
     """Every change we asked for: kind, state, attempts, and why one failed."""

@@ -18,6 +18,7 @@ from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
+from jobs.cli_options import json_option
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate as sim
 from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group
@@ -174,7 +175,7 @@ def _group_lines(row: dict) -> list[str]:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def groups(obj, as_json: bool):
     """List joined groups: name, relays, epoch, members, outer-event states, where the next sync starts."""
@@ -194,7 +195,7 @@ def groups(obj, as_json: bool):
 @click.option("--until", help="Cursor CREATED_AT:ID: show rumors strictly older than it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Page size.")
 @click.option("--include-invalidated", is_flag=True, help="Also show rumors of rolled-back epochs.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def history(obj, gid: str, until: str | None, limit: int, include_invalidated: bool, as_json: bool):
     """Show the newest rumors of a group (or those just older than --until), oldest first."""
@@ -222,7 +223,7 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
     type=click.Choice([state.value for state in OuterState]),
     help="Which processing state to list.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def outer(obj, gid: str, state: str, as_json: bool):
     """List a group's outer events in one processing state (default: Failed, with reasons)."""
