@@ -303,12 +303,16 @@ def tick(
     if lease_ttl_ms is not None:
         obj.settings = obj.settings.given(lease_ttl_ms=lease_ttl_ms)
     give_up_after_ms = None if give_up_after_s is None else int(give_up_after_s * 1000)
+    daemon_mode = mode or DaemonMode.FOREVER
+    # A daemon runs until stopped: with --json it prints a JSON line after each pass that did something.
+    lines = _TickLines() if as_json and daemon_mode == DaemonMode.FOREVER else None
     daemon = TickDaemon(
         obj.app(),
-        mode=mode or DaemonMode.FOREVER,
+        mode=daemon_mode,
         max_items=max_items,
         wait_for_lease=wait,
         give_up_after_ms=give_up_after_ms,
+        on_pass=lines,
     )
     daemon.install_signal_handlers()
     try:
@@ -319,7 +323,9 @@ def tick(
             click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))
         raise
     result, reasons = _publish_outcome(obj, daemon.mode)
-    if as_json:
+    if lines is not None:
+        click.echo(output.to_json_line(with_outcome(_tick_json(report), result)))
+    elif as_json:
         click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
     else:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
@@ -344,6 +350,18 @@ def _publish_outcome(obj: CliState, mode: Any) -> tuple[Outcome, list[str]]:
     noun = "message" if pending == 1 else "messages"
     why = f"; {retrying.waiting} failed a try and wait for the next" if retrying.waiting else ""
     return Outcome.QUEUED, [f"queued; will retry: {pending} outgoing {noun} not sent yet{why} (`tessera status`)"]
+
+
+class _TickLines:
+    """``tick --json`` as a daemon: one JSON line (the totals so far) after each pass that handled items."""
+
+    def __init__(self) -> None:
+        self._shown = 0
+
+    def __call__(self, report: Any) -> None:
+        if report.items != self._shown:
+            self._shown = report.items
+            click.echo(output.to_json_line(_tick_json(report)))
 
 
 def _tick_json(report: Any, reason: str | None = None) -> dict[str, Any]:
