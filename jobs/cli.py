@@ -394,15 +394,25 @@ def parked() -> None:
 
 @parked.command("list")
 @json_option
-@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="At most this many rows.")
+@click.option(
+    "--before", type=int, metavar="ID", help="Show the page of items older than item ID (a page's next_cursor)."
+)
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="Page size.")
 @click.option("--protocol", help="Only this protocol's items.")
 @click.option("--reason", metavar="TEXT", help="Only items whose reason contains TEXT (any case).")
 @click.option("--show", "show_id", type=int, metavar="ID", help="Show item ID with its payload instead of a list.")
 @click.pass_obj
 def parked_list(
-    obj: CliState, as_json: bool, limit: int, protocol: str | None, reason: str | None, show_id: int | None
+    obj: CliState,
+    as_json: bool,
+    before: int | None,
+    limit: int,
+    protocol: str | None,
+    reason: str | None,
+    show_id: int | None,
 ) -> None:
-    """List parked items with their reasons, or show one with its payload (--show ID)."""
+    """List parked items with their reasons (the newest page first, oldest first within it), or show one with
+    its payload (--show ID)."""
     from core import queues
 
     app = obj.app()
@@ -419,13 +429,15 @@ def parked_list(
             click.echo(line)
         return
     with app.db.read():
-        rows = queues.list_parked(app.db, limit, protocol=protocol, reason=reason)
-    if as_json:
+        rows = queues.list_parked(app.db, limit + 1, protocol=protocol, reason=reason, before=before)
+    has_more = len(rows) > limit
+    rows = rows[1:] if has_more else rows  # the row past the page, asked for only to know there is more
+    if as_json:  # an array (its shape from before paging): the next page is --before the first row's id
         click.echo(output.to_json(rows))
         return
     for row in rows:
         click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
-    click.echo(f"{len(rows)} parked")
+    click.echo(f"{len(rows)} parked" + (f"; older: --before {rows[0]['id']}" if has_more else ""))
 
 
 @parked.command("retry")
