@@ -247,7 +247,8 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int, as_json: bool)
 
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
     if as_json:
-        shown = {"protocol": protocol, "queued": report.queued, "skipped": report.skipped}
+        skipped = [{"line": line.number, "bytes": line.size} for line in report.skipped]
+        shown = {"protocol": protocol, "queued": report.queued, "skipped": skipped}
         click.echo(output.to_json(shown))
         return
     click.echo(f"queued {output.plural(report.queued, 'blob')} for {protocol}")
