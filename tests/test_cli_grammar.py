@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 import click
 import pytest
@@ -130,10 +131,10 @@ def test_paging_and_publishing_flags_are_one_idea_each() -> None:
 
 @pytest.mark.parametrize(("path", "args", "name", "value"), OLD_SPELLINGS, ids=str)
 def test_old_spellings_still_parse(path: tuple[str, ...], args: list[str], name: str, value: object) -> None:
-    group = cli
-    for word in path[:-1]:
-        group = group.commands[word]
-    command = group.commands[path[-1]]
+    command: click.Command = cli
+    for word in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[word]
     with command.make_context(path[-1], list(args)) as ctx:
         assert ctx.params[name] == value
 
@@ -157,7 +158,7 @@ def tessera(*args: str, cwd=None, **env: str) -> subprocess.CompletedProcess[str
     return subprocess.run([*TESSERA, *args], capture_output=True, text=True, env=environment, cwd=cwd or ROOT)
 
 
-def json_of(proc: subprocess.CompletedProcess[str]) -> dict:
+def json_of(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
