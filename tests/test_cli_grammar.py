@@ -221,3 +221,43 @@ def test_errors_with_json_are_one_object_and_keep_their_exit_codes(tmp_path, arg
     error = json_of(refused)["error"]
     assert (error["type"], error["exit_code"]) == (kind, exit_code) and error["message"]
     assert refused.stderr.startswith("Error: ") and len(refused.stderr.strip().splitlines()) == 1
+
+
+# --- the docs teach the new spellings ------------------------------------------------------------------------
+
+
+def old_spellings_in(rest: str) -> list[str]:
+    """Hidden aliases (old spellings) that ``tessera <rest>`` uses."""
+    from tests.test_docs import _END_OF_COMMAND, _words
+
+    command: click.Command = cli
+    found = []
+    for word in (w.strip("[]") for w in _words(rest)):
+        if word in _END_OF_COMMAND:
+            break
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            for option in _options(command):
+                if name in option.opts and (option.hidden or name not in _visible_names(option)):
+                    found.append(name)
+        elif isinstance(command, click.Group) and word in command.commands:
+            command = command.commands[word]
+            if command.hidden:
+                found.append(word)
+    return found
+
+
+def test_the_docs_use_no_old_spelling() -> None:
+    from tests.test_docs import DOCS, invocations
+
+    assert old_spellings_in("marmot history --group G --until X") == ["--until"]
+    assert old_spellings_in("--db x marmot invite --group G NPUB") == ["invite"]
+    # docs/cli.md names the old spellings on purpose; benchmarks.md keeps the names its runs were measured with.
+    taught = [doc for doc in DOCS if doc.name not in {"cli.md", "benchmarks.md"}]
+    used = [
+        f"{doc.name}:{line}: {old} in `tessera {rest.strip()}`"
+        for doc in taught
+        for line, rest in invocations(doc)
+        for old in old_spellings_in(rest)
+    ]
+    assert not used, "\n".join(used)
