@@ -63,8 +63,9 @@ def serve(
     check: bool,
     as_json: bool,
 ) -> None:
-    """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port (--db: the
-    shared option, before or after `serve`; --json: each announcement as a JSON line)."""
+    """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port.
+
+    --db is the shared option (before or after `serve`); --json prints each announcement as a JSON line."""
     from protocols.sovereign.server.runner import run
 
     settings = obj.settings
