@@ -17,11 +17,15 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from jobs.cli import cli
 from jobs.cli_options import AliasedOption
 from jobs.outcome import Outcome
-from tests.helpers import ROOT, TESSERA
+from protocols.example import queries
+from tests.helpers import ROOT, TESSERA, invoke
 
 
 def _walk(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], click.Command]]:
@@ -261,3 +265,37 @@ def test_the_docs_use_no_old_spelling() -> None:
         for old in old_spellings_in(rest)
     ]
     assert not used, "\n".join(used)
+
+
+# --- paging: every page, in the one order, adds up to the whole history ----------------------------------------
+
+
+def test_paging_back_with_before_visits_every_message_once_in_order(example_app) -> None:
+    """``example page`` with any --limit: the newest page first, each oldest first, --before next_cursor
+    until has_more is false, gives every message once; ties on the timestamp are broken by id."""
+    for n in range(23):  # three messages per millisecond: the cursor must order by id within one
+        post = {"room": "lobby", "text": f"note {n}", "secret_key": "07" * 32, "ts_ms": 1_700_000_000_000 + n // 3}
+        example_app.runtime.run_command("example.post", post)
+    whole = [row["id"] for row in reversed(queries.page(example_app.db, "lobby", limit=100))]  # oldest first
+    db = example_app.db.path
+
+    @hypothesis_settings(max_examples=15, deadline=None)
+    @given(limit=st.integers(1, 25))
+    def pages_add_up(limit: int) -> None:
+        seen: list[list[str]] = []
+        cursor: list[str] = []
+        while True:
+            page = json.loads(
+                invoke("example", "page", "lobby", "--db", db, "--limit", str(limit), *cursor, "--json").stdout
+            )
+            ids = [row["id"] for row in page["messages"]]
+            assert ids == sorted(ids, key=whole.index)  # oldest first within the page
+            seen.insert(0, ids)
+            if not page["has_more"]:
+                assert page["next_cursor"] is None
+                break
+            assert len(ids) == limit
+            cursor = ["--before", page["next_cursor"]]
+        assert [message for page_ids in seen for message in page_ids] == whole
+
+    pages_add_up()
