@@ -45,7 +45,9 @@ DB_HELP = "SQLite database file (default: TESSERA_DB, else [core] db in the conf
 
 def db_option(command: Any) -> Any:
     """Give ``command`` the shared ``--db FILE`` (its value goes to the settings, not to the function)."""
-    return click.option("--db", "db_path", metavar="FILE", expose_value=False, callback=_chosen_db, help=DB_HELP)(command)
+    return click.option("--db", "db_path", metavar="FILE", expose_value=False, callback=_chosen_db, help=DB_HELP)(
+        command
+    )
 
 
 def _wants_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
