@@ -55,7 +55,13 @@ FORBIDDEN_OPTIONS = {
     "--format": "--json",
     "--output": "--json",
 }
-FORBIDDEN_COMMANDS = {"invite": "add-members", "remove": "remove-members", "kick": "remove-members"}
+FORBIDDEN_COMMANDS = {
+    "invite": "add-members",
+    "remove": "remove-members",
+    "kick": "remove-members",
+    "self-update": "update-key",
+    "decline": "reject",
+}
 
 #: Old spellings that must still parse, and to what: (path, arguments, parameter, value).
 OLD_SPELLINGS = [
@@ -64,6 +70,8 @@ OLD_SPELLINGS = [
     (("marmot", "send"), ["--group", "ab", "--no-publish", "hi"], "timeout_s", 0),
     (("marmot", "invite"), ["--group", "ab", "npub1x"], "invitees", ("npub1x",)),
     (("marmot", "remove"), ["--group", "ab", "npub1x"], "members", ("npub1x",)),
+    (("marmot", "self-update"), ["--group", "ab", "--timeout", "7"], "timeout_s", 7),
+    (("marmot", "decline"), ["0" * 64], "welcome_id", "0" * 64),
     (("xmtp", "accept"), ["--group", "ab"], "group_opt", "ab"),
     (("xmtp", "reject"), ["--group", "ab"], "group_opt", "ab"),
     (("xmtp", "accept"), ["ab"], "group_arg", "ab"),

@@ -99,7 +99,7 @@ def test_show_of_an_id_that_is_not_parked_is_one_line(parked):
 
 def test_pages_newest_first_oldest_first_within_and_before_an_id(parked):
     """The paging of docs/cli.md: --limit N shows the N newest items, oldest first; --before ID the ones older."""
-    app, rows = parked
+    app, _ = parked
     ids = [row["id"] for row in listed(app)]
     assert ids == sorted(ids)
     assert [row["id"] for row in listed(app, "--limit", "3")] == ids[-3:]

@@ -143,7 +143,7 @@ def test_two_people_make_a_group_and_talk_through_a_real_relay(relay: LocalRelay
     assert set(listed) == {a["pubkey"], b["pubkey"]}
     assert listed[a["pubkey"]]["admin"] and not listed[b["pubkey"]]["admin"] and listed[b["pubkey"]]["self"]
 
-    assert bob.marmot("self-update", "--group", gid)["now"]["epoch"] == 2
+    assert bob.marmot("update-key", "--group", gid)["now"]["epoch"] == 2
     [update] = arrived(alice.marmot("sync"), "commit_applied")
     assert update["updated"] == [b["pubkey"]] and group_row(alice)["epoch"] == 2
 

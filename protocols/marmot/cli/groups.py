@@ -1,12 +1,13 @@
 """``tessera marmot`` commands that change who is in a group, and the ones that show it.
 
-``create-group``, ``add-members``, ``remove-members``, ``self-update`` and ``leave`` each
+``create-group``, ``add-members``, ``remove-members``, ``update-key`` and ``leave`` each
 run one plugin command (one transaction) and then the tick, so a commit is
 published, comes back from a relay and is applied, and the welcomes it held
 back are sent, before the command returns (see :mod:`.publish`).
 ``add-members`` first fetches each invitee's KeyPackage from relays
-(:mod:`.invitees`), outside any transaction.  ``invite`` and ``remove``, their
-old names, still run them (hidden from ``--help``).
+(:mod:`.invitees`), outside any transaction.  The old names (``invite``,
+``remove``, ``self-update``, ``decline``) still run them, hidden from ``--help``
+(docs/cli.md: the same verbs as ``tessera xmtp``).
 """
 
 from __future__ import annotations
@@ -141,14 +142,14 @@ def remove_members(obj: Any, gid: str, timeout_s: int, as_json: bool, members: t
     _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json, shown_as="remove-members")
 
 
-@click.command("self-update")
+@click.command("update-key")
 @group_option
 @timeout_option
 @json_option
 @click.pass_obj
-def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
-    """Rotate our own keys in a group (any member may), and publish the commit."""
-    _change(obj, gid, "self_update", {}, timeout_s, as_json)
+def update_key(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
+    """Rotate our own keys in a group (a self-update commit, which any member may make), and publish it."""
+    _change(obj, gid, "self_update", {}, timeout_s, as_json, shown_as="update-key")
 
 
 @click.command()
@@ -188,7 +189,7 @@ def members(obj: Any, gid: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def list_welcomes(obj: Any, as_json: bool) -> None:
-    """List pending invitations (accept or decline them by id)."""
+    """List pending invitations (accept or reject them by id)."""
     app = obj.app()
     with app.db.read():
         rows = app.db.all(_PENDING_WELCOMES, (WelcomeState.PENDING,))
@@ -227,7 +228,7 @@ def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
 @timeout_option
 @json_option
 @click.pass_obj
-def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
+def reject(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
     """Decline pending invitation WELCOME_ID; its KeyPackage is replaced by a fresh one."""
     app = obj.app()
     app.runtime.run_command("marmot.decline", {"welcome": welcome_id.strip()})
@@ -240,12 +241,14 @@ COMMANDS = (
     create_group,
     add_members,
     remove_members,
-    self_update,
+    update_key,
     leave,
     members,
     list_welcomes,
     accept,
-    decline,
+    reject,
     hidden_alias(add_members, "invite"),
     hidden_alias(remove_members, "remove"),
+    hidden_alias(update_key, "self-update"),
+    hidden_alias(reject, "decline"),
 )
