@@ -126,6 +126,6 @@ def describe_skipped(report: IngestReport, limit: int, shown: int = 10) -> str:
     listed = ", ".join(f"line {s.number} ({s.size} bytes)" for s in report.skipped[:shown])
     more = f" and {len(report.skipped) - shown} more" if len(report.skipped) > shown else ""
     return (
-        f"skipped {len(report.skipped)} lines over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
+        f"skipped {len(report.skipped)} {'line' if len(report.skipped) == 1 else 'lines'} over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
         f"{listed}{more}; split them, or raise the limit and ingest them again"
     )

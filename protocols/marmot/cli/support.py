@@ -11,6 +11,9 @@ from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import output
+from jobs.cli_options import json_option
+
+__all__ = ["json_option"]  # the shared --json (one home: jobs.cli_options), re-exported for the marmot commands
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
@@ -21,7 +24,6 @@ from protocols.marmot.wire import nip19
 # What click's option decorators do: take a command function, return it with one more option.
 OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-json_option: OptionDecorator = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 group_option: OptionDecorator = click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
 
 
