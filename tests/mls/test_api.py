@@ -181,7 +181,13 @@ def test_clients_sharing_one_credential_are_told_apart_by_signature_key() -> Non
     phone, laptop = (mls.new_identity("02" * 32, rng=rng) for _ in range(2))
     state = mls.create_group(alice, b"g" * 16, rng=rng)
     packages = [mls.create_key_package(client, rng=rng) for client in (phone, laptop)]
-    state = mls.commit(state, add=[package for package, _ in packages], rng=rng).new_state
+    added = mls.commit(state, add=[package for package, _ in packages], rng=rng)
+    assert list(added.welcomes) == [phone.credential]  # by credential, the two clients are one entry
+    assert set(added.welcomes_by_signature_key) == {phone.signature.public, laptop.signature.public}
+    for client, (_, private) in zip((phone, laptop), packages, strict=True):
+        joined = mls.join_from_welcome(client, private, added.welcomes_by_signature_key[client.signature.public])
+        assert joined.epoch == added.new_state.epoch
+    state = added.new_state
     keys = mls.member_signature_keys(state)
     assert sorted(keys.values()) == sorted([alice.signature.public, phone.signature.public, laptop.signature.public])
     laptop_leaf = mls.leaf_of_signature_key(state, laptop.signature.public)

@@ -376,15 +376,19 @@ class CommitResult:
 
     ``message``: the commit to publish.  ``welcomes``: the Welcome for each
     added member, by credential (one Welcome serves them all: RFC 9420
-    encrypts its secrets to each).  ``new_state``: our state at epoch + 1.
-    ``pending_state``: our current state with the commit remembered;
-    processing the commit's own message with it gives ``new_state``.
+    encrypts its secrets to each).  ``welcomes_by_signature_key``: the same,
+    by each added client's signature key, which stays one entry per client
+    where clients share a credential (an XMTP inbox's installations).
+    ``new_state``: our state at epoch + 1.  ``pending_state``: our current
+    state with the commit remembered; processing the commit's own message
+    with it gives ``new_state``.
     """
 
     message: bytes
     welcomes: dict[str, bytes]
     new_state: GroupState = attrs.field(repr=False)
     pending_state: GroupState = attrs.field(repr=False)
+    welcomes_by_signature_key: dict[bytes, bytes] = attrs.field(factory=dict)
 
 
 def commit(
@@ -425,10 +429,14 @@ def commit(
         proposals.append(GroupContextExtensions(tuple(extensions)))
     outcome = commits.commit(state, proposals, by_reference=proposals_by_ref, force_path=self_update, rng=rng)
     welcome, tree = outcome.welcome, outcome.new_state.tree
-    welcomes = (
-        {} if welcome is None else {credential_string(tree.member(leaf).credential): welcome for leaf in outcome.added}
+    added = [] if welcome is None else [tree.member(leaf) for leaf in outcome.added]
+    return CommitResult(
+        outcome.message,
+        {credential_string(node.credential): welcome for node in added if welcome is not None},
+        outcome.new_state,
+        outcome.pending_state,
+        {bytes(node.signature_key): welcome for node in added if welcome is not None},
     )
-    return CommitResult(outcome.message, welcomes, outcome.new_state, outcome.pending_state)
 
 
 def propose(
