@@ -545,6 +545,16 @@ class CommitApplied:
     #: The signature keys of the clients added and removed, in the order of ``added`` and ``removed``.
     added_signature_keys: tuple[bytes, ...] = ()
     removed_signature_keys: tuple[bytes, ...] = ()
+    #: The committer's signature key; the signature key of each proposal's sender, in the commit's list order
+    #: (empty bytes for a sender that is no member); how many PreSharedKey proposals it carries.
+    committer_signature_key: bytes = b""
+    proposal_sender_keys: tuple[bytes, ...] = ()
+    psk_proposals: int = 0
+    #: Whether the commit carried an UpdatePath (a fresh leaf for the committer).
+    committed_with_path: bool = False
+    #: The GroupContext extensions its GroupContextExtensions proposal sets (None without one): what the group
+    #: becomes even when the commit removed us, whose ``new_state`` keeps the context it had.
+    group_context_extensions: tuple[Extension, ...] | None = None
 
 
 @attrs.frozen
@@ -616,7 +626,18 @@ def _commit_applied(state: GroupState, received: CommitMessage) -> CommitApplied
         new_state=received.new_state,
         added_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.added),
         removed_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.removed),
+        committer_signature_key=bytes(committer_tree.member(summary.committer_leaf).signature_key),
+        proposal_sender_keys=tuple(_sender_signature_key(state, sender) for sender in received.proposal_senders),
+        psk_proposals=received.psks,
+        committed_with_path=summary.committer_leaf in summary.updated,
+        group_context_extensions=received.extensions,
     )
+
+
+def _sender_signature_key(state: GroupState, sender: Sender) -> bytes:
+    if isinstance(sender, SenderMember) and state.tree.leaf(sender.leaf_index):
+        return bytes(state.tree.member(sender.leaf_index).signature_key)
+    return b""
 
 
 def _updated_credentials(state: GroupState, received: CommitMessage) -> list[str]:
