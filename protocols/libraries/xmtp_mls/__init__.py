@@ -1,6 +1,7 @@
 """An XMTP installation in libxmtp's MLS profile: identity on a node, KeyPackages libxmtp accepts,
 joining from libxmtp's welcomes, messages both ways (content decoded by protocols/libraries/xmtp_content),
-and libxmtp's group context and commit rules (docs/xmtp-mls.md).
+libxmtp's group context and commit rules, and groups and DMs it creates and changes by commits libxmtp
+accepts (docs/xmtp-mls.md).
 
 A shared library, not a plugin: the XMTP plugin builds on it.  It talks to a
 node through :class:`XmtpNode` and keeps nothing itself; callers store the
@@ -10,10 +11,16 @@ private key of their epoch: seal them at rest).
 
 from .commit_checks import check_commit
 from .context import group_context
+from .creating import create_dm, create_group, find_dm
 from .errors import (
+    ChangeNotPermitted,
+    CommitNotConfirmed,
     ForbiddenCommit,
+    GroupInactive,
+    InstallationsUnavailable,
     InvalidGroupContext,
     NodeUnavailable,
+    UnknownAddress,
     UnsupportedWelcome,
     UnverifiedMember,
     WelcomeNotForUs,
@@ -21,6 +28,7 @@ from .errors import (
 )
 from .groups import (
     AppliedCommit,
+    Committed,
     GroupEvent,
     JoinedGroup,
     PendingProposal,
@@ -36,15 +44,21 @@ from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
 
 __all__ = [
     "AppliedCommit",
+    "ChangeNotPermitted",
+    "CommitNotConfirmed",
+    "Committed",
     "ForbiddenCommit",
     "GroupEvent",
+    "GroupInactive",
     "Installation",
+    "InstallationsUnavailable",
     "InvalidGroupContext",
     "JoinedGroup",
     "NodeUnavailable",
     "PendingProposal",
     "ReceivedMessage",
     "RejectedCommit",
+    "UnknownAddress",
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
@@ -53,7 +67,10 @@ __all__ = [
     "XmtpNode",
     "check_commit",
     "check_members",
+    "create_dm",
+    "create_group",
     "credential_for",
+    "find_dm",
     "group_context",
     "inbox_of_credential",
     "inbox_states",

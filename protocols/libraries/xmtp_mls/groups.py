@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -21,18 +21,29 @@ from protocols.libraries import mls
 from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.mls.group.state import GroupState
 from protocols.libraries.xmtp_content import codecs
+from protocols.libraries.xmtp_content import group_context as xmtp_fields
 from protocols.libraries.xmtp_content import group_state as xmtp_group
-from protocols.libraries.xmtp_content.codecs import Content, Text
+from protocols.libraries.xmtp_content.codecs import Content, Text, UnknownContent
 from protocols.libraries.xmtp_content.content_type import ContentTypeId
 from protocols.libraries.xmtp_content.encoded import decode_content, encode_content
 from protocols.libraries.xmtp_content.envelope import PlaintextMessage, frame, message_id, unframe
 from protocols.libraries.xmtp_content.errors import ContentError
+from protocols.libraries.xmtp_content.policies import PolicySet
 from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
 from .commit_checks import check_commit
 from .context import group_context
-from .errors import ForbiddenCommit, XmtpMlsError
+from .errors import ChangeNotPermitted, CommitNotConfirmed, ForbiddenCommit, GroupInactive, XmtpMlsError
+from .group_changes import (
+    PlannedCommit,
+    plan_context_change,
+    plan_key_update,
+    plan_membership,
+    with_admin_change,
+    with_attribute,
+)
 from .key_packages import inbox_of_credential
+from .membership_changes import resolve_addresses
 from .node import XmtpNode
 
 
@@ -103,6 +114,31 @@ class UnreadableMessage:
 
 GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | UnreadableMessage
 
+#: How many times a commit of ours is rebuilt for the next epoch when other members' commits win the node's order
+#: first (libxmtp's intents go back to TO_SEND and are rebuilt the same way).
+COMMIT_ATTEMPTS = 5
+
+#: libxmtp's leave request (``xmtp.org/leave_request:1.0``): a member asks the admins to remove it.
+LEAVE_REQUEST = ContentTypeId("xmtp.org", "leave_request", 1, 0)
+
+
+@attrs.frozen
+class Committed:
+    """A commit of ours that the node ordered first in its epoch, now applied.
+
+    Attributes:
+        epoch: the epoch it began.
+        added, removed: the inboxes it added to and removed from the group.
+        events: other members' messages read before it (their commits may have made ours be rebuilt).
+        attempts: how many times it was built (1 unless others' commits won the epoch first).
+    """
+
+    epoch: int
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    events: tuple[GroupEvent, ...]
+    attempts: int
+
 
 @attrs.define
 class JoinedGroup:
@@ -113,12 +149,15 @@ class JoinedGroup:
         joined_epoch: the epoch the welcome brought us in at; earlier messages are not ours to read.
         cursor: the id of the last group message read from the node.
         sent: digests of the messages this installation sent, to skip when they come back.
+        removed_reason: why this installation is no longer a member (None while it is); nothing after
+            the commit that removed it is read or sent.
     """
 
     state: GroupState
     joined_epoch: int
     cursor: int = 0
     sent: set[bytes] = attrs.Factory(set)
+    removed_reason: str | None = None
 
     @property
     def group_id(self) -> bytes:
@@ -148,6 +187,8 @@ class JoinedGroup:
         :class:`RejectedCommit`, and the group stays before it, as libxmtp's does.
         """
         for stored in node.group_messages(self.group_id, after=self.cursor):
+            if self.removed_reason is not None:
+                return
             event = self._read(node, stored.v1)
             self.cursor = stored.v1.id
             if event is not None:
@@ -171,6 +212,11 @@ class JoinedGroup:
             except ForbiddenCommit as refusal:
                 return RejectedCommit(stored.id, committer, str(refusal))
             self.state = result.new_state
+            if result.we_were_removed:
+                self.removed_reason = (
+                    f"removed from the group by inbox {committer} in the commit that began epoch {result.new_epoch} "
+                    f"(node message {stored.id})"
+                )
             return AppliedCommit(
                 stored.id,
                 committer,
@@ -200,12 +246,126 @@ class JoinedGroup:
             content=codecs.decode(encoded),
         )
 
+    # --- commits of ours ---------------------------------------------------------------------
+
+    def _require_member(self) -> None:
+        if self.removed_reason is not None:
+            raise GroupInactive(f"group {self.group_id.hex()}: this installation was {self.removed_reason}")
+
+    def _commit(self, node: XmtpNode, plan: Callable[[], PlannedCommit | None]) -> Committed:
+        """Build a commit with ``plan`` (called again for each new epoch), publish it, and read the group's
+        messages until the node shows where it stands: first in its epoch, it is applied and its welcomes
+        sent; after another member's commit, that one is applied and ours is rebuilt for the new epoch."""
+        events: list[GroupEvent] = []
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            self._require_member()
+            planned = plan()
+            if planned is None:
+                return Committed(self.epoch, (), (), tuple(events), attempt - 1)
+            message = planned.result.message
+            self.sent.add(_digest(message))
+            self.state = planned.result.pending_state
+            node.send_group_message(message)
+            if self._confirm(node, message, events):
+                welcomes = planned.wrapped_welcomes()
+                if welcomes:
+                    node.send_welcomes(welcomes)
+                return Committed(self.epoch, planned.added_inboxes, planned.removed_inboxes, tuple(events), attempt)
+        self._require_member()
+        raise CommitNotConfirmed(
+            f"other members' commits came first {COMMIT_ATTEMPTS} times in a row; the group is at epoch "
+            f"{self.epoch} with their changes, and this change was not made: try again"
+        )
+
+    def _confirm(self, node: XmtpNode, message: bytes, events: list[GroupEvent]) -> bool:
+        """Read the group up to our ``message``: True if it applies (the node ordered it first in its epoch)."""
+        ours = _digest(message)
+        for stored in node.group_messages(self.group_id, after=self.cursor):
+            if _digest(stored.v1.data) == ours:
+                self.cursor = stored.v1.id
+                pending = self.state.pending_commit
+                if pending is None or pending.message_hash != self.state.suite.hash(message):
+                    return False  # another commit took the epoch first
+                self.state = mls.process_message(self.state, message).new_state
+                return True
+            event = self._read(node, stored.v1)
+            self.cursor = stored.v1.id
+            if event is not None:
+                events.append(event)
+            if self.removed_reason is not None:
+                return False
+        return False
+
+    def add_members(self, node: XmtpNode, addresses: Sequence[str]) -> Committed:
+        """Add the inboxes of ``addresses`` (every installation of each) by one commit, and welcome them."""
+        return self.add_members_by_inbox_id(node, resolve_addresses(node, addresses))
+
+    def add_members_by_inbox_id(self, node: XmtpNode, inbox_ids: Sequence[str]) -> Committed:
+        """Add inboxes by one commit, with every member's newest installations; welcome the new installations."""
+        return self._commit(node, lambda: plan_membership(node, self.state, add=inbox_ids))
+
+    def remove_members(self, node: XmtpNode, addresses: Sequence[str]) -> Committed:
+        """Remove the inboxes of ``addresses``: every installation of each, and their membership entries."""
+        return self.remove_members_by_inbox_id(node, resolve_addresses(node, addresses))
+
+    def remove_members_by_inbox_id(self, node: XmtpNode, inbox_ids: Sequence[str]) -> Committed:
+        return self._commit(node, lambda: plan_membership(node, self.state, remove=inbox_ids))
+
+    def update_installations(self, node: XmtpNode) -> Committed:
+        """Bring every member's installations up to its newest identity update (added ones welcomed, revoked
+        ones removed), as libxmtp does before it sends; no commit when nothing changed."""
+        return self._commit(node, lambda: plan_membership(node, self.state))
+
+    def update_attribute(self, node: XmtpNode, field_name: str, value: str) -> Committed:
+        """Set one metadata attribute (``group_name``, ``description``, ``group_image_url_square``, ``app_data``...)."""
+        return self._commit(
+            node, lambda: plan_context_change(self.state, with_attribute(self.context, field_name, value))
+        )
+
+    def rename(self, node: XmtpNode, name: str) -> Committed:
+        return self.update_attribute(node, xmtp_fields.GROUP_NAME, name)
+
+    def describe(self, node: XmtpNode, description: str) -> Committed:
+        return self.update_attribute(node, xmtp_fields.DESCRIPTION, description)
+
+    def change_admins(self, node: XmtpNode, action: str, inbox_id: str) -> Committed:
+        """``action`` is add_admin, remove_admin, add_super_admin or remove_super_admin."""
+        return self._commit(
+            node, lambda: plan_context_change(self.state, with_admin_change(self.context, action, inbox_id))
+        )
+
+    def update_policies(self, node: XmtpNode, policies: PolicySet) -> Committed:
+        """Replace the group's permission policies (a super admin's change)."""
+        return self._commit(
+            node, lambda: plan_context_change(self.state, attrs.evolve(self.context, policies=policies))
+        )
+
+    def update_key(self, node: XmtpNode) -> Committed:
+        """libxmtp's key update: a commit giving this installation a fresh leaf key (post-compromise security)."""
+        return self._commit(node, lambda: plan_key_update(self.state))
+
+    def leave(self, node: XmtpNode) -> bytes:
+        """Ask to leave, as libxmtp v1.10.0 does: a leave request message, upon which the group's admins
+        remove this inbox (the removal then shows in :attr:`removed_reason`).  A super admin must be
+        demoted first, a DM cannot be left, and the last member has nobody to ask; libxmtp refuses all three."""
+        self._require_member()
+        context = self.context
+        own = inbox_of_credential(mls.own_credential(self.state))
+        if context.metadata.conversation_type is xmtp_fields.ConversationType.DM:
+            raise ChangeNotPermitted("a DM cannot be left")
+        if context.mutable.is_super_admin(own):
+            raise ChangeNotPermitted("a super admin cannot leave: another super admin has to demote it first")
+        if self.member_inbox_ids() == [own]:
+            raise ChangeNotPermitted("the only member of a group has nobody to ask to remove it")
+        return self.send(node, UnknownContent(LEAVE_REQUEST, {}, b"", None))
+
     def send(self, node: XmtpNode, content: Content) -> bytes:
         """Encrypt ``content`` as a libxmtp application message of the current epoch and publish it.
 
         Framed as libxmtp frames its own (``PlaintextEnvelope.V1``, the send time in nanoseconds as the
         idempotency key); returns libxmtp's id of the message, which every member computes alike.
         """
+        self._require_member()
         encoded = encode_content(codecs.encode(content))
         plaintext = PlaintextMessage(encoded, str(time.time_ns()))
         data, self.state = mls.encrypt_application(self.state, frame(plaintext.content, plaintext.idempotency_key))

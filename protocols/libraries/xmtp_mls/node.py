@@ -81,9 +81,7 @@ class XmtpNode:
         found = answer.responses[0] if answer.responses else None
         return found.inbox_id if found is not None and found.HasField("inbox_id") else None
 
-    def identity_updates(
-        self, inbox_ids: list[str]
-    ) -> dict[str, list[UpdateLog]]:
+    def identity_updates(self, inbox_ids: list[str]) -> dict[str, list[UpdateLog]]:
         """Every identity update of each inbox, in the node's order."""
         wanted = [
             identity_api_pb2.GetIdentityUpdatesRequest.Request(inbox_id=inbox, sequence_id=0) for inbox in inbox_ids
