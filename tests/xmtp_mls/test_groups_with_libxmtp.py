@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from protocols.libraries.xmtp_content.group_context import ConversationType
-from protocols.libraries.xmtp_content.policies import preset_name
+from protocols.libraries.xmtp_content.policies import admin_only, preset_name
 from protocols.libraries.xmtp_mls import (
     AppliedCommit,
     ChangeNotPermitted,
@@ -82,3 +82,177 @@ def test_an_unknown_address_is_refused_before_anything_is_sent(node: XmtpNode) -
     with pytest.raises(UnknownAddress, match="register"):
         group.add_members(node, ["0x" + "11" * 20])
     assert group.epoch == 0 and group.cursor == 0
+
+
+def test_libxmtp_adds_a_member_to_the_tessera_group_and_tessera_applies_it(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, _, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    carol = libxmtp_client("carol").create(ceiling_node.url)
+    alice.call("sync_group", group_id=group_id)
+    alice.call("add_members", group_id=group_id, inbox_ids=[carol.inbox_id])  # all members may add
+    carol.call("sync_welcomes")
+
+    (commit,) = [event for event in group.sync(node) if isinstance(event, (AppliedCommit, RejectedCommit))]
+    assert isinstance(commit, AppliedCommit) and commit.added == (carol.inbox_id,)
+    assert group.member_inbox_ids() == alice.call("members", group_id=group_id)
+    group.send_text(node, "hello carol")
+    carol.call("sync_group", group_id=group_id)
+    assert carol.texts(group_id)[-1] == (ours.inbox_id, "hello carol")
+
+
+def test_a_member_tessera_removes_reads_nothing_new(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    bob.call("sync_group", group_id=group_id)
+    committed = group.remove_members(node, [bob.address])
+    assert committed.removed == (bob.inbox_id,)
+    assert group.member_inbox_ids() == sorted([ours.inbox_id, alice.inbox_id])
+    assert bob.inbox_id not in group.context.membership.members
+    group.send_text(node, "bob is gone")
+
+    bob.call("sync_group", group_id=group_id)
+    assert bob.call("is_active", group_id=group_id) is False
+    assert (ours.inbox_id, "bob is gone") not in bob.texts(group_id)
+    alice.call("sync_group", group_id=group_id)
+    assert alice.call("members", group_id=group_id) == group.member_inbox_ids()
+    assert alice.texts(group_id)[-1] == (ours.inbox_id, "bob is gone")
+
+
+def test_a_removed_tessera_member_stops_reading_and_says_why(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    alice = libxmtp_client("alice").create(ceiling_node.url)
+    ours = registered(node)
+    group_id = alice.call("create_group", members=[ours.inbox_id], name="short stay")
+    (group,) = ours.join_welcomed_groups(node)
+    alice.call("remove_members", group_id=group_id, inbox_ids=[ours.inbox_id])
+    alice.send_text(group_id, "after you left")
+
+    events = list(group.sync(node))
+    assert [type(event) for event in events] == [AppliedCommit]
+    assert group.removed_reason is not None and alice.inbox_id in group.removed_reason
+    with pytest.raises(GroupInactive, match="removed from the group"):
+        group.send_text(node, "still here?")
+    assert list(group.sync(node)) == []
+
+
+def test_metadata_and_admin_changes_both_ways(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    group.rename(node, "renamed by tessera")
+    group.describe(node, "described by tessera")
+    group.change_admins(node, "add_admin", alice.inbox_id)
+    group.update_attribute(node, "app_data", "tessera's app data")
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+        assert reported(member, group_id) == as_libxmtp_reports(group.context)
+    assert alice.call("group_state", group_id=group_id)["app_data"] == "tessera's app data"
+
+    alice.call("set_group_name", group_id=group_id, name="renamed by alice")
+    assert [type(event) for event in group.sync(node)] == [AppliedCommit]
+    assert group.context.mutable.name == "renamed by alice"
+
+    group.change_admins(node, "add_super_admin", alice.inbox_id)  # only a super admin makes admins
+    alice.call("sync_group", group_id=group_id)
+    alice.call("change_admins", group_id=group_id, change="add_admin", inbox_id=bob.inbox_id)
+    alice.call("update_metadata", group_id=group_id, field="description", value="described by alice")
+    assert [type(event) for event in group.sync(node)] == [AppliedCommit, AppliedCommit]
+    assert as_libxmtp_reports(group.context) == reported(alice, group_id)
+    assert group.context.mutable.admins == (alice.inbox_id, bob.inbox_id)
+
+    group.change_admins(node, "remove_admin", bob.inbox_id)
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+        assert reported(member, group_id) == as_libxmtp_reports(group.context)
+    assert sorted(group.context.mutable.super_admins) == sorted([ours.inbox_id, alice.inbox_id])
+
+
+def test_a_forbidden_change_is_refused_on_both_sides(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    alice = libxmtp_client("alice").create(ceiling_node.url)
+    ours = registered(node)
+    group_id = alice.call("create_group", members=[ours.inbox_id], name="alice's", permissions="admin_only")
+    (group,) = ours.join_welcomed_groups(node)
+
+    # Tessera may not rename an admin-only group: refused before anything is sent
+    with pytest.raises(ChangeNotPermitted, match="may not make this change"):
+        group.rename(node, "taken over")
+    assert group.cursor == 0 and group.context.mutable.name == "alice's"
+    # nor remove the super admin, nor add members
+    with pytest.raises(ChangeNotPermitted):
+        group.remove_members_by_inbox_id(node, [alice.inbox_id])
+
+    # the same rename crafted without the local check is rejected by libxmtp (and by Tessera, see
+    # test_group_rules_with_libxmtp); libxmtp refuses alice's own forbidden change before sending too
+    publish_rename(node, group, "taken over")
+    alice.call("sync_group", group_id=group_id)
+    assert alice.call("group_name", group_id=group_id) == "alice's"
+
+    # the other way: Tessera becomes super admin and sets a policy alice may not change
+    alice.call("change_admins", group_id=group_id, change="add_super_admin", inbox_id=ours.inbox_id)
+    list(group.sync(node))
+    group.change_admins(node, "remove_super_admin", alice.inbox_id)
+    alice.call("sync_group", group_id=group_id)
+    with pytest.raises(LibxmtpError):
+        alice.call("set_group_name", group_id=group_id, name="alice again")
+    (rejected,) = list(group.sync(node))
+    assert isinstance(rejected, RejectedCommit) and rejected.committer_inbox_id == alice.inbox_id
+    assert group.context.mutable.name == "alice's" and group.context.mutable.super_admins == (ours.inbox_id,)
+
+
+def test_policies_changed_by_tessera_bind_libxmtp(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    _, group, alice, _, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    group.update_policies(node, admin_only())
+    alice.call("sync_group", group_id=group_id)
+    assert alice.call("group_state", group_id=group_id)["preset"] == "admin_only"
+    # libxmtp v1.10.0 publishes the rename, then fails its own validation of it when it reads it back
+    with pytest.raises(LibxmtpError):
+        alice.call("set_group_name", group_id=group_id, name="not allowed now")
+    (rejected,) = list(group.sync(node))
+    assert isinstance(rejected, RejectedCommit) and rejected.committer_inbox_id == alice.inbox_id
+    assert "UpdateMetadata" in rejected.reason
+    assert group.context.mutable.name == alice.call("group_name", group_id=group_id) == "made by tessera"
+
+
+def test_a_key_update_is_processed_by_libxmtp(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    epoch = group.epoch
+    committed = group.update_key(node)
+    assert committed.epoch == epoch + 1
+    group.send_text(node, "after the key update")
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+        assert member.texts(group_id)[-1] == (ours.inbox_id, "after the key update")
+    alice.send_text(group_id, "read with the new keys")
+    assert texts(list(group.sync(node))) == [(alice.inbox_id, "read with the new keys")]
+
+
+def test_a_dm_opened_by_tessera_is_a_dm_to_libxmtp_and_found_again(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    bob = libxmtp_client("bob").create(ceiling_node.url)
+    ours = registered(node)
+    dm = create_dm(ours, node, bob.address)
+    assert dm.context.metadata.conversation_type is ConversationType.DM
+    assert dm.context.metadata.dm_members == (ours.inbox_id, bob.inbox_id)
+    dm.send_text(node, "hi bob")
+
+    bob.call("sync_welcomes")
+    assert bob.call("list_dms") == [{"group_id": dm.group_id.hex(), "peer_inbox_id": ours.inbox_id}]
+    bob.call("sync_group", group_id=dm.group_id.hex())
+    assert bob.texts(dm.group_id.hex()) == [(ours.inbox_id, "hi bob")]
+    # libxmtp finds the same DM rather than opening a second; so does Tessera
+    assert bob.call("create_dm", inbox_id=ours.inbox_id) == dm.group_id.hex()
+    assert create_dm(ours, node, bob.address, known=[dm]) is dm
+    bob.send_text(dm.group_id.hex(), "hi tessera")
+    assert texts(list(dm.sync(node))) == [(bob.inbox_id, "hi tessera")]
+    with pytest.raises(ChangeNotPermitted):
+        dm.rename(node, "no names in DMs")
