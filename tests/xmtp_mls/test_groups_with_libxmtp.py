@@ -10,6 +10,7 @@ refused by the other.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -36,6 +37,9 @@ from tests.xmtp_node.libxmtp_peer import LibxmtpClient, LibxmtpError
 pytestmark = pytest.mark.peer
 
 Clients = Callable[[str], LibxmtpClient]
+
+#: How often libxmtp v1.10.0 removes members that asked to leave (``worker/pending_self_remove.rs``).
+PENDING_REMOVE_INTERVAL_S = 2.0
 
 
 def tessera_group_of_three(
@@ -256,3 +260,42 @@ def test_a_dm_opened_by_tessera_is_a_dm_to_libxmtp_and_found_again(
     assert texts(list(dm.sync(node))) == [(bob.inbox_id, "hi tessera")]
     with pytest.raises(ChangeNotPermitted):
         dm.rename(node, "no names in DMs")
+
+
+def test_a_tessera_member_that_leaves_is_removed_by_the_admins_and_says_why(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    alice, bob = (libxmtp_client(name).create(ceiling_node.url) for name in ("alice", "bob"))
+    ours = registered(node)
+    group_id = alice.call("create_group", members=[bob.inbox_id, ours.inbox_id], name="leaving")
+    (group,) = ours.join_welcomed_groups(node)
+    group.leave(node)
+
+    alice.call("sync_group", group_id=group_id)  # alice, the super admin, notes the request
+    # libxmtp's pending-remove worker removes whoever asked to leave, every PENDING_REMOVE_INTERVAL_S
+    deadline = time.monotonic() + 10 * PENDING_REMOVE_INTERVAL_S
+    while ours.inbox_id in alice.call("members", group_id=group_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert alice.call("members", group_id=group_id) == sorted([alice.inbox_id, bob.inbox_id])
+    events = list(group.sync(node))
+    assert isinstance(events[-1], AppliedCommit) and events[-1].removed == (ours.inbox_id,)
+    assert group.removed_reason is not None and "removed from the group by inbox" in group.removed_reason
+
+
+def test_a_libxmtp_member_that_leaves_a_tessera_group_is_removed_by_tessera(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    bob.call("sync_group", group_id=group_id)
+    bob.call("leave_group", group_id=group_id)
+    list(group.sync(node))
+    assert group.leave_requests == {bob.inbox_id}
+
+    committed = group.remove_leavers(node)
+    assert committed.removed == (bob.inbox_id,) and group.leave_requests == set()
+    alice.call("sync_group", group_id=group_id)
+    assert (
+        alice.call("members", group_id=group_id) == group.member_inbox_ids() == sorted([ours.inbox_id, alice.inbox_id])
+    )
+    bob.call("sync_group", group_id=group_id)
+    assert bob.call("is_active", group_id=group_id) is False

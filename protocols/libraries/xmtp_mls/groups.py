@@ -151,6 +151,7 @@ class JoinedGroup:
         sent: digests of the messages this installation sent, to skip when they come back.
         removed_reason: why this installation is no longer a member (None while it is); nothing after
             the commit that removed it is read or sent.
+        leave_requests: inboxes that asked to leave (libxmtp's leave request) and are still members.
     """
 
     state: GroupState
@@ -158,6 +159,7 @@ class JoinedGroup:
     cursor: int = 0
     sent: set[bytes] = attrs.Factory(set)
     removed_reason: str | None = None
+    leave_requests: set[str] = attrs.Factory(set)
 
     @property
     def group_id(self) -> bytes:
@@ -212,6 +214,7 @@ class JoinedGroup:
             except ForbiddenCommit as refusal:
                 return RejectedCommit(stored.id, committer, str(refusal))
             self.state = result.new_state
+            self.leave_requests -= {inbox_of_credential(credential) for credential in result.removed}
             if result.we_were_removed:
                 self.removed_reason = (
                     f"removed from the group by inbox {committer} in the commit that began epoch {result.new_epoch} "
@@ -235,6 +238,9 @@ class JoinedGroup:
     def _received(self, stored: mls_api_pb2.GroupMessage.V1, result: mls.ApplicationReceived) -> ReceivedMessage:
         plaintext = unframe(result.plaintext)
         encoded = decode_content(plaintext.content)
+        sender = inbox_of_credential(result.sender_credential)
+        if encoded.type is not None and encoded.type.same_type(LEAVE_REQUEST):
+            self.leave_requests.add(sender)
         return ReceivedMessage(
             id=stored.id,
             message_id=message_id(self.group_id, plaintext),
@@ -286,7 +292,10 @@ class JoinedGroup:
                 pending = self.state.pending_commit
                 if pending is None or pending.message_hash != self.state.suite.hash(message):
                     return False  # another commit took the epoch first
-                self.state = mls.process_message(self.state, message).new_state
+                applied = mls.process_message(self.state, message)
+                assert isinstance(applied, mls.CommitApplied)
+                self.state = applied.new_state
+                self.leave_requests -= {inbox_of_credential(credential) for credential in applied.removed}
                 return True
             event = self._read(node, stored.v1)
             self.cursor = stored.v1.id
@@ -310,6 +319,15 @@ class JoinedGroup:
 
     def remove_members_by_inbox_id(self, node: XmtpNode, inbox_ids: Sequence[str]) -> Committed:
         return self._commit(node, lambda: plan_membership(node, self.state, remove=inbox_ids))
+
+    def remove_leavers(self, node: XmtpNode) -> Committed:
+        """Remove the members that asked to leave, as a libxmtp super admin's worker does; only a super admin
+        does it (libxmtp lets nobody else remove on request)."""
+        own = inbox_of_credential(mls.own_credential(self.state))
+        if not self.context.mutable.is_super_admin(own):
+            raise ChangeNotPermitted("only a super admin removes the members that asked to leave")
+        leaving = sorted(self.leave_requests & set(self.context.membership.members))
+        return self._commit(node, lambda: plan_membership(node, self.state, remove=leaving) if leaving else None)
 
     def update_installations(self, node: XmtpNode) -> Committed:
         """Bring every member's installations up to its newest identity update (added ones welcomed, revoked
