@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from protocols.libraries.xmtp_content.group_context import ConversationType
-from protocols.libraries.xmtp_content.policies import admin_only, preset_name
+from protocols.libraries.xmtp_content.policies import DENY, admin_only, preset_name
 from protocols.libraries.xmtp_mls import (
     AppliedCommit,
     ChangeNotPermitted,
@@ -299,3 +299,40 @@ def test_a_libxmtp_member_that_leaves_a_tessera_group_is_removed_by_tessera(
     )
     bob.call("sync_group", group_id=group_id)
     assert bob.call("is_active", group_id=group_id) is False
+
+
+def test_a_commit_that_loses_its_epoch_to_libxmtps_is_rebuilt_and_both_sides_agree(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    _, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    alice.call("sync_group", group_id=group_id)
+    epoch = group.epoch
+    alice.call("set_group_name", group_id=group_id, name="alice was first")  # the node orders it first
+
+    committed = group.describe(node, "tessera's, rebuilt")  # built for the epoch alice's commit took
+    assert committed.attempts == 2 and committed.epoch == epoch + 2
+    assert [type(event) for event in committed.events] == [AppliedCommit]
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+        assert reported(member, group_id) == as_libxmtp_reports(group.context)
+    assert (group.context.mutable.name, group.context.mutable.description) == (
+        "alice was first",
+        "tessera's, rebuilt",
+    )
+
+
+def test_a_policy_libxmtp_sets_binds_tessera(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    _, group, alice, _, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    group.change_admins(node, "add_super_admin", alice.inbox_id)
+    alice.call("sync_group", group_id=group_id)
+    alice.call("set_permission", group_id=group_id, update="add_member", policy="deny")
+    assert [type(event) for event in group.sync(node)] == [AppliedCommit]
+    assert group.context.policies.add_member == DENY
+    assert preset_name(group.context.policies) == "custom"
+
+    carol = libxmtp_client("carol").create(ceiling_node.url)
+    with pytest.raises(ChangeNotPermitted, match="AddMembers"):
+        group.add_members(node, [carol.address])
+    assert carol.inbox_id not in group.context.membership.members

@@ -152,6 +152,8 @@ class JoinedGroup:
         removed_reason: why this installation is no longer a member (None while it is); nothing after
             the commit that removed it is read or sent.
         leave_requests: inboxes that asked to leave (libxmtp's leave request) and are still members.
+        backlog: events read while a commit of ours that then failed was being confirmed; the next
+            :meth:`sync` yields them first.
     """
 
     state: GroupState
@@ -160,6 +162,7 @@ class JoinedGroup:
     sent: set[bytes] = attrs.Factory(set)
     removed_reason: str | None = None
     leave_requests: set[str] = attrs.Factory(set)
+    backlog: list[GroupEvent] = attrs.Factory(list)
 
     @property
     def group_id(self) -> bytes:
@@ -188,6 +191,8 @@ class JoinedGroup:
         A commit libxmtp would reject (:func:`~.commit_checks.check_commit`) becomes a
         :class:`RejectedCommit`, and the group stays before it, as libxmtp's does.
         """
+        while self.backlog:
+            yield self.backlog.pop(0)
         for stored in node.group_messages(self.group_id, after=self.cursor):
             if self.removed_reason is not None:
                 return
@@ -200,6 +205,11 @@ class JoinedGroup:
         """The event of one message; ``None`` for our own messages and those sent before the commit that
         added us (the welcome gave no keys for them)."""
         if _digest(stored.data) in self.sent:
+            pending = self.state.pending_commit
+            if pending is not None and pending.message_hash == self.state.suite.hash(stored.data):
+                # a commit of ours whose confirmation was cut short (the node failed to answer): first in
+                # its epoch after all, so it applies now
+                self.state = mls.process_message(self.state, stored.data).new_state
             return None
         try:
             if mls.peek(stored.data).epoch < self.joined_epoch:
@@ -263,6 +273,15 @@ class JoinedGroup:
         messages until the node shows where it stands: first in its epoch, it is applied and its welcomes
         sent; after another member's commit, that one is applied and ours is rebuilt for the new epoch."""
         events: list[GroupEvent] = []
+        try:
+            return self._commit_attempts(node, plan, events)
+        except Exception:
+            self.backlog.extend(events)  # applied to the state already: the caller still hears of them
+            raise
+
+    def _commit_attempts(
+        self, node: XmtpNode, plan: Callable[[], PlannedCommit | None], events: list[GroupEvent]
+    ) -> Committed:
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             self._require_member()
             planned = plan()
