@@ -13,19 +13,31 @@ import os
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group import commit as engine_commit
 from protocols.libraries.mls.messages import ExternalPSK, PreSharedKey
-from protocols.libraries.xmtp_content.group_context import MINIMUM_SUPPORTED_PROTOCOL_VERSION
+from protocols.libraries.xmtp_content.group_context import (
+    MINIMUM_SUPPORTED_PROTOCOL_VERSION,
+    ConversationType,
+    GroupMembership,
+    GroupMetadata,
+    MutableMetadata,
+)
+from protocols.libraries.xmtp_content.group_state import GroupState
+from protocols.libraries.xmtp_content.policies import all_members
 from protocols.libraries.xmtp_mls import (
     AppliedCommit,
+    ForbiddenCommit,
     Installation,
     JoinedGroup,
     RejectedCommit,
     XmtpNode,
     create_group,
 )
+from protocols.libraries.xmtp_mls.commit_checks import check_protocol_version
 from protocols.libraries.xmtp_mls.group_changes import plan_context_change, with_attribute
 from tests.xmtp_mls.test_with_libxmtp import registered
 
@@ -160,3 +172,36 @@ def test_a_group_needing_a_newer_libxmtp_is_refused(node: XmtpNode, version: str
     assert isinstance(event, AppliedCommit) is applied
     if not applied:
         assert isinstance(event, RejectedCommit) and "needs libxmtp 9.0.0" in event.reason
+
+
+@given(
+    st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30)),
+    st.sampled_from(["", "-rc1", "-dev.5c42da5"]),
+)
+def test_the_version_rule_compares_versions_as_numbers_whatever_the_suffix(
+    parts: tuple[int, int, int], suffix: str
+) -> None:
+    version = ".".join(str(part) for part in parts) + suffix
+    context = GroupState(
+        GroupMetadata(ConversationType.GROUP, "creator"),
+        MutableMetadata({MINIMUM_SUPPORTED_PROTOCOL_VERSION: version}, (), ("creator",)),
+        GroupMembership({"creator": 1}),
+        all_members(),
+    )
+    if parts > (1, 10, 0):
+        with pytest.raises(ForbiddenCommit, match="needs libxmtp"):
+            check_protocol_version(context)
+    else:
+        check_protocol_version(context)
+
+
+@pytest.mark.parametrize("written", ["1.10", "one.two.three", "1.10.0.1", ""])
+def test_a_version_that_is_no_version_is_refused(written: str) -> None:
+    context = GroupState(
+        GroupMetadata(ConversationType.GROUP, "creator"),
+        MutableMetadata({MINIMUM_SUPPORTED_PROTOCOL_VERSION: written}, (), ("creator",)),
+        GroupMembership({"creator": 1}),
+        all_members(),
+    )
+    with pytest.raises(ForbiddenCommit, match="no major.minor.patch"):
+        check_protocol_version(context)

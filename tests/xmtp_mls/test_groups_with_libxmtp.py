@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from protocols.libraries import mls
 from protocols.libraries.xmtp_content.group_context import ConversationType
 from protocols.libraries.xmtp_content.policies import DENY, admin_only, preset_name
 from protocols.libraries.xmtp_mls import (
@@ -336,3 +337,35 @@ def test_a_policy_libxmtp_sets_binds_tessera(
     with pytest.raises(ChangeNotPermitted, match="AddMembers"):
         group.add_members(node, [carol.address])
     assert carol.inbox_id not in group.context.membership.members
+
+
+def test_installations_libxmtp_adds_and_revokes_later_follow_with_tessera_s_next_commit(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, _, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    phone = libxmtp_client("alice-phone").create(ceiling_node.url, private_key=alice.private_key)
+    assert phone.inbox_id == alice.inbox_id
+
+    added = group.update_installations(node)  # alice's inbox moved to its newest update: the phone comes in
+    assert added.attempts == 1 and added.added == ()
+    assert bytes.fromhex(phone.installation_id) in group_keys(group)
+    phone.call("sync_welcomes")
+    assert group_id in phone.call("list_groups")
+    group.send_text(node, "to both of alice's installations")
+    for installation in (alice, phone):
+        installation.call("sync_group", group_id=group_id)
+        assert installation.texts(group_id)[-1] == (ours.inbox_id, "to both of alice's installations")
+
+    alice.call("revoke_installations", installation_ids=[phone.installation_id])
+    group.update_installations(node)  # the revoked installation goes; alice's inbox stays
+    assert bytes.fromhex(phone.installation_id) not in group_keys(group)
+    assert alice.inbox_id in group.member_inbox_ids()
+    alice.call("sync_group", group_id=group_id)
+    assert alice.call("members", group_id=group_id) == group.member_inbox_ids()
+    group.send_text(node, "alice's laptop only")
+    alice.call("sync_group", group_id=group_id)
+    assert alice.texts(group_id)[-1] == (ours.inbox_id, "alice's laptop only")
+
+
+def group_keys(group: JoinedGroup) -> set[bytes]:
+    return set(mls.member_signature_keys(group.state).values())
