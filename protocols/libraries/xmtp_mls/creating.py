@@ -40,7 +40,7 @@ from protocols.libraries.xmtp_content.group_context import (
 from protocols.libraries.xmtp_content.group_state import GroupState
 from protocols.libraries.xmtp_content.policies import PolicySet
 
-from .errors import ChangeNotPermitted
+from .errors import ChangeNotPermitted, UnknownPermissions
 from .groups import JoinedGroup
 from .installation import Installation
 from .key_packages import LIFETIME_MARGIN_SECONDS, LIFETIME_SECONDS, installation_identity
@@ -78,7 +78,7 @@ def policies_named(permissions: str | PolicySet) -> PolicySet:
         return permissions
     preset = PRESETS.get(permissions.replace("-", "_"))
     if preset is None:
-        raise ChangeNotPermitted(
+        raise UnknownPermissions(
             f"no permissions preset is called {permissions!r}: use all-members, admin-only or a PolicySet"
         )
     return preset()

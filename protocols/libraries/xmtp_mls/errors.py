@@ -55,3 +55,7 @@ class GroupInactive(XmtpMlsError):
 class CommitNotConfirmed(XmtpMlsError):
     """A commit this installation published lost the race for its epoch to other members' commits every
     time it was rebuilt; the group is current (the others' commits applied), the change was not made."""
+
+
+class UnknownPermissions(XmtpMlsError):
+    """A permissions preset by a name libxmtp does not have."""
