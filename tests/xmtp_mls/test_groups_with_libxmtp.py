@@ -369,3 +369,43 @@ def test_installations_libxmtp_adds_and_revokes_later_follow_with_tessera_s_next
 
 def group_keys(group: JoinedGroup) -> set[bytes]:
     return set(mls.member_signature_keys(group.state).values())
+
+
+ROUNDS = 8
+
+
+def test_two_tessera_and_two_libxmtp_members_committing_every_round_agree_after_each(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    ours, group, alice, bob, group_id = tessera_group_of_three(libxmtp_client, ceiling_node, node)
+    second = registered(node)
+    group.add_members(node, [second.account.address])
+    (other,) = second.join_welcomed_groups(node)
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+
+    for number in range(ROUNDS):
+        # each commits from where it stands, without reading the others' commits of the round first
+        alice.call("set_group_name", group_id=group_id, name=f"alice {number}")
+        described = group.describe(node, f"tessera {number}")  # loses its epoch to alice's, is rebuilt
+        bob.call("update_metadata", group_id=group_id, field="app_data", value=f"bob {number}")
+        updated = other.update_key(node)  # loses to alice's, is rebuilt, and wins against bob's first try
+        assert (described.attempts, updated.attempts) == (2, 2)
+        for member in (alice, bob):
+            member.call("sync_group", group_id=group_id)
+        list(group.sync(node))
+        list(other.sync(node))
+        assert group.epoch == other.epoch and group.context == other.context
+        for member in (alice, bob):
+            assert reported(member, group_id) == as_libxmtp_reports(group.context)
+            assert member.call("group_state", group_id=group_id)["app_data"] == f"bob {number}"
+        assert group.context.mutable.attributes["app_data"] == f"bob {number}"
+        assert (group.context.mutable.name, group.context.mutable.description) == (
+            f"alice {number}",
+            f"tessera {number}",
+        )
+    group.send_text(node, "all agreed")
+    other.send_text(node, "agreed too")
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group_id)
+        assert member.texts(group_id)[-2:] == [(ours.inbox_id, "all agreed"), (second.inbox_id, "agreed too")]
