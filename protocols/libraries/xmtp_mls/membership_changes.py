@@ -29,7 +29,7 @@ from protocols.libraries.xmtp_content.group_context import GroupMembership
 from protocols.libraries.xmtp_identity import InboxState, Refused, check_key_package
 
 from .context import group_context
-from .errors import InstallationsUnavailable, UnknownAddress, UnverifiedMember
+from .errors import ChangeNotPermitted, InstallationsUnavailable, UnknownAddress, UnverifiedMember
 from .membership import replay
 from .node import UpdateLog, XmtpNode
 
@@ -129,7 +129,13 @@ def plan_membership_change(
     own = bytes(state.own_leaf_node.signature_key)
     in_tree = {key: leaf for leaf, key in mls.member_signature_keys(state).items()}
     wanted = sorted(key for key in diff.added if key != own and key not in in_tree)
-    key_packages, failed = _fetch_key_packages(node, wanted, members, now=now)
+    owners = {
+        key: inbox_id
+        for inbox_id, sequence_id in members.items()
+        if old.members.get(inbox_id) != sequence_id
+        for key in _keys(_state_at(inbox_id, logs.get(inbox_id, []), sequence_id))
+    }
+    key_packages, failed = _fetch_key_packages(node, wanted, owners, now=now)
     if to_add and not key_packages and failed:
         raise InstallationsUnavailable(
             f"no installation of {', '.join(to_add)} has a KeyPackage on the node that passes the checks: "
@@ -138,7 +144,9 @@ def plan_membership_change(
     failed_installations = (set(old.failed_installations) | set(failed)) - diff.removed
     removed_keys = diff.removed - set(old.failed_installations)
     if own in removed_keys:
-        raise UnverifiedMember("the change would remove this installation itself; another member has to do that")
+        raise ChangeNotPermitted(
+            "this installation was revoked from its inbox: it cannot commit its own removal, another member has to"
+        )
     removed_leaves = tuple(sorted(in_tree[key] for key in removed_keys if key in in_tree))
     membership = GroupMembership(members, tuple(sorted(failed_installations)))
     if membership == old and not key_packages and not removed_leaves:
@@ -153,9 +161,10 @@ def plan_membership_change(
 
 
 def _fetch_key_packages(
-    node: XmtpNode, installation_keys: list[bytes], members: Mapping[str, int], *, now: int | None
+    node: XmtpNode, installation_keys: list[bytes], owners: Mapping[bytes, str], *, now: int | None
 ) -> tuple[list[KeyPackage], list[bytes]]:
-    """The checked KeyPackage of each installation that has one, and the installations that have none."""
+    """The checked KeyPackage of each installation that has one (its credential naming the inbox ``owners``
+    says the installation belongs to), and the installations that have none."""
     fetched = node.key_packages(installation_keys)
     moment = int(time.time()) if now is None else now
     found: list[KeyPackage] = []
@@ -166,7 +175,7 @@ def _fetch_key_packages(
             if data is None:
                 raise Refused("the node holds no KeyPackage for it", reason="missing")
             checked = check_key_package(data, now=moment)
-            if checked.installation_key != key or checked.inbox_id not in members:
+            if checked.installation_key != key or checked.inbox_id != owners.get(key):
                 raise Refused("the KeyPackage belongs to another installation", reason="mismatch")
         except Refused:
             failed.append(key)
