@@ -34,6 +34,7 @@ from tests.xmtp_mls.test_group_rules_with_libxmtp import as_libxmtp_reports, pub
 from tests.xmtp_mls.test_with_libxmtp import registered, texts
 from tests.xmtp_node.ceiling_node import CeilingNode
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient, LibxmtpError
+from tests.xmtp_node.node_process import NodeProcess
 
 pytestmark = pytest.mark.peer
 
@@ -409,3 +410,28 @@ def test_two_tessera_and_two_libxmtp_members_committing_every_round_agree_after_
     for member in (alice, bob):
         member.call("sync_group", group_id=group_id)
         assert member.texts(group_id)[-2:] == [(ours.inbox_id, "all agreed"), (second.inbox_id, "agreed too")]
+
+
+def test_the_same_through_tessera_serves_own_node(libxmtp_client: Clients, xmtp_node: NodeProcess) -> None:
+    """Create, add, talk, rename and remove against ``tessera serve``'s XMTP node, which checks what it stores."""
+    with XmtpNode(xmtp_node.url) as served:
+        alice, bob = (libxmtp_client(name).create(xmtp_node.url) for name in ("alice", "bob"))
+        ours = registered(served)
+        group = create_group(ours, served, name="served")
+        group.add_members(served, [alice.address, bob.address])
+        group_id = group.group_id.hex()
+        group.send_text(served, "hello through serve")
+        for member in (alice, bob):
+            member.call("sync_welcomes")
+            member.call("sync_group", group_id=group_id)
+            assert member.texts(group_id) == [(ours.inbox_id, "hello through serve")]
+        alice.send_text(group_id, "hello back")
+        assert texts(list(group.sync(served))) == [(alice.inbox_id, "hello back")]
+
+        group.rename(served, "renamed through serve")
+        group.remove_members(served, [bob.address])
+        alice.call("sync_group", group_id=group_id)
+        assert reported(alice, group_id) == as_libxmtp_reports(group.context)
+        assert alice.call("members", group_id=group_id) == group.member_inbox_ids()
+        bob.call("sync_group", group_id=group_id)
+        assert bob.call("is_active", group_id=group_id) is False
