@@ -1,6 +1,5 @@
 """Fixtures: the real-client fixtures of the node tests (a peer venv, client processes, the ceiling node,
-`tessera serve`'s own node), and a
-connection to the ceiling node for the Tessera side."""
+``tessera serve``'s own node), and a connection to the ceiling node for the Tessera side."""
 
 from __future__ import annotations
 
