@@ -183,11 +183,13 @@ def test_a_forbidden_change_is_refused_on_both_sides(
     ours = registered(node)
     group_id = alice.call("create_group", members=[ours.inbox_id], name="alice's", permissions="admin_only")
     (group,) = ours.join_welcomed_groups(node)
+    joined_at = group.cursor  # the commit that added us, as libxmtp's welcome metadata names it
 
     # Tessera may not rename an admin-only group: refused before anything is sent
     with pytest.raises(ChangeNotPermitted, match="may not make this change"):
         group.rename(node, "taken over")
-    assert group.cursor == 0 and group.context.mutable.name == "alice's"
+    assert group.cursor == joined_at and group.context.mutable.name == "alice's"
+    assert [message.v1.id for message in node.group_messages(group.group_id, after=joined_at)] == []
     # nor remove the super admin, nor add members
     with pytest.raises(ChangeNotPermitted):
         group.remove_members_by_inbox_id(node, [alice.inbox_id])
@@ -435,3 +437,22 @@ def test_the_same_through_tessera_serves_own_node(libxmtp_client: Clients, xmtp_
         assert alice.call("members", group_id=group_id) == group.member_inbox_ids()
         bob.call("sync_group", group_id=group_id)
         assert bob.call("is_active", group_id=group_id) is False
+
+
+def test_welcome_metadata_both_ways_names_the_commit_that_added_the_installation(
+    libxmtp_client: Clients, ceiling_node: CeilingNode, node: XmtpNode
+) -> None:
+    alice = libxmtp_client("alice").create(ceiling_node.url)
+    ours = registered(node)
+    group_id = alice.call("create_group", members=[ours.inbox_id], name="cursor")
+    (group,) = ours.join_welcomed_groups(node)
+    stored = ceiling_node.memory.groups[bytes.fromhex(group_id)].stored
+    assert group.cursor == stored[-1].v1.id > 0  # libxmtp's add commit: reading starts after it
+
+    mine = create_group(ours, node, name="mine")
+    mine.add_members(node, [alice.address])
+    welcome = ceiling_node.memory.welcomes[bytes.fromhex(alice.installation_id)].stored[-1]
+    assert welcome.v1.welcome_metadata  # libxmtp opens it (else it would not join) and starts after our commit
+    alice.call("sync_welcomes")
+    assert mine.group_id.hex() in alice.call("list_groups")
+    assert mine.cursor == ceiling_node.memory.groups[mine.group_id].stored[-1].v1.id

@@ -41,7 +41,15 @@ from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members
 from .node import XmtpNode
-from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
+from .welcomes import (
+    OpenedWelcome,
+    open_welcome,
+    unwrap_welcome,
+    unwrap_welcome_with_cursor,
+    welcome_for_key_package,
+    wrap_welcome,
+    wrap_welcome_with_cursor,
+)
 
 __all__ = [
     "AppliedCommit",
@@ -56,6 +64,7 @@ __all__ = [
     "InvalidGroupContext",
     "JoinedGroup",
     "NodeUnavailable",
+    "OpenedWelcome",
     "PendingProposal",
     "ReceivedMessage",
     "RejectedCommit",
@@ -77,8 +86,11 @@ __all__ = [
     "inbox_of_credential",
     "inbox_states",
     "new_key_package",
+    "open_welcome",
     "unwrap_welcome",
+    "unwrap_welcome_with_cursor",
     "verify_members",
     "welcome_for_key_package",
     "wrap_welcome",
+    "wrap_welcome_with_cursor",
 ]

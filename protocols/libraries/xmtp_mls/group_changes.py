@@ -30,7 +30,7 @@ from .errors import ChangeNotPermitted
 from .key_packages import inbox_of_credential
 from .membership_changes import plan_membership_change
 from .node import XmtpNode
-from .welcomes import wrap_welcome
+from .welcomes import wrap_welcome_with_cursor
 
 
 @attrs.frozen
@@ -48,10 +48,14 @@ class PlannedCommit:
     added_inboxes: tuple[str, ...] = ()
     removed_inboxes: tuple[str, ...] = ()
 
-    def wrapped_welcomes(self) -> list[tuple[bytes, bytes, bytes]]:
-        """``(installation key, init key, data)`` of each invitee's welcome, sealed to its KeyPackage's init key."""
+    def wrapped_welcomes(self, message_cursor: int) -> list[tuple[bytes, bytes, bytes, bytes]]:
+        """``(installation key, init key, data, welcome metadata)`` of each invitee's welcome, sealed to its
+        KeyPackage's init key; ``message_cursor`` is the node's id of the commit, where their reading starts."""
         welcomes = self.result.welcomes_by_signature_key
-        return [(key, init_key, wrap_welcome(welcomes[key], init_key)) for key, init_key in self.invitees]
+        return [
+            (key, init_key, *wrap_welcome_with_cursor(welcomes[key], message_cursor, init_key))
+            for key, init_key in self.invitees
+        ]
 
 
 def own_inbox(state: MlsGroupState) -> str:

@@ -291,8 +291,9 @@ class JoinedGroup:
             self.sent.add(_digest(message))
             self.state = planned.result.pending_state
             node.send_group_message(message)
-            if self._confirm(node, message, events):
-                welcomes = planned.wrapped_welcomes()
+            confirmed_at = self._confirm(node, message, events)
+            if confirmed_at is not None:
+                welcomes = planned.wrapped_welcomes(confirmed_at)
                 if welcomes:
                     node.send_welcomes(welcomes)
                 return Committed(self.epoch, planned.added_inboxes, planned.removed_inboxes, tuple(events), attempt)
@@ -302,27 +303,28 @@ class JoinedGroup:
             f"{self.epoch} with their changes, and this change was not made: try again"
         )
 
-    def _confirm(self, node: XmtpNode, message: bytes, events: list[GroupEvent]) -> bool:
-        """Read the group up to our ``message``: True if it applies (the node ordered it first in its epoch)."""
+    def _confirm(self, node: XmtpNode, message: bytes, events: list[GroupEvent]) -> int | None:
+        """Read the group up to our ``message``: the node's id of it if it applies (the node ordered it first in
+        its epoch), else None."""
         ours = _digest(message)
         for stored in node.group_messages(self.group_id, after=self.cursor):
             if _digest(stored.v1.data) == ours:
                 self.cursor = stored.v1.id
                 pending = self.state.pending_commit
                 if pending is None or pending.message_hash != self.state.suite.hash(message):
-                    return False  # another commit took the epoch first
+                    return None  # another commit took the epoch first
                 applied = mls.process_message(self.state, message)
                 assert isinstance(applied, mls.CommitApplied)
                 self.state = applied.new_state
                 self.leave_requests -= {inbox_of_credential(credential) for credential in applied.removed}
-                return True
+                return self.cursor
             event = self._read(node, stored.v1)
             self.cursor = stored.v1.id
             if event is not None:
                 events.append(event)
             if self.removed_reason is not None:
-                return False
-        return False
+                return None
+        return None
 
     def add_members(self, node: XmtpNode, addresses: Sequence[str]) -> Committed:
         """Add the inboxes of ``addresses`` (every installation of each) by one commit, and welcome them."""

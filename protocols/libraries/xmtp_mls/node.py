@@ -151,12 +151,15 @@ class XmtpNode:
             self._mls.SendGroupMessages, mls_api_pb2.SendGroupMessagesRequest(messages=[message]), "the group message"
         )
 
-    def send_welcome(self, installation_key: bytes, hpke_public_key: bytes, data: bytes) -> None:
+    def send_welcome(
+        self, installation_key: bytes, hpke_public_key: bytes, data: bytes, welcome_metadata: bytes = b""
+    ) -> None:
         """Store a Curve25519-wrapped welcome (:func:`~.welcomes.wrap_welcome`) for the installation."""
-        self.send_welcomes([(installation_key, hpke_public_key, data)])
+        self.send_welcomes([(installation_key, hpke_public_key, data, welcome_metadata)])
 
-    def send_welcomes(self, welcomes: list[tuple[bytes, bytes, bytes]]) -> None:
-        """Store Curve25519-wrapped welcomes, each ``(installation key, HPKE public key, data)``, in one call."""
+    def send_welcomes(self, welcomes: list[tuple[bytes, bytes, bytes, bytes]]) -> None:
+        """Store Curve25519-wrapped welcomes in one call, each ``(installation key, HPKE public key, data,
+        welcome metadata)`` (:func:`~.welcomes.wrap_welcome_with_cursor`)."""
         messages = [
             mls_api_pb2.WelcomeMessageInput(
                 v1=mls_api_pb2.WelcomeMessageInput.V1(
@@ -164,9 +167,10 @@ class XmtpNode:
                     data=data,
                     hpke_public_key=hpke_public_key,
                     wrapper_algorithm=WRAPPER_CURVE25519,
+                    welcome_metadata=welcome_metadata,
                 )
             )
-            for installation_key, hpke_public_key, data in welcomes
+            for installation_key, hpke_public_key, data, welcome_metadata in welcomes
         ]
         request = mls_api_pb2.SendWelcomeMessagesRequest(messages=messages)
         self._call(self._mls.SendWelcomeMessages, request, "the welcomes")
