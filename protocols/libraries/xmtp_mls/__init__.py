@@ -27,16 +27,16 @@ from .errors import (
     WelcomeNotForUs,
     XmtpMlsError,
 )
-from .groups import (
+from .events import (
     AppliedCommit,
     Committed,
     GroupEvent,
-    JoinedGroup,
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
     UnreadableMessage,
 )
+from .groups import JoinedGroup
 from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members

@@ -34,6 +34,15 @@ from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 from .commit_checks import check_commit
 from .context import group_context
 from .errors import ChangeNotPermitted, CommitNotConfirmed, ForbiddenCommit, GroupInactive, XmtpMlsError
+from .events import (
+    AppliedCommit,
+    Committed,
+    GroupEvent,
+    PendingProposal,
+    ReceivedMessage,
+    RejectedCommit,
+    UnreadableMessage,
+)
 from .group_changes import (
     PlannedCommit,
     plan_context_change,
@@ -46,98 +55,12 @@ from .key_packages import inbox_of_credential
 from .membership_changes import resolve_addresses
 from .node import XmtpNode
 
-
-@attrs.frozen
-class ReceivedMessage:
-    """An application message of a group member, decrypted and decoded.
-
-    Attributes:
-        id: the node's id of the message (its place in the group's stream).
-        message_id: libxmtp's id of the message, SHA-256 over group id, idempotency key and content:
-            the id every client gives it, and what reactions and replies refer to (in hex).
-        sender_inbox_id: the inbox named by the sender's credential.
-        sender_installation: the sender's installation key (its leaf signature key).
-        sent_at_ns: when the node received it, in nanoseconds (libxmtp's ``sent_at_ns``).
-        epoch: the epoch it was sent in.
-        content_type: the content type the sender named (None if it named none).
-        content: the decoded content: Text, Reaction, Reply, ..., or UnknownContent kept whole.
-    """
-
-    id: int
-    message_id: bytes
-    sender_inbox_id: str
-    sender_installation: bytes
-    sent_at_ns: int
-    epoch: int
-    content_type: ContentTypeId | None
-    content: Content
-
-
-@attrs.frozen
-class AppliedCommit:
-    """A commit of another member, checked and applied: the epoch it led to and the inboxes it added and removed."""
-
-    id: int
-    committer_inbox_id: str
-    new_epoch: int
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-
-
-@attrs.frozen
-class RejectedCommit:
-    """A commit libxmtp's validation rejects, not applied: the group stays at the epoch before it."""
-
-    id: int
-    committer_inbox_id: str
-    reason: str
-
-
-@attrs.frozen
-class PendingProposal:
-    """A proposal sent on its own, kept in the state until a commit includes it (libxmtp's own commits
-    carry their proposals inside; a standalone one comes from a member's leave request or another client)."""
-
-    id: int
-    proposer_inbox_id: str
-    kind: str
-
-
-@attrs.frozen
-class UnreadableMessage:
-    """A group message that could not be read (refused by the engine, not a libxmtp envelope, content
-    whose bytes do not decode, or a device-sync envelope that carries no content), and why."""
-
-    id: int
-    reason: str
-
-
-GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | UnreadableMessage
-
 #: How many times a commit of ours is rebuilt for the next epoch when other members' commits win the node's order
 #: first (libxmtp's intents go back to TO_SEND and are rebuilt the same way).
 COMMIT_ATTEMPTS = 5
 
 #: libxmtp's leave request (``xmtp.org/leave_request:1.0``): a member asks the admins to remove it.
 LEAVE_REQUEST = ContentTypeId("xmtp.org", "leave_request", 1, 0)
-
-
-@attrs.frozen
-class Committed:
-    """A commit of ours that the node ordered first in its epoch, now applied.
-
-    Attributes:
-        epoch: the epoch it began.
-        added, removed: the inboxes it added to and removed from the group.
-        events: other members' messages read before it (their commits may have made ours be rebuilt).
-        attempts: how many times it was built (1 unless others' commits won the epoch first).
-    """
-
-    epoch: int
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-    events: tuple[GroupEvent, ...]
-    attempts: int
 
 
 @attrs.define
@@ -254,7 +177,7 @@ class JoinedGroup:
         return ReceivedMessage(
             id=stored.id,
             message_id=message_id(self.group_id, plaintext),
-            sender_inbox_id=inbox_of_credential(result.sender_credential),
+            sender_inbox_id=sender,
             sender_installation=result.sender_signature_key,
             sent_at_ns=stored.created_ns,
             epoch=result.epoch,
