@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group import commit as engine_commit
+from protocols.libraries.mls.group.commit import group_info_extensions
+from protocols.libraries.mls.group.external import join_by_external_commit
+from protocols.libraries.mls.group.group_info import sign_group_info
 from protocols.libraries.mls.messages import ExternalPSK, PreSharedKey
 from protocols.libraries.xmtp_content.group_context import (
     MINIMUM_SUPPORTED_PROTOCOL_VERSION,
@@ -39,6 +42,8 @@ from protocols.libraries.xmtp_mls import (
 )
 from protocols.libraries.xmtp_mls.commit_checks import check_protocol_version
 from protocols.libraries.xmtp_mls.group_changes import plan_context_change, with_attribute
+from protocols.libraries.xmtp_mls.key_packages import installation_identity
+from protocols.libraries.xmtp_mls.profile import CAPABILITIES
 from tests.xmtp_mls.test_with_libxmtp import registered
 
 
@@ -205,3 +210,25 @@ def test_a_version_that_is_no_version_is_refused(written: str) -> None:
     )
     with pytest.raises(ForbiddenCommit, match="no major.minor.patch"):
         check_protocol_version(context)
+
+
+def test_an_outsider_joining_by_external_commit_is_rejected(node: XmtpNode) -> None:
+    t = trio(node)
+    member_state = t.member.state
+    group_info = sign_group_info(
+        member_state.suite,
+        member_state.context,
+        group_info_extensions(member_state),  # a joined member's GroupInfo carries external_pub
+        member_state.keys.confirmation_tag,
+        member_state.own_leaf,
+        member_state.signature_private,
+    )
+    outsider = registered(node)
+    identity = installation_identity(outsider.seed, outsider.inbox_id)
+    joined = join_by_external_commit(
+        group_info, identity.basic_credential, identity.signature, capabilities=CAPABILITIES
+    )
+    node.send_group_message(joined.message)
+
+    event = verdict(t.creator, node)
+    assert isinstance(event, RejectedCommit) and "ActorNotMember" in event.reason

@@ -102,7 +102,10 @@ def _actor_key(applied: mls.CommitApplied) -> bytes:
 
 
 def _inbox_of_key(state: MlsGroupState, signature_key: bytes) -> str:
-    leaf = mls.leaf_of_signature_key(state, signature_key)
+    try:
+        leaf = mls.leaf_of_signature_key(state, signature_key)
+    except mls.InvalidArgument:
+        raise ForbiddenCommit("the commit's actor is no member of the group (libxmtp's ActorNotMember)") from None
     return inbox_of_credential(mls.member_credentials(state)[leaf])
 
 
