@@ -43,19 +43,7 @@ def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitAppli
         raise ForbiddenCommit("the commit carries PreSharedKey proposals, which libxmtp never accepts")
     old = group_context(before)
     new = _context_after(applied, old)
-    if new.metadata != old.metadata:
-        raise ForbiddenCommit("the commit changes the group's immutable metadata (creator, conversation type)")
-    for inbox_id, sequence_id in new.membership.members.items():
-        if sequence_id < old.membership.members.get(inbox_id, 0):
-            raise ForbiddenCommit(
-                f"the commit moves inbox {inbox_id} back to identity update {sequence_id} from "
-                f"{old.membership.members[inbox_id]}: a group's sequence ids only increase"
-            )
-    for field_name, value in new.mutable.attributes.items():
-        try:
-            check_value_length(field_name, value)
-        except MetadataTooLong as error:
-            raise ForbiddenCommit(f"the commit sets {error}") from None
+    _check_context(old, new)
     actor_key = _actor_key(applied)
     actor = _inbox_of_key(before, actor_key)
     changes = changes_between(
@@ -73,6 +61,23 @@ def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitAppli
         )
     check_protocol_version(new)
     _check_installations(node, before, old, new, applied, actor, actor_key)
+
+
+def _check_context(old: GroupState, new: GroupState) -> None:
+    """The immutable metadata kept, no sequence id lowered, every attribute within libxmtp's lengths."""
+    if new.metadata != old.metadata:
+        raise ForbiddenCommit("the commit changes the group's immutable metadata (creator, conversation type)")
+    for inbox_id, sequence_id in new.membership.members.items():
+        if sequence_id < old.membership.members.get(inbox_id, 0):
+            raise ForbiddenCommit(
+                f"the commit moves inbox {inbox_id} back to identity update {sequence_id} from "
+                f"{old.membership.members[inbox_id]}: a group's sequence ids only increase"
+            )
+    for field_name, value in new.mutable.attributes.items():
+        try:
+            check_value_length(field_name, value)
+        except MetadataTooLong as error:
+            raise ForbiddenCommit(f"the commit sets {error}") from None
 
 
 def _context_after(applied: mls.CommitApplied, old: GroupState) -> GroupState:

@@ -116,26 +116,12 @@ def plan_membership_change(
     to_add = [inbox_id for inbox_id in dict.fromkeys(add) if inbox_id not in old.members]
     to_remove = set(remove)
     logs = node.identity_updates(sorted({*old.members, *to_add}))
-    members = dict(old.members)
-    for inbox_id in [*old.members, *to_add]:
-        latest = max((log.sequence_id for log in logs.get(inbox_id, [])), default=None)
-        if latest is None:
-            raise UnverifiedMember(f"the node holds no identity update of inbox {inbox_id}")
-        if latest > members.get(inbox_id, -1):
-            members[inbox_id] = latest
-    for inbox_id in to_remove:
-        members.pop(inbox_id, None)
+    members = _moved_map(logs, old.members, to_add, to_remove)
     diff = installation_diff(logs, old.members, members)
     own = bytes(state.own_leaf_node.signature_key)
     in_tree = {key: leaf for leaf, key in mls.member_signature_keys(state).items()}
     wanted = sorted(key for key in diff.added if key != own and key not in in_tree)
-    owners = {
-        key: inbox_id
-        for inbox_id, sequence_id in members.items()
-        if old.members.get(inbox_id) != sequence_id
-        for key in _keys(_state_at(inbox_id, logs.get(inbox_id, []), sequence_id))
-    }
-    key_packages, failed = _fetch_key_packages(node, wanted, owners, now=now)
+    key_packages, failed = _fetch_key_packages(node, wanted, _owners(logs, old.members, members), now=now)
     if to_add and not key_packages and failed:
         raise InstallationsUnavailable(
             f"no installation of {', '.join(to_add)} has a KeyPackage on the node that passes the checks: "
@@ -158,6 +144,29 @@ def plan_membership_change(
         tuple(inbox_id for inbox_id in to_add if inbox_id in members),
         tuple(sorted(to_remove & set(old.members))),
     )
+
+
+def _moved_map(
+    logs: Mapping[str, list[UpdateLog]], old: Mapping[str, int], add: list[str], remove: set[str]
+) -> dict[str, int]:
+    """The membership map with every member and each added inbox at its newest identity update, less ``remove``."""
+    members = dict(old)
+    for inbox_id in [*old, *add]:
+        latest = max((log.sequence_id for log in logs.get(inbox_id, [])), default=None)
+        if latest is None:
+            raise UnverifiedMember(f"the node holds no identity update of inbox {inbox_id}")
+        members[inbox_id] = max(latest, members.get(inbox_id, 0))
+    return {inbox_id: sequence_id for inbox_id, sequence_id in members.items() if inbox_id not in remove}
+
+
+def _owners(logs: Mapping[str, list[UpdateLog]], old: Mapping[str, int], new: Mapping[str, int]) -> dict[bytes, str]:
+    """The inbox of each installation an inbox whose sequence id moved has at its new one."""
+    return {
+        key: inbox_id
+        for inbox_id, sequence_id in new.items()
+        if old.get(inbox_id) != sequence_id
+        for key in _keys(_state_at(inbox_id, logs.get(inbox_id, []), sequence_id))
+    }
 
 
 def _fetch_key_packages(
