@@ -72,3 +72,14 @@ def test_a_dm_names_both_inboxes_and_is_found_instead_of_made_again(node: XmtpNo
         create_dm(me, node, me.account.address)
     with pytest.raises(ChangeNotPermitted, match="no admins|may not"):
         opened.change_admins(node, "add_admin", peer.inbox_id)
+
+
+def test_members_given_at_creation_are_added_by_one_commit(node: XmtpNode) -> None:
+    creator, first, second = registered(node), registered(node), registered(node)
+    group = create_group(creator, node, members=[first.account.address, second.account.address])
+    assert group.epoch == 1
+    assert group.member_inbox_ids() == sorted([creator.inbox_id, first.inbox_id, second.inbox_id])
+    for invited in (first, second):
+        (joined,) = invited.join_welcomed_groups(node)
+        assert (joined.epoch, joined.context) == (1, group.context)
+        assert joined.cursor == group.cursor  # the welcome names the commit that added it
