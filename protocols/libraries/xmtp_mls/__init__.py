@@ -1,6 +1,7 @@
 """An XMTP installation in libxmtp's MLS profile: identity on a node, KeyPackages libxmtp accepts,
 joining from libxmtp's welcomes, messages both ways (content decoded by protocols/libraries/xmtp_content),
-and libxmtp's group context and commit rules (docs/xmtp-mls.md).
+libxmtp's group context and commit rules, and groups and DMs it creates and changes by commits libxmtp
+accepts (docs/xmtp-mls.md).
 
 A shared library, not a plugin: the XMTP plugin builds on it.  It talks to a
 node through :class:`XmtpNode` and keeps nothing itself; callers store the
@@ -10,41 +11,65 @@ private key of their epoch: seal them at rest).
 
 from .commit_checks import check_commit
 from .context import group_context
+from .creating import create_dm, create_group, find_dm
 from .errors import (
+    ChangeNotPermitted,
+    CommitNotConfirmed,
     ForbiddenCommit,
+    GroupInactive,
+    InstallationsUnavailable,
     InvalidGroupContext,
     NodeUnavailable,
+    UnknownAddress,
+    UnknownPermissions,
     UnsupportedWelcome,
     UnverifiedMember,
     WelcomeNotForUs,
     XmtpMlsError,
 )
-from .groups import (
+from .events import (
     AppliedCommit,
+    Committed,
     GroupEvent,
-    JoinedGroup,
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
     UnreadableMessage,
 )
+from .groups import JoinedGroup
 from .installation import Installation
 from .key_packages import credential_for, inbox_of_credential, new_key_package
 from .membership import check_members, inbox_states, verify_members
 from .node import XmtpNode
-from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
+from .welcomes import (
+    OpenedWelcome,
+    open_welcome,
+    unwrap_welcome,
+    unwrap_welcome_with_cursor,
+    welcome_for_key_package,
+    wrap_welcome,
+    wrap_welcome_with_cursor,
+)
 
 __all__ = [
     "AppliedCommit",
+    "ChangeNotPermitted",
+    "CommitNotConfirmed",
+    "Committed",
     "ForbiddenCommit",
     "GroupEvent",
+    "GroupInactive",
     "Installation",
+    "InstallationsUnavailable",
     "InvalidGroupContext",
     "JoinedGroup",
     "NodeUnavailable",
+    "OpenedWelcome",
     "PendingProposal",
     "ReceivedMessage",
     "RejectedCommit",
+    "UnknownAddress",
+    "UnknownPermissions",
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
@@ -53,13 +78,19 @@ __all__ = [
     "XmtpNode",
     "check_commit",
     "check_members",
+    "create_dm",
+    "create_group",
     "credential_for",
+    "find_dm",
     "group_context",
     "inbox_of_credential",
     "inbox_states",
     "new_key_package",
+    "open_welcome",
     "unwrap_welcome",
+    "unwrap_welcome_with_cursor",
     "verify_members",
     "welcome_for_key_package",
     "wrap_welcome",
+    "wrap_welcome_with_cursor",
 ]

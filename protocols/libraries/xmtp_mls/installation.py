@@ -25,7 +25,7 @@ from .key_packages import installation_identity, new_key_package
 from .membership import verify_members
 from .node import XmtpNode
 from .profile import MAX_PAST_EPOCHS
-from .welcomes import welcome_for_key_package
+from .welcomes import open_welcome
 
 
 @attrs.define
@@ -96,8 +96,9 @@ class Installation:
         return joined
 
     def _join(self, node: XmtpNode, message: mls_api_pb2.WelcomeMessage) -> JoinedGroup:
-        welcome, private = welcome_for_key_package(message, self.key_packages)
+        opened = open_welcome(message, self.key_packages)
         identity = installation_identity(self.seed, self.inbox_id)
-        state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
+        state = mls.join_from_welcome(identity, opened.key_package, opened.welcome, max_past_epochs=MAX_PAST_EPOCHS)
         verify_members(node, state, group_context(state).membership.members)
-        return JoinedGroup(state, joined_epoch=state.epoch)
+        # reading starts after the commit that added us when the sender said which it was (libxmtp does)
+        return JoinedGroup(state, joined_epoch=state.epoch, cursor=opened.message_cursor or 0)

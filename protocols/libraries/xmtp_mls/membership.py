@@ -10,7 +10,7 @@ any of its messages is shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import GroupState
@@ -18,7 +18,7 @@ from protocols.libraries.xmtp_identity import InboxState, Refused, apply_identit
 
 from .errors import UnverifiedMember
 from .key_packages import inbox_of_credential
-from .node import XmtpNode
+from .node import UpdateLog, XmtpNode
 
 
 def inbox_states(
@@ -32,27 +32,33 @@ def inbox_states(
     """
     states: dict[str, InboxState] = {}
     for inbox_id, logs in node.identity_updates(sorted(set(inbox_ids))).items():
-        state: InboxState | None = None
-        limit = None if up_to is None else up_to.get(inbox_id)
-        if limit is not None and not any(log.sequence_id >= limit for log in logs):
-            reached = max((log.sequence_id for log in logs), default=0)
-            raise UnverifiedMember(
-                f"the group records inbox {inbox_id} at identity update {limit}, but the node's updates of it "
-                f"reach only {reached}: the group claims installations the node does not know of"
-            )
-        for log in logs:
-            if limit is not None and log.sequence_id > limit:
-                continue
-            try:
-                state = apply_identity_update(state, log.update, sequence_id=log.sequence_id)
-            except Refused as refused:
-                raise UnverifiedMember(
-                    f"inbox {inbox_id}'s identity update {log.sequence_id} on the node is invalid ({refused}); "
-                    "its installations cannot be trusted"
-                ) from None
+        state = replay(inbox_id, logs, None if up_to is None else up_to.get(inbox_id))
         if state is not None:
             states[inbox_id] = state
     return states
+
+
+def replay(inbox_id: str, logs: Sequence[UpdateLog], up_to: int | None = None) -> InboxState | None:
+    """The inbox's state after its updates (up to sequence id ``up_to`` when given), each verified;
+    None when no update counts.  The updates must reach ``up_to`` (:class:`UnverifiedMember`)."""
+    if up_to is not None and not any(log.sequence_id >= up_to for log in logs):
+        reached = max((log.sequence_id for log in logs), default=0)
+        raise UnverifiedMember(
+            f"the group records inbox {inbox_id} at identity update {up_to}, but the node's updates of it "
+            f"reach only {reached}: the group claims installations the node does not know of"
+        )
+    state: InboxState | None = None
+    for log in logs:
+        if up_to is not None and log.sequence_id > up_to:
+            continue
+        try:
+            state = apply_identity_update(state, log.update, sequence_id=log.sequence_id)
+        except Refused as refused:
+            raise UnverifiedMember(
+                f"inbox {inbox_id}'s identity update {log.sequence_id} on the node is invalid ({refused}); "
+                "its installations cannot be trusted"
+            ) from None
+    return state
 
 
 def check_members(state: GroupState, inboxes: Mapping[str, InboxState]) -> None:
