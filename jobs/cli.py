@@ -232,7 +232,7 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     from jobs import ingest as ingest_job
 
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
-    click.echo(f"queued {report.queued} blobs for {protocol}")
+    click.echo(f"queued {output.plural(report.queued, 'blob')} for {protocol}")
     if report.skipped:
         click.echo(ingest_job.describe_skipped(report, app.db.settings.max_item_bytes))
 
@@ -384,7 +384,7 @@ def parked_list(
         return
     for row in rows:
         click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
-    click.echo(f"{len(rows)} parked")
+    click.echo(f"{output.plural(len(rows), 'parked item')}")
 
 
 @parked.command("retry")
@@ -400,7 +400,7 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
     app = obj.app()
     with app.db.write():
         count = queues.retry_parked(app.db, None if parked_id is None else [parked_id], app.clock.now_ms())
-    click.echo(f"re-queued {count} parked item(s)")
+    click.echo(f"re-queued {output.plural(count, 'parked item')}")
 
 
 @parked.command("drop")
@@ -433,7 +433,7 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     from core import blobs
 
     written = blobs.export(obj.app().db, file_id, path)
-    click.echo(f"wrote {written} bytes to {path}")
+    click.echo(f"wrote {output.plural(written, 'byte')} to {path}")
 
 
 @blob.command("import")
@@ -452,7 +452,7 @@ def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> N
     if as_json:
         click.echo(output.to_json({"file_id": stored.file_id, "size": stored.total_size, "mime": stored.mime}))
         return
-    click.echo(f"stored {path} as blob {stored.file_id} ({stored.total_size} bytes)")
+    click.echo(f"stored {path} as blob {stored.file_id} ({output.plural(stored.total_size, 'byte')})")
 
 
 @blob.command("reset")
@@ -471,7 +471,7 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
                 f"blob {file_id} is complete; resetting deletes its content for good; add --yes to confirm"
             )
         dropped = blobs.reset(app.db, file_id)
-    click.echo(f"dropped {dropped} slices of blob {file_id}")
+    click.echo(f"dropped {output.plural(dropped, 'slice')} of blob {file_id}")
 
 
 @cli.command()

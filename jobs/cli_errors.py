@@ -2,6 +2,8 @@
 
 - a :class:`TesseraError` prints ``Error: <message>`` and exits 1 (or its
   ``exit_code``: 75 for storage that stayed unavailable past a bounded wait);
+  a command the message names in backticks gets this run's ``--db``
+  (:func:`jobs.hints.pasteable`), so it works when pasted;
 - an operating-system error about a path (a directory that does not exist, a
   file where a directory should be, no permission) prints the path and the
   reason and exits 1, whichever command or plugin met it;
@@ -22,6 +24,7 @@ from typing import Any
 import click
 
 from core.errors import TesseraError
+from jobs.hints import pasteable
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -45,7 +48,8 @@ class TesseraGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TesseraError as exc:
-            raise _Refused(one_line(str(exc)), getattr(exc, "exit_code", 1)) from exc
+            # Commands the message names get this run's --db (and --config, --key-file): pasted, they work.
+            raise _Refused(pasteable(one_line(str(exc))), getattr(exc, "exit_code", 1)) from exc
         except OSError as exc:
             if exc.filename is None:
                 raise  # not about a path the user gave: a bug to see in full

@@ -27,3 +27,8 @@ def _json_default(value: object) -> Any:
 def to_json(value: object, *, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
     """``value`` as indented JSON, bytes as base64 strings."""
     return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=_json_default)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` with ``noun`` agreeing: ``1 blob``, ``2 blobs``, ``0 payloads`` (``many``: an irregular plural)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from core.errors import InvalidInput
-from jobs import output
+from jobs import hints, output, times
 from protocols.example import queries, simulate
 
 
@@ -63,13 +63,18 @@ def _cursor(value: str | None) -> tuple[int, bytes] | None:
 def page(obj, room: str, before: str | None, limit: int, as_json: bool):
     """Show a page of ROOM, newest first."""
     app = obj.app()
-    rows = queries.page(app.db, room, before=_cursor(before), limit=limit)
+    # One row more than the page says whether anything older exists: the hint is printed only then.
+    rows = queries.page(app.db, room, before=_cursor(before), limit=limit + 1)
+    older, rows = len(rows) > limit, rows[:limit]
     if as_json:
         click.echo(output.to_json(rows))
         return
     for row in rows:
         mark = " (deleted)" if row["deleted"] else ""
-        click.echo(f"{row['ts_ms']}:{row['id'][:16]}  {row['author'][:8]}  {row['text']}{mark}")
+        click.echo(f"{times.utc(row['ts_ms'])}  {row['id'][:16]}  {row['author'][:8]}  {row['text']}{mark}")
+    if older:
+        cursor = f"{rows[-1]['ts_ms']}:{rows[-1]['id']}"
+        click.echo(f"older: `{hints.command('example', 'page', room, '--before', cursor, '--limit', limit)}`")
 
 
 @example.command()

@@ -65,7 +65,7 @@ def test_filters_by_protocol_by_reason_and_by_both(parked):
     assert listed(app, "--protocol", "marmot", "--reason", reason_words) == []
     assert listed(app, "--protocol", "xmtp") == []
     text = invoke("--db", app.db.path, "parked", "list", "--protocol", "example").output
-    assert text.strip().endswith("2 parked")
+    assert text.strip().endswith("2 parked items")
 
 
 def test_show_decodes_what_the_plugin_can_describe_and_shows_the_rest_in_hex(parked):

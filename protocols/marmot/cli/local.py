@@ -17,10 +17,12 @@ import click
 from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
-from jobs import output
+from jobs import hints, output, times
+from jobs.output import plural
+from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate as sim
-from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group
+from protocols.marmot.cli.support import OptionDecorator, group_id, joined_group, short_key
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import StateKeyMissing
 from protocols.marmot.facts import PROTOCOL
@@ -30,7 +32,7 @@ from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.state import key
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.transport import fetch_window
-from protocols.marmot.wire import group_data
+from protocols.marmot.wire import group_data, nip19
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -145,32 +147,41 @@ _NO_KEY_NOTE = (
 
 def _profile(state: ProtocolState, gid: str) -> dict[str, Any]:
     try:
-        data = group_data.read(load_joined(state, gid).state)
+        sealed = load_joined(state, gid).state
     except StateKeyMissing:
-        return dict.fromkeys(("name", "description", "relays", "nostr_group_id"))
+        return dict.fromkeys(("name", "description", "relays", "nostr_group_id", "member_npubs"))
+    data = group_data.read(sealed)
     return {
         "name": data.name,
         "description": data.description,
         "relays": list(data.relays),
         "nostr_group_id": data.nostr_group_id.hex(),
+        "member_npubs": [nip19.npub(key) for key in sorted(set(mls.member_credentials(sealed).values()))],
     }
 
 
 def _group_lines(row: dict) -> list[str]:
+    """A group as people read it: its name and members' npubs (with the key), times in UTC (raw in --json)."""
     states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
     inactive = "  inactive (we were removed: read-only)" if not row["active"] else ""
     fetch = row["fetch"]
-    since = "the beginning" if fetch["since"] is None else fetch["since"]
+    since = "the beginning" if fetch["since"] is None else _when(fetch["since"])
     name = "" if row["name"] is None else f"  {row['name']!r}"
     return [
-        f"{row['group']}{name}  epoch {row['epoch']}  {row['members']} members  {states}{inactive}",
+        f"{row['group']}{name}  epoch {row['epoch']}  {plural(row['members'], 'member')}  {states}{inactive}",
         *([f"  description: {row['description']}"] if row["description"] else []),
         *([f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"] if name else []),
+        *([f"  members: {', '.join(row['member_npubs'])}"] if row["member_npubs"] else []),
         (
-            f"  next sync asks from {since} (newest fetched {fetch['newest_fetched']}, "
-            f"last complete fetch {fetch['last_fetch']})"
+            f"  next sync asks from {since} (newest fetched {_when(fetch['newest_fetched'])}, "
+            f"last complete fetch {_when(fetch['last_fetch'])})"
         ),
     ]
+
+
+def _when(seconds: int | None) -> str:
+    """A Nostr timestamp (seconds) in UTC, or ``never``."""
+    return "never" if seconds is None else times.utc(seconds * 1000)
 
 
 @click.command()
@@ -186,11 +197,11 @@ def groups(obj, as_json: bool):
     for row in rows:
         for line in _group_lines(row):
             click.echo(line)
-    click.echo(f"{len(rows)} group(s)")
+    click.echo(plural(len(rows), "group"))
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.option("--until", help="Cursor CREATED_AT:ID: show rumors strictly older than it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Page size.")
 @click.option("--include-invalidated", is_flag=True, help="Also show rumors of rolled-back epochs.")
@@ -202,19 +213,33 @@ def history(obj, gid: str, until: str | None, limit: int, include_invalidated: b
     gid = joined_group(app, gid)
     cursor = Cursor.parse(until) if until else None
     with app.db.read():
-        rows = GroupHistoryStore(app.db, gid).query_rumors(cursor, limit, include_invalidated=include_invalidated)
+        # One row more than the page says whether anything older exists: the hint is printed only then.
+        rows = GroupHistoryStore(app.db, gid).query_rumors(cursor, limit + 1, include_invalidated=include_invalidated)
+    older, rows = len(rows) > limit, rows[-limit:]
     if as_json:
         click.echo(output.to_json(rows, ensure_ascii=False))
         return
+    [profile] = _described(app, [{"group": gid}])
+    click.echo(_history_title(gid, profile))
     for row in rows:
         mark = "" if row["state"] == MessageState.PROCESSED else f" [{row['state']}]"
-        click.echo(f"{row['created_at']}:{row['id'][:12]}  {row['pubkey'][:8]}  {row['content']}{mark}")
-    if rows:
-        click.echo(f"older: --until {rows[0]['created_at']}:{rows[0]['id']}")
+        author = short_key(row["pubkey"])
+        click.echo(f"{_when(row['created_at'])}  {row['id'][:12]}  {author}  {row['content']}{mark}")
+    if older:
+        flags = ["--group", gid, "--until", f"{rows[0]['created_at']}:{rows[0]['id']}", "--limit", limit]
+        click.echo(f"older: `{hints.command('marmot', 'history', *flags)}`")
+
+
+def _history_title(gid: str, profile: dict[str, Any]) -> str:
+    """The group a history page is of: its name and its members' npubs (when the key opens its state)."""
+    if profile["name"] is None:
+        return f"group {gid}"
+    members = ", ".join(profile["member_npubs"])
+    return f"group {gid} {profile['name']!r}, {plural(len(profile['member_npubs']), 'member')}: {members}"
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.option(
     "--state",
     default=OuterState.FAILED.value,
@@ -241,7 +266,7 @@ def outer(obj, gid: str, state: str, as_json: bool):
 
 
 @click.command("filter")
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.pass_obj
 def relay_filter(obj, gid: str):
     """Print the relay filter (JSON) the group's next `sync` asks for."""
@@ -254,7 +279,7 @@ def relay_filter(obj, gid: str):
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_obj
 def backfill(obj, gid: str, source: Path):

@@ -32,6 +32,7 @@ from core.errors import InvalidInput
 from core.metrics import MetricsServer
 from jobs import outcome
 from jobs.outcome import Outcome
+from jobs.output import plural
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.arrivals import Arrivals
 from protocols.marmot.cli.publish import publish_now, timeout_option
@@ -60,7 +61,7 @@ def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> No
         summary = publish_now(app, timeout_s)
     finally:
         arrivals.stop()
-    fetched = [f"{what}: {count} event(s) fetched" for what, count in report.per_subscription.items()]
+    fetched = [f"{what}: {plural(count, 'event')} fetched" for what, count in report.per_subscription.items()]
     lines = [
         *(fetched or ["nothing to fetch: no active group, and no KeyPackage relays or --relay for invitations"]),
         *arrivals.lines,
