@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -59,6 +60,27 @@ def info(db: Database, file_id: str) -> BlobInfo | None:
         (file_id,),
     )
     return BlobInfo(*row) if row else None
+
+
+_IDS_BETWEEN = "SELECT file_id FROM blobs WHERE file_id >= ? AND file_id < ? ORDER BY file_id LIMIT ?"
+
+
+def ids_between(db: Database, low: str, high: str, limit: int) -> list[str]:
+    """At most ``limit`` blob ids from ``low`` (included) to ``high`` (excluded), in order: an id prefix's
+    range (:mod:`jobs.id_prefix`), one seek on the primary key."""
+    return [file_id for (file_id,) in db.all(_IDS_BETWEEN, (low, high, limit))]
+
+
+_LISTING = (
+    "SELECT file_id, total_size, mime, status, received_bytes, created_at_ms, completed_at_ms FROM blobs "
+    "ORDER BY created_at_ms DESC, file_id LIMIT ?"
+)
+_LISTING_KEYS = ("file_id", "size", "mime", "status", "received_bytes", "created_at_ms", "completed_at_ms")
+
+
+def listing(db: Database, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` newest blobs: id, size, type, status, bytes received so far, times (ms)."""
+    return [dict(zip(_LISTING_KEYS, row, strict=True)) for row in db.all(_LISTING, (limit,))]
 
 
 def append_slice(

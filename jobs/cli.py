@@ -20,7 +20,7 @@ from core.plugins import get_plugins, make_plugin_manager
 from core.protocol import LazyCommand
 from core.settings import Settings
 from core.status import snapshot
-from jobs import output
+from jobs import hints, output, times
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
@@ -424,15 +424,51 @@ def blob() -> None:
     """Files stored as slices."""
 
 
+def _blob_id(app: App, value: str) -> str:
+    """The blob ``value`` names: its id (the content's SHA-256 in hex) or a unique prefix of it."""
+    from core import blobs
+    from jobs.id_prefix import IdRange, resolve
+
+    def lookup(ids: IdRange, limit: int) -> list[str]:
+        with app.db.read():
+            return blobs.ids_between(app.db, *ids.text, limit)
+
+    return resolve(value, "blob", lookup, hints.command("blob", "list"), length=64)
+
+
+@blob.command("list")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="At most this many blobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (times as raw milliseconds).")
+@click.pass_obj
+def blob_list(obj: CliState, limit: int, as_json: bool) -> None:
+    """List stored blobs, newest first: id, size, type, status."""
+    from core import blobs
+
+    app = obj.app()
+    with app.db.read():
+        rows = blobs.listing(app.db, limit)
+    if as_json:
+        click.echo(output.to_json(rows))
+        return
+    for row in rows:
+        done = "" if row["status"] == "complete" else f" ({output.plural(row['received_bytes'], 'byte')} received)"
+        click.echo(
+            f"{row['file_id'][:12]}  {output.plural(row['size'], 'byte')}  {row['mime'] or '-'}  "
+            f"{row['status']}{done}  {times.utc(row['created_at_ms'])}"
+        )
+    click.echo(output.plural(len(rows), "blob"))
+
+
 @blob.command("export")
 @click.argument("file_id")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_obj
 def blob_export(obj: CliState, file_id: str, path: Path) -> None:
-    """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+    """Write complete blob FILE_ID (or a unique prefix of it) to PATH (streamed, never whole in memory)."""
     from core import blobs
 
-    written = blobs.export(obj.app().db, file_id, path)
+    app = obj.app()
+    written = blobs.export(app.db, _blob_id(app, file_id), path)
     click.echo(f"wrote {output.plural(written, 'byte')} to {path}")
 
 
@@ -460,10 +496,11 @@ def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> N
 @click.option("--yes", is_flag=True, help="Confirm resetting a complete blob (its content is deleted for good).")
 @click.pass_obj
 def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
-    """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+    """Drop FILE_ID's slices (FILE_ID or a unique prefix) so the file can be sent again from slice 0."""
     from core import blobs
 
     app = obj.app()
+    file_id = _blob_id(app, file_id)
     with app.db.write():
         found = blobs.info(app.db, file_id)
         if found is not None and found.status == "complete" and not yes:
