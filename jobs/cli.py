@@ -305,7 +305,7 @@ def tick(
         click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
     else:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
-        click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+        click.echo(f"tick stopped ({report.exit_reason}) after {output.plural(report.passes, 'pass', 'passes')}: {outcomes}")
     finish(result, reasons)
 
 

@@ -166,11 +166,15 @@ def _group_lines(row: dict) -> list[str]:
     inactive = "  inactive (we were removed: read-only)" if not row["active"] else ""
     fetch = row["fetch"]
     since = "the beginning" if fetch["since"] is None else _when(fetch["since"])
-    name = "" if row["name"] is None else f"  {row['name']!r}"
+    name = "" if row["name"] is None else f" {_named(row['name'])}"
     return [
         f"{row['group']}{name}  epoch {row['epoch']}  {plural(row['members'], 'member')}  {states}{inactive}",
         *([f"  description: {row['description']}"] if row["description"] else []),
-        *([f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"] if name else []),
+        *(
+            [f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"]
+            if row["name"] is not None
+            else []
+        ),
         *([f"  members: {', '.join(row['member_npubs'])}"] if row["member_npubs"] else []),
         (
             f"  next sync asks from {since} (newest fetched {_when(fetch['newest_fetched'])}, "
@@ -234,8 +238,18 @@ def _history_title(gid: str, profile: dict[str, Any]) -> str:
     """The group a history page is of: its name and its members' npubs (when the key opens its state)."""
     if profile["name"] is None:
         return f"group {gid}"
-    members = ", ".join(profile["member_npubs"])
-    return f"group {gid} {profile['name']!r}, {plural(len(profile['member_npubs']), 'member')}: {members}"
+    npubs = profile["member_npubs"]
+    more = f" and {len(npubs) - TITLE_NPUBS} more" if len(npubs) > TITLE_NPUBS else ""
+    members = ", ".join(npubs[:TITLE_NPUBS]) + more
+    return f"group {gid}{_named(profile['name'])}, {plural(len(npubs), 'member')}: {members}"
+
+
+# A history page names this many members' npubs at most (`marmot members` lists them all).
+TITLE_NPUBS = 10
+
+
+def _named(name: str | None) -> str:
+    return f" {name!r}" if name else ""
 
 
 @click.command()
