@@ -305,7 +305,9 @@ def tick(
         click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
     else:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
-        click.echo(f"tick stopped ({report.exit_reason}) after {output.plural(report.passes, 'pass', 'passes')}: {outcomes}")
+        click.echo(
+            f"tick stopped ({report.exit_reason}) after {output.plural(report.passes, 'pass', 'passes')}: {outcomes}"
+        )
     finish(result, reasons)
 
 
@@ -383,7 +385,10 @@ def parked_list(
         click.echo(output.to_json(rows))
         return
     for row in rows:
-        click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
+        click.echo(
+            f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  "
+            f"{times.utc(row['last_failed_at_ms'])}  {row['reason']}"
+        )
     click.echo(f"{output.plural(len(rows), 'parked item')}")
 
 

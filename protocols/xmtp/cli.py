@@ -24,7 +24,7 @@ import click
 
 from core import eventlog
 from core.errors import InvalidInput
-from jobs import hints, outcome, output
+from jobs import hints, outcome, output, times
 from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
 from jobs.output import plural
@@ -422,7 +422,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         return
     for item in listed:
         who = item["sender"] if item["kind"] == MessageKind.APPLICATION.name else f"[{item['kind'].lower()}]"
-        click.echo(f"{who}: {item['text']}")
+        click.echo(f"{times.utc(item['sent_at_ns'] // 1_000_000)}  {who}: {item['text']}")
     if next_cursor:
         flags = ["--group", group_id.hex(), "--before", next_cursor, "--limit", limit]
         click.echo(f"older: `{hints.command('xmtp', 'messages', *flags)}`")

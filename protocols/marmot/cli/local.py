@@ -273,7 +273,7 @@ def outer(obj, gid: str, state: str, as_json: bool):
         return
     for row in rows:
         click.echo(
-            f"{row['created_at']}:{row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
+            f"{_when(row['created_at'])}  {row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
             f"{row['detail'] or ''}"
         )
     click.echo(f"{len(rows)} {state}")

@@ -30,7 +30,7 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from core.metrics import MetricsServer
-from jobs import outcome
+from jobs import hints, outcome
 from jobs.outcome import Outcome
 from jobs.output import plural
 from jobs.tick import DaemonMode, TickDaemon, TickReport
@@ -182,7 +182,7 @@ def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None) -> None:
         if holder is not None and holder["expires_at_ms"] > app.clock.now_ms():
             click.echo(
                 f"note: tick daemon {holder['owner']} holds this database's lease and processes what arrives; "
-                "what it processes is not printed here (`tessera marmot history` shows it)"
+                f"what it processes is not printed here (`{hints.command('marmot', 'history')}` shows it)"
             )
         with MetricsServer(obj.settings, metrics_port):
             daemon.run()
