@@ -17,7 +17,7 @@ import click
 
 from core import contract
 from core.state import ProtocolState
-from jobs import hints
+from jobs import hints, times
 from jobs.output import plural
 from protocols.libraries import mls
 from protocols.marmot.cli import ids
@@ -199,7 +199,8 @@ def list_welcomes(obj: Any, as_json: bool) -> None:
         for welcome_id, received, sender, gid, data in rows
     ]
     lines = [
-        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({plural(p['members'], 'member')}, epoch {p['epoch']})"
+        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({plural(p['members'], 'member')}, "
+        f"epoch {p['epoch']})  received {times.utc(p['received_at_ms'])}"
         for p in pending
     ]
     emit(as_json, pending, [*lines, f"{plural(len(pending), 'pending invitation')}"])
