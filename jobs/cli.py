@@ -20,7 +20,8 @@ from core.plugins import get_plugins, make_plugin_manager
 from core.protocol import LazyCommand
 from core.settings import Settings
 from core.status import snapshot
-from jobs import hints, output, times
+from jobs import output, times
+from jobs.blob_list import blob_id, blob_list
 from jobs.cli_errors import TesseraGroup, bound_integers
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
@@ -429,39 +430,7 @@ def blob() -> None:
     """Files stored as slices."""
 
 
-def _blob_id(app: App, value: str) -> str:
-    """The blob ``value`` names: its id (the content's SHA-256 in hex) or a unique prefix of it."""
-    from core import blobs
-    from jobs.id_prefix import IdRange, resolve
-
-    def lookup(ids: IdRange, limit: int) -> list[str]:
-        with app.db.read():
-            return blobs.ids_between(app.db, *ids.text, limit)
-
-    return resolve(value, "blob", lookup, hints.command("blob", "list"), length=64)
-
-
-@blob.command("list")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="At most this many blobs.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (times as raw milliseconds).")
-@click.pass_obj
-def blob_list(obj: CliState, limit: int, as_json: bool) -> None:
-    """List stored blobs, newest first: id, size, type, status."""
-    from core import blobs
-
-    app = obj.app()
-    with app.db.read():
-        rows = blobs.listing(app.db, limit)
-    if as_json:
-        click.echo(output.to_json(rows))
-        return
-    for row in rows:
-        done = "" if row["status"] == "complete" else f" ({output.plural(row['received_bytes'], 'byte')} received)"
-        click.echo(
-            f"{row['file_id'][:12]}  {output.plural(row['size'], 'byte')}  {row['mime'] or '-'}  "
-            f"{row['status']}{done}  {times.utc(row['created_at_ms'])}"
-        )
-    click.echo(output.plural(len(rows), "blob"))
+blob.add_command(blob_list)
 
 
 @blob.command("export")
@@ -473,7 +442,7 @@ def blob_export(obj: CliState, file_id: str, path: Path) -> None:
     from core import blobs
 
     app = obj.app()
-    written = blobs.export(app.db, _blob_id(app, file_id), path)
+    written = blobs.export(app.db, blob_id(app, file_id), path)
     click.echo(f"wrote {output.plural(written, 'byte')} to {path}")
 
 
@@ -505,7 +474,7 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     from core import blobs
 
     app = obj.app()
-    file_id = _blob_id(app, file_id)
+    file_id = blob_id(app, file_id)
     with app.db.write():
         found = blobs.info(app.db, file_id)
         if found is not None and found.status == "complete" and not yes:
