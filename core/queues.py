@@ -411,17 +411,22 @@ _LIST_PARKED = (
     "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
     "length(blob) FROM parked "
     "WHERE (?1 IS NULL OR protocol = ?1) AND (?2 IS NULL OR instr(lower(reason), lower(?2)) > 0) "
-    "ORDER BY id LIMIT ?3"
+    "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?3"
 )
 
 
 def list_parked(
-    db: Database, limit: int = 1000, *, protocol: str | None = None, reason: str | None = None
+    db: Database,
+    limit: int = 1000,
+    *,
+    protocol: str | None = None,
+    reason: str | None = None,
+    before: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Parked items, oldest first: only ``protocol``'s, and only those whose reason contains ``reason``
-    (any case), when given."""
-    rows = db.all(_LIST_PARKED, (protocol, reason, limit))
-    return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in rows]
+    """The ``limit`` newest parked items (those with an id below ``before``, when given), oldest first: only
+    ``protocol``'s, and only those whose reason contains ``reason`` (any case), when given."""
+    rows = db.all(_LIST_PARKED, (protocol, reason, limit, before))
+    return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in reversed(rows)]
 
 
 _PARKED_ITEM = (

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobs import hints, output, times
+from jobs.cli_options import json_option
 
 if TYPE_CHECKING:
     from core.app import App
@@ -27,10 +28,10 @@ def blob_id(app: App, value: str) -> str:
 
 @click.command("list")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="At most this many blobs.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (times as raw milliseconds).")
+@json_option
 @click.pass_obj
 def blob_list(obj: CliState, limit: int, as_json: bool) -> None:
-    """List stored blobs, newest first: id, size, type, status."""
+    """List stored blobs, newest first: id, size, type, status, when it was created (--json: times as raw milliseconds)."""
     from core import blobs
 
     app = obj.app()

@@ -18,6 +18,14 @@ def text(value: object) -> str:
     return str(value)
 
 
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``count`` and ``noun``, the noun in the plural unless the count is one: "1 blob", "3 blobs".
+
+    The count keeps no thousands separator: a size or an id-like number stays one a user can paste back.
+    """
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
 def _json_default(value: object) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
@@ -29,6 +37,6 @@ def to_json(value: object, *, sort_keys: bool = False, ensure_ascii: bool = True
     return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=_json_default)
 
 
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``count`` with ``noun`` agreeing: ``1 blob``, ``2 blobs``, ``0 payloads`` (``many``: an irregular plural)."""
-    return f"{count} {noun if count == 1 else many or noun + 's'}"
+def to_json_line(value: object) -> str:
+    """``value`` as one line of JSON (what long-running commands print, a line per record), keys sorted."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=_json_default)

@@ -25,6 +25,7 @@ import click
 from core import eventlog
 from core.errors import InvalidInput
 from jobs import hints, outcome, output, times
+from jobs.cli_options import json_option
 from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
 from jobs.output import plural
@@ -60,12 +61,24 @@ def _group_id(app: App, text: str) -> bytes:
 
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
-    """One publish pass and one sync: what was published, and what the sync did."""
-    service = app.service(XmtpMember).delivery()
-    published = publishing.publish_pass(app.runtime, service)
-    report = sync.sync_all(app.runtime, service)
-    published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
-    return published, report
+    """One publish pass and one sync: how many intents and welcomes reached the server, and what the sync did.
+
+    ``publish_pass`` counts attempts (the tick's budget spends them, failed ones too); what was published
+    is counted from the facts that say so, committed during the round."""
+    published: list[str] = []
+    stops = [
+        app.runtime.subscribe(kind, lambda event: published.append(event.type), protocol=facts.PROTOCOL)
+        for kind in (facts.INTENT_PUBLISHED, facts.WELCOME_SENT)
+    ]
+    try:
+        service = app.service(XmtpMember).delivery()
+        publishing.publish_pass(app.runtime, service)
+        report = sync.sync_all(app.runtime, service)
+        publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+    finally:
+        for stop in stops:
+            stop()
+    return len(published), report
 
 
 @click.group()
@@ -84,8 +97,9 @@ def identity() -> None:
 @identity.command("new")
 @click.option("--server", required=True, help="The delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).")
 @click.option("--account-key", help="An existing account key (64 hex); default: a new one.")
+@json_option
 @click.pass_obj
-def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
+def identity_new(obj: CliState, server: str, account_key: str | None, as_json: bool) -> None:
     """Create our account and installation, register them and publish KeyPackages."""
     if not server.startswith(connection.SCHEMES):
         raise click.BadParameter(f"{server!r} is not a ws:// or wss:// URL", param_hint="--server")
@@ -100,13 +114,13 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
             f"identity {made.address} was created, but {server} could not be reached ({exc}); "
             "it registers on the next `tessera xmtp sync`"
         ) from None
-    click.echo(f"address {made.address}")
-    click.echo(f"installation {made.installation_id}")
-    click.echo(f"registered with {server}: {published} KeyPackages published")
+    found = {"address": made.address, "installation": made.installation_id, "server": server, "key_packages": published}
+    lines = [f"address {made.address}", f"installation {made.installation_id}"]
+    outcome.emit(as_json, found, [*lines, f"registered with {server}: {published} KeyPackages published"], Outcome.DONE)
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
     """Our address, installation, server and KeyPackage stock."""
@@ -132,20 +146,24 @@ publish_option = click.option(
 )
 
 
-def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
+def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bool) -> None:
     if not no_publish:
         _round(app)
     with app.db.read():
         rows = [row for row in (queries.intent(app.db, intent_id) for intent_id in intent_ids) if row is not None]
     waiting = [row for row in rows if row.state is IntentState.TO_SEND]
     failed = [row for row in rows if row.state is IntentState.ERROR]
-    _show_intents(rows)
+    if not as_json:
+        _show_intents(rows)
     reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
     if waiting:
         why = f": {waiting[-1].error}" if waiting[-1].error else " (not tried yet)"
         count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
         reasons.append(f"queued; will retry {count} with `tessera xmtp sync` or `tessera tick`{why}")
     found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
+    if as_json:
+        listed = [{"intent": r.id, "kind": r.kind.name, "state": r.state.name, "reason": r.error} for r in rows]
+        outcome.emit(True, {"intents": listed}, [], outcome.worst(found))
     outcome.finish(outcome.worst(found), reasons)
 
 
@@ -168,13 +186,14 @@ def _intent_ids(outcome: Any) -> list[str]:
 
 @xmtp.command("create-group")
 @click.option("--name", default="", help="A name for the group (kept on this database).")
+@json_option
 @click.pass_obj
-def create_group(obj: CliState, name: str) -> None:
+def create_group(obj: CliState, name: str, as_json: bool) -> None:
     """A new group with only us in it; prints its id."""
     app = obj.app()
     group_id = os.urandom(16)
     app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
-    click.echo(group_id.hex())
+    click.echo(output.to_json({"group": group_id.hex(), "name": name}) if as_json else group_id.hex())
 
 
 def _members_command(command: str, help_text: str) -> click.Command:
@@ -182,13 +201,14 @@ def _members_command(command: str, help_text: str) -> click.Command:
     @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
     @click.argument("addresses", nargs=-1, required=True)
     @publish_option
+    @json_option
     @click.pass_obj
-    def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool) -> None:
+    def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
         app = obj.app()
         checked = [parse_address(address) for address in addresses]
         params = {"group": _group_id(app, group).hex(), "addresses": checked}
         outcome = app.runtime.run_command(f"xmtp.{command}", params)
-        _after_intent(app, _intent_ids(outcome), no_publish)
+        _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
     return run
 
@@ -200,30 +220,32 @@ xmtp.add_command(_members_command("remove_members", "Remove accounts from a grou
 @xmtp.command("update-key")
 @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @publish_option
+@json_option
 @click.pass_obj
-def update_key(obj: CliState, group: str, no_publish: bool) -> None:
+def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> None:
     """Refresh our own leaf's keys in a group (a commit of our own)."""
     app = obj.app()
     outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(app, group).hex()})
-    _after_intent(app, _intent_ids(outcome), no_publish)
+    _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
 
 @xmtp.command()
 @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
 @publish_option
+@json_option
 @click.pass_obj
-def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) -> None:
+def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
     """Send each TEXT to a group, in order (one message each)."""
     app = obj.app()
     group_hex = _group_id(app, group).hex()
     made = []
     for text in texts:
         made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
-    _after_intent(app, made, no_publish)
+    _after_intent(app, made, no_publish, as_json)
 
 
-def _decide(obj: CliState, group: str, command: str) -> None:
+def _decide(obj: CliState, group: str, command: str, as_json: bool) -> None:
     app = obj.app()
     group_id = _group_id(app, group)
     app.runtime.run_command(f"xmtp.{command}", {"group": group_id.hex()})
@@ -231,32 +253,49 @@ def _decide(obj: CliState, group: str, command: str) -> None:
     with app.db.read():
         found = queries.group(app.db, group_id)
     state = found.membership.name if found is not None else "unknown"
-    click.echo(f"group {group_id.hex()}: {state}, {plural(report.processed, 'payload')} read")
+    result = Outcome.UNREACHABLE if report.unreachable else Outcome.DONE
+    line = f"group {group_id.hex()}: {state}, {plural(report.processed, 'payload')} read"
+    outcome.emit(as_json, {"group": group_id.hex(), "membership": state, "read": report.processed}, [line], result)
     if report.unreachable:  # decided here all the same; reading the group waits for the server
         outcome.finish(Outcome.UNREACHABLE, [f"not read: {report.failures[0]}; `tessera xmtp sync` reads it later"])
 
 
-@xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
-@click.pass_obj
-def accept(obj: CliState, group: str) -> None:
-    """Take part in a group a welcome brought (then read it)."""
-    _decide(obj, group, "accept")
+# The pending thing is positional, as in `marmot accept WELCOME_ID`; `--group G` is the old, hidden spelling.
+_pending_group = click.argument("group_arg", metavar="GROUP_ID", required=False)
+_old_group_option = click.option("--group", "group_opt", hidden=True, help="Old spelling of GROUP_ID.")
+
+
+def _pending(group_arg: str | None, group_opt: str | None) -> str:
+    if (group_arg is None) == (group_opt is None):
+        raise click.UsageError("give the group's id once: GROUP_ID (as `tessera xmtp groups` shows it)")
+    return group_arg or group_opt or ""
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
+@_pending_group
+@_old_group_option
+@json_option
 @click.pass_obj
-def reject(obj: CliState, group: str) -> None:
-    """Decline a group a welcome brought: its messages are not read."""
-    _decide(obj, group, "reject")
+def accept(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
+    """Take part in group GROUP_ID (or a unique prefix of it) a welcome brought (then read it)."""
+    _decide(obj, _pending(group_arg, group_opt), "accept", as_json)
+
+
+@xmtp.command()
+@_pending_group
+@_old_group_option
+@json_option
+@click.pass_obj
+def reject(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
+    """Decline group GROUP_ID (or a unique prefix of it) a welcome brought: its messages are not read."""
+    _decide(obj, _pending(group_arg, group_opt), "reject", as_json)
 
 
 # --- sync and listen ---------------------------------------------------------------------------
 
 
 @xmtp.command("sync")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def sync_command(obj: CliState, as_json: bool) -> None:
     """Publish what waits, read every topic, keep the KeyPackage stock.
@@ -294,12 +333,7 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     outcome.emit(
         as_json,
         found,
-        [
-            (
-                f"published {plural(published, 'item')}, read {plural(report.processed, 'payload')}, "
-                f"{plural(stocked, 'new KeyPackage')} on the server"
-            )
-        ],
+        [_sync_line(published, report.processed, stocked)],
         result,
     )
     if stuck:
@@ -318,10 +352,17 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     outcome.finish(result, reasons)
 
 
+def _sync_line(published: int, read: int, stocked: int) -> str:
+    sent = output.plural(published, "change") + " published"  # intents and welcomes the server took
+    return f"{sent}, read {output.plural(read, 'payload')}, {output.plural(stocked, 'new KeyPackage')} on the server"
+
+
 @xmtp.command()
+@json_option
 @click.pass_obj
-def listen(obj: CliState) -> None:
-    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM."""
+def listen(obj: CliState, as_json: bool) -> None:
+    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM
+    (--json: a JSON line per message)."""
     from protocols.xmtp.listen import Listener
     from protocols.xmtp.transport.websocket import WebSocketService
 
@@ -329,7 +370,7 @@ def listen(obj: CliState) -> None:
     service = app.service(XmtpMember).delivery(keep_pushes=True)
     if not isinstance(service, WebSocketService):
         raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
-    printer = _NewMessages(app)
+    printer = _NewMessages(app, as_json)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -341,8 +382,9 @@ def listen(obj: CliState) -> None:
 class _NewMessages:
     """Prints the application messages recorded since the last call, in the order they were processed."""
 
-    def __init__(self, app: App):
+    def __init__(self, app: App, as_json: bool = False):
         self.app = app
+        self.as_json = as_json
         with app.db.read():
             self.after = eventlog.head(app.db)
 
@@ -356,7 +398,11 @@ class _NewMessages:
             data = event.data
             if data["kind"] == MessageKind.APPLICATION:
                 text = facts.unb64(data["bytes"]).decode(errors="replace")
-                click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
+                if self.as_json:
+                    found = {"group": data["group"], "sender": data["sender_address"], "text": text}
+                    click.echo(output.to_json_line(found))
+                else:
+                    click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
         sys.stdout.flush()  # a pipe is block-buffered: whoever reads us sees each message as it comes
 
 
@@ -364,7 +410,7 @@ class _NewMessages:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def groups(obj: CliState, as_json: bool) -> None:
     """Our groups with their membership state and epoch."""
@@ -395,7 +441,7 @@ def _group_line(g: dict[str, Any]) -> str:
 @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000), help="Messages per page.")
 @click.option("--before", help="Show messages older than this cursor (a page's next_cursor).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
     """A group's messages, newest page first (oldest first within the page)."""
@@ -443,7 +489,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def intents(obj: CliState, as_json: bool) -> None:
     """Every change we asked for: kind, state, attempts, and why one failed."""

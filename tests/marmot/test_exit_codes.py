@@ -70,7 +70,7 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert (_json(synced)["outcome"], _json(synced)["exit_code"]) == ("unreachable", 4)
     assert "no relay answered completely" in synced.stderr
 
-    invited = alice.run("marmot", "invite", "--group", gid, bob_npub, check=False)
+    invited = alice.run("marmot", "add-members", "--group", gid, bob_npub, check=False)
     assert invited.returncode == 4 and "Error: could not look for" in invited.stderr, invited.stderr
 
     status = _json(alice.run("status", "--json"))

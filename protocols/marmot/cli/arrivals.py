@@ -85,10 +85,16 @@ _ACCOUNT_LINES: dict[str, Line] = {facts.WELCOME_RECEIVED: _invitation}
 class Arrivals:
     """Collects (and hands to ``on_line``) what the runtime commits from now until :meth:`stop`."""
 
-    def __init__(self, runtime: contract.Runtime, on_line: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        runtime: contract.Runtime,
+        on_line: Callable[[str], None] | None = None,
+        on_item: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.items: list[dict[str, Any]] = []
         self.lines: list[str] = []
         self._on_line = on_line
+        self._on_item = on_item  # `listen --json`: each item as it comes
         self._stops = [
             runtime.subscribe(kind, self._seen, protocol=PROTOCOL) for kind in (*_GROUP_LINES, *_ACCOUNT_LINES)
         ]
@@ -103,6 +109,8 @@ class Arrivals:
         self.lines.append(line)
         if self._on_line is not None:
             self._on_line(line)
+        if self._on_item is not None:
+            self._on_item(self.items[-1])
 
     def stop(self) -> None:
         """Stop listening to the runtime."""

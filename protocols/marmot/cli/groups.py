@@ -1,11 +1,13 @@
 """``tessera marmot`` commands that change who is in a group, and the ones that show it.
 
-``create-group``, ``invite``, ``remove``, ``self-update`` and ``leave`` each
+``create-group``, ``add-members``, ``remove-members``, ``update-key`` and ``leave`` each
 run one plugin command (one transaction) and then the tick, so a commit is
 published, comes back from a relay and is applied, and the welcomes it held
 back are sent, before the command returns (see :mod:`.publish`).
-``invite`` first fetches each invitee's KeyPackage from relays
-(:mod:`.invitees`), outside any transaction.
+``add-members`` first fetches each invitee's KeyPackage from relays
+(:mod:`.invitees`), outside any transaction.  The old names (``invite``,
+``remove``, ``self-update``, ``decline``) still run them, hidden from ``--help``
+(docs/cli.md: the same verbs as ``tessera xmtp``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import click
 from core import contract
 from core.state import ProtocolState
 from jobs import hints, times
+from jobs.cli_options import hidden_alias
 from jobs.output import plural
 from protocols.libraries import mls
 from protocols.marmot.cli import ids
@@ -60,12 +63,15 @@ def _report_change(app: contract.App, gid: str, change: str, summary: PublishSum
     report(as_json, shown, [standing, *summary.lines()], summary)
 
 
-def _change(obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool) -> None:
-    """Run ``marmot.<command>`` on the joined group ``gid`` names, publish, and report where the group stands."""
+def _change(
+    obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool, shown_as: str = ""
+) -> None:
+    """Run ``marmot.<command>`` on the joined group ``gid`` names, publish, and report where the group stands
+    (``shown_as``: the command line's name of the change, when it is not the plugin command's)."""
     app = obj.app()
     gid = joined_group(app, gid)
     app.runtime.run_command(f"marmot.{command}", {"group": gid, **params})
-    _report_change(app, gid, command.replace("_", "-"), publish_now(app, timeout_s), as_json)
+    _report_change(app, gid, shown_as or command.replace("_", "-"), publish_now(app, timeout_s), as_json)
 
 
 @click.command("create-group")
@@ -86,7 +92,7 @@ def create_group(
     emit(
         as_json,
         shown,
-        [f"created group {gid}", f"invite with `{hints.command('marmot', 'invite', '--group', gid)} NPUB`"],
+        [f"created group {gid}", f"add members with `{hints.command('marmot', 'add-members', '--group', gid)} NPUB`"],
     )
 
 
@@ -101,17 +107,17 @@ def _invite_relays(app: contract.App, gid: str) -> list[str]:
     return list(group_data.read(loaded.state).relays)
 
 
-@click.command()
+@click.command("add-members")
 @group_option
 @relay_option("Also look for the invitees' KeyPackages on this relay (repeatable).")
 @timeout_option
 @json_option
-@click.argument("invitees", nargs=-1, required=True)
+@click.argument("invitees", metavar="MEMBERS...", nargs=-1, required=True)
 @click.pass_obj
-def invite(
+def add_members(
     obj: Any, gid: str, relays: tuple[str, ...], timeout_s: int, as_json: bool, invitees: tuple[str, ...]
 ) -> None:
-    """Add INVITEES (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
+    """Add MEMBERS (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
     pubkeys, extra = public_keys(invitees), relay_urls(relays)
     app = obj.app()
     gid = joined_group(app, gid)
@@ -129,28 +135,28 @@ def invite(
     if not as_json:
         for pubkey, event_id in used.items():
             click.echo(f"inviting {short_key(pubkey)} with KeyPackage {event_id}")
-    _report_change(app, gid, "invite", publish_now(app, timeout_s), as_json)
+    _report_change(app, gid, "add-members", publish_now(app, timeout_s), as_json)
 
 
-@click.command()
+@click.command("remove-members")
 @group_option
 @timeout_option
 @json_option
-@click.argument("members", nargs=-1, required=True)
+@click.argument("members", metavar="MEMBERS...", nargs=-1, required=True)
 @click.pass_obj
-def remove(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
+def remove_members(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
     """Remove MEMBERS (npub or hex) from a group (admins only), and publish the commit."""
-    _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json)
+    _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json, shown_as="remove-members")
 
 
-@click.command("self-update")
+@click.command("update-key")
 @group_option
 @timeout_option
 @json_option
 @click.pass_obj
-def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
-    """Rotate our own keys in a group (any member may), and publish the commit."""
-    _change(obj, gid, "self_update", {}, timeout_s, as_json)
+def update_key(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
+    """Rotate our own keys in a group (a self-update commit, which any member may make), and publish it."""
+    _change(obj, gid, "self_update", {}, timeout_s, as_json, shown_as="update-key")
 
 
 @click.command()
@@ -190,7 +196,7 @@ def members(obj: Any, gid: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def list_welcomes(obj: Any, as_json: bool) -> None:
-    """List pending invitations (accept or decline them by id)."""
+    """List pending invitations (accept or reject them by id)."""
     app = obj.app()
     with app.db.read():
         rows = app.db.all(_PENDING_WELCOMES, (WelcomeState.PENDING,))
@@ -230,7 +236,7 @@ def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
 @timeout_option
 @json_option
 @click.pass_obj
-def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
+def reject(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
     """Decline pending invitation WELCOME_ID (or a unique prefix); its KeyPackage is replaced by a fresh one."""
     app = obj.app()
     welcome_id = ids.welcome(app, welcome_id)
@@ -240,4 +246,18 @@ def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
     report(as_json, shown, [f"declined {welcome_id}", *summary.lines()], summary)
 
 
-COMMANDS = (create_group, invite, remove, self_update, leave, members, list_welcomes, accept, decline)
+COMMANDS = (
+    create_group,
+    add_members,
+    remove_members,
+    update_key,
+    leave,
+    members,
+    list_welcomes,
+    accept,
+    reject,
+    hidden_alias(add_members, "invite"),
+    hidden_alias(remove_members, "remove"),
+    hidden_alias(update_key, "self-update"),
+    hidden_alias(reject, "decline"),
+)

@@ -2,7 +2,7 @@
 
 Groups (``--group``: a group id, or a nostr group id it uses on relays),
 messages (``react --to``, ``delete``: rumor ids within the group) and
-invitations (``accept``, ``decline``: welcome ids).  Each is one range
+invitations (``accept``, ``reject``: welcome ids).  Each is one range
 query over the table's primary key (or the routes in protocol state).
 """
 

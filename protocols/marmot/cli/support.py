@@ -10,16 +10,18 @@ import click
 from core import contract
 from core.errors import InvalidInput
 from jobs import hints, output
+from jobs.cli_options import json_option
 from protocols.marmot.cli import ids
 from protocols.marmot.errors import GroupNotFound
 from protocols.marmot.read import queries
 from protocols.marmot.relays import normalise_relay_url
 from protocols.marmot.wire import nip19
 
+__all__ = ["json_option"]  # the shared --json (one home: jobs.cli_options), re-exported for the marmot commands
+
 # What click's option decorators do: take a command function, return it with one more option.
 OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-json_option: OptionDecorator = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 group_option: OptionDecorator = click.option(
     "--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do)."
 )
