@@ -71,16 +71,21 @@ def ids_between(db: Database, low: str, high: str, limit: int) -> list[str]:
     return [file_id for (file_id,) in db.all(_IDS_BETWEEN, (low, high, limit))]
 
 
-_LISTING = (
-    "SELECT file_id, total_size, mime, status, received_bytes, created_at_ms, completed_at_ms FROM blobs "
-    "ORDER BY created_at_ms DESC, file_id LIMIT ?"
+_LISTING_COLUMNS = "file_id, total_size, mime, status, received_bytes, created_at_ms, completed_at_ms"
+# Newest first, ties on the millisecond broken by id so a cursor (created_at_ms, file_id) cuts one total order.
+_LISTING = f"SELECT {_LISTING_COLUMNS} FROM blobs ORDER BY created_at_ms DESC, file_id DESC LIMIT ?"
+_LISTING_BEFORE = (
+    f"SELECT {_LISTING_COLUMNS} FROM blobs WHERE (created_at_ms, file_id) < (?, ?) "
+    "ORDER BY created_at_ms DESC, file_id DESC LIMIT ?"
 )
 _LISTING_KEYS = ("file_id", "size", "mime", "status", "received_bytes", "created_at_ms", "completed_at_ms")
 
 
-def listing(db: Database, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` newest blobs: id, size, type, status, bytes received so far, times (ms)."""
-    return [dict(zip(_LISTING_KEYS, row, strict=True)) for row in db.all(_LISTING, (limit,))]
+def listing(db: Database, limit: int, before: tuple[int, str] | None = None) -> list[dict[str, Any]]:
+    """The ``limit`` newest blobs (or the newest older than ``before``, a ``(created_at_ms, file_id)``
+    cursor), newest first: id, size, type, status, bytes received so far, times (ms)."""
+    rows = db.all(_LISTING, (limit,)) if before is None else db.all(_LISTING_BEFORE, (*before, limit))
+    return [dict(zip(_LISTING_KEYS, row, strict=True)) for row in rows]
 
 
 def append_slice(
