@@ -13,6 +13,7 @@ import click
 
 from core.errors import InvalidInput
 from jobs import hints, output, times
+from jobs.cli_errors import INT64_MAX
 from jobs.cli_options import json_option
 
 if TYPE_CHECKING:
@@ -40,9 +41,10 @@ def _cursor(value: str | None) -> tuple[int, str] | None:
         return None
     created, sep, file_id = value.partition(":")
     file_id = file_id.lower()
-    if not (sep and created.isdigit() and len(file_id) == _ID_HEX and set(file_id) <= set("0123456789abcdef")):
+    whole_id = len(file_id) == _ID_HEX and set(file_id) <= set("0123456789abcdef")
+    if not (sep and created.isdigit() and int(created) <= INT64_MAX and whole_id):
         raise InvalidInput(
-            "--before must be CREATED_AT_MS:FILE_ID (milliseconds, a colon, a whole blob id in hex), "
+            "--before must be CREATED_AT_MS:FILE_ID (milliseconds from 0 to 2**63-1, a colon, a whole blob id in hex), "
             f"as a page's next_cursor gives it; got {value!r:.100}"
         )
     return int(created), file_id
