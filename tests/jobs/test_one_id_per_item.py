@@ -80,11 +80,11 @@ def test_example_pages_print_the_older_hint_only_while_something_older_exists(ro
     assert tessera(*root, "ingest", "--protocol", "example", str(stream)).exit_code == 0
     assert _tick(root) == {}
     [room] = {json.loads(blob)["room"] for blob in blobs}
-    every = json.loads(tessera(*root, "example", "page", room, "--limit", "1000", "--json").stdout)
+    every = json.loads(tessera(*root, "example", "page", room, "--limit", "1000", "--json").stdout)["messages"]
     page, seen = tessera(*root, "example", "page", room, "--limit", "5"), []
-    while True:
+    while True:  # the newest page first, each oldest first (docs/cli.md, *Paging*): older pages go in front
         assert page.exit_code == 0, page.output
-        seen += [line.split()[3] for line in page.stdout.splitlines() if not line.startswith("older: ")]
+        seen = [line.split()[3] for line in page.stdout.splitlines() if not line.startswith("older: ")] + seen
         hints = HINT.findall(page.stdout)
         if not hints:
             break

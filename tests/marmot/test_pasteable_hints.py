@@ -71,7 +71,7 @@ def test_history_pages_walk_back_by_pasting_their_older_hint_until_nothing_is_ol
         if not older:
             break
         [hint] = older
-        assert hint.startswith(shlex.join(["tessera", *root, "marmot", "history", "--group", gid]))
+        assert hint.startswith(shlex.join(["tessera", *root, "marmot", "history", "--group", gid, "--before"]))
         page = paste(hint)
     # Every message once, in order, and the last page printed no hint (nothing older exists).
     assert seen == [rumor_id[:12] for rumor_id in expected["rumor_ids"]]
@@ -89,7 +89,9 @@ def test_the_group_view_shows_its_name_members_npubs_and_utc_times(observer) -> 
     page = tessera(*root, "marmot", "history", "--group", gid[:8], "--limit", "1")
     title, first, *_ = page.stdout.splitlines()
     assert title == f"group {gid}, {len(npubs)} members: {', '.join(npubs)}"  # the simulation names the group not
-    [newest] = json.loads(tessera(*root, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)
+    [newest] = json.loads(tessera(*root, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)[
+        "messages"
+    ]
     created_at = newest["created_at"]
     assert first.startswith(times.utc(created_at * 1000) + "  " + expected["rumor_ids"][-1][:12])
 
@@ -123,6 +125,6 @@ def test_a_message_prefix_names_the_message_and_the_queued_hint_names_the_databa
     [hint] = hints_in(sent)
     assert hint == shlex.join(["tessera", *root, "tick"])
     created = json.loads(sent.stdout)["rumor"]
-    shown = json.loads(tessera(*root, "marmot", "history", "--group", expected["group"], "--json").stdout)
+    shown = json.loads(tessera(*root, "marmot", "history", "--group", expected["group"], "--json").stdout)["messages"]
     [reaction] = [row for row in shown if row["id"] == created]
     assert reaction["content"] == "+" and ["e", target] in reaction["tags"]
