@@ -81,7 +81,8 @@ def test_example_pages_print_the_older_hint_only_while_something_older_exists(ro
     assert _tick(root) == {}
     [room] = {json.loads(blob)["room"] for blob in blobs}
     every = json.loads(tessera(*root, "example", "page", room, "--limit", "1000", "--json").stdout)["messages"]
-    page, seen = tessera(*root, "example", "page", room, "--limit", "5"), []
+    page = tessera(*root, "example", "page", room, "--limit", "5")
+    seen: list[str] = []
     while True:  # the newest page first, each oldest first (docs/cli.md, *Paging*): older pages go in front
         assert page.exit_code == 0, page.output
         seen = [line.split()[3] for line in page.stdout.splitlines() if not line.startswith("older: ")] + seen
