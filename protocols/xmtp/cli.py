@@ -28,7 +28,6 @@ from jobs import hints, outcome, output, times
 from jobs.cli_options import json_option
 from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
-from jobs.output import plural
 from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
@@ -45,11 +44,12 @@ _GROUP = "SELECT 1 FROM xmtp_groups WHERE id = ?"
 _GROUPS = "SELECT id FROM xmtp_groups WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
 
 
-def _group_id(app: App, text: str) -> bytes:
-    """The group ``--group`` names: its id in hex, or a unique prefix of it (as ``groups`` shows them)."""
+def _group_id(app: App, text: str, given_as: str = "--group") -> bytes:
+    """The group ``text`` names (``given_as``: the option or argument, for the error): its id in hex, or a unique
+    prefix of it (as ``groups`` shows them)."""
     wanted = text.strip().lower()
     if not wanted or any(c not in "0123456789abcdef" for c in wanted):
-        raise InvalidInput(f"--group takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
+        raise InvalidInput(f"{given_as} takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
     with app.db.read():
         if len(wanted) % 2 == 0 and app.db.one(_GROUP, (bytes.fromhex(wanted),)) is not None:
             return bytes.fromhex(wanted)
@@ -171,7 +171,7 @@ def _show_intents(rows: list[Any]) -> None:
     if len(rows) > SHOWN_INTENTS:
         states = Counter(row.state.name for row in rows)
         click.echo(
-            f"{plural(len(rows), 'intent')}: "
+            f"{output.plural(len(rows), 'intent')}: "
             + ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
         )
         rows = [row for row in rows if row.error]
@@ -247,14 +247,14 @@ def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as
 
 def _decide(obj: CliState, group: str, command: str, as_json: bool) -> None:
     app = obj.app()
-    group_id = _group_id(app, group)
+    group_id = _group_id(app, group, "GROUP_ID")
     app.runtime.run_command(f"xmtp.{command}", {"group": group_id.hex()})
     _, report = _round(app)
     with app.db.read():
         found = queries.group(app.db, group_id)
     state = found.membership.name if found is not None else "unknown"
     result = Outcome.UNREACHABLE if report.unreachable else Outcome.DONE
-    line = f"group {group_id.hex()}: {state}, {plural(report.processed, 'payload')} read"
+    line = f"group {group_id.hex()}: {state}, {output.plural(report.processed, 'payload')} read"
     outcome.emit(as_json, {"group": group_id.hex(), "membership": state, "read": report.processed}, [line], result)
     if report.unreachable:  # decided here all the same; reading the group waits for the server
         outcome.finish(Outcome.UNREACHABLE, [f"not read: {report.failures[0]}; `tessera xmtp sync` reads it later"])

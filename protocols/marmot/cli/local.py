@@ -19,7 +19,6 @@ from core.errors import InvalidInput
 from core.state import ProtocolState
 from jobs import hints, output, times
 from jobs.cli_options import aliased_option, json_option
-from jobs.output import plural
 from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate as sim
@@ -176,7 +175,7 @@ def _group_lines(row: dict) -> list[str]:
     since = "the beginning" if fetch["since"] is None else _when(fetch["since"])
     name = "" if row["name"] is None else f" {_named(row['name'])}"
     return [
-        f"{row['group']}{name}  epoch {row['epoch']}  {plural(row['members'], 'member')}  {states}{inactive}",
+        f"{row['group']}{name}  epoch {row['epoch']}  {output.plural(row['members'], 'member')}  {states}{inactive}",
         *([f"  description: {row['description']}"] if row["description"] else []),
         *(
             [f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"]
@@ -209,7 +208,7 @@ def groups(obj, as_json: bool):
     for row in rows:
         for line in _group_lines(row):
             click.echo(line)
-    click.echo(plural(len(rows), "group"))
+    click.echo(output.plural(len(rows), "group"))
 
 
 @click.command()
@@ -257,7 +256,7 @@ def _history_title(gid: str, profile: dict[str, Any]) -> str:
     npubs = profile["member_npubs"]
     more = f" and {len(npubs) - TITLE_NPUBS} more" if len(npubs) > TITLE_NPUBS else ""
     members = ", ".join(npubs[:TITLE_NPUBS]) + more
-    return f"group {gid}{_named(profile['name'])}, {plural(len(npubs), 'member')}: {members}"
+    return f"group {gid}{_named(profile['name'])}, {output.plural(len(npubs), 'member')}: {members}"
 
 
 # A history page names this many members' npubs at most (`marmot members` lists them all).
