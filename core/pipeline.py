@@ -376,18 +376,19 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
 
 
 def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
-    queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
+    parked_id = queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
     _remove_source(rt, item)
+    # Named by its parked id, the one `parked list`, `status` and `parked retry` use; where it was queued
+    # before (``item_id``) is kept in the structured fields only.
     log.warning(
-        "parked %s item %s:%d: %s",
-        item.protocol,
-        item.source,
-        item.source_id,
-        reason,
+        "%s; `tessera parked list --show %d` shows it",
+        queues.parked_message(parked_id, item.protocol, reason),
+        parked_id,
         extra={
             "protocol": item.protocol,
             "source": item.source,
             "item_id": item.source_id,
+            "parked_id": parked_id,
             "outcome": OutcomeKind.PARKED,
         },
     )

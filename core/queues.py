@@ -401,6 +401,12 @@ def park(
     )
 
 
+def parked_message(parked_id: int, protocol: str, reason: str) -> str:
+    """How a log line names a parked item: by its parked id, the one every ``parked`` command and ``status``
+    use (never the id it had in the queue it came from)."""
+    return f"parked {protocol} item {parked_id}: {reason}"
+
+
 _LIST_PARKED = (
     "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
     "length(blob) FROM parked "

@@ -20,8 +20,9 @@ from core.plugins import get_plugins, make_plugin_manager
 from core.protocol import LazyCommand
 from core.settings import Settings
 from core.status import snapshot
-from jobs import output
-from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs import hints, output, times
+from jobs.blob_list import blob_id, blob_list
+from jobs.cli_errors import TesseraGroup, bound_integers, error_message, error_object
 from jobs.cli_options import CONTEXT_SETTINGS, DB_META_KEY, attach_shared, db_option, json_option, version_option
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
@@ -320,9 +321,17 @@ def tick(
         with MetricsServer(obj.settings, metrics_port):
             report = daemon.run()
     except StorageStillUnavailable as exc:
-        if as_json:  # the same one line goes to stderr, and the exit status is 75
-            click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))
-        raise
+        if not as_json:
+            raise
+        # One JSON document on stdout: the report with the error object in it (the root would print a second).
+        message = error_message(exc)
+        shown = {
+            **_tick_json(daemon.report, reason=message),
+            "error": error_object(type(exc).__name__, message, exc.exit_code),
+        }
+        click.echo(output.to_json(shown, sort_keys=True))
+        click.echo(f"Error: {message}", err=True)  # the same one line as without --json, and the status 75
+        raise SystemExit(exc.exit_code) from exc
     result, reasons = _publish_outcome(obj, daemon.mode)
     if lines is not None:
         click.echo(output.to_json_line(with_outcome(_tick_json(report), result)))
@@ -330,7 +339,9 @@ def tick(
         click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
     else:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
-        click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+        click.echo(
+            f"tick stopped ({report.exit_reason}) after {output.plural(report.passes, 'pass', 'passes')}: {outcomes}"
+        )
     finish(result, reasons)
 
 
@@ -437,8 +448,15 @@ def parked_list(
         click.echo(output.to_json(rows))
         return
     for row in rows:
-        click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
-    click.echo(f"{len(rows)} parked" + (f"; older: --before {rows[0]['id']}" if has_more else ""))
+        click.echo(
+            f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  "
+            f"{times.utc(row['last_failed_at_ms'])}  {row['reason']}"
+        )
+    click.echo(output.plural(len(rows), "parked item"))
+    if has_more:  # the next page, ready to paste: the same filters, older than this page's oldest item
+        filters = [*(["--protocol", protocol] if protocol else []), *(["--reason", reason] if reason else [])]
+        older = hints.command("parked", "list", *filters, "--before", rows[0]["id"], "--limit", limit)
+        click.echo(f"older: `{older}`")
 
 
 @parked.command("retry")
@@ -480,16 +498,21 @@ def blob() -> None:
     """Files stored as slices."""
 
 
+blob.add_command(blob_list)
+
+
 @blob.command("export")
 @click.argument("file_id")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @json_option
 @click.pass_obj
 def blob_export(obj: CliState, file_id: str, path: Path, as_json: bool) -> None:
-    """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+    """Write complete blob FILE_ID (or a unique prefix of it) to PATH (streamed, never whole in memory)."""
     from core import blobs
 
-    written = blobs.export(obj.app().db, file_id, path)
+    app = obj.app()
+    file_id = blob_id(app, file_id)
+    written = blobs.export(app.db, file_id, path)
     _said(as_json, f"wrote {output.plural(written, 'byte')} to {path}", file_id=file_id, path=str(path), size=written)
 
 
@@ -518,10 +541,11 @@ def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> N
 @json_option
 @click.pass_obj
 def blob_reset(obj: CliState, file_id: str, yes: bool, as_json: bool) -> None:
-    """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+    """Drop FILE_ID's slices (FILE_ID or a unique prefix) so the file can be sent again from slice 0."""
     from core import blobs
 
     app = obj.app()
+    file_id = blob_id(app, file_id)
     with app.db.write():
         found = blobs.info(app.db, file_id)
         if found is not None and found.status == "complete" and not yes:

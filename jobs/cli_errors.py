@@ -2,6 +2,8 @@
 
 - a :class:`TesseraError` prints ``Error: <message>`` and exits 1 (or its
   ``exit_code``: 75 for storage that stayed unavailable past a bounded wait);
+  a command the message names in backticks gets this run's ``--db``
+  (:func:`jobs.hints.pasteable`), so it works when pasted;
 - an operating-system error about a path (a directory that does not exist, a
   file where a directory should be, no permission) prints the path and the
   reason and exits 1, whichever command or plugin met it;
@@ -26,12 +28,23 @@ import click
 
 from core.errors import TesseraError
 from jobs.cli_options import json_requested, reset_json_requests
+from jobs.hints import pasteable
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def error_message(exc: TesseraError) -> str:
+    """What the user is told of ``exc``: one line, its commands given this run's --db (and --config, --key-file)."""
+    return pasteable(one_line(str(exc)))
+
+
+def error_object(kind: str, message: str, status: int) -> dict[str, Any]:
+    """The ``"error"`` value a ``--json`` run prints when it fails (docs/cli.md)."""
+    return {"type": kind, "message": message, "exit_code": status}
 
 
 class _Refused(click.ClickException):
@@ -50,7 +63,7 @@ class TesseraGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TesseraError as exc:
-            raise _Refused(one_line(str(exc)), getattr(exc, "exit_code", 1), type(exc).__name__) from exc
+            raise _Refused(error_message(exc), getattr(exc, "exit_code", 1), type(exc).__name__) from exc
         except OSError as exc:
             if exc.filename is None:
                 raise  # not about a path the user gave: a bug to see in full
@@ -94,8 +107,7 @@ class TesseraGroup(click.Group):
 def _refuse(argv: list[str], kind: str, message: str, status: int, *, prefix: str = "Error: ") -> NoReturn:
     """Print the one line on stderr (and, when the run asked for --json, the error object on stdout); exit."""
     if json_requested(argv):
-        error = {"type": kind, "message": message, "exit_code": status}
-        click.echo(json.dumps({"error": error}, ensure_ascii=False))
+        click.echo(json.dumps({"error": error_object(kind, message, status)}, ensure_ascii=False))
     click.echo(f"{prefix}{message}", err=True)
     sys.exit(status)
 

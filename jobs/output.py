@@ -19,8 +19,11 @@ def text(value: object) -> str:
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``count`` and ``noun``, the noun in the plural unless the count is one: "1 blob", "3 blobs"."""
-    return f"{count:,} {noun if count == 1 else plural_form or noun + 's'}"
+    """``count`` and ``noun``, the noun in the plural unless the count is one: "1 blob", "3 blobs".
+
+    The count keeps no thousands separator: a size or an id-like number stays one a user can paste back.
+    """
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
 
 
 def _json_default(value: object) -> Any:

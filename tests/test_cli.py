@@ -104,7 +104,7 @@ def test_an_oversized_line_is_skipped_and_reported(tmp_path):
     stream.write_bytes(b'{"a":1}\n' + b"x" * 2_000_000 + b"\n")
     tessera(db, "init", "--protocol", "example")
     proc = tessera(db, "ingest", "--protocol", "example", str(stream))
-    assert b"queued 1 blob for" in proc.stdout and b"skipped 1 line over" in proc.stdout
+    assert b"queued 1 blob for example" in proc.stdout and b"skipped 1 line over" in proc.stdout
     assert b"line 2 (2000000 bytes)" in proc.stdout
     assert json.loads(tessera(db, "status", "--json").stdout)["incoming"] == 1
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from core.errors import InvalidInput
-from jobs import output
+from jobs import hints, output, times
 from jobs.cli_options import json_option
 from protocols.example import queries, simulate
 
@@ -79,9 +79,9 @@ def page(obj, room: str, before: str | None, limit: int, as_json: bool):
         return
     for row in rows:
         mark = " (deleted)" if row["deleted"] else ""
-        click.echo(f"{row['ts_ms']}:{row['id'][:16]}  {row['author'][:8]}  {row['text']}{mark}")
+        click.echo(f"{times.utc(row['ts_ms'])}  {row['id'][:16]}  {row['author'][:8]}  {row['text']}{mark}")
     if next_cursor:
-        click.echo(f"older: --before {next_cursor}")
+        click.echo(f"older: `{hints.command('example', 'page', room, '--before', next_cursor, '--limit', limit)}`")
 
 
 @example.command()

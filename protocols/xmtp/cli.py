@@ -24,8 +24,9 @@ import click
 
 from core import eventlog
 from core.errors import InvalidInput
-from jobs import outcome, output
+from jobs import hints, outcome, output, times
 from jobs.cli_options import json_option
+from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
 from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
@@ -39,14 +40,24 @@ if TYPE_CHECKING:
     from jobs.cli import CliState
 
 
-def _group_id(text: str) -> bytes:
-    try:
-        group_id = bytes.fromhex(text)
-    except ValueError:
-        group_id = b""
-    if not group_id:
-        raise InvalidInput(f"--group takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
-    return group_id
+_GROUP = "SELECT 1 FROM xmtp_groups WHERE id = ?"
+_GROUPS = "SELECT id FROM xmtp_groups WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
+
+
+def _group_id(app: App, text: str, given_as: str = "--group") -> bytes:
+    """The group ``text`` names (``given_as``: the option or argument, for the error): its id in hex, or a unique
+    prefix of it (as ``groups`` shows them)."""
+    wanted = text.strip().lower()
+    if not wanted or any(c not in "0123456789abcdef" for c in wanted):
+        raise InvalidInput(f"{given_as} takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
+    with app.db.read():
+        if len(wanted) % 2 == 0 and app.db.one(_GROUP, (bytes.fromhex(wanted),)) is not None:
+            return bytes.fromhex(wanted)
+
+        def lookup(ids: IdRange, limit: int) -> list[str]:
+            return [bytes(found).hex() for (found,) in app.db.all(_GROUPS, (*ids.bytes, limit))]
+
+        return bytes.fromhex(resolve(wanted, "group", lookup, hints.command("xmtp", "groups")))
 
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
@@ -159,7 +170,10 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bo
 def _show_intents(rows: list[Any]) -> None:
     if len(rows) > SHOWN_INTENTS:
         states = Counter(row.state.name for row in rows)
-        click.echo(f"{len(rows)} intents: " + ", ".join(f"{count} {state}" for state, count in sorted(states.items())))
+        click.echo(
+            f"{output.plural(len(rows), 'intent')}: "
+            + ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
+        )
         rows = [row for row in rows if row.error]
     for row in rows:
         reason = f" ({row.error})" if row.error else ""
@@ -184,7 +198,7 @@ def create_group(obj: CliState, name: str, as_json: bool) -> None:
 
 def _members_command(command: str, help_text: str) -> click.Command:
     @click.command(command.replace("_", "-"), help=help_text)
-    @click.option("--group", "group", required=True, help="Group id (hex).")
+    @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
     @click.argument("addresses", nargs=-1, required=True)
     @publish_option
     @json_option
@@ -192,7 +206,8 @@ def _members_command(command: str, help_text: str) -> click.Command:
     def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
         app = obj.app()
         checked = [parse_address(address) for address in addresses]
-        outcome = app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex(), "addresses": checked})
+        params = {"group": _group_id(app, group).hex(), "addresses": checked}
+        outcome = app.runtime.run_command(f"xmtp.{command}", params)
         _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
     return run
@@ -203,19 +218,19 @@ xmtp.add_command(_members_command("remove_members", "Remove accounts from a grou
 
 
 @xmtp.command("update-key")
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @publish_option
 @json_option
 @click.pass_obj
 def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> None:
     """Refresh our own leaf's keys in a group (a commit of our own)."""
     app = obj.app()
-    outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(group).hex()})
+    outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(app, group).hex()})
     _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
 @publish_option
 @json_option
@@ -223,7 +238,7 @@ def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> No
 def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
     """Send each TEXT to a group, in order (one message each)."""
     app = obj.app()
-    group_hex = _group_id(group).hex()
+    group_hex = _group_id(app, group).hex()
     made = []
     for text in texts:
         made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
@@ -232,14 +247,15 @@ def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as
 
 def _decide(obj: CliState, group: str, command: str, as_json: bool) -> None:
     app = obj.app()
-    app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex()})
+    group_id = _group_id(app, group, "GROUP_ID")
+    app.runtime.run_command(f"xmtp.{command}", {"group": group_id.hex()})
     _, report = _round(app)
     with app.db.read():
-        found = queries.group(app.db, _group_id(group))
+        found = queries.group(app.db, group_id)
     state = found.membership.name if found is not None else "unknown"
     result = Outcome.UNREACHABLE if report.unreachable else Outcome.DONE
-    line = f"group {group}: {state}, {output.plural(report.processed, 'payload')} read"
-    outcome.emit(as_json, {"group": group, "membership": state, "read": report.processed}, [line], result)
+    line = f"group {group_id.hex()}: {state}, {output.plural(report.processed, 'payload')} read"
+    outcome.emit(as_json, {"group": group_id.hex(), "membership": state, "read": report.processed}, [line], result)
     if report.unreachable:  # decided here all the same; reading the group waits for the server
         outcome.finish(Outcome.UNREACHABLE, [f"not read: {report.failures[0]}; `tessera xmtp sync` reads it later"])
 
@@ -261,7 +277,7 @@ def _pending(group_arg: str | None, group_opt: str | None) -> str:
 @json_option
 @click.pass_obj
 def accept(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
-    """Take part in group GROUP_ID a welcome brought (then read it)."""
+    """Take part in group GROUP_ID (or a unique prefix of it) a welcome brought (then read it)."""
     _decide(obj, _pending(group_arg, group_opt), "accept", as_json)
 
 
@@ -271,7 +287,7 @@ def accept(obj: CliState, group_arg: str | None, group_opt: str | None, as_json:
 @json_option
 @click.pass_obj
 def reject(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
-    """Decline group GROUP_ID a welcome brought: its messages are not read."""
+    """Decline group GROUP_ID (or a unique prefix of it) a welcome brought: its messages are not read."""
     _decide(obj, _pending(group_arg, group_opt), "reject", as_json)
 
 
@@ -422,7 +438,7 @@ def _group_line(g: dict[str, Any]) -> str:
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000), help="Messages per page.")
 @click.option("--before", help="Show messages older than this cursor (a page's next_cursor).")
 @json_option
@@ -430,7 +446,7 @@ def _group_line(g: dict[str, Any]) -> str:
 def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
     """A group's messages, newest page first (oldest first within the page)."""
     app = obj.app()
-    group_id = _group_id(group)
+    group_id = _group_id(app, group)
     with app.db.read():
         if queries.group(app.db, group_id) is None:
             raise GroupUnknown(f"no group {group} on this database; `tessera xmtp groups` lists them")
@@ -452,9 +468,10 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         return
     for item in listed:
         who = item["sender"] if item["kind"] == MessageKind.APPLICATION.name else f"[{item['kind'].lower()}]"
-        click.echo(f"{who}: {item['text']}")
+        click.echo(f"{times.utc(item['sent_at_ns'] // 1_000_000)}  {who}: {item['text']}")
     if next_cursor:
-        click.echo(f"(older: --before {next_cursor})")
+        flags = ["--group", group_id.hex(), "--before", next_cursor, "--limit", limit]
+        click.echo(f"older: `{hints.command('xmtp', 'messages', *flags)}`")
 
 
 def _cursor(text: str | None) -> tuple[int, str] | None:

@@ -160,7 +160,8 @@ def test_mistakes_are_one_line_errors(relay: LocalRelayServer, tmp_path: Path) -
     assert "no marmot account" in carol.error("create-group", "--name", "x", "--relay", relay.url)
     assert "no marmot account" in carol.error("whoami")
     carol.marmot("identity", "new")
-    assert "no joined marmot group" in carol.error("send", "--group", "ab" * 16, "hi")
+    assert "no group id starts with " + "ab" * 16 in carol.error("send", "--group", "ab" * 16, "hi")
+    assert "no joined marmot group" in carol.error("send", "--group", "ab" * 32, "hi")
     gid = carol.marmot("create-group", "--name", "x", "--relay", relay.url)["group"]
     assert "not a public key" in carol.error("add-members", "--group", gid, "nobody")
     npub = nip19.npub("ab" * 32)

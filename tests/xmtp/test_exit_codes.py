@@ -54,7 +54,8 @@ def test_a_stopped_server_makes_send_queued_and_sync_unreachable(tmp_path: Path)
         assert sent.returncode == Outcome.QUEUED.exit_code == 5, sent.stderr
         assert "SEND_MESSAGE TO_SEND" in sent.stdout
         [reason] = sent.stderr.strip().splitlines()
-        assert reason.startswith("queued; will retry 1 intent with `tessera xmtp sync` or `tessera tick`: cannot reach")
+        hinted = f"`tessera --db {alice.db} xmtp sync` or `tessera --db {alice.db} tick`"  # pasted, they work
+        assert reason.startswith(f"queued; will retry 1 intent with {hinted}: cannot reach")
 
         down = alice.run("xmtp", "sync", "--json")
         assert down.returncode == Outcome.UNREACHABLE.exit_code == 4, down.stderr

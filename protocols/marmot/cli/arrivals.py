@@ -14,6 +14,8 @@ from typing import Any
 
 from core import contract
 from core.records import StoredEvent
+from jobs import hints
+from jobs.output import plural
 from protocols.marmot import facts
 from protocols.marmot.cli.support import short_key
 from protocols.marmot.facts import PROTOCOL
@@ -45,7 +47,7 @@ def _commit(data: dict[str, Any]) -> str:
     said += f": {', '.join(changes)}" if changes else ""
     if data["we_were_removed"]:
         said += "; we were removed: the group is read-only now"
-    return said + f" ({data['members']} members)"
+    return said + f" ({plural(data['members'], 'member')})"
 
 
 def _proposal(data: dict[str, Any]) -> str:
@@ -64,7 +66,7 @@ def _invitation(data: dict[str, Any]) -> str:
     name = f" {data['name']!r}" if data["name"] else ""
     return (
         f"invitation {data['welcome_id']} from {short_key(data['sender'])} to group{name} {data['group']} "
-        f"({data['members']} members): `tessera marmot accept {data['welcome_id']}` joins it"
+        f"({plural(data['members'], 'member')}): `{hints.command('marmot', 'accept', data['welcome_id'])}` joins it"
     )
 
 

@@ -19,8 +19,11 @@ import click
 
 from core import contract
 from core.state import ProtocolState
+from jobs import hints, times
 from jobs.cli_options import hidden_alias
+from jobs.output import plural
 from protocols.libraries import mls
+from protocols.marmot.cli import ids
 from protocols.marmot.cli.invitees import find_invitee
 from protocols.marmot.cli.publish import PublishSummary, publish_now, report, timeout_option
 from protocols.marmot.cli.support import (
@@ -55,7 +58,7 @@ def _group_row(app: contract.App, gid: str) -> dict[str, Any]:
 def _report_change(app: contract.App, gid: str, change: str, summary: PublishSummary, as_json: bool) -> None:
     """Print where ``gid`` stands after ``change`` of ours, and what the relays said."""
     row = _group_row(app, gid)
-    standing = f"{change}: group {gid} is at epoch {row['epoch']} with {row['members']} member(s)"
+    standing = f"{change}: group {gid} is at epoch {row['epoch']} with {plural(row['members'], 'member')}"
     shown = {"group": gid, "change": change, "now": row, "publish": summary.to_json()}
     report(as_json, shown, [standing, *summary.lines()], summary)
 
@@ -86,7 +89,11 @@ def create_group(
     event = obj.app().runtime.run_command("marmot.create_group", params).events[0]
     gid = event.partition_key
     shown = {"group": gid, "name": name, "admins": event.data["admins"], "relays": params["relays"]}
-    emit(as_json, shown, [f"created group {gid}", f"add members with `tessera marmot add-members --group {gid} NPUB`"])
+    emit(
+        as_json,
+        shown,
+        [f"created group {gid}", f"add members with `{hints.command('marmot', 'add-members', '--group', gid)} NPUB`"],
+    )
 
 
 def _invite_relays(app: contract.App, gid: str) -> list[str]:
@@ -182,7 +189,7 @@ def members(obj: Any, gid: str, as_json: bool) -> None:
         f"{row['npub']}  {row['pubkey']}" + (" admin" if row["admin"] else "") + (" (us)" if row["self"] else "")
         for row in rows
     ]
-    emit(as_json, rows, [*lines, f"{len(rows)} member(s) at epoch {state.epoch}"])
+    emit(as_json, rows, [*lines, f"{plural(len(rows), 'member')} at epoch {state.epoch}"])
 
 
 @click.command("welcomes")
@@ -198,10 +205,11 @@ def list_welcomes(obj: Any, as_json: bool) -> None:
         for welcome_id, received, sender, gid, data in rows
     ]
     lines = [
-        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({p['members']} members, epoch {p['epoch']})"
+        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({plural(p['members'], 'member')}, "
+        f"epoch {p['epoch']})  received {times.utc(p['received_at_ms'])}"
         for p in pending
     ]
-    emit(as_json, pending, [*lines, f"{len(pending)} pending invitation(s)"])
+    emit(as_json, pending, [*lines, f"{plural(len(pending), 'pending invitation')}"])
 
 
 def _invitation(data: str) -> dict[str, Any]:
@@ -216,9 +224,9 @@ def _invitation(data: str) -> dict[str, Any]:
 @json_option
 @click.pass_obj
 def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
-    """Join the group of pending invitation WELCOME_ID (`welcomes` lists them)."""
+    """Join the group of pending invitation WELCOME_ID, or a unique prefix of it (`welcomes` lists them)."""
     app = obj.app()
-    outcome = app.runtime.run_command("marmot.accept", {"welcome": welcome_id.strip()})
+    outcome = app.runtime.run_command("marmot.accept", {"welcome": ids.welcome(app, welcome_id)})
     gid = outcome.events[0].partition_key
     _report_change(app, gid, "accept", publish_now(app, timeout_s), as_json)
 
@@ -229,9 +237,10 @@ def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def reject(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
-    """Decline pending invitation WELCOME_ID; its KeyPackage is replaced by a fresh one."""
+    """Decline pending invitation WELCOME_ID (or a unique prefix); its KeyPackage is replaced by a fresh one."""
     app = obj.app()
-    app.runtime.run_command("marmot.decline", {"welcome": welcome_id.strip()})
+    welcome_id = ids.welcome(app, welcome_id)
+    app.runtime.run_command("marmot.decline", {"welcome": welcome_id})
     summary = publish_now(app, timeout_s)
     shown = {"declined": welcome_id, "publish": summary.to_json()}
     report(as_json, shown, [f"declined {welcome_id}", *summary.lines()], summary)

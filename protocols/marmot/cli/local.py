@@ -17,11 +17,12 @@ import click
 from core import contract
 from core.errors import InvalidInput
 from core.state import ProtocolState
-from jobs import output
+from jobs import hints, output, times
 from jobs.cli_options import aliased_option, json_option
+from protocols.libraries import mls
 from protocols.marmot import settings as marmot_settings
 from protocols.marmot import simulate as sim
-from protocols.marmot.cli.support import OptionDecorator, emit, group_id, joined_group
+from protocols.marmot.cli.support import OptionDecorator, emit, group_id, joined_group, short_key
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import StateKeyMissing
 from protocols.marmot.facts import PROTOCOL
@@ -31,7 +32,7 @@ from protocols.marmot.read.states import MessageState, OuterState
 from protocols.marmot.state import key
 from protocols.marmot.state.store import load_joined
 from protocols.marmot.transport import fetch_window
-from protocols.marmot.wire import group_data
+from protocols.marmot.wire import group_data, nip19
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -153,32 +154,45 @@ _NO_KEY_NOTE = (
 
 def _profile(state: ProtocolState, gid: str) -> dict[str, Any]:
     try:
-        data = group_data.read(load_joined(state, gid).state)
+        sealed = load_joined(state, gid).state
     except StateKeyMissing:
-        return dict.fromkeys(("name", "description", "relays", "nostr_group_id"))
+        return dict.fromkeys(("name", "description", "relays", "nostr_group_id", "member_npubs"))
+    data = group_data.read(sealed)
     return {
         "name": data.name,
         "description": data.description,
         "relays": list(data.relays),
         "nostr_group_id": data.nostr_group_id.hex(),
+        "member_npubs": [nip19.npub(key) for key in sorted(set(mls.member_credentials(sealed).values()))],
     }
 
 
 def _group_lines(row: dict) -> list[str]:
+    """A group as people read it: its name and members' npubs (with the key), times in UTC (raw in --json)."""
     states = " ".join(f"{k}={v}" for k, v in row["outer_events"].items()) or "no events yet"
     inactive = "  inactive (we were removed: read-only)" if not row["active"] else ""
     fetch = row["fetch"]
-    since = "the beginning" if fetch["since"] is None else fetch["since"]
-    name = "" if row["name"] is None else f"  {row['name']!r}"
+    since = "the beginning" if fetch["since"] is None else _when(fetch["since"])
+    name = "" if row["name"] is None else f" {_named(row['name'])}"
     return [
-        f"{row['group']}{name}  epoch {row['epoch']}  {row['members']} members  {states}{inactive}",
+        f"{row['group']}{name}  epoch {row['epoch']}  {output.plural(row['members'], 'member')}  {states}{inactive}",
         *([f"  description: {row['description']}"] if row["description"] else []),
-        *([f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"] if name else []),
+        *(
+            [f"  nostr group id {row['nostr_group_id']}  relays: {', '.join(row['relays']) or 'none'}"]
+            if row["name"] is not None
+            else []
+        ),
+        *([f"  members: {', '.join(row['member_npubs'])}"] if row["member_npubs"] else []),
         (
-            f"  next sync asks from {since} (newest fetched {fetch['newest_fetched']}, "
-            f"last complete fetch {fetch['last_fetch']})"
+            f"  next sync asks from {since} (newest fetched {_when(fetch['newest_fetched'])}, "
+            f"last complete fetch {_when(fetch['last_fetch'])})"
         ),
     ]
+
+
+def _when(seconds: int | None) -> str:
+    """A Nostr timestamp (seconds) in UTC, or ``never``."""
+    return "never" if seconds is None else times.utc(seconds * 1000)
 
 
 @click.command()
@@ -194,11 +208,11 @@ def groups(obj, as_json: bool):
     for row in rows:
         for line in _group_lines(row):
             click.echo(line)
-    click.echo(f"{len(rows)} group(s)")
+    click.echo(output.plural(len(rows), "group"))
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @aliased_option(
     "--before",
     "before",
@@ -224,15 +238,37 @@ def history(obj, gid: str, before: str | None, limit: int, include_invalidated: 
         shown = {"messages": rows, "next_cursor": next_cursor, "has_more": has_more}
         click.echo(output.to_json(shown, ensure_ascii=False))
         return
+    [profile] = _described(app, [{"group": gid}])
+    click.echo(_history_title(gid, profile))
     for row in rows:
         mark = "" if row["state"] == MessageState.PROCESSED else f" [{row['state']}]"
-        click.echo(f"{row['created_at']}:{row['id'][:12]}  {row['pubkey'][:8]}  {row['content']}{mark}")
+        author = short_key(row["pubkey"])
+        click.echo(f"{_when(row['created_at'])}  {row['id'][:12]}  {author}  {row['content']}{mark}")
     if next_cursor:
-        click.echo(f"older: --before {next_cursor}")
+        flags = ["--group", gid, "--before", next_cursor, "--limit", limit]
+        click.echo(f"older: `{hints.command('marmot', 'history', *flags)}`")
+
+
+def _history_title(gid: str, profile: dict[str, Any]) -> str:
+    """The group a history page is of: its name and its members' npubs (when the key opens its state)."""
+    if profile["name"] is None:
+        return f"group {gid}"
+    npubs = profile["member_npubs"]
+    more = f" and {len(npubs) - TITLE_NPUBS} more" if len(npubs) > TITLE_NPUBS else ""
+    members = ", ".join(npubs[:TITLE_NPUBS]) + more
+    return f"group {gid}{_named(profile['name'])}, {output.plural(len(npubs), 'member')}: {members}"
+
+
+# A history page names this many members' npubs at most (`marmot members` lists them all).
+TITLE_NPUBS = 10
+
+
+def _named(name: str | None) -> str:
+    return f" {name!r}" if name else ""
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.option(
     "--state",
     default=OuterState.FAILED.value,
@@ -252,14 +288,14 @@ def outer(obj, gid: str, state: str, as_json: bool):
         return
     for row in rows:
         click.echo(
-            f"{row['created_at']}:{row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
+            f"{_when(row['created_at'])}  {row['outer_id'][:12]}  epoch {row['epoch']}  {row['reason'] or ''}  "
             f"{row['detail'] or ''}"
         )
     click.echo(f"{len(rows)} {state}")
 
 
 @click.command("filter")
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @json_option
 @click.pass_obj
 def relay_filter(obj, gid: str, as_json: bool):
@@ -273,7 +309,7 @@ def relay_filter(obj, gid: str, as_json: bool):
 
 
 @click.command()
-@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+@click.option("--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do).")
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @json_option
 @click.pass_obj

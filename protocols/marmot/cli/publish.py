@@ -25,7 +25,7 @@ from core import queues
 from core.app import App
 from core.errors import LeaseHeld
 from core.records import ItemSource
-from jobs import outcome
+from jobs import hints, outcome
 from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.facts import PROTOCOL
@@ -137,7 +137,10 @@ class PublishSummary:
     def lines(self) -> list[str]:
         """What to tell the user, one line each."""
         said = [f"event {e['id']} (kind {e['kind']}): {_answers(e['relays'])}" for e in self.published]
-        said += [f"parked {p['id']}: {p['reason']}; `tessera parked retry {p['id']}` tries again" for p in self.parked]
+        said += [
+            f"parked {p['id']}: {p['reason']}; `{hints.command('parked', 'retry', p['id'])}` tries again"
+            for p in self.parked
+        ]
         return said
 
 

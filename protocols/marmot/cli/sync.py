@@ -30,7 +30,7 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from core.metrics import MetricsServer
-from jobs import outcome, output
+from jobs import hints, outcome, output
 from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.arrivals import Arrivals
@@ -187,7 +187,7 @@ def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None, as_json:
         if holder is not None and holder["expires_at_ms"] > app.clock.now_ms():
             click.echo(
                 f"note: tick daemon {holder['owner']} holds this database's lease and processes what arrives; "
-                "what it processes is not printed here (`tessera marmot history` shows it)",
+                f"what it processes is not printed here (`{hints.command('marmot', 'history')}` shows it)",
                 err=as_json,
             )
         with MetricsServer(obj.settings, metrics_port):
