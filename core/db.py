@@ -25,6 +25,7 @@ statements, rows written, idempotent no-ops and busy retries.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -302,6 +303,7 @@ def open_connection(
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     if may_create:
         flags |= apsw.SQLITE_OPEN_CREATE
+    existed = _in_memory(path) or os.path.exists(path)
     try:
         conn = apsw.Connection(path, flags=flags)
     except apsw.Error as exc:
@@ -333,10 +335,20 @@ def open_connection(
         connection_temp_store_memory(conn)
     except BaseException as exc:
         conn.close()
+        _remove_if_left_blank(path, existed)
         if isinstance(exc, apsw.Error):
             raise StorageError(f"cannot open database {path!r}: {exc}") from exc
         raise
     return conn
+
+
+def _remove_if_left_blank(path: str, existed: bool) -> None:
+    """A refused open leaves nothing behind: opening with SQLITE_OPEN_CREATE made an empty file that was not there."""
+    if existed:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.getsize(path) == 0:
+            os.unlink(path)
 
 
 # --- what a file is, found by reading only ----------------------------------
