@@ -16,7 +16,7 @@ from core.kv import KV
 from core.state import ProtocolState
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.state import numbers
-from protocols.marmot.state.record_keys import carried_name, epoch_name, seen_name
+from protocols.marmot.state.record_keys import carried_name, epoch_name, seen_name, when
 from protocols.marmot.state.seen import Seen
 
 OLD_SEEN = "seen/"
@@ -39,17 +39,18 @@ def _seen(numbering: numbers.Numbering, parts: list[str], value: bytes) -> tuple
         None if rumor_id == "-" else rumor_id,
         None if reason == "-" else reason,
     )
-    return seen_name(numbering.number(gid), int(created_at), outer_id), record.encoded()
+    return seen_name(numbering.number(gid), when(int(created_at), outer_id)), record.encoded()
 
 
 def _carried(numbering: numbers.Numbering, parts: list[str], value: bytes) -> tuple[str, bytes]:
     gid, rumor_id, created_at, outer_id = parts
-    return carried_name(numbering.number(gid), rumor_id, int(created_at), outer_id), bytes.fromhex(value.decode())
+    outer = when(int(created_at), outer_id)
+    return carried_name(numbering.number(gid), rumor_id, outer), bytes.fromhex(value.decode())
 
 
 def _epoch(numbering: numbers.Numbering, parts: list[str], value: bytes) -> tuple[str, bytes]:
     gid, epoch, created_at, outer_id = parts
-    return epoch_name(numbering.number(gid), int(epoch), int(created_at), outer_id), value
+    return epoch_name(numbering.number(gid), int(epoch), when(int(created_at), outer_id)), value
 
 
 _REWRITES: tuple[tuple[str, Rewrite], ...] = ((OLD_SEEN, _seen), (OLD_CARRIED, _carried), (OLD_EPOCHS, _epoch))

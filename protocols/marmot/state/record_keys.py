@@ -17,7 +17,8 @@ CARRIED = "c/"
 EPOCHS = "e/"
 
 
-def _when(created_at: int, outer_id: str) -> str:
+def when(created_at: int, outer_id: str) -> str:
+    """The end of every key of the outer event ``outer_id`` made at ``created_at``."""
     return f"{created_at:010d}/{short(outer_id)}"
 
 
@@ -25,24 +26,25 @@ def seen_prefix(number: int) -> str:
     return f"{SEEN}{number}/"
 
 
-def seen_name(number: int, created_at: int, outer_id: str) -> str:
-    return f"{SEEN}{number}/{_when(created_at, outer_id)}"
+def seen_name(number: int, outer: str) -> str:
+    """The record's key; ``outer`` is the event's :func:`when`."""
+    return f"{SEEN}{number}/{outer}"
 
 
 def carried_prefix(number: int, rumor_id: str | None = None) -> str:
     return f"{CARRIED}{number}/" if rumor_id is None else f"{CARRIED}{number}/{short(rumor_id)}/"
 
 
-def carried_name(number: int, rumor_id: str, created_at: int, outer_id: str) -> str:
-    return carried_prefix(number, rumor_id) + _when(created_at, outer_id)
+def carried_name(number: int, rumor_id: str, outer: str) -> str:
+    return carried_prefix(number, rumor_id) + outer
 
 
 def epochs_prefix(number: int, epoch: int | None = None) -> str:
     return f"{EPOCHS}{number}/" if epoch is None else f"{EPOCHS}{number}/{epoch}/"
 
 
-def epoch_name(number: int, epoch: int, created_at: int, outer_id: str) -> str:
-    return epochs_prefix(number, epoch) + _when(created_at, outer_id)
+def epoch_name(number: int, epoch: int, outer: str) -> str:
+    return epochs_prefix(number, epoch) + outer
 
 
 def epoch_of(name: str) -> int:

@@ -58,6 +58,7 @@ from protocols.marmot.state.record_keys import (
     rumor_of,
     seen_name,
     seen_prefix,
+    when,
 )
 from protocols.marmot.state.short_ids import full, short
 from protocols.marmot.state.store import SealedValues, meta_name
@@ -112,7 +113,7 @@ def get(state: ProtocolState, gid: str, created_at: int, outer_id: str) -> Seen 
 
 
 def _get(state: ProtocolState, number: int, created_at: int, outer_id: str) -> Seen | None:
-    raw = state.get(seen_name(number, created_at, outer_id))
+    raw = state.get(seen_name(number, when(created_at, outer_id)))
     return None if raw is None else Seen.decoded(raw, created_at)
 
 
@@ -211,6 +212,7 @@ class _Changes:
         self.records: dict[str, Seen | None] = dict(known)
         self.when = {outer_id: record.created_at for outer_id, record in known.items() if record is not None}
         self.index: dict[str, bytes | None] = {}
+        self.ends: dict[str, str] = {}
 
     @functools.cached_property
     def number(self) -> int:
@@ -238,18 +240,18 @@ class _Changes:
             old.state in _OVERWRITTEN or (old.state == OuterState.CREATED and new.state == OuterState.PROCESSED)
         ):
             return
-        number, made = self.number, new.created_at
+        number, outer = self.number, self.outer(outer_id, new.created_at)
         if old is None or old.rumor_id != new.rumor_id:
             if old is not None and old.rumor_id is not None:
-                self.index[carried_name(number, old.rumor_id, made, outer_id)] = None
+                self.index[carried_name(number, old.rumor_id, outer)] = None
             if new.rumor_id is not None and pubkey is not None:
-                self.index[carried_name(number, new.rumor_id, made, outer_id)] = bytes.fromhex(pubkey)
+                self.index[carried_name(number, new.rumor_id, outer)] = bytes.fromhex(pubkey)
         if old is None or old.epoch != new.epoch:
             if old is not None and old.epoch is not None:
-                self.index[epoch_name(number, old.epoch, made, outer_id)] = None
+                self.index[epoch_name(number, old.epoch, outer)] = None
             if self.indexed(new.epoch, commit):
                 assert new.epoch is not None  # indexed says no for an event of no epoch
-                self.index[epoch_name(number, new.epoch, made, outer_id)] = b""
+                self.index[epoch_name(number, new.epoch, outer)] = b""
         self.records[outer_id] = new
 
     def move(self, outer_ids: Iterable[str], new_state: OuterState, from_states: Sequence[str]) -> None:
@@ -268,9 +270,16 @@ class _Changes:
             if old is not None and old.state in from_states:
                 self.records[outer_id] = change(old)
 
+    def outer(self, outer_id: str, created_at: int) -> str:
+        """The end of the event's keys (:func:`~.record_keys.when`), worked out once."""
+        found = self.ends.get(outer_id)
+        if found is None:
+            found = self.ends[outer_id] = when(created_at, outer_id)
+        return found
+
     def writes(self) -> list[WriteProtocolState]:
         changed = [
-            WriteProtocolState(seen_name(self.number, record.created_at, outer_id), record.encoded())
+            WriteProtocolState(seen_name(self.number, self.outer(outer_id, record.created_at)), record.encoded())
             for outer_id, record in self.records.items()
             if record is not None and record != self.before[outer_id]
         ]
@@ -387,12 +396,13 @@ def fill(db: contract.Database, kv: KV, now_ms: int) -> int:
         number = numbering.number(gid)
         rumor_id = None if rumor_blob is None else bytes(rumor_blob).hex()
         record = Seen(state_name, epoch, created_at, rumor_id, reason)
-        state.put(seen_name(number, created_at, outer_id), record.encoded(), now_ms)
+        outer = when(created_at, outer_id)
+        state.put(seen_name(number, outer), record.encoded(), now_ms)
         if rumor_id is not None and pubkey is not None:
-            state.put(carried_name(number, rumor_id, created_at, outer_id), bytes.fromhex(pubkey), now_ms)
+            state.put(carried_name(number, rumor_id, outer), bytes.fromhex(pubkey), now_ms)
         start = starts[gid]
         if epoch is not None and (start is None or epoch >= start):
-            state.put(epoch_name(number, epoch, created_at, outer_id), b"", now_ms)
+            state.put(epoch_name(number, epoch, outer), b"", now_ms)
     for write in numbering.writes():
         state.put(write.key, write.value, now_ms)
     kv.set(FILLED, 1)

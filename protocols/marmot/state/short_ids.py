@@ -15,6 +15,7 @@ from core.errors import InvalidInput
 
 ID_BYTES = 32
 SHORT_LENGTH = 43
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def short(hex_id: str) -> str:
@@ -25,7 +26,7 @@ def short(hex_id: str) -> str:
         raise InvalidInput(f"an id is 64 hex characters: {hex_id!r}") from exc
     if len(raw) != ID_BYTES:
         raise InvalidInput(f"an id has {ID_BYTES} bytes (64 hex characters), not {len(raw)}: {hex_id!r}")
-    return base64.urlsafe_b64encode(raw)[:SHORT_LENGTH].decode()
+    return binascii.b2a_base64(raw, newline=False)[:SHORT_LENGTH].translate(_URL_SAFE).decode()
 
 
 def full(short_id: str) -> str:
