@@ -8,14 +8,16 @@ is what :func:`full` gives back.
 
 from __future__ import annotations
 
-import base64
 import binascii
+import re
 
 from core.errors import InvalidInput
 
 ID_BYTES = 32
 SHORT_LENGTH = 43
-_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+_SHORT = re.compile(r"[A-Za-z0-9_-]{43}")
+_TO_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URL_SAFE = bytes.maketrans(b"-_", b"+/")
 
 
 def short(hex_id: str) -> str:
@@ -26,14 +28,11 @@ def short(hex_id: str) -> str:
         raise InvalidInput(f"an id is 64 hex characters: {hex_id!r}") from exc
     if len(raw) != ID_BYTES:
         raise InvalidInput(f"an id has {ID_BYTES} bytes (64 hex characters), not {len(raw)}: {hex_id!r}")
-    return binascii.b2a_base64(raw, newline=False)[:SHORT_LENGTH].translate(_URL_SAFE).decode()
+    return binascii.b2a_base64(raw, newline=False)[:SHORT_LENGTH].translate(_TO_URL_SAFE).decode()
 
 
 def full(short_id: str) -> str:
     """The lowercase hex of the id whose short form is ``short_id``."""
-    if len(short_id) != SHORT_LENGTH:
-        raise InvalidInput(f"a short id has {SHORT_LENGTH} characters, not {len(short_id)}: {short_id!r}")
-    try:
-        return base64.urlsafe_b64decode(short_id + "=").hex()
-    except binascii.Error as exc:
-        raise InvalidInput(f"not a short id (URL-safe base64 of 32 bytes): {short_id!r}") from exc
+    if _SHORT.fullmatch(short_id) is None:
+        raise InvalidInput(f"a short id is {SHORT_LENGTH} characters of URL-safe base64: {short_id!r}")
+    return binascii.a2b_base64(short_id.encode().translate(_FROM_URL_SAFE) + b"=").hex()
