@@ -34,7 +34,6 @@ the hex layout of before (``seen/<gid>/``, ``carried/<gid>/``, ``at/<gid>/``) ha
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
@@ -213,11 +212,14 @@ class _Changes:
         self.when = {outer_id: record.created_at for outer_id, record in known.items() if record is not None}
         self.index: dict[str, bytes | None] = {}
         self.ends: dict[str, str] = {}
+        self._number: int | None = None
 
-    @functools.cached_property
+    @property
     def number(self) -> int:
         """The group's number, given when its first record is written."""
-        return self.numbering.number(self.gid)
+        if self._number is None:
+            self._number = self.numbering.number(self.gid)
+        return self._number
 
     def record(self, outer_id: str) -> Seen | None:
         if outer_id not in self.records:
