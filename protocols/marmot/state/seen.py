@@ -29,7 +29,7 @@ Not sealed, unlike the group's other values: they hold ids, epochs, states and a
 models beside them hold in clear too (the whole file is encrypted at rest, issue 37).  A database made
 before is filled once from ``marmot_processed`` when it is opened (:func:`fill`); one whose records are in
 the hex layout of before (``seen/<gid>/``, ``carried/<gid>/``, ``at/<gid>/``) has them rewritten once
-(:mod:`.records_moved`).
+(:mod:`.hex_records`).
 """
 
 from __future__ import annotations

@@ -42,9 +42,10 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
 :mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
 the deletions (``deleted/``, :mod:`.deletions`), the processing record
-(``s/``, ``c/``, ``e/``, :mod:`.seen`) and the groups' numbers it keys by (``group_no/``, :mod:`.numbers`)
-live beside them.  Every value but
-routes, kept events, the inbox list, the processing record and the group numbers is sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
+(``s/``, ``c/``, ``e/``, :mod:`.seen`) and the group numbers it is keyed by
+(``group_no/``, :mod:`.numbers`) live beside them.  Every value but routes,
+kept events, the inbox list, the processing record and the group numbers is
+sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
 associated data, so a sealed value cannot be moved to another key (another
 group, another epoch's snapshot) unnoticed.
