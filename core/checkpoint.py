@@ -43,6 +43,7 @@ class Checkpointer:
         self.busy_timeout_ms = busy_timeout_ms
         self.behind = False
         self.checkpoints = 0
+        self._woken_at = 0  # the WAL's length in pages when the thread was last woken
         self._wake = threading.Event()
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -55,8 +56,14 @@ class Checkpointer:
 
     def _committed(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
         # Called inside every COMMIT with the WAL's length in pages: keep it lean.
-        if pages >= self.threshold:
-            self.behind = pages >= self.threshold * RESTART_FACTOR
+        if pages < self._woken_at:
+            self._woken_at = 0  # the WAL started over
+        # The thread is woken once per threshold's worth of new pages, not after every commit past the
+        # threshold: each wake hands the GIL to the thread and each of its checkpoints syncs the file, which
+        # cost the writer more than an item once the WAL stayed past the threshold for thousands of commits.
+        self.behind = pages >= self.threshold * RESTART_FACTOR
+        if pages - self._woken_at >= self.threshold:
+            self._woken_at = pages
             self._wake.set()
             if self._thread is None:
                 self._start()

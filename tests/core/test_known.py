@@ -38,7 +38,12 @@ def test_the_probes_run_once_while_nothing_changes(app):
     costs no probe of deferred or blocked at all."""
     handle(app, wire("deposit", "d0", "a"))
     statements: list[str] = []
-    app.db.conn.exec_trace = lambda _cursor, sql, _bindings: statements.append(sql) or True
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    app.db.conn.exec_trace = trace
     for n in range(1, 4):
         assert handle(app, wire("deposit", f"d{n}", "a")) == OutcomeKind.HANDLED
     app.db.conn.exec_trace = None
