@@ -20,6 +20,11 @@ from core.records import Envelope, ItemSource
 ArrivalOrder = Callable[[bytes], Any]
 
 
+def _item_source(source: ItemSource | str) -> ItemSource:
+    # The queues name their own source: the enum's lookup is only for callers that pass its text.
+    return source if type(source) is ItemSource else ItemSource(source)
+
+
 @attrs.frozen
 class WorkItem:
     """One wire blob on its way through the item pipeline.
@@ -42,7 +47,7 @@ class WorkItem:
 
     protocol: str
     blob: bytes
-    source: ItemSource = attrs.field(converter=ItemSource)
+    source: ItemSource = attrs.field(converter=_item_source)
     source_id: int
     attempts: int = 0
     first_failed_at_ms: int | None = None

@@ -10,6 +10,7 @@ what is staged is replaced at each change, never changed in place.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from core.db import NOT_STAGED, Database
@@ -75,19 +76,24 @@ def move_watermarks(db: Database, marks: dict[str, int]) -> None:
 
 
 def _flush(tally: Tally) -> None:
-    statements: list[str] = []
-    params: list[Any] = []
     by_seq: dict[int, list[str]] = {}
     for name, seq in tally.marks.items():
         by_seq.setdefault(seq, []).append(name)
+    params: list[Any] = []
     for seq, names in by_seq.items():  # in one item's transaction every projector has the same seq
-        statements.append(
-            "UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) "
-            f"WHERE name IN ({', '.join('?' * len(names))})"
-        )
         params += (seq, *names)
     for key, by in tally.counters.items():
-        statements.append(_ADD)
         params += (key, by)
-    if statements:
-        tally.db.execute(";".join(statements), params)
+    if params:
+        tally.db.execute(_sql(tuple(map(len, by_seq.values())), len(tally.counters)), params)
+
+
+@functools.cache
+def _sql(watermark_names: tuple[int, ...], counters: int) -> str:
+    """The statements of a tally: an UPDATE of ``projections`` per distinct seq (naming this many projections
+    each), then ``counters`` upserts of ``kv``; built once per shape."""
+    statements = [
+        f"UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name IN ({', '.join('?' * n)})"
+        for n in watermark_names
+    ]
+    return ";".join(statements + [_ADD] * counters)
