@@ -48,6 +48,7 @@ from core.errors import (
     StorageUnavailable,
     TransactionError,
 )
+from core.known import Known
 from core.settings import Settings
 from core.write_turns import WriteTurns
 
@@ -467,6 +468,9 @@ class Database:
         #: Facts about the tables that hold for the current transaction only (e.g. "no deferred rows"), so a
         #: per-item probe can be asked once per batch; the code that writes those tables drops its entry.
         self.memo: dict[str, Any] = {}
+        #: Facts about the queue tables that hold across transactions until a write may change them (see
+        #: :mod:`core.known`): what the per-item probes learned.
+        self.known = Known(self.conn)
         self._last_total_changes = 0
         self._start_changes = 0
         self._ignore_sql: dict[str, bool] = {}
@@ -509,6 +513,7 @@ class Database:
                 counters.idempotent_noops += 1
         else:
             self._last_total_changes = total
+            self.known.wrote(sql)
         if self._lock_wait_s:
             nanoseconds -= int(self._lock_wait_s * 1e9)
             self._lock_wait_total_s += self._lock_wait_s
@@ -618,6 +623,7 @@ class Database:
     def _begin(self, mode: str) -> None:
         self._mode = mode
         self.memo.clear()
+        self.known.began()
         self._start_changes = self.conn.total_changes()
         for callback in self._on_begin:
             callback()
@@ -649,6 +655,7 @@ class Database:
             self._mode = None
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
         if wrote:  # a read transaction ends here too, and holds no lock
+            self.known.committed()
             held = time.monotonic() - self._write_began
             self.longest_hold_s = max(self.longest_hold_s, held)
             self._leave_a_gap(held)
@@ -673,6 +680,7 @@ class Database:
 
     def _rollback(self) -> None:
         self._mode = None
+        self.known.forget_all()
         self._after_commit.clear()
         self._staged.clear()
         self._staged_at.clear()
@@ -837,6 +845,7 @@ class _Write:
             return
         del db._after_commit[self.pending :]
         db._drop_staged_after(self.staged)
+        db.known.forget_all()  # what was learned inside the savepoint may describe rows it took back
         if db.conn.get_autocommit():
             # SQLite rolled the whole transaction back (it may on a full disk, an I/O error, no
             # memory): the caller's outer transaction is gone, so it must not carry on as if in it.

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import attrs
@@ -84,8 +84,9 @@ _WAIT_IN_LINE = _WaitInLine()
 _IN_A_LINE = frozenset({ItemSource.DEFERRED, ItemSource.BLOCKED})
 
 
-@attrs.frozen
-class _Handled:
+class _Handled(NamedTuple):
+    """What handling made of an item, before it is disposed of (a tuple: one is made per item)."""
+
     result: Result | Blocked | _WaitInLine
     partition_key: str
     events: tuple[StoredEvent, ...] = ()
@@ -205,7 +206,11 @@ def count_outcome(rt: Runtime, kind: OutcomeKind, count: int = 1) -> None:
     """Add to the ``items_<kind>`` counter of ``status``, inside the item's own transaction:
     the counters stay exact whenever the process dies (a counter kept in memory and written
     later lost what it had not written yet)."""
-    rt.kv.add(f"{COUNTER_PREFIX}items_{kind}", count)
+    rt.kv.add(_OUTCOME_COUNTERS[kind], count)
+
+
+# The counter of each outcome, named once rather than per item.
+_OUTCOME_COUNTERS = {kind: f"{COUNTER_PREFIX}items_{kind}" for kind in OutcomeKind}
 
 
 def _failed(rt: Runtime, item: WorkItem, exc: Exception, now_ms: int) -> Outcome:
