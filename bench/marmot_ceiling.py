@@ -19,8 +19,8 @@ member of the epoch holds:
 Then the rows: every INSERT, UPDATE and DELETE our pipeline ran for that
 message, with the same bindings (recorded in an untimed run on a copy of the
 same database, see :func:`record_writes`), replayed with raw apsw — one
-transaction per message, or ``batch_items`` per transaction for the batched
-form — with the write-ahead log synced at each commit (``synchronous=FULL``):
+transaction per message, or micro-batches by our rule (``batch_items`` or
+``batch_ms``, whichever first) — with the write-ahead log synced at each commit (``synchronous=FULL``):
 the durability our commits and MDK's have.  The sealed group state is written
 as the bytes ours wrote; serialising and sealing it is not counted (the
 ceiling is strict).  Per epoch work (the secret tree down to the sender's
@@ -202,19 +202,37 @@ def record_writes(app: App, run: Callable[[], object]) -> list[list[Write]]:
     return items
 
 
-def rate(path: str, secrets: EpochSecrets, lines: Sequence[bytes], writes: list[list[Write]], batch: int) -> float:
-    """Events/s of the ceiling on a copy of the database at ``path``: ``batch`` messages per transaction."""
+def rate(
+    path: str,
+    secrets: EpochSecrets,
+    lines: Sequence[bytes],
+    writes: list[list[Write]],
+    batch_items: int = 1,
+    batch_ms: float = float("inf"),
+) -> float:
+    """Events/s of the ceiling on a copy of the database at ``path``.
+
+    A transaction commits after ``batch_items`` messages or once it has been open ``batch_ms``, whichever
+    comes first: the rule our micro-batches follow (``batch_items`` 1 is one transaction per message).
+    """
     assert len(writes) == len(lines), f"{len(writes)} item transactions recorded for {len(lines)} events"
     conn = apsw.Connection(path)
     conn.pragma("synchronous", "FULL")  # the WAL synced at every commit: a committed message survives power loss
     reader = Reader(secrets)
+    limit_s = batch_ms / 1000
     started = time.perf_counter()
-    for start in range(0, len(lines), batch):
+    pending = list(zip(lines, writes, strict=True))
+    at = 0
+    while at < len(pending):
         with conn:
-            for line, statements in zip(lines[start : start + batch], writes[start : start + batch], strict=True):
+            opened = time.perf_counter()
+            for line, statements in pending[at : at + batch_items]:
                 reader.read(line)
                 for sql, bindings in statements:
                     conn.execute(sql, bindings)
+                at += 1
+                if time.perf_counter() - opened >= limit_s:
+                    break
     seconds = time.perf_counter() - started
     conn.close()
     return len(lines) / seconds
