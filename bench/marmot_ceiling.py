@@ -121,7 +121,8 @@ class Reader:
         self.secrets = secrets
         self.ratchets = dict(secrets.ratchets)
 
-    def read(self, line: bytes) -> dict:
+    def read(self, line: bytes) -> dict[str, Any]:
+        """The rumor one event carries, every check of the module docs passed."""
         event = json.loads(line)
         serial = json.dumps(
             [0, event["pubkey"], event["created_at"], event["kind"], event["tags"], event["content"]],
@@ -133,7 +134,8 @@ class Reader:
         assert coincurve.PublicKeyXOnly(bytes.fromhex(event["pubkey"])).verify(bytes.fromhex(event["sig"]), digest)
         raw = base64.b64decode(event["content"])
         message = ChaCha20Poly1305(self.secrets.outer_key).decrypt(raw[:12], raw[12:], b"")
-        return json.loads(self._private_message(message))
+        rumor: dict[str, Any] = json.loads(self._private_message(message))
+        return rumor
 
     def _private_message(self, message: bytes) -> bytes:
         group_id, pos = _opaque(message, 4)

@@ -280,7 +280,7 @@ def figures_of(rounds: list[Rates]) -> list[Figure]:
     """The figures of ``rounds`` alternating measurements: medians, with every round's range in the notes."""
 
     def median(field: str) -> float:
-        return statistics.median(getattr(rates, field) for rates in rounds)
+        return float(statistics.median(getattr(rates, field) for rates in rounds))
 
     def ratios(ours: str, theirs: str) -> list[float]:
         return [getattr(rates, ours) / getattr(rates, theirs) for rates in rounds]

@@ -96,6 +96,7 @@ def test_the_vectors_private_messages_read_as_the_generic_codec_reads_them(index
     data = h(ENTRIES[index]["private_message"])
     assert fast.decode_mls_message(data) == decode(m.MLSMessage, data)
     message = fast.decode_mls_message(data).message
+    assert isinstance(message, m.PrivateMessage)
     assert fast.encode_private_mls_message(message) == data
 
 
