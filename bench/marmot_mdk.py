@@ -115,7 +115,8 @@ def join_mdk_group(
     with ours.db.read():
         me = accounts.require(ProtocolState(ours.db, "marmot")).pubkey
     [our_key_package] = NostrRelays().fetch({"kinds": [30443], "authors": [me]}, [relay_url]).events
-    alice, bob = member("alice", work.path / "alice.db"), member("bob", work.path / "bob.db")
+    # Numbered files: each round makes a new group with new members.
+    alice, bob = member("alice", Path(work.db("alice"))), member("bob", Path(work.db("bob")))
     bob_key_package = bob.key_package_event((relay_url,))
     group, rumors = alice.create_group([our_key_package, bob_key_package], relays=(relay_url,))
     bob.join(_welcome_for(rumors, bob_key_package["id"]))
