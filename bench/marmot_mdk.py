@@ -179,12 +179,14 @@ def measure(work: Workdir, messages: int) -> Rates:
     # The same joined state twice: one run commits each message, the other micro-batches.
     ours.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     ours.close()
-    copies = {name: work.db(name) for name in ("backfill-alone", "backfill-workers", "traced", "ceiling")}
+    names = ("backfill-alone", "backfill-workers", "traced", "ceiling", "ceiling-again")
+    copies = {name: work.db(name) for name in names}
     for copy in (batched_path, *copies.values()):
         shutil.copyfile(path, copy)
         erasable.copy_keys(path, copy)  # the group state's version keys
+    secrets, writes = record_rows(copies["traced"], gid, events)
     with console.status("the ceiling: the same cryptography and rows, raw"):
-        per_message_ceiling, batched_ceiling = ceilings(copies["traced"], copies["ceiling"], gid, events)
+        first = ceilings(copies["ceiling"], secrets, writes, events)
     one_each = open_ours(path, batch_items=1)
     with console.status("the old ceiling: parse + verify + envelope decrypt"):
         top = max(old_ceiling(one_each, gid, events) for _ in range(2))
@@ -197,6 +199,11 @@ def measure(work: Workdir, messages: int) -> Rates:
     batched_app.close()
     with console.status("MDK: bob's process_message"):
         theirs = mdk_rate(bob, events)
+    # The ceiling again after ours and MDK, the faster of the two kept: a busy moment of a shared machine
+    # during one of them does not lower the bar.
+    with console.status("the ceiling again"):
+        again = ceilings(copies["ceiling-again"], secrets, writes, events)
+    per_message_ceiling, batched_ceiling = max(first[0], again[0]), max(first[1], again[1])
     workers = os.cpu_count() or 1
     with console.status("backfill: the writer alone, then with worker processes"):
         alone, _ = backfill_rate(copies["backfill-alone"], gid, events, 0)
@@ -216,20 +223,33 @@ def measure(work: Workdir, messages: int) -> Rates:
     )
 
 
-def ceilings(traced_path: str, ceiling_path: str, gid: str, events: list[dict[str, Any]]) -> tuple[float, float]:
-    """The ceiling's rates (one transaction per message, then micro-batches): the rows are recorded from our
-    pipeline on ``traced_path`` (untimed), then replayed beside the raw cryptography on copies of
-    ``ceiling_path`` (both copies of the joined database, the events already queued)."""
+def record_rows(
+    traced_path: str, gid: str, events: list[dict[str, Any]]
+) -> tuple[marmot_ceiling.EpochSecrets, list[list[marmot_ceiling.Write]]]:
+    """The keys the ceiling reads with, and the rows our pipeline writes for each event, recorded (untimed)
+    on ``traced_path``, a copy of the joined database."""
     traced = open_ours(traced_path, batch_items=1)
     with traced.db.read():
         secrets = marmot_ceiling.epoch_secrets(store.load_joined(ProtocolState(traced.db, "marmot"), gid).state)
     push(traced, events)
     writes = marmot_ceiling.record_writes(traced, lambda: drain.run_until_idle(traced.runtime))
     traced.close()
+    return secrets, writes
+
+
+def ceilings(
+    ceiling_path: str,
+    secrets: marmot_ceiling.EpochSecrets,
+    writes: list[list[marmot_ceiling.Write]],
+    events: list[dict[str, Any]],
+) -> tuple[float, float]:
+    """The ceiling's rates, one transaction per message and in micro-batches, each on its own copy of
+    ``ceiling_path`` (a copy of the joined database) with the events queued as for ours."""
     batched_path = ceiling_path + "-batched.db"
     shutil.copyfile(ceiling_path, batched_path)
     rates = []
     defaults = Settings.load(env={})
+    lines = [json.dumps(event).encode() for event in events]
     for path, batching in (
         (ceiling_path, {}),
         (batched_path, {"batch_items": defaults.batch_items, "batch_ms": defaults.batch_ms}),
@@ -237,7 +257,6 @@ def ceilings(traced_path: str, ceiling_path: str, gid: str, events: list[dict[st
         queued = open_ours(path)
         push(queued, events)
         queued.close()
-        lines = [json.dumps(event).encode() for event in events]
         rates.append(marmot_ceiling.rate(path, secrets, lines, writes, **batching))
     return rates[0], rates[1]
 
