@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 
 from ..codec import VARINT_MAX, decode, encode
-from .framing import ApplicationData, ContentType, FramedContent, FramedContentAuthData, SenderMember
+from .framing import ApplicationData, ContentType, FramedContent, FramedContentAuthData, SenderMember, SenderType
 from .mls_message import MLSMessage
 from .private_message import PrivateContentAAD, PrivateMessage, PrivateMessageContent, SenderData, SenderDataAAD
 from .registries import ProtocolVersion, WireFormat
@@ -40,7 +40,7 @@ _MLS10 = ProtocolVersion.MLS10
 _CONTENT_TYPES = {int(member): member for member in ContentType}
 _APPLICATION = ContentType.APPLICATION
 #: A member sender's tag, and an application content's tag, as written before their case.
-_MEMBER_TAG = 1
+_MEMBER_TAG = int(SenderType.MEMBER)
 _APPLICATION_TAG = bytes([ContentType.APPLICATION])
 
 
