@@ -6,7 +6,9 @@ An MDK member (alice) creates a group with another MDK member (bob) and a Tesser
 a LocalRelay on 127.0.0.1 for the KeyPackage and the gift-wrapped welcome, and then sends ``--messages``
 chat messages: real kind-445 events as MDK makes them.  Measured on that one stream, in one run:
 
-1. **the ceiling**: parse + BIP-340 verify + envelope decrypt of every event (our code, no state written);
+1. **the ceiling**: the same cryptography with the same libraries and the same rows written with raw apsw,
+   one transaction per message and micro-batches by our rule (bench/marmot_ceiling.py); beside it, for
+   context, the old ceiling: parse + BIP-340 verify + envelope decrypt of every event (our code, no state written);
 2. **ours, one transaction per message**: the full pipeline (verify, decrypt, MLS engine, the sealed group
    state, the history and every projection) committing each message on its own — the durability MDK gives;
 3. **ours, micro-batches**: the same with the default ``batch_items``/``batch_ms`` (a crash loses at most the
@@ -16,7 +18,9 @@ chat messages: real kind-445 events as MDK makes them.  Measured on that one str
    processes (one per core) verifying signatures and opening envelopes ahead of it (the workers' start, once
    per process, is reported on its own line and not counted in the rate).
 
-Targets (issue 17): ours ≥ 60% of the ceiling; ours per message ≥ 5× MDK; the backfill's speed-up is reported.
+Targets (issue 39): ours per message ≥ 50% of the ceiling per message, micro-batches ≥ 70% of the batched
+ceiling, ours per message ≥ 5× MDK in every round; the backfill's speed-up is reported.  ``--rounds`` repeats
+the whole measurement (a new group each time, MDK and ours alternating) and reports the median and range.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import json
 import os
 import random
 import shutil
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
+import marmot_ceiling
 from common import Workdir, console, open_bench_app, parser
 from suite import Figure, Run
 
@@ -50,8 +56,11 @@ from protocols.marmot.wire import gift_wrap, nostr, outer
 
 STATE_KEY = "TESSERA_MARMOT_STATE_KEY"
 BACKFILL_WORKERS = "TESSERA_MARMOT_BACKFILL_WORKERS"
-TARGET_OF_CEILING = 0.6
+TARGET_PER_MESSAGE = 0.5
+TARGET_BATCHED = 0.7
 TARGET_OVER_MDK = 5.0
+#: Alternating rounds in a full run (one in a quick run).
+ROUNDS = 5
 
 
 @attrs.frozen
@@ -59,7 +68,9 @@ class Rates:
     """Events per second on one stream."""
 
     messages: int
+    old_ceiling: float
     ceiling: float
+    ceiling_batched: float
     ours_per_message: float
     ours_batched: float
     mdk: float
@@ -104,7 +115,8 @@ def join_mdk_group(
     with ours.db.read():
         me = accounts.require(ProtocolState(ours.db, "marmot")).pubkey
     [our_key_package] = NostrRelays().fetch({"kinds": [30443], "authors": [me]}, [relay_url]).events
-    alice, bob = member("alice", work.path / "alice.db"), member("bob", work.path / "bob.db")
+    # Numbered files: each round makes a new group with new members.
+    alice, bob = member("alice", Path(work.db("alice"))), member("bob", Path(work.db("bob")))
     bob_key_package = bob.key_package_event((relay_url,))
     group, rumors = alice.create_group([our_key_package, bob_key_package], relays=(relay_url,))
     bob.join(_welcome_for(rumors, bob_key_package["id"]))
@@ -117,7 +129,7 @@ def join_mdk_group(
     return ours, alice, bob, group.mls_group_id
 
 
-def ceiling(app: App, gid: str, events: list[dict[str, Any]]) -> float:
+def old_ceiling(app: App, gid: str, events: list[dict[str, Any]]) -> float:
     """Parse + verify + envelope decrypt of every event, with the group's state as it is (no writes)."""
     with app.db.read():
         state = store.load_joined(ProtocolState(app.db, "marmot"), gid).state
@@ -130,9 +142,14 @@ def ceiling(app: App, gid: str, events: list[dict[str, Any]]) -> float:
     return len(lines) / (time.perf_counter() - started)
 
 
-def ours_rate(app: App, events: list[dict[str, Any]]) -> float:
+def push(app: App, events: list[dict[str, Any]]) -> None:
+    """The events into ``app``'s incoming queue, as a relay subscription would put them."""
     with app.db.write():
         queues.push_incoming(app.db, "marmot", [json.dumps(event).encode() for event in events], app.clock.now_ms())
+
+
+def ours_rate(app: App, events: list[dict[str, Any]]) -> float:
+    push(app, events)
     started = time.perf_counter()
     handled = drain.run_until_idle(app.runtime).outcomes.get(OutcomeKind.HANDLED, 0)
     seconds = time.perf_counter() - started
@@ -162,13 +179,17 @@ def measure(work: Workdir, messages: int) -> Rates:
     # The same joined state twice: one run commits each message, the other micro-batches.
     ours.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     ours.close()
-    copies = {name: work.db(name) for name in ("backfill-alone", "backfill-workers")}
+    names = ("backfill-alone", "backfill-workers", "traced", "ceiling", "ceiling-again")
+    copies = {name: work.db(name) for name in names}
     for copy in (batched_path, *copies.values()):
         shutil.copyfile(path, copy)
         erasable.copy_keys(path, copy)  # the group state's version keys
+    secrets, writes = record_rows(copies["traced"], gid, events)
+    with console.status("the ceiling: the same cryptography and rows, raw"):
+        first = ceilings(copies["ceiling"], secrets, writes, events)
     one_each = open_ours(path, batch_items=1)
-    with console.status("the ceiling: parse + verify + envelope decrypt"):
-        top = max(ceiling(one_each, gid, events) for _ in range(2))
+    with console.status("the old ceiling: parse + verify + envelope decrypt"):
+        top = max(old_ceiling(one_each, gid, events) for _ in range(2))
     with console.status("ours, one transaction per message"):
         per_message = ours_rate(one_each, events)
     one_each.close()
@@ -178,11 +199,66 @@ def measure(work: Workdir, messages: int) -> Rates:
     batched_app.close()
     with console.status("MDK: bob's process_message"):
         theirs = mdk_rate(bob, events)
+    # The ceiling again after ours and MDK, the faster of the two kept: a busy moment of a shared machine
+    # during one of them does not lower the bar.
+    with console.status("the ceiling again"):
+        again = ceilings(copies["ceiling-again"], secrets, writes, events)
+    per_message_ceiling, batched_ceiling = max(first[0], again[0]), max(first[1], again[1])
     workers = os.cpu_count() or 1
     with console.status("backfill: the writer alone, then with worker processes"):
         alone, _ = backfill_rate(copies["backfill-alone"], gid, events, 0)
         spread, start_s = backfill_rate(copies["backfill-workers"], gid, events, workers)
-    return Rates(messages, top, per_message, batched, theirs, alone, spread, workers, start_s)
+    return Rates(
+        messages,
+        top,
+        per_message_ceiling,
+        batched_ceiling,
+        per_message,
+        batched,
+        theirs,
+        alone,
+        spread,
+        workers,
+        start_s,
+    )
+
+
+def record_rows(
+    traced_path: str, gid: str, events: list[dict[str, Any]]
+) -> tuple[marmot_ceiling.EpochSecrets, list[list[marmot_ceiling.Write]]]:
+    """The keys the ceiling reads with, and the rows our pipeline writes for each event, recorded (untimed)
+    on ``traced_path``, a copy of the joined database."""
+    traced = open_ours(traced_path, batch_items=1)
+    with traced.db.read():
+        secrets = marmot_ceiling.epoch_secrets(store.load_joined(ProtocolState(traced.db, "marmot"), gid).state)
+    push(traced, events)
+    writes = marmot_ceiling.record_writes(traced, lambda: drain.run_until_idle(traced.runtime))
+    traced.close()
+    return secrets, writes
+
+
+def ceilings(
+    ceiling_path: str,
+    secrets: marmot_ceiling.EpochSecrets,
+    writes: list[list[marmot_ceiling.Write]],
+    events: list[dict[str, Any]],
+) -> tuple[float, float]:
+    """The ceiling's rates, one transaction per message and in micro-batches, each on its own copy of
+    ``ceiling_path`` (a copy of the joined database) with the events queued as for ours."""
+    batched_path = ceiling_path + "-batched.db"
+    shutil.copyfile(ceiling_path, batched_path)
+    rates = []
+    defaults = Settings.load(env={})
+    lines = [json.dumps(event).encode() for event in events]
+    for path, batching in (
+        (ceiling_path, {}),
+        (batched_path, {"batch_items": defaults.batch_items, "batch_ms": defaults.batch_ms}),
+    ):
+        queued = open_ours(path)
+        push(queued, events)
+        queued.close()
+        rates.append(marmot_ceiling.rate(path, secrets, lines, writes, **batching))
+    return rates[0], rates[1]
 
 
 def backfill_rate(path: str, gid: str, events: list[dict[str, Any]], workers: int) -> tuple[float, float]:
@@ -213,50 +289,87 @@ def backfill_rate(path: str, gid: str, events: list[dict[str, Any]], workers: in
     return handled / seconds, start_s
 
 
-def figures_of(rates: Rates) -> list[Figure]:
-    stream = f"{rates.messages:,} MDK kind-445 messages, 3-member group"
+def _spread(values: list[float], unit: str = "") -> str:
+    """``median (min-max)`` of a figure over the rounds."""
+    if len(values) == 1:
+        return f"{values[0]:,.3g}{unit}"
+    return f"median {statistics.median(values):,.3g}{unit}, range {min(values):,.3g}-{max(values):,.3g}{unit}"
+
+
+def _median_round(rounds: list[Rates], ours: str, theirs: str) -> Rates:
+    """The round whose ``ours / theirs`` is the median (the lower middle one of an even count)."""
+    ordered = sorted(rounds, key=lambda rates: getattr(rates, ours) / getattr(rates, theirs))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def figures_of(rounds: list[Rates]) -> list[Figure]:
+    """The figures of ``rounds`` alternating measurements: medians, with every round's range in the notes."""
+
+    def median(field: str) -> float:
+        return float(statistics.median(getattr(rates, field) for rates in rounds))
+
+    def ratios(ours: str, theirs: str) -> list[float]:
+        return [getattr(rates, ours) / getattr(rates, theirs) for rates in rounds]
+
+    stream = f"{rounds[0].messages:,} MDK kind-445 messages, 3-member group, {len(rounds)} round(s)"
+    over_mdk = ratios("ours_per_message", "mdk")
+    worst = rounds[over_mdk.index(min(over_mdk))]  # the target holds in every round
+    per_message = _median_round(rounds, "ours_per_message", "ceiling")
+    batched = _median_round(rounds, "ours_batched", "ceiling_batched")
     return [
         Figure(
             "marmot",
-            f"end to end, one transaction per message ({stream})",
-            rates.ours_per_message,
+            f"end to end, one transaction per message, the median round ({stream})",
+            per_message.ours_per_message,
             "events/s",
-            rates.ceiling,
-            "parse + verify + decrypt",
+            per_message.ceiling,
+            "raw crypto + rows, 1 txn/message",
             "ratio",
-            TARGET_OF_CEILING,
+            TARGET_PER_MESSAGE,
+            note=f"ratio per round {_spread(ratios('ours_per_message', 'ceiling'))}; both sync the WAL at each commit",
         ),
         Figure(
             "marmot",
-            f"end to end, micro-batches ({stream})",
-            rates.ours_batched,
+            f"end to end, micro-batches, the median round ({stream})",
+            batched.ours_batched,
             "events/s",
-            rates.ceiling,
-            "parse + verify + decrypt",
+            batched.ceiling_batched,
+            "raw crypto + rows, batched",
             "ratio",
-            TARGET_OF_CEILING,
-            note="a crash loses at most the uncommitted batch, redone from incoming",
+            TARGET_BATCHED,
+            note=f"ratio per round {_spread(ratios('ours_batched', 'ceiling_batched'))}; a crash loses at most the "
+            "uncommitted batch, redone from incoming",
         ),
         Figure(
             "marmot",
-            f"end to end against MDK 0.8.0's process_message ({stream})",
-            rates.ours_per_message,
+            f"end to end, one transaction per message, against the old ceiling ({stream})",
+            median("ours_per_message"),
             "events/s",
-            rates.mdk,
+            median("old_ceiling"),
+            "parse + verify + outer decrypt",
+            note="context only: the old ceiling leaves out the MLS layer and every write",
+        ),
+        Figure(
+            "marmot",
+            f"end to end against MDK 0.8.0's process_message, the worst round ({stream})",
+            worst.ours_per_message,
+            "events/s",
+            worst.mdk,
             "MDK",
             "ratio",
             TARGET_OVER_MDK,
-            note="both commit every message to disk",
+            note=f"per round {_spread(over_mdk, '×')}; both commit every message durably (ours syncs the WAL and "
+            "the erased key's slot, MDK's SQLCipher store runs synchronous=FULL)",
         ),
-        Figure("marmot", f"backfill, the writer alone ({stream}, shuffled)", rates.backfill_alone, "events/s"),
+        Figure("marmot", f"backfill, the writer alone ({stream}, shuffled)", median("backfill_alone"), "events/s"),
         Figure(
             "marmot",
-            f"backfill, {rates.workers} worker processes verifying and opening ahead ({stream}, shuffled)",
-            rates.backfill_workers,
+            f"backfill, {rounds[0].workers} worker processes verifying and opening ahead ({stream}, shuffled)",
+            median("backfill_workers"),
             "events/s",
-            rates.backfill_alone,
+            median("backfill_alone"),
             "writer alone",
-            note=f"the workers' start, once per process: {rates.workers_start_s:.2f} s, not counted",
+            note=f"the workers' start, once per process: {median('workers_start_s'):.2f} s, not counted",
         ),
     ]
 
@@ -267,17 +380,22 @@ def figures(run: Run) -> list[Figure]:
 
     count = max(200, min(3_000, run.events // 100))
     try:
-        return figures_of(measure(run.work, count))
+        return figures_of([measure(run.work, count) for _ in range(1 if run.quick else ROUNDS)])
     except PeerUnavailable as missing:  # the stream is MDK's: without it there is nothing to measure
         return [Figure("marmot", "end to end on MDK's stream", 0.0, "events/s", note=f"peer missing: {missing}")]
 
 
 def main() -> None:
-    args = parser(__doc__, ("--messages", 2_000, "messages in MDK's stream")).parse_args()
+    args = parser(
+        __doc__, ("--messages", 2_000, "messages in MDK's stream"), ("--rounds", ROUNDS, "alternating rounds")
+    ).parse_args()
     from suite import print_table
 
     with Workdir(args.keep) as work:
-        print_table(figures_of(measure(work, args.messages)), "Marmot end to end on MDK's stream")
+        rounds = [measure(work, args.messages) for _ in range(args.rounds)]
+        for number, rates in enumerate(rounds, 1):
+            console.print(f"round {number}: " + ", ".join(f"{k} {v:,.1f}" for k, v in attrs.asdict(rates).items()))
+        print_table(figures_of(rounds), "Marmot end to end on MDK's stream")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ from .messages import (
     SenderMember,
     Welcome,
 )
+from .messages.fast_codec import decode_mls_message
 from .schedule.ratchet import RatchetKind
 
 DEFAULT_SUITE = 1
@@ -668,7 +669,7 @@ class MessageHeader:
 
 def peek(message: bytes) -> MessageHeader:
     """The cleartext header of a PublicMessage or PrivateMessage; no keys needed (a server can call it)."""
-    decoded = decode(MLSMessage, message)
+    decoded = decode_mls_message(message)
     inner = decoded.message
     if isinstance(inner, PublicMessage):
         content = inner.content

@@ -49,6 +49,8 @@ class Kdf:
         """HKDF-Expand to ``length`` bytes (at most 255 hash blocks)."""
         if not 0 <= length <= 255 * self.nh:
             raise InvalidArgument(f"HKDF-Expand length {length} is outside 0..{255 * self.nh}")
+        if length <= self.nh:  # one block, as every key, nonce and secret on the message path
+            return hmac.digest(prk, info + b"\x01", self.hash_name)[:length]
         out = bytearray()
         block = b""
         counter = 1

@@ -23,9 +23,24 @@ def _raw(label: str | bytes) -> bytes:
     return label.encode() if isinstance(label, str) else bytes(label)
 
 
+#: Encoded ``opaque label<V>`` of the labels used so far: a handful, each used for every message.
+_ENCODED_LABELS: dict[str | bytes, bytes] = {}
+
+
+def _encoded_label(label: str | bytes) -> bytes:
+    if type(label) is not str and type(label) is not bytes:  # a bytearray or memoryview: not a dict key
+        return vector(_PREFIX + _raw(label))
+    encoded = _ENCODED_LABELS.get(label)
+    if encoded is None:
+        encoded = vector(_PREFIX + _raw(label))
+        if len(_ENCODED_LABELS) < 256:  # exporter labels come from callers: keep the cache bounded
+            _ENCODED_LABELS[label] = encoded
+    return encoded
+
+
 def _labeled(label: str | bytes, content: bytes) -> bytes:
     """``{opaque label<V> = "MLS 1.0 " + label; opaque content<V>}``: SignContent and EncryptContext."""
-    return vector(_PREFIX + _raw(label)) + vector(content)
+    return _encoded_label(label) + vector(content)
 
 
 def expand_with_label(suite: CipherSuite, secret: bytes, label: str | bytes, context: bytes, length: int) -> bytes:

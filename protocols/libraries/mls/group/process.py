@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..codec import decode, encode
+from ..codec import encode
 from ..crypto import KeyPair
 from ..crypto.labels import make_proposal_ref
 from ..errors import InvalidMessage, WrongEpoch
@@ -36,6 +36,7 @@ from ..messages import (
     SenderNewMemberCommit,
     SenderNewMemberProposal,
 )
+from ..messages.fast_codec import decode_mls_message
 from ..protection import NotFramedContent, WrongGroup, unprotect
 from ..schedule import confirmed_transcript_hash, next_epoch, verify_confirmation_tag, zero_secret
 from ..tree.private_tree import TreePrivate
@@ -57,7 +58,7 @@ def process(state: GroupState, data: bytes) -> Received:
     pending = state.pending_commit
     if pending is not None and state.suite.hash(data) == pending.message_hash:
         return CommitMessage(pending.summary, True, False, with_ratchets_of(state, pending.new_state))
-    message = decode(MLSMessage, data)
+    message = decode_mls_message(data)
     inner = message.message
     if not isinstance(inner, (PublicMessage, PrivateMessage)):
         raise NotFramedContent(f"a {message.wire_format.name.lower()} is not a group message; join with it instead")

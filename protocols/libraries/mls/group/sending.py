@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..codec import encode
 from ..crypto import Rng
 from ..messages import AuthenticatedContent, Content, MLSMessage, ProtocolVersion, WireFormat
+from ..messages.fast_codec import encode_private_mls_message
 from ..protection import EpochView, pad_to_multiple, protect_private, protect_public, sign_own_content
 from .refusals import GroupInactive, GroupReinitialized
 from .state import GroupState
@@ -36,4 +37,4 @@ def protect(state: GroupState, authenticated: AuthenticatedContent, rng: Rng | N
     block = state.config.padding
     padding = pad_to_multiple(block) if block else 0
     view, message = protect_private(state.view, authenticated, padding=padding, rng=rng)
-    return encode(MLSMessage(ProtocolVersion.MLS10, message)), view
+    return encode_private_mls_message(message), view

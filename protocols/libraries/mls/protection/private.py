@@ -14,7 +14,6 @@ forged message cannot burn another member's keys.
 
 from __future__ import annotations
 
-from ..codec import decode, encode
 from ..crypto import Rng
 from ..crypto.keys import random_bytes
 from ..errors import CannotDecryptOwnMessage, InvalidArgument
@@ -22,13 +21,13 @@ from ..messages import (
     AuthenticatedContent,
     ContentType,
     FramedContent,
-    PrivateContentAAD,
     PrivateMessage,
     PrivateMessageContent,
     SenderData,
     SenderDataAAD,
     SenderMember,
 )
+from ..messages.fast_codec import decode_private_content, encode_private_content, private_content_aad
 from ..messages.registries import WireFormat
 from ..schedule import RatchetKey, RatchetKind
 from .checks import check_group_and_epoch, member_signature_key
@@ -130,19 +129,19 @@ def _seal_content(
     padding: int | PaddingRule,
 ) -> bytes:
     content = authenticated.content
-    unpadded = encode(PrivateMessageContent(content.content, authenticated.auth, 0))
+    unpadded = encode_private_content(PrivateMessageContent(content.content, authenticated.auth, 0))
     plaintext = unpadded + bytes(padding_length(padding, len(unpadded)))
-    aad = PrivateContentAAD(content.group_id, content.epoch, content.content_type, content.authenticated_data)
-    return view.suite.seal(key.key, guarded_nonce(key.nonce, reuse_guard), encode(aad), plaintext)
+    aad = private_content_aad(content.group_id, content.epoch, content.content_type, content.authenticated_data)
+    return view.suite.seal(key.key, guarded_nonce(key.nonce, reuse_guard), aad, plaintext)
 
 
 def _open_content(
     view: EpochView, message: PrivateMessage, key: RatchetKey, reuse_guard: bytes
 ) -> PrivateMessageContent:
-    aad = PrivateContentAAD(message.group_id, message.epoch, message.content_type, message.authenticated_data)
+    aad = private_content_aad(message.group_id, message.epoch, message.content_type, message.authenticated_data)
     nonce = guarded_nonce(key.nonce, reuse_guard)
-    plaintext = view.suite.open(key.key, nonce, encode(aad), message.ciphertext)
-    return decode(PrivateMessageContent, plaintext, content_type=message.content_type)
+    plaintext = view.suite.open(key.key, nonce, aad, message.ciphertext)
+    return decode_private_content(plaintext, message.content_type)
 
 
 def _framed(message: PrivateMessage, leaf: int, inner: PrivateMessageContent) -> FramedContent:

@@ -8,9 +8,9 @@ Every member can open it; it hides the sender from everyone else.
 
 from __future__ import annotations
 
-from ..codec import decode, encode
 from ..crypto import CipherSuite
 from ..messages import SenderData, SenderDataAAD
+from ..messages.fast_codec import decode_sender_data, encode_sender_data, sender_data_aad
 from ..schedule import sender_data_key_nonce
 
 
@@ -23,7 +23,7 @@ def seal_sender_data(
 ) -> bytes:
     """``encrypted_sender_data`` of a message whose content encrypts to ``content_ciphertext``."""
     key, nonce = sender_data_key_nonce(cs, sender_data_secret, content_ciphertext)
-    return cs.seal(key, nonce, encode(aad), encode(sender_data))
+    return cs.seal(key, nonce, _aad_bytes(aad), encode_sender_data(sender_data))
 
 
 def open_sender_data(
@@ -31,4 +31,8 @@ def open_sender_data(
 ) -> SenderData:
     """The sender data; a wrong key or tampered bytes raise :class:`~protocols.libraries.mls.errors.DecryptionFailed`."""
     key, nonce = sender_data_key_nonce(cs, sender_data_secret, content_ciphertext)
-    return decode(SenderData, cs.open(key, nonce, encode(aad), encrypted))
+    return decode_sender_data(cs.open(key, nonce, _aad_bytes(aad), encrypted))
+
+
+def _aad_bytes(aad: SenderDataAAD) -> bytes:
+    return sender_data_aad(aad.group_id, aad.epoch, aad.content_type)

@@ -30,11 +30,13 @@ from ..messages import (
     SenderMember,
     SenderType,
 )
+from ..messages.fast_codec import encode_framed_content
 from ..messages.registries import ProtocolVersion, WireFormat
 from .checks import describe
 from .view import EpochView
 
 SIGN_LABEL = "FramedContentTBS"
+_TBS_HEAD = struct.Struct(">HH")
 
 #: Sender types whose signature covers the GroupContext (section 6.1).
 _SIGNED_WITH_CONTEXT = frozenset({SenderType.MEMBER, SenderType.NEW_MEMBER_COMMIT})
@@ -65,9 +67,12 @@ def framed_content_tbs_bytes(
     The struct's fields in order: version, wire format, content, then the
     context for the senders it concerns.
     """
-    tbs = framed_content_tbs(wire_format, content, group_context)
-    head = struct.pack(">HH", tbs.version, tbs.wire_format) + encode(content)
-    return head if tbs.context is None else head + _encoded_context(tbs.context)
+    if type(content.sender) is SenderMember and group_context is not None:
+        context: GroupContext | None = group_context  # a member's signature always covers it: skip the checks
+    else:
+        context = framed_content_tbs(wire_format, content, group_context).context
+    head = _TBS_HEAD.pack(ProtocolVersion.MLS10, wire_format) + encode_framed_content(content)
+    return head if context is None else head + _encoded_context(context)
 
 
 def sign_content(

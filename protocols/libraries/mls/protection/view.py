@@ -96,6 +96,7 @@ class EpochView:
 
     def with_secret_tree(self, tree: SecretTree) -> EpochView:
         """The same view after ``tree`` replaced the secret tree (a key was used up)."""
-        if tree.suite != self.suite or tree.n_leaves != self.secret_tree.n_leaves:
+        # Identity first: the tree is almost always the same suite object (attrs equality compares every field).
+        if (tree.suite is not self.suite and tree.suite != self.suite) or tree.n_leaves != self.secret_tree.n_leaves:
             raise InvalidArgument("the secret tree is for another suite or tree size than the view's")
         return replaced(self, secret_tree=tree)
