@@ -202,9 +202,10 @@ def drain_next_marker(
     """Claim one due recheck marker and re-handle its items in wake order (arrival order, or the
     envelopes' time order for waits that asked for it), one per transaction.
 
-    When an item wakes another reason whose items come before the drain's place (a commit that lets
-    earlier events open), the drain stops and the marker is re-armed: the next claim takes the marker
-    with the earliest item, so woken items are re-handled in wake order across reasons.
+    When an item wakes a reason whose items come before the drain's place (a commit that lets earlier
+    events open) — another reason, or the marker's own enqueued again while items the drain already
+    looked at wait on it once more — the drain stops and the marker is re-armed: the next claim takes the
+    marker with the earliest item, so woken items are re-handled in wake order across reasons.
 
     Returns a marker :class:`Step` counting the items re-handled, or :data:`IDLE`
     when no marker was due; each re-handled item's outcome goes to ``on_outcome`` (an item finished

@@ -377,20 +377,27 @@ def reset_claims(db: Database) -> int:
 _NEXT_MARKER_DUE_AT = "SELECT min(available_at_ms) FROM recheck_queue WHERE status = 'ready'"
 
 
+# Another due marker, or the claimed one itself when its reason was enqueued again during the claim (dirty):
+# the items before the drain's place blocked on it again when they were looked at, and are now woken anew.
 _EARLIER_ITEM_WOKEN = (
-    "SELECT 1 FROM recheck_queue AS q WHERE q.status = 'ready' AND q.available_at_ms <= ? "
-    "AND (q.reason_type, q.reason_key) != (?, ?) AND EXISTS (SELECT 1 FROM blocked AS b "
+    "SELECT 1 FROM recheck_queue AS q WHERE "
+    "((q.status = 'ready' AND q.available_at_ms <= ? AND (q.reason_type, q.reason_key) != (?, ?)) "
+    " OR ((q.reason_type, q.reason_key) = (?, ?) AND q.dirty = 1)) "
+    "AND EXISTS (SELECT 1 FROM blocked AS b "
     "  WHERE b.reason_type = q.reason_type AND b.reason_key = q.reason_key AND (b.order_ms, b.order_id) < (?, ?)) "
     "LIMIT 1"
 )
 
 
 def earlier_item_woken(db: Database, marker: Marker, position: Cursor, now_ms: int) -> bool:
-    """Whether another due marker wakes an item earlier by time than ``position``, the next item of
-    ``marker``'s drain (the drain stops there, so that the earlier item goes first).  Waits in arrival order
-    are never earlier by time than one another: their drains run to the end."""
+    """Whether a due marker wakes an item earlier by time than ``position``, the next item of ``marker``'s
+    drain (the drain stops there, so that the earlier item goes first): another reason's, or ``marker``'s own
+    when its reason was enqueued again since the claim — an item the drain looked at blocked on it again, and
+    what was just handled may let it pass now.  Waits in arrival order are never earlier by time than one
+    another: their drains run to the end."""
     order_ms, order_id, _ = position
-    return db.one(_EARLIER_ITEM_WOKEN, (now_ms, marker.reason_type, marker.reason_key, order_ms, order_id)) is not None
+    key = (marker.reason_type, marker.reason_key)
+    return db.one(_EARLIER_ITEM_WOKEN, (now_ms, *key, *key, order_ms, order_id)) is not None
 
 
 def next_marker_due_at(db: Database) -> int | None:

@@ -1,8 +1,10 @@
 """Waits in time order, waits on arrivals, and the drain that re-handles woken items in wake order across reasons.
 
 A small "steps" protocol: every item has a time (``at``); it may wait for a
-gate, open a gate when it passes, and hold until what arrived behind it was
-looked at (as Marmot holds a commit).  The tests check the order items pass in.
+gate, open a gate when it passes, wake a gate's waits without opening it (as a
+Marmot rollback wakes the events waiting for the next epoch), and hold until
+what arrived behind it was looked at (as Marmot holds a commit).  The tests
+check the order items pass in.
 """
 
 from __future__ import annotations
@@ -28,8 +30,19 @@ class World:
         self.open: set[str] = set()
 
 
-def step(name: str, at: int, *, waits: str | None = None, opens: str | None = None, hold: bool = False) -> bytes:
-    return json.dumps({"id": name, "at": at, "waits": waits, "opens": opens, "hold": hold}).encode()
+def step(
+    name: str,
+    at: int,
+    *,
+    waits: str | None = None,
+    needs: str | None = None,
+    opens: str | None = None,
+    wakes: str | None = None,
+    hold: bool = False,
+) -> bytes:
+    """An item that waits on gate ``waits`` until gate ``needs`` (``waits`` unless told) is open."""
+    item = {"id": name, "at": at, "waits": waits, "needs": needs or waits, "opens": opens, "wakes": wakes}
+    return json.dumps({**item, "hold": hold}).encode()
 
 
 def steps_plugin(world: World, *, in_time_order: bool):
@@ -39,7 +52,7 @@ def steps_plugin(world: World, *, in_time_order: bool):
 
     def handle(ctx, envelope):
         item = envelope.payload
-        if item["waits"] is not None and item["waits"] not in world.open:
+        if item["needs"] is not None and item["needs"] not in world.open:
             return Blocked("gate", item["waits"], "closed", in_time_order=in_time_order)
         if item["hold"]:
             behind = ctx.arrivals_behind()
@@ -49,6 +62,8 @@ def steps_plugin(world: World, *, in_time_order: bool):
         if item["opens"] is not None:
             world.open.add(item["opens"])
             intents.append(EnqueueRecheck("gate", item["opens"]))
+        if item["wakes"] is not None:
+            intents.append(EnqueueRecheck("gate", item["wakes"]))
         return Result(events=[Event("passed", item["id"].encode(), "", 0, {"id": item["id"]})], intents=intents)
 
     class Plugin:
@@ -152,3 +167,17 @@ def test_a_drain_gives_way_to_an_earlier_item_another_reason_woke(steps_app):
     push(app, step("opens-a", 1, opens="a"))
     drain.run_until_idle(app.runtime)
     assert passed(app) == ["opens-a", "a-opens-b", "b-item", "a-late"]
+
+
+def test_a_drain_gives_way_to_an_earlier_item_its_own_reason_woke_again(steps_app):
+    """Draining gate g, the earliest item finds g still closed and waits on it again; a later item opens g:
+    the earliest goes next, not after the rest of the drain (Marmot: after a rollback wakes the next epoch's
+    waits, a message of that epoch is read before the commits behind it leave the epoch)."""
+    app = steps_app()
+    push(app, step("needs-g", 10, waits="g"), step("opens-g", 20, waits="g", needs="w", opens="g"))
+    push(app, step("after", 30, waits="g"))
+    drain.run_until_idle(app.runtime)
+    push(app, step("opens-w-wakes-g", 1, opens="w", wakes="g"))
+    drain.run_until_idle(app.runtime)
+    assert passed(app) == ["opens-w-wakes-g", "opens-g", "needs-g", "after"]
+    assert app.db.value("SELECT count(*) FROM blocked") == 0

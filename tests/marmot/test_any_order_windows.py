@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, example, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
@@ -234,16 +234,55 @@ def test_one_delivery_in_any_order_ends_where_time_order_ends(tmp_path_factory, 
     check_one_delivery(tmp_path_factory.mktemp("deep"), settings, config, delivery)
 
 
+#: Found by test_pages_ticked_newest_first_many_examples, in its time-ordered reference: a rollback woke the events
+#: waiting for the next epoch; one re-blocked, the commit behind it brought that epoch, and the drain went on through
+#: six more commits before it came back to the message (epoch_expired), until a drain gave way to its own reason.
+MESSAGE_PASSED_BY_ITS_OWN_DRAIN = {
+    "config": {
+        "members": 3,
+        "messages": 30,
+        "commits": 11,
+        "races": 3,
+        "garbage": 0,
+        "duplicates": 0,
+        "deletions": 2,
+        "seed": 50618,
+    },
+    "page": 3,
+    "crashes": [],
+}
+
+
 @pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=3, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, page=st.integers(3, 20), crashes=st.lists(st.integers(1, 60), max_size=2))
+@example(**MESSAGE_PASSED_BY_ITS_OWN_DRAIN)
 def test_pages_ticked_newest_first_lose_only_what_the_window_forbids(tmp_path_factory, settings, config, page, crashes):
     check_pages_newest_first(tmp_path_factory.mktemp("pages"), settings, config, page, crashes)
+
+
+#: Found by test_batches_many_examples: the loser of epoch 2's same-second race came in the first batch, waited
+#: for its epoch, then behind the second batch (core.arrivals) while its winner and six more commits were applied;
+#: the engine had let epoch 2's keys go, and it ended epoch_expired until its epoch's snapshot opened it.
+RACE_LOSER_HELD_BEHIND_A_BATCH = {
+    "config": {
+        "members": 4,
+        "messages": 30,
+        "commits": 11,
+        "races": 4,
+        "garbage": 0,
+        "duplicates": 0,
+        "deletions": 2,
+        "seed": 4,
+    },
+    "delivery": {"order": "shuffled", "page": 3, "batches": 2, "crashes": [], "rng": 0},
+}
 
 
 @pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=4, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, delivery=BATCHES)
+@example(**RACE_LOSER_HELD_BEHIND_A_BATCH)
 def test_batches_differ_from_time_order_only_where_the_window_forbade(tmp_path_factory, settings, config, delivery):
     check_batches(tmp_path_factory.mktemp("batches"), settings, config, delivery)
 

@@ -321,6 +321,38 @@ def test_commit_for_an_epoch_outside_the_rollback_window_is_too_old(app, net, mo
     assert not facts(app, F.EPOCH_ROLLED_BACK)
 
 
+@pytest.mark.parametrize("better", [False, True], ids=["loses", "wins"])
+def test_a_commit_of_an_epoch_whose_keys_the_engine_let_go_still_competes(marmot_app, net, monkeypatch, better):
+    """The rollback window may reach further back than the past epochs whose keys the engine keeps: a competitor
+    for such an epoch opens with the snapshot kept for it and is weighed by MIP-03's rule (it waited for an epoch
+    that never comes before)."""
+    monkeypatch.setenv("TESSERA_MARMOT_PAST_EPOCHS", "1")
+    monkeypatch.setenv("TESSERA_MARMOT_SNAPSHOTS", "8")
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    competitor, first_epoch = net.states[2], net.epoch
+    applied_line, applied = net.prepare(1, T0 + 30)
+    net.adopt(1, applied)
+    later = [net.commit(0, T0 + 31 + n) for n in range(3)]
+    deliver(app, applied_line, *later)
+    assert group_row(app, net.gid)["epoch"] == first_epoch + 4  # the first epoch's keys are gone (1 past epoch kept)
+    result = mls.commit(competitor, self_update=True, rng=net.draw)
+    late = net.wrap(competitor, result.message, T0 + (1 if better else 40))
+    probe, rumor, _ = net.send_on(result.new_state, "on the competitor's branch", T0 + 41)
+    deliver(app, late, probe)
+    if better:
+        assert outer_state(app, net.gid, late) == "ProcessedCommit"
+        assert len(facts(app, F.EPOCH_ROLLED_BACK)) == 1
+        assert [outer_record(app, net.gid, line).reason for line in later] == ["invalidated_branch"] * 3
+        assert group_row(app, net.gid)["epoch"] == first_epoch + 1
+        assert message_state(app, net.gid, rumor["id"]) == "Processed"
+    else:
+        assert outer_record(app, net.gid, late).reason == "commit_lost_race"
+        assert not facts(app, F.EPOCH_ROLLED_BACK)
+        assert group_row(app, net.gid)["epoch"] == first_epoch + 4
+        assert message_state(app, net.gid, rumor["id"]) == "EpochInvalidated"
+
+
 # --- deletions ------------------------------------------------------------------------------------
 
 

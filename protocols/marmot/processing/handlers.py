@@ -130,6 +130,8 @@ def _open(item: Item) -> Result | Blocked:
     except InvalidEnvelope:
         return item.fail(FailureReason.MALFORMED_PAYLOAD)
     if opened is None:
+        opened = _open_with_a_snapshot(item.group, content)
+    if opened is None:
         return _open_on_a_branch(item, content, ahead)
     try:
         header = mls.peek(opened[1])
@@ -142,6 +144,27 @@ def _open(item: Item) -> Result | Blocked:
     if header.epoch > state.epoch:
         return wait_for_epoch(item, state.epoch + 1, f"it is for epoch {header.epoch}, we are at {state.epoch}")
     return messages.handle_message(item, header, opened[1])
+
+
+def _open_with_a_snapshot(group: store.LoadedGroup, content: str) -> tuple[int, bytes] | None:
+    """Open with the key of an epoch of the rollback window that the engine no longer retains, from the snapshot
+    kept for that epoch; None when none does.
+
+    A better commit may change any epoch of the rollback window (``TESSERA_MARMOT_SNAPSHOTS``, MIP-03: previous
+    group states are kept to recover from forks), and that window may reach further back than the past epochs
+    whose keys the engine keeps (``TESSERA_MARMOT_PAST_EPOCHS``).  A competing commit of such an epoch — one that
+    arrived, or waited behind what arrived with it, until the engine let its epoch go — is opened here and weighed
+    (:func:`.commits.compete`); anything else of that epoch then fails ``epoch_expired``, as the engine says.
+    When the rollback window is no wider than the past-epoch window (the defaults), no snapshot is tried.
+    """
+    state = group.state
+    oldest_retained = min([state.epoch, *(past.epoch for past in state.past)])
+    for record in reversed(group.meta.records):
+        if record.epoch < oldest_retained:
+            opened = outer.open_with_epoch_key(group.snapshot(record.epoch), content)
+            if opened is not None:
+                return opened
+    return None
 
 
 def _open_on_a_branch(item: Item, content: str, ahead: outer.OpenedAhead | None) -> Result | Blocked:

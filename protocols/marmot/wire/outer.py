@@ -84,6 +84,16 @@ def open_content(state: mls.GroupState, content: str, ahead: OpenedAhead | None 
         epoch, key, opened = ahead
         if any(keyed.epoch == epoch and hmac.compare_digest(keyed.key, key) for keyed in keys):
             return epoch, opened
+    return _opened(keys, content)
+
+
+def open_with_epoch_key(state: mls.GroupState, content: str) -> tuple[int, bytes] | None:
+    """:func:`open_content` with the key of ``state``'s own epoch only, not of the past epochs it retains: for a
+    state kept for that one epoch (a rollback-window snapshot; the epochs before it have snapshots of their own)."""
+    return _opened([_epoch_keys(state.keys.exporter_secret, state, state.epoch)], content)
+
+
+def _opened(keys: list[EpochKeys], content: str) -> tuple[int, bytes] | None:
     raw = envelope.decode_content(content)
     for keyed in keys:
         message = envelope.open_raw(keyed.key, raw)
