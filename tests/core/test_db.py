@@ -217,17 +217,30 @@ def test_apsw_sees_wal_files(table, db_path):
     assert raw_connection(db_path).execute("SELECT count(*) FROM t").fetchall() == [(1,)]
 
 
+_real_monotonic, _real_sleep = time.monotonic, time.sleep
+
+
 class _Clock:
-    """core.db's clock and sleep, moved by hand: what a gap should be is checked without waiting for it."""
+    """core.db's clock and sleep, moved by hand: what a gap should be is checked without waiting for it.
+
+    Patching ``core.db.time`` patches the one ``time`` module every thread shares, so only the test's own
+    thread sees the hand-moved clock; a thread an earlier test left running (a checkpointer finishing its
+    wait) keeps the real one and is neither counted nor able to move this clock."""
 
     def __init__(self) -> None:
         self.now = 1000.0
         self.slept: list[float] = []
+        self._owner = threading.get_ident()
 
     def monotonic(self) -> float:
+        if threading.get_ident() != self._owner:
+            return _real_monotonic()
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        if threading.get_ident() != self._owner:
+            _real_sleep(seconds)
+            return
         self.slept.append(seconds)
         self.now += seconds
 
