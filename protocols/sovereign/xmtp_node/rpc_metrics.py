@@ -38,14 +38,13 @@ class XmtpMetrics:
         self.open_streams = Gauge("tessera_xmtp_open_streams", "XMTP streams open now.", registry=registry)
 
 
-async def _answer_failure(context: grpc.aio.ServicerContext, method: str, error: Exception) -> None:
-    """Abort the call for ``error``: a refusal with its status and reason, anything else as INTERNAL."""
+def _refusal(method: str, error: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status ``error`` is answered with: a refusal's own, anything else INTERNAL (and logged)."""
     refused = status_of(error)
     if refused is None:
         log.error("XMTP %s failed", method, exc_info=error)
-        refused = grpc.StatusCode.INTERNAL, "the node failed to answer; its log says why"
-    await context.abort(*refused)
-    raise AssertionError("not reached: abort raises")
+        return grpc.StatusCode.INTERNAL, "the node failed to answer; its log says why"
+    return refused
 
 
 def _code_of(context: grpc.aio.ServicerContext) -> str:
@@ -53,11 +52,8 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
     return code.name if isinstance(code, grpc.StatusCode) else "OK"
 
 
-def _count(
-    metrics: XmtpMetrics, method: str, context: grpc.aio.ServicerContext, cancelled: bool, started: float
-) -> None:
+def _count(metrics: XmtpMetrics, method: str, code: str, started: float) -> None:
     """One finished RPC: its status code (CANCELLED when the caller went away) and how long it took."""
-    code = "CANCELLED" if cancelled else _code_of(context)
     metrics.requests.labels(method=method, code=code).inc()
     metrics.latency.labels(method=method).observe(time.perf_counter() - started)
 
@@ -69,18 +65,23 @@ def unary(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[...
         @functools.wraps(handler)
         async def answer(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
-            cancelled = False
+            code: str | None = None
             try:
                 return await handler(self, request, context)
             except asyncio.CancelledError:
-                cancelled = True
+                code = "CANCELLED"
                 raise
             except grpc.aio.AbortError:
                 raise
             except Exception as error:
-                await _answer_failure(context, method, error)
+                status, details = _refusal(method, error)
+                # Counted before the status goes out: a client that reads /metrics once answered sees it.
+                code = status.name
+                _count(self.metrics, method, code, started)
+                await context.abort(status, details)
             finally:
-                _count(self.metrics, method, context, cancelled, started)
+                if code is None or code == "CANCELLED":
+                    _count(self.metrics, method, code or _code_of(context), started)
 
         return answer
 
@@ -95,20 +96,35 @@ def stream(method: str) -> Callable[[Callable[..., AsyncIterator[Any]]], Callabl
         async def answer(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started = time.perf_counter()
             self.metrics.open_streams.inc()
-            cancelled = False
+            code: str | None = None
+            held = True
+
+            def closed() -> None:
+                nonlocal held
+                if held:
+                    held = False
+                    self.metrics.open_streams.dec()
+
             try:
                 async for message in handler(self, request, context):
                     yield message
             except asyncio.CancelledError:  # the client went away (or the server's grace ran out)
-                cancelled = True
+                code = "CANCELLED"
                 raise
             except grpc.aio.AbortError:
                 raise
             except Exception as error:
-                await _answer_failure(context, method, error)
+                status, details = _refusal(method, error)
+                # Closed and counted before the status goes out: a client that reads /metrics as soon as it has
+                # its answer sees the refusal counted and the stream no longer open.
+                closed()
+                code = status.name
+                _count(self.metrics, method, code, started)
+                await context.abort(status, details)
             finally:
-                self.metrics.open_streams.dec()
-                _count(self.metrics, method, context, cancelled, started)
+                closed()
+                if code is None or code == "CANCELLED":
+                    _count(self.metrics, method, code or _code_of(context), started)
 
         return answer
 
