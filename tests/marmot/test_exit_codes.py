@@ -90,3 +90,26 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert (_json(delivered)["outcome"], _json(delivered)["exit_code"]) == ("done", 0)
     assert len(_json(delivered)["publish"]["published"]) == 2
     assert _json(alice.run("status", "--json"))["outgoing_retrying"]["waiting"] == 0
+
+
+@pytest.mark.relay
+def test_the_relay_transports_warnings_follow_log_format_and_log_level(relay: LocalRelayServer, tmp_path: Path) -> None:
+    alice = Person(tmp_path, "alice")
+    alice.run("init", "--protocol", "marmot")
+    alice.marmot("identity", "new")
+    gid = alice.marmot("create-group", "--name", "tea", "--relay", relay.url)["group"]
+    relay.stop()
+
+    as_json = alice.run("--log-format", "json", "marmot", "send", "--group", gid, "while it is down", check=False)
+    assert as_json.returncode == 5, as_json.stderr
+    logged = [json.loads(line) for line in as_json.stderr.splitlines() if line.startswith("{")]
+    said = [line for line in as_json.stderr.splitlines() if not line.startswith("{")]
+    # The transport's warning is a log record like every other (it used to bypass the handler as a bare line),
+    # and what is left is the command's own reason.
+    assert any(r["logger"] == "tessera.marmot.relays" and "unreachable" in r["message"] for r in logged), logged
+    assert len(said) == 1 and said[0].startswith("queued; will retry 1 event"), said
+
+    quiet = alice.run("--log-level", "error", "marmot", "send", "--group", gid, "still down", check=False)
+    assert quiet.returncode == 5 and quiet.stderr.strip().splitlines() == [
+        line for line in quiet.stderr.strip().splitlines() if line.startswith("queued; will retry")
+    ], quiet.stderr

@@ -1,7 +1,8 @@
 """What the transport tells an operator: reconnects, refusals, relay notices, events it dropped.
 
 Every happening is one :class:`RelayActivity`.  It always goes to the
-``protocols.marmot.relays`` logger (warnings for problems, info for the rest)
+``tessera.marmot.relays`` logger (warnings for problems, info for the rest;
+under ``tessera``, so ``--log-level`` and ``--log-format`` apply to it like to every other line)
 and, when the caller gave one, to an ``observe`` callback, e.g. to update a
 status line or count metrics.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 import attrs
 
-LOG = logging.getLogger("protocols.marmot.relays")
+LOG = logging.getLogger("tessera.marmot.relays")
 
 
 class Happening(enum.Enum):
