@@ -69,6 +69,9 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert synced.returncode == Outcome.UNREACHABLE.exit_code == 4, synced.stderr
     assert (_json(synced)["outcome"], _json(synced)["exit_code"]) == ("unreachable", 4)
     assert "no relay answered completely" in synced.stderr
+    # A relay that could not be connected to cut nothing short: it is named as not reached.
+    assert f"warning: relay not reached: group {gid}: {relay.url} unreachable (" in synced.stderr
+    assert "cut short" not in synced.stderr and "event(s)" not in synced.stderr
 
     invited = alice.run("marmot", "add-members", "--group", gid, bob_npub, check=False)
     assert invited.returncode == 4 and "Error: could not look for" in invited.stderr, invited.stderr
