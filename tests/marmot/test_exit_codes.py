@@ -116,3 +116,6 @@ def test_the_relay_transports_warnings_follow_log_format_and_log_level(relay: Lo
     assert quiet.returncode == 5 and quiet.stderr.strip().splitlines() == [
         line for line in quiet.stderr.strip().splitlines() if line.startswith("queued; will retry")
     ], quiet.stderr
+
+    later = alice.run("marmot", "send", "--group", gid, "later", "--no-publish", check=False)
+    assert later.returncode == 5 and later.stderr.rstrip().endswith("(not tried yet: --no-publish)"), later.stderr
