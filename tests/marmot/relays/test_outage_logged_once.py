@@ -20,7 +20,9 @@ LOGGER = "tessera.marmot.relays"
 
 def _warned_unreachable(caplog: pytest.LogCaptureFixture) -> int:
     return sum(
-        1 for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING and " unreachable" in r.msg % r.args
+        1
+        for r in caplog.records
+        if r.name == LOGGER and r.levelno == logging.WARNING and " unreachable" in r.msg % r.args
     )
 
 
