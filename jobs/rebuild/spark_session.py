@@ -125,7 +125,8 @@ def _start_jvm_quietly(settings: dict[str, str]) -> None:
     # Reading starts first, so what a JVM that fails to start says still reaches the user.
     threading.Thread(target=_pass_on_stderr, args=(read_end,), name="spark-jvm-stderr", daemon=True).start()
     try:
-        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(settings.items()), {"stderr": write_end})
+        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        gateway = launch_gateway(conf, {"stderr": write_end})  # type: ignore[no-untyped-call]
     finally:
         os.close(write_end)  # the JVM holds its own copy; the reader sees the end when the JVM exits
     SparkContext._ensure_initialized(gateway=gateway)
