@@ -445,7 +445,8 @@ def groups(obj: CliState, as_json: bool) -> None:
 
 
 def _group_line(g: dict[str, Any]) -> str:
-    line = f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}"
+    named = f" {g['name']!r}" if g["name"] else ""  # a group a welcome brought has no name here
+    line = f"{g['group']} {g['membership']} epoch {g['epoch']}{named}{'' if g['active'] else ' (removed)'}"
     return line + (f" NEEDS REJOIN: {g['needs_rejoin']}" if g["needs_rejoin"] else "")
 
 

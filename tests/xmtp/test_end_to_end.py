@@ -127,6 +127,11 @@ def test_three_people_on_three_databases_talk_through_a_real_server(tmp_path: Pa
             assert accept == ["tessera", "--db", str(person.db), "xmtp", "accept", group], waits
             assert "ALLOWED" in person.xmtp("accept", *how)
 
+        # Its name, quoted, where we know it (the creator's database); no trailing blank where we do not.
+        [created] = alice.xmtp("groups").splitlines()
+        assert created.startswith(f"{group} ALLOWED epoch ") and created.endswith(" 'e2e'"), created
+        assert [line for line in bob.xmtp("groups").splitlines() if line != line.rstrip()] == []
+
         listening = Listening(carol)
         try:
             first = [f"alice {n}" for n in range(60)]
