@@ -28,6 +28,7 @@ from core.settings import SETTINGS, Settings
 
 _DEFAULT_DB = next(setting.default for setting in SETTINGS if setting.name == "db")
 _KEY_FILE = next(setting.key for setting in SETTINGS if setting.name == "key_file")
+_ROOT_OPTIONS = ("--db", "--config", "--key-file")  # what root_options() can add
 # A command in backticks that starts with ``tessera``: `tessera parked list`.
 _QUOTED_COMMAND = re.compile(r"`tessera(?=[ `])([^`]*)`")
 
@@ -59,15 +60,36 @@ def pasteable(text: str, settings: Settings | None = None) -> str:
     options = root_options(settings)
     if not options:
         return text
-    prefix = shlex.join(options)
 
     def with_options(found: re.Match[str]) -> str:
         rest = found.group(1)
-        if rest.startswith(f" {prefix}"):
-            return found.group(0)  # built by command() already
-        return f"`tessera {prefix}{rest}`"
+        # A message may name some root options itself (the core's "`tessera --db chat.db init`"):
+        # those it gives stay as written, only the missing ones are added, so none appears twice.
+        missing = _not_given(options, _leading_root_options(rest))
+        if not missing:
+            return found.group(0)
+        return f"`tessera {shlex.join(missing)}{rest}`"
 
     return _QUOTED_COMMAND.sub(with_options, text)
+
+
+def _leading_root_options(rest: str) -> set[str]:
+    """The names of the root options (``--db``...) that the words after ``tessera`` start with."""
+    try:
+        words = shlex.split(rest)
+    except ValueError:  # unbalanced quotes: read as giving none
+        return set()
+    given: set[str] = set()
+    while len(words) >= 2 and words[0] in _ROOT_OPTIONS:
+        given.add(words[0])
+        words = words[2:]
+    return given
+
+
+def _not_given(options: list[str], given: set[str]) -> list[str]:
+    """``options`` (name, value pairs in one list) without the pairs whose name is in ``given``."""
+    pairs = zip(options[::2], options[1::2], strict=True)
+    return [word for name, value in pairs if name not in given for word in (name, value)]
 
 
 def _running_settings() -> Settings | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -90,7 +90,7 @@ def status_parts(report: dict[str, Any], rates: str | None = None) -> list[Rende
     retrying = outgoing_retrying_line(report["outgoing_retrying"], now)
     if retrying is not None:
         parts.append(retrying)
-    parts.append(lease_line(report["lease"], now))
+    parts.append(lease_line(report["lease"], now, report["daemons"]))
     parts.extend(daemon_line(daemon, now) for daemon in report["daemons"])
     parts.extend(_error_lines(report, now))
     projections = Table("projection", "status", "last applied seq", "failures")
@@ -104,8 +104,9 @@ def status_parts(report: dict[str, Any], rates: str | None = None) -> list[Rende
     return parts
 
 
-def lease_line(lease: dict[str, Any], now_ms: int) -> str:
-    """The tick lease in words: who holds it, since when, until when (raw values are in --json)."""
+def lease_line(lease: dict[str, Any], now_ms: int, daemons: Sequence[dict[str, Any]] = ()) -> str:
+    """The tick lease in words: who holds it, since when, until when (raw values are in --json), and whether
+    its holder is still alive (from ``daemons``, the status report's daemon entries)."""
     owner, token, expires = lease["owner"], lease["token"], lease["expires_at_ms"]
     if owner is None:
         return "lease tick: never taken"
@@ -115,7 +116,11 @@ def lease_line(lease: dict[str, Any], now_ms: int) -> str:
     if expires <= now_ms:
         return f"lease tick: free, expired {times.moment(expires, now_ms)}; last held by {holder}"
     since = f" since {times.moment(lease['acquired_at_ms'], now_ms)}" if lease.get("acquired_at_ms") else ""
-    return f"lease tick: held by {holder}{since}, expires {times.relative(expires, now_ms)}"
+    line = f"lease tick: held by {holder}{since}, expires {times.relative(expires, now_ms)}"
+    gone = next((d for d in daemons if d["owner"] == owner and d.get("stale")), None)
+    if gone is not None:  # a kill -9 leaves the lease held until it expires: say so, not just "held"
+        line += f"; its holder is gone ({gone['stale_reason']}): a standby takes over when it expires"
+    return line
 
 
 def daemon_line(daemon: dict[str, Any], now_ms: int) -> str:

@@ -4,7 +4,11 @@ Spark's JVM logs through its own log4j profile unless told otherwise: a
 banner, a warning that the hostname resolves to a loopback address, and one
 about the native Hadoop library, none of which a rebuild's user can act on.
 The session gets :data:`LOG4J2_CONFIG` (errors only), and a local master
-binds to the loopback address outright.
+binds to the loopback address outright.  One line is left that no setting
+reaches: Spark 4's launcher always starts the JVM with
+``--add-modules=jdk.incubator.vector``, and the JVM then prints "WARNING:
+Using incubator modules" on stderr.  So the JVM is started here with its
+stderr through a pipe, and every line but that one is passed on to ours.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,9 @@ LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 #: Below this many events, ``--engine local`` replays faster than Spark starts.
 SMALL_LOG_EVENTS = 200_000
 NO_SPARK_HINT = "rebuild without Spark with --engine local"
+APP_NAME = "tessera-rebuild"
+# What the JVM says once the launcher has added the incubating vector module, which no Spark setting prevents.
+_INCUBATOR_WARNING = b"WARNING: Using incubator modules:"
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -77,7 +85,7 @@ def make_session(master: str, conf: dict[str, str], partitions: int | None = Non
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName("tessera-rebuild")
+    builder = SparkSession.builder.master(master).appName(APP_NAME)
     settings = {
         **DEFAULT_CONF,
         "spark.sql.shuffle.partitions": str(partitions or 2 * (os.cpu_count() or 2)),
@@ -88,6 +96,7 @@ def make_session(master: str, conf: dict[str, str], partitions: int | None = Non
         builder = builder.config(key, value)
     session = None
     try:
+        _start_jvm_quietly({"spark.master": master, "spark.app.name": APP_NAME, **settings})
         session = builder.getOrCreate()
         session.conf.get("spark.sql.shuffle.partitions")  # Spark checks SQL settings at their first use
     except PySparkException as exc:  # a --conf value or a master Spark refuses: its JVM said why above
@@ -100,6 +109,35 @@ def make_session(master: str, conf: dict[str, str], partitions: int | None = Non
         ) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _start_jvm_quietly(settings: dict[str, str]) -> None:
+    """Start Spark's JVM (as the session would, with ``settings``) with its stderr passed on through a filter.
+
+    Nothing to do when this process has a JVM already (an earlier session, or a caller's).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    read_end, write_end = os.pipe()
+    # Reading starts first, so what a JVM that fails to start says still reaches the user.
+    threading.Thread(target=_pass_on_stderr, args=(read_end,), name="spark-jvm-stderr", daemon=True).start()
+    try:
+        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        gateway = launch_gateway(conf, {"stderr": write_end})  # type: ignore[no-untyped-call]
+    finally:
+        os.close(write_end)  # the JVM holds its own copy; the reader sees the end when the JVM exits
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _pass_on_stderr(read_end: int) -> None:
+    with os.fdopen(read_end, "rb") as jvm_stderr:
+        for line in jvm_stderr:
+            if not line.startswith(_INCUBATOR_WARNING):
+                sys.stderr.write(line.decode(errors="replace"))
+                sys.stderr.flush()
 
 
 def spark_available() -> bool:

@@ -43,6 +43,7 @@ from jobs.render import count_progress, print_rebuild, print_status, stage_progr
 from jobs.tick import TickDaemon
 from protocols.marmot import facts
 from protocols.marmot import simulate as sim
+from protocols.marmot.cli.local import history_line
 from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.read.states import MessageState
 
@@ -183,7 +184,7 @@ def _show_history(app: contract.App, expected: dict) -> bool:
         everything = store.query_rumors(None, 10_000_000)
         invalidated = store.query_rumors(None, 10_000_000, include_invalidated=True)
     for row in page:
-        out.print(f"  {row['created_at']}  {row['pubkey'][:8]}  {row['content']}")
+        out.print(f"  {history_line(row)}", markup=False, highlight=False)
     shown = [row["id"] for row in everything]
     rolled_back = {row["id"] for row in invalidated if row["state"] == MessageState.EPOCH_INVALIDATED}
     matches = shown == expected["rumor_ids"] and rolled_back == set(expected["invalidated_ids"])

@@ -32,7 +32,7 @@ from protocols.xmtp import connection, facts, keypackages, publishing, queries, 
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
-from protocols.xmtp.kinds import IntentState, MessageKind
+from protocols.xmtp.kinds import IntentState, Membership, MessageKind
 from protocols.xmtp.state import Vault
 
 if TYPE_CHECKING:
@@ -311,6 +311,7 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         stuck = queries.groups_needing_rejoin(app.db)
     with app.db.read():
         waiting = [row for row in queries.intents(app.db) if row.state is IntentState.TO_SEND]
+        pending = [row for row in queries.groups(app.db) if row.membership is Membership.PENDING]
     refused = [f for f in report.failures if not any(f.startswith(f"{topic}: ") for topic in report.unreachable)]
     result = outcome.worst(
         [
@@ -329,11 +330,12 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         "unreachable": report.unreachable,
         "waiting_intents": len(waiting),
         "needs_rejoin": [{"group": row.id.hex(), "reason": row.needs_rejoin} for row in stuck],
+        "pending": [row.id.hex() for row in pending],
     }
     outcome.emit(
         as_json,
         found,
-        [_sync_line(published, report.processed, stocked)],
+        [_sync_line(published, report.processed, stocked), *(_pending_line(row) for row in pending)],
         result,
     )
     if stuck:
@@ -345,11 +347,21 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         raise SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
     reasons = []
     if report.unreachable:
-        reasons.append(f"unreachable: {len(report.unreachable)} topics not read: {report.failures[0]}")
+        unread = output.plural(len(report.unreachable), "topic")
+        reasons.append(f"unreachable: {unread} not read: {report.failures[0]}")
     if waiting:
-        count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
-        reasons.append(f"queued; will retry {count}: {waiting[-1].error or 'not tried yet'}")
+        reasons.append(
+            f"queued; will retry {output.plural(len(waiting), 'intent')}: {waiting[-1].error or 'not tried yet'}"
+        )
     outcome.finish(result, reasons)
+
+
+def _pending_line(group: queries.GroupRow) -> str:
+    """A group a welcome brought that waits for our answer, with the two commands that give it."""
+    gid = group.id.hex()
+    named = f" {group.name!r}" if group.name else ""
+    accept, reject = hints.command("xmtp", "accept", gid), hints.command("xmtp", "reject", gid)
+    return f"group {gid}{named} waits for your answer: `{accept}` joins it, `{reject}` declines it"
 
 
 def _sync_line(published: int, read: int, stocked: int) -> str:
@@ -433,7 +445,8 @@ def groups(obj: CliState, as_json: bool) -> None:
 
 
 def _group_line(g: dict[str, Any]) -> str:
-    line = f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}"
+    named = f" {g['name']!r}" if g["name"] else ""  # a group a welcome brought has no name here
+    line = f"{g['group']} {g['membership']} epoch {g['epoch']}{named}{'' if g['active'] else ' (removed)'}"
     return line + (f" NEEDS REJOIN: {g['needs_rejoin']}" if g["needs_rejoin"] else "")
 
 

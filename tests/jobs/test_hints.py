@@ -42,3 +42,13 @@ def test_the_config_file_beside_the_database_is_found_again_so_it_is_left_out(tm
     (tmp_path / "tessera.toml").write_text("")
     given = settings(db=str(tmp_path / "chat.db"), config=str(tmp_path / "tessera.toml"))
     assert root_options(given) == ["--db", str(tmp_path / "chat.db")]
+
+
+def test_a_message_that_names_the_database_itself_gets_only_the_options_it_lacks(tmp_path: Path) -> None:
+    key_file = str(tmp_path / "a.key")
+    given = settings(db="alice.db", key_file=key_file)
+    said = pasteable("alice.db: no such file; create it with `tessera --db alice.db init`", given)
+    assert said == f"alice.db: no such file; create it with `tessera --key-file {key_file} --db alice.db init`"
+    # A command that already names every root option it needs is left exactly as written.
+    whole = f"`tessera --db alice.db --key-file {key_file} status`"
+    assert pasteable(whole, given) == whole

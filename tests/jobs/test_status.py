@@ -61,6 +61,20 @@ def test_a_daemon_killed_with_sigkill_is_stale_at_once_and_the_standby_alone_run
     finish(standby)
 
 
+def test_the_lease_line_says_when_its_holder_is_gone_before_the_lease_expires(tmp_path):
+    db = str(tmp_path / "gone.db")
+    init(db)
+    holder = spawn("tick", db, "--ttl", "60000")  # a lease that outlives the test: only liveness can tell
+    assert wait_until(lambda: [d["state"] for d in daemon_states(db)] == ["running"], timeout=20)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    [lease] = [line for line in status(db).stdout.splitlines() if line.startswith("lease tick:")]
+    assert lease.startswith("lease tick: held by ") and "expires in " in lease, lease
+    assert lease.endswith(
+        f"; its holder is gone (pid {holder.pid} is not running on this host): a standby takes over when it expires"
+    ), lease
+
+
 def test_a_running_daemon_on_another_host_is_stale_once_another_owner_holds_the_lease():
     def state(owner: str, token: int | None, what: str = "running") -> TickState:
         return TickState(owner, 1, what, None, 0, None, 0, 0, token)

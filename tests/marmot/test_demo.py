@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -39,6 +40,18 @@ def test_demo_runs_end_to_end_and_twice_in_the_same_directory(tmp_path):
         assert proc.stdout.count("rebuilt == live") == 1
         assert "swapped in: marmot." in proc.stdout
     assert file_encryption(str(workdir / "demo.db")) == "encrypted"  # under demo.key, beside it
+
+
+def test_the_demo_shows_its_conversation_as_marmot_history_does(tmp_path):
+    proc = demo("--dir", str(tmp_path / "demo"), "--messages", "40", "--engine", "local")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    conversation = proc.stdout.split("the conversation", 1)[1].split("history (", 1)[0]
+    rows = [line.split() for line in conversation.splitlines() if line.startswith("  ")]
+    assert len(rows) == 8, conversation
+    for day, clock, zone, rumor_id, author, *text in rows:
+        # A readable UTC time (raw seconds only in --json), the id prefix `react --to` takes, the author's npub.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", day) and re.fullmatch(r"\d\d:\d\d:\d\d", clock) and zone == "UTC"
+        assert re.fullmatch(r"[0-9a-f]{12}", rumor_id) and author.startswith("npub1") and text[0] == "message"
 
 
 def test_demo_refuses_to_wipe_a_directory_it_did_not_make(tmp_path):

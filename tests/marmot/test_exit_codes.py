@@ -69,6 +69,9 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert synced.returncode == Outcome.UNREACHABLE.exit_code == 4, synced.stderr
     assert (_json(synced)["outcome"], _json(synced)["exit_code"]) == ("unreachable", 4)
     assert "no relay answered completely" in synced.stderr
+    # A relay that could not be connected to cut nothing short: it is named as not reached.
+    assert f"warning: relay not reached: group {gid}: {relay.url} unreachable (" in synced.stderr
+    assert "cut short" not in synced.stderr and "event(s)" not in synced.stderr
 
     invited = alice.run("marmot", "add-members", "--group", gid, bob_npub, check=False)
     assert invited.returncode == 4 and "Error: could not look for" in invited.stderr, invited.stderr
@@ -90,3 +93,29 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert (_json(delivered)["outcome"], _json(delivered)["exit_code"]) == ("done", 0)
     assert len(_json(delivered)["publish"]["published"]) == 2
     assert _json(alice.run("status", "--json"))["outgoing_retrying"]["waiting"] == 0
+
+
+@pytest.mark.relay
+def test_the_relay_transports_warnings_follow_log_format_and_log_level(relay: LocalRelayServer, tmp_path: Path) -> None:
+    alice = Person(tmp_path, "alice")
+    alice.run("init", "--protocol", "marmot")
+    alice.marmot("identity", "new")
+    gid = alice.marmot("create-group", "--name", "tea", "--relay", relay.url)["group"]
+    relay.stop()
+
+    as_json = alice.run("--log-format", "json", "marmot", "send", "--group", gid, "while it is down", check=False)
+    assert as_json.returncode == 5, as_json.stderr
+    logged = [json.loads(line) for line in as_json.stderr.splitlines() if line.startswith("{")]
+    said = [line for line in as_json.stderr.splitlines() if not line.startswith("{")]
+    # The transport's warning is a log record like every other (it used to bypass the handler as a bare line),
+    # and what is left is the command's own reason.
+    assert any(r["logger"] == "tessera.marmot.relays" and "unreachable" in r["message"] for r in logged), logged
+    assert len(said) == 1 and said[0].startswith("queued; will retry 1 event"), said
+
+    quiet = alice.run("--log-level", "error", "marmot", "send", "--group", gid, "still down", check=False)
+    assert quiet.returncode == 5 and quiet.stderr.strip().splitlines() == [
+        line for line in quiet.stderr.strip().splitlines() if line.startswith("queued; will retry")
+    ], quiet.stderr
+
+    later = alice.run("marmot", "send", "--group", gid, "later", "--no-publish", check=False)
+    assert later.returncode == 5 and later.stderr.rstrip().endswith("(not tried yet: --no-publish)"), later.stderr

@@ -15,8 +15,9 @@ from protocols.example import simulate
 from tests.helpers import ROOT
 from tests.rebuild.conftest import ingest
 
-# What Spark's default set-up prints on every start: its log4j banner, its level, the hostname and Hadoop warnings.
-NOISE = ("log4j", "Setting default log level", "loopback address", "SPARK_LOCAL_IP", "native-hadoop")
+# What Spark's default set-up prints on every start: its log4j banner, its level, the hostname and Hadoop warnings,
+# and the JVM's note on the incubating vector module Spark 4's launcher always adds.
+NOISE = ("log4j", "Setting default log level", "loopback address", "SPARK_LOCAL_IP", "native-hadoop", "incubator")
 
 
 def rebuild_process(db_path: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,7 @@ the same ones up to her removal.
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import threading
@@ -118,9 +119,18 @@ def test_three_people_on_three_databases_talk_through_a_real_server(tmp_path: Pa
         group = alice.xmtp("create-group", "--name", "e2e").strip()
         assert "ADD_MEMBERS COMMITTED" in alice.xmtp("add-members", "--group", group, bob.address, carol.address)
         for person, how in ((bob, [group]), (carol, ["--group", group])):  # GROUP_ID, and the old spelling
-            person.xmtp("sync")
+            synced = person.xmtp("sync")
             assert person.group(group)["membership"] == "PENDING"
+            # The sync names the group that waits and the command that joins it, ready to paste.
+            [waits] = [line for line in synced.splitlines() if line.startswith(f"group {group} waits")]
+            accept = shlex.split(waits.split("`")[1])
+            assert accept == ["tessera", "--db", str(person.db), "xmtp", "accept", group], waits
             assert "ALLOWED" in person.xmtp("accept", *how)
+
+        # Its name, quoted, where we know it (the creator's database); no trailing blank where we do not.
+        [created] = alice.xmtp("groups").splitlines()
+        assert created.startswith(f"{group} ALLOWED epoch ") and created.endswith(" 'e2e'"), created
+        assert [line for line in bob.xmtp("groups").splitlines() if line != line.rstrip()] == []
 
         listening = Listening(carol)
         try:

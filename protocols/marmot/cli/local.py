@@ -241,12 +241,17 @@ def history(obj, gid: str, before: str | None, limit: int, include_invalidated: 
     [profile] = _described(app, [{"group": gid}])
     click.echo(_history_title(gid, profile))
     for row in rows:
-        mark = "" if row["state"] == MessageState.PROCESSED else f" [{row['state']}]"
-        author = short_key(row["pubkey"])
-        click.echo(f"{_when(row['created_at'])}  {row['id'][:12]}  {author}  {row['content']}{mark}")
+        click.echo(history_line(row))
     if next_cursor:
         flags = ["--group", gid, "--before", next_cursor, "--limit", limit]
         click.echo(f"older: `{hints.command('marmot', 'history', *flags)}`")
+
+
+def history_line(row: dict[str, Any]) -> str:
+    """One rumor as `history` prints it: its time in UTC, its id's first 12 characters, its author, its text."""
+    mark = "" if row["state"] == MessageState.PROCESSED else f" [{row['state']}]"
+    author = short_key(row["pubkey"])
+    return f"{_when(row['created_at'])}  {row['id'][:12]}  {author}  {row['content']}{mark}"
 
 
 def _history_title(gid: str, profile: dict[str, Any]) -> str:

@@ -130,7 +130,7 @@ class PublishSummary:
             said.append(f"queued; the tick daemon running on this database publishes {_events(len(self.waiting))}")
         elif self.waiting:
             last = self.waiting[-1]
-            why = f": {last['error']}" if last["error"] else " (not tried yet: --timeout 0)"
+            why = f": {last['error']}" if last["error"] else " (not tried yet: --no-publish)"
             said.append(f"queued; will retry {_events(len(self.waiting))} with `tessera tick`{why}")
         return said
 

@@ -77,7 +77,10 @@ def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> No
     }
     result = outcome.worst((_FETCHED[completeness], summary.outcome))
     outcome.emit(as_json, shown, lines, result)
-    reasons = [f"warning: relay answer cut short: {failure}" for failure in report.failures]
+    reasons = [
+        f"warning: {'relay not reached' if failure.never_reached else 'relay answer cut short'}: {failure}"
+        for failure in report.failures
+    ]
     if report.incomplete:
         reasons.append(
             f"warning: no relay answered completely for {', '.join(report.incomplete)}: some events may be "

@@ -1,7 +1,8 @@
 """What the transport tells an operator: reconnects, refusals, relay notices, events it dropped.
 
 Every happening is one :class:`RelayActivity`.  It always goes to the
-``protocols.marmot.relays`` logger (warnings for problems, info for the rest)
+``tessera.marmot.relays`` logger (warnings for problems, info for the rest;
+under ``tessera``, so ``--log-level`` and ``--log-format`` apply to it like to every other line)
 and, when the caller gave one, to an ``observe`` callback, e.g. to update a
 status line or count metrics.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 import attrs
 
-LOG = logging.getLogger("protocols.marmot.relays")
+LOG = logging.getLogger("tessera.marmot.relays")
 
 
 class Happening(enum.Enum):
@@ -76,17 +77,37 @@ Observer = Callable[[RelayActivity], None]
 
 
 class Reporter:
-    """Sends each :class:`RelayActivity` to the log and to the optional observer."""
+    """Sends each :class:`RelayActivity` to the log and to the optional observer.
+
+    A relay that cannot be reached is a warning once: every later attempt that fails the same way (one per
+    subscription and per event while it is down) goes to the debug level until a connection to it opens
+    again, so one outage is one line however many attempts a command or the daemon makes.  The observer
+    still hears every attempt.
+    """
 
     def __init__(self, observe: Observer | None = None):
         self._observe = observe
+        self._unreached: set[str] = set()  # relays whose outage was logged as a warning, until reached again
 
     def __call__(self, relay: str, happening: Happening, detail: str = "", *, delay_s: float | None = None) -> None:
         """Report one happening."""
         activity = RelayActivity(relay, happening, detail, delay_s)
-        LOG.log(_level(happening), "%s", activity)
+        LOG.log(self._level(relay, happening), "%s", activity)
         if self._observe is not None:
             self._observe(activity)
+
+    def reached(self, relay: str) -> None:
+        """A connection to ``relay`` opened: its next failure to connect is news again."""
+        self._unreached.discard(relay)
+
+    def _level(self, relay: str, happening: Happening) -> int:
+        if happening is Happening.CONNECTED:
+            self.reached(relay)
+        elif happening is Happening.UNREACHABLE:
+            if relay in self._unreached:
+                return logging.DEBUG
+            self._unreached.add(relay)
+        return _level(happening)
 
 
 def _level(happening: Happening) -> int:

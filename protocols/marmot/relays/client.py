@@ -110,6 +110,7 @@ class NostrRelays:
             connection = await RelayConnection.open(url, self._dial, self._report, timeout_s)
         except LinkDown as down:
             return self._failed(url, PublishStatus.UNREACHABLE, Happening.UNREACHABLE, str(down))
+        self._report.reached(url)
         try:
             async with connection, asyncio.timeout_at(deadline):
                 answer = await connection.publish(frame)
@@ -174,6 +175,7 @@ class NostrRelays:
         except LinkDown as down:
             self._report(url, Happening.UNREACHABLE, str(down))
             return FetchOutcome(url, FetchStatus.UNREACHABLE, str(down)), []
+        self._report.reached(url)
         found: dict[str, dict[str, Any]] = {}
         status, message = FetchStatus.COMPLETE, ""
         async with connection:

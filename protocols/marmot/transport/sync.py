@@ -43,7 +43,13 @@ from core.state import ProtocolState
 from protocols.marmot.errors import InvalidEvent
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.member import MarmotMember
-from protocols.marmot.relays import GIFT_WRAP_BACKDATE_S, FetchOutcome, FetchReport, normalise_relay_urls
+from protocols.marmot.relays import (
+    GIFT_WRAP_BACKDATE_S,
+    FetchOutcome,
+    FetchReport,
+    FetchStatus,
+    normalise_relay_urls,
+)
 from protocols.marmot.relays.live import LiveOptions
 from protocols.marmot.settings import MarmotSettings
 from protocols.marmot.state import account as accounts
@@ -87,9 +93,17 @@ class RelayFailure:
     def of(cls, what: str, outcome: FetchOutcome) -> RelayFailure:
         return cls(what, outcome.relay, outcome.status.value, outcome.message, outcome.events)
 
+    @property
+    def never_reached(self) -> bool:
+        """No connection at all: nothing was cut short, there was no answer to cut."""
+        return self.status == FetchStatus.UNREACHABLE.value and not self.events
+
     def __str__(self) -> str:
         said = f" ({self.message})" if self.message else ""
-        return f"{self.what}: {self.relay} {self.status}{said}; {self.events} valid event(s) before that kept"
+        if self.never_reached:
+            return f"{self.what}: {self.relay} {self.status}{said}"
+        kept = f"{self.events} valid {'event' if self.events == 1 else 'events'}"
+        return f"{self.what}: {self.relay} {self.status}{said}; {kept} before that kept"
 
 
 class Completeness(enum.Enum):

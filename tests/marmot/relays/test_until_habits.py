@@ -31,7 +31,7 @@ def test_learned_once_logged_at_debug_remembered_and_used_from_the_first_page_by
     for event in events:
         transport.publish(event, [nostr_relay.url]).raise_unless_accepted()
     path = str(tmp_path / "habits.db")
-    caplog.set_level(logging.DEBUG, logger="protocols.marmot.relays")
+    caplog.set_level(logging.DEBUG, logger="tessera.marmot.relays")
 
     first = marmot_app(path=path)
     relays = first.service(MarmotMember).relays()
