@@ -363,9 +363,10 @@ def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     if not ids:
         return Result(duplicate=True)
     marks = ",".join("?" * len(ids))
+    # The digest is the stored fact's event id, read from the log row the message names.
     rows = ctx.db.all(
-        f"SELECT group_id, id, payload_size, digest FROM sovereign_messages WHERE id IN ({marks}) "
-        "ORDER BY group_id, id",
+        "SELECT m.group_id, m.id, m.payload_size, e.event_id FROM sovereign_messages AS m "
+        f"CROSS JOIN events AS e ON e.seq = m.seq WHERE m.id IN ({marks}) ORDER BY m.group_id, m.id",
         tuple(ids),
     )
     by_group: dict[str, list[tuple[str, bytes]]] = {}

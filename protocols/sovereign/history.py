@@ -23,6 +23,7 @@ since a client polls again later from where it stopped.
 from __future__ import annotations
 
 import re
+from base64 import b64decode
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,21 +36,43 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 DIRECTIONS = tuple(Direction)
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
-_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded, sequence"
-_M_COLUMNS = ", ".join("m." + column.strip() for column in _COLUMNS.split(","))
+#: A message's columns, ``m`` its row of ``sovereign_messages`` and ``e`` its stored fact's row of the event
+#: log, which alone holds the payload (base64 in the fact's JSON; the text is cast because SQLite reads a BLOB
+#: argument of its JSON functions as JSONB).  Every query joins the log by rowid after choosing its rows, and
+#: CROSS JOIN keeps that order (SQLite never moves the right-hand table of a CROSS JOIN outward).
+_COLUMNS = (
+    "m.id, m.group_id, m.sender_id, m.server_timestamp, json_extract(CAST(e.payload AS TEXT), '$.payload'), "
+    "m.message_type, m.epoch, m.superseded, m.sequence"
+)
+_FACT = "CROSS JOIN events AS e ON e.seq = m.seq"
 _GROUP_MESSAGE_AT = "SELECT 1 FROM sovereign_messages WHERE id = ? AND group_id = ? AND server_timestamp = ?"
 _WELCOME_AT = "SELECT 1 FROM sovereign_welcomes WHERE recipient_id = ? AND server_timestamp = ? AND message_id = ?"
+#: A group's page from its newest (older) or oldest (newer) message, or after a cursor: the row value is a
+#: range on the index (group_id, server_timestamp), whose entries end with the id, so it also gives the order.
+_PAGE = (
+    f"SELECT {_COLUMNS} FROM sovereign_messages AS m {_FACT} WHERE m.group_id = ?{{after}} "
+    "ORDER BY m.server_timestamp {order}, m.id {order} LIMIT ?"
+)
+PAGE_QUERIES = {
+    (newer, after): _PAGE.format(
+        after=(" AND (m.server_timestamp, m.id) " + (">" if newer else "<") + " (?, ?)") if after else "",
+        order="ASC" if newer else "DESC",
+    )
+    for newer in (False, True)
+    for after in (False, True)
+}
 #: An installation's welcomes after a position in server order.  The row value on the welcome's own
 #: columns is a range on the index (recipient_id, server_timestamp, message_id), which also gives the order.
 WELCOMES_AFTER = (
-    f"SELECT {_M_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
-    "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
+    f"SELECT {_COLUMNS} FROM sovereign_welcomes AS w CROSS JOIN sovereign_messages AS m ON m.id = w.message_id "
+    f"{_FACT} WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
     "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
 )
 #: An installation's pending deliveries after a message id, in server order.  PENDING is written into the
 #: text, not bound: SQLite uses the partial index ``sovereign_delivery_pending`` only when it sees the value.
 PENDING_AFTER = (
-    f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m ON m.id = d.message_id "
+    f"SELECT {_COLUMNS} FROM sovereign_delivery_status AS d CROSS JOIN sovereign_messages AS m "
+    f"ON m.id = d.message_id {_FACT} "
     f"WHERE d.recipient_id = ? AND d.status = {PENDING} AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
 )
 #: Before every position: server timestamps are never negative.
@@ -57,7 +80,7 @@ _START = (-1, "")
 
 
 def message(row: Any) -> StoredMessage:
-    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], bool(row[7]), row[8])
+    return StoredMessage(row[0], row[1], row[2], row[3], b64decode(row[4]), row[5], row[6], bool(row[7]), row[8])
 
 
 def cursor_of(stored: StoredMessage) -> str:
@@ -124,21 +147,10 @@ def page(
     if direction not in DIRECTIONS:
         raise BadDirection(f"direction must be backward (older) or forward (newer), got {direction!r:.20}")
     params: list[Any] = [group_id]
-    where = "group_id = ?"
     newer = direction == Direction.FORWARD
     if cursor is not None:
-        ts, message_id = parse_cursor(db, group_id, cursor)
-        where += " AND (server_timestamp, id) > (?, ?)" if newer else " AND (server_timestamp, id) < (?, ?)"
-        params += [ts, message_id]
-    order = "ASC" if newer else "DESC"
-    found, has_more = _rows(
-        db,
-        f"SELECT {_COLUMNS} FROM sovereign_messages WHERE {where} "
-        f"ORDER BY server_timestamp {order}, id {order} LIMIT ?",
-        (*params, limit + 1),
-        limit,
-        max_bytes,
-    )
+        params += parse_cursor(db, group_id, cursor)
+    found, has_more = _rows(db, PAGE_QUERIES[newer, cursor is not None], (*params, limit + 1), limit, max_bytes)
     last = found[-1] if found else None
     if not newer:
         found.reverse()

@@ -1,0 +1,29 @@
+-- Each payload stored once: a message row names its stored fact's row in the event log (which holds the
+-- payload) instead of copying the payload and its digest; the two indexes no query used (by sender, by
+-- group and size) go.  The log keeps every message's fact (a purge removes the row with it), so each row
+-- finds its seq through the log's id index; a row whose fact is missing could serve no payload and is
+-- left out.  The file keeps the freed pages until retention's incremental vacuum gives them back.
+CREATE TABLE sovereign_messages_004 (
+    id                  TEXT    PRIMARY KEY,
+    seq                 INTEGER NOT NULL,
+    group_id            TEXT    NOT NULL,
+    sender_id           TEXT    NOT NULL,
+    server_timestamp    INTEGER NOT NULL,
+    payload_size        INTEGER NOT NULL,
+    message_type        INTEGER NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1, 2, 3)),
+    epoch               INTEGER NOT NULL DEFAULT 0,
+    created_at          INTEGER NOT NULL,
+    superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1)),
+    sequence            INTEGER
+) WITHOUT ROWID;
+INSERT INTO sovereign_messages_004(id, seq, group_id, sender_id, server_timestamp, payload_size, message_type,
+                                   epoch, created_at, superseded, sequence)
+    SELECT m.id, e.seq, m.group_id, m.sender_id, m.server_timestamp, m.payload_size, m.message_type,
+           m.epoch, m.created_at, m.superseded, m.sequence
+    FROM sovereign_messages AS m
+    JOIN events AS e INDEXED BY events_by_id_prefix
+        ON substr(e.event_id, 1, 8) = substr(m.digest, 1, 8) AND e.event_id = m.digest AND e.protocol = 'sovereign';
+DROP TABLE sovereign_messages;
+ALTER TABLE sovereign_messages_004 RENAME TO sovereign_messages;
+CREATE INDEX sovereign_messages_group_timestamp ON sovereign_messages (group_id, server_timestamp);
+CREATE INDEX sovereign_messages_created_at ON sovereign_messages (created_at);
