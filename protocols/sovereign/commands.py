@@ -355,6 +355,14 @@ def command_mark(ctx: contract.Context, params: dict[str, Any]) -> Result:
 # --- retention ----------------------------------------------------------------------------------
 
 
+#: The messages to expire (``{marks}``: one ``?`` per id), with their digests: the event ids of their stored
+#: facts, read from the log rows the messages name.  In id order: the IN list is looked up in that order, so nothing is sorted.
+EXPIRING = (
+    "SELECT m.group_id, m.id, m.payload_size, e.event_id FROM sovereign_messages AS m "
+    "CROSS JOIN events AS e ON e.seq = m.seq WHERE m.id IN ({marks}) ORDER BY m.id"
+)
+
+
 def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove messages ``ids`` for good (``reason``: age or storage): one retention fact per group, each purging
     its messages' stored facts, and the stored-bytes counter lowered."""
@@ -363,18 +371,13 @@ def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     if not ids:
         return Result(duplicate=True)
     marks = ",".join("?" * len(ids))
-    # The digest is the stored fact's event id, read from the log row the message names.
-    rows = ctx.db.all(
-        "SELECT m.group_id, m.id, m.payload_size, e.event_id FROM sovereign_messages AS m "
-        f"CROSS JOIN events AS e ON e.seq = m.seq WHERE m.id IN ({marks}) ORDER BY m.group_id, m.id",
-        tuple(ids),
-    )
+    rows = ctx.db.all(EXPIRING.format(marks=marks), tuple(ids))
     by_group: dict[str, list[tuple[str, bytes]]] = {}
     for group, message_id, _, digest in rows:
         by_group.setdefault(group, []).append((message_id, bytes(digest)))
     events: list[Event] = []
     intents: list[Any] = []
-    for group, found in by_group.items():
+    for group, found in sorted(by_group.items()):
         epoch = ctx.db.value("SELECT epoch FROM sovereign_groups WHERE group_id = ?", (group,))
         data = {"ids": [m for m, _ in found], "reason": reason, "group_epoch": epoch}
         recorded = Event(MESSAGES_EXPIRED, os.urandom(16), group, ctx.now_ms, data)

@@ -10,8 +10,9 @@
 -- superseded: a commit for an epoch that already had one (stored, never applied).
 -- sequence: the message's place in its group's history (1, 2, 3... none skipped), so a
 -- client sees a message left out of a page; NULL for messages stored before numbering.
--- Two indexes, each for its queries (protocols/sovereign/history.py, retention.py; tests/sovereign/test_query_plans.py):
--- a group's history in server order, and retention's oldest first.
+-- One index: a group's history in server order (protocols/sovereign/history.py).  Lookups by id and
+-- retention's oldest first (id order is arrival order) use the primary key; tests/sovereign/test_query_plans.py
+-- checks each query's plan.
 CREATE TABLE sovereign_messages (
     id                  TEXT    PRIMARY KEY,
     seq                 INTEGER NOT NULL,
@@ -25,7 +26,6 @@ CREATE TABLE sovereign_messages (
     superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1)),
     sequence            INTEGER
     INDEX sovereign_messages_group_timestamp (group_id, server_timestamp)
-    INDEX sovereign_messages_created_at (created_at)
 ) WITHOUT ROWID;
 
 -- One row per (message, recipient): 0 pending, 1 delivered, 2 read; never backwards.

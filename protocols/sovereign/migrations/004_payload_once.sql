@@ -1,6 +1,7 @@
 -- Each payload stored once: a message row names its stored fact's row in the event log (which holds the
--- payload) instead of copying the payload and its digest; the two indexes no query used (by sender, by
--- group and size) go.  The log keeps every message's fact (a purge removes the row with it), so each row
+-- payload) instead of copying the payload and its digest; of its indexes only the group's history in server
+-- order stays (by sender, and by group and size, no query used; retention's oldest first reads the primary
+-- key, as ids grow in arrival order).  The log keeps every message's fact (a purge removes the row with it), so each row
 -- finds its seq through the log's id index; a row whose fact is missing could serve no payload and is
 -- left out.  The file keeps the freed pages until retention's incremental vacuum gives them back.
 CREATE TABLE sovereign_messages_004 (
@@ -26,4 +27,3 @@ INSERT INTO sovereign_messages_004(id, seq, group_id, sender_id, server_timestam
 DROP TABLE sovereign_messages;
 ALTER TABLE sovereign_messages_004 RENAME TO sovereign_messages;
 CREATE INDEX sovereign_messages_group_timestamp ON sovereign_messages (group_id, server_timestamp);
-CREATE INDEX sovereign_messages_created_at ON sovereign_messages (created_at);
