@@ -23,7 +23,7 @@ since a client polls again later from where it stopped.
 from __future__ import annotations
 
 import re
-from base64 import b64decode
+from binascii import a2b_base64
 from collections.abc import Iterable
 from typing import Any
 
@@ -80,7 +80,7 @@ _START = (-1, "")
 
 
 def message(row: Any) -> StoredMessage:
-    return StoredMessage(row[0], row[1], row[2], row[3], b64decode(row[4]), row[5], row[6], bool(row[7]), row[8])
+    return StoredMessage(row[0], row[1], row[2], row[3], a2b_base64(row[4]), row[5], row[6], bool(row[7]), row[8])
 
 
 def cursor_of(stored: StoredMessage) -> str:
