@@ -3,7 +3,7 @@
 -- order stays (by sender, and by group and size, no query used; retention's oldest first reads the primary
 -- key, as ids grow in arrival order).  The log keeps every message's fact (a purge removes the row with it), so each row
 -- finds its seq through the log's id index; a row whose fact is missing could serve no payload and is
--- left out.  The freed pages (about half the file) are reused by new messages; `tessera scrub` gives them
+-- left out.  The freed pages (about half the file) are reused by new messages; tessera scrub gives them
 back to the disk at once.
 CREATE TABLE sovereign_messages_004 (
     id                  TEXT    PRIMARY KEY,
