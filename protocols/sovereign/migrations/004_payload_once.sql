@@ -1,10 +1,10 @@
 -- Each payload stored once: a message row names its stored fact's row in the event log (which holds the
 -- payload) instead of copying the payload and its digest; of its indexes only the group's history in server
 -- order stays (by sender, and by group and size, no query used; retention's oldest first reads the primary
--- key, as ids grow in arrival order).  The log keeps every message's fact (a purge removes the row with it), so each row
--- finds its seq through the log's id index; a row whose fact is missing could serve no payload and is
--- left out.  The freed pages (about half the file) are reused by new messages; tessera scrub gives them
-back to the disk at once.
+-- key, as ids grow in arrival order).  The log keeps every message's fact (a purge removes the row with it),
+-- so each row finds its seq through the log's id index; a row whose fact is missing could serve no payload
+-- and is left out.  The freed pages (about half the file) are reused by new messages; tessera scrub gives
+-- them back to the disk at once.
 CREATE TABLE sovereign_messages_004 (
     id                  TEXT    PRIMARY KEY,
     seq                 INTEGER NOT NULL,
