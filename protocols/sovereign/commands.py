@@ -355,11 +355,10 @@ def command_mark(ctx: contract.Context, params: dict[str, Any]) -> Result:
 # --- retention ----------------------------------------------------------------------------------
 
 
-#: The messages to expire (``{marks}``: one ``?`` per id), with their digests: the event ids of their stored
-#: facts, read from the log rows the messages name.  In id order: the IN list is looked up in that order, so nothing is sorted.
+#: The messages to expire (``{marks}``: one ``?`` per id), with the log rows of their stored facts.  In id
+#: order: the IN list is looked up in that order, so nothing is sorted.
 EXPIRING = (
-    "SELECT m.group_id, m.id, m.payload_size, e.event_id FROM sovereign_messages AS m "
-    "CROSS JOIN events AS e ON e.seq = m.seq WHERE m.id IN ({marks}) ORDER BY m.id"
+    "SELECT m.group_id, m.id, m.payload_size, m.seq FROM sovereign_messages AS m WHERE m.id IN ({marks}) ORDER BY m.id"
 )
 
 
@@ -372,9 +371,10 @@ def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
         return Result(duplicate=True)
     marks = ",".join("?" * len(ids))
     rows = ctx.db.all(EXPIRING.format(marks=marks), tuple(ids))
+    digests = eventlog.ids_at_seqs(ctx.db, [row[3] for row in rows])  # the facts' ids: the messages' digests
     by_group: dict[str, list[tuple[str, bytes]]] = {}
-    for group, message_id, _, digest in rows:
-        by_group.setdefault(group, []).append((message_id, bytes(digest)))
+    for group, message_id, _, seq in rows:
+        by_group.setdefault(group, []).append((message_id, digests[seq]))
     events: list[Event] = []
     intents: list[Any] = []
     for group, found in sorted(by_group.items()):

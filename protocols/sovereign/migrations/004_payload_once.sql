@@ -2,8 +2,8 @@
 -- payload) instead of copying the payload and its digest; of its indexes only the group's history in server
 -- order stays (by sender, and by group and size, no query used; retention's oldest first reads the primary
 -- key, as ids grow in arrival order).  The log keeps every message's fact (a purge removes the row with it),
--- so each row finds its seq through the log's id index; a row whose fact is missing could serve no payload
--- and is left out.  The freed pages (about half the file) are reused by new messages; tessera scrub gives
+-- so each row finds its seq through the log's id index (sovereign_fact_seq: protocols/sovereign/sql_functions.py);
+-- a row whose fact is missing could serve no payload and is left out.  The freed pages (about half the file) are reused by new messages; tessera scrub gives
 -- them back to the disk at once.
 CREATE TABLE sovereign_messages_004 (
     id                  TEXT    PRIMARY KEY,
@@ -20,11 +20,11 @@ CREATE TABLE sovereign_messages_004 (
 ) WITHOUT ROWID;
 INSERT INTO sovereign_messages_004(id, seq, group_id, sender_id, server_timestamp, payload_size, message_type,
                                    epoch, created_at, superseded, sequence)
-    SELECT m.id, e.seq, m.group_id, m.sender_id, m.server_timestamp, m.payload_size, m.message_type,
-           m.epoch, m.created_at, m.superseded, m.sequence
-    FROM sovereign_messages AS m
-    JOIN events AS e INDEXED BY events_by_id_prefix
-        ON substr(e.event_id, 1, 8) = substr(m.digest, 1, 8) AND e.event_id = m.digest AND e.protocol = 'sovereign';
+    SELECT * FROM (
+        SELECT m.id, sovereign_fact_seq(m.digest) AS seq, m.group_id, m.sender_id, m.server_timestamp,
+               m.payload_size, m.message_type, m.epoch, m.created_at, m.superseded, m.sequence
+        FROM sovereign_messages AS m
+    ) WHERE seq IS NOT NULL;
 DROP TABLE sovereign_messages;
 ALTER TABLE sovereign_messages_004 RENAME TO sovereign_messages;
 CREATE INDEX sovereign_messages_group_timestamp ON sovereign_messages (group_id, server_timestamp);
