@@ -63,14 +63,14 @@ PAGE_QUERIES = {
 #: An installation's welcomes after a position in server order.  The row value on the welcome's own
 #: columns is a range on the index (recipient_id, server_timestamp, message_id), which also gives the order.
 WELCOMES_AFTER = (
-    f"SELECT {_COLUMNS} FROM sovereign_welcomes AS w CROSS JOIN sovereign_messages AS m ON m.id = w.message_id "
+    f"SELECT {_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
     "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
     "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
 )
 #: An installation's pending deliveries after a message id, in server order.  PENDING is written into the
 #: text, not bound: SQLite uses the partial index ``sovereign_delivery_pending`` only when it sees the value.
 PENDING_AFTER = (
-    f"SELECT {_COLUMNS} FROM sovereign_delivery_status AS d CROSS JOIN sovereign_messages AS m "
+    f"SELECT {_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m "
     "ON m.id = d.message_id "
     f"WHERE d.recipient_id = ? AND d.status = {PENDING} AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
 )
