@@ -8,6 +8,9 @@ transaction per page, as ``tessera marmot history`` runs them.  Server store: ``
 messages stored in one group through ``Store.send`` (bench/server.py's ``fill_history``), then the newest
 page and pages backward from random cursors through ``Store.history``, the call ``tessera serve`` makes
 for a history request.  Each kind is timed 2,000 times (fewer at a tiny size) after 200 warming queries.
+Beside them, the server store's bytes per stored message: the whole file (event log, read models, every
+index) after a truncating checkpoint, from ``dbstat``, against half the ~2.2 KB a message took when the
+store copied each payload out of the log (issue 39).
 """
 
 from __future__ import annotations
@@ -20,8 +23,12 @@ import marmot
 import server
 from suite import Figure, Run
 
+from protocols.sovereign.service import Store
+
 QUERIES = 2000
 TARGET_MS = 1.0
+#: Half the 2.2 KB a stored message took (its payload in the log and again in the read model, four indexes).
+TARGET_BYTES_PER_MESSAGE = 1100
 
 
 def _p99_ms(times: list[float]) -> float:
@@ -44,28 +51,40 @@ def marmot_pages(run: Run, queries: int) -> tuple[list[float], list[float]]:
     return found[0], found[1]
 
 
-def server_pages(run: Run, queries: int) -> tuple[list[float], list[float]]:
+def footprint(store: Store) -> list[tuple[str, int]]:
+    """Bytes per b-tree (table or index) of the store's file, largest first, after a truncating checkpoint."""
+    db = store.app.db
+    db.all("PRAGMA wal_checkpoint(TRUNCATE)")
+    return [(str(name), int(size)) for name, size in db.all(FOOTPRINT)]
+
+
+FOOTPRINT = "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+
+
+def server_pages(run: Run, queries: int) -> tuple[list[float], list[float], list[tuple[str, int]]]:
     path, _ = server.fill_history(run.work, run.events)
     member, group_id = server.installation(server.named_key("history member")), server.named_group("history")
     store = server.open_store(path)
     try:
+        trees = footprint(store)
         cursors = server.sample_cursors(store, group_id, run.events, queries, margin=min(server.PAGE, run.events // 4))
         server.history_in_process(store, member, group_id, cursors, min(queries, 200))  # warm the page cache
         newest, _, backward, _ = server.history_in_process(store, member, group_id, cursors, queries)
     finally:
         store.app.close()
-    return newest, backward
+    return newest, backward, trees
 
 
 def figures(run: Run) -> list[Figure]:
     queries = min(QUERIES, max(50, run.events // 10))
     size = f"{run.events:,}"
-    found = []
-    for where, (newest, older) in (
+    newest, older, trees = server_pages(run, queries)
+    found: list[Figure] = []
+    for where, (newest_times, older_times) in (
         (f"Marmot history, {size} rumors in one group", marmot_pages(run, queries)),
-        (f"server store history (Store.history), {size} messages in one group", server_pages(run, queries)),
+        (f"server store history (Store.history), {size} messages in one group", (newest, older)),
     ):
-        for label, times in (("newest page of 50", newest), ("next page by cursor", older)):
+        for label, times in (("newest page of 50", newest_times), ("next page by cursor", older_times)):
             found.append(
                 Figure(
                     "history",
@@ -79,4 +98,17 @@ def figures(run: Run) -> list[Figure]:
                     note=f"p50 {statistics.median(times) * 1000:.3f} ms over {len(times):,} pages",
                 )
             )
+    found.append(
+        Figure(
+            "history",
+            f"server store, {size} messages in one group: bytes per stored message (whole file, dbstat)",
+            sum(bytes_ for _, bytes_ in trees) / run.events,
+            "B",
+            None,
+            "",
+            "at_most",
+            TARGET_BYTES_PER_MESSAGE,
+            note=", ".join(f"{name} {bytes_ / run.events:,.0f}" for name, bytes_ in trees[:5]),
+        )
+    )
     return found

@@ -43,6 +43,7 @@ from protocols.libraries.mls.messages.update_path import HPKECiphertext
 from protocols.libraries.mls.messages.welcome import EncryptedGroupSecrets, Welcome
 from protocols.sovereign import retention
 from protocols.sovereign.config import Retention
+from protocols.sovereign.ids import first_id_at
 from protocols.sovereign.service import Store
 
 DAY_MS = 86_400_000
@@ -102,8 +103,8 @@ def raw_expire(path: str, cutoff_s: int, batch: int) -> tuple[int, float, float]
     done, longest, started = 0, 0.0, time.perf_counter()
     while True:
         rows = conn.execute(
-            "SELECT id, digest FROM sovereign_messages WHERE created_at < ? ORDER BY created_at, id LIMIT ?",
-            (cutoff_s, batch),
+            "SELECT id, seq FROM sovereign_messages WHERE id < ? ORDER BY id LIMIT ?",
+            (first_id_at(cutoff_s * 1000), batch),
         ).fetchall()
         if not rows:
             break
@@ -112,9 +113,7 @@ def raw_expire(path: str, cutoff_s: int, batch: int) -> tuple[int, float, float]
             conn.executemany("DELETE FROM sovereign_delivery_status WHERE message_id = ?", [(r[0],) for r in rows])
             conn.executemany("DELETE FROM sovereign_welcomes WHERE message_id = ?", [(r[0],) for r in rows])
             conn.executemany("DELETE FROM sovereign_messages WHERE id = ?", [(r[0],) for r in rows])
-            conn.executemany(
-                "UPDATE events SET payload = X'' WHERE protocol = 'sovereign' AND event_id = ?", [(r[1],) for r in rows]
-            )
+            conn.executemany("UPDATE events SET payload = X'' WHERE seq = ?", [(r[1],) for r in rows])
         longest = max(longest, (time.perf_counter() - began) * 1000)
         done += len(rows)
     seconds = time.perf_counter() - started

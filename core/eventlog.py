@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import zip_longest
 from typing import Any
 
+import apsw
 import attrs
 
 from core import contract
@@ -112,6 +113,7 @@ _RECORD_PURGE = (
     "purged = purged + excluded.purged"
 )
 _BY_ID = f"SELECT {_SELECT} FROM {_BY_PREFIX} WHERE {_ID_MATCHES.format(id=2, protocol=1)}"
+_SEQ_BY_ID = f"SELECT seq FROM {_BY_PREFIX} WHERE {_ID_MATCHES.format(id=2, protocol=1)}"
 _HEAD = "SELECT coalesce(max(seq), 0) FROM events"
 _TABLE_INFO = "SELECT name, type, \"notnull\", pk FROM pragma_table_info('events') ORDER BY cid"
 
@@ -213,6 +215,49 @@ def at_seqs(db: contract.Database, seqs: Sequence[int]) -> list[StoredEvent]:
         sql = f"SELECT {_SELECT} FROM events WHERE seq IN ({', '.join('?' * len(chunk))})"
         found.update((row[0], stored_event(row)) for row in db.all(sql, tuple(chunk)))
     return [found[seq] for seq in seqs if seq in found]
+
+
+def json_field_at_seqs(db: contract.Database, seqs: Sequence[int], field: str) -> dict[int, Any]:
+    """One top-level field of the data of the events at ``seqs``, by seq, extracted by SQLite from each payload
+    (no event decoded in Python): for read models that keep an event's seq and show one field of it.  A
+    tombstone's field is None; a seq the log has not reached is left out."""
+    found: dict[int, Any] = {}
+    for start in range(0, len(seqs), _AT_SEQS_CHUNK):
+        chunk = seqs[start : start + _AT_SEQS_CHUNK]
+        found.update(db.all(_field_at_seqs_sql(len(chunk)), (f"$.{field}", *chunk)))
+    return found
+
+
+def ids_at_seqs(db: contract.Database, seqs: Sequence[int]) -> dict[int, bytes]:
+    """The event ids of the events at ``seqs``, by seq (a seq the log has not reached is left out)."""
+    found: dict[int, bytes] = {}
+    for start in range(0, len(seqs), _AT_SEQS_CHUNK):
+        chunk = seqs[start : start + _AT_SEQS_CHUNK]
+        found.update((seq, bytes(event_id)) for seq, event_id in db.all(_ids_at_seqs_sql(len(chunk)), tuple(chunk)))
+    return found
+
+
+def seq_of(conn: apsw.Connection, protocol: str, event_id: bytes) -> int | None:
+    """The seq of ``protocol``'s event ``event_id`` (a tombstone's too), or None, on a bare connection: for the
+    SQL functions a plugin registers on its connections (the ``prepare_connection`` hook), e.g. for a
+    migration that turns an event id it kept into the event's seq."""
+    row = conn.execute(_SEQ_BY_ID, (protocol, event_id)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _ids_at_seqs_sql(count: int) -> str:
+    """:func:`ids_at_seqs`' statement for ``count`` seqs: one rowid lookup each."""
+    return f"SELECT seq, event_id FROM events WHERE seq IN ({', '.join('?' * count)})"
+
+
+def _field_at_seqs_sql(count: int) -> str:
+    """:func:`json_field_at_seqs`' statement for ``count`` seqs (parameters: the JSON path, then the seqs).  A
+    payload is cast to text because SQLite reads a BLOB argument of its JSON functions as JSONB; a tombstone's
+    empty payload gives NULL."""
+    return (
+        "SELECT seq, CASE WHEN payload = X'' THEN NULL ELSE json_extract(CAST(payload AS TEXT), ?1) END "
+        f"FROM events WHERE seq IN ({', '.join(f'?{n}' for n in range(2, count + 2))})"
+    )
 
 
 def any_known(db: Database, protocol: str, event_ids: Sequence[bytes]) -> bool:

@@ -20,6 +20,8 @@ from core.errors import DecodeError
 from core.protocol import LazyCommand
 
 if TYPE_CHECKING:
+    import apsw
+
     from core.protocol import Job, Protocol
     from core.records import Envelope
     from core.setting import Setting
@@ -73,6 +75,13 @@ def register_protocol() -> Protocol:
         projectors=projectors.PROJECTORS,
         description="server store: encrypted MLS payloads, delivery tracking, retention",
     )
+
+
+@hookimpl
+def prepare_connection(conn: apsw.Connection) -> None:
+    from protocols.sovereign import sql_functions
+
+    sql_functions.register(conn)
 
 
 @hookimpl

@@ -355,6 +355,13 @@ def command_mark(ctx: contract.Context, params: dict[str, Any]) -> Result:
 # --- retention ----------------------------------------------------------------------------------
 
 
+#: The messages to expire (``{marks}``: one ``?`` per id), with the log rows of their stored facts.  In id
+#: order: the IN list is looked up in that order, so nothing is sorted.
+EXPIRING = (
+    "SELECT m.group_id, m.id, m.payload_size, m.seq FROM sovereign_messages AS m WHERE m.id IN ({marks}) ORDER BY m.id"
+)
+
+
 def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Remove messages ``ids`` for good (``reason``: age or storage): one retention fact per group, each purging
     its messages' stored facts, and the stored-bytes counter lowered."""
@@ -363,17 +370,14 @@ def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     if not ids:
         return Result(duplicate=True)
     marks = ",".join("?" * len(ids))
-    rows = ctx.db.all(
-        f"SELECT group_id, id, payload_size, digest FROM sovereign_messages WHERE id IN ({marks}) "
-        "ORDER BY group_id, id",
-        tuple(ids),
-    )
+    rows = ctx.db.all(EXPIRING.format(marks=marks), tuple(ids))
+    digests = eventlog.ids_at_seqs(ctx.db, [row[3] for row in rows])  # the facts' ids: the messages' digests
     by_group: dict[str, list[tuple[str, bytes]]] = {}
-    for group, message_id, _, digest in rows:
-        by_group.setdefault(group, []).append((message_id, bytes(digest)))
+    for group, message_id, _, seq in rows:
+        by_group.setdefault(group, []).append((message_id, digests[seq]))
     events: list[Event] = []
     intents: list[Any] = []
-    for group, found in by_group.items():
+    for group, found in sorted(by_group.items()):
         epoch = ctx.db.value("SELECT epoch FROM sovereign_groups WHERE group_id = ?", (group,))
         data = {"ids": [m for m, _ in found], "reason": reason, "group_epoch": epoch}
         recorded = Event(MESSAGES_EXPIRED, os.urandom(16), group, ctx.now_ms, data)

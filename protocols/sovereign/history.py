@@ -11,8 +11,9 @@ unknown: start again from the newest).
 A page also stops early (``has_more`` true) once its messages would pass
 ``max_bytes`` on the wire, but always holds at least one: so one reply is
 never larger than one frame of the largest payload (the server's send
-budget is counted in such frames).  Rows are read one at a time, so the
-payloads beyond the cut are never loaded.
+budget is counted in such frames).  Rows are read one at a time and cut by
+their payload sizes, and only the payloads of the rows kept are read from
+the event log (where each payload is stored, once).
 
 Welcomes are polled the same way, forward only: the Welcome messages stored
 for one installation, whatever their group, after a cursor that names one of
@@ -23,41 +24,66 @@ since a client polls again later from where it stopped.
 from __future__ import annotations
 
 import re
+from binascii import a2b_base64
 from collections.abc import Iterable
 from typing import Any
 
-from core import contract
+from core import contract, eventlog
 from protocols.libraries.delivery.frames import Direction
-from protocols.libraries.delivery.records import PENDING, HistoryPage, StoredMessage
+from protocols.libraries.delivery.records import PENDING, HistoryPage, StoredMessage, message_wire_bytes
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 DIRECTIONS = tuple(Direction)
 _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
-_COLUMNS = "id, group_id, sender_id, server_timestamp, payload, message_type, epoch, superseded, sequence"
-_M_COLUMNS = ", ".join("m." + column.strip() for column in _COLUMNS.split(","))
+#: A message's columns in its row of ``sovereign_messages`` (``m``).  Its payload is in its stored fact in the
+#: event log, the row ``seq`` names: a page reads the rows first, cuts them at its byte budget by their
+#: ``payload_size``, then fetches the payloads of those it keeps from the log (:func:`_with_payloads`).
+_COLUMNS = (
+    "m.id, m.group_id, m.sender_id, m.server_timestamp, m.seq, m.payload_size, m.message_type, m.epoch, "
+    "m.superseded, m.sequence"
+)
 _GROUP_MESSAGE_AT = "SELECT 1 FROM sovereign_messages WHERE id = ? AND group_id = ? AND server_timestamp = ?"
 _WELCOME_AT = "SELECT 1 FROM sovereign_welcomes WHERE recipient_id = ? AND server_timestamp = ? AND message_id = ?"
+#: A group's page from its newest (older) or oldest (newer) message, or after a cursor: the row value is a
+#: range on the index (group_id, server_timestamp), whose entries end with the id, so it also gives the order.
+_PAGE = (
+    f"SELECT {_COLUMNS} FROM sovereign_messages AS m WHERE m.group_id = ?{{after}} "
+    "ORDER BY m.server_timestamp {order}, m.id {order} LIMIT ?"
+)
+PAGE_QUERIES = {
+    (newer, after): _PAGE.format(
+        after=(" AND (m.server_timestamp, m.id) " + (">" if newer else "<") + " (?, ?)") if after else "",
+        order="ASC" if newer else "DESC",
+    )
+    for newer in (False, True)
+    for after in (False, True)
+}
 #: An installation's welcomes after a position in server order.  The row value on the welcome's own
 #: columns is a range on the index (recipient_id, server_timestamp, message_id), which also gives the order.
 WELCOMES_AFTER = (
-    f"SELECT {_M_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
+    f"SELECT {_COLUMNS} FROM sovereign_welcomes AS w JOIN sovereign_messages AS m ON m.id = w.message_id "
     "WHERE w.recipient_id = ? AND (w.server_timestamp, w.message_id) > (?, ?) "
     "ORDER BY w.server_timestamp, w.message_id LIMIT ?"
 )
 #: An installation's pending deliveries after a message id, in server order.  PENDING is written into the
 #: text, not bound: SQLite uses the partial index ``sovereign_delivery_pending`` only when it sees the value.
 PENDING_AFTER = (
-    f"SELECT {_M_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m ON m.id = d.message_id "
+    f"SELECT {_COLUMNS} FROM sovereign_delivery_status AS d JOIN sovereign_messages AS m "
+    "ON m.id = d.message_id "
     f"WHERE d.recipient_id = ? AND d.status = {PENDING} AND d.message_id > ? ORDER BY d.message_id LIMIT ?"
 )
 #: Before every position: server timestamps are never negative.
 _START = (-1, "")
 
 
-def message(row: Any) -> StoredMessage:
-    return StoredMessage(row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], bool(row[7]), row[8])
+def _with_payloads(db: contract.Database, rows: list[Any]) -> list[StoredMessage]:
+    """The messages of ``rows`` (of :data:`_COLUMNS`), each with its payload from its stored fact in the log."""
+    payloads = eventlog.json_field_at_seqs(db, [row[4] for row in rows], "payload")
+    return [
+        StoredMessage(r[0], r[1], r[2], r[3], a2b_base64(payloads[r[4]]), r[6], r[7], bool(r[8]), r[9]) for r in rows
+    ]
 
 
 def cursor_of(stored: StoredMessage) -> str:
@@ -85,19 +111,18 @@ def parse_cursor(db: contract.Database, group_id: str, cursor: str) -> tuple[int
     return ts, message_id
 
 
-def _within(rows: Iterable[Any], limit: int, max_bytes: int | None) -> tuple[list[StoredMessage], bool]:
-    """The messages of ``rows`` up to ``limit`` of them and ``max_bytes`` on the wire (at least one), and
-    whether rows were left over."""
-    found: list[StoredMessage] = []
+def _within(rows: Iterable[Any], limit: int, max_bytes: int | None) -> tuple[list[Any], bool]:
+    """The rows of ``rows`` up to ``limit`` of them and ``max_bytes`` on the wire (at least one), and whether
+    rows were left over."""
+    found: list[Any] = []
     size = 0
     for row in rows:
         if len(found) == limit:
             return found, True
-        stored = message(row)
-        size += stored.wire_bytes
+        size += message_wire_bytes(row[5], len(row[1]))
         if found and max_bytes is not None and size > max_bytes:
             return found, True
-        found.append(stored)
+        found.append(row)
     return found, False
 
 
@@ -106,9 +131,10 @@ def _rows(
 ) -> tuple[list[StoredMessage], bool]:
     cursor = db.execute(sql, params)
     try:
-        return _within(cursor, limit, max_bytes)
+        kept, more = _within(cursor, limit, max_bytes)
     finally:
         cursor.close()
+    return _with_payloads(db, kept), more
 
 
 def check_limit(limit: object) -> None:
@@ -124,21 +150,10 @@ def page(
     if direction not in DIRECTIONS:
         raise BadDirection(f"direction must be backward (older) or forward (newer), got {direction!r:.20}")
     params: list[Any] = [group_id]
-    where = "group_id = ?"
     newer = direction == Direction.FORWARD
     if cursor is not None:
-        ts, message_id = parse_cursor(db, group_id, cursor)
-        where += " AND (server_timestamp, id) > (?, ?)" if newer else " AND (server_timestamp, id) < (?, ?)"
-        params += [ts, message_id]
-    order = "ASC" if newer else "DESC"
-    found, has_more = _rows(
-        db,
-        f"SELECT {_COLUMNS} FROM sovereign_messages WHERE {where} "
-        f"ORDER BY server_timestamp {order}, id {order} LIMIT ?",
-        (*params, limit + 1),
-        limit,
-        max_bytes,
-    )
+        params += parse_cursor(db, group_id, cursor)
+    found, has_more = _rows(db, PAGE_QUERIES[newer, cursor is not None], (*params, limit + 1), limit, max_bytes)
     last = found[-1] if found else None
     if not newer:
         found.reverse()

@@ -40,6 +40,13 @@ class ServerOrder:
         return str(ULID.from_int(int(last) + 1)), timestamp_us
 
 
+def first_id_at(ms: int) -> str:
+    """The smallest id of millisecond ``ms``: every message stored before that millisecond has a smaller id
+    (an id's first 48 bits are the millisecond it was given in, or an earlier id's when the clock stepped
+    back), so ``id < first_id_at(ms)`` is a range on the primary key, in arrival order."""
+    return str(ULID.from_int(ms << 80))
+
+
 def _fresh(now_ms: int, entropy: bytes) -> str:
     """A ULID of millisecond ``now_ms`` whose 80 low bits come from ``entropy`` (at least 10 bytes)."""
     return str(ULID.from_int(int.from_bytes(now_ms.to_bytes(6, "big") + entropy[:10], "big")))

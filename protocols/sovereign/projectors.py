@@ -35,17 +35,17 @@ def _stored(message_type: int) -> Any:
     def apply(conn: contract.Connection, event: StoredEvent) -> None:
         data = event.data
         message_id, group = data["id"], event.partition_key
+        # The payload stays in the event's data, in the log: the row names that event's seq (schema.sql).
         conn.execute(
-            "INSERT INTO sovereign_messages(id, digest, group_id, sender_id, server_timestamp, payload, payload_size, "
-            "message_type, epoch, created_at, superseded, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "INSERT INTO sovereign_messages(id, seq, group_id, sender_id, server_timestamp, payload_size, "
+            "message_type, epoch, created_at, superseded, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(id) DO NOTHING",
             (
                 message_id,
-                event.event_id,
+                event.seq,
                 group,
                 data["sender"],
                 data["ts"],
-                base64.b64decode(data["payload"]),
                 data["size"],
                 message_type,
                 data["epoch"],

@@ -31,6 +31,7 @@ from core.protocol import Job, TickContext
 from core.runtime import Runtime
 from protocols.sovereign import commands
 from protocols.sovereign.config import MIB, Retention
+from protocols.sovereign.ids import first_id_at
 from protocols.sovereign.xmtp_node import retention as xmtp_retention
 
 log = logging.getLogger("tessera.sovereign.retention")
@@ -167,11 +168,16 @@ def _expire_xmtp(runtime: Runtime, kind: str, ids: list[int], batch: _Batch, rep
     return sum(len(event.data["ids"]) for event in outcome.events)
 
 
+# Oldest first is id order (ids grow in arrival order, protocols/sovereign/ids.py), read on the primary key:
+# no index of its own, and a batch is one range of it.
+_OLDEST_BEFORE = "SELECT id FROM sovereign_messages WHERE id < ? ORDER BY id LIMIT ?"
+_OLDEST_SIZES = "SELECT id, payload_size FROM sovereign_messages ORDER BY id LIMIT ?"
+
+
 def _oldest(runtime: Runtime, limit: int, *, before_s: int) -> list[str]:
+    """The oldest messages stored before second ``before_s`` (at most ``limit``)."""
     with runtime.db.read():
-        rows = runtime.db.all(
-            "SELECT id FROM sovereign_messages WHERE created_at < ? ORDER BY created_at, id LIMIT ?", (before_s, limit)
-        )
+        rows = runtime.db.all(_OLDEST_BEFORE, (first_id_at(before_s * 1000), limit))
     return [row[0] for row in rows]
 
 
@@ -179,9 +185,7 @@ def _covering(runtime: Runtime, limit: int, excess: int) -> list[str]:
     """The oldest messages whose payloads add up to at least ``excess`` bytes (at most ``limit`` of them)."""
     ids, freed = [], 0
     with runtime.db.read():
-        for message_id, size in runtime.db.all(
-            "SELECT id, payload_size FROM sovereign_messages ORDER BY created_at, id LIMIT ?", (limit,)
-        ):
+        for message_id, size in runtime.db.all(_OLDEST_SIZES, (limit,)):
             ids.append(message_id)
             freed += size
             if freed >= excess:

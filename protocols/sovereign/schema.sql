@@ -3,18 +3,22 @@
 -- are microseconds since the Unix epoch, created_at seconds.
 
 -- Every stored message: application messages and MLS control messages alike.
+-- seq: the event log's row of the message's stored fact (``*_stored``), which holds the payload: the store
+-- keeps each payload once, in the log that rebuilds read, and a page reads it from there by rowid.  The
+-- fact's event_id is the digest (SHA-256 over the group and the payload) by which a client's retry of the
+-- same payload is recognised and stored once.
 -- superseded: a commit for an epoch that already had one (stored, never applied).
--- digest: SHA-256 over the group and the payload, the id of its stored fact; the same
--- payload sent again (a client's retry) is recognised by it and stored once.
 -- sequence: the message's place in its group's history (1, 2, 3... none skipped), so a
 -- client sees a message left out of a page; NULL for messages stored before numbering.
+-- One index: a group's history in server order (protocols/sovereign/history.py).  Lookups by id and
+-- retention's oldest first (id order is arrival order) use the primary key; tests/sovereign/test_query_plans.py
+-- checks each query's plan.
 CREATE TABLE sovereign_messages (
     id                  TEXT    PRIMARY KEY,
-    digest              BLOB    NOT NULL,
+    seq                 INTEGER NOT NULL,
     group_id            TEXT    NOT NULL,
     sender_id           TEXT    NOT NULL,
     server_timestamp    INTEGER NOT NULL,
-    payload             BLOB    NOT NULL,
     payload_size        INTEGER NOT NULL,
     message_type        INTEGER NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1, 2, 3)),
     epoch               INTEGER NOT NULL DEFAULT 0,
@@ -22,9 +26,6 @@ CREATE TABLE sovereign_messages (
     superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1)),
     sequence            INTEGER
     INDEX sovereign_messages_group_timestamp (group_id, server_timestamp)
-    INDEX sovereign_messages_sender (sender_id, server_timestamp)
-    INDEX sovereign_messages_created_at (created_at)
-    INDEX sovereign_messages_group_size (group_id, payload_size)
 ) WITHOUT ROWID;
 
 -- One row per (message, recipient): 0 pending, 1 delivered, 2 read; never backwards.

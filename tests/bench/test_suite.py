@@ -69,6 +69,7 @@ EXPECTED = {
         ("Marmot history, 300 rumors in one group: next page by cursor, p99", False, True),
         ("server store history (Store.history), 300 messages in one group: newest page of 50, p99", False, True),
         ("server store history (Store.history), 300 messages in one group: next page by cursor, p99", False, True),
+        ("server store, 300 messages in one group: bytes per stored message", False, True),
     ],
     "mls": [
         ("add commit processed, 10-member group, against ts-mls", True, True),

@@ -17,7 +17,8 @@ from tests.sovereign.server_helpers import Installation, new_group_id, private_m
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory):
-    """One store with 2,500 messages in one group, 1 to 60 per clock millisecond (shared timestamps)."""
+    """One store with 2,500 messages in one group, 1 to 60 per clock millisecond (shared timestamps): the store,
+    the group, the messages' ids and each one's payload by id."""
     import time
 
     from core.clock import ManualClock
@@ -38,12 +39,14 @@ def filled(tmp_path_factory):
     group = Group(2)
     seat(store, group)
     bob = group.members[1]
-    ids = []
+    ids, payloads = [], {}
     for n in range(2500):
         if n % 37 == 0:
             clock.advance(1)
-        ids.append(store.send(bob.installation, group.gid, group.application(bob, str(n))).message.id)
-    yield store, group, ids
+        payload = group.application(bob, str(n))
+        ids.append(store.send(bob.installation, group.gid, payload).message.id)
+        payloads[ids[-1]] = payload
+    yield store, group, ids, payloads
     app.close()
 
 
@@ -64,7 +67,7 @@ def walk(store, member: str, gid: str, direction: str, limit: int) -> list[str]:
 
 @pytest.mark.parametrize("limit", [1, 7, 50, 200])
 def test_backward_and_forward_walks_see_every_message_once_in_server_order(filled, limit) -> None:
-    store, group, ids = filled
+    store, group, ids, _ = filled
     member = group.creator.installation
     everything = list(ids)
     welcome_ids = [row[0] for row in store.app.db.all("SELECT id FROM sovereign_messages WHERE message_type = 2")]
@@ -79,7 +82,7 @@ def test_backward_and_forward_walks_see_every_message_once_in_server_order(fille
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=st.integers(0, 2499), limit=st.integers(1, 200), direction=st.sampled_from(["backward", "forward"]))
 def test_a_page_from_any_cursor_is_exactly_the_next_messages(filled, start, limit, direction) -> None:
-    store, group, ids = filled
+    store, group, ids, payloads = filled
     member = group.creator.installation
     everything = sorted(
         ids + [r[0] for r in store.app.db.all("SELECT id FROM sovereign_messages WHERE message_type = 2")]
@@ -90,10 +93,12 @@ def test_a_page_from_any_cursor_is_exactly_the_next_messages(filled, start, limi
     wanted = everything[max(0, at - limit) : at] if direction == "backward" else everything[at + 1 : at + 1 + limit]
     more = at - limit > 0 if direction == "backward" else at + 1 + limit < len(everything)
     assert [m.id for m in page.messages] == wanted and page.has_more == more
+    # Each payload is read from its stored fact in the log (the read model keeps none): every one is its own.
+    assert [m.payload for m in page.messages if m.id in payloads] == [payloads[i] for i in wanted if i in payloads]
 
 
 def test_cursors_limits_and_directions_are_checked(filled) -> None:
-    store, group, ids = filled
+    store, group, ids, _ = filled
     member = group.creator.installation
     for cursor, error in (
         ("nonsense", errors.MalformedCursor),

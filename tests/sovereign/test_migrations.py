@@ -1,17 +1,21 @@
 """A store made before the identity directory and welcome polling is brought to today's schema by
-``tessera init``: migrations 001 to 003 run once, keep every row, give old welcomes their message's server
-timestamp (old messages get no number in their group), and the result equals what schema.sql makes on a new
-database."""
+``tessera init``: migrations 001 to 004 run once, keep every row, give old welcomes their message's server
+timestamp (old messages get no number in their group), point each message at its stored fact in the log (which
+keeps its payload) instead of a copy, and the result equals what schema.sql makes on a new database."""
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from pathlib import Path
 
+from core import eventlog
 from core.clock import ManualClock
 from core.db import Database
+from core.records import Event
 from protocols import sovereign
+from protocols.sovereign.commands import PROTOCOL, message_digest
 from protocols.sovereign.service import Store
 from schema_loader import validate
 from schema_loader.apply import apply_schemas, source_for_package
@@ -28,9 +32,9 @@ def sovereign_structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
-def old_store(path: Path, settings) -> tuple[str, str, int]:
+def old_store(path: Path, settings) -> tuple[str, str, int, bytes]:
     """A database at sovereign schema version 0 holding one welcome (and its message), as such a server left it:
-    (recipient, message id, the message's server timestamp)."""
+    (recipient, message id, the message's server timestamp, its payload)."""
     db = Database(str(path), settings)
     try:
         current = source_for_package("sovereign", "protocols.sovereign")
@@ -41,25 +45,38 @@ def old_store(path: Path, settings) -> tuple[str, str, int]:
             "01J0000000000000000000000A",
             1_700_000,
         )
+        payload = welcome()
+        digest = message_digest(group, payload)
+        fact = {
+            "id": message_id,
+            "sender": "cd" * 32,
+            "ts": timestamp,
+            "payload": base64.b64encode(payload).decode("ascii"),
+            "size": len(payload),
+            "epoch": 0,
+            "recipients": [recipient],
+            "superseded": False,
+        }
         with db.write():
+            eventlog.append(db, PROTOCOL, [Event("welcome_stored", digest, group, 1000, fact)], 1000)
             db.execute(
                 "INSERT INTO sovereign_messages(id, digest, group_id, sender_id, server_timestamp, payload, "
                 "payload_size, message_type, epoch, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 2, 0, 1)",
-                (message_id, os.urandom(32), group, "cd" * 32, timestamp, welcome(), 100),
+                (message_id, digest, group, "cd" * 32, timestamp, payload, len(payload)),
             )
             db.execute(
                 "INSERT INTO sovereign_welcomes(group_id, recipient_id, message_id) VALUES (?, ?, ?)",
                 (group, recipient, message_id),
             )
         assert db.all("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == [(0,)]
-        return recipient, message_id, timestamp
+        return recipient, message_id, timestamp, payload
     finally:
         db.close()
 
 
 def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, settings) -> None:
     old = tmp_path / "old.db"
-    recipient, message_id, timestamp = old_store(old, settings)
+    recipient, message_id, timestamp, payload = old_store(old, settings)
     init_database(old)  # `tessera init --protocol sovereign`, as an operator upgrading would run it
     fresh = tmp_path / "fresh.db"
     init_database(fresh)
@@ -70,8 +87,9 @@ def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, sett
             (1, "identities_and_welcome_order", 0),
             (2, "message_sequence", 0),
             (3, "xmtp_node", 0),
+            (4, "payload_once", 0),
         ]
-        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 3
+        assert migrated.value("SELECT version FROM schema_versions WHERE owner = 'sovereign'") == 4
         assert sovereign_structure(migrated) == sovereign_structure(made)
         assert migrated.all("SELECT recipient_id, message_id, server_timestamp FROM sovereign_welcomes") == [
             (recipient, message_id, timestamp)
@@ -86,7 +104,9 @@ def test_init_migrates_a_store_from_before_the_identity_directory(tmp_path, sett
     try:
         store = Store(app)
         page = store.welcomes(recipient)
-        assert [(m.id, m.server_timestamp, m.sequence) for m in page.messages] == [(message_id, timestamp, None)]
+        assert [(m.id, m.server_timestamp, m.sequence, m.payload) for m in page.messages] == [
+            (message_id, timestamp, None, payload)
+        ]
         assert store.identity_publish(recipient, "0x" + "ab" * 20, b"binding").changed
     finally:
         app.close()
