@@ -22,7 +22,7 @@ from core.settings import Settings
 from core.status import snapshot
 from jobs import hints, output, times
 from jobs.blob_list import blob_id, blob_list
-from jobs.cli_errors import TesseraGroup, bound_integers, error_message, error_object
+from jobs.cli_errors import TesseraGroup, bound_integers, error_message, fail_after_report
 from jobs.cli_options import CONTEXT_SETTINGS, DB_META_KEY, attach_shared, db_option, json_option, version_option
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
@@ -323,15 +323,7 @@ def tick(
     except StorageStillUnavailable as exc:
         if not as_json:
             raise
-        # One JSON document on stdout: the report with the error object in it (the root would print a second).
-        message = error_message(exc)
-        shown = {
-            **_tick_json(daemon.report, reason=message),
-            "error": error_object(type(exc).__name__, message, exc.exit_code),
-        }
-        click.echo(output.to_json(shown, sort_keys=True))
-        click.echo(f"Error: {message}", err=True)  # the same one line as without --json, and the status 75
-        raise SystemExit(exc.exit_code) from exc
+        fail_after_report(_tick_json(daemon.report, reason=error_message(exc)), exc)
     result, reasons = _publish_outcome(obj, daemon.mode)
     if lines is not None:
         click.echo(output.to_json_line(with_outcome(_tick_json(report), result)))

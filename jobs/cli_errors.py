@@ -47,6 +47,18 @@ def error_object(kind: str, message: str, status: int) -> dict[str, Any]:
     return {"type": kind, "message": message, "exit_code": status}
 
 
+def fail_after_report(report: dict[str, Any], exc: TesseraError) -> NoReturn:
+    """End a ``--json`` run that has its report and then fails with ``exc``: one JSON document on stdout, the
+    report with the error object in it (the root would print a second document), the same one ``Error:`` line
+    on stderr as without ``--json``, and the error's exit status."""
+    message = error_message(exc)
+    status = getattr(exc, "exit_code", 1)
+    shown = {**report, "error": error_object(type(exc).__name__, message, status)}
+    click.echo(json.dumps(shown, ensure_ascii=False, sort_keys=True))
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(status) from exc
+
+
 class _Refused(click.ClickException):
     """A :class:`TesseraError` as click reports it, with the error's own exit status."""
 

@@ -25,6 +25,7 @@ import click
 from core import eventlog
 from core.errors import InvalidInput
 from jobs import hints, outcome, output, times
+from jobs.cli_errors import fail_after_report
 from jobs.cli_options import json_option
 from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
@@ -332,19 +333,17 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         "needs_rejoin": [{"group": row.id.hex(), "reason": row.needs_rejoin} for row in stuck],
         "pending": [row.id.hex() for row in pending],
     }
+    incomplete = _incomplete(stuck, refused)
+    if incomplete is not None and as_json:
+        fail_after_report(outcome.with_outcome(found, result), incomplete)
     outcome.emit(
         as_json,
         found,
         [_sync_line(published, report.processed, stocked), *(_pending_line(row) for row in pending)],
         result,
     )
-    if stuck:
-        first = stuck[0]
-        more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
-        raise SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
-    if refused:
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
+    if incomplete is not None:
+        raise incomplete
     reasons = []
     if report.unreachable:
         unread = output.plural(len(report.unreachable), "topic")
@@ -354,6 +353,18 @@ def sync_command(obj: CliState, as_json: bool) -> None:
             f"queued; will retry {output.plural(len(waiting), 'intent')}: {waiting[-1].error or 'not tried yet'}"
         )
     outcome.finish(result, reasons)
+
+
+def _incomplete(stuck: list[queries.GroupRow], refused: list[str]) -> SyncIncomplete | None:
+    """Why the sync failed (exit 1) although it reported: a group that needs a rejoin, a topic refused."""
+    if stuck:
+        first = stuck[0]
+        more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
+        return SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        return SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
+    return None
 
 
 def _pending_line(group: queries.GroupRow) -> str:
