@@ -35,7 +35,10 @@ _CACHES = frozenset({"lru_cache", "cache"})
 ALLOWED = {
     ("protocols/libraries/mls/codec/structs.py", "CLASS_CODECS"): "the codec of each Python class: code, not data",
     ("protocols/libraries/mls/codec/structs.py", "_ENUM_CODECS"): "the codec of each enum class: code, not data",
-    ("protocols/libraries/mls/values.py", "_FIELD_NAMES"): "the field names of each attrs class: code, not data",
+    ("protocols/libraries/mls/values.py", "_COPIERS"): "a compiled copier for each attrs class: code, not data",
+    ("protocols/libraries/mls/crypto/labels.py", "_ENCODED_LABELS"): (
+        "each label's encoding, the same for every database (bounded at 256): a pure function's memo"
+    ),
     ("protocols/libraries/mls/ahead.py", "_chains"): "lives in the decrypt-ahead helper process, one per writer",
     ("protocols/libraries/erasable.py", "_PREPARED"): (
         "keyed by key file on disk: a key prepared for a file's next version is that file's, whichever connection"

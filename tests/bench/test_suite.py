@@ -84,9 +84,10 @@ EXPECTED = {
         ("tessera marmot --help: wall time, median of ", True, False),
     ],
     "marmot": [
-        ("end to end, one transaction per message (", True, True),
-        ("end to end, micro-batches (", True, True),
-        ("end to end against MDK 0.8.0's process_message (", True, True),
+        ("end to end, one transaction per message, the median round (", True, True),
+        ("end to end, micro-batches, the median round (", True, True),
+        ("end to end, one transaction per message, against the old ceiling (", True, False),
+        ("end to end against MDK 0.8.0's process_message, the worst round (", True, True),
         ("backfill, the writer alone (", False, False),
         ("backfill, ", True, False),
     ],
