@@ -12,6 +12,7 @@ from .commit_checks import check_commit
 from .context import group_context
 from .errors import (
     ForbiddenCommit,
+    IdentityUpdatesBehind,
     InvalidGroupContext,
     NodeUnavailable,
     UnsupportedWelcome,
@@ -28,9 +29,9 @@ from .groups import (
     RejectedCommit,
     UnreadableMessage,
 )
-from .installation import Installation
+from .installation import Installation, join_welcome, welcome_id
 from .key_packages import credential_for, inbox_of_credential, new_key_package
-from .membership import check_members, inbox_states, verify_members
+from .membership import IdentityUpdates, UpdateLog, check_members, inbox_states, verify_members
 from .node import XmtpNode
 from .welcomes import unwrap_welcome, welcome_for_key_package, wrap_welcome
 
@@ -38,6 +39,8 @@ __all__ = [
     "AppliedCommit",
     "ForbiddenCommit",
     "GroupEvent",
+    "IdentityUpdates",
+    "IdentityUpdatesBehind",
     "Installation",
     "InvalidGroupContext",
     "JoinedGroup",
@@ -48,6 +51,7 @@ __all__ = [
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
+    "UpdateLog",
     "WelcomeNotForUs",
     "XmtpMlsError",
     "XmtpNode",
@@ -57,9 +61,11 @@ __all__ = [
     "group_context",
     "inbox_of_credential",
     "inbox_states",
+    "join_welcome",
     "new_key_package",
     "unwrap_welcome",
     "verify_members",
     "welcome_for_key_package",
+    "welcome_id",
     "wrap_welcome",
 ]

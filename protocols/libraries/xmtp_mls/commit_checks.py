@@ -22,14 +22,16 @@ from protocols.libraries.xmtp_content.group_state import GroupState
 from protocols.libraries.xmtp_content.permissions import Change, changes_between, commit_permitted
 
 from .context import group_context
-from .errors import ForbiddenCommit, InvalidGroupContext, UnverifiedMember
+from .errors import ForbiddenCommit, IdentityUpdatesBehind, InvalidGroupContext, UnverifiedMember
 from .key_packages import inbox_of_credential
-from .membership import inbox_states
-from .node import XmtpNode
+from .membership import IdentityUpdates, inbox_states
 
 
-def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitApplied) -> None:
-    """Refuse (:class:`ForbiddenCommit`) a commit libxmtp would reject; ``before`` is the state it applies to."""
+def check_commit(updates: IdentityUpdates, before: MlsGroupState, applied: mls.CommitApplied) -> None:
+    """Refuse (:class:`ForbiddenCommit`) a commit libxmtp would reject; ``before`` is the state it applies to.
+
+    :class:`~.errors.IdentityUpdatesBehind` when ``updates`` do not reach the sequence ids the commit records
+    for the inboxes whose installations it adds: nothing is judged then."""
     old = group_context(before)
     try:
         new = group_context(applied.new_state)
@@ -62,10 +64,10 @@ def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitAppli
             f"inbox {committer} may not make this commit's changes ({_described(changes)}) under the group's "
             f"policies and admin lists"
         )
-    _check_installations(node, new, applied)
+    _check_installations(updates, new, applied)
 
 
-def _check_installations(node: XmtpNode, new: GroupState, applied: mls.CommitApplied) -> None:
+def _check_installations(updates: IdentityUpdates, new: GroupState, applied: mls.CommitApplied) -> None:
     membership = new.membership.members
     for leaf, member in applied.new_state.members().items():
         inbox_id = inbox_of_credential(mls.credential_string(member.credential))
@@ -80,7 +82,9 @@ def _check_installations(node: XmtpNode, new: GroupState, applied: mls.CommitApp
     if not added:
         return
     try:
-        known = inbox_states(node, {inbox_id for inbox_id, _ in added}, up_to=membership)
+        known = inbox_states(updates, {inbox_id for inbox_id, _ in added}, up_to=membership)
+    except IdentityUpdatesBehind:
+        raise  # the caller decides: final from the node, a refresh from a copy of the updates
     except UnverifiedMember as error:
         raise ForbiddenCommit(str(error)) from None
     for inbox_id, key in added:

@@ -31,8 +31,9 @@ from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
 from .commit_checks import check_commit
 from .context import group_context
-from .errors import ForbiddenCommit, XmtpMlsError
+from .errors import ForbiddenCommit, IdentityUpdatesBehind, XmtpMlsError
 from .key_packages import inbox_of_credential
+from .membership import IdentityUpdates
 from .node import XmtpNode
 
 
@@ -148,14 +149,20 @@ class JoinedGroup:
         :class:`RejectedCommit`, and the group stays before it, as libxmtp's does.
         """
         for stored in node.group_messages(self.group_id, after=self.cursor):
-            event = self._read(node, stored.v1)
+            try:
+                event = self.read(stored.v1, node)
+            except IdentityUpdatesBehind as behind:  # from the node itself: it does not know the installations
+                event = RejectedCommit(stored.v1.id, "", str(behind))
             self.cursor = stored.v1.id
             if event is not None:
                 yield event
 
-    def _read(self, node: XmtpNode, stored: mls_api_pb2.GroupMessage.V1) -> GroupEvent | None:
-        """The event of one message; ``None`` for our own messages and those sent before the commit that
-        added us (the welcome gave no keys for them)."""
+    def read(self, stored: mls_api_pb2.GroupMessage.V1, updates: IdentityUpdates) -> GroupEvent | None:
+        """The event of one group message, the state moved past it; ``None`` for our own messages and those
+        sent before the commit that added us (the welcome gave no keys for them).  No network: the identity
+        updates a commit's check needs come from ``updates`` (the node, or a copy of its updates), and when
+        they do not reach what the commit records, :class:`~.errors.IdentityUpdatesBehind` is raised with
+        the state untouched, so the message can be read again once they do.  The cursor is the caller's."""
         if _digest(stored.data) in self.sent:
             return None
         try:
@@ -167,7 +174,7 @@ class JoinedGroup:
         if isinstance(result, mls.CommitApplied):
             committer = inbox_of_credential(result.committer_credential)
             try:
-                check_commit(node, self.state, result)  # before the state, and any newcomer's message, is taken
+                check_commit(updates, self.state, result)  # before the state, and any newcomer's message, is taken
             except ForbiddenCommit as refusal:
                 return RejectedCommit(stored.id, committer, str(refusal))
             self.state = result.new_state

@@ -11,35 +11,54 @@ any of its messages is shown.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import GroupState
 from protocols.libraries.xmtp_identity import InboxState, Refused, apply_identity_update
+from protocols.libraries.xmtp_wire.proto import identity_api_pb2
 
-from .errors import UnverifiedMember
+from .errors import IdentityUpdatesBehind, UnverifiedMember
 from .key_packages import inbox_of_credential
-from .node import XmtpNode
+
+UpdateLog = identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog
+
+
+class IdentityUpdates(Protocol):
+    """Where inboxes' identity updates are read from: the node itself (:class:`~.node.XmtpNode`), or a
+    client's own copy of them (the XMTP plugin's table, read inside a transaction), so that processing a
+    welcome or a commit needs no network of its own."""
+
+    def identity_updates(self, inbox_ids: list[str]) -> dict[str, list[UpdateLog]]:
+        """Every identity update known of each inbox, in sequence-id order (an inbox with none may be left out)."""
+        ...
 
 
 def inbox_states(
-    node: XmtpNode, inbox_ids: Iterable[str], *, up_to: Mapping[str, int] | None = None
+    updates: IdentityUpdates, inbox_ids: Iterable[str], *, up_to: Mapping[str, int] | None = None
 ) -> dict[str, InboxState]:
-    """Each inbox's state after its identity updates on the node, each update verified.
+    """Each inbox's state after its identity updates (from the node, or a copy of them), each update verified.
 
     With ``up_to`` (a group's membership map: inbox -> sequence id), only the updates up to that
     sequence id count, as libxmtp reads an inbox at the sequence id the group recorded; the node's
     updates must reach it (:class:`UnverifiedMember` when they do not).
     """
+    wanted = sorted(set(inbox_ids))
+    found = updates.identity_updates(wanted)
+    behind = {
+        inbox_id: limit
+        for inbox_id in wanted
+        if (limit := None if up_to is None else up_to.get(inbox_id)) is not None
+        and not any(log.sequence_id >= limit for log in found.get(inbox_id, ()))
+    }
+    if behind:
+        reached = {inbox: max((log.sequence_id for log in found.get(inbox, ())), default=0) for inbox in behind}
+        raise IdentityUpdatesBehind(behind, reached)
     states: dict[str, InboxState] = {}
-    for inbox_id, logs in node.identity_updates(sorted(set(inbox_ids))).items():
+    for inbox_id in wanted:
+        logs = found.get(inbox_id, [])
         state: InboxState | None = None
         limit = None if up_to is None else up_to.get(inbox_id)
-        if limit is not None and not any(log.sequence_id >= limit for log in logs):
-            reached = max((log.sequence_id for log in logs), default=0)
-            raise UnverifiedMember(
-                f"the group records inbox {inbox_id} at identity update {limit}, but the node's updates of it "
-                f"reach only {reached}: the group claims installations the node does not know of"
-            )
         for log in logs:
             if limit is not None and log.sequence_id > limit:
                 continue
@@ -69,7 +88,7 @@ def check_members(state: GroupState, inboxes: Mapping[str, InboxState]) -> None:
             )
 
 
-def verify_members(node: XmtpNode, state: GroupState, membership: Mapping[str, int]) -> None:
+def verify_members(updates: IdentityUpdates, state: GroupState, membership: Mapping[str, int]) -> None:
     """Check every leaf against the group's membership map (inbox -> identity-update sequence id): its inbox
     is in the map, and its installation key is one of that inbox's installations at the recorded sequence id."""
     claimed = {inbox_of_credential(credential) for credential in mls.member_credentials(state).values()}
@@ -78,4 +97,4 @@ def verify_members(node: XmtpNode, state: GroupState, membership: Mapping[str, i
         raise UnverifiedMember(
             f"the group has installations of inboxes its membership extension does not list: {', '.join(outside)}"
         )
-    check_members(state, inbox_states(node, claimed, up_to=membership))
+    check_members(state, inbox_states(updates, claimed, up_to=membership))
