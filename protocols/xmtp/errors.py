@@ -34,6 +34,22 @@ class NotWebSocketServer(XmtpError, ConfigurationError):
     """The identity's server is not a ws:// or wss:// URL of ``tessera serve``."""
 
 
+class InvalidNodeUrl(XmtpError, InvalidInput):
+    """A node URL that is not ``http://HOST:PORT`` or ``https://HOST:PORT`` (what libxmtp and the node API take)."""
+
+
+class PrivateProfileOnly(XmtpError, InvalidInput):
+    """A command only Tessera's private profile has (creating groups, adding and removing members, key
+    updates, ``listen``) asked of a database that speaks XMTP through a node: groups in libxmtp's form are
+    made by libxmtp clients until the plugin makes them itself (issue 36)."""
+
+
+class NodeProfileOnly(XmtpError, ConfigurationError):
+    """A command of the node profile asked of a database made by Tessera's private profile (an identity on a
+    ``ws://`` server), which no XMTP client can reach: a new database made with ``identity new --node URL``
+    speaks XMTP."""
+
+
 class IdentityExists(XmtpError, InvalidInput):
     """``identity new`` on a database that already has an identity."""
 
