@@ -31,6 +31,10 @@ from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import IntentState, MessageKind
+from protocols.xmtp.node_profile import cli as node_cli
+from protocols.xmtp.node_profile import content as node_content
+from protocols.xmtp.node_profile import registration
+from protocols.xmtp.node_profile import sync as node_sync
 from protocols.xmtp.state import Vault
 
 if TYPE_CHECKING:
@@ -50,7 +54,13 @@ def _group_id(text: str) -> bytes:
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
     """One publish pass and one sync: what was published, and what the sync did."""
-    service = app.service(XmtpMember).delivery()
+    member = app.service(XmtpMember)
+    if member.profile() == connection.NODE:
+        publisher = member.publisher()
+        published = publishing.publish_pass(app.runtime, publisher)
+        report = node_sync.sync_all(app.runtime, member.node())
+        return published, report
+    service = member.delivery()
     published = publishing.publish_pass(app.runtime, service)
     report = sync.sync_all(app.runtime, service)
     published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
@@ -71,11 +81,25 @@ def identity() -> None:
 
 
 @identity.command("new")
-@click.option("--server", required=True, help="The delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).")
+@click.option(
+    "--node", help="An XMTP node, e.g. http://127.0.0.1:5556 (`tessera serve --xmtp-port`): speak XMTP as libxmtp does."
+)
+@click.option(
+    "--server",
+    help="Tessera's private profile instead: a delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).",
+)
 @click.option("--account-key", help="An existing account key (64 hex); default: a new one.")
 @click.pass_obj
-def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
+def identity_new(obj: CliState, node: str | None, server: str | None, account_key: str | None) -> None:
     """Create our account and installation, register them and publish KeyPackages."""
+    if (node is None) == (server is None):
+        raise click.UsageError(
+            "give one of --node http://HOST:PORT (XMTP) or --server ws://HOST:PORT (private profile)"
+        )
+    if node is not None:
+        node_cli.identity_new(obj.app(), node, account_key)
+        return
+    assert server is not None
     if not server.startswith(connection.SCHEMES):
         raise click.BadParameter(f"{server!r} is not a ws:// or wss:// URL", param_hint="--server")
     app = obj.app()
@@ -94,17 +118,34 @@ def identity_new(obj: CliState, server: str, account_key: str | None) -> None:
     click.echo(f"registered with {server}: {published} KeyPackages published")
 
 
+@identity.command("add-installation")
+@click.option("--node", required=True, help="The XMTP node the account's inbox is on, e.g. http://127.0.0.1:5556.")
+@click.option("--account-key", required=True, help="The account key (64 hex) of the inbox to add this database to.")
+@click.pass_obj
+def identity_add_installation(obj: CliState, node: str, account_key: str) -> None:
+    """Make this database another installation of the account's existing inbox."""
+    node_cli.identity_add_installation(obj.app(), node, account_key)
+
+
 @xmtp.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
-    """Our address, installation, server and KeyPackage stock."""
+    """Our address, inbox and installation, where we talk to, and our KeyPackages."""
     app = obj.app()
     with app.db.read():
         vault = Vault.of(app.db)
-        me = vault.identity()
-        stock = len(vault.key_package_refs())
-    found = {"address": me.address, "installation": me.installation_id, "server": me.server, "key_packages": stock}
+        if vault.has_inbox():
+            found = node_cli.whoami(vault)
+        else:
+            me = vault.identity()
+            stock = len(vault.key_package_refs())
+            found = {
+                "address": me.address,
+                "installation": me.installation_id,
+                "server": me.server,
+                "key_packages": stock,
+            }
     if as_json:
         click.echo(output.to_json(found))
         return
@@ -248,9 +289,12 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     Exits 4 when the server could not be reached, 5 when an intent still waits to be published, 1 when a
     topic could not be read to its end or a group needs a rejoin."""
     app = obj.app()
-    app.service(XmtpMember).cold_start()
-    service = app.service(XmtpMember).delivery()
-    stocked = keypackages.keep_stock(app.runtime, service)
+    member = app.service(XmtpMember)
+    member.cold_start()
+    if member.profile() == connection.NODE:
+        stocked = registration.keep_stock(app.runtime, member.node())
+    else:
+        stocked = keypackages.keep_stock(app.runtime, member.delivery())
     published, report = _round(app)
     with app.db.read():
         stuck = queries.groups_needing_rejoin(app.db)
@@ -385,16 +429,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
             raise GroupUnknown(f"no group {group} on this database; `tessera xmtp groups` lists them")
         rows = queries.messages(app.db, group_id, limit + 1, _cursor(before))
     page, more = list(reversed(rows[:limit])), len(rows) > limit
-    listed = [
-        {
-            "id": bytes(row[0]).hex(),
-            "sent_at_ns": row[1],
-            "kind": MessageKind(row[2]).name,
-            "sender": row[3],
-            "text": bytes(row[5]).decode(errors="replace"),
-        }
-        for row in page
-    ]
+    listed = [_message_item(row) for row in page]
     next_cursor = f"{page[0][1]}.{page[0][6]}" if more and page else None
     if as_json:
         click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
@@ -404,6 +439,16 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         click.echo(f"{who}: {item['text']}")
     if next_cursor:
         click.echo(f"(older: --before {next_cursor})")
+
+
+def _message_item(row: Any) -> dict[str, Any]:
+    """A row of ``queries.messages`` as ``messages`` shows it; a libxmtp group's (it has a content type) with its
+    sender inbox and content type, the content decoded to one line."""
+    found = {"id": bytes(row[0]).hex(), "sent_at_ns": row[1], "kind": MessageKind(row[2]).name}
+    if not row[7]:
+        return {**found, "sender": row[3], "text": bytes(row[5]).decode(errors="replace")}
+    described = node_content.describe(bytes(row[5]))
+    return {**found, "sender": row[8], "sender_inbox_id": row[8], "content_type": row[7], "text": described}
 
 
 def _cursor(text: str | None) -> tuple[int, str] | None:

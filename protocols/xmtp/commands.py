@@ -35,7 +35,8 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
     """
     vault = Vault.in_context(ctx)
     if vault.has_identity():
-        raise IdentityExists(f"this database already is {vault.identity().address}; use another database")
+        who = vault.identity().address if vault.has_private_identity() else vault.inbox().address
+        raise IdentityExists(f"this database already is {who}; use another database")
     server = params.get("server")
     if not isinstance(server, str) or not server:
         raise InvalidInput("identity new needs the server's URL, e.g. ws://127.0.0.1:8765")

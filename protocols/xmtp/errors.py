@@ -38,6 +38,10 @@ class InvalidNodeUrl(XmtpError, InvalidInput):
     """A node URL that is not ``http://HOST:PORT`` or ``https://HOST:PORT`` (what libxmtp and the node API take)."""
 
 
+class InboxUnknown(XmtpError, NotFound):
+    """An account with no inbox on the XMTP node (``identity add-installation`` needs one to join)."""
+
+
 class PrivateProfileOnly(XmtpError, InvalidInput):
     """A command only Tessera's private profile has (creating groups, adding and removing members, key
     updates, ``listen``) asked of a database that speaks XMTP through a node: groups in libxmtp's form are

@@ -48,8 +48,9 @@ from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavail
 from protocols.xmtp.identity import InstallationBinding, verify
 from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, IntentState
+from protocols.xmtp.node_profile import sending
 from protocols.xmtp.state import BINDING_EXTENSION, Vault
-from protocols.xmtp.transport.interface import DeliveryService
+from protocols.xmtp.transport.interface import Publisher
 
 log = logging.getLogger("tessera.xmtp.publish")
 
@@ -65,6 +66,8 @@ RETRYABLE_CODES = frozenset(
 def build(ctx: contract.Context, intent: Intent, key_packages: list[str]) -> Result:
     """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds)."""
     vault = Vault.in_context(ctx)
+    if vault.has_inbox():
+        return sending.build(ctx, intent)  # a libxmtp group: framed as libxmtp frames its messages
     state = vault.group(intent.group_id)
     request = json.loads(intent.request)
     welcomes: list[dict[str, str]] = []
@@ -117,7 +120,7 @@ def _commit(
     return result.message, result.pending_state, welcomes
 
 
-def invitee_key_packages(service: DeliveryService, addresses: list[str]) -> list[bytes]:
+def invitee_key_packages(service: Publisher, addresses: list[str]) -> list[bytes]:
     """One KeyPackage for every verified installation of each address (each used up on the server).
 
     A binding that does not verify, or a KeyPackage that is not its
@@ -205,7 +208,7 @@ def command_welcome_sent(ctx: contract.Context, params: dict[str, Any]) -> Resul
 # --- the job ---------------------------------------------------------------------------------
 
 
-def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
+def publish_pass(runtime: contract.Runtime, service: Publisher) -> int:
     """One pass: for every group with work, its next intent through all three steps; then ready welcomes."""
     done = 0
     now_ns = runtime.clock.now_ms() * 1_000_000
@@ -216,7 +219,7 @@ def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
     return done + send_welcomes(runtime, service)
 
 
-def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id: bytes, now_ns: int) -> int:
+def _publish_group(runtime: contract.Runtime, service: Publisher, group_id: bytes, now_ns: int) -> int:
     """A group's intents in order until one must wait (a commit to confirm, a retry not due, a failure)."""
     done = 0
     while True:
@@ -231,7 +234,7 @@ def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id
             return done  # it must be confirmed first, or it failed, or it was the group's last
 
 
-def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> bool:
+def publish_intent(runtime: contract.Runtime, service: Publisher, intent: Intent) -> bool:
     """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised.  Whether it is
     PUBLISHED now."""
     try:
@@ -259,7 +262,7 @@ def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: 
     return bool(runtime.run_command("xmtp.published", params).events)
 
 
-def _build(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> Intent | None:
+def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Intent | None:
     """Step 1 in a transaction of its own (after the KeyPackages of an add are fetched); the intent as
     built, or None when it is no longer one to build."""
     params: dict[str, Any] = {"intent": intent.id}
@@ -279,7 +282,7 @@ def _failed(runtime: contract.Runtime, intent: Intent, error: str, *, final: boo
     runtime.run_command("xmtp.publish_failed", {"intent": intent.id, "error": error, "final": final})
 
 
-def send_welcomes(runtime: contract.Runtime, service: DeliveryService) -> int:
+def send_welcomes(runtime: contract.Runtime, service: Publisher) -> int:
     """Send every welcome whose commit is confirmed; one that fails stays ready for the next pass."""
     with runtime.db.read():
         ready = queries.ready_welcomes(runtime.db)

@@ -19,7 +19,8 @@ from protocols.libraries.xmtp_identity.authoring import Account, create_inbox_up
 from protocols.libraries.xmtp_mls import Installation
 from protocols.libraries.xmtp_mls.key_packages import installation_identity
 from protocols.xmtp.errors import InvalidNodeUrl, ServiceRefused, ServiceUnavailable
-from protocols.xmtp.transport.node import NodeGroupMessage, NodeService
+from protocols.xmtp.transport.node import NodeService
+from protocols.xmtp.transport.node_records import NodeGroupMessage
 from tests.xmtp_node.node_process import NodeProcess, new_node
 
 

@@ -27,6 +27,7 @@ from .groups import (
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
+    SealedMessage,
     UnreadableMessage,
 )
 from .installation import Installation, join_welcome, welcome_id
@@ -48,6 +49,7 @@ __all__ = [
     "PendingProposal",
     "ReceivedMessage",
     "RejectedCommit",
+    "SealedMessage",
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",

@@ -102,6 +102,22 @@ class UnreadableMessage:
     reason: str
 
 
+@attrs.frozen
+class SealedMessage:
+    """An application message of ours, encrypted and ready for the node.
+
+    Attributes:
+        data: the MLSMessage bytes to publish.
+        message_id: libxmtp's id of it (what every member, and libxmtp's ``find_messages``, names it by).
+        encoded: the ``EncodedContent`` bytes inside it (what we show of our own message: the sender of an
+            MLS message cannot decrypt it).
+    """
+
+    data: bytes = attrs.field(repr=False)
+    message_id: bytes
+    encoded: bytes = attrs.field(repr=False)
+
+
 GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | UnreadableMessage
 
 
@@ -208,17 +224,21 @@ class JoinedGroup:
         )
 
     def send(self, node: XmtpNode, content: Content) -> bytes:
-        """Encrypt ``content`` as a libxmtp application message of the current epoch and publish it.
+        """Encrypt ``content`` as a libxmtp application message of the current epoch (:meth:`seal`) and
+        publish it; returns libxmtp's id of the message, which every member computes alike."""
+        sealed = self.seal(content)
+        node.send_group_message(sealed.data)
+        return sealed.message_id
 
-        Framed as libxmtp frames its own (``PlaintextEnvelope.V1``, the send time in nanoseconds as the
-        idempotency key); returns libxmtp's id of the message, which every member computes alike.
-        """
+    def seal(self, content: Content, *, sent_at_ns: int | None = None) -> SealedMessage:
+        """``content`` encrypted as a libxmtp application message of the current epoch, the state moved past
+        it; no network.  Framed as libxmtp frames its own (``PlaintextEnvelope.V1``, the send time in
+        nanoseconds as the idempotency key, ``sent_at_ns`` or now)."""
         encoded = encode_content(codecs.encode(content))
-        plaintext = PlaintextMessage(encoded, str(time.time_ns()))
+        plaintext = PlaintextMessage(encoded, str(time.time_ns() if sent_at_ns is None else sent_at_ns))
         data, self.state = mls.encrypt_application(self.state, frame(plaintext.content, plaintext.idempotency_key))
         self.sent.add(_digest(data))
-        node.send_group_message(data)
-        return message_id(self.group_id, plaintext)
+        return SealedMessage(data, message_id(self.group_id, plaintext), encoded)
 
     def send_text(self, node: XmtpNode, text: str) -> bytes:
         """:meth:`send` of ``xmtp.org/text:1.0``; libxmtp's id of the message."""

@@ -1,0 +1,170 @@
+"""The interop scenarios between a Tessera XMTP member (node profile) and real libxmtp v1.10.0 clients.
+
+Each scenario takes a ``Peers`` (makes libxmtp clients and Tessera members on one
+node) and raises AssertionError when Tessera and libxmtp disagree.  The tests
+(tests/xmtp/test_node_with_libxmtp.py) and the matrix script
+(``python -m tests.xmtp.interop``) run the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from protocols.libraries.xmtp_content.codecs import Reaction, Reply, Text, UnknownContent
+from protocols.libraries.xmtp_content.content_type import ContentTypeId
+from protocols.libraries.xmtp_content.encoded import EncodedContent, encode_content
+from protocols.xmtp.kinds import Membership
+from tests.xmtp.node_member import NodeMember
+from tests.xmtp_node.libxmtp_peer import LibxmtpClient
+
+TEXT_TYPE = "xmtp.org/text:1.0"
+
+
+class Peers(Protocol):
+    url: str
+
+    def libxmtp(self, name: str) -> LibxmtpClient: ...
+
+    def tessera(self, name: str) -> NodeMember: ...
+
+
+def invited(peers: Peers, *, others: int = 1) -> tuple[LibxmtpClient, list[LibxmtpClient], NodeMember, str]:
+    """alice (libxmtp) creates a group with ``others`` libxmtp members and adds the Tessera member, which
+    reads the welcome (PENDING) and accepts it."""
+    alice = peers.libxmtp("alice").create(peers.url)
+    rest = [peers.libxmtp(f"member{n}").create(peers.url) for n in range(others)]
+    ours = peers.tessera("tessera")
+    group = alice.create_group(rest, name="interop")
+    alice.call("add_members", group_id=group, inbox_ids=[ours.inbox_id])
+    ours.tick()
+    assert ours.groups() == {group: Membership.PENDING}, ours.groups()
+    ours.accept(group)
+    ours.tick()
+    assert ours.members(group) == alice.call("members", group_id=group)
+    for member in rest:
+        member.call("sync_welcomes")
+    return alice, rest, ours, group
+
+
+def messages_both_ways(peers: Peers, count: int = 10, others: int = 1) -> None:
+    """``count`` texts from libxmtp members, then ``count`` from Tessera: each side shows the other's, in order,
+    with the right sender."""
+    alice, rest, ours, group = invited(peers, others=others)
+    senders = [alice, *rest]
+    sent = []
+    for number in range(count):
+        sender = senders[number % len(senders)]
+        sender.send_text(group, f"libxmtp {number}")
+        sent.append((sender.inbox_id, f"libxmtp {number}"))
+    ours.tick()
+    assert ours.texts(group) == sent
+    ours.send(group, *(f"tessera {number}" for number in range(count)))
+    ours.tick()
+    assert ours.open_intents() == []
+    expected = sent + [(ours.inbox_id, f"tessera {number}") for number in range(count)]
+    assert ours.texts(group) == expected
+    for member in senders:
+        member.call("sync_group", group_id=group)
+        assert member.texts(group) == expected, member
+
+
+def content_types(peers: Peers) -> None:
+    """A reaction, a reply and a content type nobody decodes, from libxmtp: kept with their types and sender;
+    libxmtp's message ids are the ones Tessera computes."""
+    alice, _, ours, group = invited(peers)
+    said = alice.send_text(group, "react to me")
+    alice.call(
+        "send_encoded",
+        group_id=group,
+        content=alice.call(
+            "encode_content",
+            kind="reaction",
+            value={
+                "reference": said,
+                "reference_inbox_id": alice.inbox_id,
+                "action": "added",
+                "content": "👍",
+                "schema": "unicode",
+            },
+        ),
+    )
+    alice.call(
+        "send_encoded",
+        group_id=group,
+        content=alice.call(
+            "encode_content",
+            kind="reply",
+            value={"reference": said, "reference_inbox_id": alice.inbox_id, "text": "a reply"},
+        ),
+    )
+    poll = EncodedContent(ContentTypeId("example.org", "poll", 1), b"\x01\x02", fallback="a poll")
+    alice.call("send_encoded", group_id=group, content=encode_content(poll).hex())
+    ours.tick()
+    shown = ours.messages(group)
+    assert [m.sender_inbox_id for m in shown] == [alice.inbox_id] * 4
+    assert shown[0].message_id == said
+    decoded = ours.decoded(group)
+    assert isinstance(decoded[0], Text) and decoded[0].text == "react to me"
+    assert isinstance(decoded[1], Reaction) and decoded[1].reference == said and decoded[1].content == "👍"
+    assert isinstance(decoded[2], Reply) and decoded[2].reference == said
+    assert isinstance(decoded[3], UnknownContent) and shown[3].content_type == "example.org/poll:1.0"
+    assert "a poll" in shown[3].text
+
+
+def membership_and_metadata(peers: Peers) -> None:
+    """alice adds carol and removes bob, renames the group and sets a description: Tessera's members and
+    metadata equal libxmtp's after each, and messages after each decrypt both ways."""
+    alice, (bob,), ours, group = invited(peers)
+    carol = peers.libxmtp("carol").create(peers.url)
+
+    def agrees(step: str) -> None:
+        ours.tick()
+        assert ours.members(group) == alice.call("members", group_id=group), step
+        state = alice.call("group_state", group_id=group)
+        mine = ours.metadata(group)
+        assert (mine["name"], mine["description"]) == (state["name"] or "", state["description"] or ""), step
+        assert (mine["admins"], mine["super_admins"]) == (state["admins"], state["super_admins"]), step
+        assert mine["listed_name"] == mine["name"], step
+        alice.send_text(group, f"after {step}")
+        ours.tick()
+        assert ours.texts(group)[-1] == (alice.inbox_id, f"after {step}"), step
+
+    alice.call("add_members", group_id=group, inbox_ids=[carol.inbox_id])
+    agrees("carol added")
+    alice.call("remove_members", group_id=group, inbox_ids=[bob.inbox_id])
+    agrees("bob removed")
+    alice.call("set_group_name", group_id=group, name="renamed")
+    agrees("renamed")
+    alice.call("update_metadata", group_id=group, field="description", value="what we talk about")
+    agrees("described")
+    ours.send(group, "hello carol")
+    ours.tick()
+    carol.call("sync_welcomes")
+    carol.call("sync_group", group_id=group)
+    assert carol.texts(group)[-1] == (ours.inbox_id, "hello carol")
+
+
+def direct_message(peers: Peers) -> None:
+    """alice opens a DM with the Tessera member: it arrives PENDING, is accepted, and texts flow both ways."""
+    alice = peers.libxmtp("alice").create(peers.url)
+    ours = peers.tessera("tessera")
+    dm = alice.call("create_dm", inbox_id=ours.inbox_id)
+    alice.send_text(dm, "hi tessera")
+    ours.tick()
+    assert ours.groups() == {dm: Membership.PENDING}
+    ours.accept(dm)
+    ours.tick()
+    assert ours.texts(dm) == [(alice.inbox_id, "hi tessera")]
+    ours.send(dm, "hi alice")
+    ours.tick()
+    alice.call("sync_group", group_id=dm)
+    assert alice.texts(dm) == [(alice.inbox_id, "hi tessera"), (ours.inbox_id, "hi alice")]
+
+
+SCENARIOS: dict[str, Callable[[Peers], None]] = {
+    "invited by libxmtp, messages both ways": messages_both_ways,
+    "reactions, replies, unknown content": content_types,
+    "members added and removed, metadata": membership_and_metadata,
+    "a DM opened by libxmtp": direct_message,
+}

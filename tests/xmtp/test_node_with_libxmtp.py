@@ -1,0 +1,84 @@
+"""A Tessera XMTP member (the plugin's node profile) among real libxmtp v1.10.0 clients, through a real
+``tessera serve --xmtp-port`` process: the scenarios of tests/xmtp/interop_scenarios.py, each one a test.
+
+The Tessera side runs the App's commands and the tick's own passes in this
+process; the libxmtp clients run in their own processes.  Marked ``peer``:
+skipped when ``xmtp-bindings`` cannot be installed, failed under
+``TESSERA_REQUIRE_PEERS=1``; ``slow`` runs more members and messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from protocols import xmtp
+from protocols.xmtp.state import Vault
+from tests.xmtp import interop_scenarios as scenarios
+from tests.xmtp.node_member import NodeMember
+from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
+from tests.xmtp_node.libxmtp_peer import LibxmtpClient
+from tests.xmtp_node.node_process import NodeProcess, new_node
+
+pytestmark = pytest.mark.peer
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    with new_node(tmp_path_factory.mktemp("node")) as started:
+        yield started
+
+
+@attrs.define
+class InProcessPeers:
+    url: str
+    make_app: Any
+    clients: Callable[[str], LibxmtpClient]
+
+    def libxmtp(self, name: str) -> LibxmtpClient:
+        return self.clients(name)
+
+    def tessera(self, name: str) -> NodeMember:
+        return NodeMember.create(self.make_app([xmtp], ["xmtp"]), self.url)
+
+
+@pytest.fixture
+def peers(node: NodeProcess, make_app: Any, libxmtp_client: Callable[[str], LibxmtpClient]) -> InProcessPeers:  # noqa: F811
+    return InProcessPeers(node.url, make_app, libxmtp_client)
+
+
+def test_invited_by_libxmtp_then_messages_both_ways(peers: InProcessPeers) -> None:
+    scenarios.messages_both_ways(peers, count=10)
+
+
+@pytest.mark.slow
+def test_invited_by_libxmtp_then_fifty_messages_each_way_among_four(peers: InProcessPeers) -> None:
+    scenarios.messages_both_ways(peers, count=50, others=3)
+
+
+def test_reactions_replies_and_unknown_content_from_libxmtp(peers: InProcessPeers) -> None:
+    scenarios.content_types(peers)
+
+
+def test_libxmtp_adds_and_removes_members_and_changes_metadata(peers: InProcessPeers) -> None:
+    scenarios.membership_and_metadata(peers)
+
+
+def test_a_dm_opened_by_libxmtp(peers: InProcessPeers) -> None:
+    scenarios.direct_message(peers)
+
+
+def test_a_welcome_uses_up_its_key_package_and_a_fresh_one_is_uploaded(peers: InProcessPeers) -> None:
+    """Forward secrecy: the KeyPackage a welcome opened with has its private keys deleted with the welcome's
+    transaction, and the key-package job uploads a fresh one for the next inviter."""
+    _, _, ours, _ = scenarios.invited(peers)
+    with ours.app.db.read():
+        held = Vault.of(ours.app.db).key_package_refs()
+        published = [
+            bytes(row[0])
+            for row in ours.app.db.all("SELECT ref FROM xmtp_published_key_packages ORDER BY published_at_ns")
+        ]
+    assert len(published) == 2 and held == published[-1:]
