@@ -409,6 +409,25 @@ def groups(obj: CliState, as_json: bool) -> None:
     _show(listed, as_json, _group_line)
 
 
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def members(obj: CliState, group: str, as_json: bool) -> None:
+    """A libxmtp group's members (inbox ids) and metadata, as its state holds them."""
+    app = obj.app()
+    with app.db.read():
+        found = node_cli.members(app, _group_id(group))
+    if as_json:
+        click.echo(output.to_json(found))
+        return
+    click.echo(f"name: {found['name']}")
+    click.echo(f"description: {found['description']}")
+    for inbox_id in found["members"]:
+        role = "super admin" if inbox_id in found["super_admins"] else "admin" if inbox_id in found["admins"] else ""
+        click.echo(f"{inbox_id} {role}".rstrip())
+
+
 def _group_line(g: dict[str, Any]) -> str:
     line = f"{g['group']} {g['membership']} epoch {g['epoch']} {g['name']}{'' if g['active'] else ' (removed)'}"
     return line + (f" NEEDS REJOIN: {g['needs_rejoin']}" if g["needs_rejoin"] else "")

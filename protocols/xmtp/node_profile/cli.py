@@ -103,3 +103,23 @@ def whoami(vault: Vault) -> dict[str, Any]:
         "node": me.node,
         "key_packages": len(vault.key_package_refs()),
     }
+
+
+def members(app: App, group_id: bytes) -> dict[str, Any]:
+    """A libxmtp group's members and metadata from its sealed state (inside the caller's read)."""
+    from protocols.xmtp.node_profile.processing import joined_group
+
+    vault = Vault.of(app.db)
+    vault.inbox()  # NodeProfileOnly on a database of the private profile
+    joined = joined_group(vault, group_id)
+    context = joined.context
+    return {
+        "group": group_id.hex(),
+        "name": context.mutable.name,
+        "description": context.mutable.description,
+        "members": joined.member_inbox_ids(),
+        "admins": sorted(context.mutable.admins),
+        "super_admins": sorted(context.mutable.super_admins),
+        "conversation_type": context.metadata.conversation_type.name.lower(),
+        "epoch": joined.epoch,
+    }
