@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     failed += crash.returncode != 0
     tail = crash.stdout.strip().splitlines()[-1] if crash.stdout.strip() else crash.stderr.strip()[-200:]
     print(
-        f"{'tick daemon SIGKILLed in a 300-message catch-up':<44} {'pass' if crash.returncode == 0 else 'FAIL':<6} {tail}"
+        f"{'tick daemon SIGKILLed, 300-message catch-up':<44} {'pass' if crash.returncode == 0 else 'FAIL':<6} {tail}"
     )
     return 1 if failed else 0
 

@@ -162,9 +162,28 @@ def direct_message(peers: Peers) -> None:
     assert alice.texts(dm) == [(alice.inbox_id, "hi tessera"), (ours.inbox_id, "hi alice")]
 
 
+def removed_by_libxmtp(peers: Peers) -> None:
+    """alice removes the Tessera member: the group turns inactive, a message queued in it ends in ERROR, and
+    what alice sends after the removal is not read."""
+    alice, _, ours, group = invited(peers)
+    alice.send_text(group, "before")
+    ours.tick()
+    ours.send(group, "too late")  # queued; the removal is read before it is published
+    alice.call("remove_members", group_id=group, inbox_ids=[ours.inbox_id])
+    alice.send_text(group, "after")
+    ours.sync()
+    ours.tick()
+    shown = ours.texts(group)
+    assert shown == [(alice.inbox_id, "before")], shown
+    assert not ours.active(group)
+    assert ours.open_intents() == []
+    assert [event["error"][:27] for event in ours.events("intent_failed")] == ["we were removed from group "]
+
+
 SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "invited by libxmtp, messages both ways": messages_both_ways,
     "reactions, replies, unknown content": content_types,
     "members added and removed, metadata": membership_and_metadata,
     "a DM opened by libxmtp": direct_message,
+    "removed by libxmtp": removed_by_libxmtp,
 }

@@ -68,9 +68,18 @@ class NodeMember:
         publishing.publish_pass(self.app.runtime, self.service.publisher())
         return node_sync.sync_all(self.app.runtime, node)
 
+    def sync(self) -> SyncReport:
+        """The sync pass alone (what ``tick`` does last)."""
+        return node_sync.sync_all(self.app.runtime, self.service.node())
+
     def groups(self) -> dict[str, Membership]:
         with self.app.db.read():
             return {row.id.hex(): row.membership for row in queries.groups(self.app.db)}
+
+    def active(self, group_id: str) -> bool:
+        with self.app.db.read():
+            found = queries.group(self.app.db, bytes.fromhex(group_id))
+        return found is not None and found.active
 
     def accept(self, group_id: str) -> None:
         self.app.runtime.run_command("xmtp.accept", {"group": group_id})

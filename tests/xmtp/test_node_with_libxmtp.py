@@ -71,6 +71,10 @@ def test_a_dm_opened_by_libxmtp(peers: InProcessPeers) -> None:
     scenarios.direct_message(peers)
 
 
+def test_removed_by_libxmtp_the_group_turns_inactive_and_queued_messages_fail(peers: InProcessPeers) -> None:
+    scenarios.removed_by_libxmtp(peers)
+
+
 def test_a_welcome_uses_up_its_key_package_and_a_fresh_one_is_uploaded(peers: InProcessPeers) -> None:
     """Forward secrecy: the KeyPackage a welcome opened with has its private keys deleted with the welcome's
     transaction, and the key-package job uploads a fresh one for the next inviter."""

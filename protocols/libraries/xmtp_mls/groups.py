@@ -65,13 +65,16 @@ class ReceivedMessage:
 
 @attrs.frozen
 class AppliedCommit:
-    """A commit of another member, checked and applied: the epoch it led to and the inboxes it added and removed."""
+    """A commit of another member, checked and applied: the epoch it led to and the inboxes it added and removed;
+    ``we_were_removed`` when it removed this installation (the state then stays at the epoch before it: the
+    commit gives a removed member no keys of the next one)."""
 
     id: int
     committer_inbox_id: str
     new_epoch: int
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    we_were_removed: bool = False
 
 
 @attrs.frozen
@@ -200,6 +203,7 @@ class JoinedGroup:
                 result.new_epoch,
                 tuple(inbox_of_credential(credential) for credential in result.added),
                 tuple(inbox_of_credential(credential) for credential in result.removed),
+                we_were_removed=result.we_were_removed,
             )
         self.state = result.new_state
         if isinstance(result, mls.ProposalReceived):

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from core import contract
 from core.records import Envelope, Event, Result
-from protocols.libraries import mls
 from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.xmtp_content import codecs
-from protocols.libraries.xmtp_content.encoded import encode_content
 from protocols.libraries.xmtp_mls import (
     AppliedCommit,
     IdentityUpdatesBehind,
@@ -125,8 +124,14 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     joined = joined_group(vault, message.group_id)
     before = joined.state
     read = joined.read(message.to_proto(), StoredUpdates(ctx.db))  # IdentityUpdatesBehind: the sync refreshes
-    events = _events(ctx, vault.inbox(), joined, message, read)
-    writes = [] if joined.state is before else [vault.group_intent(message.group_id, joined.state)]
+    events = _events(ctx, joined, message, read)
+    writes: list[Any] = [] if joined.state is before else [vault.group_intent(message.group_id, joined.state)]
+    if any(event.type == facts.GROUP_DEACTIVATED for event in events):
+        # Nothing of ours can land in a group that removed us: every open intent in it ends in ERROR.
+        reason = f"we were removed from group {message.group_id.hex()} by {getattr(read, 'committer_inbox_id', '')}"
+        ended = intent_machine.fail_open(book, message.group_id, reason, ctx.now_ms, str(message.id))
+        events += ended.events
+        writes += ended.writes
     return Result(events=events, intents=writes)
 
 
@@ -148,18 +153,12 @@ def _read_back(
     return Result(events=[*change.events, recorded], intents=change.writes)
 
 
-def _events(
-    ctx: contract.Context,
-    inbox: Inbox,
-    joined: JoinedGroup,
-    message: NodeGroupMessage,
-    read: object,
-) -> list[Event]:
+def _events(ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessage, read: object) -> list[Event]:
     group_id = message.group_id
     if read is None:
         return []  # of an epoch before the one we joined at: the welcome gave no keys for it
     if isinstance(read, ReceivedMessage):
-        encoded = encode_content(codecs.encode(read.content))
+        encoded = codecs.encode_bytes(read.content)
         kind = str(read.content_type) if read.content_type is not None else ""
         return [
             _recorded(
@@ -173,7 +172,7 @@ def _events(
             )
         ]
     if isinstance(read, AppliedCommit):
-        return _commit_events(ctx, inbox, joined, message, read)
+        return _commit_events(ctx, joined, message, read)
     if isinstance(read, RejectedCommit):
         data = {"node_id": message.id, "committer": read.committer_inbox_id, "reason": read.reason}
         return [facts.fact(facts.COMMIT_REJECTED, group_id, ctx.now_ms, data, message.id)]
@@ -185,9 +184,11 @@ def _events(
 
 
 def _commit_events(
-    ctx: contract.Context, inbox: Inbox, joined: JoinedGroup, message: NodeGroupMessage, applied: AppliedCommit
+    ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessage, applied: AppliedCommit
 ) -> list[Event]:
     group_id = message.group_id
+    if applied.we_were_removed:
+        return [facts.fact(facts.GROUP_DEACTIVATED, group_id, ctx.now_ms, {"by": applied.committer_inbox_id})]
     events = [facts.fact(facts.EPOCH_MOVED, group_id, ctx.now_ms, {"epoch": applied.new_epoch}, message.id)]
     context = joined.context
     metadata = {
@@ -196,8 +197,6 @@ def _commit_events(
         "members": joined.member_inbox_ids(),
     }
     events.append(facts.fact(facts.GROUP_METADATA_CHANGED, group_id, ctx.now_ms, metadata, message.id))
-    if inbox.installation_key not in set(mls.member_signature_keys(joined.state).values()):
-        events.append(facts.fact(facts.GROUP_DEACTIVATED, group_id, ctx.now_ms, {"by": applied.committer_inbox_id}))
     return events
 
 
