@@ -126,6 +126,8 @@ def test_node_profile_mistakes_are_one_line_and_a_node_that_is_down_exits_4(
     down = run(blank, env, "identity", "new", "--node", "http://127.0.0.1:9")  # the discard port: nobody listens
     assert down.returncode == 4 and "registers on the next" in down.stderr, down
     assert whoami(blank, env)["node"] == "http://127.0.0.1:9"
+    unreachable = run(blank, env, "sync", "--json")
+    assert unreachable.returncode == 4 and json.loads(unreachable.stdout)["outcome"] == "unreachable", unreachable
     refused = run(blank, env, "create-group")
     assert refused.returncode != 0 and "private profile" in refused.stderr, refused
 
