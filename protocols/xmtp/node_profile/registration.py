@@ -43,6 +43,7 @@ log = logging.getLogger("tessera.xmtp.keypackages")
 
 _PUBLISHED = "SELECT ref, published_at_ns FROM xmtp_published_key_packages"
 _RECORD_PUBLISHED = "INSERT INTO xmtp_published_key_packages(ref, published_at_ns) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_LAST_PUBLISHED = "SELECT max(published_at_ns) FROM xmtp_published_key_packages"
 
 
 def account_from_hex(text: str | None) -> Account:
@@ -98,7 +99,7 @@ def needs_fresh_key_package(db: contract.Database, vault: Vault) -> bool:
     published = {bytes(ref): int(at) for ref, at in db.all(_PUBLISHED)}
     if held - set(published):
         return False  # one waits to be uploaded
-    current = max(published, key=lambda ref: (published[ref], ref), default=None)
+    current = max(published, key=lambda ref: published[ref], default=None)
     return current is None or current not in held
 
 
@@ -136,7 +137,9 @@ def _upload_key_packages(runtime: contract.Runtime, node: NodeService) -> int:
             continue
         node.upload_key_package(encode(private.key_package, KeyPackage))
         with runtime.db.write():
-            runtime.db.execute(_RECORD_PUBLISHED, (ref, runtime.clock.now_ms() * 1_000_000 + uploaded))
+            # Strictly after every earlier upload, whatever the clock says: the newest is the current one.
+            last = int(runtime.db.value(_LAST_PUBLISHED) or 0)
+            runtime.db.execute(_RECORD_PUBLISHED, (ref, max(runtime.clock.now_ms() * 1_000_000, last + 1)))
         uploaded += 1
     return uploaded
 

@@ -4,13 +4,13 @@ Each topic (``w/<installation>``, ``g/<group>``) is read under its lock
 (:func:`protocols.xmtp.sync.holding`, seed 002's topic locks) a page at a time
 after its cursor (the node's id of the last message processed).  Each message
 goes through the core's door (``runtime.door()``: the tick's own pipeline) in
-its own transaction that also moves the cursor, so a crash loses nothing and
-processes nothing twice.  A welcome or commit whose members' identity updates
+a savepoint that also moves the cursor, committed in micro-batches, so a crash
+loses nothing and processes nothing twice.  A welcome or commit whose members' identity updates
 this database does not have yet comes back from its handler as
 :class:`~protocols.libraries.xmtp_mls.IdentityUpdatesBehind`, nothing changed:
 the updates are fetched (network, between transactions) and the message is
-handed in again once; if the node's updates still do not reach what it records,
-it is parked with the reason, as any message the handlers refuse.
+handed in again; if the node's updates still do not reach what it records, it
+is parked with the reason, as any message the handlers refuse.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from functools import partial
 
 from core import contract
+from core.batch import MicroBatch
 from core.errors import TransientError
 from core.queues import WorkItem
 from core.records import ItemSource
@@ -83,36 +84,60 @@ def _read(
         position = int(cursor or 0)
         while True:
             page = fetch(position)
-            for message in page.messages:
-                _process(runtime, node, topic, message)
-                position = message.id
-                report.processed += 1
+            _process_page(runtime, node, topic, list(page.messages), report)
+            if page.messages:
+                position = page.messages[-1].id
             if not page.has_more:
                 return
 
 
-def _process(runtime: contract.Runtime, node: NodeService, topic: str, message: NodeMessage) -> None:
-    """One message through the door with the cursor past it, in one transaction; once more after fetching
-    the identity updates it needs."""
-    try:
-        _in_transaction(runtime, topic, message, refresh_first=True)
-    except IdentityUpdatesBehind as behind:
-        identity_updates.refresh(runtime, node, behind.wanted)
-        _in_transaction(runtime, topic, message, refresh_first=False)
+def _process_page(
+    runtime: contract.Runtime, node: NodeService, topic: str, messages: list[NodeMessage], report: SyncReport
+) -> None:
+    """A page's messages in micro-batches (each message in its own savepoint with its cursor move, a commit
+    every ``batch_items`` messages or ``batch_ms``): a crash redoes the uncommitted ones whole.  A message
+    that needs identity updates this database lacks stops the batch before it; what came before is
+    committed, the updates are fetched, and the page goes on from that message."""
+    refreshed: set[str] = set()
+    while messages:
+        behind = None
+        with MicroBatch(runtime.db) as batch:
+            for index, message in enumerate(messages):
+                behind = batch.run(partial(_one, runtime, topic, message, refreshed), isolated=False)
+                if behind is not None:
+                    batch.commit()
+                    messages = messages[index:]
+                    break
+                report.processed += 1
+            else:
+                messages = []
+        if behind is not None:
+            identity_updates.refresh(runtime, node, behind.wanted)
+            refreshed |= set(behind.wanted)
 
 
-def _in_transaction(runtime: contract.Runtime, topic: str, message: NodeMessage, *, refresh_first: bool) -> None:
+def _one(
+    runtime: contract.Runtime, topic: str, message: NodeMessage, refreshed: set[str]
+) -> IdentityUpdatesBehind | None:
+    """One message through the door and the cursor past it, in a savepoint of the caller's transaction; the
+    :class:`IdentityUpdatesBehind` to fetch for (returned, not raised: raised through the batch, it would roll
+    the whole batch back), unless those inboxes were fetched already: then the node lacks them, and the
+    message is parked with the reason like any the handlers refuse."""
     envelope = items.welcome_envelope(message) if isinstance(message, NodeWelcome) else items.group_envelope(message)
     blob = items.encode_welcome(message) if isinstance(message, NodeWelcome) else items.encode_group_message(message)
     item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=envelope.partition_key, decoded=envelope)
 
     def disposes(failure: BaseException) -> bool:
-        if refresh_first and isinstance(failure, IdentityUpdatesBehind):
+        if isinstance(failure, IdentityUpdatesBehind) and not set(failure.wanted) <= refreshed:
             raise failure  # nothing kept: fetched, then handed in again
         if isinstance(failure, TransientError):
             log.warning("%s: message %d failed for now and is parked to be retried: %s", topic, message.id, failure)
         return True  # parked (or retried) with its reason by the pipeline; the topic moves on
 
-    with runtime.db.write():
-        runtime.door().attempt(item, disposes)
-        runtime.db.execute(_ADVANCE, (str(message.id), message.created_ns, topic))
+    try:
+        with runtime.db.write():
+            runtime.door().attempt(item, disposes)
+            runtime.db.execute(_ADVANCE, (str(message.id), message.created_ns, topic))
+    except IdentityUpdatesBehind as behind:
+        return behind
+    return None
