@@ -24,6 +24,7 @@ from pathlib import Path
 
 import attrs
 
+from core.app import App
 from core.clock import SystemClock
 from core.settings import Settings
 from protocols import xmtp
@@ -42,16 +43,22 @@ class MatrixPeers:
     url: str
     folder: Path
     clients: Callable[[str], LibxmtpClient]
-    apps: list[object] = attrs.Factory(list)
+    apps: list[App] = attrs.Factory(list)
 
     def libxmtp(self, name: str) -> LibxmtpClient:
         return self.clients(name)
 
     def tessera(self, name: str) -> NodeMember:
+        return NodeMember.create(self._app(name), self.url)
+
+    def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
+        return of.another_installation(self._app(name))
+
+    def _app(self, name: str) -> App:
         settings = Settings.load(env=PluginEnvironment(), key_file=TEST_KEY_FILE)
         app = open_test_app(str(self.folder / f"{name}.db"), settings, [xmtp], ["xmtp"], clock=SystemClock())
         self.apps.append(app)
-        return NodeMember.create(app, self.url)
+        return app
 
 
 def run(name: str, scenario: Callable[[scenarios.Peers], None], python: Path, folder: Path) -> tuple[bool, float, str]:
@@ -65,7 +72,7 @@ def run(name: str, scenario: Callable[[scenarios.Peers], None], python: Path, fo
             finally:
                 close_all()
                 for app in peers.apps:
-                    app.close()  # type: ignore[attr-defined]
+                    app.close()
     except Exception:  # a scenario's failure is a row of the matrix, not the end of the run
         return False, time.monotonic() - started, traceback.format_exc(limit=3).strip().splitlines()[-1]
     return True, time.monotonic() - started, ""

@@ -56,6 +56,18 @@ class NodeMember:
         with self.app.db.read():
             return Vault.of(self.app.db).inbox().inbox_id
 
+    def another_installation(self, app: App) -> NodeMember:
+        """A new database ``app`` made another installation of this member's inbox, registered."""
+        with self.app.db.read():
+            inbox = Vault.of(self.app.db).inbox()
+        params = {"account_key": inbox.account_key.hex(), "inbox_id": inbox.inbox_id}
+        return NodeMember.create(app, inbox.node, **params)
+
+    @property
+    def installation_id(self) -> str:
+        with self.app.db.read():
+            return Vault.of(self.app.db).inbox().installation_id
+
     @property
     def address(self) -> str:
         with self.app.db.read():
@@ -120,6 +132,14 @@ class NodeMember:
             "super_admins": sorted(context.mutable.super_admins),
             "listed_name": name.name if name is not None else None,
         }
+
+    def identity_sequence_ids(self, inbox_id: str) -> list[int]:
+        """The sequence ids of the identity updates kept of ``inbox_id``."""
+        with self.app.db.read():
+            rows = self.app.db.all(
+                "SELECT sequence_id FROM xmtp_identity_updates WHERE inbox_id = ? ORDER BY sequence_id", (inbox_id,)
+            )
+        return [int(row[0]) for row in rows]
 
     def open_intents(self) -> list[IntentState]:
         with self.app.db.read():

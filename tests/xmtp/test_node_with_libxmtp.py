@@ -44,6 +44,9 @@ class InProcessPeers:
     def tessera(self, name: str) -> NodeMember:
         return NodeMember.create(self.make_app([xmtp], ["xmtp"]), self.url)
 
+    def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
+        return of.another_installation(self.make_app([xmtp], ["xmtp"]))
+
 
 @pytest.fixture
 def peers(node: NodeProcess, make_app: Any, libxmtp_client: Callable[[str], LibxmtpClient]) -> InProcessPeers:  # noqa: F811
@@ -73,6 +76,10 @@ def test_a_dm_opened_by_libxmtp(peers: InProcessPeers) -> None:
 
 def test_removed_by_libxmtp_the_group_turns_inactive_and_queued_messages_fail(peers: InProcessPeers) -> None:
     scenarios.removed_by_libxmtp(peers)
+
+
+def test_a_second_installation_of_the_tessera_inbox_is_added_by_libxmtp(peers: InProcessPeers) -> None:
+    scenarios.second_installation(peers)
 
 
 def test_a_welcome_uses_up_its_key_package_and_a_fresh_one_is_uploaded(peers: InProcessPeers) -> None:

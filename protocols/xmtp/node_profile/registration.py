@@ -41,6 +41,8 @@ from protocols.xmtp.transport.node import NodeService
 
 log = logging.getLogger("tessera.xmtp.keypackages")
 
+#: The core KV flag naming our installation once the node lists it in our inbox (read from the node until then).
+_REGISTERED = "xmtp.inbox_registered"
 _PUBLISHED = "SELECT ref, published_at_ns FROM xmtp_published_key_packages"
 _RECORD_PUBLISHED = "INSERT INTO xmtp_published_key_packages(ref, published_at_ns) VALUES (?, ?) ON CONFLICT DO NOTHING"
 _LAST_PUBLISHED = "SELECT max(published_at_ns) FROM xmtp_published_key_packages"
@@ -108,14 +110,21 @@ def register(runtime: contract.Runtime, node: NodeService) -> int:
     returns how many KeyPackages went out.  Network between transactions."""
     with runtime.db.read():
         inbox = Vault.of_runtime(runtime).inbox()
-    if not _registered(runtime, node, inbox):
+        known = runtime.kv.get(_REGISTERED) == inbox.installation_id
+    if not known and not _registered(runtime, node, inbox):
         update = (
             add_installation_update(inbox.account, inbox.inbox_id, inbox.installation_seed)
             if inbox.joins_existing
             else create_inbox_update(inbox.account, inbox.installation_seed, nonce=FIRST_NONCE)
         )
         node.publish_identity_update(update)
-        identity_updates.refresh(runtime, node, [inbox.inbox_id])
+        if not _registered(runtime, node, inbox):
+            raise ServiceRefused(
+                "NOT_REGISTERED", f"the node took inbox {inbox.inbox_id}'s update but lists no such installation"
+            )
+    if not known:
+        with runtime.db.write():
+            runtime.kv.set(_REGISTERED, inbox.installation_id)
     return _upload_key_packages(runtime, node)
 
 
