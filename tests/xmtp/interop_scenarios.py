@@ -144,6 +144,8 @@ def membership_and_metadata(peers: Peers) -> None:
     agrees("renamed")
     alice.call("update_metadata", group_id=group, field="description", value="what we talk about")
     agrees("described")
+    alice.call("change_admins", group_id=group, change="add_admin", inbox_id=carol.inbox_id)
+    agrees("carol made an admin")
     ours.send(group, "hello carol")
     ours.tick()
     carol.call("sync_welcomes")
