@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pytest
 
+from projectors.testkit import assert_same_tables
 from protocols import xmtp
 from protocols.xmtp.state import Vault
 from tests.xmtp import interop_scenarios as scenarios
@@ -41,8 +42,12 @@ class InProcessPeers:
     def libxmtp(self, name: str) -> LibxmtpClient:
         return self.clients(name)
 
+    made: list[NodeMember] = attrs.Factory(list)
+
     def tessera(self, name: str) -> NodeMember:
-        return NodeMember.create(self.make_app([xmtp], ["xmtp"]), self.url)
+        member = NodeMember.create(self.make_app([xmtp], ["xmtp"]), self.url)
+        self.made.append(member)
+        return member
 
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         return of.another_installation(self.make_app([xmtp], ["xmtp"]))
@@ -68,6 +73,20 @@ def test_reactions_replies_and_unknown_content_from_libxmtp(peers: InProcessPeer
 
 def test_libxmtp_adds_and_removes_members_and_changes_metadata(peers: InProcessPeers) -> None:
     scenarios.membership_and_metadata(peers)
+
+
+def test_projections_of_a_libxmtp_group_rebuild_equal_and_each_event_twice_changes_nothing(
+    peers: InProcessPeers, make_projector_kit: Any
+) -> None:
+    """The node profile's facts (welcome, messages of every content type, commits, metadata, our intents)
+    under the projector kit: a rebuild from the log equals the live tables."""
+    scenarios.membership_and_metadata(peers)
+    (ours,) = peers.made
+    kit = make_projector_kit([xmtp], ["xmtp"])
+    tables = kit.owned_tables(ours.app)
+    forward = kit.replay(ours.app)
+    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
+    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")
 
 
 def test_a_dm_opened_by_libxmtp(peers: InProcessPeers) -> None:
