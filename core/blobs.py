@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -59,6 +60,32 @@ def info(db: Database, file_id: str) -> BlobInfo | None:
         (file_id,),
     )
     return BlobInfo(*row) if row else None
+
+
+_IDS_BETWEEN = "SELECT file_id FROM blobs WHERE file_id >= ? AND file_id < ? ORDER BY file_id LIMIT ?"
+
+
+def ids_between(db: Database, low: str, high: str, limit: int) -> list[str]:
+    """At most ``limit`` blob ids from ``low`` (included) to ``high`` (excluded), in order: an id prefix's
+    range (:mod:`jobs.id_prefix`), one seek on the primary key."""
+    return [file_id for (file_id,) in db.all(_IDS_BETWEEN, (low, high, limit))]
+
+
+_LISTING_COLUMNS = "file_id, total_size, mime, status, received_bytes, created_at_ms, completed_at_ms"
+# Newest first, ties on the millisecond broken by id so a cursor (created_at_ms, file_id) cuts one total order.
+_LISTING = f"SELECT {_LISTING_COLUMNS} FROM blobs ORDER BY created_at_ms DESC, file_id DESC LIMIT ?"
+_LISTING_BEFORE = (
+    f"SELECT {_LISTING_COLUMNS} FROM blobs WHERE (created_at_ms, file_id) < (?, ?) "
+    "ORDER BY created_at_ms DESC, file_id DESC LIMIT ?"
+)
+_LISTING_KEYS = ("file_id", "size", "mime", "status", "received_bytes", "created_at_ms", "completed_at_ms")
+
+
+def listing(db: Database, limit: int, before: tuple[int, str] | None = None) -> list[dict[str, Any]]:
+    """The ``limit`` newest blobs (or the newest older than ``before``, a ``(created_at_ms, file_id)``
+    cursor), newest first: id, size, type, status, bytes received so far, times (ms)."""
+    rows = db.all(_LISTING, (limit,)) if before is None else db.all(_LISTING_BEFORE, (*before, limit))
+    return [dict(zip(_LISTING_KEYS, row, strict=True)) for row in rows]
 
 
 def append_slice(

@@ -31,6 +31,8 @@ from core import keys
 log = logging.getLogger("tessera.db")
 
 RESTART_FACTOR = 4
+#: How often the thread is woken while the WAL grows past the threshold: this many times per threshold's pages.
+WAKES_PER_THRESHOLD = 8
 
 
 class Checkpointer:
@@ -43,6 +45,8 @@ class Checkpointer:
         self.busy_timeout_ms = busy_timeout_ms
         self.behind = False
         self.checkpoints = 0
+        self._woken_at = 0  # the WAL's length in pages when the thread was last woken
+        self._wake_step = max(1, threshold_pages // WAKES_PER_THRESHOLD)
         self._wake = threading.Event()
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -55,8 +59,15 @@ class Checkpointer:
 
     def _committed(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
         # Called inside every COMMIT with the WAL's length in pages: keep it lean.
-        if pages >= self.threshold:
-            self.behind = pages >= self.threshold * RESTART_FACTOR
+        if pages < self._woken_at:
+            self._woken_at = 0  # the WAL started over
+        # Past the threshold, the thread is woken once per WAKES_PER_THRESHOLD-th of it, not after every
+        # commit: each wake hands the GIL to the thread and each of its checkpoints syncs the file, which cost
+        # the writer more than an item once the WAL stayed past the threshold for thousands of commits.  Often
+        # enough that the writer's own checkpoint (see RESTART_FACTOR) finds little left to copy.
+        self.behind = pages >= self.threshold * RESTART_FACTOR
+        if pages >= self.threshold and pages - self._woken_at >= self._wake_step:
+            self._woken_at = pages
             self._wake.set()
             if self._thread is None:
                 self._start()

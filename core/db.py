@@ -25,6 +25,7 @@ statements, rows written, idempotent no-ops and busy retries.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -47,6 +48,7 @@ from core.errors import (
     StorageUnavailable,
     TransactionError,
 )
+from core.known import Known
 from core.settings import Settings
 from core.write_turns import WriteTurns
 
@@ -302,6 +304,7 @@ def open_connection(
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     if may_create:
         flags |= apsw.SQLITE_OPEN_CREATE
+    existed = _in_memory(path) or os.path.exists(path)
     try:
         conn = apsw.Connection(path, flags=flags)
     except apsw.Error as exc:
@@ -333,10 +336,20 @@ def open_connection(
         connection_temp_store_memory(conn)
     except BaseException as exc:
         conn.close()
+        _remove_if_left_blank(path, existed)
         if isinstance(exc, apsw.Error):
             raise StorageError(f"cannot open database {path!r}: {exc}") from exc
         raise
     return conn
+
+
+def _remove_if_left_blank(path: str, existed: bool) -> None:
+    """A refused open leaves nothing behind: opening with SQLITE_OPEN_CREATE made an empty file that was not there."""
+    if existed:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.getsize(path) == 0:
+            os.unlink(path)
 
 
 # --- what a file is, found by reading only ----------------------------------
@@ -455,6 +468,9 @@ class Database:
         #: Facts about the tables that hold for the current transaction only (e.g. "no deferred rows"), so a
         #: per-item probe can be asked once per batch; the code that writes those tables drops its entry.
         self.memo: dict[str, Any] = {}
+        #: Facts about the queue tables that hold across transactions until a write may change them (see
+        #: :mod:`core.known`): what the per-item probes learned.
+        self.known = Known(self.conn)
         self._last_total_changes = 0
         self._start_changes = 0
         self._ignore_sql: dict[str, bool] = {}
@@ -497,6 +513,7 @@ class Database:
                 counters.idempotent_noops += 1
         else:
             self._last_total_changes = total
+            self.known.wrote(sql)
         if self._lock_wait_s:
             nanoseconds -= int(self._lock_wait_s * 1e9)
             self._lock_wait_total_s += self._lock_wait_s
@@ -606,6 +623,7 @@ class Database:
     def _begin(self, mode: str) -> None:
         self._mode = mode
         self.memo.clear()
+        self.known.began()
         self._start_changes = self.conn.total_changes()
         for callback in self._on_begin:
             callback()
@@ -637,6 +655,7 @@ class Database:
             self._mode = None
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
         if wrote:  # a read transaction ends here too, and holds no lock
+            self.known.committed()
             held = time.monotonic() - self._write_began
             self.longest_hold_s = max(self.longest_hold_s, held)
             self._leave_a_gap(held)
@@ -661,6 +680,7 @@ class Database:
 
     def _rollback(self) -> None:
         self._mode = None
+        self.known.forget_all()
         self._after_commit.clear()
         self._staged.clear()
         self._staged_at.clear()
@@ -825,6 +845,7 @@ class _Write:
             return
         del db._after_commit[self.pending :]
         db._drop_staged_after(self.staged)
+        db.known.forget_all()  # what was learned inside the savepoint may describe rows it took back
         if db.conn.get_autocommit():
             # SQLite rolled the whole transaction back (it may on a full disk, an I/O error, no
             # memory): the caller's outer transaction is gone, so it must not carry on as if in it.

@@ -15,7 +15,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from core.db import NOT_STAGED, Database
+from core import tally
+from core.db import Database
 from core.errors import InvalidInput, TransactionError
 
 MAX_VALUE_BYTES = 1024
@@ -45,11 +46,6 @@ def _cache_for(db: Database) -> _Cache:
     return cache
 
 
-# Staging key prefix of counters added to in the current transaction (see KV.add).
-_STAGED = "kv.add"
-_ADD = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value"
-
-
 class KV:
     def __init__(self, db: Database):
         self.db = db
@@ -58,20 +54,20 @@ class KV:
     def get(self, key: str, default: Any = None) -> Any:
         cache = self._cache
         cacheable = self.db.in_transaction and key not in cache.written
-        value = cache.values.get(key, _MISSING) if cacheable else _MISSING
+        value: Any = cache.values.get(key, _MISSING) if cacheable else _MISSING
         if value is _MISSING:
             value = self.db.value("SELECT value FROM kv WHERE key = ?", (key,), default=_MISSING)
             if cacheable:
                 cache.values[key] = value
-        pending = self.db.staged((_STAGED, key)) if self.db.in_write else NOT_STAGED
-        if pending is not NOT_STAGED:
+        pending = tally.pending(self.db, key) if self.db.in_write else None
+        if pending is not None:
             return (0 if value is _MISSING or value is None else value) + pending
         return default if value is _MISSING else value
 
     def set(self, key: str, value: int | str | bytes | None) -> None:
         self._require_write()
         _check_tiny(key, value)
-        self.db.unstage((_STAGED, key))
+        tally.take(self.db, key)
         self.db.execute(
             "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
@@ -81,10 +77,7 @@ class KV:
     def incr(self, key: str, by: int = 1) -> int:
         """Add ``by`` to an integer counter (missing counts as 0)."""
         self._require_write()
-        pending = self.db.staged((_STAGED, key))
-        if pending is not NOT_STAGED:
-            self.db.unstage((_STAGED, key))
-            by += pending
+        by += tally.take(self.db, key)
         value = self.db.count(
             "INSERT INTO kv(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value RETURNING value",
@@ -94,22 +87,16 @@ class KV:
         return value
 
     def add(self, key: str, by: int = 1) -> None:
-        """:meth:`incr` without reading the new value back, written once when the transaction commits: a
-        counter bumped by every item of a micro-batch costs one statement per batch (:meth:`get` in the
-        transaction includes what is pending)."""
+        """:meth:`incr` without reading the new value back, written once when the transaction commits with the
+        rest of its bookkeeping (:mod:`core.tally`): a counter bumped by every item of a micro-batch costs one
+        statement per batch (:meth:`get` in the transaction includes what is pending)."""
         self._require_write()
-        staged_key = (_STAGED, key)
-        pending = self.db.staged(staged_key)
-        total = by if pending is NOT_STAGED else pending + by
-        self.db.stage(staged_key, total, lambda total: self._flush_add(key, total))
+        tally.add(self.db, key, by)
         self._written(key)
-
-    def _flush_add(self, key: str, total: int) -> None:
-        self.db.execute(_ADD, (key, total))
 
     def delete(self, key: str) -> None:
         self._require_write()
-        self.db.unstage((_STAGED, key))
+        tally.take(self.db, key)
         self.db.execute("DELETE FROM kv WHERE key = ?", (key,))
         self._written(key)
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import attrs
@@ -84,8 +84,9 @@ _WAIT_IN_LINE = _WaitInLine()
 _IN_A_LINE = frozenset({ItemSource.DEFERRED, ItemSource.BLOCKED})
 
 
-@attrs.frozen
-class _Handled:
+class _Handled(NamedTuple):
+    """What handling made of an item, before it is disposed of (a tuple: one is made per item)."""
+
     result: Result | Blocked | _WaitInLine
     partition_key: str
     events: tuple[StoredEvent, ...] = ()
@@ -205,7 +206,11 @@ def count_outcome(rt: Runtime, kind: OutcomeKind, count: int = 1) -> None:
     """Add to the ``items_<kind>`` counter of ``status``, inside the item's own transaction:
     the counters stay exact whenever the process dies (a counter kept in memory and written
     later lost what it had not written yet)."""
-    rt.kv.add(f"{COUNTER_PREFIX}items_{kind}", count)
+    rt.kv.add(_OUTCOME_COUNTERS[kind], count)
+
+
+# The counter of each outcome, named once rather than per item.
+_OUTCOME_COUNTERS = {kind: f"{COUNTER_PREFIX}items_{kind}" for kind in OutcomeKind}
 
 
 def _failed(rt: Runtime, item: WorkItem, exc: Exception, now_ms: int) -> Outcome:
@@ -376,18 +381,19 @@ def _retry(rt: Runtime, item: WorkItem, reason: str, now_ms: int) -> Outcome:
 
 
 def _park(rt: Runtime, item: WorkItem, reason: str, now_ms: int, attempts: int | None = None) -> Outcome:
-    queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
+    parked_id = queues.park(rt.db, item, reason, attempts if attempts is not None else item.attempts + 1, now_ms)
     _remove_source(rt, item)
+    # Named by its parked id, the one `parked list`, `status` and `parked retry` use; where it was queued
+    # before (``item_id``) is kept in the structured fields only.
     log.warning(
-        "parked %s item %s:%d: %s",
-        item.protocol,
-        item.source,
-        item.source_id,
-        reason,
+        "%s; `tessera parked list --show %d` shows it",
+        queues.parked_message(parked_id, item.protocol, reason),
+        parked_id,
         extra={
             "protocol": item.protocol,
             "source": item.source,
             "item_id": item.source_id,
+            "parked_id": parked_id,
             "outcome": OutcomeKind.PARKED,
         },
     )

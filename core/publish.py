@@ -83,9 +83,21 @@ def _failed(rt: Runtime, item: OutgoingItem, error: Exception, now: int) -> None
             source_id=item.id,
             first_failed_at_ms=item.created_at_ms,
         )
-        queues.park(rt.db, work, reason, attempts, now, transport=item.transport, destination=item.destination)
+        parked_id = queues.park(
+            rt.db, work, reason, attempts, now, transport=item.transport, destination=item.destination
+        )
         rt.db.execute("DELETE FROM outgoing WHERE id = ?", (item.id,))
-        log.warning("parked outgoing %d after %d attempts: %s", item.id, attempts, reason)
+        log.warning(
+            "%s; `tessera parked retry %d` sends it again",
+            queues.parked_message(parked_id, item.protocol, f"{reason} (after {attempts} attempts)"),
+            parked_id,
+            extra={
+                "protocol": item.protocol,
+                "source": ItemSource.OUTGOING,
+                "item_id": item.id,
+                "parked_id": parked_id,
+            },
+        )
         return
     if not isinstance(error, TransientError):
         log.error("transport %s raised unexpectedly for outgoing %d: %s", item.transport, item.id, reason)

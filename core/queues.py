@@ -20,6 +20,11 @@ from core.records import Envelope, ItemSource
 ArrivalOrder = Callable[[bytes], Any]
 
 
+def _item_source(source: ItemSource | str) -> ItemSource:
+    # The queues name their own source: the enum's lookup is only for callers that pass its text.
+    return source if type(source) is ItemSource else ItemSource(source)
+
+
 @attrs.frozen
 class WorkItem:
     """One wire blob on its way through the item pipeline.
@@ -42,7 +47,7 @@ class WorkItem:
 
     protocol: str
     blob: bytes
-    source: ItemSource = attrs.field(converter=ItemSource)
+    source: ItemSource = attrs.field(converter=_item_source)
     source_id: int
     attempts: int = 0
     first_failed_at_ms: int | None = None
@@ -165,7 +170,7 @@ def enqueue_deferred(
     origin: str = "scheduled",
 ) -> bool:
     """Schedule ``payload``; False when the idempotency key was already queued."""
-    db.memo.pop(_DEFERRED_EMPTY, None)
+    db.known.forget("deferred")
     note_work_scheduled(db)
     db.execute(
         _ENQUEUE_DEFERRED,
@@ -189,8 +194,11 @@ def enqueue_deferred(
 _PARTITION_HAS_WAITING = "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued') LIMIT 1"
 
 
-_DEFERRED_EMPTY = "queues.deferred_empty"
 _WORK_SCHEDULED = "queues.work_scheduled"
+# Keys of what core.known keeps about ``deferred``: whether it holds any row, and the partitions found with
+# nothing waiting.
+_ANY_DEFERRED = ("any",)
+_NOTHING_WAITS = "nothing waits"
 
 
 def note_work_scheduled(db: Database) -> None:
@@ -207,12 +215,22 @@ def work_scheduled(db: Database) -> bool:
 def partition_has_waiting(db: Database, partition_key: str) -> bool:
     """Whether a new item of ``partition_key`` must queue behind items of it in ``deferred``.
 
-    When ``deferred`` is empty (the usual case in a catch-up), that is asked once per transaction rather than
-    once per item: only :func:`enqueue_deferred` adds rows, and it drops the memo."""
-    empty = db.memo.get(_DEFERRED_EMPTY)
-    if empty is None:
-        empty = db.memo[_DEFERRED_EMPTY] = db.one("SELECT 1 FROM deferred LIMIT 1") is None
-    return not empty and db.one(_PARTITION_HAS_WAITING, (partition_key,)) is not None
+    The answer is nearly always no, and it is kept across transactions (:mod:`core.known`) until a write
+    to ``deferred`` may change it: an empty ``deferred`` is found once, and so is each partition with
+    nothing waiting."""
+    facts = db.known.about("deferred")
+    any_deferred = facts.get(_ANY_DEFERRED)
+    if any_deferred is None:
+        any_deferred = facts[_ANY_DEFERRED] = db.one(_ANY_DEFERRED_ROW) is not None
+    if not any_deferred or (_NOTHING_WAITS, partition_key) in facts:
+        return False
+    if db.one(_PARTITION_HAS_WAITING, (partition_key,)) is not None:
+        return True
+    facts[_NOTHING_WAITS, partition_key] = True
+    return False
+
+
+_ANY_DEFERRED_ROW = "SELECT 1 FROM deferred LIMIT 1"
 
 
 def next_due_deferred(db: Database, now_ms: int) -> WorkItem | None:
@@ -401,21 +419,32 @@ def park(
     )
 
 
+def parked_message(parked_id: int, protocol: str, reason: str) -> str:
+    """How a log line names a parked item: by its parked id, the one every ``parked`` command and ``status``
+    use (never the id it had in the queue it came from)."""
+    return f"parked {protocol} item {parked_id}: {reason}"
+
+
 _LIST_PARKED = (
     "SELECT id, protocol, source, partition_key, reason, attempts, first_failed_at_ms, last_failed_at_ms, "
     "length(blob) FROM parked "
     "WHERE (?1 IS NULL OR protocol = ?1) AND (?2 IS NULL OR instr(lower(reason), lower(?2)) > 0) "
-    "ORDER BY id LIMIT ?3"
+    "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?3"
 )
 
 
 def list_parked(
-    db: Database, limit: int = 1000, *, protocol: str | None = None, reason: str | None = None
+    db: Database,
+    limit: int = 1000,
+    *,
+    protocol: str | None = None,
+    reason: str | None = None,
+    before: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Parked items, oldest first: only ``protocol``'s, and only those whose reason contains ``reason``
-    (any case), when given."""
-    rows = db.all(_LIST_PARKED, (protocol, reason, limit))
-    return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in rows]
+    """The ``limit`` newest parked items (those with an id below ``before``, when given), oldest first: only
+    ``protocol``'s, and only those whose reason contains ``reason`` (any case), when given."""
+    rows = db.all(_LIST_PARKED, (protocol, reason, limit, before))
+    return [dict(zip(PARKED_COLUMNS, row, strict=False)) for row in reversed(rows)]
 
 
 _PARKED_ITEM = (

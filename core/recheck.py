@@ -64,8 +64,7 @@ def block(
     ``order`` is the item's ``(created_at_ms, event_id)`` for a wait in time
     order, :data:`ARRIVAL_ORDER` for one in arrival order (see :func:`blocked_page`).
     """
-    db.memo.pop(_NO_EVENT_WAITS, None)
-    db.memo.pop(_NO_ARRIVAL_WAITS, None)
+    db.known.forget("blocked")
     if item.source is ItemSource.BLOCKED:
         db.execute(
             _REBLOCK,
@@ -174,10 +173,35 @@ def hold_to_budget(db: Database, protocol: str, partition_key: str) -> Evicted:
 
 
 def enqueue_marker(db: Database, reason_type: str, reason_key: str, available_at_ms: int) -> None:
-    """Upsert the one marker for this reason, if anything is blocked on it."""
+    """Upsert the one marker for this reason, if anything is blocked on it.
+
+    Nothing is, nearly always: that is kept across transactions (:mod:`core.known`), for the reason's type
+    (one probe) and for the reason itself (the upsert that changed nothing), so the usual call runs no
+    statement at all."""
+    facts = db.known.about("blocked")
+    if (_NOTHING_BLOCKED, reason_type, reason_key) in facts or not _waits_of_type(db, reason_type):
+        return
     db.execute(_ENQUEUE, (reason_type, reason_key, available_at_ms, reason_type, reason_key))
     if db.changes():
         queues.note_work_scheduled(db)
+    else:
+        facts[_NOTHING_BLOCKED, reason_type, reason_key] = True
+
+
+# Keys of what core.known keeps about ``blocked``: whether any row waits under a reason type (a stale "yes"
+# only costs a statement that finds nothing), and the reasons found with nothing blocked on them.
+_WAITS_OF_TYPE = "waits of type"
+_NOTHING_BLOCKED = "nothing blocked"
+_ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"
+
+
+def _waits_of_type(db: Database, reason_type: str) -> bool:
+    """Whether anything may be blocked under ``reason_type`` (one indexed probe until ``blocked`` changes)."""
+    facts = db.known.about("blocked")
+    waits = facts.get((_WAITS_OF_TYPE, reason_type))
+    if waits is None:
+        waits = facts[_WAITS_OF_TYPE, reason_type] = db.one(_ANY_WAIT_OF_TYPE, (reason_type,)) is not None
+    return bool(waits)
 
 
 _SCHEDULE = (
@@ -414,21 +438,18 @@ def expired_patient_waits(db: Database, now_ms: int, limit: int = 100) -> list[E
     return waits
 
 
-_ANY_WAIT_OF_TYPE = "SELECT 1 FROM blocked WHERE reason_type = ? LIMIT 1"
-_NO_EVENT_WAITS = "recheck.no_event_waits"
-_NO_ARRIVAL_WAITS = "recheck.no_arrival_waits"
 _ARRIVAL_KEYS = "SELECT DISTINCT reason_key FROM blocked WHERE reason_type = ?"
 _OLDEST_INCOMING_ID = "SELECT min(id) FROM incoming"
 
 
 def released_arrival_waits(db: Database) -> list[str]:
     """The keys of waits on arrivals (:func:`core.records.wait_for_arrivals`) that are over: every incoming
-    row up to the key's id has left the queue.  When nothing waits so, one indexed probe per transaction."""
-    if db.memo.get(_NO_ARRIVAL_WAITS):
+    row up to the key's id has left the queue.  When nothing waits so, one indexed probe until ``blocked``
+    changes (:mod:`core.known`)."""
+    if not _waits_of_type(db, ARRIVALS_WAIT):
         return []
     keys = [key for (key,) in db.all(_ARRIVAL_KEYS, (ARRIVALS_WAIT,))]
     if not keys:
-        db.memo[_NO_ARRIVAL_WAITS] = True
         return []
     oldest = db.integer(_OLDEST_INCOMING_ID)
     return [key for key in keys if oldest is None or int(key) < oldest]
@@ -442,14 +463,9 @@ def wake_arrival_waits(db: Database, keys: Sequence[str], now_ms: int) -> None:
 
 def wake_event_waits(db: Database, events: Sequence[StoredEvent], now_ms: int) -> None:
     """Enqueue the marker of every item waiting for one of ``events`` (see
-    :func:`core.records.wait_for_event`); when nothing waits, one indexed probe per transaction (only
-    :func:`block` adds waits, and it drops the memo)."""
-    if db.memo.get(_NO_EVENT_WAITS):
-        return
-    if db.one(_ANY_WAIT_OF_TYPE, (EVENT_WAIT,)) is None:
-        db.memo[_NO_EVENT_WAITS] = True
+    :func:`core.records.wait_for_event`); when nothing waits on events, no statement until ``blocked``
+    changes (see :func:`enqueue_marker`)."""
+    if not _waits_of_type(db, EVENT_WAIT):
         return
     for event in events:
-        key = event_wait_key(event.protocol, event.event_id)
-        if db.one(_ANY_BLOCKED, (EVENT_WAIT, key)) is not None:
-            enqueue_marker(db, EVENT_WAIT, key, now_ms)
+        enqueue_marker(db, EVENT_WAIT, event_wait_key(event.protocol, event.event_id), now_ms)

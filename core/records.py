@@ -23,10 +23,17 @@ MAX_PARTITION_KEY = 256
 
 
 def _type_name(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if value in _GOOD_TYPE_NAMES and type(value) is str:
+        return  # a protocol has a handful of names, each checked once per process
     if not isinstance(value, str) or not _TYPE_NAME.match(value):
         raise InvalidInput(
             f"{attribute.name} {value!r} must be 1-64 characters of letters, digits and _.:- starting with a letter"
         )
+    if len(_GOOD_TYPE_NAMES) < 4096:
+        _GOOD_TYPE_NAMES.add(value)
+
+
+_GOOD_TYPE_NAMES: set[str] = set()
 
 
 def _event_id(instance: Any, attribute: attrs.Attribute[bytes], value: bytes) -> None:

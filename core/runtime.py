@@ -17,14 +17,13 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from core import blobs, eventlog, queues, recheck
+from core import blobs, eventlog, queues, recheck, tally
 from core.clock import Clock, SystemClock
-from core.db import NOT_STAGED, Database, environment_failure
+from core.db import Database, environment_failure
 from core.errors import PluginError, UnknownIntent
 from core.intents import (
     AppendBlobSlice,
@@ -229,11 +228,7 @@ class Runtime:
                 touched[projector.name] = event.seq
         if touched:
             # Staged: the transaction moves the watermarks once, at COMMIT, each to its highest seq.
-            marks = self.db.staged(_WATERMARK)
-            marks = {} if marks is NOT_STAGED else dict(marks)
-            for name, seq in touched.items():
-                marks[name] = max(seq, marks.get(name, seq))
-            self.db.stage(_WATERMARK, marks, partial(_move_watermarks, self.db))
+            tally.move_watermarks(self.db, touched)
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
         """The event with its payload upgraded by the protocol's upcasters, if any apply."""
@@ -293,22 +288,6 @@ class Runtime:
                         )
         if self.registry.observes_commits:
             self.registry.notify("on_events_committed", events=events)
-
-
-_WATERMARK = "projections.last_applied_seq"
-
-
-def _move_watermarks(db: Database, marks: dict[str, int]) -> None:
-    """One statement per distinct seq (in one item's transaction every projector has the same one)."""
-    by_seq: dict[int, list[str]] = defaultdict(list)
-    for name, seq in marks.items():
-        by_seq[seq].append(name)
-    for seq, names in by_seq.items():
-        marks_sql = ", ".join("?" * len(names))
-        db.execute(
-            f"UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name IN ({marks_sql})",
-            (seq, *names),
-        )
 
 
 # --- intent appliers -----------------------------------------------------------

@@ -20,8 +20,10 @@ from core.plugins import get_plugins, make_plugin_manager
 from core.protocol import LazyCommand
 from core.settings import Settings
 from core.status import snapshot
-from jobs import output
-from jobs.cli_errors import TesseraGroup, bound_integers
+from jobs import hints, output, times
+from jobs.blob_list import blob_id, blob_list
+from jobs.cli_errors import TesseraGroup, bound_integers, error_message, error_object
+from jobs.cli_options import CONTEXT_SETTINGS, DB_META_KEY, attach_shared, db_option, json_option, version_option
 from jobs.key_commands import backup as backup_command
 from jobs.key_commands import encrypt as encrypt_command
 from jobs.key_commands import key as key_command
@@ -42,10 +44,18 @@ if TYPE_CHECKING:
 class CliState:
     """Settings and a lazily opened :class:`App`, shared by every subcommand."""
 
-    def __init__(self, settings: Settings, pm: Any):
+    def __init__(self, settings: Settings, pm: Any, *, config_path: str | None = None, key_file: str | None = None):
         self.settings = settings
         self.pm = pm
+        self._config_path = config_path  # read again, with the key file, when --db comes after a subcommand
+        self._key_file = key_file
         self._app: App | None = None
+
+    def use_db(self, path: str) -> None:
+        """``--db`` given after a subcommand: read the settings again for that file (its config file too)."""
+        if self._app is not None:
+            self.close()
+        self.settings = load_settings(self.pm, db=path, config=self._config_path, key_file=self._key_file)
 
     def app(self, *, create: bool = False, enable: tuple[str, ...] = (), encrypt: bool | None = None) -> App:
         """The opened database; inside a protocol's subcommands, refused unless that protocol is enabled."""
@@ -75,14 +85,12 @@ class RootGroup(LazyGroup, TesseraGroup):
 
     def on_load(self, command: click.Command) -> None:
         bound_integers(command)
+        attach_shared(command)
 
 
-@click.group(cls=RootGroup)
-@click.option(
-    "--db",
-    "db_path",
-    help="SQLite database file (default: TESSERA_DB, else [core] db in the config file, else tessera.db).",
-)
+@click.group(cls=RootGroup, context_settings=CONTEXT_SETTINGS)
+@version_option
+@db_option
 @click.option(
     "--config",
     "config_path",
@@ -111,7 +119,6 @@ class RootGroup(LazyGroup, TesseraGroup):
 @click.pass_context
 def cli(
     ctx: click.Context,
-    db_path: str | None,
     config_path: str | None,
     key_file: str | None,
     log_level: str,
@@ -119,7 +126,8 @@ def cli(
 ) -> None:
     """Tessera: event-sourced storage and processing for encrypted group messaging."""
     configure_logging(log_level, log_format)
-    state = CliState(load_settings(_pm, db=db_path, config=config_path, key_file=key_file), _pm)
+    settings = load_settings(_pm, db=ctx.meta.get(DB_META_KEY), config=config_path, key_file=key_file)
+    state = CliState(settings, _pm, config_path=config_path, key_file=key_file)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -131,19 +139,25 @@ def cli(
     is_flag=True,
     help="Create the database in the clear (default: encrypted with the key file's secret; see docs/operations.md).",
 )
+@json_option
 @click.pass_obj
-def init(obj: CliState, protocols: tuple[str, ...], no_encryption: bool) -> None:
+def init(obj: CliState, protocols: tuple[str, ...], no_encryption: bool, as_json: bool) -> None:
     """Create (or upgrade) the database and enable protocols; a new one is encrypted unless --no-encryption."""
     from core.registry import Registry
 
     wanted = protocols or tuple(sorted(Registry(obj.pm).protocols))
     app = obj.app(create=True, enable=wanted, encrypt=not no_encryption)
+    if as_json:
+        click.echo(
+            output.to_json({"database": app.db.path, "protocols": list(app.enabled), "encrypted": app.db.encrypted})
+        )
+        return
     how = "encrypted" if app.db.encrypted else "not encrypted"
     click.echo(f"{app.db.path}: core + {', '.join(app.enabled) or 'no protocols'} ready ({how})")
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def plugins(obj: CliState, as_json: bool) -> None:
     """List plugins and their hooks, then protocols with their handlers, tables and projectors."""
@@ -180,7 +194,7 @@ def plugins(obj: CliState, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON with fixed keys (see docs/operations.md).")
+@json_option
 @click.option(
     "--watch",
     is_flag=True,
@@ -224,15 +238,21 @@ def status(obj: CliState, as_json: bool, watch: bool, interval_s: float | None) 
 @click.option(
     "--batch", default=1000, show_default=True, type=click.IntRange(1, 1_000_000), help="Blobs per transaction."
 )
+@json_option
 @click.pass_obj
-def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
+def ingest(obj: CliState, protocol: str, source: str, batch: int, as_json: bool) -> None:
     """Queue wire blobs (one per line) from SOURCE (a file, or - for stdin); skip lines over the size limit."""
     app = obj.app()
     app.require_enabled(protocol)
     from jobs import ingest as ingest_job
 
     report = ingest_job.ingest_lines(app, protocol, source, batch=batch)
-    click.echo(f"queued {report.queued} blobs for {protocol}")
+    if as_json:
+        skipped = [{"line": line.number, "bytes": line.size} for line in report.skipped]
+        shown = {"protocol": protocol, "queued": report.queued, "skipped": skipped}
+        click.echo(output.to_json(shown))
+        return
+    click.echo(f"queued {output.plural(report.queued, 'blob')} for {protocol}")
     if report.skipped:
         click.echo(ingest_job.describe_skipped(report, app.db.settings.max_item_bytes))
 
@@ -256,7 +276,7 @@ def ingest(obj: CliState, protocol: str, source: str, batch: int) -> None:
     help="With --until-idle: exit with status 75 once storage (a full disk, I/O errors) has failed this many "
     "seconds, changing nothing (default TESSERA_GIVE_UP_AFTER_MS, or 300).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print what the run did as JSON (also when it gives up).")
+@json_option
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65_535),
@@ -285,27 +305,43 @@ def tick(
     if lease_ttl_ms is not None:
         obj.settings = obj.settings.given(lease_ttl_ms=lease_ttl_ms)
     give_up_after_ms = None if give_up_after_s is None else int(give_up_after_s * 1000)
+    daemon_mode = mode or DaemonMode.FOREVER
+    # A daemon runs until stopped: with --json it prints a JSON line after each pass that did something.
+    lines = _TickLines() if as_json and daemon_mode == DaemonMode.FOREVER else None
     daemon = TickDaemon(
         obj.app(),
-        mode=mode or DaemonMode.FOREVER,
+        mode=daemon_mode,
         max_items=max_items,
         wait_for_lease=wait,
         give_up_after_ms=give_up_after_ms,
+        on_pass=lines,
     )
     daemon.install_signal_handlers()
     try:
         with MetricsServer(obj.settings, metrics_port):
             report = daemon.run()
     except StorageStillUnavailable as exc:
-        if as_json:  # the same one line goes to stderr, and the exit status is 75
-            click.echo(output.to_json(_tick_json(daemon.report, reason=str(exc)), sort_keys=True))
-        raise
+        if not as_json:
+            raise
+        # One JSON document on stdout: the report with the error object in it (the root would print a second).
+        message = error_message(exc)
+        shown = {
+            **_tick_json(daemon.report, reason=message),
+            "error": error_object(type(exc).__name__, message, exc.exit_code),
+        }
+        click.echo(output.to_json(shown, sort_keys=True))
+        click.echo(f"Error: {message}", err=True)  # the same one line as without --json, and the status 75
+        raise SystemExit(exc.exit_code) from exc
     result, reasons = _publish_outcome(obj, daemon.mode)
-    if as_json:
+    if lines is not None:
+        click.echo(output.to_json_line(with_outcome(_tick_json(report), result)))
+    elif as_json:
         click.echo(output.to_json(with_outcome(_tick_json(report), result), sort_keys=True))
     else:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(report.outcomes.items())) or "nothing to do"
-        click.echo(f"tick stopped ({report.exit_reason}) after {report.passes} passes: {outcomes}")
+        click.echo(
+            f"tick stopped ({report.exit_reason}) after {output.plural(report.passes, 'pass', 'passes')}: {outcomes}"
+        )
     finish(result, reasons)
 
 
@@ -328,18 +364,35 @@ def _publish_outcome(obj: CliState, mode: Any) -> tuple[Outcome, list[str]]:
     return Outcome.QUEUED, [f"queued; will retry: {pending} outgoing {noun} not sent yet{why} (`tessera status`)"]
 
 
+class _TickLines:
+    """``tick --json`` as a daemon: one JSON line (the totals so far) after each pass that handled items."""
+
+    def __init__(self) -> None:
+        self._shown = 0
+
+    def __call__(self, report: Any) -> None:
+        if report.items != self._shown:
+            self._shown = report.items
+            click.echo(output.to_json_line(_tick_json(report)))
+
+
 def _tick_json(report: Any, reason: str | None = None) -> dict[str, Any]:
     outcomes = {str(kind): count for kind, count in sorted(report.outcomes.items())}
     return {"exit_reason": report.exit_reason, "passes": report.passes, "outcomes": outcomes, "reason": reason}
 
 
 @cli.command()
+@json_option
 @click.pass_obj
-def scrub(obj: CliState) -> None:
+def scrub(obj: CliState, as_json: bool) -> None:
     """Rewrite the file now (VACUUM) so no purged byte survives in it; holds the write lock meanwhile."""
     from core import scrub as scrubbing
 
     report = scrubbing.scrub(obj.app().runtime)
+    if as_json:
+        fields = ("took_ms", "bytes_before", "bytes_after", "complete")
+        click.echo(output.to_json({name: getattr(report, name) for name in fields}))
+        return
     click.echo(
         f"scrubbed in {report.took_ms / 1000:.1f} s: {report.bytes_before:,} -> {report.bytes_after:,} bytes"
         + ("" if report.complete else "; a reader kept old pages in the WAL, run it again when it is done")
@@ -352,16 +405,26 @@ def parked() -> None:
 
 
 @parked.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="At most this many rows.")
+@json_option
+@click.option(
+    "--before", type=int, metavar="ID", help="Show the page of items older than item ID (a page's next_cursor)."
+)
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1), help="Page size.")
 @click.option("--protocol", help="Only this protocol's items.")
 @click.option("--reason", metavar="TEXT", help="Only items whose reason contains TEXT (any case).")
 @click.option("--show", "show_id", type=int, metavar="ID", help="Show item ID with its payload instead of a list.")
 @click.pass_obj
 def parked_list(
-    obj: CliState, as_json: bool, limit: int, protocol: str | None, reason: str | None, show_id: int | None
+    obj: CliState,
+    as_json: bool,
+    before: int | None,
+    limit: int,
+    protocol: str | None,
+    reason: str | None,
+    show_id: int | None,
 ) -> None:
-    """List parked items with their reasons, or show one with its payload (--show ID)."""
+    """List parked items with their reasons (the newest page first, oldest first within it), or show one with
+    its payload (--show ID)."""
     from core import queues
 
     app = obj.app()
@@ -378,20 +441,30 @@ def parked_list(
             click.echo(line)
         return
     with app.db.read():
-        rows = queues.list_parked(app.db, limit, protocol=protocol, reason=reason)
-    if as_json:
+        rows = queues.list_parked(app.db, limit + 1, protocol=protocol, reason=reason, before=before)
+    has_more = len(rows) > limit
+    rows = rows[1:] if has_more else rows  # the row past the page, asked for only to know there is more
+    if as_json:  # an array (its shape from before paging): the next page is --before the first row's id
         click.echo(output.to_json(rows))
         return
     for row in rows:
-        click.echo(f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  {row['reason']}")
-    click.echo(f"{len(rows)} parked")
+        click.echo(
+            f"{row['id']:>6}  {row['protocol']}/{row['source']}  attempts={row['attempts']}  "
+            f"{times.utc(row['last_failed_at_ms'])}  {row['reason']}"
+        )
+    click.echo(output.plural(len(rows), "parked item"))
+    if has_more:  # the next page, ready to paste: the same filters, older than this page's oldest item
+        filters = [*(["--protocol", protocol] if protocol else []), *(["--reason", reason] if reason else [])]
+        older = hints.command("parked", "list", *filters, "--before", rows[0]["id"], "--limit", limit)
+        click.echo(f"older: `{older}`")
 
 
 @parked.command("retry")
 @click.argument("parked_id", required=False, type=int)
 @click.option("--all", "retry_all", is_flag=True, help="Retry every parked item.")
+@json_option
 @click.pass_obj
-def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
+def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool, as_json: bool) -> None:
     """Send a parked item (or --all) back to its queue."""
     from core import queues
 
@@ -400,14 +473,15 @@ def parked_retry(obj: CliState, parked_id: int | None, retry_all: bool) -> None:
     app = obj.app()
     with app.db.write():
         count = queues.retry_parked(app.db, None if parked_id is None else [parked_id], app.clock.now_ms())
-    click.echo(f"re-queued {count} parked item(s)")
+    _said(as_json, f"re-queued {output.plural(count, 'parked item')}", requeued=count)
 
 
 @parked.command("drop")
 @click.argument("parked_id", type=int)
 @click.option("--yes", is_flag=True, help="Confirm: the item is deleted for good.")
+@json_option
 @click.pass_obj
-def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
+def parked_drop(obj: CliState, parked_id: int, yes: bool, as_json: bool) -> None:
     """Delete a parked item for good (needs --yes)."""
     from core import queues
 
@@ -416,7 +490,7 @@ def parked_drop(obj: CliState, parked_id: int, yes: bool) -> None:
     app = obj.app()
     with app.db.write():
         queues.drop_parked(app.db, parked_id)
-    click.echo(f"dropped parked item {parked_id}")
+    _said(as_json, f"dropped parked item {parked_id}", dropped=parked_id)
 
 
 @cli.group()
@@ -424,22 +498,28 @@ def blob() -> None:
     """Files stored as slices."""
 
 
+blob.add_command(blob_list)
+
+
 @blob.command("export")
 @click.argument("file_id")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
 @click.pass_obj
-def blob_export(obj: CliState, file_id: str, path: Path) -> None:
-    """Write complete blob FILE_ID to PATH (streamed, never whole in memory)."""
+def blob_export(obj: CliState, file_id: str, path: Path, as_json: bool) -> None:
+    """Write complete blob FILE_ID (or a unique prefix of it) to PATH (streamed, never whole in memory)."""
     from core import blobs
 
-    written = blobs.export(obj.app().db, file_id, path)
-    click.echo(f"wrote {written} bytes to {path}")
+    app = obj.app()
+    file_id = blob_id(app, file_id)
+    written = blobs.export(app.db, file_id, path)
+    _said(as_json, f"wrote {output.plural(written, 'byte')} to {path}", file_id=file_id, path=str(path), size=written)
 
 
 @blob.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--mime", help="The file's media type, stored with it (e.g. image/png).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> None:
     """Store the file at PATH as a blob; its id is its SHA-256 (an import cut short resumes)."""
@@ -452,18 +532,20 @@ def blob_import(obj: CliState, path: Path, mime: str | None, as_json: bool) -> N
     if as_json:
         click.echo(output.to_json({"file_id": stored.file_id, "size": stored.total_size, "mime": stored.mime}))
         return
-    click.echo(f"stored {path} as blob {stored.file_id} ({stored.total_size} bytes)")
+    click.echo(f"stored {path} as blob {stored.file_id} ({output.plural(stored.total_size, 'byte')})")
 
 
 @blob.command("reset")
 @click.argument("file_id")
 @click.option("--yes", is_flag=True, help="Confirm resetting a complete blob (its content is deleted for good).")
+@json_option
 @click.pass_obj
-def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
-    """Drop FILE_ID's slices so the file can be sent again from slice 0."""
+def blob_reset(obj: CliState, file_id: str, yes: bool, as_json: bool) -> None:
+    """Drop FILE_ID's slices (FILE_ID or a unique prefix) so the file can be sent again from slice 0."""
     from core import blobs
 
     app = obj.app()
+    file_id = blob_id(app, file_id)
     with app.db.write():
         found = blobs.info(app.db, file_id)
         if found is not None and found.status == "complete" and not yes:
@@ -471,7 +553,9 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
                 f"blob {file_id} is complete; resetting deletes its content for good; add --yes to confirm"
             )
         dropped = blobs.reset(app.db, file_id)
-    click.echo(f"dropped {dropped} slices of blob {file_id}")
+    _said(
+        as_json, f"dropped {output.plural(dropped, 'slice')} of blob {file_id}", file_id=file_id, slices_dropped=dropped
+    )
 
 
 @cli.command()
@@ -504,6 +588,7 @@ def blob_reset(obj: CliState, file_id: str, yes: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Work directory for the Parquet export and replay output (default: DB.rebuild/).",
 )
+@json_option
 @click.pass_obj
 def rebuild(
     obj: CliState,
@@ -516,12 +601,13 @@ def rebuild(
     partition_events: int,
     verify: bool,
     workdir: Path | None,
+    as_json: bool,
 ) -> None:
     """Rebuild read models from the event log and swap them in atomically (or --verify)."""
     from jobs.rebuild import RebuildRequest
     from jobs.rebuild import rebuild as run_rebuild
     from jobs.rebuild.spark_session import spark_available
-    from jobs.render import print_rebuild, stage_progress
+    from jobs.render import print_rebuild, rebuild_json, stage_progress
 
     request = RebuildRequest(
         obj.app(),
@@ -534,10 +620,13 @@ def rebuild(
         conf=_parse_conf(confs),
         partitions=partitions,
         partition_events=partition_events,
-        progress=stage_progress,
+        **({} if as_json else {"progress": stage_progress}),
     )
     report = run_rebuild(request)
-    print_rebuild(report, request)
+    if as_json:
+        click.echo(output.to_json(rebuild_json(report, request)))
+    else:
+        print_rebuild(report, request)
     if verify and not report.equal:
         raise SystemExit(1)
 
@@ -559,13 +648,25 @@ def _parse_conf(confs: tuple[str, ...]) -> dict[str, str]:
     help="PRAGMA integrity_check instead of quick_check: also reads every index back against its table "
     "(much slower on a large file).",
 )
+@json_option
 @click.pass_obj
-def check(obj: CliState, full: bool) -> None:
+def check(obj: CliState, full: bool, as_json: bool) -> None:
     """Check the database file for damage (read-only; the daemon may keep running)."""
     from core.integrity import check_file
 
     pragma = check_file(obj.settings.db, obj.settings, full=full)
-    click.echo(f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)")
+    _said(
+        as_json,
+        f"{obj.settings.db}: ok (PRAGMA {pragma} found no damage)",
+        database=obj.settings.db,
+        ok=True,
+        pragma=pragma,
+    )
+
+
+def _said(as_json: bool, line: str, **fields: Any) -> None:
+    """A command's one line of text, or ``fields`` as its JSON object."""
+    click.echo(output.to_json(fields) if as_json else line)
 
 
 cli.lazy.declare(LazyCommand("plugin", "jobs.scaffold.command:plugin", "Start a new protocol plugin."))
@@ -587,6 +688,7 @@ def _register_plugin_commands() -> None:
     # The core's commands and any a plugin added itself; the declared ones are bound when imported.
     for command in cli.lazy.imported():
         bound_integers(command)
+        attach_shared(command)
 
 
 def _running_protocol() -> str | None:

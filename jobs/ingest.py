@@ -19,6 +19,7 @@ import attrs
 from core import queues
 from core.app import App
 from core.errors import InvalidInput
+from jobs.output import plural
 from jobs.render import byte_progress
 
 # How much of an oversized line is read at a time while skipping it.
@@ -123,9 +124,9 @@ def _flush(app: App, protocol: str, blobs: list[bytes]) -> int:
 
 def describe_skipped(report: IngestReport, limit: int, shown: int = 10) -> str:
     """One line naming the skipped lines (the first ``shown`` of them)."""
-    listed = ", ".join(f"line {s.number} ({s.size} bytes)" for s in report.skipped[:shown])
+    listed = ", ".join(f"line {s.number} ({plural(s.size, 'byte')})" for s in report.skipped[:shown])
     more = f" and {len(report.skipped) - shown} more" if len(report.skipped) > shown else ""
     return (
-        f"skipped {len(report.skipped)} lines over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
+        f"skipped {plural(len(report.skipped), 'line')} over the {limit}-byte limit (TESSERA_MAX_ITEM_BYTES): "
         f"{listed}{more}; split them, or raise the limit and ingest them again"
     )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobs import output
+from jobs.cli_options import json_option
 
 if TYPE_CHECKING:
     from jobs.cli import CliState
@@ -30,7 +31,7 @@ def key() -> None:
 @click.option(
     "--out", "out", required=True, type=click.Path(dir_okay=False), help="Where to write the key (never overwritten)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 def key_new(out: str, as_json: bool) -> None:
     """Write a fresh 32-byte key (64 hex characters) to OUT with mode 0600; keep a backup of it somewhere safe."""
     from core import keys
@@ -48,7 +49,7 @@ def key_new(out: str, as_json: bool) -> None:
     type=click.Path(dir_okay=False, exists=True),
     help="The new key (make it with `tessera key new`); the old one comes from --key-file.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def key_rotate(obj: CliState, new_key_file: str, as_json: bool) -> None:
     """Re-encrypt the database under a new key, crash-safely; stop the daemon and every other user of it first."""
@@ -73,7 +74,7 @@ def key_rotate(obj: CliState, new_key_file: str, as_json: bool) -> None:
     type=click.Path(dir_okay=False),
     help="Write the encrypted copy here (a new file) instead of converting the database in place.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def encrypt(obj: CliState, out: str | None, as_json: bool) -> None:
     """Encrypt a plaintext database with the key file's secret, in place or into a new file (never overwritten)."""
@@ -87,7 +88,7 @@ def encrypt(obj: CliState, out: str | None, as_json: bool) -> None:
 
 @click.command("backup")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="The new file (never overwritten).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def backup(obj: CliState, out: str, as_json: bool) -> None:
     """Copy the database, as it is now, to a new file under the same key (VACUUM INTO); the daemon may run."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 
+from jobs.hints import pasteable
+
 _STANDARD = set(vars(logging.makeLogRecord({})))
 
 
@@ -19,8 +21,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class PasteableHints(logging.Filter):
+    """Commands a log line names in backticks get this run's ``--db`` (see :mod:`jobs.hints`): pasted, they work."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "`tessera" in message:
+            record.msg, record.args = pasteable(message), None
+        return True
+
+
 def configure_logging(level: str = "WARNING", fmt: str = "text") -> None:
     handler = logging.StreamHandler()
+    handler.addFilter(PasteableHints())
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:

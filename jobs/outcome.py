@@ -2,7 +2,8 @@
 
 A command that publishes or fetches ends with one :class:`Outcome`: its exit
 code, its label (``"outcome"`` in ``--json``, beside ``"exit_code"``), and each
-reason it was not ``done`` as one line on stderr.  Errors keep the codes every
+reason it was not ``done`` as one line on stderr (a command it names in
+backticks carries this run's ``--db``: :func:`jobs.hints.pasteable`).  Errors keep the codes every
 command uses: 1 for a refused command (one ``Error:`` line), 2 for a usage
 error, 75 for storage that stayed unavailable.
 """
@@ -17,6 +18,7 @@ import click
 
 from core.errors import Unreachable
 from jobs import output
+from jobs.hints import pasteable
 
 
 class Outcome(enum.Enum):
@@ -49,7 +51,7 @@ def worst(outcomes: Iterable[Outcome]) -> Outcome:
 def finish(outcome: Outcome, reasons: Iterable[str] = ()) -> None:
     """Print each reason as one line on stderr, then exit with the outcome's code (return when it is 0)."""
     for reason in reasons:
-        click.echo(reason, err=True)
+        click.echo(pasteable(reason), err=True)
     if outcome.exit_code:
         raise SystemExit(outcome.exit_code)
 
@@ -65,4 +67,4 @@ def emit(as_json: bool, value: dict[str, Any], lines: Iterable[str], outcome: Ou
         click.echo(output.to_json(with_outcome(value, outcome), ensure_ascii=False))
         return
     for line in lines:
-        click.echo(line)
+        click.echo(pasteable(line))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core.registry import Registry
+from jobs.output import plural
 
 
 def shown(registry: Registry, item: dict[str, Any]) -> dict[str, Any]:
@@ -27,15 +28,15 @@ def shown(registry: Registry, item: dict[str, Any]) -> dict[str, Any]:
 
 def lines(view: dict[str, Any], payload_json: str) -> Iterator[str]:
     """The text form of :func:`shown`'s result; ``payload_json`` is its payload as printed JSON."""
-    yield f"parked item {view['id']}: {view['protocol']}/{view['source']}, {view['attempts']} attempt(s)"
+    yield f"parked item {view['id']}: {view['protocol']}/{view['source']}, {plural(view['attempts'], 'attempt')}"
     yield f"reason: {view['reason']}"
     if view["partition_key"]:
         yield f"partition: {view['partition_key']}"
     if view.get("destination"):
         yield f"going to: {view['transport']} {view['destination']}"
     if "payload" in view:
-        yield f"payload ({view['size']} bytes, decoded by the {view['protocol']} plugin):"
+        yield f"payload ({plural(view['size'], 'byte')}, decoded by the {view['protocol']} plugin):"
         yield payload_json
     else:
-        yield f"payload ({view['size']} bytes, hex):"
+        yield f"payload ({plural(view['size'], 'byte')}, hex):"
         yield view["payload_hex"]

@@ -162,6 +162,34 @@ def stage_progress(stage: str, total: int | None) -> Iterator[Callable[[int], No
             )
 
 
+def rebuild_json(report: Any, request: Any) -> dict[str, Any]:
+    """What ``rebuild --json`` prints: the same facts as :func:`print_rebuild`, raw numbers."""
+    shown: dict[str, Any] = {
+        "mode": "verify" if request.verify else "rebuild",
+        "engine": request.engine,
+        "watermark": report.watermark,
+        "events_replayed": report.events_replayed,
+        "exported": report.exported,
+        "caught_up": report.caught_up,
+        "seconds": dict(report.seconds),
+        "hint": report.hint,
+    }
+    if request.verify:
+        verdicts = [
+            {
+                "table": v.table,
+                "live_rows": v.live_rows,
+                "rebuilt_rows": v.rebuilt_rows,
+                "equal": v.equal,
+                "only_live": v.only_live,
+                "only_rebuilt": v.only_rebuilt,
+            }
+            for v in report.verdicts
+        ]
+        return {**shown, "equal": report.equal, "verdicts": verdicts}
+    return {**shown, "rows": dict(report.rows), "projectors": list(report.projectors)}
+
+
 def print_rebuild(report: Any, request: Any) -> None:
     out = stdout_console()
     mode = "verify" if request.verify else "rebuild"

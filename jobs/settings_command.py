@@ -21,6 +21,7 @@ from core.plugins import declared_settings
 from core.setting import Resolved
 from core.settings import SETTINGS, Settings
 from jobs import output
+from jobs.cli_options import json_option
 
 if TYPE_CHECKING:
     from jobs.cli import CliState
@@ -56,7 +57,7 @@ def load_settings(
 
 
 @click.command("settings")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object per setting.")
+@json_option
 @click.pass_obj
 def settings(obj: CliState, as_json: bool) -> None:
     """List every setting, the core's and the plugins', with its value in force and where it came from."""

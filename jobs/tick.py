@@ -48,6 +48,7 @@ from core.protocol import Job, TickContext
 from core.records import OutcomeKind
 from core.status import COUNTER_PREFIX
 from core.tick_state import StateFile, TickState
+from jobs.output import plural
 from jobs.rebuild import workdir as rebuild_workdir
 
 log = logging.getLogger("tessera.tick")
@@ -317,7 +318,7 @@ class TickDaemon:
 
     def _storage_works(self) -> None:
         if self._failures:
-            log.warning("storage works again after %d failure(s) in a row; resuming", self._failures)
+            log.warning("storage works again after %s in a row; resuming", plural(self._failures, "failure"))
             self._failures = 0
             self._failing_since = None
 

@@ -230,9 +230,10 @@ def invoke(*args: str, env: dict[str, str] | None = None, input: bytes | str | N
 
 
 def one_line_error(outcome: Result | subprocess.CompletedProcess[str]) -> str:
-    """The single ``Error:`` line a command that failed with exit code 1 printed (in process or not)."""
+    """The single ``Error:`` line a command that failed with exit code 1 printed on stderr (in process or not;
+    with ``--json`` the error object goes to stdout besides)."""
     if isinstance(outcome, Result):
-        code, output = outcome.exit_code, outcome.output
+        code, output = outcome.exit_code, outcome.stderr
     else:
         code, output = outcome.returncode, outcome.stderr
     assert code == 1, output

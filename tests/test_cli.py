@@ -73,8 +73,9 @@ def test_example_page_command(tmp_path):
     db = tmp_path / "page.db"
     tessera(db, "init", "--protocol", "example")
     tessera(db, "example", "post", "lobby", "hello there", "--key", "05" * 32)
-    rows = json.loads(tessera(db, "example", "page", "lobby", "--json").stdout)
-    assert [r["text"] for r in rows] == ["hello there"]
+    page = json.loads(tessera(db, "example", "page", "lobby", "--json").stdout)
+    assert [r["text"] for r in page["messages"]] == ["hello there"]
+    assert page["next_cursor"] is None and page["has_more"] is False
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,8 @@ def test_an_oversized_line_is_skipped_and_reported(tmp_path):
     stream.write_bytes(b'{"a":1}\n' + b"x" * 2_000_000 + b"\n")
     tessera(db, "init", "--protocol", "example")
     proc = tessera(db, "ingest", "--protocol", "example", str(stream))
-    assert b"queued 1 blobs" in proc.stdout and b"line 2 (2000000 bytes)" in proc.stdout
+    assert b"queued 1 blob for example" in proc.stdout and b"skipped 1 line over" in proc.stdout
+    assert b"line 2 (2000000 bytes)" in proc.stdout
     assert json.loads(tessera(db, "status", "--json").stdout)["incoming"] == 1
 
 

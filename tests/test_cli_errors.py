@@ -31,6 +31,7 @@ from core.app import open_app
 from core.plugins import make_plugin_manager
 from core.settings import Settings
 from jobs.cli import _plugin_commands, cli
+from protocols.libraries.mls import conformance as conformance_vectors
 from tests.helpers import cli_options, marmot_join_args
 
 SECONDS_PER_COMMAND = 20
@@ -43,6 +44,8 @@ CHEAP = {
     ("marmot", "relay"): ["--check", "--port", "0"],
     ("demo",): ["--engine", "local", "--messages", "2"],
     ("example", "generate"): ["--messages", "5"],
+    # One small shipped file instead of every shipped vector (a minute on a loaded machine).
+    ("mls", "conformance"): [str(Path(conformance_vectors.__file__).parent / "vectors" / "deserialization.json")],
     ("marmot", "simulate"): cli_options(members=2, messages=2, commits=1, races=0, garbage=0, duplicates=0),
 }
 

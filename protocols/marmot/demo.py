@@ -17,9 +17,11 @@ plugin, and no job imports a protocol.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,8 @@ from core.app import App, open_app
 from core.errors import InvalidInput
 from core.settings import Settings
 from core.status import snapshot
+from jobs import output
+from jobs.cli_options import json_option
 from jobs.ingest import ingest_lines
 from jobs.render import count_progress, print_rebuild, print_status, stage_progress
 from jobs.tick import TickDaemon
@@ -66,7 +70,8 @@ def run_demo(
     messages: int = 1500,
     engine: ReplayEngine = "spark",
     relay: str | None = None,
-) -> None:
+) -> bool:
+    """Run the demo in ``workdir``, narrating on stdout; True when the history and the rebuild came out right."""
     prepare_workdir(workdir)
     started = time.perf_counter()
     logging.getLogger("tessera.pipeline").setLevel(logging.ERROR)  # garbage is parked on purpose
@@ -97,8 +102,7 @@ def run_demo(
     equal = _rebuild(app, workdir, engine)
     app.close()
     out.print(f"done in {time.perf_counter() - started:.0f} s; everything is in {workdir}")
-    if not (equal and matches):
-        raise SystemExit(1)
+    return equal and matches
 
 
 def _simulate(workdir: Path, messages: int, start: int | None) -> dict:
@@ -244,7 +248,18 @@ def _rebuild(app: App, workdir: Path, engine: ReplayEngine) -> bool:
     metavar="URL",
     help="Run the group's events through this Nostr relay (ws:// or wss://) instead of a file.",
 )
+@json_option
 @click.pass_obj
-def demo(obj: Any, workdir: Path, messages: int, engine: ReplayEngine, relay: str | None) -> None:
-    """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild."""
-    run_demo(obj.pm, workdir, messages=messages, engine=engine, relay=relay)
+def demo(obj: Any, workdir: Path, messages: int, engine: ReplayEngine, relay: str | None, as_json: bool) -> None:
+    """Run the end-to-end demo: a simulated Marmot group, the tick, history, and a Spark rebuild.
+
+    It makes its own database in --dir (--db is not used); with --json the
+    narration goes to stderr and stdout gets one object."""
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        ok = run_demo(obj.pm, workdir, messages=messages, engine=engine, relay=relay)
+    if as_json:
+        shown = {"ok": ok, "dir": str(workdir), "database": str(workdir / "demo.db"), "engine": engine}
+        click.echo(output.to_json({**shown, "seconds": round(time.perf_counter() - started, 1)}))
+    if not ok:
+        raise SystemExit(1)

@@ -68,9 +68,10 @@ class MarmotMember:
 def _fill_decision_state(app: App) -> None:
     """A database made before the handlers kept their deletions, processing records and invitations themselves
     gets them once, from its read models' rows (the ``fill`` of :mod:`.state.deletions`, :mod:`.state.seen`
-    and :mod:`.state.invitations`)."""
+    and :mod:`.state.invitations`); one whose processing records are in the hex layout of before the group
+    numbers has them rewritten once (:mod:`.state.hex_records`)."""
     from protocols.marmot.errors import StateKeyError
-    from protocols.marmot.state import deletions, invitations, seen
+    from protocols.marmot.state import deletions, hex_records, invitations, seen
 
     runtime = app.runtime
     filled = (("marmot_deletions", deletions), ("marmot_processed", seen), ("marmot_welcomes", invitations))
@@ -83,6 +84,11 @@ def _fill_decision_state(app: App) -> None:
                 state.fill(runtime.db, runtime.kv, runtime.clock.now_ms())
         except StateKeyError:
             continue  # no state key here yet: nothing of the group can be decided either; filled once it is set
+    with runtime.db.read():
+        if hex_records.is_moved(runtime.kv):
+            return
+    with runtime.db.write():
+        hex_records.move(runtime.db, runtime.kv, runtime.clock.now_ms())
 
 
 def opened_values(runtime: Runtime) -> at_rest.OpenedCache:

@@ -14,12 +14,15 @@ which wins over the defaults.  It prints one line,
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 import click
 
+from jobs import output
+from jobs.cli_options import json_option
 from protocols.sovereign import config as server_config
 
 if TYPE_CHECKING:
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--db", "db_path", help="SQLite database file (default: tessera's own --db or TESSERA_DB).")
 @click.option("--host", help="Address to listen on (default 127.0.0.1, or [server] host in --config).")
 @click.option(
     "--port", type=click.IntRange(0, 65535), help="Port to listen on; 0 picks a free one (default 8765, or --config)."
@@ -50,22 +52,23 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Check the configuration, the database and the address, print where it would listen, and exit.",
 )
+@json_option
 @click.pass_obj
 def serve(
     obj: CliState,
-    db_path: str | None,
     host: str | None,
     port: int | None,
     xmtp_port: int | None,
     config_path: Path | None,
     check: bool,
+    as_json: bool,
 ) -> None:
-    """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port."""
+    """Serve the sovereign store over WebSocket, with /healthz and /metrics on the same port.
+
+    --db is the shared option (before or after `serve`); --json prints each announcement as a JSON line."""
     from protocols.sovereign.server.runner import run
 
     settings = obj.settings
-    if db_path is not None:
-        settings = attrs.evolve(settings, db=db_path)
     given = {"sovereign.server.host": host, "sovereign.server.port": port, "sovereign.server.xmtp_port": xmtp_port}
     flags = {**settings.sources.flags, **{key: value for key, value in given.items() if value is not None}}
     chosen = server_config.load(config_path, attrs.evolve(settings.sources, flags=flags))
@@ -74,21 +77,24 @@ def serve(
         settings,
         chosen,
         pm=obj.pm,
-        on_listening=_checked if check else _announce,
-        on_xmtp_listening=_announce_xmtp,
+        on_listening=_announcer("ready" if check else "listening", as_json),
+        on_xmtp_listening=_announcer("xmtp_node", as_json),
         check_only=check,
     )
 
 
-def _checked(url: str) -> None:
-    click.echo(f"ready: configuration, database and address are good; would listen on {url}")
+_ANNOUNCEMENTS = {
+    "ready": "ready: configuration, database and address are good; would listen on {url}",
+    "listening": "listening on {url}",
+    "xmtp_node": "xmtp node on {url}",
+}
 
 
-def _announce(url: str) -> None:
-    click.echo(f"listening on {url}")
-    sys.stdout.flush()
+def _announcer(what: str, as_json: bool) -> Callable[[str], None]:
+    """Prints one announcement (``what`` and the URL) as its line of text, or as a JSON line."""
 
+    def announce(url: str) -> None:
+        click.echo(output.to_json_line({what: url}) if as_json else _ANNOUNCEMENTS[what].format(url=url))
+        sys.stdout.flush()  # whoever started the server reads this line to learn the port
 
-def _announce_xmtp(url: str) -> None:
-    click.echo(f"xmtp node on {url}")
-    sys.stdout.flush()
+    return announce

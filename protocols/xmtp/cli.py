@@ -24,7 +24,10 @@ import click
 
 from core import eventlog
 from core.errors import InvalidInput
-from jobs import outcome, output
+from jobs import hints, outcome, output, times
+from jobs.cli_errors import error_message, error_object
+from jobs.cli_options import json_option
+from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
 from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
@@ -42,29 +45,54 @@ if TYPE_CHECKING:
     from jobs.cli import CliState
 
 
-def _group_id(text: str) -> bytes:
-    try:
-        group_id = bytes.fromhex(text)
-    except ValueError:
-        group_id = b""
-    if not group_id:
-        raise InvalidInput(f"--group takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
-    return group_id
+_GROUP = "SELECT 1 FROM xmtp_groups WHERE id = ?"
+_GROUPS = "SELECT id FROM xmtp_groups WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
+
+
+def _group_id(app: App, text: str, given_as: str = "--group") -> bytes:
+    """The group ``text`` names (``given_as``: the option or argument, for the error): its id in hex, or a unique
+    prefix of it (as ``groups`` shows them)."""
+    wanted = text.strip().lower()
+    if not wanted or any(c not in "0123456789abcdef" for c in wanted):
+        raise InvalidInput(f"{given_as} takes a group id in hex (as `tessera xmtp groups` shows it), got {text!r:.40}")
+    with app.db.read():
+        if len(wanted) % 2 == 0 and app.db.one(_GROUP, (bytes.fromhex(wanted),)) is not None:
+            return bytes.fromhex(wanted)
+
+        def lookup(ids: IdRange, limit: int) -> list[str]:
+            return [bytes(found).hex() for (found,) in app.db.all(_GROUPS, (*ids.bytes, limit))]
+
+        return bytes.fromhex(resolve(wanted, "group", lookup, hints.command("xmtp", "groups")))
 
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
-    """One publish pass and one sync: what was published, and what the sync did."""
-    member = app.service(XmtpMember)
+    """One publish pass and one sync: how many intents and welcomes reached the server or node, and what the
+    sync did.
+
+    ``publish_pass`` counts attempts (the tick's budget spends them, failed ones too); what was published
+    is counted from the facts that say so, committed during the round."""
+    published: list[str] = []
+    stops = [
+        app.runtime.subscribe(kind, lambda event: published.append(event.type), protocol=facts.PROTOCOL)
+        for kind in (facts.INTENT_PUBLISHED, facts.WELCOME_SENT)
+    ]
+    try:
+        report = _publish_and_sync(app.service(XmtpMember), app)
+    finally:
+        for stop in stops:
+            stop()
+    return len(published), report
+
+
+def _publish_and_sync(member: XmtpMember, app: App) -> sync.SyncReport:
     if member.profile() == connection.NODE:
-        publisher = member.publisher()
-        published = publishing.publish_pass(app.runtime, publisher)
-        report = node_sync.sync_all(app.runtime, member.node())
-        return published, report
+        publishing.publish_pass(app.runtime, member.publisher())
+        return node_sync.sync_all(app.runtime, member.node())
     service = member.delivery()
-    published = publishing.publish_pass(app.runtime, service)
+    publishing.publish_pass(app.runtime, service)
     report = sync.sync_all(app.runtime, service)
-    published += publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
-    return published, report
+    publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+    return report
 
 
 @click.group()
@@ -89,15 +117,17 @@ def identity() -> None:
     help="Tessera's private profile instead: a delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).",
 )
 @click.option("--account-key", help="An existing account key (64 hex); default: a new one.")
+@json_option
 @click.pass_obj
-def identity_new(obj: CliState, node: str | None, server: str | None, account_key: str | None) -> None:
+def identity_new(obj: CliState, node: str | None, server: str | None, account_key: str | None, as_json: bool) -> None:
     """Create our account and installation, register them and publish KeyPackages."""
     if (node is None) == (server is None):
         raise click.UsageError(
             "give one of --node http://HOST:PORT (XMTP) or --server ws://HOST:PORT (private profile)"
         )
     if node is not None:
-        node_cli.identity_new(obj.app(), node, account_key)
+        found, lines = node_cli.identity_new(obj.app(), node, account_key)
+        outcome.emit(as_json, found, lines, Outcome.DONE)
         return
     assert server is not None
     if not server.startswith(connection.SCHEMES):
@@ -113,22 +143,24 @@ def identity_new(obj: CliState, node: str | None, server: str | None, account_ke
             f"identity {made.address} was created, but {server} could not be reached ({exc}); "
             "it registers on the next `tessera xmtp sync`"
         ) from None
-    click.echo(f"address {made.address}")
-    click.echo(f"installation {made.installation_id}")
-    click.echo(f"registered with {server}: {published} KeyPackages published")
+    found = {"address": made.address, "installation": made.installation_id, "server": server, "key_packages": published}
+    lines = [f"address {made.address}", f"installation {made.installation_id}"]
+    outcome.emit(as_json, found, [*lines, f"registered with {server}: {published} KeyPackages published"], Outcome.DONE)
 
 
 @identity.command("add-installation")
 @click.option("--node", required=True, help="The XMTP node the account's inbox is on, e.g. http://127.0.0.1:5556.")
 @click.option("--account-key", required=True, help="The account key (64 hex) of the inbox to add this database to.")
+@json_option
 @click.pass_obj
-def identity_add_installation(obj: CliState, node: str, account_key: str) -> None:
+def identity_add_installation(obj: CliState, node: str, account_key: str, as_json: bool) -> None:
     """Make this database another installation of the account's existing inbox."""
-    node_cli.identity_add_installation(obj.app(), node, account_key)
+    found, lines = node_cli.identity_add_installation(obj.app(), node, account_key)
+    outcome.emit(as_json, found, lines, Outcome.DONE)
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
     """Our address, inbox and installation, where we talk to, and our KeyPackages."""
@@ -162,27 +194,34 @@ publish_option = click.option(
 )
 
 
-def _after_intent(app: App, intent_ids: list[str], no_publish: bool) -> None:
+def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bool) -> None:
     if not no_publish:
         _round(app)
     with app.db.read():
         rows = [row for row in (queries.intent(app.db, intent_id) for intent_id in intent_ids) if row is not None]
     waiting = [row for row in rows if row.state is IntentState.TO_SEND]
     failed = [row for row in rows if row.state is IntentState.ERROR]
-    _show_intents(rows)
+    if not as_json:
+        _show_intents(rows)
     reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
     if waiting:
         why = f": {waiting[-1].error}" if waiting[-1].error else " (not tried yet)"
         count = f"{len(waiting)} intent" + ("" if len(waiting) == 1 else "s")
         reasons.append(f"queued; will retry {count} with `tessera xmtp sync` or `tessera tick`{why}")
     found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
+    if as_json:
+        listed = [{"intent": r.id, "kind": r.kind.name, "state": r.state.name, "reason": r.error} for r in rows]
+        outcome.emit(True, {"intents": listed}, [], outcome.worst(found))
     outcome.finish(outcome.worst(found), reasons)
 
 
 def _show_intents(rows: list[Any]) -> None:
     if len(rows) > SHOWN_INTENTS:
         states = Counter(row.state.name for row in rows)
-        click.echo(f"{len(rows)} intents: " + ", ".join(f"{count} {state}" for state, count in sorted(states.items())))
+        click.echo(
+            f"{output.plural(len(rows), 'intent')}: "
+            + ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
+        )
         rows = [row for row in rows if row.error]
     for row in rows:
         reason = f" ({row.error})" if row.error else ""
@@ -195,26 +234,29 @@ def _intent_ids(outcome: Any) -> list[str]:
 
 @xmtp.command("create-group")
 @click.option("--name", default="", help="A name for the group (kept on this database).")
+@json_option
 @click.pass_obj
-def create_group(obj: CliState, name: str) -> None:
+def create_group(obj: CliState, name: str, as_json: bool) -> None:
     """A new group with only us in it; prints its id."""
     app = obj.app()
     group_id = os.urandom(16)
     app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
-    click.echo(group_id.hex())
+    click.echo(output.to_json({"group": group_id.hex(), "name": name}) if as_json else group_id.hex())
 
 
 def _members_command(command: str, help_text: str) -> click.Command:
     @click.command(command.replace("_", "-"), help=help_text)
-    @click.option("--group", "group", required=True, help="Group id (hex).")
+    @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
     @click.argument("addresses", nargs=-1, required=True)
     @publish_option
+    @json_option
     @click.pass_obj
-    def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool) -> None:
+    def run(obj: CliState, group: str, addresses: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
         app = obj.app()
         checked = [parse_address(address) for address in addresses]
-        outcome = app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex(), "addresses": checked})
-        _after_intent(app, _intent_ids(outcome), no_publish)
+        params = {"group": _group_id(app, group).hex(), "addresses": checked}
+        outcome = app.runtime.run_command(f"xmtp.{command}", params)
+        _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
     return run
 
@@ -224,64 +266,84 @@ xmtp.add_command(_members_command("remove_members", "Remove accounts from a grou
 
 
 @xmtp.command("update-key")
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @publish_option
+@json_option
 @click.pass_obj
-def update_key(obj: CliState, group: str, no_publish: bool) -> None:
+def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> None:
     """Refresh our own leaf's keys in a group (a commit of our own)."""
     app = obj.app()
-    outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(group).hex()})
-    _after_intent(app, _intent_ids(outcome), no_publish)
+    outcome = app.runtime.run_command("xmtp.update_key", {"group": _group_id(app, group).hex()})
+    _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
 @publish_option
+@json_option
 @click.pass_obj
-def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool) -> None:
+def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
     """Send each TEXT to a group, in order (one message each)."""
     app = obj.app()
-    group_hex = _group_id(group).hex()
+    group_hex = _group_id(app, group).hex()
     made = []
     for text in texts:
         made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
-    _after_intent(app, made, no_publish)
+    _after_intent(app, made, no_publish, as_json)
 
 
-def _decide(obj: CliState, group: str, command: str) -> None:
+def _decide(obj: CliState, group: str, command: str, as_json: bool) -> None:
     app = obj.app()
-    app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(group).hex()})
+    group_id = _group_id(app, group, "GROUP_ID")
+    app.runtime.run_command(f"xmtp.{command}", {"group": group_id.hex()})
     _, report = _round(app)
     with app.db.read():
-        found = queries.group(app.db, _group_id(group))
+        found = queries.group(app.db, group_id)
     state = found.membership.name if found is not None else "unknown"
-    click.echo(f"group {group}: {state}, {report.processed} payloads read")
+    result = Outcome.UNREACHABLE if report.unreachable else Outcome.DONE
+    line = f"group {group_id.hex()}: {state}, {output.plural(report.processed, 'payload')} read"
+    outcome.emit(as_json, {"group": group_id.hex(), "membership": state, "read": report.processed}, [line], result)
     if report.unreachable:  # decided here all the same; reading the group waits for the server
         outcome.finish(Outcome.UNREACHABLE, [f"not read: {report.failures[0]}; `tessera xmtp sync` reads it later"])
 
 
-@xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
-@click.pass_obj
-def accept(obj: CliState, group: str) -> None:
-    """Take part in a group a welcome brought (then read it)."""
-    _decide(obj, group, "accept")
+# The pending thing is positional, as in `marmot accept WELCOME_ID`; `--group G` is the old, hidden spelling.
+_pending_group = click.argument("group_arg", metavar="GROUP_ID", required=False)
+_old_group_option = click.option("--group", "group_opt", hidden=True, help="Old spelling of GROUP_ID.")
+
+
+def _pending(group_arg: str | None, group_opt: str | None) -> str:
+    if (group_arg is None) == (group_opt is None):
+        raise click.UsageError("give the group's id once: GROUP_ID (as `tessera xmtp groups` shows it)")
+    return group_arg or group_opt or ""
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@_pending_group
+@_old_group_option
+@json_option
 @click.pass_obj
-def reject(obj: CliState, group: str) -> None:
-    """Decline a group a welcome brought: its messages are not read."""
-    _decide(obj, group, "reject")
+def accept(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
+    """Take part in group GROUP_ID (or a unique prefix of it) a welcome brought (then read it)."""
+    _decide(obj, _pending(group_arg, group_opt), "accept", as_json)
+
+
+@xmtp.command()
+@_pending_group
+@_old_group_option
+@json_option
+@click.pass_obj
+def reject(obj: CliState, group_arg: str | None, group_opt: str | None, as_json: bool) -> None:
+    """Decline group GROUP_ID (or a unique prefix of it) a welcome brought: its messages are not read."""
+    _decide(obj, _pending(group_arg, group_opt), "reject", as_json)
 
 
 # --- sync and listen ---------------------------------------------------------------------------
 
 
 @xmtp.command("sync")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def sync_command(obj: CliState, as_json: bool) -> None:
     """Publish what waits, read every topic, keep the KeyPackage stock.
@@ -319,19 +381,17 @@ def sync_command(obj: CliState, as_json: bool) -> None:
         "waiting_intents": len(waiting),
         "needs_rejoin": [{"group": row.id.hex(), "reason": row.needs_rejoin} for row in stuck],
     }
-    outcome.emit(
-        as_json,
-        found,
-        [f"published {published}, read {report.processed} payloads, {stocked} new KeyPackages on the server"],
-        result,
-    )
-    if stuck:
-        first = stuck[0]
-        more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
-        raise SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
-    if refused:
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
+    incomplete = _incomplete(stuck, refused)
+    if incomplete is not None and as_json:
+        # One JSON document on stdout: the report with the error object in it (the root would print a second).
+        message = error_message(incomplete)
+        error = error_object(type(incomplete).__name__, message, 1)
+        click.echo(output.to_json({**outcome.with_outcome(found, result), "error": error}))
+        click.echo(f"Error: {message}", err=True)
+        raise SystemExit(1)
+    outcome.emit(as_json, found, [_sync_line(published, report.processed, stocked)], result)
+    if incomplete is not None:
+        raise incomplete
     reasons = []
     if report.unreachable:
         reasons.append(f"unreachable: {len(report.unreachable)} topics not read: {report.failures[0]}")
@@ -341,10 +401,29 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     outcome.finish(result, reasons)
 
 
+def _incomplete(stuck: list[Any], refused: list[str]) -> SyncIncomplete | None:
+    """Why ``sync`` did not end well enough (a group needs a rejoin, a topic was refused), if it did not."""
+    if stuck:
+        first = stuck[0]
+        more = f" (and {len(stuck) - 1} more groups: `tessera xmtp groups`)" if len(stuck) > 1 else ""
+        return SyncIncomplete(f"group {first.id.hex()} needs a rejoin: {first.needs_rejoin}{more}")
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        return SyncIncomplete(f"sync did not read everything: {refused[0]}{more}")
+    return None
+
+
+def _sync_line(published: int, read: int, stocked: int) -> str:
+    sent = output.plural(published, "change") + " published"  # intents and welcomes the server took
+    return f"{sent}, read {output.plural(read, 'payload')}, {output.plural(stocked, 'new KeyPackage')} on the server"
+
+
 @xmtp.command()
+@json_option
 @click.pass_obj
-def listen(obj: CliState) -> None:
-    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM."""
+def listen(obj: CliState, as_json: bool) -> None:
+    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM
+    (--json: a JSON line per message)."""
     from protocols.xmtp.listen import Listener
     from protocols.xmtp.transport.websocket import WebSocketService
 
@@ -352,7 +431,7 @@ def listen(obj: CliState) -> None:
     service = app.service(XmtpMember).delivery(keep_pushes=True)
     if not isinstance(service, WebSocketService):
         raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
-    printer = _NewMessages(app)
+    printer = _NewMessages(app, as_json)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -364,8 +443,9 @@ def listen(obj: CliState) -> None:
 class _NewMessages:
     """Prints the application messages recorded since the last call, in the order they were processed."""
 
-    def __init__(self, app: App):
+    def __init__(self, app: App, as_json: bool = False):
         self.app = app
+        self.as_json = as_json
         with app.db.read():
             self.after = eventlog.head(app.db)
 
@@ -379,7 +459,11 @@ class _NewMessages:
             data = event.data
             if data["kind"] == MessageKind.APPLICATION:
                 text = facts.unb64(data["bytes"]).decode(errors="replace")
-                click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
+                if self.as_json:
+                    found = {"group": data["group"], "sender": data["sender_address"], "text": text}
+                    click.echo(output.to_json_line(found))
+                else:
+                    click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
         sys.stdout.flush()  # a pipe is block-buffered: whoever reads us sees each message as it comes
 
 
@@ -387,7 +471,7 @@ class _NewMessages:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def groups(obj: CliState, as_json: bool) -> None:
     """Our groups with their membership state and epoch."""
@@ -410,14 +494,15 @@ def groups(obj: CliState, as_json: bool) -> None:
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
+@json_option
 @click.pass_obj
 def members(obj: CliState, group: str, as_json: bool) -> None:
     """A libxmtp group's members (inbox ids) and metadata, as its state holds them."""
     app = obj.app()
+    group_id = _group_id(app, group)
     with app.db.read():
-        found = node_cli.members(app, _group_id(group))
+        found = node_cli.members(app, group_id)
     if as_json:
         click.echo(output.to_json(found))
         return
@@ -434,15 +519,15 @@ def _group_line(g: dict[str, Any]) -> str:
 
 
 @xmtp.command()
-@click.option("--group", "group", required=True, help="Group id (hex).")
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000), help="Messages per page.")
 @click.option("--before", help="Show messages older than this cursor (a page's next_cursor).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def messages(obj: CliState, group: str, limit: int, before: str | None, as_json: bool) -> None:
     """A group's messages, newest page first (oldest first within the page)."""
     app = obj.app()
-    group_id = _group_id(group)
+    group_id = _group_id(app, group)
     with app.db.read():
         if queries.group(app.db, group_id) is None:
             raise GroupUnknown(f"no group {group} on this database; `tessera xmtp groups` lists them")
@@ -455,9 +540,10 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
         return
     for item in listed:
         who = item["sender"] if item["kind"] == MessageKind.APPLICATION.name else f"[{item['kind'].lower()}]"
-        click.echo(f"{who}: {item['text']}")
+        click.echo(f"{times.utc(item['sent_at_ns'] // 1_000_000)}  {who}: {item['text']}")
     if next_cursor:
-        click.echo(f"(older: --before {next_cursor})")
+        flags = ["--group", group_id.hex(), "--before", next_cursor, "--limit", limit]
+        click.echo(f"older: `{hints.command('xmtp', 'messages', *flags)}`")
 
 
 def _message_item(row: Any) -> dict[str, Any]:
@@ -485,7 +571,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
 
 
 @xmtp.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def intents(obj: CliState, as_json: bool) -> None:
     """Every change we asked for: kind, state, attempts, and why one failed."""

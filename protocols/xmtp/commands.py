@@ -92,7 +92,7 @@ def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
         raise GroupInactive(f"we were removed from group {raw}; it is read-only")
     if group.membership is not Membership.ALLOWED:
         state = group.membership.name.lower()
-        raise GroupInactive(f"group {raw} is {state}: accept its welcome first (`tessera xmtp accept --group {raw}`)")
+        raise GroupInactive(f"group {raw} is {state}: accept its welcome first (`tessera xmtp accept {raw}`)")
     return group_id
 
 

@@ -154,3 +154,13 @@ def test_the_state_bytes_script_prints_both_parts_of_a_group_state() -> None:
 
 def _bytes(cell: str) -> int:
     return int(cell.removesuffix(" B").replace(",", ""))
+
+
+def test_the_per_item_profile_shows_each_path_beside_its_raw_loop() -> None:
+    done = run("bench/per_item_profile.py", "--items", "60", "--top", "5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for path in ("process_incoming", "append (run_command)"):
+        assert f"{path}: the raw loop's statements" in out and f"{path}: Python by function" in out
+    # One item alone in its transaction: BEGIN, the item's statements, the tally, COMMIT; no probe is repeated.
+    assert "SELECT 1 FROM deferred WHERE partition_key" not in out

@@ -8,7 +8,7 @@ import threading
 import apsw
 import attrs
 
-from core.checkpoint import RESTART_FACTOR
+from core.checkpoint import RESTART_FACTOR, WAKES_PER_THRESHOLD
 from core.db import Database
 from core.settings import Settings
 
@@ -123,4 +123,29 @@ def test_a_checkpoint_refused_after_commit_does_not_fail_the_committed_transacti
     finally:
         db.conn = real
         checkpointer._thread = None
+        db.close()
+
+
+def test_the_thread_is_woken_once_per_eighth_of_the_threshold_not_per_commit(db_path: str, settings: Settings) -> None:
+    """Each wake hands Python's lock to the thread and each checkpoint syncs the file: a writer of small
+    transactions past the threshold wakes it once per WAKES_PER_THRESHOLD-th of the threshold's pages."""
+    db = _open(db_path, settings, pages=80)
+    checkpointer = db.checkpointer
+    assert checkpointer is not None
+    lengths: list[int] = []
+    committed = checkpointer._committed
+
+    def noting(conn: apsw.Connection, name: str, pages: int) -> int:
+        lengths.append(pages)
+        return committed(conn, name, pages)
+
+    db.conn.set_wal_hook(noting)
+    commits = 400
+    try:
+        _fill(db, transactions=commits, rows=1)  # a few pages a commit: the WAL passes 80 pages again and again
+        written = sum(b - a if b > a else b for a, b in zip([0, *lengths], lengths, strict=False))
+        past_threshold = sum(1 for pages in lengths if pages >= 80)
+        assert 0 < checkpointer.checkpoints <= written // (80 // WAKES_PER_THRESHOLD) + 1
+        assert checkpointer.checkpoints < past_threshold // 2  # once a commit, before
+    finally:
         db.close()

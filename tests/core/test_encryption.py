@@ -83,7 +83,7 @@ def test_init_encrypts_by_default_and_nothing_readable_reaches_the_disk(tmp_path
 def test_init_without_a_key_says_how_to_make_one_and_no_encryption_opts_out(tmp_path):
     path = tmp_path / "plain.db"
     line = one_line_error(tessera("--db", str(path), "init", check=False))
-    assert "tessera key new --out FILE" in line and "--no-encryption" in line
+    assert f"`tessera --db {path} key new --out FILE`" in line and "--no-encryption" in line
     assert "(not encrypted)" in tessera("--db", str(path), "init", "--no-encryption", "--protocol", "example").stdout
     assert file_encryption(str(path)) == "plain"
     assert json.loads(tessera("--db", str(path), "status", "--json").stdout)["encrypted"] is False

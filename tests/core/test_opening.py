@@ -122,6 +122,16 @@ def test_no_command_but_init_creates_a_database(tmp_path, args):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_init_refused_for_want_of_a_key_leaves_no_file(tmp_path, monkeypatch):
+    """Regression: ``init`` without a key said so, and left an empty file that later commands called a database."""
+    monkeypatch.delenv("TESSERA_KEY_FILE")
+    path = tmp_path / "chat.db"
+    line = one_line_error(invoke("--db", str(path), "init"))
+    assert "no key was given" in line and "key new" in line
+    assert list(tmp_path.iterdir()) == []
+    assert "not a Tessera database yet" in one_line_error(invoke("--db", str(path), "status"))
+
+
 def test_init_creates_and_marks_the_file(tmp_path):
     path = tmp_path / "new.db"
     assert invoke("--db", str(path), "init", "--protocol", "example").exit_code == 0

@@ -74,7 +74,7 @@ def test_an_oversized_last_line_without_newline(db, tmp_path):
     stream = tmp_path / "tail.jsonl"
     stream.write_bytes(GOOD[0] + b"\n" + b"q" * 10_000)
     result = run(db, "ingest", "--protocol", "example", str(stream))
-    assert "queued 1 blobs" in result.output and "line 2 (10000 bytes)" in result.output
+    assert "queued 1 blob for example" in result.output and "line 2 (10000 bytes)" in result.output
     assert queued_blobs(db) == GOOD[:1]
 
 

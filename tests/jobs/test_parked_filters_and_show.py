@@ -65,7 +65,7 @@ def test_filters_by_protocol_by_reason_and_by_both(parked):
     assert listed(app, "--protocol", "marmot", "--reason", reason_words) == []
     assert listed(app, "--protocol", "xmtp") == []
     text = invoke("--db", app.db.path, "parked", "list", "--protocol", "example").output
-    assert text.strip().endswith("2 parked")
+    assert text.strip().endswith("2 parked items")
 
 
 def test_show_decodes_what_the_plugin_can_describe_and_shows_the_rest_in_hex(parked):
@@ -95,3 +95,19 @@ def test_show_decodes_what_the_plugin_can_describe_and_shows_the_rest_in_hex(par
 def test_show_of_an_id_that_is_not_parked_is_one_line(parked):
     app, _ = parked
     assert "no parked item 999" in one_line_error(invoke("--db", app.db.path, "parked", "list", "--show", "999"))
+
+
+def test_pages_newest_first_oldest_first_within_and_before_an_id(parked):
+    """The paging of docs/cli.md: --limit N shows the N newest items, oldest first; --before ID the ones older."""
+    app, _ = parked
+    ids = [row["id"] for row in listed(app)]
+    assert ids == sorted(ids)
+    assert [row["id"] for row in listed(app, "--limit", "3")] == ids[-3:]
+    assert [row["id"] for row in listed(app, "--limit", "3", "--before", str(ids[-3]))] == ids[:1]
+    assert [row["id"] for row in listed(app, "--protocol", "marmot", "--before", str(ids[-1]))] == ids[2:3]
+    text = invoke("--db", app.db.path, "parked", "list", "--limit", "3").output
+    older = f"`tessera --db {app.db.path} parked list --before {ids[-3]} --limit 3`"
+    assert text.rstrip().endswith(f"3 parked items\nolder: {older}")
+    filtered = invoke("--db", app.db.path, "parked", "list", "--protocol", "marmot", "--limit", "1").output
+    assert filtered.rstrip().endswith(f"--protocol marmot --before {ids[-1]} --limit 1`")
+    assert invoke("--db", app.db.path, "parked", "list").output.rstrip().endswith("4 parked items")

@@ -145,15 +145,9 @@ def assert_records_match_projection(app, gid: str) -> None:
         (key,),
     )
     projected = {o.hex(): seen.Seen(s, e, c, None if r is None else r.hex(), why) for o, s, e, c, r, _, why in rows}
-    stored = {name: state.get(name) or b"" for name in state.keys(f"seen/{gid}/") + state.keys(f"carried/{gid}/")}
-    records = {
-        name.split("/")[3]: seen.Seen.decoded(value, int(name.split("/")[2]))
-        for name, value in stored.items()
-        if name.startswith("seen/")
-    }
-    assert records == projected
-    carried = {tuple(name.split("/")[2:]): v.decode() for name, v in stored.items() if name.startswith("carried/")}
-    assert carried == {(r.hex(), f"{c:010d}", o.hex()): p for o, _, _, c, r, p, _ in rows if r is not None}
+    assert seen.records_of(state, gid) == projected
+    carried = seen.carriers_of(state, gid)
+    assert carried == {(r.hex(), c, o.hex()): p for o, _, _, c, r, p, _ in rows if r is not None}
 
 
 def parked_blobs(app) -> list[bytes]:

@@ -44,14 +44,16 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     ticked = run(tmp_path, "tick", "--until-idle")
     assert "tick stopped (idle)" in ticked.stdout
     gid = expected["group"]
-    shown = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--json").stdout)
+    whole = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--json").stdout)
+    assert (whole["next_cursor"], whole["has_more"]) == (None, False)
+    shown = whole["messages"]
     assert [r["id"] for r in shown] == expected["rumor_ids"]
     assert set(shown[0]) >= {"id", "created_at", "pubkey", "kind", "content", "outer_id", "outer_created_at", "state"}
     everything = json.loads(
         run(
             tmp_path, "marmot", "history", "--group", gid, "--limit", "100000", "--include-invalidated", "--json"
         ).stdout
-    )
+    )["messages"]
     states = {r["id"]: r["state"] for r in everything}
     assert expected["invalidated_ids"] and all(states[i] == "EpochInvalidated" for i in expected["invalidated_ids"])
     [group] = json.loads(run(tmp_path, "marmot", "groups", "--json").stdout)
@@ -61,27 +63,26 @@ def acceptance(tmp_path: Path, *simulate_args: str) -> None:
     assert group["outer_events"]["Failed"] == expected["failed"]
     failed = json.loads(run(tmp_path, "marmot", "outer", "--group", gid, "--json").stdout)
     assert len(failed) == expected["failed"] and all(f["reason"] for f in failed)
-    # Paging with --until walks back through the same history.
+    # Paging with --before walks back through the same history: the newest page first, each oldest first.
+    newest = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "5", "--json").stdout)
+    assert [r["id"] for r in newest["messages"]] == expected["rumor_ids"][-5:] and newest["has_more"]
+    assert newest["next_cursor"] == f"{shown[-5]['created_at']}:{shown[-5]['id']}"
     page = json.loads(
         run(
-            tmp_path,
-            "marmot",
-            "history",
-            "--group",
-            gid,
-            "--limit",
-            "5",
-            "--until",
-            f"{shown[-5]['created_at']}:{shown[-5]['id']}",
-            "--json",
+            tmp_path, "marmot", "history", "--group", gid, "--limit", "5", "--before", newest["next_cursor"], "--json"
         ).stdout
     )
-    assert [r["id"] for r in page] == expected["rumor_ids"][-10:-5]
+    assert [r["id"] for r in page["messages"]] == expected["rumor_ids"][-10:-5]
+    # --until, the old spelling, still pages the same way.
+    old = run(tmp_path, "marmot", "history", "--group", gid, "--limit", "5", "--until", newest["next_cursor"], "--json")
+    assert json.loads(old.stdout) == page
     # Our own message: Created, published by the tick, Processed on its echo.
     sent = run(tmp_path, "marmot", "send", "--group", gid, "hello from the observer")
     rumor_id = sent.stdout.split("rumor ")[1].split()[0]
     run(tmp_path, "tick", "--until-idle")
-    last = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)[-1]
+    last = json.loads(run(tmp_path, "marmot", "history", "--group", gid, "--limit", "1", "--json").stdout)["messages"][
+        -1
+    ]
     assert (last["id"], last["state"], last["content"]) == (rumor_id, "Processed", "hello from the observer")
     filter_ = json.loads(run(tmp_path, "marmot", "filter", "--group", gid).stdout)
     # Neither an ingested file nor our own echo tells what the relays hold: no sync has fetched yet.
@@ -101,7 +102,7 @@ def test_backfill_command_processes_a_file_at_once(tmp_path):
     assert "nothing new" in again.stdout
     shown = json.loads(
         run(tmp_path, "marmot", "history", "--group", expected["group"], "--limit", "1000", "--json").stdout
-    )
+    )["messages"]
     assert [r["id"] for r in shown] == expected["rumor_ids"]
 
 
@@ -132,7 +133,7 @@ def test_user_errors_are_one_line(tmp_path):
             "history",
             "--group",
             json.loads((out / "expected.json").read_text())["group"],
-            "--until",
+            "--before",
             "yesterday",
             check=False,
         )

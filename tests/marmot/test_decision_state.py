@@ -17,7 +17,9 @@ from protocols.marmot import simulate
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read.projectors import HISTORY, PROCESSED
 from protocols.marmot.state import deletions, seen
-from protocols.marmot.state.store import EPOCHS, SealedValues
+from protocols.marmot.state.record_keys import CARRIED, EPOCHS, SEEN
+from protocols.marmot.state.short_ids import short
+from protocols.marmot.state.store import SealedValues
 from tests.marmot._net import T0, Net, event_id
 from tests.marmot._orders import assert_records_match_projection, outcome, run, split
 from tests.marmot._read import message_state, outer_state
@@ -159,7 +161,7 @@ def _decision_state(app) -> dict[str, bytes | None]:
     """The records, their rumor index and the names a rollback finds events by."""
     state = ProtocolState(app.db, PROTOCOL)
     with app.db.read():
-        names = [*state.keys(seen.SEEN), *state.keys(seen.CARRIED), *state.keys(EPOCHS)]
+        names = [*state.keys(SEEN), *state.keys(CARRIED), *state.keys(EPOCHS)]
         return {name: state.get(name) for name in names}
 
 
@@ -173,17 +175,16 @@ def test_a_database_made_before_gets_its_processing_records_once(marmot_app, set
     deliver(app, said, a_line)
     sent = app.runtime.run_command("marmot.send", {"group": net.gid, "text": "ours, after A"}).events[0].data
     made = _decision_state(app)
-    assert any(name.endswith(sent["outer_id"]) for name in made if name.startswith(EPOCHS))  # ours, in the window
+    assert any(name.endswith(short(sent["outer_id"])) for name in made if name.startswith(EPOCHS))  # ours, in window
     path = app.db.path
     app.close()
     db = Database(path, settings)  # as a database made before: its records only in the read model
     with db.write():
-        for prefix in (seen.SEEN, seen.CARRIED):
+        for prefix in (SEEN, CARRIED, EPOCHS):
             db.execute(
                 "DELETE FROM protocol_state WHERE protocol = ? AND substr(key, 1, ?) = ?",
                 (PROTOCOL, len(prefix), prefix),
             )
-        db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key LIKE 'at/%'", (PROTOCOL,))
         KV(db).delete(seen.FILLED)
     db.close()
     reopened = marmot_app(path=path)

@@ -58,7 +58,9 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert (found["outcome"], found["exit_code"]) == ("queued", 5)
     assert found["publish"]["parked"] == [] and found["publish"]["waiting"][0]["attempts"] >= 1
     reason = queued.stderr.strip().splitlines()[-1]  # after the relay transport's own warning
-    assert reason.startswith("queued; will retry 1 event with `tessera tick`: TransientError")
+    assert reason.startswith(
+        f"queued; will retry 1 event with `tessera --db {alice.home / 'tessera.db'} tick`: TransientError"
+    )
 
     text = alice.run("marmot", "send", "--group", gid, "again, as text", check=False)
     assert text.returncode == 5 and "queued; will retry" in text.stderr and "parked" not in text.stdout
@@ -68,7 +70,7 @@ def test_a_stopped_relay_makes_send_queued_and_sync_unreachable(relay: LocalRela
     assert (_json(synced)["outcome"], _json(synced)["exit_code"]) == ("unreachable", 4)
     assert "no relay answered completely" in synced.stderr
 
-    invited = alice.run("marmot", "invite", "--group", gid, bob_npub, check=False)
+    invited = alice.run("marmot", "add-members", "--group", gid, bob_npub, check=False)
     assert invited.returncode == 4 and "Error: could not look for" in invited.stderr, invited.stderr
 
     status = _json(alice.run("status", "--json"))

@@ -449,3 +449,22 @@ def test_two_members_side_by_side_share_nothing_and_close_cleanly(marmot_app, re
     bob.runtime.run_command("marmot.send", {"group": gid, "text": "still here"})
     pump(bob)
     assert len(heard["bob"]) == 2 and heard["alice"] == [said]
+
+
+def test_the_command_line_accepts_an_invitation_by_a_prefix_of_its_id(marmot_app, relays) -> None:
+    """``tessera marmot accept`` takes the start of a welcome id, as ``welcomes`` lists them (issue 38)."""
+    from tests.helpers import invoke
+
+    _, bob, welcome_id = _invited(marmot_app, relays)
+    path = bob.db.path
+    bob.close()
+    refused = invoke("--db", path, "marmot", "accept", welcome_id[:3])
+    assert refused.exit_code == 1 and "give at least 4 hex characters" in refused.output
+    other = ("0" if welcome_id[0] != "0" else "1") + welcome_id[1:6]
+    unknown = invoke("--db", path, "marmot", "accept", other)
+    assert f"no invitation id starts with {other}; `tessera --db {path} marmot welcomes` lists them" in unknown.output
+    accepted = invoke("--db", path, "marmot", "accept", welcome_id[:6].upper(), "--timeout", "0", "--json")
+    assert accepted.exit_code in (0, 5), accepted.output
+    assert json.loads(accepted.stdout)["change"] == "accept"
+    reopened = marmot_app(path=path)
+    assert reopened.db.all("SELECT welcome_id, state FROM marmot_welcomes") == [(welcome_id, "accepted")]

@@ -22,7 +22,7 @@ def test_the_error_names_the_commands_that_make_and_pass_a_key_file_and_they_wor
     line = one_line_error(tessera(tmp_path, ["--db", "chat.db", "marmot", "identity", "new"]))
 
     make, use = re.findall(r"`(tessera [^`]+)`", line)[:2]
-    assert make == "tessera key new --out chat.key"
+    assert make == "tessera --db chat.db key new --out chat.key"  # every hint names the database it came from
     assert use == "tessera --db chat.db --key-file chat.key COMMAND"
     assert tessera(tmp_path, shlex.split(make)[1:]).returncode == 0
     pasted = tessera(tmp_path, [*shlex.split(use)[1:-1], "marmot", "identity", "new"])

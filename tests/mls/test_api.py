@@ -181,7 +181,13 @@ def test_clients_sharing_one_credential_are_told_apart_by_signature_key() -> Non
     phone, laptop = (mls.new_identity("02" * 32, rng=rng) for _ in range(2))
     state = mls.create_group(alice, b"g" * 16, rng=rng)
     packages = [mls.create_key_package(client, rng=rng) for client in (phone, laptop)]
-    state = mls.commit(state, add=[package for package, _ in packages], rng=rng).new_state
+    added = mls.commit(state, add=[package for package, _ in packages], rng=rng)
+    assert list(added.welcomes) == [phone.credential]  # by credential, the two clients are one entry
+    assert set(added.welcomes_by_signature_key) == {phone.signature.public, laptop.signature.public}
+    for client, (_, private) in zip((phone, laptop), packages, strict=True):
+        joined = mls.join_from_welcome(client, private, added.welcomes_by_signature_key[client.signature.public])
+        assert joined.epoch == added.new_state.epoch
+    state = added.new_state
     keys = mls.member_signature_keys(state)
     assert sorted(keys.values()) == sorted([alice.signature.public, phone.signature.public, laptop.signature.public])
     laptop_leaf = mls.leaf_of_signature_key(state, laptop.signature.public)
@@ -212,3 +218,27 @@ def test_results_name_the_signature_keys_of_senders_and_of_clients_added_and_rem
     applied = mls.process_message(received.new_state, removal.message)
     assert isinstance(applied, mls.CommitApplied)
     assert applied.removed_signature_keys == (alice.signature.public,) and applied.added_signature_keys == ()
+
+
+def test_a_received_commit_names_who_proposed_what_and_the_extensions_it_sets() -> None:
+    rng = seeded(9)
+    alice, bob, carol = (mls.new_identity(f"{n:02x}" * 32, rng=rng) for n in (1, 2, 3))
+    state_a = mls.create_group(alice, b"g" * 16, supported_extensions=[0xFF00], rng=rng)
+    packages = [mls.create_key_package(client, supported_extensions=[0xFF00], rng=rng) for client in (bob, carol)]
+    added = mls.commit(state_a, add=[package for package, _ in packages], rng=rng)
+    state_b = mls.join_from_welcome(bob, packages[0][1], added.welcomes_by_signature_key[bob.signature.public])
+    proposal, state_b = mls.propose(state_b, remove=carol.credential, rng=rng)
+    state_a = mls.process_message(added.new_state, proposal).new_state
+    by_reference = mls.commit(state_a, rng=rng)  # alice commits bob's proposal
+    applied = mls.process_message(state_b, by_reference.message)
+    assert isinstance(applied, mls.CommitApplied)
+    assert applied.committer_signature_key == alice.signature.public
+    assert applied.proposal_sender_keys == (bob.signature.public,)
+    assert (applied.psk_proposals, applied.group_context_extensions) == (0, None)
+
+    extensions = [Extension(0xFF00, b"named")]
+    setting = mls.commit(by_reference.new_state, extensions=extensions, rng=rng)
+    applied = mls.process_message(applied.new_state, setting.message)
+    assert isinstance(applied, mls.CommitApplied)
+    assert applied.proposal_sender_keys == (alice.signature.public,) and applied.committed_with_path
+    assert applied.group_context_extensions == tuple(extensions)

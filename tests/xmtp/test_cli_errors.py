@@ -3,6 +3,8 @@ nothing changed.  No server is needed: each mistake is caught before any network
 
 from __future__ import annotations
 
+import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -38,7 +40,7 @@ def group_of(db: Path, env: dict[str, str]) -> str:
         (("send", "--group", "not-hex", "hi"), "--group takes a group id in hex"),
         (("send", "--group", "ab" * 16, "hi"), "ab" * 16),
         (("messages", "--group", "{group}", "--before", "yesterday"), "--before takes a cursor"),
-        (("messages", "--group", "cd" * 16), "tessera xmtp groups"),
+        (("messages", "--group", "cd" * 16), "xmtp groups` lists them"),
         (("identity", "new", "--server", "http://127.0.0.1:8765"), "ws://"),
         (("identity", "new", "--server", "ws://127.0.0.1:9"), "already"),
     ],
@@ -59,5 +61,21 @@ def test_a_database_without_an_identity_says_how_to_make_one(tmp_path: Path) -> 
     db = tmp_path / "blank.db"
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "xmtp"], check=True, env=env, capture_output=True)
     done = run(db, env, "whoami")
-    assert done.returncode != 0 and "tessera xmtp identity new" in done.stderr
+    # The hint names this database, so it works when pasted.
+    assert done.returncode != 0 and f"`tessera --db {db} xmtp identity new --node http://HOST:PORT`" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_group_ids_are_taken_by_unique_prefix_and_an_unknown_one_names_a_pasteable_listing(person) -> None:
+    db, env = person
+    group = group_of(db, env)
+    shown = run(db, env, "messages", "--group", group[:6].upper(), "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["messages"] == []
+    other = ("1" if group[0] != "1" else "2") + group[1:6]
+    refused = run(db, env, "messages", "--group", other)
+    hint = f"tessera --db {db} xmtp groups"
+    assert refused.returncode == 1 and refused.stderr.strip().endswith(f"`{hint}` lists them")
+    listed = subprocess.run([*TESSERA, *shlex.split(hint)[1:], "--json"], capture_output=True, text=True, env=env)
+    assert group in {g["group"] for g in json.loads(listed.stdout)}
+    short = run(db, env, "messages", "--group", group[:3])
+    assert short.returncode == 1 and "give at least 4 hex characters" in short.stderr

@@ -43,6 +43,9 @@ def test_a_stopped_server_makes_send_queued_and_sync_unreachable(tmp_path: Path)
         alice.ok("xmtp", "identity", "new", "--server", server.url)
         group = alice.ok("xmtp", "create-group", "--name", "tea").strip()
         assert "SEND_MESSAGE COMMITTED" in alice.ok("xmtp", "send", "--group", group, "while it is up")
+        # The grammar of docs/cli.md: --db after the subcommand, --json on a write command, with its outcome.
+        sent_json = json.loads(alice.ok("xmtp", "send", "--db", str(alice.db), "--group", group, "again", "--json"))
+        assert [i["state"] for i in sent_json["intents"]] == ["COMMITTED"] and sent_json["outcome"] == "done"
         synced = alice.json("xmtp", "sync")
         assert (synced["outcome"], synced["exit_code"], synced["unreachable"]) == ("done", 0, [])
 
@@ -51,12 +54,14 @@ def test_a_stopped_server_makes_send_queued_and_sync_unreachable(tmp_path: Path)
         assert sent.returncode == Outcome.QUEUED.exit_code == 5, sent.stderr
         assert "SEND_MESSAGE TO_SEND" in sent.stdout
         [reason] = sent.stderr.strip().splitlines()
-        assert reason.startswith("queued; will retry 1 intent with `tessera xmtp sync` or `tessera tick`: cannot reach")
+        hinted = f"`tessera --db {alice.db} xmtp sync` or `tessera --db {alice.db} tick`"  # pasted, they work
+        assert reason.startswith(f"queued; will retry 1 intent with {hinted}: cannot reach")
 
         down = alice.run("xmtp", "sync", "--json")
         assert down.returncode == Outcome.UNREACHABLE.exit_code == 4, down.stderr
         found = json.loads(down.stdout)
         assert (found["outcome"], found["exit_code"], found["waiting_intents"]) == ("unreachable", 4, 1)
+        assert found["published"] == 0  # it tried the waiting intent, but nothing reached the server
         assert len(found["unreachable"]) == 2  # our welcomes, and the group
         assert [line.split(":")[0] for line in down.stderr.strip().splitlines()] == [
             "unreachable",
@@ -72,6 +77,9 @@ def test_a_stopped_server_makes_send_queued_and_sync_unreachable(tmp_path: Path)
         server.start()
         delivered = alice.json("xmtp", "sync")
         assert (delivered["outcome"], delivered["exit_code"], delivered["waiting_intents"]) == ("done", 0, 0)
+        assert delivered["published"] == 1  # the message that waited, once
+        again = alice.run("xmtp", "sync")
+        assert again.returncode == 0 and again.stdout.startswith("0 changes published, read ")
         assert all(i["state"] == "COMMITTED" for i in alice.json("xmtp", "intents"))
     finally:
         if server.proc is not None and server.proc.poll() is None:

@@ -79,7 +79,7 @@ def test_a_new_inbox_is_on_the_node_with_its_installation_and_whoami_shows_it(
         f"address {me['address']}",
         f"inbox {me['inbox_id']}",
         f"installation {me['installation']}",
-        f"registered with {node.url}: 1 KeyPackage(s) uploaded",
+        f"registered with {node.url}: 1 KeyPackage uploaded",
     ]
     assert me["node"] == node.url and me["key_packages"] == 1
     service = NodeService(node.url)

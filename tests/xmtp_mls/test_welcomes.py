@@ -12,8 +12,10 @@ from protocols.libraries.xmtp_mls import (
     UnsupportedWelcome,
     WelcomeNotForUs,
     new_key_package,
+    open_welcome,
     welcome_for_key_package,
     wrap_welcome,
+    wrap_welcome_with_cursor,
 )
 from protocols.libraries.xmtp_mls.key_packages import installation_identity
 from protocols.libraries.xmtp_mls.profile import (
@@ -94,3 +96,20 @@ def test_a_welcome_pointer_is_refused_naming_what_is_missing(invited) -> None:
 
     with pytest.raises(UnsupportedWelcome, match="welcome-pointer support"):
         welcome_for_key_package(mls_api_pb2.WelcomeMessage(welcome_pointer=pointer), [private])
+
+
+def test_a_welcome_with_metadata_names_the_message_where_reading_starts(invited) -> None:
+    _, private, welcome, _ = invited
+    init_key = bytes(private.key_package.init_key)
+    data, metadata = wrap_welcome_with_cursor(welcome, 4242, init_key)
+    message = stored(data, init_key)
+    message.v1.welcome_metadata = metadata
+
+    opened = open_welcome(message, [private])
+    assert (opened.welcome, opened.key_package, opened.message_cursor) == (welcome, private, 4242)
+    assert welcome_for_key_package(message, [private]) == (welcome, private)  # the older call, still there
+    message.v1.welcome_metadata = b""  # a sender that sends none (as this library did before)
+    assert open_welcome(message, [private]).message_cursor is None
+    message.v1.welcome_metadata = metadata[:-1]  # broken: the welcome is not trusted
+    with pytest.raises(WelcomeNotForUs):
+        open_welcome(message, [private])

@@ -192,6 +192,10 @@ class Driver:
     async def op_remove_members(self, group_id: str, inbox_ids: list[str]) -> None:
         await self._conversation(group_id).remove_members(inbox_ids)
 
+    async def op_leave_group(self, group_id: str) -> None:
+        """Ask to leave (libxmtp sends a leave request; a super admin's worker then removes this inbox)."""
+        await self._conversation(group_id).leave_group()
+
     async def op_set_group_name(self, group_id: str, name: str) -> None:
         await self._conversation(group_id).update_group_name(name)
 

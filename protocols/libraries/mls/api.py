@@ -376,15 +376,19 @@ class CommitResult:
 
     ``message``: the commit to publish.  ``welcomes``: the Welcome for each
     added member, by credential (one Welcome serves them all: RFC 9420
-    encrypts its secrets to each).  ``new_state``: our state at epoch + 1.
-    ``pending_state``: our current state with the commit remembered;
-    processing the commit's own message with it gives ``new_state``.
+    encrypts its secrets to each).  ``welcomes_by_signature_key``: the same,
+    by each added client's signature key, which stays one entry per client
+    where clients share a credential (an XMTP inbox's installations).
+    ``new_state``: our state at epoch + 1.  ``pending_state``: our current
+    state with the commit remembered; processing the commit's own message
+    with it gives ``new_state``.
     """
 
     message: bytes
     welcomes: dict[str, bytes]
     new_state: GroupState = attrs.field(repr=False)
     pending_state: GroupState = attrs.field(repr=False)
+    welcomes_by_signature_key: dict[bytes, bytes] = attrs.field(factory=dict)
 
 
 def commit(
@@ -425,10 +429,14 @@ def commit(
         proposals.append(GroupContextExtensions(tuple(extensions)))
     outcome = commits.commit(state, proposals, by_reference=proposals_by_ref, force_path=self_update, rng=rng)
     welcome, tree = outcome.welcome, outcome.new_state.tree
-    welcomes = (
-        {} if welcome is None else {credential_string(tree.member(leaf).credential): welcome for leaf in outcome.added}
+    added = [] if welcome is None else [tree.member(leaf) for leaf in outcome.added]
+    return CommitResult(
+        outcome.message,
+        {credential_string(node.credential): welcome for node in added if welcome is not None},
+        outcome.new_state,
+        outcome.pending_state,
+        {bytes(node.signature_key): welcome for node in added if welcome is not None},
     )
-    return CommitResult(outcome.message, welcomes, outcome.new_state, outcome.pending_state)
 
 
 def propose(
@@ -537,6 +545,16 @@ class CommitApplied:
     #: The signature keys of the clients added and removed, in the order of ``added`` and ``removed``.
     added_signature_keys: tuple[bytes, ...] = ()
     removed_signature_keys: tuple[bytes, ...] = ()
+    #: The committer's signature key; the signature key of each proposal's sender, in the commit's list order
+    #: (empty bytes for a sender that is no member); how many PreSharedKey proposals it carries.
+    committer_signature_key: bytes = b""
+    proposal_sender_keys: tuple[bytes, ...] = ()
+    psk_proposals: int = 0
+    #: Whether the commit carried an UpdatePath (a fresh leaf for the committer).
+    committed_with_path: bool = False
+    #: The GroupContext extensions its GroupContextExtensions proposal sets (None without one): what the group
+    #: becomes even when the commit removed us, whose ``new_state`` keeps the context it had.
+    group_context_extensions: tuple[Extension, ...] | None = None
 
 
 @attrs.frozen
@@ -608,7 +626,18 @@ def _commit_applied(state: GroupState, received: CommitMessage) -> CommitApplied
         new_state=received.new_state,
         added_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.added),
         removed_signature_keys=tuple(bytes(node.signature_key) for _, node in summary.removed),
+        committer_signature_key=bytes(committer_tree.member(summary.committer_leaf).signature_key),
+        proposal_sender_keys=tuple(_sender_signature_key(state, sender) for sender in received.proposal_senders),
+        psk_proposals=received.psks,
+        committed_with_path=summary.committer_leaf in summary.updated,
+        group_context_extensions=received.extensions,
     )
+
+
+def _sender_signature_key(state: GroupState, sender: Sender) -> bytes:
+    if isinstance(sender, SenderMember) and state.tree.leaf(sender.leaf_index):
+        return bytes(state.tree.member(sender.leaf_index).signature_key)
+    return b""
 
 
 def _updated_credentials(state: GroupState, received: CommitMessage) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobs import output
+from jobs.cli_options import json_option
 
 if TYPE_CHECKING:
     from protocols.libraries.mls.conformance.report import Report
@@ -24,7 +25,7 @@ def mls() -> None:
 
 @mls.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@json_option
 def conformance(files: tuple[Path, ...], as_json: bool) -> None:
     """Check official mlswg vector FILES (default: the ones shipped with the package, every type and suite).
 

@@ -59,3 +59,29 @@ class ForbiddenCommit(XmtpMlsError):
     """A commit libxmtp's validation would reject: a change the committer may not make, or members its
     membership extension and the identity updates do not back.  Never raised out of a sync: the commit
     is reported as a :class:`~.groups.RejectedCommit` and the group stays before it."""
+
+
+class UnknownAddress(XmtpMlsError):
+    """An address no inbox on the node is associated with: it has never registered with XMTP."""
+
+
+class ChangeNotPermitted(XmtpMlsError):
+    """A change this installation's inbox may not make under the group's policies and admin lists (or one
+    libxmtp's rules forbid whoever makes it); refused before anything is sent."""
+
+
+class InstallationsUnavailable(XmtpMlsError):
+    """None of an added inbox's installations has a KeyPackage that passes libxmtp's checks: nobody could join."""
+
+
+class GroupInactive(XmtpMlsError):
+    """The group removed this installation; it can neither read nor send there any more."""
+
+
+class CommitNotConfirmed(XmtpMlsError):
+    """A commit this installation published lost the race for its epoch to other members' commits every
+    time it was rebuilt; the group is current (the others' commits applied), the change was not made."""
+
+
+class UnknownPermissions(XmtpMlsError):
+    """A permissions preset by a name libxmtp does not have."""

@@ -26,7 +26,7 @@ from .key_packages import installation_identity, new_key_package
 from .membership import IdentityUpdates, verify_members
 from .node import XmtpNode
 from .profile import MAX_PAST_EPOCHS
-from .welcomes import welcome_for_key_package
+from .welcomes import open_welcome
 
 
 @attrs.define
@@ -114,11 +114,12 @@ def join_welcome(
     """The group ``message`` welcomes the installation of ``seed`` (of ``inbox_id``) to, with the KeyPackage it
     was sealed to among ``key_packages``: the Welcome checked as RFC 9420 says, the group's context as libxmtp
     has it, every member against its inbox's identity updates in ``updates``."""
-    welcome, private = welcome_for_key_package(message, key_packages)
+    opened = open_welcome(message, key_packages)
     identity = installation_identity(seed, inbox_id)
-    state = mls.join_from_welcome(identity, private, welcome, max_past_epochs=MAX_PAST_EPOCHS)
+    state = mls.join_from_welcome(identity, opened.key_package, opened.welcome, max_past_epochs=MAX_PAST_EPOCHS)
     verify_members(updates, state, group_context(state).membership.members)
-    return JoinedGroup(state, joined_epoch=state.epoch)
+    # reading starts after the commit that added us when the sender said which it was (libxmtp does)
+    return JoinedGroup(state, joined_epoch=state.epoch, cursor=opened.message_cursor or 0)
 
 
 def welcome_id(message: mls_api_pb2.WelcomeMessage) -> int:

@@ -10,18 +10,16 @@ any of its messages is shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from protocols.libraries import mls
 from protocols.libraries.mls.group.state import GroupState
 from protocols.libraries.xmtp_identity import InboxState, Refused, apply_identity_update
-from protocols.libraries.xmtp_wire.proto import identity_api_pb2
 
 from .errors import IdentityUpdatesBehind, UnverifiedMember
 from .key_packages import inbox_of_credential
-
-UpdateLog = identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog
+from .node import UpdateLog
 
 
 class IdentityUpdates(Protocol):
@@ -40,38 +38,48 @@ def inbox_states(
     """Each inbox's state after its identity updates (from the node, or a copy of them), each update verified.
 
     With ``up_to`` (a group's membership map: inbox -> sequence id), only the updates up to that
-    sequence id count, as libxmtp reads an inbox at the sequence id the group recorded; the node's
-    updates must reach it (:class:`UnverifiedMember` when they do not).
+    sequence id count, as libxmtp reads an inbox at the sequence id the group recorded; the updates
+    must reach it (:class:`IdentityUpdatesBehind`, naming every inbox they fall short of, when they do not).
     """
     wanted = sorted(set(inbox_ids))
     found = updates.identity_updates(wanted)
-    behind = {
-        inbox_id: limit
-        for inbox_id in wanted
-        if (limit := None if up_to is None else up_to.get(inbox_id)) is not None
-        and not any(log.sequence_id >= limit for log in found.get(inbox_id, ()))
-    }
+    limits = {inbox_id: up_to[inbox_id] for inbox_id in wanted if up_to is not None and inbox_id in up_to}
+    behind = {inbox_id: limit for inbox_id, limit in limits.items() if not _reaches(found.get(inbox_id, ()), limit)}
     if behind:
-        reached = {inbox: max((log.sequence_id for log in found.get(inbox, ())), default=0) for inbox in behind}
-        raise IdentityUpdatesBehind(behind, reached)
+        raise IdentityUpdatesBehind(behind, {inbox_id: _reached(found.get(inbox_id, ())) for inbox_id in behind})
     states: dict[str, InboxState] = {}
     for inbox_id in wanted:
-        logs = found.get(inbox_id, [])
-        state: InboxState | None = None
-        limit = None if up_to is None else up_to.get(inbox_id)
-        for log in logs:
-            if limit is not None and log.sequence_id > limit:
-                continue
-            try:
-                state = apply_identity_update(state, log.update, sequence_id=log.sequence_id)
-            except Refused as refused:
-                raise UnverifiedMember(
-                    f"inbox {inbox_id}'s identity update {log.sequence_id} on the node is invalid ({refused}); "
-                    "its installations cannot be trusted"
-                ) from None
+        state = replay(inbox_id, found.get(inbox_id, []), limits.get(inbox_id))
         if state is not None:
             states[inbox_id] = state
     return states
+
+
+def replay(inbox_id: str, logs: Sequence[UpdateLog], up_to: int | None = None) -> InboxState | None:
+    """The inbox's state after its updates (up to sequence id ``up_to`` when given), each verified;
+    None when no update counts.  The updates must reach ``up_to`` (:class:`IdentityUpdatesBehind`)."""
+    if up_to is not None and not _reaches(logs, up_to):
+        raise IdentityUpdatesBehind({inbox_id: up_to}, {inbox_id: _reached(logs)})
+    state: InboxState | None = None
+    for log in logs:
+        if up_to is not None and log.sequence_id > up_to:
+            continue
+        try:
+            state = apply_identity_update(state, log.update, sequence_id=log.sequence_id)
+        except Refused as refused:
+            raise UnverifiedMember(
+                f"inbox {inbox_id}'s identity update {log.sequence_id} on the node is invalid ({refused}); "
+                "its installations cannot be trusted"
+            ) from None
+    return state
+
+
+def _reaches(logs: Iterable[UpdateLog], sequence_id: int) -> bool:
+    return any(log.sequence_id >= sequence_id for log in logs)
+
+
+def _reached(logs: Iterable[UpdateLog]) -> int:
+    return max((log.sequence_id for log in logs), default=0)
 
 
 def check_members(state: GroupState, inboxes: Mapping[str, InboxState]) -> None:

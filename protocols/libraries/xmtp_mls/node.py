@@ -23,6 +23,9 @@ from protocols.libraries.xmtp_wire.proto import (
 from .errors import NodeUnavailable
 from .profile import WRAPPER_CURVE25519
 
+#: One identity update of an inbox as the node stores it, with its sequence id.
+UpdateLog = identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog
+
 #: How long one call may take before it counts as failed.
 CALL_TIMEOUT_S = 30.0
 _PAGE = 100
@@ -79,7 +82,7 @@ class XmtpNode:
 
     def identity_updates(
         self, inbox_ids: list[str], *, after: Mapping[str, int] | None = None
-    ) -> dict[str, list[identity_api_pb2.GetIdentityUpdatesResponse.IdentityUpdateLog]]:
+    ) -> dict[str, list[UpdateLog]]:
         """Every identity update of each inbox, in the node's order (with ``after``: only those past the
         sequence id it names for the inbox)."""
         since = after or {}
@@ -101,6 +104,20 @@ class XmtpNode:
             is_inbox_id_credential=True,
         )
         self._call(self._mls.UploadKeyPackage, request, "the key package")
+
+    def key_packages(self, installation_keys: list[bytes]) -> dict[bytes, bytes]:
+        """The newest KeyPackage (bare TLS, as uploaded) the node holds for each installation that has one."""
+        if not installation_keys:
+            return {}
+        request = mls_api_pb2.FetchKeyPackagesRequest(installation_keys=installation_keys)
+        answer = self._call(self._mls.FetchKeyPackages, request, "FetchKeyPackages")
+        assert isinstance(answer, mls_api_pb2.FetchKeyPackagesResponse)
+        # the node answers in the order asked, an empty entry where it holds none
+        return {
+            key: found.key_package_tls_serialized
+            for key, found in zip(installation_keys, answer.key_packages, strict=False)
+            if found.key_package_tls_serialized
+        }
 
     def welcomes(self, installation_key: bytes, *, after: int = 0) -> Iterator[mls_api_pb2.WelcomeMessage]:
         """Every welcome stored for the installation after id ``after``, oldest first."""
@@ -138,13 +155,26 @@ class XmtpNode:
             self._mls.SendGroupMessages, mls_api_pb2.SendGroupMessagesRequest(messages=[message]), "the group message"
         )
 
-    def send_welcome(self, installation_key: bytes, hpke_public_key: bytes, data: bytes) -> None:
+    def send_welcome(
+        self, installation_key: bytes, hpke_public_key: bytes, data: bytes, welcome_metadata: bytes = b""
+    ) -> None:
         """Store a Curve25519-wrapped welcome (:func:`~.welcomes.wrap_welcome`) for the installation."""
-        welcome = mls_api_pb2.WelcomeMessageInput.V1(
-            installation_key=installation_key,
-            data=data,
-            hpke_public_key=hpke_public_key,
-            wrapper_algorithm=WRAPPER_CURVE25519,
-        )
-        request = mls_api_pb2.SendWelcomeMessagesRequest(messages=[mls_api_pb2.WelcomeMessageInput(v1=welcome)])
-        self._call(self._mls.SendWelcomeMessages, request, "the welcome")
+        self.send_welcomes([(installation_key, hpke_public_key, data, welcome_metadata)])
+
+    def send_welcomes(self, welcomes: list[tuple[bytes, bytes, bytes, bytes]]) -> None:
+        """Store Curve25519-wrapped welcomes in one call, each ``(installation key, HPKE public key, data,
+        welcome metadata)`` (:func:`~.welcomes.wrap_welcome_with_cursor`)."""
+        messages = [
+            mls_api_pb2.WelcomeMessageInput(
+                v1=mls_api_pb2.WelcomeMessageInput.V1(
+                    installation_key=installation_key,
+                    data=data,
+                    hpke_public_key=hpke_public_key,
+                    wrapper_algorithm=WRAPPER_CURVE25519,
+                    welcome_metadata=welcome_metadata,
+                )
+            )
+            for installation_key, hpke_public_key, data, welcome_metadata in welcomes
+        ]
+        request = mls_api_pb2.SendWelcomeMessagesRequest(messages=messages)
+        self._call(self._mls.SendWelcomeMessages, request, "the welcomes")

@@ -62,3 +62,7 @@ WRAPPER_SYMMETRIC = mls_contents_pb2.WELCOME_WRAPPER_ALGORITHM_SYMMETRIC_KEY
 
 #: libxmtp keeps the secrets of this many past epochs, so messages of recent epochs still decrypt.
 MAX_PAST_EPOCHS = 3
+
+#: The libxmtp version whose rules this library follows: a group whose ``minimum_supported_protocol_version``
+#: is above it is one whose commits libxmtp v1.10.0 (and so this library) refuses.
+SUPPORTED_PROTOCOL_VERSION = "1.10.0"

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from core.state import ProtocolState
+from jobs.output import plural
 from protocols.marmot.cli.publish import publish_now, report, timeout_option
 from protocols.marmot.cli.support import emit, json_option, relay_option, relay_urls
 from protocols.marmot.facts import PROTOCOL
@@ -57,7 +58,7 @@ def whoami(obj: Any, as_json: bool) -> None:
     npub = nip19.npub(me.pubkey)
     shown = {"pubkey": me.pubkey, "npub": npub, "key_packages": len(stock), "relays": relays}
     on = ", ".join(relays) or "no relay"
-    emit(as_json, shown, [npub, f"pubkey {me.pubkey}", f"{len(stock)} unused KeyPackage(s) on {on}"])
+    emit(as_json, shown, [npub, f"pubkey {me.pubkey}", f"{plural(len(stock), 'unused KeyPackage')} on {on}"])
 
 
 @click.group("key-package")
@@ -89,7 +90,7 @@ def key_package_publish(
     made = [event.data["event_id"] for event in outcome.events]
     summary = publish_now(app, timeout_s)
     lines = [f"KeyPackage {event_id}" for event_id in made] or [
-        f"{count} unused KeyPackage(s) are out already; --force publishes another"
+        f"{plural(count, 'unused KeyPackage')} {'is' if count == 1 else 'are'} out already; --force publishes another"
     ]
     report(as_json, {"key_packages": made, "publish": summary.to_json()}, [*lines, *summary.lines()], summary)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from core import contract
 from core.records import StoredEvent
+from jobs import hints
+from jobs.output import plural
 from protocols.marmot import facts
 from protocols.marmot.cli.support import short_key
 from protocols.marmot.facts import PROTOCOL
@@ -45,7 +47,7 @@ def _commit(data: dict[str, Any]) -> str:
     said += f": {', '.join(changes)}" if changes else ""
     if data["we_were_removed"]:
         said += "; we were removed: the group is read-only now"
-    return said + f" ({data['members']} members)"
+    return said + f" ({plural(data['members'], 'member')})"
 
 
 def _proposal(data: dict[str, Any]) -> str:
@@ -64,7 +66,7 @@ def _invitation(data: dict[str, Any]) -> str:
     name = f" {data['name']!r}" if data["name"] else ""
     return (
         f"invitation {data['welcome_id']} from {short_key(data['sender'])} to group{name} {data['group']} "
-        f"({data['members']} members): `tessera marmot accept {data['welcome_id']}` joins it"
+        f"({plural(data['members'], 'member')}): `{hints.command('marmot', 'accept', data['welcome_id'])}` joins it"
     )
 
 
@@ -83,10 +85,16 @@ _ACCOUNT_LINES: dict[str, Line] = {facts.WELCOME_RECEIVED: _invitation}
 class Arrivals:
     """Collects (and hands to ``on_line``) what the runtime commits from now until :meth:`stop`."""
 
-    def __init__(self, runtime: contract.Runtime, on_line: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        runtime: contract.Runtime,
+        on_line: Callable[[str], None] | None = None,
+        on_item: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.items: list[dict[str, Any]] = []
         self.lines: list[str] = []
         self._on_line = on_line
+        self._on_item = on_item  # `listen --json`: each item as it comes
         self._stops = [
             runtime.subscribe(kind, self._seen, protocol=PROTOCOL) for kind in (*_GROUP_LINES, *_ACCOUNT_LINES)
         ]
@@ -101,6 +109,8 @@ class Arrivals:
         self.lines.append(line)
         if self._on_line is not None:
             self._on_line(line)
+        if self._on_item is not None:
+            self._on_item(self.items[-1])
 
     def stop(self) -> None:
         """Stop listening to the runtime."""

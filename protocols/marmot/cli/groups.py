@@ -1,11 +1,13 @@
 """``tessera marmot`` commands that change who is in a group, and the ones that show it.
 
-``create-group``, ``invite``, ``remove``, ``self-update`` and ``leave`` each
+``create-group``, ``add-members``, ``remove-members``, ``update-key`` and ``leave`` each
 run one plugin command (one transaction) and then the tick, so a commit is
 published, comes back from a relay and is applied, and the welcomes it held
 back are sent, before the command returns (see :mod:`.publish`).
-``invite`` first fetches each invitee's KeyPackage from relays
-(:mod:`.invitees`), outside any transaction.
+``add-members`` first fetches each invitee's KeyPackage from relays
+(:mod:`.invitees`), outside any transaction.  The old names (``invite``,
+``remove``, ``self-update``, ``decline``) still run them, hidden from ``--help``
+(docs/cli.md: the same verbs as ``tessera xmtp``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ import click
 
 from core import contract
 from core.state import ProtocolState
+from jobs import hints, times
+from jobs.cli_options import hidden_alias
+from jobs.output import plural
 from protocols.libraries import mls
+from protocols.marmot.cli import ids
 from protocols.marmot.cli.invitees import find_invitee
 from protocols.marmot.cli.publish import PublishSummary, publish_now, report, timeout_option
 from protocols.marmot.cli.support import (
@@ -52,17 +58,20 @@ def _group_row(app: contract.App, gid: str) -> dict[str, Any]:
 def _report_change(app: contract.App, gid: str, change: str, summary: PublishSummary, as_json: bool) -> None:
     """Print where ``gid`` stands after ``change`` of ours, and what the relays said."""
     row = _group_row(app, gid)
-    standing = f"{change}: group {gid} is at epoch {row['epoch']} with {row['members']} member(s)"
+    standing = f"{change}: group {gid} is at epoch {row['epoch']} with {plural(row['members'], 'member')}"
     shown = {"group": gid, "change": change, "now": row, "publish": summary.to_json()}
     report(as_json, shown, [standing, *summary.lines()], summary)
 
 
-def _change(obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool) -> None:
-    """Run ``marmot.<command>`` on the joined group ``gid`` names, publish, and report where the group stands."""
+def _change(
+    obj: Any, gid: str, command: str, params: dict[str, Any], timeout_s: int, as_json: bool, shown_as: str = ""
+) -> None:
+    """Run ``marmot.<command>`` on the joined group ``gid`` names, publish, and report where the group stands
+    (``shown_as``: the command line's name of the change, when it is not the plugin command's)."""
     app = obj.app()
     gid = joined_group(app, gid)
     app.runtime.run_command(f"marmot.{command}", {"group": gid, **params})
-    _report_change(app, gid, command.replace("_", "-"), publish_now(app, timeout_s), as_json)
+    _report_change(app, gid, shown_as or command.replace("_", "-"), publish_now(app, timeout_s), as_json)
 
 
 @click.command("create-group")
@@ -80,7 +89,11 @@ def create_group(
     event = obj.app().runtime.run_command("marmot.create_group", params).events[0]
     gid = event.partition_key
     shown = {"group": gid, "name": name, "admins": event.data["admins"], "relays": params["relays"]}
-    emit(as_json, shown, [f"created group {gid}", f"invite with `tessera marmot invite --group {gid} NPUB`"])
+    emit(
+        as_json,
+        shown,
+        [f"created group {gid}", f"add members with `{hints.command('marmot', 'add-members', '--group', gid)} NPUB`"],
+    )
 
 
 def _invite_relays(app: contract.App, gid: str) -> list[str]:
@@ -94,17 +107,17 @@ def _invite_relays(app: contract.App, gid: str) -> list[str]:
     return list(group_data.read(loaded.state).relays)
 
 
-@click.command()
+@click.command("add-members")
 @group_option
 @relay_option("Also look for the invitees' KeyPackages on this relay (repeatable).")
 @timeout_option
 @json_option
-@click.argument("invitees", nargs=-1, required=True)
+@click.argument("invitees", metavar="MEMBERS...", nargs=-1, required=True)
 @click.pass_obj
-def invite(
+def add_members(
     obj: Any, gid: str, relays: tuple[str, ...], timeout_s: int, as_json: bool, invitees: tuple[str, ...]
 ) -> None:
-    """Add INVITEES (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
+    """Add MEMBERS (npub or hex) to a group: fetch their KeyPackages, commit, publish, send the welcomes."""
     pubkeys, extra = public_keys(invitees), relay_urls(relays)
     app = obj.app()
     gid = joined_group(app, gid)
@@ -122,28 +135,28 @@ def invite(
     if not as_json:
         for pubkey, event_id in used.items():
             click.echo(f"inviting {short_key(pubkey)} with KeyPackage {event_id}")
-    _report_change(app, gid, "invite", publish_now(app, timeout_s), as_json)
+    _report_change(app, gid, "add-members", publish_now(app, timeout_s), as_json)
 
 
-@click.command()
+@click.command("remove-members")
 @group_option
 @timeout_option
 @json_option
-@click.argument("members", nargs=-1, required=True)
+@click.argument("members", metavar="MEMBERS...", nargs=-1, required=True)
 @click.pass_obj
-def remove(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
+def remove_members(obj: Any, gid: str, timeout_s: int, as_json: bool, members: tuple[str, ...]) -> None:
     """Remove MEMBERS (npub or hex) from a group (admins only), and publish the commit."""
-    _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json)
+    _change(obj, gid, "remove", {"members": public_keys(members)}, timeout_s, as_json, shown_as="remove-members")
 
 
-@click.command("self-update")
+@click.command("update-key")
 @group_option
 @timeout_option
 @json_option
 @click.pass_obj
-def self_update(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
-    """Rotate our own keys in a group (any member may), and publish the commit."""
-    _change(obj, gid, "self_update", {}, timeout_s, as_json)
+def update_key(obj: Any, gid: str, timeout_s: int, as_json: bool) -> None:
+    """Rotate our own keys in a group (a self-update commit, which any member may make), and publish it."""
+    _change(obj, gid, "self_update", {}, timeout_s, as_json, shown_as="update-key")
 
 
 @click.command()
@@ -176,14 +189,14 @@ def members(obj: Any, gid: str, as_json: bool) -> None:
         f"{row['npub']}  {row['pubkey']}" + (" admin" if row["admin"] else "") + (" (us)" if row["self"] else "")
         for row in rows
     ]
-    emit(as_json, rows, [*lines, f"{len(rows)} member(s) at epoch {state.epoch}"])
+    emit(as_json, rows, [*lines, f"{plural(len(rows), 'member')} at epoch {state.epoch}"])
 
 
 @click.command("welcomes")
 @json_option
 @click.pass_obj
 def list_welcomes(obj: Any, as_json: bool) -> None:
-    """List pending invitations (accept or decline them by id)."""
+    """List pending invitations (accept or reject them by id)."""
     app = obj.app()
     with app.db.read():
         rows = app.db.all(_PENDING_WELCOMES, (WelcomeState.PENDING,))
@@ -192,10 +205,11 @@ def list_welcomes(obj: Any, as_json: bool) -> None:
         for welcome_id, received, sender, gid, data in rows
     ]
     lines = [
-        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({p['members']} members, epoch {p['epoch']})"
+        f"{p['id']}  from {short_key(p['sender'])}  group {p['name']!r} ({plural(p['members'], 'member')}, "
+        f"epoch {p['epoch']})  received {times.utc(p['received_at_ms'])}"
         for p in pending
     ]
-    emit(as_json, pending, [*lines, f"{len(pending)} pending invitation(s)"])
+    emit(as_json, pending, [*lines, f"{plural(len(pending), 'pending invitation')}"])
 
 
 def _invitation(data: str) -> dict[str, Any]:
@@ -210,9 +224,9 @@ def _invitation(data: str) -> dict[str, Any]:
 @json_option
 @click.pass_obj
 def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
-    """Join the group of pending invitation WELCOME_ID (`welcomes` lists them)."""
+    """Join the group of pending invitation WELCOME_ID, or a unique prefix of it (`welcomes` lists them)."""
     app = obj.app()
-    outcome = app.runtime.run_command("marmot.accept", {"welcome": welcome_id.strip()})
+    outcome = app.runtime.run_command("marmot.accept", {"welcome": ids.welcome(app, welcome_id)})
     gid = outcome.events[0].partition_key
     _report_change(app, gid, "accept", publish_now(app, timeout_s), as_json)
 
@@ -222,13 +236,28 @@ def accept(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
 @timeout_option
 @json_option
 @click.pass_obj
-def decline(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
-    """Decline pending invitation WELCOME_ID; its KeyPackage is replaced by a fresh one."""
+def reject(obj: Any, welcome_id: str, timeout_s: int, as_json: bool) -> None:
+    """Decline pending invitation WELCOME_ID (or a unique prefix); its KeyPackage is replaced by a fresh one."""
     app = obj.app()
-    app.runtime.run_command("marmot.decline", {"welcome": welcome_id.strip()})
+    welcome_id = ids.welcome(app, welcome_id)
+    app.runtime.run_command("marmot.decline", {"welcome": welcome_id})
     summary = publish_now(app, timeout_s)
     shown = {"declined": welcome_id, "publish": summary.to_json()}
     report(as_json, shown, [f"declined {welcome_id}", *summary.lines()], summary)
 
 
-COMMANDS = (create_group, invite, remove, self_update, leave, members, list_welcomes, accept, decline)
+COMMANDS = (
+    create_group,
+    add_members,
+    remove_members,
+    update_key,
+    leave,
+    members,
+    list_welcomes,
+    accept,
+    reject,
+    hidden_alias(add_members, "invite"),
+    hidden_alias(remove_members, "remove"),
+    hidden_alias(update_key, "self-update"),
+    hidden_alias(reject, "decline"),
+)

@@ -15,6 +15,8 @@ def _send_rumor(obj: Any, command: str, params: dict[str, Any], timeout_s: int, 
     """Run ``marmot.<command>`` for the group ``params`` names, publish, and print the rumor's id."""
     app = obj.app()
     params["group"] = group_id(app, params["group"])
+    if "target" in params:
+        params["target"] = message_id(app, params["group"], params["target"])
     outcome = app.runtime.run_command(f"marmot.{command}", params)
     if not outcome.events:
         report(
@@ -46,14 +48,16 @@ def send(obj: Any, gid: str, timeout_s: int, as_json: bool, text: str) -> None:
 
 @click.command()
 @group_option
-@click.option("--to", "target", required=True, help="Id of the message to react to (`history` shows them).")
+@click.option(
+    "--to", "target", required=True, help="Id of the message to react to, or a unique prefix (`history` shows them)."
+)
 @timeout_option
 @json_option
 @click.argument("emoji")
 @click.pass_obj
 def react(obj: Any, gid: str, target: str, timeout_s: int, as_json: bool, emoji: str) -> None:
     """React to a message with EMOJI (or + / -), and publish the reaction now."""
-    _send_rumor(obj, "react", {"group": gid, "target": message_id(target), "emoji": emoji}, timeout_s, as_json)
+    _send_rumor(obj, "react", {"group": gid, "target": target, "emoji": emoji}, timeout_s, as_json)
 
 
 @click.command()
@@ -63,8 +67,8 @@ def react(obj: Any, gid: str, target: str, timeout_s: int, as_json: bool, emoji:
 @click.argument("target", metavar="MESSAGE_ID")
 @click.pass_obj
 def delete(obj: Any, gid: str, timeout_s: int, as_json: bool, target: str) -> None:
-    """Delete our message MESSAGE_ID: members drop it from their history."""
-    _send_rumor(obj, "delete", {"group": gid, "target": message_id(target)}, timeout_s, as_json)
+    """Delete our message MESSAGE_ID (or a unique prefix of it): members drop it from their history."""
+    _send_rumor(obj, "delete", {"group": gid, "target": target}, timeout_s, as_json)
 
 
 COMMANDS = (send, react, delete)

@@ -25,24 +25,35 @@ from core import queues
 from core.app import App
 from core.errors import LeaseHeld
 from core.records import ItemSource
-from jobs import outcome
+from jobs import hints, outcome
 from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
-from protocols.marmot.cli.support import OptionDecorator
 from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.member import MarmotMember
 from protocols.marmot.relays import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_S, LiveOptions, PublishReport, RelayTransport
 
 DEFAULT_WAIT_S = 30
 
-timeout_option: OptionDecorator = click.option(
+_timeout = click.option(
     "--timeout",
     "timeout_s",
     default=DEFAULT_WAIT_S,
     show_default=True,
     type=click.IntRange(0, 3600),
-    help="Seconds to spend publishing now (0: only queue it for `tessera tick`).",
+    help="Seconds to spend publishing now (0, the old spelling of --no-publish: only queue it).",
 )
+# The one "don't publish now" flag of every plugin (docs/cli.md): the same slot as --timeout, set to 0.
+_no_publish = click.option(
+    "--no-publish",
+    "timeout_s",
+    flag_value=0,
+    help="Only record it; `tessera tick` (or `listen`) publishes it later (exit 5: queued).",
+)
+
+
+def timeout_option(command: Any) -> Any:
+    """``--timeout SECONDS`` and ``--no-publish`` (the same as ``--timeout 0``): ``timeout_s`` in the command."""
+    return _timeout(_no_publish(command))
 
 
 class RecordingRelays:
@@ -126,7 +137,10 @@ class PublishSummary:
     def lines(self) -> list[str]:
         """What to tell the user, one line each."""
         said = [f"event {e['id']} (kind {e['kind']}): {_answers(e['relays'])}" for e in self.published]
-        said += [f"parked {p['id']}: {p['reason']}; `tessera parked retry {p['id']}` tries again" for p in self.parked]
+        said += [
+            f"parked {p['id']}: {p['reason']}; `{hints.command('parked', 'retry', p['id'])}` tries again"
+            for p in self.parked
+        ]
         return said
 
 

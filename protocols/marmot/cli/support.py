@@ -9,20 +9,22 @@ import click
 
 from core import contract
 from core.errors import InvalidInput
-from core.state import ProtocolState
-from jobs import output
+from jobs import hints, output
+from jobs.cli_options import json_option
+from protocols.marmot.cli import ids
 from protocols.marmot.errors import GroupNotFound
-from protocols.marmot.facts import PROTOCOL
 from protocols.marmot.read import queries
 from protocols.marmot.relays import normalise_relay_url
-from protocols.marmot.state.store import route_of
 from protocols.marmot.wire import nip19
+
+__all__ = ["json_option"]  # the shared --json (one home: jobs.cli_options), re-exported for the marmot commands
 
 # What click's option decorators do: take a command function, return it with one more option.
 OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-json_option: OptionDecorator = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-group_option: OptionDecorator = click.option("--group", "gid", required=True, help="Group id or nostr group id (hex).")
+group_option: OptionDecorator = click.option(
+    "--group", "gid", required=True, help="Group id or nostr group id (hex; a unique prefix will do)."
+)
 
 
 def relay_option(help: str, *, required: bool = False) -> OptionDecorator:
@@ -31,12 +33,12 @@ def relay_option(help: str, *, required: bool = False) -> OptionDecorator:
 
 
 def group_id(app: contract.App, value: str) -> str:
-    """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex)."""
+    """The group id ``--group`` names: its MLS group id, or a ``nostr_group_id`` it uses on relays (hex), or a
+    unique prefix of either (at least :data:`jobs.id_prefix.MIN_PREFIX` characters)."""
     text = value.strip().lower()
-    if not text or len(text) % 2 or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
-        raise InvalidInput(f"--group must be a group id or nostr group id in hex, got {value!r}")
-    with app.db.read():
-        return route_of(ProtocolState(app.db, PROTOCOL), text) or text
+    if not text or len(text) > 128 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(f"--group must be a group id or nostr group id in hex (or its start), got {value!r}")
+    return ids.group(app, text)
 
 
 def joined_group(app: contract.App, value: str) -> str:
@@ -57,12 +59,10 @@ def relay_urls(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(normalise_relay_url(value) for value in values))
 
 
-def message_id(value: str) -> str:
-    """A message (rumor) id as ``history`` prints it: 64 hex characters."""
-    text = value.strip().lower()
-    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
-        raise InvalidInput(f"{value!r} is not a message id (64 hex characters); `tessera marmot history` shows them")
-    return text
+def message_id(app: contract.App, gid: str, value: str) -> str:
+    """A message (rumor) id of group ``gid``: whole (64 hex characters) or a unique prefix, as ``history``
+    prints them."""
+    return ids.message(app, gid, value)
 
 
 def short_key(pubkey: str) -> str:
@@ -76,4 +76,4 @@ def emit(as_json: bool, value: object, lines: Iterable[str]) -> None:
         click.echo(output.to_json(value, ensure_ascii=False))
         return
     for line in lines:
-        click.echo(line)
+        click.echo(hints.pasteable(line))

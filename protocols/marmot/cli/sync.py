@@ -30,7 +30,7 @@ from core import leases
 from core.app import App, open_app
 from core.errors import InvalidInput
 from core.metrics import MetricsServer
-from jobs import outcome
+from jobs import hints, outcome, output
 from jobs.outcome import Outcome
 from jobs.tick import DaemonMode, TickDaemon, TickReport
 from protocols.marmot.cli.arrivals import Arrivals
@@ -60,7 +60,7 @@ def sync(obj: Any, relays: tuple[str, ...], timeout_s: int, as_json: bool) -> No
         summary = publish_now(app, timeout_s)
     finally:
         arrivals.stop()
-    fetched = [f"{what}: {count} event(s) fetched" for what, count in report.per_subscription.items()]
+    fetched = [f"{what}: {output.plural(count, 'event')} fetched" for what, count in report.per_subscription.items()]
     lines = [
         *(fetched or ["nothing to fetch: no active group, and no KeyPackage relays or --relay for invitations"]),
         *arrivals.lines,
@@ -101,8 +101,9 @@ class NothingToFollow(MarmotError, InvalidInput):
 class RelayFeed:
     """Live subscriptions on their own connection, rebuilt when what to follow changes."""
 
-    def __init__(self, tick_app: App, feed_app: App, extra_relays: Sequence[str]):
+    def __init__(self, tick_app: App, feed_app: App, extra_relays: Sequence[str], *, notes_to_stderr: bool = False):
         self.tick_app = tick_app
+        self._notes_to_stderr = notes_to_stderr  # `listen --json`: stdout has only the arrivals' JSON lines
         self.feed = feed_app  # used by the listen thread alone
         self.extra = tuple(extra_relays)
         self.following: tuple[tuple[str, tuple[str, ...], str], ...] = ()
@@ -137,7 +138,7 @@ class RelayFeed:
             return
         self.stop()
         self.start()
-        click.echo(f"now following: {self.describe()}")
+        click.echo(f"now following: {self.describe()}", err=self._notes_to_stderr)
 
     def stop(self) -> None:
         """End every subscription and wait for their threads."""
@@ -157,14 +158,19 @@ class RelayFeed:
     type=click.IntRange(0, 65_535),
     help="Serve GET /metrics (queues, drops by reason, counters) on 127.0.0.1:PORT while it listens.",
 )
+@json_option
 @click.pass_obj
-def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None) -> None:
-    """Follow relays live, process what arrives and print it, until Ctrl-C."""
+def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None, as_json: bool) -> None:
+    """Follow relays live, process what arrives and print it, until Ctrl-C (--json: a JSON line per arrival,
+    the notes on stderr)."""
     extra = relay_urls(relays)
     app = obj.app()
     feed_app = open_app(obj.settings, obj.pm)  # the subscriptions queue on a connection of their own
-    arrivals = Arrivals(app.runtime, on_line=click.echo)
-    feed = RelayFeed(app, feed_app, extra)
+    if as_json:
+        arrivals = Arrivals(app.runtime, on_item=lambda item: click.echo(output.to_json_line(item)))
+    else:
+        arrivals = Arrivals(app.runtime, on_line=click.echo)
+    feed = RelayFeed(app, feed_app, extra, notes_to_stderr=as_json)
     try:
         feed.start()
         if not feed.following:
@@ -175,13 +181,14 @@ def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None) -> None:
         daemon = TickDaemon(app, mode=DaemonMode.FOREVER)
         daemon.on_pass = feed.refresh
         daemon.install_signal_handlers()
-        click.echo(f"listening: {feed.describe()} (Ctrl-C stops)")
+        click.echo(f"listening: {feed.describe()} (Ctrl-C stops)", err=as_json)
         with app.db.read():
             holder = leases.current(app.db, "tick")
         if holder is not None and holder["expires_at_ms"] > app.clock.now_ms():
             click.echo(
                 f"note: tick daemon {holder['owner']} holds this database's lease and processes what arrives; "
-                "what it processes is not printed here (`tessera marmot history` shows it)"
+                f"what it processes is not printed here (`{hints.command('marmot', 'history')}` shows it)",
+                err=as_json,
             )
         with MetricsServer(obj.settings, metrics_port):
             daemon.run()
@@ -189,4 +196,4 @@ def listen(obj: Any, relays: tuple[str, ...], metrics_port: int | None) -> None:
         feed.stop()
         arrivals.stop()
         feed_app.close()
-    click.echo("stopped")
+    click.echo("stopped", err=as_json)

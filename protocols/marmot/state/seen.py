@@ -3,30 +3,33 @@
 The handlers dedupe an outer event by what they decided before, a rollback finds the events it moves by
 their epoch and state, and a deletion (or ``react``, ``delete``, a second ``send``) asks who wrote a rumor.
 Those answers come from here, written by the item (or command) whose facts change them, in its transaction,
-never from ``marmot_processed``, the read model a rebuild may drop and refill while the daemon works:
+never from ``marmot_processed``, the read model a rebuild may drop and refill while the daemon works.  The
+keys (:mod:`.record_keys`) name the group by its number (:mod:`.numbers`) and ids in 43 characters
+(:mod:`.short_ids`):
 
-``seen/<gid>/<created_at>/<outer id>``
-    ``state epoch rumor-id reason`` (``-`` for none): the outcome of an outer event, moved along the same
-    transitions as its ``marmot_processed`` row (:func:`recorded` folds the facts of a result);
-``carried/<gid>/<rumor id>/<created_at>/<outer id>``
-    the rumor's author (its pubkey), one key per outer event whose outcome names that rumor (one, unless it
-    was sent again): who wrote a rumor, and did it come;
-``at/<gid>/<epoch>/<created_at>/<outer id>``
+``s/<no>/<created_at>/<outer>``
+    ``state epoch rumor reason`` (``-`` for none, the rumor id short): the outcome of an outer event, moved
+    along the same transitions as its ``marmot_processed`` row (:func:`recorded` folds the facts of a result);
+``c/<no>/<rumor>/<created_at>/<outer>``
+    the rumor's author (its 32-byte pubkey), one key per outer event whose outcome names that rumor (one,
+    unless it was sent again): who wrote a rumor, and did it come;
+``e/<no>/<epoch>/<created_at>/<outer>``
     empty: the events decided at each epoch of the rollback window (from its first epoch on, and every
     commit), so a rollback of the epochs after ``E`` reads the records of those events and no other; pruned
     as the window moves (:mod:`.store`).  An event outside the window no rollback can reach (the window only
     moves on), as the rule that keeps raw events (``GroupMeta.needs_keeping``) assumes too.
 
-Every key names the outer event's ``created_at`` (10 digits) before its id, which the handlers know (it is
-in the event) when they look it up: an index ordered by time takes a new event near the last one, on a page
-the transaction wrote already, where one ordered by id alone takes it anywhere (measured: 3 µs a write
-against 18 µs, most of it the pages written and encrypted at commit).  The rumor index cannot be ordered
-so (a deletion names its target by id only): it is the one write per message that lands anywhere.
+Each is its own key because each is looked up by what a handler knows at the time: the outer event (before
+it is opened), the rumor (a deletion names its target by rumor id only), the epoch (a rollback).  Every key
+names the outer event's ``created_at`` before its id: an index ordered by time takes a new event near the
+last one, on a page the transaction wrote already, where one ordered by id alone takes it anywhere.  The
+rumor index cannot be ordered so: it is the one write per message that lands anywhere.
 
 Not sealed, unlike the group's other values: they hold ids, epochs, states and authors, which the read
-models beside them hold in clear too (the whole file is encrypted at rest, issue 37), and sealing values on
-every message would cost the backfill a few percent more (a seal is 4 µs).  A database made before is filled
-once from ``marmot_processed`` when it is opened (:func:`fill`).
+models beside them hold in clear too (the whole file is encrypted at rest, issue 37).  A database made
+before is filled once from ``marmot_processed`` when it is opened (:func:`fill`); one whose records are in
+the hex layout of before (``seen/<gid>/``, ``carried/<gid>/``, ``at/<gid>/``) has them rewritten once
+(:mod:`.hex_records`).
 """
 
 from __future__ import annotations
@@ -42,11 +45,23 @@ from core.records import Event, Result
 from core.state import ProtocolState
 from protocols.marmot import facts
 from protocols.marmot.read.states import OuterState
+from protocols.marmot.state import numbers
 from protocols.marmot.state.meta import GroupMeta
-from protocols.marmot.state.store import SealedValues, epoch_of, epochs_prefix, meta_name
+from protocols.marmot.state.record_keys import (
+    carried_name,
+    carried_prefix,
+    epoch_name,
+    epoch_of,
+    epochs_prefix,
+    outer_of,
+    rumor_of,
+    seen_name,
+    seen_prefix,
+    when,
+)
+from protocols.marmot.state.short_ids import full, short
+from protocols.marmot.state.store import SealedValues, meta_name
 
-SEEN = "seen/"
-CARRIED = "carried/"
 #: The core KV flag set once this state holds the record of every outer event of the database (see :func:`fill`).
 FILLED = "marmot.seen_filled"
 #: What a new outcome may overwrite: anything Retryable, and Created by Processed (our own message seen on a
@@ -67,13 +82,15 @@ class Seen:
 
     def encoded(self) -> bytes:
         """``state epoch rumor-id reason``, ``-`` for none (``created_at`` is in the key): no value holds a space
-        (ids are hex, reasons words of :class:`~protocols.marmot.facts.FailureReason`)."""
-        return f"{self.state.value} {_text(self.epoch)} {_text(self.rumor_id)} {_text(self.reason)}".encode()
+        (the rumor id is short, reasons are words of :class:`~protocols.marmot.facts.FailureReason`)."""
+        rumor = _NONE if self.rumor_id is None else short(self.rumor_id)
+        return f"{self.state.value} {_text(self.epoch)} {rumor} {_text(self.reason)}".encode()
 
     @classmethod
     def decoded(cls, raw: bytes, created_at: int) -> Seen:
-        state, epoch, rumor_id, reason = raw.decode().split(" ")
-        return cls(state, None if epoch == _NONE else int(epoch), created_at, _value(rumor_id), _value(reason))
+        state, epoch, rumor, reason = raw.decode().split(" ")
+        rumor_id = None if rumor == _NONE else full(rumor)
+        return cls(state, None if epoch == _NONE else int(epoch), created_at, rumor_id, _value(reason))
 
 
 def _text(value: object) -> str:
@@ -84,51 +101,38 @@ def _value(text: str) -> str | None:
     return None if text == _NONE else text
 
 
-def _when(created_at: int, outer_id: str) -> str:
-    return f"{created_at:010d}/{outer_id}"
-
-
-def seen_name(gid: str, created_at: int, outer_id: str) -> str:
-    return f"{SEEN}{gid}/{_when(created_at, outer_id)}"
-
-
-def carried_prefix(gid: str, rumor_id: str) -> str:
-    return f"{CARRIED}{gid}/{rumor_id}/"
-
-
-def _at_name(gid: str, epoch: int, created_at: int, outer_id: str) -> str:
-    return epochs_prefix(gid, epoch) + _when(created_at, outer_id)
-
-
-def _outer_of(name: str) -> tuple[int, str]:
-    """``(created_at, outer id)`` of a key that ends with them."""
-    created_at, outer_id = name.rsplit("/", 2)[1:]
-    return int(created_at), outer_id
-
-
 # --- reads -------------------------------------------------------------------------------------
 
 
 def get(state: ProtocolState, gid: str, created_at: int, outer_id: str) -> Seen | None:
     """What was decided about the outer event ``outer_id`` (made at ``created_at``) of group ``gid``, or None when
     it is new."""
-    raw = state.get(seen_name(gid, created_at, outer_id))
+    number = numbers.of(state, gid)
+    return None if number is None else _get(state, number, created_at, outer_id)
+
+
+def _get(state: ProtocolState, number: int, created_at: int, outer_id: str) -> Seen | None:
+    raw = state.get(seen_name(number, when(created_at, outer_id)))
     return None if raw is None else Seen.decoded(raw, created_at)
 
 
 def author(state: ProtocolState, gid: str, rumor_id: str) -> str | None:
     """The pubkey of rumor ``rumor_id`` when an outer event of the group carried it, else None."""
-    for name in state.keys(carried_prefix(gid, rumor_id)):
+    number = numbers.of(state, gid)
+    for name in [] if number is None else state.keys(carried_prefix(number, rumor_id)):
         pubkey = state.get(name)
         if pubkey is not None:
-            return pubkey.decode()
+            return pubkey.hex()
     return None
 
 
 def carried_at_or_below(state: ProtocolState, gid: str, rumor_id: str, epoch: int, states: Sequence[str]) -> bool:
     """Whether an outer event of epoch ``epoch`` or before, in one of ``states``, carries ``rumor_id``."""
-    for name in state.keys(carried_prefix(gid, rumor_id)):
-        record = get(state, gid, *_outer_of(name))
+    number = numbers.of(state, gid)
+    if number is None:
+        return False
+    for name in state.keys(carried_prefix(number, rumor_id)):
+        record = _get(state, number, *outer_of(name))
         if record is not None and record.epoch is not None and record.epoch <= epoch and record.state in states:
             return True
     return False
@@ -136,34 +140,57 @@ def carried_at_or_below(state: ProtocolState, gid: str, rumor_id: str, epoch: in
 
 def decided_after(state: ProtocolState, gid: str, epoch: int) -> list[tuple[str, Seen]]:
     """The events decided at an epoch after ``epoch``, oldest first (a rollback's: inside the window)."""
-    found = _records(state, gid, [name for name in state.keys(epochs_prefix(gid)) if epoch_of(name) > epoch])
+    number = numbers.of(state, gid)
+    if number is None:
+        return []
+    names = [name for name in state.keys(epochs_prefix(number)) if epoch_of(name) > epoch]
+    found = _records(state, number, names)
     return [(outer_id, record) for outer_id, record in found if record.epoch is not None and record.epoch > epoch]
 
 
 def commits_at(state: ProtocolState, gid: str, epoch: int) -> list[str]:
     """The outer events that are processed commits of ``epoch``, oldest first."""
-    found = _records(state, gid, state.keys(epochs_prefix(gid, epoch)))
+    number = numbers.of(state, gid)
+    found = [] if number is None else _records(state, number, state.keys(epochs_prefix(number, epoch)))
     return [o for o, record in found if record.epoch == epoch and record.state == OuterState.PROCESSED_COMMIT]
 
 
-def _records(state: ProtocolState, gid: str, names: Iterable[str]) -> list[tuple[str, Seen]]:
+def _records(state: ProtocolState, number: int, names: Iterable[str]) -> list[tuple[str, Seen]]:
     """The records of the events ``names`` end with, by ``(created_at, outer id)``."""
     found = []
-    for created_at, outer_id in sorted(set(map(_outer_of, names))):
-        record = get(state, gid, created_at, outer_id)
+    for created_at, outer_id in sorted(set(map(outer_of, names))):
+        record = _get(state, number, created_at, outer_id)
         if record is not None:
             found.append((outer_id, record))
     return found
 
 
-def _times_from(state: ProtocolState, gid: str, epoch: int) -> dict[str, int]:
+def _times_from(state: ProtocolState, number: int, epoch: int) -> dict[str, int]:
     """``created_at`` of every event decided at ``epoch`` or after, by outer id (what a rollback names)."""
     times = {}
-    for name in state.keys(epochs_prefix(gid)):
+    for name in state.keys(epochs_prefix(number)):
         if epoch_of(name) >= epoch:
-            created_at, outer_id = _outer_of(name)
+            created_at, outer_id = outer_of(name)
             times[outer_id] = created_at
     return times
+
+
+def records_of(state: ProtocolState, gid: str) -> dict[str, Seen]:
+    """Every record of group ``gid``, by outer id (to look at: no handler reads a group's records whole)."""
+    number = numbers.of(state, gid)
+    found = [] if number is None else _records(state, number, state.keys(seen_prefix(number)))
+    return dict(found)
+
+
+def carriers_of(state: ProtocolState, gid: str) -> dict[tuple[str, int, str], str]:
+    """Every entry of group ``gid``'s rumor index, ``(rumor id, created_at, outer id) -> author`` (to look at)."""
+    number = numbers.of(state, gid)
+    found = {}
+    for name in [] if number is None else state.keys(carried_prefix(number)):
+        pubkey = state.get(name)
+        if pubkey is not None:
+            found[(rumor_of(name), *outer_of(name))] = pubkey.hex()
+    return found
 
 
 # --- writes: the facts of one result, folded -------------------------------------------------------------
@@ -172,17 +199,32 @@ def _times_from(state: ProtocolState, gid: str, epoch: int) -> dict[str, int]:
 class _Changes:
     """The records a result's facts change, in the order the facts come (one write per key at the end)."""
 
-    def __init__(self, state: ProtocolState, gid: str, window_start: int | None, known: Mapping[str, Seen | None]):
-        self.state, self.gid, self.window_start = state, gid, window_start
+    def __init__(
+        self,
+        numbering: numbers.Numbering,
+        gid: str,
+        window_start: int | None,
+        known: Mapping[str, Seen | None],
+    ):
+        self.state, self.numbering, self.gid, self.window_start = numbering.state, numbering, gid, window_start
         self.before: dict[str, Seen | None] = dict(known)
         self.records: dict[str, Seen | None] = dict(known)
         self.when = {outer_id: record.created_at for outer_id, record in known.items() if record is not None}
         self.index: dict[str, bytes | None] = {}
+        self.ends: dict[str, str] = {}
+        self._number: int | None = None
+
+    @property
+    def number(self) -> int:
+        """The group's number, given when its first record is written."""
+        if self._number is None:
+            self._number = self.numbering.number(self.gid)
+        return self._number
 
     def record(self, outer_id: str) -> Seen | None:
         if outer_id not in self.records:
             created_at = self.when.get(outer_id)
-            found = None if created_at is None else get(self.state, self.gid, created_at, outer_id)
+            found = None if created_at is None else _get(self.state, self.number, created_at, outer_id)
             self.before[outer_id] = self.records[outer_id] = found
         return self.records[outer_id]
 
@@ -200,17 +242,18 @@ class _Changes:
             old.state in _OVERWRITTEN or (old.state == OuterState.CREATED and new.state == OuterState.PROCESSED)
         ):
             return
-        when = _when(new.created_at, outer_id)
+        number, outer = self.number, self.outer(outer_id, new.created_at)
         if old is None or old.rumor_id != new.rumor_id:
             if old is not None and old.rumor_id is not None:
-                self.index[carried_prefix(self.gid, old.rumor_id) + when] = None
+                self.index[carried_name(number, old.rumor_id, outer)] = None
             if new.rumor_id is not None and pubkey is not None:
-                self.index[carried_prefix(self.gid, new.rumor_id) + when] = pubkey.encode()
+                self.index[carried_name(number, new.rumor_id, outer)] = bytes.fromhex(pubkey)
         if old is None or old.epoch != new.epoch:
             if old is not None and old.epoch is not None:
-                self.index[epochs_prefix(self.gid, old.epoch) + when] = None
+                self.index[epoch_name(number, old.epoch, outer)] = None
             if self.indexed(new.epoch, commit):
-                self.index[epochs_prefix(self.gid, new.epoch) + when] = b""
+                assert new.epoch is not None  # indexed says no for an event of no epoch
+                self.index[epoch_name(number, new.epoch, outer)] = b""
         self.records[outer_id] = new
 
     def move(self, outer_ids: Iterable[str], new_state: OuterState, from_states: Sequence[str]) -> None:
@@ -229,9 +272,16 @@ class _Changes:
             if old is not None and old.state in from_states:
                 self.records[outer_id] = change(old)
 
+    def outer(self, outer_id: str, created_at: int) -> str:
+        """The end of the event's keys (:func:`~.record_keys.when`), worked out once."""
+        found = self.ends.get(outer_id)
+        if found is None:
+            found = self.ends[outer_id] = when(created_at, outer_id)
+        return found
+
     def writes(self) -> list[WriteProtocolState]:
         changed = [
-            WriteProtocolState(seen_name(self.gid, record.created_at, outer_id), record.encoded())
+            WriteProtocolState(seen_name(self.number, self.outer(outer_id, record.created_at)), record.encoded())
             for outer_id, record in self.records.items()
             if record is not None and record != self.before[outer_id]
         ]
@@ -270,7 +320,7 @@ def _marked(changes: _Changes, event: Event) -> None:
 
 def _rolled_back(changes: _Changes, d: Mapping) -> None:
     """A rollback of the epochs after ``epoch``: every event it names was decided at that epoch or after."""
-    for outer_id, created_at in _times_from(changes.state, changes.gid, d["epoch"]).items():
+    for outer_id, created_at in _times_from(changes.state, changes.number, d["epoch"]).items():
         changes.when.setdefault(outer_id, created_at)
     shown = (OuterState.PROCESSED, OuterState.CREATED)
     changes.move(d["invalidated"], OuterState.EPOCH_INVALIDATED, shown)
@@ -293,15 +343,19 @@ def recorded(
     """The writes that bring the records of the outer events ``events`` are about up to date with them, for a
     group whose rollback window begins at ``window_start``; ``known`` holds records read in this transaction
     already (by outer id), so they are not read again."""
+    numbering = numbers.Numbering(state)
     by_group: dict[str, _Changes] = {}
     for event in events:
         gid = event.partition_key
-        changes = by_group.setdefault(gid, _Changes(state, gid, window_start, known or {}))
+        changes = by_group.get(gid)
+        if changes is None:
+            changes = by_group[gid] = _Changes(numbering, gid, window_start, known or {})
         if event.type == facts.EPOCH_ROLLED_BACK:
             _rolled_back(changes, event.data)
         else:
             _marked(changes, event)
-    return [write for changes in by_group.values() for write in changes.writes()]
+    writes = [write for changes in by_group.values() for write in changes.writes()]
+    return [*numbering.writes(), *writes] if writes else writes
 
 
 def with_records(
@@ -337,18 +391,22 @@ def fill(db: contract.Database, kv: KV, now_ms: int) -> int:
     state = ProtocolState(db, facts.PROTOCOL)
     values = SealedValues(state)
     rows = db.all(_ROWS)
+    numbering = numbers.Numbering(state)
     starts = {gid: _window_start(values, gid) for gid in {bytes(row[0]).hex() for row in rows}}
     for gid_blob, outer_blob, created_at, state_name, epoch, rumor_blob, pubkey, reason in rows:
         gid, outer_id = bytes(gid_blob).hex(), bytes(outer_blob).hex()
+        number = numbering.number(gid)
         rumor_id = None if rumor_blob is None else bytes(rumor_blob).hex()
         record = Seen(state_name, epoch, created_at, rumor_id, reason)
-        state.put(seen_name(gid, created_at, outer_id), record.encoded(), now_ms)
-        when = _when(created_at, outer_id)
+        outer = when(created_at, outer_id)
+        state.put(seen_name(number, outer), record.encoded(), now_ms)
         if rumor_id is not None and pubkey is not None:
-            state.put(carried_prefix(gid, rumor_id) + when, pubkey.encode(), now_ms)
+            state.put(carried_name(number, rumor_id, outer), bytes.fromhex(pubkey), now_ms)
         start = starts[gid]
         if epoch is not None and (start is None or epoch >= start):
-            state.put(epochs_prefix(gid, epoch) + when, b"", now_ms)
+            state.put(epoch_name(number, epoch, outer), b"", now_ms)
+    for write in numbering.writes():
+        state.put(write.key, write.value, now_ms)
     kv.set(FILLED, 1)
     return len(rows)
 

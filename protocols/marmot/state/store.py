@@ -41,9 +41,11 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
 :mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
-the deletions (``deleted/``, :mod:`.deletions`) and the processing record
-(``seen/``, ``carried/``, ``at/``, :mod:`.seen`) live beside them.  Every value but
-routes, kept events, the inbox list and the processing record is sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
+the deletions (``deleted/``, :mod:`.deletions`), the processing record
+(``s/``, ``c/``, ``e/``, :mod:`.seen`) and the group numbers it is keyed by
+(``group_no/``, :mod:`.numbers`) live beside them.  Every value but routes,
+kept events, the inbox list, the processing record and the group numbers is
+sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
 associated data, so a sealed value cannot be moved to another key (another
 group, another epoch's snapshot) unnoticed.
@@ -80,6 +82,7 @@ from protocols.libraries import at_rest, erasable, mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
+from protocols.marmot.state import numbers, record_keys
 from protocols.marmot.state.key import SEALER, load_key, opened_cache
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
@@ -93,7 +96,6 @@ META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
 KEPT = "kept/"
-EPOCHS = "at/"
 OUTBOX = "outbox/"
 ROUTE = "route/"
 WELCOME = "welcome/"
@@ -131,11 +133,6 @@ def kept_prefix(gid: str, epoch: int | None = None) -> str:
     return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
 
 
-def epochs_prefix(gid: str, epoch: int | None = None) -> str:
-    """Where the processing record indexes a group's events by epoch (:mod:`.seen`), pruned with the window."""
-    return f"{EPOCHS}{gid}/" if epoch is None else f"{EPOCHS}{gid}/{epoch:020d}/"
-
-
 def kept_name(gid: str, epoch: int, outer_id: str) -> str:
     return f"{kept_prefix(gid, epoch)}{outer_id}"
 
@@ -149,7 +146,7 @@ def outbox_name(gid: str, epoch: int, digest: str) -> str:
 
 
 def epoch_of(name: str) -> int:
-    """The epoch a ``snap/``, ``branch/``, ``kept/``, ``at/`` or ``outbox/`` key names."""
+    """The epoch a ``snap/``, ``branch/``, ``kept/`` or ``outbox/`` key names."""
     return int(name.split("/")[2])
 
 
@@ -559,11 +556,17 @@ class LoadedGroup:
             intents += [
                 WriteProtocolState(name, None) for name in names(kept_prefix(gid)) if epoch_of(name) <= window_start
             ]
-            # A rollback of the window's first epoch still reads that epoch's commits (seen.commits_at).
-            intents += [
-                WriteProtocolState(name, None) for name in names(epochs_prefix(gid)) if epoch_of(name) < window_start
-            ]
+            intents += self._forget_epoch_index(window_start)
         return intents
+
+    def _forget_epoch_index(self, window_start: int) -> list[WriteProtocolState]:
+        """Delete the processing records' epoch index (:mod:`.seen`) of the epochs before ``window_start``: a
+        rollback of the window's first epoch still reads that epoch's commits (``seen.commits_at``)."""
+        number = numbers.of(self.values.state, self.gid)
+        if number is None:
+            return []
+        names = self.values.names(record_keys.epochs_prefix(number))
+        return [WriteProtocolState(name, None) for name in names if record_keys.epoch_of(name) < window_start]
 
     # --- welcomes waiting for their commit ---
     #

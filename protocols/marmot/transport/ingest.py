@@ -123,7 +123,7 @@ def _select(
     db: contract.Database,
 ) -> list[_Event]:
     """The batch's events of the group (its ``h`` is one of ``routes``) that it has not decided yet, each once."""
-    chosen: dict[str, _Event] = {}
+    ours: list[tuple[dict[str, Any], queues.WorkItem]] = []
     for item in items:
         answer = item.prepared
         try:
@@ -136,17 +136,22 @@ def _select(
             continue
         if event_gid not in routes:
             report.skipped_other_group += 1
-        elif _decided(db, gid, event):
-            report.skipped_known += 1
         else:
-            chosen[event["id"]] = _Event(event, attrs.evolve(item, partition_key=event_gid))
+            ours.append((event, attrs.evolve(item, partition_key=event_gid)))
+    chosen: dict[str, _Event] = {}
+    with db.read():  # one read of the group's records for the batch, not one per event
+        state = ProtocolState(db, PROTOCOL)
+        for event, item in ours:
+            if _decided(state, gid, event):
+                report.skipped_known += 1
+            else:
+                chosen[event["id"]] = _Event(event, item)
     return sorted(chosen.values(), key=_cursor_key)
 
 
-def _decided(db: contract.Database, gid: str, event: dict[str, Any]) -> bool:
+def _decided(state: ProtocolState, gid: str, event: dict[str, Any]) -> bool:
     """Whether the handler would take ``event`` for a duplicate or a past failure (see its dedupe table)."""
-    with db.read():
-        return is_decided(seen.get(ProtocolState(db, PROTOCOL), gid, event["created_at"], event["id"]))
+    return is_decided(seen.get(state, gid, event["created_at"], event["id"]))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import click
-
+from jobs import output
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import IdentityExists, InboxUnknown, ServiceUnavailable
 from protocols.xmtp.node_profile import registration
@@ -23,7 +22,11 @@ if TYPE_CHECKING:
     from core.app import App
 
 
-def identity_new(app: App, url: str, account_key: str | None) -> None:
+#: What the identity commands print: their ``--json`` object, and the same as lines of text.
+Shown = tuple[dict[str, Any], list[str]]
+
+
+def identity_new(app: App, url: str, account_key: str | None) -> Shown:
     """Create the inbox (of the account given, or a new one) with this database as its installation."""
     _refuse_second_identity(app)
     account = registration.account_from_hex(account_key)
@@ -41,10 +44,10 @@ def identity_new(app: App, url: str, account_key: str | None) -> None:
     NodeService(url).close()  # the URL is checked before anything is created
     params = {"node": url, "account_key": account.private_key.hex()}
     app.runtime.run_command("xmtp.node_identity_new", params)
-    _register_and_show(app)
+    return _register(app)
 
 
-def identity_add_installation(app: App, url: str, account_key: str) -> None:
+def identity_add_installation(app: App, url: str, account_key: str) -> Shown:
     """Make this database another installation of the account's existing inbox on the node."""
     _refuse_second_identity(app)
     account = registration.account_from_hex(account_key)
@@ -60,7 +63,7 @@ def identity_add_installation(app: App, url: str, account_key: str) -> None:
         )
     params = {"node": url, "account_key": account.private_key.hex(), "inbox_id": inbox_id}
     app.runtime.run_command("xmtp.node_identity_new", params)
-    _register_and_show(app)
+    return _register(app)
 
 
 def _refuse_second_identity(app: App) -> None:
@@ -77,7 +80,7 @@ def _refuse_second_identity(app: App) -> None:
             )
 
 
-def _register_and_show(app: App) -> None:
+def _register(app: App) -> Shown:
     with app.db.read():
         made = Vault.of(app.db).inbox()
     try:
@@ -87,10 +90,20 @@ def _register_and_show(app: App) -> None:
             f"inbox {made.inbox_id} was made here, but the node could not be reached ({exc}); it registers on "
             "the next `tessera xmtp sync` or tick"
         ) from None
-    click.echo(f"address {made.address}")
-    click.echo(f"inbox {made.inbox_id}")
-    click.echo(f"installation {made.installation_id}")
-    click.echo(f"registered with {made.node}: {uploaded} KeyPackage(s) uploaded")
+    found = {
+        "address": made.address,
+        "inbox_id": made.inbox_id,
+        "installation": made.installation_id,
+        "node": made.node,
+        "key_packages": uploaded,
+    }
+    lines = [
+        f"address {made.address}",
+        f"inbox {made.inbox_id}",
+        f"installation {made.installation_id}",
+        f"registered with {made.node}: {output.plural(uploaded, 'KeyPackage')} uploaded",
+    ]
+    return found, lines
 
 
 def whoami(vault: Vault) -> dict[str, Any]:

@@ -209,3 +209,19 @@ def test_open_undoes_seal(suite_id: int, info: bytes, aad: bytes, plaintext: byt
     enc, ciphertext = cs.hpke.seal(pair.public, info, aad, plaintext, rng)
     assert len(ciphertext) == len(plaintext) + 16
     assert cs.hpke.open(enc, pair.private, info, aad, ciphertext) == plaintext
+
+
+@per_vector
+def test_a_context_sealing_several_messages_seals_the_first_as_single_shot_and_the_next_with_the_next_nonce(
+    v: dict[str, Any],
+) -> None:
+    scheme, first = _hpke(v), v["encryptions"][0]
+    info, aad = h(v["info"]), h(first["aad"])
+    enc, sealed = scheme.seal_all(h(v["pkRm"]), info, aad, [h(first["pt"]), b"second", b""], fixed(h(v["ikmE"])))
+    assert (enc, sealed[0]) == (h(v["enc"]), h(first["ct"]))
+    key = h(v["key"])
+    second_nonce = (int.from_bytes(h(v["base_nonce"]), "big") ^ 1).to_bytes(len(h(v["base_nonce"])), "big")
+    assert sealed[1] == scheme.aead.seal(key, second_nonce, aad, b"second")  # RFC 9180 ComputeNonce(1)
+    assert scheme.open_all(enc, h(v["skRm"]), info, aad, sealed) == (h(first["pt"]), b"second", b"")
+    with pytest.raises(DecryptionFailed):  # out of order, a message does not open
+        scheme.open_all(enc, h(v["skRm"]), info, aad, sealed[1:])

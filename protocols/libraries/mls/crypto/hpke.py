@@ -8,10 +8,13 @@ vectors and against ``cryptography``'s HPKE for the KEMs both support.
 MLS only needs the single-shot form (sequence number 0, so the nonce is the
 base nonce), base mode (no PSK, no sender authentication), and the secret
 export of a base-mode context (an external joiner's init secret, RFC 9420
-section 8.3).
+section 8.3).  XMTP's welcome wrapper seals two messages with one context
+(the Welcome, then its metadata): :meth:`Hpke.seal_all` and :meth:`Hpke.open_all`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import attrs
 
@@ -56,6 +59,31 @@ class Hpke:
         key, nonce = self._key_schedule(shared_secret, info)
         return self.aead.open(key, nonce, aad, ciphertext)
 
+    def seal_all(
+        self, public: bytes, info: bytes, aad: bytes, plaintexts: Sequence[bytes], rng: Rng | None = None
+    ) -> tuple[bytes, tuple[bytes, ...]]:
+        """SetupBaseS to ``public``, then ``ContextS.Seal`` of each plaintext in turn (RFC 9180 section 5.2:
+        the nonce of the i-th is the base nonce XOR i); the first is what :meth:`seal` gives."""
+        ephemeral = self.kem.generate_key_pair(rng)
+        shared_secret, enc = self.kem.encap(public, ephemeral)
+        key, nonce = self._key_schedule(shared_secret, info)
+        sealed = tuple(
+            self.aead.seal(key, _nth_nonce(nonce, number), aad, plaintext)
+            for number, plaintext in enumerate(plaintexts)
+        )
+        return enc, sealed
+
+    def open_all(
+        self, enc: bytes, private: bytes, info: bytes, aad: bytes, ciphertexts: Sequence[bytes]
+    ) -> tuple[bytes, ...]:
+        """SetupBaseR from ``enc``, then ``ContextR.Open`` of each ciphertext in turn (inverse of :meth:`seal_all`)."""
+        shared_secret = self.kem.decap(enc, private)
+        key, nonce = self._key_schedule(shared_secret, info)
+        return tuple(
+            self.aead.open(key, _nth_nonce(nonce, number), aad, ciphertext)
+            for number, ciphertext in enumerate(ciphertexts)
+        )
+
     def send_export(
         self, public: bytes, info: bytes, exporter_context: bytes, length: int, rng: Rng | None = None
     ) -> tuple[bytes, bytes]:
@@ -90,3 +118,8 @@ class Hpke:
         info_hash = labeled_extract(self.kdf, suite_id, b"", b"info_hash", info)
         context = bytes([MODE_BASE]) + psk_id_hash + info_hash
         return labeled_extract(self.kdf, suite_id, shared_secret, b"secret", b""), context
+
+
+def _nth_nonce(base_nonce: bytes, number: int) -> bytes:
+    """ComputeNonce(seq): the base nonce XOR the sequence number, big-endian in as many bytes."""
+    return bytes(a ^ b for a, b in zip(base_nonce, number.to_bytes(len(base_nonce), "big"), strict=True))

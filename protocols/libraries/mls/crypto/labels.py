@@ -8,6 +8,8 @@ exception: its callers pass the whole label.  Labels may be ``str`` or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ._wire import uint, vector
 from .keys import Rng
 from .suites import CipherSuite
@@ -82,3 +84,28 @@ def decrypt_with_label(
 ) -> bytes:
     """DecryptWithLabel; failure raises :class:`~protocols.libraries.mls.errors.DecryptionFailed`."""
     return suite.hpke.open(kem_output, private, _labeled(label, context), b"", ciphertext)
+
+
+def encrypt_with_label_all(
+    suite: CipherSuite,
+    public: bytes,
+    label: str | bytes,
+    context: bytes,
+    plaintexts: Sequence[bytes],
+    rng: Rng | None = None,
+) -> tuple[bytes, tuple[bytes, ...]]:
+    """EncryptWithLabel's HPKE context sealing several plaintexts in turn (the first as
+    :func:`encrypt_with_label` seals it); ``(kem_output, ciphertexts)``."""
+    return suite.hpke.seal_all(public, _labeled(label, context), b"", plaintexts, rng)
+
+
+def decrypt_with_label_all(
+    suite: CipherSuite,
+    private: bytes,
+    label: str | bytes,
+    context: bytes,
+    kem_output: bytes,
+    ciphertexts: Sequence[bytes],
+) -> tuple[bytes, ...]:
+    """Inverse of :func:`encrypt_with_label_all`; failure raises :class:`~protocols.libraries.mls.errors.DecryptionFailed`."""
+    return suite.hpke.open_all(kem_output, private, _labeled(label, context), b"", ciphertexts)

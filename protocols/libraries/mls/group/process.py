@@ -49,6 +49,7 @@ from .refusals import GroupInactive, InvalidCommit
 from .results import ApplicationMessage, CommitMessage, ProposalMessage, Received
 from .staging import Staged, stage, summarize
 from .state import GroupState, PendingProposal
+from .summary import CommitSummary
 
 
 def process(state: GroupState, data: bytes) -> Received:
@@ -208,7 +209,7 @@ def _apply(
     if effects.path_required and commit.path is None:
         raise InvalidCommit("this commit's proposals require a path and it has none")
     if state.own_leaf in effects.removes:
-        return CommitMessage(summary, False, True, removed_state(state))
+        return _received_commit(summary, staged, removed_state(state), we_were_removed=True)
     init_secret = state.keys.init_secret
     if effects.external_init is not None:
         init_secret = _external_init_secret(state, effects.external_init)
@@ -242,7 +243,15 @@ def _apply(
     assert tag is not None  # the protection layer refuses a commit without its tag
     verify_confirmation_tag(cs, epoch.secrets.confirmation_key, confirmed, tag)
     new_state = next_state(state, EpochStart(context, tree, private, epoch.secrets, tag), effects.reinit)
-    return CommitMessage(summary, False, False, new_state)
+    return _received_commit(summary, staged, new_state, we_were_removed=False)
+
+
+def _received_commit(
+    summary: CommitSummary, staged: Staged, new_state: GroupState, *, we_were_removed: bool
+) -> CommitMessage:
+    senders = tuple(sourced.sender for sourced in staged.proposals)
+    effects = staged.effects
+    return CommitMessage(summary, False, we_were_removed, new_state, senders, len(effects.psks), effects.extensions)
 
 
 def _own_update_applied(state: GroupState, staged: Staged) -> TreePrivate:

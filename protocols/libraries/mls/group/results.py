@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..messages import Credential, Proposal, Sender
+from ..messages import Credential, Extension, Proposal, Sender
 from .state import GroupState
 from .summary import CommitSummary
 
@@ -65,6 +65,11 @@ class CommitMessage:
     own: bool
     we_were_removed: bool
     new_state: GroupState = attrs.field(repr=False)
+    #: Of another member's commit (not kept for our own): who proposed each proposal, in list order; how many
+    #: PreSharedKey proposals it carries; the new GroupContext extensions its GroupContextExtensions proposal sets.
+    proposal_senders: tuple[Sender, ...] = ()
+    psks: int = 0
+    extensions: tuple[Extension, ...] | None = None
 
 
 Received = ApplicationMessage | ProposalMessage | CommitMessage
