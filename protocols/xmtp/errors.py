@@ -48,6 +48,11 @@ class PrivateProfileOnly(XmtpError, InvalidInput):
     made by libxmtp clients until the plugin makes them itself (issue 36)."""
 
 
+class ChangeRefused(XmtpError, InvalidInput):
+    """A change of ours to a libxmtp group that libxmtp's rules forbid (the group's permissions, a DM's
+    limits, a value too long): refused before anything is sent, its intent ended with the reason."""
+
+
 class NodeProfileOnly(XmtpError, ConfigurationError):
     """A command of the node profile asked of a database made by Tessera's private profile (an identity on a
     ``ws://`` server), which no XMTP client can reach: a new database made with ``identity new --node URL``

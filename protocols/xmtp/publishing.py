@@ -66,8 +66,12 @@ RETRYABLE_CODES = frozenset(
 def build(ctx: contract.Context, intent: Intent, key_packages: list[str]) -> Result:
     """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds)."""
     vault = Vault.in_context(ctx)
-    if vault.has_inbox():
+    if vault.has_inbox() and intent.kind is IntentKind.SEND_MESSAGE:
         return sending.build(ctx, intent)  # a libxmtp group: framed as libxmtp frames its messages
+    if vault.has_inbox():
+        from protocols.xmtp.node_profile import committing  # loads xmtp_mls: the node profile's only
+
+        return committing.build(ctx, intent)  # a commit libxmtp makes for the same change
     state = vault.group(intent.group_id)
     request = json.loads(intent.request)
     welcomes: list[dict[str, str]] = []

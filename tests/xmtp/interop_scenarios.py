@@ -214,6 +214,49 @@ def second_installation(peers: Peers) -> None:
     assert first.identity_sequence_ids(first.inbox_id) == [1, 2]  # the newer update, fetched for the commit
 
 
+def key_update_by_tessera(peers: Peers) -> None:
+    """The Tessera member's ``update-key``: a KEY_UPDATE intent built by the publish job, published through the
+    node and COMMITTED when read back; libxmtp processes the commit (it reads what Tessera sends in the new
+    epoch, and Tessera reads what it sends)."""
+    alice, _, ours, group = invited(peers)
+    epoch = ours.epoch(group)
+    ours.update_key(group)
+    ours.tick()
+    assert ours.open_intents() == [] and ours.epoch(group) == epoch + 1
+    assert [event["intent"] for event in ours.events("intent_committed")] == ours.intent_ids("KEY_UPDATE")
+    ours.send(group, "tessera after the key update")
+    ours.tick()
+    alice.call("sync_group", group_id=group)
+    alice.send_text(group, "libxmtp after the key update")
+    ours.tick()
+    expected = [(ours.inbox_id, "tessera after the key update"), (alice.inbox_id, "libxmtp after the key update")]
+    assert ours.texts(group) == expected
+    assert alice.texts(group) == expected
+    assert not ours.events("commit_rejected") and not ours.events("message_unreadable")
+
+
+def key_update_loses_the_race(peers: Peers) -> None:
+    """alice's commit reaches the node first in the epoch the Tessera member's key update is built for: the
+    Tessera side applies alice's, sends its intent back to TO_SEND (seed 002's conflict path), builds it again
+    for the new epoch and commits it; both sides then agree on the name and read each other."""
+    alice, _, ours, group = invited(peers)
+    epoch = ours.epoch(group)
+    ours.update_key(group)
+    alice.call("set_group_name", group_id=group, name="renamed first")  # on the node before ours
+    ours.publish()  # built for ``epoch`` (alice's commit not read yet) and published after hers
+    ours.tick()  # alice's commit wins the epoch: ours goes back to TO_SEND, is built again and published
+    ours.tick()  # read back
+    assert ours.open_intents() == [] and ours.epoch(group) == epoch + 2
+    assert [event["intent"] for event in ours.events("intent_requeued")] == ours.intent_ids("KEY_UPDATE")
+    assert [event["intent"] for event in ours.events("intent_committed")] == ours.intent_ids("KEY_UPDATE")
+    assert ours.metadata(group)["name"] == "renamed first"
+    ours.send(group, "after the race")
+    ours.tick()
+    alice.call("sync_group", group_id=group)
+    assert alice.texts(group)[-1] == (ours.inbox_id, "after the race")
+    assert alice.call("group_state", group_id=group)["name"] == "renamed first"
+
+
 SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "invited by libxmtp, messages both ways": messages_both_ways,
     "reactions, replies, unknown content": content_types,
@@ -221,4 +264,6 @@ SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "a DM opened by libxmtp": direct_message,
     "removed by libxmtp": removed_by_libxmtp,
     "a second installation of the Tessera inbox": second_installation,
+    "a key update by Tessera": key_update_by_tessera,
+    "a key update of Tessera's that loses its epoch to libxmtp": key_update_loses_the_race,
 }

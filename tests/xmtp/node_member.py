@@ -84,6 +84,22 @@ class NodeMember:
         """The sync pass alone (what ``tick`` does last)."""
         return node_sync.sync_all(self.app.runtime, self.service.node())
 
+    def publish(self) -> int:
+        """The publish pass alone."""
+        return publishing.publish_pass(self.app.runtime, self.service.publisher())
+
+    def update_key(self, group_id: str) -> None:
+        self.app.runtime.run_command("xmtp.update_key", {"group": group_id})
+
+    def epoch(self, group_id: str) -> int:
+        with self.app.db.read():
+            return joined_group(Vault.of(self.app.db), bytes.fromhex(group_id)).epoch
+
+    def intent_ids(self, kind: str) -> list[str]:
+        """Our intents of ``kind`` (an IntentKind name), in the order they were made."""
+        with self.app.db.read():
+            return [row.id for row in queries.intents(self.app.db) if row.kind.name == kind]
+
     def groups(self) -> dict[str, Membership]:
         with self.app.db.read():
             return {row.id.hex(): row.membership for row in queries.groups(self.app.db)}

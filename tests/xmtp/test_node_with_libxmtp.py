@@ -112,3 +112,11 @@ def test_a_welcome_uses_up_its_key_package_and_a_fresh_one_is_uploaded(peers: In
             for row in ours.app.db.all("SELECT ref FROM xmtp_published_key_packages ORDER BY published_at_ns")
         ]
     assert len(published) == 2 and held == published[-1:]
+
+
+def test_update_key_is_a_commit_libxmtp_processes(peers: InProcessPeers) -> None:
+    scenarios.key_update_by_tessera(peers)
+
+
+def test_a_key_update_that_loses_its_epoch_to_libxmtp_is_rebuilt_and_both_agree(peers: InProcessPeers) -> None:
+    scenarios.key_update_loses_the_race(peers)

@@ -119,6 +119,8 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     vault = Vault.in_context(ctx)
     book = IntentBook(ctx.db)
     own = book.by_hash(message.group_id, hashlib.sha256(message.data).digest())
+    if own is not None and own.kind.is_commit:
+        return _own_commit(ctx, vault, book, own, message)
     if own is not None:
         return _read_back(ctx, vault.inbox(), book, own, message)
     joined = joined_group(vault, message.group_id)
@@ -132,7 +134,34 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
         ended = intent_machine.fail_open(book, message.group_id, reason, ctx.now_ms, str(message.id))
         events += ended.events
         writes += ended.writes
+    elif isinstance(read, AppliedCommit):
+        # Another member's commit took the epoch: a commit of ours built for it can no longer land (seed 002).
+        kept = joined.state.config.max_past_epochs
+        reason = f"another member's commit took epoch {read.new_epoch - 1}"
+        stale = intent_machine.requeue_stale(
+            book, message.group_id, read.new_epoch, kept, reason, str(message.id), ctx.now_ms
+        )
+        events += stale.events
+        writes += stale.writes
     return Result(events=events, intents=writes)
+
+
+def _own_commit(
+    ctx: contract.Context, vault: Vault, book: IntentBook, own: intent_machine.Intent, message: NodeGroupMessage
+) -> Result:
+    """Our commit, read back through ``JoinedGroup.read`` like any message: the node ordered it first in its
+    epoch, so the commit the state kept pending applies and the intent is COMMITTED; if it did not apply
+    (another commit took the epoch), the intent goes back to TO_SEND to be built for the new epoch."""
+    joined = joined_group(vault, message.group_id)
+    epoch = joined.epoch
+    joined.sent.add(hashlib.sha256(message.data).digest())  # how read() tells a message of ours
+    joined.read(message.to_proto(), StoredUpdates(ctx.db))
+    if joined.epoch == epoch:
+        lost = intent_machine.requeue(own, "another member's commit took the epoch", str(message.id), ctx.now_ms)
+        return Result(events=lost.events, intents=lost.writes)
+    committed = intent_machine.commit(book, own, ctx.now_ms)
+    events = [*committed.events, *_epoch_events(ctx, joined, message, joined.epoch)]
+    return Result(events=events, intents=[*committed.writes, vault.group_intent(message.group_id, joined.state)])
 
 
 def _read_back(
@@ -186,10 +215,16 @@ def _events(ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessag
 def _commit_events(
     ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessage, applied: AppliedCommit
 ) -> list[Event]:
-    group_id = message.group_id
     if applied.we_were_removed:
-        return [facts.fact(facts.GROUP_DEACTIVATED, group_id, ctx.now_ms, {"by": applied.committer_inbox_id})]
-    events = [facts.fact(facts.EPOCH_MOVED, group_id, ctx.now_ms, {"epoch": applied.new_epoch}, message.id)]
+        data = {"by": applied.committer_inbox_id}
+        return [facts.fact(facts.GROUP_DEACTIVATED, message.group_id, ctx.now_ms, data)]
+    return _epoch_events(ctx, joined, message, applied.new_epoch)
+
+
+def _epoch_events(ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessage, epoch: int) -> list[Event]:
+    """A commit's facts: the epoch it began, and the group's name, description and members after it."""
+    group_id = message.group_id
+    events = [facts.fact(facts.EPOCH_MOVED, group_id, ctx.now_ms, {"epoch": epoch}, message.id)]
     context = joined.context
     metadata = {
         "name": context.mutable.name or "",
