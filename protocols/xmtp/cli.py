@@ -233,14 +233,29 @@ def _intent_ids(outcome: Any) -> list[str]:
 
 
 @xmtp.command("create-group")
-@click.option("--name", default="", help="A name for the group (kept on this database).")
+@click.option("--name", default="", help="A name for the group (on the node profile: in the group, as libxmtp's).")
+@click.option("--description", default="", help="Node profile: the group's description, as libxmtp's.")
+@click.option(
+    "--permissions",
+    type=click.Choice(["all-members", "admin-only"]),
+    default="all-members",
+    show_default=True,
+    help="Node profile: libxmtp's permissions preset (who may add and remove members and change metadata).",
+)
 @json_option
 @click.pass_obj
-def create_group(obj: CliState, name: str, as_json: bool) -> None:
+def create_group(obj: CliState, name: str, description: str, permissions: str, as_json: bool) -> None:
     """A new group with only us in it; prints its id."""
     app = obj.app()
     group_id = os.urandom(16)
-    app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
+    params = {"name": name, "group_id": group_id.hex()}
+    with app.db.read():
+        node_profile = Vault.of(app.db).has_inbox()
+    if node_profile:
+        params.update(description=description, permissions=permissions)
+    elif description or permissions != "all-members":
+        raise InvalidInput("--description and --permissions are the node profile's (libxmtp's groups)")
+    app.runtime.run_command("xmtp.create_group", params)
     click.echo(output.to_json({"group": group_id.hex(), "name": name}) if as_json else group_id.hex())
 
 

@@ -53,8 +53,13 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
 
 
 def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    """A new group with us as its only member; ``name`` is kept on this database."""
+    """A new group with us as its only member; ``name`` is kept on this database (on the node profile: a
+    libxmtp group, with ``description`` and ``permissions`` too)."""
     vault = Vault.in_context(ctx)
+    if vault.has_inbox():
+        from protocols.xmtp.node_profile import creating  # loads xmtp_mls: the node profile's only
+
+        return creating.command_create_group(ctx, {"group_id": os.urandom(16).hex(), **params})
     identity = vault.identity()
     name = params.get("name") or ""
     if not isinstance(name, str) or len(name) > 200:
@@ -135,7 +140,10 @@ def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Res
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
     group_id = _active_group(ctx, params)
     wanted = _addresses(params)
-    state = Vault.in_context(ctx).group(group_id)
+    vault = Vault.in_context(ctx)
+    if vault.has_inbox():  # a libxmtp group: addresses are looked up on the node when the commit is built
+        return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+    state = vault.group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
     if absent:
         raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")

@@ -105,7 +105,7 @@ class XmtpMember:
         if self.profile() == NODE:
             from protocols.xmtp.node_profile.publishing import NodePublisher
 
-            return NodePublisher(self.node())
+            return NodePublisher(self.node(), self.runtime)
         return self.delivery()
 
     def close(self) -> None:

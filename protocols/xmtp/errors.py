@@ -43,9 +43,8 @@ class InboxUnknown(XmtpError, NotFound):
 
 
 class PrivateProfileOnly(XmtpError, InvalidInput):
-    """A command only Tessera's private profile has (creating groups, adding and removing members, key
-    updates, ``listen``) asked of a database that speaks XMTP through a node: groups in libxmtp's form are
-    made by libxmtp clients until the plugin makes them itself (issue 36)."""
+    """A command only Tessera's private profile has (``listen``, a server's KeyPackage and identity lookups)
+    asked of a database that speaks XMTP through a node."""
 
 
 class ChangeRefused(XmtpError, InvalidInput):
@@ -86,6 +85,11 @@ class InvalidKey(XmtpError, InvalidInput):
 class ServiceUnavailable(XmtpError, TransientError, Unreachable):
     """The delivery service could not be reached or did not answer in time; the work is retried (a command
     that could do nothing without it exits 4, *unreachable*)."""
+
+
+class AnswersOutdated(ServiceUnavailable):
+    """The node's answers a commit was to be built from no longer cover what it needs (the group moved
+    between the asking and the build): the try fails, and the next one asks the node again."""
 
 
 class ServiceRefused(XmtpError, PermanentError):

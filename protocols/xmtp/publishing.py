@@ -63,15 +63,18 @@ RETRYABLE_CODES = frozenset(
 # --- step 1: build ----------------------------------------------------------------------------
 
 
-def build(ctx: contract.Context, intent: Intent, key_packages: list[str]) -> Result:
-    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds)."""
+def build(
+    ctx: contract.Context, intent: Intent, key_packages: list[str], answers: dict[str, Any] | None = None
+) -> Result:
+    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds; on the node
+    profile ``answers``: the node's, for a membership change)."""
     vault = Vault.in_context(ctx)
     if vault.has_inbox() and intent.kind is IntentKind.SEND_MESSAGE:
         return sending.build(ctx, intent)  # a libxmtp group: framed as libxmtp frames its messages
     if vault.has_inbox():
         from protocols.xmtp.node_profile import committing  # loads xmtp_mls: the node profile's only
 
-        return committing.build(ctx, intent)  # a commit libxmtp makes for the same change
+        return committing.build(ctx, intent, answers)  # a commit libxmtp makes for the same change
     state = vault.group(intent.group_id)
     request = json.loads(intent.request)
     welcomes: list[dict[str, str]] = []
@@ -91,7 +94,7 @@ def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
         intent = intent_machine.unbuilt(IntentBook(ctx.db).get(intent_id), intent_id)
     except WrongIntentState:
         return Result(duplicate=True)  # built before a crash, read back, or given up meanwhile
-    return build(ctx, intent, list(params.get("key_packages") or []))
+    return build(ctx, intent, list(params.get("key_packages") or []), params.get("answers"))
 
 
 def _commit(
@@ -270,7 +273,11 @@ def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Int
     """Step 1 in a transaction of its own (after the KeyPackages of an add are fetched); the intent as
     built, or None when it is no longer one to build."""
     params: dict[str, Any] = {"intent": intent.id}
-    if intent.kind is IntentKind.ADD_MEMBERS:
+    with runtime.db.read():
+        node_profile = Vault.of_runtime(runtime).has_inbox()
+    if node_profile and intent.kind in (IntentKind.ADD_MEMBERS, IntentKind.REMOVE_MEMBERS):
+        params["answers"] = _node_answers(runtime, service, intent)
+    elif intent.kind is IntentKind.ADD_MEMBERS:
         addresses = json.loads(intent.request)["addresses"]
         params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
     runtime.run_command("xmtp.prepare", params)
@@ -279,6 +286,15 @@ def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Int
     if built is None or built.state is not IntentState.TO_SEND or not built.prepared:
         return None
     return built
+
+
+def _node_answers(runtime: contract.Runtime, service: Publisher, intent: Intent) -> dict[str, Any]:
+    """What the node says of the members a libxmtp group's membership change names (asked before its build)."""
+    from protocols.xmtp.node_profile import committing
+    from protocols.xmtp.node_profile.publishing import NodePublisher
+
+    assert isinstance(service, NodePublisher)  # a node-profile database publishes through its node
+    return committing.ask_node(runtime, service.node, intent)
 
 
 def _failed(runtime: contract.Runtime, intent: Intent, error: str, *, final: bool) -> None:

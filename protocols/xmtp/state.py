@@ -191,9 +191,9 @@ class Vault:
         if found is None:
             if self.has_inbox():
                 raise PrivateProfileOnly(
-                    f"this database speaks XMTP through the node {self.inbox().node}: creating groups, adding or "
-                    "removing members, key updates and `listen` belong to Tessera's private profile (a database "
-                    "made with `identity new --server ws://...`); libxmtp clients create the groups this one joins"
+                    f"this database speaks XMTP through the node {self.inbox().node}: `listen` belongs to "
+                    "Tessera's private profile (a database made with `identity new --server ws://...`); use "
+                    "`tessera xmtp sync` or the tick daemon here"
                 )
             raise IdentityMissing(
                 "this database has no XMTP identity: run `tessera xmtp identity new --node http://HOST:PORT`"

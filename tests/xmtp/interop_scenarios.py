@@ -257,6 +257,71 @@ def key_update_loses_the_race(peers: Peers) -> None:
     assert alice.call("group_state", group_id=group)["name"] == "renamed first"
 
 
+def created_by_tessera(peers: Peers) -> None:
+    """The Tessera member creates a group in libxmtp's form (name, description, admin-only permissions) and
+    adds two libxmtp members by one commit: both are welcomed and list the same members and metadata as
+    Tessera; texts go both ways; then Tessera removes one, which reads nothing after its removal."""
+    ours = peers.tessera("tessera")
+    alice = peers.libxmtp("alice").create(peers.url)
+    bob = peers.libxmtp("bob").create(peers.url)
+    group = ours.create_group("made by Tessera", "a group libxmtp joins", "admin-only")
+    ours.add_members(group, alice.address, bob.address)
+    ours.tick()  # the commit built, published, read back; the welcomes out once it is COMMITTED
+    ours.tick()
+    assert ours.open_intents() == []
+    expected_members = sorted([ours.inbox_id, alice.inbox_id, bob.inbox_id])
+    assert ours.members(group) == expected_members
+    for member in (alice, bob):
+        member.call("sync_welcomes")
+        assert group in member.call("list_groups"), member
+        assert member.call("members", group_id=group) == expected_members
+        state = member.call("group_state", group_id=group)
+        assert (state["name"], state["description"], state["preset"]) == (
+            "made by Tessera",
+            "a group libxmtp joins",
+            "admin_only",
+        ), state
+        assert state["super_admins"] == [ours.inbox_id]
+    ours.send(group, "welcome from Tessera")
+    ours.tick()
+    alice.call("sync_group", group_id=group)
+    alice.send_text(group, "hello from libxmtp")
+    ours.tick()
+    assert ours.texts(group) == [(ours.inbox_id, "welcome from Tessera"), (alice.inbox_id, "hello from libxmtp")]
+    assert alice.texts(group) == ours.texts(group)
+    ours.remove_members(group, bob.address)
+    ours.tick()
+    ours.tick()
+    assert ours.open_intents() == [] and ours.members(group) == sorted([ours.inbox_id, alice.inbox_id])
+    ours.send(group, "bob is gone")
+    ours.tick()
+    for member in (alice, bob):
+        member.call("sync_group", group_id=group)
+    assert alice.call("members", group_id=group) == sorted([ours.inbox_id, alice.inbox_id])
+    assert not bob.call("is_active", group_id=group)
+    assert (ours.inbox_id, "bob is gone") not in bob.texts(group)
+    assert (ours.inbox_id, "bob is gone") in alice.texts(group)
+
+
+def forbidden_add_refused_locally(peers: Peers) -> None:
+    """alice lets only super admins add members; the Tessera member (no admin) asks to add bob: its intent ends
+    in ERROR with the policy's reason, nothing reaches the node, and alice's group keeps its members."""
+    alice, _, ours, group = invited(peers)
+    bob = peers.libxmtp("bob").create(peers.url)
+    alice.call("set_permission", group_id=group, update="add_member", policy="super_admin")
+    ours.tick()
+    members = ours.members(group)
+    ours.add_members(group, bob.address)
+    ours.tick()
+    assert ours.open_intents() == []
+    [failed] = ours.events("intent_failed")
+    assert "may not make this change" in failed["error"], failed
+    alice.call("sync_group", group_id=group)
+    assert alice.call("members", group_id=group) == members == ours.members(group)
+    bob.call("sync_welcomes")
+    assert group not in bob.call("list_groups")
+
+
 SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "invited by libxmtp, messages both ways": messages_both_ways,
     "reactions, replies, unknown content": content_types,
@@ -264,6 +329,8 @@ SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "a DM opened by libxmtp": direct_message,
     "removed by libxmtp": removed_by_libxmtp,
     "a second installation of the Tessera inbox": second_installation,
+    "a group created by Tessera, members added and removed": created_by_tessera,
+    "an add the group's permissions forbid, refused before sending": forbidden_add_refused_locally,
     "a key update by Tessera": key_update_by_tessera,
     "a key update of Tessera's that loses its epoch to libxmtp": key_update_loses_the_race,
 }

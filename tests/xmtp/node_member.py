@@ -8,6 +8,7 @@ runs.  Used by the interop tests and by ``python -m tests.xmtp.interop``.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import attrs
@@ -87,6 +88,19 @@ class NodeMember:
     def publish(self) -> int:
         """The publish pass alone."""
         return publishing.publish_pass(self.app.runtime, self.service.publisher())
+
+    def create_group(self, name: str = "", description: str = "", permissions: str = "all-members") -> str:
+        """A new libxmtp group with this member alone in it; its id (hex)."""
+        group_id = os.urandom(16).hex()
+        params = {"group_id": group_id, "name": name, "description": description, "permissions": permissions}
+        self.app.runtime.run_command("xmtp.create_group", params)
+        return group_id
+
+    def add_members(self, group_id: str, *addresses: str) -> None:
+        self.app.runtime.run_command("xmtp.add_members", {"group": group_id, "addresses": list(addresses)})
+
+    def remove_members(self, group_id: str, *addresses: str) -> None:
+        self.app.runtime.run_command("xmtp.remove_members", {"group": group_id, "addresses": list(addresses)})
 
     def update_key(self, group_id: str) -> None:
         self.app.runtime.run_command("xmtp.update_key", {"group": group_id})

@@ -128,7 +128,11 @@ def test_node_profile_mistakes_are_one_line_and_a_node_that_is_down_exits_4(
     assert whoami(blank, env)["node"] == "http://127.0.0.1:9"
     unreachable = run(blank, env, "sync", "--json")
     assert unreachable.returncode == 4 and json.loads(unreachable.stdout)["outcome"] == "unreachable", unreachable
-    refused = run(blank, env, "create-group")
+    made = run(blank, env, "create-group", "--name", "offline", "--permissions", "admin-only")
+    assert made.returncode == 0 and len(made.stdout.strip()) == 32, made  # a libxmtp group needs no node yet
+    queued = run(blank, env, "add-members", "--group", made.stdout.strip()[:8], "0x" + "11" * 20)
+    assert queued.returncode == 5 and "queued" in queued.stderr, queued  # the node is asked when it is built
+    refused = run(blank, env, "listen")
     assert refused.returncode != 0 and "private profile" in refused.stderr, refused
 
 

@@ -120,3 +120,11 @@ def test_update_key_is_a_commit_libxmtp_processes(peers: InProcessPeers) -> None
 
 def test_a_key_update_that_loses_its_epoch_to_libxmtp_is_rebuilt_and_both_agree(peers: InProcessPeers) -> None:
     scenarios.key_update_loses_the_race(peers)
+
+
+def test_a_group_created_by_tessera_welcomes_libxmtp_members_who_list_the_same_members(peers: InProcessPeers) -> None:
+    scenarios.created_by_tessera(peers)
+
+
+def test_an_add_the_permissions_forbid_is_refused_before_anything_is_sent(peers: InProcessPeers) -> None:
+    scenarios.forbidden_add_refused_locally(peers)

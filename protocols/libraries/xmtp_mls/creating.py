@@ -99,12 +99,12 @@ def context_extensions(group: GroupState) -> list[Extension]:
     ]
 
 
-def _new_group(installation: Installation, group: GroupState) -> JoinedGroup:
+def _new_group(installation: Installation, group: GroupState, group_id: bytes | None = None) -> JoinedGroup:
     identity = installation_identity(installation.seed, installation.inbox_id)
     started = int(time.time())
     state = create_mls_group(
         suite(CIPHER_SUITE),
-        os.urandom(GROUP_ID_BYTES),
+        os.urandom(GROUP_ID_BYTES) if group_id is None else group_id,
         identity.basic_credential,
         identity.signature,
         extensions=context_extensions(group),
@@ -118,6 +118,27 @@ def _new_group(installation: Installation, group: GroupState) -> JoinedGroup:
     return JoinedGroup(state, joined_epoch=0)
 
 
+def new_group(
+    installation: Installation,
+    *,
+    name: str = "",
+    description: str = "",
+    permissions: str | PolicySet = "all_members",
+    group_id: bytes | None = None,
+) -> JoinedGroup:
+    """A new group of ``installation`` alone, as libxmtp creates one (``group_id``: 16 random bytes unless
+    given); no network: members are added by a commit (:meth:`.groups.JoinedGroup.add_members`)."""
+    if group_id is not None and len(group_id) != GROUP_ID_BYTES:
+        raise ChangeNotPermitted(f"a libxmtp group id is {GROUP_ID_BYTES} bytes, not {len(group_id)}")
+    group = GroupState(
+        GroupMetadata(ConversationType.GROUP, installation.inbox_id),
+        MutableMetadata.new_group(installation.inbox_id, name=name, description=description),
+        GroupMembership({installation.inbox_id: 0}),
+        policies_named(permissions),
+    )
+    return _new_group(installation, group, group_id)
+
+
 def create_group(
     installation: Installation,
     node: XmtpNode,
@@ -129,13 +150,7 @@ def create_group(
 ) -> JoinedGroup:
     """A new group created by ``installation`` as libxmtp creates one, its ``members`` (addresses) added
     by one commit when given.  Nothing reaches the node until members are added."""
-    group = GroupState(
-        GroupMetadata(ConversationType.GROUP, installation.inbox_id),
-        MutableMetadata.new_group(installation.inbox_id, name=name, description=description),
-        GroupMembership({installation.inbox_id: 0}),
-        policies_named(permissions),
-    )
-    joined = _new_group(installation, group)
+    joined = new_group(installation, name=name, description=description, permissions=permissions)
     if members:
         joined.add_members(node, members)
     return joined

@@ -45,7 +45,7 @@ from protocols.xmtp import facts, intent_machine, queries
 from protocols.xmtp.errors import PayloadUnreadable
 from protocols.xmtp.intent_machine import IntentBook
 from protocols.xmtp.kinds import Membership, MessageKind
-from protocols.xmtp.node_profile import sending
+from protocols.xmtp.node_profile import committing, sending
 from protocols.xmtp.node_profile.identity_updates import StoredUpdates
 from protocols.xmtp.node_profile.inbox import Inbox
 from protocols.xmtp.state import Vault
@@ -161,7 +161,9 @@ def _own_commit(
         return Result(events=lost.events, intents=lost.writes)
     committed = intent_machine.commit(book, own, ctx.now_ms)
     events = [*committed.events, *_epoch_events(ctx, joined, message, joined.epoch)]
-    return Result(events=events, intents=[*committed.writes, vault.group_intent(message.group_id, joined.state)])
+    landed = committing.committed_at(hashlib.sha256(message.data).digest(), message.id)  # for its welcomes
+    writes = [*committed.writes, landed, vault.group_intent(message.group_id, joined.state)]
+    return Result(events=events, intents=writes)
 
 
 def _read_back(

@@ -1,14 +1,17 @@
-"""The publish pass's transport on the node profile: a message of ours goes to the node, nothing else.
+"""The publish pass's transport on the node profile: messages and commits of ours go to the node, and the
+welcomes of a commit once it is read back.
 
-The node answers a send with no id of its own; the message is confirmed when
-the group's sync reads it back (:mod:`.processing`), as every intent is.
-Adding members is the private profile's here (libxmtp's commits are issue 36),
-so the calls that fetch an invitee's KeyPackages refuse with
-:class:`~protocols.xmtp.errors.PrivateProfileOnly`.
+The node answers a send with no id of its own; a message or commit is confirmed when the group's sync
+reads it back (:mod:`.processing`), as every intent is.  A welcome is kept sealed to nothing but the
+new installation's init key is known; it is wrapped (:func:`.committing.wrapped_welcome`) with the
+node's id of the commit that added it, known once that commit is read back.  The private profile's
+calls that fetch an invitee's KeyPackage and identity refuse here: a membership change asks the node
+itself (:func:`.committing.ask_node`).
 """
 
 from __future__ import annotations
 
+from core import contract
 from protocols.xmtp.errors import PrivateProfileOnly
 from protocols.xmtp.transport.interface import Binding, Receipt
 from protocols.xmtp.transport.node import NodeService
@@ -17,20 +20,26 @@ from protocols.xmtp.transport.node import NodeService
 class NodePublisher:
     """:class:`~protocols.xmtp.transport.interface.Publisher` over an XMTP node."""
 
-    def __init__(self, node: NodeService):
+    def __init__(self, node: NodeService, runtime: contract.Runtime):
         self.node = node
+        self.runtime = runtime
 
     def join(self, group_id: bytes) -> None:
         """Nothing to announce: the node lets any installation read and write a group; MLS decides who can."""
 
     def send(self, group_id: bytes, payload: bytes, *, recipient: str | None = None) -> Receipt:
         if recipient is not None:
-            raise PrivateProfileOnly("welcomes of our own commits are sent by the private profile only")
-        self.node.send_group_message(payload)
+            from protocols.xmtp.node_profile.committing import wrapped_welcome
+
+            with self.runtime.db.read():
+                welcome = wrapped_welcome(self.runtime.db, recipient, payload)
+            self.node.send_welcomes([welcome])
+        else:
+            self.node.send_group_message(payload)
         return Receipt(message_id="", server_timestamp_us=0, superseded=False, duplicate=False)
 
     def fetch_key_package(self, installation: str) -> bytes:
-        raise PrivateProfileOnly("adding members to a libxmtp group from Tessera comes with issue 36")
+        raise PrivateProfileOnly("a libxmtp group's members are looked up on the node, not fetched this way")
 
     def fetch_identity(self, address: str) -> tuple[Binding, ...]:
-        raise PrivateProfileOnly("adding members to a libxmtp group from Tessera comes with issue 36")
+        raise PrivateProfileOnly("a libxmtp group's members are looked up on the node, not fetched this way")

@@ -75,6 +75,16 @@ class NodeService:
         with _translated(self.url):
             return self._node.identity_updates(inbox_ids, after=after)
 
+    def key_packages(self, installation_keys: list[bytes]) -> dict[bytes, bytes]:
+        """The KeyPackage the node holds for each installation that has one."""
+        with _translated(self.url):
+            return self._node.key_packages(installation_keys)
+
+    def send_welcomes(self, welcomes: list[tuple[bytes, bytes, bytes, bytes]]) -> None:
+        """Store wrapped welcomes, each ``(installation key, HPKE public key, data, welcome metadata)``."""
+        with _translated(self.url):
+            self._node.send_welcomes(welcomes)
+
     def upload_key_package(self, key_package: bytes) -> None:
         with _translated(self.url):
             self._node.upload_key_package(key_package)
