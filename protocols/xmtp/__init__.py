@@ -64,6 +64,9 @@ def register_protocol() -> Protocol:
             "node_identity_new": Command(
                 node_handlers.command_inbox_new, description="an inbox's installation on an XMTP node"
             ),
+            "open_dm": Command(
+                node_handlers.command_open_dm, description="a DM with an inbox, and the intent adding it"
+            ),
             "node_top_up_key_packages": Command(
                 node_handlers.command_top_up, description="a fresh KeyPackage in libxmtp's form when ours was used"
             ),

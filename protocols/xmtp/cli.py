@@ -194,7 +194,11 @@ publish_option = click.option(
 )
 
 
-def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bool) -> None:
+def _after_intent(
+    app: App, intent_ids: list[str], no_publish: bool, as_json: bool, about: dict[str, Any] | None = None
+) -> None:
+    """One round (unless ``no_publish``), then the intents' states; ``about``: what the command made, shown
+    first (``key value`` lines) and in the JSON object."""
     if not no_publish:
         _round(app)
     with app.db.read():
@@ -202,6 +206,8 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bo
     waiting = [row for row in rows if row.state is IntentState.TO_SEND]
     failed = [row for row in rows if row.state is IntentState.ERROR]
     if not as_json:
+        for key, value in (about or {}).items():
+            click.echo(f"{key} {value}")
         _show_intents(rows)
     reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
     if waiting:
@@ -211,7 +217,7 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bo
     found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
     if as_json:
         listed = [{"intent": r.id, "kind": r.kind.name, "state": r.state.name, "reason": r.error} for r in rows]
-        outcome.emit(True, {"intents": listed}, [], outcome.worst(found))
+        outcome.emit(True, {**(about or {}), "intents": listed}, [], outcome.worst(found))
     outcome.finish(outcome.worst(found), reasons)
 
 
@@ -278,6 +284,25 @@ def _members_command(command: str, help_text: str) -> click.Command:
 
 xmtp.add_command(_members_command("add_members", "Add accounts (their every installation) to a group."))
 xmtp.add_command(_members_command("remove_members", "Remove accounts from a group."))
+
+
+@xmtp.command()
+@click.argument("address")
+@publish_option
+@json_option
+@click.pass_obj
+def dm(obj: CliState, address: str, no_publish: bool, as_json: bool) -> None:
+    """The DM with ADDRESS's inbox (node profile): the one we have, whoever opened it, else a new one."""
+    from protocols.xmtp.node_profile import creating as node_creating
+
+    app = obj.app()
+    group_id, peer, intent_ids = node_creating.find_or_open_dm(app.runtime, app.service(XmtpMember).node(), address)
+    if not intent_ids:
+        shown = {"group": group_id.hex(), "peer_inbox_id": peer, "created": False}
+        outcome.emit(as_json, shown, [f"group {group_id.hex()} (our DM with {address} already)"], Outcome.DONE)
+        return
+    about = {"group": group_id.hex(), "peer_inbox_id": peer, "created": True}
+    _after_intent(app, intent_ids, no_publish, as_json, about)
 
 
 @xmtp.command("update-key")

@@ -101,7 +101,7 @@ def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
     return group_id
 
 
-def _intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
+def record_intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
     """A new intent (TO_SEND); a message whose turn it is already is built in the same transaction, so it
     needs only its send and the transaction that records it PUBLISHED (see :mod:`.publishing`)."""
     book = IntentBook(ctx.db)
@@ -127,13 +127,13 @@ def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     text = params.get("text")
     if not isinstance(text, str) or not text or len(text.encode()) > MAX_TEXT_BYTES:
         raise InvalidInput(f"send needs a text of 1 to {MAX_TEXT_BYTES} bytes")
-    return _intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
+    return record_intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
 
 
 def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to add every installation of each of ``addresses`` to ``group``."""
     group_id = _active_group(ctx, params)
-    return _intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
+    return record_intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
 
 
 def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
@@ -142,17 +142,17 @@ def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Res
     wanted = _addresses(params)
     vault = Vault.in_context(ctx)
     if vault.has_inbox():  # a libxmtp group: addresses are looked up on the node when the commit is built
-        return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+        return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
     state = vault.group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
     if absent:
         raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")
-    return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+    return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
 
 
 def command_update_key(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
-    return _intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
+    return record_intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
 
 
 def _decide(ctx: contract.Context, params: dict[str, Any], membership: Membership) -> Result:

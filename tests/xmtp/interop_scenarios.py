@@ -322,6 +322,33 @@ def forbidden_add_refused_locally(peers: Peers) -> None:
     assert group not in bob.call("list_groups")
 
 
+def dm_opened_by_tessera(peers: Peers) -> None:
+    """The Tessera member opens a DM with alice's address: libxmtp lists it as a DM with our inbox, texts flow
+    both ways, and asking again finds the same DM; a DM alice opened is found the same way."""
+    ours = peers.tessera("tessera")
+    alice = peers.libxmtp("alice").create(peers.url)
+    dm = ours.dm(alice.address)
+    ours.tick()
+    ours.tick()
+    assert ours.open_intents() == [] and ours.members(dm) == sorted([ours.inbox_id, alice.inbox_id])
+    assert ours.dm(alice.address) == dm  # found, not a second
+    alice.call("sync_welcomes")
+    assert {"group_id": dm, "peer_inbox_id": ours.inbox_id} in alice.call("list_dms")
+    ours.send(dm, "hi alice")
+    ours.tick()
+    alice.call("sync_group", group_id=dm)
+    alice.send_text(dm, "hi tessera")
+    ours.tick()
+    expected = [(ours.inbox_id, "hi alice"), (alice.inbox_id, "hi tessera")]
+    assert ours.texts(dm) == expected and alice.texts(dm) == expected
+    bob = peers.libxmtp("bob").create(peers.url)
+    theirs = bob.call("create_dm", inbox_id=ours.inbox_id)
+    bob.send_text(theirs, "hi from bob")
+    ours.tick()
+    ours.accept(theirs)
+    assert ours.dm(bob.address) == theirs
+
+
 SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "invited by libxmtp, messages both ways": messages_both_ways,
     "reactions, replies, unknown content": content_types,
@@ -331,6 +358,7 @@ SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "a second installation of the Tessera inbox": second_installation,
     "a group created by Tessera, members added and removed": created_by_tessera,
     "an add the group's permissions forbid, refused before sending": forbidden_add_refused_locally,
+    "a DM opened by Tessera": dm_opened_by_tessera,
     "a key update by Tessera": key_update_by_tessera,
     "a key update of Tessera's that loses its epoch to libxmtp": key_update_loses_the_race,
 }

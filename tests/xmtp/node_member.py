@@ -102,6 +102,13 @@ class NodeMember:
     def remove_members(self, group_id: str, *addresses: str) -> None:
         self.app.runtime.run_command("xmtp.remove_members", {"group": group_id, "addresses": list(addresses)})
 
+    def dm(self, address: str) -> str:
+        """Our DM with ``address``'s inbox (``tessera xmtp dm``): the one we have, else a new one; its id."""
+        from protocols.xmtp.node_profile.creating import find_or_open_dm
+
+        group_id, _, _ = find_or_open_dm(self.app.runtime, self.service.node(), address)
+        return group_id.hex()
+
     def update_key(self, group_id: str) -> None:
         self.app.runtime.run_command("xmtp.update_key", {"group": group_id})
 

@@ -128,3 +128,7 @@ def test_a_group_created_by_tessera_welcomes_libxmtp_members_who_list_the_same_m
 
 def test_an_add_the_permissions_forbid_is_refused_before_anything_is_sent(peers: InProcessPeers) -> None:
     scenarios.forbidden_add_refused_locally(peers)
+
+
+def test_a_dm_opened_by_tessera_is_libxmtp_s_dm_and_found_again(peers: InProcessPeers) -> None:
+    scenarios.dm_opened_by_tessera(peers)

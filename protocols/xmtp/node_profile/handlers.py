@@ -21,6 +21,12 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     return processing.handle_group_message(ctx, envelope)
 
 
+def command_open_dm(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import creating
+
+    return creating.command_open_dm(ctx, params)
+
+
 def command_inbox_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
     from protocols.xmtp.node_profile import registration
 
