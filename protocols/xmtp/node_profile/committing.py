@@ -24,6 +24,7 @@ import json
 from typing import Any
 
 from core import contract
+from core.intents import WriteProtocolState
 from core.records import Result
 from core.state import ProtocolState
 from protocols.libraries.mls.group.state import GroupState
@@ -42,7 +43,8 @@ from protocols.xmtp.transport.node import NodeService
 #: Where the node's id of a commit of ours is kept once read back, by the commit's hash: its welcomes
 #: tell the new members to start reading after it (libxmtp's WelcomeMetadata).
 COMMITTED_AT = "committed_at/"
-_KEY = 32  # an X25519 init key and a SHA-256 hash, at the head of a welcome kept for sending
+#: A welcome kept for sending is the installation's X25519 init key, the SHA-256 of the commit, the Welcome.
+_KEY = 32
 
 
 def build(ctx: contract.Context, intent: Intent, answers: dict[str, Any] | None = None) -> Result:
@@ -153,10 +155,8 @@ class KeptAnswers:
 # --- welcomes ----------------------------------------------------------------------------------------
 
 
-def committed_at(message_hash: bytes, node_id: int) -> Any:
+def committed_at(message_hash: bytes, node_id: int) -> WriteProtocolState:
     """The write that keeps where our commit ``message_hash`` landed on the node (read back as ``node_id``)."""
-    from core.intents import WriteProtocolState
-
     return WriteProtocolState(COMMITTED_AT + message_hash.hex(), str(node_id).encode())
 
 

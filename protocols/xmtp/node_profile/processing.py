@@ -14,10 +14,13 @@ with nothing changed; the sync fetches the updates and hands the item in again.
   private keys are deleted in the same transaction (forward secrecy: the
   key-package job uploads a fresh one).
 * **A group message** of a group we accepted: ours read back confirms its intent
-  (COMMITTED) and is recorded with what we sent; another member's text, reaction,
+  (COMMITTED) and is recorded with what we sent; a commit of ours read back is
+  applied by ``JoinedGroup.read`` (the pending commit the build kept) and
+  COMMITTED, or, when another commit took its epoch, sent back to TO_SEND; another member's text, reaction,
   reply or content of a type nobody here decodes is recorded with its type and
-  sender inbox; a commit is checked as libxmtp checks it and applied, or recorded
-  as rejected with the group left before it.
+  sender inbox; a commit is checked as libxmtp checks it and applied (our intents
+  built for the epoch it took go back to TO_SEND), or recorded as rejected with
+  the group left before it.
 """
 
 from __future__ import annotations
@@ -162,8 +165,9 @@ def _own_commit(
     committed = intent_machine.commit(book, own, ctx.now_ms)
     events = [*committed.events, *_epoch_events(ctx, joined, message, joined.epoch)]
     landed = committing.committed_at(hashlib.sha256(message.data).digest(), message.id)  # for its welcomes
-    writes = [*committed.writes, landed, vault.group_intent(message.group_id, joined.state)]
-    return Result(events=events, intents=writes)
+    return Result(
+        events=events, intents=[*committed.writes, landed, vault.group_intent(message.group_id, joined.state)]
+    )
 
 
 def _read_back(
