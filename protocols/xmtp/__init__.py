@@ -30,6 +30,8 @@ def register_protocol() -> Protocol:
     # Imported here so loading the plugin (`tessera --help`, `tessera status`) never loads the engine.
     from core.protocol import Command, Protocol
     from protocols.xmtp import commands, facts, items, keypackages, processing, projectors, publishing
+    from protocols.xmtp.node_profile import handlers as node_handlers
+    from protocols.xmtp.node_profile import items as node_items
 
     return Protocol(
         name=facts.PROTOCOL,
@@ -38,6 +40,8 @@ def register_protocol() -> Protocol:
         handlers={
             items.GROUP_MESSAGE: processing.handle_group_message,
             items.WELCOME_MESSAGE: processing.handle_welcome,
+            node_items.GROUP_MESSAGE: node_handlers.handle_group_message,
+            node_items.WELCOME: node_handlers.handle_welcome,
         },
         commands={
             "identity_new": Command(commands.command_identity_new, description="create our account and installation"),
@@ -57,6 +61,15 @@ def register_protocol() -> Protocol:
             "publish_failed": Command(publishing.command_publish_failed, description="count a failed publish"),
             "welcome_sent": Command(publishing.command_welcome_sent, description="a welcome is on the server"),
             "top_up_key_packages": Command(keypackages.command_top_up, description="refill our KeyPackage stock"),
+            "node_identity_new": Command(
+                node_handlers.command_inbox_new, description="an inbox's installation on an XMTP node"
+            ),
+            "open_dm": Command(
+                node_handlers.command_open_dm, description="a DM with an inbox, and the intent adding it"
+            ),
+            "node_top_up_key_packages": Command(
+                node_handlers.command_top_up, description="a fresh KeyPackage in libxmtp's form when ours was used"
+            ),
         },
         projectors=projectors.PROJECTORS,
         description="XMTP-style client: intents, publish, topic sync, welcomes, conflict retry",

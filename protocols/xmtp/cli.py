@@ -34,6 +34,10 @@ from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import IntentState, Membership, MessageKind
+from protocols.xmtp.node_profile import cli as node_cli
+from protocols.xmtp.node_profile import content as node_content
+from protocols.xmtp.node_profile import registration
+from protocols.xmtp.node_profile import sync as node_sync
 from protocols.xmtp.state import Vault
 
 if TYPE_CHECKING:
@@ -62,7 +66,8 @@ def _group_id(app: App, text: str, given_as: str = "--group") -> bytes:
 
 
 def _round(app: App) -> tuple[int, sync.SyncReport]:
-    """One publish pass and one sync: how many intents and welcomes reached the server, and what the sync did.
+    """One publish pass and one sync: how many intents and welcomes reached the server or node, and what the
+    sync did.
 
     ``publish_pass`` counts attempts (the tick's budget spends them, failed ones too); what was published
     is counted from the facts that say so, committed during the round."""
@@ -72,14 +77,22 @@ def _round(app: App) -> tuple[int, sync.SyncReport]:
         for kind in (facts.INTENT_PUBLISHED, facts.WELCOME_SENT)
     ]
     try:
-        service = app.service(XmtpMember).delivery()
-        publishing.publish_pass(app.runtime, service)
-        report = sync.sync_all(app.runtime, service)
-        publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+        report = _publish_and_sync(app.service(XmtpMember), app)
     finally:
         for stop in stops:
             stop()
     return len(published), report
+
+
+def _publish_and_sync(member: XmtpMember, app: App) -> sync.SyncReport:
+    if member.profile() == connection.NODE:
+        publishing.publish_pass(app.runtime, member.publisher())
+        return node_sync.sync_all(app.runtime, member.node())
+    service = member.delivery()
+    publishing.publish_pass(app.runtime, service)
+    report = sync.sync_all(app.runtime, service)
+    publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+    return report
 
 
 @click.group()
@@ -96,12 +109,27 @@ def identity() -> None:
 
 
 @identity.command("new")
-@click.option("--server", required=True, help="The delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).")
+@click.option(
+    "--node", help="An XMTP node, e.g. http://127.0.0.1:5556 (`tessera serve --xmtp-port`): speak XMTP as libxmtp does."
+)
+@click.option(
+    "--server",
+    help="Tessera's private profile instead: a delivery service, e.g. ws://127.0.0.1:8765 (`tessera serve`).",
+)
 @click.option("--account-key", help="An existing account key (64 hex); default: a new one.")
 @json_option
 @click.pass_obj
-def identity_new(obj: CliState, server: str, account_key: str | None, as_json: bool) -> None:
+def identity_new(obj: CliState, node: str | None, server: str | None, account_key: str | None, as_json: bool) -> None:
     """Create our account and installation, register them and publish KeyPackages."""
+    if (node is None) == (server is None):
+        raise click.UsageError(
+            "give one of --node http://HOST:PORT (XMTP) or --server ws://HOST:PORT (private profile)"
+        )
+    if node is not None:
+        found, lines = node_cli.identity_new(obj.app(), node, account_key)
+        outcome.emit(as_json, found, lines, Outcome.DONE)
+        return
+    assert server is not None
     if not server.startswith(connection.SCHEMES):
         raise click.BadParameter(f"{server!r} is not a ws:// or wss:// URL", param_hint="--server")
     app = obj.app()
@@ -120,17 +148,36 @@ def identity_new(obj: CliState, server: str, account_key: str | None, as_json: b
     outcome.emit(as_json, found, [*lines, f"registered with {server}: {published} KeyPackages published"], Outcome.DONE)
 
 
+@identity.command("add-installation")
+@click.option("--node", required=True, help="The XMTP node the account's inbox is on, e.g. http://127.0.0.1:5556.")
+@click.option("--account-key", required=True, help="The account key (64 hex) of the inbox to add this database to.")
+@json_option
+@click.pass_obj
+def identity_add_installation(obj: CliState, node: str, account_key: str, as_json: bool) -> None:
+    """Make this database another installation of the account's existing inbox."""
+    found, lines = node_cli.identity_add_installation(obj.app(), node, account_key)
+    outcome.emit(as_json, found, lines, Outcome.DONE)
+
+
 @xmtp.command()
 @json_option
 @click.pass_obj
 def whoami(obj: CliState, as_json: bool) -> None:
-    """Our address, installation, server and KeyPackage stock."""
+    """Our address, inbox and installation, where we talk to, and our KeyPackages."""
     app = obj.app()
     with app.db.read():
         vault = Vault.of(app.db)
-        me = vault.identity()
-        stock = len(vault.key_package_refs())
-    found = {"address": me.address, "installation": me.installation_id, "server": me.server, "key_packages": stock}
+        if vault.has_inbox():
+            found = node_cli.whoami(vault)
+        else:
+            me = vault.identity()
+            stock = len(vault.key_package_refs())
+            found = {
+                "address": me.address,
+                "installation": me.installation_id,
+                "server": me.server,
+                "key_packages": stock,
+            }
     if as_json:
         click.echo(output.to_json(found))
         return
@@ -147,7 +194,11 @@ publish_option = click.option(
 )
 
 
-def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bool) -> None:
+def _after_intent(
+    app: App, intent_ids: list[str], no_publish: bool, as_json: bool, about: dict[str, Any] | None = None
+) -> None:
+    """One round (unless ``no_publish``), then the intents' states; ``about``: what the command made, shown
+    first (``key value`` lines) and in the JSON object."""
     if not no_publish:
         _round(app)
     with app.db.read():
@@ -155,6 +206,8 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bo
     waiting = [row for row in rows if row.state is IntentState.TO_SEND]
     failed = [row for row in rows if row.state is IntentState.ERROR]
     if not as_json:
+        for key, value in (about or {}).items():
+            click.echo(f"{key} {value}")
         _show_intents(rows)
     reasons = [f"intent {row.id} {row.kind.name} failed: {row.error}" for row in failed[:SHOWN_INTENTS]]
     if waiting:
@@ -164,7 +217,7 @@ def _after_intent(app: App, intent_ids: list[str], no_publish: bool, as_json: bo
     found = [Outcome.FAILED] * bool(failed) + [Outcome.QUEUED] * bool(waiting)
     if as_json:
         listed = [{"intent": r.id, "kind": r.kind.name, "state": r.state.name, "reason": r.error} for r in rows]
-        outcome.emit(True, {"intents": listed}, [], outcome.worst(found))
+        outcome.emit(True, {**(about or {}), "intents": listed}, [], outcome.worst(found))
     outcome.finish(outcome.worst(found), reasons)
 
 
@@ -186,14 +239,29 @@ def _intent_ids(outcome: Any) -> list[str]:
 
 
 @xmtp.command("create-group")
-@click.option("--name", default="", help="A name for the group (kept on this database).")
+@click.option("--name", default="", help="A name for the group (on the node profile: in the group, as libxmtp's).")
+@click.option("--description", default="", help="Node profile: the group's description, as libxmtp's.")
+@click.option(
+    "--permissions",
+    type=click.Choice(["all-members", "admin-only"]),
+    default="all-members",
+    show_default=True,
+    help="Node profile: libxmtp's permissions preset (who may add and remove members and change metadata).",
+)
 @json_option
 @click.pass_obj
-def create_group(obj: CliState, name: str, as_json: bool) -> None:
+def create_group(obj: CliState, name: str, description: str, permissions: str, as_json: bool) -> None:
     """A new group with only us in it; prints its id."""
     app = obj.app()
     group_id = os.urandom(16)
-    app.runtime.run_command("xmtp.create_group", {"name": name, "group_id": group_id.hex()})
+    params = {"name": name, "group_id": group_id.hex()}
+    with app.db.read():
+        node_profile = Vault.of(app.db).has_inbox()
+    if node_profile:
+        params.update(description=description, permissions=permissions)
+    elif description or permissions != "all-members":
+        raise InvalidInput("--description and --permissions are the node profile's (libxmtp's groups)")
+    app.runtime.run_command("xmtp.create_group", params)
     click.echo(output.to_json({"group": group_id.hex(), "name": name}) if as_json else group_id.hex())
 
 
@@ -216,6 +284,25 @@ def _members_command(command: str, help_text: str) -> click.Command:
 
 xmtp.add_command(_members_command("add_members", "Add accounts (their every installation) to a group."))
 xmtp.add_command(_members_command("remove_members", "Remove accounts from a group."))
+
+
+@xmtp.command()
+@click.argument("address")
+@publish_option
+@json_option
+@click.pass_obj
+def dm(obj: CliState, address: str, no_publish: bool, as_json: bool) -> None:
+    """The DM with ADDRESS's inbox (node profile): the one we have, whoever opened it, else a new one."""
+    from protocols.xmtp.node_profile import creating as node_creating
+
+    app = obj.app()
+    group_id, peer, intent_ids = node_creating.find_or_open_dm(app.runtime, app.service(XmtpMember).node(), address)
+    if not intent_ids:
+        shown = {"group": group_id.hex(), "peer_inbox_id": peer, "created": False}
+        outcome.emit(as_json, shown, [f"group {group_id.hex()} (our DM with {address} already)"], Outcome.DONE)
+        return
+    about = {"group": group_id.hex(), "peer_inbox_id": peer, "created": True}
+    _after_intent(app, intent_ids, no_publish, as_json, about)
 
 
 @xmtp.command("update-key")
@@ -304,9 +391,12 @@ def sync_command(obj: CliState, as_json: bool) -> None:
     Exits 4 when the server could not be reached, 5 when an intent still waits to be published, 1 when a
     topic could not be read to its end or a group needs a rejoin."""
     app = obj.app()
-    app.service(XmtpMember).cold_start()
-    service = app.service(XmtpMember).delivery()
-    stocked = keypackages.keep_stock(app.runtime, service)
+    member = app.service(XmtpMember)
+    member.cold_start()
+    if member.profile() == connection.NODE:
+        stocked = registration.keep_stock(app.runtime, member.node())
+    else:
+        stocked = keypackages.keep_stock(app.runtime, member.delivery())
     published, report = _round(app)
     with app.db.read():
         stuck = queries.groups_needing_rejoin(app.db)
@@ -455,6 +545,26 @@ def groups(obj: CliState, as_json: bool) -> None:
     _show(listed, as_json, _group_line)
 
 
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
+@json_option
+@click.pass_obj
+def members(obj: CliState, group: str, as_json: bool) -> None:
+    """A libxmtp group's members (inbox ids) and metadata, as its state holds them."""
+    app = obj.app()
+    group_id = _group_id(app, group)
+    with app.db.read():
+        found = node_cli.members(app, group_id)
+    if as_json:
+        click.echo(output.to_json(found))
+        return
+    click.echo(f"name: {found['name']}")
+    click.echo(f"description: {found['description']}")
+    for inbox_id in found["members"]:
+        role = "super admin" if inbox_id in found["super_admins"] else "admin" if inbox_id in found["admins"] else ""
+        click.echo(f"{inbox_id} {role}".rstrip())
+
+
 def _group_line(g: dict[str, Any]) -> str:
     named = f" {g['name']!r}" if g["name"] else ""  # a group a welcome brought has no name here
     line = f"{g['group']} {g['membership']} epoch {g['epoch']}{named}{'' if g['active'] else ' (removed)'}"
@@ -476,16 +586,7 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
             raise GroupUnknown(f"no group {group} on this database; `tessera xmtp groups` lists them")
         rows = queries.messages(app.db, group_id, limit + 1, _cursor(before))
     page, more = list(reversed(rows[:limit])), len(rows) > limit
-    listed = [
-        {
-            "id": bytes(row[0]).hex(),
-            "sent_at_ns": row[1],
-            "kind": MessageKind(row[2]).name,
-            "sender": row[3],
-            "text": bytes(row[5]).decode(errors="replace"),
-        }
-        for row in page
-    ]
+    listed = [_message_item(row) for row in page]
     next_cursor = f"{page[0][1]}.{page[0][6]}" if more and page else None
     if as_json:
         click.echo(output.to_json({"messages": listed, "next_cursor": next_cursor, "has_more": more}))
@@ -496,6 +597,16 @@ def messages(obj: CliState, group: str, limit: int, before: str | None, as_json:
     if next_cursor:
         flags = ["--group", group_id.hex(), "--before", next_cursor, "--limit", limit]
         click.echo(f"older: `{hints.command('xmtp', 'messages', *flags)}`")
+
+
+def _message_item(row: Any) -> dict[str, Any]:
+    """A row of ``queries.messages`` as ``messages`` shows it; a libxmtp group's (it has a content type) with its
+    sender inbox and content type, the content decoded to one line."""
+    found = {"id": bytes(row[0]).hex(), "sent_at_ns": row[1], "kind": MessageKind(row[2]).name}
+    if not row[7]:
+        return {**found, "sender": row[3], "text": bytes(row[5]).decode(errors="replace")}
+    described = node_content.describe(bytes(row[5]))
+    return {**found, "sender": row[8], "sender_inbox_id": row[8], "content_type": row[7], "text": described}
 
 
 def _cursor(text: str | None) -> tuple[int, str] | None:

@@ -35,7 +35,8 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
     """
     vault = Vault.in_context(ctx)
     if vault.has_identity():
-        raise IdentityExists(f"this database already is {vault.identity().address}; use another database")
+        who = vault.identity().address if vault.has_private_identity() else vault.inbox().address
+        raise IdentityExists(f"this database already is {who}; use another database")
     server = params.get("server")
     if not isinstance(server, str) or not server:
         raise InvalidInput("identity new needs the server's URL, e.g. ws://127.0.0.1:8765")
@@ -52,8 +53,13 @@ def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Resul
 
 
 def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    """A new group with us as its only member; ``name`` is kept on this database."""
+    """A new group with us as its only member; ``name`` is kept on this database (on the node profile: a
+    libxmtp group, with ``description`` and ``permissions`` too)."""
     vault = Vault.in_context(ctx)
+    if vault.has_inbox():
+        from protocols.xmtp.node_profile import creating  # loads xmtp_mls: the node profile's only
+
+        return creating.command_create_group(ctx, {"group_id": os.urandom(16).hex(), **params})
     identity = vault.identity()
     name = params.get("name") or ""
     if not isinstance(name, str) or len(name) > 200:
@@ -95,7 +101,7 @@ def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
     return group_id
 
 
-def _intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
+def record_intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, request: dict[str, Any]) -> Result:
     """A new intent (TO_SEND); a message whose turn it is already is built in the same transaction, so it
     needs only its send and the transaction that records it PUBLISHED (see :mod:`.publishing`)."""
     book = IntentBook(ctx.db)
@@ -121,29 +127,32 @@ def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     text = params.get("text")
     if not isinstance(text, str) or not text or len(text.encode()) > MAX_TEXT_BYTES:
         raise InvalidInput(f"send needs a text of 1 to {MAX_TEXT_BYTES} bytes")
-    return _intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
+    return record_intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
 
 
 def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to add every installation of each of ``addresses`` to ``group``."""
     group_id = _active_group(ctx, params)
-    return _intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
+    return record_intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
 
 
 def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
     group_id = _active_group(ctx, params)
     wanted = _addresses(params)
-    state = Vault.in_context(ctx).group(group_id)
+    vault = Vault.in_context(ctx)
+    if vault.has_inbox():  # a libxmtp group: addresses are looked up on the node when the commit is built
+        return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+    state = vault.group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
     if absent:
         raise InvalidInput(f"not members of group {group_id.hex()}: {', '.join(absent)}")
-    return _intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
+    return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
 
 
 def command_update_key(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
-    return _intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
+    return record_intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
 
 
 def _decide(ctx: contract.Context, params: dict[str, Any], membership: Membership) -> Result:

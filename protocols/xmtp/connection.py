@@ -11,15 +11,24 @@ tests and embedders hand in another service (the loopback) with
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from core.contract import App, Runtime
 from protocols.xmtp.errors import NotWebSocketServer
 from protocols.xmtp.state import Vault, opened_cache
-from protocols.xmtp.transport.interface import DeliveryService
+from protocols.xmtp.transport.interface import DeliveryService, Publisher
+
+if TYPE_CHECKING:
+    from protocols.xmtp.transport.node import NodeService
 
 log = logging.getLogger("tessera.xmtp.jobs")
 
 SCHEMES = ("ws://", "wss://")
+
+#: Tessera's own MLS profile over ``tessera serve``'s WebSocket protocol (seed 002 as first built).
+PRIVATE = "private"
+#: XMTP as libxmtp speaks it, through the XMTP node API (:mod:`protocols.xmtp.node_profile`).
+NODE = "node"
 
 
 class XmtpMember:
@@ -31,10 +40,11 @@ class XmtpMember:
         #: Group states already opened and parsed (see :meth:`.state.Vault.in_context`).
         self.opened = opened_cache()
         self._service: DeliveryService | None = None
+        self._node: NodeService | None = None
         self._cold_started = False
         # An identity is never replaced or removed (``identity new`` refuses a second one), so once read it
         # is known for good: the tick's jobs ask on every pass.
-        self._has_identity = False
+        self._profile: str | None = None
         self._installation_id: str | None = None
         _fill_intent_book(app)
 
@@ -51,9 +61,25 @@ class XmtpMember:
         return self._service
 
     def has_identity(self) -> bool:
-        if not self._has_identity:
-            self._has_identity = has_identity(self.runtime)
-        return self._has_identity
+        return self.profile() is not None
+
+    def profile(self) -> str | None:
+        """:data:`PRIVATE` (an identity on a ``ws://`` server), :data:`NODE` (an inbox on an XMTP node), or
+        None before ``identity new``."""
+        if self._profile is None:
+            self._profile = profile_of(self.runtime)
+        return self._profile
+
+    def node(self) -> NodeService:
+        """The XMTP node of a node-profile database, connected on first use (:class:`NodeProfileOnly` for a
+        database of the private profile)."""
+        from protocols.xmtp.transport.node import NodeService  # gRPC is loaded only by databases that use it
+
+        if self._node is None:
+            with self.runtime.db.read():
+                url = Vault.of(self.runtime.db).inbox().node
+            self._node = NodeService(url)
+        return self._node
 
     def installation_id(self) -> str:
         """Our installation's id (``IdentityMissing`` before ``identity new``)."""
@@ -74,10 +100,21 @@ class XmtpMember:
             log.info("cold start freed %d topic locks of sync holders that are gone", freed)
         return freed
 
+    def publisher(self) -> Publisher:
+        """What the publish pass sends through: the node (node profile) or the delivery service."""
+        if self.profile() == NODE:
+            from protocols.xmtp.node_profile.publishing import NodePublisher
+
+            return NodePublisher(self.node(), self.runtime)
+        return self.delivery()
+
     def close(self) -> None:
         service, self._service = self._service, None
         if service is not None:
             service.close()
+        node, self._node = self._node, None
+        if node is not None:
+            node.close()
 
     def _open(self, keep_pushes: bool) -> DeliveryService:
         from protocols.xmtp.transport.websocket import WebSocketService
@@ -108,5 +145,15 @@ def _fill_intent_book(app: App) -> None:
 
 
 def has_identity(runtime: Runtime) -> bool:
+    return profile_of(runtime) is not None
+
+
+def profile_of(runtime: Runtime) -> str | None:
+    """Which profile this database speaks (:data:`PRIVATE`, :data:`NODE`), or None when it has no identity."""
     with runtime.db.read():
-        return runtime.db.has_table("xmtp_groups") and Vault.of(runtime.db).has_identity()
+        if not runtime.db.has_table("xmtp_groups"):
+            return None
+        vault = Vault.of(runtime.db)
+        if vault.has_inbox():
+            return NODE
+        return PRIVATE if vault.has_private_identity() else None

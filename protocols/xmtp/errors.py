@@ -34,6 +34,30 @@ class NotWebSocketServer(XmtpError, ConfigurationError):
     """The identity's server is not a ws:// or wss:// URL of ``tessera serve``."""
 
 
+class InvalidNodeUrl(XmtpError, InvalidInput):
+    """A node URL that is not ``http://HOST:PORT`` or ``https://HOST:PORT`` (what libxmtp and the node API take)."""
+
+
+class InboxUnknown(XmtpError, NotFound):
+    """An account with no inbox on the XMTP node (``identity add-installation`` needs one to join)."""
+
+
+class PrivateProfileOnly(XmtpError, InvalidInput):
+    """A command only Tessera's private profile has (``listen``, a server's KeyPackage and identity lookups)
+    asked of a database that speaks XMTP through a node."""
+
+
+class ChangeRefused(XmtpError, InvalidInput):
+    """A change of ours to a libxmtp group that libxmtp's rules forbid (the group's permissions, a DM's
+    limits, a value too long): refused before anything is sent, its intent ended with the reason."""
+
+
+class NodeProfileOnly(XmtpError, ConfigurationError):
+    """A command of the node profile asked of a database made by Tessera's private profile (an identity on a
+    ``ws://`` server), which no XMTP client can reach: a new database made with ``identity new --node URL``
+    speaks XMTP."""
+
+
 class IdentityExists(XmtpError, InvalidInput):
     """``identity new`` on a database that already has an identity."""
 
@@ -61,6 +85,11 @@ class InvalidKey(XmtpError, InvalidInput):
 class ServiceUnavailable(XmtpError, TransientError, Unreachable):
     """The delivery service could not be reached or did not answer in time; the work is retried (a command
     that could do nothing without it exits 4, *unreachable*)."""
+
+
+class AnswersOutdated(ServiceUnavailable):
+    """The node's answers a commit was to be built from no longer cover what it needs (the group moved
+    between the asking and the build): the try fails, and the next one asks the node again."""
 
 
 class ServiceRefused(XmtpError, PermanentError):

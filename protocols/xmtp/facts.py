@@ -33,6 +33,11 @@ INTENT_FAILED = "intent_failed"
 INTENT_COMMITTED = "intent_committed"
 INTENT_REQUEUED = "intent_requeued"
 WELCOME_SENT = "welcome_sent"
+# The node profile's (protocols/xmtp/node_profile/): a libxmtp member's commit applied changed the group's
+# name, description or members; one refused as libxmtp refuses it; a message nobody can read.
+GROUP_METADATA_CHANGED = "group_metadata_changed"
+COMMIT_REJECTED = "commit_rejected"
+MESSAGE_UNREADABLE = "message_unreadable"
 
 
 def b64(data: bytes) -> str:

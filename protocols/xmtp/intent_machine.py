@@ -327,6 +327,29 @@ def requeue(intent: Intent, reason: str, cause: str, now_ms: int) -> Change:
     return Change([event], [_keep(rebuilt)])
 
 
+def requeue_stale(
+    book: IntentBook, group_id: bytes, new_epoch: int, kept: int, reason: str, cause: str, now_ms: int
+) -> Change:
+    """Our intents in ``group_id`` that can no longer land as built once another member's commit (``cause``)
+    moved it to ``new_epoch``: commits built for an older epoch, and messages built for an epoch more than
+    ``kept`` (the past epochs members keep) before it; each goes back to TO_SEND to be built again.
+
+    A message built but not read back yet may be on the server already (a crash or a lost reply after its
+    send): if so it is stored after this commit (else it would have been read back before it), where every
+    member reads it in an epoch ``kept`` allows.  Built again, it would be delivered twice; so it goes out
+    as it was built, unless it is too old for anyone to read wherever it lands.
+    """
+    events, writes = [], []
+    for intent in book.open_in(group_id):
+        if not intent.prepared or intent.epoch is None or intent.epoch >= new_epoch:
+            continue
+        if intent.kind.is_commit or (intent.state is IntentState.TO_SEND and new_epoch - intent.epoch > kept):
+            change = requeue(intent, reason, cause, now_ms)
+            events += change.events
+            writes += change.writes
+    return Change(events, writes)
+
+
 # --- databases made before the book ------------------------------------------------------------------
 
 _OPEN_ROWS = (

@@ -17,6 +17,7 @@ from core.encoding import loads_untrusted
 from core.errors import MalformedInput
 from core.records import Envelope, derive_event_id
 from protocols.xmtp.facts import PROTOCOL
+from protocols.xmtp.node_profile import items as node_items
 from protocols.xmtp.transport.interface import WELCOME, ServerMessage
 
 GROUP_MESSAGE = "group_message"
@@ -43,8 +44,11 @@ def encode(topic: str, message: ServerMessage) -> bytes:
 
 
 def decode(blob: bytes) -> Envelope:
-    """A queued item as an envelope: a group message or a welcome, partitioned by its group."""
+    """A queued item as an envelope: a group message or a welcome, partitioned by its group (the node
+    profile's items: :mod:`.node_profile.items`)."""
     parsed = loads_untrusted(blob)
+    if isinstance(parsed, dict) and node_items.is_node_item(parsed):
+        return node_items.decode(parsed)
     if not isinstance(parsed, dict) or not isinstance(parsed.get("message"), dict):
         raise MalformedInput(None, "an xmtp item is an object with a message")
     return envelope(_field(parsed, "topic", str), _message(parsed["message"]))

@@ -12,13 +12,18 @@ from __future__ import annotations
 from core.contract import Runtime
 from core.protocol import Job, TickContext
 from protocols.xmtp import keypackages, publishing, sync
-from protocols.xmtp.connection import XmtpMember
+from protocols.xmtp.connection import NODE, PRIVATE, XmtpMember
 from protocols.xmtp.intent_machine import IntentBook
 
 
 def _key_packages(tick: TickContext) -> int:
     member = tick.runtime.service(XmtpMember)
-    if not member.has_identity():
+    profile = member.profile()
+    if profile == NODE:
+        from protocols.xmtp.node_profile import registration  # gRPC is loaded only by databases that use it
+
+        return registration.keep_stock(tick.runtime, member.node())
+    if profile != PRIVATE:
         return 0
     return keypackages.keep_stock(tick.runtime, member.delivery())
 
@@ -27,17 +32,23 @@ def _publish(tick: TickContext) -> int:
     member = tick.runtime.service(XmtpMember)
     if not member.has_identity():
         return 0
-    done = publishing.publish_pass(tick.runtime, member.delivery())
+    done = publishing.publish_pass(tick.runtime, member.publisher())
     tick.spend(done)
     return done
 
 
 def _sync(tick: TickContext) -> int:
     member = tick.runtime.service(XmtpMember)
-    if not member.has_identity():
+    profile = member.profile()
+    if profile is None:
         return 0
     member.cold_start()
-    report = sync.sync_all(tick.runtime, member.delivery())
+    if profile == NODE:
+        from protocols.xmtp.node_profile import sync as node_sync
+
+        report = node_sync.sync_all(tick.runtime, member.node())
+    else:
+        report = sync.sync_all(tick.runtime, member.delivery())
     tick.spend(report.processed)
     return report.processed
 

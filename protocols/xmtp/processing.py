@@ -41,7 +41,7 @@ from protocols.xmtp import facts, intent_machine, members, queries
 from protocols.xmtp.errors import EpochAhead, PayloadUnreadable
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.intent_machine import Intent, IntentBook
-from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind
+from protocols.xmtp.kinds import IntentKind, Membership, MessageKind
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import APPLICATION, COMMIT, ServerMessage
 
@@ -189,7 +189,10 @@ def _foreign_commit(book: IntentBook, vault: Vault, state: mls.GroupState, messa
         events += [*change.events, facts.fact(facts.GROUP_DEACTIVATED, message.group_id, _ms(message), {}, message.id)]
     else:
         reason = "another member's commit took the epoch"
-        change = _requeue_stale(book, message, applied.new_epoch, applied.new_state.config.max_past_epochs, reason)
+        kept = applied.new_state.config.max_past_epochs
+        change = intent_machine.requeue_stale(
+            book, message.group_id, applied.new_epoch, kept, reason, message.id, _ms(message)
+        )
         events += change.events
     return Result(events=events, intents=[*change.writes, vault.group_intent(message.group_id, applied.new_state)])
 
@@ -213,28 +216,6 @@ def _commit_facts(before: mls.GroupState, message: ServerMessage, applied: mls.C
             ).encode()
             events.append(_record(message, kind, content, committer, by or members.UNVERIFIED, word))
     return events
-
-
-def _requeue_stale(
-    book: IntentBook, message: ServerMessage, new_epoch: int, kept: int, reason: str
-) -> intent_machine.Change:
-    """Our intents that can no longer land as built: commits for an older epoch, and messages built for an
-    epoch more than ``kept`` (the past epochs members keep) before ``new_epoch``.
-
-    A message built but not read back yet may be on the server already (a crash or a lost reply after its
-    send): if so it is stored after this commit (else it would have been read back before it), where every
-    member reads it in an epoch ``kept`` allows.  Built again, it would be delivered twice; so it goes out
-    as it was built, unless it is too old for anyone to read wherever it lands.
-    """
-    events, writes = [], []
-    for intent in book.open_in(message.group_id):
-        if not intent.prepared or intent.epoch is None or intent.epoch >= new_epoch:
-            continue
-        if intent.kind.is_commit or (intent.state is IntentState.TO_SEND and new_epoch - intent.epoch > kept):
-            change = intent_machine.requeue(intent, reason, message.id, _ms(message))
-            events += change.events
-            writes += change.writes
-    return intent_machine.Change(events, writes)
 
 
 def _unreadable(state: mls.GroupState, message: ServerMessage) -> bool:

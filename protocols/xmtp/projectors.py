@@ -59,6 +59,10 @@ def _resumed(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET needs_rejoin = '' WHERE id = ?", (_group(event),))
 
 
+def _metadata_changed(conn: contract.Connection, event: StoredEvent) -> None:
+    conn.execute("UPDATE xmtp_groups SET name = ? WHERE id = ?", (event.data["name"], _group(event)))
+
+
 GROUPS = Projector(
     name="xmtp.groups",
     protocol=PROTOCOL,
@@ -71,6 +75,7 @@ GROUPS = Projector(
         facts.GROUP_DEACTIVATED: _deactivated,
         facts.GROUP_NEEDS_REJOIN: _needs_rejoin,
         facts.GROUP_RESUMED: _resumed,
+        facts.GROUP_METADATA_CHANGED: _metadata_changed,
     },
     description="our groups: membership state, epoch, whether we are still in them and can follow them",
 )
@@ -80,8 +85,8 @@ def _message_recorded(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
         "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
-        "sender_installation_id, sender_wallet_address, server_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(id) DO NOTHING",
+        "sender_installation_id, sender_wallet_address, server_id, content_type, sender_inbox_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
         (
             bytes.fromhex(data["id"]),
             _group(event),
@@ -91,6 +96,8 @@ def _message_recorded(conn: contract.Connection, event: StoredEvent) -> None:
             bytes.fromhex(data["sender_installation"]),
             data["sender_address"],
             data["server_id"],
+            data.get("content_type", ""),  # the node profile's: '' in the private profile
+            data.get("sender_inbox", ""),
         ),
     )
 

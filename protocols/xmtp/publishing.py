@@ -48,8 +48,9 @@ from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavail
 from protocols.xmtp.identity import InstallationBinding, verify
 from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, IntentState
+from protocols.xmtp.node_profile import sending
 from protocols.xmtp.state import BINDING_EXTENSION, Vault
-from protocols.xmtp.transport.interface import DeliveryService
+from protocols.xmtp.transport.interface import Publisher
 
 log = logging.getLogger("tessera.xmtp.publish")
 
@@ -62,9 +63,18 @@ RETRYABLE_CODES = frozenset(
 # --- step 1: build ----------------------------------------------------------------------------
 
 
-def build(ctx: contract.Context, intent: Intent, key_packages: list[str]) -> Result:
-    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds)."""
+def build(
+    ctx: contract.Context, intent: Intent, key_packages: list[str], answers: dict[str, Any] | None = None
+) -> Result:
+    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds; on the node
+    profile ``answers``: the node's, for a membership change)."""
     vault = Vault.in_context(ctx)
+    if vault.has_inbox() and intent.kind is IntentKind.SEND_MESSAGE:
+        return sending.build(ctx, intent)  # a libxmtp group: framed as libxmtp frames its messages
+    if vault.has_inbox():
+        from protocols.xmtp.node_profile import committing  # loads xmtp_mls: the node profile's only
+
+        return committing.build(ctx, intent, answers)  # a commit libxmtp makes for the same change
     state = vault.group(intent.group_id)
     request = json.loads(intent.request)
     welcomes: list[dict[str, str]] = []
@@ -84,7 +94,7 @@ def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
         intent = intent_machine.unbuilt(IntentBook(ctx.db).get(intent_id), intent_id)
     except WrongIntentState:
         return Result(duplicate=True)  # built before a crash, read back, or given up meanwhile
-    return build(ctx, intent, list(params.get("key_packages") or []))
+    return build(ctx, intent, list(params.get("key_packages") or []), params.get("answers"))
 
 
 def _commit(
@@ -117,7 +127,7 @@ def _commit(
     return result.message, result.pending_state, welcomes
 
 
-def invitee_key_packages(service: DeliveryService, addresses: list[str]) -> list[bytes]:
+def invitee_key_packages(service: Publisher, addresses: list[str]) -> list[bytes]:
     """One KeyPackage for every verified installation of each address (each used up on the server).
 
     A binding that does not verify, or a KeyPackage that is not its
@@ -205,7 +215,7 @@ def command_welcome_sent(ctx: contract.Context, params: dict[str, Any]) -> Resul
 # --- the job ---------------------------------------------------------------------------------
 
 
-def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
+def publish_pass(runtime: contract.Runtime, service: Publisher) -> int:
     """One pass: for every group with work, its next intent through all three steps; then ready welcomes."""
     done = 0
     now_ns = runtime.clock.now_ms() * 1_000_000
@@ -216,7 +226,7 @@ def publish_pass(runtime: contract.Runtime, service: DeliveryService) -> int:
     return done + send_welcomes(runtime, service)
 
 
-def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id: bytes, now_ns: int) -> int:
+def _publish_group(runtime: contract.Runtime, service: Publisher, group_id: bytes, now_ns: int) -> int:
     """A group's intents in order until one must wait (a commit to confirm, a retry not due, a failure)."""
     done = 0
     while True:
@@ -231,7 +241,7 @@ def _publish_group(runtime: contract.Runtime, service: DeliveryService, group_id
             return done  # it must be confirmed first, or it failed, or it was the group's last
 
 
-def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> bool:
+def publish_intent(runtime: contract.Runtime, service: Publisher, intent: Intent) -> bool:
     """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised.  Whether it is
     PUBLISHED now."""
     try:
@@ -259,11 +269,15 @@ def publish_intent(runtime: contract.Runtime, service: DeliveryService, intent: 
     return bool(runtime.run_command("xmtp.published", params).events)
 
 
-def _build(runtime: contract.Runtime, service: DeliveryService, intent: Intent) -> Intent | None:
+def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Intent | None:
     """Step 1 in a transaction of its own (after the KeyPackages of an add are fetched); the intent as
     built, or None when it is no longer one to build."""
     params: dict[str, Any] = {"intent": intent.id}
-    if intent.kind is IntentKind.ADD_MEMBERS:
+    with runtime.db.read():
+        node_profile = Vault.of_runtime(runtime).has_inbox()
+    if node_profile and intent.kind in (IntentKind.ADD_MEMBERS, IntentKind.REMOVE_MEMBERS):
+        params["answers"] = _node_answers(runtime, service, intent)
+    elif intent.kind is IntentKind.ADD_MEMBERS:
         addresses = json.loads(intent.request)["addresses"]
         params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
     runtime.run_command("xmtp.prepare", params)
@@ -274,12 +288,21 @@ def _build(runtime: contract.Runtime, service: DeliveryService, intent: Intent) 
     return built
 
 
+def _node_answers(runtime: contract.Runtime, service: Publisher, intent: Intent) -> dict[str, Any]:
+    """What the node says of the members a libxmtp group's membership change names (asked before its build)."""
+    from protocols.xmtp.node_profile import committing
+    from protocols.xmtp.node_profile.publishing import NodePublisher
+
+    assert isinstance(service, NodePublisher)  # a node-profile database publishes through its node
+    return committing.ask_node(runtime, service.node, intent)
+
+
 def _failed(runtime: contract.Runtime, intent: Intent, error: str, *, final: bool) -> None:
     log.info("intent %s (%s) failed: %s", intent.id, intent.kind.name, error)
     runtime.run_command("xmtp.publish_failed", {"intent": intent.id, "error": error, "final": final})
 
 
-def send_welcomes(runtime: contract.Runtime, service: DeliveryService) -> int:
+def send_welcomes(runtime: contract.Runtime, service: Publisher) -> int:
     """Send every welcome whose commit is confirmed; one that fails stays ready for the next pass."""
     with runtime.db.read():
         ready = queries.ready_welcomes(runtime.db)

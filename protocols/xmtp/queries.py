@@ -145,6 +145,6 @@ def messages(db: contract.Database, group_id: bytes, limit: int, before: tuple[i
 
 
 _MESSAGES = (
-    "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes, server_id "
-    "FROM xmtp_group_messages WHERE group_id = ? "
+    "SELECT id, sent_at_ns, kind, sender_wallet_address, sender_installation_id, decrypted_message_bytes, server_id, "
+    "content_type, sender_inbox_id FROM xmtp_group_messages WHERE group_id = ? "
 )

@@ -25,6 +25,9 @@ CREATE TABLE xmtp_groups (
 -- the same message read twice is one row.  sent_at_ns is the server's timestamp and server_id its id:
 -- together, server order (several messages may share a timestamp).
 -- kind: 1 APPLICATION, 2 MEMBER_ADDED, 3 MEMBER_REMOVED.
+-- Groups of the node profile (libxmtp's): id is libxmtp's message id, decrypted_message_bytes the
+-- EncodedContent, content_type its type ('xmtp.org/text:1.0'), sender_inbox_id the sender's inbox,
+-- server_id the node's id zero-padded to 20 digits; both columns are '' in the private profile.
 -- Rows are kept in arrival order (a rowid table) and the random id in an index of its own: keyed by the id
 -- (WITHOUT ROWID), every ~500-byte row landed at a random place, and a catch-up slowed as the table grew.
 CREATE TABLE xmtp_group_messages (
@@ -35,7 +38,9 @@ CREATE TABLE xmtp_group_messages (
     kind                    INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),
     sender_installation_id  BLOB    NOT NULL,
     sender_wallet_address   TEXT    NOT NULL,
-    server_id               TEXT    NOT NULL DEFAULT ''
+    server_id               TEXT    NOT NULL DEFAULT '',
+    content_type            TEXT    NOT NULL DEFAULT '',
+    sender_inbox_id         TEXT    NOT NULL DEFAULT ''
     UNIQUE INDEX xmtp_group_messages_by_id (id)
     INDEX xmtp_group_messages_group_sort (group_id, sent_at_ns, server_id)
 );
@@ -112,4 +117,16 @@ CREATE TABLE xmtp_topic_refresh_state (
 CREATE TABLE xmtp_published_key_packages (
     ref                 BLOB    PRIMARY KEY NOT NULL,
     published_at_ns     INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- The identity updates of every inbox we meet in a group of the node profile, as the node numbers them
+-- (sequence_id 1, 2, 3... per inbox), each verified onto the ones before it with libxmtp's association
+-- rules before it is kept.  Not a projection: fetched from the node between transactions, and what a
+-- welcome's and a commit's members are checked against inside one.
+CREATE TABLE xmtp_identity_updates (
+    inbox_id            TEXT    NOT NULL,
+    sequence_id         INTEGER NOT NULL,
+    server_timestamp_ns INTEGER NOT NULL,
+    identity_update     BLOB    NOT NULL,
+    PRIMARY KEY (inbox_id, sequence_id)
 ) WITHOUT ROWID;

@@ -4,7 +4,10 @@ Names (``<gid>`` = the group id in hex):
 
 ``identity``
     our account key, installation key, the binding between them and the
-    server we registered with (:class:`Identity`);
+    server we registered with (:class:`Identity`), in the private profile;
+``inbox``
+    our account key, installation key, inbox id and the XMTP node, in the
+    node profile (:class:`~protocols.xmtp.node_profile.inbox.Inbox`);
 ``group/<gid>``
     the engine snapshot of our state in the group;
 ``kp/<ref>``
@@ -31,11 +34,13 @@ from core.errors import ConfigurationError
 from core.intents import StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols.libraries import at_rest, erasable, mls
-from protocols.xmtp.errors import GroupUnknown, IdentityMissing
+from protocols.xmtp.errors import GroupUnknown, IdentityMissing, NodeProfileOnly, PrivateProfileOnly
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.identity import AccountKey, InstallationBinding, InstallationKey
+from protocols.xmtp.node_profile.inbox import Inbox
 
 IDENTITY = "identity"
+INBOX = "inbox"
 GROUP = "group/"
 KEY_PACKAGE = "kp/"
 
@@ -181,13 +186,50 @@ class Vault:
     # --- identity ---------------------------------------------------------------------------
 
     def identity(self) -> Identity:
+        """Our identity in Tessera's private profile (a ``ws://`` server)."""
         found = self.get(IDENTITY)
         if found is None:
-            raise IdentityMissing("this database has no XMTP identity: run `tessera xmtp identity new --server URL`")
+            if self.has_inbox():
+                raise PrivateProfileOnly(
+                    f"this database speaks XMTP through the node {self.inbox().node}: `listen` belongs to "
+                    "Tessera's private profile (a database made with `identity new --server ws://...`); use "
+                    "`tessera xmtp sync` or the tick daemon here"
+                )
+            raise IdentityMissing(
+                "this database has no XMTP identity: run `tessera xmtp identity new --node http://HOST:PORT`"
+            )
         return Identity.from_bytes(found)
 
     def has_identity(self) -> bool:
+        """Whether this database has an identity, in either profile."""
+        return self.state.get(IDENTITY) is not None or self.has_inbox()
+
+    def has_private_identity(self) -> bool:
         return self.state.get(IDENTITY) is not None
+
+    # --- the node profile's inbox ---------------------------------------------------------------
+
+    def inbox(self) -> Inbox:
+        """Who we are in the node profile (:mod:`protocols.xmtp.node_profile`)."""
+        found = self.get(INBOX)
+        if found is None:
+            if self.state.get(IDENTITY) is not None:
+                server = Identity.from_bytes(self.get(IDENTITY) or b"{}").server
+                raise NodeProfileOnly(
+                    f"this database speaks Tessera's private profile over {server}, which no XMTP client can "
+                    "reach; make a new database with `tessera xmtp identity new --node http://HOST:PORT` to "
+                    "speak XMTP through a node"
+                )
+            raise IdentityMissing(
+                "this database has no XMTP identity: run `tessera xmtp identity new --node http://HOST:PORT`"
+            )
+        return Inbox.from_bytes(found)
+
+    def has_inbox(self) -> bool:
+        return self.state.get(INBOX) is not None
+
+    def inbox_intent(self, inbox: Inbox) -> WriteProtocolState:
+        return self.intent(INBOX, inbox.to_bytes())
 
     def identity_intent(self, identity: Identity) -> WriteProtocolState:
         return self.intent(IDENTITY, identity.to_bytes())

@@ -62,7 +62,7 @@ def test_a_database_without_an_identity_says_how_to_make_one(tmp_path: Path) -> 
     subprocess.run([*TESSERA, "--db", str(db), "init", "--protocol", "xmtp"], check=True, env=env, capture_output=True)
     done = run(db, env, "whoami")
     # The hint names this database, so it works when pasted.
-    assert done.returncode != 0 and f"`tessera --db {db} xmtp identity new --server URL`" in done.stderr
+    assert done.returncode != 0 and f"`tessera --db {db} xmtp identity new --node http://HOST:PORT`" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 

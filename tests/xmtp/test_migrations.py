@@ -22,9 +22,25 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_004() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 004: messages without content type and sender
+    inbox, no identity updates."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    now = (
+        "    server_id               TEXT    NOT NULL DEFAULT '',\n"
+        "    content_type            TEXT    NOT NULL DEFAULT '',\n"
+        "    sender_inbox_id         TEXT    NOT NULL DEFAULT ''\n"
+    )
+    assert now in text, f"schema.sql no longer has {now!r}: update this test"
+    text = text.replace(now, "    server_id               TEXT    NOT NULL DEFAULT ''\n", 1)
+    start = text.index("CREATE TABLE xmtp_identity_updates (")
+    end = text.index(") WITHOUT ROWID;", start) + len(") WITHOUT ROWID;")
+    return text[:start] + text[end:]
+
+
 def _schema_before_003() -> str:
     """protocols/xmtp/schema.sql as it was before migration 003: topics without sequence and gaps."""
-    text = source_for_package("xmtp", "protocols.xmtp").text
+    text = _schema_before_004()
     now = (
         "    skip_check                  TEXT    NOT NULL DEFAULT '',\n"
         "    sequence                    INTEGER,\n"
@@ -98,11 +114,15 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
             (1, "messages_in_arrival_order"),
             (2, "rereading_and_rejoin"),
             (3, "message_sequence"),
+            (4, "node_profile"),
         ]
         assert _structure(old) == _structure(fresh)
         with old.write():
             found = old.all("SELECT * FROM xmtp_group_messages ORDER BY group_id, sent_at_ns, server_id")
-            assert [tuple(bytes(v) if isinstance(v, bytes) else v for v in r) for r in found] == ROWS
+            assert [tuple(bytes(v) if isinstance(v, bytes) else v for v in r) for r in found] == [
+                (*row, "", "")
+                for row in ROWS  # the node profile's content type and sender inbox (004)
+            ]
             old.execute(
                 "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
                 "sender_installation_id, sender_wallet_address, server_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
@@ -157,6 +177,30 @@ def test_opening_a_client_database_before_003_keeps_its_cursors_with_no_number_k
         assert old.all("SELECT cursor, epoch_starts, sequence, gaps FROM xmtp_topic_refresh_state") == [
             ("1.X", '{"3": "1.X"}', None, "")
         ]
+    finally:
+        old.close()
+        fresh.close()
+
+
+def test_opening_a_client_database_before_004_keeps_its_messages_and_adds_the_node_profiles_columns(
+    tmp_path, settings
+) -> None:
+    """Messages stored before migration 004 keep their rows with no content type or sender inbox, and the
+    identity-update table the node profile keeps is made."""
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    try:
+        _apply(old, _schema_before_004(), migrated=3)
+        with old.write():
+            old.execute(
+                "INSERT INTO xmtp_group_messages(id, group_id, decrypted_message_bytes, sent_at_ns, kind, "
+                "sender_installation_id, sender_wallet_address, server_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ROWS[0],
+            )
+        _apply(old)
+        _apply(fresh)
+        assert _structure(old) == _structure(fresh)
+        assert old.all("SELECT server_id, content_type, sender_inbox_id FROM xmtp_group_messages") == [("0", "", "")]
+        assert old.value("SELECT count(*) FROM xmtp_identity_updates") == 0
     finally:
         old.close()
         fresh.close()

@@ -17,6 +17,7 @@ from .errors import (
     CommitNotConfirmed,
     ForbiddenCommit,
     GroupInactive,
+    IdentityUpdatesBehind,
     InstallationsUnavailable,
     InvalidGroupContext,
     NodeUnavailable,
@@ -34,13 +35,14 @@ from .events import (
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
+    SealedMessage,
     UnreadableMessage,
 )
 from .groups import JoinedGroup
-from .installation import Installation
+from .installation import Installation, join_welcome, welcome_id
 from .key_packages import credential_for, inbox_of_credential, new_key_package
-from .membership import check_members, inbox_states, verify_members
-from .node import XmtpNode
+from .membership import IdentityUpdates, check_members, inbox_states, verify_members
+from .node import UpdateLog, XmtpNode
 from .welcomes import (
     OpenedWelcome,
     open_welcome,
@@ -59,6 +61,8 @@ __all__ = [
     "ForbiddenCommit",
     "GroupEvent",
     "GroupInactive",
+    "IdentityUpdates",
+    "IdentityUpdatesBehind",
     "Installation",
     "InstallationsUnavailable",
     "InvalidGroupContext",
@@ -68,11 +72,13 @@ __all__ = [
     "PendingProposal",
     "ReceivedMessage",
     "RejectedCommit",
+    "SealedMessage",
     "UnknownAddress",
     "UnknownPermissions",
     "UnreadableMessage",
     "UnsupportedWelcome",
     "UnverifiedMember",
+    "UpdateLog",
     "WelcomeNotForUs",
     "XmtpMlsError",
     "XmtpNode",
@@ -85,12 +91,14 @@ __all__ = [
     "group_context",
     "inbox_of_credential",
     "inbox_states",
+    "join_welcome",
     "new_key_package",
     "open_welcome",
     "unwrap_welcome",
     "unwrap_welcome_with_cursor",
     "verify_members",
     "welcome_for_key_package",
+    "welcome_id",
     "wrap_welcome",
     "wrap_welcome_with_cursor",
 ]

@@ -29,16 +29,18 @@ from protocols.libraries.xmtp_content.group_state import GroupState
 from protocols.libraries.xmtp_content.permissions import Change, changes_between, commit_permitted
 
 from .context import group_context
-from .errors import ForbiddenCommit, InvalidGroupContext, UnverifiedMember
+from .errors import ForbiddenCommit, IdentityUpdatesBehind, InvalidGroupContext, UnverifiedMember
 from .key_packages import inbox_of_credential
-from .membership import inbox_states
+from .membership import IdentityUpdates, inbox_states
 from .membership_changes import installation_diff
-from .node import XmtpNode
 from .profile import SUPPORTED_PROTOCOL_VERSION
 
 
-def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitApplied) -> None:
-    """Refuse (:class:`ForbiddenCommit`) a commit libxmtp would reject; ``before`` is the state it applies to."""
+def check_commit(updates: IdentityUpdates, before: MlsGroupState, applied: mls.CommitApplied) -> None:
+    """Refuse (:class:`ForbiddenCommit`) a commit libxmtp would reject; ``before`` is the state it applies to.
+
+    :class:`~.errors.IdentityUpdatesBehind` when ``updates`` (the node, or a copy of its identity updates)
+    do not reach the sequence ids the membership maps record: nothing is judged then."""
     if applied.psk_proposals:
         raise ForbiddenCommit("the commit carries PreSharedKey proposals, which libxmtp never accepts")
     old = group_context(before)
@@ -60,7 +62,7 @@ def check_commit(node: XmtpNode, before: MlsGroupState, applied: mls.CommitAppli
             f"policies and admin lists"
         )
     check_protocol_version(new)
-    _check_installations(node, before, old, new, applied, actor, actor_key)
+    _check_installations(updates, before, old, new, applied, actor, actor_key)
 
 
 def _check_context(old: GroupState, new: GroupState) -> None:
@@ -135,7 +137,7 @@ def check_protocol_version(context: GroupState) -> None:
 
 
 def _check_installations(
-    node: XmtpNode,
+    updates: IdentityUpdates,
     before: MlsGroupState,
     old: GroupState,
     new: GroupState,
@@ -151,14 +153,16 @@ def _check_installations(
                 raise ForbiddenCommit(
                     f"leaf {leaf} is an installation of inbox {inbox_id}, which the membership extension does not list"
                 )
-    _check_diff(node, before, old, new, applied, actor)
+    _check_diff(updates, before, old, new, applied, actor)
     added = [
         (inbox_of_credential(credential), key)
         for credential, key in zip(applied.added, applied.added_signature_keys, strict=True)
     ]
     verified = [*added, (actor, actor_key)]
     try:
-        known = inbox_states(node, {inbox_id for inbox_id, _ in verified}, up_to=membership)
+        known = inbox_states(updates, {inbox_id for inbox_id, _ in verified}, up_to=membership)
+    except IdentityUpdatesBehind:
+        raise  # the caller decides: final from the node, a refresh from a copy of the updates
     except UnverifiedMember as error:
         raise ForbiddenCommit(str(error)) from None
     for inbox_id, key in verified:
@@ -172,7 +176,12 @@ def _check_installations(
 
 
 def _check_diff(
-    node: XmtpNode, before: MlsGroupState, old: GroupState, new: GroupState, applied: mls.CommitApplied, actor: str
+    updates: IdentityUpdates,
+    before: MlsGroupState,
+    old: GroupState,
+    new: GroupState,
+    applied: mls.CommitApplied,
+    actor: str,
 ) -> None:
     """The installations added and removed against the diff the membership maps before and after imply."""
     added, removed = set(applied.added_signature_keys), set(applied.removed_signature_keys)
@@ -186,8 +195,10 @@ def _check_diff(
     added -= readded
     removed -= readded | (failed & removed)  # a super admin's re-add that failed leaves it listed as failed
     try:
-        logs = node.identity_updates(sorted({*old.membership.members, *new.membership.members}))
+        logs = updates.identity_updates(sorted({*old.membership.members, *new.membership.members}))
         expected = installation_diff(logs, old.membership.members, new.membership.members)
+    except IdentityUpdatesBehind:
+        raise  # as above: the caller's to decide
     except UnverifiedMember as error:
         raise ForbiddenCommit(str(error)) from None
     present = set(mls.member_signature_keys(before).values())

@@ -99,12 +99,14 @@ def context_extensions(group: GroupState) -> list[Extension]:
     ]
 
 
-def _new_group(installation: Installation, group: GroupState) -> JoinedGroup:
+def _new_group(installation: Installation, group: GroupState, group_id: bytes | None = None) -> JoinedGroup:
+    if group_id is not None and len(group_id) != GROUP_ID_BYTES:
+        raise ChangeNotPermitted(f"a libxmtp group id is {GROUP_ID_BYTES} bytes, not {len(group_id)}")
     identity = installation_identity(installation.seed, installation.inbox_id)
     started = int(time.time())
     state = create_mls_group(
         suite(CIPHER_SUITE),
-        os.urandom(GROUP_ID_BYTES),
+        os.urandom(GROUP_ID_BYTES) if group_id is None else group_id,
         identity.basic_credential,
         identity.signature,
         extensions=context_extensions(group),
@@ -118,6 +120,25 @@ def _new_group(installation: Installation, group: GroupState) -> JoinedGroup:
     return JoinedGroup(state, joined_epoch=0)
 
 
+def new_group(
+    installation: Installation,
+    *,
+    name: str = "",
+    description: str = "",
+    permissions: str | PolicySet = "all_members",
+    group_id: bytes | None = None,
+) -> JoinedGroup:
+    """A new group of ``installation`` alone, as libxmtp creates one (``group_id``: 16 random bytes unless
+    given); no network: members are added by a commit (:meth:`.groups.JoinedGroup.add_members`)."""
+    group = GroupState(
+        GroupMetadata(ConversationType.GROUP, installation.inbox_id),
+        MutableMetadata.new_group(installation.inbox_id, name=name, description=description),
+        GroupMembership({installation.inbox_id: 0}),
+        policies_named(permissions),
+    )
+    return _new_group(installation, group, group_id)
+
+
 def create_group(
     installation: Installation,
     node: XmtpNode,
@@ -129,13 +150,7 @@ def create_group(
 ) -> JoinedGroup:
     """A new group created by ``installation`` as libxmtp creates one, its ``members`` (addresses) added
     by one commit when given.  Nothing reaches the node until members are added."""
-    group = GroupState(
-        GroupMetadata(ConversationType.GROUP, installation.inbox_id),
-        MutableMetadata.new_group(installation.inbox_id, name=name, description=description),
-        GroupMembership({installation.inbox_id: 0}),
-        policies_named(permissions),
-    )
-    joined = _new_group(installation, group)
+    joined = new_group(installation, name=name, description=description, permissions=permissions)
     if members:
         joined.add_members(node, members)
     return joined
@@ -158,17 +173,23 @@ def create_dm(
     DM in libxmtp's form (conversation type dm, the two inboxes as its members, no admins, the DM
     policies) with the peer's installations added."""
     (peer,) = resolve_addresses(node, [peer_address])
-    if peer == installation.inbox_id:
-        raise ChangeNotPermitted("a DM is between two inboxes; this address is this installation's own")
     found = find_dm(installation, known, peer)
     if found is not None:
         return found
+    joined = new_dm(installation, peer)
+    joined.add_members_by_inbox_id(node, [peer])
+    return joined
+
+
+def new_dm(installation: Installation, peer_inbox_id: str, *, group_id: bytes | None = None) -> JoinedGroup:
+    """A new DM with ``peer_inbox_id`` in libxmtp's form (conversation type dm, the two inboxes as its members,
+    no admins, the DM policies), this installation alone in it until a commit adds the peer; no network."""
+    if peer_inbox_id == installation.inbox_id:
+        raise ChangeNotPermitted("a DM is between two inboxes; this address is this installation's own")
     group = GroupState(
-        GroupMetadata(ConversationType.DM, installation.inbox_id, (installation.inbox_id, peer)),
+        GroupMetadata(ConversationType.DM, installation.inbox_id, (installation.inbox_id, peer_inbox_id)),
         MutableMetadata.new_dm(),
         GroupMembership({installation.inbox_id: 0}),
         presets.dm(),
     )
-    joined = _new_group(installation, group)
-    joined.add_members_by_inbox_id(node, [peer])
-    return joined
+    return _new_group(installation, group, group_id)

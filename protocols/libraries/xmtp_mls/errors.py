@@ -18,11 +18,37 @@ class WelcomeNotForUs(XmtpMlsError):
 
 
 class NodeUnavailable(XmtpMlsError):
-    """The XMTP node refused or did not answer a call."""
+    """The XMTP node refused or did not answer a call; ``code`` is the gRPC status's name (``UNAVAILABLE``,
+    ``DEADLINE_EXCEEDED``: it did not answer; ``INVALID_ARGUMENT``, ``FAILED_PRECONDITION``...: it refused),
+    or None when the call never started (a URL that names no node)."""
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.code = code
 
 
 class UnverifiedMember(XmtpMlsError):
     """A group leaf whose installation key its inbox's identity updates do not hold: the group is not trusted."""
+
+
+class IdentityUpdatesBehind(UnverifiedMember):
+    """The identity updates at hand do not reach the sequence id a group records for some inboxes.
+
+    From the node itself that is final (the group claims installations the node does not know of); from a
+    client's own copy of the updates it means the copy must be refreshed from the node before the welcome
+    or commit is judged again.  ``wanted`` maps each such inbox to the sequence id the group records.
+    """
+
+    def __init__(self, wanted: dict[str, int], reached: dict[str, int]):
+        self.wanted = dict(wanted)
+        listed = "; ".join(
+            f"inbox {inbox} at identity update {sequence}, but the updates at hand reach only {reached.get(inbox, 0)}"
+            for inbox, sequence in sorted(self.wanted.items())
+        )
+        super().__init__(
+            f"the group records {listed}: the group claims installations the node does not know of "
+            "(or a copy of the node's updates is behind it)"
+        )
 
 
 class InvalidGroupContext(XmtpMlsError):

@@ -36,13 +36,16 @@ class ReceivedMessage:
 
 @attrs.frozen
 class AppliedCommit:
-    """A commit of another member, checked and applied: the epoch it led to and the inboxes it added and removed."""
+    """A commit of another member, checked and applied: the epoch it led to and the inboxes it added and removed;
+    ``we_were_removed`` when it removed this installation (the state then stays at the epoch before it: the
+    commit gives a removed member no keys of the next one)."""
 
     id: int
     committer_inbox_id: str
     new_epoch: int
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    we_were_removed: bool = False
 
 
 @attrs.frozen
@@ -71,6 +74,22 @@ class UnreadableMessage:
 
     id: int
     reason: str
+
+
+@attrs.frozen
+class SealedMessage:
+    """An application message of ours, encrypted and ready for the node.
+
+    Attributes:
+        data: the MLSMessage bytes to publish.
+        message_id: libxmtp's id of it (what every member, and libxmtp's ``find_messages``, names it by).
+        encoded: the ``EncodedContent`` bytes inside it (what we show of our own message: the sender of an
+            MLS message cannot decrypt it).
+    """
+
+    data: bytes = attrs.field(repr=False)
+    message_id: bytes
+    encoded: bytes = attrs.field(repr=False)
 
 
 GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | UnreadableMessage

@@ -28,8 +28,7 @@ from protocols.libraries.xmtp_content.permissions import changes_between, commit
 from .context import group_context
 from .errors import ChangeNotPermitted
 from .key_packages import inbox_of_credential
-from .membership_changes import plan_membership_change
-from .node import XmtpNode
+from .membership_changes import NodeAnswers, plan_membership_change
 from .welcomes import wrap_welcome_with_cursor
 
 
@@ -95,7 +94,7 @@ def _with_context(state: MlsGroupState, context: GroupState) -> list[Extension]:
 
 
 def plan_membership(
-    node: XmtpNode, state: MlsGroupState, *, add: Sequence[str] = (), remove: Sequence[str] = ()
+    node: NodeAnswers, state: MlsGroupState, *, add: Sequence[str] = (), remove: Sequence[str] = ()
 ) -> PlannedCommit | None:
     """The commit adding inboxes ``add`` and removing inboxes ``remove`` (every installation of each), with
     every other member's installations brought up to its newest identity update; None if nothing changes."""

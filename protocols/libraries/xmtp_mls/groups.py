@@ -33,7 +33,14 @@ from protocols.libraries.xmtp_wire.proto import mls_api_pb2
 
 from .commit_checks import check_commit
 from .context import group_context
-from .errors import ChangeNotPermitted, CommitNotConfirmed, ForbiddenCommit, GroupInactive, XmtpMlsError
+from .errors import (
+    ChangeNotPermitted,
+    CommitNotConfirmed,
+    ForbiddenCommit,
+    GroupInactive,
+    IdentityUpdatesBehind,
+    XmtpMlsError,
+)
 from .events import (
     AppliedCommit,
     Committed,
@@ -41,6 +48,7 @@ from .events import (
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
+    SealedMessage,
     UnreadableMessage,
 )
 from .group_changes import (
@@ -52,6 +60,7 @@ from .group_changes import (
     with_attribute,
 )
 from .key_packages import inbox_of_credential
+from .membership import IdentityUpdates
 from .membership_changes import resolve_addresses
 from .node import XmtpNode
 
@@ -119,20 +128,31 @@ class JoinedGroup:
         for stored in node.group_messages(self.group_id, after=self.cursor):
             if self.removed_reason is not None:
                 return
-            event = self._read(node, stored.v1)
+            event = self._read_from_node(stored.v1, node)
             self.cursor = stored.v1.id
             if event is not None:
                 yield event
 
-    def _read(self, node: XmtpNode, stored: mls_api_pb2.GroupMessage.V1) -> GroupEvent | None:
-        """The event of one message; ``None`` for our own messages and those sent before the commit that
-        added us (the welcome gave no keys for them)."""
+    def _read_from_node(self, stored: mls_api_pb2.GroupMessage.V1, node: XmtpNode) -> GroupEvent | None:
+        """:meth:`read` with the node's own identity updates, where being behind is final: the commit
+        claims installations the node does not know of, and is rejected."""
+        try:
+            return self.read(stored, node)
+        except IdentityUpdatesBehind as behind:
+            return RejectedCommit(stored.id, "", str(behind))
+
+    def read(self, stored: mls_api_pb2.GroupMessage.V1, updates: IdentityUpdates) -> GroupEvent | None:
+        """The event of one group message, the state moved past it; ``None`` for our own messages and those
+        sent before the commit that added us (the welcome gave no keys for them).  No network: the identity
+        updates a commit's check needs come from ``updates`` (the node, or a copy of its updates), and when
+        they do not reach what the commit records, :class:`~.errors.IdentityUpdatesBehind` is raised with
+        the state untouched, so the message can be read again once they do.  The cursor is the caller's."""
         if _digest(stored.data) in self.sent:
             pending = self.state.pending_commit
             if pending is not None and pending.message_hash == self.state.suite.hash(stored.data):
-                # a commit of ours whose confirmation was cut short (the node failed to answer): first in
-                # its epoch after all, so it applies now
-                self.state = mls.process_message(self.state, stored.data).new_state
+                # a commit of ours the node ordered first in its epoch: it applies now (whether read back
+                # while confirming it, or later when the confirmation was cut short)
+                self._apply_own_commit(stored.data)
             return None
         try:
             if mls.peek(stored.data).epoch < self.joined_epoch:
@@ -143,7 +163,7 @@ class JoinedGroup:
         if isinstance(result, mls.CommitApplied):
             committer = inbox_of_credential(result.committer_credential)
             try:
-                check_commit(node, self.state, result)  # before the state, and any newcomer's message, is taken
+                check_commit(updates, self.state, result)  # before the state, and any newcomer's message, is taken
             except ForbiddenCommit as refusal:
                 return RejectedCommit(stored.id, committer, str(refusal))
             self.state = result.new_state
@@ -159,6 +179,7 @@ class JoinedGroup:
                 result.new_epoch,
                 tuple(inbox_of_credential(credential) for credential in result.added),
                 tuple(inbox_of_credential(credential) for credential in result.removed),
+                we_were_removed=result.we_were_removed,
             )
         self.state = result.new_state
         if isinstance(result, mls.ProposalReceived):
@@ -167,6 +188,12 @@ class JoinedGroup:
             return self._received(stored, result)
         except (ContentError, XmtpMlsError) as error:
             return UnreadableMessage(stored.id, f"{type(error).__name__}: {error}")
+
+    def _apply_own_commit(self, message: bytes) -> None:
+        applied = mls.process_message(self.state, message)
+        assert isinstance(applied, mls.CommitApplied)
+        self.state = applied.new_state
+        self.leave_requests -= {inbox_of_credential(credential) for credential in applied.removed}
 
     def _received(self, stored: mls_api_pb2.GroupMessage.V1, result: mls.ApplicationReceived) -> ReceivedMessage:
         plaintext = unframe(result.plaintext)
@@ -227,22 +254,15 @@ class JoinedGroup:
         )
 
     def _confirm(self, node: XmtpNode, message: bytes, events: list[GroupEvent]) -> int | None:
-        """Read the group up to our ``message``: the node's id of it if it applies (the node ordered it first in
-        its epoch), else None."""
+        """Read the group up to our ``message`` (by :meth:`read`, like every other message): the node's id of
+        it if it applied, the node having ordered it first in its epoch; else None."""
         ours = _digest(message)
         for stored in node.group_messages(self.group_id, after=self.cursor):
-            if _digest(stored.v1.data) == ours:
-                self.cursor = stored.v1.id
-                pending = self.state.pending_commit
-                if pending is None or pending.message_hash != self.state.suite.hash(message):
-                    return None  # another commit took the epoch first
-                applied = mls.process_message(self.state, message)
-                assert isinstance(applied, mls.CommitApplied)
-                self.state = applied.new_state
-                self.leave_requests -= {inbox_of_credential(credential) for credential in applied.removed}
-                return self.cursor
-            event = self._read(node, stored.v1)
+            epoch = self.epoch
+            event = self._read_from_node(stored.v1, node)
             self.cursor = stored.v1.id
+            if _digest(stored.v1.data) == ours:
+                return self.cursor if self.epoch > epoch else None  # else another commit took the epoch first
             if event is not None:
                 events.append(event)
             if self.removed_reason is not None:
@@ -322,18 +342,22 @@ class JoinedGroup:
         return self.send(node, UnknownContent(LEAVE_REQUEST, {}, b"", None))
 
     def send(self, node: XmtpNode, content: Content) -> bytes:
-        """Encrypt ``content`` as a libxmtp application message of the current epoch and publish it.
+        """Encrypt ``content`` as a libxmtp application message of the current epoch (:meth:`seal`) and
+        publish it; returns libxmtp's id of the message, which every member computes alike."""
+        sealed = self.seal(content)
+        node.send_group_message(sealed.data)
+        return sealed.message_id
 
-        Framed as libxmtp frames its own (``PlaintextEnvelope.V1``, the send time in nanoseconds as the
-        idempotency key); returns libxmtp's id of the message, which every member computes alike.
-        """
+    def seal(self, content: Content, *, sent_at_ns: int | None = None) -> SealedMessage:
+        """``content`` encrypted as a libxmtp application message of the current epoch, the state moved past
+        it; no network.  Framed as libxmtp frames its own (``PlaintextEnvelope.V1``, the send time in
+        nanoseconds as the idempotency key, ``sent_at_ns`` or now)."""
         self._require_member()
         encoded = encode_content(codecs.encode(content))
-        plaintext = PlaintextMessage(encoded, str(time.time_ns()))
+        plaintext = PlaintextMessage(encoded, str(time.time_ns() if sent_at_ns is None else sent_at_ns))
         data, self.state = mls.encrypt_application(self.state, frame(plaintext.content, plaintext.idempotency_key))
         self.sent.add(_digest(data))
-        node.send_group_message(data)
-        return message_id(self.group_id, plaintext)
+        return SealedMessage(data, message_id(self.group_id, plaintext), encoded)
 
     def send_text(self, node: XmtpNode, text: str) -> bytes:
         """:meth:`send` of ``xmtp.org/text:1.0``; libxmtp's id of the message."""

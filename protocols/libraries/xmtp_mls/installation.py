@@ -9,6 +9,7 @@ installation id libxmtp addresses welcomes to.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import attrs
 
@@ -22,7 +23,7 @@ from .context import group_context
 from .errors import XmtpMlsError
 from .groups import JoinedGroup
 from .key_packages import installation_identity, new_key_package
-from .membership import verify_members
+from .membership import IdentityUpdates, verify_members
 from .node import XmtpNode
 from .profile import MAX_PAST_EPOCHS
 from .welcomes import open_welcome
@@ -83,9 +84,9 @@ class Installation:
         stops there); the welcome cursor then moves past it, so the next call goes on with the rest."""
         joined: list[JoinedGroup] = []
         for message in node.welcomes(self.installation_key, after=self.welcome_cursor):
-            read_to = message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id
+            read_to = welcome_id(message)
             try:
-                group = self._join(node, message)
+                group = self.join_welcome(message, node)
             except (XmtpMlsError, MlsError):
                 if joined:
                     return joined
@@ -95,10 +96,32 @@ class Installation:
             joined.append(group)
         return joined
 
-    def _join(self, node: XmtpNode, message: mls_api_pb2.WelcomeMessage) -> JoinedGroup:
-        opened = open_welcome(message, self.key_packages)
-        identity = installation_identity(self.seed, self.inbox_id)
-        state = mls.join_from_welcome(identity, opened.key_package, opened.welcome, max_past_epochs=MAX_PAST_EPOCHS)
-        verify_members(node, state, group_context(state).membership.members)
-        # reading starts after the commit that added us when the sender said which it was (libxmtp does)
-        return JoinedGroup(state, joined_epoch=state.epoch, cursor=opened.message_cursor or 0)
+    def join_welcome(self, message: mls_api_pb2.WelcomeMessage, updates: IdentityUpdates) -> JoinedGroup:
+        """The group one stored welcome brings, checked (see :meth:`join_welcomed_groups`); no network:
+        members are checked against ``updates`` (the node, or a copy of its identity updates;
+        :class:`~.errors.IdentityUpdatesBehind` when the copy is behind what the group records).  The
+        KeyPackage it used stays in :attr:`key_packages`: forgetting it is the caller's, once the group is kept."""
+        return join_welcome(self.seed, self.inbox_id, self.key_packages, message, updates)
+
+
+def join_welcome(
+    seed: bytes,
+    inbox_id: str,
+    key_packages: Sequence[mls.KeyPackagePrivate],
+    message: mls_api_pb2.WelcomeMessage,
+    updates: IdentityUpdates,
+) -> JoinedGroup:
+    """The group ``message`` welcomes the installation of ``seed`` (of ``inbox_id``) to, with the KeyPackage it
+    was sealed to among ``key_packages``: the Welcome checked as RFC 9420 says, the group's context as libxmtp
+    has it, every member against its inbox's identity updates in ``updates``."""
+    opened = open_welcome(message, key_packages)
+    identity = installation_identity(seed, inbox_id)
+    state = mls.join_from_welcome(identity, opened.key_package, opened.welcome, max_past_epochs=MAX_PAST_EPOCHS)
+    verify_members(updates, state, group_context(state).membership.members)
+    # reading starts after the commit that added us when the sender said which it was (libxmtp does)
+    return JoinedGroup(state, joined_epoch=state.epoch, cursor=opened.message_cursor or 0)
+
+
+def welcome_id(message: mls_api_pb2.WelcomeMessage) -> int:
+    """The node's id of a stored welcome (its place in the installation's welcome stream)."""
+    return int(message.v1.id if message.WhichOneof("version") == "v1" else message.welcome_pointer.id)

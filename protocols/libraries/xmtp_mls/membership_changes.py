@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 import attrs
 
@@ -31,7 +32,18 @@ from protocols.libraries.xmtp_identity import InboxState, Refused, check_key_pac
 from .context import group_context
 from .errors import ChangeNotPermitted, InstallationsUnavailable, UnknownAddress, UnverifiedMember
 from .membership import replay
-from .node import UpdateLog, XmtpNode
+from .node import UpdateLog
+
+
+class NodeAnswers(Protocol):
+    """What planning a membership change asks of the node: :class:`~.node.XmtpNode` itself, or a client's
+    record of its answers (so the commit can be built inside a transaction, the network used before it)."""
+
+    def inbox_id_for(self, address: str) -> str | None: ...
+
+    def identity_updates(self, inbox_ids: list[str]) -> dict[str, list[UpdateLog]]: ...
+
+    def key_packages(self, installation_keys: list[bytes]) -> dict[bytes, bytes]: ...
 
 
 @attrs.frozen
@@ -89,7 +101,7 @@ def installation_diff(
     return InstallationDiff(frozenset(added), frozenset(removed))
 
 
-def resolve_addresses(node: XmtpNode, addresses: Iterable[str]) -> list[str]:
+def resolve_addresses(node: NodeAnswers, addresses: Iterable[str]) -> list[str]:
     """The inbox of each Ethereum address, as the node knows it (:class:`UnknownAddress` for one it does not)."""
     inboxes = []
     for address in addresses:
@@ -103,7 +115,7 @@ def resolve_addresses(node: XmtpNode, addresses: Iterable[str]) -> list[str]:
 
 
 def plan_membership_change(
-    node: XmtpNode,
+    node: NodeAnswers,
     state: MlsGroupState,
     *,
     add: Iterable[str] = (),
@@ -170,7 +182,7 @@ def _owners(logs: Mapping[str, list[UpdateLog]], old: Mapping[str, int], new: Ma
 
 
 def _fetch_key_packages(
-    node: XmtpNode, installation_keys: list[bytes], owners: Mapping[bytes, str], *, now: int | None
+    node: NodeAnswers, installation_keys: list[bytes], owners: Mapping[bytes, str], *, now: int | None
 ) -> tuple[list[KeyPackage], list[bytes]]:
     """The checked KeyPackage of each installation that has one (its credential naming the inbox ``owners``
     says the installation belongs to), and the installations that have none."""

@@ -7,7 +7,7 @@ its arguments.  The node is named by URL as libxmtp names it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit
 
 import grpc
@@ -61,9 +61,8 @@ class XmtpNode:
         try:
             return method(request, timeout=CALL_TIMEOUT_S)
         except grpc.RpcError as error:
-            raise NodeUnavailable(
-                f"the node at {self.url} refused {what}: {error.code().name} {error.details()}"
-            ) from None
+            code = error.code().name
+            raise NodeUnavailable(f"the node at {self.url} refused {what}: {code} {error.details()}", code) from None
 
     def publish_identity_update(self, update: associations_pb2.IdentityUpdate) -> None:
         request = identity_api_pb2.PublishIdentityUpdateRequest(identity_update=update)
@@ -81,10 +80,15 @@ class XmtpNode:
         found = answer.responses[0] if answer.responses else None
         return found.inbox_id if found is not None and found.HasField("inbox_id") else None
 
-    def identity_updates(self, inbox_ids: list[str]) -> dict[str, list[UpdateLog]]:
-        """Every identity update of each inbox, in the node's order."""
+    def identity_updates(
+        self, inbox_ids: list[str], *, after: Mapping[str, int] | None = None
+    ) -> dict[str, list[UpdateLog]]:
+        """Every identity update of each inbox, in the node's order (with ``after``: only those past the
+        sequence id it names for the inbox)."""
+        since = after or {}
         wanted = [
-            identity_api_pb2.GetIdentityUpdatesRequest.Request(inbox_id=inbox, sequence_id=0) for inbox in inbox_ids
+            identity_api_pb2.GetIdentityUpdatesRequest.Request(inbox_id=inbox, sequence_id=since.get(inbox, 0))
+            for inbox in inbox_ids
         ]
         answer = self._call(
             self._identity.GetIdentityUpdates,

@@ -1,0 +1,39 @@
+"""The node profile's item handlers and commands as the plugin registers them, loading :mod:`.processing` (and with it
+gRPC and the XMTP libraries) on first use, so a database of the private profile never pays for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import contract
+from core.records import Envelope, Result
+
+
+def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
+    from protocols.xmtp.node_profile import processing
+
+    return processing.handle_welcome(ctx, envelope)
+
+
+def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
+    from protocols.xmtp.node_profile import processing
+
+    return processing.handle_group_message(ctx, envelope)
+
+
+def command_open_dm(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import creating
+
+    return creating.command_open_dm(ctx, params)
+
+
+def command_inbox_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import registration
+
+    return registration.command_inbox_new(ctx, params)
+
+
+def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import registration
+
+    return registration.command_top_up(ctx, params)

@@ -1,0 +1,143 @@
+"""The node profile's sync: our welcomes, then every group we accepted, read from the node in its order.
+
+Each topic (``w/<installation>``, ``g/<group>``) is read under its lock
+(:func:`protocols.xmtp.sync.holding`, seed 002's topic locks) a page at a time
+after its cursor (the node's id of the last message processed).  Each message
+goes through the core's door (``runtime.door()``: the tick's own pipeline) in
+a savepoint that also moves the cursor, committed in micro-batches, so a crash
+loses nothing and processes nothing twice.  A welcome or commit whose members' identity updates
+this database does not have yet comes back from its handler as
+:class:`~protocols.libraries.xmtp_mls.IdentityUpdatesBehind`, nothing changed:
+the updates are fetched (network, between transactions) and the message is
+handed in again; if the node's updates still do not reach what it records, it
+is parked with the reason, as any message the handlers refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from core import contract
+from core.batch import MicroBatch
+from core.errors import TransientError
+from core.queues import WorkItem
+from core.records import ItemSource
+from protocols.libraries.xmtp_mls import IdentityUpdatesBehind
+from protocols.xmtp import queries
+from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
+from protocols.xmtp.facts import PROTOCOL
+from protocols.xmtp.node_profile import identity_updates, items
+from protocols.xmtp.state import Vault
+from protocols.xmtp.sync import PAGE, SyncReport, holding
+from protocols.xmtp.transport.node import NodeService
+from protocols.xmtp.transport.node_records import NodeGroupMessage, NodePage, NodeWelcome
+
+log = logging.getLogger("tessera.xmtp.sync")
+
+_ADVANCE = "UPDATE xmtp_topic_refresh_state SET cursor = ?, last_message_timestamp_ns = ? WHERE topic = ?"
+
+NodeMessage = NodeGroupMessage | NodeWelcome
+
+
+def sync_all(runtime: contract.Runtime, node: NodeService) -> SyncReport:
+    """Our welcomes, then each group we accepted and still belong to; what could not be read is reported."""
+    report = SyncReport()
+    with runtime.db.read():
+        installation_key = Vault.of_runtime(runtime).inbox().installation_key
+    welcomes = items.welcome_topic(installation_key)
+    _guarded(report, welcomes, partial(_read, runtime, node, welcomes, _welcomes_of(node, installation_key), report))
+    with runtime.db.read():
+        groups = [row.id for row in queries.synced_groups(runtime.db)]
+    for group_id in groups:
+        topic = items.group_topic(group_id)
+        _guarded(report, topic, partial(_read, runtime, node, topic, _messages_of(node, group_id), report))
+    return report
+
+
+def _welcomes_of(node: NodeService, installation_key: bytes) -> Callable[[int], NodePage]:
+    return lambda cursor: node.welcomes_after(installation_key, cursor, PAGE)
+
+
+def _messages_of(node: NodeService, group_id: bytes) -> Callable[[int], NodePage]:
+    return lambda cursor: node.group_messages_after(group_id, cursor, PAGE)
+
+
+def _guarded(report: SyncReport, topic: str, work: Callable[[], None]) -> None:
+    try:
+        work()
+    except ServiceUnavailable as exc:
+        report.unreachable.append(topic)
+        report.failures.append(f"{topic}: {exc}")
+    except ServiceRefused as exc:
+        report.failures.append(f"{topic}: {exc}")
+
+
+def _read(
+    runtime: contract.Runtime, node: NodeService, topic: str, fetch: Callable[[int], NodePage], report: SyncReport
+) -> None:
+    with holding(runtime, topic) as cursor:
+        if cursor is None:
+            report.busy_topics.append(topic)
+            return
+        position = int(cursor or 0)
+        while True:
+            page = fetch(position)
+            _process_page(runtime, node, topic, list(page.messages), report)
+            if page.messages:
+                position = page.messages[-1].id
+            if not page.has_more:
+                return
+
+
+def _process_page(
+    runtime: contract.Runtime, node: NodeService, topic: str, messages: list[NodeMessage], report: SyncReport
+) -> None:
+    """A page's messages in micro-batches (each message in its own savepoint with its cursor move, a commit
+    every ``batch_items`` messages or ``batch_ms``): a crash redoes the uncommitted ones whole.  A message
+    that needs identity updates this database lacks stops the batch before it; what came before is
+    committed, the updates are fetched, and the page goes on from that message."""
+    refreshed: set[str] = set()
+    while messages:
+        behind = None
+        with MicroBatch(runtime.db) as batch:
+            for index, message in enumerate(messages):
+                behind = batch.run(partial(_one, runtime, topic, message, refreshed), isolated=False)
+                if behind is not None:
+                    batch.commit()
+                    messages = messages[index:]
+                    break
+                report.processed += 1
+            else:
+                messages = []
+        if behind is not None:
+            identity_updates.refresh(runtime, node, behind.wanted)
+            refreshed |= set(behind.wanted)
+
+
+def _one(
+    runtime: contract.Runtime, topic: str, message: NodeMessage, refreshed: set[str]
+) -> IdentityUpdatesBehind | None:
+    """One message through the door and the cursor past it, in a savepoint of the caller's transaction; the
+    :class:`IdentityUpdatesBehind` to fetch for (returned, not raised: raised through the batch, it would roll
+    the whole batch back), unless those inboxes were fetched already: then the node lacks them, and the
+    message is parked with the reason like any the handlers refuse."""
+    envelope = items.welcome_envelope(message) if isinstance(message, NodeWelcome) else items.group_envelope(message)
+    blob = items.encode_welcome(message) if isinstance(message, NodeWelcome) else items.encode_group_message(message)
+    item = WorkItem(PROTOCOL, blob, ItemSource.BACKFILL, 0, partition_key=envelope.partition_key, decoded=envelope)
+
+    def disposes(failure: BaseException) -> bool:
+        if isinstance(failure, IdentityUpdatesBehind) and not set(failure.wanted) <= refreshed:
+            raise failure  # nothing kept: fetched, then handed in again
+        if isinstance(failure, TransientError):
+            log.warning("%s: message %d failed for now and is parked to be retried: %s", topic, message.id, failure)
+        return True  # parked (or retried) with its reason by the pipeline; the topic moves on
+
+    try:
+        with runtime.db.write():
+            runtime.door().attempt(item, disposes)
+            runtime.db.execute(_ADVANCE, (str(message.id), message.created_ns, topic))
+    except IdentityUpdatesBehind as behind:
+        return behind
+    return None
