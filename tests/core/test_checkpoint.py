@@ -146,6 +146,9 @@ def test_the_thread_is_woken_once_per_eighth_of_the_threshold_not_per_commit(db_
         written = sum(b - a if b > a else b for a, b in zip([0, *lengths], lengths, strict=False))
         past_threshold = sum(1 for pages in lengths if pages >= 80)
         assert 0 < checkpointer.checkpoints <= written // (80 // WAKES_PER_THRESHOLD) + 1
-        assert checkpointer.checkpoints < past_threshold // 2  # once a commit, before
+        # Once a commit past the threshold, before. A commit here writes a few pages (2 to 5, by where the
+        # checkpoint left the WAL), so a wake per tenth of the threshold comes every 2 to 5 commits: 149 of 295
+        # was seen on a loaded machine, which a bound of half failed.
+        assert checkpointer.checkpoints <= past_threshold * 3 // 4
     finally:
         db.close()
