@@ -7,7 +7,8 @@ its arguments.  The node is named by URL as libxmtp names it
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
@@ -121,33 +122,25 @@ class XmtpNode:
 
     def welcomes(self, installation_key: bytes, *, after: int = 0) -> Iterator[mls_api_pb2.WelcomeMessage]:
         """Every welcome stored for the installation after id ``after``, oldest first."""
-        cursor = after
-        while True:
-            paging = mls_api_pb2.PagingInfo(
-                direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=_PAGE, id_cursor=cursor
-            )
+
+        def page(paging: mls_api_pb2.PagingInfo) -> mls_api_pb2.QueryWelcomeMessagesResponse:
             request = mls_api_pb2.QueryWelcomeMessagesRequest(installation_key=installation_key, paging_info=paging)
             answer = self._call(self._mls.QueryWelcomeMessages, request, "QueryWelcomeMessages")
             assert isinstance(answer, mls_api_pb2.QueryWelcomeMessagesResponse)
-            yield from answer.messages
-            if not answer.paging_info.id_cursor:
-                return
-            cursor = answer.paging_info.id_cursor
+            return answer
+
+        return _every_page(page, after)
 
     def group_messages(self, group_id: bytes, *, after: int = 0) -> Iterator[mls_api_pb2.GroupMessage]:
         """Every message stored for the group after id ``after``, oldest first."""
-        cursor = after
-        while True:
-            paging = mls_api_pb2.PagingInfo(
-                direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=_PAGE, id_cursor=cursor
-            )
+
+        def page(paging: mls_api_pb2.PagingInfo) -> mls_api_pb2.QueryGroupMessagesResponse:
             request = mls_api_pb2.QueryGroupMessagesRequest(group_id=group_id, paging_info=paging)
             answer = self._call(self._mls.QueryGroupMessages, request, "QueryGroupMessages")
             assert isinstance(answer, mls_api_pb2.QueryGroupMessagesResponse)
-            yield from answer.messages
-            if not answer.paging_info.id_cursor:
-                return
-            cursor = answer.paging_info.id_cursor
+            return answer
+
+        return _every_page(page, after)
 
     def send_group_message(self, data: bytes) -> None:
         message = mls_api_pb2.GroupMessageInput(v1=mls_api_pb2.GroupMessageInput.V1(data=data, should_push=True))
@@ -178,3 +171,17 @@ class XmtpNode:
         ]
         request = mls_api_pb2.SendWelcomeMessagesRequest(messages=messages)
         self._call(self._mls.SendWelcomeMessages, request, "the welcomes")
+
+
+def _every_page(page: Callable[[mls_api_pb2.PagingInfo], Any], after: int) -> Iterator[Any]:
+    """The messages of every page after id ``after``, oldest first: the node's id cursor moves each page on,
+    and an empty cursor ends the query."""
+    cursor = after
+    while True:
+        answer = page(
+            mls_api_pb2.PagingInfo(direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=_PAGE, id_cursor=cursor)
+        )
+        yield from answer.messages
+        if not answer.paging_info.id_cursor:
+            return
+        cursor = answer.paging_info.id_cursor
