@@ -459,8 +459,11 @@ def _incomplete(stuck: list[queries.GroupRow], refused: list[str]) -> SyncIncomp
 
 def _pending_line(group: queries.GroupRow) -> str:
     """A group a welcome brought that waits for our answer, with the two commands that give it."""
-    gid = group.id.hex()
-    named = f" {group.name!r}" if group.name else ""
+    return _waits_line(group.id.hex(), group.name)
+
+
+def _waits_line(gid: str, name: str) -> str:
+    named = f" {name!r}" if name else ""
     accept, reject = hints.command("xmtp", "accept", gid), hints.command("xmtp", "reject", gid)
     return f"group {gid}{named} waits for your answer: `{accept}` joins it, `{reject}` declines it"
 
@@ -480,7 +483,11 @@ def listen(obj: CliState, as_json: bool) -> None:
     from protocols.xmtp.transport.websocket import WebSocketService
 
     app = obj.app()
-    service = app.service(XmtpMember).delivery(keep_pushes=True)
+    member = app.service(XmtpMember)
+    if member.profile() == connection.NODE:
+        _listen_to_node(app, member, as_json)
+        return
+    service = member.delivery(keep_pushes=True)
     if not isinstance(service, WebSocketService):
         raise InvalidInput("listen needs a ws:// server: this database's identity names another kind of service")
     printer = _NewMessages(app, as_json)
@@ -490,6 +497,33 @@ def listen(obj: CliState, as_json: bool) -> None:
     click.echo(f"listening on {service.url} as {service.installation[:16]}...", err=True)
     report = Listener(app.runtime, service, stop, on_processed=lambda _: printer.show()).run()
     click.echo(f"stopped: {report.pushed} pushed, {report.synced} read by sync, {report.published} published", err=True)
+
+
+def _listen_to_node(app: App, member: XmtpMember, as_json: bool) -> None:
+    """``listen`` on the node profile: the node's streams wake the sync of the topic that moved."""
+    from protocols.xmtp.node_profile.listen import NodeListener
+
+    node = member.node()
+    printer = _NewMessages(app, as_json)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with app.db.read():
+        me = Vault.of(app.db).inbox()
+    click.echo(f"listening on {node.url} as inbox {me.inbox_id[:16]}...", err=True)
+    listener = NodeListener(
+        app.runtime,
+        node,
+        stop,
+        on_processed=lambda _: printer.show(),
+        on_progress=lambda line: click.echo(line, err=True),
+    )
+    report = listener.run()
+    click.echo(
+        f"stopped: {report.woken} woken by the node, {report.synced} read by sync, {report.published} published, "
+        f"{report.reconnects} reconnects",
+        err=True,
+    )
 
 
 class _NewMessages:
@@ -506,17 +540,29 @@ class _NewMessages:
             recorded = list(eventlog.read_range(self.app.db, self.after))
         for event in recorded:
             self.after = event.seq
-            if event.protocol != facts.PROTOCOL or event.type != facts.MESSAGE_RECORDED:
+            if event.protocol != facts.PROTOCOL:
                 continue
             data = event.data
-            if data["kind"] == MessageKind.APPLICATION:
-                text = facts.unb64(data["bytes"]).decode(errors="replace")
-                if self.as_json:
-                    found = {"group": data["group"], "sender": data["sender_address"], "text": text}
-                    click.echo(output.to_json_line(found))
-                else:
-                    click.echo(f"{data['group'][:12]} {data['sender_address']}: {text}")
+            if event.type == facts.WELCOME_RECEIVED and data["membership"] == Membership.PENDING:
+                click.echo(_waits_line(data["group"], data.get("name", "")), err=True)  # progress, not a message
+            elif event.type == facts.MESSAGE_RECORDED and data["kind"] == MessageKind.APPLICATION:
+                self._message(data)
         sys.stdout.flush()  # a pipe is block-buffered: whoever reads us sees each message as it comes
+
+    def _message(self, data: dict[str, Any]) -> None:
+        """One line (or JSON line) for an application message: a libxmtp group's (it has a content type) with
+        its sender inbox and the content decoded to one line, as ``messages`` shows it."""
+        encoded = facts.unb64(data["bytes"])
+        found = {"group": data["group"], "sender": data["sender_address"]}
+        if data.get("content_type"):
+            found = {"group": data["group"], "sender": data["sender_inbox"], "content_type": data["content_type"]}
+            text = node_content.describe(encoded)
+        else:
+            text = encoded.decode(errors="replace")
+        if self.as_json:
+            click.echo(output.to_json_line({**found, "text": text}))
+        else:
+            click.echo(f"{data['group'][:12]} {found['sender']}: {text}")
 
 
 # --- listings ----------------------------------------------------------------------------------

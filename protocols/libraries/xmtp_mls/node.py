@@ -142,6 +142,24 @@ class XmtpNode:
 
         return _every_page(page, after)
 
+    def subscribe_group_messages(self, cursors: Mapping[bytes, int]) -> Any:
+        """A stream (SubscribeGroupMessages) of every message the node stores for each group after its cursor
+        (the node's id), then each one stored while it is open.  The returned call is an iterator of
+        ``GroupMessage`` that raises ``grpc.RpcError`` when the stream fails; ``cancel()`` ends it."""
+        request = mls_api_pb2.SubscribeGroupMessagesRequest(
+            filters=[
+                mls_api_pb2.SubscribeGroupMessagesRequest.Filter(group_id=group_id, id_cursor=cursor)
+                for group_id, cursor in cursors.items()
+            ]
+        )
+        return self._mls.SubscribeGroupMessages(request)
+
+    def subscribe_welcomes(self, installation_key: bytes, cursor: int) -> Any:
+        """A stream (SubscribeWelcomeMessages) of the welcomes stored for the installation after ``cursor``,
+        as :meth:`subscribe_group_messages`."""
+        wanted = mls_api_pb2.SubscribeWelcomeMessagesRequest.Filter(installation_key=installation_key, id_cursor=cursor)
+        return self._mls.SubscribeWelcomeMessages(mls_api_pb2.SubscribeWelcomeMessagesRequest(filters=[wanted]))
+
     def send_group_message(self, data: bytes) -> None:
         message = mls_api_pb2.GroupMessageInput(v1=mls_api_pb2.GroupMessageInput.V1(data=data, should_push=True))
         self._call(

@@ -16,7 +16,7 @@ is parked with the reason, as any message the handlers refuse.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from core import contract
@@ -53,6 +53,26 @@ def sync_all(runtime: contract.Runtime, node: NodeService) -> SyncReport:
     for group_id in groups:
         topic = items.group_topic(group_id)
         _guarded(report, topic, partial(_read, runtime, node, topic, _messages_of(node, group_id), report))
+    return report
+
+
+def sync_topics(runtime: contract.Runtime, node: NodeService, topics: Iterable[str]) -> SyncReport:
+    """Only ``topics`` (our welcomes' topic, groups we read), each read as :func:`sync_all` reads it: what
+    ``listen`` does when a stream says a topic moved.  A topic that is neither (a group we left, declined,
+    or that was removed from meanwhile) is passed over."""
+    report = SyncReport()
+    with runtime.db.read():
+        installation_key = Vault.of_runtime(runtime).inbox().installation_key
+        groups = {items.group_topic(row.id): row.id for row in queries.synced_groups(runtime.db)}
+    welcomes = items.welcome_topic(installation_key)
+    for topic in topics:
+        if topic == welcomes:
+            fetch = _welcomes_of(node, installation_key)
+        elif topic in groups:
+            fetch = _messages_of(node, groups[topic])
+        else:
+            continue
+        _guarded(report, topic, partial(_read, runtime, node, topic, fetch, report))
     return report
 
 

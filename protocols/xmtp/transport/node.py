@@ -12,6 +12,7 @@ code 4 for a command that needs it); a refusal raises
 from __future__ import annotations
 
 import itertools
+import queue
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -19,6 +20,14 @@ from protocols.libraries.xmtp_mls import NodeUnavailable, UpdateLog, XmtpNode
 from protocols.libraries.xmtp_wire.proto import associations_pb2, mls_api_pb2
 from protocols.xmtp.errors import InvalidNodeUrl, ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.node_records import NodeGroupMessage, NodePage, NodeWelcome
+from protocols.xmtp.transport.node_streams import (
+    GROUPS,
+    WELCOMES,
+    NodeStream,
+    Wake,
+    group_message_key,
+    welcome_key,
+)
 
 #: gRPC statuses that say the node did not answer (or not now), so the same call may succeed later.
 TRANSIENT_CODES = frozenset(
@@ -103,6 +112,15 @@ class NodeService:
             for m in read[:limit]
         )
         return NodePage(messages, len(read) > limit)
+
+    def follow_groups(self, cursors: Mapping[bytes, int], wake: queue.Queue[Wake]) -> NodeStream:
+        """A stream of the groups' messages after each cursor, each one a wake-up on ``wake``."""
+        return NodeStream(GROUPS, self._node.subscribe_group_messages(cursors), group_message_key, wake)
+
+    def follow_welcomes(self, installation_key: bytes, cursor: int, wake: queue.Queue[Wake]) -> NodeStream:
+        """A stream of our installation's welcomes after ``cursor``, each one a wake-up on ``wake``."""
+        call = self._node.subscribe_welcomes(installation_key, cursor)
+        return NodeStream(WELCOMES, call, welcome_key(installation_key), wake)
 
     def send_group_message(self, data: bytes) -> None:
         with _translated(self.url):

@@ -1,0 +1,116 @@
+"""``tessera xmtp listen`` on the node profile, every part a real process: ``tessera serve --xmtp-port`` as the
+node, a libxmtp v1.10.0 client, and the Tessera member's ``listen`` running while other ``tessera xmtp``
+commands read the same database.  No ``sync`` is run: what listen reads, it reads because the node's streams
+woke it."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import TESSERA, clean_environment, wait_until
+from tests.xmtp.test_node_crash_loop import CliMember
+from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
+from tests.xmtp_node.libxmtp_peer import LibxmtpClient
+from tests.xmtp_node.node_process import new_node
+
+pytestmark = pytest.mark.peer
+
+WITHIN_S = 10.0  # "within a few seconds"
+
+
+class Listening:
+    """``tessera xmtp listen --json`` as a process; its stdout and stderr lines collected as they come."""
+
+    def __init__(self, member: CliMember):
+        self.proc = subprocess.Popen(
+            [*TESSERA, "--db", str(member.db), "xmtp", "listen", "--json"],
+            env=member.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.out: queue.Queue[str] = queue.Queue()
+        self.err: list[str] = []
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        threading.Thread(target=self._collect, args=(self.proc.stdout, self.out.put), daemon=True).start()
+        threading.Thread(target=self._collect, args=(self.proc.stderr, self.err.append), daemon=True).start()
+
+    @staticmethod
+    def _collect(stream: Any, put: Callable[[str], None]) -> None:
+        for line in stream:
+            put(line.rstrip("\n"))
+
+    def printed(self) -> list[dict[str, Any]]:
+        lines = []
+        while not self.out.empty():
+            lines.append(json.loads(self.out.get()))
+        return lines
+
+    def said(self, words: str) -> bool:
+        return any(words in line for line in self.err)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+def test_listen_reads_what_libxmtp_sends_without_sync_reconnects_after_a_node_restart_and_exits_0_on_sigterm(
+    tmp_path: Path,
+    libxmtp_client: Callable[[str], LibxmtpClient],  # noqa: F811
+) -> None:
+    with new_node(tmp_path) as node:
+        ours = CliMember(tmp_path, clean_environment())
+        ours.xmtp("identity", "new", "--node", node.url)
+        inbox = ours.json("whoami")["inbox_id"]
+        alice = libxmtp_client("alice").create(node.url)
+        listening = Listening(ours)
+        try:
+            assert wait_until(lambda: listening.said("following "), WITHIN_S), listening.err
+
+            # A welcome arriving while listening: the group shows as PENDING, and listen says it waits.
+            group = alice.create_group([], name="live")
+            alice.call("add_members", group_id=group, inbox_ids=[inbox])
+            assert wait_until(lambda: _memberships(ours) == {group: "PENDING"}, WITHIN_S), listening.err
+            assert wait_until(lambda: listening.said(f"group {group} 'live' waits for your answer"), WITHIN_S)
+            ours.xmtp("accept", group)
+
+            # libxmtp's texts appear in `messages` within seconds, with no sync: the group's stream woke listen.
+            sent = [(alice.inbox_id, alice_text) for alice_text in ("one", "two", "three")]
+            for _, text in sent:
+                alice.send_text(group, text)
+            assert wait_until(lambda: ours.texts(group) == sent, WITHIN_S), ours.texts(group)
+            printed = listening.printed()
+            assert [(line["sender"], line["text"]) for line in printed] == sent
+            assert {(line["group"], line["content_type"]) for line in printed} == {(group, "xmtp.org/text:1.0")}
+
+            # The node restarts: listen says it lost it, connects again, and catches up on what came meanwhile.
+            node.restart()
+            alice.send_text(group, "after the restart")
+            sent.append((alice.inbox_id, "after the restart"))
+            assert wait_until(lambda: ours.texts(group) == sent, 30), (ours.texts(group), listening.err)
+            assert listening.said("lost the node"), listening.err
+            assert sum("following " in line for line in listening.err) >= 2, listening.err
+
+            # A text from Tessera sent by another process while listen runs: listen publishes it, libxmtp reads it.
+            ours.xmtp("send", "--no-publish", "--group", group, "from tessera", exit_code=5)  # queued for listen
+            sent.append((inbox, "from tessera"))
+            assert wait_until(lambda: ours.texts(group) == sent, WITHIN_S), ours.texts(group)
+            alice.call("sync_group", group_id=group)
+            assert alice.texts(group) == sent
+        finally:
+            code = listening.stop()
+        assert code == 0, listening.err
+        assert listening.err[-1].startswith("stopped: "), listening.err
+
+
+def _memberships(member: CliMember) -> dict[str, str]:
+    return {row["group"]: row["membership"] for row in member.json("groups")}
