@@ -43,7 +43,7 @@ class InboxUnknown(XmtpError, NotFound):
 
 
 class PrivateProfileOnly(XmtpError, InvalidInput):
-    """A command only Tessera's private profile has (``listen``, a server's KeyPackage and identity lookups)
+    """Something only Tessera's private profile has (a ``ws://`` server's KeyPackage and identity lookups)
     asked of a database that speaks XMTP through a node."""
 
 

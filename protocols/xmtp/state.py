@@ -191,9 +191,9 @@ class Vault:
         if found is None:
             if self.has_inbox():
                 raise PrivateProfileOnly(
-                    f"this database speaks XMTP through the node {self.inbox().node}: `listen` belongs to "
-                    "Tessera's private profile (a database made with `identity new --server ws://...`); use "
-                    "`tessera xmtp sync` or the tick daemon here"
+                    f"this database speaks XMTP through the node {self.inbox().node}: this needs Tessera's "
+                    "private profile (a database made with `identity new --server ws://...`); the node profile's "
+                    "commands are listed in docs/xmtp.md, *The node profile*"
                 )
             raise IdentityMissing(
                 "this database has no XMTP identity: run `tessera xmtp identity new --node http://HOST:PORT`"

@@ -10,6 +10,7 @@ only with a KeyPackage it accepts.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -132,8 +133,15 @@ def test_node_profile_mistakes_are_one_line_and_a_node_that_is_down_exits_4(
     assert made.returncode == 0 and len(made.stdout.strip()) == 32, made  # a libxmtp group needs no node yet
     queued = run(blank, env, "add-members", "--group", made.stdout.strip()[:8], "0x" + "11" * 20)
     assert queued.returncode == 5 and "queued" in queued.stderr, queued  # the node is asked when it is built
-    refused = run(blank, env, "listen")
-    assert refused.returncode != 0 and "private profile" in refused.stderr, refused
+    # listen on a node that is down waits for it, saying so, and still stops cleanly on SIGTERM.
+    listening = subprocess.Popen(
+        [*TESSERA, "--db", str(blank), "xmtp", "listen"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    assert listening.stderr is not None
+    said = [listening.stderr.readline() for _ in range(2)]
+    listening.send_signal(signal.SIGTERM)
+    assert listening.wait(30) == 0, said
+    assert said[0].startswith("listening on http://127.0.0.1:9") and "lost the node" in said[1], said
 
 
 def test_a_private_profile_database_is_told_it_cannot_speak_xmtp(env: dict[str, str], tmp_path: Path) -> None:
