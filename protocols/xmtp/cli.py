@@ -31,7 +31,7 @@ from jobs.id_prefix import IdRange, resolve
 from jobs.outcome import Outcome
 from protocols.xmtp import connection, facts, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
-from protocols.xmtp.errors import GroupUnknown, ServiceUnavailable, SyncIncomplete
+from protocols.xmtp.errors import GroupUnknown, NodeProfileOnly, ServiceUnavailable, SyncIncomplete
 from protocols.xmtp.identity import parse_address
 from protocols.xmtp.kinds import IntentState, Membership, MessageKind
 from protocols.xmtp.node_profile import cli as node_cli
@@ -319,18 +319,82 @@ def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> No
 
 @xmtp.command()
 @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
-@click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
+@click.option(
+    "--react",
+    nargs=2,
+    metavar="MESSAGE_ID EMOJI",
+    help="Node profile: react to a message (its id as `messages --json` shows it; a unique prefix will do).",
+)
+@click.option("--remove", is_flag=True, help="With --react: take the reaction back.")
+@click.option("--reply-to", "reply_to", metavar="MESSAGE_ID", help="Node profile: TEXT is a reply to this message.")
+@click.argument("texts", metavar="TEXT...", nargs=-1)
 @publish_option
 @json_option
 @click.pass_obj
-def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as_json: bool) -> None:
-    """Send each TEXT to a group, in order (one message each)."""
+def send(
+    obj: CliState,
+    group: str,
+    texts: tuple[str, ...],
+    no_publish: bool,
+    as_json: bool,
+    react: tuple[str, str] | None = None,
+    remove: bool = False,
+    reply_to: str | None = None,
+) -> None:
+    """Send each TEXT to a group, in order (one message each); or a reaction (--react), or a reply (--reply-to)."""
+    _checked_send(texts, react, remove, reply_to)
     app = obj.app()
-    group_hex = _group_id(app, group).hex()
+    group_id = _group_id(app, group)
+    group_hex = group_id.hex()
+    asked: list[dict[str, Any]]
+    if (react is not None or reply_to is not None) and app.service(XmtpMember).profile() != connection.NODE:
+        raise NodeProfileOnly(
+            "--react and --reply-to send libxmtp's reactions and replies: a database of the node profile's "
+            "(`tessera xmtp identity new --node URL`) can; this one speaks Tessera's private profile"
+        )
+    if react is not None:
+        reference = _message_id(app, group_id, react[0])
+        asked = [{"react": {"reference": reference, "content": react[1], "remove": remove}}]
+    elif reply_to is not None:
+        asked = [{"reply_to": _message_id(app, group_id, reply_to), "text": texts[0]}]
+    else:
+        asked = [{"text": text} for text in texts]
     made = []
-    for text in texts:
-        made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
+    for params in asked:
+        made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, **params}))
     _after_intent(app, made, no_publish, as_json)
+
+
+def _checked_send(texts: tuple[str, ...], react: tuple[str, str] | None, remove: bool, reply_to: str | None) -> None:
+    """What ``send`` was given makes one kind of message: texts, a reaction, or a reply with one text."""
+    if react is not None and (texts or reply_to is not None):
+        raise click.UsageError("--react sends a reaction alone: give no TEXT and no --reply-to with it")
+    if remove and react is None:
+        raise click.UsageError("--remove takes a reaction back: give it with --react MESSAGE_ID EMOJI")
+    if reply_to is not None and len(texts) != 1:
+        raise click.UsageError("--reply-to MESSAGE_ID takes one TEXT, the reply")
+    if react is None and not texts:
+        raise click.UsageError("give a TEXT to send (or --react MESSAGE_ID EMOJI)")
+
+
+_MESSAGE = "SELECT 1 FROM xmtp_group_messages WHERE id = ? AND group_id = ?"
+_MESSAGES = "SELECT id FROM xmtp_group_messages WHERE group_id = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?"
+
+
+def _message_id(app: App, group_id: bytes, text: str) -> str:
+    """The message of ``group_id`` that ``text`` names: its whole id (hex), or a unique prefix of it."""
+    wanted = text.strip().lower()
+    if not wanted or any(c not in "0123456789abcdef" for c in wanted):
+        raise InvalidInput(f"MESSAGE_ID is a message id in hex (as `messages --json` shows it), got {text!r:.40}")
+    with app.db.read():
+        if len(wanted) % 2 == 0 and app.db.one(_MESSAGE, (bytes.fromhex(wanted), group_id)) is not None:
+            return wanted
+
+        def lookup(ids: IdRange, limit: int) -> list[str]:
+            return [bytes(found).hex() for (found,) in app.db.all(_MESSAGES, (group_id, *ids.bytes, limit))]
+
+        listed_by = hints.command("xmtp", "messages", "--group", group_id.hex(), "--json")
+        return resolve(wanted, "message", lookup, listed_by)
 
 
 def _decide(obj: CliState, group: str, command: str, as_json: bool) -> None:

@@ -18,13 +18,15 @@ from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
 from protocols.xmtp import facts, intent_machine, keypackages, members, publishing, queries
-from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists
+from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists, MessageUnknown, NodeProfileOnly
 from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address
 from protocols.xmtp.intent_machine import Intent, IntentBook
 from protocols.xmtp.kinds import IntentKind, Membership
 from protocols.xmtp.state import BINDING_EXTENSION, Identity, Vault
 
 MAX_TEXT_BYTES = 64 * 1024
+#: A reaction is an emoji or a short code, not a message.
+MAX_REACTION_BYTES = 256
 
 
 def command_identity_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
@@ -122,12 +124,51 @@ def _addresses(params: dict[str, Any]) -> list[str]:
 
 
 def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    """An intent to send ``text`` to ``group``."""
+    """An intent to send ``text`` to ``group``; on the node profile also a reaction (``react``: ``{"reference":
+    message id hex, "content": emoji, "remove": bool}``) or a reply (``reply_to``: message id hex, with ``text``),
+    both to a message this database holds, named with its sender as libxmtp names them."""
     group_id = _active_group(ctx, params)
+    react, reply_to = params.get("react"), params.get("reply_to")
+    if (react is not None or reply_to is not None) and not Vault.in_context(ctx).has_inbox():
+        raise NodeProfileOnly(
+            "reactions and replies are libxmtp's content types: the node profile's "
+            "(a database made with `tessera xmtp identity new --node URL`)"
+        )
+    if react is not None:
+        content = react.get("content") if isinstance(react, dict) else None
+        if not isinstance(content, str) or not content or len(content.encode()) > MAX_REACTION_BYTES:
+            raise InvalidInput(f"a reaction is an emoji (or short text) of 1 to {MAX_REACTION_BYTES} bytes")
+        reference, sender = _answered(ctx, group_id, react.get("reference"))
+        wanted = {"reference": reference, "reference_inbox_id": sender, "content": content}
+        return record_intent(
+            ctx, group_id, IntentKind.SEND_MESSAGE, {"reaction": {**wanted, "remove": bool(react.get("remove"))}}
+        )
     text = params.get("text")
     if not isinstance(text, str) or not text or len(text.encode()) > MAX_TEXT_BYTES:
         raise InvalidInput(f"send needs a text of 1 to {MAX_TEXT_BYTES} bytes")
+    if reply_to is not None:
+        reference, sender = _answered(ctx, group_id, reply_to)
+        reply = {"reference": reference, "reference_inbox_id": sender, "text": text}
+        return record_intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"reply": reply})
     return record_intent(ctx, group_id, IntentKind.SEND_MESSAGE, {"text": text})
+
+
+_ANSWERED = "SELECT sender_inbox_id FROM xmtp_group_messages WHERE id = ? AND group_id = ?"
+
+
+def _answered(ctx: contract.Context, group_id: bytes, reference: Any) -> tuple[str, str]:
+    """The message a reaction or reply answers (its whole id, hex) and its sender's inbox, from our copy."""
+    try:
+        message_id = bytes.fromhex(reference) if isinstance(reference, str) else b""
+    except ValueError:
+        message_id = b""
+    found = ctx.db.one(_ANSWERED, (message_id, group_id)) if message_id else None
+    if found is None:
+        raise MessageUnknown(
+            f"no message {reference!r:.70} in group {group_id.hex()}; `tessera xmtp messages --group "
+            f"{group_id.hex()} --json` lists their ids"
+        )
+    return message_id.hex(), str(found[0])
 
 
 def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:

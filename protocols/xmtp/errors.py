@@ -66,6 +66,10 @@ class GroupUnknown(XmtpError, NotFound):
     """No group with that id on this database."""
 
 
+class MessageUnknown(XmtpError, NotFound):
+    """A reaction or reply names a message this database does not hold in that group."""
+
+
 class GroupInactive(XmtpError, InvalidInput):
     """The group is not one we may act in: not accepted yet, rejected, or we were removed from it."""
 

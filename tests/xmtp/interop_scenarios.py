@@ -121,6 +121,60 @@ def content_types(peers: Peers) -> None:
     assert "a poll" in shown[3].text
 
 
+def reactions_and_replies_by_tessera(peers: Peers) -> None:
+    """The Tessera member reacts to alice's text, takes the reaction back, and replies to it: libxmtp decodes
+    each with its own codecs as a reaction (added, then removed) and a reply naming alice's message and inbox;
+    then alice reacts and replies to Tessera's reply, and Tessera shows both pointing at it."""
+    alice, _, ours, group = invited(peers)
+    said = alice.send_text(group, "react to me")
+    ours.tick()
+    ours.react(group, said, "🎉")
+    ours.react(group, said, "🎉", remove=True)
+    ours.reply(group, said, "a reply from Tessera")
+    ours.tick()
+    assert ours.open_intents() == []
+    alice.call("sync_group", group_id=group)
+    listed = alice.call("decoded_messages", group_id=group)  # libxmtp lists reactions under what they react to
+    [answered_text] = [m for m in listed if m["id"] == said]
+    reactions = answered_text["reactions"]
+    assert [
+        (m["sender_inbox_id"], m["content_type"], m["reference"], m["reference_inbox_id"], m["content"], m["action"])
+        for m in reactions
+    ] == [
+        (ours.inbox_id, "xmtp.org/reaction:2.0", said, alice.inbox_id, "🎉", "added"),
+        (ours.inbox_id, "xmtp.org/reaction:2.0", said, alice.inbox_id, "🎉", "removed"),
+    ], reactions
+    [reply] = [m for m in listed if m["sender_inbox_id"] == ours.inbox_id]
+    assert (reply["content_type"], reply["reference"], reply["text"]) == (
+        "xmtp.org/reply:1.0",
+        said,
+        "a reply from Tessera",
+    ), reply
+    ours_shown = [m for m in ours.messages(group) if m.sender_inbox_id == ours.inbox_id]
+    assert [m.message_id for m in ours_shown] == [*(m["id"] for m in reactions), reply["id"]]  # the same ids
+    alice.call(
+        "send_encoded",
+        group_id=group,
+        content=alice.call(
+            "encode_content",
+            kind="reaction",
+            value={
+                "reference": reply["id"],
+                "reference_inbox_id": ours.inbox_id,
+                "action": "added",
+                "content": "👍",
+                "schema": "unicode",
+            },
+        ),
+    )
+    answer = alice.call("encode_content", kind="reply", value={"reference": reply["id"], "text": "seen"})
+    alice.call("send_encoded", group_id=group, content=answer)
+    ours.tick()
+    reaction, answered = ours.decoded(group)[-2:]
+    assert isinstance(reaction, Reaction) and (reaction.reference, reaction.content) == (reply["id"], "👍")
+    assert isinstance(answered, Reply) and answered.reference == reply["id"]
+
+
 def membership_and_metadata(peers: Peers) -> None:
     """alice adds carol and removes bob, renames the group and sets a description: Tessera's members and
     metadata equal libxmtp's after each, and messages after each decrypt both ways."""
@@ -352,6 +406,7 @@ def dm_opened_by_tessera(peers: Peers) -> None:
 SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "invited by libxmtp, messages both ways": messages_both_ways,
     "reactions, replies, unknown content": content_types,
+    "reactions and replies sent by Tessera": reactions_and_replies_by_tessera,
     "members added and removed, metadata": membership_and_metadata,
     "a DM opened by libxmtp": direct_message,
     "removed by libxmtp": removed_by_libxmtp,

@@ -140,6 +140,15 @@ class NodeMember:
         for text in texts:
             self.app.runtime.run_command("xmtp.send", {"group": group_id, "text": text})
 
+    def react(self, group_id: str, message_id: str, emoji: str, *, remove: bool = False) -> None:
+        """``tessera xmtp send --react MESSAGE_ID EMOJI [--remove]``'s command."""
+        wanted = {"reference": message_id, "content": emoji, "remove": remove}
+        self.app.runtime.run_command("xmtp.send", {"group": group_id, "react": wanted})
+
+    def reply(self, group_id: str, message_id: str, text: str) -> None:
+        """``tessera xmtp send --reply-to MESSAGE_ID TEXT``'s command."""
+        self.app.runtime.run_command("xmtp.send", {"group": group_id, "reply_to": message_id, "text": text})
+
     def messages(self, group_id: str) -> list[Shown]:
         with self.app.db.read():
             rows = queries.messages(self.app.db, bytes.fromhex(group_id), 100_000)

@@ -106,6 +106,18 @@ def test_listen_reads_what_libxmtp_sends_without_sync_reconnects_after_a_node_re
             assert wait_until(lambda: ours.texts(group) == sent, WITHIN_S), ours.texts(group)
             alice.call("sync_group", group_id=group)
             assert alice.texts(group) == sent
+
+            # A reaction and a reply from the command line, naming alice's first text by a prefix of its id.
+            first = ours.json("messages", "--group", group)["messages"][0]["id"]
+            ours.xmtp("send", "--group", group, "--react", first[:8], "👍")
+            ours.xmtp("send", "--group", group, "--reply-to", first[:10], "yes, one")
+            assert wait_until(lambda: len(ours.json("messages", "--group", group)["messages"]) == 7, WITHIN_S)
+            last_two = ours.json("messages", "--group", group)["messages"][-2:]
+            assert [m["content_type"] for m in last_two] == ["xmtp.org/reaction:2.0", "xmtp.org/reply:1.0"]
+            alice.call("sync_group", group_id=group)
+            [answered] = [m for m in alice.call("decoded_messages", group_id=group) if m["id"] == first]
+            assert [(r["content"], r["reference"]) for r in answered["reactions"]] == [("👍", first)]
+            assert alice.call("decoded_messages", group_id=group)[-1]["text"] == "yes, one"
         finally:
             code = listening.stop()
         assert code == 0, listening.err

@@ -71,6 +71,10 @@ def test_reactions_replies_and_unknown_content_from_libxmtp(peers: InProcessPeer
     scenarios.content_types(peers)
 
 
+def test_reactions_and_replies_sent_by_tessera_are_libxmtps_and_answered(peers: InProcessPeers) -> None:
+    scenarios.reactions_and_replies_by_tessera(peers)
+
+
 def test_libxmtp_adds_and_removes_members_and_changes_metadata(peers: InProcessPeers) -> None:
     scenarios.membership_and_metadata(peers)
 

@@ -66,6 +66,39 @@ def message_view(message: Any) -> dict[str, Any]:
     }
 
 
+def decoded_view(message: Any) -> dict[str, Any]:
+    """A message as libxmtp decodes it (an ``FfiDecodedMessage``, read through its accessors): id, sender, content
+    type (``authority/type:major.minor``) and, for a reaction or a reply, the message it answers and what it says."""
+    kind = message.content_type_id()
+    view: dict[str, Any] = {
+        "id": message.id().hex(),
+        "sender_inbox_id": message.sender_inbox_id(),
+        "content_type": f"{kind.authority_id}/{kind.type_id}:{kind.version_major}.{kind.version_minor}",
+    }
+    content = message.content()
+    if content.is_REACTION():
+        reaction = content[0]
+        view |= {
+            "reference": reaction.reference,
+            "reference_inbox_id": reaction.reference_inbox_id,
+            "action": reaction.action.name.lower(),
+            "content": reaction.content,
+        }
+    elif content.is_REPLY():
+        reply = content[0]
+        body = reply.content
+        view |= {
+            "reference": reply.reference_id,
+            "text": body[0].content if body is not None and body.is_TEXT() else None,
+        }
+    elif content.is_TEXT():
+        view["text"] = content[0].content
+    reactions = message.reactions()
+    if reactions:
+        view["reactions"] = [decoded_view(reaction) for reaction in reactions]
+    return view
+
+
 def _or_none(accessor: Any) -> Any:
     try:
         return accessor()
@@ -293,6 +326,12 @@ class Driver:
             {"id": message.id.hex(), "sender_inbox_id": message.sender_inbox_id, "content": message.content.hex()}
             for message in found
         ]
+
+    async def op_decoded_messages(self, group_id: str) -> list[dict[str, Any]]:
+        """libxmtp's own decoding of each stored message (``find_enriched_messages``): its content type, and for a
+        reaction or reply what it answers."""
+        found = self._conversation(group_id).find_enriched_messages(options(xmtp.FfiListMessagesOptions))
+        return [decoded_view(message) for message in found]
 
     async def op_encode_content(self, kind: str, value: dict[str, Any]) -> str:
         """EncodedContent bytes (hex) made by libxmtp's own codec: ``kind`` is text, reaction or reply."""

@@ -1,4 +1,5 @@
-"""Our messages in a libxmtp group: a SEND_MESSAGE intent built as libxmtp frames its own.
+"""Our messages in a libxmtp group (a text, a reaction, a reply): a SEND_MESSAGE intent built as libxmtp frames
+its own.
 
 The intent machine is the private profile's (:mod:`protocols.xmtp.intent_machine`):
 ``send`` records the intent, the publish pass builds it, sends it through the
@@ -25,7 +26,7 @@ from core import contract
 from core.records import Result
 from protocols.libraries.xmtp_content import codecs
 from protocols.libraries.xmtp_content import content_type as types
-from protocols.libraries.xmtp_content.codecs import Text
+from protocols.libraries.xmtp_content.codecs import Reaction, ReactionAction, ReactionSchema, Reply, Text
 from protocols.libraries.xmtp_content.envelope import PlaintextMessage, message_id
 from protocols.xmtp import intent_machine
 from protocols.xmtp.intent_machine import Intent
@@ -47,11 +48,41 @@ def idempotency_key(intent: Intent) -> str:
     return str(intent.created_at_ms * 1_000_000 + int(intent.id[:8], 16) % 1_000_000)
 
 
+def content_of(intent: Intent) -> codecs.Content:
+    """What ``intent`` sends, as libxmtp encodes it: a text, a reaction (``xmtp.org/reaction:2.0``) or a reply
+    (``xmtp.org/reply:1.0`` around a text), each naming the message it answers and that message's sender."""
+    request = json.loads(intent.request)
+    if "reaction" in request:
+        wanted = request["reaction"]
+        action = ReactionAction.REMOVED if wanted["remove"] else ReactionAction.ADDED
+        return Reaction(
+            reference=wanted["reference"],
+            content=wanted["content"],
+            action=action,
+            schema=ReactionSchema.UNICODE,
+            reference_inbox_id=wanted["reference_inbox_id"],
+        )
+    if "reply" in request:
+        wanted = request["reply"]
+        inner = codecs.encode(Text(wanted["text"]))
+        return Reply(reference=wanted["reference"], content=inner, reference_inbox_id=wanted["reference_inbox_id"])
+    return Text(request["text"])
+
+
+def _content_type(content: codecs.Content) -> str:
+    if isinstance(content, Reaction):
+        return str(types.REACTION_V2)
+    if isinstance(content, Reply):
+        return str(types.REPLY)
+    return str(types.TEXT)
+
+
 def sent_message(intent: Intent) -> SentMessage:
     """The message ``intent`` sends, as every member names and reads it."""
-    encoded = codecs.encode_bytes(Text(json.loads(intent.request)["text"]))
+    content = content_of(intent)
+    encoded = codecs.encode_bytes(content)
     plaintext = PlaintextMessage(encoded, idempotency_key(intent))
-    return SentMessage(message_id(intent.group_id, plaintext), encoded, str(types.TEXT))
+    return SentMessage(message_id(intent.group_id, plaintext), encoded, _content_type(content))
 
 
 def build(ctx: contract.Context, intent: Intent) -> Result:
@@ -61,7 +92,7 @@ def build(ctx: contract.Context, intent: Intent) -> Result:
     vault = Vault.in_context(ctx)
     joined = joined_group(vault, intent.group_id)
     epoch = joined.epoch
-    sealed = joined.seal(Text(json.loads(intent.request)["text"]), sent_at_ns=int(idempotency_key(intent)))
+    sealed = joined.seal(content_of(intent), sent_at_ns=int(idempotency_key(intent)))
     digest = hashlib.sha256(sealed.data).digest()
     _, change = intent_machine.prepare(intent, epoch, sealed.data, digest, [], ctx.now_ms)
     return Result(events=change.events, intents=[*change.writes, vault.group_intent(intent.group_id, joined.state)])
