@@ -38,6 +38,8 @@ WELCOME_SENT = "welcome_sent"
 GROUP_METADATA_CHANGED = "group_metadata_changed"
 COMMIT_REJECTED = "commit_rejected"
 MESSAGE_UNREADABLE = "message_unreadable"
+# A welcome to a group we were removed from: its state replaced ours and the group is read again (libxmtp's re-add).
+GROUP_READDED = "group_readded"
 
 
 def b64(data: bytes) -> str:

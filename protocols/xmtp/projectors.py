@@ -51,6 +51,14 @@ def _deactivated(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET active = 0 WHERE id = ?", (_group(event),))
 
 
+def _readded(conn: contract.Connection, event: StoredEvent) -> None:
+    data = event.data
+    conn.execute(
+        "UPDATE xmtp_groups SET active = 1, epoch = ?, name = ? WHERE id = ?",
+        (data["epoch"], data["name"], _group(event)),
+    )
+
+
 def _needs_rejoin(conn: contract.Connection, event: StoredEvent) -> None:
     conn.execute("UPDATE xmtp_groups SET needs_rejoin = ? WHERE id = ?", (event.data["reason"], _group(event)))
 
@@ -73,6 +81,7 @@ GROUPS = Projector(
         facts.MEMBERSHIP_CHANGED: _membership_changed,
         facts.EPOCH_MOVED: _epoch_moved,
         facts.GROUP_DEACTIVATED: _deactivated,
+        facts.GROUP_READDED: _readded,
         facts.GROUP_NEEDS_REJOIN: _needs_rejoin,
         facts.GROUP_RESUMED: _resumed,
         facts.GROUP_METADATA_CHANGED: _metadata_changed,

@@ -245,6 +245,31 @@ def removed_by_libxmtp(peers: Peers) -> None:
     assert [event["error"][:27] for event in ours.events("intent_failed")] == ["we were removed from group "]
 
 
+def readded_after_removal(peers: Peers) -> None:
+    """alice removes the Tessera member, talks without it, then adds it again: the new welcome for the same
+    group replaces the state (libxmtp's re-add), the group is active and accepted again without a new
+    decision, what was said while it was out stays unread, and texts flow both ways after the re-add."""
+    alice, _, ours, group = invited(peers)
+    alice.send_text(group, "before")
+    ours.tick()
+    alice.call("remove_members", group_id=group, inbox_ids=[ours.inbox_id])
+    alice.send_text(group, "while you were out")
+    ours.tick()
+    assert not ours.active(group)
+    alice.call("add_members", group_id=group, inbox_ids=[ours.inbox_id])
+    alice.send_text(group, "welcome back")
+    ours.tick()
+    assert ours.active(group) and ours.groups() == {group: Membership.ALLOWED}
+    assert ours.texts(group) == [(alice.inbox_id, "before"), (alice.inbox_id, "welcome back")], ours.texts(group)
+    assert ours.members(group) == alice.call("members", group_id=group)
+    assert [event["welcome"] > 0 for event in ours.events("group_readded")] == [True]
+    ours.send(group, "glad to be back")
+    ours.tick()
+    assert ours.open_intents() == []
+    alice.call("sync_group", group_id=group)
+    assert alice.texts(group)[-1] == (ours.inbox_id, "glad to be back")
+
+
 def second_installation(peers: Peers) -> None:
     """A second database of the Tessera inbox (``add-installation``): libxmtp adds it to the group at its next
     send; the first database applies that commit after fetching the inbox's newer identity update (its copy
@@ -410,6 +435,7 @@ SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "members added and removed, metadata": membership_and_metadata,
     "a DM opened by libxmtp": direct_message,
     "removed by libxmtp": removed_by_libxmtp,
+    "removed by libxmtp, then re-added": readded_after_removal,
     "a second installation of the Tessera inbox": second_installation,
     "a group created by Tessera, members added and removed": created_by_tessera,
     "an add the group's permissions forbid, refused before sending": forbidden_add_refused_locally,

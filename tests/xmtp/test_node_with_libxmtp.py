@@ -101,6 +101,10 @@ def test_removed_by_libxmtp_the_group_turns_inactive_and_queued_messages_fail(pe
     scenarios.removed_by_libxmtp(peers)
 
 
+def test_removed_then_re_added_by_libxmtp_the_group_is_read_again(peers: InProcessPeers) -> None:
+    scenarios.readded_after_removal(peers)
+
+
 def test_a_second_installation_of_the_tessera_inbox_is_added_by_libxmtp(peers: InProcessPeers) -> None:
     scenarios.second_installation(peers)
 

@@ -91,9 +91,9 @@ def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
         raise  # the sync fetches the inboxes' updates and hands the welcome in again
     except (XmtpMlsError, MlsError) as refused:
         raise PayloadUnreadable(f"welcome {welcome.id} refused: {refused}") from None
-    if vault.has_group(joined.group_id):
-        return Result(duplicate=True)
     used = [ref for ref, kept in held.items() if bytes(kept.key_package.init_key) == welcome.hpke_public_key]
+    if vault.has_group(joined.group_id):
+        return _welcomed_again(ctx, vault, joined, welcome, used)
     context = joined.context
     data = {
         "created_at_ns": welcome.created_ns,
@@ -106,6 +106,34 @@ def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
     writes = [
         vault.group_intent(joined.group_id, joined.state),
         vault.intent(JOINED + joined.group_id.hex(), json.dumps({"epoch": joined.joined_epoch}).encode()),
+        *(vault.key_package_intent(None, ref) for ref in used),
+    ]
+    return Result(events=[event], intents=writes)
+
+
+def _welcomed_again(
+    ctx: contract.Context, vault: Vault, joined: JoinedGroup, welcome: NodeWelcome, used: list[bytes]
+) -> Result:
+    """A welcome to a group we have, by libxmtp's rule: while we are in it at the welcome's epoch or later it
+    was processed already (nothing changes); once we were removed (or it brings an epoch past ours) we were
+    added again, so its state replaces ours and the group is read again from the epoch it brings.  The
+    decision on the group (accepted, pending, declined) stays, as libxmtp keeps it."""
+    group_id = joined.group_id
+    listed = queries.group(ctx.db, group_id)
+    if listed is not None and listed.active and joined.epoch <= joined_group(vault, group_id).epoch:
+        return Result(duplicate=True)
+    context = joined.context
+    data = {
+        "epoch": joined.epoch,
+        "name": context.mutable.name or "",
+        "description": context.mutable.description or "",
+        "members": joined.member_inbox_ids(),
+        "welcome": welcome.id,
+    }
+    event = facts.fact(facts.GROUP_READDED, group_id, ctx.now_ms, data, welcome.id)
+    writes = [
+        vault.group_intent(group_id, joined.state),
+        vault.intent(JOINED + group_id.hex(), json.dumps({"epoch": joined.joined_epoch}).encode()),
         *(vault.key_package_intent(None, ref) for ref in used),
     ]
     return Result(events=[event], intents=writes)
