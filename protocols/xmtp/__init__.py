@@ -70,6 +70,10 @@ def register_protocol() -> Protocol:
             "node_top_up_key_packages": Command(
                 node_handlers.command_top_up, description="a fresh KeyPackage in libxmtp's form when ours was used"
             ),
+            "node_forget_expired_key_packages": Command(
+                node_handlers.command_forget_expired,
+                description="delete the keys of KeyPackages past their lifetime and its grace",
+            ),
         },
         projectors=projectors.PROJECTORS,
         description="XMTP-style client: intents, publish, topic sync, welcomes, conflict retry",

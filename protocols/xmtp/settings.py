@@ -16,4 +16,14 @@ DECRYPT_AHEAD = Setting(
     section="xmtp",
 )
 
-SETTINGS: tuple[Setting, ...] = (DECRYPT_AHEAD,)
+KEY_PACKAGE_GRACE_S = Setting(
+    "key_package_grace_s",
+    30 * 24 * 3600,
+    "Node profile: seconds a KeyPackage's private keys are kept past its lifetime's end (not_after) for a "
+    "welcome sealed to it before then; after that the key-package job deletes them.",
+    0,
+    365 * 24 * 3600,
+    section="xmtp",
+)
+
+SETTINGS: tuple[Setting, ...] = (DECRYPT_AHEAD, KEY_PACKAGE_GRACE_S)

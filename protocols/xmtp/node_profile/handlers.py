@@ -37,3 +37,9 @@ def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
     from protocols.xmtp.node_profile import registration
 
     return registration.command_top_up(ctx, params)
+
+
+def command_forget_expired(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import registration
+
+    return registration.command_forget_expired(ctx, params)

@@ -15,7 +15,10 @@ stock is one *current* KeyPackage: the newest uploaded.  A welcome that used a
 KeyPackage deletes its private keys once the group is kept (forward secrecy);
 when it was the current one the key-package job makes and uploads a fresh one.
 Older ones stay until a welcome uses them (an inviter may have fetched one just
-before it was replaced).
+before it was replaced) or until their lifetime (``not_after``) ended longer ago
+than the ``[xmtp] key_package_grace_s`` setting: an inviter refuses an expired
+KeyPackage, so only a welcome sealed before its end could still need it.  A
+current one past its lifetime is replaced by a fresh one.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from core.records import Result
 from protocols.libraries import mls
 from protocols.libraries.mls.codec import encode
 from protocols.libraries.mls.messages import KeyPackage
+from protocols.libraries.mls.messages.nodes import KeyPackageOrigin
 from protocols.libraries.xmtp_identity.authoring import Account, add_installation_update, create_inbox_update
 from protocols.libraries.xmtp_identity.ethereum import SECP256K1_ORDER
 from protocols.libraries.xmtp_mls import new_key_package
@@ -36,6 +40,7 @@ from protocols.xmtp import facts
 from protocols.xmtp.errors import IdentityExists, InvalidKey, ServiceRefused, ServiceUnavailable
 from protocols.xmtp.node_profile import identity_updates
 from protocols.xmtp.node_profile.inbox import FIRST_NONCE, Inbox
+from protocols.xmtp.settings import KEY_PACKAGE_GRACE_S
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.node import NodeService
 
@@ -90,19 +95,43 @@ def _new_key_package(vault: Vault, inbox: Inbox) -> Any:
 def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A fresh KeyPackage when none waits to be uploaded and the current one was used up (or none was made)."""
     vault = Vault.in_context(ctx)
-    if not needs_fresh_key_package(ctx.db, vault):
+    if not needs_fresh_key_package(ctx.db, vault, ctx.now_ms // 1000):
         return Result(duplicate=True)
     kept = _new_key_package(vault, vault.inbox())
     return Result(intents=[kept])
 
 
-def needs_fresh_key_package(db: contract.Database, vault: Vault) -> bool:
+def needs_fresh_key_package(db: contract.Database, vault: Vault, now_s: int | None = None) -> bool:
+    """Whether a fresh KeyPackage is wanted: none waits to be uploaded, and the current one (the newest
+    uploaded) was used, deleted, or, given ``now_s``, is past its lifetime (inviters refuse it)."""
     held = set(vault.key_package_refs())
     published = {bytes(ref): int(at) for ref, at in db.all(_PUBLISHED)}
     if held - set(published):
         return False  # one waits to be uploaded
     current = max(published, key=lambda ref: published[ref], default=None)
-    return current is None or current not in held
+    if current is None or current not in held:
+        return True
+    private = vault.key_package(current)
+    return now_s is not None and private is not None and not_after(private) < now_s
+
+
+def not_after(private: mls.KeyPackagePrivate) -> int:
+    """The end of a KeyPackage's lifetime, in seconds since the epoch."""
+    source = private.key_package.leaf_node.leaf_node_source
+    assert isinstance(source, KeyPackageOrigin)  # a KeyPackage's leaf always carries its lifetime
+    return int(source.lifetime.not_after)
+
+
+def command_forget_expired(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    """Delete the private keys of every KeyPackage of ours whose lifetime ended more than ``grace_s`` seconds
+    ago, erasably as a used one's are: an inviter refuses an expired KeyPackage, so only a welcome sealed to
+    it before its end could still need it, and the grace is how long such a welcome is waited for."""
+    vault = Vault.in_context(ctx)
+    deadline = ctx.now_ms // 1000 - int(params["grace_s"])
+    expired = [ref for ref, private in vault.key_packages().items() if not_after(private) < deadline]
+    if not expired:
+        return Result(duplicate=True)
+    return Result(intents=[vault.key_package_intent(None, ref) for ref in expired])
 
 
 def register(runtime: contract.Runtime, node: NodeService) -> int:
@@ -154,10 +183,13 @@ def _upload_key_packages(runtime: contract.Runtime, node: NodeService) -> int:
 
 
 def keep_stock(runtime: contract.Runtime, node: NodeService) -> int:
-    """The key-package job: register if we are not yet, make a fresh KeyPackage when the current one was used,
-    and upload it; a node that cannot be reached (or refuses) waits for the next pass."""
+    """The key-package job: delete the keys of KeyPackages past their lifetime and its grace, register if we
+    are not yet, make a fresh KeyPackage when the current one was used or expired, and upload it; a node that
+    cannot be reached (or refuses) waits for the next pass."""
+    grace_s = int(runtime.db.settings.sources.resolve(KEY_PACKAGE_GRACE_S).value)
+    runtime.run_command("xmtp.node_forget_expired_key_packages", {"grace_s": grace_s})
     with runtime.db.read():
-        short = needs_fresh_key_package(runtime.db, Vault.of_runtime(runtime))
+        short = needs_fresh_key_package(runtime.db, Vault.of_runtime(runtime), runtime.clock.now_ms() // 1000)
     if short:
         runtime.run_command("xmtp.node_top_up_key_packages", {})
     try:
