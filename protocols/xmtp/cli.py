@@ -541,8 +541,9 @@ def _sync_line(published: int, read: int, stocked: int) -> str:
 @json_option
 @click.pass_obj
 def listen(obj: CliState, as_json: bool) -> None:
-    """Stay connected: process pushed messages as they arrive and print new ones, until SIGINT or SIGTERM
-    (--json: a JSON line per message)."""
+    """Stay connected and print new messages as they are read, until SIGINT or SIGTERM (--json: a JSON line per
+    message).  Node profile: the node's streams wake the sync of the topic that moved; private profile: the
+    server's pushes are processed as they arrive."""
     from protocols.xmtp.listen import Listener
     from protocols.xmtp.transport.websocket import WebSocketService
 
@@ -660,7 +661,7 @@ def groups(obj: CliState, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def members(obj: CliState, group: str, as_json: bool) -> None:
-    """A libxmtp group's members (inbox ids) and metadata, as its state holds them."""
+    """Node profile: a libxmtp group's members (inbox ids) and metadata, as its state holds them."""
     app = obj.app()
     group_id = _group_id(app, group)
     with app.db.read():
