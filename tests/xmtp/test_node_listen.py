@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 
+from protocols import xmtp
+from protocols.xmtp.node_profile import listen as node_listen
+from protocols.xmtp.node_profile.listen import NodeListener
 from tests.helpers import TESSERA, clean_environment, wait_until
+from tests.xmtp.node_member import NodeMember
 from tests.xmtp.test_node_crash_loop import CliMember
 from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
@@ -126,3 +130,47 @@ def test_listen_reads_what_libxmtp_sends_without_sync_reconnects_after_a_node_re
 
 def _memberships(member: CliMember) -> dict[str, str]:
     return {row["group"]: row["membership"] for row in member.json("groups")}
+
+
+def test_a_listener_follows_groups_over_several_streams_and_one_accepted_while_it_runs(
+    tmp_path: Path,
+    make_app: Any,
+    libxmtp_client: Callable[[str], LibxmtpClient],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In-process, one group to a stream: the listener reads both groups' texts as the node streams them, and a
+    group accepted by another App on the same database while it runs is followed from then on."""
+    monkeypatch.setattr(node_listen, "GROUPS_PER_STREAM", 1)
+    with new_node(tmp_path) as node:
+        ours = NodeMember.create(make_app([xmtp], ["xmtp"]), node.url)
+        other_process = NodeMember(make_app([xmtp], ["xmtp"], path=ours.app.db.path))  # reads and accepts
+        alice = libxmtp_client("alice").create(node.url)
+        groups = []
+        for name in ("first", "second", "third"):
+            group = alice.create_group([], name=name)
+            alice.call("add_members", group_id=group, inbox_ids=[ours.inbox_id])
+            groups.append(group)
+            ours.tick()  # the welcome read: it used our KeyPackage ...
+            ours.tick()  # ... and a fresh one is uploaded for the next add
+        for group in groups[:2]:
+            ours.accept(group)
+        stop = threading.Event()
+        said: list[str] = []
+        listener = NodeListener(ours.app.runtime, ours.service.node(), stop, on_progress=said.append)
+        running = threading.Thread(target=listener.run)
+        running.start()
+        try:
+            assert wait_until(lambda: said == ["following " + node.url + ": 2 groups and our welcomes"], WITHIN_S)
+            for group in groups[:2]:
+                alice.send_text(group, f"in {group}")
+            for group in groups[:2]:
+                assert wait_until(lambda g=group: other_process.texts(g) == [(alice.inbox_id, f"in {g}")], WITHIN_S)
+            other_process.accept(groups[2])
+            alice.send_text(groups[2], "accepted while listening")
+            expected = [(alice.inbox_id, "accepted while listening")]
+            assert wait_until(lambda: other_process.texts(groups[2]) == expected, WITHIN_S)
+        finally:
+            stop.set()
+            running.join(30)
+        assert not running.is_alive()
+        assert listener.report.reconnects == 0 and listener.report.woken >= 3  # the streams woke each group

@@ -45,6 +45,8 @@ POLL_S = 0.2  # how often intents written by other processes and changes of our 
 FIRST_DELAY_S = 0.5  # the first wait before connecting again; it doubles up to LONGEST_DELAY_S
 LONGEST_DELAY_S = 15.0
 STOCK_EVERY_S = 60.0  # the KeyPackage stock is also kept on this beat (a welcome read keeps it at once)
+#: Groups per SubscribeGroupMessages request: a node refuses more than 1,000 filters in one (as ours does).
+GROUPS_PER_STREAM = 500
 
 
 class Disconnected(Exception):
@@ -75,7 +77,8 @@ class NodeListener:
     on_progress: Callable[[str], None] | None = None
     report: NodeListenReport = attrs.Factory(NodeListenReport)
     _wake: queue.Queue[Wake] = attrs.Factory(queue.Queue)
-    _streams: dict[str, NodeStream] = attrs.Factory(dict)
+    _welcome_stream: NodeStream | None = None
+    _group_streams: list[NodeStream] = attrs.Factory(list)
     _followed: frozenset[bytes] = frozenset()
     _installation_key: bytes = b""
 
@@ -112,23 +115,29 @@ class NodeListener:
 
     def _open_welcomes(self) -> None:
         cursor = self._cursor(items.welcome_topic(self._installation_key))
-        self._streams["welcomes"] = self.node.follow_welcomes(self._installation_key, cursor, self._wake)
+        self._welcome_stream = self.node.follow_welcomes(self._installation_key, cursor, self._wake)
 
     def _open_groups(self) -> None:
-        """The group stream over the groups we read now, each from its cursor (none: no stream)."""
-        stream = self._streams.pop(GROUPS, None)
-        if stream is not None:
+        """Group streams over the groups we read now, each from its cursor, ``GROUPS_PER_STREAM`` to a stream
+        (no group: no stream); those open before are ended first."""
+        for stream in self._group_streams:
             stream.cancel()
+        self._group_streams.clear()
         groups = self._groups()
         self._followed = groups
-        if groups:
-            cursors = {group_id: self._cursor(items.group_topic(group_id)) for group_id in sorted(groups)}
-            self._streams[GROUPS] = self.node.follow_groups(cursors, self._wake)
+        ordered = sorted(groups)
+        for start in range(0, len(ordered), GROUPS_PER_STREAM):
+            part = ordered[start : start + GROUPS_PER_STREAM]
+            cursors = {group_id: self._cursor(items.group_topic(group_id)) for group_id in part}
+            self._group_streams.append(self.node.follow_groups(cursors, self._wake))
 
     def _close_streams(self) -> None:
-        for stream in self._streams.values():
+        for stream in self._group_streams:
             stream.cancel()
-        self._streams.clear()
+        self._group_streams.clear()
+        if self._welcome_stream is not None:
+            self._welcome_stream.cancel()
+            self._welcome_stream = None
 
     # --- following ----------------------------------------------------------------------------------
 
