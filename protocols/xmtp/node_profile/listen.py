@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from core import contract
+from jobs import output
 from protocols.xmtp import publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import ServiceUnavailable
@@ -43,7 +44,7 @@ log = logging.getLogger("tessera.xmtp.listen")
 
 POLL_S = 0.2  # how often intents written by other processes and changes of our groups are looked for
 FIRST_DELAY_S = 0.5  # the first wait before connecting again; it doubles up to LONGEST_DELAY_S
-LONGEST_DELAY_S = 15.0
+LONGEST_DELAY_S = 5.0
 STOCK_EVERY_S = 60.0  # the KeyPackage stock is also kept on this beat (a welcome read keeps it at once)
 #: Groups per SubscribeGroupMessages request: a node refuses more than 1,000 filters in one (as ours does).
 GROUPS_PER_STREAM = 500
@@ -90,10 +91,14 @@ class NodeListener:
         delay = FIRST_DELAY_S
         while not self.stop.is_set():
             try:
+                # A queue of its own for each connection: what the last one's streams put there as they ended
+                # (both end when the node goes) must not end this one.
+                self._wake = queue.Queue()
                 self._catch_up()
                 self._open_welcomes()
                 self._open_groups()
-                self._progress(f"following {self.node.url}: {len(self._followed)} groups and our welcomes")
+                groups = output.plural(len(self._followed), "group")
+                self._progress(f"following {self.node.url}: {groups} and our welcomes")
                 delay = FIRST_DELAY_S
                 self._follow()
             except (ServiceUnavailable, Disconnected) as lost:
