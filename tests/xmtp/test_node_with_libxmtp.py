@@ -101,8 +101,18 @@ def test_removed_by_libxmtp_the_group_turns_inactive_and_queued_messages_fail(pe
     scenarios.removed_by_libxmtp(peers)
 
 
-def test_removed_then_re_added_by_libxmtp_the_group_is_read_again(peers: InProcessPeers) -> None:
+def test_removed_then_re_added_by_libxmtp_the_group_is_read_again(
+    peers: InProcessPeers, make_projector_kit: Any
+) -> None:
+    """The scenario, then the projector kit on its log (the re-add's fact among the removal's): a rebuild from
+    the log equals the live tables, and each event twice changes nothing."""
     scenarios.readded_after_removal(peers)
+    (ours,) = peers.made
+    kit = make_projector_kit([xmtp], ["xmtp"])
+    tables = kit.owned_tables(ours.app)
+    forward = kit.replay(ours.app)
+    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
+    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")
 
 
 def test_a_second_installation_of_the_tessera_inbox_is_added_by_libxmtp(peers: InProcessPeers) -> None:
