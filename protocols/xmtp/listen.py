@@ -1,10 +1,10 @@
-"""``tessera xmtp listen``: a live subscription that processes pushed messages as they arrive.
+"""``tessera xmtp listen`` on the private profile: a live subscription that processes pushed messages as they arrive
+(the node profile's is :mod:`protocols.xmtp.node_profile.listen`).
 
 It holds the locks of its topics for as long as it runs (our welcomes and
 every group we read), extending them on a heartbeat, so no other sync of
 this database processes them meanwhile; they are released when it stops.
 At start, after every publish, and on each heartbeat it syncs its topics
-from core import contract
 from history (catching up what arrived while it was away, and reading our
 own messages back, which the server does not push to their sender).
 Between syncs a pushed message of a group is processed as it is when it

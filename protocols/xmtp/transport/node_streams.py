@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -62,7 +62,7 @@ class NodeStream:
     def _drain(self) -> None:
         reason = "the node ended the stream"
         try:
-            for message in self._messages():
+            for message in self._call:
                 key, node_id = self._key_of(message)
                 self._wake.put(Moved(self.stream, key, node_id))
         except grpc.RpcError as error:
@@ -70,15 +70,9 @@ class NodeStream:
         if not self._cancelled.is_set():
             self._wake.put(StreamEnded(self.stream, reason))
 
-    def _messages(self) -> Iterator[Any]:
-        yield from self._call
-
     def cancel(self) -> None:
         self._cancelled.set()
         self._call.cancel()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
 
 
 def group_message_key(message: Any) -> tuple[bytes, int]:
