@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 
-from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
+from core.intents import EnqueueDeferred, EnqueueRecheck, Intent, ReleaseArrivalWaits
 from core.records import Blocked, Event, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
@@ -70,6 +70,8 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     intents: list[Intent] = [
         *written.intents,
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, result.new_epoch)),
+        # A commit held for this epoch behind later arrivals is now this one's competitor: weighed next.
+        ReleaseArrivalWaits(item.outer.route),
     ]
     events = [_applied(item, result, epoch, digest, item.generation), *_welcomes(item, written.welcomes, epoch, digest)]
     return Result(events=events, intents=intents)
@@ -177,6 +179,7 @@ def rollback(
         *written.intents,
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
+        ReleaseArrivalWaits(item.outer.route),  # the commits held at the old main's epoch: weighed next
         *_requeue(item, old.kept_events(retry_epochs), generation),
         *deletions.dropped_after(item.group.values, item.outer.gid, epoch),
     ]
