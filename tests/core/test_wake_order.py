@@ -194,7 +194,9 @@ def test_a_released_hold_passes_next_and_only_in_its_own_partition(steps_app):
     right after it, before the rest of the delivery, and lane b's holds on until the delivery was looked at."""
     app = steps_app()
     push(app, step("held-a", 10, hold=True, lane="a"), step("held-b", 11, hold=True, lane="b"))
-    push(app, step("releaser-a", 5, lane="a", releases=True), step("then-b", 20, lane="b"), step("last-a", 30, lane="a"))
+    push(
+        app, step("releaser-a", 5, lane="a", releases=True), step("then-b", 20, lane="b"), step("last-a", 30, lane="a")
+    )
     drain.run_until_idle(app.runtime)
     assert passed(app) == ["releaser-a", "held-a", "then-b", "last-a", "held-b"]
     assert app.db.value("SELECT count(*) FROM blocked") == 0
