@@ -15,7 +15,10 @@ and waiting events are woken in ``(created_at, id)`` order.  Then:
   the window truly forbade reading: an event whose epoch had left the window
   before the event arrived, which says so (``epoch_expired``), still waits, or
   was dropped as undecryptable — never ``EpochInvalidated``, never a message
-  of an epoch before a race.
+  of an epoch before a race;
+- and in those, every commit that came while its epoch was inside the windows
+  is judged as in time order (applied, ``commit_lost_race``, ...): a commit
+  held behind a batch is released when its race's other commit is applied.
 """
 
 from __future__ import annotations

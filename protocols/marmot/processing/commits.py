@@ -7,7 +7,12 @@ For a commit of epoch ``E`` while the group is at epoch ``S``:
   waits until they were (once): they may be messages of ``E``, which the
   commit would push towards the end of the past-epoch window.  Then it is
   applied; the pre-commit snapshot is kept and the commit becomes the first
-  candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
+  candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`.
+  Applying it (or rolling back) releases the group's commits held so
+  (:class:`~core.intents.ReleaseArrivalWaits`): a held commit of ``E`` is now
+  a competitor, weighed next while ``E`` is one epoch behind — so every commit
+  that arrives while its epoch is inside the windows is judged as in time
+  order, however its deliveries were batched;
 - ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
   candidate ranked by the best ``(created_at, id)`` among the outer events
   that carried it (seed 001's rule), so another wrapper of a known commit
