@@ -16,7 +16,7 @@ import pytest
 from core import drain, hookimpl
 from core.app import App, open_app
 from core.clock import ManualClock
-from core.intents import EnqueueRecheck, ReleaseArrivalWaits
+from core.intents import EnqueueRecheck, Intent, ReleaseArrivalWaits
 from core.plugins import make_plugin_manager
 from core.protocol import Protocol
 from core.records import Blocked, Envelope, Event, Result, wait_for_arrivals
@@ -61,7 +61,7 @@ def steps_plugin(world: World, *, in_time_order: bool):
             behind = ctx.arrivals_behind()
             if behind is not None:
                 return wait_for_arrivals(behind, in_time_order=in_time_order)
-        intents = []
+        intents: list[Intent] = []
         if item["opens"] is not None:
             world.open.add(item["opens"])
             intents.append(EnqueueRecheck("gate", item["opens"]))
