@@ -16,7 +16,7 @@ from core.kv import KV
 from core.state import ProtocolState
 from protocols.marmot.facts import PROTOCOL, FailureReason
 from protocols.marmot.read.states import OuterState
-from protocols.marmot.state import hex_records, numbers, seen
+from protocols.marmot.state import hex_records, kept_events, numbers, seen
 from protocols.marmot.state.record_keys import (
     CARRIED,
     EPOCHS,
@@ -205,12 +205,12 @@ def _kept(app) -> dict[str, bytes | None]:
 
 def _kept_to_hex_layout(db: Database, gid: str) -> None:
     """Write the group's kept events as the code before their compact keys did (``kept/<gid>/<epoch, 20
-    digits>/<outer id>``), and drop the compact ones."""
+    digits>/<outer id>``, the event's JSON), and drop the compact ones."""
     state = ProtocolState(db, PROTOCOL)
     for name in state.keys(KEPT):
         raw = state.get(name)
         assert raw is not None
-        state.put(f"kept/{gid}/{epoch_of(name):020d}/{full(name.rsplit('/', 1)[1])}", raw, 0)
+        state.put(f"kept/{gid}/{epoch_of(name):020d}/{full(name.rsplit('/', 1)[1])}", kept_events.unpacked(raw), 0)
         state.put(name, None, 0)
     KV(db).delete(hex_records.KEPT_MOVED)
 
@@ -238,7 +238,9 @@ def test_kept_events_in_the_hex_layout_are_moved_once_and_a_rollback_decides_the
     with db.write():
         _kept_to_hex_layout(db, net.gid)
     with db.read():
-        assert len(ProtocolState(db, PROTOCOL).keys("kept/")) == 4 and not ProtocolState(db, PROTOCOL).keys(KEPT)
+        old = ProtocolState(db, PROTOCOL)
+        assert len(old.keys("kept/")) == 4 and not old.keys(KEPT)
+        assert all((old.get(name) or b"").startswith(b"{") for name in old.keys("kept/"))
     db.close()
     reopened = marmot_app(path=path)
     assert _kept(reopened) == kept

@@ -3,7 +3,8 @@
 Databases made before the group numbers keyed each record by the group id and event ids in hex,
 ``seen/<gid>/<created_at>/<outer>``, ``carried/<gid>/<rumor>/<created_at>/<outer>`` (the author as hex
 text) and ``at/<gid>/<epoch, 20 digits>/<created_at>/<outer>``; those made before the kept events followed
-them, ``kept/<gid>/<epoch, 20 digits>/<outer>``.  :func:`move` writes every one of them under the keys of
+them, ``kept/<gid>/<epoch, 20 digits>/<outer>`` (the event's JSON, now packed: :mod:`.kept_events`).
+:func:`move` writes every one of them under the keys of
 :mod:`.record_keys`, giving each group its number, and deletes the old ones, in the caller's write
 transaction: each layout once, a KV flag saying it is done.  It reads no sealed value, so it runs without
 the state key too.
@@ -17,7 +18,7 @@ from core import contract
 from core.kv import KV
 from core.state import ProtocolState
 from protocols.marmot.facts import PROTOCOL
-from protocols.marmot.state import numbers
+from protocols.marmot.state import kept_events, numbers
 from protocols.marmot.state.record_keys import carried_name, epoch_name, kept_name, seen_name, when
 from protocols.marmot.state.seen import Seen
 
@@ -60,7 +61,7 @@ def _epoch(numbering: numbers.Numbering, parts: list[str], value: bytes) -> tupl
 
 def _kept(numbering: numbers.Numbering, parts: list[str], value: bytes) -> tuple[str, bytes]:
     gid, epoch, outer_id = parts
-    return kept_name(numbering.number(gid), int(epoch), outer_id), value
+    return kept_name(numbering.number(gid), int(epoch), outer_id), kept_events.repacked(value)
 
 
 #: Each old layout: the flag set once it is gone, and the rewrite of each of its prefixes.

@@ -81,7 +81,7 @@ from protocols.libraries import at_rest, erasable, mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
-from protocols.marmot.state import numbers, record_keys
+from protocols.marmot.state import kept_events, numbers, record_keys
 from protocols.marmot.state.key import SEALER, load_key, opened_cache
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
@@ -323,7 +323,8 @@ class Carrier(Protocol):
     @property
     def cursor(self) -> Cursor: ...
 
-    def raw(self) -> str: ...
+    @property
+    def event(self) -> dict: ...
 
 
 Wrapped = tuple[dict, tuple[str, ...]]  # a signed gift wrap, and the invitee's relays
@@ -436,9 +437,9 @@ class LoadedGroup:
         if number is None:  # nothing was decided in the group, so nothing was kept
             return found
         for outer_id, epoch in decided.items():
-            raw = self.values.state.get(record_keys.kept_name(number, epoch, outer_id))
-            if raw is not None:
-                found[outer_id] = raw
+            kept = self.values.state.get(record_keys.kept_name(number, epoch, outer_id))
+            if kept is not None:
+                found[outer_id] = kept_events.unpacked(kept)
         return found
 
     # --- writes ---
@@ -458,7 +459,7 @@ class LoadedGroup:
         number = numbers.of(self.values.state, self.gid)
         # The window begins with a commit applied, whose processing record gave the group its number.
         assert number is not None, f"group {self.gid} keeps events for rollbacks before it has a number"
-        return WriteProtocolState(record_keys.kept_name(number, epoch, carrier.id), carrier.raw().encode())
+        return WriteProtocolState(record_keys.kept_name(number, epoch, carrier.id), kept_events.packed(carrier.event))
 
     def message_read(self, new_state: mls.GroupState, epoch: int, carrier: Carrier) -> list[Intent]:
         """A message or proposal of ``epoch`` was read: the state after it, and the event kept for rollbacks."""
