@@ -94,6 +94,23 @@ class EnqueueRecheck:
 
 
 @attrs.frozen
+class ReleaseArrivalWaits:
+    """End now the waits on arrivals (:func:`core.records.wait_for_arrivals`) of this protocol's items in
+    ``partition_key``: the step they held back has been taken by another item of the partition, so what
+    they waited for no longer matters (Marmot: a commit of the group's epoch was applied, and a commit
+    held for that epoch is now a race's competitor, to be weighed before the group moves further on).
+
+    They are re-handled next, in their wake order, before the next incoming item; other partitions'
+    waits on the same arrivals keep waiting.
+
+    Attributes:
+        partition_key: the partition whose waits end.
+    """
+
+    partition_key: str
+
+
+@attrs.frozen
 class WriteProtocolState:
     """Set (or with ``value=None`` delete) one opaque state value of the protocol.
 
@@ -170,6 +187,7 @@ Intent = (
     | RemoveIncoming
     | AppendBlobSlice
     | EnqueueRecheck
+    | ReleaseArrivalWaits
     | WriteProtocolState
     | StageProtocolState
     | PurgeEvents

@@ -462,6 +462,29 @@ def released_arrival_waits(db: Database) -> list[str]:
     return [key for key in keys if oldest is None or int(key) < oldest]
 
 
+#: The key a released wait on arrivals takes: "until incoming row 0 was looked at", over at once.
+RELEASED_ARRIVALS = "0"
+_RELEASE = (
+    "UPDATE blocked SET reason_key = ? WHERE reason_type = ? AND protocol = ? AND partition_key = ? AND reason_key != ?"
+)
+
+
+def release_arrival_waits(db: Database, protocol: str, partition_key: str, now_ms: int) -> None:
+    """End the waits on arrivals of ``protocol``'s items in ``partition_key`` now, and wake them
+    (:class:`core.intents.ReleaseArrivalWaits`).
+
+    They move to :data:`RELEASED_ARRIVALS`, a key of their own: waits of other partitions on the same
+    arrivals share the old key and keep waiting.  A re-handled item still sees that it comes from a wait on
+    arrivals (``ctx.arrivals_behind()`` is None: it waits once).  When nothing waits on arrivals, no
+    statement until ``blocked`` changes (:mod:`core.known`)."""
+    if not _waits_of_type(db, ARRIVALS_WAIT):
+        return
+    db.execute(_RELEASE, (RELEASED_ARRIVALS, ARRIVALS_WAIT, protocol, partition_key, RELEASED_ARRIVALS))
+    if db.changes():
+        db.known.forget("blocked")  # "nothing blocked on the released key" no longer holds
+        enqueue_marker(db, ARRIVALS_WAIT, RELEASED_ARRIVALS, now_ms)
+
+
 def wake_arrival_waits(db: Database, keys: Sequence[str], now_ms: int) -> None:
     """Enqueue the markers of the waits on arrivals that :func:`released_arrival_waits` found over."""
     for key in keys:

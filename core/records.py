@@ -289,7 +289,10 @@ def wait_for_arrivals(newest_incoming_id: int, detail: str = "", *, in_time_orde
     is queued behind the item, and for an item just released from such a
     wait (it waits once, so a steady stream of arrivals never starves it).
     The core wakes the wait as soon as the incoming queue's oldest row is
-    newer than the id; no ``EnqueueRecheck`` is needed.
+    newer than the id; no ``EnqueueRecheck`` is needed.  When another item of
+    the partition takes the step first (Marmot: a commit of the same epoch is
+    applied), it ends the partition's waits at once with
+    :class:`core.intents.ReleaseArrivalWaits`.
     """
     return Blocked(
         ARRIVALS_WAIT,

@@ -31,6 +31,7 @@ from core.intents import (
     EnqueueOutgoing,
     EnqueueRecheck,
     PurgeEvents,
+    ReleaseArrivalWaits,
     RemoveIncoming,
     StageProtocolState,
     WriteProtocolState,
@@ -335,6 +336,10 @@ def _recheck(rt: Runtime, protocol: str, intent: EnqueueRecheck, now_ms: int) ->
     recheck.enqueue_marker(rt.db, intent.reason_type, intent.reason_key, due)
 
 
+def _release_arrivals(rt: Runtime, protocol: str, intent: ReleaseArrivalWaits, now_ms: int) -> None:
+    recheck.release_arrival_waits(rt.db, protocol, intent.partition_key, now_ms)
+
+
 def _state(rt: Runtime, protocol: str, intent: WriteProtocolState, now_ms: int) -> None:
     ProtocolState(rt.db, protocol).put(intent.key, intent.value, now_ms)
 
@@ -353,6 +358,7 @@ _INTENT_APPLIERS: dict[type, Callable[[Runtime, str, Any, int], None]] = {
     RemoveIncoming: _remove_incoming,
     AppendBlobSlice: _blob_slice,
     EnqueueRecheck: _recheck,
+    ReleaseArrivalWaits: _release_arrivals,
     WriteProtocolState: _state,
     StageProtocolState: _stage,
     PurgeEvents: _purge,

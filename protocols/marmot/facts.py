@@ -15,7 +15,6 @@ key material or raw decoder output can leak into the log.
 from __future__ import annotations
 
 import enum
-import json
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -167,9 +166,6 @@ class Outer:
     def route(self) -> str:
         """The ``nostr_group_id`` in its ``h`` tag (checked when it was decoded)."""
         return next(tag[1] for tag in self.event["tags"] if tag and tag[0] == "h")
-
-    def raw(self) -> str:
-        return json.dumps(self.event, separators=(",", ":"), ensure_ascii=False)
 
 
 def fact_id(kind: str, gid: str, outer_id: str, generation: int) -> bytes:

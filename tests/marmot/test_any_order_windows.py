@@ -15,7 +15,10 @@ and waiting events are woken in ``(created_at, id)`` order.  Then:
   the window truly forbade reading: an event whose epoch had left the window
   before the event arrived, which says so (``epoch_expired``), still waits, or
   was dropped as undecryptable — never ``EpochInvalidated``, never a message
-  of an epoch before a race.
+  of an epoch before a race;
+- and in those, every commit that came while its epoch was inside the windows
+  is judged as in time order (applied, ``commit_lost_race``, ...): a commit
+  held behind a batch is released when its race's other commit is applied.
 """
 
 from __future__ import annotations
@@ -144,12 +147,9 @@ def check_only_the_window_forbids(tmp_path, core_settings, sim, batches: list[li
     time order."""
     gid = sim.expected["group"]
     expected, dropped_in_time_order = _reference(str(tmp_path / "time.db"), core_settings, sim)
-    epochs_after: list[int] = []
-
-    def note_epoch(app) -> None:
-        epochs_after.append(app.db.value("SELECT epoch FROM marmot_groups WHERE gid = ?", (bytes.fromhex(gid),)))
-
-    app = run(str(tmp_path / "batches.db"), core_settings, [sim], batches, crashes, note_epoch)
+    app, epochs_after = _run_noting_epochs(
+        str(tmp_path / "batches.db"), core_settings, sim, batches, {"crashes": crashes}
+    )
     try:
         got = outcome(app, gid)
         joined = got["group"][0][4]
@@ -182,6 +182,17 @@ def check_only_the_window_forbids(tmp_path, core_settings, sim, batches: list[li
         app.close()
 
 
+def _run_noting_epochs(path: str, core_settings, sim, batches: list[list[bytes]], delivery: dict):
+    """The app after ``batches`` (and ``delivery``'s crashes), and the group's epoch after each batch."""
+    gid = bytes.fromhex(sim.expected["group"])
+    epochs_after: list[int] = []
+
+    def note_epoch(app) -> None:
+        epochs_after.append(app.db.value("SELECT epoch FROM marmot_groups WHERE gid = ?", (gid,)))
+
+    return run(path, core_settings, [sim], batches, delivery["crashes"], note_epoch), epochs_after
+
+
 def _branches_never_taken(reference_outer: dict, differing: list, missing: set) -> set[int]:
     """Epochs of the commits that lost a race in time order and that this delivery could not even weigh,
     because they came when the window forbade them: the messages sent on their branch are unreadable here,
@@ -209,23 +220,67 @@ def _first_batch_of_each_event(batches: list[list[bytes]]) -> dict[str, int]:
     return first
 
 
+def _group_epoch_when_it_came(outer_id: str, first_batch: dict, epochs_after: list, joined: int) -> int:
+    """The group's epoch when the batch that first brought the event arrived."""
+    number = first_batch[outer_id]
+    return epochs_after[number - 1] if number else joined
+
+
 def _assert_window_forbade(outer_id: str, epoch: int | None, first_batch: dict, epochs_after: list, joined: int):
     """The event came in a batch after which ... its epoch was already more than the window behind."""
-    number = first_batch[outer_id]
-    group_epoch_when_it_came = epochs_after[number - 1] if number else joined
+    group_epoch_when_it_came = _group_epoch_when_it_came(outer_id, first_batch, epochs_after, joined)
     assert epoch is not None and group_epoch_when_it_came - epoch > PAST_EPOCHS, (
         f"{outer_id[:12]} of epoch {epoch} came when the group was at {group_epoch_when_it_came}: "
         f"within the window of {PAST_EPOCHS}, it had to be read"
     )
 
 
+def check_commit_verdicts(tmp_path, core_settings, config: dict, delivery: dict) -> None:
+    """MIP-03 judges an epoch's race by the race, ``(created_at, id)``: every commit whose epoch was inside the
+    windows when it first arrived ends as in time order — applied, ``commit_lost_race``, ``epoch_expired`` or
+    anything else —, for the same stream delivered in batches and paged newest first, whatever the batching."""
+    sim = _sim(**config)
+    gid = sim.expected["group"]
+    expected, _ = _reference(str(tmp_path / "time.db"), core_settings, sim)
+    reference = _commit_verdicts(expected)
+    lines = simulate.arrange(sim.lines, delivery["order"], random.Random(delivery["rng"]), page=delivery["page"])
+    by_time = simulate.arrange(sim.lines, "time", random.Random(0))
+    page = delivery["page"]
+    deliveries = {
+        "batches": split(lines, delivery["batches"]),
+        "pages": [by_time[i : i + page] for i in range(0, len(by_time), page)][::-1],
+    }
+    for name, batches in deliveries.items():
+        app, epochs_after = _run_noting_epochs(str(tmp_path / f"{name}.db"), core_settings, sim, batches, delivery)
+        try:
+            got = outcome(app, gid)
+            verdicts, first_batch, joined = (
+                _commit_verdicts(got),
+                _first_batch_of_each_event(batches),
+                got["group"][0][4],
+            )
+            for outer_id, verdict in reference.items():
+                came_at = _group_epoch_when_it_came(outer_id.hex(), first_batch, epochs_after, joined)
+                if came_at - verdict[0] <= WINDOW:
+                    assert verdicts.get(outer_id) == verdict, (
+                        f"{name}: commit {outer_id.hex()[:12]} of epoch {verdict[0]} came at epoch {came_at}: "
+                        f"{verdicts.get(outer_id)}, in time order {verdict}"
+                    )
+        finally:
+            app.close()
+
+
+#: The smaller of the two windows, both 5 by default: the past epochs whose keys open an event, and the epochs
+#: whose race can still be decided (``TESSERA_MARMOT_SNAPSHOTS``).
+WINDOW = min(PAST_EPOCHS, marmot_settings.MarmotSettings().snapshots)
+
+
+def _commit_verdicts(found: dict) -> dict[bytes, tuple[int, str, str | None]]:
+    """Each commit's outer event: its epoch, state and reason."""
+    return {row[0]: (row[4], row[2], row[7]) for row in found["outer"] if row[3] == "commit"}
+
+
 _HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-
-
-@pytest.fixture
-def wide_rollback_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the past-epoch window at its default but every race decidable: the batch test is about the former."""
-    monkeypatch.setenv("TESSERA_MARMOT_SNAPSHOTS", "64")
 
 
 @examples(max_examples=4, deadline=None, suppress_health_check=_HEALTH)
@@ -253,7 +308,6 @@ MESSAGE_PASSED_BY_ITS_OWN_DRAIN = {
 }
 
 
-@pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=3, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, page=st.integers(3, 20), crashes=st.lists(st.integers(1, 60), max_size=2))
 @example(**MESSAGE_PASSED_BY_ITS_OWN_DRAIN)
@@ -262,8 +316,10 @@ def test_pages_ticked_newest_first_lose_only_what_the_window_forbids(tmp_path_fa
 
 
 #: Found by test_batches_many_examples: the loser of epoch 2's same-second race came in the first batch, waited
-#: for its epoch, then behind the second batch (core.arrivals) while its winner and six more commits were applied;
-#: the engine had let epoch 2's keys go, and it ended epoch_expired until its epoch's snapshot opened it.
+#: for its epoch, then behind the second batch (core.arrivals) while its winner and five more commits were applied
+#: (the group went from 2 to 8): epoch 2 had left the rollback window of 5, and it ended epoch_expired, not
+#: commit_lost_race.  Now the winner's application releases the commits held for its epoch, and the loser is
+#: weighed right after it.
 RACE_LOSER_HELD_BEHIND_A_BATCH = {
     "config": {
         "members": 4,
@@ -279,7 +335,6 @@ RACE_LOSER_HELD_BEHIND_A_BATCH = {
 }
 
 
-@pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=4, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, delivery=BATCHES)
 @example(**RACE_LOSER_HELD_BEHIND_A_BATCH)
@@ -295,7 +350,6 @@ def test_one_delivery_in_any_order_many_examples(tmp_path_factory, settings, con
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=100, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, page=st.integers(3, 20), crashes=st.lists(st.integers(1, 60), max_size=2))
 def test_pages_ticked_newest_first_many_examples(tmp_path_factory, settings, config, page, crashes):
@@ -303,8 +357,23 @@ def test_pages_ticked_newest_first_many_examples(tmp_path_factory, settings, con
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("wide_rollback_window")
 @examples(max_examples=150, deadline=None, suppress_health_check=_HEALTH)
 @given(config=DEEP, delivery=BATCHES)
 def test_batches_many_examples(tmp_path_factory, settings, config, delivery):
     check_batches(tmp_path_factory.mktemp("batches"), settings, config, delivery)
+
+
+@examples(max_examples=3, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=BATCHES)
+@example(**RACE_LOSER_HELD_BEHIND_A_BATCH)
+def test_every_commit_is_judged_as_in_time_order_however_the_stream_was_batched(
+    tmp_path_factory, settings, config, delivery
+):
+    check_commit_verdicts(tmp_path_factory.mktemp("verdicts"), settings, config, delivery)
+
+
+@pytest.mark.slow
+@examples(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
+@given(config=DEEP, delivery=BATCHES)
+def test_commit_verdicts_many_examples(tmp_path_factory, settings, config, delivery):
+    check_commit_verdicts(tmp_path_factory.mktemp("verdicts"), settings, config, delivery)

@@ -1,6 +1,7 @@
 """The processing records' compact keys: a group's number, ids in 43 characters (state/numbers.py,
 state/short_ids.py, state/record_keys.py), each key giving back what it names; and a database whose records
-are in the hex layout of before has them moved once when opened (state/hex_records.py), deciding on as before.
+or kept events are in the hex layout of before has them moved once when opened (state/hex_records.py),
+deciding on as before.
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from core.kv import KV
 from core.state import ProtocolState
 from protocols.marmot.facts import PROTOCOL, FailureReason
 from protocols.marmot.read.states import OuterState
-from protocols.marmot.state import hex_records, numbers, seen
+from protocols.marmot.state import hex_records, kept_events, numbers, seen
 from protocols.marmot.state.record_keys import (
     CARRIED,
     EPOCHS,
+    KEPT,
     SEEN,
     carried_name,
     carried_prefix,
     epoch_name,
     epoch_of,
     epochs_prefix,
+    kept_name,
+    kept_prefix,
     outer_of,
     rumor_of,
     seen_name,
@@ -72,6 +76,9 @@ def test_every_key_gives_back_what_it_names(number: int, created_at: int, outer_
     indexed = epoch_name(number, epoch, outer)
     assert indexed.startswith(epochs_prefix(number, epoch)) and indexed.startswith(epochs_prefix(number))
     assert (epoch_of(indexed), outer_of(indexed)) == (epoch, (created_at, outer_id))
+    kept = kept_name(number, epoch, outer_id)
+    assert kept.startswith(kept_prefix(number, epoch)) and kept.startswith(kept_prefix(number))
+    assert (epoch_of(kept), full(kept.rsplit("/", 1)[1])) == (epoch, outer_id)
 
 
 @given(group_numbers, group_numbers, created_ats, ids, st.integers(min_value=0, max_value=2**64 - 1))
@@ -81,6 +88,8 @@ def test_a_group_prefix_names_no_key_of_another(number: int, other: int, created
         assert not seen_name(other, outer).startswith(seen_prefix(number))
         assert not epoch_name(other, epoch, outer).startswith(epochs_prefix(number))
         assert not epoch_name(number, epoch + 1, outer).startswith(epochs_prefix(number, epoch))
+        assert not kept_name(other, epoch, outer_id).startswith(kept_prefix(number))
+        assert not kept_name(number, epoch + 1, outer_id).startswith(kept_prefix(number, epoch))
 
 
 records = st.builds(
@@ -182,3 +191,64 @@ def test_records_in_the_hex_layout_are_moved_once_and_decide_as_before(marmot_ap
 
 def _log(app) -> list[tuple]:
     return app.db.all("SELECT event_type, event_id, partition_key, payload FROM events ORDER BY seq")
+
+
+# --- a database whose kept events are in the hex layout --------------------------------------------------
+
+
+def _kept(app) -> dict[str, bytes | None]:
+    """Every raw event kept for rollbacks, by key."""
+    state = ProtocolState(app.db, PROTOCOL)
+    with app.db.read():
+        return {name: state.get(name) for name in state.keys(KEPT)}
+
+
+def _kept_to_hex_layout(db: Database, gid: str) -> None:
+    """Write the group's kept events as the code before their compact keys did (``kept/<gid>/<epoch, 20
+    digits>/<outer id>``, the event's JSON), and drop the compact ones."""
+    state = ProtocolState(db, PROTOCOL)
+    for name in state.keys(KEPT):
+        raw = state.get(name)
+        assert raw is not None
+        state.put(f"kept/{gid}/{epoch_of(name):020d}/{full(name.rsplit('/', 1)[1])}", kept_events.unpacked(raw), 0)
+        state.put(name, None, 0)
+    KV(db).delete(hex_records.KEPT_MOVED)
+
+
+def test_kept_events_in_the_hex_layout_are_moved_once_and_a_rollback_decides_them_again(marmot_app, settings):
+    """A message read on a losing branch is kept; after the move, the better wrapper of that branch's commit
+    rolls the group over to it, and the kept message is read again from its moved key: Processed."""
+    net = Net(3)
+    app = marmot_app()
+    app.runtime.run_command("marmot.join", net.join_params)
+    deliver(app, net.commit(0, T0 + 1))  # the rollback window begins
+    said, _ = net.send(1, "at the race's epoch", T0 + 2)
+    a_line, _ = net.prepare(1, T0 + 20)
+    c_late, c_result = net.prepare(0, T0 + 30)
+    c_early = net.wrap(net.states[0], c_result.message, T0 + 10)
+    on_c, rumor, _ = net.send_on(c_result.new_state, "on C's branch", T0 + 31)
+    deliver(app, said, a_line, c_late)  # A wins, C loses and keeps its branch
+    deliver(app, on_c)
+    assert message_state(app, net.gid, rumor["id"]) == "EpochInvalidated"
+    kept = _kept(app)
+    assert len(kept) == 4  # the message, the commits A and C, the message on C's branch
+    path = app.db.path
+    app.close()
+    db = Database(path, settings)
+    with db.write():
+        _kept_to_hex_layout(db, net.gid)
+    with db.read():
+        old = ProtocolState(db, PROTOCOL)
+        assert len(old.keys("kept/")) == 4 and not old.keys(KEPT)
+        assert all((old.get(name) or b"").startswith(b"{") for name in old.keys("kept/"))
+    db.close()
+    reopened = marmot_app(path=path)
+    assert _kept(reopened) == kept
+    with reopened.db.read():
+        assert hex_records.is_moved(reopened.runtime.kv)
+        assert not ProtocolState(reopened.db, PROTOCOL).keys("kept/")
+    deliver(reopened, c_early)  # C's better wrapper: the group rolls back to C
+    settle(reopened)
+    assert outer_state(reopened, net.gid, a_line) == "Failed"
+    assert message_state(reopened, net.gid, rumor["id"]) == "Processed"
+    assert_records_match_projection(reopened, net.gid)

@@ -7,7 +7,12 @@ For a commit of epoch ``E`` while the group is at epoch ``S``:
   waits until they were (once): they may be messages of ``E``, which the
   commit would push towards the end of the past-epoch window.  Then it is
   applied; the pre-commit snapshot is kept and the commit becomes the first
-  candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`;
+  candidate of ``E``'s :class:`~protocols.marmot.state.meta.EpochRecord`.
+  Applying it (or rolling back) releases the group's commits held so
+  (:class:`~core.intents.ReleaseArrivalWaits`): a held commit of ``E`` is now
+  a competitor, weighed next while ``E`` is one epoch behind — so every commit
+  that arrives while its epoch is inside the windows is judged as in time
+  order, however its deliveries were batched;
 - ``E < S``: it competes for ``E``.  Every valid commit for ``E`` is a
   candidate ranked by the best ``(created_at, id)`` among the outer events
   that carried it (seed 001's rule), so another wrapper of a known commit
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 
-from core.intents import EnqueueDeferred, EnqueueRecheck, Intent
+from core.intents import EnqueueDeferred, EnqueueRecheck, Intent, ReleaseArrivalWaits
 from core.records import Blocked, Event, Result
 from protocols.libraries import mls
 from protocols.marmot import facts
@@ -70,6 +75,8 @@ def apply(item: Item, message: bytes, digest: str, epoch: int) -> Result:
     intents: list[Intent] = [
         *written.intents,
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(item.outer.gid, result.new_epoch)),
+        # A commit held for this epoch behind later arrivals is now this one's competitor: weighed next.
+        ReleaseArrivalWaits(item.outer.route),
     ]
     events = [_applied(item, result, epoch, digest, item.generation), *_welcomes(item, written.welcomes, epoch, digest)]
     return Result(events=events, intents=intents)
@@ -177,6 +184,7 @@ def rollback(
         *written.intents,
         # Everything waiting sits on the old main's next epoch: wake it for the new branch.
         EnqueueRecheck(WAITING_FOR_EPOCH, epoch_key(gid, old.state.epoch + 1)),
+        ReleaseArrivalWaits(item.outer.route),  # the commits held at the old main's epoch: weighed next
         *_requeue(item, old.kept_events(retry_epochs), generation),
         *deletions.dropped_after(item.group.values, item.outer.gid, epoch),
     ]

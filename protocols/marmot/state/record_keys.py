@@ -6,6 +6,7 @@ keys run in time order), ``<outer>`` and ``<rumor>`` ids in their short form (:m
     s/<no>/<created_at>/<outer>                   the record of an outer event
     c/<no>/<rumor>/<created_at>/<outer>           an outer event that carries the rumor
     e/<no>/<epoch>/<created_at>/<outer>           an event decided at an epoch of the rollback window
+    k/<no>/<epoch>/<outer>                        the raw event decided there, kept for a rollback to decide again
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from protocols.marmot.state.short_ids import full, short
 SEEN = "s/"
 CARRIED = "c/"
 EPOCHS = "e/"
+KEPT = "k/"
 
 
 def when(created_at: int, outer_id: str) -> str:
@@ -47,8 +49,16 @@ def epoch_name(number: int, epoch: int, outer: str) -> str:
     return epochs_prefix(number, epoch) + outer
 
 
+def kept_prefix(number: int, epoch: int | None = None) -> str:
+    return f"{KEPT}{number}/" if epoch is None else f"{KEPT}{number}/{epoch}/"
+
+
+def kept_name(number: int, epoch: int, outer_id: str) -> str:
+    return kept_prefix(number, epoch) + short(outer_id)
+
+
 def epoch_of(name: str) -> int:
-    """The epoch an ``e/`` key names."""
+    """The epoch an ``e/`` or ``k/`` key names."""
     return int(name.split("/", 3)[2])
 
 

@@ -22,10 +22,6 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
     the engine state of a branch that lost the race for ``epoch`` (its
     commit's SHA-256 is ``digest``): events that only it can open are
     recorded ``EpochInvalidated`` instead of waiting forever;
-``kept/<gid>/<epoch>/<outer id>``
-    the raw outer event of everything decided at an epoch inside the
-    rollback window (public relay data, not sealed), so a rollback can
-    decide it again; deleted when the epoch leaves the window;
 ``route/<nostr group id>``
     the group id (hex, not sealed) of the group that uses this
     ``nostr_group_id`` in its events' ``h`` tags now or did before: the
@@ -42,8 +38,11 @@ Layout of the marmot protocol's state keys (``<gid>`` = 64 hex):
 Our account (``account``, :mod:`.account`), KeyPackages (``kp/``,
 :mod:`.key_packages`), inbox relays (``relay_lists/inbox``, :mod:`.inbox`),
 the deletions (``deleted/``, :mod:`.deletions`), the processing record
-(``s/``, ``c/``, ``e/``, :mod:`.seen`) and the group numbers it is keyed by
-(``group_no/``, :mod:`.numbers`) live beside them.  Every value but routes,
+(``s/``, ``c/``, ``e/``, :mod:`.seen`), the raw events kept for rollbacks
+(``k/``, :mod:`.record_keys`: everything decided at an epoch inside the
+rollback window, public relay data, deleted when the epoch leaves the window)
+and the group numbers they are keyed by (``group_no/``, :mod:`.numbers`) live
+beside them.  Every value but routes,
 kept events, the inbox list, the processing record and the group numbers is
 sealed here with XChaCha20-Poly1305 (libsodium, random 24-byte nonces) under
 the at-rest key of :mod:`.key`, and the name of the state key is the
@@ -82,7 +81,7 @@ from protocols.libraries import at_rest, erasable, mls
 from protocols.marmot import settings
 from protocols.marmot.cursor import Cursor
 from protocols.marmot.errors import GroupNotFound, GroupStateKeyGone
-from protocols.marmot.state import numbers, record_keys
+from protocols.marmot.state import kept_events, numbers, record_keys
 from protocols.marmot.state.key import SEALER, load_key, opened_cache
 from protocols.marmot.state.meta import Candidate, EpochRecord, GroupMeta
 from protocols.marmot.transport.nostr_transport import publish_intent
@@ -95,7 +94,6 @@ RATCHETS = "ratchets/"
 META = "meta/"
 SNAP = "snap/"
 BRANCH = "branch/"
-KEPT = "kept/"
 OUTBOX = "outbox/"
 ROUTE = "route/"
 WELCOME = "welcome/"
@@ -129,14 +127,6 @@ def branch_name(gid: str, epoch: int, digest: str) -> str:
     return f"{branch_prefix(gid, epoch)}{digest}"
 
 
-def kept_prefix(gid: str, epoch: int | None = None) -> str:
-    return f"{KEPT}{gid}/" if epoch is None else f"{KEPT}{gid}/{epoch:020d}/"
-
-
-def kept_name(gid: str, epoch: int, outer_id: str) -> str:
-    return f"{kept_prefix(gid, epoch)}{outer_id}"
-
-
 def outbox_prefix(gid: str, epoch: int | None = None) -> str:
     return f"{OUTBOX}{gid}/" if epoch is None else f"{OUTBOX}{gid}/{epoch:020d}/"
 
@@ -146,7 +136,7 @@ def outbox_name(gid: str, epoch: int, digest: str) -> str:
 
 
 def epoch_of(name: str) -> int:
-    """The epoch a ``snap/``, ``branch/``, ``kept/`` or ``outbox/`` key names."""
+    """The epoch a ``snap/``, ``branch/`` or ``outbox/`` key names."""
     return int(name.split("/")[2])
 
 
@@ -333,7 +323,8 @@ class Carrier(Protocol):
     @property
     def cursor(self) -> Cursor: ...
 
-    def raw(self) -> str: ...
+    @property
+    def event(self) -> dict: ...
 
 
 Wrapped = tuple[dict, tuple[str, ...]]  # a signed gift wrap, and the invitee's relays
@@ -441,11 +432,14 @@ class LoadedGroup:
 
     def kept_events(self, decided: dict[str, int]) -> dict[str, bytes]:
         """The raw outer events kept of ``decided`` (outer id -> the epoch it was decided at), by outer id."""
-        found = {}
+        number = numbers.of(self.values.state, self.gid)
+        found: dict[str, bytes] = {}
+        if number is None:  # nothing was decided in the group, so nothing was kept
+            return found
         for outer_id, epoch in decided.items():
-            raw = self.values.state.get(kept_name(self.gid, epoch, outer_id))
-            if raw is not None:
-                found[outer_id] = raw
+            kept = self.values.state.get(record_keys.kept_name(number, epoch, outer_id))
+            if kept is not None:
+                found[outer_id] = kept_events.unpacked(kept)
         return found
 
     # --- writes ---
@@ -462,7 +456,10 @@ class LoadedGroup:
         return [self._kept_event(epoch, carrier)]
 
     def _kept_event(self, epoch: int, carrier: Carrier) -> WriteProtocolState:
-        return WriteProtocolState(kept_name(self.gid, epoch, carrier.id), carrier.raw().encode())
+        number = numbers.of(self.values.state, self.gid)
+        # The window begins with a commit applied, whose processing record gave the group its number.
+        assert number is not None, f"group {self.gid} keeps events for rollbacks before it has a number"
+        return WriteProtocolState(record_keys.kept_name(number, epoch, carrier.id), kept_events.packed(carrier.event))
 
     def message_read(self, new_state: mls.GroupState, epoch: int, carrier: Carrier) -> list[Intent]:
         """A message or proposal of ``epoch`` was read: the state after it, and the event kept for rollbacks."""
@@ -553,20 +550,22 @@ class LoadedGroup:
             intents += [WriteProtocolState(name, None) for name in names(branch_prefix(gid, record.epoch))]
             intents += [WriteProtocolState(name, None) for name in names(outbox_prefix(gid, record.epoch))]
         if records and window_start is not None:  # only a moved window frees kept events and the epoch index
-            intents += [
-                WriteProtocolState(name, None) for name in names(kept_prefix(gid)) if epoch_of(name) <= window_start
-            ]
-            intents += self._forget_epoch_index(window_start)
+            intents += self._forget_kept(window_start)
         return intents
 
-    def _forget_epoch_index(self, window_start: int) -> list[WriteProtocolState]:
-        """Delete the processing records' epoch index (:mod:`.seen`) of the epochs before ``window_start``: a
-        rollback of the window's first epoch still reads that epoch's commits (``seen.commits_at``)."""
+    def _forget_kept(self, window_start: int) -> list[WriteProtocolState]:
+        """Delete the raw events kept of the epochs up to ``window_start`` (no race can change them any more),
+        and the processing records' epoch index (:mod:`.seen`) of the epochs before it: a rollback of the
+        window's first epoch still reads that epoch's commits (``seen.commits_at``)."""
         number = numbers.of(self.values.state, self.gid)
         if number is None:
             return []
-        names = self.values.names(record_keys.epochs_prefix(number))
-        return [WriteProtocolState(name, None) for name in names if record_keys.epoch_of(name) < window_start]
+        kept = self.values.names(record_keys.kept_prefix(number))
+        indexed = self.values.names(record_keys.epochs_prefix(number))
+        return [
+            *(WriteProtocolState(name, None) for name in kept if record_keys.epoch_of(name) <= window_start),
+            *(WriteProtocolState(name, None) for name in indexed if record_keys.epoch_of(name) < window_start),
+        ]
 
     # --- welcomes waiting for their commit ---
     #
@@ -678,8 +677,13 @@ class GroupStateStore:
             meta_name(gid),
             *self.values.names(f"{SNAP}{gid}/"),
             *self.values.names(branch_prefix(gid)),
-            *self.values.names(kept_prefix(gid)),
+            *self._kept_names(gid),
             *self.values.names(outbox_prefix(gid)),
             *(route_name(route) for route in routes_of(self.values.state, gid)),
         ]
         return [WriteProtocolState(name, None) for name in names]
+
+    def _kept_names(self, gid: str) -> builtins.list[str]:
+        """The keys of the raw events kept for ``gid``'s rollbacks (none before it has a number)."""
+        number = numbers.of(self.values.state, gid)
+        return [] if number is None else self.values.names(record_keys.kept_prefix(number))
