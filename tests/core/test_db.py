@@ -273,6 +273,7 @@ def test_a_read_transaction_leaves_no_gap_and_counts_as_no_hold(table, monkeypat
     clock = _Clock()
     monkeypatch.setattr("core.db.time.monotonic", clock.monotonic)
     monkeypatch.setattr("core.db.time.sleep", clock.sleep)
+    table.longest_hold_s = 0.0  # the fixture's CREATE TABLE ran on the real clock (over 5 ms on a loaded machine)
     with table.write():
         clock.now += 0.005
     clock.now += 1.0
