@@ -82,7 +82,7 @@ def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Resul
     return Result(events=[event], intents=[vault.group_intent(group_id, state)])
 
 
-def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
+def active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
     raw = params.get("group")
     try:
         group_id = bytes.fromhex(raw) if isinstance(raw, str) else b""
@@ -123,7 +123,7 @@ def _addresses(params: dict[str, Any]) -> list[str]:
 
 def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to send ``text`` to ``group``."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
     text = params.get("text")
     if not isinstance(text, str) or not text or len(text.encode()) > MAX_TEXT_BYTES:
         raise InvalidInput(f"send needs a text of 1 to {MAX_TEXT_BYTES} bytes")
@@ -132,16 +132,24 @@ def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
 
 def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to add every installation of each of ``addresses`` to ``group``."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
+    if Vault.in_context(ctx).has_inbox():
+        from protocols.xmtp.node_profile import group_updates  # loads xmtp_mls: the node profile's only
+
+        group = Vault.in_context(ctx).group(group_id)
+        group_updates.membership_allowed(group, IntentKind.ADD_MEMBERS)  # refused before it is recorded
     return record_intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
 
 
 def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
     wanted = _addresses(params)
     vault = Vault.in_context(ctx)
     if vault.has_inbox():  # a libxmtp group: addresses are looked up on the node when the commit is built
+        from protocols.xmtp.node_profile import group_updates
+
+        group_updates.membership_allowed(vault.group(group_id), IntentKind.REMOVE_MEMBERS)
         return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
     state = vault.group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
@@ -152,7 +160,7 @@ def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Res
 
 def command_update_key(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
-    return record_intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
+    return record_intent(ctx, active_group(ctx, params), IntentKind.KEY_UPDATE, {})
 
 
 def _decide(ctx: contract.Context, params: dict[str, Any], membership: Membership) -> Result:

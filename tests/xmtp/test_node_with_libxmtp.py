@@ -126,8 +126,22 @@ def test_a_group_created_by_tessera_welcomes_libxmtp_members_who_list_the_same_m
     scenarios.created_by_tessera(peers)
 
 
-def test_an_add_the_permissions_forbid_is_refused_before_anything_is_sent(peers: InProcessPeers) -> None:
+def test_an_add_the_permissions_forbid_is_refused_before_it_is_recorded_or_ends_in_error_when_rebuilt(
+    peers: InProcessPeers,
+) -> None:
     scenarios.forbidden_add_refused_locally(peers)
+
+
+def test_metadata_admins_and_permissions_both_ways_and_forbidden_changes_refused_on_both_sides(
+    peers: InProcessPeers,
+) -> None:
+    scenarios.group_changes_both_ways(peers)
+
+
+def test_an_installation_added_to_a_member_inbox_later_is_committed_in_before_our_next_send(
+    peers: InProcessPeers,
+) -> None:
+    scenarios.installations_follow(peers)
 
 
 def test_a_dm_opened_by_tessera_is_libxmtp_s_dm_and_found_again(peers: InProcessPeers) -> None:

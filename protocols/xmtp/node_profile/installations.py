@@ -1,0 +1,75 @@
+"""Installations added to or revoked from a member's inbox after the group last followed it, brought in by
+our next commit as libxmtp brings them.
+
+libxmtp v1.10.0 (``maybe_update_installations``, ``groups/mls_sync.rs``) asks the node, before it sends a
+message (at most every 5 s, ``SEND_MESSAGE_UPDATE_INSTALLATIONS_INTERVAL_NS``) and after a group's sync
+(every 30 min), for each member inbox's identity updates past the sequence id the group records; when one
+adds or revokes an installation it queues a membership intent that adds and removes nothing else (the map
+moved to each inbox's newest update, the new installations added with their KeyPackages and welcomed, the
+revoked ones removed), and sends only once that is committed.  Here the same: :func:`refresh` asks the
+node between transactions and, when something changed, records an ``UPDATE_INSTALLATIONS`` intent before
+the message is recorded, so the message is built in the epoch the commit opens and the new installations
+read it.  The commit itself is built like any membership change (:mod:`.committing`); our ADD_MEMBERS and
+REMOVE_MEMBERS commits move every member the same way already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import contract
+from core.intents import WriteProtocolState
+from core.records import Result
+from core.state import ProtocolState
+from protocols.libraries.xmtp_mls.membership_changes import plan_membership_change
+from protocols.xmtp import commands, facts, queries
+from protocols.xmtp.facts import PROTOCOL
+from protocols.xmtp.intent_machine import IntentBook
+from protocols.xmtp.kinds import IntentKind, Membership
+from protocols.xmtp.node_profile.committing import AskedAnswers
+from protocols.xmtp.node_profile.processing import joined_group
+from protocols.xmtp.state import Vault
+from protocols.xmtp.transport.node import NodeService
+
+#: libxmtp's interval between two checks before a send (``SEND_MESSAGE_UPDATE_INSTALLATIONS_INTERVAL_NS``).
+BEFORE_SEND_INTERVAL_NS = 5_000_000_000
+#: When each group's members' installations were last checked against the node (ns), by group id.
+CHECKED_AT = "installations_checked_at/"
+
+
+def refresh(
+    runtime: contract.Runtime, node: NodeService, group_id: bytes, interval_ns: int = BEFORE_SEND_INTERVAL_NS
+) -> list[str]:
+    """Check the group's members against their newest identity updates on the node, unless that was done in the
+    last ``interval_ns``; when installations came or went, record the intent that follows them.  The ids of
+    the intents recorded (none, or one)."""
+    now_ns = runtime.clock.now_ms() * 1_000_000
+    with runtime.db.read():
+        vault = Vault.of_runtime(runtime)
+        if not vault.has_inbox() or not _due(runtime.db, group_id, now_ns, interval_ns):
+            return []
+        group = queries.group(runtime.db, group_id)
+        if group is None or group.membership is not Membership.ALLOWED or not group.active:
+            return []
+        state = joined_group(vault, group_id).state
+    change = plan_membership_change(AskedAnswers(node), state)  # the node's answers, between transactions
+    params = {"group": group_id.hex(), "checked_at_ns": now_ns, "changed": change is not None}
+    made = runtime.run_command("xmtp.update_installations", params)
+    return [event.data["intent"] for event in made.events if event.type == facts.INTENT_CREATED]
+
+
+def _due(db: contract.Database, group_id: bytes, now_ns: int, interval_ns: int) -> bool:
+    found = ProtocolState(db, PROTOCOL).get(CHECKED_AT + group_id.hex())
+    return found is None or now_ns - int(found) >= interval_ns
+
+
+def command_update_installations(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    """``group`` was checked at ``checked_at_ns``; when ``changed``, an UPDATE_INSTALLATIONS intent (unless one is
+    open already: it will take in whatever the node says when it is built)."""
+    group_id = commands.active_group(ctx, params)
+    checked = WriteProtocolState(CHECKED_AT + group_id.hex(), str(int(params["checked_at_ns"])).encode())
+    waiting = any(intent.kind is IntentKind.UPDATE_INSTALLATIONS for intent in IntentBook(ctx.db).open_in(group_id))
+    if not params.get("changed") or waiting:
+        return Result(intents=[checked])
+    recorded = commands.record_intent(ctx, group_id, IntentKind.UPDATE_INSTALLATIONS, {})
+    return Result(events=recorded.events, intents=[*recorded.intents, checked])
