@@ -409,7 +409,9 @@ def send(obj: CliState, group: str, texts: tuple[str, ...], no_publish: bool, as
     """Send each TEXT to a group, in order (one message each)."""
     app = obj.app()
     group_hex = _group_id(app, group).hex()
-    made = node_cli.before_send(app, bytes.fromhex(group_hex))  # libxmtp's check of members' installations
+    # libxmtp's check of the members' installations before a send; --no-publish stays off the network (the
+    # tick's sync job checks every 30 minutes)
+    made = [] if no_publish else node_cli.before_send(app, bytes.fromhex(group_hex))
     for text in texts:
         made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, "text": text}))
     _after_intent(app, made, no_publish, as_json)

@@ -19,7 +19,7 @@ from protocols.xmtp import publishing, queries
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.kinds import IntentState, Membership
 from protocols.xmtp.node_profile import cli as node_cli
-from protocols.xmtp.node_profile import content, registration
+from protocols.xmtp.node_profile import content, installations, registration
 from protocols.xmtp.node_profile import sync as node_sync
 from protocols.xmtp.node_profile.processing import joined_group
 from protocols.xmtp.state import Vault
@@ -76,11 +76,14 @@ class NodeMember:
             return Vault.of(self.app.db).inbox().address
 
     def tick(self) -> SyncReport:
-        """One pass of the tick's XMTP jobs: KeyPackages, publish, sync."""
+        """One pass of the tick's XMTP jobs: KeyPackages, publish, sync (then the members' installations, when
+        their last check is 30 minutes old)."""
         node = self.service.node()
         registration.keep_stock(self.app.runtime, node)
         publishing.publish_pass(self.app.runtime, self.service.publisher())
-        return node_sync.sync_all(self.app.runtime, node)
+        report = node_sync.sync_all(self.app.runtime, node)
+        installations.follow_all(self.app.runtime, node)
+        return report
 
     def sync(self) -> SyncReport:
         """The sync pass alone (what ``tick`` does last)."""

@@ -8,8 +8,9 @@ adds or revokes an installation it queues a membership intent that adds and remo
 moved to each inbox's newest update, the new installations added with their KeyPackages and welcomed, the
 revoked ones removed), and sends only once that is committed.  Here the same: :func:`refresh` asks the
 node between transactions and, when something changed, records an ``UPDATE_INSTALLATIONS`` intent before
-the message is recorded, so the message is built in the epoch the commit opens and the new installations
-read it.  The commit itself is built like any membership change (:mod:`.committing`); our ADD_MEMBERS and
+the message is recorded (``send``), so the message is built in the epoch the commit opens and the new
+installations read it; the tick's sync job checks every group the same way every 30 minutes
+(:func:`follow_all`).  The commit itself is built like any membership change (:mod:`.committing`); our ADD_MEMBERS and
 REMOVE_MEMBERS commits move every member the same way already.
 """
 
@@ -23,6 +24,7 @@ from core.records import Result
 from core.state import ProtocolState
 from protocols.libraries.xmtp_mls.membership_changes import plan_membership_change
 from protocols.xmtp import commands, facts, queries
+from protocols.xmtp.errors import GroupInactive, ServiceUnavailable
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.intent_machine import IntentBook
 from protocols.xmtp.kinds import IntentKind, Membership
@@ -33,6 +35,8 @@ from protocols.xmtp.transport.node import NodeService
 
 #: libxmtp's interval between two checks before a send (``SEND_MESSAGE_UPDATE_INSTALLATIONS_INTERVAL_NS``).
 BEFORE_SEND_INTERVAL_NS = 5_000_000_000
+#: libxmtp's interval between two checks after a group's sync (``SYNC_UPDATE_INSTALLATIONS_INTERVAL_NS``, production).
+AFTER_SYNC_INTERVAL_NS = 30 * 60 * 1_000_000_000
 #: When each group's members' installations were last checked against the node (ns), by group id.
 CHECKED_AT = "installations_checked_at/"
 
@@ -56,6 +60,23 @@ def refresh(
     params = {"group": group_id.hex(), "checked_at_ns": now_ns, "changed": change is not None}
     made = runtime.run_command("xmtp.update_installations", params)
     return [event.data["intent"] for event in made.events if event.type == facts.INTENT_CREATED]
+
+
+def follow_all(runtime: contract.Runtime, node: NodeService) -> list[str]:
+    """The check libxmtp makes after a sync, for every group we take part in whose last check is older than
+    :data:`AFTER_SYNC_INTERVAL_NS`; the intents recorded.  A node that cannot be reached ends the pass: the next
+    tick tries again."""
+    with runtime.db.read():
+        groups = [row.id for row in queries.groups(runtime.db) if row.membership is Membership.ALLOWED and row.active]
+    made: list[str] = []
+    for group_id in groups:
+        try:
+            made += refresh(runtime, node, group_id, AFTER_SYNC_INTERVAL_NS)
+        except ServiceUnavailable:
+            break
+        except GroupInactive:
+            continue  # a commit removed us between the listing and the check
+    return made
 
 
 def _due(db: contract.Database, group_id: bytes, now_ns: int, interval_ns: int) -> bool:
