@@ -18,6 +18,7 @@ from protocols.libraries.xmtp_content.content_type import ContentTypeId
 from protocols.libraries.xmtp_content.encoded import EncodedContent, encode_content
 from protocols.xmtp.errors import ChangeForbidden
 from protocols.xmtp.kinds import Membership
+from protocols.xmtp.node_profile.installations import BEFORE_SEND_INTERVAL_NS
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient, LibxmtpError
 from tests.xmtp_node.test_ceiling_with_libxmtp import INSTALLATION_CHECK_INTERVAL_S
@@ -34,6 +35,10 @@ class Peers(Protocol):
 
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         """Another database of ``of``'s inbox (``identity add-installation``)."""
+        ...
+
+    def pass_time(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the Tessera members' clocks."""
         ...
 
 
@@ -436,6 +441,7 @@ def installations_follow(peers: Peers) -> None:
     alice.call("sync_welcomes")
     phone = peers.libxmtp("alice-phone").create(peers.url, private_key=alice.private_key)
     assert phone.inbox_id == alice.inbox_id
+    peers.pass_time(BEFORE_SEND_INTERVAL_NS / 1e9)  # the group was checked by the tick: libxmtp's interval passes
     ours.send(group, "to both of alice's installations")
     for _ in range(3):  # the commit, its welcome, then the message in the epoch the commit opened
         ours.tick()

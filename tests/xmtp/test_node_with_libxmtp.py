@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pytest
 
+from core.clock import ManualClock
 from projectors.testkit import assert_same_tables
 from protocols import xmtp
 from protocols.xmtp.state import Vault
@@ -38,6 +39,7 @@ class InProcessPeers:
     url: str
     make_app: Any
     clients: Callable[[str], LibxmtpClient]
+    clock: ManualClock
 
     def libxmtp(self, name: str) -> LibxmtpClient:
         return self.clients(name)
@@ -52,10 +54,18 @@ class InProcessPeers:
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         return of.another_installation(self.make_app([xmtp], ["xmtp"]))
 
+    def pass_time(self, seconds: float) -> None:
+        self.clock.advance(int(seconds * 1000))
+
 
 @pytest.fixture
-def peers(node: NodeProcess, make_app: Any, libxmtp_client: Callable[[str], LibxmtpClient]) -> InProcessPeers:  # noqa: F811
-    return InProcessPeers(node.url, make_app, libxmtp_client)
+def peers(
+    node: NodeProcess,
+    make_app: Any,
+    libxmtp_client: Callable[[str], LibxmtpClient],  # noqa: F811
+    clock: ManualClock,
+) -> InProcessPeers:
+    return InProcessPeers(node.url, make_app, libxmtp_client, clock)
 
 
 def test_invited_by_libxmtp_then_messages_both_ways(peers: InProcessPeers) -> None:
