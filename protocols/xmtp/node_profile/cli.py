@@ -9,6 +9,7 @@ registered and the KeyPackage uploaded after.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from jobs import output
@@ -22,6 +23,8 @@ from protocols.xmtp.transport.node import NodeService
 if TYPE_CHECKING:
     from core.app import App
 
+
+log = logging.getLogger("tessera.xmtp.installations")
 
 #: What the identity commands print: their ``--json`` object, and the same as lines of text.
 Shown = tuple[dict[str, Any], list[str]]
@@ -153,7 +156,9 @@ def inbox_of(app: App, address: str) -> str:
 def before_send(app: App, group_id: bytes) -> list[str]:
     """What libxmtp does before it sends: members' installations added or revoked since the group last followed
     their inboxes are brought in by a commit of ours first (:mod:`.installations`); the intent recorded for it,
-    if any.  A node that cannot be reached now leaves it to the next send: the message is not held up."""
+    if any.  A node that cannot be reached now, or whose identity updates do not verify, leaves it to the next
+    check: the message is not held up."""
+    from protocols.libraries.xmtp_mls import XmtpMlsError
     from protocols.xmtp.node_profile import installations
 
     with app.db.read():
@@ -161,7 +166,8 @@ def before_send(app: App, group_id: bytes) -> list[str]:
             return []
     try:
         return installations.refresh(app.runtime, app.service(XmtpMember).node(), group_id)
-    except ServiceUnavailable:
+    except (ServiceUnavailable, XmtpMlsError) as skipped:
+        log.info("members' installations of group %s not checked before the send: %s", group_id.hex(), skipped)
         return []
 
 

@@ -16,12 +16,14 @@ REMOVE_MEMBERS commits move every member the same way already.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from core import contract
 from core.intents import WriteProtocolState
 from core.records import Result
 from core.state import ProtocolState
+from protocols.libraries.xmtp_mls import XmtpMlsError
 from protocols.libraries.xmtp_mls.membership_changes import plan_membership_change
 from protocols.xmtp import commands, facts, queries
 from protocols.xmtp.errors import GroupInactive, ServiceUnavailable
@@ -32,6 +34,8 @@ from protocols.xmtp.node_profile.committing import AskedAnswers
 from protocols.xmtp.node_profile.processing import joined_group
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.node import NodeService
+
+log = logging.getLogger("tessera.xmtp.installations")
 
 #: libxmtp's interval between two checks before a send (``SEND_MESSAGE_UPDATE_INSTALLATIONS_INTERVAL_NS``).
 BEFORE_SEND_INTERVAL_NS = 5_000_000_000
@@ -76,6 +80,8 @@ def follow_all(runtime: contract.Runtime, node: NodeService) -> list[str]:
             break
         except GroupInactive:
             continue  # a commit removed us between the listing and the check
+        except XmtpMlsError as refused:  # an identity update on the node that does not verify: checked again later
+            log.warning("members' installations of group %s not checked: %s", group_id.hex(), refused)
     return made
 
 
