@@ -141,9 +141,13 @@ def test_node_profile_mistakes_are_one_line_and_a_node_that_is_down_exits_4(
 def test_a_private_profile_database_is_told_it_cannot_speak_xmtp(env: dict[str, str], tmp_path: Path) -> None:
     old = database(tmp_path, env, "old")
     run(old, env, "identity", "new", "--server", "ws://127.0.0.1:9")
+    group = run(old, env, "create-group", "--name", "ours").stdout.strip()
     for args in [
         ("identity", "new", "--node", "http://127.0.0.1:9"),
         ("identity", "add-installation", "--node", "http://127.0.0.1:9", "--account-key", "11" * 32),
+        ("rename", "--group", group, "libxmtp's"),
+        ("set-permission", "--group", group, "add_member", "admin"),
+        ("add-admin", "--group", group, "0x" + "11" * 20),
     ]:
         done = run(old, env, *args)
         assert done.returncode == 1 and "private profile" in done.stderr and "new database" in done.stderr, done

@@ -215,8 +215,10 @@ def check_allowed(state: MlsGroupState, changes: Sequence[Change]) -> None:
 
 def _record(ctx: contract.Context, params: dict[str, Any], kind: IntentKind, request: dict[str, Any]) -> Result:
     """An intent of ``kind`` for ``request``, refused before it is recorded when the group forbids it now."""
+    vault = Vault.in_context(ctx)
+    vault.inbox()  # NodeProfileOnly on a database of the private profile: its groups are not libxmtp's
     group_id = commands.active_group(ctx, params)
-    state = joined_group(Vault.in_context(ctx), group_id).state
+    state = joined_group(vault, group_id).state
     planned(state, kind, request)  # refused here, before anything is written, as the build would refuse it
     return commands.record_intent(ctx, group_id, kind, request)
 
