@@ -67,6 +67,19 @@ def register_protocol() -> Protocol:
             "open_dm": Command(
                 node_handlers.command_open_dm, description="a DM with an inbox, and the intent adding it"
             ),
+            "update_metadata": Command(
+                node_handlers.command_update_metadata, description="intent: set a libxmtp group's attribute"
+            ),
+            "update_admins": Command(
+                node_handlers.command_update_admins, description="intent: make or unmake an admin or super admin"
+            ),
+            "update_permission": Command(
+                node_handlers.command_update_permission, description="intent: set one of a group's policies"
+            ),
+            "update_installations": Command(
+                node_handlers.command_update_installations,
+                description="members' installations checked; intent: follow those added or revoked",
+            ),
             "node_top_up_key_packages": Command(
                 node_handlers.command_top_up, description="a fresh KeyPackage in libxmtp's form when ours was used"
             ),

@@ -243,22 +243,34 @@ def _intent_ids(outcome: Any) -> list[str]:
 @click.option("--description", default="", help="Node profile: the group's description, as libxmtp's.")
 @click.option(
     "--permissions",
-    type=click.Choice(["all-members", "admin-only"]),
+    type=click.Choice(["all-members", "admin-only", "custom"]),
     default="all-members",
     show_default=True,
-    help="Node profile: libxmtp's permissions preset (who may add and remove members and change metadata).",
+    help="Node profile: libxmtp's permissions preset (who may add and remove members and change metadata); "
+    "custom: all-members with the --policy options given.",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="With --permissions custom: one policy, as `set-permission` takes it (e.g. add_member=admin); repeatable.",
 )
 @json_option
 @click.pass_obj
-def create_group(obj: CliState, name: str, description: str, permissions: str, as_json: bool) -> None:
+def create_group(
+    obj: CliState, name: str, description: str, permissions: str, policies: tuple[str, ...], as_json: bool
+) -> None:
     """A new group with only us in it; prints its id."""
     app = obj.app()
     group_id = os.urandom(16)
-    params = {"name": name, "group_id": group_id.hex()}
+    params: dict[str, Any] = {"name": name, "group_id": group_id.hex()}
     with app.db.read():
         node_profile = Vault.of(app.db).has_inbox()
+    if policies and permissions != "custom":
+        raise click.UsageError("--policy sets the policies of --permissions custom")
     if node_profile:
-        params.update(description=description, permissions=permissions)
+        params.update(description=description, permissions=permissions, policies=node_cli.parse_policies(policies))
     elif description or permissions != "all-members":
         raise InvalidInput("--description and --permissions are the node profile's (libxmtp's groups)")
     app.runtime.run_command("xmtp.create_group", params)
@@ -317,6 +329,76 @@ def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> No
     _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
 
+# --- a libxmtp group's metadata, admins and permissions (node profile) -------------------------------
+
+_group_option = click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
+
+
+def _group_update(app: App, group: str, command: str, params: dict[str, Any], no_publish: bool, as_json: bool) -> None:
+    """Record the intent of one change (refused before it is recorded when the group's permissions forbid it)."""
+    made = app.runtime.run_command(f"xmtp.{command}", {"group": _group_id(app, group).hex(), **params})
+    _after_intent(app, _intent_ids(made), no_publish, as_json)
+
+
+@xmtp.command()
+@_group_option
+@click.argument("name")
+@publish_option
+@json_option
+@click.pass_obj
+def rename(obj: CliState, group: str, name: str, no_publish: bool, as_json: bool) -> None:
+    """Set a libxmtp group's name (an intent: a commit of ours)."""
+    _group_update(obj.app(), group, "update_metadata", {"field": "group_name", "value": name}, no_publish, as_json)
+
+
+@xmtp.command("set-description")
+@_group_option
+@click.argument("text")
+@publish_option
+@json_option
+@click.pass_obj
+def set_description(obj: CliState, group: str, text: str, no_publish: bool, as_json: bool) -> None:
+    """Set a libxmtp group's description (an intent: a commit of ours)."""
+    _group_update(obj.app(), group, "update_metadata", {"field": "description", "value": text}, no_publish, as_json)
+
+
+def _admin_command(action: str, help_text: str) -> click.Command:
+    @click.command(f"{action}-admin", help=help_text)
+    @_group_option
+    @click.argument("address")
+    @click.option("--super", "super_admin", is_flag=True, help="The super admins' list instead of the admins'.")
+    @publish_option
+    @json_option
+    @click.pass_obj
+    def run(obj: CliState, group: str, address: str, super_admin: bool, no_publish: bool, as_json: bool) -> None:
+        app = obj.app()
+        params = {
+            "action": f"{action}_{'super_admin' if super_admin else 'admin'}",
+            "inbox_id": node_cli.inbox_of(app, address),
+        }
+        _group_update(app, group, "update_admins", params, no_publish, as_json)
+
+    return run
+
+
+xmtp.add_command(_admin_command("add", "Make ADDRESS's inbox an admin (--super: a super admin) of a libxmtp group."))
+xmtp.add_command(_admin_command("remove", "Unmake ADDRESS's inbox admin (--super: super admin) of a libxmtp group."))
+
+
+@xmtp.command("set-permission")
+@_group_option
+@click.argument("policy")
+@click.argument("value", type=click.Choice(["allow", "deny", "admin", "super_admin"]))
+@publish_option
+@json_option
+@click.pass_obj
+def set_permission(obj: CliState, group: str, policy: str, value: str, no_publish: bool, as_json: bool) -> None:
+    """Set one policy of a libxmtp group: POLICY is add_member, remove_member, add_admin, remove_admin,
+    update_group_name, update_group_description, update_group_image_url_square, update_message_disappearing or
+    update_app_data; VALUE who may (super admins only may change policies)."""
+    _group_update(obj.app(), group, "update_permission", {"policy": policy, "rule": value}, no_publish, as_json)
+
+
 @xmtp.command()
 @click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
 @click.option(
@@ -359,7 +441,9 @@ def send(
         asked = [{"reply_to": _message_id(app, group_id, reply_to), "text": texts[0]}]
     else:
         asked = [{"text": text} for text in texts]
-    made = []
+    # libxmtp's check of the members' installations before a send; --no-publish stays off the network (the
+    # tick's sync job checks every 30 minutes)
+    made = [] if no_publish else node_cli.before_send(app, group_id)
     for params in asked:
         made += _intent_ids(app.runtime.run_command("xmtp.send", {"group": group_hex, **params}))
     _after_intent(app, made, no_publish, as_json)

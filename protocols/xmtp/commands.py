@@ -84,7 +84,7 @@ def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Resul
     return Result(events=[event], intents=[vault.group_intent(group_id, state)])
 
 
-def _active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
+def active_group(ctx: contract.Context, params: dict[str, Any]) -> bytes:
     raw = params.get("group")
     try:
         group_id = bytes.fromhex(raw) if isinstance(raw, str) else b""
@@ -127,7 +127,7 @@ def command_send(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to send ``text`` to ``group``; on the node profile also a reaction (``react``: ``{"reference":
     message id hex, "content": emoji, "remove": bool}``) or a reply (``reply_to``: message id hex, with ``text``),
     both to a message this database holds, named with its sender as libxmtp names them."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
     react, reply_to = params.get("react"), params.get("reply_to")
     if (react is not None or reply_to is not None) and not Vault.in_context(ctx).has_inbox():
         raise NodeProfileOnly(
@@ -173,16 +173,24 @@ def _answered(ctx: contract.Context, group_id: bytes, reference: Any) -> tuple[s
 
 def command_add_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to add every installation of each of ``addresses`` to ``group``."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
+    if Vault.in_context(ctx).has_inbox():
+        from protocols.xmtp.node_profile import group_updates  # loads xmtp_mls: the node profile's only
+
+        group = Vault.in_context(ctx).group(group_id)
+        group_updates.membership_allowed(group, IntentKind.ADD_MEMBERS)  # refused before it is recorded
     return record_intent(ctx, group_id, IntentKind.ADD_MEMBERS, {"addresses": _addresses(params)})
 
 
 def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to remove every installation of each of ``addresses`` from ``group``."""
-    group_id = _active_group(ctx, params)
+    group_id = active_group(ctx, params)
     wanted = _addresses(params)
     vault = Vault.in_context(ctx)
     if vault.has_inbox():  # a libxmtp group: addresses are looked up on the node when the commit is built
+        from protocols.xmtp.node_profile import group_updates
+
+        group_updates.membership_allowed(vault.group(group_id), IntentKind.REMOVE_MEMBERS)
         return record_intent(ctx, group_id, IntentKind.REMOVE_MEMBERS, {"addresses": wanted})
     state = vault.group(group_id)
     absent = [a for a in wanted if not members.installations_of(state, a)]
@@ -193,7 +201,7 @@ def command_remove_members(ctx: contract.Context, params: dict[str, Any]) -> Res
 
 def command_update_key(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """An intent to replace our own leaf's keys in ``group`` (a commit with a fresh path)."""
-    return record_intent(ctx, _active_group(ctx, params), IntentKind.KEY_UPDATE, {})
+    return record_intent(ctx, active_group(ctx, params), IntentKind.KEY_UPDATE, {})
 
 
 def _decide(ctx: contract.Context, params: dict[str, Any], membership: Membership) -> Result:

@@ -52,6 +52,12 @@ class ChangeRefused(XmtpError, InvalidInput):
     limits, a value too long): refused before anything is sent, its intent ended with the reason."""
 
 
+class ChangeForbidden(ChangeRefused):
+    """A change of ours the group's permissions forbid this inbox (the message names the policy and who may
+    make the change): refused by the command before anything is recorded, or, when the group changed after
+    the intent was recorded, the intent ended in ERROR with the reason."""
+
+
 class NodeProfileOnly(XmtpError, ConfigurationError):
     """A command of the node profile asked of a database made by Tessera's private profile (an identity on a
     ``ws://`` server), which no XMTP client can reach: a new database made with ``identity new --node URL``

@@ -44,9 +44,11 @@ def _sync(tick: TickContext) -> int:
         return 0
     member.cold_start()
     if profile == NODE:
+        from protocols.xmtp.node_profile import installations
         from protocols.xmtp.node_profile import sync as node_sync
 
         report = node_sync.sync_all(tick.runtime, member.node())
+        installations.follow_all(tick.runtime, member.node())  # libxmtp's check after a sync, every 30 min
     else:
         report = sync.sync_all(tick.runtime, member.delivery())
     tick.spend(report.processed)

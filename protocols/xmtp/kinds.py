@@ -20,6 +20,11 @@ class IntentKind(enum.IntEnum):
     ADD_MEMBERS = 2
     REMOVE_MEMBERS = 3
     KEY_UPDATE = 4
+    # The node profile's changes of a libxmtp group, as libxmtp's own intents name them:
+    METADATA_UPDATE = 5  # one attribute (name, description, image URL, ...) set
+    ADMIN_LIST_UPDATE = 6  # an inbox made or unmade admin or super admin
+    PERMISSION_UPDATE = 7  # one policy of the group's permissions replaced
+    UPDATE_INSTALLATIONS = 8  # members' installations added or revoked since brought in line with the group
 
     @property
     def is_commit(self) -> bool:

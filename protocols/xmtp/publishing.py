@@ -275,7 +275,7 @@ def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Int
     params: dict[str, Any] = {"intent": intent.id}
     with runtime.db.read():
         node_profile = Vault.of_runtime(runtime).has_inbox()
-    if node_profile and intent.kind in (IntentKind.ADD_MEMBERS, IntentKind.REMOVE_MEMBERS):
+    if node_profile and _asks_node(intent.kind):
         params["answers"] = _node_answers(runtime, service, intent)
     elif intent.kind is IntentKind.ADD_MEMBERS:
         addresses = json.loads(intent.request)["addresses"]
@@ -286,6 +286,13 @@ def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Int
     if built is None or built.state is not IntentState.TO_SEND or not built.prepared:
         return None
     return built
+
+
+def _asks_node(kind: IntentKind) -> bool:
+    """Whether a node-profile intent of ``kind`` is built from the node's answers (a membership change)."""
+    from protocols.xmtp.node_profile.committing import ASKS_NODE
+
+    return kind in ASKS_NODE
 
 
 def _node_answers(runtime: contract.Runtime, service: Publisher, intent: Intent) -> dict[str, Any]:

@@ -46,7 +46,8 @@ CREATE TABLE xmtp_group_messages (
 );
 
 -- Every change we asked for, from its creation until COMMITTED or ERROR.
--- kind: 1 SEND_MESSAGE, 2 ADD_MEMBERS, 3 REMOVE_MEMBERS, 4 KEY_UPDATE.
+-- kind: 1 SEND_MESSAGE, 2 ADD_MEMBERS, 3 REMOVE_MEMBERS, 4 KEY_UPDATE, and on the node profile 5 METADATA_UPDATE,
+-- 6 ADMIN_LIST_UPDATE, 7 PERMISSION_UPDATE, 8 UPDATE_INSTALLATIONS.
 -- state: 1 TO_SEND, 2 PUBLISHED, 3 COMMITTED, 4 ERROR (error says why).
 -- id is random (chosen by the command); seq, the log position of its creation, orders a group's intents.
 -- request: what was asked (the text, the addresses), as JSON; publish_data: the concrete MLS
@@ -54,7 +55,7 @@ CREATE TABLE xmtp_group_messages (
 CREATE TABLE xmtp_group_intents (
     id                  TEXT    PRIMARY KEY NOT NULL,
     seq                 INTEGER NOT NULL,
-    kind                INTEGER NOT NULL CHECK (kind IN (1, 2, 3, 4)),
+    kind                INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 8),
     group_id            BLOB    NOT NULL,
     request             BLOB    NOT NULL,
     publish_data        BLOB    NOT NULL DEFAULT x'',

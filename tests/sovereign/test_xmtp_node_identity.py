@@ -1,4 +1,4 @@
-"""The XMTP node's identity updates on the store: sequence ids per inbox, the identifier -> inbox lookup (the
+"""The XMTP node's identity updates on the store: sequence ids node-wide (as XMTP's nodes give them), the identifier -> inbox lookup (the
 latest claim among the inboxes holding an identifier wins; a revocation takes back only its own inbox's), and
 an update refused against its inbox's state leaves nothing behind."""
 
@@ -42,8 +42,8 @@ def test_the_latest_claim_wins_and_a_revocation_gives_the_identifier_back(store)
     assert inbox_of(store, wallet) == second
     publish(store, forge.signed_update(second, forge.revoke(wallet.member(), other.sign)))
     assert inbox_of(store, wallet) == first  # the first inbox still holds it
-    assert sequence_ids(store, second) == [1, 2, 3]
-    assert sequence_ids(store, first) == [1]
+    assert sequence_ids(store, first) == [1]  # one sequence for every inbox, as XMTP's nodes number them
+    assert sequence_ids(store, second) == [2, 3, 4]
 
 
 def test_a_refused_update_stores_nothing_and_takes_no_sequence_id(store) -> None:

@@ -54,6 +54,9 @@ class MatrixPeers:
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         return of.another_installation(self._app(name))
 
+    def pass_time(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def _app(self, name: str) -> App:
         settings = Settings.load(env=PluginEnvironment(), key_file=TEST_KEY_FILE)
         app = open_test_app(str(self.folder / f"{name}.db"), settings, [xmtp], ["xmtp"], clock=SystemClock())

@@ -8,16 +8,19 @@ node) and raises AssertionError when Tessera and libxmtp disagree.  The tests
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from protocols.libraries.xmtp_content.codecs import Reaction, Reply, Text, UnknownContent
 from protocols.libraries.xmtp_content.content_type import ContentTypeId
 from protocols.libraries.xmtp_content.encoded import EncodedContent, encode_content
+from protocols.xmtp.errors import ChangeForbidden
 from protocols.xmtp.kinds import Membership
+from protocols.xmtp.node_profile.installations import BEFORE_SEND_INTERVAL_NS
 from tests.xmtp.node_member import NodeMember
-from tests.xmtp_node.libxmtp_peer import LibxmtpClient
+from tests.xmtp_node.libxmtp_peer import LibxmtpClient, LibxmtpError
 from tests.xmtp_node.test_ceiling_with_libxmtp import INSTALLATION_CHECK_INTERVAL_S
 
 TEXT_TYPE = "xmtp.org/text:1.0"
@@ -32,6 +35,10 @@ class Peers(Protocol):
 
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         """Another database of ``of``'s inbox (``identity add-installation``)."""
+        ...
+
+    def pass_time(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the Tessera members' clocks."""
         ...
 
 
@@ -288,9 +295,9 @@ def second_installation(peers: Peers) -> None:
     second.accept(group)
     second.tick()
     assert first.texts(group)[-1] == second.texts(group)[-1] == (alice.inbox_id, "to both")
-    # (libxmtp's own list_members fails here with InvalidGroupMembership against this node: see docs/xmtp.md)
-    assert first.members(group) == second.members(group) == inboxes
-    assert first.identity_sequence_ids(first.inbox_id) == [1, 2]  # the newer update, fetched for the commit
+    assert first.members(group) == second.members(group) == inboxes == alice.call("members", group_id=group)
+    kept = first.identity_sequence_ids(first.inbox_id)  # the newer update, fetched for the commit
+    assert len(kept) == 2 and kept == sorted(kept), kept
 
 
 def key_update_by_tessera(peers: Peers) -> None:
@@ -383,22 +390,148 @@ def created_by_tessera(peers: Peers) -> None:
 
 
 def forbidden_add_refused_locally(peers: Peers) -> None:
-    """alice lets only super admins add members; the Tessera member (no admin) asks to add bob: its intent ends
-    in ERROR with the policy's reason, nothing reaches the node, and alice's group keeps its members."""
+    """The Tessera member (no admin) asks to add bob while all members may; alice then lets only super admins
+    add: the add, built before her change was read, loses its epoch and is refused when rebuilt (ERROR with the
+    policy's reason, nothing reaches bob); a second add is refused before it is recorded (ChangeForbidden)."""
     alice, _, ours, group = invited(peers)
     bob = peers.libxmtp("bob").create(peers.url)
-    alice.call("set_permission", group_id=group, update="add_member", policy="super_admin")
-    ours.tick()
+    carol = peers.libxmtp("carol").create(peers.url)
     members = ours.members(group)
-    ours.add_members(group, bob.address)
-    ours.tick()
+    ours.add_members(group, bob.address)  # permitted now: recorded, built by the next tick
+    alice.call("set_permission", group_id=group, update="add_member", policy="super_admin")
+    ours.tick()  # built for the epoch before alice's change and sent; her change wins the epoch: requeued
+    ours.tick()  # rebuilt under the new policy: refused, nothing sent
     assert ours.open_intents() == []
-    [failed] = ours.events("intent_failed")
-    assert "may not make this change" in failed["error"], failed
+    [(state, reason)] = ours.intents_of("ADD_MEMBERS")
+    assert state == "ERROR" and "add_member is for super admins only" in reason, reason
+    assert alice.inbox_id in reason
+    try:
+        ours.add_members(group, carol.address)
+    except ChangeForbidden as refused:
+        assert "add_member is for super admins only" in str(refused), refused
+    else:
+        raise AssertionError("an add the group forbids us was recorded")
+    assert len(ours.intents_of("ADD_MEMBERS")) == 1
     alice.call("sync_group", group_id=group)
     assert alice.call("members", group_id=group) == members == ours.members(group)
-    bob.call("sync_welcomes")
-    assert group not in bob.call("list_groups")
+    for outsider in (bob, carol):
+        outsider.call("sync_welcomes")
+        assert group not in outsider.call("list_groups")
+
+
+def _libxmtp_policies(state: dict[str, Any]) -> dict[str, str]:
+    """libxmtp's policy set (``group_state``) by the names ``set-permission`` takes."""
+    return {name.removesuffix("_policy"): rule for name, rule in state["policies"].items()}
+
+
+def group_changes_both_ways(peers: Peers) -> None:
+    """One group Tessera creates with alice and bob (libxmtp).  Tessera renames it, sets its description, makes
+    alice an admin and super admin, changes a policy: libxmtp's view equals Tessera's after each.  alice then
+    does the same kinds of change: Tessera's view equals libxmtp's.  Forbidden changes: bob's (libxmtp) change
+    of a super-admin-only attribute reaches the node and is rejected by Tessera as by libxmtp, nothing changed;
+    Tessera's change recorded while permitted and forbidden by the time it is rebuilt ends in ERROR with the
+    reason; the same change asked again is refused before it is recorded."""
+    ours = peers.tessera("tessera")
+    alice = peers.libxmtp("alice").create(peers.url)
+    bob = peers.libxmtp("bob").create(peers.url)
+    group = ours.create_group("made by Tessera", "", "all-members")
+    ours.add_members(group, alice.address, bob.address)
+    ours.tick()
+    ours.tick()  # the welcomes leave once the commit is read back
+    for member in (alice, bob):
+        member.call("sync_welcomes")
+
+    def agree(step: str) -> dict[str, Any]:
+        ours.tick()
+        alice.call("sync_group", group_id=group)
+        state: dict[str, Any] = alice.call("group_state", group_id=group)
+        mine = ours.metadata(group)
+        assert ours.open_intents() == [], step
+        assert (mine["name"], mine["description"]) == (state["name"] or "", state["description"] or ""), step
+        assert (mine["admins"], mine["super_admins"]) == (state["admins"], state["super_admins"]), step
+        assert ours.policies(group) == _libxmtp_policies(state), step
+        assert mine["listed_name"] == mine["name"], step
+        return state
+
+    # Tessera -> libxmtp
+    ours.rename(group, "renamed by Tessera")
+    assert agree("Tessera renames")["name"] == "renamed by Tessera"
+    ours.set_description(group, "described by Tessera")
+    assert agree("Tessera sets the description")["description"] == "described by Tessera"
+    ours.change_admins(group, "add_admin", alice.address)
+    assert agree("Tessera makes alice an admin")["admins"] == [alice.inbox_id]
+    ours.set_permission(group, "update_group_name", "admin")
+    assert agree("Tessera lets only admins rename")["policies"]["update_group_name_policy"] == "admin"
+    ours.change_admins(group, "add_super_admin", alice.address)
+    assert alice.inbox_id in agree("Tessera makes alice a super admin")["super_admins"]
+
+    # libxmtp -> Tessera
+    alice.call("set_group_name", group_id=group, name="renamed by alice")
+    assert ours.metadata(group)["name"] != "renamed by alice"
+    agree("alice renames")
+    alice.call("update_metadata", group_id=group, field="description", value="described by alice")
+    agree("alice sets the description")
+    alice.call("change_admins", group_id=group, change="add_admin", inbox_id=bob.inbox_id)
+    assert bob.inbox_id in agree("alice makes bob an admin")["admins"]
+    alice.call("set_permission", group_id=group, update="update_metadata", policy="super_admin", field="description")
+    assert (
+        agree("alice lets only super admins describe")["policies"]["update_group_description_policy"] == "super_admin"
+    )
+    assert ours.metadata(group)["name"] == "renamed by alice"
+
+    # a forbidden change received: bob is an admin, not a super admin
+    bob.call("sync_group", group_id=group)
+    with contextlib.suppress(LibxmtpError):  # libxmtp v1.10.0 publishes it, then rejects it when it reads it back
+        bob.call("update_metadata", group_id=group, field="description", value="described by bob")
+    ours.tick()
+    [rejected] = ours.events("commit_rejected")
+    assert rejected["committer"] == bob.inbox_id, rejected
+    assert agree("bob's forbidden change")["description"] == "described by alice"
+
+    # a change of ours, permitted when recorded and forbidden when built: ERROR with the reason
+    ours.set_description(group, "described by Tessera again")  # we are a super admin still: recorded
+    alice.call("change_admins", group_id=group, change="remove_super_admin", inbox_id=ours.inbox_id)
+    ours.tick()  # built before alice's change was read, sent, and beaten to the epoch by it: requeued
+    ours.tick()  # rebuilt under the new lists: refused
+    state, reason = ours.intents_of("METADATA_UPDATE")[-1]
+    assert state == "ERROR" and "update_group_description is for super admins only" in reason, reason
+    # asked again: refused before anything is recorded
+    recorded = len(ours.intents_of("METADATA_UPDATE"))
+    try:
+        ours.set_description(group, "described by Tessera once more")
+    except ChangeForbidden as refused:
+        assert "update_group_description is for super admins only" in str(refused) and alice.inbox_id in str(refused)
+    else:
+        raise AssertionError("a change the group forbids us was recorded")
+    assert len(ours.intents_of("METADATA_UPDATE")) == recorded
+    assert agree("Tessera's forbidden changes")["description"] == "described by alice"
+
+
+def installations_follow(peers: Peers) -> None:
+    """alice's inbox gains a second installation (her phone: a second libxmtp client of the same wallet) after
+    she joined Tessera's group: Tessera's next send first commits the phone in (UPDATE_INSTALLATIONS, as libxmtp
+    does before it sends), and the phone is welcomed and reads the message."""
+    ours = peers.tessera("tessera")
+    alice = peers.libxmtp("alice").create(peers.url)
+    group = ours.create_group("followed", "", "all-members")
+    ours.add_members(group, alice.address)
+    ours.tick()
+    ours.tick()
+    alice.call("sync_welcomes")
+    phone = peers.libxmtp("alice-phone").create(peers.url, private_key=alice.private_key)
+    assert phone.inbox_id == alice.inbox_id
+    peers.pass_time(BEFORE_SEND_INTERVAL_NS / 1e9)  # the group was checked by the tick: libxmtp's interval passes
+    ours.send(group, "to both of alice's installations")
+    for _ in range(3):  # the commit, its welcome, then the message in the epoch the commit opened
+        ours.tick()
+    assert ours.open_intents() == []
+    assert [state for state, _ in ours.intents_of("UPDATE_INSTALLATIONS")] == ["COMMITTED"]
+    phone.call("sync_welcomes")
+    assert group in phone.call("list_groups")
+    for installation in (alice, phone):
+        installation.call("sync_group", group_id=group)
+        assert installation.texts(group)[-1] == (ours.inbox_id, "to both of alice's installations"), installation
+    assert ours.members(group) == alice.call("members", group_id=group)
 
 
 def dm_opened_by_tessera(peers: Peers) -> None:
@@ -439,6 +572,8 @@ SCENARIOS: dict[str, Callable[[Peers], None]] = {
     "a second installation of the Tessera inbox": second_installation,
     "a group created by Tessera, members added and removed": created_by_tessera,
     "an add the group's permissions forbid, refused before sending": forbidden_add_refused_locally,
+    "metadata, admins, permissions both ways": group_changes_both_ways,
+    "a member's new installation, committed in": installations_follow,
     "a DM opened by Tessera": dm_opened_by_tessera,
     "a key update by Tessera": key_update_by_tessera,
     "a key update of Tessera's that loses its epoch to libxmtp": key_update_loses_the_race,

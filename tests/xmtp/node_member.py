@@ -18,7 +18,8 @@ from protocols.libraries.xmtp_content import codecs
 from protocols.xmtp import publishing, queries
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.kinds import IntentState, Membership
-from protocols.xmtp.node_profile import content, registration
+from protocols.xmtp.node_profile import cli as node_cli
+from protocols.xmtp.node_profile import content, installations, registration
 from protocols.xmtp.node_profile import sync as node_sync
 from protocols.xmtp.node_profile.processing import joined_group
 from protocols.xmtp.state import Vault
@@ -75,11 +76,14 @@ class NodeMember:
             return Vault.of(self.app.db).inbox().address
 
     def tick(self) -> SyncReport:
-        """One pass of the tick's XMTP jobs: KeyPackages, publish, sync."""
+        """One pass of the tick's XMTP jobs: KeyPackages, publish, sync (then the members' installations, when
+        their last check is 30 minutes old)."""
         node = self.service.node()
         registration.keep_stock(self.app.runtime, node)
         publishing.publish_pass(self.app.runtime, self.service.publisher())
-        return node_sync.sync_all(self.app.runtime, node)
+        report = node_sync.sync_all(self.app.runtime, node)
+        installations.follow_all(self.app.runtime, node)
+        return report
 
     def sync(self) -> SyncReport:
         """The sync pass alone (what ``tick`` does last)."""
@@ -137,6 +141,9 @@ class NodeMember:
         self.app.runtime.run_command("xmtp.reject", {"group": group_id})
 
     def send(self, group_id: str, *texts: str) -> None:
+        """``tessera xmtp send``: members' installations checked first (libxmtp's check before a send), then
+        one SEND_MESSAGE intent per text."""
+        node_cli.before_send(self.app, bytes.fromhex(group_id))
         for text in texts:
             self.app.runtime.run_command("xmtp.send", {"group": group_id, "text": text})
 
@@ -148,6 +155,42 @@ class NodeMember:
     def reply(self, group_id: str, message_id: str, text: str) -> None:
         """``tessera xmtp send --reply-to MESSAGE_ID TEXT``'s command."""
         self.app.runtime.run_command("xmtp.send", {"group": group_id, "reply_to": message_id, "text": text})
+
+    def rename(self, group_id: str, name: str) -> None:
+        self.update_metadata(group_id, "group_name", name)
+
+    def set_description(self, group_id: str, text: str) -> None:
+        self.update_metadata(group_id, "description", text)
+
+    def update_metadata(self, group_id: str, field: str, value: str) -> None:
+        self.app.runtime.run_command("xmtp.update_metadata", {"group": group_id, "field": field, "value": value})
+
+    def change_admins(self, group_id: str, action: str, address: str) -> None:
+        """``add-admin`` / ``remove-admin`` (``action``: add_admin, remove_admin, add_super_admin, ...)."""
+        inbox_id = node_cli.inbox_of(self.app, address)
+        params = {"group": group_id, "action": action, "inbox_id": inbox_id}
+        self.app.runtime.run_command("xmtp.update_admins", params)
+
+    def set_permission(self, group_id: str, policy: str, rule: str) -> None:
+        params = {"group": group_id, "policy": policy, "rule": rule}
+        self.app.runtime.run_command("xmtp.update_permission", params)
+
+    def policies(self, group_id: str) -> dict[str, str]:
+        """The group's policies by the names ``set-permission`` takes (libxmtp's FfiPermissionPolicySet's, less
+        ``_policy``), each rule as libxmtp reports it."""
+        from protocols.xmtp.node_profile.group_updates import METADATA_POLICIES, RULES
+
+        with self.app.db.read():
+            policies = joined_group(Vault.of(self.app.db), bytes.fromhex(group_id)).context.policies
+        named = {rule: name for name, rule in RULES.items()}
+        found = {name: getattr(policies, name) for name in ("add_member", "remove_member", "add_admin", "remove_admin")}
+        found.update({name: policies.metadata_policy(fields[-1]) for name, fields in METADATA_POLICIES.items()})
+        return {name: named.get(policy, "other") for name, policy in found.items()}
+
+    def intents_of(self, kind: str) -> list[tuple[str, str]]:
+        """(state, reason) of our intents of ``kind`` (an IntentKind name), in the order they were made."""
+        with self.app.db.read():
+            return [(row.state.name, row.error) for row in queries.intents(self.app.db) if row.kind.name == kind]
 
     def messages(self, group_id: str) -> list[Shown]:
         with self.app.db.read():

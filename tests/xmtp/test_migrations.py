@@ -22,10 +22,18 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_005() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 005: intents of kinds 1 to 4 only."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    now = "kind                INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 8),"
+    assert now in text, f"schema.sql no longer has {now!r}: update this test"
+    return text.replace(now, "kind                INTEGER NOT NULL CHECK (kind IN (1, 2, 3, 4)),", 1)
+
+
 def _schema_before_004() -> str:
     """protocols/xmtp/schema.sql as it was before migration 004: messages without content type and sender
     inbox, no identity updates."""
-    text = source_for_package("xmtp", "protocols.xmtp").text
+    text = _schema_before_005()
     now = (
         "    server_id               TEXT    NOT NULL DEFAULT '',\n"
         "    content_type            TEXT    NOT NULL DEFAULT '',\n"
@@ -115,6 +123,7 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
             (2, "rereading_and_rejoin"),
             (3, "message_sequence"),
             (4, "node_profile"),
+            (5, "group_update_intents"),
         ]
         assert _structure(old) == _structure(fresh)
         with old.write():
@@ -201,6 +210,32 @@ def test_opening_a_client_database_before_004_keeps_its_messages_and_adds_the_no
         assert _structure(old) == _structure(fresh)
         assert old.all("SELECT server_id, content_type, sender_inbox_id FROM xmtp_group_messages") == [("0", "", "")]
         assert old.value("SELECT count(*) FROM xmtp_identity_updates") == 0
+    finally:
+        old.close()
+        fresh.close()
+
+
+def test_opening_a_client_database_before_005_keeps_its_intents_and_takes_the_group_update_kinds(
+    tmp_path, settings
+) -> None:
+    """Intents recorded before migration 005 keep their rows, and the table takes the node profile's kinds
+    5 to 8 (metadata, admin list, permissions, installations) afterwards."""
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    insert = (
+        "INSERT INTO xmtp_group_intents(id, seq, kind, group_id, request, state, attempts, error, updated_at_ns) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    try:
+        _apply(old, _schema_before_005(), migrated=4)
+        with old.write():
+            old.execute(insert, ("a1", 7, 4, b"g" * 16, b"{}", 4, 2, "refused", 5))
+        _apply(old)
+        _apply(fresh)
+        assert _structure(old) == _structure(fresh)
+        with old.write():
+            old.execute(insert, ("b2", 8, 7, b"g" * 16, b"{}", 1, 0, "", 6))
+            found = old.all("SELECT id, seq, kind, state, attempts, error FROM xmtp_group_intents ORDER BY seq")
+        assert found == [("a1", 7, 4, 4, 2, "refused"), ("b2", 8, 7, 1, 0, "")]
     finally:
         old.close()
         fresh.close()

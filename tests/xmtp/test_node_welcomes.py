@@ -70,7 +70,10 @@ def test_a_group_in_libxmtps_form_is_joined_and_texts_go_both_ways(
 ) -> None:
     creator = creator_on(client)
     ours = NodeMember.create(make_app([xmtp], ["xmtp"]), node.url)
-    membership = {creator.inbox_id: sequence_id(client, creator.inbox_id), ours.inbox_id: 1}
+    membership = {
+        creator.inbox_id: sequence_id(client, creator.inbox_id),
+        ours.inbox_id: sequence_id(client, ours.inbox_id),
+    }
     theirs = invite(client, creator, ours, membership)
     group = theirs.group_id.hex()
 

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pytest
 
+from core.clock import ManualClock
 from projectors.testkit import assert_same_tables
 from protocols import xmtp
 from protocols.xmtp.state import Vault
@@ -38,6 +39,7 @@ class InProcessPeers:
     url: str
     make_app: Any
     clients: Callable[[str], LibxmtpClient]
+    clock: ManualClock
 
     def libxmtp(self, name: str) -> LibxmtpClient:
         return self.clients(name)
@@ -52,10 +54,18 @@ class InProcessPeers:
     def tessera_installation(self, name: str, of: NodeMember) -> NodeMember:
         return of.another_installation(self.make_app([xmtp], ["xmtp"]))
 
+    def pass_time(self, seconds: float) -> None:
+        self.clock.advance(int(seconds * 1000))
+
 
 @pytest.fixture
-def peers(node: NodeProcess, make_app: Any, libxmtp_client: Callable[[str], LibxmtpClient]) -> InProcessPeers:  # noqa: F811
-    return InProcessPeers(node.url, make_app, libxmtp_client)
+def peers(
+    node: NodeProcess,
+    make_app: Any,
+    libxmtp_client: Callable[[str], LibxmtpClient],  # noqa: F811
+    clock: ManualClock,
+) -> InProcessPeers:
+    return InProcessPeers(node.url, make_app, libxmtp_client, clock)
 
 
 def test_invited_by_libxmtp_then_messages_both_ways(peers: InProcessPeers) -> None:
@@ -144,8 +154,22 @@ def test_a_group_created_by_tessera_welcomes_libxmtp_members_who_list_the_same_m
     scenarios.created_by_tessera(peers)
 
 
-def test_an_add_the_permissions_forbid_is_refused_before_anything_is_sent(peers: InProcessPeers) -> None:
+def test_an_add_the_permissions_forbid_is_refused_before_it_is_recorded_or_ends_in_error_when_rebuilt(
+    peers: InProcessPeers,
+) -> None:
     scenarios.forbidden_add_refused_locally(peers)
+
+
+def test_metadata_admins_and_permissions_both_ways_and_forbidden_changes_refused_on_both_sides(
+    peers: InProcessPeers,
+) -> None:
+    scenarios.group_changes_both_ways(peers)
+
+
+def test_an_installation_added_to_a_member_inbox_later_is_committed_in_before_our_next_send(
+    peers: InProcessPeers,
+) -> None:
+    scenarios.installations_follow(peers)
 
 
 def test_a_dm_opened_by_tessera_is_libxmtp_s_dm_and_found_again(peers: InProcessPeers) -> None:

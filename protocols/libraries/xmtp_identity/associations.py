@@ -64,7 +64,7 @@ class InboxState:
         recovery_identifier: the identifier that may revoke members and change the recovery identifier.
         members: every member, with who added it.
         seen_signatures: the identifying bytes of every signature applied so far (replays are refused).
-        sequence_id: the sequence id of the last update applied (numbered per inbox from 1, the count of updates).
+        sequence_id: the sequence id of the last update applied (the node's: increasing per inbox, node-wide on XMTP's nodes).
     """
 
     inbox_id: str

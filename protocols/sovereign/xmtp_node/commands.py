@@ -88,7 +88,15 @@ def _b64(value: bytes) -> str:
 def _counters(ctx: contract.Context) -> dict[str, int]:
     raw = ctx.state.get(COUNTERS)
     held = {} if raw is None else json.loads(raw)
-    return {"message": 0, "welcome": 0, "commit_log": 0, "created_ns": 0, "payload_bytes": 0, **held}
+    return {
+        "message": 0,
+        "welcome": 0,
+        "commit_log": 0,
+        "identity_update": 0,
+        "created_ns": 0,
+        "payload_bytes": 0,
+        **held,
+    }
 
 
 def _counters_intent(values: dict[str, int]) -> WriteProtocolState:
@@ -249,9 +257,14 @@ def command_publish_identity_update(ctx: contract.Context, params: dict[str, Any
     if eventlog.by_id(ctx.db, PROTOCOL, event_id) is not None:
         return Result(duplicate=True)
     before = inbox_state.load(ctx.state, update.inbox_id)
-    sequence_id = (before.sequence_id if before is not None else 0) + 1
-    after = apply_identity_update(before, update, sequence_id=sequence_id)
     values = _counters(ctx)
+    # Node-wide, as XMTP's own nodes number them (one sequence for every inbox's updates): libxmtp looks a
+    # group's members up in its association-state cache by inbox ids and sequence ids matched separately, so two
+    # inboxes sharing a number make list_members fail (InvalidGroupMembership).  Never below the inbox's own last
+    # one, for a store that numbered per inbox before.
+    sequence_id = max(values["identity_update"], before.sequence_id if before is not None else 0) + 1
+    values["identity_update"] = sequence_id
+    after = apply_identity_update(before, update, sequence_id=sequence_id)
     held = before.identifiers if before is not None else frozenset()
     data = {
         "sequence_id": sequence_id,

@@ -9,11 +9,13 @@ registered and the KeyPackage uploaded after.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from jobs import output
 from protocols.xmtp.connection import XmtpMember
-from protocols.xmtp.errors import IdentityExists, InboxUnknown, ServiceUnavailable
+from protocols.xmtp.errors import ChangeRefused, IdentityExists, InboxUnknown, ServiceUnavailable, UnknownPeer
+from protocols.xmtp.identity import parse_address
 from protocols.xmtp.node_profile import registration
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.node import NodeService
@@ -21,6 +23,8 @@ from protocols.xmtp.transport.node import NodeService
 if TYPE_CHECKING:
     from core.app import App
 
+
+log = logging.getLogger("tessera.xmtp.installations")
 
 #: What the identity commands print: their ``--json`` object, and the same as lines of text.
 Shown = tuple[dict[str, Any], list[str]]
@@ -136,3 +140,46 @@ def members(app: App, group_id: bytes) -> dict[str, Any]:
         "conversation_type": context.metadata.conversation_type.name.lower(),
         "epoch": joined.epoch,
     }
+
+
+def inbox_of(app: App, address: str) -> str:
+    """The inbox of ``address`` on our node (asked before any transaction); :class:`UnknownPeer` if it has none."""
+    checked = parse_address(address)
+    with app.db.read():
+        Vault.of(app.db).inbox()  # NodeProfileOnly on a database of the private profile, before any network
+    found = app.service(XmtpMember).node().inbox_id_for(checked)
+    if found is None:
+        raise UnknownPeer(f"{checked} has no XMTP inbox on the node: its owner has to open an XMTP app first")
+    return found
+
+
+def before_send(app: App, group_id: bytes) -> list[str]:
+    """What libxmtp does before it sends: members' installations added or revoked since the group last followed
+    their inboxes are brought in by a commit of ours first (:mod:`.installations`); the intent recorded for it,
+    if any.  A node that cannot be reached now, or whose identity updates do not verify, leaves it to the next
+    check: the message is not held up."""
+    from protocols.libraries.xmtp_mls import XmtpMlsError
+    from protocols.xmtp.node_profile import installations
+
+    with app.db.read():
+        if not Vault.of(app.db).has_inbox():
+            return []
+    try:
+        return installations.refresh(app.runtime, app.service(XmtpMember).node(), group_id)
+    except (ServiceUnavailable, XmtpMlsError) as skipped:
+        log.info("members' installations of group %s not checked before the send: %s", group_id.hex(), skipped)
+        return []
+
+
+def parse_policies(given: tuple[str, ...]) -> dict[str, str]:
+    """``--policy NAME=VALUE`` options as a mapping, checked (:class:`ChangeRefused` names what is wrong)."""
+    from protocols.xmtp.node_profile.group_updates import custom_policies
+
+    found: dict[str, str] = {}
+    for item in given:
+        name, sign, rule = item.partition("=")
+        if not sign:
+            raise ChangeRefused(f"--policy takes NAME=VALUE (e.g. add_member=admin), got {item!r:.60}")
+        found[name.strip()] = rule.strip()
+    custom_policies(found)  # each name and rule checked before anything is made
+    return found

@@ -74,9 +74,20 @@ def build(ctx: contract.Context, intent: Intent, answers: dict[str, Any] | None 
     return Result(events=change.events, intents=[*change.writes, pending])
 
 
+#: The intents whose commit needs the node's answers (:func:`ask_node`): the membership changes.
+ASKS_NODE = frozenset({IntentKind.ADD_MEMBERS, IntentKind.REMOVE_MEMBERS, IntentKind.UPDATE_INSTALLATIONS})
+
+
 def _plan(state: GroupState, intent: Intent, answers: NodeAnswers) -> PlannedCommit | None:
+    from protocols.xmtp.node_profile import group_updates  # it imports processing, which imports this module
+
     if intent.kind is IntentKind.KEY_UPDATE:
         return plan_key_update(state)
+    if intent.kind in group_updates.KINDS:
+        return group_updates.planned(state, intent.kind, json.loads(intent.request))
+    if intent.kind is IntentKind.UPDATE_INSTALLATIONS:
+        return plan_membership(answers, state)  # no inbox added or removed: each moved to its newest update
+    group_updates.membership_allowed(state, intent.kind)  # in the words the command refuses it with
     inboxes = resolve_addresses(answers, json.loads(intent.request)["addresses"])
     if intent.kind is IntentKind.ADD_MEMBERS:
         return plan_membership(answers, state, add=inboxes)

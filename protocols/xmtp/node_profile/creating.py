@@ -31,14 +31,22 @@ from protocols.xmtp.transport.node import NodeService
 
 def command_create_group(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """A new libxmtp group with us alone in it: ``group_id`` (hex, 16 bytes), ``name``, ``description`` and
-    ``permissions`` (``all-members`` or ``admin-only``)."""
+    ``permissions`` (``all-members``, ``admin-only``, or ``custom``: all-members with ``policies``, a mapping of
+    policy name to rule, as ``set-permission`` takes them)."""
+    from protocols.xmtp.node_profile.group_updates import custom_policies
+
     vault = Vault.in_context(ctx)
+    preset = str(params.get("permissions") or "all-members")
+    given = dict(params.get("policies") or {})
+    if given and preset != "custom":
+        raise ChangeRefused(f"policies are given with --permissions custom, not {preset}")
+    permissions = custom_policies(given) if preset == "custom" else preset
     try:
         joined = new_group(
             _installation(vault),
             name=str(params.get("name") or ""),
             description=str(params.get("description") or ""),
-            permissions=str(params.get("permissions") or "all-members"),
+            permissions=permissions,
             group_id=bytes.fromhex(params["group_id"]),
         )
     except (ChangeNotPermitted, UnknownPermissions, MetadataTooLong) as refused:

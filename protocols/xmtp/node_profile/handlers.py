@@ -43,3 +43,27 @@ def command_forget_expired(ctx: contract.Context, params: dict[str, Any]) -> Res
     from protocols.xmtp.node_profile import registration
 
     return registration.command_forget_expired(ctx, params)
+
+
+def command_update_metadata(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import group_updates
+
+    return group_updates.command_update_metadata(ctx, params)
+
+
+def command_update_admins(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import group_updates
+
+    return group_updates.command_update_admins(ctx, params)
+
+
+def command_update_permission(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import group_updates
+
+    return group_updates.command_update_permission(ctx, params)
+
+
+def command_update_installations(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import installations
+
+    return installations.command_update_installations(ctx, params)
