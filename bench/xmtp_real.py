@@ -79,14 +79,14 @@ class Measured:
 @contextmanager
 def world(folder: Path) -> Iterator[tuple[str, Callable[[str], Any], Callable[[], Any]]]:
     """A fresh ``tessera serve --xmtp-port`` node; its URL, a maker of libxmtp clients and one of Tessera members."""
+    from common import open_bench_app
+
     from core.settings import Settings
     from protocols import xmtp
     from tests.helpers import TEST_KEY_FILE
     from tests.xmtp.node_member import NodeMember
     from tests.xmtp_node.libxmtp_peer import client_factory, install
     from tests.xmtp_node.node_process import new_node
-
-    from common import open_bench_app
 
     folder.mkdir(parents=True, exist_ok=True)
     settings = Settings.load(env={}, key_file=TEST_KEY_FILE, slow_statement_ms=60_000)
@@ -126,7 +126,11 @@ def generate(alice: Any, others: list[Any], group: str, count: int) -> Timed:
 
 
 def measure_catch_up(
-    url: str, make_client: Callable[[str], Any], tessera: Callable[[], Any], count: int, profile: cProfile.Profile | None
+    url: str,
+    make_client: Callable[[str], Any],
+    tessera: Callable[[], Any],
+    count: int,
+    profile: cProfile.Profile | None,
 ) -> tuple[Timed, Timed, Timed]:
     """(ours, libxmtp's, the generation): both readers on the same ``count`` texts alice and bob sent."""
     alice, bob, carol = (make_client(name).create(url) for name in ("alice", "bob", "carol"))
@@ -157,7 +161,9 @@ def measure_catch_up(
     return mine, theirs, generating
 
 
-def measure_adds(url: str, make_client: Callable[[str], Any], tessera: Callable[[], Any], members: int) -> tuple[Timed, Timed]:
+def measure_adds(
+    url: str, make_client: Callable[[str], Any], tessera: Callable[[], Any], members: int
+) -> tuple[Timed, Timed]:
     """(ours, libxmtp's): commits/s adding ``members`` - 1 inboxes one commit each to a new group."""
     from protocols.libraries.xmtp_mls import Installation, XmtpNode
 
@@ -238,13 +244,78 @@ def figures(run: Run) -> list[Figure]:
         with tempfile.TemporaryDirectory() as folder:
             return figures_of([measure(messages, members, Path(folder))])
     except PeerUnavailable as missing:
-        return [Figure("xmtp-real", "catch-up on libxmtp's history", 0.0, "messages/s", note=f"peer missing: {missing}")]
+        return [
+            Figure("xmtp-real", "catch-up on libxmtp's history", 0.0, "messages/s", note=f"peer missing: {missing}")
+        ]
+
+
+#: The catch-up's stages, each the cumulative time of the functions named (file ending, function), outermost
+#: first; a stage inside another (the MLS decryption inside the read) is taken out of it, so the shares add up.
+STAGES: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
+    ("the whole sync pass", (("node_profile/sync.py", "sync_all"),), ""),
+    ("node paging (gRPC call, protobuf decode)", (("transport/node.py", "group_messages_after"),), ""),
+    ("MLS: decrypt, verify, ratchet", (("mls/api.py", "process_message"),), "read"),
+    (
+        "xmtp_mls read beyond MLS (framing, content decode, sender's inbox)",
+        (("xmtp_mls/groups.py", "read"),),
+        "",
+    ),
+    ("group state opened from its sealed copy", (("node_profile/processing.py", "joined_group"),), ""),
+    ("our intents looked up (is it ours?)", (("xmtp/intent_machine.py", "by_hash"),), ""),
+    ("facts built (message recorded)", (("node_profile/processing.py", "_events"),), ""),
+    ("events appended, projector rows", (("core/runtime.py", "apply"),), ""),
+    ("COMMITs: state sealed, WAL synced, replaced state erased", (("core/batch.py", "commit"),), ""),
+    ("the door and pipeline around the handler", (("core/door.py", "attempt"),), "handler"),
+    ("the group message handler", (("node_profile/processing.py", "handle_group_message"),), ""),
+)
+
+
+def stage_seconds(stats: pstats.Stats) -> dict[str, float]:
+    """Each stage's cumulative seconds (see :data:`STAGES`)."""
+    table = stats.stats  # type: ignore[attr-defined]
+    found: dict[str, float] = {}
+    for stage, functions, _ in STAGES:
+        found[stage] = sum(
+            row[3]
+            for (file, _, name), row in table.items()
+            for ending, wanted in functions
+            if name == wanted and file.endswith(ending)
+        )
+    return found
 
 
 def print_profile(profile: cProfile.Profile, count: int, top: int) -> None:
+    """The stages of the Tessera catch-up, in ms per message, then the functions by cumulative time."""
+    from common import report
+
     stats = pstats.Stats(profile)
+    seconds = stage_seconds(stats)
+    read = seconds["xmtp_mls read beyond MLS (framing, content decode, sender's inbox)"]
+    mls_seconds = seconds["MLS: decrypt, verify, ratchet"]
+    door = seconds["the door and pipeline around the handler"]
+    handler = seconds["the group message handler"]
+    seconds["xmtp_mls read beyond MLS (framing, content decode, sender's inbox)"] = read - mls_seconds
+    seconds["the door and pipeline around the handler"] = door - handler - seconds["events appended, projector rows"]
+    seconds["the group message handler"] = (
+        handler
+        - read
+        - seconds["group state opened from its sealed copy"]
+        - seconds["our intents looked up (is it ours?)"]
+        - seconds["facts built (message recorded)"]
+    )
+    whole = seconds.pop("the whole sync pass")
+    parts = sum(seconds.values())
+    rows = [(stage, f"{1000 * value / count:.3f}", f"{value / whole:.0%}") for stage, value in seconds.items()]
+    rows.append(
+        (
+            "the rest (cursor moves, savepoints, batching, locks)",
+            f"{1000 * (whole - parts) / count:.3f}",
+            f"{(whole - parts) / whole:.0%}",
+        )
+    )
+    rows.append(("the whole sync pass, under cProfile", f"{1000 * whole / count:.3f}", "100%"))
+    report(f"Tessera's catch-up of {count:,} texts, by stage", rows, ("stage", "ms/message", "share"))
     stats.sort_stats("cumulative").print_stats(top)
-    print(f"per message: divide by {count}")
 
 
 def main() -> None:
