@@ -20,7 +20,8 @@ the tick's own sync pass.
   libxmtp's ``add_members`` of one inbox in a group of her own.  Both groups end with M members.
   Figures: commits/s, no target (recorded).
 
-``--profile`` runs the Tessera catch-up under cProfile and prints where its time goes, by stage.
+``--profile`` runs Tessera's catch-up and adds under cProfile: the catch-up's time by stage, then both by
+function.
 """
 
 from __future__ import annotations
@@ -162,7 +163,11 @@ def measure_catch_up(
 
 
 def measure_adds(
-    url: str, make_client: Callable[[str], Any], tessera: Callable[[], Any], members: int
+    url: str,
+    make_client: Callable[[str], Any],
+    tessera: Callable[[], Any],
+    members: int,
+    profile: cProfile.Profile | None = None,
 ) -> tuple[Timed, Timed]:
     """(ours, libxmtp's): commits/s adding ``members`` - 1 inboxes one commit each to a new group."""
     from protocols.libraries.xmtp_mls import Installation, XmtpNode
@@ -174,11 +179,15 @@ def measure_adds(
     ours = tessera()
     group = ours.create_group(name="adds")
     started = time.perf_counter()
+    if profile is not None:
+        profile.enable()
     for inbox in inboxes:
         ours.add_members(group, inbox.account.address)
         ours.publish()
         ours.sync()
     ours.publish()  # the last commit's welcomes
+    if profile is not None:
+        profile.disable()
     mine = Timed(len(inboxes), time.perf_counter() - started)
     if ours.open_intents() or len(ours.members(group)) != members:
         raise RuntimeError(f"adds: Tessera's group has {len(ours.members(group))} members, open: {ours.open_intents()}")
@@ -195,10 +204,16 @@ def measure_adds(
     return mine, theirs
 
 
-def measure(messages: int, members: int, folder: Path, profile: cProfile.Profile | None = None) -> Measured:
+def measure(
+    messages: int,
+    members: int,
+    folder: Path,
+    profile: cProfile.Profile | None = None,
+    adds_profile: cProfile.Profile | None = None,
+) -> Measured:
     with world(folder) as (url, make_client, tessera):
         ours, theirs, generating = measure_catch_up(url, make_client, tessera, messages, profile)
-        ours_adds, theirs_adds = measure_adds(url, make_client, tessera, members)
+        ours_adds, theirs_adds = measure_adds(url, make_client, tessera, members, adds_profile)
     return Measured(messages, members, ours, theirs, ours_adds, theirs_adds, generating)
 
 
@@ -330,12 +345,14 @@ def main() -> None:
 
     runs = []
     for _ in range(arguments.runs):
-        profile = cProfile.Profile() if arguments.profile else None
+        profile, adds_profile = (cProfile.Profile(), cProfile.Profile()) if arguments.profile else (None, None)
         with tempfile.TemporaryDirectory() as folder:
-            runs.append(measure(arguments.messages, arguments.members, Path(folder), profile))
+            runs.append(measure(arguments.messages, arguments.members, Path(folder), profile, adds_profile))
         print(attrs.asdict(runs[-1]))
-        if profile is not None:
+        if profile is not None and adds_profile is not None:
             print_profile(profile, arguments.messages, arguments.top)
+            print(f"Tessera's {arguments.members - 1} adds, one commit each:")
+            pstats.Stats(adds_profile).sort_stats("cumulative").print_stats(arguments.top)
     print_table(figures_of(runs), "the node profile against libxmtp v1.10.0, same run")
 
 
