@@ -11,9 +11,10 @@ the tick's own sync pass.
 
 * **Catch-up.** alice (libxmtp) makes a group with carol (libxmtp) and the Tessera member, then sends N texts
   (10,000; 500 with ``--quick``; generated once and read by both). carol has the group (its welcome) but has
-  not synced it: timed, its ``sync`` of the group and ``find_messages``.  The Tessera member accepted the
-  group before the texts were sent: timed, one sync pass (``tessera xmtp sync``'s work).  Both must end
-  with N texts.  Target: our rate at least libxmtp's.
+  not synced it: timed, its ``sync`` of the group and ``find_messages``.  Two Tessera members accepted the
+  group before the texts were sent: timed, one sync pass each (``tessera xmtp sync``'s work), one with the
+  decrypt-ahead helper (the default) and one without.  All must end with N texts.  Target: our rate (with
+  the helper) at least libxmtp's.
 * **Adds.** M-1 inboxes (99; 9 with ``--quick``) registered on the node, each with a KeyPackage in
   libxmtp's form.  The Tessera member makes a group and adds them one commit each (an ``add-members``
   intent per inbox, published and read back COMMITTED before the next); alice does the same with
@@ -71,6 +72,7 @@ class Measured:
     messages: int
     members: int
     ours_catch_up: Timed
+    ours_alone_catch_up: Timed
     libxmtp_catch_up: Timed
     ours_adds: Timed
     libxmtp_adds: Timed
@@ -78,24 +80,26 @@ class Measured:
 
 
 @contextmanager
-def world(folder: Path) -> Iterator[tuple[str, Callable[[str], Any], Callable[[], Any]]]:
+def world(folder: Path) -> Iterator[tuple[str, Callable[[str], Any], Callable[..., Any]]]:
     """A fresh ``tessera serve --xmtp-port`` node; its URL, a maker of libxmtp clients and one of Tessera members."""
     from common import open_bench_app
 
     from core.settings import Settings
     from protocols import xmtp
+    from protocols.xmtp.settings import DECRYPT_AHEAD
     from tests.helpers import TEST_KEY_FILE
     from tests.xmtp.node_member import NodeMember
     from tests.xmtp_node.libxmtp_peer import client_factory, install
     from tests.xmtp_node.node_process import new_node
 
     folder.mkdir(parents=True, exist_ok=True)
-    settings = Settings.load(env={}, key_file=TEST_KEY_FILE, slow_statement_ms=60_000)
     made: list[Any] = []
     with new_node(folder) as node:
         make_client, close_all = client_factory(install(), folder / "clients")
 
-        def tessera() -> NodeMember:
+        def tessera(*, decrypt_ahead: bool = True) -> NodeMember:
+            env = {} if decrypt_ahead else {DECRYPT_AHEAD.env_key: "0"}
+            settings = Settings.load(env=env, key_file=TEST_KEY_FILE, slow_statement_ms=60_000)
             app = open_bench_app(str(folder / f"tessera-{len(made)}.db"), xmtp, "xmtp", settings)
             made.append(app)
             return NodeMember.create(app, node.url)
@@ -129,19 +133,22 @@ def generate(alice: Any, others: list[Any], group: str, count: int) -> Timed:
 def measure_catch_up(
     url: str,
     make_client: Callable[[str], Any],
-    tessera: Callable[[], Any],
+    tessera: Callable[..., Any],
     count: int,
     profile: cProfile.Profile | None,
-) -> tuple[Timed, Timed, Timed]:
-    """(ours, libxmtp's, the generation): both readers on the same ``count`` texts alice and bob sent."""
+) -> tuple[Timed, Timed, Timed, Timed]:
+    """(ours, ours without the decrypt-ahead helper, libxmtp's, the generation): the readers on the same
+    ``count`` texts alice and bob sent."""
     alice, bob, carol = (make_client(name).create(url) for name in ("alice", "bob", "carol"))
-    ours = tessera()
-    group = alice.call("create_group", members=[bob.inbox_id, carol.inbox_id, ours.inbox_id], name="catch-up")
+    ours, alone = tessera(), tessera(decrypt_ahead=False)
+    invited = [bob.inbox_id, carol.inbox_id, ours.inbox_id, alone.inbox_id]
+    group = alice.call("create_group", members=invited, name="catch-up")
     for member in (bob, carol):
         member.call("sync_welcomes")
     bob.call("sync_group", group_id=group)
-    ours.sync()
-    ours.accept(group)
+    for tessera_member in (ours, alone):
+        tessera_member.sync()
+        tessera_member.accept(group)
     generating = generate(alice, [bob][: SENDERS - 1], group, count)
 
     started = time.perf_counter()
@@ -150,22 +157,29 @@ def measure_catch_up(
     theirs = Timed(count, time.perf_counter() - started)
 
     started = time.perf_counter()
+    read_alone = alone.sync()
+    without_helper = Timed(count, time.perf_counter() - started)
+
+    started = time.perf_counter()
     if profile is not None:
         profile.enable()
     report = ours.sync()
     if profile is not None:
         profile.disable()
     mine = Timed(count, time.perf_counter() - started)
-    read = len(ours.texts(group))
-    if read != count or listed < count or report.failures:
-        raise RuntimeError(f"catch-up: Tessera read {read} texts, libxmtp listed {listed}, of {count}: {report}")
-    return mine, theirs, generating
+    read, read_without = len(ours.texts(group)), len(alone.texts(group))
+    if read != count or read_without != count or listed < count or report.failures or read_alone.failures:
+        raise RuntimeError(
+            f"catch-up: Tessera read {read} texts ({read_without} without the helper), libxmtp listed {listed}, "
+            f"of {count}: {report}"
+        )
+    return mine, without_helper, theirs, generating
 
 
 def measure_adds(
     url: str,
     make_client: Callable[[str], Any],
-    tessera: Callable[[], Any],
+    tessera: Callable[..., Any],
     members: int,
     profile: cProfile.Profile | None = None,
 ) -> tuple[Timed, Timed]:
@@ -212,9 +226,9 @@ def measure(
     adds_profile: cProfile.Profile | None = None,
 ) -> Measured:
     with world(folder) as (url, make_client, tessera):
-        ours, theirs, generating = measure_catch_up(url, make_client, tessera, messages, profile)
+        ours, alone, theirs, generating = measure_catch_up(url, make_client, tessera, messages, profile)
         ours_adds, theirs_adds = measure_adds(url, make_client, tessera, members, adds_profile)
-    return Measured(messages, members, ours, theirs, ours_adds, theirs_adds, generating)
+    return Measured(messages, members, ours, alone, theirs, ours_adds, theirs_adds, generating)
 
 
 def figures_of(runs: list[Measured]) -> list[Figure]:
@@ -237,6 +251,14 @@ def figures_of(runs: list[Measured]) -> list[Figure]:
             "ratio",
             TARGET_OF_LIBXMTP,
             note=f"history sent by {SENDERS} libxmtp clients at {generated:,.0f} messages/s",
+        ),
+        Figure(
+            "xmtp-real",
+            f"the same catch-up without the decrypt-ahead helper, TESSERA_XMTP_DECRYPT_AHEAD=0 ({rounds})",
+            median(lambda run: run.ours_alone_catch_up),
+            "messages/s",
+            median(lambda run: run.libxmtp_catch_up),
+            "libxmtp's",
         ),
         Figure(
             "xmtp-real",
@@ -269,6 +291,8 @@ def figures(run: Run) -> list[Figure]:
 STAGES: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
     ("the whole sync pass", (("node_profile/sync.py", "sync_all"),), ""),
     ("node paging (gRPC call, protobuf decode)", (("transport/node.py", "group_messages_after"),), ""),
+    ("waiting for the decrypt-ahead helper's page", (("concurrent/futures/_base.py", "result"),), ""),
+    ("the helper seeded with the committed state", (("node_profile/ahead.py", "seed"),), ""),
     ("MLS: decrypt, verify, ratchet", (("mls/api.py", "process_message"),), "read"),
     (
         "xmtp_mls read beyond MLS (framing, content decode, sender's inbox)",

@@ -99,6 +99,7 @@ EXPECTED = {
     ],
     "xmtp-real": [
         ("catch-up on 500 texts libxmtp members sent, one sync pass (", True, True),
+        ("the same catch-up without the decrypt-ahead helper, TESSERA_XMTP_DECRYPT_AHEAD=0 (", True, False),
         ("adds to a 10-member group, one inbox per commit, ", True, False),
     ],
 }
