@@ -34,6 +34,7 @@ import rebuild
 import tick
 import xmtp
 import xmtp_node
+import xmtp_real
 from common import Workdir, console
 from suite import Benchmark, Figure, Run, print_table, write_json
 
@@ -56,6 +57,10 @@ BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
     ),
     "marmot": (marmot_mdk.figures, "Marmot end to end on MDK's stream: parse + verify + decrypt, and MDK itself"),
     "xmtp-node": (xmtp_node.figures, "real libxmtp clients sending through tessera serve's XMTP node and the ceiling"),
+    "xmtp-real": (
+        xmtp_real.figures,
+        "the node profile against libxmtp: catching up on 10,000 of its texts, adds in a 100-member group",
+    ),
 }
 FULL_EVENTS = 10_000_000
 QUICK_EVENTS = 100_000

@@ -143,7 +143,7 @@ class GroupReader:
                     outcome = batch.run(partial(process_one, message, decrypted), isolated=False)
                     # The handler recorded the helper's plaintext exactly when it recorded a message and
                     # left the group state alone (it stages a state only when it decrypted by itself).
-                    if _recorded(outcome) != (decrypted is not None) or vault.state.staged(name) is not None:
+                    if recorded_a_message(outcome) != (decrypted is not None) or vault.state.staged(name) is not None:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
@@ -152,7 +152,8 @@ class GroupReader:
         return True
 
 
-def _recorded(outcome: Outcome | None) -> bool:
+def recorded_a_message(outcome: Outcome | None) -> bool:
+    """Whether ``outcome`` is a handled item that recorded a message (what the helper decrypted is used)."""
     return (
         outcome is not None
         and outcome.kind is OutcomeKind.HANDLED

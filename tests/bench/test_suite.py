@@ -97,6 +97,11 @@ EXPECTED = {
         ("one send, p99 (", True, False),
         ("the node's CPU per message (", True, True),
     ],
+    "xmtp-real": [
+        ("catch-up on 500 texts libxmtp members sent, one sync pass (", True, True),
+        ("the same catch-up without the decrypt-ahead helper, TESSERA_XMTP_DECRYPT_AHEAD=0 (", True, False),
+        ("adds to a 10-member group, one inbox per commit, ", True, False),
+    ],
 }
 
 
@@ -128,8 +133,8 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
             assert (figure["ceiling"] is not None and figure["ceiling"] > 0) == has_ceiling, figure
             assert bool(figure["target"]) == has_target and (figure["met"] is not None) == has_target, figure
     assert (
-        "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot xmtp-node"
-        in done.stdout
+        "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot xmtp-node "
+        "xmtp-real" in done.stdout
     )
 
 

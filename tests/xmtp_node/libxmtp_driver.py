@@ -414,6 +414,10 @@ class Driver:
     async def op_sync_group(self, group_id: str) -> None:
         await self._conversation(group_id).sync()
 
+    async def op_message_count(self, group_id: str) -> int:
+        """How many messages ``find_messages`` lists (what a benchmark times, without carrying them over JSON)."""
+        return len(await self._conversation(group_id).find_messages(options(xmtp.FfiListMessagesOptions)))
+
     async def op_messages(self, group_id: str) -> list[dict[str, Any]]:
         found = await self._conversation(group_id).find_messages(options(xmtp.FfiListMessagesOptions))
         return [message_view(message) for message in found]

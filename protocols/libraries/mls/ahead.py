@@ -55,6 +55,13 @@ class Decrypted:
     epoch: int
     #: SHA-256 of the payload it decrypted: whoever takes it checks it is this payload's
     payload_digest: bytes = attrs.field(repr=False)
+    #: The sender's leaf signature key (:attr:`~.api.ApplicationReceived.sender_signature_key`).
+    sender_signature_key: bytes = b""
+
+    def received(self, state: GroupState) -> ApplicationReceived:
+        """The engine's own answer for this message, with ``state`` as its state (the caller's, unmoved: the
+        keys the helper used up arrive with the page's state, which the writer adopts once)."""
+        return ApplicationReceived(self.sender_credential, self.plaintext, self.epoch, state, self.sender_signature_key)
 
 
 @attrs.frozen
@@ -186,7 +193,11 @@ def _decrypt(group_id: bytes, token: int, payloads: list[bytes]) -> OpenedPage:
             stopped_at = position
             break
         digest = hashlib.sha256(payload).digest()
-        opened.append(Decrypted(received.sender_credential, received.plaintext, received.epoch, digest))
+        opened.append(
+            Decrypted(
+                received.sender_credential, received.plaintext, received.epoch, digest, received.sender_signature_key
+            )
+        )
         state, moved = received.new_state, True
     # After a stop the writer applies the handshake itself and seeds again; until then nothing more is done.
     _chains[group_id] = (token, state if stopped_at == len(payloads) else None)

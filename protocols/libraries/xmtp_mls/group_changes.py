@@ -28,7 +28,7 @@ from protocols.libraries.xmtp_content.permissions import changes_between, commit
 from .context import group_context
 from .errors import ChangeNotPermitted
 from .key_packages import inbox_of_credential
-from .membership_changes import NodeAnswers, plan_membership_change
+from .membership_changes import MembershipChange, NodeAnswers, plan_membership_change
 from .welcomes import wrap_welcome_with_cursor
 
 
@@ -93,11 +93,12 @@ def _with_context(state: MlsGroupState, context: GroupState) -> list[Extension]:
     ]
 
 
-def plan_membership(
+def check_membership(
     node: NodeAnswers, state: MlsGroupState, *, add: Sequence[str] = (), remove: Sequence[str] = ()
-) -> PlannedCommit | None:
-    """The commit adding inboxes ``add`` and removing inboxes ``remove`` (every installation of each), with
-    every other member's installations brought up to its newest identity update; None if nothing changes."""
+) -> MembershipChange | None:
+    """The change :func:`plan_membership` commits, worked out with the node's answers and checked against
+    the group's permissions, without building the commit (the MLS commit is most of a plan's cost: a caller
+    that only needs to know what the node is asked, or whether the change is allowed, stops here)."""
     before = group_context(state)
     actor = own_inbox(state)
     if actor in remove:
@@ -110,6 +111,18 @@ def plan_membership(
         return None
     after = attrs.evolve(before, membership=change.membership)
     check_permitted(before, after, actor, added=change.added_inboxes, removed=change.removed_inboxes)
+    return change
+
+
+def plan_membership(
+    node: NodeAnswers, state: MlsGroupState, *, add: Sequence[str] = (), remove: Sequence[str] = ()
+) -> PlannedCommit | None:
+    """The commit adding inboxes ``add`` and removing inboxes ``remove`` (every installation of each), with
+    every other member's installations brought up to its newest identity update; None if nothing changes."""
+    change = check_membership(node, state, add=add, remove=remove)
+    if change is None:
+        return None
+    after = attrs.evolve(group_context(state), membership=change.membership)
     result = mls.commit(
         state,
         add=change.key_packages,

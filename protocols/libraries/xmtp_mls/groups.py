@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -63,6 +64,9 @@ from .key_packages import inbox_of_credential
 from .membership import IdentityUpdates
 from .membership_changes import resolve_addresses
 from .node import XmtpNode
+
+if TYPE_CHECKING:
+    from protocols.libraries.mls.ahead import Decrypted
 
 #: How many times a commit of ours is rebuilt for the next epoch when other members' commits win the node's order
 #: first (libxmtp's intents go back to TO_SEND and are rebuilt the same way).
@@ -141,12 +145,18 @@ class JoinedGroup:
         except IdentityUpdatesBehind as behind:
             return RejectedCommit(stored.id, "", str(behind))
 
-    def read(self, stored: mls_api_pb2.GroupMessage.V1, updates: IdentityUpdates) -> GroupEvent | None:
+    def read(
+        self, stored: mls_api_pb2.GroupMessage.V1, updates: IdentityUpdates, decrypted: Decrypted | None = None
+    ) -> GroupEvent | None:
         """The event of one group message, the state moved past it; ``None`` for our own messages and those
         sent before the commit that added us (the welcome gave no keys for them).  No network: the identity
         updates a commit's check needs come from ``updates`` (the node, or a copy of its updates), and when
         they do not reach what the commit records, :class:`~.errors.IdentityUpdatesBehind` is raised with
-        the state untouched, so the message can be read again once they do.  The cursor is the caller's."""
+        the state untouched, so the message can be read again once they do.  The cursor is the caller's.
+
+        ``decrypted``: what a decrypt-ahead helper (:mod:`protocols.libraries.mls.ahead`) made of this very
+        message, from a copy of this state; it is read from that instead of decrypting, and the state is
+        left as it is (the caller adopts the helper's state, in which the message's key is used up)."""
         if _digest(stored.data) in self.sent:
             pending = self.state.pending_commit
             if pending is not None and pending.message_hash == self.state.suite.hash(stored.data):
@@ -157,7 +167,10 @@ class JoinedGroup:
         try:
             if mls.peek(stored.data).epoch < self.joined_epoch:
                 return None
-            result = mls.process_message(self.state, stored.data)
+            if decrypted is not None and decrypted.payload_digest == _digest(stored.data):
+                result: mls.ProcessResult = decrypted.received(self.state)
+            else:
+                result = mls.process_message(self.state, stored.data)
         except MlsError as error:
             return UnreadableMessage(stored.id, f"{type(error).__name__}: {error}")
         if isinstance(result, mls.CommitApplied):

@@ -160,6 +160,19 @@ class XmtpNode:
         wanted = mls_api_pb2.SubscribeWelcomeMessagesRequest.Filter(installation_key=installation_key, id_cursor=cursor)
         return self._mls.SubscribeWelcomeMessages(mls_api_pb2.SubscribeWelcomeMessagesRequest(filters=[wanted]))
 
+    def group_messages_page(
+        self, group_id: bytes, *, after: int, limit: int = _PAGE
+    ) -> tuple[list[mls_api_pb2.GroupMessage], int]:
+        """One page of the group's messages after id ``after`` (at most ``limit``, cut to the node's largest
+        page), oldest first, and the node's next cursor: 0 when the page was short, so nothing more is held."""
+        paging = mls_api_pb2.PagingInfo(
+            direction=mls_api_pb2.SORT_DIRECTION_ASCENDING, limit=min(limit, _PAGE), id_cursor=after
+        )
+        request = mls_api_pb2.QueryGroupMessagesRequest(group_id=group_id, paging_info=paging)
+        answer = self._call(self._mls.QueryGroupMessages, request, "QueryGroupMessages")
+        assert isinstance(answer, mls_api_pb2.QueryGroupMessagesResponse)
+        return list(answer.messages), int(answer.paging_info.id_cursor)
+
     def send_group_message(self, data: bytes) -> None:
         message = mls_api_pb2.GroupMessageInput(v1=mls_api_pb2.GroupMessageInput.V1(data=data, should_push=True))
         self._call(

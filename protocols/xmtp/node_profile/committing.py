@@ -11,8 +11,8 @@ is COMMITTED, and the welcomes of the installations it added go out.  When anoth
 comes first, that one is applied and ours goes back to TO_SEND, to be built again for the new epoch.
 
 A membership change needs the node's answers (the members' inboxes, identity updates and KeyPackages):
-they are asked for before the build's transaction (:func:`ask_node`, planning the change once against
-the node and keeping every answer) and handed to it, where the change is planned again from them alone
+they are asked for before the build's transaction (:func:`ask_node`, working the change out once against
+the node, without building the commit, and keeping every answer) and handed to it, where the change is planned again from them alone
 (:class:`KeptAnswers`).  An answer the build needs and was not given (the group moved in between) fails
 the try, and the next one asks again.
 """
@@ -29,7 +29,12 @@ from core.records import Result
 from core.state import ProtocolState
 from protocols.libraries.mls.group.state import GroupState
 from protocols.libraries.xmtp_mls import ChangeNotPermitted, UpdateLog, XmtpMlsError
-from protocols.libraries.xmtp_mls.group_changes import PlannedCommit, plan_key_update, plan_membership
+from protocols.libraries.xmtp_mls.group_changes import (
+    PlannedCommit,
+    check_membership,
+    plan_key_update,
+    plan_membership,
+)
 from protocols.libraries.xmtp_mls.membership_changes import NodeAnswers, resolve_addresses
 from protocols.libraries.xmtp_mls.welcomes import wrap_welcome_with_cursor
 from protocols.xmtp import facts, intent_machine
@@ -94,6 +99,15 @@ def _plan(state: GroupState, intent: Intent, answers: NodeAnswers) -> PlannedCom
     return plan_membership(answers, state, remove=inboxes)
 
 
+def _check(state: GroupState, intent: Intent, answers: NodeAnswers) -> None:
+    """:func:`_plan`'s questions to the node and its permission check, without building the commit."""
+    inboxes = resolve_addresses(answers, json.loads(intent.request)["addresses"])
+    if intent.kind is IntentKind.ADD_MEMBERS:
+        check_membership(answers, state, add=inboxes)
+    else:
+        check_membership(answers, state, remove=inboxes)
+
+
 def ask_node(runtime: contract.Runtime, node: NodeService, intent: Intent) -> dict[str, Any]:
     """The node's answers a membership intent's build needs, asked for now (between transactions)."""
     from protocols.xmtp.node_profile.processing import joined_group
@@ -102,7 +116,7 @@ def ask_node(runtime: contract.Runtime, node: NodeService, intent: Intent) -> di
         state = joined_group(Vault.of_runtime(runtime), intent.group_id).state
     asking = AskedAnswers(node)
     try:
-        _plan(state, intent, asking)
+        _check(state, intent, asking)  # the build plans the commit itself, from the answers kept here
     except (ChangeNotPermitted, XmtpMlsError) as refused:
         raise ChangeRefused(f"intent {intent.id} ({intent.kind.name}): {refused}") from None
     return asking.kept

@@ -13,7 +13,8 @@ with nothing changed; the sync fetches the updates and hands the item in again.
   inbox's identity updates), and kept PENDING until ``accept``; the KeyPackage's
   private keys are deleted in the same transaction (forward secrecy: the
   key-package job uploads a fresh one).
-* **A group message** of a group we accepted: ours read back confirms its intent
+* **A group message** of a group we accepted (its plaintext already worked out by the sync's decrypt-ahead
+  helper when the item carries it: :mod:`.ahead`): ours read back confirms its intent
   (COMMITTED) and is recorded with what we sent; a commit of ours read back is
   applied by ``JoinedGroup.read`` (the pending commit the build kept) and
   COMMITTED, or, when another commit took its epoch, sent back to TO_SEND; another member's text, reaction,
@@ -31,6 +32,7 @@ from typing import Any
 
 from core import contract
 from core.records import Envelope, Event, Result
+from protocols.libraries.mls.ahead import Decrypted
 from protocols.libraries.mls.errors import MlsError
 from protocols.libraries.xmtp_content import codecs
 from protocols.libraries.xmtp_mls import (
@@ -156,7 +158,10 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
         return _read_back(ctx, vault.inbox(), book, own, message)
     joined = joined_group(vault, message.group_id)
     before = joined.state
-    read = joined.read(message.to_proto(), StoredUpdates(ctx.db))  # IdentityUpdatesBehind: the sync refreshes
+    # With the helper's plaintext (its item's prepared result: .ahead) the state is left as it is; the sync
+    # adopts the helper's state once the page is recorded.  IdentityUpdatesBehind: the sync refreshes.
+    decrypted = ctx.prepared if isinstance(ctx.prepared, Decrypted) else None
+    read = joined.read(message.to_proto(), StoredUpdates(ctx.db), decrypted)
     events = _events(ctx, joined, message, read)
     writes: list[Any] = [] if joined.state is before else [vault.group_intent(message.group_id, joined.state)]
     if any(event.type == facts.GROUP_DEACTIVATED for event in events):

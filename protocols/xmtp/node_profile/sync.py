@@ -16,19 +16,21 @@ is parked with the reason, as any message the handlers refuse.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 from core import contract
 from core.batch import MicroBatch
 from core.errors import TransientError
+from core.pipeline import Outcome
 from core.queues import WorkItem
 from core.records import ItemSource
+from protocols.libraries.mls.ahead import Decrypted
 from protocols.libraries.xmtp_mls import IdentityUpdatesBehind
 from protocols.xmtp import queries
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.facts import PROTOCOL
-from protocols.xmtp.node_profile import identity_updates, items
+from protocols.xmtp.node_profile import ahead, identity_updates, items
 from protocols.xmtp.state import Vault
 from protocols.xmtp.sync import PAGE, SyncReport, holding
 from protocols.xmtp.transport.node import NodeService
@@ -52,7 +54,8 @@ def sync_all(runtime: contract.Runtime, node: NodeService) -> SyncReport:
         groups = [row.id for row in queries.synced_groups(runtime.db)]
     for group_id in groups:
         topic = items.group_topic(group_id)
-        _guarded(report, topic, partial(_read, runtime, node, topic, _messages_of(node, group_id), report))
+        fetch = _messages_of(node, group_id)
+        _guarded(report, topic, partial(_read, runtime, node, topic, fetch, report, group_id=group_id))
     return report
 
 
@@ -95,20 +98,75 @@ def _guarded(report: SyncReport, topic: str, work: Callable[[], None]) -> None:
 
 
 def _read(
-    runtime: contract.Runtime, node: NodeService, topic: str, fetch: Callable[[int], NodePage], report: SyncReport
+    runtime: contract.Runtime,
+    node: NodeService,
+    topic: str,
+    fetch: Callable[[int], NodePage],
+    report: SyncReport,
+    *,
+    group_id: bytes | None = None,
 ) -> None:
     with holding(runtime, topic) as cursor:
         if cursor is None:
             report.busy_topics.append(topic)
             return
-        position = int(cursor or 0)
+        page = fetch(int(cursor or 0))
+        reader = None if group_id is None else ahead.reader_for(runtime, group_id, page.has_more)
+        if reader is not None:
+            _read_ahead(runtime, node, topic, fetch, report, page, reader)
+            return
         while True:
-            page = fetch(position)
             _process_page(runtime, node, topic, list(page.messages), report)
-            if page.messages:
-                position = page.messages[-1].id
-            if not page.has_more:
+            if not (page.has_more and page.messages):
                 return
+            page = fetch(page.messages[-1].id)
+
+
+def _read_ahead(
+    runtime: contract.Runtime,
+    node: NodeService,
+    topic: str,
+    fetch: Callable[[int], NodePage],
+    report: SyncReport,
+    page: NodePage,
+    reader: ahead.NodeGroupReader,
+) -> None:
+    """A group's pages with the helper decrypting each while the one before it is fetched and recorded
+    (:mod:`.ahead`); the node is asked for the next page before this one is recorded."""
+    run_alone = partial(_pages_messages, runtime, node, topic, report)
+    record_one = partial(_one_decrypted, runtime, topic)
+    messages = _group_messages(page)
+    try:
+        reader.seed()
+        opened = reader.submit(messages)
+        while True:
+            upcoming = fetch(messages[-1].id) if page.has_more and messages else None
+            following = _group_messages(upcoming) if upcoming is not None else []
+            following_opened = reader.submit(following) if upcoming is not None else None
+            if reader.record(messages, opened, record_one, run_alone):
+                reader.seed()
+                if upcoming is not None:
+                    following_opened = reader.submit(following)
+            if upcoming is None or following_opened is None:
+                return
+            page, messages, opened = upcoming, following, following_opened
+    finally:
+        reader.close()
+        report.processed += reader.recorded
+        report.decrypted_ahead += reader.adopted
+        report.waited_for_helper_s += reader.waited_s
+
+
+def _group_messages(page: NodePage) -> list[NodeGroupMessage]:
+    found = [message for message in page.messages if isinstance(message, NodeGroupMessage)]
+    assert len(found) == len(page.messages), "a group topic's pages hold its group messages"
+    return found
+
+
+def _pages_messages(
+    runtime: contract.Runtime, node: NodeService, topic: str, report: SyncReport, messages: Sequence[NodeMessage]
+) -> None:
+    _process_page(runtime, node, topic, list(messages), report)
 
 
 def _process_page(
@@ -134,6 +192,30 @@ def _process_page(
         if behind is not None:
             identity_updates.refresh(runtime, node, behind.wanted)
             refreshed |= set(behind.wanted)
+
+
+def _one_decrypted(
+    runtime: contract.Runtime, topic: str, message: NodeGroupMessage, decrypted: Decrypted | None
+) -> Outcome | None:
+    """One message of a chunk the helper opened, through the door with ``decrypted`` as its prepared result,
+    and the cursor past it, in a savepoint of the chunk's transaction; None when it failed (nothing of it
+    kept: the chunk is then handled without the helper, where a failure is disposed of as always)."""
+    envelope = items.group_envelope(message)
+    blob = items.encode_group_message(message)
+    item = WorkItem(
+        PROTOCOL,
+        blob,
+        ItemSource.BACKFILL,
+        0,
+        partition_key=envelope.partition_key,
+        decoded=envelope,
+        prepared=decrypted,
+    )
+    with runtime.db.write():
+        outcome = runtime.door().attempt(item, lambda failure: False)
+        if outcome is not None:
+            runtime.db.execute(_ADVANCE, (str(message.id), message.created_ns, topic))
+    return outcome
 
 
 def _one(

@@ -105,13 +105,23 @@ class NodeService:
         return NodePage(welcomes, len(read) > limit)
 
     def group_messages_after(self, group_id: bytes, cursor: int, limit: int) -> NodePage:
+        """Up to ``limit`` of the group's messages after ``cursor``, in as many of the node's pages as that
+        takes.  ``has_more`` is the node's word (its cursor after a full page), so no message is fetched to
+        learn that another exists: when the messages end exactly at a page's end, it says more, and the
+        next call answers none."""
+        read: list[mls_api_pb2.GroupMessage] = []
+        following = cursor
         with _translated(self.url):
-            read = list(itertools.islice(self._node.group_messages(group_id, after=cursor), limit + 1))
+            while len(read) < limit:
+                page, following = self._node.group_messages_page(group_id, after=following, limit=limit - len(read))
+                read += page
+                if not following or not page:
+                    following = 0
+                    break
         messages = tuple(
-            NodeGroupMessage(int(m.v1.id), int(m.v1.created_ns), bytes(m.v1.group_id), bytes(m.v1.data))
-            for m in read[:limit]
+            NodeGroupMessage(int(m.v1.id), int(m.v1.created_ns), bytes(m.v1.group_id), bytes(m.v1.data)) for m in read
         )
-        return NodePage(messages, len(read) > limit)
+        return NodePage(messages, bool(following))
 
     def follow_groups(self, cursors: Mapping[bytes, int], wake: queue.Queue[Wake]) -> NodeStream:
         """A stream of the groups' messages after each cursor, each one a wake-up on ``wake``."""
