@@ -47,6 +47,10 @@ BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
 MAX_BACKOFF_NS = 300_000_000_000  # 5 min: a built intent is tried until the server answers (see fail_attempt)
 
 
+def _hashes(found: Iterable[str]) -> tuple[str, ...]:
+    return tuple(found)  # a list when decoded from JSON
+
+
 @attrs.frozen
 class Intent:
     """One open intent as the machine knows it.
@@ -83,7 +87,7 @@ class Intent:
     rebuilds: int = 0
     server_id: str = ""
     created_at_ms: int = 0
-    lost_hashes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    lost_hashes: tuple[str, ...] = attrs.field(default=(), converter=_hashes)
 
     @property
     def prepared(self) -> bool:
