@@ -67,7 +67,7 @@ def copies_on_node(url: str, group: str, digest: bytes) -> int:
         page = node.group_messages_after(bytes.fromhex(group), 0, 10_000)
     finally:
         node.close()
-    return sum(hashlib.sha256(message.data).digest() == digest for message in page.messages)  # type: ignore[union-attr]
+    return sum(hashlib.sha256(message.data).digest() == digest for message in page.messages)
 
 
 @contextmanager
