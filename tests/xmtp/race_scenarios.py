@@ -216,3 +216,11 @@ def four_commit_in_a_loop(peers: Peers, rounds: int = 5, on_round: Callable[[int
         made = len(member.events("intent_created"))
         assert len(member.events("intent_committed")) == made, member.events("intent_failed")
     no_noise(peers.url, group, *tessera)
+
+
+#: The race scenarios as rows of the interop matrix (``python -m tests.xmtp.interop``).
+SCENARIOS: dict[str, Callable[[Peers], None]] = {
+    "an add of Tessera's loses to a libxmtp add": add_races_libxmtp_add,
+    "a remove of Tessera's races a libxmtp rename": remove_races_libxmtp_rename,
+    "two Tessera and two libxmtp members, 5 rounds": four_commit_in_a_loop,
+}
