@@ -46,7 +46,8 @@ class PrivatePublisher:
 
     def send(self, group_id: bytes, payload: bytes, *, recipient: str | None = None) -> Receipt:
         if recipient is None:
-            self.service.join(group_id)  # a message built by ``send`` itself comes here unbuilt by us
+            # A message the ``send`` command built in its own transaction skips :meth:`build` and its join.
+            self.service.join(group_id)
         return self.service.send(group_id, payload, recipient=recipient)
 
 
