@@ -136,6 +136,9 @@ def add_races_libxmtp_add(peers: Peers) -> None:
     sent = ["tessera during the add race", "bob before the adds", "alice during the add race"]
     same_history([ours], [alice, bob], group, sent)
     after_the_race([ours], [alice, bob, carol, dave], group)
+    for newcomer in (carol, dave):  # joined during the race: what each shows, it shows once
+        shown = newcomer.texts(group)
+        assert len(shown) == len(set(shown)), shown
     no_noise(peers.url, group, ours)
 
 
@@ -212,6 +215,8 @@ def four_commit_in_a_loop(peers: Peers, rounds: int = 5, on_round: Callable[[int
         assert (eve.inbox_id in view["members"]) == (number % 2 == 0), view  # type: ignore[operator]
         if on_round is not None:
             on_round(number)
+    # The second's commit was built for the epoch the first's took, every round: a real race, rebuilt each time.
+    assert len(second.events("intent_requeued")) >= rounds
     for member in tessera:
         made = len(member.events("intent_created"))
         assert len(member.events("intent_committed")) == made, member.events("intent_failed")
