@@ -66,7 +66,10 @@ def register_protocol() -> Protocol:
                 commands.command_mark_needs_rejoin, description="a group we cannot follow any more, and why"
             ),
             "resume_group": Command(commands.command_resume_group, description="a group we can follow again"),
-            "prepare": Command(private_publishing.command_prepare, description="build an intent for the current epoch"),
+            "prepare": Command(
+                private_publishing.command_prepare,
+                description="build an intent for the current epoch (private profile)",
+            ),
             "node_prepare": Command(
                 node_publishing.command_prepare, description="build an intent in libxmtp's form for the current epoch"
             ),
