@@ -35,7 +35,7 @@ def tessera_group(peers: Peers, *others: str) -> tuple[NodeMember, list[LibxmtpC
     settle(ours)
     for client in clients:
         client.call("sync_welcomes")
-        client.call("send_text", group_id=group, text="joined")  # a welcomed libxmtp member's key update first
+        client.send_text(group, "joined")  # a welcomed libxmtp member commits a key update before its first send
     settle(ours)
     for client in clients:
         client.call("sync_group", group_id=group)
