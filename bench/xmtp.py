@@ -80,6 +80,7 @@ from protocols.libraries import at_rest, erasable, mls
 from protocols.libraries.delivery.client import Client, connect
 from protocols.xmtp import ahead, keypackages, publishing, sync
 from protocols.xmtp.kinds import IntentState, MessageKind
+from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import SEALER, Vault
 from protocols.xmtp.transport.interface import Page, Receipt
 from protocols.xmtp.transport.websocket import WebSocketService
@@ -255,7 +256,7 @@ class Member:
         return self.app.runtime.run_command(f"xmtp.{command}", params)
 
     def publish(self) -> int:
-        return publishing.publish_pass(self.app.runtime, self.service)
+        return publishing.publish_pass(self.app.runtime, PrivatePublisher(self.service))
 
     def sync(self) -> sync.SyncReport:
         found = sync.sync_all(self.app.runtime, self.service)

@@ -30,6 +30,7 @@ from core.settings import Settings
 from protocols import xmtp
 from protocols.libraries import at_rest
 from protocols.xmtp import keypackages, publishing, queries, sync
+from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.loopback import LoopbackHub
 
@@ -112,7 +113,7 @@ def main() -> None:
             app.runtime.run_command("xmtp.send", {"group": group.hex(), "text": "one message"})
         steps.append(("send", counts))
         with counting() as counts:
-            publishing.publish_pass(app.runtime, service)
+            publishing.publish_pass(app.runtime, PrivatePublisher(service))
         steps.append(("publish pass (-> PUBLISHED)", counts))
         with counting() as counts:
             sync.sync_all(app.runtime, service)

@@ -29,9 +29,19 @@ if TYPE_CHECKING:
 def register_protocol() -> Protocol:
     # Imported here so loading the plugin (`tessera --help`, `tessera status`) never loads the engine.
     from core.protocol import Command, Protocol
-    from protocols.xmtp import commands, facts, items, keypackages, processing, projectors, publishing
+    from protocols.xmtp import (
+        commands,
+        facts,
+        items,
+        keypackages,
+        private_publishing,
+        processing,
+        projectors,
+        publishing,
+    )
     from protocols.xmtp.node_profile import handlers as node_handlers
     from protocols.xmtp.node_profile import items as node_items
+    from protocols.xmtp.node_profile import publishing as node_publishing
 
     return Protocol(
         name=facts.PROTOCOL,
@@ -56,7 +66,13 @@ def register_protocol() -> Protocol:
                 commands.command_mark_needs_rejoin, description="a group we cannot follow any more, and why"
             ),
             "resume_group": Command(commands.command_resume_group, description="a group we can follow again"),
-            "prepare": Command(publishing.command_prepare, description="build an intent for the current epoch"),
+            "prepare": Command(
+                private_publishing.command_prepare,
+                description="build an intent for the current epoch (private profile)",
+            ),
+            "node_prepare": Command(
+                node_publishing.command_prepare, description="build an intent in libxmtp's form for the current epoch"
+            ),
             "published": Command(publishing.command_published, description="an intent is on the server"),
             "publish_failed": Command(publishing.command_publish_failed, description="count a failed publish"),
             "welcome_sent": Command(publishing.command_welcome_sent, description="a welcome is on the server"),

@@ -88,10 +88,10 @@ def _publish_and_sync(member: XmtpMember, app: App) -> sync.SyncReport:
     if member.profile() == connection.NODE:
         publishing.publish_pass(app.runtime, member.publisher())
         return node_sync.sync_all(app.runtime, member.node())
-    service = member.delivery()
-    publishing.publish_pass(app.runtime, service)
-    report = sync.sync_all(app.runtime, service)
-    publishing.publish_pass(app.runtime, service)  # welcomes whose commit the sync confirmed
+    publisher = member.publisher()
+    publishing.publish_pass(app.runtime, publisher)
+    report = sync.sync_all(app.runtime, member.delivery())
+    publishing.publish_pass(app.runtime, publisher)  # welcomes whose commit the sync confirmed
     return report
 
 

@@ -17,7 +17,7 @@ from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
-from protocols.xmtp import facts, intent_machine, keypackages, members, publishing, queries
+from protocols.xmtp import facts, intent_machine, keypackages, members, private_publishing, queries
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, IdentityExists, MessageUnknown, NodeProfileOnly
 from protocols.xmtp.identity import AccountKey, InstallationKey, bind, parse_address
 from protocols.xmtp.intent_machine import Intent, IntentBook
@@ -112,8 +112,17 @@ def record_intent(ctx: contract.Context, group_id: bytes, kind: IntentKind, requ
     created = intent_machine.create(book, intent, ctx.now_ms)
     if kind is not IntentKind.SEND_MESSAGE or not its_turn:
         return Result(events=created.events, intents=created.writes)
-    built = publishing.build(ctx, intent, [])
+    built = _build_message(ctx, intent)
     return Result(events=[*created.events, *built.events], intents=[*created.writes, *built.intents])
+
+
+def _build_message(ctx: contract.Context, intent: Intent) -> Result:
+    """A message built in the transaction that records it, by its profile's build."""
+    if Vault.in_context(ctx).has_inbox():
+        from protocols.xmtp.node_profile import publishing as node_publishing  # loads xmtp_mls when used
+
+        return node_publishing.build(ctx, intent)
+    return private_publishing.build(ctx, intent, [])
 
 
 def _addresses(params: dict[str, Any]) -> list[str]:

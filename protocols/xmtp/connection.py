@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 from core.contract import App, Runtime
 from protocols.xmtp.errors import NotWebSocketServer
 from protocols.xmtp.state import Vault, opened_cache
-from protocols.xmtp.transport.interface import DeliveryService, Publisher
+from protocols.xmtp.transport.interface import DeliveryService
 
 if TYPE_CHECKING:
+    from protocols.xmtp.publishing import ProfilePublisher
     from protocols.xmtp.transport.node import NodeService
 
 log = logging.getLogger("tessera.xmtp.jobs")
@@ -100,13 +101,16 @@ class XmtpMember:
             log.info("cold start freed %d topic locks of sync holders that are gone", freed)
         return freed
 
-    def publisher(self) -> Publisher:
-        """What the publish pass sends through: the node (node profile) or the delivery service."""
+    def publisher(self) -> ProfilePublisher:
+        """The profile's publisher, which the publish pass builds and sends through: over the node (node
+        profile) or the delivery service (private profile)."""
         if self.profile() == NODE:
             from protocols.xmtp.node_profile.publishing import NodePublisher
 
             return NodePublisher(self.node(), self.runtime)
-        return self.delivery()
+        from protocols.xmtp.private_publishing import PrivatePublisher
+
+        return PrivatePublisher(self.delivery())
 
     def close(self) -> None:
         service, self._service = self._service, None

@@ -47,6 +47,10 @@ BACKOFF_BASE_NS = 500_000_000  # 0.5 s, doubled per failure
 MAX_BACKOFF_NS = 300_000_000_000  # 5 min: a built intent is tried until the server answers (see fail_attempt)
 
 
+def _hashes(found: Iterable[str]) -> tuple[str, ...]:
+    return tuple(found)  # a list when decoded from JSON
+
+
 @attrs.frozen
 class Intent:
     """One open intent as the machine knows it.
@@ -66,6 +70,8 @@ class Intent:
         server_id: the server's id of its message, once PUBLISHED.
         created_at_ms: when it was asked for (0: made before this was kept; such an intent is given up
             after MAX_ATTEMPTS outages as before).
+        lost_hashes: the SHA-256 (hex) of each commit built for it earlier whose epoch another member's
+            commit took: one may still be read back after the winner, and is then known as ours, not noise.
     """
 
     id: str
@@ -81,6 +87,7 @@ class Intent:
     rebuilds: int = 0
     server_id: str = ""
     created_at_ms: int = 0
+    lost_hashes: tuple[str, ...] = attrs.field(default=(), converter=_hashes)
 
     @property
     def prepared(self) -> bool:
@@ -155,6 +162,12 @@ class IntentBook:
     def by_hash(self, group_id: bytes, message_hash: bytes) -> Intent | None:
         """Our open intent in ``group_id`` whose message hashes to ``message_hash``."""
         return next((i for i in self.open_in(group_id) if i.message_hash == message_hash), None)
+
+    def lost_to(self, group_id: bytes, message_hash: bytes) -> Intent | None:
+        """Our open intent in ``group_id`` an earlier build of which (a commit that lost its epoch to another
+        member's) hashes to ``message_hash``."""
+        wanted = message_hash.hex()
+        return next((i for i in self.open_in(group_id) if wanted in i.lost_hashes), None)
 
     def first_unsettled(self, group_id: bytes) -> Intent | None:
         """The oldest intent that holds up the group's next publish: TO_SEND, or a PUBLISHED commit (a message
@@ -316,11 +329,15 @@ def fail_open(book: IntentBook, group_id: bytes, reason: str, now_ms: int, cause
 
 def requeue(intent: Intent, reason: str, cause: str, now_ms: int) -> Change:
     """TO_SEND (built) or PUBLISHED -> TO_SEND (not built): the rebuild-on-conflict path, when a commit took
-    the epoch it was built for; it is built again for the new epoch."""
+    the epoch it was built for; it is built again for the new epoch.  A commit's hash is kept
+    (``lost_hashes``): the node may hold it after the winner, and reading it there is no news."""
     _check(intent, intent.id, "requeue", IntentState.TO_SEND, IntentState.PUBLISHED)
+    lost = intent.lost_hashes
+    if intent.kind.is_commit and intent.message_hash is not None:
+        lost = (*lost, intent.message_hash.hex())
     rebuilt = attrs.evolve(
         intent, state=IntentState.TO_SEND, payload=b"", message_hash=None, epoch=None, server_id="",
-        rebuilds=intent.rebuilds + 1,
+        rebuilds=intent.rebuilds + 1, lost_hashes=lost,
     )  # fmt: skip
     data = {"intent": intent.id, "rebuilds": rebuilt.rebuilds, "reason": reason}
     event = facts.fact(facts.INTENT_REQUEUED, intent.group_id, now_ms, data, intent.id, cause)

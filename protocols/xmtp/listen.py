@@ -27,6 +27,7 @@ from protocols.xmtp import items, keypackages, publishing, queries, sync
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.intent_machine import IntentBook
+from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.rereading import Suspect, position
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import ServerMessage
@@ -124,7 +125,7 @@ class Listener:
                 self.held.add(topic)
 
     def _publish(self) -> bool:
-        done = publishing.publish_pass(self.runtime, self.service)
+        done = publishing.publish_pass(self.runtime, PrivatePublisher(self.service))
         self.report.published += done
         return done > 0
 

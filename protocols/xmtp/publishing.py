@@ -7,15 +7,19 @@ another commit of ours that is not confirmed yet, and a message made after a
 commit goes out in the epoch that commit opens.
 
 One intent takes three steps, none holding a transaction across the network
-(the transitions are :mod:`.intent_machine`'s):
+(the transitions are :mod:`.intent_machine`'s); the database's profile supplies
+its publisher (:class:`ProfilePublisher`) for the first two, so this pass is
+the same for both:
 
-1. build (one transaction): the concrete message for the group's current
-   epoch, its hash, and for a commit the pending state and the welcomes, are
-   recorded (``intent_prepared``).  A message whose turn it is already is
-   built by ``send`` itself, in the transaction that makes it (so a message
-   reaches PUBLISHED in two transactions); any other intent by
-   ``xmtp.prepare`` here.  An intent built before (a crash after step 1) is
-   sent as it was.
+1. build (one transaction, after what the network must tell first: an
+   invitee's KeyPackages on the private profile, the node's answers on the
+   node profile): the concrete message for the group's current epoch, its
+   hash, and for a commit the pending state and the welcomes, are recorded
+   (``intent_prepared``).  A message whose turn it is already is built by
+   ``send`` itself, in the transaction that makes it (so a message reaches
+   PUBLISHED in two transactions); any other intent by the profile's build
+   command here.  An intent built before (a crash after step 1) is sent as
+   it was.
 2. the send, outside any transaction;
 3. ``xmtp.published`` or ``xmtp.publish_failed`` (one transaction each):
    PUBLISHED, or the failure counted and the next try scheduled with
@@ -27,30 +31,23 @@ One intent takes three steps, none holding a transaction across the network
    answers (the server stores a payload sent twice once).
 
 Welcomes leave only once their commit is COMMITTED (read back by sync).
-Adding members needs the invitees' KeyPackages, fetched (and so used up on
-the server) just before step 1.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from core import contract
 from core.errors import InvalidInput
 from core.records import Result
 from protocols.libraries import mls
 from protocols.libraries.delivery.codes import ErrorCode
-from protocols.xmtp import facts, intent_machine, members, queries
-from protocols.xmtp.errors import InvalidBinding, ServiceRefused, ServiceUnavailable, UnknownPeer, WrongIntentState
-from protocols.xmtp.identity import InstallationBinding, verify
+from protocols.xmtp import facts, intent_machine, queries
+from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable, UnknownPeer, WrongIntentState
 from protocols.xmtp.intent_machine import Intent, IntentBook
-from protocols.xmtp.kinds import IntentKind, IntentState
-from protocols.xmtp.node_profile import sending
-from protocols.xmtp.state import BINDING_EXTENSION, Vault
-from protocols.xmtp.transport.interface import Publisher
+from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.transport.interface import Receipt
 
 log = logging.getLogger("tessera.xmtp.publish")
 
@@ -63,108 +60,31 @@ RETRYABLE_CODES = frozenset(
 # --- step 1: build ----------------------------------------------------------------------------
 
 
-def build(
-    ctx: contract.Context, intent: Intent, key_packages: list[str], answers: dict[str, Any] | None = None
-) -> Result:
-    """Intent ``intent`` built for the group's current epoch (``key_packages``: base64, for adds; on the node
-    profile ``answers``: the node's, for a membership change)."""
-    vault = Vault.in_context(ctx)
-    if vault.has_inbox() and intent.kind is IntentKind.SEND_MESSAGE:
-        return sending.build(ctx, intent)  # a libxmtp group: framed as libxmtp frames its messages
-    if vault.has_inbox():
-        from protocols.xmtp.node_profile import committing  # loads xmtp_mls: the node profile's only
+class ProfilePublisher(Protocol):
+    """What the publish pass asks of the database's profile (:meth:`.connection.XmtpMember.publisher`): the
+    private profile's :class:`~.private_publishing.PrivatePublisher` or the node profile's
+    :class:`~.node_profile.publishing.NodePublisher`."""
 
-        return committing.build(ctx, intent, answers)  # a commit libxmtp makes for the same change
-    state = vault.group(intent.group_id)
-    request = json.loads(intent.request)
-    welcomes: list[dict[str, str]] = []
-    if intent.kind is IntentKind.SEND_MESSAGE:
-        payload, new_state = mls.encrypt_application(state, request["text"].encode())
-    else:
-        payload, new_state, welcomes = _commit(state, intent, request, key_packages)
-    digest = hashlib.sha256(payload).digest()
-    _, change = intent_machine.prepare(intent, state.epoch, payload, digest, welcomes, ctx.now_ms)
-    return Result(events=change.events, intents=[*change.writes, vault.group_intent(intent.group_id, new_state)])
+    def build(self, runtime: contract.Runtime, intent: Intent) -> Intent | None:
+        """Step 1: whatever the network must tell first (an invitee's KeyPackages, the node's answers), then
+        the intent built for the group's current epoch in a transaction of its own; the intent as built, or
+        None when it is no longer one to build.  Raises what a try fails with (see :func:`publish_intent`)."""
+        ...
+
+    def send(self, group_id: bytes, payload: bytes, *, recipient: str | None = None) -> Receipt:
+        """Step 2: a built message or commit to its group, or (``recipient``) a welcome to an installation."""
+        ...
 
 
-def command_prepare(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    """Build intent ``intent``'s message for the current epoch (``key_packages``: base64 list, for adds)."""
-    intent_id = str(params.get("intent"))
-    try:
-        intent = intent_machine.unbuilt(IntentBook(ctx.db).get(intent_id), intent_id)
-    except WrongIntentState:
-        return Result(duplicate=True)  # built before a crash, read back, or given up meanwhile
-    return build(ctx, intent, list(params.get("key_packages") or []), params.get("answers"))
-
-
-def _commit(
-    state: mls.GroupState, intent: Intent, request: dict[str, Any], key_packages: list[str]
-) -> tuple[bytes, mls.GroupState, list[dict[str, str]]]:
-    """The commit of an add, remove or key update, our state with it pending, and one welcome per invitee."""
-    if intent.kind is IntentKind.KEY_UPDATE:
-        result = mls.commit(state, self_update=True)
-        return result.message, result.pending_state, []
-    if intent.kind is IntentKind.REMOVE_MEMBERS:
-        gone = sorted({i for a in request["addresses"] for i in members.installations_of(state, a)})
-        if not gone:
-            raise InvalidInput("none of the addresses to remove is a member any more")
-        result = mls.commit(state, remove=gone)
-        return result.message, result.pending_state, []
-    packages = [mls.key_package_from_bytes(facts.unb64(kp)) for kp in key_packages]
-    present = set(mls.member_credentials(state).values())
-    packages = [kp for kp in packages if mls.credential_string(kp.leaf_node.credential) not in present]
-    if not packages:
-        raise InvalidInput("every installation of the addresses to add is a member already")
-    result = mls.commit(state, add=packages)
-    shared = next(iter(result.welcomes.values()))
-    welcomes = [
-        {
-            "installation": mls.credential_string(kp.leaf_node.credential),
-            "welcome": facts.b64(mls.welcome_for(shared, kp)),
-        }
-        for kp in packages
-    ]
-    return result.message, result.pending_state, welcomes
-
-
-def invitee_key_packages(service: Publisher, addresses: list[str]) -> list[bytes]:
-    """One KeyPackage for every verified installation of each address (each used up on the server).
-
-    A binding that does not verify, or a KeyPackage that is not its
-    installation's or lacks the installation's binding, is skipped: the
-    server is not trusted to say who belongs to an account.
-    """
-    found: list[bytes] = []
-    for address in addresses:
-        installations = [
-            b.installation for b in service.fetch_identity(address) if _bound(b.binding, address, b.installation)
-        ]
-        if not installations:
-            raise UnknownPeer(f"{address} has no verified installation on the server (has it registered?)")
-        for installation in installations:
-            data = service.fetch_key_package(installation)
-            if _key_package_of(data, installation, address):
-                found.append(data)
-    return found
-
-
-def _bound(binding: bytes, address: str, installation: str) -> bool:
-    try:
-        verify(InstallationBinding.from_bytes(binding), address=address, installation=installation)
-    except (InvalidBinding, InvalidInput):
-        return False
-    return True
-
-
-def _key_package_of(data: bytes, installation: str, address: str) -> bool:
-    try:
-        kp = mls.key_package_from_bytes(data)
-    except mls.MlsError:
-        return False
-    binding = next((e.extension_data for e in kp.leaf_node.extensions if e.extension_type == BINDING_EXTENSION), None)
-    if mls.credential_string(kp.leaf_node.credential) != installation or binding is None:
-        return False
-    return members.checked_address(bytes(binding), installation).lower() == address.lower()
+def built_by(runtime: contract.Runtime, command: str, params: dict[str, Any]) -> Intent | None:
+    """Run the profile's build ``command`` (``params`` name the intent) and read the intent back: as built, or
+    None when it was not built (read back, rebuilt or given up meanwhile)."""
+    runtime.run_command(command, params)
+    with runtime.db.read():
+        built = IntentBook(runtime.db).get(str(params["intent"]))
+    if built is None or built.state is not IntentState.TO_SEND or not built.prepared:
+        return None
+    return built
 
 
 # --- step 3: the outcome ---------------------------------------------------------------------
@@ -215,18 +135,18 @@ def command_welcome_sent(ctx: contract.Context, params: dict[str, Any]) -> Resul
 # --- the job ---------------------------------------------------------------------------------
 
 
-def publish_pass(runtime: contract.Runtime, service: Publisher) -> int:
+def publish_pass(runtime: contract.Runtime, publisher: ProfilePublisher) -> int:
     """One pass: for every group with work, its next intent through all three steps; then ready welcomes."""
     done = 0
     now_ns = runtime.clock.now_ms() * 1_000_000
     with runtime.db.read():
         due = IntentBook(runtime.db).groups()
     for group_id in due:
-        done += _publish_group(runtime, service, group_id, now_ns)
-    return done + send_welcomes(runtime, service)
+        done += _publish_group(runtime, publisher, group_id, now_ns)
+    return done + send_welcomes(runtime, publisher)
 
 
-def _publish_group(runtime: contract.Runtime, service: Publisher, group_id: bytes, now_ns: int) -> int:
+def _publish_group(runtime: contract.Runtime, publisher: ProfilePublisher, group_id: bytes, now_ns: int) -> int:
     """A group's intents in order until one must wait (a commit to confirm, a retry not due, a failure)."""
     done = 0
     while True:
@@ -235,26 +155,26 @@ def _publish_group(runtime: contract.Runtime, service: Publisher, group_id: byte
             intent = book.next_due(group_id, now_ns)
         if intent is None:
             return done
-        published = publish_intent(runtime, service, intent)
+        published = publish_intent(runtime, publisher, intent)
         done += 1
         if not published or intent.kind.is_commit or intent.id == book.open_ids(group_id)[-1]:
             return done  # it must be confirmed first, or it failed, or it was the group's last
 
 
-def publish_intent(runtime: contract.Runtime, service: Publisher, intent: Intent) -> bool:
+def publish_intent(runtime: contract.Runtime, publisher: ProfilePublisher, intent: Intent) -> bool:
     """Steps 1 to 3 for one intent; a failure is recorded on the intent, never raised.  Whether it is
     PUBLISHED now."""
     try:
-        # Every network step that can fail before the send comes before step 1: so an intent that is built
-        # may be on the server (only a crash or the send itself came between), and only an unbuilt one is
-        # given up after MAX_ATTEMPTS outages and the retry horizon (intent_machine.fail_attempt).
-        service.join(intent.group_id)
+        # Every network step that can fail before the send comes before step 1 (the profile's build does
+        # them first): so an intent that is built may be on the server (only a crash or the send itself came
+        # between), and only an unbuilt one is given up after MAX_ATTEMPTS outages and the retry horizon
+        # (intent_machine.fail_attempt).
         if not intent.prepared:
-            built = _build(runtime, service, intent)
+            built = publisher.build(runtime, intent)
             if built is None:
                 return False
             intent = built
-        receipt = service.send(intent.group_id, intent.payload)
+        receipt = publisher.send(intent.group_id, intent.payload)
     except ServiceUnavailable as exc:
         _failed(runtime, intent, str(exc), final=False)
         return False
@@ -269,54 +189,19 @@ def publish_intent(runtime: contract.Runtime, service: Publisher, intent: Intent
     return bool(runtime.run_command("xmtp.published", params).events)
 
 
-def _build(runtime: contract.Runtime, service: Publisher, intent: Intent) -> Intent | None:
-    """Step 1 in a transaction of its own (after the KeyPackages of an add are fetched); the intent as
-    built, or None when it is no longer one to build."""
-    params: dict[str, Any] = {"intent": intent.id}
-    with runtime.db.read():
-        node_profile = Vault.of_runtime(runtime).has_inbox()
-    if node_profile and _asks_node(intent.kind):
-        params["answers"] = _node_answers(runtime, service, intent)
-    elif intent.kind is IntentKind.ADD_MEMBERS:
-        addresses = json.loads(intent.request)["addresses"]
-        params["key_packages"] = [facts.b64(kp) for kp in invitee_key_packages(service, addresses)]
-    runtime.run_command("xmtp.prepare", params)
-    with runtime.db.read():
-        built = IntentBook(runtime.db).get(intent.id)
-    if built is None or built.state is not IntentState.TO_SEND or not built.prepared:
-        return None
-    return built
-
-
-def _asks_node(kind: IntentKind) -> bool:
-    """Whether a node-profile intent of ``kind`` is built from the node's answers (a membership change)."""
-    from protocols.xmtp.node_profile.committing import ASKS_NODE
-
-    return kind in ASKS_NODE
-
-
-def _node_answers(runtime: contract.Runtime, service: Publisher, intent: Intent) -> dict[str, Any]:
-    """What the node says of the members a libxmtp group's membership change names (asked before its build)."""
-    from protocols.xmtp.node_profile import committing
-    from protocols.xmtp.node_profile.publishing import NodePublisher
-
-    assert isinstance(service, NodePublisher)  # a node-profile database publishes through its node
-    return committing.ask_node(runtime, service.node, intent)
-
-
 def _failed(runtime: contract.Runtime, intent: Intent, error: str, *, final: bool) -> None:
     log.info("intent %s (%s) failed: %s", intent.id, intent.kind.name, error)
     runtime.run_command("xmtp.publish_failed", {"intent": intent.id, "error": error, "final": final})
 
 
-def send_welcomes(runtime: contract.Runtime, service: Publisher) -> int:
+def send_welcomes(runtime: contract.Runtime, publisher: ProfilePublisher) -> int:
     """Send every welcome whose commit is confirmed; one that fails stays ready for the next pass."""
     with runtime.db.read():
         ready = queries.ready_welcomes(runtime.db)
     sent = 0
     for intent_id, installation, group_id, welcome in ready:
         try:
-            service.send(group_id, welcome, recipient=installation)
+            publisher.send(group_id, welcome, recipient=installation)
         except ServiceUnavailable as exc:
             log.info("welcome of %s to %s waits: %s", intent_id, installation[:16], exc)
             continue

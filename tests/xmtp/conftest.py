@@ -14,6 +14,7 @@ from core.app import App
 from protocols import xmtp
 from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.loopback import LoopbackHub
 
@@ -39,7 +40,7 @@ class Member:
         return group_id
 
     def publish(self) -> int:
-        return publishing.publish_pass(self.app.runtime, self.service)
+        return publishing.publish_pass(self.app.runtime, PrivatePublisher(self.service))
 
     def sync(self) -> sync.SyncReport:
         return sync.sync_all(self.app.runtime, self.service)

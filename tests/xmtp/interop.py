@@ -3,9 +3,12 @@ a Tessera XMTP member, through a fresh ``tessera serve --xmtp-port`` process; pr
 
     PYTHONPATH=. python -m tests.xmtp.interop [--slow]
 
-``--slow`` runs the larger variant (50 messages each way among four members).
-The crash-loop scenario (the tick daemon SIGKILLed during a 300-message
-catch-up) is tests/xmtp/test_node_crash_loop.py; its line is printed by running it.
+``--slow`` runs the larger variants (50 messages each way among four members;
+50 rounds of two Tessera and two libxmtp members committing).
+The crash scenarios (the tick daemon SIGKILLed during a 300-message catch-up,
+and between building a commit and publishing it) are their pytest tests
+(tests/xmtp/test_node_crash_loop.py, test_node_killed_between_build_and_publish.py);
+their lines are printed by running them.
 Exits 1 when a scenario failed, 2 when the libxmtp peer cannot be installed.
 """
 
@@ -31,6 +34,7 @@ from protocols import xmtp
 from tests._peers import PeerUnavailable
 from tests.helpers import ROOT, TEST_KEY_FILE, PluginEnvironment, open_test_app
 from tests.xmtp import interop_scenarios as scenarios
+from tests.xmtp import race_scenarios as races
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient, client_factory, install
 from tests.xmtp_node.node_process import new_node
@@ -81,9 +85,29 @@ def run(name: str, scenario: Callable[[scenarios.Peers], None], python: Path, fo
     return True, time.monotonic() - started, ""
 
 
+#: The crash scenarios run whole processes of their own: each is its pytest test, its line printed by running it.
+CRASH_TESTS = {
+    "tick daemon SIGKILLed, 300-message catch-up": ["tests/xmtp/test_node_crash_loop.py", "-k", "300"],
+    "tick daemon SIGKILLed between build and publish": ["tests/xmtp/test_node_killed_between_build_and_publish.py"],
+}
+
+
+def run_crash_test(line: str, tests: list[str]) -> bool:
+    crash = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", *tests], cwd=ROOT, capture_output=True, text=True
+    )
+    tail = crash.stdout.strip().splitlines()[-1] if crash.stdout.strip() else crash.stderr.strip()[-200:]
+    print(f"{line:<44} {'pass' if crash.returncode == 0 else 'FAIL':<6} {tail}")
+    return crash.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--slow", action="store_true", help="also the larger variant: 50 messages each way, 4 members")
+    parser.add_argument(
+        "--slow",
+        action="store_true",
+        help="also the larger variants: 50 messages each way among 4 members, 50 rounds of 4 committing",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TESSERA_KEY_FILE", TEST_KEY_FILE)
     try:
@@ -91,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     except PeerUnavailable as error:
         print(f"libxmtp peer unavailable: {error}", file=sys.stderr)
         return 2
-    chosen = dict(scenarios.SCENARIOS)
+    chosen = {**scenarios.SCENARIOS, **races.SCENARIOS}
     if args.slow:
         chosen["50 messages each way, four members"] = partial(scenarios.messages_both_ways, count=50, others=3)
+        chosen["two Tessera and two libxmtp members, 50 rounds"] = partial(races.four_commit_in_a_loop, rounds=50)
     failed = 0
     print(f"{'scenario':<44} {'result':<6} seconds")
     for name, scenario in chosen.items():
@@ -101,17 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             passed, seconds, why = run(name, scenario, python, Path(folder))
         failed += not passed
         print(f"{name:<44} {'pass' if passed else 'FAIL':<6} {seconds:5.1f}" + (f"  {why}" if why else ""), flush=True)
-    crash = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "tests/xmtp/test_node_crash_loop.py", "-k", "300"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    failed += crash.returncode != 0
-    tail = crash.stdout.strip().splitlines()[-1] if crash.stdout.strip() else crash.stderr.strip()[-200:]
-    print(
-        f"{'tick daemon SIGKILLed, 300-message catch-up':<44} {'pass' if crash.returncode == 0 else 'FAIL':<6} {tail}"
-    )
+    for line, tests in CRASH_TESTS.items():
+        failed += not run_crash_test(line, tests)
     return 1 if failed else 0
 
 

@@ -335,6 +335,7 @@ def key_update_loses_the_race(peers: Peers) -> None:
     assert ours.open_intents() == [] and ours.epoch(group) == epoch + 2
     assert [event["intent"] for event in ours.events("intent_requeued")] == ours.intent_ids("KEY_UPDATE")
     assert [event["intent"] for event in ours.events("intent_committed")] == ours.intent_ids("KEY_UPDATE")
+    assert ours.events("message_unreadable") == []  # our lost commit, read back after alice's, passed by
     assert ours.metadata(group)["name"] == "renamed first"
     ours.send(group, "after the race")
     ours.tick()

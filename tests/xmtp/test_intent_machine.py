@@ -4,12 +4,15 @@ kept its state is filled once, and a message reaches PUBLISHED in two transactio
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.db import Database
 from core.kv import KV
@@ -18,7 +21,7 @@ from protocols import xmtp
 from protocols.xmtp import intent_machine
 from protocols.xmtp.errors import WrongIntentState
 from protocols.xmtp.intent_machine import IntentBook
-from protocols.xmtp.kinds import IntentState
+from protocols.xmtp.kinds import IntentKind, IntentState
 from protocols.xmtp.transport.loopback import LoopbackHub
 from tests.xmtp.conftest import MakeMember, Member
 from tests.xmtp.test_intents_flow import _join
@@ -150,3 +153,22 @@ def test_a_message_reaches_published_in_two_transactions(
     alice.publish()
     assert [row.state for row in alice.intents()] == [IntentState.PUBLISHED]
     assert len(begun) == 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    kind=st.sampled_from(list(IntentKind)),
+    builds=st.lists(st.binary(min_size=1, max_size=64), min_size=1, max_size=6),
+)
+def test_a_requeued_commit_keeps_the_hash_of_every_build_that_lost(kind: IntentKind, builds: list[bytes]) -> None:
+    """Each build of a commit that another commit's epoch sent round again stays known by its hash (so reading
+    it back after the winner is no news), through the record's encoding; a message's builds are not kept."""
+    intent = intent_machine.Intent(os.urandom(16).hex(), os.urandom(16), kind, "{}")
+    for epoch, payload in enumerate(builds):
+        digest = hashlib.sha256(payload).digest()
+        intent, _ = intent_machine.prepare(intent, epoch, payload, digest, [], 0)
+        [write] = intent_machine.requeue(intent, "another commit took the epoch", str(epoch), 0).writes
+        assert write.value is not None
+        intent = intent_machine.Intent.decode(write.value)
+    lost = [hashlib.sha256(payload).hexdigest() for payload in builds] if kind.is_commit else []
+    assert (intent.lost_hashes, intent.rebuilds, intent.prepared) == (tuple(lost), len(builds), False)

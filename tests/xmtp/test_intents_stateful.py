@@ -75,6 +75,7 @@ from protocols.xmtp import facts, keypackages, members, publishing, queries, syn
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupInactive, GroupUnknown, ServiceUnavailable
 from protocols.xmtp.kinds import IntentKind, IntentState, Membership, MessageKind, WelcomeState
+from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.interface import COMMIT, Binding, Page, Receipt
 from protocols.xmtp.transport.loopback import LoopbackHub, LoopbackService
@@ -469,7 +470,7 @@ class IntentsMachine(RuleBasedStateMachine):
         elif fault == "crash_after_send":
             node.wire.crash_after_send = True
         with contextlib.suppress(SimulatedCrash):
-            publishing.publish_pass(node.app.runtime, node.wire)
+            publishing.publish_pass(node.app.runtime, PrivatePublisher(node.wire))
         node.wire.lose_reply = False
         if fault in ("crash_before_send", "crash_after_send"):
             self.restart(node)  # whether the crash came or the pass had nothing to send: a cold start either way
@@ -513,7 +514,7 @@ class IntentsMachine(RuleBasedStateMachine):
         node = self.pick(who)
         for _ in range(tries):
             self.hub.fail_next(1_000)
-            publishing.publish_pass(node.app.runtime, node.wire)
+            publishing.publish_pass(node.app.runtime, PrivatePublisher(node.wire))
             self.clock.advance(LONG_MS)
         self.hub.fail_next(0)
 
@@ -642,7 +643,7 @@ class IntentsMachine(RuleBasedStateMachine):
                 if row is not None and row.membership is Membership.PENDING:
                     node.run("accept", group=self.group_id.hex())
                     moved += 1
-                moved += publishing.publish_pass(node.app.runtime, node.wire)
+                moved += publishing.publish_pass(node.app.runtime, PrivatePublisher(node.wire))
                 self.check_invariants_now()
                 moved += sync.sync_all(node.app.runtime, node.wire).processed
                 self.check_invariants_now()

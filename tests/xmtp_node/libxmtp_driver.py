@@ -278,6 +278,10 @@ class Driver:
             "policies": {name: getattr(policy_set, name).name.lower() for name in vars(policy_set)},
         }
 
+    async def op_epoch(self, group_id: str) -> int:
+        """The MLS epoch this client's copy of the group is at (libxmtp's debug info)."""
+        return int((await self._conversation(group_id).conversation_debug_info()).epoch)
+
     async def op_members(self, group_id: str) -> list[str]:
         return sorted(member.inbox_id for member in await self._conversation(group_id).list_members())
 

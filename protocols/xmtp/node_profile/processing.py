@@ -17,9 +17,11 @@ with nothing changed; the sync fetches the updates and hands the item in again.
   helper when the item carries it: :mod:`.ahead`): ours read back confirms its intent
   (COMMITTED) and is recorded with what we sent; a commit of ours read back is
   applied by ``JoinedGroup.read`` (the pending commit the build kept) and
-  COMMITTED, or, when another commit took its epoch, sent back to TO_SEND; another member's text, reaction,
-  reply or content of a type nobody here decodes is recorded with its type and
-  sender inbox; a commit is checked as libxmtp checks it and applied (our intents
+  COMMITTED, or, when another commit took its epoch, sent back to TO_SEND; read
+  after the winner (its intent went back already and keeps the hashes of its
+  lost builds), it is passed by.  Another member's text, reaction, reply or
+  content of a type nobody here decodes is recorded with its type and sender
+  inbox; a commit is checked as libxmtp checks it and applied (our intents
   built for the epoch it took go back to TO_SEND), or recorded as rejected with
   the group left before it.
 """
@@ -151,7 +153,12 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
         return Result()  # not a group we read (declined, left, or unknown): nothing to record
     vault = Vault.in_context(ctx)
     book = IntentBook(ctx.db)
-    own = book.by_hash(message.group_id, hashlib.sha256(message.data).digest())
+    digest = hashlib.sha256(message.data).digest()
+    own = book.by_hash(message.group_id, digest)
+    if own is None and book.lost_to(message.group_id, digest) is not None:
+        # Our commit that lost its epoch, stored after the winner that sent its intent back to TO_SEND
+        # (rebuilt already, or to be): nothing in it is news, and no member can read it any more.
+        return Result()
     if own is not None and own.kind.is_commit:
         return _own_commit(ctx, vault, book, own, message)
     if own is not None:
