@@ -36,6 +36,7 @@ from .events import (
     ReceivedMessage,
     RejectedCommit,
     SealedMessage,
+    SupersededCommit,
     UnreadableMessage,
 )
 from .groups import JoinedGroup
@@ -73,6 +74,7 @@ __all__ = [
     "ReceivedMessage",
     "RejectedCommit",
     "SealedMessage",
+    "SupersededCommit",
     "UnknownAddress",
     "UnknownPermissions",
     "UnreadableMessage",

@@ -92,7 +92,22 @@ class SealedMessage:
     encoded: bytes = attrs.field(repr=False)
 
 
-GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | UnreadableMessage
+@attrs.frozen
+class SupersededCommit:
+    """A commit built for an epoch that another commit began first: the node orders commits, so it lost
+    that epoch and no member applies it (libxmtp's commit log keeps such a one as WrongEpoch).  Not
+    unreadable: nothing in it was meant for anyone once it lost.
+
+    Attributes:
+        id: the node's id of the message.
+        epoch: the epoch it was built for, before the group's current one.
+    """
+
+    id: int
+    epoch: int
+
+
+GroupEvent = ReceivedMessage | AppliedCommit | RejectedCommit | PendingProposal | SupersededCommit | UnreadableMessage
 
 
 @attrs.frozen

@@ -50,6 +50,7 @@ from .events import (
     ReceivedMessage,
     RejectedCommit,
     SealedMessage,
+    SupersededCommit,
     UnreadableMessage,
 )
 from .group_changes import (
@@ -165,8 +166,13 @@ class JoinedGroup:
                 self._apply_own_commit(stored.data)
             return None
         try:
-            if mls.peek(stored.data).epoch < self.joined_epoch:
+            header = mls.peek(stored.data)
+            if header.epoch < self.joined_epoch:
                 return None
+            if header.content_type == "commit" and header.epoch < self.state.epoch:
+                # the node hands a group's messages out in its order, so a commit behind our epoch came
+                # after the one that took its epoch: it lost the race
+                return SupersededCommit(stored.id, header.epoch)
             if decrypted is not None and decrypted.payload_digest == _digest(stored.data):
                 result: mls.ProcessResult = decrypted.received(self.state)
             else:

@@ -44,6 +44,7 @@ from protocols.libraries.xmtp_mls import (
     PendingProposal,
     ReceivedMessage,
     RejectedCommit,
+    SupersededCommit,
     UnreadableMessage,
     XmtpMlsError,
     join_welcome,
@@ -251,6 +252,8 @@ def _events(ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessag
     if isinstance(read, RejectedCommit):
         data = {"node_id": message.id, "committer": read.committer_inbox_id, "reason": read.reason}
         return [facts.fact(facts.COMMIT_REJECTED, group_id, ctx.now_ms, data, message.id)]
+    if isinstance(read, SupersededCommit):
+        return []  # another member's commit that lost its epoch at the node: nobody applies it
     if isinstance(read, UnreadableMessage):
         data = {"node_id": message.id, "reason": read.reason}
         return [facts.fact(facts.MESSAGE_UNREADABLE, group_id, ctx.now_ms, data, message.id)]
