@@ -59,7 +59,8 @@ class _RefusingHelper(DecryptAhead):
 
 def welcome_both(client: XmtpNode, creator: Installation, ours: list[NodeMember]) -> JoinedGroup:
     """``creator`` makes a group in libxmtp's form with ``ours`` in it, each welcomed with its KeyPackage."""
-    membership = {creator.inbox_id: sequence_id(client, creator.inbox_id), **{one.inbox_id: 1 for one in ours}}
+    members = [creator.inbox_id, *(one.inbox_id for one in ours)]
+    membership = {inbox: sequence_id(client, inbox) for inbox in members}  # the node numbers updates node-wide
     extensions = [Extension(kind, data) for kind, data in context_of(creator, membership).to_extensions().items()]
     group = mls.create_group(installation_identity(creator.seed, creator.inbox_id), b"h" * 16, extensions=extensions)
     packages = []
