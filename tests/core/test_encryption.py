@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -260,11 +261,35 @@ def opens_with(path: Path, *candidates: Path | None) -> list[Path | None]:
 POINTS = ["copying", "copied", "before-rename", "after-rename"]
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with two initialised databases of 2,000 notes (~8 MB: a rewrite's copy takes long enough to be
+    killed inside it), made once for the kill tests, each of which rewrites its own copy (:func:`copy_of`):
+    ``chat.db`` encrypted under ``old.key``, ``plain.db`` in the clear."""
+    folder = tmp_path_factory.mktemp("filled")
+    old, encrypted, plain = new_key(folder, "old.key"), folder / "chat.db", folder / "plain.db"
+    tessera("--db", str(encrypted), "init", "--protocol", "example", key=old)
+    fill(encrypted, old, rows=2_000, blob_bytes=4_000)
+    tessera("--db", str(plain), "init", "--no-encryption", "--protocol", "example")
+    fill(plain, None, rows=2_000, blob_bytes=4_000)
+    return folder
+
+
+def copy_of(filled: Path, name: str, into: Path) -> Path:
+    """``name`` of the ``filled`` folder copied into ``into`` (with its WAL, if one is left): closed files."""
+    for suffix in ("", "-wal"):
+        if (filled / f"{name}{suffix}").exists():
+            shutil.copy2(filled / f"{name}{suffix}", into / f"{name}{suffix}")
+    return into / name
+
+
 @pytest.mark.parametrize("point", POINTS)
-def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, point):
-    old, new, path = new_key(tmp_path, "old.key"), new_key(tmp_path, "new.key"), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=old)
-    fill(path, old, rows=2_000, blob_bytes=4_000)  # ~8 MB: the copy takes long enough to be killed inside it
+def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, filled, point):
+    old, new, path = (
+        copy_of(filled, "old.key", tmp_path),
+        new_key(tmp_path, "new.key"),
+        copy_of(filled, "chat.db", tmp_path),
+    )
     proc = killed(point, "--db", str(path), "key", "rotate", "--new-key-file", str(new), key=old)
     assert proc.returncode == -9, proc.stderr[-2000:]
     expected = [new] if point == "after-rename" else [old]
@@ -279,10 +304,8 @@ def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, 
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_encrypt_killed_at_any_point_leaves_the_plain_file_or_the_encrypted_one(tmp_path, point):
-    key, path = new_key(tmp_path), tmp_path / "plain.db"
-    tessera("--db", str(path), "init", "--no-encryption", "--protocol", "example")
-    fill(path, None, rows=2_000, blob_bytes=4_000)
+def test_encrypt_killed_at_any_point_leaves_the_plain_file_or_the_encrypted_one(tmp_path, filled, point):
+    key, path = new_key(tmp_path), copy_of(filled, "plain.db", tmp_path)
     proc = killed(point, "--db", str(path), "encrypt", key=key)
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert file_encryption(str(path)) == ("encrypted" if point == "after-rename" else "plain")
