@@ -4,12 +4,12 @@ Anyone can sign a kind-445 event with a group's public ``h`` tag.  Here a
 flooder publishes thousands of them (content no key of the group opens) to
 the group's relay, a real LocalRelay on 127.0.0.1, while a real
 ``tessera marmot listen`` process follows it; then a member publishes
-messages and a commit behind the flood, and messages of the new epoch once it
-is applied.  Half the junk is dated an hour
-back, before the group's current epoch began (it can never be read: it is
-dropped, counted under its reason); the other half is dated now and may be
-for an epoch still to come, so it waits, within the group's budget (the
-oldest are evicted, counted).  Meanwhile the listener stops reading the
+messages and a commit behind the flood, and messages of the new epoch once
+the commit is applied.  Half the junk is dated an hour back, before the
+group's current epoch began (it can never be read: it is dropped, counted
+under its reason); the other half is dated now and may be for an epoch still
+to come, so it waits, within the group's budget (the oldest are evicted,
+counted).  Meanwhile the listener stops reading the
 relay while its backlog is full, so neither its memory nor its queue grows
 with the flood.
 """
