@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -65,6 +66,29 @@ def notes(path: Path, key: Path | None) -> int:
         return db.count("SELECT count(*) FROM notes")
 
 
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with ``chat.db``, made by ``tessera init --protocol example`` under ``db.key``, once for the tests
+    that start from such a database; each takes its own copy (:func:`copy_of`)."""
+    folder = tmp_path_factory.mktemp("initialised")
+    tessera("--db", str(folder / "chat.db"), "init", "--protocol", "example", key=new_key(folder))
+    return folder
+
+
+def copy_of(made: Path, name: str, into: Path) -> Path:
+    """File ``name`` of a folder a fixture ``made`` copied into ``into`` (with its WAL, if one is left): the
+    databases there are closed."""
+    for suffix in ("", "-wal"):
+        if (made / f"{name}{suffix}").exists():
+            shutil.copy2(made / f"{name}{suffix}", into / f"{name}{suffix}")
+    return into / name
+
+
+def initialised_copy(initialised: Path, into: Path) -> tuple[Path, Path]:
+    """The key and a copy of the database of the ``initialised`` fixture, in ``into``."""
+    return copy_of(initialised, "db.key", into), copy_of(initialised, "chat.db", into)
+
+
 # --- init, status, the file itself ------------------------------------------------------------------------------
 
 
@@ -103,9 +127,8 @@ def test_the_key_file_is_a_setting_from_the_flag_the_environment_or_the_config_f
 
 
 @pytest.mark.parametrize("which", ["wrong", "none"])
-def test_a_wrong_or_missing_key_is_one_line_and_changes_nothing(tmp_path, which):
-    key, path = new_key(tmp_path), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+def test_a_wrong_or_missing_key_is_one_line_and_changes_nothing(tmp_path, initialised, which):
+    _, path = initialised_copy(initialised, tmp_path)
     before = path.read_bytes()
     given = new_key(tmp_path, "other.key") if which == "wrong" else None
     for args in (["status"], ["status", "--json"], ["tick", "--once"], ["parked", "list"], ["init"]):
@@ -116,9 +139,8 @@ def test_a_wrong_or_missing_key_is_one_line_and_changes_nothing(tmp_path, which)
     assert path.read_bytes() == before
 
 
-def test_a_truncated_key_file_is_refused_by_name(tmp_path):
-    key, path = new_key(tmp_path), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+def test_a_truncated_key_file_is_refused_by_name(tmp_path, initialised):
+    key, path = initialised_copy(initialised, tmp_path)
     truncated = tmp_path / "truncated.key"
     truncated.write_text(key.read_text()[:40])
     truncated.chmod(0o600)
@@ -128,9 +150,8 @@ def test_a_truncated_key_file_is_refused_by_name(tmp_path):
     assert "cannot read the key file" in missing
 
 
-def test_a_key_file_others_may_read_works_with_a_warning(tmp_path):
-    key, path = new_key(tmp_path), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+def test_a_key_file_others_may_read_works_with_a_warning(tmp_path, initialised):
+    key, path = initialised_copy(initialised, tmp_path)
     key.chmod(0o644)
     proc = tessera("--db", str(path), "status", "--json", key=key)
     assert json.loads(proc.stdout)["encrypted"] is True
@@ -146,10 +167,9 @@ def test_key_new_writes_a_private_key_and_never_overwrites(tmp_path):
     assert out.read_text() == before
 
 
-def test_an_encrypted_file_met_by_a_build_without_encryption_says_so(tmp_path, monkeypatch):
+def test_an_encrypted_file_met_by_a_build_without_encryption_says_so(tmp_path, initialised, monkeypatch):
     """Simulated: the flag the plain apsw build leaves False, and no key at all (what that build can give)."""
-    key, path = new_key(tmp_path), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+    key, path = initialised_copy(initialised, tmp_path)
     monkeypatch.setattr(core_db, "ENCRYPTION_AVAILABLE", False)
     with pytest.raises(DatabaseEncrypted, match="this build's SQLite cannot decrypt it: install apsw-sqlite3mc"):
         Database(str(path), settings_for(key), create=False)
@@ -164,9 +184,8 @@ _WITHOUT_ENCRYPTION = (
 )
 
 
-def test_plain_sqlite_sees_no_database_and_the_cli_without_encryption_names_it(tmp_path):
-    key, path = new_key(tmp_path), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+def test_plain_sqlite_sees_no_database_and_the_cli_without_encryption_names_it(tmp_path, initialised):
+    key, path = initialised_copy(initialised, tmp_path)
     with (
         contextlib.closing(sqlite3.connect(path)) as plain,
         pytest.raises(sqlite3.DatabaseError, match="not a database"),
@@ -207,9 +226,8 @@ def test_encrypt_converts_in_place_or_into_a_new_file_and_never_overwrites(tmp_p
     assert "encrypted already" in one_line_error(tessera("--db", str(path), "encrypt", key=key, check=False))
 
 
-def test_rotate_moves_the_database_to_the_new_key_only(tmp_path):
-    old, new, path = new_key(tmp_path, "old.key"), new_key(tmp_path, "new.key"), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=old)
+def test_rotate_moves_the_database_to_the_new_key_only(tmp_path, initialised):
+    (old, path), new = initialised_copy(initialised, tmp_path), new_key(tmp_path, "new.key")
     fill(path, old)
     tessera("--db", str(path), "key", "rotate", "--new-key-file", str(new), key=old)
     assert notes(path, new) == 50 and SECRET_TEXT.encode() not in on_disk(path)
@@ -219,9 +237,8 @@ def test_rotate_moves_the_database_to_the_new_key_only(tmp_path):
     )
 
 
-def test_backup_is_a_consistent_copy_under_the_same_key(tmp_path):
-    key, path, copy = new_key(tmp_path), tmp_path / "chat.db", tmp_path / "backup.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=key)
+def test_backup_is_a_consistent_copy_under_the_same_key(tmp_path, initialised):
+    (key, path), copy = initialised_copy(initialised, tmp_path), tmp_path / "backup.db"
     fill(path, key)
     tessera("--db", str(path), "backup", "--out", str(copy), key=key)
     assert file_encryption(str(copy)) == "encrypted" and notes(copy, key) == 50
@@ -260,11 +277,27 @@ def opens_with(path: Path, *candidates: Path | None) -> list[Path | None]:
 POINTS = ["copying", "copied", "before-rename", "after-rename"]
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with two initialised databases of 2,000 notes (~8 MB: a rewrite's copy takes long enough to be
+    killed inside it), made once for the kill tests, each of which rewrites its own copy (:func:`copy_of`):
+    ``chat.db`` encrypted under ``old.key``, ``plain.db`` in the clear."""
+    folder = tmp_path_factory.mktemp("filled")
+    old, encrypted, plain = new_key(folder, "old.key"), folder / "chat.db", folder / "plain.db"
+    tessera("--db", str(encrypted), "init", "--protocol", "example", key=old)
+    fill(encrypted, old, rows=2_000, blob_bytes=4_000)
+    tessera("--db", str(plain), "init", "--no-encryption", "--protocol", "example")
+    fill(plain, None, rows=2_000, blob_bytes=4_000)
+    return folder
+
+
 @pytest.mark.parametrize("point", POINTS)
-def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, point):
-    old, new, path = new_key(tmp_path, "old.key"), new_key(tmp_path, "new.key"), tmp_path / "chat.db"
-    tessera("--db", str(path), "init", "--protocol", "example", key=old)
-    fill(path, old, rows=2_000, blob_bytes=4_000)  # ~8 MB: the copy takes long enough to be killed inside it
+def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, filled, point):
+    old, new, path = (
+        copy_of(filled, "old.key", tmp_path),
+        new_key(tmp_path, "new.key"),
+        copy_of(filled, "chat.db", tmp_path),
+    )
     proc = killed(point, "--db", str(path), "key", "rotate", "--new-key-file", str(new), key=old)
     assert proc.returncode == -9, proc.stderr[-2000:]
     expected = [new] if point == "after-rename" else [old]
@@ -279,10 +312,8 @@ def test_rotate_killed_at_any_point_leaves_the_old_key_or_the_new_one(tmp_path, 
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_encrypt_killed_at_any_point_leaves_the_plain_file_or_the_encrypted_one(tmp_path, point):
-    key, path = new_key(tmp_path), tmp_path / "plain.db"
-    tessera("--db", str(path), "init", "--no-encryption", "--protocol", "example")
-    fill(path, None, rows=2_000, blob_bytes=4_000)
+def test_encrypt_killed_at_any_point_leaves_the_plain_file_or_the_encrypted_one(tmp_path, filled, point):
+    key, path = new_key(tmp_path), copy_of(filled, "plain.db", tmp_path)
     proc = killed(point, "--db", str(path), "encrypt", key=key)
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert file_encryption(str(path)) == ("encrypted" if point == "after-rename" else "plain")

@@ -4,10 +4,13 @@ connection, another process or this connection's own SQL may have changed it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -19,7 +22,7 @@ from core.records import OutcomeKind
 from core.settings import Settings
 from tests.fixtures import ledger
 from tests.fixtures.ledger import ACCOUNT_EXISTS, wire
-from tests.helpers import ROOT, open_test_app, push, query_file
+from tests.helpers import ROOT, TEST_KEY_FILE, open_test_app, push, query_file
 
 _WAITING = "SELECT 1 FROM deferred WHERE partition_key = ? AND origin IN ('retry', 'queued')"
 _BLOCKED_ON = "SELECT 1 FROM blocked WHERE reason_type = ? AND reason_key = ?"
@@ -161,13 +164,22 @@ _STEPS = st.lists(
 )
 
 
+@pytest.fixture(scope="module")
+def empty_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed file with the ledger's schema and nothing else, made once: each example starts from a copy."""
+    path = tmp_path_factory.mktemp("empty-ledger") / "empty.db"
+    open_test_app(str(path), Settings(key_file=TEST_KEY_FILE), [ledger], ["ledger"]).close()
+    return path
+
+
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=_STEPS)
-def test_two_connections_in_any_order_see_what_the_other_did(settings: Settings, steps):
+def test_two_connections_in_any_order_see_what_the_other_did(settings: Settings, empty_ledger: Path, steps):
     """Whatever the other connection did before, an item queues exactly when its partition has an item
     waiting, and a deposit wakes exactly the accounts something waits on."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "shared.db")
+        shutil.copyfile(empty_ledger, path)
         apps = [open_test_app(path, settings, [ledger], ["ledger"], clock=ManualClock()) for _ in range(2)]
         try:
             for n, (who, kind, account) in enumerate(steps):

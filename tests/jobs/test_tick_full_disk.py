@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
 from protocols.example import simulate
 from tests.helpers import ROOT, TESSERA, clean_environment, raw_connection, wait_until
@@ -46,6 +48,28 @@ def ingested(folder: Path, name: str) -> Path:
     return db
 
 
+@pytest.fixture(scope="module")
+def ingested_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with the stream ingested and nothing ticked, made once; each test ticks a copy (:func:`copy`)."""
+    return ingested(tmp_path_factory.mktemp("ingested"), "ingested.db")
+
+
+def copy(ingested_once: Path, into: Path, name: str) -> Path:
+    """A copy of the ``ingested_once`` database (closed, with its WAL if one is left) at ``into / name``."""
+    for suffix in ("", "-wal"):
+        if Path(f"{ingested_once}{suffix}").exists():
+            shutil.copyfile(f"{ingested_once}{suffix}", into / f"{name}{suffix}")
+    return into / name
+
+
+@pytest.fixture(scope="module")
+def control_work(ingested_once: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """What an uninterrupted ``tick --until-idle`` on the disk that never filled does with the stream."""
+    control = copy(ingested_once, tmp_path_factory.mktemp("control"), "control.db")
+    assert tessera(control, "tick", "--until-idle").returncode == 0
+    return work_done(control)
+
+
 def contents(db: Path) -> dict[str, list[tuple[object, ...]]]:
     """Every row of every table, in rowid order (a read on its own connection)."""
     conn = raw_connection(str(db), apsw.SQLITE_OPEN_READONLY)
@@ -70,11 +94,9 @@ def work_done(db: Path) -> dict[str, object]:
 
 
 def test_until_idle_on_a_full_disk_exits_75_within_the_bound_changing_nothing_and_a_later_run_does_it_all_once(
-    tmp_path: Path,
+    tmp_path: Path, ingested_once: Path, control_work: dict[str, object]
 ) -> None:
-    control = ingested(tmp_path, "control.db")
-    assert tessera(control, "tick", "--until-idle").returncode == 0
-    db = ingested(tmp_path, "full.db")
+    db = copy(ingested_once, tmp_path, "full.db")
     before = contents(db)
     flag = tmp_path / "disk-is-full"
     flag.touch()
@@ -99,13 +121,13 @@ def test_until_idle_on_a_full_disk_exits_75_within_the_bound_changing_nothing_an
     again = tessera(db, "tick", "--until-idle", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["exit_reason"] == "idle"
-    assert work_done(db) == work_done(control)  # every item handled once, as if the disk had never filled
+    assert work_done(db) == control_work  # every item handled once, as if the disk had never filled
 
 
-def test_a_daemon_on_a_full_disk_keeps_trying_says_so_loudly_and_resumes_once_there_is_space(tmp_path: Path) -> None:
-    control = ingested(tmp_path, "control.db")
-    assert tessera(control, "tick", "--until-idle").returncode == 0
-    db = ingested(tmp_path, "full.db")
+def test_a_daemon_on_a_full_disk_keeps_trying_says_so_loudly_and_resumes_once_there_is_space(
+    tmp_path: Path, ingested_once: Path, control_work: dict[str, object]
+) -> None:
+    db = copy(ingested_once, tmp_path, "full.db")
     flag = tmp_path / "disk-is-full"
     flag.touch()
     log = tmp_path / "daemon.log"
@@ -129,7 +151,7 @@ def test_a_daemon_on_a_full_disk_keeps_trying_says_so_loudly_and_resumes_once_th
         assert state["state"] == "paused" and "is full" in state["reason"]
         assert daemon.poll() is None  # it never gives up
         flag.unlink()
-        assert wait_until(lambda: work_done(db) == work_done(control), timeout=30)
+        assert wait_until(lambda: work_done(db) == control_work, timeout=30)
         # said once the pass that did the work ends: it may come a moment after the work is visible
         assert wait_until(lambda: "storage works again" in log.read_text(), timeout=10), log.read_text()
     finally:
@@ -138,7 +160,7 @@ def test_a_daemon_on_a_full_disk_keeps_trying_says_so_loudly_and_resumes_once_th
         assert daemon.wait(30) == 0
 
 
-def test_give_up_after_goes_with_until_idle(tmp_path: Path) -> None:
-    db = ingested(tmp_path, "items.db")
+def test_give_up_after_goes_with_until_idle(tmp_path: Path, ingested_once: Path) -> None:
+    db = copy(ingested_once, tmp_path, "items.db")
     refused = tessera(db, "tick", "--give-up-after", "5")
     assert refused.returncode == 2 and "--give-up-after goes with --until-idle" in refused.stderr

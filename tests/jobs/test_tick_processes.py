@@ -142,14 +142,22 @@ def run_with_kills(tmp_path: Path, stream: str, kills: int, seed: int, batch_ite
     return end_state(db)
 
 
+@pytest.fixture(scope="module")
+def crash_loop_stream(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    """The crash loop's stream and the end state of one uninterrupted run of it, made once for both modes."""
+    folder = tmp_path_factory.mktemp("crash-loop")
+    stream = write_items(folder / "crash.jsonl", crash_stream(3_000, seed=3))
+    clean = run_clean(folder, stream)
+    assert clean["left"] == [(0, 0, 0, 0)]
+    return stream, clean
+
+
 @pytest.mark.parametrize("batch_items", [1, 256], ids=["item-per-transaction", "micro-batch"])
-def test_crash_loop_equals_an_uninterrupted_run(tmp_path, batch_items):
+def test_crash_loop_equals_an_uninterrupted_run(tmp_path, crash_loop_stream, batch_items):
     """Killed daemons lose at most the batch they had open, whole, and it is done again: in both modes the end
     state equals one uninterrupted run's."""
-    stream = write_items(tmp_path / "crash.jsonl", crash_stream(3_000, seed=3))
-    clean = run_clean(tmp_path, stream)
+    stream, clean = crash_loop_stream
     killed = run_with_kills(tmp_path, stream, kills=25, seed=4, batch_items=batch_items)
-    assert clean["left"] == [(0, 0, 0, 0)]
     assert killed == clean
 
 

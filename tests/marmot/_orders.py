@@ -25,7 +25,7 @@ from protocols.marmot.read.history import GroupHistoryStore
 from protocols.marmot.state import seen
 from protocols.marmot.state.store import routes_of
 from protocols.marmot.wire import outer
-from tests.helpers import open_test_app, push
+from tests.helpers import open_new_test_app, open_test_app, push
 
 # Windows wide enough that every simulated stream stays inside them: then, and only then,
 # the arrival order cannot matter (an epoch that left the window is gone for good).
@@ -62,7 +62,7 @@ def run(
 
     ``after_batch`` looks at the app once each batch is drained (before the next one arrives)."""
     clock = ManualClock()
-    app = open_test_app(path, settings, [marmot], ["marmot"], clock=clock)
+    app = open_new_test_app(path, settings, [marmot], ["marmot"], clock=clock)
     for sim in sims:
         app.runtime.run_command("marmot.join", sim.join_params)
     pending_crashes = list(crashes)

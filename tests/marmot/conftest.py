@@ -7,7 +7,7 @@ import pytest
 from core import drain
 from core.app import App
 from protocols import marmot
-from tests.helpers import push
+from tests.helpers import open_new_test_app, push
 from tests.marmot._orders import WIDE_WINDOWS
 
 #: A key for the tests of the deprecated TESSERA_MARMOT_STATE_KEY.
@@ -30,9 +30,21 @@ def state_key(monkeypatch):
 
 
 @pytest.fixture
-def marmot_app(make_app):
-    """``marmot_app()``: a fresh app with only the marmot protocol, on a real file."""
-    return lambda **kwargs: make_app([marmot], ["marmot"], **kwargs)
+def marmot_app(make_app, tmp_path, settings, clock):
+    """``marmot_app()``: a fresh app with only the marmot protocol, on a new real file (a copy of an empty one:
+    see :func:`~tests.helpers.open_new_test_app`); ``path=`` or ``app_settings=`` go to ``make_app``."""
+    opened: list[App] = []
+
+    def make(**kwargs) -> App:
+        if kwargs:
+            return make_app([marmot], ["marmot"], **kwargs)
+        path = str(tmp_path / f"marmot{len(opened)}.db")
+        opened.append(open_new_test_app(path, settings, [marmot], ["marmot"], clock=clock))
+        return opened[-1]
+
+    yield make
+    for app in opened:
+        app.close()
 
 
 @pytest.fixture

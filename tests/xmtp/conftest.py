@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
 from core.app import App
+from core.clock import Clock
+from core.settings import Settings
 from protocols import xmtp
 from protocols.xmtp import keypackages, publishing, queries, sync
 from protocols.xmtp.kinds import IntentState
 from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.loopback import LoopbackHub
+from tests.helpers import open_new_test_app
 
 
 @attrs.define
@@ -95,9 +99,14 @@ def xmtp_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def make_member(make_app: Any, hub: LoopbackHub) -> Iterator[MakeMember]:
+def make_member(tmp_path: Path, settings: Settings, clock: Clock, hub: LoopbackHub) -> Iterator[MakeMember]:
+    """``make_member()``: a new identity on the hub, in an app of its own (on a copy of an empty database: see
+    :func:`~tests.helpers.open_new_test_app`)."""
+    opened: list[App] = []
+
     def make() -> Member:
-        app = make_app([xmtp], ["xmtp"])
+        app = open_new_test_app(str(tmp_path / f"member{len(opened)}.db"), settings, [xmtp], ["xmtp"], clock=clock)
+        opened.append(app)
         app.runtime.run_command("xmtp.identity_new", {"server": "loopback"})
         with app.db.read():
             installation = Vault.of(app.db).identity().installation_id
@@ -106,6 +115,8 @@ def make_member(make_app: Any, hub: LoopbackHub) -> Iterator[MakeMember]:
         return member
 
     yield make
+    for app in opened:
+        app.close()
 
 
 @pytest.fixture(scope="module")

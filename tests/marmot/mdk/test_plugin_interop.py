@@ -34,15 +34,17 @@ pytestmark = [pytest.mark.relay, pytest.mark.peer]
 Relay = LocalRelayServer | NostrRelayServer
 
 
-@pytest.fixture(params=["LocalRelay", "nostr-relay"])
-def relay(request, tmp_path) -> Iterator[Relay]:
-    """A fresh relay of each kind: rust-nostr's LocalRelay, and the nostr-relay package in its own process."""
+@pytest.fixture(scope="module", params=["LocalRelay", "nostr-relay"])
+def relay(request, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relay]:
+    """A relay of each kind, shared by the module's tests: rust-nostr's LocalRelay, and the nostr-relay package
+    in its own process.  Each test's members have keys (and so KeyPackages, welcomes and groups) of their own, so
+    what earlier tests left on the relay is never what a later one asks for."""
     if request.param == "LocalRelay":
         with running_local_relay() as local:
             yield local
         return
     try:
-        server = start_nostr_relay(tmp_path / "relay")
+        server = start_nostr_relay(tmp_path_factory.mktemp("relay") / "relay")
     except PeerUnavailable as missing:
         peer_missing(str(missing))
     try:
