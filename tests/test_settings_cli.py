@@ -16,7 +16,7 @@ from tests.relay_servers import free_port
 def settings_json(*args: str, env: dict[str, str] | None = None) -> dict[str, dict]:
     result = invoke(*args, "settings", "--json", env=env)
     assert result.exit_code == 0, result.output
-    return {row["key"]: row for row in json.loads(result.output)}
+    return {row["key"]: row for row in json.loads(result.stdout)}
 
 
 def test_settings_lists_core_and_plugin_settings_with_value_source_and_range(tmp_path: Path) -> None:

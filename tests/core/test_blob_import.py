@@ -65,7 +65,7 @@ def test_the_command_imports_and_export_gives_the_same_bytes(tmp_path):
     source, copy = tmp_path / "photo.bin", tmp_path / "copy.bin"
     source.write_bytes(b"\x89PNG" + bytes(5000))
 
-    shown = json.loads(invoke("--db", db, "blob", "import", str(source), "--mime", "image/png", "--json").output)
+    shown = json.loads(invoke("--db", db, "blob", "import", str(source), "--mime", "image/png", "--json").stdout)
 
     assert shown == {"file_id": hashlib.sha256(source.read_bytes()).hexdigest(), "size": 5004, "mime": "image/png"}
     assert invoke("--db", db, "blob", "export", shown["file_id"], str(copy)).exit_code == 0

@@ -19,7 +19,7 @@ def _imported(tmp_path: Path, db: str, count: int) -> list[str]:
         source.write_bytes(f"blob number {n}".encode())
         assert invoke("--db", db, "blob", "import", str(source)).exit_code == 0
         made.append(hashlib.sha256(source.read_bytes()).hexdigest())
-    pages = json.loads(invoke("--db", db, "blob", "list", "--json").output)
+    pages = json.loads(invoke("--db", db, "blob", "list", "--json").stdout)
     assert not pages["has_more"] and pages["next_cursor"] is None
     listed = [row["file_id"] for row in pages["blobs"]]
     assert sorted(listed) == sorted(made)
@@ -33,7 +33,7 @@ def test_walking_back_with_next_cursor_visits_every_blob_once_in_order(tmp_path:
     seen: list[list[str]] = []
     cursor: list[str] = []
     while True:
-        page = json.loads(invoke("--db", db, "blob", "list", "--limit", "2", "--json", *cursor).output)
+        page = json.loads(invoke("--db", db, "blob", "list", "--limit", "2", "--json", *cursor).stdout)
         seen.append([row["file_id"] for row in page["blobs"]])
         if not page["has_more"]:
             assert page["next_cursor"] is None

@@ -126,4 +126,4 @@ def test_a_200_mb_line_is_skipped_in_bounded_memory(db, tmp_path):
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert b"queued 2 blobs" in done.stdout and f"line 2 ({line_bytes} bytes)".encode() in done.stdout
     assert queued_blobs(db) == GOOD[:2]
-    assert json.loads(run(db, "status", "--json").output)["incoming"] == 2
+    assert json.loads(run(db, "status", "--json").stdout)["incoming"] == 2

@@ -31,4 +31,4 @@ def test_a_parked_item_whose_partition_key_a_plugin_stored_as_bytes_lists_as_bas
         app.db.execute("UPDATE parked SET partition_key = ?", (RAW,))
     listed = CliRunner().invoke(cli, ["--db", app.db.path, "parked", "list", "--json"])
     assert listed.exit_code == 0, listed.output
-    assert json.loads(listed.output)[0]["partition_key"] == base64.b64encode(RAW).decode()
+    assert json.loads(listed.stdout)[0]["partition_key"] == base64.b64encode(RAW).decode()

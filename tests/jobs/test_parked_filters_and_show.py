@@ -47,13 +47,13 @@ def parked(make_app):
     push(app, b"not json at all", forged, protocol="example")
     push(app, SHAPELESS_EVENT, wrong, protocol="marmot")
     drain.run_until_idle(app.runtime, advance_clock=True)
-    rows = json.loads(invoke("--db", app.db.path, "parked", "list", "--json").output)
+    rows = json.loads(invoke("--db", app.db.path, "parked", "list", "--json").stdout)
     assert [row["protocol"] for row in rows] == ["example", "example", "marmot", "marmot"]
     return app, {(row["protocol"], index): row for index, row in enumerate(rows)}
 
 
 def listed(app, *args: str) -> list[dict]:
-    return json.loads(invoke("--db", app.db.path, "parked", "list", "--json", *args).output)
+    return json.loads(invoke("--db", app.db.path, "parked", "list", "--json", *args).stdout)
 
 
 def test_filters_by_protocol_by_reason_and_by_both(parked):

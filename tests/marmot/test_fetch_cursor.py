@@ -167,8 +167,8 @@ def test_only_what_a_sync_or_listen_fetched_moves_the_fetch_window(marmot_app, c
     with alice.db.read():
         wanted = fetch_window.group_filter(ProtocolState(alice.db, "marmot"), gid, LOOKBACK_S)
     assert wanted["since"] == t - LOOKBACK_S
-    assert json.loads(invoke("--db", alice.db.path, "marmot", "filter", "--group", gid).output) == wanted
-    [shown] = json.loads(invoke("--db", alice.db.path, "marmot", "groups", "--json").output)
+    assert json.loads(invoke("--db", alice.db.path, "marmot", "filter", "--group", gid).stdout) == wanted
+    [shown] = json.loads(invoke("--db", alice.db.path, "marmot", "groups", "--json").stdout)
     assert shown["fetch"] == {"newest_fetched": t, "last_fetch": t + 5, "since": t - LOOKBACK_S}
 
 
@@ -178,7 +178,7 @@ def test_groups_shows_a_joined_groups_name_description_relays_and_nostr_group_id
     _alice, bob, gid = two_members(marmot_app, clock, relay, bob_admin=False)
     with bob.db.read():
         [route] = routes_of(ProtocolState(bob.db, "marmot"), gid)
-    [shown] = json.loads(invoke("--db", bob.db.path, "marmot", "groups", "--json").output)
+    [shown] = json.loads(invoke("--db", bob.db.path, "marmot", "groups", "--json").stdout)
     assert (shown["group"], shown["name"], shown["description"]) == (gid, "tea", "for two")
     assert (shown["relays"], shown["nostr_group_id"]) == ([relay.url], route)
     text = invoke("--db", bob.db.path, "marmot", "groups").output

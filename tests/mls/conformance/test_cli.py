@@ -121,7 +121,7 @@ def test_a_corrupted_expected_value_fails_with_its_entry_and_field(tmp_path: Pat
     expected_line = f"{corrupted}: entry 3 FAILED epochs[2].sender_data_secret: got {secret}, expected {flipped}"
     assert failure_lines == [expected_line]
 
-    (report,) = json.loads(invoke("mls", "conformance", "--json", str(corrupted)).output)
+    (report,) = json.loads(invoke("mls", "conformance", "--json", str(corrupted)).stdout)
     assert [(f["entry"], f["field"]) for f in report["failures"]] == [(3, "epochs[2].sender_data_secret")]
     counts = {suite["suite"]: (suite["passed"], suite["failed"]) for suite in report["suites"]}
     assert counts == {s: (0, 1) if s == entries[3]["cipher_suite"] else (1, 0) for s in range(1, 8)}
@@ -151,7 +151,7 @@ def test_a_passive_client_file_is_recognised_with_or_without_its_optional_keys(
     passive = tmp_path / "passive-client-random.json"
     passive.write_text(json.dumps([dict.fromkeys(keys, "00") | {"cipher_suite": 2, "epochs": []}]))
     result = invoke("mls", "conformance", "--json", str(passive))
-    (report,) = json.loads(result.output)
+    (report,) = json.loads(result.stdout)
     assert report["type"] == "passive-client"
     assert report["suites"] == [{"suite": 2, "passed": 0, "failed": 1, "skipped": 0}]
     assert result.exit_code == 1
@@ -162,7 +162,7 @@ def test_an_entry_for_a_cipher_suite_outside_rfc_9420_is_skipped_with_the_reason
     entries.append(entries[0] | {"cipher_suite": 0x0A0A})
     path = tmp_path / "welcome.json"
     path.write_text(json.dumps(entries))
-    (report,) = json.loads(invoke("mls", "conformance", "--json", str(path)).output)
+    (report,) = json.loads(invoke("mls", "conformance", "--json", str(path)).stdout)
     assert report["suites"] == [
         {"suite": 1, "passed": 1, "failed": 0, "skipped": 0},
         {"suite": 0x0A0A, "passed": 0, "failed": 0, "skipped": 1},
