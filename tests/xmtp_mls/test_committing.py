@@ -39,9 +39,9 @@ def test_a_commit_rebuilt_after_another_took_its_epoch(node: XmtpNode) -> None:
     # its own update, read back, applies; the creator's first rename, which lost the epoch, cannot; the
     # rebuilt one does
     lost, applied = list(t.member.sync(node))
+    assert isinstance(applied, AppliedCommit) and t.member.context == t.creator.context
     # (the lost rename was built for the epoch the member's update took; the rebuilt one for the next)
     assert isinstance(lost, SupersededCommit) and lost.epoch == applied.new_epoch - 2
-    assert isinstance(applied, AppliedCommit) and t.member.context == t.creator.context
     assert t.member.epoch == t.creator.epoch
 
 
