@@ -138,18 +138,26 @@ class GroupReader:
         try:
             # One transaction for the chunk however long it takes (a page: tens of milliseconds): a commit
             # in the middle would store keys the helper's state has already used, or lose ones it needs.
-            with MicroBatch(db, max_items=len(chunk) + 1, max_ms=3_600_000) as batch:
+            with MicroBatch(db, max_items=len(chunk) + 2, max_ms=3_600_000) as batch:
+                # The state the page starts from, read and opened once for the page, not once a payload.
+                before = batch.run(partial(self._hold, vault), isolated=False)
                 for message, decrypted in zip(chunk, found.messages, strict=True):
                     outcome = batch.run(partial(process_one, message, decrypted), isolated=False)
                     # The handler recorded the helper's plaintext exactly when it recorded a message and
                     # left the group state alone (it stages a state only when it decrypted by itself).
-                    if _recorded(outcome) != (decrypted is not None) or vault.state.staged(name) is not None:
+                    if _recorded(outcome) != (decrypted is not None) or vault.state.staged(name) is not before:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
         except (_Diverged, Suspect):
             return False  # a payload that failed is handled alone too: the page stops before it (.rereading)
         return True
+
+    def _hold(self, vault: Vault) -> mls.GroupState:
+        """The group's stored state, held in memory for the page's transaction (:meth:`Vault.hold_group`)."""
+        state = vault.group(self.group_id)
+        vault.hold_group(self.group_id, state, self.runtime.clock.now_ms())
+        return state
 
 
 def _recorded(outcome: Outcome | None) -> bool:
