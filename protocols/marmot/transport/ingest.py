@@ -149,18 +149,14 @@ def _select(
             ours.append((event, attrs.evolve(item, partition_key=event_gid, prepared=answer)))
     chosen: dict[str, _Event] = {}
     with db.read():  # one read of the group's records for the batch, not one per event
-        state = ProtocolState(db, PROTOCOL)
-        for event, item in ours:
-            if _decided(state, gid, event):
-                report.skipped_known += 1
-            else:
-                chosen[event["id"]] = _Event(event, item)
+        records = seen.get_many(ProtocolState(db, PROTOCOL), gid, [(e["created_at"], e["id"]) for e, _ in ours])
+    for (event, item), record in zip(ours, records, strict=True):
+        # Decided: the handler would take it for a duplicate or a past failure (see its dedupe table).
+        if is_decided(record):
+            report.skipped_known += 1
+        else:
+            chosen[event["id"]] = _Event(event, item)
     return sorted(chosen.values(), key=_cursor_key)
-
-
-def _decided(state: ProtocolState, gid: str, event: dict[str, Any]) -> bool:
-    """Whether the handler would take ``event`` for a duplicate or a past failure (see its dedupe table)."""
-    return is_decided(seen.get(state, gid, event["created_at"], event["id"]))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:
