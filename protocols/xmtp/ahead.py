@@ -80,6 +80,11 @@ class GroupReader:
         self.adopted = 0  # payloads recorded as the helper decrypted them
         self.waited_s = 0.0  # for the helper's work on a page, once it was to be recorded
 
+    def ready(self) -> bool:
+        """Whether the helper is up (starting it if it is not): until it is, the catch-up handles its pages
+        alone rather than wait for a new interpreter to start."""
+        return self.helper.warm()
+
     def seed(self) -> None:
         """Start the helper from the state this process has committed."""
         with self.runtime.db.read():

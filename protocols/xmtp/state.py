@@ -333,6 +333,7 @@ def _opened_cache(runtime: contract.Runtime) -> at_rest.OpenedCache:
 _KEY_MEMO = "xmtp.state_key"
 
 
-def _as_stored(_state: mls.GroupState) -> object:
-    """The encoder of a state held as stored (:meth:`Vault.hold_group`): nothing to write."""
-    return UNCHANGED
+def _as_stored(_state: mls.GroupState) -> bytes:
+    """The encoder of a state held as stored (:meth:`Vault.hold_group`): nothing to write (``UNCHANGED``)."""
+    unchanged: bytes = UNCHANGED
+    return unchanged
