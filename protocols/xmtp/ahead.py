@@ -42,6 +42,7 @@ from core.records import OutcomeKind
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
 from protocols.xmtp import facts
+from protocols.xmtp.errors import GroupUnknown
 from protocols.xmtp.rereading import Suspect
 from protocols.xmtp.settings import DECRYPT_AHEAD
 from protocols.xmtp.state import Vault
@@ -154,8 +155,10 @@ class GroupReader:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
-        except (_Diverged, Suspect):
-            return False  # a payload that failed is handled alone too: the page stops before it (.rereading)
+        except (_Diverged, Suspect, GroupUnknown):
+            # A payload that failed is handled alone too: the page stops before it (.rereading); so is a page
+            # of a group whose state is gone (the handler says what that means, payload by payload).
+            return False
         return True
 
     def _hold(self, vault: Vault) -> mls.GroupState:
