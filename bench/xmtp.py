@@ -729,6 +729,7 @@ def helper_cpu() -> float:
 
 def split_targets() -> tuple[tuple[Any, str, str], ...]:
     """What :func:`timing` wraps: (owner, attribute, label); a label's indent says which part it is inside."""
+    from core import pipeline
     from core.db import Database
     from core.runtime import Runtime
     from protocols.xmtp import items, processing, queries
@@ -740,7 +741,7 @@ def split_targets() -> tuple[tuple[Any, str, str], ...]:
         (sync, "process_in_transaction", "  one payload (sync.process_in_transaction)"),
         (items, "encode", "    the work item made from the server's message (JSON, base64)"),
         (Database, "_begin_immediate", "    BEGIN IMMEDIATE"),
-        (sync, "process_item", "    core pipeline (process_item)"),
+        (pipeline, "process_item", "    core pipeline (process_item, through the door)"),
         (xmtp.register_protocol().handlers, items.GROUP_MESSAGE, "      the handler (handle_group_message)"),
         (processing, "_already_processed", "        already processed? (one lookup of two event ids)"),
         (queries, "group", "        the group's row"),

@@ -42,6 +42,7 @@ from core.records import OutcomeKind
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
 from protocols.xmtp import facts
+from protocols.xmtp.errors import GroupUnknown
 from protocols.xmtp.rereading import Suspect
 from protocols.xmtp.settings import DECRYPT_AHEAD
 from protocols.xmtp.state import Vault
@@ -79,6 +80,11 @@ class GroupReader:
         self.helper = HELPER if helper is None else helper
         self.adopted = 0  # payloads recorded as the helper decrypted them
         self.waited_s = 0.0  # for the helper's work on a page, once it was to be recorded
+
+    def ready(self) -> bool:
+        """Whether the helper is up (starting it if it is not): until it is, the catch-up handles its pages
+        alone rather than wait for a new interpreter to start."""
+        return self.helper.warm()
 
     def seed(self) -> None:
         """Start the helper from the state this process has committed."""
@@ -138,18 +144,28 @@ class GroupReader:
         try:
             # One transaction for the chunk however long it takes (a page: tens of milliseconds): a commit
             # in the middle would store keys the helper's state has already used, or lose ones it needs.
-            with MicroBatch(db, max_items=len(chunk) + 1, max_ms=3_600_000) as batch:
+            with MicroBatch(db, max_items=len(chunk) + 2, max_ms=3_600_000) as batch:
+                # The state the page starts from, read and opened once for the page, not once a payload.
+                before = batch.run(partial(self._hold, vault), isolated=False)
                 for message, decrypted in zip(chunk, found.messages, strict=True):
                     outcome = batch.run(partial(process_one, message, decrypted), isolated=False)
                     # The handler recorded the helper's plaintext exactly when it recorded a message and
                     # left the group state alone (it stages a state only when it decrypted by itself).
-                    if recorded_a_message(outcome) != (decrypted is not None) or vault.state.staged(name) is not None:
+                    if recorded_a_message(outcome) != (decrypted is not None) or vault.state.staged(name) is not before:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
-        except (_Diverged, Suspect):
-            return False  # a payload that failed is handled alone too: the page stops before it (.rereading)
+        except (_Diverged, Suspect, GroupUnknown):
+            # A payload that failed is handled alone too: the page stops before it (.rereading); so is a page
+            # of a group whose state is gone (the handler says what that means, payload by payload).
+            return False
         return True
+
+    def _hold(self, vault: Vault) -> mls.GroupState:
+        """The group's stored state, held in memory for the page's transaction (:meth:`Vault.hold_group`)."""
+        state = vault.group(self.group_id)
+        vault.hold_group(self.group_id, state, self.runtime.clock.now_ms())
+        return state
 
 
 def recorded_a_message(outcome: Outcome | None) -> bool:

@@ -31,7 +31,7 @@ import attrs
 
 from core import contract
 from core.errors import ConfigurationError
-from core.intents import StageProtocolState, WriteProtocolState
+from core.intents import UNCHANGED, StageProtocolState, WriteProtocolState
 from core.state import ProtocolState
 from protocols.libraries import at_rest, erasable, mls
 from protocols.xmtp.errors import GroupUnknown, IdentityMissing, NodeProfileOnly, PrivateProfileOnly
@@ -270,6 +270,13 @@ class Vault:
         name = self.group_name(group_id)
         self.state.stage(name, state, self._group_sealer(name), now_ms)
 
+    def hold_group(self, group_id: bytes, state: mls.GroupState, now_ms: int) -> None:
+        """Keep ``state``, the group's state as stored, in memory for the rest of the write transaction: the
+        group's handlers then read it from there instead of reading and opening the stored value each time,
+        and nothing is written for it unless one of them stages another state (a page of a catch-up,
+        :mod:`protocols.xmtp.ahead`)."""
+        self.state.stage(self.group_name(group_id), state, _as_stored, now_ms)
+
     def _group_sealer(self, name: str) -> Callable[[mls.GroupState], bytes]:
         key = self.key
 
@@ -324,3 +331,9 @@ def _opened_cache(runtime: contract.Runtime) -> at_rest.OpenedCache:
 
 
 _KEY_MEMO = "xmtp.state_key"
+
+
+def _as_stored(_state: mls.GroupState) -> bytes:
+    """The encoder of a state held as stored (:meth:`Vault.hold_group`): nothing to write (``UNCHANGED``)."""
+    unchanged: bytes = UNCHANGED
+    return unchanged

@@ -42,7 +42,7 @@ from core.pipeline import Outcome
 from core.queues import WorkItem
 from core.records import Envelope, ItemSource
 from protocols.libraries.delivery.codes import ErrorCode
-from protocols.libraries.mls.ahead import Decrypted
+from protocols.libraries.mls.ahead import Decrypted, OpenedPage
 from protocols.xmtp import ahead, facts, items, numbering, queries, rereading
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.errors import GroupNeedsRejoin, ServiceRefused, ServiceUnavailable, TopicStalled
@@ -296,8 +296,8 @@ def drain_topic(
     A second thread asks for the next page while this one is processed, and tells the service what was
     processed once it is committed, so a catch-up waits on the network only when the service is slower
     than we are.  A group with more than a page waiting is decrypted a page ahead by a helper process
-    (:mod:`.ahead`): the next page is fetched before this one is recorded, and handed to the helper.
-    A payload that fails stops the drain before it (:class:`~.rereading.Suspect`, unless ``reading`` says
+    (:mod:`.ahead`): the next page is fetched before this one is recorded, and handed to the helper; while
+    the helper process starts, pages are handled here, as without it.  A payload that fails stops the drain before it (:class:`~.rereading.Suspect`, unless ``reading`` says
     it was checked), with what came before it committed."""
     reading = reading or Reading()
     page: Page = fetch(cursor or None, PAGE)
@@ -305,20 +305,22 @@ def drain_topic(
     with ThreadPoolExecutor(1, thread_name_prefix="xmtp-read-ahead") as network:
         acks: list[Future[None]] = []
         following = _next_page(network, fetch, page)
-        opened = None
-        if reader is not None:
-            reader.seed()
-            opened = reader.submit(page)
+        opened: Future[OpenedPage] | None = None  # the helper's work on ``page``, once it is helping
         try:
             while True:
+                if reader is not None and opened is None and reader.ready():
+                    # The helper is up (until then the pages were handled alone): from this page on it
+                    # decrypts a page ahead, from the state committed so far.
+                    reader.seed()
+                    opened = reader.submit(page)
                 upcoming: Page | None = None
-                if reader is not None and following is not None:
+                if reader is not None and opened is not None and following is not None:
                     began = time.perf_counter()
                     upcoming = following.result()  # asked for while the previous page was recorded
                     report.waited_for_pages_s += time.perf_counter() - began
                     upcoming_opened = reader.submit(upcoming)
                     following = _next_page(network, fetch, upcoming)
-                if reader is None:
+                if reader is None or opened is None:
                     _process_page(runtime, topic, page.messages, reading)
                 elif reader.record(
                     topic,

@@ -175,3 +175,15 @@ def test_the_per_item_profile_shows_each_path_beside_its_raw_loop() -> None:
         assert f"{path}: the raw loop's statements" in out and f"{path}: Python by function" in out
     # One item alone in its transaction: BEGIN, the item's statements, the tally, COMMIT; no probe is repeated.
     assert "SELECT 1 FROM deferred WHERE partition_key" not in out
+
+
+def test_the_backfill_cpu_harness_times_copies_of_one_fixture(tmp_path: Path) -> None:
+    fixture = tmp_path / "stream"
+    done = run("bench/backfill_cpu.py", "--fixture", str(fixture), "--messages", "30", "--runs", "1", timeout=300)
+    if done.returncode != 0 and "PeerUnavailable" in done.stderr:
+        peer_missing(done.stderr.strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "run 1: CPU " in done.stdout and "median CPU " in done.stdout
+    assert (fixture / "joined.db").exists() and len(json.loads((fixture / "stream.json").read_text())["events"]) == 30
+    again = run("bench/backfill_cpu.py", "--fixture", str(fixture), "--runs", "1", timeout=300)  # the same fixture
+    assert again.returncode == 0 and "median CPU " in again.stdout, again.stderr[-3000:]

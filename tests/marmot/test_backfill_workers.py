@@ -60,12 +60,15 @@ def test_a_backfill_with_workers_ends_as_the_writer_alone_does(marmot_app, two_w
     assert verifications[0] <= 2 * report.invalid < valid
 
 
-def test_without_workers_the_writer_checks_everything(marmot_app, monkeypatch) -> None:
+def test_without_workers_the_writer_checks_each_event_once(marmot_app, monkeypatch) -> None:
     monkeypatch.setenv("TESSERA_MARMOT_BACKFILL_WORKERS", "0")
     monkeypatch.setattr(prepared, "LEAST_FOR_WORKERS", 1)
     report, lines, verifications = _backfill_reversed(marmot_app, monkeypatch)
     assert report.prepared_ahead == 0
-    assert verifications[0] >= 2 * (len(lines) - report.invalid)  # once to sort the batch, once in the pipeline
+    valid = len(lines) - report.invalid
+    # A valid event is verified once, sorting the batch: the pipeline takes that answer.  An invalid one is
+    # met again by the decoder, which parks it with its reason.
+    assert valid <= verifications[0] <= valid + 2 * report.invalid
 
 
 def test_an_answer_under_a_key_the_state_does_not_hold_is_not_taken(marmot_app) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -36,9 +37,18 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sync, "PAGE", PAGE)
 
 
+def up(helper: DecryptAhead) -> DecryptAhead:
+    """``helper`` once its process is up: a catch-up hands it pages from its first one on."""
+    deadline = time.monotonic() + 60
+    while not helper.warm():
+        assert time.monotonic() < deadline, "the helper process did not start within a minute"
+        time.sleep(0.01)
+    return helper
+
+
 @pytest.fixture(scope="module")
 def helper() -> Any:
-    found = DecryptAhead()
+    found = up(DecryptAhead())
     yield found
     found.close()
 
@@ -141,6 +151,9 @@ class _RefusingHelper(DecryptAhead):
         super().__init__()
         self.pages = 0
 
+    def warm(self) -> bool:
+        return True  # no process to start
+
     def seed(self, group_id: bytes, state: mls.GroupState) -> None:
         self._tokens += 1
 
@@ -207,7 +220,7 @@ class _ShiftedHelper(DecryptAhead):
 
 def test_answers_attached_to_the_wrong_payloads_are_not_taken(offline_bob: OfflineBob, monkeypatch) -> None:
     shifted_copy = offline_bob.open_copy("shifted")
-    shifted = _ShiftedHelper()
+    shifted = up(_ShiftedHelper())
     monkeypatch.setattr(ahead, "HELPER", shifted)
     try:
         shifted_copy.sync()
@@ -215,3 +228,28 @@ def test_answers_attached_to_the_wrong_payloads_are_not_taken(offline_bob: Offli
         shifted.close()
     # Each handler saw another payload's digest, decrypted by itself, and its page was redone alone.
     assert caught_up(shifted_copy, offline_bob.group) == offline_bob.expected
+
+
+class _StartingHelper(DecryptAhead):
+    """A helper whose process is still starting, however long the catch-up takes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def warm(self) -> bool:
+        self.asked += 1
+        return False
+
+    def submit(self, group_id: bytes, payloads: Sequence[bytes]) -> Future[OpenedPage]:
+        raise AssertionError("a page was handed to a helper that is not up")
+
+
+def test_the_catch_up_does_not_wait_for_a_helper_that_is_starting(offline_bob: OfflineBob, monkeypatch) -> None:
+    """Starting the helper takes longer than a short catch-up: until it is up, each page is handled alone."""
+    waiting = offline_bob.open_copy("starting")
+    starting = _StartingHelper()
+    monkeypatch.setattr(ahead, "HELPER", starting)
+    report = waiting.sync()
+    assert starting.asked > 1 and report.decrypted_ahead == 0 and report.waited_for_helper_s == 0
+    assert caught_up(waiting, offline_bob.group) == offline_bob.expected

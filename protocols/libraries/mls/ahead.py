@@ -24,6 +24,11 @@ at the first that went otherwise, handles the page itself and seeds the
 helper again (:meth:`DecryptAhead.seed`).  A seed starts a new *token*;
 work of an older token is abandoned as soon as the helper notices.
 
+Starting the helper (a new interpreter that imports the engine) takes longer
+than a catch-up of a few thousand messages: :meth:`DecryptAhead.warm` starts
+it and says whether it is up, so the writer handles pages itself until it is
+instead of waiting for it.
+
 Forward secrecy: the helper's copy is in memory only, holds no key the
 writer's stored state does not hold too until the writer commits the page,
 and is dropped with :meth:`DecryptAhead.forget` when the catch-up ends.
@@ -91,6 +96,7 @@ class DecryptAhead:
         self._pool: ProcessPoolExecutor | None = None
         self._tokens = 0
         self._current: Any = None  # the token the helper should work under: stale work stops early
+        self._up: Future[None] | None = None  # the helper's first answer: it is up once this is done
 
     def seed(self, group_id: bytes, state: GroupState) -> None:
         """Start the helper's copy of ``group_id`` from ``state`` (the writer's, as committed); whatever
@@ -108,6 +114,13 @@ class DecryptAhead:
         died; seed again to start another."""
         with self._lock:
             return self._submit(_decrypt, group_id, self._tokens, list(payloads))
+
+    def warm(self) -> bool:
+        """Start the helper if it is not running, without waiting for it; whether it is up (it has answered
+        once, so work handed to it now waits on nothing but that work)."""
+        with self._lock:
+            self._started()
+            return self._up is not None and self._up.done()
 
     def current(self, page: OpenedPage) -> bool:
         """Whether ``page`` was worked from the latest seed."""
@@ -147,6 +160,7 @@ class DecryptAhead:
             context = multiprocessing.get_context("spawn")
             self._current = context.Value("q", self._tokens, lock=False)
             self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_start, initargs=(self._current,))
+            self._up = self._pool.submit(_ready)
         return self._pool
 
 
@@ -163,6 +177,10 @@ class _Seeded:
 
 def _start(current: Any) -> None:
     _Seeded.current = current
+
+
+def _ready() -> None:
+    """Nothing: its answer says the helper is up (:meth:`DecryptAhead.warm`)."""
 
 
 def _seed(group_id: bytes, token: int, state: bytes) -> None:

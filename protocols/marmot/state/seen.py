@@ -111,6 +111,13 @@ def get(state: ProtocolState, gid: str, created_at: int, outer_id: str) -> Seen 
     return None if number is None else _get(state, number, created_at, outer_id)
 
 
+def get_many(state: ProtocolState, gid: str, outer: Sequence[tuple[int, str]]) -> list[Seen | None]:
+    """:func:`get` for each ``(created_at, outer_id)`` of group ``gid``, the group's number read once (a group
+    with no number has no record: a backfill of a group just joined reads nothing more)."""
+    number = numbers.of(state, gid)
+    return [None if number is None else _get(state, number, created_at, outer_id) for created_at, outer_id in outer]
+
+
 def _get(state: ProtocolState, number: int, created_at: int, outer_id: str) -> Seen | None:
     raw = state.get(seen_name(number, when(created_at, outer_id)))
     return None if raw is None else Seen.decoded(raw, created_at)

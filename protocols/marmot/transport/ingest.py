@@ -10,7 +10,9 @@ drops those the group has decided already (by id: a timestamp says nothing
 about whether we have seen an event), and feeds the rest through
 the core's door (``runtime.door()``: the tick's own pipeline, in micro-batches),
 its prepare stage first (signatures and envelopes checked by worker processes,
-:mod:`.prepared`, the answers carried on the items), in the order that needs the
+:mod:`.prepared`, the answers carried on the items; without workers, what the
+writer checked while sorting the batch is carried the same way, so no event is
+verified or opened twice), in the order that needs the
 fewest retries: in rounds, the events the current epoch keys (or a losing
 branch's) can open —
 non-commits first, then commits by ``(epoch, created_at, id)`` — until a
@@ -105,9 +107,13 @@ class _Event:
 
     @property
     def ahead(self) -> outer.OpenedAhead | None:
-        """What a worker opened its content to, if it did."""
+        """What a worker (or this writer, sorting the batch) opened its content to, if it did."""
         answer = self.item.prepared
         return answer.opened_for(self.event["content"]) if isinstance(answer, prepared.Answer) else None
+
+    def opened(self, ahead: outer.OpenedAhead) -> _Event:
+        """This event carrying ``ahead`` to the handler, which then need not open its content again."""
+        return _Event(self.event, attrs.evolve(self.item, prepared=prepared.Answer.of(self.event, ahead)))
 
 
 def _item(line: bytes) -> queues.WorkItem:
@@ -137,21 +143,20 @@ def _select(
         if event_gid not in routes:
             report.skipped_other_group += 1
         else:
-            ours.append((event, attrs.evolve(item, partition_key=event_gid)))
+            # Verified just now, here or by a worker: the item says so, and the decoder does not verify the
+            # signature twice (it still recomputes the id from the content it parses).
+            answer = answer if isinstance(answer, prepared.Answer) else prepared.Answer.of(event)
+            ours.append((event, attrs.evolve(item, partition_key=event_gid, prepared=answer)))
     chosen: dict[str, _Event] = {}
     with db.read():  # one read of the group's records for the batch, not one per event
-        state = ProtocolState(db, PROTOCOL)
-        for event, item in ours:
-            if _decided(state, gid, event):
-                report.skipped_known += 1
-            else:
-                chosen[event["id"]] = _Event(event, item)
+        records = seen.get_many(ProtocolState(db, PROTOCOL), gid, [(e["created_at"], e["id"]) for e, _ in ours])
+    for (event, item), record in zip(ours, records, strict=True):
+        # Decided: the handler would take it for a duplicate or a past failure (see its dedupe table).
+        if is_decided(record):
+            report.skipped_known += 1
+        else:
+            chosen[event["id"]] = _Event(event, item)
     return sorted(chosen.values(), key=_cursor_key)
-
-
-def _decided(state: ProtocolState, gid: str, event: dict[str, Any]) -> bool:
-    """Whether the handler would take ``event`` for a duplicate or a past failure (see its dedupe table)."""
-    return is_decided(seen.get(state, gid, event["created_at"], event["id"]))
 
 
 def _cursor_key(chosen: _Event) -> tuple[int, str]:
@@ -176,7 +181,13 @@ def _classify(rt: contract.Runtime, gid: str, events: list[_Event]) -> tuple[lis
     for chosen in events:
         content, ahead = chosen.event["content"], chosen.ahead
         try:
-            opened = next(filter(None, (outer.open_content(state, content, ahead) for state in states)), None)
+            opened = None
+            if ahead is None:  # no worker opened it: open it here, once, and hand the handler what opened it
+                here = next(filter(None, (outer.open_ahead(state, content) for state in states)), None)
+                if here is not None:
+                    chosen, opened = chosen.opened(here), (here[0], here[2])
+            if opened is None:  # a worker's answer (taken under a key a state retains), or the legacy format
+                opened = next(filter(None, (outer.open_content(state, content, ahead) for state in states)), None)
         except InvalidEnvelope:
             readable.append((chosen, None))  # malformed: the handler records it Failed
             continue

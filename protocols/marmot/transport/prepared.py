@@ -1,8 +1,8 @@
 """Marmot's prepare stage: relay events verified and opened on every core, before the one writer handles them.
 
-Per event, the writer pays the BIP-340 verification of its Nostr signature and the outer AEAD (and a
-backfill pays both twice: once to sort its batch into rounds, once as each event goes through the
-pipeline).  Neither needs the database.  So, for a batch of at least :data:`LEAST_FOR_WORKERS` events,
+Per event, the writer pays the BIP-340 verification of its Nostr signature and the outer AEAD (a
+backfill needs both to sort its batch into rounds; it then hands the handler what it found, as the
+workers' answer below, so the pipeline does neither again).  Neither needs the database.  So, for a batch of at least :data:`LEAST_FOR_WORKERS` events,
 worker processes (``backfill_workers``, one per core by default) do both for the whole batch at its start
 — the outer layer with the keys of every epoch each joined group's state and its losing branches retain
 then — and each event carries their :class:`Answer` through the pipeline (``WorkItem.prepared``):
@@ -52,6 +52,12 @@ class Answer:
     content: str
     opened: outer.OpenedAhead | None  # (epoch, key, MLS message)
 
+    @classmethod
+    def of(cls, event: dict, opened: outer.OpenedAhead | None = None) -> Answer:
+        """The answer for ``event``, whose signature was just verified (by a worker, or by the writer sorting
+        its batch), and its envelope opened to ``opened`` if it was."""
+        return cls(event["id"], event["pubkey"], event["sig"], event["content"], opened)
+
     @property
     def signature(self) -> nostr.Verified:
         return self.id, self.pubkey, self.sig
@@ -76,8 +82,7 @@ def prepare(lines: Sequence[bytes], keys: KeysByRoute) -> list[Answer | None]:
         except InvalidEvent:
             found.append(None)
             continue
-        opened = _open(event, keys.get(route, ()))
-        found.append(Answer(event["id"], event["pubkey"], event["sig"], event["content"], opened))
+        found.append(Answer.of(event, _open(event, keys.get(route, ()))))
     return found
 
 

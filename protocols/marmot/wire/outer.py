@@ -87,6 +87,19 @@ def open_content(state: mls.GroupState, content: str, ahead: OpenedAhead | None 
     return _opened(keys, content)
 
 
+def open_ahead(state: mls.GroupState, content: str) -> OpenedAhead | None:
+    """``(epoch, key, MLS message bytes)`` when a key ``state`` retains opens ``content`` in the current
+    envelope format: what a prepare stage hands the handler (:func:`open_content` takes it back only under a
+    key the handler's state retains).  None otherwise, the legacy format included (the handler opens those
+    itself); content that is no envelope raises :class:`~protocols.marmot.wire.envelope.InvalidEnvelope`."""
+    raw = envelope.decode_content(content)
+    for keyed in epoch_keys(state):
+        message = envelope.open_raw(keyed.key, raw)
+        if message is not None:
+            return keyed.epoch, keyed.key, message
+    return None
+
+
 def open_with_epoch_key(state: mls.GroupState, content: str) -> tuple[int, bytes] | None:
     """:func:`open_content` with the key of ``state``'s own epoch only, not of the past epochs it retains: for a
     state kept for that one epoch (a rollback-window snapshot; the epochs before it have snapshots of their own)."""
