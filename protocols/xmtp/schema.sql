@@ -19,7 +19,7 @@ CREATE TABLE xmtp_groups (
     active              INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
     added_by            TEXT    NOT NULL DEFAULT '',
     needs_rejoin        TEXT    NOT NULL DEFAULT '',
-    leave_requested     INTEGER NOT NULL DEFAULT 0 CHECK (leave_requested IN (0, 1)),
+    leave_requested     INTEGER NOT NULL DEFAULT 0,
     removed_reason      TEXT    NOT NULL DEFAULT ''
     INDEX xmtp_groups_created_at (created_at_ns)
     INDEX xmtp_groups_membership_state (membership_state)
