@@ -183,5 +183,15 @@ def test_a_libxmtp_member_that_leaves_tesseras_group_is_removed_by_the_tick_and_
     leave_scenarios.libxmtp_member_leaves_tessera_group(peers)
 
 
-def test_tessera_leaves_a_libxmtp_group_removed_by_libxmtps_worker_and_says_why(peers: InProcessPeers) -> None:
+def test_tessera_leaves_a_libxmtp_group_removed_by_libxmtps_worker_and_says_why(
+    peers: InProcessPeers, make_projector_kit: Any
+) -> None:
+    """The scenario, then the projector kit on its log (our leave request and the removal after it): a rebuild
+    from the log equals the live tables, and each event twice changes nothing."""
     leave_scenarios.tessera_leaves_libxmtp_group(peers)
+    (ours,) = peers.made
+    kit = make_projector_kit([xmtp], ["xmtp"])
+    tables = kit.owned_tables(ours.app)
+    forward = kit.replay(ours.app)
+    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
+    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")

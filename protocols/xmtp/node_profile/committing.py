@@ -101,6 +101,12 @@ def _plan(state: GroupState, intent: Intent, answers: NodeAnswers) -> PlannedCom
 
 def _check(state: GroupState, intent: Intent, answers: NodeAnswers) -> None:
     """:func:`_plan`'s questions to the node and its permission check, without building the commit."""
+    from protocols.xmtp.node_profile import group_updates  # it imports processing, which imports this module
+
+    if intent.kind is IntentKind.UPDATE_INSTALLATIONS:
+        check_membership(answers, state)  # names no inbox: every member moved to its newest update
+        return
+    group_updates.membership_allowed(state, intent.kind)  # refused in the command's words, as the build refuses it
     inboxes = _inboxes(intent, answers)
     if intent.kind is IntentKind.ADD_MEMBERS:
         check_membership(answers, state, add=inboxes)
