@@ -51,9 +51,9 @@ LEAVE_INTENT_REQUEST = {"leave_request": True}
 
 def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
     """Ask to leave ``group``: the intent sending libxmtp's leave request, unless libxmtp would refuse it."""
-    vault = Vault.in_context(ctx)
     from protocols.xmtp.node_profile.processing import joined_group  # processing imports this module
 
+    vault = Vault.in_context(ctx)
     vault.inbox()  # NodeProfileOnly on a database of the private profile: its groups are not libxmtp's
     group_id = commands.active_group(ctx, params)
     try:
