@@ -92,7 +92,8 @@ def tessera_leaves_libxmtp_group(peers: Peers) -> None:
     assert ours.intents_of("REMOVE_MEMBERS") == []  # not a super admin: alice's worker removes member0
     row = ours.group_row(group)
     assert row is not None and row.active and row.leave_requested
-    assert [m.content_type for m in ours.messages(group)] == ["xmtp.org/leave_request:1.0"] * 2
+    shown = [(m.content_type, m.text) for m in ours.messages(group)]
+    assert shown == [("xmtp.org/leave_request:1.0", "[asks to leave the group]")] * 2, shown
     _removed_by_worker(alice, group, {ours.inbox_id, member0.inbox_id})
     alice.send_text(group, "after you left")
     ours.tick()
