@@ -96,6 +96,11 @@ def register_protocol() -> Protocol:
                 node_handlers.command_update_installations,
                 description="members' installations checked; intent: follow those added or revoked",
             ),
+            "leave": Command(node_handlers.command_leave, description="intent: ask to leave a libxmtp group"),
+            "node_remove_leavers": Command(
+                node_handlers.command_remove_leavers,
+                description="intent: remove the members that asked to leave (we are a super admin)",
+            ),
             "node_top_up_key_packages": Command(
                 node_handlers.command_top_up, description="a fresh KeyPackage in libxmtp's form when ours was used"
             ),

@@ -329,6 +329,18 @@ def update_key(obj: CliState, group: str, no_publish: bool, as_json: bool) -> No
     _after_intent(app, _intent_ids(outcome), no_publish, as_json)
 
 
+@xmtp.command()
+@click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
+@publish_option
+@json_option
+@click.pass_obj
+def leave(obj: CliState, group: str, no_publish: bool, as_json: bool) -> None:
+    """Node profile: ask to leave a libxmtp group (libxmtp's leave request; a super admin then removes us)."""
+    app = obj.app()
+    made = app.runtime.run_command("xmtp.leave", {"group": _group_id(app, group).hex()})
+    _after_intent(app, _intent_ids(made), no_publish, as_json)
+
+
 # --- a libxmtp group's metadata, admins and permissions (node profile) -------------------------------
 
 _group_option = click.option("--group", "group", required=True, help="Group id (hex; a unique prefix will do).")
@@ -734,6 +746,8 @@ def groups(obj: CliState, as_json: bool) -> None:
             "active": row.active,
             "added_by": row.added_by,
             "needs_rejoin": row.needs_rejoin or None,
+            "leave_requested": row.leave_requested,
+            "removed_reason": row.removed_reason or None,
         }
         for row in rows
     ]
@@ -762,8 +776,15 @@ def members(obj: CliState, group: str, as_json: bool) -> None:
 
 def _group_line(g: dict[str, Any]) -> str:
     named = f" {g['name']!r}" if g["name"] else ""  # a group a welcome brought has no name here
-    line = f"{g['group']} {g['membership']} epoch {g['epoch']}{named}{'' if g['active'] else ' (removed)'}"
+    line = f"{g['group']} {g['membership']} epoch {g['epoch']}{named}{_standing(g)}"
     return line + (f" NEEDS REJOIN: {g['needs_rejoin']}" if g["needs_rejoin"] else "")
+
+
+def _standing(g: dict[str, Any]) -> str:
+    """Whether we are still in the group, or asked to leave it, as ``groups`` says it."""
+    if not g["active"]:
+        return f" ({g['removed_reason']})" if g["removed_reason"] else " (removed)"
+    return " (asked to leave)" if g["leave_requested"] else ""
 
 
 @xmtp.command()

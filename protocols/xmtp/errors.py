@@ -58,6 +58,11 @@ class ChangeForbidden(ChangeRefused):
     the intent was recorded, the intent ended in ERROR with the reason."""
 
 
+class LeaveRefused(ChangeRefused):
+    """A leave libxmtp refuses: a super admin (another super admin demotes it first), a DM member, or the
+    group's last member (nobody is left to remove it).  Refused by ``leave`` before anything is recorded."""
+
+
 class NodeProfileOnly(XmtpError, ConfigurationError):
     """A command of the node profile asked of a database made by Tessera's private profile (an identity on a
     ``ws://`` server), which no XMTP client can reach: a new database made with ``identity new --node URL``

@@ -40,6 +40,8 @@ COMMIT_REJECTED = "commit_rejected"
 MESSAGE_UNREADABLE = "message_unreadable"
 # A welcome to a group we were removed from: its state replaced ours and the group is read again (libxmtp's re-add).
 GROUP_READDED = "group_readded"
+# We asked to leave a libxmtp group (our leave request recorded); a super admin's removal then deactivates it.
+LEAVE_REQUESTED = "leave_requested"
 
 
 def b64(data: bytes) -> str:

@@ -44,11 +44,12 @@ def _sync(tick: TickContext) -> int:
         return 0
     member.cold_start()
     if profile == NODE:
-        from protocols.xmtp.node_profile import installations
+        from protocols.xmtp.node_profile import installations, leaving
         from protocols.xmtp.node_profile import sync as node_sync
 
         report = node_sync.sync_all(tick.runtime, member.node())
         installations.follow_all(tick.runtime, member.node())  # libxmtp's check after a sync, every 30 min
+        leaving.remove_all(tick.runtime)  # libxmtp's pending-remove worker: members that asked to leave
     else:
         report = sync.sync_all(tick.runtime, member.delivery())
     tick.spend(report.processed)

@@ -48,15 +48,20 @@ def _epoch_moved(conn: contract.Connection, event: StoredEvent) -> None:
 
 
 def _deactivated(conn: contract.Connection, event: StoredEvent) -> None:
-    conn.execute("UPDATE xmtp_groups SET active = 0 WHERE id = ?", (_group(event),))
+    reason = event.data.get("reason", "")  # the node profile's; the private profile's removal names no reason
+    conn.execute("UPDATE xmtp_groups SET active = 0, removed_reason = ? WHERE id = ?", (reason, _group(event)))
 
 
 def _readded(conn: contract.Connection, event: StoredEvent) -> None:
     data = event.data
     conn.execute(
-        "UPDATE xmtp_groups SET active = 1, epoch = ?, name = ? WHERE id = ?",
+        "UPDATE xmtp_groups SET active = 1, epoch = ?, name = ?, leave_requested = 0, removed_reason = '' WHERE id = ?",
         (data["epoch"], data["name"], _group(event)),
     )
+
+
+def _leave_requested(conn: contract.Connection, event: StoredEvent) -> None:
+    conn.execute("UPDATE xmtp_groups SET leave_requested = 1 WHERE id = ?", (_group(event),))
 
 
 def _needs_rejoin(conn: contract.Connection, event: StoredEvent) -> None:
@@ -82,6 +87,7 @@ GROUPS = Projector(
         facts.EPOCH_MOVED: _epoch_moved,
         facts.GROUP_DEACTIVATED: _deactivated,
         facts.GROUP_READDED: _readded,
+        facts.LEAVE_REQUESTED: _leave_requested,
         facts.GROUP_NEEDS_REJOIN: _needs_rejoin,
         facts.GROUP_RESUMED: _resumed,
         facts.GROUP_METADATA_CHANGED: _metadata_changed,

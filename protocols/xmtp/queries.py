@@ -25,6 +25,8 @@ class GroupRow:
     created_at_ns: int
     added_by: str
     needs_rejoin: str
+    leave_requested: bool
+    removed_reason: str
 
 
 @attrs.frozen
@@ -49,7 +51,10 @@ class IntentRow:
         return bool(self.publish_data)
 
 
-_GROUP = "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by, needs_rejoin FROM xmtp_groups"
+_GROUP = (
+    "SELECT id, membership_state, epoch, active, name, created_at_ns, added_by, needs_rejoin, leave_requested, "
+    "removed_reason FROM xmtp_groups"
+)
 _INTENT = (
     "SELECT id, seq, kind, group_id, request, state, publish_data, message_hash, epoch, attempts, rebuilds, error, "
     "server_id, next_attempt_at_ns FROM xmtp_group_intents"
@@ -57,7 +62,9 @@ _INTENT = (
 
 
 def _group(row: Any) -> GroupRow:
-    return GroupRow(bytes(row[0]), Membership(row[1]), row[2], bool(row[3]), row[4], row[5], row[6], row[7])
+    return GroupRow(
+        bytes(row[0]), Membership(row[1]), row[2], bool(row[3]), row[4], row[5], row[6], row[7], bool(row[8]), row[9]
+    )
 
 
 def _intent(row: Any) -> IntentRow:

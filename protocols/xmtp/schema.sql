@@ -8,6 +8,8 @@
 -- active: 0 once we were removed from it (it is then read-only and not synced).
 -- needs_rejoin: why we cannot follow the group any more (a commit we need is gone from the server); '' while
 -- we can.  Sync keeps trying and clears it if the group moves on again.
+-- leave_requested (node profile): 1 once we asked to leave (libxmtp's leave request), until a welcome re-adds us.
+-- removed_reason: who removed us, and whether after our leave request; '' while we are a member.
 CREATE TABLE xmtp_groups (
     id                  BLOB    PRIMARY KEY NOT NULL,
     created_at_ns       INTEGER NOT NULL,
@@ -16,7 +18,9 @@ CREATE TABLE xmtp_groups (
     epoch               INTEGER NOT NULL DEFAULT 0,
     active              INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
     added_by            TEXT    NOT NULL DEFAULT '',
-    needs_rejoin        TEXT    NOT NULL DEFAULT ''
+    needs_rejoin        TEXT    NOT NULL DEFAULT '',
+    leave_requested     INTEGER NOT NULL DEFAULT 0,
+    removed_reason      TEXT    NOT NULL DEFAULT ''
     INDEX xmtp_groups_created_at (created_at_ns)
     INDEX xmtp_groups_membership_state (membership_state)
 ) WITHOUT ROWID;

@@ -34,6 +34,7 @@ from protocols import xmtp
 from tests._peers import PeerUnavailable
 from tests.helpers import ROOT, TEST_KEY_FILE, PluginEnvironment, open_test_app
 from tests.xmtp import interop_scenarios as scenarios
+from tests.xmtp import leave_scenarios as leaving
 from tests.xmtp import race_scenarios as races
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient, client_factory, install
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     except PeerUnavailable as error:
         print(f"libxmtp peer unavailable: {error}", file=sys.stderr)
         return 2
-    chosen = {**scenarios.SCENARIOS, **races.SCENARIOS}
+    chosen = {**scenarios.SCENARIOS, **leaving.SCENARIOS, **races.SCENARIOS}
     if args.slow:
         chosen["50 messages each way, four members"] = partial(scenarios.messages_both_ways, count=50, others=3)
         chosen["two Tessera and two libxmtp members, 50 rounds"] = partial(races.four_commit_in_a_loop, rounds=50)

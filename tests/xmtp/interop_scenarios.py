@@ -248,6 +248,8 @@ def removed_by_libxmtp(peers: Peers) -> None:
     shown = ours.texts(group)
     assert shown == [(alice.inbox_id, "before")], shown
     assert not ours.active(group)
+    row = ours.group_row(group)
+    assert row is not None and row.removed_reason == f"removed by {alice.inbox_id}", row  # we did not ask to leave
     assert ours.open_intents() == []
     assert [event["error"][:27] for event in ours.events("intent_failed")] == ["we were removed from group "]
 

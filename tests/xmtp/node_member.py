@@ -19,7 +19,7 @@ from protocols.xmtp import publishing, queries
 from protocols.xmtp.connection import XmtpMember
 from protocols.xmtp.kinds import IntentState, Membership
 from protocols.xmtp.node_profile import cli as node_cli
-from protocols.xmtp.node_profile import content, installations, registration
+from protocols.xmtp.node_profile import content, installations, leaving, registration
 from protocols.xmtp.node_profile import sync as node_sync
 from protocols.xmtp.node_profile.processing import joined_group
 from protocols.xmtp.state import Vault
@@ -77,12 +77,14 @@ class NodeMember:
 
     def tick(self) -> SyncReport:
         """One pass of the tick's XMTP jobs: KeyPackages, publish, sync (then the members' installations, when
-        their last check is 30 minutes old)."""
+        their last check is 30 minutes old; then the removal of members that asked to leave, when we are a super
+        admin)."""
         node = self.service.node()
         registration.keep_stock(self.app.runtime, node)
         publishing.publish_pass(self.app.runtime, self.service.publisher())
         report = node_sync.sync_all(self.app.runtime, node)
         installations.follow_all(self.app.runtime, node)
+        leaving.remove_all(self.app.runtime)
         return report
 
     def sync(self) -> SyncReport:
@@ -112,6 +114,14 @@ class NodeMember:
 
         group_id, _, _ = find_or_open_dm(self.app.runtime, self.service.node(), address)
         return group_id.hex()
+
+    def leave(self, group_id: str) -> None:
+        """``tessera xmtp leave``'s command."""
+        self.app.runtime.run_command("xmtp.leave", {"group": group_id})
+
+    def group_row(self, group_id: str) -> queries.GroupRow | None:
+        with self.app.db.read():
+            return queries.group(self.app.db, bytes.fromhex(group_id))
 
     def update_key(self, group_id: str) -> None:
         self.app.runtime.run_command("xmtp.update_key", {"group": group_id})

@@ -22,9 +22,21 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _schema_before_006() -> str:
+    """protocols/xmtp/schema.sql as it was before migration 006: groups without leave_requested and removed_reason."""
+    text = source_for_package("xmtp", "protocols.xmtp").text
+    now = (
+        "    needs_rejoin        TEXT    NOT NULL DEFAULT '',\n"
+        "    leave_requested     INTEGER NOT NULL DEFAULT 0,\n"
+        "    removed_reason      TEXT    NOT NULL DEFAULT ''\n"
+    )
+    assert now in text, f"schema.sql no longer has {now!r}: update this test"
+    return text.replace(now, "    needs_rejoin        TEXT    NOT NULL DEFAULT ''\n", 1)
+
+
 def _schema_before_005() -> str:
     """protocols/xmtp/schema.sql as it was before migration 005: intents of kinds 1 to 4 only."""
-    text = source_for_package("xmtp", "protocols.xmtp").text
+    text = _schema_before_006()
     now = "kind                INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 8),"
     assert now in text, f"schema.sql no longer has {now!r}: update this test"
     return text.replace(now, "kind                INTEGER NOT NULL CHECK (kind IN (1, 2, 3, 4)),", 1)
@@ -124,6 +136,7 @@ def test_opening_an_old_client_database_moves_its_messages_to_arrival_order(tmp_
             (3, "message_sequence"),
             (4, "node_profile"),
             (5, "group_update_intents"),
+            (6, "leaving"),
         ]
         assert _structure(old) == _structure(fresh)
         with old.write():
@@ -236,6 +249,29 @@ def test_opening_a_client_database_before_005_keeps_its_intents_and_takes_the_gr
             old.execute(insert, ("b2", 8, 7, b"g" * 16, b"{}", 1, 0, "", 6))
             found = old.all("SELECT id, seq, kind, state, attempts, error FROM xmtp_group_intents ORDER BY seq")
         assert found == [("a1", 7, 4, 4, 2, "refused"), ("b2", 8, 7, 1, 0, "")]
+    finally:
+        old.close()
+        fresh.close()
+
+
+def test_opening_a_client_database_before_006_keeps_its_groups_neither_leaving_nor_removed_for_a_reason(
+    tmp_path, settings
+) -> None:
+    """Groups recorded before migration 006 keep their rows, with no leave asked and no reason for a removal."""
+    old, fresh = Database(str(tmp_path / "old.db"), settings), Database(str(tmp_path / "fresh.db"), settings)
+    try:
+        _apply(old, _schema_before_006(), migrated=5)
+        with old.write():
+            old.execute(
+                "INSERT INTO xmtp_groups(id, created_at_ns, membership_state, active) VALUES (?, ?, ?, ?)",
+                (b"g" * 16, 5, 1, 0),
+            )
+        _apply(old)
+        _apply(fresh)
+        assert _structure(old) == _structure(fresh)
+        with old.read():
+            found = old.all("SELECT active, leave_requested, removed_reason FROM xmtp_groups")
+        assert found == [(0, 0, "")]
     finally:
         old.close()
         fresh.close()

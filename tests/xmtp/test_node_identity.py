@@ -156,6 +156,7 @@ def test_a_private_profile_database_is_told_it_cannot_speak_xmtp(env: dict[str, 
         ("rename", "--group", group, "libxmtp's"),
         ("set-permission", "--group", group, "add_member", "admin"),
         ("add-admin", "--group", group, "0x" + "11" * 20),
+        ("leave", "--group", group),
     ]:
         done = run(old, env, *args)
         assert done.returncode == 1 and "private profile" in done.stderr and "new database" in done.stderr, done

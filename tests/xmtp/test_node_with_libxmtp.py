@@ -20,6 +20,7 @@ from projectors.testkit import assert_same_tables
 from protocols import xmtp
 from protocols.xmtp.state import Vault
 from tests.xmtp import interop_scenarios as scenarios
+from tests.xmtp import leave_scenarios
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
@@ -174,3 +175,23 @@ def test_an_installation_added_to_a_member_inbox_later_is_committed_in_before_ou
 
 def test_a_dm_opened_by_tessera_is_libxmtp_s_dm_and_found_again(peers: InProcessPeers) -> None:
     scenarios.dm_opened_by_tessera(peers)
+
+
+def test_a_libxmtp_member_that_leaves_tesseras_group_is_removed_by_the_tick_and_our_own_leave_is_refused(
+    peers: InProcessPeers,
+) -> None:
+    leave_scenarios.libxmtp_member_leaves_tessera_group(peers)
+
+
+def test_tessera_leaves_a_libxmtp_group_removed_by_libxmtps_worker_and_says_why(
+    peers: InProcessPeers, make_projector_kit: Any
+) -> None:
+    """The scenario, then the projector kit on its log (our leave request and the removal after it): a rebuild
+    from the log equals the live tables, and each event twice changes nothing."""
+    leave_scenarios.tessera_leaves_libxmtp_group(peers)
+    (ours,) = peers.made
+    kit = make_projector_kit([xmtp], ["xmtp"])
+    tables = kit.owned_tables(ours.app)
+    forward = kit.replay(ours.app)
+    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
+    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")

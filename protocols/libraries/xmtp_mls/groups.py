@@ -349,6 +349,12 @@ class JoinedGroup:
         """Ask to leave, as libxmtp v1.10.0 does: a leave request message, upon which the group's admins
         remove this inbox (the removal then shows in :attr:`removed_reason`).  A super admin must be
         demoted first, a DM cannot be left, and the last member has nobody to ask; libxmtp refuses all three."""
+        self.check_leave()
+        return self.send(node, UnknownContent(LEAVE_REQUEST, {}, b"", None))
+
+    def check_leave(self) -> None:
+        """Refuse (:class:`ChangeNotPermitted`) a leave libxmtp refuses: a super admin, a DM member, the last
+        member; :class:`GroupInactive` once this installation was removed.  No network."""
         self._require_member()
         context = self.context
         own = inbox_of_credential(mls.own_credential(self.state))
@@ -358,7 +364,6 @@ class JoinedGroup:
             raise ChangeNotPermitted("a super admin cannot leave: another super admin has to demote it first")
         if self.member_inbox_ids() == [own]:
             raise ChangeNotPermitted("the only member of a group has nobody to ask to remove it")
-        return self.send(node, UnknownContent(LEAVE_REQUEST, {}, b"", None))
 
     def send(self, node: XmtpNode, content: Content) -> bytes:
         """Encrypt ``content`` as a libxmtp application message of the current epoch (:meth:`seal`) and

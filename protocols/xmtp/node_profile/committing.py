@@ -93,7 +93,7 @@ def _plan(state: GroupState, intent: Intent, answers: NodeAnswers) -> PlannedCom
     if intent.kind is IntentKind.UPDATE_INSTALLATIONS:
         return plan_membership(answers, state)  # no inbox added or removed: each moved to its newest update
     group_updates.membership_allowed(state, intent.kind)  # in the words the command refuses it with
-    inboxes = resolve_addresses(answers, json.loads(intent.request)["addresses"])
+    inboxes = _inboxes(intent, answers)
     if intent.kind is IntentKind.ADD_MEMBERS:
         return plan_membership(answers, state, add=inboxes)
     return plan_membership(answers, state, remove=inboxes)
@@ -101,11 +101,26 @@ def _plan(state: GroupState, intent: Intent, answers: NodeAnswers) -> PlannedCom
 
 def _check(state: GroupState, intent: Intent, answers: NodeAnswers) -> None:
     """:func:`_plan`'s questions to the node and its permission check, without building the commit."""
-    inboxes = resolve_addresses(answers, json.loads(intent.request)["addresses"])
+    from protocols.xmtp.node_profile import group_updates  # it imports processing, which imports this module
+
+    if intent.kind is IntentKind.UPDATE_INSTALLATIONS:
+        check_membership(answers, state)  # names no inbox: every member moved to its newest update
+        return
+    group_updates.membership_allowed(state, intent.kind)  # refused in the command's words, as the build refuses it
+    inboxes = _inboxes(intent, answers)
     if intent.kind is IntentKind.ADD_MEMBERS:
         check_membership(answers, state, add=inboxes)
     else:
         check_membership(answers, state, remove=inboxes)
+
+
+def _inboxes(intent: Intent, answers: NodeAnswers) -> list[str]:
+    """The inboxes a membership intent names: by address (``add-members``, ``remove-members``), or by inbox for
+    the removal of members that asked to leave (:mod:`.leaving`)."""
+    request = json.loads(intent.request)
+    if "inbox_ids" in request:
+        return [str(inbox_id) for inbox_id in request["inbox_ids"]]
+    return resolve_addresses(answers, request["addresses"])
 
 
 def ask_node(runtime: contract.Runtime, node: NodeService, intent: Intent) -> dict[str, Any]:

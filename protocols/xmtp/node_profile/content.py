@@ -17,6 +17,7 @@ from protocols.libraries.xmtp_content.codecs import (
     UnknownContent,
 )
 from protocols.libraries.xmtp_content.errors import ContentError
+from protocols.libraries.xmtp_mls.groups import LEAVE_REQUEST
 
 
 def describe(encoded: bytes) -> str:
@@ -40,6 +41,8 @@ def _line(content: codecs.Content) -> str:
             return "[group updated]"
         case RemoteAttachment():
             return f"[attachment {content.filename or ''} at {content.url}]"
+        case UnknownContent() if content.type_id is not None and content.type_id.same_type(LEAVE_REQUEST):
+            return "[asks to leave the group]"
         case UnknownContent():
             kind = str(content.type_id) if content.type_id is not None else "no type"
             fallback = f" {content.fallback}" if content.fallback else ""

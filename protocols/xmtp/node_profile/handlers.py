@@ -63,6 +63,18 @@ def command_update_permission(ctx: contract.Context, params: dict[str, Any]) -> 
     return group_updates.command_update_permission(ctx, params)
 
 
+def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import leaving
+
+    return leaving.command_leave(ctx, params)
+
+
+def command_remove_leavers(ctx: contract.Context, params: dict[str, Any]) -> Result:
+    from protocols.xmtp.node_profile import leaving
+
+    return leaving.command_remove_leavers(ctx, params)
+
+
 def command_update_installations(ctx: contract.Context, params: dict[str, Any]) -> Result:
     from protocols.xmtp.node_profile import installations
 

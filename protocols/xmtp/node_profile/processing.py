@@ -53,7 +53,7 @@ from protocols.xmtp import facts, intent_machine, queries
 from protocols.xmtp.errors import PayloadUnreadable
 from protocols.xmtp.intent_machine import IntentBook
 from protocols.xmtp.kinds import Membership, MessageKind
-from protocols.xmtp.node_profile import committing, sending
+from protocols.xmtp.node_profile import committing, leaving, sending
 from protocols.xmtp.node_profile.identity_updates import StoredUpdates
 from protocols.xmtp.node_profile.inbox import Inbox
 from protocols.xmtp.state import Vault
@@ -140,6 +140,7 @@ def _welcomed_again(
         vault.group_intent(group_id, joined.state),
         vault.intent(JOINED + group_id.hex(), json.dumps({"epoch": joined.joined_epoch}).encode()),
         *(vault.key_package_intent(None, ref) for ref in used),
+        *leaving.forget(vault, group_id),
     ]
     return Result(events=[event], intents=writes)
 
@@ -172,9 +173,12 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     read = joined.read(message.to_proto(), StoredUpdates(ctx.db), decrypted)
     events = _events(ctx, joined, message, read)
     writes: list[Any] = [] if joined.state is before else [vault.group_intent(message.group_id, joined.state)]
+    writes += leaving.after_read(vault, joined, read)  # a member asked to leave, or a commit removed some who had
     if any(event.type == facts.GROUP_DEACTIVATED for event in events):
         # Nothing of ours can land in a group that removed us: every open intent in it ends in ERROR.
-        reason = f"we were removed from group {message.group_id.hex()} by {getattr(read, 'committer_inbox_id', '')}"
+        by = getattr(read, "committer_inbox_id", "")
+        why = leaving.removal_reason(vault, message.group_id, by)
+        reason = f"we were removed from group {message.group_id.hex()}: {why}"
         ended = intent_machine.fail_open(book, message.group_id, reason, ctx.now_ms, str(message.id))
         events += ended.events
         writes += ended.writes
@@ -206,9 +210,8 @@ def _own_commit(
     committed = intent_machine.commit(book, own, ctx.now_ms)
     events = [*committed.events, *_epoch_events(ctx, joined, message, joined.epoch)]
     landed = committing.committed_at(hashlib.sha256(message.data).digest(), message.id)  # for its welcomes
-    return Result(
-        events=events, intents=[*committed.writes, landed, vault.group_intent(message.group_id, joined.state)]
-    )
+    writes: list[Any] = [*committed.writes, landed, vault.group_intent(message.group_id, joined.state)]
+    return Result(events=events, intents=[*writes, *leaving.after_commit(vault, joined)])
 
 
 def _read_back(
@@ -265,7 +268,8 @@ def _commit_events(
     ctx: contract.Context, joined: JoinedGroup, message: NodeGroupMessage, applied: AppliedCommit
 ) -> list[Event]:
     if applied.we_were_removed:
-        data = {"by": applied.committer_inbox_id}
+        by = applied.committer_inbox_id
+        data = {"by": by, "reason": leaving.removal_reason(Vault.in_context(ctx), message.group_id, by)}
         return [facts.fact(facts.GROUP_DEACTIVATED, message.group_id, ctx.now_ms, data)]
     return _epoch_events(ctx, joined, message, applied.new_epoch)
 

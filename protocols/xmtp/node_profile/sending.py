@@ -1,5 +1,5 @@
-"""Our messages in a libxmtp group (a text, a reaction, a reply): a SEND_MESSAGE intent built as libxmtp frames
-its own.
+"""Our messages in a libxmtp group (a text, a reaction, a reply, a leave request): a SEND_MESSAGE intent built as
+libxmtp frames its own.
 
 The intent machine is the private profile's (:mod:`protocols.xmtp.intent_machine`):
 ``send`` records the intent, the publish pass builds it, sends it through the
@@ -26,8 +26,16 @@ from core import contract
 from core.records import Result
 from protocols.libraries.xmtp_content import codecs
 from protocols.libraries.xmtp_content import content_type as types
-from protocols.libraries.xmtp_content.codecs import Reaction, ReactionAction, ReactionSchema, Reply, Text
+from protocols.libraries.xmtp_content.codecs import (
+    Reaction,
+    ReactionAction,
+    ReactionSchema,
+    Reply,
+    Text,
+    UnknownContent,
+)
 from protocols.libraries.xmtp_content.envelope import PlaintextMessage, message_id
+from protocols.libraries.xmtp_mls.groups import LEAVE_REQUEST
 from protocols.xmtp import intent_machine
 from protocols.xmtp.intent_machine import Intent
 from protocols.xmtp.state import Vault
@@ -50,8 +58,11 @@ def idempotency_key(intent: Intent) -> str:
 
 def content_of(intent: Intent) -> codecs.Content:
     """What ``intent`` sends, as libxmtp encodes it: a text, a reaction (``xmtp.org/reaction:2.0``) or a reply
-    (``xmtp.org/reply:1.0`` around a text), each naming the message it answers and that message's sender."""
+    (``xmtp.org/reply:1.0`` around a text), each naming the message it answers and that message's sender, or
+    libxmtp's leave request (``xmtp.org/leave_request:1.0``, empty: :mod:`.leaving`)."""
     request = json.loads(intent.request)
+    if request.get("leave_request"):
+        return UnknownContent(LEAVE_REQUEST, {}, b"", None)
     if "reaction" in request:
         wanted = request["reaction"]
         action = ReactionAction.REMOVED if wanted["remove"] else ReactionAction.ADDED
@@ -74,6 +85,8 @@ def _content_type(content: codecs.Content) -> str:
         return str(types.REACTION_V2)
     if isinstance(content, Reply):
         return str(types.REPLY)
+    if isinstance(content, UnknownContent) and content.type_id is not None:
+        return str(content.type_id)
     return str(types.TEXT)
 
 
