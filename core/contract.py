@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from core.state import ProtocolState
 
 S = TypeVar("S")
+T = TypeVar("T")
 
 #: The SQL connection (``ctx.conn``, a projector's ``conn``): statements inside a transaction someone
 #: else owns.  At run time an ``apsw.Connection``.
@@ -87,6 +88,10 @@ class Database(TypingProtocol):
         """Hold a write back until COMMIT (the latest value per key); ``flush(value)`` writes it then."""
 
     def staged(self, key: Hashable) -> Any: ...
+
+    def kept(self, table: str, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()``, a read of ``table`` known by ``key``, asked once per transaction until this connection
+        writes ``table`` or a savepoint rolls back (outside a transaction, every time)."""
 
     def staged_keys(self) -> list[Hashable]: ...
 

@@ -31,7 +31,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import attrs
@@ -51,6 +51,8 @@ from core.errors import (
 from core.known import Known
 from core.settings import Settings
 from core.write_turns import WriteTurns
+
+T = TypeVar("T")
 
 log = logging.getLogger("tessera.db")
 
@@ -611,6 +613,14 @@ class Database:
     @property
     def in_transaction(self) -> bool:
         return self._mode is not None
+
+    def kept(self, table: str, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()``, a read of ``table`` (lower case) known by ``key``, asked once per transaction until this
+        connection writes ``table`` or a savepoint rolls back (:meth:`core.known.Known.kept`); outside a
+        transaction, every time.  For a question asked once an item whose answer the items rarely change."""
+        if self._mode is None:
+            return read()
+        return self.known.kept(table, key, read)
 
     def write(self) -> _Write:
         """A write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""

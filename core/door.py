@@ -60,6 +60,12 @@ class Door:
         for the caller to decide (XMTP reads the topic again from history before it gives a payload up)."""
         return self._run(partial(self._attempt, item, disposes))
 
+    def attempt_whole(self, item: WorkItem) -> Outcome:
+        """:meth:`process` inside the caller's write transaction without a savepoint of its own: a failing item
+        raises :class:`~core.pipeline.Unisolated`, and the caller rolls its transaction back whole (XMTP's
+        page of payloads its helper decrypted, which is then handled again item by item)."""
+        return pipeline.process_item(self.rt, item, self.rt.clock.now_ms(), isolated=False)
+
     def process_all(self, items: Iterable[WorkItem]) -> list[Outcome]:
         """Prepare ``items`` as one batch, then process them in order; their outcomes."""
         return [self.process(item) for item in self.prepare(list(items))]

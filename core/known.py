@@ -16,15 +16,22 @@ statement each, in every transaction, is a good part of an item's cost when item
 
 A fact is whatever its probe stores under a key of its own in :meth:`Known.about`; a probe that keeps a
 "yes" must be one whose "yes" costs nothing when stale (a statement run that was not needed).
+
+:meth:`Known.kept` keeps answers about any other table (a plugin's, ``protocol_state``) by the same rules,
+but for the current transaction only: a table swapped in by a rebuild (DDL, which moves no row count) never
+outlives the transaction it happened in.  A catch-up's page asks the same questions of the same rows once a
+payload (the group's row, its open intents); this asks them once a page, while nothing writes those tables.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Collection, Hashable
+from typing import Any, TypeVar
 
 import apsw
+
+T = TypeVar("T")
 
 #: The tables whose facts are kept.
 WATCHED = ("deferred", "blocked")
@@ -37,26 +44,27 @@ _TARGET = re.compile(
 )
 
 
-def written_tables(sql: str) -> tuple[str, ...]:
-    """The watched tables a statement that changed rows may have written: its target, or, when the text
+def written_tables(sql: str, watched: Collection[str] = WATCHED) -> tuple[str, ...]:
+    """The ``watched`` tables a statement that changed rows may have written: its target, or, when the text
     does not say plainly (a ``WITH`` prefix, a statement of an unusual shape), every watched table it names."""
     found = _TARGET.match(sql)
     if found is not None:
         table = found.group(1).lower()
-        return (table,) if table in WATCHED else ()
+        return (table,) if table in watched else ()
     lowered = sql.lower()
-    return tuple(table for table in WATCHED if table in lowered)
+    return tuple(table for table in watched if table in lowered)
 
 
 class Known:
     """One connection's facts about the :data:`WATCHED` tables (see the module docs)."""
 
-    __slots__ = ("_conn", "_facts", "_version", "_writes")
+    __slots__ = ("_conn", "_facts", "_scoped", "_version", "_writes")
 
     def __init__(self, conn: apsw.Connection):
         self._conn = conn
         self._version = -1
         self._facts: dict[str, dict[Hashable, Any]] = {table: {} for table in WATCHED}
+        self._scoped: list[str] = []  # the tables of :meth:`kept`, forgotten at every transaction's start
         self._writes: dict[str, tuple[str, ...]] = {}
 
     def about(self, table: str) -> dict[Hashable, Any]:
@@ -66,8 +74,27 @@ class Known:
             facts.clear()
         return facts
 
+    def kept(self, table: str, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()``'s answer about ``table``, asked once until this connection writes ``table``, a savepoint
+        or the transaction rolls back, or the transaction ends (call it inside a transaction only)."""
+        facts = self._facts.get(table)
+        if facts is None:
+            facts = self._facts[table] = {}
+            self._scoped.append(table)
+            self._writes.clear()  # statements already seen may write the table now watched
+        elif len(facts) >= _MOST_FACTS:
+            facts.clear()
+        if key in facts:
+            found: T = facts[key]
+            return found
+        answer = facts[key] = read()
+        return answer
+
     def began(self) -> None:
-        """A transaction took its snapshot: forget everything if another connection committed since."""
+        """A transaction took its snapshot: forget everything if another connection committed since, and
+        what :meth:`kept` holds in any case."""
+        for table in self._scoped:
+            self._facts[table].clear()
         version = self._conn.data_version()
         if version != self._version:
             self.forget_all()
@@ -81,7 +108,7 @@ class Known:
         """A statement of this connection changed rows: forget what it may have falsified."""
         tables = self._writes.get(sql)
         if tables is None:
-            tables = written_tables(sql)
+            tables = written_tables(sql, self._facts)
             if len(self._writes) < 4096:
                 self._writes[sql] = tables
         for table in tables:

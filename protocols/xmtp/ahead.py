@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from core import contract
 from core.batch import MicroBatch
-from core.pipeline import Outcome
+from core.pipeline import Outcome, Unisolated
 from core.records import OutcomeKind
 from protocols.libraries import mls
 from protocols.libraries.mls.ahead import DecryptAhead, Decrypted, OpenedPage
@@ -155,9 +155,10 @@ class GroupReader:
                         raise _Diverged
                 if after is not None:
                     vault.stage_group(self.group_id, after, self.runtime.clock.now_ms())
-        except (_Diverged, Suspect, GroupUnknown):
-            # A payload that failed is handled alone too: the page stops before it (.rereading); so is a page
-            # of a group whose state is gone (the handler says what that means, payload by payload).
+        except (_Diverged, Suspect, Unisolated, GroupUnknown):
+            # A payload that failed is handled alone too (it had no savepoint here: the page rolls back whole),
+            # and there the page stops before it (.rereading); so is a page of a group whose state is gone (the
+            # handler says what that means, payload by payload).
             return False
         return True
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -141,7 +142,11 @@ class IntentBook:
         return self._read[key]
 
     def _load(self, key: str) -> bytes | None:
-        return self.state.get(key)
+        # Once per transaction until protocol_state is written (db.kept): a catch-up's page asks for the
+        # group's open intents once a payload.  A value staged (not written yet) is read as staged.
+        if self.state.staged(key) is not None:
+            return self.state.get(key)
+        return self.state.db.kept("protocol_state", (PROTOCOL, key), partial(self.state.get, key))
 
     def get(self, intent_id: str) -> Intent | None:
         raw = self._value(_RECORD + intent_id)

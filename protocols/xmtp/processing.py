@@ -53,7 +53,7 @@ def message_id(content: bytes, group_id: bytes, sent_at_ns: int) -> bytes:
 
 def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     message: ServerMessage = envelope.payload
-    group = queries.group(ctx.db, message.group_id)
+    group = queries.group_kept(ctx.db, message.group_id)
     if group is None or group.membership is not Membership.ALLOWED or not group.active:
         return Result()  # not a group we read (declined, left, or unknown): nothing to record
     digest = hashlib.sha256(message.payload).digest()

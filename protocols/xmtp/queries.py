@@ -5,6 +5,7 @@ The intents' rows here are a read model: what is decided about an intent is deci
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import attrs
@@ -89,6 +90,12 @@ def _intent(row: Any) -> IntentRow:
 def group(db: contract.Database, group_id: bytes) -> GroupRow | None:
     row = db.one(f"{_GROUP} WHERE id = ?", (group_id,))
     return None if row is None else _group(row)
+
+
+def group_kept(db: contract.Database, group_id: bytes) -> GroupRow | None:
+    """:func:`group`, read once per transaction until ``xmtp_groups`` is written (``db.kept``): each payload
+    of a catch-up's page asks for its group's row, which the page's messages leave alone."""
+    return db.kept("xmtp_groups", group_id, partial(group, db, group_id))
 
 
 def groups(db: contract.Database) -> list[GroupRow]:

@@ -175,6 +175,8 @@ def process_in_transaction(
     message: ServerMessage,
     reading: Reading | None = None,
     prepared: Decrypted | None = None,
+    *,
+    whole: bool = False,
 ) -> Outcome | None:
     """:func:`process` inside the caller's write transaction (a micro-batch: see :func:`drain_topic`).
 
@@ -184,7 +186,9 @@ def process_in_transaction(
     disposes of it with its reason and the cursor moves past it.  A message read before (by the server's
     numbers, :mod:`.numbering`) is passed by, the cursor where it is; one after numbers left out raises
     :class:`~.rereading.Suspect` too.  ``prepared``: what the decrypt-ahead helper made of the payload
-    (:mod:`.ahead`), carried on its work item to the handler."""
+    (:mod:`.ahead`), carried on its work item to the handler.  ``whole``: the payload has no savepoint of its
+    own, and a failure raises :class:`core.pipeline.Unisolated` for the caller to roll its transaction back
+    whole (a page the helper decrypted, which is then handled without it, payload by payload)."""
     reading = reading or Reading()
     try:
         if not numbering.taken(runtime.db, topic, message, reading.passed_gaps):
@@ -204,7 +208,7 @@ def process_in_transaction(
     # reads them on its welcome topic, so here they are passed by, not parked as malformed items.
     outcome = None
     if not (topic.startswith("g/") and message.message_type == WELCOME):
-        outcome = _handled(runtime, item, message, reading)
+        outcome = runtime.door().attempt_whole(item) if whole else _handled(runtime, item, message, reading)
     _advance(runtime, topic, message)
     if outcome is not None and topic.startswith("g/"):
         for event in outcome.events:
@@ -326,7 +330,9 @@ def drain_topic(
                     topic,
                     page,
                     opened,
-                    lambda message, decrypted: process_in_transaction(runtime, topic, message, reading, decrypted),
+                    lambda message, decrypted: process_in_transaction(
+                        runtime, topic, message, reading, decrypted, whole=True
+                    ),
                     partial(_process_page, runtime, topic, reading=reading),
                 ):
                     reader.seed()

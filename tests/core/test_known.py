@@ -204,3 +204,35 @@ def test_two_connections_in_any_order_see_what_the_other_did(settings: Settings,
         finally:
             for app in apps:
                 app.close()
+
+
+def test_kept_answers_last_until_the_table_is_written_a_savepoint_rolls_back_or_the_transaction_ends(fresh_db):
+    """``db.kept``: a read of any table asked once per transaction, asked again as soon as this connection
+    wrote the table, a savepoint rolled back around what it saw, or a new transaction began."""
+    db = fresh_db
+    with db.write():
+        db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        db.execute("INSERT INTO notes VALUES (1, 'first')")
+    reads: list[str] = []
+
+    def body() -> str:
+        found = db.value("SELECT body FROM notes WHERE id = 1")
+        reads.append(found)
+        return str(found)
+
+    assert db.kept("notes", 1, body) == "first" and len(reads) == 1  # outside a transaction: read each time
+    with db.write():
+        assert [db.kept("notes", 1, body) for _ in range(3)] == ["first"] * 3
+        assert len(reads) == 2
+        db.execute("UPDATE notes SET body = 'second' WHERE id = 1")
+        assert db.kept("notes", 1, body) == "second"
+        db.execute("UPDATE notes SET body = 'none' WHERE id = 2")  # no row changed: what is kept holds
+        assert db.kept("notes", 1, body) == "second" and len(reads) == 3
+        with pytest.raises(RuntimeError), db.write():
+            db.execute("UPDATE notes SET body = 'gone' WHERE id = 1")
+            assert db.kept("notes", 1, body) == "gone"
+            raise RuntimeError("roll the savepoint back")
+        assert db.kept("notes", 1, body) == "second"
+    with db.write():
+        assert db.kept("notes", 1, body) == "second"
+    assert len(reads) == 6
