@@ -93,6 +93,9 @@ class Database(TypingProtocol):
         """``read()``, a read of ``table`` known by ``key``, asked once per transaction until this connection
         writes ``table`` or a savepoint rolls back (outside a transaction, every time)."""
 
+    def note(self, table: str, key: Hashable, answer: Any) -> None:
+        """What :meth:`kept` reads under ``key`` is ``answer`` now (a write of ``table`` just made it so)."""
+
     def staged_keys(self) -> list[Hashable]: ...
 
     def unstage(self, key: Hashable) -> None: ...

@@ -622,6 +622,12 @@ class Database:
             return read()
         return self.known.kept(table, key, read)
 
+    def note(self, table: str, key: Hashable, answer: Any) -> None:
+        """What :meth:`kept` reads under ``key`` is ``answer`` now: this connection's write of ``table``, run to
+        its end just before, made it so (its ``RETURNING`` row).  Outside a transaction, nothing is kept."""
+        if self._mode is not None:
+            self.known.note(table, key, answer)
+
     def write(self) -> _Write:
         """A write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""
         return _Write(self)

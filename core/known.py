@@ -90,6 +90,12 @@ class Known:
         answer = facts[key] = read()
         return answer
 
+    def note(self, table: str, key: Hashable, answer: Any) -> None:
+        """Keep ``answer`` under ``key`` as :meth:`kept` would: what a write of this connection, run to its
+        end just before, made true (an ``UPDATE ... RETURNING``'s row); the next write of ``table`` forgets it."""
+        self.kept(table, key, lambda: answer)
+        self._facts[table][key] = answer
+
     def began(self) -> None:
         """A transaction took its snapshot: forget everything if another connection committed since, and
         what :meth:`kept` holds in any case."""

@@ -22,6 +22,7 @@ not numbered (a welcome carries its group's number, not ours).
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import attrs
@@ -33,6 +34,7 @@ from protocols.xmtp.transport.interface import ServerMessage
 MAX_GAPS = 32
 
 _NUMBERS = "SELECT sequence, gaps FROM xmtp_topic_refresh_state WHERE topic = ?"
+_TOPICS = "xmtp_topic_refresh_state"
 _SET_GAPS = "UPDATE xmtp_topic_refresh_state SET gaps = ? WHERE topic = ?"
 
 
@@ -97,7 +99,7 @@ def taken(db: contract.Database, topic: str, message: ServerMessage, passed: set
     number = message.sequence
     if number is None or not topic.startswith("g/"):
         return True
-    found = db.one(_NUMBERS, (topic,))
+    found = db.kept(_TOPICS, ("numbers", topic), partial(db.one, _NUMBERS, (topic,)))
     if found is None or found[0] is None:
         return True
     last = int(found[0])
@@ -110,6 +112,12 @@ def taken(db: contract.Database, topic: str, message: ServerMessage, passed: set
     if any(gap.first <= number <= gap.last for gap in gaps):
         _save(db, topic, _fill(gaps, number, Place(message.cursor, number)))
     return True
+
+
+def moved(db: contract.Database, topic: str, row: tuple[Any, ...] | None) -> None:
+    """The cursor of ``topic`` moved, and ``row`` is its ``(sequence, gaps)`` as the move left them (the
+    move's ``RETURNING``): the next payload's :func:`taken` starts from it without reading the row again."""
+    db.note(_TOPICS, ("numbers", topic), row)
 
 
 def _fill(gaps: list[Gap], number: int, at: Place) -> list[Gap]:

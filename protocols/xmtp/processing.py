@@ -159,12 +159,13 @@ def _application(
             return Result()  # a proposal: seed 002's members commit only their own, so others' are dropped
         received = processed
     sender = received.sender_credential
-    if sender not in mls.member_credentials(state).values():
+    known = members.addresses(state)  # every member's installation (kept for the state a page holds)
+    if sender not in known:
         # A message of an epoch its sender was removed in, stored after the commit that removed it (server
         # order is everyone's order, so every member drops it alike): the sender, reading that commit
         # before its own message, ends the intent in ERROR (see _foreign_commit), so nobody may show it.
         return Result()
-    event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, members.address_of(state, sender))
+    event = _record(message, MessageKind.APPLICATION, received.plaintext, sender, known[sender])
     if isinstance(received, Decrypted):
         return Result(events=[event])  # the page stages the helper's state once, at its end (.ahead)
     return Result(events=[event], intents=[vault.group_intent(message.group_id, received.new_state)])

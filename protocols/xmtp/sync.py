@@ -236,10 +236,12 @@ def _handled(runtime: contract.Runtime, item: WorkItem, message: ServerMessage, 
 
 def _advance(runtime: contract.Runtime, topic: str, message: ServerMessage) -> None:
     number = message.sequence if topic.startswith("g/") else None  # welcomes carry their group's numbers
-    runtime.db.execute(
-        "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ?",
+    moved = runtime.db.all(
+        "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ? "
+        "RETURNING sequence, gaps",
         (message.cursor, number, message.server_timestamp_us * 1000, topic),
     )
+    numbering.moved(runtime.db, topic, moved[0] if moved else None)
 
 
 def sync_topic(

@@ -236,3 +236,25 @@ def test_kept_answers_last_until_the_table_is_written_a_savepoint_rolls_back_or_
     with db.write():
         assert db.kept("notes", 1, body) == "second"
     assert len(reads) == 6
+
+
+def test_a_noted_answer_is_kept_until_the_next_write_of_its_table(fresh_db):
+    """``db.note``: an ``UPDATE ... RETURNING``'s row is what ``db.kept`` answers next, until the table is
+    written again; outside a transaction nothing is kept."""
+    db = fresh_db
+    with db.write():
+        db.execute("CREATE TABLE places(topic TEXT PRIMARY KEY, number INTEGER)")
+        db.execute("INSERT INTO places VALUES ('t', 1)")
+
+    def number() -> int:
+        return int(db.value("SELECT number FROM places WHERE topic = 't'"))
+
+    with db.write():
+        assert db.kept("places", "t", number) == 1
+        (row,) = db.all("UPDATE places SET number = 2 WHERE topic = 't' RETURNING number")
+        db.note("places", "t", row[0])
+        assert db.kept("places", "t", lambda: pytest.fail("read again")) == 2
+        db.execute("UPDATE places SET number = 3 WHERE topic = 't'")
+        assert db.kept("places", "t", number) == 3
+    db.note("places", "t", 99)
+    assert db.kept("places", "t", number) == 3
