@@ -173,6 +173,10 @@ class Door(TypingProtocol):
     def attempt(self, item: WorkItem, disposes: Callable[[BaseException], bool]) -> Outcome | None:
         """:meth:`process`, but a failing item is disposed of only when ``disposes(failure)``; else None."""
 
+    def attempt_whole(self, item: WorkItem) -> Outcome:
+        """:meth:`process` in the caller's transaction with no savepoint: a failing item raises
+        ``core.pipeline.Unisolated`` and the caller rolls its whole transaction back."""
+
     def process_all(self, items: Iterable[WorkItem]) -> list[Outcome]:
         """Prepare ``items`` as one batch, then process them in order."""
 
