@@ -175,6 +175,33 @@ def test_a_page_the_writer_reads_otherwise_is_handled_alone(
     assert caught_up(behind, offline_bob.group) == offline_bob.expected
 
 
+def test_a_payload_failing_in_a_page_the_helper_decrypted_rolls_the_page_back_whole(
+    offline_bob: OfflineBob, helper: DecryptAhead, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decrypted page's payloads run without a savepoint each (``Door.attempt_whole``): the first that
+    fails takes the page's whole transaction back, and the page is handled alone, as if never adopted."""
+    from protocols.xmtp import processing
+
+    failing = offline_bob.open_copy("failing")
+    monkeypatch.setattr(ahead, "HELPER", helper)
+    application = processing._application
+    failed: list[str] = []
+
+    def fails_once_ahead(ctx: Any, vault: Any, state: Any, message: Any, decrypted: Any) -> Any:
+        if decrypted is not None and not failed:
+            failed.append(message.id)
+            raise RuntimeError("a payload of a decrypted page fails")
+        return application(ctx, vault, state, message, decrypted)
+
+    monkeypatch.setattr(processing, "_application", fails_once_ahead)
+    report = failing.sync()
+    assert failed  # the failure happened in a page the helper decrypted
+    assert report.processed == offline_bob.alone.processed
+    assert caught_up(failing, offline_bob.group) == offline_bob.expected
+    with failing.app.db.read():
+        assert failing.app.db.value("SELECT count(*) FROM parked") == 0  # handled alone, nothing given up
+
+
 def test_a_helper_killed_mid_catch_up_loses_nothing(
     offline_bob: OfflineBob, helper: DecryptAhead, monkeypatch: pytest.MonkeyPatch
 ) -> None:
