@@ -40,12 +40,21 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 # --- the test databases' key ---------------------------------------------------------------------
 
+
+def _run_key_file() -> str:
+    """The run's key file: the one the process that started us made, or a new one this process removes at exit."""
+    inherited = os.environ.get("TESTS_KEY_FILE")
+    if inherited:
+        return inherited
+    folder = tempfile.mkdtemp(prefix="tessera-test-key-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return os.path.join(folder, "test.key")
+
+
 #: Every database the suite makes is encrypted under this one key, in-process (the ``settings`` fixture,
 #: :func:`worker_settings`) and in the processes it starts (``TESSERA_KEY_FILE``, set by tests/conftest.py).
 #: Made once per run; the suite's own processes find it in ``TESTS_KEY_FILE`` (a name ``clean_environment`` keeps).
-TEST_KEY_FILE = os.environ.get("TESTS_KEY_FILE") or os.path.join(
-    tempfile.mkdtemp(prefix="tessera-test-key-"), "test.key"
-)
+TEST_KEY_FILE = _run_key_file()
 if not os.path.exists(TEST_KEY_FILE):
     keys.write_new_key_file(TEST_KEY_FILE)
 os.environ["TESTS_KEY_FILE"] = TEST_KEY_FILE
