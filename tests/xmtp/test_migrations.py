@@ -22,6 +22,12 @@ def _structure(db: Database) -> validate.Structure:
     return validate.structure(db.conn, names)
 
 
+def _undone(text: str, now: str, before: str) -> str:
+    """``text`` with the first ``now`` put back to ``before``; ``now`` must be there (else schema.sql moved on)."""
+    assert now in text, f"schema.sql no longer has {now!r}: update this test"
+    return text.replace(now, before, 1)
+
+
 def _schema_before_006() -> str:
     """protocols/xmtp/schema.sql as it was before migration 006: groups without leave_requested and removed_reason."""
     text = source_for_package("xmtp", "protocols.xmtp").text
@@ -30,16 +36,14 @@ def _schema_before_006() -> str:
         "    leave_requested     INTEGER NOT NULL DEFAULT 0,\n"
         "    removed_reason      TEXT    NOT NULL DEFAULT ''\n"
     )
-    assert now in text, f"schema.sql no longer has {now!r}: update this test"
-    return text.replace(now, "    needs_rejoin        TEXT    NOT NULL DEFAULT ''\n", 1)
+    return _undone(text, now, "    needs_rejoin        TEXT    NOT NULL DEFAULT ''\n")
 
 
 def _schema_before_005() -> str:
     """protocols/xmtp/schema.sql as it was before migration 005: intents of kinds 1 to 4 only."""
     text = _schema_before_006()
     now = "kind                INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 8),"
-    assert now in text, f"schema.sql no longer has {now!r}: update this test"
-    return text.replace(now, "kind                INTEGER NOT NULL CHECK (kind IN (1, 2, 3, 4)),", 1)
+    return _undone(text, now, "kind                INTEGER NOT NULL CHECK (kind IN (1, 2, 3, 4)),")
 
 
 def _schema_before_004() -> str:
@@ -51,8 +55,7 @@ def _schema_before_004() -> str:
         "    content_type            TEXT    NOT NULL DEFAULT '',\n"
         "    sender_inbox_id         TEXT    NOT NULL DEFAULT ''\n"
     )
-    assert now in text, f"schema.sql no longer has {now!r}: update this test"
-    text = text.replace(now, "    server_id               TEXT    NOT NULL DEFAULT ''\n", 1)
+    text = _undone(text, now, "    server_id               TEXT    NOT NULL DEFAULT ''\n")
     start = text.index("CREATE TABLE xmtp_identity_updates (")
     end = text.index(") WITHOUT ROWID;", start) + len(") WITHOUT ROWID;")
     return text[:start] + text[end:]
@@ -66,8 +69,7 @@ def _schema_before_003() -> str:
         "    sequence                    INTEGER,\n"
         "    gaps                        TEXT    NOT NULL DEFAULT ''\n"
     )
-    assert now in text, f"schema.sql no longer has {now!r}: update this test"
-    return text.replace(now, "    skip_check                  TEXT    NOT NULL DEFAULT ''\n", 1)
+    return _undone(text, now, "    skip_check                  TEXT    NOT NULL DEFAULT ''\n")
 
 
 def _schema_before_002() -> str:
@@ -88,8 +90,7 @@ def _schema_before_002() -> str:
         ),
     )
     for now, then in edits:
-        assert now in text, f"schema.sql no longer has {now!r}: update this test"
-        text = text.replace(now, then, 1)
+        text = _undone(text, now, then)
     return text
 
 

@@ -90,18 +90,23 @@ def test_libxmtp_adds_and_removes_members_and_changes_metadata(peers: InProcessP
     scenarios.membership_and_metadata(peers)
 
 
-def test_projections_of_a_libxmtp_group_rebuild_equal_and_each_event_twice_changes_nothing(
-    peers: InProcessPeers, make_projector_kit: Any
-) -> None:
-    """The node profile's facts (welcome, messages of every content type, commits, metadata, our intents)
-    under the projector kit: a rebuild from the log equals the live tables."""
-    scenarios.membership_and_metadata(peers)
+def _rebuilt_equals_live_and_twice_changes_nothing(peers: InProcessPeers, make_projector_kit: Any) -> None:
+    """The projector kit on our member's log: a rebuild equals the live tables, each event twice changes nothing."""
     (ours,) = peers.made
     kit = make_projector_kit([xmtp], ["xmtp"])
     tables = kit.owned_tables(ours.app)
     forward = kit.replay(ours.app)
     assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
     assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")
+
+
+def test_projections_of_a_libxmtp_group_rebuild_equal_and_each_event_twice_changes_nothing(
+    peers: InProcessPeers, make_projector_kit: Any
+) -> None:
+    """The node profile's facts (welcome, messages of every content type, commits, metadata, our intents)
+    under the projector kit: a rebuild from the log equals the live tables."""
+    scenarios.membership_and_metadata(peers)
+    _rebuilt_equals_live_and_twice_changes_nothing(peers, make_projector_kit)
 
 
 def test_a_dm_opened_by_libxmtp(peers: InProcessPeers) -> None:
@@ -118,12 +123,7 @@ def test_removed_then_re_added_by_libxmtp_the_group_is_read_again(
     """The scenario, then the projector kit on its log (the re-add's fact among the removal's): a rebuild from
     the log equals the live tables, and each event twice changes nothing."""
     scenarios.readded_after_removal(peers)
-    (ours,) = peers.made
-    kit = make_projector_kit([xmtp], ["xmtp"])
-    tables = kit.owned_tables(ours.app)
-    forward = kit.replay(ours.app)
-    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
-    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")
+    _rebuilt_equals_live_and_twice_changes_nothing(peers, make_projector_kit)
 
 
 def test_a_second_installation_of_the_tessera_inbox_is_added_by_libxmtp(peers: InProcessPeers) -> None:
@@ -189,9 +189,4 @@ def test_tessera_leaves_a_libxmtp_group_removed_by_libxmtps_worker_and_says_why(
     """The scenario, then the projector kit on its log (our leave request and the removal after it): a rebuild
     from the log equals the live tables, and each event twice changes nothing."""
     leave_scenarios.tessera_leaves_libxmtp_group(peers)
-    (ours,) = peers.made
-    kit = make_projector_kit([xmtp], ["xmtp"])
-    tables = kit.owned_tables(ours.app)
-    forward = kit.replay(ours.app)
-    assert_same_tables(ours.app.db.conn, forward, tables, "a rebuild from the log differs from the live tables")
-    assert_same_tables(forward, kit.replay(ours.app, times=2), tables, "applying each event twice changed a table")
+    _rebuilt_equals_live_and_twice_changes_nothing(peers, make_projector_kit)

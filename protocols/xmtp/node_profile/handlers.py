@@ -3,79 +3,36 @@ gRPC and the XMTP libraries) on first use, so a database of the private profile 
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 from core import contract
-from core.records import Envelope, Result
+from core.records import Result
 
 
-def handle_welcome(ctx: contract.Context, envelope: Envelope) -> Result:
-    from protocols.xmtp.node_profile import processing
+def _deferred(module: str, name: str) -> Callable[[contract.Context, Any], Result]:
+    """``protocols.xmtp.node_profile.<module>.<name>``, imported when it is first called."""
 
-    return processing.handle_welcome(ctx, envelope)
+    def call(ctx: contract.Context, given: Any) -> Result:
+        found: Callable[[contract.Context, Any], Result] = getattr(
+            importlib.import_module(f"protocols.xmtp.node_profile.{module}"), name
+        )
+        return found(ctx, given)
 
-
-def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
-    from protocols.xmtp.node_profile import processing
-
-    return processing.handle_group_message(ctx, envelope)
-
-
-def command_open_dm(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import creating
-
-    return creating.command_open_dm(ctx, params)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
-def command_inbox_new(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import registration
-
-    return registration.command_inbox_new(ctx, params)
-
-
-def command_top_up(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import registration
-
-    return registration.command_top_up(ctx, params)
-
-
-def command_forget_expired(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import registration
-
-    return registration.command_forget_expired(ctx, params)
-
-
-def command_update_metadata(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import group_updates
-
-    return group_updates.command_update_metadata(ctx, params)
-
-
-def command_update_admins(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import group_updates
-
-    return group_updates.command_update_admins(ctx, params)
-
-
-def command_update_permission(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import group_updates
-
-    return group_updates.command_update_permission(ctx, params)
-
-
-def command_leave(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import leaving
-
-    return leaving.command_leave(ctx, params)
-
-
-def command_remove_leavers(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import leaving
-
-    return leaving.command_remove_leavers(ctx, params)
-
-
-def command_update_installations(ctx: contract.Context, params: dict[str, Any]) -> Result:
-    from protocols.xmtp.node_profile import installations
-
-    return installations.command_update_installations(ctx, params)
+handle_welcome = _deferred("processing", "handle_welcome")
+handle_group_message = _deferred("processing", "handle_group_message")
+command_open_dm = _deferred("creating", "command_open_dm")
+command_inbox_new = _deferred("registration", "command_inbox_new")
+command_top_up = _deferred("registration", "command_top_up")
+command_forget_expired = _deferred("registration", "command_forget_expired")
+command_update_metadata = _deferred("group_updates", "command_update_metadata")
+command_update_admins = _deferred("group_updates", "command_update_admins")
+command_update_permission = _deferred("group_updates", "command_update_permission")
+command_leave = _deferred("leaving", "command_leave")
+command_remove_leavers = _deferred("leaving", "command_remove_leavers")
+command_update_installations = _deferred("installations", "command_update_installations")
