@@ -6,6 +6,7 @@ and a database made before is filled once from its rows."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,7 +166,11 @@ def _decision_state(app) -> dict[str, bytes | None]:
         return {name: state.get(name) for name in names}
 
 
-def test_a_database_made_before_gets_its_processing_records_once(marmot_app, settings):
+def a_race_behind_our_message(marmot_app: Any) -> tuple[Net, Any, bytes, bytes, bytes, dict[str, Any], Any]:
+    """A member who read A's commit (whose rival B, earlier, is prepared but not delivered), then a message of
+    the epoch before it, and sent one of its own in A's epoch: every kind of record, and a rollback waiting.
+
+    Returns the net, the app, A's and B's lines, the message's line, its rumor and our send's fact data."""
     net = Net(3)
     app = marmot_app()
     app.runtime.run_command("marmot.join", net.join_params)
@@ -174,6 +179,11 @@ def test_a_database_made_before_gets_its_processing_records_once(marmot_app, set
     said, rumor = net.send(1, "before the upgrade", T0 + 1)
     deliver(app, said, a_line)
     sent = app.runtime.run_command("marmot.send", {"group": net.gid, "text": "ours, after A"}).events[0].data
+    return net, app, a_line, b_line, said, rumor, sent
+
+
+def test_a_database_made_before_gets_its_processing_records_once(marmot_app, settings):
+    net, app, a_line, b_line, said, rumor, sent = a_race_behind_our_message(marmot_app)
     made = _decision_state(app)
     assert any(name.endswith(short(sent["outer_id"])) for name in made if name.startswith(EPOCHS))  # ours, in window
     path = app.db.path

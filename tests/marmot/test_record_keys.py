@@ -40,6 +40,7 @@ from tests.marmot._net import T0, Net
 from tests.marmot._orders import assert_records_match_projection
 from tests.marmot._read import message_state, outer_state
 from tests.marmot.conftest import deliver, settle
+from tests.marmot.test_decision_state import a_race_behind_our_message
 
 ids = st.binary(min_size=32, max_size=32).map(bytes.hex)
 created_ats = st.integers(min_value=0, max_value=10**10 - 1)
@@ -154,14 +155,7 @@ def _to_hex_layout(db: Database, gid: str) -> None:
 
 
 def test_records_in_the_hex_layout_are_moved_once_and_decide_as_before(marmot_app, settings):
-    net = Net(3)
-    app = marmot_app()
-    app.runtime.run_command("marmot.join", net.join_params)
-    a_line, _ = net.prepare(1, T0 + 20)
-    b_line, _ = net.prepare(2, T0 + 10)
-    said, rumor = net.send(1, "before the upgrade", T0 + 1)
-    deliver(app, said, a_line)
-    sent = app.runtime.run_command("marmot.send", {"group": net.gid, "text": "ours, after A"}).events[0].data
+    net, app, a_line, b_line, said, rumor, sent = a_race_behind_our_message(marmot_app)
     made = _records(app)
     assert any(name.startswith(EPOCHS) for name in made) and any(name.startswith(CARRIED) for name in made)
     path = app.db.path
