@@ -1,13 +1,15 @@
 """Tessera's benchmark suite: every figure beside the ceiling or peer measured in the same run.
 
-    python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--keep DIR] [--executors N,N,...]
+    python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--markdown FILE] [--keep DIR]
+                    [--executors N,N,...]
 
 NAME picks benchmarks (all by default): see ``--list``.  Each benchmark's figures are printed (and written to
 ``--json``) as soon as it ends, so a long run stopped early keeps what it measured.  ``--events`` sets the run's size (10,000,000 by
 default; ``--quick`` makes it 100,000 and runs one round of each comparison instead of three); each
 benchmark scales its own workloads from it and names the sizes in its figures.  The run ends with one
 table — our figure, the ceiling or peer, the ratio, the target, met or not — and ``--json`` writes the same
-figures to a file.  ``--keep DIR`` keeps the database files in DIR; ``--executors`` sets the executor counts
+figures to a file, with the command, commit, start and end, and the load average around the run;
+``--markdown`` writes the same as the Markdown table docs/benchmarks.md keeps.  ``--keep DIR`` keeps the database files in DIR; ``--executors`` sets the executor counts
 the cluster benchmark measures (1,2,4 by default).
 
 The individual scripts (``python bench/append.py`` ...) print more detail about their own benchmark.
@@ -36,6 +38,7 @@ import xmtp
 import xmtp_node
 import xmtp_real
 from common import Workdir, console
+from report import RunContext, markdown
 from suite import Benchmark, Figure, Run, print_table, write_json
 
 BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
@@ -89,6 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     found.add_argument("--quick", action="store_true", help=f"{QUICK_EVENTS:,} events, one round per comparison")
     found.add_argument("--json", metavar="FILE", help="write the figures to FILE as JSON")
+    found.add_argument("--markdown", metavar="FILE", help="write the figures to FILE as a Markdown table")
     found.add_argument("--keep", metavar="DIR", help="keep the database files in DIR")
     found.add_argument(
         "--executors",
@@ -108,6 +112,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.list:
         for name, (_, what) in BENCHMARKS.items():
@@ -116,7 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     events = args.events or (QUICK_EVENTS if args.quick else FULL_EVENTS)
     names = args.names or list(BENCHMARKS)
     figures: list[Figure] = []
+    context = RunContext.now(argv)
     started = time.perf_counter()
+
+    def write_files(run: Run) -> None:
+        seconds = time.perf_counter() - started
+        if args.json:
+            write_json(args.json, figures, run, context.as_json(seconds))
+        if args.markdown:
+            Path(args.markdown).write_text(markdown(figures, context, seconds))
+
     with Workdir(args.keep) as work:
         run = Run(events=events, quick=args.quick, work=work, executors=args.executors)
         for name in names:
@@ -126,12 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             # Each benchmark's figures as soon as it ends, and the JSON so far: a long run stopped later
             # keeps what it measured.
             print_table(found, f"{name}: {events:,} events")
-            if args.json:
-                write_json(args.json, figures, run, time.perf_counter() - started)
+            write_files(run)
         seconds = time.perf_counter() - started
         print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, {seconds:,.0f} s")
-        if args.json:
-            write_json(args.json, figures, run, seconds)
+        write_files(run)
     return 0
 
 

@@ -115,20 +115,26 @@ def _number(value: float) -> str:
     return f"{value:.3g}"
 
 
+def ratio_text(ratio: float | None) -> str:
+    """A ratio as the tables show it: a percentage below 1, a multiple from 1."""
+    if ratio is None:
+        return ""
+    return f"{ratio:.0%}" if ratio < 1 else f"{ratio:.2f}×"
+
+
 def print_table(figures: list[Figure], title: str) -> None:
     table = Table(title=title)
     for column in ("benchmark", "figure", "ours", "ceiling / peer", "ratio", "target", ""):
         table.add_column(column, justify="left" if column in ("benchmark", "figure", "ceiling / peer") else "right")
     for figure in figures:
         ceiling = "" if figure.ceiling is None else f"{_number(figure.ceiling)} {figure.ceiling_name}"
-        ratio = figure.ratio
         met = figure.met
         table.add_row(
             figure.benchmark,
             figure.name + (f" ({figure.note})" if figure.note else ""),
             f"{_number(figure.ours)} {figure.unit}",
             ceiling,
-            "" if ratio is None else (f"{ratio:.0%}" if ratio < 1 else f"{ratio:.2f}×"),
+            ratio_text(figure.ratio),
             figure.target,
             "" if met is None else ("met" if met else "[bold red]NOT MET[/]"),
         )
@@ -158,12 +164,12 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def write_json(path: str, figures: list[Figure], run: Run, seconds: float) -> None:
+def write_json(path: str, figures: list[Figure], run: Run, context: dict[str, Any]) -> None:
+    """The run's figures and where they come from (``context``: :meth:`report.RunContext.as_json`)."""
     document = {
         "events": run.events,
         "quick": run.quick,
-        "seconds": round(seconds, 1),
-        "machine": machine_line(),
+        **context,
         "figures": [figure.as_json() for figure in figures],
     }
     Path(path).write_text(json.dumps(document, indent=2) + "\n")

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,12 +114,18 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
-    out = tmp_path / "figures.json"
-    done = run("-m", "bench", "--quick", "--events", "300", "--executors", "1", "--json", str(out), timeout=900)
+    out, table = tmp_path / "figures.json", tmp_path / "figures.md"
+    done = run(
+        "-m", "bench", "--quick", "--events", "300", "--executors", "1", "--json", str(out), "--markdown", str(table),
+        timeout=900,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(out.read_text())
     assert document["events"] == 300 and document["quick"] and "cores" in document["machine"]
+    assert document["command"] == f"python -m bench --quick --events 300 --executors 1 --json {out} --markdown {table}"
+    assert document["started"] <= document["ended"] and document["seconds"] > 0
     figures = document["figures"]
+    assert_markdown_names_every_figure(table.read_text(), document)
     missing = [f["note"] for f in figures if f["note"].startswith("peer missing")]
     if missing:
         peer_missing(missing[0])
@@ -134,6 +141,16 @@ def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
         "python -m bench append tick fill xmtp rebuild cluster history mls cli_start encryption marmot xmtp-node "
         "xmtp-real" in done.stdout
     )
+
+
+def assert_markdown_names_every_figure(text: str, document: dict[str, Any]) -> None:
+    """The Markdown table: the run's command and commit first, a row per figure, the count of targets met."""
+    head, *rest = text.splitlines()
+    assert head.startswith(f"`{document['command']}` — commit {document['commit']}, {document['started']}"), head
+    rows = [line for line in rest if line.startswith("| ") and not line.startswith("| benchmark |")]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == [f["benchmark"] for f in document["figures"]]
+    held = [f for f in document["figures"] if f["met"] is not None]
+    assert rest[-1] == f"{sum(f['met'] for f in held)} of {len(held)} targets met."
 
 
 @pytest.mark.parametrize("counts", ["0,1", "2,1", "one", ""])
@@ -187,3 +204,23 @@ def test_the_backfill_cpu_harness_times_copies_of_one_fixture(tmp_path: Path) ->
     assert (fixture / "joined.db").exists() and len(json.loads((fixture / "stream.json").read_text())["events"]) == 30
     again = run("bench/backfill_cpu.py", "--fixture", str(fixture), "--runs", "1", timeout=300)  # the same fixture
     assert again.returncode == 0 and "median CPU " in again.stdout, again.stderr[-3000:]
+
+
+def test_the_markdown_table_escapes_cells_and_counts_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from report import RunContext, markdown
+    from suite import Figure
+
+    figures = [
+        Figure("a", "rate | with a bar", 900.0, "events/s", 1000.0, "raw", "ratio", 0.8),
+        Figure("b", "p99", 2.0, "ms", goal_kind="at_most", goal=1.0, note="loaded"),
+        Figure("c", "context", 5.0, "x"),
+    ]
+    context = RunContext("python -m bench a b c", "abc1234+changes", "2026-11-29T14:00:00", 0.5, "2 cores")
+    lines = markdown(figures, context, 61.0).splitlines()
+    assert lines[0].startswith("`python -m bench a b c` — commit abc1234+changes, 2026-11-29T14:00:00 to ")
+    assert "(61 s); load average 0.50 at the start" in lines[0] and lines[0].endswith("; 2 cores.")
+    assert lines[4] == "| a | rate \\| with a bar | 900 events/s | raw 1,000 | 90% | ≥ 80% | met |"
+    assert lines[5] == "| b | p99 (loaded) | 2 ms |  |  | ≤ 1 ms | **not met** |"
+    assert lines[6] == "| c | context | 5 x |  |  |  |  |"
+    assert lines[-1] == "1 of 2 targets met."
