@@ -304,6 +304,21 @@ class _Run:
     def empty(self) -> bool:
         return self.held is None or self.held.num_rows == 0
 
+    def last(self, column: str) -> Any:
+        """The last value of ``column`` among the rows held (there must be some)."""
+        assert self.held is not None
+        return self.held.column(column)[-1]
+
+    def take_upto(self, column: str, bound: Any) -> pa.Table:
+        """Remove and return the rows held whose ``column`` is at most ``bound`` (all of them when None)."""
+        assert self.held is not None
+        held, self.held = self.held, None
+        if bound is None:
+            return held
+        upto = pc.less_equal(held.column(column), bound)
+        self.held = held.filter(pc.invert(upto))
+        return held.filter(upto)
+
 
 def merged_by_key(runs: Sequence[Iterator[pa.Table]], key: Sequence[str]) -> Iterator[pa.Table]:
     """Tables from ``runs``, each sorted by ``key``, merged into one stream in that order.
@@ -322,25 +337,13 @@ def merged_by_key(runs: Sequence[Iterator[pa.Table]], key: Sequence[str]) -> Ite
             while run.empty and not run.exhausted:
                 run.read_more()
         open_runs = [run for run in pending if not run.exhausted]
-        if open_runs:
-            bounding = min(open_runs, key=lambda run: run.held.column(first)[-1].as_py())  # type: ignore[union-attr]
-            bound = bounding.held.column(first)[-1]  # type: ignore[union-attr]
-        taken = []
-        for run in pending:
-            if run.empty:
-                continue
-            assert run.held is not None
-            if not open_runs:
-                taken.append(run.held)
-                run.held = None
-                continue
-            upto = pc.less_equal(run.held.column(first), bound)
-            taken.append(run.held.filter(upto))
-            run.held = run.held.filter(pc.invert(upto))
+        bounding = min(open_runs, key=lambda run: run.last(first).as_py(), default=None)
+        bound = None if bounding is None else bounding.last(first)
+        taken = [run.take_upto(first, bound) for run in pending if not run.empty]
         merged = pa.concat_tables(taken) if taken else None
         if merged is not None and merged.num_rows:
             yield merged.take(pc.sort_indices(merged, sort_keys=sort_keys))
-        if not open_runs:
+        if bounding is None:
             return
         if not bounding.empty:  # rows out of order in that run: read on, so every round moves
             bounding.read_more()
