@@ -280,7 +280,7 @@ def main() -> None:
     with Workdir(args.keep) as work:
         path = args.db or work.db("rebuild")
         fill_rate = fill(path, count) if not args.db else None
-        rows = []
+        rows, stage_rows = [], []
         spark = None
         for engine in args.engines:
             if engine == "spark" and spark is None:
@@ -311,6 +311,7 @@ def main() -> None:
                     f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f}",
                 )
             )
+            stage_rows.append((rows[-1][0], *stage_shares(rebuilt, total)))
         if spark is not None:
             spark.stop()
         measured = f"incremental projection ran at {fill_rate:,.0f} events/s" if fill_rate else "existing database"
@@ -331,6 +332,20 @@ def main() -> None:
                 "peak RSS MiB",
             ),
         )
+        report("Seconds per stage (share of the rebuild without --verify)", stage_rows, ("engine", *STAGES))
+
+
+#: The stages a verified rebuild times, in the order they run (discard: the leftovers before the load and the
+#: shadow tables after the comparison, as a swap discards the old tables).
+STAGES = ("export", "replay", "load", "catch-up", "discard", "verify")
+
+
+def stage_shares(report: RebuildReport, total: float) -> list[str]:
+    """Each stage's seconds and its share of the rebuild without the verify stage (verify's own: of that too)."""
+    counted = total - report.seconds.get("verify", 0.0)
+    return [
+        f"{report.seconds.get(stage, 0.0):.1f} ({report.seconds.get(stage, 0.0) / counted:.0%})" for stage in STAGES
+    ]
 
 
 if __name__ == "__main__":

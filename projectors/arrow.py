@@ -53,11 +53,20 @@ def out_field(table: str, column: str) -> str:
 
 @attrs.frozen
 class TableShape:
-    """A projection table's columns and their Arrow types."""
+    """A projection table's columns and their Arrow types.
+
+    Attributes:
+        name: the table.
+        columns: its columns, in declaration order.
+        types: each column's Arrow type.
+        key: the columns its rows are stored in order of: an ``INTEGER PRIMARY KEY`` (the rowid), or a
+            ``WITHOUT ROWID`` table's primary key; empty when the rowid is hidden (rows go in any order).
+    """
 
     name: str
     columns: tuple[str, ...]
     types: tuple[pa.DataType, ...]
+    key: tuple[str, ...] = ()
 
 
 def table_shapes(ddl: Sequence[str], tables: Sequence[str]) -> list[TableShape]:
@@ -65,10 +74,24 @@ def table_shapes(ddl: Sequence[str], tables: Sequence[str]) -> list[TableShape]:
     conn = replay.open_target(ddl)
     shapes = []
     for table in tables:
-        rows = conn.execute("SELECT name, type FROM pragma_table_info(?)", (table,)).fetchall()
-        shapes.append(TableShape(table, tuple(str(r[0]) for r in rows), tuple(affinity_type(str(r[1])) for r in rows)))
+        rows = conn.execute("SELECT name, type, pk FROM pragma_table_info(?)", (table,)).fetchall()
+        columns = tuple(str(r[0]) for r in rows)
+        types = tuple(affinity_type(str(r[1])) for r in rows)
+        shapes.append(TableShape(table, columns, types, _stored_order(conn, table, rows)))
     conn.close()
     return shapes
+
+
+def _stored_order(conn: apsw.Connection, table: str, columns: list[Any]) -> tuple[str, ...]:
+    """The columns a table's b-tree is keyed by, when they are columns of the table (see TableShape.key)."""
+    key = [(int(pk), str(name), str(declared)) for name, declared, pk in columns if pk]
+    without_rowid = conn.execute("SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (table,)).fetchone()
+    if without_rowid and without_rowid[0]:
+        return tuple(name for _, name, _ in sorted(key))
+    # Only a lone primary-key column declared exactly INTEGER is the rowid itself.
+    if len(key) == 1 and key[0][2].upper() == "INTEGER":
+        return (key[0][1],)
+    return ()
 
 
 def output_schema(shapes: Sequence[TableShape]) -> pa.Schema:

@@ -32,13 +32,26 @@ import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
 from core.errors import ProjectionError, TesseraError
-from projectors.arrow import EVENT_SCHEMA, TABLE_COLUMN, ReplaySpec, fold, replay_into, table_batches
+from projectors.arrow import (
+    EVENT_SCHEMA,
+    TABLE_COLUMN,
+    ReplaySpec,
+    TableShape,
+    fold,
+    out_field,
+    replay_into,
+    table_batches,
+    table_schema,
+)
 
 log = logging.getLogger("tessera.rebuild")
 
 READ_BATCH_ROWS = 20_000
 SPILL_RUN_ROWS = 50_000
 SPILL_HELD_ROWS = 400_000
+# Each replayed file read while the load merges them streams through a buffer this big,
+# instead of holding its whole row group's compressed bytes.
+MERGE_READ_BUFFER = 1 << 20
 
 
 def _wanted_filter(spec: ReplaySpec, watermark: int) -> pc.Expression:
@@ -243,9 +256,94 @@ def worker_error(text: str) -> TesseraError | None:
     return None
 
 
-def replayed_batches(out_dir: Path, table: str) -> Iterator[pa.RecordBatch]:
-    """The replayed rows of ``table``, streamed (nothing when the replay produced none)."""
+def replayed_batches(out_dir: Path, shape: TableShape) -> Iterator[pa.Table]:
+    """The replayed rows of one table, streamed in the order of its key (nothing when the replay produced none).
+
+    Each replay partition's file holds its rows in key order (a fold dumps a
+    table in its b-tree's order), but the partitions interleave: loaded file
+    after file, every file's rows land all over the shadow table's b-tree and
+    its pages are split and read back again for each file, which at 10M rows
+    no page cache holds.  Merged by key, each insert lands at the b-tree's
+    right edge.  A table whose rowid is hidden (no such key) loads file by file.
+    """
     # File by file, with no read-ahead: the loader is SQLite-bound, and a
     # dataset scan's read-ahead would hold gigabytes of decoded rows at 10M.
-    for path in sorted((out_dir / f"{TABLE_COLUMN}={table}").glob("*.parquet")):
-        yield from pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH_ROWS)
+    runs = [_file_rows(path, shape) for path in sorted((out_dir / f"{TABLE_COLUMN}={shape.name}").glob("*.parquet"))]
+    if not shape.key or len(runs) < 2:
+        for run in runs:
+            yield from run
+        return
+    yield from merged_by_key(runs, [out_field(shape.name, column) for column in shape.key])
+
+
+def _file_rows(path: Path, shape: TableShape) -> Iterator[pa.Table]:
+    """A replayed file's rows of ``shape``'s columns (Spark's files carry every table's columns)."""
+    schema = table_schema(shape)
+    reader = pq.ParquetFile(path, buffer_size=MERGE_READ_BUFFER)
+    for batch in reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=schema.names):
+        rows = pa.Table.from_batches([batch])
+        yield rows if rows.schema == schema else rows.cast(schema)
+
+
+class _Run:
+    """One sorted run of a merge: the rows read from it and not yet merged, and whether it has more."""
+
+    def __init__(self, tables: Iterator[pa.Table]):
+        self._tables = tables
+        self.held: pa.Table | None = None
+        self.exhausted = False
+
+    def read_more(self) -> None:
+        more = next(self._tables, None)
+        if more is None:
+            self.exhausted = True
+        else:
+            self.held = more if self.held is None else pa.concat_tables([self.held, more])
+
+    @property
+    def empty(self) -> bool:
+        return self.held is None or self.held.num_rows == 0
+
+    def last(self, column: str) -> Any:
+        """The last value of ``column`` among the rows held (there must be some)."""
+        assert self.held is not None
+        return self.held.column(column)[-1]
+
+    def take_upto(self, column: str, bound: Any) -> pa.Table:
+        """Remove and return the rows held whose ``column`` is at most ``bound`` (all of them when None)."""
+        assert self.held is not None
+        held, self.held = self.held, None
+        if bound is None:
+            return held
+        upto = pc.less_equal(held.column(column), bound)
+        self.held = held.filter(pc.invert(upto))
+        return held.filter(upto)
+
+
+def merged_by_key(runs: Sequence[Iterator[pa.Table]], key: Sequence[str]) -> Iterator[pa.Table]:
+    """Tables from ``runs``, each sorted by ``key``, merged into one stream in that order.
+
+    Every round takes, from each run, the rows up to the smallest last key any
+    unfinished run holds: no row still unread can sort before them.  The
+    merge is by the first key column, each round's rows sorted by all of
+    them.  Order only makes the load faster; every row is yielded exactly once
+    whatever order the runs hold.
+    """
+    first = key[0]
+    sort_keys = [(column, "ascending") for column in key]
+    pending = [_Run(run) for run in runs]
+    while True:
+        for run in pending:
+            while run.empty and not run.exhausted:
+                run.read_more()
+        open_runs = [run for run in pending if not run.exhausted]
+        bounding = min(open_runs, key=lambda run: run.last(first).as_py(), default=None)
+        bound = None if bounding is None else bounding.last(first)
+        taken = [run.take_upto(first, bound) for run in pending if not run.empty]
+        merged = pa.concat_tables(taken) if taken else None
+        if merged is not None and merged.num_rows:
+            yield merged.take(pc.sort_indices(merged, sort_keys=sort_keys))
+        if bounding is None:
+            return
+        if not bounding.empty:  # rows out of order in that run: read on, so every round moves
+            bounding.read_more()

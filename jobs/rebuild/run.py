@@ -348,7 +348,7 @@ def _replay_group(
 def _load(run: RebuildRun, spec: arrow.ReplaySpec, out_dir: Path, advance: Callable[[int], None]) -> None:
     for shape in spec.shapes:
         shadow.create_shadow(run.db, run.packages[shape.name], shape.name)
-        run.report.rows[shape.name] = shadow.load(run.db, shape, engines.replayed_batches(out_dir, shape.name), advance)
+        run.report.rows[shape.name] = shadow.load(run.db, shape, engines.replayed_batches(out_dir, shape), advance)
 
 
 def _finish(run: RebuildRun, caught: int) -> int:
