@@ -69,7 +69,9 @@ def test_what_savepoints_roll_back_leaves_the_tally_as_the_rest_made_it(db: Data
         assert (staged.marks if staged is not None else {}) == marks
         assert {key: tally.pending(db, key) or 0 for key in COUNTERS} == {key: counters.get(key, 0) for key in COUNTERS}
     with db.read():
-        assert {key: kv.get(key, 0) for key in COUNTERS} == {key: before[key] + counters.get(key, 0) for key in COUNTERS}
+        assert {key: kv.get(key, 0) for key in COUNTERS} == {
+            key: before[key] + counters.get(key, 0) for key in COUNTERS
+        }
 
 
 def test_a_value_staged_before_the_savepoint_is_not_changed_in_place(db: Database) -> None:
