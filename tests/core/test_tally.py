@@ -21,7 +21,7 @@ class _RolledBack(Exception):
 
 
 # A program: adds and watermark moves, and savepoints around parts of it that are released or rolled back.
-_step = st.deferred(
+_step: st.SearchStrategy[Any] = st.deferred(
     lambda: st.one_of(
         st.tuples(st.just("add"), st.sampled_from(COUNTERS), st.integers(1, 9)),
         st.tuples(st.just("mark"), st.sampled_from(MARKS), st.integers(1, 50)),
