@@ -466,6 +466,8 @@ class Database:
         # so a savepoint rolled back restores what was staged before it.
         self._staged: list[tuple[Hashable, Any, Callable[[Any], None] | None]] = []
         self._staged_at: dict[Hashable, int] = {}
+        # Where the innermost open savepoint's stagings start in _staged (0: none is open).
+        self._savepoint_floor = 0
         self._on_begin: list[Callable[[], None]] = []
         #: Facts about the tables that hold for the current transaction only (e.g. "no deferred rows"), so a
         #: per-item probe can be asked once per batch; the code that writes those tables drops its entry.
@@ -583,6 +585,14 @@ class Database:
         _, value, flush = self._staged[at]
         return NOT_STAGED if flush is None else value
 
+    def staged_here(self, key: Hashable) -> bool:
+        """Whether the value staged under ``key`` was staged inside the innermost open savepoint (with none open:
+        in this transaction).  Such a value may be changed in place instead of staged again: whatever rolls
+        the change back (that savepoint, or the transaction) takes the staging with it, and the value staged
+        before it is untouched."""
+        at = self._staged_at.get(key)
+        return at is not None and at >= self._savepoint_floor and self._staged[at][2] is not None
+
     def staged_keys(self) -> list[Hashable]:
         """Keys with a value staged in this transaction, in the order first staged."""
         return [key for key, at in self._staged_at.items() if self._staged[at][2] is not None]
@@ -638,6 +648,7 @@ class Database:
 
     def _begin(self, mode: str) -> None:
         self._mode = mode
+        self._savepoint_floor = 0
         self.memo.clear()
         self.known.began()
         self._start_changes = self.conn.total_changes()
@@ -822,7 +833,7 @@ class Database:
 class _Write:
     """Context manager behind :meth:`Database.write` (a class: this is the hot path)."""
 
-    __slots__ = ("db", "pending", "savepoint", "staged")
+    __slots__ = ("db", "outer_floor", "pending", "savepoint", "staged")
 
     def __init__(self, db: Database):
         self.db = db
@@ -835,6 +846,7 @@ class _Write:
             self.savepoint = f"tessera_sp{db._depth}"
             self.pending = len(db._after_commit)
             self.staged = len(db._staged)
+            self.outer_floor, db._savepoint_floor = db._savepoint_floor, self.staged
             db.conn.execute(f"SAVEPOINT {self.savepoint}")
             return db
         if db._mode == "read":
@@ -856,6 +868,7 @@ class _Write:
             return
         name, self.savepoint = self.savepoint, None
         db._depth -= 1
+        db._savepoint_floor = self.outer_floor
         if exc is None:
             db.conn.execute(f"RELEASE {name}")
             return

@@ -44,7 +44,15 @@ class Door:
     def __init__(self, rt: Runtime, *, lease: Lease | None = None):
         self.rt = rt
         self.lease = lease
-        self._batch = MicroBatch(rt.db, on_begin=self._fence)
+        # Made when first needed: a door that only runs items inside its caller's transaction (one a payload
+        # of a catch-up page, say) never opens a batch of its own.
+        self._made: MicroBatch | None = None
+
+    @property
+    def _batch(self) -> MicroBatch:
+        if self._made is None:
+            self._made = MicroBatch(self.rt.db, on_begin=self._fence)
+        return self._made
 
     def prepare(self, items: Sequence[WorkItem]) -> list[WorkItem]:
         """``items`` with their protocols' prepare-stage results attached (``WorkItem.prepared``)."""
@@ -72,10 +80,11 @@ class Door:
 
     def commit(self) -> None:
         """Commit what the door's micro-batch holds now (nothing when none is open)."""
-        self._batch.commit()
+        if self._made is not None:
+            self._made.commit()
 
     def _run(self, unit: Callable[[], T]) -> T:
-        if not self._batch.open and self.rt.db.in_write:
+        if (self._made is None or not self._made.open) and self.rt.db.in_write:
             return unit()  # the caller's transaction: its own bookkeeping commits with the item
         # process_item isolates the item's own failure: the batch needs no savepoint of its own.
         return self._batch.run(unit, isolated=False)
@@ -102,4 +111,5 @@ class Door:
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
-        self._batch.__exit__(exc_type, exc, tb)
+        if self._made is not None:
+            self._made.__exit__(exc_type, exc, tb)

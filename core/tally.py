@@ -5,7 +5,10 @@ projectors that ran.  Both are staged here under one key (:meth:`core.db.Databas
 call into SQLite just before COMMIT: an UPDATE of ``projections`` per distinct seq and an upsert per counter,
 in one statement list.  An item of a micro-batch adds only a dictionary update; one alone in its transaction
 writes its bookkeeping with one call instead of two flushes.  A savepoint rolled back takes its part back:
-what is staged is replaced at each change, never changed in place.
+what was staged before the innermost open savepoint is replaced at a change, never changed in place; what was
+staged inside it (or, with no savepoint open, in the transaction) is changed in place, since whatever rolls
+the change back drops that staging whole (:meth:`core.db.Database.staged_here`): the items of a page handled
+without savepoints of their own add to one tally instead of copying it an item.
 """
 
 from __future__ import annotations
@@ -41,9 +44,12 @@ def add(db: Database, key: str, by: int) -> None:
     if tally is None:
         db.stage(_KEY, Tally(db, {key: by}, {}), _flush)
         return
+    if db.staged_here(_KEY):
+        tally.counters[key] = tally.counters.get(key, 0) + by
+        return
     counters = dict(tally.counters)
     counters[key] = counters.get(key, 0) + by
-    db.stage(_KEY, Tally(db, counters, tally.marks), _flush)
+    db.stage(_KEY, Tally(db, counters, dict(tally.marks)), _flush)  # copies: the new one may change in place
 
 
 def pending(db: Database, key: str) -> int | None:
@@ -59,7 +65,7 @@ def take(db: Database, key: str) -> int:
         return 0
     counters = dict(tally.counters)
     taken = counters.pop(key)
-    db.stage(_KEY, Tally(db, counters, tally.marks), _flush)
+    db.stage(_KEY, Tally(db, counters, dict(tally.marks)), _flush)
     return taken
 
 
@@ -67,12 +73,14 @@ def move_watermarks(db: Database, marks: dict[str, int]) -> None:
     """Move each named projection's ``last_applied_seq`` to at least its seq when the transaction commits."""
     tally = _staged(db)
     if tally is None:
-        db.stage(_KEY, Tally(db, {}, marks), _flush)
+        db.stage(_KEY, Tally(db, {}, dict(marks)), _flush)
         return
-    moved = dict(tally.marks)
+    moved = tally.marks if db.staged_here(_KEY) else dict(tally.marks)
     for name, seq in marks.items():
         moved[name] = max(seq, moved.get(name, seq))
-    db.stage(_KEY, Tally(db, tally.counters, moved), _flush)
+    if moved is tally.marks:
+        return
+    db.stage(_KEY, Tally(db, dict(tally.counters), moved), _flush)
 
 
 def _flush(tally: Tally) -> None:

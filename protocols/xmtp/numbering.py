@@ -120,6 +120,15 @@ def moved(db: contract.Database, topic: str, row: tuple[Any, ...] | None) -> Non
     db.note(_TOPICS, ("numbers", topic), row)
 
 
+def advanced(db: contract.Database, topic: str, number: int | None) -> None:
+    """The cursor of ``topic`` moves past the message numbered ``number`` when the transaction commits (a move
+    staged, not written yet): the next payload's :func:`taken` starts from ``number``, with the gaps as they
+    stand (read again if a write of the table since made them forgotten: the row's gaps are current then, and
+    only its number waits for the move)."""
+    found = db.kept(_TOPICS, ("numbers", topic), partial(db.one, _NUMBERS, (topic,)))
+    db.note(_TOPICS, ("numbers", topic), None if found is None else (number, found[1]))
+
+
 def _fill(gaps: list[Gap], number: int, at: Place) -> list[Gap]:
     """``gaps`` with ``number`` (read at ``at``) no longer missing."""
     left: list[Gap] = []

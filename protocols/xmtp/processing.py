@@ -64,7 +64,9 @@ def handle_group_message(ctx: contract.Context, envelope: Envelope) -> Result:
     state = vault.group(message.group_id)
     _check_epoch_chain(state, message)
     book = IntentBook(ctx.db)
-    own = book.by_hash(message.group_id, digest)
+    # What the helper decrypted is not ours: the engine never decrypts a message of its own member
+    # (mls.CannotDecryptOwnMessage), so the book is asked only about what this process reads itself.
+    own = None if ahead is not None else book.by_hash(message.group_id, digest)
     if own is not None:
         return _own(book, vault, state, message, own)
     if message.message_type == COMMIT:

@@ -62,7 +62,10 @@ def holder() -> str:
     return f"{_HOST}/{os.getpid()}"
 
 
-PAGE = 100
+#: Messages asked for a page: the most ``tessera serve`` hands out (docs/server-protocol.md, ``history``).  A
+#: catch-up pays once a page for what a page costs whatever its length (its transaction and COMMIT, the group
+#: state the helper hands back, restored and sealed again, the old state's key erased, a round trip).
+PAGE = 200
 
 
 @attrs.define
@@ -209,7 +212,7 @@ def process_in_transaction(
     outcome = None
     if not (topic.startswith("g/") and message.message_type == WELCOME):
         outcome = runtime.door().attempt_whole(item) if whole else _handled(runtime, item, message, reading)
-    _advance(runtime, topic, message)
+    _advance(runtime, topic, message, at_commit=whole)
     if outcome is not None and topic.startswith("g/"):
         for event in outcome.events:
             if event.type == facts.EPOCH_MOVED:
@@ -234,14 +237,29 @@ def _handled(runtime: contract.Runtime, item: WorkItem, message: ServerMessage, 
     return runtime.door().attempt(item, partial(reading.disposes, message))
 
 
-def _advance(runtime: contract.Runtime, topic: str, message: ServerMessage) -> None:
+_MOVE = "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ?"
+_CURSOR = "xmtp.cursor"  # what a page stages its cursor move under (Database.stage), with the topic
+
+
+def _advance(runtime: contract.Runtime, topic: str, message: ServerMessage, *, at_commit: bool = False) -> None:
+    """Move ``topic``'s cursor past ``message``, in the caller's transaction.
+
+    ``at_commit``: the payload is one of a page that is rolled back whole when any of its payloads fails
+    (``whole`` in :func:`process_in_transaction`), so only the last payload's move can ever be committed: the
+    move is staged and written once, just before COMMIT, and the next payload's numbers are taken from the
+    move as noted (:func:`.numbering.advanced`) instead of from a statement a payload."""
     number = message.sequence if topic.startswith("g/") else None  # welcomes carry their group's numbers
-    moved = runtime.db.all(
-        "UPDATE xmtp_topic_refresh_state SET cursor = ?, sequence = ?, last_message_timestamp_ns = ? WHERE topic = ? "
-        "RETURNING sequence, gaps",
-        (message.cursor, number, message.server_timestamp_us * 1000, topic),
-    )
+    place = (message.cursor, number, message.server_timestamp_us * 1000)
+    if at_commit:
+        numbering.advanced(runtime.db, topic, number)
+        runtime.db.stage((_CURSOR, topic), place, partial(_move, runtime.db, topic))
+        return
+    moved = runtime.db.all(_MOVE + " RETURNING sequence, gaps", (*place, topic))
     numbering.moved(runtime.db, topic, moved[0] if moved else None)
+
+
+def _move(db: contract.Database, topic: str, place: tuple[str, int | None, int]) -> None:
+    db.execute(_MOVE, (*place, topic))
 
 
 def sync_topic(

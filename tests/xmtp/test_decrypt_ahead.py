@@ -85,7 +85,11 @@ def caught_up(member: Member, group: bytes) -> dict[str, Any]:
             ),
             "events": db.all("SELECT event_type, event_id, payload FROM events WHERE protocol = 'xmtp' ORDER BY seq"),
             "intents": [(row.kind, row.state) for row in member.intents()],
-            "cursors": db.all("SELECT topic, cursor FROM xmtp_topic_refresh_state ORDER BY topic"),
+            # With its numbers: a page the helper decrypted moves them once, at its COMMIT (sync._advance).
+            "cursors": db.all(
+                "SELECT topic, cursor, sequence, last_message_timestamp_ns, gaps FROM xmtp_topic_refresh_state "
+                "ORDER BY topic"
+            ),
             "state": mls.snapshot(Vault.of(db).group(group)),
             "parked": db.value("SELECT count(*) FROM parked"),
         }

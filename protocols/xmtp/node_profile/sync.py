@@ -32,11 +32,13 @@ from protocols.xmtp.errors import ServiceRefused, ServiceUnavailable
 from protocols.xmtp.facts import PROTOCOL
 from protocols.xmtp.node_profile import ahead, identity_updates, items
 from protocols.xmtp.state import Vault
-from protocols.xmtp.sync import PAGE, SyncReport, holding
+from protocols.xmtp.sync import SyncReport, holding
 from protocols.xmtp.transport.node import NodeService
 from protocols.xmtp.transport.node_records import NodeGroupMessage, NodePage, NodeWelcome
 
 log = logging.getLogger("tessera.xmtp.sync")
+
+PAGE = 100  # the node's most to a page (docs/xmtp-node.md, paging)
 
 _ADVANCE = "UPDATE xmtp_topic_refresh_state SET cursor = ?, last_message_timestamp_ns = ? WHERE topic = ?"
 
