@@ -138,13 +138,27 @@ class _Eraser:
         self._thread, self._pending = None, {}
 
     def hand_over(self, slots: _Slots, version: int) -> None:
-        """Retire ``version`` of ``slots`` on the erasing thread."""
+        """Retire ``version`` of ``slots`` on the erasing thread; return once the thread is running it.
+
+        The thread needs the GIL to start, and a writer busy with its next message would hold it for most of
+        the sync's length: the writer waits here the few dozen microseconds the thread takes to start (never
+        for a lock or a sync), after which its system calls, the sync above all, run beside the writer.
+        """
+        running = threading.Event()
+
+        def retire() -> None:
+            running.set()
+            slots.retire(version)
+
         with self._lock:
             if self._thread is None:  # joined at the interpreter's exit, so a normal exit finishes every erasure
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tessera-erasable")
-            future = self._thread.submit(slots.retire, version)
+            idle = not self._pending
+            future = self._thread.submit(retire)
             self._pending[slots.path] = future
         future.add_done_callback(functools.partial(self._done, slots.path))
+        if idle:  # behind another erasure it starts when that one ends: not the writer's wait
+            running.wait()
 
     def _done(self, path: Path, future: Future[None]) -> None:
         with self._lock:
