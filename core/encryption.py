@@ -56,11 +56,19 @@ def state_root(db: contract.Database) -> bytes | None:
 def adopted_state_key(db: contract.Database, label: bytes) -> bytes | None:
     """The key a plugin sealed its state with before the one secret (see :func:`adopt_state_key`), or None."""
     root = state_root(db)
-    if root is None or not db.has_table("kv"):
+    if root is None:
         return None
     name = _ADOPTED + label.hex()
-    wrapped = db.value(_SELECT_KV, (name,))
+    wrapped = _adopted(db, name)
     return None if wrapped is None else keys.unwrap(str(wrapped), root, name)
+
+
+def _adopted(db: contract.Database, name: str) -> object | None:
+    """The wrapped key kept under ``name`` in ``kv``, or None: asked by every item that opens a plugin's state,
+    so read once a transaction until ``kv`` is written (:meth:`~core.db.Database.kept`)."""
+    return db.kept(
+        "kv", ("adopted state key", name), lambda: (db.has_table("kv") and db.value(_SELECT_KV, (name,))) or None
+    )
 
 
 def adopt_state_key(db: contract.Database, label: bytes, key: bytes) -> bool:
@@ -71,7 +79,7 @@ def adopt_state_key(db: contract.Database, label: bytes, key: bytes) -> bool:
     if root is None or not db.in_write:
         return False
     name = _ADOPTED + label.hex()
-    if db.value(_SELECT_KV, (name,)) is None:
+    if _adopted(db, name) is None:
         db.execute(_UPSERT_KV, (name, keys.wrap(key, root, name)))
     return True
 

@@ -8,6 +8,7 @@ transaction changed it.  Reads in the transaction see what was staged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from core import contract
@@ -15,6 +16,10 @@ from core.db import NOT_STAGED
 from core.intents import UNCHANGED
 
 _ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? LIMIT 1"
+#: What :meth:`ProtocolState.stored` keeps per ``(protocol, key)`` for the transaction.  Not the table's own
+#: name: a write of one key (every item writes some) must not forget the others; :meth:`ProtocolState._write`,
+#: the table's one writer, keeps each value it writes instead, and a savepoint rolled back forgets them all.
+_VALUES = "protocol_state values"
 
 
 class ProtocolState:
@@ -33,7 +38,15 @@ class ProtocolState:
         return self.stored(key)
 
     def stored(self, key: str) -> bytes | None:
-        """The value as the database holds it in this transaction, whatever is staged for it."""
+        """The value as the database holds it in this transaction, whatever is staged for it.
+
+        Read once a transaction per key (:meth:`~core.db.Database.kept`): the items of a batch ask for the same
+        values (a group's route, its meta) and rarely change them, and every change goes through
+        :meth:`_write`, which keeps what it wrote.
+        """
+        return self.db.kept(_VALUES, (self.protocol, key), partial(self._select, key))
+
+    def _select(self, key: str) -> bytes | None:
         value = self.db.value("SELECT value FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
         return None if value is None else bytes(value)
 
@@ -79,9 +92,10 @@ class ProtocolState:
     def _write(self, key: str, value: bytes | None, now_ms: int) -> None:
         if value is None:
             self.db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
-            return
-        self.db.execute(
-            "INSERT INTO protocol_state(protocol, key, value, updated_at_ms) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(protocol, key) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms",
-            (self.protocol, key, value, now_ms),
-        )
+        else:
+            self.db.execute(
+                "INSERT INTO protocol_state(protocol, key, value, updated_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT"
+                "(protocol, key) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms",
+                (self.protocol, key, value, now_ms),
+            )
+        self.db.note(_VALUES, (self.protocol, key), None if value is None else bytes(value))

@@ -44,6 +44,10 @@ ALLOWED = {
         "keyed by key file on disk: a key prepared for a file's next version is that file's, whichever connection"
         " writes it next (taking it checks the file holds it)"
     ),
+    ("protocols/libraries/erasable.py", "_ERASER"): (
+        "the process's one erasing thread, whose work is keyed by key file on disk like _PREPARED's: the"
+        " erasure a commit handed over is that file's, whichever connection seals its next version"
+    ),
     ("protocols/marmot/wire/outer.py", "_keys"): (
         "a bounded memo of a pure derivation keyed by the exporter secret itself: the same secret gives the same"
         " keys in any database"

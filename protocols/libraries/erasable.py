@@ -20,19 +20,29 @@ name>``) with two fixed 48-byte slots: version ``v`` lives in slot
    new value must never outlive its key);
 2. the transaction commits the value sealed under it;
 3. after COMMIT the WAL is synced (the commit can no longer be undone by a
-   power loss, so the old value is no longer needed), then the slot of ``v``
-   is overwritten with a fresh key for ``v + 2`` and synced: one write both
-   erases the replaced key and prepares the next, so a replacement costs two
-   syncs (the WAL and this slot), not three.
+   power loss, so the old value is no longer needed), and the writer goes on;
+   this process's erasing thread then overwrites the slot of ``v`` with a
+   fresh key for ``v + 2`` and syncs it: one write both erases the replaced
+   key and prepares the next, and its sync overlaps the writer's next work
+   instead of adding to it.
+
+The next seal of the value (step 1 of the replacement of ``v + 1``) takes
+the key from that very slot, so it first waits for the erasing thread to be
+done with it: no version is ever sealed under a key not yet durable, and
+the slot writes of a value keep their order.  Usually it waits for nothing,
+the writer's work on the next message having taken longer than one small
+sync.  :func:`wait_for_erasures` waits for all of a database's (the app's
+close, a copy of the key folder).
 
 From then on every old copy of the value, wherever SQLite left it, is
-ciphertext under a key that no longer exists.  A crash between 2 and 3
-leaves the old key until the value's next replacement (which overwrites
-that slot); the file is small and rewritten in place, so the window is that
-of a filesystem that overwrites blocks in place (ext4, xfs: yes; the
-physical medium's own remapping is beyond what a program controls).  A key
-prepared for a version that does not exist yet protects nothing until it is
-used.
+ciphertext under a key that no longer exists.  A crash (or a power loss)
+between 2 and 3 leaves the old key until the value's next replacement
+(which overwrites that slot); a process that exits normally finishes its
+erasures first.  The file is small and rewritten in place, so the window
+is that of a filesystem that overwrites blocks in place (ext4, xfs: yes;
+the physical medium's own remapping is beyond what a program controls).  A
+key prepared for a version that does not exist yet protects nothing until
+it is used.
 
 Several processes may write the same database: writes happen under
 SQLite's write lock, and the erase after COMMIT takes an exclusive lock on
@@ -47,10 +57,13 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import struct
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nacl.bindings
@@ -65,6 +78,8 @@ _NONCE = 24
 _TAG = 16
 _SLOT = struct.Struct(">Q32s8x")  # version, key, padding: 48 bytes
 _EMPTY = bytes(_SLOT.size)
+
+log = logging.getLogger("tessera.erasable")
 
 
 class KeyGone(Exception):
@@ -99,8 +114,79 @@ def _bound(label: bytes, name: str, version: int) -> bytes:
     return label + name.encode() + b"\0" + version.to_bytes(8, "big")
 
 
-#: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's next version.
+#: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's next version;
+#: the erasing thread adds to it, writers take from it (under ``_ERASER.prepared_lock``).
 _PREPARED: dict[tuple[Path, int], bytes] = {}
+
+
+class _Eraser:
+    """This process's one erasing thread: it overwrites (and syncs) the slots of replaced versions after their
+    commits, in the order the commits handed them over, while the writer goes on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: Guards :data:`_PREPARED`, which the thread adds to and writers take from.
+        self.prepared_lock = threading.Lock()
+        self._thread: ThreadPoolExecutor | None = None
+        #: The last erasure handed over for each key file, until it is done.
+        self._pending: dict[Path, Future[None]] = {}
+
+    def start_afresh(self) -> None:
+        """In a forked child: the parent's thread and its erasures are the parent's, and the parent's thread may
+        have held a lock at the fork."""
+        self._lock, self.prepared_lock = threading.Lock(), threading.Lock()
+        self._thread, self._pending = None, {}
+
+    def hand_over(self, slots: _Slots, version: int) -> None:
+        """Retire ``version`` of ``slots`` on the erasing thread; return once the thread is running it.
+
+        The thread needs the GIL to start, and a writer busy with its next message would hold it for most of
+        the sync's length: the writer waits here the few dozen microseconds the thread takes to start (never
+        for a lock or a sync), after which its system calls, the sync above all, run beside the writer.
+        """
+        running = threading.Event()
+
+        def retire() -> None:
+            running.set()
+            slots.retire(version)
+
+        with self._lock:
+            if self._thread is None:  # joined at the interpreter's exit, so a normal exit finishes every erasure
+                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tessera-erasable")
+            idle = not self._pending
+            future = self._thread.submit(retire)
+            self._pending[slots.path] = future
+        future.add_done_callback(functools.partial(self._done, slots.path))
+        if idle:  # behind another erasure it starts when that one ends: not the writer's wait
+            running.wait()
+
+    def _done(self, path: Path, future: Future[None]) -> None:
+        with self._lock:
+            if self._pending.get(path) is future:
+                del self._pending[path]
+        failure = future.exception()
+        if failure is not None:  # the slot still holds the old key: the value's next seal writes a fresh one
+            log.error("erasing a replaced version key in %s failed: %s", path, failure)
+
+    def wait(self, path: Path | None = None) -> None:
+        """Until the erasures handed over for the key file ``path`` (default: every key file) are done; the
+        thread logged any that failed, and the value's next seal then writes a fresh key over the old one."""
+        with self._lock:
+            futures = list(self._pending.values()) if path is None else [self._pending.get(path)]
+        for future in futures:
+            if future is not None:
+                future.exception()  # waits until it is done, without raising what it raised
+
+
+_ERASER = _Eraser()
+os.register_at_fork(after_in_child=_ERASER.start_afresh)
+
+
+def wait_for_erasures() -> None:
+    """Wait until every replaced version key this process handed to its erasing thread is overwritten and
+    synced: what the app's close does, and what must come before another process reads the key folder (a copy
+    of it, a scan).  Every erasure, of any database: the wait is a sync or two at most."""
+    _ERASER.wait()
 
 
 class _Slots:
@@ -124,7 +210,9 @@ class _Slots:
     def take(self, version: int) -> bytes:
         """The key for ``version``, durable in its slot: the one this process prepared there, or a fresh one
         written and synced now."""
-        prepared = _PREPARED.pop((self.path, version), None)
+        _ERASER.wait(self.path)  # the slot of ``version`` is the one the last replacement erased and prepared
+        with _ERASER.prepared_lock:
+            prepared = _PREPARED.pop((self.path, version), None)
         if prepared is not None:
             try:
                 fd = os.open(self.path, os.O_RDONLY)
@@ -175,12 +263,15 @@ class _Slots:
             return len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version
 
         if self._overwrite(offset, _SLOT.pack(version + 2, key), holds_version):
-            _PREPARED[(self.path, version + 2)] = key
+            with _ERASER.prepared_lock:
+                _PREPARED[(self.path, version + 2)] = key
 
     def remove(self) -> None:
         """Erase both slots, then the file."""
-        for prepared in [key for key in _PREPARED if key[0] == self.path]:
-            del _PREPARED[prepared]
+        _ERASER.wait(self.path)
+        with _ERASER.prepared_lock:
+            for prepared in [key for key in _PREPARED if key[0] == self.path]:
+                del _PREPARED[prepared]
         if self._overwrite(0, _EMPTY * 2, lambda fd: True) is not None:
             self.path.unlink(missing_ok=True)
 
@@ -241,7 +332,7 @@ def seal(db: Database, at_rest_key: bytes, label: bytes, name: str, plaintext: b
             if not wal_synced[0]:
                 _sync_wal(db)
                 wal_synced[0] = True
-            slots.retire(committed)
+            _ERASER.hand_over(slots, committed)
 
         db.after_commit(erase_replaced)
     nonce = os.urandom(_NONCE)
@@ -286,6 +377,7 @@ def key_folder(db_path: str) -> Path:
 def copy_keys(db_path: str, copy_path: str) -> None:
     """Copy the version keys of the database at ``db_path`` beside its copy at ``copy_path`` (a consistent
     copy of the database file made while no one writes: ``VACUUM INTO``, a file copy of a stopped database)."""
+    wait_for_erasures()  # or the copy would keep a replaced key this process has yet to overwrite
     if key_folder(db_path).is_dir():
         shutil.copytree(key_folder(db_path), key_folder(copy_path), dirs_exist_ok=True)
 

@@ -3,7 +3,8 @@
 The plugin's ``open_service`` hook gives every opened app one :class:`MarmotMember`;
 the ``nostr`` transport, the relay sync and ``tessera marmot`` commands ask it for
 the relays (``runtime.service(MarmotMember).relays()``), and observers attach to
-its hub (:func:`protocols.marmot.observe.attach`).  The app's close detaches them.
+its hub (:func:`protocols.marmot.observe.attach`).  The app's close detaches them, and waits for the
+group states' replaced version keys still being erased (docs/marmot.md, *Forward secrecy at rest*).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 
 from core.contract import App, Runtime
 from core.state import ProtocolState
-from protocols.libraries import at_rest
+from protocols.libraries import at_rest, erasable
 from protocols.marmot.observe import Hub
 from protocols.marmot.relays import ExclusiveUntil, NostrRelays, RelayTransport
 from protocols.marmot.state.key import opened_cache
@@ -63,6 +64,7 @@ class MarmotMember:
         self.observers.close()
         self._relays.clear()
         self.opened.clear()
+        erasable.wait_for_erasures()  # closed means no replaced key is left on disk
 
 
 def _fill_decision_state(app: App) -> None:

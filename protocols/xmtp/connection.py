@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from core.contract import App, Runtime
+from protocols.libraries import erasable
 from protocols.xmtp.errors import NotWebSocketServer
 from protocols.xmtp.state import Vault, opened_cache
 from protocols.xmtp.transport.interface import DeliveryService
@@ -119,6 +120,7 @@ class XmtpMember:
         node, self._node = self._node, None
         if node is not None:
             node.close()
+        erasable.wait_for_erasures()  # closed means no replaced version key is left on disk
 
     def _open(self, keep_pushes: bool) -> DeliveryService:
         from protocols.xmtp.transport.websocket import WebSocketService

@@ -3,8 +3,10 @@ state that could derive that key opens any more, wherever SQLite left its bytes.
 
 A message key is derived from the sender's ratchet in the group state before the message; every such
 version of the state is sealed under a version key of its own (protocols/libraries/erasable.py).  These tests
-keep each version the database ever stored and each version key, then scan the database file, its WAL and
-the key files for those keys, and try to open every old version with everything left on disk.
+keep each version the database ever stored and each version key, then (once the erasing thread is done, as
+the app's close waits for it) scan the database file, its WAL and the key files for those keys, and try to open
+every old version with everything left on disk.  The crash between a commit and its erasure:
+test_erasure_after_a_crash.py.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net)
             sealed = _stored(app, name)
             versions[name][sealed] = _version_key(app, name, erasable.version_of(sealed))
         deliver(app, line)
+    # The key a commit replaced is erased by the erasing thread before the next seal of its value and at the
+    # latest when the app closes, which waits for it as this does: that is the guarantee.
+    erasable.wait_for_erasures()
     assert len(versions[ratchets_name(net.gid)]) == len(lines)  # one per message read
     assert len(versions[state_name(net.gid)]) == 1  # the messages left the epoch part as it was
     on_disk = _everything_on_disk(app)
@@ -97,6 +102,7 @@ def test_a_transaction_that_rolls_back_keeps_the_committed_version_readable(app,
     assert _stored(app, name) == committed and _opens(app, name, committed)
     with app.db.write():
         store.set(net.gid, plain, 1)
+    erasable.wait_for_erasures()  # as the app's close does
     assert not _opens(app, name, committed)
 
 

@@ -1,15 +1,18 @@
 """Erasable sealing on a real database file: versions alternate between two slots, the replaced version's key
-is erased once the replacing transaction commits, and never before."""
+is erased once the replacing transaction commits (by this process's erasing thread, off the writer's path, and
+before the value's next seal), and never before."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import nacl.exceptions
 import pytest
 
 from core.db import Database
 from protocols.libraries import erasable
+from tests.file_locks import lock_held_elsewhere
 
 LABEL = b"tests/erasable/"
 KEY = os.urandom(32)
@@ -22,9 +25,14 @@ def db(tmp_path, settings):
     database.close()
 
 
-def _seal(db: Database, plain: bytes, replaces: bytes | None) -> bytes:
+def _seal(db: Database, plain: bytes, replaces: bytes | None, *, erased: bool = True) -> bytes:
+    """``plain`` sealed as the next version and committed; with ``erased``, once the replaced version's key is
+    erased too (the erasing thread's work, which the app's close also waits for)."""
     with db.write():
-        return erasable.seal(db, KEY, LABEL, "value", plain, replaces)
+        sealed = erasable.seal(db, KEY, LABEL, "value", plain, replaces)
+    if erased:
+        erasable.wait_for_erasures()
+    return sealed
 
 
 def _open(db: Database, sealed: bytes) -> bytes:
@@ -96,3 +104,25 @@ def test_a_wrong_at_rest_key_or_name_does_not_open(db) -> None:
         erasable.open_sealed(db.path, os.urandom(32), LABEL, "value", sealed)
     with pytest.raises(erasable.KeyGone):  # another name has no key file
         erasable.open_sealed(db.path, KEY, LABEL, "other", sealed)
+
+
+def test_the_erasure_is_off_the_writers_path_and_the_next_seal_waits_for_it(db) -> None:
+    second = _seal(db, b"two", _seal(db, b"one", None))  # version 3's key is prepared in version 1's slot
+    key_of_second = _slot(db, 2)
+    # Another process's shared lock lets a prepared key be taken but holds the erasing thread's overwrite back.
+    with lock_held_elsewhere(erasable.key_file(db.path, LABEL, "value"), shared=True):
+        third = _seal(db, b"three", second, erased=False)  # committed and returned, its erasure still to come
+        assert _slot(db, 2) == key_of_second and _open(db, second) == b"two"
+        sealed: list[bytes] = []
+        fourth_writer = threading.Thread(target=lambda: sealed.append(_seal(db, b"four", third, erased=False)))
+        fourth_writer.start()
+        fourth_writer.join(0.5)
+        assert fourth_writer.is_alive()  # version 4's key is the one the erasure of version 2 prepares
+    fourth_writer.join(30)
+    assert not fourth_writer.is_alive()
+    with pytest.raises(erasable.KeyGone):
+        _open(db, second)
+    assert _open(db, sealed[0]) == b"four"
+    erasable.wait_for_erasures()
+    with pytest.raises(erasable.KeyGone):
+        _open(db, third)

@@ -61,6 +61,9 @@ def test_replaced_group_states_and_a_used_key_package_no_longer_open(make_member
         alice.run("send", group=group.hex(), text=text)
         alice.publish()
         bob.sync()
+    # The last replaced key is erased by bob's erasing thread before his next seal of the state, and at the
+    # latest when his app closes, which waits for it as this does.
+    erasable.wait_for_erasures()
     current = _stored(bob, name)
     assert current is not None and current not in versions
     assert _opens(bob, name, current)
