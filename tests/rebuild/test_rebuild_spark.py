@@ -69,6 +69,47 @@ def test_spark_uses_more_partitions_when_partitions_would_be_large(make_app, spa
     assert parts[0] > 4, "600 events in partitions of 40 need more than the session's 4 shuffle partitions"
 
 
+def test_spark_tasks_write_the_local_engines_buckets_file_for_file(make_app, spark, tmp_path):
+    """Spark runs the local engine's buckets: the same files, the same rows in the same order, no spill left."""
+    import contextlib
+
+    import pyarrow.parquet as pq
+
+    app = make_app([example], ["example"])
+    ingest(app, simulate.generate(700, rooms=23, seed=6, deletes=0.1, duplicates=0.1))
+    outputs: dict[str, dict[str, list[dict]]] = {}
+
+    def capture(engine):
+        def progress(stage, total):
+            if stage == "load":  # the replay output is complete and not yet removed
+                replay_dir = tmp_path / engine / "replay"
+                outputs[engine] = {
+                    str(path.relative_to(replay_dir)): pq.read_table(path).to_pylist()
+                    for path in sorted(replay_dir.rglob("*.parquet"))
+                }
+                outputs[engine + " leftovers"] = [p.name for p in replay_dir.iterdir() if p.name.endswith(".buckets")]
+            return contextlib.nullcontext(lambda n: None)
+
+        return progress
+
+    for engine in ("local", "spark"):
+        report = rebuild(
+            RebuildRequest(
+                app,
+                engine=engine,
+                verify=True,
+                workdir=tmp_path / engine,
+                partition_events=100,
+                spark=spark if engine == "spark" else None,
+                progress=capture(engine),
+            )
+        )
+        assert report.equal, [v for v in report.verdicts if not v.equal]
+    assert len([name for name in outputs["local"] if "example_messages" in name]) > 4
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["spark leftovers"] == outputs["local leftovers"] == []
+
+
 def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partition(make_app, spark, tmp_path):
     """ledger.balances keeps last_seq per account; a global-order projector sees every event in seq order."""
     from tests.fixtures.bad_projectors import plugin_with
