@@ -17,10 +17,12 @@ Projectors without a rebuild key replay as one bucket, read from the export.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -169,7 +171,9 @@ def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> int:
     """
     from pyspark.errors import PythonException
 
+    warming = _start_python_workers(spark, group)
     buckets = split_into_buckets(group, partitions)
+    warming.join()
     try:
         tasks = spark.sparkContext.parallelize(buckets, len(buckets))
         return sum(tasks.map(lambda bucket: replay_bucket(group, bucket)).collect())
@@ -180,6 +184,25 @@ def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> int:
         raise typed from None
     finally:
         shutil.rmtree(spill_folder(group), ignore_errors=True)
+
+
+def _start_python_workers(spark: Any, group: ReplayGroup) -> threading.Thread:
+    """Have every executor core start its Python worker and import the projectors while the driver spills.
+
+    A Spark application's first tasks wait seconds for their Python workers to start and import the
+    projector code (about 4 s on two busy cores: docs/benchmarks.md), and Spark keeps a worker, with what
+    it imported, for the tasks that follow.  Started now, that wait overlaps the spill, which uses one core.
+    """
+    slots = spark.sparkContext.defaultParallelism
+
+    def import_the_projectors() -> None:
+        # Nothing to report from here: whatever fails again fails in the replay's own job, where it is typed.
+        with contextlib.suppress(Exception):
+            spark.sparkContext.parallelize(range(slots), slots).map(lambda _: len(group.spec.projectors)).collect()
+
+    thread = threading.Thread(target=import_the_projectors, name="spark-python-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def _ordered_batches(group: ReplayGroup) -> Iterator[pa.RecordBatch]:

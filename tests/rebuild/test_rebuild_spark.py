@@ -78,6 +78,7 @@ def test_spark_tasks_write_the_local_engines_buckets_file_for_file(make_app, spa
     app = make_app([example], ["example"])
     ingest(app, simulate.generate(700, rooms=23, seed=6, deletes=0.1, duplicates=0.1))
     outputs: dict[str, dict[str, list[dict]]] = {}
+    leftovers: dict[str, list[str]] = {}
 
     def capture(engine):
         def progress(stage, total):
@@ -87,7 +88,7 @@ def test_spark_tasks_write_the_local_engines_buckets_file_for_file(make_app, spa
                     str(path.relative_to(replay_dir)): pq.read_table(path).to_pylist()
                     for path in sorted(replay_dir.rglob("*.parquet"))
                 }
-                outputs[engine + " leftovers"] = [p.name for p in replay_dir.iterdir() if p.name.endswith(".buckets")]
+                leftovers[engine] = [p.name for p in replay_dir.iterdir() if p.name.endswith(".buckets")]
             return contextlib.nullcontext(lambda n: None)
 
         return progress
@@ -107,7 +108,7 @@ def test_spark_tasks_write_the_local_engines_buckets_file_for_file(make_app, spa
         assert report.equal, [v for v in report.verdicts if not v.equal]
     assert len([name for name in outputs["local"] if "example_messages" in name]) > 4
     assert outputs["spark"] == outputs["local"]
-    assert outputs["spark leftovers"] == outputs["local leftovers"] == []
+    assert leftovers == {"local": [], "spark": []}
 
 
 def test_spark_replays_projectors_without_a_partition_key_as_one_ordered_partition(make_app, spark, tmp_path):
