@@ -165,15 +165,17 @@ def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> int:
     """Replay the group on Spark: the driver spills ``partitions`` buckets as the local engine does, and Spark runs
     one task per bucket, each folding its bucket with :func:`replay_bucket` and writing its tables' Parquet itself.
 
-    No DataFrame: the JVM neither scans, shuffles, sorts nor converts a row, so on a machine of few cores the
-    Python workers get them all.  Executors read the spill and write the output at the driver's paths, so the
-    work directory must be one they all see (docs/operations.md).  Returns the events folded.
+    No DataFrame: the JVM neither scans, shuffles, sorts nor converts a row, so beyond the spill the replay's
+    CPU is the Python workers' folding.  Executors read the spill and write the output at the driver's paths,
+    so the work directory must be one they all see (docs/operations.md).  Returns the events folded.
     """
     from pyspark.errors import PythonException
 
     warming = _start_python_workers(spark, group)
     buckets = split_into_buckets(group, partitions)
     warming.join()
+    if not buckets:  # none of the exported events is one these projectors consume
+        return 0
     try:
         tasks = spark.sparkContext.parallelize(buckets, len(buckets))
         return sum(tasks.map(lambda bucket: replay_bucket(group, bucket)).collect())

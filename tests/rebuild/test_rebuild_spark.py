@@ -213,3 +213,16 @@ def test_a_setting_spark_refuses_is_one_error_line_not_a_traceback(make_app, tmp
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: Spark")]
     assert len(errors) == 1 and "check --master and --conf" in errors[0], proc.stderr[-3000:]
+
+
+def test_spark_rebuilds_a_projection_whose_events_the_log_does_not_hold(make_app, spark, tmp_path):
+    """No bucket holds an event: no task runs, and the swapped-in tables are empty like the live ones."""
+    from tests.fixtures import ledger
+
+    app = make_app([example, ledger], ["example", "ledger"])
+    ingest(app, simulate.generate(200, rooms=3, seed=2))
+    report = rebuild(
+        RebuildRequest(app, projections=["ledger.balances"], engine="spark", workdir=tmp_path / "w", spark=spark)
+    )
+    assert report.swapped and report.events_replayed == 0
+    assert snapshot_tables(app, ["ledger_accounts", "ledger_entries"]) == {"ledger_accounts": [], "ledger_entries": []}
