@@ -564,7 +564,8 @@ def blob_reset(obj: CliState, file_id: str, yes: bool, as_json: bool) -> None:
 @click.option(
     "--partitions",
     type=click.IntRange(min=1),
-    help="Spark partitions for the replay (default: the larger of 2 x cores and events / --partition-events).",
+    help="Spark partitions (buckets, one task each) for the replay (default: the larger of 2 x cores and events / "
+    "--partition-events).",
 )
 @click.option(
     "--partition-events",

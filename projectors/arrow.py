@@ -1,13 +1,13 @@
-"""Arrow in, Arrow out: the partition fold shared by the Spark and local engines.
+"""Arrow in, Arrow out: the bucket fold both rebuild engines run.
 
-Both rebuild engines hand :func:`fold` an iterator of event record batches,
-sorted by (partition key, seq).  The fold applies the *same projector code*
-the daemon runs to an in-memory SQLite database carrying only the projection
-tables, then emits every row of those tables as record batches of one union
-schema: a ``__table`` column plus ``<table>__<column>`` for every column of
-every table.  Values keep their SQLite types exactly (a TEXT column holding
-an integer is refused rather than silently converted), so loading the rows
-back reproduces the tables byte for byte.
+Both rebuild engines hand :func:`replay_into` an iterator of event record
+batches in seq order (one bucket of rebuild keys).  It applies the *same
+projector code* the daemon runs to an in-memory SQLite database carrying only
+the projection tables; :func:`table_batches` then reads each table back as
+record batches whose columns are named ``<table>__<column>``.  Values keep
+their SQLite types exactly (a TEXT column holding an integer is refused rather
+than silently converted), so loading the rows back reproduces the tables byte
+for byte.
 """
 
 from __future__ import annotations
@@ -94,16 +94,9 @@ def _stored_order(conn: apsw.Connection, table: str, columns: list[Any]) -> tupl
     return ()
 
 
-def output_schema(shapes: Sequence[TableShape]) -> pa.Schema:
-    fields = [pa.field(TABLE_COLUMN, pa.string())]
-    for shape in shapes:
-        fields += [pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types, strict=False)]
-    return pa.schema(fields)
-
-
 @attrs.frozen
 class ReplaySpec:
-    """Everything a fold needs; picklable, so Spark ships it to its workers.
+    """Everything a fold needs; picklable, so Spark ships it to its tasks.
 
     Attributes:
         projectors: the projectors replayed together (one rebuild key).
@@ -116,10 +109,6 @@ class ReplaySpec:
     ddl: tuple[str, ...]
     shapes: tuple[TableShape, ...]
     upcasters: dict[str, dict[tuple[str, int], Any]] = attrs.field(factory=dict)
-
-    @property
-    def schema(self) -> pa.Schema:
-        return output_schema(self.shapes)
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
         chain = self.upcasters.get(event.protocol, {})
@@ -151,25 +140,8 @@ def replay_into(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> apsw.Con
     return conn
 
 
-def fold(batches: Iterable[pa.RecordBatch], spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
-    """Apply the events to fresh projection tables; yield every resulting row (union schema)."""
-    conn = replay_into(batches, spec)
-    try:
-        yield from dump(conn, spec)
-    finally:
-        conn.close()
-
-
-def dump(conn: apsw.Connection, spec: ReplaySpec) -> Iterator[pa.RecordBatch]:
-    """Every row of the spec's tables as union-schema record batches."""
-    schema = spec.schema
-    for shape in spec.shapes:
-        for batch in table_batches(conn, shape):
-            yield _widen(schema, shape, batch)
-
-
 def table_schema(shape: TableShape) -> pa.Schema:
-    """One table's columns, named as in the union schema."""
+    """One table's columns, each named ``<table>__<column>`` (the names a replayed file's columns have)."""
     return pa.schema([pa.field(out_field(shape.name, c), t) for c, t in zip(shape.columns, shape.types, strict=False)])
 
 
@@ -200,19 +172,7 @@ def _batch(schema: pa.Schema, shape: TableShape, rows: list[tuple[Any, ...]]) ->
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _widen(schema: pa.Schema, shape: TableShape, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A table's batch padded with nulls to the union schema, tagged with the table name."""
-    own = set(batch.schema.names)
-    columns = [pa.array([shape.name] * batch.num_rows, pa.string())]
-    columns += [
-        batch.column(f.name) if f.name in own else pa.nulls(batch.num_rows, f.type)
-        for f in schema
-        if f.name != TABLE_COLUMN
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
 def rows_of(data: pa.Table | pa.RecordBatch, shape: TableShape) -> Iterator[tuple[Any, ...]]:
-    """Rows of one projection table from union-schema or table-schema data (its columns only)."""
+    """Rows of one projection table from its replayed batches (see :func:`table_schema`)."""
     columns = [data.column(out_field(shape.name, c)).to_pylist() for c in shape.columns]
     return zip(*columns, strict=False)

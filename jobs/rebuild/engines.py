@@ -1,25 +1,28 @@
 """Stage 3: replay the exported events into projection rows, locally or on Spark.
 
 Both engines run the same projector code the daemon runs (:mod:`projectors.arrow`)
-and write the rows as Parquet under ``out_dir/__table=<name>/``.
+on the same buckets, with the same function (:func:`replay_bucket`), and write
+the rows as Parquet under ``out_dir/__table=<name>/part-<bucket>.parquet``.
 
-- ``local``: hashes the rebuild key into buckets of about ``partition_events``
-  events each, spills every bucket in seq order to its own Parquet runs, then
-  replays one bucket at a time into a fresh in-memory database and streams
-  its tables out.  Memory is bounded by one bucket's projection, not by the
-  whole log.  Projectors without a rebuild key replay as one bucket.
-- ``spark``: repartitions by the rebuild key, sorts each Spark partition by
-  (partition key, seq) and runs the fold per partition with ``mapInArrow``
-  (no Python UDF per row).  Projectors without a rebuild key replay as one
-  ordered partition.
+The events are hashed by rebuild key into buckets, and every bucket's events
+are spilled in seq order to its own Parquet runs (:func:`split_into_buckets`).
+A bucket is folded into a fresh in-memory database and its tables streamed
+out, so memory is bounded by one bucket's projection, not by the whole log.
+Projectors without a rebuild key replay as one bucket, read from the export.
+
+- ``local``: this process folds the buckets one after another.
+- ``spark``: the driver spills, and Spark runs one task per bucket
+  (``parallelize`` + ``map``); only the events folded come back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -37,11 +40,9 @@ from projectors.arrow import (
     TABLE_COLUMN,
     ReplaySpec,
     TableShape,
-    fold,
     out_field,
     replay_into,
     table_batches,
-    table_schema,
 )
 
 log = logging.getLogger("tessera.rebuild")
@@ -87,24 +88,123 @@ class ReplayGroup:
     out_dir: Path
 
 
-def replay_local(group: ReplayGroup, *, partition_events: int, advance: Callable[[int], None] = lambda n: None) -> None:
-    """Replay the group's events bucket by bucket; ``advance`` counts events folded."""
-    spec, out_dir = group.spec, group.out_dir
-    buckets = 1 if group.rebuild_key is None else max(1, -(-group.events // partition_events))
-    if buckets == 1:
-        _fold_bucket(_counted(_ordered_batches(group), advance), spec, out_dir, 0)
-        return
-    log.info("local replay of %d events in %d buckets: spilling", group.events, buckets)
-    spill = _Spill(out_dir.with_name(out_dir.name + ".buckets"), buckets)
+@attrs.frozen
+class Bucket:
+    """One bucket of a replay group: what one fold replays, in the local engine's loop or as one Spark task.
+
+    Attributes:
+        index: its number, which names its output files (``part-<index>.parquet``).
+        runs: the Parquet runs holding its events in seq order (spilled, so already filtered); None for a
+            group replayed as one bucket, which reads the export itself.
+    """
+
+    index: int
+    runs: tuple[str, ...] | None
+
+
+def spill_folder(group: ReplayGroup) -> Path:
+    """Where the group's buckets are spilled: beside its replay output, in the work directory."""
+    return group.out_dir.with_name(group.out_dir.name + ".buckets")
+
+
+def split_into_buckets(group: ReplayGroup, buckets: int) -> list[Bucket]:
+    """The group's events hashed by rebuild key into ``buckets`` buckets, spilled under :func:`spill_folder`.
+
+    Only the buckets that hold events are returned.  A group without a rebuild key, or asked for one
+    bucket, is one bucket that reads the export in seq order: nothing is spilled.
+    """
+    if group.rebuild_key is None or buckets == 1:
+        return [Bucket(0, None)]
+    log.info("replay of %d events in %d buckets: spilling", group.events, buckets)
+    spill = _Spill(spill_folder(group), buckets)
     for batch in _ordered_batches(group):
         spill.add(batch)
     spill.finish()
-    for index in range(buckets):
-        if spill.runs[index]:
-            log.info("local replay: bucket %d of %d", index + 1, buckets)
-            _fold_bucket(_counted(spill.bucket(index), advance), spec, out_dir, index)
-            spill.discard(index)
-    shutil.rmtree(spill.folder, ignore_errors=True)
+    return [Bucket(index, spill.runs_of(index)) for index in range(buckets) if spill.runs[index]]
+
+
+def replay_bucket(group: ReplayGroup, bucket: Bucket, advance: Callable[[int], None] = lambda n: None) -> int:
+    """Fold one bucket and write each table's rows to ``out_dir/__table=<name>/part-<index>.parquet``.
+
+    Both engines run this: the local engine bucket after bucket, Spark as one task per bucket.
+    ``advance`` counts events folded; returns how many were.
+    """
+    if bucket.runs is None:
+        batches = _ordered_batches(group)
+    else:
+        batches = (
+            batch for run in bucket.runs for batch in pq.ParquetFile(run).iter_batches(batch_size=READ_BATCH_ROWS)
+        )
+    folded = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal folded
+        for batch in batches:
+            yield batch
+            folded += batch.num_rows
+            advance(batch.num_rows)
+
+    _fold_bucket(counted(), group.spec, group.out_dir, bucket.index)
+    return folded
+
+
+def replay_local(group: ReplayGroup, *, partition_events: int, advance: Callable[[int], None] = lambda n: None) -> None:
+    """Replay the group's events bucket by bucket in this process; ``advance`` counts events folded."""
+    buckets = split_into_buckets(group, max(1, -(-group.events // partition_events)))
+    try:
+        for number, bucket in enumerate(buckets, 1):
+            log.info("local replay: bucket %d of %d", number, len(buckets))
+            replay_bucket(group, bucket, advance)
+            for run in bucket.runs or ():
+                Path(run).unlink(missing_ok=True)  # the spill needs as much disk as the export: free it as it goes
+    finally:
+        shutil.rmtree(spill_folder(group), ignore_errors=True)
+
+
+def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> int:
+    """Replay the group on Spark: the driver spills ``partitions`` buckets as the local engine does, and Spark runs
+    one task per bucket, each folding its bucket with :func:`replay_bucket` and writing its tables' Parquet itself.
+
+    No DataFrame: the JVM neither scans, shuffles, sorts nor converts a row, so beyond the spill the replay's
+    CPU is the Python workers' folding.  Executors read the spill and write the output at the driver's paths,
+    so the work directory must be one they all see (docs/operations.md).  Returns the events folded.
+    """
+    from pyspark.errors import PythonException
+
+    warming = _start_python_workers(spark, group)
+    buckets = split_into_buckets(group, partitions)
+    warming.join()
+    if not buckets:  # none of the exported events is one these projectors consume
+        return 0
+    try:
+        tasks = spark.sparkContext.parallelize(buckets, len(buckets))
+        return sum(tasks.map(lambda bucket: replay_bucket(group, bucket)).collect())
+    except PythonException as exc:
+        typed = worker_error(str(exc))
+        if typed is None:
+            raise
+        raise typed from None
+    finally:
+        shutil.rmtree(spill_folder(group), ignore_errors=True)
+
+
+def _start_python_workers(spark: Any, group: ReplayGroup) -> threading.Thread:
+    """Have every executor core start its Python worker and import the projectors while the driver spills.
+
+    A Spark application's first tasks wait seconds for their Python workers to start and import the
+    projector code (about 4 s on two busy cores: docs/benchmarks.md), and Spark keeps a worker, with what
+    it imported, for the tasks that follow.  Started now, that wait overlaps the spill, which uses one core.
+    """
+    slots = spark.sparkContext.defaultParallelism
+
+    def import_the_projectors() -> None:
+        # Nothing to report from here: whatever fails again fails in the replay's own job, where it is typed.
+        with contextlib.suppress(Exception):
+            spark.sparkContext.parallelize(range(slots), slots).map(lambda _: len(group.spec.projectors)).collect()
+
+    thread = threading.Thread(target=import_the_projectors, name="spark-python-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def _ordered_batches(group: ReplayGroup) -> Iterator[pa.RecordBatch]:
@@ -114,12 +214,6 @@ def _ordered_batches(group: ReplayGroup) -> Iterator[pa.RecordBatch]:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH_ROWS):
             kept = pa.Table.from_batches([batch]).filter(wanted)
             yield from kept.to_batches()
-
-
-def _counted(batches: Iterable[pa.RecordBatch], advance: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        yield batch
-        advance(batch.num_rows)
 
 
 def bucket_of(keys: pa.Array, buckets: int) -> pa.Array:
@@ -175,14 +269,9 @@ class _Spill:
     def _path(self, index: int, run: int) -> Path:
         return self.folder / f"bucket-{index:05d}-run-{run:06d}.parquet"
 
-    def bucket(self, index: int) -> Iterator[pa.RecordBatch]:
-        """The bucket's events in seq order (its runs were written in seq order)."""
-        for run in range(self.runs[index]):
-            yield from pq.ParquetFile(self._path(index, run)).iter_batches(batch_size=READ_BATCH_ROWS)
-
-    def discard(self, index: int) -> None:
-        for run in range(self.runs[index]):
-            self._path(index, run).unlink(missing_ok=True)
+    def runs_of(self, index: int) -> tuple[str, ...]:
+        """The bucket's runs in the order written, which is seq order."""
+        return tuple(str(self._path(index, run)) for run in range(self.runs[index]))
 
 
 def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: Path, index: int) -> None:
@@ -203,34 +292,6 @@ def _fold_bucket(batches: Iterable[pa.RecordBatch], spec: ReplaySpec, out_dir: P
                     writer.close()
     finally:
         conn.close()
-
-
-def replay_spark(spark: Any, group: ReplayGroup, partitions: int) -> None:
-    """Replay the group on Spark in ``partitions`` partitions (one when it has no rebuild key)."""
-    from pyspark.errors import PythonException
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    spec, rebuild_key = group.spec, group.rebuild_key
-    wanted = [f"{protocol}/{event_type}" for protocol, event_type in spec.wanted()]
-    events = (
-        spark.read.parquet(*group.files)
-        .where(F.col("seq") <= group.watermark)
-        .where(F.concat_ws("/", "protocol", "event_type").isin(wanted))
-        .select(*EVENT_SCHEMA.names)
-    )
-    if rebuild_key == "partition_key":
-        events = events.repartition(partitions, "partition_key").sortWithinPartitions("partition_key", "seq")
-    else:
-        events = events.repartition(1).sortWithinPartitions("seq")
-    rows = events.mapInArrow(lambda batches: fold(batches, spec), from_arrow_schema(spec.schema))
-    try:
-        rows.write.mode("overwrite").partitionBy(TABLE_COLUMN).parquet(str(group.out_dir))
-    except PythonException as exc:
-        typed = worker_error(str(exc))
-        if typed is None:
-            raise
-        raise typed from None
 
 
 # The last line of the worker's traceback, as Spark hands it back: "package.module.ErrorClass: message".
@@ -277,12 +338,10 @@ def replayed_batches(out_dir: Path, shape: TableShape) -> Iterator[pa.Table]:
 
 
 def _file_rows(path: Path, shape: TableShape) -> Iterator[pa.Table]:
-    """A replayed file's rows of ``shape``'s columns (Spark's files carry every table's columns)."""
-    schema = table_schema(shape)
+    """A replayed file's rows (written by :func:`replay_bucket`, columns as ``arrow.table_schema`` names them)."""
     reader = pq.ParquetFile(path, buffer_size=MERGE_READ_BUFFER)
-    for batch in reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=schema.names):
-        rows = pa.Table.from_batches([batch])
-        yield rows if rows.schema == schema else rows.cast(schema)
+    for batch in reader.iter_batches(batch_size=READ_BATCH_ROWS):
+        yield pa.Table.from_batches([batch])
 
 
 class _Run:

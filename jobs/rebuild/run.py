@@ -331,7 +331,7 @@ def _replay(run: RebuildRun, files: Sequence[str], specs: Sequence[tuple[str | N
 def _replay_group(
     request: RebuildRequest, session: Any, group: engines.ReplayGroup, advance: Callable[[int], None]
 ) -> None:
-    """Replay one projector group; ``advance`` counts its events (Spark: all at once, when done)."""
+    """Replay one projector group; ``advance`` counts its events (Spark: all at once, when every task is done)."""
     group.out_dir.mkdir(parents=True, exist_ok=True)
     if not group.files:
         return
@@ -341,8 +341,7 @@ def _replay_group(
         partitions = request.partitions or max(
             int(session.conf.get("spark.sql.shuffle.partitions")), -(-group.events // request.partition_events)
         )
-        engines.replay_spark(session, group, partitions)
-        advance(group.events)
+        advance(engines.replay_spark(session, group, partitions))
 
 
 def _load(run: RebuildRun, spec: arrow.ReplaySpec, out_dir: Path, advance: Callable[[int], None]) -> None:
