@@ -56,5 +56,9 @@ def test_a_failed_build_leaves_nothing_and_the_next_process_builds_again(tmp_pat
         install_once("demo", broken, pinned="demo==1")
     folder = tmp_path / "tessera" / "peers" / "demo"
     assert [path.name for path in folder.iterdir()] == [".install.lock"]
-    home = install_once("demo", lambda work: (work / "tool").write_text("ok"), pinned="demo==1")
+
+    def working(work: Path) -> None:
+        (work / "tool").write_text("ok")
+
+    home = install_once("demo", working, pinned="demo==1")
     assert (home / "tool").read_text() == "ok"
