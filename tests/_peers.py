@@ -3,21 +3,25 @@
 Peers (ts-mls, MDK, the nostr-relay server) are installed once into
 ``$XDG_CACHE_HOME/tessera/peers`` (``~/.cache/tessera/peers`` by default),
 never into the user's environment.  Installs are built in a temporary
-directory and renamed into place, so two test processes racing to install
-end with one complete copy.  Where a peer cannot run, its tests skip with
+directory and renamed into place, so an interrupted install leaves nothing
+behind; one process installs a peer at a time (a lock file beside the
+installs), so two test processes (pytest-xdist's workers, or two runs) that
+want the same peer wait for one install instead of building two.  Where a peer cannot run, its tests skip with
 the reason — unless ``TESSERA_REQUIRE_PEERS=1`` (``.ci/run`` sets it), which
 turns the skip into a failure, because CI has every peer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -53,19 +57,29 @@ def install_once(name: str, build: Callable[[Path], None], *, pinned: str) -> Pa
     target = cache_root() / name / hashlib.sha256(pinned.encode()).hexdigest()[:16]
     if (target / ".complete").exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    try:
-        build(work)
-        (work / ".complete").write_text(pinned)
+    with install_lock(target.parent):
+        if (target / ".complete").exists():  # another process installed it while we waited
+            return target
+        work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
         try:
+            build(work)
+            (work / ".complete").write_text(pinned)
             work.rename(target)
-        except OSError:  # another process finished first; its copy is as good as ours
-            if not (target / ".complete").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+@contextlib.contextmanager
+def install_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder/.install.lock`` (made with ``folder``): one installer at a time.
+
+    ``flock`` is released when the holder closes the file or dies, so a killed install never leaves it taken.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def python_venv(work: Path, requirements: list[str]) -> Path:

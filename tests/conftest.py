@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,6 +23,11 @@ from tests.helpers import TEST_KEY_FILE, MakeApp, PluginEnvironment, open_core_d
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # ... and encrypt the databases they make, as `tessera init` does by default.
 os.environ["TESSERA_KEY_FILE"] = TEST_KEY_FILE
+# ... and take Ctrl-C as from a terminal.  A run started as a background job of a shell without job control (`cmd &`
+# in a script) starts with SIGINT ignored, and the processes it starts would inherit that: a test stopping
+# `status --watch` or a relay with SIGINT would wait for it in vain and leave it running.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

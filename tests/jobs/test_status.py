@@ -167,9 +167,19 @@ def watch_lines(db: str, count: int, *args: str) -> list[str]:
     try:
         return [proc.stdout.readline() for _ in range(count)]
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = interrupt(proc)
         assert proc.returncode == 0, err  # Ctrl-C ends a watch quietly
+
+
+def interrupt(proc: subprocess.Popen) -> tuple[str, str]:
+    """Ctrl-C ``proc`` and wait for it to end; one still running 30 s later is killed (not left behind) and fails."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def test_watch_piped_with_json_prints_one_snapshot_per_line_with_rates(tmp_path):
@@ -218,8 +228,7 @@ def test_watch_on_a_terminal_redraws_in_place(tmp_path):
             if select.select([leader], [], [], 0.5)[0]:
                 seen += os.read(leader, 65536)
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        interrupt(proc)
         os.close(leader)
     assert seen.count(b"Tessera status") >= 3, seen[-2000:]
     # Each later frame moves the cursor back up over the previous one (ESC [ n A) instead of scrolling on.

@@ -10,12 +10,13 @@ The packages are pinned by ``package.json`` and ``package-lock.json`` next
 to this module.  They are installed under
 ``~/.cache/tessera/peers/ts-mls-<version>/<lock digest>/``: a changed lock
 file gets a fresh directory instead of a stale one.  Each install runs in a
-temporary directory renamed into place, so two test processes racing to
-install end with one complete copy.
+temporary directory renamed into place, under a lock file beside it, so two
+test processes (pytest-xdist's workers) wanting it at once run ``npm ci`` once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -92,18 +93,20 @@ def ensure_installed(npm: str) -> Path:
     if _installed(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".install-", dir=target.parent))
-    try:
-        for name in MANIFESTS:
-            shutil.copyfile(PEER_DIR / name, staging / name)
-        _npm_ci(npm, staging)
+    # The benchmarks load this module without the tests package, so it takes tests._peers' install lock itself:
+    # flock on the same file, released when the file closes or this process dies.
+    with open(target.parent / ".install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed(target):  # another process installed it while we waited
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=".install-", dir=target.parent))
         try:
+            for name in MANIFESTS:
+                shutil.copyfile(PEER_DIR / name, staging / name)
+            _npm_ci(npm, staging)
             staging.rename(target)
-        except OSError:
-            if not _installed(target):  # not a lost race with another installer
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
