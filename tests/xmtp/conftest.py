@@ -21,6 +21,7 @@ from protocols.xmtp.private_publishing import PrivatePublisher
 from protocols.xmtp.state import Vault
 from protocols.xmtp.transport.loopback import LoopbackHub
 from tests.helpers import open_new_test_app
+from tests.xmtp_node.node_process import NodeProcess, new_node
 
 
 @attrs.define
@@ -145,3 +146,10 @@ def server_store(server: Any, settings: Any) -> Iterator[Any]:
     from .served import open_store
 
     yield from open_store(server, settings)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    """A real ``tessera serve --xmtp-port`` process, one a test module: the node profile's members register there."""
+    with new_node(tmp_path_factory.mktemp("node")) as started:
+        yield started

@@ -27,16 +27,10 @@ from protocols.xmtp import ahead
 from protocols.xmtp.state import Vault
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_mls.test_welcome_context import context_of, sequence_id
-from tests.xmtp_node.node_process import NodeProcess, new_node
+from tests.xmtp_node.node_process import NodeProcess
 
 #: More than two of the sync's pages (100), so the helper is used, and a commit in the middle of one.
 BEFORE_THE_COMMIT, AFTER_THE_COMMIT = 130, 120
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
 
 
 @pytest.fixture

@@ -6,49 +6,17 @@ before anything is recorded."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-from click.testing import Result
-
-from tests.helpers import clean_environment, invoke, one_line_error
-from tests.xmtp_node.node_process import NodeProcess, new_node
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
-
-
-def tessera(db: Path, *args: str) -> Result:
-    """The real CLI, in this process (click's runner) on the encrypted database ``db``."""
-    return invoke("--db", str(db), *args, env=clean_environment())
-
-
-def done(db: Path, *args: str) -> Any:
-    """Run ``tessera xmtp args --json``, which must succeed; its JSON answer."""
-    ran = tessera(db, "xmtp", *args, "--json")
-    assert ran.exit_code == 0, ran.stderr
-    return json.loads(ran.stdout)
-
-
-def refused(db: Path, *args: str) -> str:
-    """Run ``tessera xmtp args``, which must be refused with exit 1; its one line."""
-    ran = tessera(db, "xmtp", *args)
-    assert ran.exit_code == 1, (ran.exit_code, ran.stdout, ran.stderr)
-    return one_line_error(ran)
+from tests.xmtp.node_cli import done, member, refused, tessera
+from tests.xmtp_node.node_process import NodeProcess
 
 
 def test_changes_commit_through_the_node_and_forbidden_ones_are_refused_before_recording(
     node: NodeProcess, tmp_path: Path
 ) -> None:
     db = tmp_path / "me.db"
-    assert tessera(db, "init", "--protocol", "xmtp").exit_code == 0
-    me = done(db, "identity", "new", "--node", node.url)
+    me = member(db, node.url)
     made = done(
         db, "create-group", "--name", "first", "--permissions", "custom", "--policy", "update_group_name=super_admin"
     )

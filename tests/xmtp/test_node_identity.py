@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,9 @@ from protocols.xmtp.transport.node import NodeService
 from tests.helpers import TESSERA, clean_environment, query_file
 from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
-from tests.xmtp_node.node_process import NodeProcess, new_node
+from tests.xmtp_node.node_process import NodeProcess
 
 ACCOUNT_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
 
 
 @pytest.fixture

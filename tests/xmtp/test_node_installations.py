@@ -5,23 +5,14 @@ reads on; a check not due asks nothing; a node that is down does not hold a send
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from core.clock import ManualClock
 from protocols import xmtp
 from protocols.xmtp.kinds import Membership
 from protocols.xmtp.node_profile import installations
 from tests.xmtp.node_member import NodeMember
-from tests.xmtp_node.node_process import NodeProcess, new_node
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
+from tests.xmtp_node.node_process import NodeProcess
 
 
 def test_the_ticks_check_commits_in_an_installation_the_inbox_gained_and_it_reads_on(

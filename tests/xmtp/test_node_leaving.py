@@ -4,22 +4,13 @@ worker ran are kept with the group's state, and the next process removes both me
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from protocols import xmtp
 from protocols.xmtp.node_profile import leaving
 from tests.xmtp.node_member import NodeMember
-from tests.xmtp_node.node_process import NodeProcess, new_node
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
+from tests.xmtp_node.node_process import NodeProcess
 
 
 def test_requests_read_before_the_worker_ran_are_removed_once_by_the_next_process(

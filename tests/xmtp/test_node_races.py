@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.xmtp import race_scenarios as races
-from tests.xmtp.test_node_with_libxmtp import InProcessPeers, node, peers  # noqa: F401
+from tests.xmtp.test_node_with_libxmtp import InProcessPeers, peers  # noqa: F401
 from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
 
 pytestmark = pytest.mark.peer

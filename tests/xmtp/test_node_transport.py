@@ -21,13 +21,7 @@ from protocols.libraries.xmtp_mls.key_packages import installation_identity
 from protocols.xmtp.errors import InvalidNodeUrl, ServiceRefused, ServiceUnavailable
 from protocols.xmtp.transport.node import NodeService
 from protocols.xmtp.transport.node_records import NodeGroupMessage
-from tests.xmtp_node.node_process import NodeProcess, new_node
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
+from tests.xmtp_node.node_process import NodeProcess
 
 
 @pytest.fixture

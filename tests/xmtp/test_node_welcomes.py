@@ -24,13 +24,7 @@ from protocols.xmtp.kinds import Membership
 from protocols.xmtp.state import Vault
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_mls.test_welcome_context import context_of, sequence_id
-from tests.xmtp_node.node_process import NodeProcess, new_node
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
+from tests.xmtp_node.node_process import NodeProcess
 
 
 @pytest.fixture

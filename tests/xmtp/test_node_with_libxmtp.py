@@ -9,7 +9,7 @@ skipped when ``xmtp-bindings`` cannot be installed, failed under
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -24,15 +24,9 @@ from tests.xmtp import leave_scenarios
 from tests.xmtp.node_member import NodeMember
 from tests.xmtp_node.conftest import libxmtp_client, libxmtp_python  # noqa: F401
 from tests.xmtp_node.libxmtp_peer import LibxmtpClient
-from tests.xmtp_node.node_process import NodeProcess, new_node
+from tests.xmtp_node.node_process import NodeProcess
 
 pytestmark = pytest.mark.peer
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
-    with new_node(tmp_path_factory.mktemp("node")) as started:
-        yield started
 
 
 @attrs.define
