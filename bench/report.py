@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from suite import Figure, machine_line, ratio_text
+from suite import Figure, machine_line, number_text, ratio_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,11 +69,11 @@ def markdown(figures: list[Figure], context: RunContext, seconds: float) -> str:
         "|---|---|---:|---:|---:|---|---|",
     ]
     for figure in figures:
-        ceiling = "" if figure.ceiling is None else f"{_cell(figure.ceiling_name)} {figure.ceiling:,.4g}"
+        ceiling = "" if figure.ceiling is None else f"{number_text(figure.ceiling)} {_cell(figure.ceiling_name)}"
         met = {None: "", True: "met", False: "**not met**"}[figure.met]
         name = figure.name + (f" ({figure.note})" if figure.note else "")
         lines.append(
-            f"| {figure.benchmark} | {_cell(name)} | {figure.ours:,.4g} {figure.unit} | {ceiling} "
+            f"| {figure.benchmark} | {_cell(name)} | {number_text(figure.ours)} {figure.unit} | {ceiling} "
             f"| {ratio_text(figure.ratio)} | {figure.target} | {met} |"
         )
     held = [figure for figure in figures if figure.met is not None]

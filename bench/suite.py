@@ -64,7 +64,7 @@ class Figure:
         if self.goal_kind == "ratio":
             return f"≥ {self.goal:.0%}" if self.goal < 1 else f"≥ {self.goal:g}×"
         sign = "≥" if self.goal_kind == "at_least" else "≤"
-        return f"{sign} {_number(self.goal)} {self.unit}"
+        return f"{sign} {number_text(self.goal)} {self.unit}"
 
     @property
     def met(self) -> bool | None:
@@ -107,7 +107,7 @@ class Run:
 Benchmark = Callable[[Run], list[Figure]]
 
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 1:
@@ -127,12 +127,12 @@ def print_table(figures: list[Figure], title: str) -> None:
     for column in ("benchmark", "figure", "ours", "ceiling / peer", "ratio", "target", ""):
         table.add_column(column, justify="left" if column in ("benchmark", "figure", "ceiling / peer") else "right")
     for figure in figures:
-        ceiling = "" if figure.ceiling is None else f"{_number(figure.ceiling)} {figure.ceiling_name}"
+        ceiling = "" if figure.ceiling is None else f"{number_text(figure.ceiling)} {figure.ceiling_name}"
         met = figure.met
         table.add_row(
             figure.benchmark,
             figure.name + (f" ({figure.note})" if figure.note else ""),
-            f"{_number(figure.ours)} {figure.unit}",
+            f"{number_text(figure.ours)} {figure.unit}",
             ceiling,
             ratio_text(figure.ratio),
             figure.target,

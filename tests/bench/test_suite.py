@@ -212,7 +212,7 @@ def test_the_markdown_table_escapes_cells_and_counts_targets(monkeypatch: pytest
     from suite import Figure
 
     figures = [
-        Figure("a", "rate | with a bar", 900.0, "events/s", 1000.0, "raw", "ratio", 0.8),
+        Figure("a", "rate | with a bar", 36_986.4, "events/s", 40_011.0, "raw", "ratio", 0.8),
         Figure("b", "p99", 2.0, "ms", goal_kind="at_most", goal=1.0, note="loaded"),
         Figure("c", "context", 5.0, "x"),
     ]
@@ -220,7 +220,8 @@ def test_the_markdown_table_escapes_cells_and_counts_targets(monkeypatch: pytest
     lines = markdown(figures, context, 61.0).splitlines()
     assert lines[0].startswith("`python -m bench a b c` — commit abc1234+changes, 2026-11-29T14:00:00 to ")
     assert "(61 s); load average 0.50 at the start" in lines[0] and lines[0].endswith("; 2 cores.")
-    assert lines[4] == "| a | rate \\| with a bar | 900 events/s | raw 1,000 | 90% | ≥ 80% | met |"
+    # Figures read as the console table prints them, never in exponent notation.
+    assert lines[4] == "| a | rate \\| with a bar | 36,986 events/s | 40,011 raw | 92% | ≥ 80% | met |"
     assert lines[5] == "| b | p99 (loaded) | 2 ms |  |  | ≤ 1 ms | **not met** |"
     assert lines[6] == "| c | context | 5 x |  |  |  |  |"
     assert lines[-1] == "1 of 2 targets met."
