@@ -7,7 +7,9 @@ Each command runs as its own process (``python -m jobs ...`` with this interpret
 ``PYTHONPATH``), interleaved round by round with ``python -c pass`` (the ceiling: the interpreter alone),
 21 rounds at the full run's size (fewer for a smaller run, 5 at least and with ``--quick``); a figure is the
 median wall time.  ``status`` reads a database made
-beforehand with ``tessera init`` (every installed protocol enabled).  Held to 300 ms each.  ``tessera marmot
+beforehand with ``tessera init`` (every installed protocol enabled), encrypted as a new one is by default,
+with a key file the benchmark makes for it (``tessera key new``): whatever key the caller's environment
+names is not used.  Held to 300 ms each.  ``tessera marmot
 --help``, which imports the Marmot plugin's command line and the MLS engine behind it, is shown for context.
 Each figure's note gives what ``python -X importtime`` reports for the command (one more run): the
 imports' total, and the MLS engine's share.
@@ -36,9 +38,18 @@ _TOP_LEVEL = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| (\S+)$", re.MULTILIN
 _MLS = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| +protocols\.(?:libraries\.)?mls$", re.MULTILINE)
 
 
-def measured(commands: dict[str, list[str]], rounds: int, checkout: Path) -> dict[str, list[float]]:
-    """Wall times in ms of each command (``tessera`` arguments) and of the ceiling, interleaved."""
+def command_env(checkout: Path, key_file: str | None = None) -> dict[str, str]:
+    """The environment the commands run in: ``checkout`` first on the path, and ``key_file`` as the key."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    env.pop("TESSERA_KEY_FILE", None)
+    return env if key_file is None else {**env, "TESSERA_KEY_FILE": key_file}
+
+
+def measured(
+    commands: dict[str, list[str]], rounds: int, checkout: Path, key_file: str | None = None
+) -> dict[str, list[float]]:
+    """Wall times in ms of each command (``tessera`` arguments) and of the ceiling, interleaved."""
+    env = command_env(checkout, key_file)
     times: dict[str, list[float]] = {name: [] for name in [*commands, "ceiling"]}
     with tempfile.TemporaryDirectory() as elsewhere:  # not the checkout: `-m` would put the current folder first
         for _ in range(rounds):
@@ -50,9 +61,9 @@ def measured(commands: dict[str, list[str]], rounds: int, checkout: Path) -> dic
     return times
 
 
-def imports(args: list[str], checkout: Path) -> str:
+def imports(args: list[str], checkout: Path, key_file: str | None = None) -> str:
     """What ``python -X importtime`` says of ``tessera <args>``: the imports' total, and MLS's part."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    env = command_env(checkout, key_file)
     with tempfile.TemporaryDirectory() as elsewhere:
         command = [sys.executable, "-X", "importtime", "-m", "jobs", *args]
         done = subprocess.run(command, env=env, cwd=elsewhere, capture_output=True, text=True, check=True)
@@ -71,12 +82,16 @@ def commands_for(db: str) -> dict[str, list[str]]:
 
 def figures(run: Run, checkout: Path = CHECKOUT, rounds: int | None = None) -> list[Figure]:
     db = run.work.db("cli-start")
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    key_file = str(run.work.path / "cli-start.key")
+    env = command_env(checkout)
+    if not Path(key_file).exists():  # kept with --keep: a kept database needs the key it was made with
+        key = [sys.executable, "-m", "jobs", "key", "new", "--out", key_file]
+        subprocess.run(key, check=True, env=env, cwd=run.work.path, stdout=subprocess.DEVNULL)
     init = [sys.executable, "-m", "jobs", "--db", db, "init"]
-    subprocess.run(init, check=True, env=env, cwd=run.work.path, stdout=subprocess.DEVNULL)
+    subprocess.run(init, check=True, env=command_env(checkout, key_file), cwd=run.work.path, stdout=subprocess.DEVNULL)
     commands = commands_for(db)
     times = measured(
-        commands, rounds or (QUICK_ROUNDS if run.quick else run.scaled(ROUNDS, least=QUICK_ROUNDS)), checkout
+        commands, rounds or (QUICK_ROUNDS if run.quick else run.scaled(ROUNDS, least=QUICK_ROUNDS)), checkout, key_file
     )
     ceiling = statistics.median(times["ceiling"])
     return [
@@ -89,7 +104,7 @@ def figures(run: Run, checkout: Path = CHECKOUT, rounds: int | None = None) -> l
             "ms (python -c pass)",
             None if name.endswith("marmot --help") else "at_most",
             None if name.endswith("marmot --help") else TARGET_MS,
-            note=imports(args, checkout),
+            note=imports(args, checkout, key_file),
         )
         for name, args in commands.items()
     ]
