@@ -148,3 +148,56 @@ def test_every_plugin_setting_is_documented(section: str, doc: str, row: str) ->
         s.key for s in declared if row.format(name=s.name, env=s.env_key, leaf=s.name.rpartition(".")[2]) not in text
     ]
     assert missing == []
+
+
+# --- every benchmark command in the docs names a real benchmark, script and flag ----------------------------------
+
+_BENCH = re.compile(r"python (?:-m bench(?=[\s`]|$)|(?P<script>bench/\w+\.py))(?P<rest>[^`|#)\n]*)")
+
+
+def benchmark_invocations(path: Path) -> list[tuple[int, str | None, list[str]]]:
+    """(line, script or None for ``python -m bench``, its words) for each benchmark command in ``path``."""
+    text = path.read_text()
+    return [
+        (text.count("\n", 0, found.start()) + 1, found["script"], _words(found["rest"]))
+        for found in _BENCH.finditer(text)
+    ]
+
+
+def benchmark_problems(script: str | None, words: list[str]) -> list[str]:
+    """What ``python -m bench <words>`` or ``python <script> <words>`` names that the benchmarks do not have."""
+    source_path = ROOT / (script or "bench/__main__.py")
+    if not source_path.exists():
+        return [f"there is no {script}"]
+    source = source_path.read_text() + (ROOT / "bench" / "common.py").read_text()  # options the scripts share
+    problems = [f"{source_path.name} has no option {word}" for word in words if word.startswith("--")
+                and f'"{word.split("=", 1)[0]}"' not in source]  # fmt: skip
+    if script is None:
+        names = set(re.findall(r'^    "([\w-]+)": \(', source, re.MULTILINE))
+        for word in words:
+            if word.startswith("-"):
+                break  # the benchmarks' names come first
+            if word not in names:
+                problems.append(f"python -m bench has no benchmark {word!r}")
+    return problems
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_documented_benchmark_command_exists(doc):
+    problems = [
+        f"{doc.name}:{line}: {problem}"
+        for line, script, words in benchmark_invocations(doc)
+        for problem in benchmark_problems(script, words)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_benchmark_check_finds_what_is_not_there():
+    assert benchmark_invocations(ROOT / "docs" / "benchmarks.md")
+    assert benchmark_problems(None, ["tick", "fill", "--events", "1000000"]) == []
+    assert benchmark_problems(None, ["tikc", "--evnts", "5"]) == [
+        "__main__.py has no option --evnts",
+        "python -m bench has no benchmark 'tikc'",
+    ]
+    assert benchmark_problems("bench/fill.py", ["--events", "N"]) == []
+    assert benchmark_problems("bench/nosuch.py", []) == ["there is no bench/nosuch.py"]
