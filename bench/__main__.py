@@ -1,7 +1,7 @@
 """Tessera's benchmark suite: every figure beside the ceiling or peer measured in the same run.
 
     python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--markdown FILE] [--keep DIR]
-                    [--executors N,N,...]
+                    [--executors N,N,...] [--resume]
 
 NAME picks benchmarks (all by default): see ``--list``.  Each benchmark's figures are printed (and written to
 ``--json``) as soon as it ends, so a long run stopped early keeps what it measured.  ``--events`` sets the run's size (10,000,000 by
@@ -10,7 +10,9 @@ benchmark scales its own workloads from it and names the sizes in its figures.  
 table — our figure, the ceiling or peer, the ratio, the target, met or not — and ``--json`` writes the same
 figures to a file, with the command, commit, start and end, and the load average around the run;
 ``--markdown`` writes the same as the Markdown table docs/benchmarks.md keeps.  ``--keep DIR`` keeps the database files in DIR; ``--executors`` sets the executor counts
-the cluster benchmark measures (1,2,4 by default).
+the cluster benchmark measures (1,2,4 by default).  ``--resume`` continues a run that stopped (the machine
+was taken back, a session ended): with the same command, the benchmarks the ``--json`` file says were finished
+keep their figures and only the rest run, on the same commit only (see ``resume.py``).
 
 The individual scripts (``python bench/append.py`` ...) print more detail about their own benchmark.
 """
@@ -39,6 +41,7 @@ import xmtp_node
 import xmtp_real
 from common import Workdir, console
 from report import RunContext, markdown
+from resume import CannotResume, earlier_run
 from suite import Benchmark, Figure, Run, print_table, write_json
 
 BENCHMARKS: dict[str, tuple[Benchmark, str]] = {
@@ -101,8 +104,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N,N,...",
         help="executor counts the cluster benchmark measures (default 1,2,4)",
     )
+    found.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run whose --json FILE an earlier, stopped run of this commit wrote: keep the "
+        "benchmarks it finished, run the rest (FILE absent: start afresh)",
+    )
     found.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = found.parse_args(argv)
+    if args.resume and not args.json:
+        found.error("--resume needs --json FILE: the file the run being continued wrote")
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         found.error(f"no benchmark {', '.join(unknown)}; there are {', '.join(BENCHMARKS)}")
@@ -120,28 +131,43 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     events = args.events or (QUICK_EVENTS if args.quick else FULL_EVENTS)
     names = args.names or list(BENCHMARKS)
-    figures: list[Figure] = []
     context = RunContext.now(argv)
+    earlier = None
+    if args.resume:
+        try:
+            earlier = earlier_run(args.json, events=events, quick=args.quick, commit=context.commit)
+        except CannotResume as refused:
+            print(f"python -m bench: error: cannot resume: {refused}", file=sys.stderr)
+            return 2
+    if earlier is not None:
+        context = earlier.context.continued()
+        console.print(f"resuming the run of {context.started} UTC: {', '.join(earlier.completed)} done")
+    completed = [name for name in names if earlier is not None and name in earlier.completed]
+    figures: list[Figure] = [f for f in (earlier.figures if earlier else ()) if f.benchmark in completed]
+    measured_before = earlier.seconds if earlier is not None else 0.0
     started = time.perf_counter()
 
     def write_files(run: Run) -> None:
-        seconds = time.perf_counter() - started
+        seconds = measured_before + time.perf_counter() - started
         if args.json:
-            write_json(args.json, figures, run, context.as_json(seconds))
+            write_json(args.json, figures, run, {**context.as_json(seconds), "completed": completed})
         if args.markdown:
             Path(args.markdown).write_text(markdown(figures, context, seconds))
 
     with Workdir(args.keep) as work:
         run = Run(events=events, quick=args.quick, work=work, executors=args.executors)
         for name in names:
+            if name in completed:
+                continue
             console.rule(f"{name}: {BENCHMARKS[name][1]}")
             found = BENCHMARKS[name][0](run)
             figures += found
+            completed.append(name)
             # Each benchmark's figures as soon as it ends, and the JSON so far: a long run stopped later
             # keeps what it measured.
             print_table(found, f"{name}: {events:,} events")
             write_files(run)
-        seconds = time.perf_counter() - started
+        seconds = measured_before + time.perf_counter() - started
         print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, {seconds:,.0f} s")
         write_files(run)
     return 0

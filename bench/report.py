@@ -32,6 +32,7 @@ class RunContext:
         started: UTC start, ISO 8601 to the second.
         load_at_start: the 1-minute load average when the run began (None where the OS has none).
         machine: cores, memory, disk and library versions (:func:`suite.machine_line`).
+        resumed: UTC times at which a stopped run was continued (``python -m bench --resume``).
     """
 
     command: str
@@ -39,6 +40,7 @@ class RunContext:
     started: str
     load_at_start: float | None
     machine: str
+    resumed: tuple[str, ...] = ()
 
     @classmethod
     def now(cls, argv: list[str]) -> RunContext:
@@ -50,17 +52,28 @@ class RunContext:
             machine=machine_line(),
         )
 
+    def continued(self) -> RunContext:
+        """This run's context, continued now."""
+        return attrs.evolve(self, resumed=(*self.resumed, _utc_now()))
+
     def as_json(self, seconds: float) -> dict[str, Any]:
-        return {**attrs.asdict(self), "ended": _utc_now(), "load_at_end": _load(), "seconds": round(seconds, 1)}
+        return {
+            **attrs.asdict(self),  # tuples become lists
+            "ended": _utc_now(),
+            "load_at_end": _load(),
+            "seconds": round(seconds, 1),
+        }
 
 
 def markdown(figures: list[Figure], context: RunContext, seconds: float) -> str:
     """The run as Markdown: what ran where, then one row per figure, then how many targets were met."""
     finished = context.as_json(seconds)
     loads = f"{_load_text(context.load_at_start)} at the start, {_load_text(finished['load_at_end'])} at the end"
+    resumed = "".join(f", resumed {at}" for at in context.resumed)
+    measuring = f"{seconds:,.0f} s" + (" measuring" if context.resumed else "")
     heading = (
-        f"`{context.command}` — commit {context.commit}, {context.started} to {finished['ended']} UTC "
-        f"({seconds:,.0f} s); load average {loads}; {context.machine}."
+        f"`{context.command}` — commit {context.commit}, {context.started}{resumed} to {finished['ended']} UTC "
+        f"({measuring}); load average {loads}; {context.machine}."
     )
     lines = [
         heading,

@@ -228,3 +228,88 @@ def test_the_markdown_table_escapes_cells_and_counts_targets(monkeypatch: pytest
     assert lines[5] == "| b | p99 (loaded) | 2 ms |  |  | ≤ 1 ms | **not met** |"
     assert lines[6] == "| c | context | 5 x |  |  |  |  |"
     assert lines[-1] == "1 of 2 targets met."
+
+
+def _bench_main(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """bench/__main__.py as a module of its own (its name would be taken by pytest's)."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_main_under_test", ROOT / "bench" / "__main__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stopped_run_resumes_with_the_benchmarks_it_had_not_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench_main = _bench_main(monkeypatch)
+    import report
+    from suite import Figure
+
+    monkeypatch.setattr(report, "_commit", lambda: "abc1234")
+    ran: list[str] = []
+    stops_left = [1]  # the second benchmark is stopped once
+
+    def first(run: Any) -> list[Any]:
+        ran.append("first")
+        return [Figure("first", "rate", 10.0, "x/s", 20.0, "raw", "ratio", 0.4)]
+
+    def second(run: Any) -> list[Any]:
+        ran.append("second")
+        if stops_left[0]:
+            stops_left[0] -= 1
+            raise KeyboardInterrupt  # the machine was taken back in the middle of it
+        return [Figure("second", "p99", 2.0, "ms", goal_kind="at_most", goal=1.0)]
+
+    monkeypatch.setattr(bench_main, "BENCHMARKS", {"first": (first, "one"), "second": (second, "two")})
+    out, table = tmp_path / "run.json", tmp_path / "run.md"
+    argv = ["--events", "300", "--json", str(out), "--markdown", str(table), "--resume"]
+    with pytest.raises(KeyboardInterrupt):
+        bench_main.main(argv)
+    assert json.loads(out.read_text())["completed"] == ["first"]
+
+    assert bench_main.main(argv) == 0
+    assert ran == ["first", "second", "second"]  # the first benchmark was not run again
+    document = json.loads(out.read_text())
+    assert document["completed"] == ["first", "second"]
+    assert [f["benchmark"] for f in document["figures"]] == ["first", "second"]
+    assert len(document["resumed"]) == 1
+    head = table.read_text().splitlines()[0]
+    assert f", resumed {document['resumed'][0]} to " in head and "s measuring)" in head
+
+    assert bench_main.main(argv) == 0  # a finished run resumed runs nothing and keeps every figure
+    assert ran == ["first", "second", "second"] and len(json.loads(out.read_text())["figures"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"commit": "0ld0ld0"}, "was measured at commit 0ld0ld0, this checkout is abc1234"),
+        ({"events": 1000}, "holds a run of 1,000 events; this one is of 300"),
+        ({"figures": "none"}, "is not a run's JSON"),
+    ],
+)
+def test_a_run_is_only_resumed_on_its_own_commit_and_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], change: dict[str, Any],
+    refusal: str,
+) -> None:  # fmt: skip
+    bench_main = _bench_main(monkeypatch)
+    import report
+
+    monkeypatch.setattr(report, "_commit", lambda: "abc1234")
+    monkeypatch.setattr(bench_main, "BENCHMARKS", {"first": (lambda run: [], "one")})
+    out = tmp_path / "run.json"
+    argv = ["--events", "300", "--json", str(out), "--resume"]
+    assert bench_main.main(argv) == 0
+    out.write_text(json.dumps({**json.loads(out.read_text()), **change}))
+    assert bench_main.main(argv) == 2
+    assert refusal in capsys.readouterr().err
+
+
+def test_resume_needs_the_json_of_the_run_it_continues() -> None:
+    done = run("-m", "bench", "--resume")
+    assert done.returncode == 2
+    assert "--resume needs --json FILE" in done.stderr
