@@ -127,6 +127,8 @@ class Event:
         created_at_ms: when the fact happened, as the protocol sees it.
         data: JSON-compatible payload (canonical JSON when stored).
         version: payload schema version, for upcasting older events.
+        body: raw bytes the protocol keeps beside ``data`` (an opaque ciphertext, say), stored as they are:
+            JSON could hold them only as base64, a third larger.  None for an event without any.
     """
 
     type: str = attrs.field(validator=_type_name)
@@ -135,6 +137,9 @@ class Event:
     created_at_ms: int = attrs.field(validator=_timestamp)
     data: Mapping[str, Any] = attrs.field(factory=dict)
     version: int = 1
+    body: bytes | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bytes)), repr=False
+    )
     # Encoded when the event is made, so a payload that is not canonical JSON
     # fails in the protocol code that built it, and is encoded only once.
     payload: bytes = attrs.field(init=False, eq=False, repr=False)
@@ -154,6 +159,8 @@ class StoredEvent:
         type, version, event_id, partition_key, created_at_ms: as in :class:`Event`.
         recorded_at_ms: when the log appended it (not part of any projection).
         payload: canonical JSON bytes of ``data``.
+        body: the raw bytes kept beside ``data`` (see :class:`Event`), or None: when the event has none, and
+            once a purge dropped them.
     """
 
     seq: int
@@ -165,6 +172,7 @@ class StoredEvent:
     created_at_ms: int
     recorded_at_ms: int
     payload: bytes
+    body: bytes | None = attrs.field(repr=False)
     _data: Any = attrs.field(default=None, eq=False, repr=False, alias="data")
 
     @property
