@@ -202,18 +202,19 @@ def command_store(ctx: contract.Context, params: dict[str, Any]) -> Result:
         _check_daily(ctx.db, group, ctx.now_ms, limits)
     values = counters(ctx.state)
     _check_storage(values["payload_bytes"], len(payload), limits)
-    superseded = described.message_type == COMMIT and _superseded(ctx.db, group, described.epoch)
     message_id, timestamp_us = ServerOrder(values["last_id"], values["last_timestamp_us"]).next(ctx.now_ms, digest)
     sequence, numbered = next_sequence(ctx.state, group)
-    data = {
+    data: dict[str, Any] = {
         "id": message_id,
         "sender": sender,
         "ts": timestamp_us,
         "epoch": described.epoch,
         "recipients": recipients,
-        "superseded": superseded,
         "sequence": sequence,
     }
+    if described.message_type == COMMIT:
+        # Said of commits only, the one kind a commit stored first for its epoch supersedes (stored_facts.py).
+        data["superseded"] = _superseded(ctx.db, group, described.epoch)
     event = stored_fact(STORED_TYPES[described.message_type], digest, group, ctx.now_ms, data, payload)
     values.update(
         last_id=message_id, last_timestamp_us=timestamp_us, payload_bytes=values["payload_bytes"] + len(payload)

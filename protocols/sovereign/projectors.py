@@ -28,7 +28,7 @@ from protocols.sovereign.commands import (
     PROTOCOL,
     STORED_TYPES,
 )
-from protocols.sovereign.stored_facts import payload_size
+from protocols.sovereign.stored_facts import payload_size, superseded
 from protocols.sovereign.xmtp_node.projectors import XMTP_NODE
 
 
@@ -51,7 +51,7 @@ def _stored(message_type: int) -> Any:
                 payload_size(event),
                 message_type,
                 data["epoch"],
-                int(data["superseded"]),
+                int(superseded(data)),
                 data.get("sequence"),  # absent from the facts stored before the store numbered messages
             ),
         )
@@ -67,7 +67,7 @@ def _stored(message_type: int) -> Any:
                 [(group, recipient, message_id, data["ts"]) for recipient in data["recipients"]],
             )
         if message_type == COMMIT:
-            _count_commit(conn, event, None if data["superseded"] else data["epoch"] + 1)
+            _count_commit(conn, event, None if superseded(data) else data["epoch"] + 1)
         if message_type == APPLICATION:
             _count_day(conn, event)
 

@@ -3,8 +3,10 @@
 The fact is where a stored message's payload lives (the store keeps each payload once: a
 ``sovereign_messages`` row names its fact's ``seq``).  Version 2 keeps the payload as the event's body,
 raw, and its size is the body's length; version 1, written before the log had bodies, keeps it as base64
-in the JSON data beside its ``size``.  Facts already in a log are never rewritten, so every reader of a
-payload or a size takes both: :func:`payload_size` and :func:`payloads_at`.
+in the JSON data beside its ``size``.  Version 2 also names ``superseded`` for a commit only (the one kind
+of message an epoch's first commit can supersede) where version 1 wrote ``false`` on every message.  Facts
+already in a log are never rewritten, so every reader takes both: :func:`payload_size`, :func:`superseded`
+and :func:`payloads_at`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ def stored_fact(event_type: str, digest: bytes, group: str, now_ms: int, data: d
     """The fact that stores ``payload`` in ``group``: ``data`` (id, sender, timestamp, ...) and the payload as its
     body."""
     return Event(event_type, digest, group, now_ms, data, VERSION, body=payload)
+
+
+def superseded(data: dict[str, Any]) -> bool:
+    """Whether a stored fact's message is a commit for an epoch that already had one, from its data (either
+    version)."""
+    return bool(data.get("superseded", False))
 
 
 def payload_size(event: StoredEvent) -> int:
