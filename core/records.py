@@ -46,6 +46,11 @@ def _partition(instance: Any, attribute: attrs.Attribute[str], value: str) -> No
         raise InvalidInput(f"partition_key must be a string of at most {MAX_PARTITION_KEY} characters")
 
 
+def _body(instance: Any, attribute: attrs.Attribute[bytes | None], value: bytes | None) -> None:
+    if value is not None and not isinstance(value, bytes):
+        raise InvalidInput(f"an event's body must be bytes or None, got {type(value).__name__}; encode it first")
+
+
 def _timestamp(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
     # Bounded here, so a decoder that passes on a peer's huge timestamp fails at once (parked), not at the insert.
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
@@ -137,9 +142,7 @@ class Event:
     created_at_ms: int = attrs.field(validator=_timestamp)
     data: Mapping[str, Any] = attrs.field(factory=dict)
     version: int = 1
-    body: bytes | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bytes)), repr=False
-    )
+    body: bytes | None = attrs.field(default=None, validator=_body, repr=False)
     # Encoded when the event is made, so a payload that is not canonical JSON
     # fails in the protocol code that built it, and is encoded only once.
     payload: bytes = attrs.field(init=False, eq=False, repr=False)

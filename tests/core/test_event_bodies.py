@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core import eventlog, scrub
 from core.db import Database
-from core.errors import StorageError
+from core.errors import InvalidInput, StorageError
 from core.records import Event
 from protocols import example
 from schema_loader.apply import apply_schemas
@@ -36,7 +36,8 @@ def test_a_body_is_kept_as_given_and_none_stays_none(db) -> None:
         assert [e.body for e in eventlog.read_range(db)] == [b"\x00\xffraw", None, b""]
         assert [e.body for e in eventlog.read_partition(db, "proto", "p")] == [b"\x00\xffraw", None, b""]
         assert [e.body for e in eventlog.at_seqs(db, [3, 1])] == [b"", b"\x00\xffraw"]
-        assert eventlog.by_id(db, "proto", b"id-1").body == b"\x00\xffraw"
+        by_id = eventlog.by_id(db, "proto", b"id-1")
+        assert by_id is not None and by_id.body == b"\x00\xffraw"
         assert eventlog.bodies_at_seqs(db, [1, 2, 3, 99]) == {1: b"\x00\xffraw", 2: None, 3: b""}
         assert db.value("SELECT count(*) FROM events WHERE body IS NULL") == 1  # a fact without one costs nothing
 
@@ -56,7 +57,7 @@ def test_any_bytes_come_back_by_seq_exactly(db, bodies: list[bytes | None]) -> N
 
 
 def test_an_event_body_must_be_bytes() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidInput, match="body must be bytes or None, got str"):
         Event("thing_stored", b"id", "p", 1, {}, body="text")  # type: ignore[arg-type]
 
 
