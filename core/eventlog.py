@@ -12,12 +12,12 @@ The one change the log allows is a **purge** (:func:`purge`): a retention
 event recorded in the same transaction names what goes, and each purged
 event's payload is emptied and its body dropped.  The row stays as a
 tombstone: ``seq`` stays contiguous and ``(protocol, event_id)`` stays
-taken, so replaying the input that made it is still a no-op.  Readers of the log return tombstones
-(``purged`` true; their ``data`` raises :class:`~core.errors.EventPurged`) so
-a replay sees the same sequence of event types as the live projections did;
-a projector handles a tombstone only where it declares a tombstone handler
-(see :class:`projectors.Projector`), e.g. to keep a count that the retention
-event later lowers.
+taken, so replaying the input that made it is still a no-op.  Readers of
+the log return tombstones (``purged`` true; their ``data`` raises
+:class:`~core.errors.EventPurged`) so a replay sees the same sequence of
+event types as the live projections did; a projector handles a tombstone
+only where it declares a tombstone handler (see :class:`projectors.Projector`),
+e.g. to keep a count that the retention event later lowers.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ _BY_PARTITION = (
     f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _PURGE = (
-    f"UPDATE {_BY_PREFIX} SET payload = X'', body = NULL WHERE {_ID_MATCHES.format(id=2, protocol=1)} AND payload != X'' "
-    "AND seq < ?3 "
+    f"UPDATE {_BY_PREFIX} SET payload = X'', body = NULL "
+    f"WHERE {_ID_MATCHES.format(id=2, protocol=1)} AND payload != X'' AND seq < ?3 "
     "RETURNING seq"
 )
 _RECORD_PURGE = (
@@ -279,7 +279,8 @@ def any_known_sql(count: int) -> str:
 
 
 def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: bytes, now_ms: int) -> list[int]:
-    """Empty the payloads (and drop the bodies) of ``protocol``'s events ``event_ids``, inside the current write transaction.
+    """Empty the payloads of ``protocol``'s events ``event_ids`` and drop their bodies, inside the current write
+    transaction.
 
     ``recorded_by`` is the id of the retention event (same protocol) that
     names what goes; it must be in the log already, and only events older
