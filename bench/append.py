@@ -58,7 +58,9 @@ def open_bench(path: str) -> App:
 
 
 def raw_rows(events: list[Event]) -> list[tuple[object, ...]]:
-    return [("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload) for e in events]
+    return [
+        ("bench", e.type, e.version, e.event_id, e.partition_key, e.created_at_ms, 0, e.payload, e.body) for e in events
+    ]
 
 
 def raw_connection(path: str) -> apsw.Connection:

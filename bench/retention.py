@@ -113,7 +113,7 @@ def raw_expire(path: str, cutoff_s: int, batch: int) -> tuple[int, float, float]
             conn.executemany("DELETE FROM sovereign_delivery_status WHERE message_id = ?", [(r[0],) for r in rows])
             conn.executemany("DELETE FROM sovereign_welcomes WHERE message_id = ?", [(r[0],) for r in rows])
             conn.executemany("DELETE FROM sovereign_messages WHERE id = ?", [(r[0],) for r in rows])
-            conn.executemany("UPDATE events SET payload = X'' WHERE seq = ?", [(r[1],) for r in rows])
+            conn.executemany("UPDATE events SET payload = X'', body = NULL WHERE seq = ?", [(r[1],) for r in rows])
         longest = max(longest, (time.perf_counter() - began) * 1000)
         done += len(rows)
     seconds = time.perf_counter() - started

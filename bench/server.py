@@ -613,7 +613,7 @@ def sample_cursors(store: Store, group_id: str, count: int, samples: int, margin
     with store.app.db.read():
         rows = store.app.db.execute(
             "SELECT server_timestamp, id FROM sovereign_messages WHERE group_id = ? ORDER BY server_timestamp, id",
-            (group_id,),
+            (bytes.fromhex(group_id),),  # the row keeps the group id's bytes
         )
         for position, (timestamp, message_id) in enumerate(rows):
             if position in wanted:

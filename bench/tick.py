@@ -140,7 +140,7 @@ def raw(path: str, blobs: list[bytes], per_commit: int = 1) -> tuple[int, float]
                 event_id = bytes.fromhex(message["id"])
                 appended = conn.execute(
                     eventlog._APPEND + " RETURNING seq",  # the log's own dedupe: the same index work as ours
-                    ("example", "message_posted", 1, event_id, message["room"], message["ts"], 0, payload),
+                    ("example", "message_posted", 1, event_id, message["room"], message["ts"], 0, payload, None),
                 ).fetchone()
                 assert appended is not None, "the benchmark's messages are all distinct"
                 seq = appended[0]

@@ -4,16 +4,20 @@ Appends are idempotent on ``(protocol, event_id)``: a duplicate is counted as
 a no-op, never an error.  ``seq`` only grows, and because one writer commits
 at a time, a reader that sees ``seq = n`` also sees every event before it.
 
+An event may carry a **body** beside its JSON data: raw bytes its protocol
+keeps there (e.g. an opaque ciphertext), which JSON could hold only as
+base64, a third larger.  Most events have none (the column is NULL).
+
 The one change the log allows is a **purge** (:func:`purge`): a retention
 event recorded in the same transaction names what goes, and each purged
-event's payload is emptied.  The row stays as a tombstone: ``seq`` stays
-contiguous and ``(protocol, event_id)`` stays taken, so replaying the input
-that made it is still a no-op.  Readers of the log return tombstones
-(``purged`` true; their ``data`` raises :class:`~core.errors.EventPurged`) so
-a replay sees the same sequence of event types as the live projections did;
-a projector handles a tombstone only where it declares a tombstone handler
-(see :class:`projectors.Projector`), e.g. to keep a count that the retention
-event later lowers.
+event's payload is emptied and its body dropped.  The row stays as a
+tombstone: ``seq`` stays contiguous and ``(protocol, event_id)`` stays
+taken, so replaying the input that made it is still a no-op.  Readers of
+the log return tombstones (``purged`` true; their ``data`` raises
+:class:`~core.errors.EventPurged`) so a replay sees the same sequence of
+event types as the live projections did; a projector handles a tombstone
+only where it declares a tombstone handler (see :class:`projectors.Projector`),
+e.g. to keep a count that the retention event later lowers.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ EVENT_COLUMNS = (
     EventColumn("created_at_ms", "INTEGER"),
     EventColumn("recorded_at_ms", "INTEGER"),
     EventColumn("payload", "BLOB"),
+    EventColumn("body", "BLOB", not_null=False),
 )
 EVENT_COLUMN_NAMES = tuple(column.name for column in EVENT_COLUMNS)
 
@@ -103,8 +108,8 @@ _BY_PARTITION = (
     f"SELECT {_SELECT} FROM events WHERE protocol = ? AND partition_key = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _PURGE = (
-    f"UPDATE {_BY_PREFIX} SET payload = X'' WHERE {_ID_MATCHES.format(id=2, protocol=1)} AND payload != X'' "
-    "AND seq < ?3 "
+    f"UPDATE {_BY_PREFIX} SET payload = X'', body = NULL "
+    f"WHERE {_ID_MATCHES.format(id=2, protocol=1)} AND payload != X'' AND seq < ?3 "
     "RETURNING seq"
 )
 _RECORD_PURGE = (
@@ -118,7 +123,7 @@ _HEAD = "SELECT coalesce(max(seq), 0) FROM events"
 _TABLE_INFO = "SELECT name, type, \"notnull\", pk FROM pragma_table_info('events') ORDER BY cid"
 
 # The values _row gives, typed column by column.
-_AppendedRow = tuple[str, str, int, bytes, str, int, int, bytes]
+_AppendedRow = tuple[str, str, int, bytes, str, int, int, bytes, bytes | None]
 
 
 def stored_event(row: Sequence[Any]) -> StoredEvent:
@@ -137,6 +142,7 @@ def _row(protocol: str, event: Event, recorded_at_ms: int) -> _AppendedRow:
         event.created_at_ms,
         recorded_at_ms,
         event.payload,
+        event.body,
     )
 
 
@@ -217,14 +223,14 @@ def at_seqs(db: contract.Database, seqs: Sequence[int]) -> list[StoredEvent]:
     return [found[seq] for seq in seqs if seq in found]
 
 
-def json_field_at_seqs(db: contract.Database, seqs: Sequence[int], field: str) -> dict[int, Any]:
-    """One top-level field of the data of the events at ``seqs``, by seq, extracted by SQLite from each payload
-    (no event decoded in Python): for read models that keep an event's seq and show one field of it.  A
-    tombstone's field is None; a seq the log has not reached is left out."""
-    found: dict[int, Any] = {}
+def bodies_at_seqs(db: contract.Database, seqs: Sequence[int]) -> dict[int, bytes | None]:
+    """The bodies of the events at ``seqs``, by seq (one rowid lookup each, nothing decoded): for read models
+    that keep an event's seq and serve the raw bytes its protocol kept beside the data.  An event without a
+    body, and a tombstone (a purge empties the body too), give None; a seq the log has not reached is left out."""
+    found: dict[int, bytes | None] = {}
     for start in range(0, len(seqs), _AT_SEQS_CHUNK):
         chunk = seqs[start : start + _AT_SEQS_CHUNK]
-        found.update(db.all(_field_at_seqs_sql(len(chunk)), (f"$.{field}", *chunk)))
+        found.update(db.all(_bodies_at_seqs_sql(len(chunk)), tuple(chunk)))
     return found
 
 
@@ -250,14 +256,9 @@ def _ids_at_seqs_sql(count: int) -> str:
     return f"SELECT seq, event_id FROM events WHERE seq IN ({', '.join('?' * count)})"
 
 
-def _field_at_seqs_sql(count: int) -> str:
-    """:func:`json_field_at_seqs`' statement for ``count`` seqs (parameters: the JSON path, then the seqs).  A
-    payload is cast to text because SQLite reads a BLOB argument of its JSON functions as JSONB; a tombstone's
-    empty payload gives NULL."""
-    return (
-        "SELECT seq, CASE WHEN payload = X'' THEN NULL ELSE json_extract(CAST(payload AS TEXT), ?1) END "
-        f"FROM events WHERE seq IN ({', '.join(f'?{n}' for n in range(2, count + 2))})"
-    )
+def _bodies_at_seqs_sql(count: int) -> str:
+    """:func:`bodies_at_seqs`' statement for ``count`` seqs."""
+    return f"SELECT seq, body FROM events WHERE seq IN ({', '.join('?' * count)})"
 
 
 def any_known(db: Database, protocol: str, event_ids: Sequence[bytes]) -> bool:
@@ -278,7 +279,8 @@ def any_known_sql(count: int) -> str:
 
 
 def purge(db: Database, protocol: str, event_ids: Iterable[bytes], recorded_by: bytes, now_ms: int) -> list[int]:
-    """Empty the payloads of ``protocol``'s events ``event_ids``, inside the current write transaction.
+    """Empty the payloads of ``protocol``'s events ``event_ids`` and drop their bodies, inside the current write
+    transaction.
 
     ``recorded_by`` is the id of the retention event (same protocol) that
     names what goes; it must be in the log already, and only events older

@@ -46,6 +46,11 @@ def _partition(instance: Any, attribute: attrs.Attribute[str], value: str) -> No
         raise InvalidInput(f"partition_key must be a string of at most {MAX_PARTITION_KEY} characters")
 
 
+def _body(instance: Any, attribute: attrs.Attribute[bytes | None], value: bytes | None) -> None:
+    if value is not None and not isinstance(value, bytes):
+        raise InvalidInput(f"an event's body must be bytes or None, got {type(value).__name__}; encode it first")
+
+
 def _timestamp(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
     # Bounded here, so a decoder that passes on a peer's huge timestamp fails at once (parked), not at the insert.
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
@@ -127,6 +132,8 @@ class Event:
         created_at_ms: when the fact happened, as the protocol sees it.
         data: JSON-compatible payload (canonical JSON when stored).
         version: payload schema version, for upcasting older events.
+        body: raw bytes the protocol keeps beside ``data`` (an opaque ciphertext, say), stored as they are:
+            JSON could hold them only as base64, a third larger.  None for an event without any.
     """
 
     type: str = attrs.field(validator=_type_name)
@@ -135,6 +142,7 @@ class Event:
     created_at_ms: int = attrs.field(validator=_timestamp)
     data: Mapping[str, Any] = attrs.field(factory=dict)
     version: int = 1
+    body: bytes | None = attrs.field(default=None, validator=_body, repr=False)
     # Encoded when the event is made, so a payload that is not canonical JSON
     # fails in the protocol code that built it, and is encoded only once.
     payload: bytes = attrs.field(init=False, eq=False, repr=False)
@@ -154,6 +162,8 @@ class StoredEvent:
         type, version, event_id, partition_key, created_at_ms: as in :class:`Event`.
         recorded_at_ms: when the log appended it (not part of any projection).
         payload: canonical JSON bytes of ``data``.
+        body: the raw bytes kept beside ``data`` (see :class:`Event`), or None: when the event has none, and
+            once a purge dropped them.
     """
 
     seq: int
@@ -165,6 +175,7 @@ class StoredEvent:
     created_at_ms: int
     recorded_at_ms: int
     payload: bytes
+    body: bytes | None = attrs.field(repr=False)
     _data: Any = attrs.field(default=None, eq=False, repr=False, alias="data")
 
     @property

@@ -13,7 +13,9 @@ CREATE TABLE incoming (
     delivery        INTEGER NOT NULL DEFAULT 0
 );
 
--- The append-only event log: facts as handlers decided them.
+-- The append-only event log: facts as handlers decided them.  payload is the
+-- fact's canonical JSON; body the raw bytes a protocol keeps beside it (JSON
+-- would hold them as base64, a third larger), NULL for a fact without any.
 -- seq never goes backwards: rows are never deleted, so max(seq)+1 only grows,
 -- and a duplicate append consumes no number (no gaps from replays); and
 -- (protocol, event_id) is unique, which makes a replayed append a no-op.
@@ -26,7 +28,8 @@ CREATE TABLE events (
     partition_key   TEXT    NOT NULL,
     created_at_ms   INTEGER NOT NULL,
     recorded_at_ms  INTEGER NOT NULL,
-    payload         BLOB    NOT NULL
+    payload         BLOB    NOT NULL,
+    body            BLOB
     INDEX events_by_partition (protocol, partition_key, seq)
 );
 -- Event ids are hashes, so every append lands at a random place of an index
@@ -39,8 +42,8 @@ CREATE TABLE events (
 CREATE INDEX events_by_id_prefix ON events (substr(event_id, 1, 8));
 
 -- The log is append-only; the seq guarantee above depends on it.  The one
--- change allowed is a purge (core/eventlog.py): the payload becomes empty and
--- every other column stays, so the row is a tombstone that keeps seq
+-- change allowed is a purge (core/eventlog.py): the payload becomes empty, the
+-- body NULL, and every other column stays, so the row is a tombstone that keeps seq
 -- contiguous and keeps (protocol, event_id) taken (a replayed append stays a
 -- no-op instead of bringing the purged event back).
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
@@ -48,7 +51,7 @@ BEGIN
     SELECT RAISE(ABORT, 'events are append-only: the log is the source of every rebuild');
 END;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-WHEN NOT (new.payload = X'' AND old.payload != X''
+WHEN NOT (new.payload = X'' AND old.payload != X'' AND new.body IS NULL
           AND new.seq = old.seq AND new.protocol = old.protocol AND new.event_type = old.event_type
           AND new.version = old.version AND new.event_id = old.event_id
           AND new.partition_key = old.partition_key AND new.created_at_ms = old.created_at_ms

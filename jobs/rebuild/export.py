@@ -5,7 +5,8 @@ described by ``events/manifest.json``.  The log is append-only, so a file
 never goes stale; a later rebuild exports only the seqs after the last one.
 The manifest remembers the database instance and the id of the last
 exported event: if either no longer matches (another database, or a
-restored backup), everything is exported again.
+restored backup), everything is exported again; and so it is when the
+log's columns changed since (a file written before lacks the new ones).
 
 The one exception is a purge (:func:`core.eventlog.purge`): it empties old
 events' payloads.  The manifest remembers the last purge it has seen; files
@@ -53,11 +54,19 @@ def _load_manifest(db: Database, directory: Path, instance: str) -> dict[str, An
         manifest: dict[str, Any] = json.loads(path.read_text())
         last = manifest.get("through_seq", 0)
         expected = db.value("SELECT hex(event_id) FROM events WHERE seq = ?", (last,))
-        if manifest.get("instance") == instance and (last == 0 or expected == manifest.get("last_event_id")):
+        same_log = manifest.get("instance") == instance and (last == 0 or expected == manifest.get("last_event_id"))
+        if same_log and manifest.get("columns") == EVENT_SCHEMA.names:
             return manifest
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True, exist_ok=True)
-    return {"instance": instance, "through_seq": 0, "last_event_id": None, "files": [], "purges_through": 0}
+    return {
+        "instance": instance,
+        "columns": EVENT_SCHEMA.names,
+        "through_seq": 0,
+        "last_event_id": None,
+        "files": [],
+        "purges_through": 0,
+    }
 
 
 def _forget_purged(db: Database, directory: Path, manifest: dict[str, Any]) -> bool:

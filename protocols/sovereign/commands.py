@@ -4,7 +4,8 @@ Facts (partition = group id, except KeyPackages, partitioned by installation):
 
 - ``application_stored``, ``commit_stored``, ``proposal_stored``, ``welcome_stored``:
   one stored message with its server id, timestamp, its number in the group's
-  history (``sequence``), payload and the members that get a pending delivery; a commit says whether it was ``superseded``
+  history (``sequence``) and the members that get a pending delivery, its payload as the event's body
+  (version 2; :mod:`.stored_facts`); a commit says whether it was ``superseded``
   (its epoch already had a commit: the first stored wins, seed 004's
   server-authoritative ordering);
 - ``member_joined``, ``member_left``;
@@ -56,6 +57,7 @@ from protocols.sovereign.errors import (
     WelcomeNeedsRecipient,
 )
 from protocols.sovereign.ids import ServerOrder
+from protocols.sovereign.stored_facts import stored_fact
 
 PROTOCOL = "sovereign"
 COUNTERS = "store/counters"  # protocol state: server order and stored payload bytes
@@ -200,21 +202,20 @@ def command_store(ctx: contract.Context, params: dict[str, Any]) -> Result:
         _check_daily(ctx.db, group, ctx.now_ms, limits)
     values = counters(ctx.state)
     _check_storage(values["payload_bytes"], len(payload), limits)
-    superseded = described.message_type == COMMIT and _superseded(ctx.db, group, described.epoch)
     message_id, timestamp_us = ServerOrder(values["last_id"], values["last_timestamp_us"]).next(ctx.now_ms, digest)
     sequence, numbered = next_sequence(ctx.state, group)
-    data = {
+    data: dict[str, Any] = {
         "id": message_id,
         "sender": sender,
         "ts": timestamp_us,
-        "payload": base64.b64encode(payload).decode("ascii"),
-        "size": len(payload),
         "epoch": described.epoch,
         "recipients": recipients,
-        "superseded": superseded,
         "sequence": sequence,
     }
-    event = Event(STORED_TYPES[described.message_type], digest, group, ctx.now_ms, data)
+    if described.message_type == COMMIT:
+        # Said of commits only, the one kind a commit stored first for its epoch supersedes (stored_facts.py).
+        data["superseded"] = _superseded(ctx.db, group, described.epoch)
+    event = stored_fact(STORED_TYPES[described.message_type], digest, group, ctx.now_ms, data, payload)
     values.update(
         last_id=message_id, last_timestamp_us=timestamp_us, payload_bytes=values["payload_bytes"] + len(payload)
     )
@@ -337,7 +338,7 @@ def command_mark(ctx: contract.Context, params: dict[str, Any]) -> Result:
     )
     by_group: dict[str, list[str]] = {}
     for group, message_id in rows:
-        by_group.setdefault(group, []).append(message_id)
+        by_group.setdefault(group.hex(), []).append(message_id)  # the row keeps the group's bytes
     at = ctx.now_ms * 1000
     events = [
         Event(
@@ -374,7 +375,7 @@ def command_expire(ctx: contract.Context, params: dict[str, Any]) -> Result:
     digests = eventlog.ids_at_seqs(ctx.db, [row[3] for row in rows])  # the facts' ids: the messages' digests
     by_group: dict[str, list[tuple[str, bytes]]] = {}
     for group, message_id, _, seq in rows:
-        by_group.setdefault(group, []).append((message_id, digests[seq]))
+        by_group.setdefault(group.hex(), []).append((message_id, digests[seq]))  # the row keeps the group's bytes
     events: list[Event] = []
     intents: list[Any] = []
     for group, found in sorted(by_group.items()):

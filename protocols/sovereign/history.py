@@ -13,7 +13,10 @@ A page also stops early (``has_more`` true) once its messages would pass
 never larger than one frame of the largest payload (the server's send
 budget is counted in such frames).  Rows are read one at a time and cut by
 their payload sizes, and only the payloads of the rows kept are read from
-the event log (where each payload is stored, once).
+the event log (where each payload is stored, once, as its fact's body).
+
+The rows keep group ids and senders as bytes; what a caller passes and gets
+back spells them in hex, as the wire does.
 
 Welcomes are polled the same way, forward only: the Welcome messages stored
 for one installation, whatever their group, after a cursor that names one of
@@ -24,14 +27,14 @@ since a client polls again later from where it stopped.
 from __future__ import annotations
 
 import re
-from binascii import a2b_base64
 from collections.abc import Iterable
 from typing import Any
 
-from core import contract, eventlog
+from core import contract
 from protocols.libraries.delivery.frames import Direction
 from protocols.libraries.delivery.records import PENDING, HistoryPage, StoredMessage, message_wire_bytes
 from protocols.sovereign.errors import BadDirection, BadLimit, MalformedCursor, UnknownCursor
+from protocols.sovereign.stored_facts import payloads_at
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -40,6 +43,7 @@ _CURSOR = re.compile(r"(?P<ts>[0-9]{1,19})\.(?P<id>[0-9A-HJKMNP-TV-Z]{26})")
 #: A message's columns in its row of ``sovereign_messages`` (``m``).  Its payload is in its stored fact in the
 #: event log, the row ``seq`` names: a page reads the rows first, cuts them at its byte budget by their
 #: ``payload_size``, then fetches the payloads of those it keeps from the log (:func:`_with_payloads`).
+#: ``group_id`` and ``sender_id`` are bytes here (hex in a :class:`StoredMessage`).
 _COLUMNS = (
     "m.id, m.group_id, m.sender_id, m.server_timestamp, m.seq, m.payload_size, m.message_type, m.epoch, "
     "m.superseded, m.sequence"
@@ -80,9 +84,9 @@ _START = (-1, "")
 
 def _with_payloads(db: contract.Database, rows: list[Any]) -> list[StoredMessage]:
     """The messages of ``rows`` (of :data:`_COLUMNS`), each with its payload from its stored fact in the log."""
-    payloads = eventlog.json_field_at_seqs(db, [row[4] for row in rows], "payload")
+    payloads = payloads_at(db, [row[4] for row in rows])
     return [
-        StoredMessage(r[0], r[1], r[2], r[3], a2b_base64(payloads[r[4]]), r[6], r[7], bool(r[8]), r[9]) for r in rows
+        StoredMessage(r[0], r[1].hex(), r[2].hex(), r[3], payloads[r[4]], r[6], r[7], bool(r[8]), r[9]) for r in rows
     ]
 
 
@@ -107,7 +111,7 @@ def _known(db: contract.Database, sql: str, params: tuple[Any, ...], cursor: str
 
 def parse_cursor(db: contract.Database, group_id: str, cursor: str) -> tuple[int, str]:
     ts, message_id = position(cursor)
-    _known(db, _GROUP_MESSAGE_AT, (message_id, group_id, ts), cursor, "message of this group")
+    _known(db, _GROUP_MESSAGE_AT, (message_id, bytes.fromhex(group_id), ts), cursor, "message of this group")
     return ts, message_id
 
 
@@ -119,7 +123,7 @@ def _within(rows: Iterable[Any], limit: int, max_bytes: int | None) -> tuple[lis
     for row in rows:
         if len(found) == limit:
             return found, True
-        size += message_wire_bytes(row[5], len(row[1]))
+        size += message_wire_bytes(row[5], 2 * len(row[1]))  # the group id in hex, as the frame spells it
         if found and max_bytes is not None and size > max_bytes:
             return found, True
         found.append(row)
@@ -149,7 +153,7 @@ def page(
     check_limit(limit)
     if direction not in DIRECTIONS:
         raise BadDirection(f"direction must be backward (older) or forward (newer), got {direction!r:.20}")
-    params: list[Any] = [group_id]
+    params: list[Any] = [bytes.fromhex(group_id)]
     newer = direction == Direction.FORWARD
     if cursor is not None:
         params += parse_cursor(db, group_id, cursor)

@@ -28,6 +28,7 @@ from protocols.sovereign.commands import (
     PROTOCOL,
     STORED_TYPES,
 )
+from protocols.sovereign.stored_facts import payload_size, superseded
 from protocols.sovereign.xmtp_node.projectors import XMTP_NODE
 
 
@@ -35,22 +36,22 @@ def _stored(message_type: int) -> Any:
     def apply(conn: contract.Connection, event: StoredEvent) -> None:
         data = event.data
         message_id, group = data["id"], event.partition_key
-        # The payload stays in the event's data, in the log: the row names that event's seq (schema.sql).
+        # The payload stays in the fact, in the log: the row names that event's seq (schema.sql).  The group and
+        # the sender are kept as their bytes (the fact and the wire spell them in hex).
         conn.execute(
             "INSERT INTO sovereign_messages(id, seq, group_id, sender_id, server_timestamp, payload_size, "
-            "message_type, epoch, created_at, superseded, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "message_type, epoch, superseded, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(id) DO NOTHING",
             (
                 message_id,
                 event.seq,
-                group,
-                data["sender"],
+                bytes.fromhex(group),
+                bytes.fromhex(data["sender"]),
                 data["ts"],
-                data["size"],
+                payload_size(event),
                 message_type,
                 data["epoch"],
-                event.created_at_ms // 1000,
-                int(data["superseded"]),
+                int(superseded(data)),
                 data.get("sequence"),  # absent from the facts stored before the store numbered messages
             ),
         )
@@ -66,7 +67,7 @@ def _stored(message_type: int) -> Any:
                 [(group, recipient, message_id, data["ts"]) for recipient in data["recipients"]],
             )
         if message_type == COMMIT:
-            _count_commit(conn, event, None if data["superseded"] else data["epoch"] + 1)
+            _count_commit(conn, event, None if superseded(data) else data["epoch"] + 1)
         if message_type == APPLICATION:
             _count_day(conn, event)
 

@@ -3,10 +3,12 @@
 -- are microseconds since the Unix epoch, created_at seconds.
 
 -- Every stored message: application messages and MLS control messages alike.
--- seq: the event log's row of the message's stored fact (``*_stored``), which holds the payload: the store
--- keeps each payload once, in the log that rebuilds read, and a page reads it from there by rowid.  The
--- fact's event_id is the digest (SHA-256 over the group and the payload) by which a client's retry of the
--- same payload is recognised and stored once.
+-- seq: the event log's row of the message's stored fact (``*_stored``), which holds the payload (as the event's
+-- body): the store keeps each payload once, in the log that rebuilds read, and a page reads it from there by
+-- rowid.  The fact's event_id is the digest (SHA-256 over the group and the payload) by which a client's retry
+-- of the same payload is recognised and stored once.
+-- group_id, sender_id: the MLS group id and the sender's Ed25519 key as their bytes (half the size of the hex
+-- the wire and the facts spell them in; protocols/sovereign/history.py converts).
 -- superseded: a commit for an epoch that already had one (stored, never applied).
 -- sequence: the message's place in its group's history (1, 2, 3... none skipped), so a
 -- client sees a message left out of a page; NULL for messages stored before numbering.
@@ -16,13 +18,12 @@
 CREATE TABLE sovereign_messages (
     id                  TEXT    PRIMARY KEY,
     seq                 INTEGER NOT NULL,
-    group_id            TEXT    NOT NULL,
-    sender_id           TEXT    NOT NULL,
+    group_id            BLOB    NOT NULL,
+    sender_id           BLOB    NOT NULL,
     server_timestamp    INTEGER NOT NULL,
     payload_size        INTEGER NOT NULL,
     message_type        INTEGER NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1, 2, 3)),
     epoch               INTEGER NOT NULL DEFAULT 0,
-    created_at          INTEGER NOT NULL,
     superseded          INTEGER NOT NULL DEFAULT 0 CHECK (superseded IN (0, 1)),
     sequence            INTEGER
     INDEX sovereign_messages_group_timestamp (group_id, server_timestamp)

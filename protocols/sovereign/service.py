@@ -30,7 +30,7 @@ from protocols.libraries.delivery.records import (
     StoreStats,
     message_wire_bytes,
 )
-from protocols.sovereign import commands, history
+from protocols.sovereign import commands, history, stored_facts
 from protocols.sovereign.config import Limits
 from protocols.sovereign.errors import NoKeyPackage, NotAMember, SovereignError
 
@@ -76,10 +76,10 @@ class Store:
             bytes(payload),
             _TYPE_OF[event.type],
             data["epoch"],
-            bool(data["superseded"]),
+            stored_facts.superseded(data),
             data.get("sequence"),
         )
-        return Stored(stored, tuple(data["recipients"]), bool(data["superseded"]), duplicate)
+        return Stored(stored, tuple(data["recipients"]), stored_facts.superseded(data), duplicate)
 
     def join(self, installation: str, group_id: str) -> Membership:
         params = {"installation": installation, "group_id": group_id, "limits": self.limits}

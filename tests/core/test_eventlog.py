@@ -169,5 +169,5 @@ def test_derived_ids_separate_their_parts():
 
 
 def test_stored_event_data_is_decoded_lazily():
-    stored = StoredEvent(1, "p", "t", 1, b"i", "", 0, 0, b'{"a":1}')
+    stored = StoredEvent(1, "p", "t", 1, b"i", "", 0, 0, b'{"a":1}', None)
     assert stored.data == {"a": 1}

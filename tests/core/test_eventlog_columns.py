@@ -56,13 +56,17 @@ def test_the_core_schema_matches_the_declaration(db):
     "edit, named",
     [
         (without("recorded_at_ms"), "column 8 of its events table is payload BLOB NOT NULL"),
-        (without("payload"), "column 9 of its events table is missing"),
+        (without("body"), "column 10 of its events table is missing, where the event log expects body BLOB"),
         (swapped("created_at_ms", "recorded_at_ms"), "column 7 of its events table is recorded_at_ms"),
         (replaced("event_id        BLOB", "event_id        TEXT"), "event_id TEXT NOT NULL, where"),
         (replaced("version         INTEGER NOT NULL", "version INTEGER"), "version INTEGER, where"),
-        (added_after("payload", "extra TEXT"), "column 10 of its events table is extra TEXT, where"),
+        (
+            replaced("body            BLOB", "body BLOB NOT NULL"),
+            "body BLOB NOT NULL, where the event log expects body BLOB:",
+        ),
+        (added_after("body", "extra TEXT"), "column 11 of its events table is extra TEXT, where"),
     ],
-    ids=["missing column", "missing last column", "reordered", "retyped", "nullable", "extra column"],
+    ids=["missing column", "missing last column", "reordered", "retyped", "nullable", "not null", "extra column"],
 )
 def test_an_events_table_unlike_the_declaration_is_refused(fresh_db, edit, named):
     with fresh_db.write():
@@ -88,7 +92,7 @@ def test_arrow_and_sql_name_the_same_columns_in_the_same_order():
 
 
 def test_a_selected_row_decodes_to_the_appended_event(db):
-    event = Event("thing_happened", b"id-1", "p", 1000, {"n": 1}, 3)
+    event = Event("thing_happened", b"id-1", "p", 1000, {"n": 1}, 3, body=b"\x00raw\xff")
     with db.write():
         (appended,) = eventlog.append(db, "proto", [event], 5)
     (row,) = eventlog.rows_in_range(db, 0, 1, 10)
@@ -102,5 +106,6 @@ def test_a_selected_row_decodes_to_the_appended_event(db):
         "created_at_ms": 1000,
         "recorded_at_ms": 5,
         "payload": event.payload,
+        "body": b"\x00raw\xff",
     }
     assert eventlog.stored_event(row) == appended == eventlog.by_id(db, "proto", b"id-1")

@@ -19,7 +19,7 @@ from tests.helpers import open_core_db
 
 # (description, sql, params) — the statements the core runs in its hot paths.
 QUERIES = [
-    ("append event", eventlog._APPEND, ("p", "t", 1, b"i", "k", 0, 0, b"{}")),
+    ("append event", eventlog._APPEND, ("p", "t", 1, b"i", "k", 0, 0, b"{}", None)),
     ("events by range", eventlog._BY_RANGE, (0, 10, 10)),
     ("events by partition", eventlog._BY_PARTITION, ("p", "k", 0, 10)),
     ("event by id", eventlog._BY_ID, ("p", b"i")),

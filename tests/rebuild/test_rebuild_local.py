@@ -127,6 +127,22 @@ def test_export_is_incremental_and_tied_to_its_database(make_app, settings, tmp_
     assert rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir)).exported == eventlog.head(app.db)
 
 
+def test_an_export_written_before_the_log_had_bodies_is_written_again(make_app, settings, tmp_path):
+    """Its files lack the body column (and its manifest names no columns): reusing them would replay events
+    without their bodies, so the whole log is exported again."""
+    app = make_app([example], ["example"], app_settings=attrs.evolve(settings, key_file=""))
+    ingest(app, simulate.generate(200, seed=4))
+    workdir = tmp_path / "work"
+    assert rebuild(RebuildRequest(app, engine="local", workdir=workdir)).exported == eventlog.head(app.db)
+    path = workdir / "events" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["columns"] == list(eventlog.EVENT_COLUMN_NAMES)
+    del manifest["columns"]  # as the export wrote it before
+    path.write_text(json.dumps(manifest))
+    again = rebuild(RebuildRequest(app, engine="local", verify=True, workdir=workdir))
+    assert again.exported == eventlog.head(app.db) and again.equal
+
+
 def test_rebuild_runs_no_side_effects(make_app):
     app = make_app([example], ["example"])
     for n in range(5):

@@ -1,6 +1,6 @@
 """Every query that reads stored messages takes the path its index was kept for (EXPLAIN QUERY PLAN): a page
 of a group's history seeks the group's index, lookups by id and retention's oldest first use the primary key,
-the payloads are rowid lookups in the event log, and no query sorts in a temporary b-tree.
+the payloads (the stored facts' bodies) are rowid lookups in the event log, and no query sorts in a temporary b-tree.
 Checked on a store holding messages, after ANALYZE (so the planner has statistics, as after PRAGMA optimize).
 """
 
@@ -24,7 +24,7 @@ PLANS = {
     **{
         f"page {'forward' if newer else 'backward'}{' after a cursor' if after else ''}": (
             sql,
-            ("g", 1, "i", 51) if after else ("g", 51),
+            (b"g", 1, "i", 51) if after else (b"g", 51),
             [GROUP_INDEX + (f" AND (server_timestamp,id){'>' if newer else '<'}(?,?))" if after else ")")],
         )
         for (newer, after), sql in history.PAGE_QUERIES.items()
@@ -40,7 +40,12 @@ PLANS = {
         ["SEARCH d USING COVERING INDEX sovereign_delivery_pending (recipient_id=? AND message_id>?)", BY_ID],
     ),
     "expiring messages": (EXPIRING.format(marks="?, ?"), ("a", "b"), ["SEARCH m USING PRIMARY KEY (id=?)"]),
-    "the payloads of a page, from the log": (eventlog._field_at_seqs_sql(2), ("$.payload", 1, 2), [PAYLOAD]),
+    "the payloads of a page, from the log": (eventlog._bodies_at_seqs_sql(2), (1, 2), [PAYLOAD]),
+    "a cursor's message": (
+        history._GROUP_MESSAGE_AT,
+        ("i", b"g", 1),
+        ["SEARCH sovereign_messages USING PRIMARY KEY (id=?)"],
+    ),
     "the digests of expiring messages, from the log": (eventlog._ids_at_seqs_sql(2), (1, 2), [PAYLOAD]),
     "retention's oldest by age": (_OLDEST_BEFORE, ("i", 32), ["SEARCH sovereign_messages USING PRIMARY KEY (id<?)"]),
     "retention's oldest for space": (_OLDEST_SIZES, (32,), ["SCAN sovereign_messages"]),

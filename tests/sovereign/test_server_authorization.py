@@ -144,7 +144,7 @@ def test_a_request_cannot_name_another_installation_to_act_as(server) -> None:
         sender = query_file(
             str(server.db), "SELECT sender_id FROM sovereign_messages WHERE id = ?", (reply["message_id"],)
         )
-        assert sender == [(who[1].id,)]
+        assert sender == [(bytes.fromhex(who[1].id),)]  # the row keeps the key's bytes
         pushed = await alice.receive(timeout=10)
         assert pushed.sender_id == who[1].id
 
