@@ -139,11 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         except CannotResume as refused:
             print(f"python -m bench: error: cannot resume: {refused}", file=sys.stderr)
             return 2
+    completed = [name for name in names if earlier is not None and name in earlier.completed]
+    figures: list[Figure] = [f for f in (earlier.figures if earlier else ()) if f.benchmark in completed]
+    if earlier is not None and completed == names:  # finished already: its files stay as they are
+        print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, finished {earlier.seconds:,.0f} s")
+        return 0
     if earlier is not None:
         context = earlier.context.continued()
         console.print(f"resuming the run of {context.started} UTC: {', '.join(earlier.completed)} done")
-    completed = [name for name in names if earlier is not None and name in earlier.completed]
-    figures: list[Figure] = [f for f in (earlier.figures if earlier else ()) if f.benchmark in completed]
     measured_before = earlier.seconds if earlier is not None else 0.0
     started = time.perf_counter()
 
