@@ -21,13 +21,10 @@ name>``) with two fixed 48-byte slots: version ``v`` lives in slot
 2. the transaction commits the value sealed under it;
 3. after COMMIT the WAL is synced (the commit can no longer be undone by a
    power loss, so the old value is no longer needed), and the writer goes on;
-   the slot of ``v`` is then overwritten with a fresh key for ``v + 2`` and
-   synced: one write both erases the replaced key and prepares the next.
-   Where such a sync has been taking longer than handing it over costs
-   (:data:`INLINE_BELOW_S`), this process's erasing thread does it, and its
-   sync overlaps the writer's next work instead of adding to it; where it has
-   been quicker (a disk with a write cache), the writer does it at once, and
-   also whenever the thread would wait for the file's lock that way instead.
+   this process's erasing thread then overwrites the slot of ``v`` with a
+   fresh key for ``v + 2`` and syncs it: one write both erases the replaced
+   key and prepares the next, and its sync overlaps the writer's next work
+   instead of adding to it.
 
 The next seal of the value (step 1 of the replacement of ``v + 1``) takes
 the key from that very slot, so it first waits for the erasing thread to be
@@ -65,7 +62,6 @@ import os
 import shutil
 import struct
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -118,27 +114,14 @@ def _bound(label: bytes, name: str, version: int) -> bytes:
     return label + name.encode() + b"\0" + version.to_bytes(8, "big")
 
 
-#: Erasures that took less than this, lately, are done by the writer right after its commit rather than handed to
-#: the erasing thread: handing one over costs the writer the thread's start and, while the thread runs, Python's
-#: lock back and forth, tens of microseconds to a few hundred on a busy machine (with syncs that cheap, the thread
-#: made a Marmot message 6% slower, docs/benchmarks.md, *After the erasure left the writer's path*).
-INLINE_BELOW_S = 0.0002
-#: How much each erasure moves the running figure of how long they take (an exponential moving average).
-_RECENT_WEIGHT = 0.2
-
 #: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's next version;
 #: the erasing thread adds to it, writers take from it (under ``_ERASER.prepared_lock``).
 _PREPARED: dict[tuple[Path, int], bytes] = {}
 
 
-class _FileBusy(Exception):
-    """Another process holds a key file's lock: an erasure that must not wait goes to the erasing thread."""
-
-
 class _Eraser:
     """This process's one erasing thread: it overwrites (and syncs) the slots of replaced versions after their
-    commits, in the order the commits handed them over, while the writer goes on; or the writer does it itself
-    when erasures have been quicker than handing them over (:data:`INLINE_BELOW_S`)."""
+    commits, in the order the commits handed them over, while the writer goes on."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -147,39 +130,12 @@ class _Eraser:
         self._thread: ThreadPoolExecutor | None = None
         #: The last erasure handed over for each key file, until it is done.
         self._pending: dict[Path, Future[None]] = {}
-        #: How long erasures have been taking lately, in seconds (0 until the first: the writer tries it).
-        self.recent_s = 0.0
-        #: Erasures the writer did itself, and those handed to the thread (for tests and measurements).
-        self.inline = self.handed_over = 0
 
     def start_afresh(self) -> None:
         """In a forked child: the parent's thread and its erasures are the parent's, and the parent's thread may
         have held a lock at the fork."""
         self._lock, self.prepared_lock = threading.Lock(), threading.Lock()
         self._thread, self._pending = None, {}
-        self.recent_s, self.inline, self.handed_over = 0.0, 0, 0
-
-    def erase(self, slots: _Slots, version: int) -> None:
-        """Retire ``version`` of ``slots`` after its replacement committed: here and now when erasures have been
-        quick and none is under way (so this one cannot overtake another), on the erasing thread otherwise, or
-        when another process holds the file's lock."""
-        with self._lock:
-            idle = not self._pending
-        if idle and self.recent_s < INLINE_BELOW_S:
-            try:
-                self._timed(slots, version, blocking=False)
-            except _FileBusy:
-                pass
-            else:
-                self.inline += 1
-                return
-        self.hand_over(slots, version)
-
-    def _timed(self, slots: _Slots, version: int, *, blocking: bool) -> None:
-        started = time.perf_counter()
-        slots.retire(version, blocking=blocking)
-        took = time.perf_counter() - started
-        self.recent_s += _RECENT_WEIGHT * (took - self.recent_s)  # a float store: no lock needed for a running figure
 
     def hand_over(self, slots: _Slots, version: int) -> None:
         """Retire ``version`` of ``slots`` on the erasing thread; return once the thread is running it.
@@ -192,9 +148,8 @@ class _Eraser:
 
         def retire() -> None:
             running.set()
-            self._timed(slots, version, blocking=True)
+            slots.retire(version)
 
-        self.handed_over += 1
         with self._lock:
             if self._thread is None:  # joined at the interpreter's exit, so a normal exit finishes every erasure
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tessera-erasable")
@@ -297,10 +252,9 @@ class _Slots:
             finally:
                 os.close(folder)
 
-    def retire(self, version: int, *, blocking: bool = True) -> None:
+    def retire(self, version: int) -> None:
         """Overwrite the slot of ``version`` with a fresh key prepared for ``version + 2`` (the same slot), if it
-        still holds ``version``: another process may have reused it since.  Not ``blocking``: :class:`_FileBusy`
-        instead of waiting for another process's lock on the file."""
+        still holds ``version``: another process may have reused it since."""
         offset = (version % 2) * _SLOT.size
         key = os.urandom(32)
 
@@ -308,7 +262,7 @@ class _Slots:
             held = os.pread(fd, _SLOT.size, offset)
             return len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version
 
-        if self._overwrite(offset, _SLOT.pack(version + 2, key), holds_version, blocking=blocking):
+        if self._overwrite(offset, _SLOT.pack(version + 2, key), holds_version):
             with _ERASER.prepared_lock:
                 _PREPARED[(self.path, version + 2)] = key
 
@@ -321,20 +275,15 @@ class _Slots:
         if self._overwrite(0, _EMPTY * 2, lambda fd: True) is not None:
             self.path.unlink(missing_ok=True)
 
-    def _overwrite(
-        self, offset: int, data: bytes, wanted: Callable[[int], bool], *, blocking: bool = True
-    ) -> bool | None:
+    def _overwrite(self, offset: int, data: bytes, wanted: Callable[[int], bool]) -> bool | None:
         """Under the file's lock, write ``data`` at ``offset`` and sync, if ``wanted``: whether it was written;
-        None when there is no file; :class:`_FileBusy` when not ``blocking`` and another process holds the lock."""
+        None when there is no file."""
         try:
             fd = os.open(self.path, os.O_RDWR)
         except FileNotFoundError:
             return None
         try:
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except (BlockingIOError, PermissionError) as busy:  # lockf says EAGAIN or EACCES
-                raise _FileBusy(str(self.path)) from busy
+            fcntl.lockf(fd, fcntl.LOCK_EX)
             if not wanted(fd):
                 return False
             os.pwrite(fd, data, offset)
@@ -383,7 +332,7 @@ def seal(db: Database, at_rest_key: bytes, label: bytes, name: str, plaintext: b
             if not wal_synced[0]:
                 _sync_wal(db)
                 wal_synced[0] = True
-            _ERASER.erase(slots, committed)
+            _ERASER.hand_over(slots, committed)
 
         db.after_commit(erase_replaced)
     nonce = os.urandom(_NONCE)

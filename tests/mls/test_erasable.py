@@ -1,7 +1,6 @@
 """Erasable sealing on a real database file: versions alternate between two slots, the replaced version's key
-is erased once the replacing transaction commits (by the writer when erasures are quick, by this process's
-erasing thread, off the writer's path, when they are slow or another process holds the key file; always before
-the value's next seal), and never before."""
+is erased once the replacing transaction commits (by this process's erasing thread, off the writer's path, and
+before the value's next seal), and never before."""
 
 from __future__ import annotations
 
@@ -107,20 +106,12 @@ def test_a_wrong_at_rest_key_or_name_does_not_open(db) -> None:
         erasable.open_sealed(db.path, KEY, LABEL, "other", sealed)
 
 
-@pytest.mark.parametrize("recent_s", [0.0, 1.0], ids=["erasures quick", "erasures slow"])
-def test_the_erasure_is_off_the_writers_path_and_the_next_seal_waits_for_it(
-    db, monkeypatch: pytest.MonkeyPatch, recent_s: float
-) -> None:
+def test_the_erasure_is_off_the_writers_path_and_the_next_seal_waits_for_it(db) -> None:
     second = _seal(db, b"two", _seal(db, b"one", None))  # version 3's key is prepared in version 1's slot
     key_of_second = _slot(db, 2)
-    monkeypatch.setattr(erasable._ERASER, "recent_s", recent_s)
-    handed_over = erasable._ERASER.handed_over
     # Another process's shared lock lets a prepared key be taken but holds the erasing thread's overwrite back.
     with lock_held_elsewhere(erasable.key_file(db.path, LABEL, "value"), shared=True):
-        # Committed and returned, its erasure still to come: a writer that would do it itself does not wait for
-        # the other process's lock either, but hands the erasure to the thread.
-        third = _seal(db, b"three", second, erased=False)
-        assert erasable._ERASER.handed_over == handed_over + 1
+        third = _seal(db, b"three", second, erased=False)  # committed and returned, its erasure still to come
         assert _slot(db, 2) == key_of_second and _open(db, second) == b"two"
         sealed: list[bytes] = []
         fourth_writer = threading.Thread(target=lambda: sealed.append(_seal(db, b"four", third, erased=False)))
@@ -135,27 +126,3 @@ def test_the_erasure_is_off_the_writers_path_and_the_next_seal_waits_for_it(
     erasable.wait_for_erasures()
     with pytest.raises(erasable.KeyGone):
         _open(db, third)
-
-
-def test_quick_erasures_are_done_by_the_writer_before_its_commit_returns(db, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _seal(db, b"one", None)
-    monkeypatch.setattr(erasable._ERASER, "recent_s", 0.0)
-    monkeypatch.setattr(erasable, "INLINE_BELOW_S", float("inf"))
-    inline, handed_over = erasable._ERASER.inline, erasable._ERASER.handed_over
-    second = _seal(db, b"two", first, erased=False)  # no wait for the thread: there was nothing for it to do
-    with pytest.raises(erasable.KeyGone):
-        _open(db, first)
-    assert _slot(db, 1)[0] == 3 and _open(db, second) == b"two"
-    assert (erasable._ERASER.inline, erasable._ERASER.handed_over) == (inline + 1, handed_over)
-    assert erasable._ERASER.recent_s > 0.0  # measured, so slower syncs would send the next ones to the thread
-
-
-def test_slow_erasures_go_to_the_erasing_thread(db, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _seal(db, b"one", None)
-    monkeypatch.setattr(erasable, "INLINE_BELOW_S", 0.0)
-    inline, handed_over = erasable._ERASER.inline, erasable._ERASER.handed_over
-    second = _seal(db, b"two", first)
-    assert (erasable._ERASER.inline, erasable._ERASER.handed_over) == (inline, handed_over + 1)
-    with pytest.raises(erasable.KeyGone):
-        _open(db, first)
-    assert _open(db, second) == b"two"
