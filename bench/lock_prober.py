@@ -7,11 +7,14 @@ Every 5 ms it begins a write transaction and ends it at once, and prints the lon
 milliseconds whenever it grows.  By default it is a Tessera writer (``core.db.Database``: it takes turns
 with the other Tessera writers, see ``core/write_turns.py``); with ``--raw`` it is a plain SQLite
 connection polling every millisecond, as a program outside Tessera would.  Run beside a workload
-(bench/fill.py does), then stop it with SIGTERM and read its last line.
+(bench/fill.py does), then stop it with SIGTERM and read its last line.  It also stops by itself when the
+process that started it is gone (a benchmark killed outright), so no prober outlives its run to take the lock
+in the next one.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -57,9 +60,10 @@ def tessera_writer(path: str) -> Callable[[], None]:
 def main() -> None:
     writer = raw_writer(sys.argv[1]) if "--raw" in sys.argv[2:] else tessera_writer(sys.argv[1])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    parent = os.getppid()
     longest = 0.0
     print("ready", flush=True)
-    while True:
+    while os.getppid() == parent:  # an orphan is adopted by another process: its run is over
         started = time.perf_counter()
         writer()
         waited = time.perf_counter() - started
