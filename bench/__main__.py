@@ -1,7 +1,7 @@
 """Tessera's benchmark suite: every figure beside the ceiling or peer measured in the same run.
 
     python -m bench [NAME ...] [--events N] [--quick] [--json FILE] [--markdown FILE] [--keep DIR]
-                    [--executors N,N,...] [--resume]
+                    [--executors N,N,...] [--resume [--again NAME ...]]
 
 NAME picks benchmarks (all by default): see ``--list``.  Each benchmark's figures are printed (and written to
 ``--json``) as soon as it ends, so a long run stopped early keeps what it measured.  ``--events`` sets the run's size (10,000,000 by
@@ -110,10 +110,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="continue the run whose --json FILE an earlier, stopped run of this commit wrote: keep the "
         "benchmarks it finished, run the rest (FILE absent: start afresh)",
     )
+    found.add_argument(
+        "--again",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="with --resume: run NAME again although the run finished it (its figures are replaced); repeatable",
+    )
     found.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = found.parse_args(argv)
     if args.resume and not args.json:
         found.error("--resume needs --json FILE: the file the run being continued wrote")
+    if args.again and not args.resume:
+        found.error("--again measures a finished benchmark of a resumed run again: give --resume too")
+    unknown_again = sorted(set(args.again) - set(BENCHMARKS))
+    if unknown_again:
+        found.error(f"no benchmark {', '.join(unknown_again)} to run --again; there are {', '.join(BENCHMARKS)}")
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         found.error(f"no benchmark {', '.join(unknown)}; there are {', '.join(BENCHMARKS)}")
@@ -139,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         except CannotResume as refused:
             print(f"python -m bench: error: cannot resume: {refused}", file=sys.stderr)
             return 2
-    completed = [name for name in names if earlier is not None and name in earlier.completed]
+    completed = [name for name in names if earlier is not None and name in earlier.completed and name not in args.again]
     figures: list[Figure] = [f for f in (earlier.figures if earlier else ()) if f.benchmark in completed]
     if earlier is not None and completed == names:  # finished already: its files stay as they are
         print_table(figures, f"python -m bench {' '.join(names)}: {events:,} events, finished {earlier.seconds:,.0f} s")

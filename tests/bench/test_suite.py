@@ -314,3 +314,36 @@ def test_resume_needs_the_json_of_the_run_it_continues() -> None:
     done = run("-m", "bench", "--resume")
     assert done.returncode == 2
     assert "--resume needs --json FILE" in done.stderr
+
+
+def test_again_measures_a_finished_benchmark_of_a_resumed_run_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench_main = _bench_main(monkeypatch)
+    import report
+    from suite import Figure
+
+    monkeypatch.setattr(report, "_commit", lambda: "abc1234")
+    rates = iter([10.0, 30.0])
+    monkeypatch.setattr(
+        bench_main,
+        "BENCHMARKS",
+        {
+            "first": (lambda run: [Figure("first", "rate", next(rates), "x/s")], "one"),
+            "second": (lambda run: [Figure("second", "p99", 2.0, "ms")], "two"),
+        },
+    )
+    out = tmp_path / "run.json"
+    argv = ["--events", "300", "--json", str(out), "--resume"]
+    assert bench_main.main(argv) == 0
+    assert bench_main.main([*argv, "--again", "first"]) == 0
+    document = json.loads(out.read_text())
+    assert [(f["benchmark"], f["ours"]) for f in document["figures"]] == [("second", 2.0), ("first", 30.0)]
+    assert sorted(document["completed"]) == ["first", "second"]
+
+
+def test_again_needs_resume_and_a_real_benchmark() -> None:
+    alone = run("-m", "bench", "--again", "fill")
+    assert alone.returncode == 2 and "--again measures a finished benchmark of a resumed run again" in alone.stderr
+    unknown = run("-m", "bench", "--json", "x.json", "--resume", "--again", "nosuch")
+    assert unknown.returncode == 2 and "no benchmark nosuch to run --again" in unknown.stderr
