@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -17,10 +15,7 @@ from core.records import Event
 from protocols import example
 from schema_loader.apply import apply_schemas
 from tests.disk_scan import database_text
-from tests.schema_loader.helpers import core_source, source
-
-#: core/schema.sql as it was before migration 007 (no body column; a purge only emptied the payload).
-BEFORE_BODIES = Path(__file__).with_name("schema_before_event_bodies.sql")
+from tests.schema_loader.helpers import before_event_bodies, core_source, source
 
 
 def fact(n: int, body: bytes | None, partition: str = "p") -> Event:
@@ -103,7 +98,12 @@ def test_a_log_made_before_bodies_is_migrated_and_takes_them(tmp_path, settings)
     db = Database(str(tmp_path / "old.db"), settings)
     try:
         current = core_source()
-        before = source("core", BEFORE_BODIES.read_text(), *current.migrations[:6], path=current.path)
+        before = source(
+            "core",
+            before_event_bodies(current.text),
+            *(m for m in current.migrations if m.number < 7),
+            path=current.path,
+        )
         apply_schemas(db, [before])
         with db.write():  # an event as the log appended it then: no body column
             db.execute(

@@ -19,6 +19,19 @@ def source(owner: str, text: str, *migrations: Migration, path: str | None = Non
     return SchemaSource(owner, text, path or f"/pkg/{owner}/schema.sql", tuple(migrations))
 
 
+_BODY_COLUMN = "    payload         BLOB    NOT NULL,\n    body            BLOB\n"
+_PURGE_DROPS_THE_BODY = "WHEN NOT (new.payload = X'' AND old.payload != X'' AND new.body IS NULL\n"
+
+
+def before_event_bodies(text: str) -> str:
+    """core/schema.sql as it was before migration 007 (no body column; a purge only empties the payload).  A test
+    of an older migration may have put back an older events table or trigger already."""
+    text = text.replace(_BODY_COLUMN, "    payload         BLOB    NOT NULL\n")
+    text = text.replace(_PURGE_DROPS_THE_BODY, "WHEN NOT (new.payload = X'' AND old.payload != X''\n")
+    assert "body            BLOB" not in text and "new.body" not in text
+    return text
+
+
 def migration(owner: str, number: int, name: str, text: str) -> Migration:
     return Migration(number, name, text, f"/pkg/{owner}/migrations/{number:03d}_{name}.sql")
 

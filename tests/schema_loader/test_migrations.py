@@ -12,6 +12,7 @@ from schema_loader.apply import Migration, apply_schemas, source_for_package
 from schema_loader.parser import parse
 from tests.helpers import index_shapes as indexes
 from tests.schema_loader.helpers import (
+    before_event_bodies,
     columns,
     core_source,
     migration,
@@ -478,22 +479,9 @@ _DETAIL_COLUMN = (
 )
 
 
-_BODY_COLUMN = "    payload         BLOB    NOT NULL,\n    body            BLOB\n"
-_PURGE_DROPS_THE_BODY = "WHEN NOT (new.payload = X'' AND old.payload != X'' AND new.body IS NULL\n"
-
-
-def _before_event_bodies(text: str) -> str:
-    """core/schema.sql as it was before migration 007 (no body column; a purge only empties the payload).  A test
-    of an older migration may have put back an older events table or trigger already."""
-    text = text.replace(_BODY_COLUMN, "    payload         BLOB    NOT NULL\n")
-    text = text.replace(_PURGE_DROPS_THE_BODY, "WHEN NOT (new.payload = X'' AND old.payload != X''\n")
-    assert "body            BLOB" not in text and "new.body" not in text
-    return text
-
-
 def _before_wait_budgets(text: str) -> str:
     """core/schema.sql as it was before migration 006 (no detail of a wait, no wait budgets), and so before 007."""
-    text = _before_event_bodies(text)
+    text = before_event_bodies(text)
     start = text.index("-- The oldest patient waits of a partition first")
     end = text.index("END;\n", text.index("CREATE TRIGGER blocked_patience_changed")) + len("END;\n")
     assert _DETAIL_COLUMN in text
