@@ -21,10 +21,12 @@ from typing import Any
 
 from suite import number_text, ratio_text
 
-#: Sizes in a figure's name: a number with a thousands comma or a decimal point, or of three digits or more
-#: (``p50``, ``p99``, ``2 workers`` and ``5 round(s)`` are kept: they name the figure, not the run's size).
+#: Sizes in a figure's name: a number with a thousands comma or a decimal point, or of three digits or more,
+#: and the count of a median (``median of 5`` in a small run, ``of 21`` in a large one).  ``p50``, ``p99``,
+#: ``2 workers``, ``5 round(s)`` and ``kind-445`` are kept: they name the figure, not the run's size.
 _SIZE = re.compile(
-    r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.])|(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d{3,}(?![\w.])"
+    r"(?<![\w.-])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.])|(?<![\w.-])\d+\.\d+(?![\w.])|(?<![\w.-])\d{3,}(?![\w.])"
+    r"|(?<=median of )\d+(?![\w.])"
 )
 
 

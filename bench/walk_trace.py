@@ -44,9 +44,7 @@ LIBRARIES = "protocols/libraries"
 OLD_LIBRARIES = ("protocols/mls", "protocols/delivery")
 #: Callbacks SQLite makes after each statement or while it waits for a lock: the core's instruments, not
 #: steps of a journey.
-INSTRUMENTS = frozenset(
-    {("core/db.py", "_profile"), ("core/db.py", "_is_ignoring_insert"), ("core/db.py", "_on_lock_wait")}
-)
+INSTRUMENTS = frozenset({("core/db.py", "_profile"), ("core/db.py", "_kind_of"), ("core/db.py", "_on_lock_wait")})
 #: Rooms inside a plugin whose own calls among themselves are that room's internals.
 PLUGIN_ROOMS = ("protocols/marmot/wire", "protocols/marmot/relays")
 

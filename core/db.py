@@ -65,6 +65,10 @@ _LONG_HOLD_S = 0.040
 _FAIR_GAP_S = 0.003
 # An INSERT written with one of these writes nothing when the row is there already (an idempotent no-op).
 _IGNORE_MARKERS = ("DO NOTHING", "OR IGNORE", "WHERE NOT EXISTS")
+# Statements that change the schema (what :mod:`core.known` keeps may describe a table they replace).
+_SCHEMA_VERBS = ("CREATE", "DROP", "ALTER", "ATTACH", "DETACH")
+# What the statement hook tells apart (:meth:`Database._kind_of`).
+_IGNORING_INSERT, _SCHEMA_CHANGE, _OTHER_STATEMENT = "ignoring insert", "schema change", "other"
 #: What :meth:`Database.staged` returns for a key with nothing staged (None may be a staged value).
 NOT_STAGED: Any = type("NotStaged", (), {"__repr__": lambda self: "NOT_STAGED"})()
 # Written at offset 68 of the SQLite header of every Tessera database: "TESS" in ASCII.
@@ -477,7 +481,7 @@ class Database:
         self.known = Known(self.conn)
         self._last_total_changes = 0
         self._start_changes = 0
-        self._ignore_sql: dict[str, bool] = {}
+        self._kinds: dict[str, str] = {}
         self._slow_ns = self.settings.slow_statement_ms * 1_000_000
         self._total_changes = self.conn.total_changes
         # Seconds the current statement waited for another process's lock: that is not its own cost.
@@ -495,6 +499,8 @@ class Database:
         #: The longest this connection held the write lock, BEGIN IMMEDIATE to the end of COMMIT, in seconds
         #: (a checkpoint after the COMMIT does not hold the lock and is not included).
         self.longest_hold_s = 0.0
+        #: Of that longest hold, the seconds its COMMIT took (the rest: the transaction's statements and Python).
+        self.longest_hold_commit_s = 0.0
         self.checkpointer: Checkpointer | None = None
         if not readonly and self.settings.checkpoint_pages:
             self.checkpointer = Checkpointer(
@@ -511,13 +517,18 @@ class Database:
         # Runs after every statement: keep it lean.
         counters = self.counters
         counters.statements += 1
+        kind = self._kinds.get(sql)
+        if kind is None:
+            kind = self._kind_of(sql)
         total = self._total_changes()
         if total == self._last_total_changes:
-            if self._is_ignoring_insert(sql):
+            if kind is _IGNORING_INSERT:
                 counters.idempotent_noops += 1
         else:
             self._last_total_changes = total
             self.known.wrote(sql)
+        if kind is _SCHEMA_CHANGE:
+            self.known.forget_all()  # a table swapped in (a rebuild) moves no row count
         if self._lock_wait_s:
             nanoseconds -= int(self._lock_wait_s * 1e9)
             self._lock_wait_total_s += self._lock_wait_s
@@ -535,14 +546,18 @@ class Database:
         listener = self.lock_wait_listener
         return listener is None or listener(waited_s)
 
-    def _is_ignoring_insert(self, sql: str) -> bool:
-        known = self._ignore_sql.get(sql)
-        if known is None:
-            upper = sql.upper()
-            known = upper.lstrip().startswith("INSERT") and any(m in upper for m in _IGNORE_MARKERS)
-            if len(self._ignore_sql) < 4096:
-                self._ignore_sql[sql] = known
-        return known
+    def _kind_of(self, sql: str) -> str:
+        """What the statement hook needs to know of a statement, from its text (kept per text)."""
+        upper = sql.upper().lstrip()
+        if upper.startswith("INSERT") and any(marker in upper for marker in _IGNORE_MARKERS):
+            kind = _IGNORING_INSERT
+        elif upper.startswith(_SCHEMA_VERBS):
+            kind = _SCHEMA_CHANGE
+        else:
+            kind = _OTHER_STATEMENT
+        if len(self._kinds) < 4096:
+            self._kinds[sql] = kind
+        return kind
 
     def on_begin(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` at the start of every outermost transaction."""
@@ -625,9 +640,10 @@ class Database:
         return self._mode is not None
 
     def kept(self, table: str, key: Hashable, read: Callable[[], T]) -> T:
-        """``read()``, a read of ``table`` (lower case) known by ``key``, asked once per transaction until this
-        connection writes ``table`` or a savepoint rolls back (:meth:`core.known.Known.kept`); outside a
-        transaction, every time.  For a question asked once an item whose answer the items rarely change."""
+        """``read()``, a read of ``table`` (lower case, or a scope :func:`core.known.describe` named) known by
+        ``key``, asked once until another connection commits, this connection writes ``table`` or changes the
+        schema, or a savepoint rolls back (:meth:`core.known.Known.kept`); outside a transaction, every time.
+        For a question asked once an item whose answer the items rarely change."""
         if self._mode is None:
             return read()
         return self.known.kept(table, key, read)
@@ -671,6 +687,7 @@ class Database:
             except BaseException as flush_error:
                 self._finish(flush_error)
                 raise
+        committing = time.monotonic()
         try:
             self.conn.execute("COMMIT")
         except apsw.Error as commit_error:
@@ -683,8 +700,10 @@ class Database:
         self.counters.rows_written += self.conn.total_changes() - self._start_changes
         if wrote:  # a read transaction ends here too, and holds no lock
             self.known.committed()
-            held = time.monotonic() - self._write_began
-            self.longest_hold_s = max(self.longest_hold_s, held)
+            ended = time.monotonic()
+            held = ended - self._write_began
+            if held > self.longest_hold_s:
+                self.longest_hold_s, self.longest_hold_commit_s = held, ended - committing
             self._leave_a_gap(held)
         if self.checkpointer is not None and self.checkpointer.behind:
             self._checkpoint_behind()

@@ -26,7 +26,7 @@ import weakref
 
 import apsw
 
-from core import contract, keys, leases
+from core import contract, keys, known, leases, tally
 from core.db import Database, connection_key, connection_temp_store_memory, file_encryption
 from core.errors import InvalidInput, LeaseHeld, StorageError
 
@@ -37,6 +37,9 @@ _ADOPTED = "keys.adopted_state_key."
 # The state root of each open database, read once (it changes only by a rotation, which replaces the file).
 _ROOTS: weakref.WeakKeyDictionary[contract.Database, bytes] = weakref.WeakKeyDictionary()
 _UPSERT_KV = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+# What :func:`_adopted` keeps: any write of ``kv`` forgets it but the counters' (every transaction has one).
+_ADOPTED_KEYS = "kv adopted state keys"
+known.describe(_ADOPTED_KEYS, "kv", leaves_alone=(tally.COUNTER_UPSERT,))
 
 
 def state_root(db: contract.Database) -> bytes | None:
@@ -65,10 +68,8 @@ def adopted_state_key(db: contract.Database, label: bytes) -> bytes | None:
 
 def _adopted(db: contract.Database, name: str) -> object | None:
     """The wrapped key kept under ``name`` in ``kv``, or None: asked by every item that opens a plugin's state,
-    so read once a transaction until ``kv`` is written (:meth:`~core.db.Database.kept`)."""
-    return db.kept(
-        "kv", ("adopted state key", name), lambda: (db.has_table("kv") and db.value(_SELECT_KV, (name,))) or None
-    )
+    so read once until something else may have changed it (:meth:`~core.db.Database.kept`)."""
+    return db.kept(_ADOPTED_KEYS, name, lambda: (db.has_table("kv") and db.value(_SELECT_KV, (name,))) or None)
 
 
 def adopt_state_key(db: contract.Database, label: bytes, key: bytes) -> bool:

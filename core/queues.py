@@ -7,6 +7,7 @@ transaction boundaries (one item per transaction in the tick).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -263,8 +264,9 @@ def delete_deferred(db: Database, deferred_id: int) -> None:
 
 
 def next_deferred_due_at(db: Database) -> int | None:
-    """When :func:`next_due_deferred` will next return an item (None = queue empty)."""
-    return db.integer(_NEXT_DUE_AT)
+    """When :func:`next_due_deferred` will next return an item (None = queue empty): asked before every unit of
+    queue work, so read once until something may have changed the queue (:meth:`~core.db.Database.kept`)."""
+    return db.kept("deferred", _NEXT_DUE_AT, partial(db.integer, _NEXT_DUE_AT))
 
 
 # --- outgoing ---------------------------------------------------------------

@@ -11,6 +11,7 @@ status to ``processing``; an unblock that lands meanwhile can only set
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import attrs
 
@@ -401,8 +402,9 @@ def earlier_item_woken(db: Database, marker: Marker, position: Cursor, now_ms: i
 
 
 def next_marker_due_at(db: Database) -> int | None:
-    """When the next ready marker is due (None = no marker waits)."""
-    return db.integer(_NEXT_MARKER_DUE_AT)
+    """When the next ready marker is due (None = no marker waits): asked before every unit of queue work, so
+    read once until something may have changed the queue (:meth:`~core.db.Database.kept`)."""
+    return db.kept("recheck_queue", _NEXT_MARKER_DUE_AT, partial(db.integer, _NEXT_MARKER_DUE_AT))
 
 
 _EXPIRED_BLOCKED = (

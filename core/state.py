@@ -11,15 +11,22 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from core import contract
+from core import contract, known
 from core.db import NOT_STAGED
 from core.intents import UNCHANGED
 
 _ANY_KEY = "SELECT 1 FROM protocol_state WHERE protocol = ? AND key >= ? AND key < ? LIMIT 1"
-#: What :meth:`ProtocolState.stored` keeps per ``(protocol, key)`` for the transaction.  Not the table's own
+_DELETE = "DELETE FROM protocol_state WHERE protocol = ? AND key = ?"
+_UPSERT = (
+    "INSERT INTO protocol_state(protocol, key, value, updated_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT"
+    "(protocol, key) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms"
+)
+#: What :meth:`ProtocolState.stored` keeps per ``(protocol, key)`` (:mod:`core.known`).  Not the table's own
 #: name: a write of one key (every item writes some) must not forget the others; :meth:`ProtocolState._write`,
-#: the table's one writer, keeps each value it writes instead, and a savepoint rolled back forgets them all.
+#: the table's one writer, keeps each value it writes instead.  Any other statement that writes the table
+#: forgets them all, as do a rollback and another connection's commit.
 _VALUES = "protocol_state values"
+known.describe(_VALUES, "protocol_state", leaves_alone=(_DELETE, _UPSERT))
 
 
 class ProtocolState:
@@ -40,9 +47,10 @@ class ProtocolState:
     def stored(self, key: str) -> bytes | None:
         """The value as the database holds it in this transaction, whatever is staged for it.
 
-        Read once a transaction per key (:meth:`~core.db.Database.kept`): the items of a batch ask for the same
-        values (a group's route, its meta) and rarely change them, and every change goes through
-        :meth:`_write`, which keeps what it wrote.
+        Read once per key until something else may have changed it (:meth:`~core.db.Database.kept`): the items
+        of a batch, and the transactions of items committed one by one, ask for the same values (a group's
+        route, its meta) and rarely change them, and every change goes through :meth:`_write`, which keeps
+        what it wrote.
         """
         return self.db.kept(_VALUES, (self.protocol, key), partial(self._select, key))
 
@@ -91,11 +99,7 @@ class ProtocolState:
 
     def _write(self, key: str, value: bytes | None, now_ms: int) -> None:
         if value is None:
-            self.db.execute("DELETE FROM protocol_state WHERE protocol = ? AND key = ?", (self.protocol, key))
+            self.db.execute(_DELETE, (self.protocol, key))
         else:
-            self.db.execute(
-                "INSERT INTO protocol_state(protocol, key, value, updated_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT"
-                "(protocol, key) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms",
-                (self.protocol, key, value, now_ms),
-            )
+            self.db.execute(_UPSERT, (self.protocol, key, value, now_ms))
         self.db.note(_VALUES, (self.protocol, key), None if value is None else bytes(value))

@@ -19,7 +19,10 @@ from typing import Any
 from core.db import NOT_STAGED, Database
 
 _KEY = "core.tally"
-_ADD = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value"
+#: The upsert of one counter: it writes no other ``kv`` key (what :mod:`core.known` keeps of the others stays).
+COUNTER_UPSERT = (
+    "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value"
+)
 
 
 class Tally:
@@ -104,4 +107,4 @@ def _sql(watermark_names: tuple[int, ...], counters: int) -> str:
         f"UPDATE projections SET last_applied_seq = max(last_applied_seq, ?) WHERE name IN ({', '.join('?' * n)})"
         for n in watermark_names
     ]
-    return ";".join(statements + [_ADD] * counters)
+    return ";".join(statements + [COUNTER_UPSERT] * counters)

@@ -38,6 +38,8 @@ def test_figures_are_matched_across_sizes_and_ordered_by_size(tmp_path: Path, mo
             Figure("history", f"{events:,} rumors: next page, p50", 0.2, "ms"),
             Figure("history", f"{events:,} rumors: next page, p99", 0.9, "ms"),
             Figure("marmot", "end to end, 5 round(s), 2 workers", 700.0 + events / 1e6, "events/s"),
+            Figure("marmot", "1,000 MDK kind-445 messages", 900.0, "events/s"),
+            Figure("cli_start", f"wall time, median of {5 if events < 1_000_000 else 21}", 150.0, "ms"),
         ]
 
     big = run_file(tmp_path, 10_000_000, "bbbbbbb", figures(10_000_000, 18_242.4))
@@ -55,6 +57,8 @@ def test_figures_are_matched_across_sizes_and_ordered_by_size(tmp_path: Path, mo
         "| history | N rumors: next page, p50 | 0.2 ms | 0.2 ms |",
         "| history | N rumors: next page, p99 | 0.9 ms | 0.9 ms |",  # percentiles are not sizes
         "| marmot | end to end, 5 round(s), 2 workers | 700 events/s | 710 events/s |",
+        "| marmot | N MDK kind-445 messages | 900 events/s | 900 events/s |",  # a kind is not a size
+        "| cli_start | wall time, median of N | 150 ms | 150 ms |",  # more samples in a larger run
     ]  # the figure only one run measured has no row
 
 

@@ -10,16 +10,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from core import drain
+from core import drain, encryption, queues, recheck, tally
 from core.clock import ManualClock
-from core.known import written_tables
+from core.known import Known, written_tables
 from core.records import OutcomeKind
 from core.settings import Settings
+from core.state import ProtocolState
 from tests.fixtures import ledger
 from tests.fixtures.ledger import ACCOUNT_EXISTS, wire
 from tests.helpers import ROOT, TEST_KEY_FILE, open_test_app, push, query_file
@@ -206,9 +208,9 @@ def test_two_connections_in_any_order_see_what_the_other_did(settings: Settings,
                 app.close()
 
 
-def test_kept_answers_last_until_the_table_is_written_a_savepoint_rolls_back_or_the_transaction_ends(fresh_db):
-    """``db.kept``: a read of any table asked once per transaction, asked again as soon as this connection
-    wrote the table, a savepoint rolled back around what it saw, or a new transaction began."""
+def test_kept_answers_last_until_the_table_is_written_or_a_savepoint_rolls_back(fresh_db):
+    """``db.kept``: a read of any table asked once, inside transactions, asked again as soon as this connection
+    wrote the table or a savepoint rolled back around what it saw; the next transaction keeps it."""
     db = fresh_db
     with db.write():
         db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
@@ -233,9 +235,133 @@ def test_kept_answers_last_until_the_table_is_written_a_savepoint_rolls_back_or_
             assert db.kept("notes", 1, body) == "gone"
             raise RuntimeError("roll the savepoint back")
         assert db.kept("notes", 1, body) == "second"
+    assert len(reads) == 5
     with db.write():
         assert db.kept("notes", 1, body) == "second"
-    assert len(reads) == 6
+    with db.read():
+        assert db.kept("notes", 1, body) == "second"
+    assert len(reads) == 5  # nothing wrote the table since: the next transactions did not ask again
+
+
+def test_kept_answers_are_asked_again_after_another_connections_commit(make_app, tmp_path):
+    path = str(tmp_path / "shared.db")
+    first, second = (make_app([ledger], ["ledger"], path=path) for _ in range(2))
+    with first.db.write():
+        first.db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        first.db.execute("INSERT INTO notes VALUES (1, 'first')")
+
+    def body() -> str:
+        return str(first.db.value("SELECT body FROM notes WHERE id = 1"))
+
+    with first.db.write():
+        assert first.db.kept("notes", 1, body) == "first"
+    with second.db.write():
+        second.db.execute("UPDATE notes SET body = 'theirs' WHERE id = 1")
+    with first.db.read():
+        assert first.db.kept("notes", 1, body) == "theirs"
+
+
+def test_a_table_swapped_in_by_this_connection_is_read_again(fresh_db):
+    """A rebuild swaps a table in with DDL, which changes no row: what was kept about the old one goes."""
+    db = fresh_db
+    with db.write():
+        db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        db.execute("INSERT INTO notes VALUES (1, 'old')")
+        db.execute("CREATE TABLE notes_rebuilt(id INTEGER PRIMARY KEY, body TEXT)")
+        db.execute("INSERT INTO notes_rebuilt VALUES (1, 'rebuilt')")
+
+    def body() -> str:
+        return str(db.value("SELECT body FROM notes WHERE id = 1"))
+
+    with db.write():
+        assert db.kept("notes", 1, body) == "old"
+    with db.write():
+        db.execute("DROP TABLE notes")
+        db.execute("ALTER TABLE notes_rebuilt RENAME TO notes")
+    with db.write():
+        assert db.kept("notes", 1, body) == "rebuilt"
+
+
+def test_protocol_state_values_are_read_once_across_transactions(app):
+    """A value a protocol reads every item (a group's route, its state) is read once while only its own
+    writes change it; a write of the table by other SQL, or by another connection, makes it read again."""
+    state = ProtocolState(app.db, "ledger")
+    with app.db.write():
+        state.put("route", b"r1", 0)
+        state.put("meta", b"m1", 0)
+    statements: list[str] = []
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    app.db.conn.exec_trace = trace
+    for n in range(3):
+        with app.db.write():
+            assert state.stored("route") == b"r1"
+            state.put("meta", f"m{n + 2}".encode(), 0)  # its own write keeps what it wrote, and the others
+            assert state.stored("meta") == f"m{n + 2}".encode()
+    app.db.conn.exec_trace = None
+    assert not [sql for sql in statements if sql.startswith("SELECT") and "protocol_state" in sql]
+    with app.db.write():
+        app.db.execute("UPDATE protocol_state SET value = X'7232' WHERE key = 'route'")
+    with app.db.read():
+        assert state.stored("route") == b"r2"
+
+
+def test_the_adopted_state_key_survives_the_counters_but_not_other_kv_writes(app):
+    db = app.db
+    name = "keys.adopted_state_key.00"
+    reads: list[object] = []
+
+    def adopted() -> object:
+        reads.append(None)
+        return db.value("SELECT value FROM kv WHERE key = ?", (name,))
+
+    scope = encryption._ADOPTED_KEYS
+    with db.write():
+        assert db.kept(scope, name, adopted) is None
+        tally.add(db, "counters.items_handled", 1)
+    with db.write():
+        assert db.kept(scope, name, adopted) is None
+        db.execute("INSERT INTO kv(key, value) VALUES (?, 'wrapped')", (name,))
+        assert db.kept(scope, name, adopted) == "wrapped"
+    assert len(reads) == 2
+
+
+def test_what_is_kept_stays_bounded():
+    """Answers of a scope are dropped, all at once, past a count or a size: a group's whole state may be one."""
+    known = Known(apsw.Connection(":memory:"))
+    big = b"x" * (1 << 20)
+    for n in range(100):
+        known.note("protocol_state values", ("p", n), big)
+    assert len(known._facts["protocol_state values"]) <= 32
+    for n in range(10_000):
+        known.note("protocol_state values", ("p", n), b"")
+    assert len(known._facts["protocol_state values"]) <= 4_096
+
+
+def test_the_queue_work_due_is_read_once_until_the_queues_change(app):
+    """Before every unit of work the drain asks when deferred items and recheck markers are next due: one
+    read each, until a write of the queue."""
+    with app.db.read():
+        assert queues.next_deferred_due_at(app.db) is None
+        assert recheck.next_marker_due_at(app.db) is None
+    statements: list[str] = []
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    app.db.conn.exec_trace = trace
+    with app.db.read():
+        assert queues.next_deferred_due_at(app.db) is None
+        assert recheck.next_marker_due_at(app.db) is None
+    app.db.conn.exec_trace = None
+    assert not [sql for sql in statements if "deferred" in sql or "recheck_queue" in sql]
+    assert handle(app, wire("transient", "t1", "a")) == OutcomeKind.RETRY
+    with app.db.read():
+        assert queues.next_deferred_due_at(app.db) is not None
 
 
 def test_a_noted_answer_is_kept_until_the_next_write_of_its_table(fresh_db):
@@ -258,3 +384,60 @@ def test_a_noted_answer_is_kept_until_the_next_write_of_its_table(fresh_db):
         assert db.kept("places", "t", number) == 3
     db.note("places", "t", 99)
     assert db.kept("places", "t", number) == 3
+
+
+# Steps on protocol state from two connections to one file: (which app, what it does, which key, a value).
+_STATE_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from((0, 1)),
+        st.sampled_from(("read", "read", "put", "delete", "other sql", "rolled back put", "batch")),
+        st.sampled_from(("route", "meta", "state")),
+        st.binary(min_size=1, max_size=4),
+    ),
+    min_size=3,
+    max_size=14,
+)
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_STATE_STEPS)
+def test_protocol_state_reads_always_see_the_file(settings: Settings, empty_ledger: Path, steps):
+    """However two connections interleave writes of protocol state (each through its own writer, plain SQL,
+    rolled back, several in one transaction), a value read inside a transaction is the one the file holds."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "shared.db")
+        shutil.copyfile(empty_ledger, path)
+        apps = [open_test_app(path, settings, [ledger], ["ledger"], clock=ManualClock()) for _ in range(2)]
+        states = [ProtocolState(app.db, "ledger") for app in apps]
+        try:
+            for who, action, key, value in steps:
+                db, state = apps[who].db, states[who]
+                if action == "put":
+                    with db.write():
+                        state.put(key, value, 0)
+                elif action == "delete":
+                    with db.write():
+                        state.put(key, None, 0)
+                elif action == "other sql":
+                    with db.write():
+                        db.execute("UPDATE protocol_state SET value = ? WHERE protocol = 'ledger'", (value,))
+                elif action == "rolled back put":
+                    with pytest.raises(RuntimeError), db.write():
+                        state.put(key, value, 0)
+                        assert state.stored(key) == value
+                        raise RuntimeError("roll it back")
+                elif action == "batch":
+                    with db.write():
+                        state.put(key, value, 0)
+                        with pytest.raises(RuntimeError), db.write():
+                            state.put(key, value + b"!", 0)
+                            raise RuntimeError("roll the savepoint back")
+                        assert state.stored(key) == value
+                on_file = query_file(
+                    path, "SELECT value FROM protocol_state WHERE protocol = 'ledger' AND key = ?", (key,)
+                )
+                with db.read():
+                    assert state.stored(key) == (bytes(on_file[0][0]) if on_file else None)
+        finally:
+            for app in apps:
+                app.close()
