@@ -79,7 +79,8 @@ def written_tables(sql: str, watched: Collection[str] = WATCHED) -> tuple[str, .
 
 
 class Known:
-    """One connection's facts about the :data:`WATCHED` tables (see the module docs)."""
+    """One connection's facts about the :data:`WATCHED` tables, and the answers :meth:`kept` keeps (see the module
+    docs)."""
 
     __slots__ = ("_conn", "_facts", "_sizes", "_version", "_writes")
 
