@@ -11,38 +11,48 @@ them.
 So each version of such a value is sealed under a key of its own, derived
 from the at-rest key and a random *version key* kept outside the database,
 in a small file per value (``<database>-erasable/<label>-<hash of the
-name>``) with two fixed 48-byte slots: version ``v`` lives in slot
-``v % 2``.  Replacing version ``v`` by ``v + 1``:
+name>``) with ``n`` fixed 48-byte slots: version ``v`` lives in slot
+``v % n``.  A file this code creates has eight slots; one created before
+there were eight has two, and keeps them (the file's size says which).
+Replacing version ``v`` by ``v + 1``:
 
-1. before COMMIT, the version key of ``v + 1`` is taken from the other slot,
-   where the previous replacement prepared it (step 3), or, when there is
-   none this process prepared, a fresh one is written there and synced (the
-   new value must never outlive its key);
+1. before COMMIT, the version key of ``v + 1`` is taken from its slot,
+   where an earlier replacement prepared it (step 3), or, when there is none
+   this process prepared, a fresh one is written there and synced (the new
+   value must never outlive its key);
 2. the transaction commits the value sealed under it;
 3. after COMMIT the WAL is synced (the commit can no longer be undone by a
    power loss, so the old value is no longer needed), and the writer goes on;
    this process's erasing thread then overwrites the slot of ``v`` with a
-   fresh key for ``v + 2`` and syncs it: one write both erases the replaced
-   key and prepares the next, and its sync overlaps the writer's next work
-   instead of adding to it.
+   fresh key for ``v + n``: one write both erases the replaced key and
+   prepares a later one.
 
-The next seal of the value (step 1 of the replacement of ``v + 1``) takes
-the key from that very slot, so it first waits for the erasing thread to be
-done with it: no version is ever sealed under a key not yet durable, and
-the slot writes of a value keep their order.  Usually it waits for nothing,
-the writer's work on the next message having taken longer than one small
-sync.  :func:`wait_for_erasures` waits for all of a database's (the app's
-close, a copy of the key folder).
+Each erasure is written at once, but synced in turns: the erasing thread
+syncs a key file once ``n / 2`` of its erasures are waiting, when it has
+had nothing to do for :data:`LINGER_S`, or when someone waits for it
+(:func:`wait_for_erasures`: the app's close, a copy of the key folder).
+A message committed alone costs the disk its WAL's flush and a quarter of
+one of the key file's, not two flushes, and the two no longer queue behind
+each other at every message.  A seal takes only a key whose
+preparing erasure has been synced, waiting for the erasing thread when it
+is not: no version is ever sealed under a key not yet durable.  With eight
+slots the key of ``v + 1`` was prepared ``n - 1`` replacements earlier and
+synced long since, so a seal waits for nothing; a two-slot file's next seal
+takes the slot the erasure just handed over prepares, and waits for that
+erasure and its sync, as before.
 
 From then on every old copy of the value, wherever SQLite left it, is
-ciphertext under a key that no longer exists.  A crash (or a power loss)
-between 2 and 3 leaves the old key until the value's next replacement
-(which overwrites that slot); a process that exits normally finishes its
-erasures first.  The file is small and rewritten in place, so the window
-is that of a filesystem that overwrites blocks in place (ext4, xfs: yes;
-the physical medium's own remapping is beyond what a program controls).  A
-key prepared for a version that does not exist yet protects nothing until
-it is used.
+ciphertext under a key that no longer exists.  Until its sync an erasure
+is in the page cache only: a process that reads the file sees the key
+gone, a power loss may bring it back.  A crash (or a power loss) before an
+erasure is written or synced leaves the old key until the value's next
+replacement (whose key, fresh after a restart, is written with every slot
+older than the version it replaces emptied); a process that exits normally
+finishes and syncs its erasures first.  The file is small and rewritten in
+place, so the window is that of a filesystem that overwrites blocks in
+place (ext4, xfs: yes; the physical medium's own remapping is beyond what a
+program controls).  A key prepared for a version that does not exist yet
+protects nothing until it is used.
 
 Several processes may write the same database: writes happen under
 SQLite's write lock, and the erase after COMMIT takes an exclusive lock on
@@ -54,16 +64,17 @@ is replaced by a fresh one, written and synced.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import functools
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import struct
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nacl.bindings
@@ -78,6 +89,11 @@ _NONCE = 24
 _TAG = 16
 _SLOT = struct.Struct(">Q32s8x")  # version, key, padding: 48 bytes
 _EMPTY = bytes(_SLOT.size)
+#: Slots in a key file this code creates, and in one created before there were eight (see the module docs).
+_SLOTS = 8
+_OLD_SLOTS = 2
+#: How long the erasing thread waits, idle, before it syncs the erasures it has written but not yet synced.
+LINGER_S = 0.2
 
 log = logging.getLogger("tessera.erasable")
 
@@ -114,68 +130,117 @@ def _bound(label: bytes, name: str, version: int) -> bytes:
     return label + name.encode() + b"\0" + version.to_bytes(8, "big")
 
 
-#: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's next version;
+#: ``(key file, version) -> key`` of the keys this process prepared (wrote and synced) for a value's later version;
 #: the erasing thread adds to it, writers take from it (under ``_ERASER.prepared_lock``).
 _PREPARED: dict[tuple[Path, int], bytes] = {}
 
 
+class _Erasure:
+    """Retire ``version`` of ``slots``: overwrite its slot with a key prepared for a later version."""
+
+    __slots__ = ("slots", "version")
+
+    def __init__(self, slots: _Slots, version: int):
+        self.slots, self.version = slots, version
+
+
+class _Flush:
+    """Sync what was written for ``path`` (every key file when None), then set ``done``."""
+
+    __slots__ = ("done", "path")
+
+    def __init__(self, path: Path | None):
+        self.path, self.done = path, threading.Event()
+
+
 class _Eraser:
-    """This process's one erasing thread: it overwrites (and syncs) the slots of replaced versions after their
-    commits, in the order the commits handed them over, while the writer goes on."""
+    """This process's one erasing thread: it overwrites the slots of replaced versions after their commits, in
+    the order the commits handed them over, while the writer goes on, and syncs them in turns (module docs)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         #: Guards :data:`_PREPARED`, which the thread adds to and writers take from.
         self.prepared_lock = threading.Lock()
-        self._thread: ThreadPoolExecutor | None = None
-        #: The last erasure handed over for each key file, until it is done.
-        self._pending: dict[Path, Future[None]] = {}
+        self._jobs: queue.SimpleQueue[_Erasure | _Flush] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        #: The thread's own: per key file, the keys it wrote for later versions and has not synced yet.
+        self._unsynced: dict[Path, list[tuple[int, bytes]]] = {}
 
     def start_afresh(self) -> None:
         """In a forked child: the parent's thread and its erasures are the parent's, and the parent's thread may
         have held a lock at the fork."""
         self._lock, self.prepared_lock = threading.Lock(), threading.Lock()
-        self._thread, self._pending = None, {}
+        self._jobs, self._thread, self._unsynced = queue.SimpleQueue(), None, {}
 
     def hand_over(self, slots: _Slots, version: int) -> None:
-        """Retire ``version`` of ``slots`` on the erasing thread; return once the thread is running it.
-
-        The thread needs the GIL to start, and a writer busy with its next message would hold it for most of
-        the sync's length: the writer waits here the few dozen microseconds the thread takes to start (never
-        for a lock or a sync), after which its system calls, the sync above all, run beside the writer.
-        """
-        running = threading.Event()
-
-        def retire() -> None:
-            running.set()
-            slots.retire(version)
-
+        """Retire ``version`` of ``slots`` on the erasing thread; return at once."""
         with self._lock:
-            if self._thread is None:  # joined at the interpreter's exit, so a normal exit finishes every erasure
-                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tessera-erasable")
-            idle = not self._pending
-            future = self._thread.submit(retire)
-            self._pending[slots.path] = future
-        future.add_done_callback(functools.partial(self._done, slots.path))
-        if idle:  # behind another erasure it starts when that one ends: not the writer's wait
-            running.wait()
-
-    def _done(self, path: Path, future: Future[None]) -> None:
-        with self._lock:
-            if self._pending.get(path) is future:
-                del self._pending[path]
-        failure = future.exception()
-        if failure is not None:  # the slot still holds the old key: the value's next seal writes a fresh one
-            log.error("erasing a replaced version key in %s failed: %s", path, failure)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="tessera-erasable", daemon=True)
+                self._thread.start()
+        self._jobs.put(_Erasure(slots, version))
 
     def wait(self, path: Path | None = None) -> None:
-        """Until the erasures handed over for the key file ``path`` (default: every key file) are done; the
-        thread logged any that failed, and the value's next seal then writes a fresh key over the old one."""
+        """Until the erasures handed over for the key file ``path`` (default: every key file) are written and
+        synced; the thread logged any that failed, and the value's next seal then writes a fresh key over the
+        old one."""
         with self._lock:
-            futures = list(self._pending.values()) if path is None else [self._pending.get(path)]
-        for future in futures:
-            if future is not None:
-                future.exception()  # waits until it is done, without raising what it raised
+            if self._thread is None:  # nothing was ever handed over
+                return
+        flush = _Flush(path)
+        self._jobs.put(flush)
+        flush.done.wait()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                job: _Erasure | _Flush | None = self._jobs.get(timeout=LINGER_S if self._unsynced else None)
+            except queue.Empty:
+                job = None  # idle for LINGER_S: sync what is written
+            try:
+                self._do(job)
+            except Exception:  # the thread must outlive any one job: writers wait on the next
+                log.exception("the erasing thread's work failed")
+            finally:
+                if isinstance(job, _Flush):
+                    job.done.set()
+
+    def _do(self, job: _Erasure | _Flush | None) -> None:
+        if job is None or isinstance(job, _Flush):
+            self._sync(list(self._unsynced) if job is None or job.path is None else [job.path])
+            return
+        path = job.slots.path
+        try:
+            prepared = job.slots.retire(job.version)
+        except OSError as failure:  # the slot still holds the old key: the value's next seal writes a fresh one
+            log.error("erasing a replaced version key in %s failed: %s", path, failure)
+            return
+        if prepared is not None:
+            written = self._unsynced.setdefault(path, [])
+            written.append(prepared)
+            if len(written) >= (prepared[0] - job.version) // 2:  # half the file's slots (module docs)
+                self._sync([path])
+
+    def _sync(self, paths: list[Path]) -> None:
+        """Sync the key files ``paths`` and offer the keys written there for later versions to the writers."""
+        for path in paths:
+            written = self._unsynced.pop(path, None)
+            if not written:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fdatasync(fd)
+                finally:
+                    os.close(fd)
+            except FileNotFoundError:  # the value was forgotten since: nothing to offer
+                continue
+            except OSError as failure:  # not offered: the next seals write fresh keys
+                log.error("syncing the erasures in %s failed: %s", path, failure)
+                continue
+            with self.prepared_lock:
+                for version, key in written:
+                    _PREPARED[(path, version)] = key
 
 
 _ERASER = _Eraser()
@@ -189,8 +254,42 @@ def wait_for_erasures() -> None:
     _ERASER.wait()
 
 
+atexit.register(wait_for_erasures)  # the thread is a daemon: a normal exit finishes and syncs its erasures first
+
+
+def _slots_in(size: int) -> int:
+    """How many slots a key file of ``size`` bytes has: eight, or two in one created before there were eight (a
+    file is never shorter once written, see :meth:`_Slots.write`)."""
+    return _SLOTS if size >= _SLOTS * _SLOT.size else _OLD_SLOTS
+
+
+def _slot_of(version: int, size: int) -> int:
+    """Where ``version`` lives in a key file of ``size`` bytes."""
+    return (version % _slots_in(size)) * _SLOT.size
+
+
+def _held_at(raw: bytes, version: int) -> bytes:
+    """The slot of ``version`` in a key file's bytes ``raw`` (shorter than a slot when the file is)."""
+    at = _slot_of(version, len(raw))
+    return raw[at : at + _SLOT.size]
+
+
+def _with_key(raw: bytes, version: int, key: bytes) -> bytes:
+    """The key file's bytes ``raw`` with ``key`` in the slot of ``version``, and every slot that holds a
+    version older than the one ``version`` replaces emptied: a key whose erasure a crash cut short (a fresh
+    key is written after a restart, when nothing was prepared) is gone at the next seal, whichever slot it
+    is in."""
+    slots = [raw[at : at + _SLOT.size] for at in range(0, len(raw), _SLOT.size)]
+    for n, slot in enumerate(slots):
+        if _SLOT.unpack(slot)[0] < version - 1:
+            slots[n] = _EMPTY
+    at = _slot_of(version, len(raw)) // _SLOT.size
+    slots[at] = _SLOT.pack(version, key)
+    return b"".join(slots)
+
+
 class _Slots:
-    """The two slots of one value's key file."""
+    """The slots of one value's key file."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -198,8 +297,7 @@ class _Slots:
     def read(self, version: int) -> bytes | None:
         try:
             with open(self.path, "rb") as handle:
-                handle.seek((version % 2) * _SLOT.size)
-                raw = handle.read(_SLOT.size)
+                raw = _held_at(handle.read(_SLOTS * _SLOT.size), version)
         except FileNotFoundError:
             return None
         if len(raw) != _SLOT.size:
@@ -210,9 +308,12 @@ class _Slots:
     def take(self, version: int) -> bytes:
         """The key for ``version``, durable in its slot: the one this process prepared there, or a fresh one
         written and synced now."""
-        _ERASER.wait(self.path)  # the slot of ``version`` is the one the last replacement erased and prepared
-        with _ERASER.prepared_lock:
-            prepared = _PREPARED.pop((self.path, version), None)
+        prepared = self._prepared(version)
+        if prepared is None:
+            # The erasure that prepares it may still be waiting for its sync (in a two-slot file, always the
+            # last one handed over): the slot is taken once that one is done.
+            _ERASER.wait(self.path)
+            prepared = self._prepared(version)
         if prepared is not None:
             try:
                 fd = os.open(self.path, os.O_RDONLY)
@@ -221,7 +322,7 @@ class _Slots:
             if fd >= 0:
                 try:
                     fcntl.lockf(fd, fcntl.LOCK_SH)
-                    held = os.pread(fd, _SLOT.size, (version % 2) * _SLOT.size)
+                    held = _held_at(os.pread(fd, _SLOTS * _SLOT.size, 0), version)
                 finally:
                     os.close(fd)
                 if held == _SLOT.pack(version, prepared):
@@ -229,6 +330,10 @@ class _Slots:
         key = os.urandom(32)
         self.write(version, key)
         return key
+
+    def _prepared(self, version: int) -> bytes | None:
+        with _ERASER.prepared_lock:
+            return _PREPARED.pop((self.path, version), None)
 
     def write(self, version: int, key: bytes) -> None:
         created = False
@@ -239,9 +344,10 @@ class _Slots:
             fd, created = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600), True
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size < 2 * _SLOT.size:
-                os.pwrite(fd, _EMPTY * 2, 0)
-            os.pwrite(fd, _SLOT.pack(version, key), (version % 2) * _SLOT.size)
+            raw = os.pread(fd, _SLOTS * _SLOT.size, 0)
+            if len(raw) < _OLD_SLOTS * _SLOT.size:  # new: every slot written once, in this code's layout
+                raw = _EMPTY * _SLOTS
+            os.pwrite(fd, _with_key(raw, version, key), 0)
             os.fdatasync(fd)
         finally:
             os.close(fd)
@@ -252,42 +358,48 @@ class _Slots:
             finally:
                 os.close(folder)
 
-    def retire(self, version: int) -> None:
-        """Overwrite the slot of ``version`` with a fresh key prepared for ``version + 2`` (the same slot), if it
-        still holds ``version``: another process may have reused it since."""
-        offset = (version % 2) * _SLOT.size
+    def retire(self, version: int) -> tuple[int, bytes] | None:
+        """Overwrite the slot of ``version`` with a fresh key prepared for the next version that lives there
+        (``version + 8``, or ``+ 2`` in a two-slot file), if it still holds ``version`` (another process may
+        have reused it since), without syncing: that version and its key, when written."""
         key = os.urandom(32)
+        prepared: list[int] = []
 
-        def holds_version(fd: int) -> bool:
-            held = os.pread(fd, _SLOT.size, offset)
-            return len(held) == _SLOT.size and _SLOT.unpack(held)[0] == version
+        def erase(raw: bytes) -> tuple[int, bytes] | None:
+            at = _slot_of(version, len(raw))
+            held = raw[at : at + _SLOT.size]
+            if len(held) != _SLOT.size or _SLOT.unpack(held)[0] != version:
+                return None
+            prepared.append(version + _slots_in(len(raw)))
+            return at, _SLOT.pack(prepared[0], key)
 
-        if self._overwrite(offset, _SLOT.pack(version + 2, key), holds_version):
-            with _ERASER.prepared_lock:
-                _PREPARED[(self.path, version + 2)] = key
+        return (prepared[0], key) if self._overwrite(erase, sync=False) else None
 
     def remove(self) -> None:
-        """Erase both slots, then the file."""
+        """Erase every slot, then the file."""
         _ERASER.wait(self.path)
         with _ERASER.prepared_lock:
             for prepared in [key for key in _PREPARED if key[0] == self.path]:
                 del _PREPARED[prepared]
-        if self._overwrite(0, _EMPTY * 2, lambda fd: True) is not None:
+        if self._overwrite(lambda raw: (0, bytes(len(raw)))) is not None:
             self.path.unlink(missing_ok=True)
 
-    def _overwrite(self, offset: int, data: bytes, wanted: Callable[[int], bool]) -> bool | None:
-        """Under the file's lock, write ``data`` at ``offset`` and sync, if ``wanted``: whether it was written;
-        None when there is no file."""
+    def _overwrite(self, change: Callable[[bytes], tuple[int, bytes] | None], *, sync: bool = True) -> bool | None:
+        """Under the file's lock, write what ``change`` (given the file's bytes) asks for, ``(offset, data)``,
+        and sync it (with ``sync``); None from it writes nothing.  Whether it was written; None when there is
+        no file."""
         try:
             fd = os.open(self.path, os.O_RDWR)
         except FileNotFoundError:
             return None
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
-            if not wanted(fd):
+            wanted = change(os.pread(fd, _SLOTS * _SLOT.size, 0))
+            if wanted is None:
                 return False
-            os.pwrite(fd, data, offset)
-            os.fdatasync(fd)
+            os.pwrite(fd, wanted[1], wanted[0])
+            if sync:
+                os.fdatasync(fd)
             return True
         finally:
             os.close(fd)

@@ -77,7 +77,7 @@ def _ratchets(app, net) -> tuple[bytes, bytes]:
         sealed = ProtocolState(app.db, "marmot").stored(name)
     assert sealed is not None
     version = erasable.version_of(sealed)
-    raw = erasable.key_file(app.db.path, SEALER.label, name).read_bytes()[(version % 2) * 48 :][:48]
+    raw = erasable._held_at(erasable.key_file(app.db.path, SEALER.label, name).read_bytes(), version)
     assert int.from_bytes(raw[:8], "big") == version
     return sealed, raw[8:40]
 
@@ -94,25 +94,29 @@ def _opens(app, net, sealed: bytes) -> bool:
     return True
 
 
-def _first_message(app, net, writer: Writer) -> tuple[bytes, bytes]:
-    """The writer commits a first message and erases what it replaced, so that the key of the next version is
-    one it prepared itself; the ratchets it stored, and their key."""
-    writer.ask(f"deliver {net.send(1, 'first', T0)[0].hex()}", "committed")
-    writer.ask("settle", "settled")
-    return _ratchets(app, net)
+def _first_messages(app, net, writer: Writer) -> tuple[list[str], bytes, bytes]:
+    """The writer commits first messages, erasing what each replaced, until the key of the group state's next
+    version is one it prepared itself (the erasure of the version a whole key file of slots earlier prepares
+    it); their texts, the ratchets it stored last, and their key."""
+    texts: list[str] = []
+    while not texts or erasable.version_of(_ratchets(app, net)[0]) < erasable._SLOTS:
+        texts.append(f"first {len(texts)}")
+        writer.ask(f"deliver {net.send(1, texts[-1], T0 + len(texts))[0].hex()}", "committed")
+        writer.ask("settle", "settled")
+    return texts, *_ratchets(app, net)
 
 
 @contextlib.contextmanager
-def _commit_with_its_erasure_held_back(app, net, writer: Writer, text: str) -> Iterator[tuple[bytes, bytes]]:
-    """Inside the block: the writer has committed a message from ``text`` and its erasure cannot run; the
-    ratchets that commit replaced, and their key."""
-    replaced, replaced_key = _first_message(app, net, writer)
+def _commit_with_its_erasure_held_back(app, net, writer: Writer, text: str) -> Iterator[tuple[list[str], bytes, bytes]]:
+    """Inside the block: the writer has committed its first messages and then one from ``text``, whose erasure
+    cannot run; the texts of the first ones, the ratchets the last commit replaced, and their key."""
+    texts, replaced, replaced_key = _first_messages(app, net, writer)
     with lock_held_elsewhere(erasable.key_file(app.db.path, SEALER.label, ratchets_name(net.gid)), shared=True):
-        writer.ask(f"deliver {net.send(2, text, T0 + 1)[0].hex()}", "committed")
+        writer.ask(f"deliver {net.send(2, text, T0 + len(texts) + 1)[0].hex()}", "committed")
         current, _ = _ratchets(app, net)
         assert erasable.version_of(current) == erasable.version_of(replaced) + 1  # the commit is there ...
         assert replaced_key in _key_file_bytes(app, net) and _opens(app, net, replaced)  # ... the old key too
-        yield replaced, replaced_key
+        yield texts, replaced, replaced_key
 
 
 def _history(app) -> list[str]:
@@ -120,7 +124,7 @@ def _history(app) -> list[str]:
 
 
 def test_a_kill_between_the_commit_and_the_erasure_leaves_a_database_that_reads(app, net, writer) -> None:
-    with _commit_with_its_erasure_held_back(app, net, writer, "before the kill") as (replaced, replaced_key):
+    with _commit_with_its_erasure_held_back(app, net, writer, "before the kill") as (texts, replaced, replaced_key):
         writer.proc.send_signal(signal.SIGKILL)
         assert writer.proc.wait(timeout=30) == -signal.SIGKILL
     assert replaced_key in _key_file_bytes(app, net)  # the window: no one erased it
@@ -128,14 +132,14 @@ def test_a_kill_between_the_commit_and_the_erasure_leaves_a_database_that_reads(
     assert _opens(app, net, current)
     with app.db.read():
         assert load(ProtocolState(app.db, "marmot"), net.gid) is not None
-    assert _history(app) == ["first", "before the kill"]
-    deliver(app, net.send(0, "after the restart", T0 + 2)[0])  # the group state's next commit
+    assert _history(app) == [*texts, "before the kill"]
+    deliver(app, net.send(0, "after the restart", T0 + len(texts) + 2)[0])  # the group state's next commit
     assert replaced_key not in _key_file_bytes(app, net) and not _opens(app, net, replaced)
-    assert _history(app) == ["first", "before the kill", "after the restart"]
+    assert _history(app) == [*texts, "before the kill", "after the restart"]
 
 
 def test_the_close_waits_for_the_erasure(app, net, writer) -> None:
-    with _commit_with_its_erasure_held_back(app, net, writer, "before the close") as (replaced, replaced_key):
+    with _commit_with_its_erasure_held_back(app, net, writer, "before the close") as (_, replaced, replaced_key):
         assert writer.proc.stdin is not None
         writer.proc.stdin.write("close\n")
         writer.proc.stdin.flush()

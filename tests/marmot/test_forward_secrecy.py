@@ -38,7 +38,7 @@ def _stored(app, name: str) -> bytes:
 def _version_key(app, name: str, version: int) -> bytes:
     """The version key now in the slot of ``version`` (read straight from the key file)."""
     raw = erasable.key_file(app.db.path, SEALER.label, name).read_bytes()
-    slot = raw[(version % 2) * 48 : (version % 2 + 1) * 48]
+    slot = erasable._held_at(raw, version)
     assert int.from_bytes(slot[:8], "big") == version
     return slot[8:40]
 
