@@ -359,7 +359,7 @@ def figures_of(rounds: list[Rates]) -> list[Figure]:
             "ratio",
             TARGET_OVER_MDK,
             note=f"per round {_spread(over_mdk, '×')}; both commit every message durably (ours syncs the WAL at "
-            "each commit, and the erased key's slot on its erasing thread before the next seal; MDK's SQLCipher "
+            "each commit, and the erased keys on its erasing thread, one sync every four; MDK's SQLCipher "
             "store runs synchronous=FULL)",
         ),
         Figure("marmot", f"backfill, the writer alone ({stream}, shuffled)", median("backfill_alone"), "events/s"),

@@ -69,8 +69,8 @@ def test_a_consumed_key_is_gone_from_disk_once_its_transaction_commits(app, net)
             sealed = _stored(app, name)
             versions[name][sealed] = _version_key(app, name, erasable.version_of(sealed))
         deliver(app, line)
-    # The key a commit replaced is erased by the erasing thread before the next seal of its value and at the
-    # latest when the app closes, which waits for it as this does: that is the guarantee.
+    # The key a commit replaced is overwritten by the erasing thread after the commit and synced within four
+    # erasures of its file, or when the app closes, which waits for it as this does: that is the guarantee.
     erasable.wait_for_erasures()
     assert len(versions[ratchets_name(net.gid)]) == len(lines)  # one per message read
     assert len(versions[state_name(net.gid)]) == 1  # the messages left the epoch part as it was
