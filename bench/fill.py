@@ -17,7 +17,8 @@ micro-batches, and its time is recorded.  Reported:
    the fill; its longest wait is the longest pause a writer sees; target: at most 100 ms.  Beside it, the
    same prober as a plain SQLite connection (a writer outside Tessera, which does not take turns at the lock:
    core/write_turns.py), and the longest the filling process held the write lock
-   (``Database.longest_hold_s``: BEGIN IMMEDIATE to the end of COMMIT, with how long that hold's COMMIT took).
+   (``Database.longest_hold_s``: BEGIN IMMEDIATE to the end of COMMIT, with how long that hold's COMMIT and its
+   longest other statement took, and the writer thread's CPU time in it).
 
 Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
 database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
@@ -172,7 +173,9 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
             total_events = int(app.db.value("SELECT count(*) FROM events"))
         trees = footprint(app.db)
         newest, older = history_latencies(app.db, room_count(events), 2_000 if events >= 100_000 else 200)
-        held_ms, commit_ms = app.db.longest_hold_s * 1000, app.db.longest_hold_commit_s * 1000
+        db = app.db
+        held_ms, commit_ms = db.longest_hold_s * 1000, db.longest_hold_commit_s * 1000
+        statement_ms, cpu_ms = db.longest_hold_statement_s * 1000, db.longest_hold_cpu_s * 1000
     finally:
         app.close()
     overall = sum(t[0] for t in times) / sum(t[1] for t in times)
@@ -212,7 +215,8 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
             "ms",
             note=(
                 "a push or a micro-batch, BEGIN IMMEDIATE to the end of its COMMIT (this run's, when resumed); "
-                f"its COMMIT took {commit_ms:.1f} ms"
+                f"its COMMIT took {commit_ms:.1f} ms and its longest other statement {statement_ms:.1f} ms; the "
+                f"writer thread's CPU in it {cpu_ms:.1f} ms (the rest waited: for the disk, for Python's lock)"
             ),
         ),
     ]

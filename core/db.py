@@ -499,8 +499,14 @@ class Database:
         #: The longest this connection held the write lock, BEGIN IMMEDIATE to the end of COMMIT, in seconds
         #: (a checkpoint after the COMMIT does not hold the lock and is not included).
         self.longest_hold_s = 0.0
-        #: Of that longest hold, the seconds its COMMIT took (the rest: the transaction's statements and Python).
+        #: Of that longest hold: the seconds its COMMIT took, its longest other statement (SQLite's own time),
+        #: and the CPU time of the thread that held it (so a hold's wall time beyond its CPU was waiting: for the
+        #: disk, for another thread's turn at Python).
         self.longest_hold_commit_s = 0.0
+        self.longest_hold_statement_s = 0.0
+        self.longest_hold_cpu_s = 0.0
+        self._write_began_cpu = 0.0
+        self._longest_statement_ns = 0
         self.checkpointer: Checkpointer | None = None
         if not readonly and self.settings.checkpoint_pages:
             self.checkpointer = Checkpointer(
@@ -534,6 +540,8 @@ class Database:
             self._lock_wait_total_s += self._lock_wait_s
             self._lock_wait_s = 0.0
             counters.lock_wait_ms = int(self._lock_wait_total_s * 1000)
+        if nanoseconds > self._longest_statement_ns:
+            self._longest_statement_ns = nanoseconds
         if nanoseconds > self._slow_ns:
             counters.slow_statements += 1
             log.warning("slow statement (%.1f ms): %s", nanoseconds / 1e6, sql[:500])
@@ -687,7 +695,7 @@ class Database:
             except BaseException as flush_error:
                 self._finish(flush_error)
                 raise
-        committing = time.monotonic()
+        committing, longest_statement_ns = time.monotonic(), self._longest_statement_ns
         try:
             self.conn.execute("COMMIT")
         except apsw.Error as commit_error:
@@ -704,6 +712,8 @@ class Database:
             held = ended - self._write_began
             if held > self.longest_hold_s:
                 self.longest_hold_s, self.longest_hold_commit_s = held, ended - committing
+                self.longest_hold_statement_s = longest_statement_ns / 1e9
+                self.longest_hold_cpu_s = time.thread_time() - self._write_began_cpu
             self._leave_a_gap(held)
         if self.checkpointer is not None and self.checkpointer.behind:
             self._checkpoint_behind()
@@ -876,7 +886,8 @@ class _Write:
         if db.readonly:
             raise TransactionError(f"{db.path!r} was opened read-only; open it writable to write")
         db._begin_immediate()
-        db._write_began = time.monotonic()
+        db._write_began, db._write_began_cpu = time.monotonic(), time.thread_time()
+        db._longest_statement_ns = 0
         db._begin("write")
         return db
 

@@ -267,6 +267,26 @@ def test_after_a_long_write_the_lock_is_left_free_for_a_moment(table, monkeypatc
     assert clock.slept[1:] == [pytest.approx(0.002)]
 
 
+def test_the_longest_hold_says_what_it_was_made_of(table):
+    """Of the longest hold: its COMMIT, its longest other statement (a slow one is found, a shorter one later
+    does not replace it) and the writer thread's CPU (a wait in it, here a sleep, is not CPU)."""
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) SELECT count(*) FROM n"
+    table.longest_hold_s = 0.0
+    with table.write():
+        started = time.perf_counter()
+        table.value(slow)
+        statement_s = time.perf_counter() - started
+        table.execute("INSERT INTO t (v) VALUES ('one')")
+        time.sleep(0.15)
+    assert table.longest_hold_s >= statement_s + 0.15
+    assert 0.5 * statement_s <= table.longest_hold_statement_s <= statement_s + 0.002  # SQLite times in ms
+    assert 0 < table.longest_hold_commit_s < table.longest_hold_s - 0.15
+    assert table.longest_hold_cpu_s <= table.longest_hold_s - 0.14  # the sleep waited, it did not run
+    with table.write():  # shorter: the figures stay those of the longest hold
+        table.execute("INSERT INTO t (v) VALUES ('two')")
+    assert table.longest_hold_statement_s >= 0.5 * statement_s
+
+
 def test_a_read_transaction_leaves_no_gap_and_counts_as_no_hold(table, monkeypatch):
     """Only a write holds the lock: a long read, or a read long after the last write, neither makes the next
     write wait nor counts towards the longest hold."""
