@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.bench import run
 from tests.conftest import ROOT
 
 
@@ -21,9 +21,7 @@ def run_file(folder: Path, events: int, commit: str, figures: list[Any]) -> str:
 
 
 def growth(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "bench/growth.py", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=60
-    )
+    return run("bench/growth.py", *args, timeout=60)
 
 
 def test_figures_are_matched_across_sizes_and_ordered_by_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

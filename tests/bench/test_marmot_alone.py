@@ -3,25 +3,13 @@ times themselves are not asserted: docs/benchmarks.md records them)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
-from tests.conftest import ROOT
+from tests.bench import run
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "TESSERA_KEY_FILE"}
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "bench/marmot_alone.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run("bench/marmot_alone.py", *args, timeout=300, COLUMNS="200")  # wide enough for rich's table
 
 
 def test_each_way_handles_every_message_and_reports_it() -> None:

@@ -9,15 +9,13 @@ target — so a benchmark that breaks, or silently stops reporting a figure, fai
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests._peers import peer_missing
+from tests.bench import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,15 +103,6 @@ EXPECTED = {
         ("adds to a 10-member group, one inbox per commit, ", True, False),
     ],
 }
-
-
-def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python <args>`` in the project's root, its output captured, in an environment naming no key file, as a
-    user's who runs the benchmarks (the suite's own names one for every database it makes)."""
-    env = {name: value for name, value in os.environ.items() if name != "TESSERA_KEY_FILE"}
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False, env=env
-    )
 
 
 def test_every_benchmark_reports_every_figure(tmp_path: Path) -> None:
