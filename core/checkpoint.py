@@ -15,8 +15,9 @@ frames uncopied, and SQLite starts the WAL over only when a checkpoint has
 copied all of it; a writer that never pauses would let the WAL grow without
 end.  So once it passes :data:`RESTART_FACTOR` times the threshold, the
 writer runs a passive checkpoint itself right after its COMMIT (no write lock
-held): the thread has copied most frames already, so only the newest are
-left, the copy completes, and the next transaction starts the WAL over.
+held), once the thread's copy under way, if any, has ended: the thread has
+copied most frames already, so only the newest are left, the copy
+completes, and the next transaction starts the WAL over.
 """
 
 from __future__ import annotations
@@ -44,13 +45,21 @@ class Checkpointer:
         self.threshold = threshold_pages
         self.busy_timeout_ms = busy_timeout_ms
         self.behind = False
+        #: Checkpoints the thread ran on the WAL, and how many of the WAL's frames were in the database file after
+        #: the last of them.
         self.checkpoints = 0
+        self.frames_backfilled = 0
         self._woken_at = 0  # the WAL's length in pages when the thread was last woken
         self._wake_step = max(1, threshold_pages // WAKES_PER_THRESHOLD)
         self._wake = threading.Event()
         self._stop = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: Held by whoever copies: the thread, or the writer when the WAL is far behind.  Without it a writer that
+        #: finds the thread copying would give up its own checkpoint (SQLite refuses a second one as busy), while
+        #: the thread's never ends with the whole WAL copied as long as the writer commits: the WAL would grow
+        #: without end.  So the writer waits for the thread's copy, then copies the rest itself.
+        self.copying = threading.Lock()
 
     def attach(self, conn: apsw.Connection) -> None:
         """Take checkpoints off ``conn``'s commits."""
@@ -85,13 +94,21 @@ class Checkpointer:
             if self._secret is not None:
                 keys.apply_key(conn, self._secret)
             conn.set_busy_timeout(self.busy_timeout_ms)
+            # A connection learns that the file is in WAL mode, and opens its WAL, at its first read: until then
+            # a checkpoint on it answers (-1, -1) and copies nothing, and every copy fell to the writer's own
+            # checkpoint (RESTART_FACTOR), on the writer's thread.
+            conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
             while True:
                 self._wake.wait()
                 self._wake.clear()
                 if self._stop:
                     return
                 try:
-                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                    with self.copying:
+                        wal_frames, self.frames_backfilled = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                    if wal_frames < 0:
+                        log.warning("background checkpoint of %s found no WAL; the writer's own copies it", self.path)
+                        continue
                     self.checkpoints += 1
                 except apsw.BusyError:
                     pass  # another connection is checkpointing (the writer's own, a scrub's): it does the copying

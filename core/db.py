@@ -726,7 +726,8 @@ class Database:
         assert self.checkpointer is not None
         self.checkpointer.behind = False
         try:
-            self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            with self.checkpointer.copying:
+                self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.BusyError:
             pass  # another connection's checkpoint is under way: it does the copying; the next COMMIT looks again
         except apsw.Error as exc:
