@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 #: Kernel functions of a thread that waits for something other than the kernel's own work.
 IDLE_WAITS = ("futex", "do_select", "poll", "ep_poll", "nanosleep", "pipe_read", "wait_woken", "unix_stream")
@@ -95,7 +96,7 @@ class Sampler:
             return []
         return [line.split()[1].split("+")[0] for line in lines if len(line.split()) > 1]
 
-    def report(self) -> dict[str, object]:
+    def report(self) -> dict[str, Any]:
         threads = []
         for tid, counts in sorted(self.samples.items(), key=lambda kv: int(kv[0])):
             total = sum(counts.values())
@@ -135,7 +136,7 @@ def main() -> None:
         Path(args.json_path).write_text(json.dumps(found, indent=1))
     if not sampler.stacks_readable:
         print("kernel stacks are readable by root only: threads off the CPU show as sleeping or blocked")
-    for thread in found["threads"]:  # type: ignore[attr-defined]
+    for thread in found["threads"]:
         print(f"thread {thread['tid']} ({thread['name']}), {thread['samples']} samples")
         for what, share in thread["shares"].items():
             print(f"  {share:7.2%}  {what}")

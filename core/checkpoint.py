@@ -95,8 +95,8 @@ class Checkpointer:
                 keys.apply_key(conn, self._secret)
             conn.set_busy_timeout(self.busy_timeout_ms)
             # A connection learns that the file is in WAL mode, and opens its WAL, at its first read: until then
-            # a checkpoint on it answers (-1, -1) and copies nothing, and every copy fell to the writer's own
-            # checkpoint (RESTART_FACTOR), on the writer's thread.
+            # a checkpoint on it answers (-1, -1) and copies nothing, and every copy would fall to the writer's
+            # own checkpoint (RESTART_FACTOR), on the writer's thread.
             conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
             while True:
                 self._wake.wait()
