@@ -177,8 +177,8 @@ def throughput(work: Workdir, args: argparse.Namespace) -> None:
 # --- history paging ---------------------------------------------------------------------------------
 
 
-def fill_history(app: App, count: int, seed: int = 7) -> list[Cursor]:
-    """``count`` rumors straight into marmot_messages; returns about 1,000 of their cursors.
+def fill_history(app: App, count: int, seed: int = 7, samples: int = 1000) -> list[Cursor]:
+    """``count`` rumors straight into marmot_messages; returns about ``samples`` of their cursors.
 
     Sampled cursors have at least a page of older rumors behind them.
     """
@@ -189,7 +189,7 @@ def fill_history(app: App, count: int, seed: int = 7) -> list[Cursor]:
             "VALUES (?, ?, 1, 1, 10, '[]', 0)",
             (bytes.fromhex(GID), "11" * 32),
         )
-    created, sample, every = 1_700_000_000, [], max(count // 1000, 1)
+    created, sample, every = 1_700_000_000, [], max(count // samples, 1)
     for start in range(0, count, 50_000):
         rows = []
         for n in range(start, min(start + 50_000, count)):

@@ -67,8 +67,15 @@ EXPECTED = {
     "history": [
         ("Marmot history, 300 rumors in one group: newest page of 50, p99", False, True),
         ("Marmot history, 300 rumors in one group: next page by cursor, p99", False, True),
+        ("Marmot history, 300 rumors in one group: next page by cursor, the file out of the page cache", False, False),
         ("server store history (Store.history), 300 messages in one group: newest page of 50, p99", False, True),
         ("server store history (Store.history), 300 messages in one group: next page by cursor, p99", False, True),
+        (
+            "server store history (Store.history), 300 messages in one group: next page by cursor, the file out of "
+            "the page cache",
+            False,
+            False,
+        ),
         ("server store, 300 messages in one group: bytes per stored message", False, True),
     ],
     "mls": [
