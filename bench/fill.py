@@ -9,6 +9,8 @@ micro-batches, and its time is recorded.  Reported:
 
 1. **Sustained rate**: events/s over the first and the last tenth of the fill (the first and last
    million of a 10M run); target: the last at least 80% of the first.
+   Beside it, the bytes written to the disk an event: the pages the filling process dirtied (the WAL, and its
+   copy into the file by the checkpoint thread), from ``/proc/self/io``.
 2. **Footprint**: bytes per event of the whole file — event log, read models and every index — after a
    truncating WAL checkpoint, from ``dbstat``; target: at most 1,100.  A table per b-tree says where they go.
 3. **History**: a room's newest 50 messages and the next 50 by keyset cursor, for random rooms, on the
@@ -22,7 +24,8 @@ micro-batches, and its time is recorded.  Reported:
 
 Signing is done before a chunk's clock starts (it is the sender's work, not ours).  With ``--keep`` the
 database and the chunks' times are kept, and a run with the same ``--events`` resumes where a killed one
-stopped.
+stopped.  ``TESSERA_CACHE_MIB`` and ``TESSERA_CHECKPOINT_PAGES`` from the environment change those settings for
+the fill; every other setting is the built-in one.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import nacl.signing
 from common import Workdir, console, open_bench_app, parser, report
+from process_io import written_bytes
 from rich.progress import Progress
 from suite import Figure, Run
 
@@ -74,19 +79,32 @@ def signed_chunk(index: int, size: int, start: int, rooms: int) -> list[bytes]:
     return blobs
 
 
+#: Settings the fill takes from the environment, so it can be measured with other values of them; every
+#: other setting is the built-in one.
+TUNABLE = ("TESSERA_CACHE_MIB", "TESSERA_CHECKPOINT_PAGES")
+
+
 def open_fill(path: str) -> App:
-    """The example app on ``path``, with the built-in settings except the page cache: ``TESSERA_CACHE_MIB``
-    from the environment, so the fill can be measured with caches of different sizes."""
+    """The example app on ``path``, with the built-in settings except :data:`TUNABLE`'s, from the environment."""
     from protocols import example
 
-    cache = {k: v for k, v in os.environ.items() if k == "TESSERA_CACHE_MIB"}
-    return open_bench_app(path, example, "example", Settings.load(env=cache))
+    given = {k: v for k, v in os.environ.items() if k in TUNABLE}
+    return open_bench_app(path, example, "example", Settings.load(env=given))
 
 
-def fill(app: App, events: int, times_path: Path) -> list[tuple[int, float, float]]:
-    """Bring the file to ``events`` events; for every chunk, the kept ones first: ``(events in it, seconds,
-    the longest write transaction in ms)`` — the push into ``incoming`` and each micro-batch, COMMIT (and
-    any WAL checkpoint it ran) included."""
+@attrs.frozen
+class Filled:
+    """What a fill did: per chunk, the kept ones first, ``(events in it, seconds, the longest write transaction
+    in ms)`` (the push into ``incoming`` and each micro-batch, COMMIT and any checkpoint it ran included);
+    and the events this process added and the bytes of pages it dirtied meanwhile (WAL and checkpoint)."""
+
+    times: list[tuple[int, float, float]]
+    added: int
+    written: int
+
+
+def fill(app: App, events: int, times_path: Path) -> Filled:
+    """Bring the file to ``events`` events, resuming where a killed run of the same size stopped."""
     times: list[tuple[int, float, float]] = (
         [(t[0], t[1], t[2] if len(t) > 2 else 0.0) for t in json.loads(times_path.read_text())]
         if times_path.exists()
@@ -97,6 +115,7 @@ def fill(app: App, events: int, times_path: Path) -> list[tuple[int, float, floa
         have = int(app.db.value("SELECT count(*) FROM events"))
     times = times[: have // size]  # a chunk killed halfway is measured again from its start
     done = len(times) * size
+    resumed_at, written_before = done, written_bytes()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"fill: {events:,} events", total=events, completed=done)
         while done < events:
@@ -119,7 +138,7 @@ def fill(app: App, events: int, times_path: Path) -> list[tuple[int, float, floa
             times_path.write_text(json.dumps(times))
             done += count
             progress.update(task, completed=done)
-    return times
+    return Filled(times, done - resumed_at, written_bytes() - written_before)
 
 
 def tenth_rates(times: list[tuple[int, float, float]]) -> tuple[float, float]:
@@ -167,7 +186,8 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
     try:
         app.db.longest_hold_s = 0.0  # opening it applied the schema: not part of the fill
         with LockProber(path) as prober, LockProber(path, raw=True) as raw_prober:
-            times = fill(app, events, Path(path + ".times.json"))
+            filled = fill(app, events, Path(path + ".times.json"))
+        times = filled.times
         first, last = tenth_rates(times)
         with app.db.read():
             total_events = int(app.db.value("SELECT count(*) FROM events"))
@@ -184,6 +204,23 @@ def measure(work: Workdir, events: int) -> tuple[list[Figure], list[tuple[str, i
     figures = [
         Figure("fill", f"append rate, last tenth of {size}", last, "events/s", first, "first tenth", "ratio", 0.8),
         Figure("fill", f"append rate over all {size}", overall, "events/s", note="ingest + process_incoming"),
+        *(
+            [
+                Figure(
+                    "fill",
+                    f"bytes written to the disk an event during the fill of {size}",
+                    filled.written / filled.added,
+                    "B",
+                    note=(
+                        f"{filled.written / filled.added / 4096:.1f} pages of 4 KiB an event, the WAL and its "
+                        "copy into the file; pages the filling process dirtied (/proc/self/io write_bytes)"
+                        + ("" if filled.added == total_events else f", over the {filled.added:,} events this run added")
+                    ),
+                )
+            ]
+            if filled.added
+            else []
+        ),
         Figure(
             "fill", f"footprint at {size} (file, after checkpoint)", per_event, "bytes/event", None, "", "at_most", 1100
         ),

@@ -32,7 +32,8 @@ from typing import TypeVar
 import attrs
 import marmot
 import server
-from page_cache import disk_read_bytes, evict
+from page_cache import evict
+from process_io import read_bytes
 from suite import Figure, Run
 
 from core.app import App
@@ -89,9 +90,9 @@ def cold_then_warm(
         pages(opened, [None], min(queries, WARMING))
         pages(opened, warming, min(queries, WARMING))
         newest = pages(opened, [None], queries)
-        before = disk_read_bytes()
+        before = read_bytes()
         cold = pages(opened, timed, queries)
-        read = (disk_read_bytes() - before) / queries
+        read = (read_bytes() - before) / queries
         warm = pages(opened, timed, queries)
     return Pages(newest, cold, warm, read)
 

@@ -5,7 +5,7 @@ ran at p99 0.35 ms on a host that kept the whole file cached and over 1 ms on on
 A benchmark that leaves this to the host measures the host's cache policy, so the history benchmark
 measures both states on purpose: *cold*, the file's pages dropped from the page cache (``evict``) and the
 connection reopened, then *warm*, the same queries again with every page they touch now cached.
-``disk_read_bytes`` says what the cold queries read from the disk.
+bench/process_io.py's ``read_bytes`` says what the cold queries read from the disk.
 """
 
 from __future__ import annotations
@@ -32,12 +32,3 @@ def evict(path: str) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-
-
-def disk_read_bytes() -> int:
-    """Bytes this process has caused to be read from storage (``read_bytes`` of ``/proc/self/io``)."""
-    for line in Path("/proc/self/io").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key == "read_bytes":
-            return int(value)
-    raise RuntimeError("/proc/self/io has no read_bytes line; this kernel does not account block reads")

@@ -13,18 +13,19 @@ from tests.conftest import ROOT
 READS = """
 import json, os, sys
 sys.path.insert(0, "bench")
-from page_cache import disk_read_bytes, evict
+from page_cache import evict
+from process_io import read_bytes
 path = sys.argv[1]
 with open(path, "wb") as out:
     out.write(os.urandom(8 << 20))
     out.flush()
     os.fsync(out.fileno())
 def read_all():
-    before = disk_read_bytes()
+    before = read_bytes()
     with open(path, "rb") as source:
         while source.read(1 << 20):
             pass
-    return disk_read_bytes() - before
+    return read_bytes() - before
 read_all()
 cached = read_all()
 evict(path)

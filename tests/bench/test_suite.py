@@ -37,6 +37,7 @@ EXPECTED = {
     "fill": [
         ("append rate, last tenth of ", True, True),
         ("append rate over all ", False, False),
+        ("bytes written to the disk an event during the fill of ", False, False),
         ("footprint at ", False, True),
         ("newest-50 page p99 at ", False, True),
         ("next page by cursor p99 at ", False, True),
@@ -71,8 +72,7 @@ EXPECTED = {
         ("server store history (Store.history), 300 messages in one group: newest page of 50, p99", False, True),
         ("server store history (Store.history), 300 messages in one group: next page by cursor, p99", False, True),
         (
-            "server store history (Store.history), 300 messages in one group: next page by cursor, the file out of "
-            "the page cache",
+            "server store history (Store.history), 300 messages in one group: next page by cursor, the file",
             False,
             False,
         ),
