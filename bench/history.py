@@ -21,12 +21,10 @@ each payload out of the log (issue 39).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import statistics
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import attrs
@@ -77,16 +75,18 @@ def split(sample: Sequence[Position], queries: int) -> tuple[Sequence[Position],
 
 def cold_then_warm(
     path: str,
-    reader: Callable[[], contextlib.AbstractContextManager[Reader]],
+    reader: Callable[[], Reader],
+    close: Callable[[Reader], None],
     pages: Callable[[Reader, Sequence[Position | None], int], list[float]],
     sample: Sequence[Position],
     queries: int,
 ) -> Pages:
     """Time the newest page and ``queries`` pages from ``sample``'s cursors on ``path`` with its pages out of
-    the page cache, then the same pages again."""
+    the page cache (a ``reader`` opened after they were dropped), then the same pages again."""
     warming, timed = split(sample, queries)
     evict(path)
-    with reader() as opened:
+    opened = reader()
+    try:
         pages(opened, [None], min(queries, WARMING))
         pages(opened, warming, min(queries, WARMING))
         newest = pages(opened, [None], queries)
@@ -94,6 +94,8 @@ def cold_then_warm(
         cold = pages(opened, timed, queries)
         read = (read_bytes() - before) / queries
         warm = pages(opened, timed, queries)
+    finally:
+        close(opened)
     return Pages(newest, cold, warm, read)
 
 
@@ -107,16 +109,7 @@ def marmot_pages(run: Run, queries: int) -> Pages:
     finally:
         app.close()
     random.Random(3).shuffle(sample)
-
-    @contextlib.contextmanager
-    def reader() -> Iterator[App]:
-        opened = marmot.open_marmot(path)
-        try:
-            yield opened
-        finally:
-            opened.close()
-
-    return cold_then_warm(path, reader, marmot.page_latencies, sample, queries)
+    return cold_then_warm(path, lambda: marmot.open_marmot(path), App.close, marmot.page_latencies, sample, queries)
 
 
 def footprint(store: Store) -> list[tuple[str, int]]:
@@ -140,24 +133,13 @@ def server_pages(run: Run, queries: int) -> tuple[Pages, list[tuple[str, int]]]:
     finally:
         store.app.close()
 
-    @contextlib.contextmanager
-    def reader() -> Iterator[Store]:
-        opened = server.open_store(path)
-        try:
-            yield opened
-        finally:
-            opened.app.close()
-
     def pages(opened: Store, at: Sequence[str | None], count: int) -> list[float]:
-        seconds = []
-        for n in range(count):
-            began = time.perf_counter()
-            page = opened.history(member, group_id, cursor=at[n % len(at)], limit=server.PAGE, direction="backward")
-            seconds.append(time.perf_counter() - began)
-            assert page.messages, "every query's page holds messages"
-        return seconds
+        return server.page_latencies(opened, member, group_id, at, count, "backward")
 
-    return cold_then_warm(path, reader, pages, cursors, queries), trees
+    def close(opened: Store) -> None:
+        opened.app.close()
+
+    return cold_then_warm(path, lambda: server.open_store(path), close, pages, cursors, queries), trees
 
 
 def figures(run: Run) -> list[Figure]:

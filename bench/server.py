@@ -631,18 +631,24 @@ HISTORY_QUERIES = (
 )
 
 
+def page_latencies(
+    store: Store, member: str, group_id: str, cursors: Sequence[str | None], queries: int, direction: str
+) -> list[float]:
+    """Seconds for each of ``queries`` pages through ``Store.history``, from ``cursors`` in turn."""
+    seconds = []
+    for n in range(queries):
+        began = time.perf_counter()
+        page = store.history(member, group_id, cursor=cursors[n % len(cursors)], limit=PAGE, direction=direction)
+        seconds.append(time.perf_counter() - began)
+        assert page.messages, "every query's page holds messages"
+    return seconds
+
+
 def history_in_process(store: Store, member: str, group_id: str, cursors: list[str], queries: int) -> list[list[float]]:
-    timings = []
-    for _, direction, at_random in HISTORY_QUERIES:
-        seconds = []
-        for n in range(queries):
-            cursor = cursors[n % len(cursors)] if at_random else None
-            began = time.perf_counter()
-            page = store.history(member, group_id, cursor=cursor, limit=PAGE, direction=direction)
-            seconds.append(time.perf_counter() - began)
-            assert page.messages, "every query's page holds messages"
-        timings.append(seconds)
-    return timings
+    return [
+        page_latencies(store, member, group_id, cursors if at_random else [None], queries, direction)
+        for _, direction, at_random in HISTORY_QUERIES
+    ]
 
 
 async def history_through(url: str, group_id: str, cursors: list[str], queries: int) -> list[list[float]]:
