@@ -130,8 +130,8 @@ def register_projections(db: Database, projectors: Iterable[ProjectorLike]) -> l
         status = "needs_rebuild" if has_past else "live"
         head = eventlog.head(db)
         db.execute(
-            "INSERT INTO projections(name, protocol, status, built_through_seq, last_applied_seq) VALUES (?, ?, ?, ?, ?)",
-            (projector.name, projector.protocol, status, 0 if has_past else head, 0 if has_past else head),
+            "INSERT INTO projections(name, protocol, status, built_through_seq) VALUES (?, ?, ?, ?)",
+            (projector.name, projector.protocol, status, 0 if has_past else head),
         )
         if has_past:
             stale.append(projector.name)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from core import blobs, eventlog, queues, recheck, tally
+from core import blobs, eventlog, queues, recheck
 from core.clock import Clock, SystemClock
 from core.db import Database, environment_failure
 from core.errors import PluginError, UnknownIntent
@@ -217,8 +217,8 @@ class Runtime:
         applier(self, protocol, intent, now_ms)
 
     def project(self, events: list[StoredEvent], now_ms: int) -> None:
-        """Run the projectors of ``events`` and advance their last-applied seq."""
-        touched: dict[str, int] = {}
+        """Run the projectors of ``events``, in the transaction that appended them: a projection is never
+        behind the log, so there is no watermark to move."""
         for event in events:
             projectors = self.registry.projectors_for(event.protocol, event.type)
             if not projectors:
@@ -226,10 +226,6 @@ class Runtime:
             event = self.upcast(event)
             for projector in projectors:
                 self._apply_projector(projector, event, now_ms)
-                touched[projector.name] = event.seq
-        if touched:
-            # Staged: the transaction moves the watermarks once, at COMMIT, each to its highest seq.
-            tally.move_watermarks(self.db, touched)
 
     def upcast(self, event: StoredEvent) -> StoredEvent:
         """The event with its payload upgraded by the protocol's upcasters, if any apply."""

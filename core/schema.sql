@@ -252,13 +252,14 @@ CREATE TABLE protocol_state (
 ) WITHOUT ROWID;
 
 -- One row per projector: whether it is live and the seq it was built through.
+-- There is no "last applied" seq: projectors run in the transaction of the
+-- events they apply, so a projection is never behind the log's head.
 CREATE TABLE projections (
     name                TEXT    PRIMARY KEY,
     protocol            TEXT    NOT NULL,
     status              TEXT    NOT NULL DEFAULT 'live'
                         CHECK (status IN ('live', 'needs_rebuild')),
     built_through_seq   INTEGER NOT NULL DEFAULT 0,
-    last_applied_seq    INTEGER NOT NULL DEFAULT 0,
     rebuilt_at_ms       INTEGER,
     failures            INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;

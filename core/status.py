@@ -75,9 +75,9 @@ def snapshot(db: Database) -> dict[str, Any]:
         if not db.has_table("schema_versions"):  # created, but its first init never committed
             raise StorageError(f"{db.path} is not a Tessera database yet; run `tessera --db {db.path} init` first")
         projections = {
-            name: {"status": status, "last_applied_seq": last, "built_through_seq": built, "failures": failures}
-            for name, status, last, built, failures in db.all(
-                "SELECT name, status, last_applied_seq, built_through_seq, failures FROM projections ORDER BY name"
+            name: {"status": status, "built_through_seq": built, "failures": failures}
+            for name, status, built, failures in db.all(
+                "SELECT name, status, built_through_seq, failures FROM projections ORDER BY name"
             )
         }
         counters = {

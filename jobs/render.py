@@ -93,9 +93,9 @@ def status_parts(report: dict[str, Any], rates: str | None = None) -> list[Rende
     parts.append(lease_line(report["lease"], now, report["daemons"]))
     parts.extend(daemon_line(daemon, now) for daemon in report["daemons"])
     parts.extend(_error_lines(report, now))
-    projections = Table("projection", "status", "last applied seq", "failures")
+    projections = Table("projection", "status", "built through seq", "failures")
     for name, info in report["projections"].items():
-        projections.add_row(name, info["status"], str(info["last_applied_seq"]), str(info["failures"]))
+        projections.add_row(name, info["status"], str(info["built_through_seq"]), str(info["failures"]))
     parts.append(projections)
     parts.append("encrypted: " + ("yes" if report["encrypted"] else "no (created with --no-encryption)"))
     parts.append("schema: " + ", ".join(f"{owner} v{version}" for owner, version in report["schema"].items()))

@@ -364,9 +364,9 @@ def _finish(run: RebuildRun, caught: int) -> int:
             shadow.swap(db, run.tables, run.packages)
             head = eventlog.head(db)
             db.executemany(
-                "UPDATE projections SET status = 'live', built_through_seq = ?, "
-                "last_applied_seq = max(last_applied_seq, ?), rebuilt_at_ms = ?, failures = 0 WHERE name = ?",
-                [(head, head, run.app.clock.now_ms(), p.name) for p in run.projectors],
+                "UPDATE projections SET status = 'live', built_through_seq = ?, rebuilt_at_ms = ?, failures = 0 "
+                "WHERE name = ?",
+                [(head, run.app.clock.now_ms(), p.name) for p in run.projectors],
             )
             report.swapped = True
             return last

@@ -113,7 +113,7 @@ def test_a_log_made_before_bodies_is_migrated_and_takes_them(tmp_path, settings)
         assert db.value("SELECT version FROM schema_versions WHERE owner = 'core'") == 6
 
         (report,) = apply_schemas(db, [current])
-        assert report.action == "migrated" and report.migrations_run == (7,)
+        assert report.action == "migrated" and report.migrations_run == tuple(range(7, current.latest + 1))
         eventlog.check_events_table(db)
         with db.write():
             [new] = eventlog.append(db, "proto", [fact(1, b"\x01body")], 2)

@@ -1,5 +1,5 @@
-"""The transaction's tally (core/tally.py): counters and watermarks staged once, changed in place only where a
-rollback takes the change back with its staging (Database.staged_here)."""
+"""The transaction's tally (core/tally.py): counters staged once, changed in place only where a rollback takes
+the change back with its staging (Database.staged_here)."""
 
 from __future__ import annotations
 
@@ -13,45 +13,39 @@ from core.db import Database
 from core.kv import KV
 
 COUNTERS = ("counters.a", "counters.b")
-MARKS = ("p.one", "p.two")
 
 
 class _RolledBack(Exception):
     pass
 
 
-# A program: adds and watermark moves, and savepoints around parts of it that are released or rolled back.
+# A program: adds, and savepoints around parts of it that are released or rolled back.
 _step: st.SearchStrategy[Any] = st.deferred(
     lambda: st.one_of(
         st.tuples(st.just("add"), st.sampled_from(COUNTERS), st.integers(1, 9)),
-        st.tuples(st.just("mark"), st.sampled_from(MARKS), st.integers(1, 50)),
         st.tuples(st.just("savepoint"), st.booleans(), st.lists(_step, max_size=4)),
     )
 )
 programs = st.lists(_step, max_size=12)
 
 
-def _run(db: Database, kv: KV, program: list[Any], counters: dict[str, int], marks: dict[str, int]) -> None:
-    """Run ``program`` in the open transaction, and apply to ``counters`` and ``marks`` what it keeps."""
+def _run(db: Database, kv: KV, program: list[Any], counters: dict[str, int]) -> None:
+    """Run ``program`` in the open transaction, and apply to ``counters`` what it keeps."""
     for step in program:
         if step[0] == "add":
             kv.add(step[1], step[2])
             counters[step[1]] = counters.get(step[1], 0) + step[2]
-        elif step[0] == "mark":
-            tally.move_watermarks(db, {step[1]: step[2]})
-            marks[step[1]] = max(step[2], marks.get(step[1], step[2]))
         else:
             kept, inner = step[1], step[2]
-            inside_counters, inside_marks = dict(counters), dict(marks)
+            inside_counters = dict(counters)
             try:
                 with db.write():
-                    _run(db, kv, inner, inside_counters, inside_marks)
+                    _run(db, kv, inner, inside_counters)
                     if not kept:
                         raise _RolledBack
             except _RolledBack:
                 continue
             counters.update(inside_counters)
-            marks.update(inside_marks)
 
 
 # The database is shared by the examples: each reads the counters it starts from.
@@ -62,11 +56,8 @@ def test_what_savepoints_roll_back_leaves_the_tally_as_the_rest_made_it(db: Data
     with db.write():
         before = {key: kv.get(key, 0) for key in COUNTERS}
     counters: dict[str, int] = {}
-    marks: dict[str, int] = {}
     with db.write():
-        _run(db, kv, program, counters, marks)
-        staged = tally._staged(db)
-        assert (staged.marks if staged is not None else {}) == marks
+        _run(db, kv, program, counters)
         assert {key: tally.pending(db, key) or 0 for key in COUNTERS} == {key: counters.get(key, 0) for key in COUNTERS}
     with db.read():
         assert {key: kv.get(key, 0) for key in COUNTERS} == {

@@ -105,7 +105,7 @@ def test_events_after_the_watermark_are_caught_up(app):
     assert report.caught_up > 0
     assert report.watermark + report.caught_up == eventlog.head(app.db)
     assert verify(app).equal
-    assert app.db.value("SELECT max(last_applied_seq) FROM projections") == eventlog.head(app.db)
+    assert app.db.value("SELECT min(built_through_seq) FROM projections") == eventlog.head(app.db)
 
 
 def test_export_is_incremental_and_tied_to_its_database(make_app, settings, tmp_path):
@@ -163,7 +163,7 @@ def test_rebuild_runs_no_side_effects(make_app):
 def test_a_late_projector_becomes_live(app, make_app, tmp_path):
     assert app.db.value("SELECT status FROM projections WHERE name = 'example.rooms'") == "live"
     with app.db.write():
-        app.db.execute("UPDATE projections SET status = 'needs_rebuild', last_applied_seq = 0")
+        app.db.execute("UPDATE projections SET status = 'needs_rebuild', built_through_seq = 0")
         app.db.execute("DELETE FROM example_rooms")
     rebuild(RebuildRequest(app, engine="local", projections=["example.rooms"]))
     assert app.db.value("SELECT status FROM projections WHERE name = 'example.rooms'") == "live"

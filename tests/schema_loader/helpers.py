@@ -19,6 +19,16 @@ def source(owner: str, text: str, *migrations: Migration, path: str | None = Non
     return SchemaSource(owner, text, path or f"/pkg/{owner}/schema.sql", tuple(migrations))
 
 
+_BUILT_THROUGH = "    built_through_seq   INTEGER NOT NULL DEFAULT 0,\n"
+_APPLIED_SEQ = "    last_applied_seq    INTEGER NOT NULL DEFAULT 0,\n"
+
+
+def before_projections_without_applied_seq(text: str) -> str:
+    """core/schema.sql as it was before migration 008 (projections kept a last_applied_seq)."""
+    assert _BUILT_THROUGH in text and _APPLIED_SEQ not in text
+    return text.replace(_BUILT_THROUGH, _BUILT_THROUGH + _APPLIED_SEQ)
+
+
 _BODY_COLUMN = "    payload         BLOB    NOT NULL,\n    body            BLOB\n"
 _PURGE_DROPS_THE_BODY = "WHEN NOT (new.payload = X'' AND old.payload != X'' AND new.body IS NULL\n"
 
@@ -26,6 +36,7 @@ _PURGE_DROPS_THE_BODY = "WHEN NOT (new.payload = X'' AND old.payload != X'' AND 
 def before_event_bodies(text: str) -> str:
     """core/schema.sql as it was before migration 007 (no body column; a purge only empties the payload).  A test
     of an older migration may have put back an older events table or trigger already."""
+    text = before_projections_without_applied_seq(text)
     text = text.replace(_BODY_COLUMN, "    payload         BLOB    NOT NULL\n")
     text = text.replace(_PURGE_DROPS_THE_BODY, "WHEN NOT (new.payload = X'' AND old.payload != X''\n")
     assert "body            BLOB" not in text and "new.body" not in text

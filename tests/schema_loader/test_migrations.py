@@ -13,6 +13,7 @@ from schema_loader.parser import parse
 from tests.helpers import index_shapes as indexes
 from tests.schema_loader.helpers import (
     before_event_bodies,
+    before_projections_without_applied_seq,
     columns,
     core_source,
     migration,
@@ -632,3 +633,34 @@ def test_core_migration_005_wakes_old_waits_in_arrival_order(fresh_db):
         for row in fresh_db.all("EXPLAIN QUERY PLAN " + recheck._BLOCKED_BY_REASON, ("r", "k", -1, b"", 0, 9))
     )
     assert "blocked_by_reason" in plan
+
+
+def test_core_migration_008_drops_the_projections_applied_seq_and_keeps_their_rows(fresh_db):
+    """A database made before 008 (every projected transaction wrote last_applied_seq) loses the column and
+    keeps each projection's status, built-through seq and failures."""
+    core = core_source()
+    before = source(
+        "core",
+        before_projections_without_applied_seq(core.text),
+        *(m for m in core.migrations if m.number < 8),
+        path=core.path,
+    )
+    apply_schemas(fresh_db, [before], now_ms=1)
+    with fresh_db.write():
+        fresh_db.execute(
+            "INSERT INTO projections(name, protocol, status, built_through_seq, last_applied_seq, failures) "
+            "VALUES ('p.one', 'p', 'needs_rebuild', 3, 9, 2)"
+        )
+    (report,) = apply_schemas(fresh_db, [core], now_ms=2)
+    assert (report.action, report.migrations_run) == ("migrated", (8,))
+    assert [c[0] for c in columns(fresh_db, "projections")] == [
+        "name",
+        "protocol",
+        "status",
+        "built_through_seq",
+        "rebuilt_at_ms",
+        "failures",
+    ]
+    assert fresh_db.all("SELECT name, status, built_through_seq, failures FROM projections") == [
+        ("p.one", "needs_rebuild", 3, 2)
+    ]
