@@ -198,7 +198,7 @@ def plugins(obj: CliState, as_json: bool) -> None:
 @click.option(
     "--watch",
     is_flag=True,
-    help="Show it again every --interval seconds with rates and lag: redrawn in place on a terminal, "
+    help="Show it again every --interval seconds with rates and the oldest wait: redrawn in place on a terminal, "
     "printed one after another when piped (with --json, one object per line). Ctrl-C stops it.",
 )
 @click.option(
