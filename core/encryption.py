@@ -36,6 +36,9 @@ _SELECT_KV = "SELECT value FROM kv WHERE key = ?"
 _ADOPTED = "keys.adopted_state_key."
 # The state root of each open database, read once (it changes only by a rotation, which replaces the file).
 _ROOTS: weakref.WeakKeyDictionary[contract.Database, bytes] = weakref.WeakKeyDictionary()
+# The plugins' state keys derived from that root, by label: as long-lived as the root they come from, and
+# asked for by every item that opens a plugin's state (HKDF through ``cryptography`` costs ~6 µs a call).
+_STATE_KEYS: weakref.WeakKeyDictionary[contract.Database, dict[bytes, bytes]] = weakref.WeakKeyDictionary()
 _UPSERT_KV = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 # What :func:`_adopted` keeps: any write of ``kv`` forgets it but the counters' (every transaction has one).
 _ADOPTED_KEYS = "kv adopted state keys"
@@ -54,6 +57,19 @@ def state_root(db: contract.Database) -> bytes | None:
             db.secret if wrapped is None else keys.unwrap(str(wrapped), db.secret, keys.WRAPPED_ROOT_KEY)
         )
     return root
+
+
+def derived_state_key(db: contract.Database, label: bytes) -> bytes | None:
+    """The key a plugin seals its state with (``label``: its sealer's label), derived from the database's state
+    root; None when no key file is given.  Derived once per database and label, like the root it comes from."""
+    root = state_root(db)
+    if root is None:
+        return None
+    derived = _STATE_KEYS.setdefault(db, {})
+    key = derived.get(label)
+    if key is None:
+        key = derived[label] = keys.state_key(root, label)
+    return key
 
 
 def adopted_state_key(db: contract.Database, label: bytes) -> bytes | None:

@@ -33,7 +33,7 @@ import attrs
 import nacl.bindings
 import nacl.exceptions
 
-from core import contract, encryption, keys
+from core import contract, encryption
 
 log = logging.getLogger("tessera.at_rest")
 
@@ -87,10 +87,10 @@ class Sealer:
         adopted = encryption.adopted_state_key(db, self.label)
         if adopted is not None:
             return adopted
-        root = encryption.state_root(db)
-        if root is None:
+        derived = encryption.derived_state_key(db, self.label)
+        if derived is None:
             raise self.missing(self.missing_message(db))
-        return keys.state_key(root, self.label)
+        return derived
 
     def _legacy_configured(self) -> bool:
         return bool(os.environ.get(self.env_key) or os.environ.get(self.env_key_file))

@@ -195,6 +195,26 @@ def test_after_a_rotation_the_state_opens_under_the_new_key_file(app, net, setti
         Database(path, settings, create=False)  # the old key file no longer opens it
 
 
+def test_the_state_key_is_derived_once_per_database(app, net, monkeypatch):
+    """Every message opens the group's state with the same key: it is derived from the root once, not per item."""
+    derivations: list[bytes] = []
+
+    def counted(root: bytes, label: bytes) -> bytes:
+        derivations.append(label)
+        return derive(root, label)
+
+    derive = keys.state_key
+    monkeypatch.setattr(keys, "state_key", counted)
+    for n in range(3):
+        deliver(app, net.send(1, f"message {n}", T0 + 1 + n)[0])
+    assert len(history_ids(app, net.gid)) == 3
+    assert derivations.count(key.SEALER.label) <= 1  # once, or never when an earlier test's open derived it
+    with app.db.read():
+        root = encryption.state_root(app.db)
+        assert root is not None
+        assert SealedValues(ProtocolState(app.db, "marmot")).key == derive(root, key.SEALER.label)
+
+
 def test_a_sealed_value_cannot_be_moved_to_another_key(app, net):
     values = SealedValues(ProtocolState(app.db, "marmot"))
     sealed = values.raw(f"state/{net.gid}")
