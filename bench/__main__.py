@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             if name in completed:
                 continue
             console.rule(f"{name}: {BENCHMARKS[name][1]}")
+            context = context.paced(name)
             found = BENCHMARKS[name][0](run)
             figures += found
             completed.append(name)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import shlex
+import statistics
 import subprocess
+import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,9 @@ class RunContext:
         load_at_start: the 1-minute load average when the run began (None where the OS has none).
         machine: cores, memory, disk and library versions (:func:`suite.machine_line`).
         resumed: UTC times at which a stopped run was continued (``python -m bench --resume``).
+        pace: the machine's pace when each benchmark began, by benchmark: the wall time of ``python -c pass``
+            in ms (:func:`python_start_ms`).  A shared or virtual machine's speed drifts over hours, and a
+            resumed run's benchmarks may be hours apart: this says whether their rates can be compared.
     """
 
     command: str
@@ -41,6 +47,7 @@ class RunContext:
     load_at_start: float | None
     machine: str
     resumed: tuple[str, ...] = ()
+    pace: dict[str, float] = attrs.Factory(dict)
 
     @classmethod
     def now(cls, argv: list[str]) -> RunContext:
@@ -55,6 +62,10 @@ class RunContext:
     def continued(self) -> RunContext:
         """This run's context, continued now."""
         return attrs.evolve(self, resumed=(*self.resumed, _utc_now()))
+
+    def paced(self, benchmark: str) -> RunContext:
+        """This context with the machine's pace measured now, as ``benchmark`` begins."""
+        return attrs.evolve(self, pace={**self.pace, benchmark: round(python_start_ms(), 2)})
 
     def as_json(self, seconds: float) -> dict[str, Any]:
         return {
@@ -75,9 +86,11 @@ def markdown(figures: list[Figure], context: RunContext, seconds: float) -> str:
         f"`{context.command}` — commit {context.commit}, {context.started}{resumed} to {finished['ended']} UTC "
         f"({measuring}); load average {loads}; {context.machine}."
     )
-    lines = [
-        heading,
-        "",
+    lines = [heading, ""]
+    if context.pace:
+        paces = ", ".join(f"{name} {ms:.1f} ms" for name, ms in context.pace.items())
+        lines += [f"`python -c pass` as each benchmark began (the machine's pace): {paces}.", ""]
+    lines += [
         "| benchmark | figure | ours | ceiling / peer | ratio | target | |",
         "|---|---|---:|---:|---:|---|---|",
     ]
@@ -101,6 +114,17 @@ def _cell(text: str) -> str:
 
 def _load_text(load: float | None) -> str:
     return "unknown" if load is None else f"{load:.2f}"
+
+
+def python_start_ms(runs: int = 5) -> float:
+    """The median wall time of ``python -c pass`` in ms: how fast this machine is right now, in one figure that
+    depends on neither the checkout nor the disk's state."""
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append((time.perf_counter() - began) * 1000)
+    return statistics.median(times)
 
 
 def _load() -> float | None:

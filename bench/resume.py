@@ -50,6 +50,7 @@ def earlier_run(path: str, *, events: int, quick: bool, commit: str) -> EarlierR
             load_at_start=document["load_at_start"],
             machine=document["machine"],
             resumed=tuple(document.get("resumed", ())),
+            pace={name: float(ms) for name, ms in document.get("pace", {}).items()},
         )
         seconds = float(document["seconds"])
     except (ValueError, KeyError, TypeError) as exc:

@@ -265,7 +265,8 @@ def test_a_stopped_run_resumes_with_the_benchmarks_it_had_not_finished(
     argv = ["--events", "300", "--json", str(out), "--markdown", str(table), "--resume"]
     with pytest.raises(KeyboardInterrupt):
         bench_main.main(argv)
-    assert json.loads(out.read_text())["completed"] == ["first"]
+    stopped = json.loads(out.read_text())
+    assert stopped["completed"] == ["first"] and list(stopped["pace"]) == ["first"]
 
     assert bench_main.main(argv) == 0
     assert ran == ["first", "second", "second"]  # the first benchmark was not run again
@@ -273,8 +274,12 @@ def test_a_stopped_run_resumes_with_the_benchmarks_it_had_not_finished(
     assert document["completed"] == ["first", "second"]
     assert [f["benchmark"] for f in document["figures"]] == ["first", "second"]
     assert len(document["resumed"]) == 1
-    head = table.read_text().splitlines()[0]
+    # The machine's pace as each benchmark began: the first's kept from the first sitting, the second's anew.
+    assert document["pace"]["first"] == stopped["pace"]["first"] and list(document["pace"]) == ["first", "second"]
+    assert all(0 < ms < 10_000 for ms in document["pace"].values())
+    head, _, pace_line = table.read_text().splitlines()[:3]
     assert f", resumed {document['resumed'][0]} to " in head and "s measuring)" in head
+    assert pace_line.startswith("`python -c pass` as each benchmark began (the machine's pace): first ")
 
     finished = out.read_text(), table.read_text()
     assert bench_main.main(argv) == 0  # a finished run resumed runs nothing and leaves its files as they were
