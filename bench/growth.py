@@ -7,7 +7,8 @@ and its name with the sizes taken out (``rebuild of 100,000 events`` and ``rebui
 are one row), so the table needs no list of figures kept by hand; percentiles such as p50 and p99 stay
 apart.  Each cell is our figure and, where the figure has a ceiling, its ratio; runs are ordered by size
 and each column is headed by its size and commit.  A figure that only some runs measured shows an empty
-cell in the others.
+cell in the others.  Runs that recorded the machine's pace (``python -c pass`` as each benchmark began) get a
+first row with its median and range, so columns measured on a slower or faster day can be told apart.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,12 +68,23 @@ def growth_table(runs: list[dict[str, Any]]) -> str:
         "| benchmark | figure (N: the run's sizes) | " + " | ".join(heads) + " |",
         "|---|---|" + "---:|" * len(runs),
     ]
+    if any(run.get("pace") for run in runs):  # runs made before the suite recorded it have none
+        paces = [_pace_cell(run.get("pace") or {}) for run in runs]
+        lines.append(f"| (machine) | `python -c pass` as its benchmarks began, median (range) | {' | '.join(paces)} |")
     for (benchmark, name), cells in rows.items():
         if len(cells) < 2:
             continue  # measured at one size only: nothing grows
         values = " | ".join(cells.get(column, "") for column in range(len(runs)))
         lines.append(f"| {benchmark} | {name.replace('|', chr(92) + '|')} | {values} |")
     return "\n".join(lines) + "\n"
+
+
+def _pace_cell(pace: dict[str, float]) -> str:
+    """A run's pace over its benchmarks: the median and range of ``python -c pass`` as each began."""
+    if not pace:
+        return ""
+    times = sorted(pace.values())
+    return f"{number_text(statistics.median(times))} ms ({number_text(times[0])}–{number_text(times[-1])})"
 
 
 def main(argv: list[str] | None = None) -> int:

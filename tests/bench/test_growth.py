@@ -13,9 +13,16 @@ from tests.bench import run
 from tests.conftest import ROOT
 
 
-def run_file(folder: Path, events: int, commit: str, figures: list[Any]) -> str:
+def run_file(folder: Path, events: int, commit: str, figures: list[Any], pace: dict[str, float] | None = None) -> str:
     path = folder / f"{events}.json"
-    document = {"events": events, "quick": False, "commit": commit, "figures": [f.as_json() for f in figures]}
+    document: dict[str, Any] = {
+        "events": events,
+        "quick": False,
+        "commit": commit,
+        "figures": [f.as_json() for f in figures],
+    }
+    if pace is not None:
+        document["pace"] = pace
     path.write_text(json.dumps(document))
     return str(path)
 
@@ -58,6 +65,22 @@ def test_figures_are_matched_across_sizes_and_ordered_by_size(tmp_path: Path, mo
         "| marmot | N MDK kind-445 messages | 900 events/s | 900 events/s |",  # a kind is not a size
         "| cli_start | wall time, median of N | 150 ms | 150 ms |",  # more samples in a larger run
     ]  # the figure only one run measured has no row
+
+
+def test_the_machines_pace_heads_the_table_where_runs_recorded_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from suite import Figure
+
+    rate = [Figure("append", "per item, 1,000 events", 100.0, "events/s")]
+    old = run_file(tmp_path, 100_000, "aaaaaaa", rate)  # made before runs recorded their pace
+    new = run_file(tmp_path, 1_000_000, "aaaaaaa", rate, pace={"append": 24.0, "tick": 33.5, "fill": 25.0})
+    done = growth(old, new)
+    assert done.returncode == 0, done.stderr
+    _head, _rule, pace, *rows = done.stdout.splitlines()
+    assert pace == "| (machine) | `python -c pass` as its benchmarks began, median (range) |  | 25 ms (24–33.5) |"
+    assert rows == ["| append | per item, N events | 100 events/s | 100 events/s |"]
 
 
 def test_a_file_that_is_not_a_run_is_refused_in_one_line(tmp_path: Path) -> None:
