@@ -12,13 +12,12 @@ import os
 import shlex
 import statistics
 import subprocess
-import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
+import cli_start
 from suite import Figure, machine_line, number_text, ratio_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,14 +116,9 @@ def _load_text(load: float | None) -> str:
 
 
 def python_start_ms(runs: int = 5) -> float:
-    """The median wall time of ``python -c pass`` in ms: how fast this machine is right now, in one figure that
-    depends on neither the checkout nor the disk's state."""
-    times = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append((time.perf_counter() - began) * 1000)
-    return statistics.median(times)
+    """The median wall time of ``python -c pass`` in ms, measured as the cli_start benchmark measures its ceiling:
+    how fast this machine is right now, in one figure that depends on neither the checkout nor the disk's state."""
+    return statistics.median(cli_start.measured({}, runs, cli_start.CHECKOUT)["ceiling"])
 
 
 def _load() -> float | None:
