@@ -193,6 +193,13 @@ def test_the_per_item_profile_shows_each_path_beside_its_raw_loop() -> None:
     assert "SELECT 1 FROM deferred WHERE partition_key" not in out
 
 
+def test_the_per_item_bounds_run_every_way_beside_the_ceiling() -> None:
+    done = run("bench/per_item_bounds.py", "--items", "60", "--rounds", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ways = [line.split("│")[1].strip() for line in done.stdout.splitlines() if line.startswith("│")]
+    assert ways == ["as it is", "hook", "tally", "claim", "checks", "validators", "all", "ceiling: raw loop + decoding"]
+
+
 def test_the_backfill_cpu_harness_times_copies_of_one_fixture(tmp_path: Path) -> None:
     fixture = tmp_path / "stream"
     done = run("bench/backfill_cpu.py", "--fixture", str(fixture), "--messages", "30", "--runs", "1", timeout=300)
@@ -348,3 +355,16 @@ def test_again_needs_resume_and_a_real_benchmark() -> None:
     assert alone.returncode == 2 and "--again measures a finished benchmark of a resumed run again" in alone.stderr
     unknown = run("-m", "bench", "--json", "x.json", "--resume", "--again", "nosuch")
     assert unknown.returncode == 2 and "no benchmark nosuch to run --again" in unknown.stderr
+
+
+def test_the_tick_benchmark_holds_each_figure_to_ceilings_measured_beside_it(tmp_path: Path) -> None:
+    # Outside --quick: three rounds, each measuring the raw loops beside ours; the figure is the median rate and its
+    # note shows every round's ratio, so a drift of the machine between two single measurements cannot pose as one.
+    out = tmp_path / "tick.json"
+    done = run("-m", "bench", "tick", "--events", "300", "--json", str(out), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    per_item, batched, _ = json.loads(out.read_text())["figures"]
+    for figure in (per_item, batched):
+        rounds = figure["note"].removeprefix("rounds: ").split(", ")
+        assert figure["note"].startswith("rounds: ") and len(rounds) == 3, figure
+        assert all(float(ratio.removesuffix("%")) > 0 for ratio in rounds), figure
