@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
+from unittest import mock
 
 import attrs
 import tick
@@ -38,6 +40,7 @@ from common import Workdir, console, parser, report
 
 from core import drain, encoding, pipeline, queues, records
 from core.app import App
+from core.db import Database
 from core.records import ItemSource
 
 OPTIONS = (
@@ -48,30 +51,11 @@ OPTIONS = (
 _CLAIM = "DELETE FROM incoming WHERE id = (SELECT min(id) FROM incoming) RETURNING id, protocol, blob"
 
 
-def _claiming_oldest(db: object) -> queues.WorkItem | None:
-    row = db.one(_CLAIM)  # type: ignore[attr-defined]
+def _claiming_oldest(db: Database) -> queues.WorkItem | None:
+    row = db.one(_CLAIM)
     if row is None:
         return None
     return queues.WorkItem(protocol=row[1], blob=row[2], source=ItemSource.INCOMING, source_id=row[0])
-
-
-@contextlib.contextmanager
-def _patched(module: object, name: str, value: object) -> Iterator[None]:
-    before = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, before)
-
-
-@contextlib.contextmanager
-def _validators_off() -> Iterator[None]:
-    attrs.validators.set_disabled(True)
-    try:
-        yield
-    finally:
-        attrs.validators.set_disabled(False)
 
 
 def _nothing(*_: object) -> None:
@@ -89,20 +73,20 @@ class _UncheckedEncoding:
 
 
 # Each way: what it patches while its items run, and whether the statement hook is taken off the connection.
-_CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[None]], ...]] = {
+_CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[Any]], ...]] = {
     "hook": (),
-    "tally": (lambda: _patched(pipeline, "count_outcome", _nothing),),
+    "tally": (lambda: mock.patch.object(pipeline, "count_outcome", _nothing),),
     "claim": (
-        lambda: _patched(queues, "oldest_incoming", _claiming_oldest),
-        lambda: _patched(queues, "delete_incoming", _nothing),
+        lambda: mock.patch.object(queues, "oldest_incoming", _claiming_oldest),
+        lambda: mock.patch.object(queues, "delete_incoming", _nothing),
     ),
-    "checks": (lambda: _patched(records, "encoding", _UncheckedEncoding),),
-    "validators": (_validators_off,),
+    "checks": (lambda: mock.patch.object(records, "encoding", _UncheckedEncoding),),
+    "validators": (attrs.validators.disabled,),
 }
 WAYS = ("as it is", *_CUTS, "all")
 
 
-def _cuts_of(way: str) -> tuple[list[Callable[[], contextlib.AbstractContextManager[None]]], bool]:
+def _cuts_of(way: str) -> tuple[list[Callable[[], contextlib.AbstractContextManager[Any]]], bool]:
     if way == "as it is":
         return [], False
     if way == "all":
