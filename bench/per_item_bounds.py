@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -72,38 +72,46 @@ class _UncheckedEncoding:
         return encoding._encoder.encode(value).encode("utf-8")
 
 
-# Each way: what it patches while its items run, and whether the statement hook is taken off the connection.
-_CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[Any]], ...]] = {
-    "hook": (),
-    "tally": (lambda: mock.patch.object(pipeline, "count_outcome", _nothing),),
+@contextlib.contextmanager
+def _statement_hook_removed(app: App) -> Iterator[None]:
+    app.db.conn.set_profile(None)
+    try:
+        yield
+    finally:
+        app.db.conn.set_profile(app.db._profile)
+
+
+Cut = Callable[[App], contextlib.AbstractContextManager[Any]]
+
+# Each way: what it takes out of the app while its items run.
+_CUTS: dict[str, tuple[Cut, ...]] = {
+    "hook": (_statement_hook_removed,),
+    "tally": (lambda _app: mock.patch.object(pipeline, "count_outcome", _nothing),),
     "claim": (
-        lambda: mock.patch.object(queues, "oldest_incoming", _claiming_oldest),
-        lambda: mock.patch.object(queues, "delete_incoming", _nothing),
+        lambda _app: mock.patch.object(queues, "oldest_incoming", _claiming_oldest),
+        lambda _app: mock.patch.object(queues, "delete_incoming", _nothing),
     ),
-    "checks": (lambda: mock.patch.object(records, "encoding", _UncheckedEncoding),),
-    "validators": (attrs.validators.disabled,),
+    "checks": (lambda _app: mock.patch.object(records, "encoding", _UncheckedEncoding),),
+    "validators": (lambda _app: attrs.validators.disabled(),),
 }
 WAYS = ("as it is", *_CUTS, "all")
 
 
-def _cuts_of(way: str) -> tuple[list[Callable[[], contextlib.AbstractContextManager[Any]]], bool]:
+def _cuts_of(way: str) -> list[Cut]:
     if way == "as it is":
-        return [], False
+        return []
     if way == "all":
-        return [cut for cuts in _CUTS.values() for cut in cuts], True
-    return list(_CUTS[way]), way == "hook"
+        return [cut for cuts in _CUTS.values() for cut in cuts]
+    return list(_CUTS[way])
 
 
 def run_way(work: Workdir, blobs: list[bytes], way: str) -> float:
     """One way on a fresh file: µs an item, wall time, the items' loop alone."""
     app: App = tick.open_example(work.db(way.replace(" ", "-")))
     tick.queue(app, blobs)
-    cuts, no_hook = _cuts_of(way)
-    if no_hook:
-        app.db.conn.set_profile(None)
     with contextlib.ExitStack() as stack:
-        for cut in cuts:
-            stack.enter_context(cut())
+        for cut in _cuts_of(way):
+            stack.enter_context(cut(app))
         started = time.perf_counter()
         done = 0
         while drain.process_next_incoming(app.runtime) is not None:

@@ -274,7 +274,7 @@ def figures(run: Run) -> list[Figure]:
 
     Three rounds (one with ``--quick``), each measuring every ceiling beside the figure held to it; the
     figures are the medians.  A single measurement of each, minutes apart, compared the machine's speed at two
-    moments as much as the two loops: this host's speed drifts by tens of percent within an hour."""
+    moments as much as the two loops: this host's speed drifts by tens of percent within minutes."""
     count = max(500, min(run.events // 5, 100_000))
     rounds = 1 if run.quick else 3
     console.print(f"tick: signing {count:,} example messages ...")
