@@ -108,6 +108,24 @@ def test_the_generated_tests_pass_with_the_plugin_registered_but_not_installed(t
     assert "8 passed" in output, output
 
 
+def readme_script(package: Path, python: Path) -> str:
+    """The generated README's commands, second ``sh`` block, as a bash script with ``tessera`` run by ``python``."""
+    commands = (package / "README.md").read_text().split("```sh\n")[2].split("```")[0]
+    # `python -m jobs` is the `tessera` script (jobs.cli:main), which a throwaway environment has not installed.
+    return f'set -e\ntessera() {{ {shlex.quote(str(python))} -m jobs "$@"; }}\n{commands}'
+
+
+def test_the_readme_commands_work_with_the_plugin_registered_but_not_installed(tmp_path):
+    """The default suite's variant of the README half of the install test below: a new database needs its key."""
+    package = scaffold(tmp_path)
+    env = register_without_installing(package, tmp_path / "site")
+    work = tmp_path / "work"
+    work.mkdir()
+    shown = run(["bash", "-c", readme_script(package, Path(sys.executable))], cwd=work, env=env)
+    assert shown.rstrip().endswith("hello"), shown
+    assert (work / "notes.key").stat().st_mode & 0o077 == 0, "the key the README makes is readable by others"
+
+
 @pytest.mark.parametrize("name", ["reactions", "q", LONGEST_NAME])
 def test_the_generated_code_is_ruff_clean_and_formatted_whatever_the_name_length(tmp_path, name):
     package = scaffold(tmp_path, name)
@@ -267,13 +285,12 @@ def test_pip_install_e_then_pytest_passes_at_once_and_the_readme_commands_work(t
     output = run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=package, env=isolated_env())
     assert "8 passed" in output, output
     tested = time.monotonic()
-    # `python -m jobs` is the `tessera` script (jobs.cli:main); the throwaway venv has no script of its own.
     listing = run([str(python), "-m", "jobs", "plugins"], cwd=tmp_path, env=isolated_env())
     assert "protocol reactions (reactions): notes posted to topics" in listing, listing
     listed = time.monotonic()
-    readme_commands = (package / "README.md").read_text().split("```sh\n")[2].split("```")[0]
-    script = f'set -e\ntessera() {{ {shlex.quote(str(python))} -m jobs "$@"; }}\n{readme_commands}'
-    assert run(["bash", "-c", script], cwd=tmp_path, env=isolated_env()).rstrip().endswith("hello")
+    assert (
+        run(["bash", "-c", readme_script(package, python)], cwd=tmp_path, env=isolated_env()).rstrip().endswith("hello")
+    )
     print(
         f"venv {venv_ready - started:.1f} s, pip install -e {installed - venv_ready:.1f} s, "
         f"pytest {tested - installed:.1f} s, tessera plugins {listed - tested:.1f} s, "
